@@ -1,0 +1,422 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// ObjectStore is the part of S3 the activities use.
+type ObjectStore interface {
+	Head(ctx context.Context, loc s3store.Location) (s3store.ObjectInfo, error)
+	Open(ctx context.Context, loc s3store.Location, etag string) (io.ReadCloser, error)
+	ReadRange(ctx context.Context, loc s3store.Location, start, end int64, etag string) ([]byte, error)
+	ReadAll(ctx context.Context, loc s3store.Location) ([]byte, error)
+	Put(ctx context.Context, loc s3store.Location, data []byte, contentType string) error
+}
+
+// Model is the inference pool as the activities see it.
+type Model interface {
+	Complete(ctx context.Context, req inference.Request) (inference.Completion, error)
+}
+
+// Activities holds the dependencies of memagent's activities. Register it
+// with Register; workflows call its methods by name.
+type Activities struct {
+	Store ObjectStore
+	Model Model
+	// DefaultModel is used when a request names none.
+	DefaultModel string
+	// MaxModelLen is the model's context in tokens when the server reported
+	// it (0 = unknown, no budget check).
+	MaxModelLen int
+	// Bucket holds indexes, traces and results.
+	Bucket     string
+	Templates  memagent.Templates
+	Tokenizers func(name string) (memagent.Tokenizer, error)
+	Logger     *slog.Logger
+	// HeartbeatEvery is how often a waiting activity heartbeats; default 10s.
+	HeartbeatEvery time.Duration
+
+	indexMu sync.Mutex
+	indexes map[string]*memagent.ChunkIndex
+}
+
+// maxCachedIndexes bounds the per-process index cache; indexes are
+// immutable (keyed by object version), so any entry may be dropped.
+const maxCachedIndexes = 64
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (a *Activities) heartbeatEvery() time.Duration {
+	if a.HeartbeatEvery > 0 {
+		return a.HeartbeatEvery
+	}
+	return 10 * time.Second
+}
+
+// PrepareDocument streams the document once, cuts it into chunks and stores
+// the chunk index in S3, or reuses the index of the same object version,
+// tokenizer and chunk size.
+func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*PrepareOutput, error) {
+	if err := in.Options.Validate(); err != nil {
+		return nil, badInput(err)
+	}
+	opts := in.Options.WithDefaults()
+	if strings.TrimSpace(in.Question) == "" {
+		return nil, badInput(errors.New("question is empty: pass --question"))
+	}
+	loc, err := s3store.ParseURI(in.Document)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	tok, err := a.Tokenizers(opts.Tokenizer)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if err := CheckBudget(tok, a.Templates, in.Question, opts, a.MaxModelLen); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrPromptTooLong, nil)
+	}
+	info, err := a.Store.Head(ctx, loc)
+	if err != nil {
+		return nil, storeError(err, in.Document)
+	}
+	if info.Size == 0 {
+		return nil, badInput(fmt.Errorf("document %s is empty", in.Document))
+	}
+	out := &PrepareOutput{
+		Document:    in.Document,
+		ETag:        info.ETag,
+		Tokenizer:   tok.Name(),
+		ChunkTokens: opts.ChunkTokens,
+		Model:       a.modelName(opts),
+	}
+	indexLoc := s3store.Location{Bucket: a.Bucket, Key: indexKey(in.Document, info, tok.Name(), opts.ChunkTokens)}
+	out.IndexURI = indexLoc.String()
+
+	idx, err := a.readIndex(ctx, indexLoc)
+	switch {
+	case err == nil && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && idx.Bytes == info.Size:
+		out.Reused = true
+	case err == nil || errors.Is(err, s3store.ErrNotFound):
+		idx, err = a.planDocument(ctx, loc, info, tok, opts.ChunkTokens)
+		if err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(idx)
+		if err != nil {
+			return nil, fmt.Errorf("encode chunk index: %w", err)
+		}
+		if err := a.Store.Put(ctx, indexLoc, data, "application/json"); err != nil {
+			return nil, fmt.Errorf("write chunk index: %w", err)
+		}
+		a.cacheIndex(out.IndexURI, idx)
+	default:
+		return nil, fmt.Errorf("read chunk index: %w", err)
+	}
+	out.SHA256, out.Bytes, out.Tokens, out.Chunks = idx.SHA256, idx.Bytes, idx.Tokens, len(idx.Chunks)
+	a.logger().InfoContext(ctx, "document prepared",
+		"document", in.Document, "chunks", out.Chunks, "tokens", out.Tokens, "bytes", out.Bytes, "reused_index", out.Reused)
+	return out, nil
+}
+
+func (a *Activities) planDocument(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, tok memagent.Tokenizer, chunkTokens int) (*memagent.ChunkIndex, error) {
+	body, err := a.Store.Open(ctx, loc, info.ETag)
+	if err != nil {
+		return nil, storeError(err, loc.String())
+	}
+	defer body.Close()
+	r := &heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery()}
+	idx, err := memagent.PlanChunks(r, tok, chunkTokens)
+	var invalid *memagent.InvalidUTF8Error
+	switch {
+	case err == nil:
+		return idx, nil
+	case r.err != nil:
+		// The read itself failed (network, object replaced): not bad input.
+		return nil, storeError(r.err, loc.String())
+	case errors.Is(err, memagent.ErrEmptyDocument):
+		return nil, badInput(fmt.Errorf("document %s has no text (empty or only whitespace)", loc))
+	case errors.As(err, &invalid):
+		return nil, badInput(fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first", loc, invalid.Offset))
+	default:
+		return nil, badInput(fmt.Errorf("plan chunks of %s: %w", loc, err))
+	}
+}
+
+// UpdateMemory reads one chunk's byte range, asks the model to rewrite the
+// memory, writes the chunk's trace and returns the new memory.
+func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateOutput, error) {
+	opts := in.Options.WithDefaults()
+	indexLoc, err := s3store.ParseURI(in.IndexURI)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("index uri: %w", err))
+	}
+	idx, err := a.loadIndex(ctx, indexLoc)
+	if err != nil {
+		return nil, storeError(err, in.IndexURI)
+	}
+	if in.Chunk < 0 || in.Chunk >= len(idx.Chunks) {
+		return nil, badInput(fmt.Errorf("chunk %d out of range: the index has %d chunks", in.Chunk, len(idx.Chunks)))
+	}
+	ch := idx.Chunks[in.Chunk]
+	docLoc, err := s3store.ParseURI(in.Document)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	text, err := a.Store.ReadRange(ctx, docLoc, ch.Start, ch.End, in.ETag)
+	if err != nil {
+		return nil, storeError(err, in.Document)
+	}
+	prompt := a.Templates.RenderUpdate(in.Question, in.Memory, string(text))
+	comp, err := a.complete(ctx, inference.Request{
+		Model:       opts.Model,
+		Prompt:      prompt,
+		MaxTokens:   opts.MemoryMaxTokens,
+		Temperature: *opts.Temperature,
+		TopP:        *opts.TopP,
+	})
+	if err != nil {
+		return nil, err
+	}
+	memory, kept := nextMemory(in.Memory, comp.Text)
+	out := &UpdateOutput{
+		Memory:       memory,
+		Chunk:        in.Chunk,
+		Start:        ch.Start,
+		End:          ch.End,
+		ChunkTokens:  ch.Tokens,
+		Usage:        usageOf(comp),
+		FinishReason: comp.FinishReason,
+		MemoryKept:   kept,
+		LatencyMS:    comp.Latency.Milliseconds(),
+	}
+	trace := ChunkTrace{
+		Chunk: in.Chunk, Chunks: len(idx.Chunks), Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens,
+		Model: comp.Model, PromptTokens: comp.PromptTokens, CompletionTokens: comp.CompletionTokens,
+		CachedTokens: comp.CachedTokens, LatencyMS: out.LatencyMS, FinishReason: comp.FinishReason,
+		Attempt: activity.GetInfo(ctx).Attempt, MemoryKept: kept, MemoryAfter: memory, WrittenAt: time.Now().UTC(),
+	}
+	if err := a.putJSON(ctx, in.TracePrefix+fmt.Sprintf("chunks/%06d.json", in.Chunk), trace); err != nil {
+		return nil, fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
+	}
+	a.logger().DebugContext(ctx, "memory updated", "chunk", in.Chunk, "memory", memory)
+	a.logger().InfoContext(ctx, "chunk done",
+		"chunk", in.Chunk, "chunks", len(idx.Chunks), "prompt_tokens", comp.PromptTokens,
+		"completion_tokens", comp.CompletionTokens, "latency_ms", out.LatencyMS, "finish_reason", comp.FinishReason)
+	return out, nil
+}
+
+// Answer asks the model for the final answer from the memory alone,
+// extracts the \boxed{} content, scores it against gold answers when there
+// are any and writes the result JSON.
+func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, error) {
+	opts := in.Options.WithDefaults()
+	comp, err := a.complete(ctx, inference.Request{
+		Model:       opts.Model,
+		Prompt:      a.Templates.RenderFinal(in.Question, in.Memory),
+		MaxTokens:   opts.AnswerMaxTokens,
+		Temperature: *opts.Temperature,
+		TopP:        *opts.TopP,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := in.Result
+	ans := memagent.ExtractAnswer(comp.Text)
+	res.Answer, res.AnswerFound, res.AnswerMethod = ans.Text, ans.Found, ans.Method
+	res.Usage = res.Usage.Add(usageOf(comp))
+	res.FinalMemory = in.Memory
+	res.GoldAnswers = in.GoldAnswers
+	if len(in.GoldAnswers) > 0 {
+		s := memagent.Score(ans.Text, in.GoldAnswers)
+		res.Scores = &s
+	}
+	res.ResultURI = in.ResultURI
+	res.FinishedAt = time.Now().UTC()
+	// The raw completion is kept in S3 only, next to the result.
+	stored := struct {
+		QAResult
+		Completion string `json:"completion"`
+	}{res, comp.Text}
+	if err := a.putJSON(ctx, in.ResultURI, stored); err != nil {
+		return nil, fmt.Errorf("write result: %w", err)
+	}
+	a.logger().InfoContext(ctx, "answered", "answer_found", ans.Found, "method", ans.Method,
+		"completion_tokens", comp.CompletionTokens)
+	return &res, nil
+}
+
+// complete calls the model while heartbeating, and classifies its errors.
+func (a *Activities) complete(ctx context.Context, req inference.Request) (inference.Completion, error) {
+	if req.Model == "" {
+		req.Model = a.DefaultModel
+	}
+	stop := a.startHeartbeat(ctx)
+	comp, err := a.Model.Complete(ctx, req)
+	stop()
+	if err != nil {
+		return comp, modelError(err)
+	}
+	return comp, nil
+}
+
+// startHeartbeat records heartbeats until the returned func is called, so a
+// dead worker is noticed within the heartbeat timeout even while the model
+// is still generating.
+func (a *Activities) startHeartbeat(ctx context.Context) func() {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(a.heartbeatEvery())
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func (a *Activities) modelName(opts ModelOptions) string {
+	if opts.Model != "" {
+		return opts.Model
+	}
+	return a.DefaultModel
+}
+
+func (a *Activities) readIndex(ctx context.Context, loc s3store.Location) (*memagent.ChunkIndex, error) {
+	data, err := a.Store.ReadAll(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	var idx memagent.ChunkIndex
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return nil, fmt.Errorf("decode chunk index %s: %w", loc, err)
+	}
+	return &idx, nil
+}
+
+// loadIndex returns a chunk index from the process cache or S3.
+func (a *Activities) loadIndex(ctx context.Context, loc s3store.Location) (*memagent.ChunkIndex, error) {
+	key := loc.String()
+	a.indexMu.Lock()
+	idx, ok := a.indexes[key]
+	a.indexMu.Unlock()
+	if ok {
+		return idx, nil
+	}
+	idx, err := a.readIndex(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	a.cacheIndex(key, idx)
+	return idx, nil
+}
+
+func (a *Activities) cacheIndex(key string, idx *memagent.ChunkIndex) {
+	a.indexMu.Lock()
+	defer a.indexMu.Unlock()
+	if a.indexes == nil {
+		a.indexes = make(map[string]*memagent.ChunkIndex)
+	}
+	if len(a.indexes) >= maxCachedIndexes {
+		for k := range a.indexes {
+			delete(a.indexes, k)
+			break
+		}
+	}
+	a.indexes[key] = idx
+}
+
+func (a *Activities) putJSON(ctx context.Context, uri string, v any) error {
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return badInput(err)
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return a.Store.Put(ctx, loc, data, "application/json")
+}
+
+// indexKey names the chunk index of one object version: the same document,
+// unchanged, asked again with the same tokenizer and chunk size reuses it.
+func indexKey(uri string, info s3store.ObjectInfo, tokenizer string, chunkTokens int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", uri, info.ETag, info.Size)))
+	return fmt.Sprintf("indexes/%s/%s-%d.json", hex.EncodeToString(h[:16]), tokenizer, chunkTokens)
+}
+
+// nextMemory turns a completion into the next memory: only what follows a
+// reasoning block counts, and an empty answer keeps the previous memory.
+func nextMemory(prev, completion string) (string, bool) {
+	if i := strings.LastIndex(completion, "</think>"); i >= 0 {
+		completion = completion[i+len("</think>"):]
+	}
+	m := strings.TrimSpace(completion)
+	if m == "" {
+		return prev, true
+	}
+	return m, false
+}
+
+func usageOf(c inference.Completion) Usage {
+	return Usage{Calls: 1, PromptTokens: int64(c.PromptTokens), CompletionTokens: int64(c.CompletionTokens), CachedTokens: int64(c.CachedTokens)}
+}
+
+// heartbeatReader heartbeats while a long document streams through the
+// chunk planner and remembers a read error so it is not mistaken for bad
+// input.
+type heartbeatReader struct {
+	ctx   context.Context
+	r     io.Reader
+	every time.Duration
+	last  time.Time
+	read  int64
+	err   error
+}
+
+func (h *heartbeatReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.read += int64(n)
+	if err != nil && err != io.EOF {
+		h.err = err
+	}
+	if now := time.Now(); now.Sub(h.last) >= h.every && activity.IsActivity(h.ctx) {
+		h.last = now
+		activity.RecordHeartbeat(h.ctx, h.read)
+	}
+	return n, err
+}

@@ -1,0 +1,233 @@
+package activities
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/memagent/memagent/internal/memagent"
+)
+
+// Activity names, registered explicitly so that renaming a Go method never
+// breaks a running workflow history.
+const (
+	PrepareDocumentName = "memagent.PrepareDocument"
+	UpdateMemoryName    = "memagent.UpdateMemory"
+	AnswerName          = "memagent.Answer"
+)
+
+// Error types of the non-retryable (and a few retryable) ApplicationErrors
+// the activities return. They are part of the wire format: callers match on
+// them.
+const (
+	ErrBadInput         = "memagent.BadInput"
+	ErrDocumentNotFound = "memagent.DocumentNotFound"
+	ErrDocumentChanged  = "memagent.DocumentChanged"
+	ErrPromptTooLong    = "memagent.PromptTooLong"
+	ErrModelAuth        = "memagent.ModelAuth"
+	ErrModelNotFound    = "memagent.ModelNotFound"
+	ErrModelBadRequest  = "memagent.ModelBadRequest"
+	// ErrModelUnavailable is retryable: rate limits, 5xx, timeouts and
+	// refused connections.
+	ErrModelUnavailable = "memagent.ModelUnavailable"
+)
+
+// Defaults of ModelOptions, as in the MemAgent paper's setup.
+const (
+	DefaultChunkTokens     = 5000
+	DefaultMemoryMaxTokens = 1024
+	DefaultAnswerMaxTokens = 1024
+	DefaultTemperature     = 0.7
+	DefaultTopP            = 0.95
+	DefaultTokenizer       = "cl100k_base"
+)
+
+// ModelOptions are the per-request knobs. Zero values mean the defaults; the
+// pointers tell "not set" from an explicit zero.
+type ModelOptions struct {
+	// Model is the served model name; empty means the worker's default.
+	Model           string   `json:"model,omitempty"`
+	Tokenizer       string   `json:"tokenizer,omitempty"`
+	ChunkTokens     int      `json:"chunk_tokens,omitempty"`
+	MemoryMaxTokens int      `json:"memory_max_tokens,omitempty"`
+	AnswerMaxTokens int      `json:"answer_max_tokens,omitempty"`
+	Temperature     *float32 `json:"temperature,omitempty"`
+	TopP            *float32 `json:"top_p,omitempty"`
+}
+
+// WithDefaults fills every unset field. It is deterministic and safe to call
+// from workflow code.
+func (o ModelOptions) WithDefaults() ModelOptions {
+	if o.Tokenizer == "" {
+		o.Tokenizer = DefaultTokenizer
+	}
+	if o.ChunkTokens == 0 {
+		o.ChunkTokens = DefaultChunkTokens
+	}
+	if o.MemoryMaxTokens == 0 {
+		o.MemoryMaxTokens = DefaultMemoryMaxTokens
+	}
+	if o.AnswerMaxTokens == 0 {
+		o.AnswerMaxTokens = DefaultAnswerMaxTokens
+	}
+	if o.Temperature == nil {
+		t := float32(DefaultTemperature)
+		o.Temperature = &t
+	}
+	if o.TopP == nil {
+		p := float32(DefaultTopP)
+		o.TopP = &p
+	}
+	return o
+}
+
+// Validate reports the first option out of range, phrased as what to change.
+func (o ModelOptions) Validate() error {
+	switch {
+	case o.ChunkTokens < 0 || (o.ChunkTokens > 0 && o.ChunkTokens < 64):
+		return fmt.Errorf("chunk_tokens (%d) must be at least 64: raise --chunk-tokens", o.ChunkTokens)
+	case o.MemoryMaxTokens < 0 || (o.MemoryMaxTokens > 0 && o.MemoryMaxTokens < 16):
+		return fmt.Errorf("memory_max_tokens (%d) must be at least 16: raise --memory-tokens", o.MemoryMaxTokens)
+	case o.AnswerMaxTokens < 0 || (o.AnswerMaxTokens > 0 && o.AnswerMaxTokens < 1):
+		return fmt.Errorf("answer_max_tokens (%d) must be positive: raise --answer-tokens", o.AnswerMaxTokens)
+	case o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 2):
+		return fmt.Errorf("temperature (%g) must be within [0, 2]", *o.Temperature)
+	case o.TopP != nil && (*o.TopP <= 0 || *o.TopP > 1):
+		return fmt.Errorf("top_p (%g) must be within (0, 1]", *o.TopP)
+	}
+	return nil
+}
+
+// Usage sums the tokens the model server reported.
+type Usage struct {
+	Calls            int   `json:"calls"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	CachedTokens     int64 `json:"cached_tokens,omitempty"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		Calls:            u.Calls + v.Calls,
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		CachedTokens:     u.CachedTokens + v.CachedTokens,
+	}
+}
+
+// PrepareInput asks for a document's chunk index.
+type PrepareInput struct {
+	// Document is an s3:// URI.
+	Document string       `json:"document"`
+	Question string       `json:"question"`
+	Options  ModelOptions `json:"options"`
+}
+
+// PrepareOutput describes the prepared document. The chunk byte ranges stay
+// in the index object; only its location enters workflow history.
+type PrepareOutput struct {
+	Document    string `json:"document"`
+	ETag        string `json:"etag"`
+	IndexURI    string `json:"index_uri"`
+	SHA256      string `json:"sha256"`
+	Bytes       int64  `json:"bytes"`
+	Tokens      int64  `json:"tokens"`
+	Chunks      int    `json:"chunks"`
+	Tokenizer   string `json:"tokenizer"`
+	ChunkTokens int    `json:"chunk_tokens"`
+	// Model is the model name the worker resolved (the request's, or the
+	// worker's default).
+	Model string `json:"model"`
+	// Reused is true when an existing index for the same object version,
+	// tokenizer and chunk size was found.
+	Reused bool `json:"reused"`
+}
+
+// UpdateInput asks for one chunk's memory update.
+type UpdateInput struct {
+	Document string       `json:"document"`
+	ETag     string       `json:"etag"`
+	IndexURI string       `json:"index_uri"`
+	Chunk    int          `json:"chunk"`
+	Chunks   int          `json:"chunks"`
+	Question string       `json:"question"`
+	Memory   string       `json:"memory"`
+	Options  ModelOptions `json:"options"`
+	// TracePrefix is the s3:// prefix under which chunks/NNNNNN.json is written.
+	TracePrefix string `json:"trace_prefix"`
+}
+
+// UpdateOutput is the new memory and what it cost.
+type UpdateOutput struct {
+	Memory       string `json:"memory"`
+	Chunk        int    `json:"chunk"`
+	Start        int64  `json:"start"`
+	End          int64  `json:"end"`
+	ChunkTokens  int    `json:"chunk_tokens"`
+	Usage        Usage  `json:"usage"`
+	FinishReason string `json:"finish_reason"`
+	// MemoryKept is true when the model returned no usable memory and the
+	// previous one was carried forward.
+	MemoryKept bool `json:"memory_kept,omitempty"`
+	LatencyMS  int64 `json:"latency_ms"`
+}
+
+// ChunkTrace is the per-chunk record written to S3. A retry overwrites it.
+type ChunkTrace struct {
+	Chunk            int       `json:"chunk"`
+	Chunks           int       `json:"chunks"`
+	Start            int64     `json:"start"`
+	End              int64     `json:"end"`
+	ChunkTokens      int       `json:"chunk_tokens"`
+	Model            string    `json:"model"`
+	PromptTokens     int       `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+	CachedTokens     int       `json:"cached_tokens,omitempty"`
+	LatencyMS        int64     `json:"latency_ms"`
+	FinishReason     string    `json:"finish_reason"`
+	Attempt          int32     `json:"attempt"`
+	MemoryKept       bool      `json:"memory_kept,omitempty"`
+	MemoryAfter      string    `json:"memory_after"`
+	WrittenAt        time.Time `json:"written_at"`
+}
+
+// AnswerInput asks for the final answer and carries the run's summary so the
+// activity can write the complete result object.
+type AnswerInput struct {
+	Question    string       `json:"question"`
+	Memory      string       `json:"memory"`
+	GoldAnswers []string     `json:"gold_answers,omitempty"`
+	Options     ModelOptions `json:"options"`
+	// ResultURI is where the result JSON is written.
+	ResultURI string `json:"result_uri"`
+	// Result is the run summary so far; Answer fills in the answer fields.
+	Result QAResult `json:"result"`
+}
+
+// QAResult is the outcome of one DocumentQA run, returned by the workflow and
+// written to S3 as JSON.
+type QAResult struct {
+	WorkflowID     string           `json:"workflow_id"`
+	RunID          string           `json:"run_id"`
+	Document       string           `json:"document"`
+	DocumentSHA256 string           `json:"document_sha256"`
+	Question       string           `json:"question"`
+	Model          string           `json:"model"`
+	Options        ModelOptions     `json:"options"`
+	Answer         string           `json:"answer"`
+	AnswerFound    bool             `json:"answer_found"`
+	AnswerMethod   string           `json:"answer_method,omitempty"`
+	GoldAnswers    []string         `json:"gold_answers,omitempty"`
+	Scores         *memagent.Scores `json:"scores,omitempty"`
+	Chunks         int              `json:"chunks"`
+	Tokens         int64            `json:"tokens"`
+	Bytes          int64            `json:"bytes"`
+	Usage          Usage            `json:"usage"`
+	Runs           int              `json:"runs"`
+	FinalMemory    string           `json:"final_memory"`
+	IndexURI       string           `json:"index_uri"`
+	TracePrefix    string           `json:"trace_prefix"`
+	ResultURI      string           `json:"result_uri"`
+	StartedAt      time.Time        `json:"started_at"`
+	FinishedAt     time.Time        `json:"finished_at"`
+}

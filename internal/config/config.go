@@ -1,0 +1,188 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Addresses and credentials of the embedded dev stack. Without any
+// environment, the worker and starter find it here.
+const (
+	DevTemporalAddress = "127.0.0.1:7233"
+	DevUIURL           = "http://127.0.0.1:8233"
+	DevS3Endpoint      = "http://127.0.0.1:9000"
+	DevModelBaseURL    = "http://127.0.0.1:8000/v1"
+	DevS3AccessKey     = "memagent"
+	DevS3SecretKey     = "memagent-dev-secret"
+	DevRegion          = "us-east-1"
+	// AWSEndpoint as AWS_ENDPOINT_URL_S3 selects AWS itself (the SDK's own
+	// endpoint resolution) instead of the dev stack.
+	AWSEndpoint = "aws"
+)
+
+// Config is everything a worker or starter needs to reach its services.
+type Config struct {
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+
+	S3Endpoint  string // "" after Load means AWS itself
+	S3Region    string
+	S3AccessKey string
+	S3SecretKey string
+	S3PathStyle bool
+	Bucket      string
+
+	ModelBaseURL string
+	ModelAPIKey  string
+	Model        string
+	ModelTimeout time.Duration
+
+	LogLevel slog.Level
+}
+
+// Default returns the configuration that talks to the embedded dev stack.
+func Default() Config {
+	return Config{
+		TemporalAddress:   DevTemporalAddress,
+		TemporalNamespace: "default",
+		TaskQueue:         "memagent",
+		S3Endpoint:        DevS3Endpoint,
+		S3Region:          DevRegion,
+		S3PathStyle:       true,
+		Bucket:            "memagent",
+		ModelBaseURL:      DevModelBaseURL,
+		ModelTimeout:      10 * time.Minute,
+		LogLevel:          slog.LevelInfo,
+	}
+}
+
+// FromEnv returns Default overridden by the environment (lookup is
+// os.LookupEnv in production, a map in tests).
+func FromEnv(lookup func(string) (string, bool)) (Config, error) {
+	c := Default()
+	get := func(names ...string) (string, bool) {
+		for _, n := range names {
+			if v, ok := lookup(n); ok && v != "" {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	if v, ok := get("TEMPORAL_ADDRESS"); ok {
+		c.TemporalAddress = v
+	}
+	if v, ok := get("TEMPORAL_NAMESPACE"); ok {
+		c.TemporalNamespace = v
+	}
+	if v, ok := get("MEMAGENT_TASK_QUEUE"); ok {
+		c.TaskQueue = v
+	}
+	if v, ok := get("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"); ok {
+		c.S3Endpoint = v
+	}
+	if v, ok := get("AWS_REGION", "AWS_DEFAULT_REGION"); ok {
+		c.S3Region = v
+	}
+	if v, ok := get("MEMAGENT_BUCKET"); ok {
+		c.Bucket = v
+	}
+	if v, ok := get("MEMAGENT_S3_PATH_STYLE"); ok {
+		c.S3PathStyle = v != "false" && v != "0"
+	}
+	if v, ok := get("OPENAI_BASE_URL"); ok {
+		c.ModelBaseURL = v
+	}
+	if v, ok := get("OPENAI_API_KEY"); ok {
+		c.ModelAPIKey = v
+	}
+	if v, ok := get("MEMAGENT_MODEL"); ok {
+		c.Model = v
+	}
+	if v, ok := get("MEMAGENT_MODEL_TIMEOUT"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return c, fmt.Errorf("MEMAGENT_MODEL_TIMEOUT %q: %w (use e.g. 10m)", v, err)
+		}
+		c.ModelTimeout = d
+	}
+	if v, ok := get("MEMAGENT_LOG_LEVEL"); ok {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return c, fmt.Errorf("MEMAGENT_LOG_LEVEL %q: use debug, info, warn or error", v)
+		}
+	}
+	// Static credentials from the environment are picked up by the SDK's
+	// default chain; the dev stack's are supplied only when nothing else is.
+	_, hasKey := get("AWS_ACCESS_KEY_ID")
+	_, hasProfile := get("AWS_PROFILE")
+	if !hasKey && !hasProfile && c.S3Endpoint == DevS3Endpoint {
+		c.S3AccessKey, c.S3SecretKey = DevS3AccessKey, DevS3SecretKey
+	}
+	return c, nil
+}
+
+// Load reads the environment of this process.
+func Load() (Config, error) { return FromEnv(os.LookupEnv) }
+
+// RegisterFlags binds flags that override c's fields.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.TemporalAddress, "temporal-address", c.TemporalAddress, "Temporal frontend host:port (TEMPORAL_ADDRESS)")
+	fs.StringVar(&c.TemporalNamespace, "namespace", c.TemporalNamespace, "Temporal namespace (TEMPORAL_NAMESPACE)")
+	fs.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "task queue (MEMAGENT_TASK_QUEUE)")
+	fs.StringVar(&c.S3Endpoint, "s3-endpoint", c.S3Endpoint, `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
+	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "bucket for uploads, indexes, traces and results (MEMAGENT_BUCKET)")
+	fs.StringVar(&c.ModelBaseURL, "model-url", c.ModelBaseURL, "OpenAI-compatible base URL including /v1 (OPENAI_BASE_URL)")
+	fs.StringVar(&c.Model, "model", c.Model, "served model name; empty = the server's first model (MEMAGENT_MODEL)")
+	fs.DurationVar(&c.ModelTimeout, "model-timeout", c.ModelTimeout, "deadline of one model request (MEMAGENT_MODEL_TIMEOUT)")
+}
+
+// Normalize resolves the "aws" endpoint marker. Call it after flags are parsed.
+func (c *Config) Normalize() {
+	if c.S3Endpoint == AWSEndpoint {
+		c.S3Endpoint = ""
+	}
+	c.ModelBaseURL = strings.TrimRight(c.ModelBaseURL, "/")
+}
+
+// Validate reports the first setting that cannot work, naming what to change.
+func (c Config) Validate() error {
+	var errs []error
+	if c.TemporalAddress == "" {
+		errs = append(errs, errors.New("temporal address is empty: set TEMPORAL_ADDRESS or --temporal-address"))
+	}
+	if c.TemporalNamespace == "" {
+		errs = append(errs, errors.New("namespace is empty: set TEMPORAL_NAMESPACE or --namespace"))
+	}
+	if c.TaskQueue == "" {
+		errs = append(errs, errors.New("task queue is empty: set MEMAGENT_TASK_QUEUE or --task-queue"))
+	}
+	if c.Bucket == "" {
+		errs = append(errs, errors.New("bucket is empty: set MEMAGENT_BUCKET or --bucket"))
+	}
+	if c.S3Endpoint != "" {
+		if err := checkURL(c.S3Endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err))
+		}
+	}
+	if err := checkURL(c.ModelBaseURL); err != nil {
+		errs = append(errs, fmt.Errorf("model base URL: %w (OPENAI_BASE_URL or --model-url)", err))
+	}
+	if c.ModelTimeout <= 0 {
+		errs = append(errs, errors.New("model timeout must be positive: set --model-timeout"))
+	}
+	return errors.Join(errs...)
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}

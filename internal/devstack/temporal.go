@@ -1,0 +1,233 @@
+package devstack
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+const (
+	// clusterName is the name of the single local cluster.
+	clusterName = "active"
+	// storeName names the one SQLite data store used for persistence and
+	// visibility.
+	storeName = "sqlite-default"
+	// dbFile is the SQLite file under Options.DataDir.
+	dbFile = "temporal.db"
+	// numHistoryShards is persisted with the cluster metadata on first start
+	// and must never change for an existing database.
+	numHistoryShards = 1
+	// namespaceRetention is how long closed workflows stay visible.
+	namespaceRetention = 7 * 24 * time.Hour
+)
+
+// sqlConfig returns the SQLite configuration: a fresh shared-cache in-memory
+// database when dataDir is empty, else dataDir/temporal.db in WAL mode.
+func sqlConfig(dataDir string) (*config.SQL, error) {
+	if dataDir == "" {
+		return &config.SQL{
+			PluginName: sqliteplugin.PluginName,
+			// The plugin keys its connection pool by DSN, so a unique name
+			// keeps stacks in one process apart.
+			DatabaseName:      "devstack-" + randomHex(8),
+			ConnectAttributes: map[string]string{"mode": "memory", "cache": "shared"},
+		}, nil
+	}
+	path, err := filepath.Abs(filepath.Join(dataDir, dbFile))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite path: %w", err)
+	}
+	// The plugin pastes the name into a "file:" URI unescaped.
+	if strings.ContainsAny(path, "?#%") {
+		return nil, fmt.Errorf("data dir %q: the path must not contain '?', '#' or '%%'", dataDir)
+	}
+	return &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: path,
+		// Plain pragma names: the plugin turns unknown keys into
+		// _pragma=name=value; an underscore-prefixed key would be ignored.
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			"synchronous":  "normal",
+			"busy_timeout": "10000",
+		},
+	}, nil
+}
+
+// prepareDatabase creates the schema of a new database file and registers the
+// namespace. The schema is built in a temporary file that is renamed into
+// place only when complete, so an interrupted first start never leaves a
+// half-built database that later starts would trust.
+func prepareDatabase(cfg *config.SQL, persistent bool, namespace string) error {
+	if persistent {
+		if err := createSchemaFile(cfg); err != nil {
+			return err
+		}
+	}
+	// In-memory databases get their schema from the plugin when the first
+	// connection is opened.
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, nil)
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", namespace, err)
+	}
+	ns.Detail.Config.Retention = durationpb.New(namespaceRetention)
+	if err := sqliteschema.CreateNamespaces(cfg, ns); err != nil {
+		return fmt.Errorf("register namespace %s: %w", namespace, err)
+	}
+	return nil
+}
+
+func createSchemaFile(cfg *config.SQL) error {
+	path := cfg.DatabaseName
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sqlite file: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	tmp := path + ".init-" + randomHex(4)
+	// Rollback-journal mode for the build, so that everything is in the
+	// main file when it is renamed. (The plugin keeps this connection in
+	// its pool for the life of the process; it is idle and never reused.)
+	tmpCfg := &config.SQL{
+		PluginName:        cfg.PluginName,
+		DatabaseName:      tmp,
+		ConnectAttributes: map[string]string{"mode": "rwc"},
+	}
+	if err := sqliteschema.SetupSchema(tmpCfg); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("create temporal schema in %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("sqlite file: %w", err)
+	}
+	return nil
+}
+
+// serverConfig builds the Temporal server configuration in code: one cluster,
+// four services bound to host, SQLite for persistence and visibility.
+func serverConfig(host string, p temporalPorts, sql *config.SQL) *config.Config {
+	addr := func(port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+	svc := func(grpcPort, httpPort int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpcPort, HTTPPort: httpPort, BindOnIP: host}}
+	}
+
+	cfg := &config.Config{}
+	cfg.Global.Membership.BroadcastAddress = host
+	cfg.Persistence = config.Persistence{
+		DefaultStore:     storeName,
+		VisibilityStore:  storeName,
+		NumHistoryShards: numHistoryShards,
+		DataStores:       map[string]config.DataStore{storeName: {SQL: sql}},
+	}
+	cfg.ClusterMetadata = &cluster.Config{
+		EnableGlobalNamespace:    false,
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             addr(p.frontend),
+				HTTPAddress:            addr(p.frontendHTTP),
+			},
+		},
+	}
+	cfg.DCRedirectionPolicy.Policy = "noop"
+	cfg.Services = map[string]config.Service{
+		string(primitives.FrontendService): svc(p.frontend, p.frontendHTTP),
+		string(primitives.HistoryService):  svc(p.history, 0),
+		string(primitives.MatchingService): svc(p.matching, 0),
+		string(primitives.WorkerService):   svc(p.worker, 0),
+	}
+	cfg.Archival.History.State = "disabled"
+	cfg.Archival.Visibility.State = "disabled"
+	cfg.NamespaceDefaults.Archival.History.State = "disabled"
+	cfg.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	// The server's own SDK clients (system workflows) dial this address.
+	cfg.PublicClient.HostPort = addr(p.frontend)
+	return cfg
+}
+
+// devDynamicConfig holds the dynamic config values suited to a single
+// developer machine.
+func devDynamicConfig() dynamicconfig.StaticClient {
+	return dynamicconfig.StaticClient{
+		// Custom search attributes registered a moment ago are usable at once.
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		// The UI polls visibility often; the default per-instance limit is low.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// The default host-level mutable state cache (128k entries) is sized
+		// for servers, not laptops.
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8192,
+	}
+}
+
+// newTemporalServer builds (but does not start) the server.
+func newTemporalServer(host string, p temporalPorts, sql *config.SQL, logger *slog.Logger) (temporal.Server, error) {
+	cfg := serverConfig(host, p, sql)
+	slogger := serverLogger{l: logger}
+	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("temporal authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, slogger)
+	if err != nil {
+		return nil, fmt.Errorf("temporal claim mapper: %w", err)
+	}
+	local := func(port int) static.Hosts { return static.SingleLocalHost(net.JoinHostPort(host, strconv.Itoa(port))) }
+	var srv temporal.Server
+	err = guard(func() (err error) {
+		srv, err = temporal.NewServer(
+			temporal.WithConfig(cfg),
+			temporal.ForServices(temporal.DefaultServices),
+			// Static membership: no ringpop, no membership ports, no join delay.
+			temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+				primitives.FrontendService: local(p.frontend),
+				primitives.HistoryService:  local(p.history),
+				primitives.MatchingService: local(p.matching),
+				primitives.WorkerService:   local(p.worker),
+			}),
+			temporal.WithLogger(slogger),
+			temporal.WithAuthorizer(authorizer),
+			temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+			temporal.WithDynamicConfigClient(devDynamicConfig()),
+		)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("temporal server: %w", err)
+	}
+	return srv, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
+}

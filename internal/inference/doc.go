@@ -1,0 +1,14 @@
+// Package inference is the client for the model server: any service that
+// speaks the OpenAI chat-completions API (vLLM, SGLang, a hosted endpoint, or
+// the project's simulator).
+//
+// It owns three things: sending one MemAgent prompt as a single user message
+// and returning the text with its token usage, listing the served models with
+// their context length, and classifying every failure once into an [*Error]
+// whose [ErrorKind] tells the caller whether another attempt can succeed.
+//
+// It must never retry (Temporal owns retries, and a hidden retry loop would
+// multiply attempts), never wait without a deadline (every request has a
+// timeout), and never put prompt text or the API key into an error message
+// or a log.
+package inference

@@ -1,0 +1,161 @@
+package memagent
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Scores compares one prediction with a set of reference answers. Each
+// metric is the best over the references.
+type Scores struct {
+	// ExactMatch reports whether the normalized prediction equals a
+	// normalized reference.
+	ExactMatch bool `json:"exact_match"`
+	// SubstringMatch reports whether, for some reference, one normalized
+	// string contains the other. An empty normalized string matches nothing.
+	SubstringMatch bool `json:"substring_match"`
+	// F1 is the best token-level F1 over the references, in [0, 1].
+	F1 float64 `json:"f1"`
+	// BestGold is the reference that scored best: an exact match if there is
+	// one, else the highest F1, else a substring match, else the first
+	// reference. Ties go to the earlier reference.
+	BestGold string `json:"best_gold"`
+}
+
+// Normalize prepares an answer for comparison the way SQuAD-style
+// evaluations do: lowercase, delete ASCII punctuation, drop the words "a",
+// "an" and "the", and collapse runs of whitespace to single spaces.
+func Normalize(s string) string {
+	s = strings.ToLower(s)
+	s = strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && strings.IndexByte(asciiPunctuation, byte(r)) >= 0 {
+			return -1
+		}
+		return r
+	}, s)
+	s = dropArticles(s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// asciiPunctuation is the set deleted by [Normalize] (Python's
+// string.punctuation).
+const asciiPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+
+// dropArticles replaces every maximal run of word characters that is
+// exactly "a", "an" or "the" with a space, matching the regular expression
+// \b(a|an|the)\b on Unicode text.
+func dropArticles(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	start := -1 // start of the current word run, or -1
+	flush := func(end int) {
+		switch w := s[start:end]; w {
+		case "a", "an", "the":
+			b.WriteByte(' ')
+		default:
+			b.WriteString(w)
+		}
+		start = -1
+	}
+	for i, r := range s {
+		if isWordRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			flush(i)
+		}
+		b.WriteRune(r)
+	}
+	if start >= 0 {
+		flush(len(s))
+	}
+	return b.String()
+}
+
+func isWordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
+// Score compares prediction with each of golds and keeps the best of each
+// metric. An empty (after normalization) prediction scores zero everywhere;
+// so does an empty list of golds.
+func Score(prediction string, golds []string) Scores {
+	var best Scores
+	var bestKey goldRank
+	first := true
+	pred := Normalize(prediction)
+	for _, gold := range golds {
+		g := Normalize(gold)
+		em := pred != "" && pred == g
+		sub := pred != "" && g != "" && (strings.Contains(pred, g) || strings.Contains(g, pred))
+		f1 := tokenF1(pred, g)
+
+		best.ExactMatch = best.ExactMatch || em
+		best.SubstringMatch = best.SubstringMatch || sub
+		best.F1 = max(best.F1, f1)
+
+		if key := (goldRank{em: em, f1: f1, sub: sub}); first || key.better(bestKey) {
+			first = false
+			bestKey = key
+			best.BestGold = gold
+		}
+	}
+	return best
+}
+
+// goldRank orders references for [Scores.BestGold]: exact match first, then
+// F1, then substring match.
+type goldRank struct {
+	em  bool
+	f1  float64
+	sub bool
+}
+
+func (a goldRank) better(b goldRank) bool {
+	if a.em != b.em {
+		return a.em
+	}
+	if a.f1 != b.f1 {
+		return a.f1 > b.f1
+	}
+	return a.sub && !b.sub
+}
+
+// tokenF1 is the harmonic mean of token precision and recall between two
+// normalized strings. Yes/no/no-answer questions get no partial credit: if
+// either side is exactly "yes", "no" or "noanswer" and they differ, F1 is 0.
+func tokenF1(pred, gold string) float64 {
+	if pred != gold && (isClosedAnswer(pred) || isClosedAnswer(gold)) {
+		return 0
+	}
+	predToks := strings.Fields(pred)
+	goldToks := strings.Fields(gold)
+	if len(predToks) == 0 || len(goldToks) == 0 {
+		return 0
+	}
+	counts := make(map[string]int, len(goldToks))
+	for _, t := range goldToks {
+		counts[t]++
+	}
+	same := 0
+	for _, t := range predToks {
+		if counts[t] > 0 {
+			counts[t]--
+			same++
+		}
+	}
+	if same == 0 {
+		return 0
+	}
+	precision := float64(same) / float64(len(predToks))
+	recall := float64(same) / float64(len(goldToks))
+	return 2 * precision * recall / (precision + recall)
+}
+
+func isClosedAnswer(s string) bool {
+	return s == "yes" || s == "no" || s == "noanswer"
+}

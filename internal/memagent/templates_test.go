@@ -1,0 +1,156 @@
+package memagent
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/name, rewriting the file under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatalf("write golden file: %v", err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file; run go test -update if the change is intended\ngot:\n%s\nwant:\n%s", name, got, want)
+	}
+}
+
+func TestDefaultTemplatesGolden(t *testing.T) {
+	tmpl := DefaultTemplates()
+	const question = "Which city hosted the first modern Olympic Games?"
+	golden(t, "update_initial.golden", tmpl.RenderUpdate(question, InitialMemory,
+		"The 1896 Summer Olympics were held in Athens, Greece, from 6 to 15 April."))
+	golden(t, "final.golden", tmpl.RenderFinal(question,
+		"- The first modern Olympic Games were held in 1896 in Athens, Greece."))
+}
+
+func TestDefaultTemplatesLayout(t *testing.T) {
+	tmpl := DefaultTemplates()
+	if _, err := ParseTemplates(tmpl.Update, tmpl.Final); err != nil {
+		t.Fatalf("default templates do not parse: %v", err)
+	}
+	tests := []struct {
+		name string
+		text string
+		tags []string
+	}{
+		{"update", tmpl.RenderUpdate("Q", "M", "C"), []string{"<problem>\nQ\n</problem>", "<memory>\nM\n</memory>", "<section>\nC\n</section>"}},
+		{"final", tmpl.RenderFinal("Q", "M"), []string{"<problem>\nQ\n</problem>", "<memory>\nM\n</memory>", `\boxed{}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			last := -1
+			for _, tag := range tt.tags {
+				i := strings.Index(tt.text, tag)
+				if i < 0 {
+					t.Fatalf("rendered prompt lacks %q:\n%s", tag, tt.text)
+				}
+				if i < last {
+					t.Errorf("%q is out of order", tag)
+				}
+				last = i
+			}
+			if strings.Contains(tt.text, "<section>") != (tt.name == "update") {
+				t.Errorf("<section> presence wrong in %s prompt", tt.name)
+			}
+		})
+	}
+	if got := tmpl.RenderUpdate("Q", "M", "C"); !strings.HasSuffix(strings.TrimSpace(got), "Updated memory:") {
+		t.Errorf("update prompt should end with the cue %q, ends with %q", "Updated memory:", got[max(0, len(got)-40):])
+	}
+}
+
+func TestRenderSinglePass(t *testing.T) {
+	tmpl := Templates{
+		Update: "Q={question} M={memory} C={chunk}",
+		Final:  "Q={question} M={memory}",
+	}
+	tests := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"chunk with placeholders", tmpl.RenderUpdate("q", "m", "see {memory} and {question} and {chunk}"),
+			"Q=q M=m C=see {memory} and {question} and {chunk}"},
+		{"memory with placeholders", tmpl.RenderUpdate("q", "{chunk}", "c"), "Q=q M={chunk} C=c"},
+		{"question with placeholders", tmpl.RenderFinal("{memory}?", "m"), "Q={memory}? M=m"},
+		{"repeated placeholder", Templates{Update: "{chunk}{chunk}{question}{memory}"}.RenderUpdate("q", "m", "c"), "ccqm"},
+		{"final leaves stray chunk placeholder text alone", Templates{Final: "{question}{memory}{chunk}"}.RenderFinal("q", "m"), "qm{chunk}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestZeroTemplatesUseDefaults(t *testing.T) {
+	var zero Templates
+	def := DefaultTemplates()
+	if got, want := zero.RenderUpdate("q", "m", "c"), def.RenderUpdate("q", "m", "c"); got != want {
+		t.Errorf("zero RenderUpdate = %q, want the default %q", got, want)
+	}
+	if got, want := zero.RenderFinal("q", "m"), def.RenderFinal("q", "m"); got != want {
+		t.Errorf("zero RenderFinal = %q, want the default %q", got, want)
+	}
+}
+
+func TestParseTemplates(t *testing.T) {
+	const (
+		goodUpdate = "<problem>{question}</problem><memory>{memory}</memory><section>{chunk}</section>"
+		goodFinal  = "<problem>{question}</problem><memory>{memory}</memory>"
+	)
+	tests := []struct {
+		name, update, final string
+		wantErr             []string // substrings the error must contain; nil = no error
+	}{
+		{"valid", goodUpdate, goodFinal, nil},
+		{"update missing chunk", "{question}{memory}", goodFinal, []string{"update template is missing {chunk}"}},
+		{"update missing all", "nothing here", goodFinal, []string{"update template is missing {question}, {memory}, {chunk}"}},
+		{"final missing memory", goodUpdate, "{question}", []string{"final template is missing {memory}"}},
+		{"final with chunk", goodUpdate, goodFinal + "{chunk}", []string{"final template must not contain {chunk}"}},
+		{"several problems", "", "{chunk}", []string{
+			"update template is missing {question}, {memory}, {chunk}",
+			"final template is missing {question}, {memory}",
+			"must not contain {chunk}",
+		}},
+		{"misspelt placeholder", "{question}{memory}{chunks", goodFinal, []string{"missing {chunk}"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTemplates(tt.update, tt.final)
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("ParseTemplates: %v", err)
+				}
+				if got.Update != tt.update || got.Final != tt.final {
+					t.Errorf("got %+v, want the input back", got)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ParseTemplates = %+v, want an error", got)
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,296 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// ErrNotFound reports that a bucket or object does not exist.
+var ErrNotFound = errors.New("object not found")
+
+// ErrChanged reports that an object no longer matches the ETag a read was
+// pinned to: the document was overwritten after it was indexed.
+var ErrChanged = errors.New("object changed since it was indexed")
+
+// Config says how to reach the store. The zero value uses the SDK's default
+// resolution (environment, shared config, instance roles) against AWS.
+type Config struct {
+	// Endpoint is the base URL of an S3-compatible service, e.g.
+	// http://127.0.0.1:9000. Empty means AWS itself.
+	Endpoint string
+	// Region defaults to us-east-1 when neither this nor the environment sets one.
+	Region string
+	// AccessKeyID and SecretAccessKey, when both set, replace the default
+	// credential chain with static credentials.
+	AccessKeyID     string
+	SecretAccessKey string
+	// VirtualHostStyle switches off path-style addressing, which is the
+	// default because most S3-compatible servers need it.
+	VirtualHostStyle bool
+	// RequestTimeout bounds one HTTP request; default 5 minutes.
+	RequestTimeout time.Duration
+	// MaxAttempts is the SDK's per-request attempt budget; default 1, since
+	// Temporal retries whole activities.
+	MaxAttempts int
+	// HTTPClient replaces the SDK's buildable client (tests, telemetry).
+	HTTPClient aws.HTTPClient
+}
+
+// Store reads and writes objects.
+type Store struct {
+	client *s3.Client
+}
+
+// New builds a Store. It does not contact the service.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("s3: endpoint %q is not an http(s) URL: set AWS_ENDPOINT_URL_S3 to e.g. http://127.0.0.1:9000", cfg.Endpoint)
+		}
+	}
+	timeout := cfg.RequestTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	attempts := cfg.MaxAttempts
+	if attempts <= 0 {
+		attempts = 1
+	}
+	var httpClient aws.HTTPClient = cfg.HTTPClient
+	if httpClient == nil {
+		// The buildable client keeps AWS_CA_BUNDLE working, which a bare
+		// *http.Client would break.
+		httpClient = awshttp.NewBuildableClient().WithTimeout(timeout)
+	}
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(httpClient),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = attempts })
+		}),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.AccessKeyID != "" && cfg.SecretAccessKey != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, "")))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3: load config: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = !cfg.VirtualHostStyle
+		// Many S3-compatible stores reject the newer default checksum
+		// trailers; ask for checksums only where the API requires them.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	return &Store{client: client}, nil
+}
+
+// Location names one object.
+type Location struct {
+	Bucket string
+	Key    string
+}
+
+// String renders the location as an s3:// URI.
+func (l Location) String() string { return "s3://" + l.Bucket + "/" + l.Key }
+
+// ParseURI parses "s3://bucket/key".
+func ParseURI(uri string) (Location, error) {
+	rest, ok := strings.CutPrefix(uri, "s3://")
+	if !ok {
+		return Location{}, fmt.Errorf("%q is not an s3:// URI (want s3://bucket/key)", uri)
+	}
+	bucket, key, ok := strings.Cut(rest, "/")
+	if !ok || bucket == "" || key == "" {
+		return Location{}, fmt.Errorf("%q names no object (want s3://bucket/key)", uri)
+	}
+	return Location{Bucket: bucket, Key: key}, nil
+}
+
+// ObjectInfo is what a HEAD returns.
+type ObjectInfo struct {
+	Size int64
+	ETag string
+}
+
+// Head returns an object's size and ETag, or ErrNotFound.
+func (s *Store) Head(ctx context.Context, loc Location) (ObjectInfo, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &loc.Bucket, Key: &loc.Key})
+	if err != nil {
+		return ObjectInfo{}, fmt.Errorf("s3: head %s: %w", loc, classify(err))
+	}
+	return ObjectInfo{Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag)}, nil
+}
+
+// Open streams a whole object. When etag is not empty the read is pinned to
+// it and fails with ErrChanged if the object was replaced.
+func (s *Store) Open(ctx context.Context, loc Location, etag string) (io.ReadCloser, error) {
+	in := &s3.GetObjectInput{Bucket: &loc.Bucket, Key: &loc.Key}
+	if etag != "" {
+		in.IfMatch = aws.String(etag)
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("s3: get %s: %w", loc, classify(err))
+	}
+	return out.Body, nil
+}
+
+// ReadRange returns bytes [start, end) of an object with one ranged GET,
+// pinned to etag when it is not empty.
+func (s *Store) ReadRange(ctx context.Context, loc Location, start, end int64, etag string) ([]byte, error) {
+	if start < 0 || end <= start {
+		return nil, fmt.Errorf("s3: get %s: invalid range [%d,%d)", loc, start, end)
+	}
+	in := &s3.GetObjectInput{
+		Bucket: &loc.Bucket,
+		Key:    &loc.Key,
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", start, end-1)),
+	}
+	if etag != "" {
+		in.IfMatch = aws.String(etag)
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("s3: get %s range [%d,%d): %w", loc, start, end, classify(err))
+	}
+	defer out.Body.Close()
+	buf := make([]byte, end-start)
+	n, err := io.ReadFull(out.Body, buf)
+	if err != nil {
+		return nil, fmt.Errorf("s3: read %s range [%d,%d): got %d bytes: %w", loc, start, end, n, err)
+	}
+	return buf, nil
+}
+
+// ReadAll returns a whole small object (indexes, results). Documents are
+// streamed with Open instead.
+func (s *Store) ReadAll(ctx context.Context, loc Location) ([]byte, error) {
+	body, err := s.Open(ctx, loc, "")
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, fmt.Errorf("s3: read %s: %w", loc, err)
+	}
+	return data, nil
+}
+
+// Put writes an object from memory.
+func (s *Store) Put(ctx context.Context, loc Location, data []byte, contentType string) error {
+	return s.PutReader(ctx, loc, bytes.NewReader(data), int64(len(data)), contentType)
+}
+
+// PutReader writes an object of a known size from a seekable reader (a file),
+// without loading it into memory.
+func (s *Store) PutReader(ctx context.Context, loc Location, body io.ReadSeeker, size int64, contentType string) error {
+	in := &s3.PutObjectInput{
+		Bucket:        &loc.Bucket,
+		Key:           &loc.Key,
+		Body:          body,
+		ContentLength: aws.Int64(size),
+	}
+	if contentType != "" {
+		in.ContentType = aws.String(contentType)
+	}
+	if _, err := s.client.PutObject(ctx, in); err != nil {
+		return fmt.Errorf("s3: put %s: %w", loc, classify(err))
+	}
+	return nil
+}
+
+// EnsureBucket creates a bucket unless it exists.
+func (s *Store) EnsureBucket(ctx context.Context, bucket string) error {
+	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); err == nil {
+		return nil
+	}
+	_, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket})
+	var owned *types.BucketAlreadyOwnedByYou
+	var exists *types.BucketAlreadyExists
+	if err != nil && !errors.As(err, &owned) && !errors.As(err, &exists) {
+		return fmt.Errorf("s3: create bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// List returns the keys under a prefix, at most limit of them (0 = all).
+func (s *Store) List(ctx context.Context, bucket, prefix string, limit int) ([]string, error) {
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("s3: list s3://%s/%s: %w", bucket, prefix, classify(err))
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+			if limit > 0 && len(keys) >= limit {
+				return keys, nil
+			}
+		}
+	}
+	return keys, nil
+}
+
+// classify maps the SDK's typed and HTTP-status errors onto ErrNotFound and
+// ErrChanged, keeping the original error in the chain.
+func classify(err error) error {
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	var nb *types.NoSuchBucket
+	if errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nb) {
+		return &classified{kind: ErrNotFound, err: err}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		switch re.HTTPStatusCode() {
+		case http.StatusNotFound:
+			return &classified{kind: ErrNotFound, err: err}
+		case http.StatusPreconditionFailed:
+			return &classified{kind: ErrChanged, err: err}
+		}
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
+		return &classified{kind: ErrChanged, err: err}
+	}
+	return err
+}
+
+// classified keeps the SDK's message while matching a sentinel with errors.Is.
+type classified struct {
+	kind error
+	err  error
+}
+
+func (c *classified) Error() string   { return c.err.Error() }
+func (c *classified) Unwrap() []error { return []error{c.kind, c.err} }

@@ -1,0 +1,130 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/rclone/gofakes3"
+	"github.com/rclone/gofakes3/s3mem"
+)
+
+// newTestStore serves a real S3 protocol implementation (SigV4 checked) over
+// loopback HTTP, so the SDK client is exercised end to end.
+func newTestStore(t *testing.T) *Store {
+	t.Helper()
+	faker := gofakes3.New(s3mem.New(), gofakes3.WithV4Auth(map[string]string{"test-key": "test-secret"}))
+	srv := httptest.NewServer(faker.Server())
+	t.Cleanup(srv.Close)
+	s, err := New(context.Background(), Config{
+		Endpoint: srv.URL, Region: "us-east-1",
+		AccessKeyID: "test-key", SecretAccessKey: "test-secret",
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := s.EnsureBucket(context.Background(), "bkt"); err != nil {
+		t.Fatalf("EnsureBucket: %v", err)
+	}
+	if err := s.EnsureBucket(context.Background(), "bkt"); err != nil {
+		t.Fatalf("EnsureBucket twice: %v", err)
+	}
+	return s
+}
+
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	loc := Location{Bucket: "bkt", Key: "docs/a.txt"}
+	data := []byte("0123456789abcdefghij")
+	if err := s.Put(ctx, loc, data, "text/plain"); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	info, err := s.Head(ctx, loc)
+	if err != nil {
+		t.Fatalf("Head: %v", err)
+	}
+	if info.Size != int64(len(data)) || info.ETag == "" {
+		t.Errorf("Head = %+v, want size %d and an etag", info, len(data))
+	}
+	got, err := s.ReadRange(ctx, loc, 10, 15, info.ETag)
+	if err != nil {
+		t.Fatalf("ReadRange: %v", err)
+	}
+	if string(got) != "abcde" {
+		t.Errorf("ReadRange = %q, want %q", got, "abcde")
+	}
+	all, err := s.ReadAll(ctx, loc)
+	if err != nil || !bytes.Equal(all, data) {
+		t.Errorf("ReadAll = %q, %v; want %q", all, err, data)
+	}
+	keys, err := s.List(ctx, "bkt", "docs/", 0)
+	if err != nil || len(keys) != 1 || keys[0] != "docs/a.txt" {
+		t.Errorf("List = %v, %v; want [docs/a.txt]", keys, err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	missing := Location{Bucket: "bkt", Key: "nope"}
+	if _, err := s.Head(ctx, missing); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Head missing: got %v, want ErrNotFound", err)
+	}
+	if _, err := s.ReadRange(ctx, missing, 0, 4, ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ReadRange missing: got %v, want ErrNotFound", err)
+	}
+	loc := Location{Bucket: "bkt", Key: "doc"}
+	if err := s.Put(ctx, loc, []byte("first version"), ""); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Head(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, loc, []byte("second version!"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadRange(ctx, loc, 0, 4, info.ETag); !errors.Is(err, ErrChanged) {
+		t.Errorf("ReadRange with stale etag: got %v, want ErrChanged", err)
+	}
+	if _, err := s.ReadRange(ctx, loc, 4, 4, ""); err == nil {
+		t.Error("ReadRange empty range: got nil error")
+	}
+}
+
+func TestParseURI(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Location
+		wantErr bool
+	}{
+		{in: "s3://bucket/key/with/slashes.txt", want: Location{Bucket: "bucket", Key: "key/with/slashes.txt"}},
+		{in: "s3://bucket/", wantErr: true},
+		{in: "s3://bucket", wantErr: true},
+		{in: "/local/path", wantErr: true},
+		{in: "https://bucket/key", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseURI(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseURI(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("ParseURI(%q) = %+v, want %+v", tt.in, got, tt.want)
+			}
+			if !tt.wantErr && got.String() != tt.in {
+				t.Errorf("String() = %q, want %q", got.String(), tt.in)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadEndpoint(t *testing.T) {
+	if _, err := New(context.Background(), Config{Endpoint: "127.0.0.1:9000"}); err == nil {
+		t.Error("New with a scheme-less endpoint: got nil error")
+	}
+}

@@ -1,0 +1,122 @@
+package tokenizer
+
+import (
+	"fmt"
+	"sync"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+
+	"github.com/memagent/memagent/internal/memagent"
+)
+
+// CL100K is the name of the cl100k_base encoding, the default.
+const CL100K = "cl100k_base"
+
+// supportedNames lists the names New accepts, for error messages.
+const supportedNames = CL100K + ` (or "" for the default)`
+
+// New returns the tokenizer called name; "" means [CL100K]. The vocabulary
+// is embedded in the binary, so New never touches the network. It is loaded
+// on first use and shared by every caller in the process; the returned
+// tokenizer is safe for concurrent use.
+func New(name string) (memagent.Tokenizer, error) {
+	switch name {
+	case "", CL100K:
+		t, err := loadCL100K()
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: load %s: %w", CL100K, err)
+		}
+		return t, nil
+	default:
+		return nil, fmt.Errorf("tokenizer: unknown tokenizer %q: supported: %s", name, supportedNames)
+	}
+}
+
+// cl100kPattern is the pre-tokenization split pattern of cl100k_base, as
+// published with the encoding.
+const cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+// loadCL100K builds the cl100k_base tokenizer once per process; it takes
+// about a tenth of a second and tens of megabytes.
+//
+// It deliberately does not use tiktoken.SetBpeLoader + GetEncoding: the
+// loader set there is process-global (and written without
+// synchronisation), so setting it would change how every other user of
+// tiktoken-go in the process loads vocabularies. Instead the embedded
+// vocabulary is read through the offline loader directly and the encoder is
+// assembled with the library's exported constructors.
+var loadCL100K = sync.OnceValues(func() (*bpeTokenizer, error) {
+	ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded vocabulary: %w", err)
+	}
+	// The special tokens are part of the encoding's definition but are
+	// never produced for document text (see bpeTokenizer.TokenLens).
+	specialIDs := map[string]int{
+		tiktoken.ENDOFTEXT:   100257,
+		tiktoken.FIM_PREFIX:  100258,
+		tiktoken.FIM_MIDDLE:  100259,
+		tiktoken.FIM_SUFFIX:  100260,
+		tiktoken.ENDOFPROMPT: 100276,
+	}
+	core, err := tiktoken.NewCoreBPE(ranks, specialIDs, cl100kPattern)
+	if err != nil {
+		return nil, fmt.Errorf("build encoder: %w", err)
+	}
+	special := make(map[string]any, len(specialIDs))
+	for s := range specialIDs {
+		special[s] = true
+	}
+	enc := tiktoken.NewTiktoken(core, &tiktoken.Encoding{
+		Name:           CL100K,
+		PatStr:         cl100kPattern,
+		MergeableRanks: ranks,
+		SpecialTokens:  specialIDs,
+	}, special)
+
+	// tokenLen[id] is the length of token id's bytes, so TokenLens needs
+	// no decoding per call.
+	maxID := 0
+	for _, id := range ranks {
+		maxID = max(maxID, id)
+	}
+	tokenLen := make([]int, maxID+1)
+	for b, id := range ranks {
+		tokenLen[id] = len(b)
+	}
+	return &bpeTokenizer{name: CL100K, enc: enc, tokenLen: tokenLen}, nil
+})
+
+// bpeTokenizer adapts a tiktoken encoding to memagent.Tokenizer. It is
+// immutable after construction, and tiktoken's encoder only reads its maps
+// and uses goroutine-safe regexps, so it is safe for concurrent use.
+type bpeTokenizer struct {
+	name     string
+	enc      *tiktoken.Tiktoken
+	tokenLen []int
+}
+
+// Name returns the encoding name, e.g. "cl100k_base".
+func (t *bpeTokenizer) Name() string { return t.name }
+
+// TokenLens returns the byte length of each token of text. Text must be
+// valid UTF-8. Special-token strings such as "<|endoftext|>" are encoded as
+// ordinary text.
+func (t *bpeTokenizer) TokenLens(text string) []int {
+	ids := t.enc.EncodeOrdinary(text)
+	lens := make([]int, len(ids))
+	for i, id := range ids {
+		if id >= 0 && id < len(t.tokenLen) && t.tokenLen[id] > 0 {
+			lens[i] = t.tokenLen[id]
+		} else {
+			lens[i] = len(t.enc.Decode(ids[i : i+1]))
+		}
+	}
+	return lens
+}
+
+// Count returns the number of tokens in text, encoded as ordinary text.
+func (t *bpeTokenizer) Count(text string) int {
+	return len(t.enc.EncodeOrdinary(text))
+}

@@ -1,0 +1,119 @@
+package workerapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/tokenizer"
+)
+
+// DefaultSimulatorPort is where the dev stack serves the simulator, vLLM's
+// usual port.
+const DefaultSimulatorPort = 8000
+
+// DevOptions configures StartDev.
+type DevOptions struct {
+	// DataDir persists Temporal's and S3's state; empty keeps it in memory.
+	DataDir string
+	// FreePorts picks free loopback ports instead of the defaults.
+	FreePorts bool
+	// Simulator serves the inference simulator next to the stack.
+	Simulator bool
+	// SimulatorLatency is added to every simulated call.
+	SimulatorLatency time.Duration
+	// DisableUI skips the Temporal Web UI.
+	DisableUI bool
+	Logger    *slog.Logger
+}
+
+// Dev is a running dev stack with, optionally, the simulator.
+type Dev struct {
+	Stack        *devstack.Stack
+	Simulator    *simulator.Server
+	SimulatorURL string // base URL including /v1; empty without simulator
+	simSrv       *http.Server
+}
+
+// StartDev starts the embedded Temporal server, Web UI and S3 server, and
+// the simulator when asked.
+func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	sopts := devstack.Options{DataDir: opts.DataDir, DisableUI: opts.DisableUI, Logger: logger}
+	if opts.FreePorts {
+		sopts.TemporalPort, sopts.UIPort, sopts.S3Port = devstack.FreePort, devstack.FreePort, devstack.FreePort
+	}
+	stack, err := devstack.Start(ctx, sopts)
+	if err != nil {
+		return nil, fmt.Errorf("start dev stack: %w", err)
+	}
+	d := &Dev{Stack: stack}
+	if !opts.Simulator {
+		return d, nil
+	}
+	tok, err := tokenizer.New(tokenizer.CL100K)
+	if err != nil {
+		stack.Close()
+		return nil, err
+	}
+	d.Simulator = simulator.New(simulator.Options{Tokenizer: tok, Latency: opts.SimulatorLatency, Logger: logger})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultSimulatorPort))
+	if opts.FreePorts {
+		addr = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		stack.Close()
+		return nil, fmt.Errorf("simulator: listen on %s: %w (is something else, e.g. vLLM, on that port? set OPENAI_BASE_URL to use it instead)", addr, err)
+	}
+	d.simSrv = &http.Server{Handler: d.Simulator, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := d.simSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("simulator stopped", "err", err)
+		}
+	}()
+	d.SimulatorURL = "http://" + l.Addr().String() + "/v1"
+	return d, nil
+}
+
+// Configure points cfg at the stack: Temporal, S3 (with the stack's
+// credentials) and, when the simulator runs, the model URL.
+func (d *Dev) Configure(cfg config.Config) config.Config {
+	cfg.TemporalAddress = d.Stack.TemporalAddress
+	cfg.TemporalNamespace = d.Stack.Namespace
+	cfg.S3Endpoint = d.Stack.S3Endpoint
+	cfg.S3Region = d.Stack.Region
+	cfg.S3AccessKey, cfg.S3SecretKey = d.Stack.S3AccessKey, d.Stack.S3SecretKey
+	cfg.S3PathStyle = true
+	cfg.Bucket = d.Stack.Bucket
+	if d.SimulatorURL != "" {
+		cfg.ModelBaseURL = d.SimulatorURL
+		cfg.ModelAPIKey = ""
+		cfg.Model = ""
+	}
+	return cfg
+}
+
+// Close stops the simulator and the stack.
+func (d *Dev) Close() error {
+	var errs []error
+	if d.simSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, d.simSrv.Shutdown(ctx))
+		cancel()
+	}
+	errs = append(errs, d.Stack.Close())
+	return errors.Join(errs...)
+}
+

@@ -1,0 +1,175 @@
+package workerapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/workflows"
+)
+
+// Options are the worker settings that are not connection settings.
+type Options struct {
+	// UpdateTemplate and FinalTemplate are paths of template files; empty
+	// means the built-in prompts.
+	UpdateTemplate, FinalTemplate string
+	// Concurrency caps activities running at once in this worker; default 8.
+	Concurrency int
+	Logger      *slog.Logger
+}
+
+// NewStore builds the S3 store described by cfg.
+func NewStore(ctx context.Context, cfg config.Config) (*s3store.Store, error) {
+	return s3store.New(ctx, s3store.Config{
+		Endpoint:         cfg.S3Endpoint,
+		Region:           cfg.S3Region,
+		AccessKeyID:      cfg.S3AccessKey,
+		SecretAccessKey:  cfg.S3SecretKey,
+		VirtualHostStyle: !cfg.S3PathStyle,
+	})
+}
+
+// NewModelClient builds the model client described by cfg.
+func NewModelClient(cfg config.Config) (*inference.Client, error) {
+	return inference.New(inference.Config{
+		BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model, RequestTimeout: cfg.ModelTimeout,
+	})
+}
+
+// ResolveModel asks the server which models it serves: with no model
+// configured it picks the first, with one configured it checks it is served.
+// It returns the model name and its context length (0 when not reported).
+func ResolveModel(ctx context.Context, m *inference.Client, configured string) (string, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	models, err := m.Models(ctx)
+	if err != nil {
+		if configured != "" {
+			// The pool may come up later; activities retry until it does.
+			return configured, 0, nil
+		}
+		return "", 0, fmt.Errorf("list models: %w: set MEMAGENT_MODEL or check OPENAI_BASE_URL", err)
+	}
+	if len(models) == 0 {
+		return "", 0, errors.New("the model server lists no models: check OPENAI_BASE_URL")
+	}
+	if configured == "" {
+		return models[0].ID, models[0].MaxModelLen, nil
+	}
+	i := slices.IndexFunc(models, func(mi inference.ModelInfo) bool { return mi.ID == configured })
+	if i < 0 {
+		ids := make([]string, len(models))
+		for j, mi := range models {
+			ids[j] = mi.ID
+		}
+		return "", 0, fmt.Errorf("model %q is not served at the model URL (it serves %v): fix MEMAGENT_MODEL", configured, ids)
+	}
+	return configured, models[i].MaxModelLen, nil
+}
+
+// LoadTemplates reads template files, falling back to the built-in prompts.
+func LoadTemplates(updatePath, finalPath string) (memagent.Templates, error) {
+	t := memagent.DefaultTemplates()
+	update, final := t.Update, t.Final
+	if updatePath != "" {
+		b, err := os.ReadFile(updatePath)
+		if err != nil {
+			return t, fmt.Errorf("read update template: %w", err)
+		}
+		update = string(b)
+	}
+	if finalPath != "" {
+		b, err := os.ReadFile(finalPath)
+		if err != nil {
+			return t, fmt.Errorf("read final template: %w", err)
+		}
+		final = string(b)
+	}
+	return memagent.ParseTemplates(update, final)
+}
+
+// NewActivities builds the activities with all their dependencies, checking
+// that the store's bucket and the model server answer.
+func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activities.Activities, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	templates, err := LoadTemplates(opts.UpdateTemplate, opts.FinalTemplate)
+	if err != nil {
+		return nil, err
+	}
+	store, err := NewStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.EnsureBucket(ctx, cfg.Bucket); err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	model, err := NewModelClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	name, maxLen, err := ResolveModel(ctx, model, cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tokenizer.New(activities.DefaultTokenizer); err != nil {
+		return nil, err
+	}
+	logger.Info("model resolved", "model", name, "max_model_len", maxLen, "model_url", cfg.ModelBaseURL)
+	return &activities.Activities{
+		Store:        store,
+		Model:        model,
+		DefaultModel: name,
+		MaxModelLen:  maxLen,
+		Bucket:       cfg.Bucket,
+		Templates:    templates,
+		Tokenizers:   tokenizer.New,
+		Logger:       logger,
+	}, nil
+}
+
+// NewWorker creates a Temporal worker on cfg.TaskQueue with memagent's
+// workflows and the given activities registered.
+func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, opts Options) worker.Worker {
+	n := opts.Concurrency
+	if n <= 0 {
+		n = 8
+	}
+	w := worker.New(c, cfg.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: n,
+		// Let in-flight model calls finish on a graceful stop; what does not
+		// finish is handed back to Temporal by the heartbeat timeout.
+		WorkerStopTimeout: 30 * time.Second,
+	})
+	workflows.Register(w)
+	acts.Register(w)
+	return w
+}
+
+// Dial connects a Temporal client.
+func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    newTemporalLogger(logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w (is the server up? start one with `go run ./worker --dev`)", cfg.TemporalAddress, err)
+	}
+	return c, nil
+}

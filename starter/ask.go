@@ -1,0 +1,408 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
+)
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ", ") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// askRequest is one question about one document, as the CLI takes it.
+type askRequest struct {
+	Doc      string
+	Question string
+	Golds    []string
+	Options  activities.ModelOptions
+	// Fresh starts a new run even when the same request already completed.
+	Fresh bool
+}
+
+// askFlags binds the flags shared by ask and demo.
+func askFlags(fs *flag.FlagSet, r *askRequest) func() error {
+	chunk := fs.Int("chunk-tokens", activities.DefaultChunkTokens, "tokens per chunk")
+	mem := fs.Int("memory-tokens", activities.DefaultMemoryMaxTokens, "memory budget in tokens")
+	ans := fs.Int("answer-tokens", activities.DefaultAnswerMaxTokens, "final answer budget in tokens")
+	temp := fs.Float64("temperature", activities.DefaultTemperature, "sampling temperature")
+	topP := fs.Float64("top-p", activities.DefaultTopP, "nucleus sampling top_p")
+	fs.StringVar(&r.Options.Tokenizer, "tokenizer", activities.DefaultTokenizer, "tokenizer used to cut chunks")
+	fs.BoolVar(&r.Fresh, "fresh", false, "start a new run even if the same request already completed")
+	return func() error {
+		if *chunk <= 0 {
+			return fmt.Errorf("chunk_tokens (%d) must be positive: set --chunk-tokens", *chunk)
+		}
+		if *mem <= 0 || *ans <= 0 {
+			return fmt.Errorf("--memory-tokens (%d) and --answer-tokens (%d) must be positive", *mem, *ans)
+		}
+		t, p := float32(*temp), float32(*topP)
+		r.Options.ChunkTokens, r.Options.MemoryMaxTokens, r.Options.AnswerMaxTokens = *chunk, *mem, *ans
+		r.Options.Temperature, r.Options.TopP = &t, &p
+		return r.Options.Validate()
+	}
+}
+
+func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	var req askRequest
+	var golds stringList
+	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
+	fs.StringVar(&req.Question, "question", "", "the question (required)")
+	fs.Var(&golds, "answer", "a gold answer to score against (repeatable)")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	finish := askFlags(fs, &req)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: quote the question", fs.Args())
+	}
+	req.Golds = golds
+	req.Options.Model = cfg.Model
+	if err := finish(); err != nil {
+		return err
+	}
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	logger := cliLogger(stderr)
+	s := &session{cfg: cfg, logger: logger}
+	if !*asJSON {
+		s.progress = stderr
+	}
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	defer s.close()
+	res, err := s.ask(ctx, req)
+	if err != nil {
+		return err
+	}
+	return printResult(stdout, cfg, res, *asJSON)
+}
+
+// session holds the clients one CLI command uses.
+type session struct {
+	cfg      config.Config
+	logger   *slog.Logger
+	store    *s3store.Store
+	temporal client.Client
+	progress io.Writer // nil: no progress lines
+}
+
+func (s *session) connect(ctx context.Context) error {
+	store, err := workerapp.NewStore(ctx, s.cfg)
+	if err != nil {
+		return err
+	}
+	s.store = store
+	c, err := workerapp.Dial(ctx, s.cfg, s.logger)
+	if err != nil {
+		return err
+	}
+	s.temporal = c
+	return nil
+}
+
+func (s *session) close() {
+	if s.temporal != nil {
+		s.temporal.Close()
+	}
+}
+
+// ask checks the request, uploads a local document, starts (or joins) the
+// DocumentQA run and waits for its result.
+func (s *session) ask(ctx context.Context, req askRequest) (*workflows.DocumentQAResult, error) {
+	if strings.TrimSpace(req.Question) == "" {
+		return nil, errors.New("question is empty: pass --question")
+	}
+	if req.Doc == "" {
+		return nil, errors.New("no document: pass --doc PATH or --doc s3://bucket/key")
+	}
+	uri, err := s.resolveDocument(ctx, req.Doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkBudget(ctx, req); err != nil {
+		return nil, err
+	}
+	in := workflows.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	id := workflowID(in)
+	if req.Fresh {
+		id += "-" + time.Now().UTC().Format("20060102T150405.000")
+	}
+	run, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: s.cfg.TaskQueue,
+		// A request that already succeeded is answered from its run; a
+		// failed one may start again.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		StaticSummary:         fmt.Sprintf("Q: %s · %s", clip(req.Question, 80), uri),
+	}, workflows.DocumentQAName, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &started):
+		fmt.Fprintf(s.progressOut(), "the same request already completed as %s; showing its result (--fresh runs it again)\n", id)
+		run = s.temporal.GetWorkflow(ctx, id, "")
+	case err != nil:
+		return nil, fmt.Errorf("start workflow: %w", err)
+	default:
+		fmt.Fprintf(s.progressOut(), "started %s\n", id)
+	}
+	stopProgress := s.watch(ctx, id)
+	var res workflows.DocumentQAResult
+	err = run.Get(ctx, &res)
+	stopProgress()
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	return &res, nil
+}
+
+func (s *session) progressOut() io.Writer {
+	if s.progress == nil {
+		return io.Discard
+	}
+	return s.progress
+}
+
+// watch prints a progress line every few seconds until stopped.
+func (s *session) watch(ctx context.Context, id string) func() {
+	if s.progress == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		last := ""
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			p, err := queryProgress(ctx, s.temporal, id)
+			if err != nil {
+				continue
+			}
+			line := fmt.Sprintf("%s: chunk %d/%d, %d/%d tokens", p.Stage, p.ChunksDone, p.ChunksTotal, p.TokensDone, p.TokensTotal)
+			if line != last {
+				fmt.Fprintln(s.progress, line)
+				last = line
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func queryProgress(ctx context.Context, c client.Client, id string) (workflows.Progress, error) {
+	var p workflows.Progress
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+	if err != nil {
+		return p, err
+	}
+	return p, v.Get(&p)
+}
+
+// resolveDocument checks that the document exists and is text, uploading a
+// local file to the bucket under its content hash.
+func (s *session) resolveDocument(ctx context.Context, doc string) (string, error) {
+	if strings.HasPrefix(doc, "s3://") {
+		loc, err := s3store.ParseURI(doc)
+		if err != nil {
+			return "", err
+		}
+		info, err := s.store.Head(ctx, loc)
+		if errors.Is(err, s3store.ErrNotFound) {
+			return "", fmt.Errorf("document %s does not exist: check the bucket and key", doc)
+		}
+		if err != nil {
+			return "", fmt.Errorf("document %s: %w", doc, err)
+		}
+		if info.Size == 0 {
+			return "", fmt.Errorf("document %s is empty", doc)
+		}
+		return doc, nil
+	}
+	f, err := os.Open(doc)
+	if err != nil {
+		return "", fmt.Errorf("document: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("document: %w", err)
+	}
+	if st.IsDir() {
+		return "", fmt.Errorf("document %s is a directory: pass a text file", doc)
+	}
+	text, err := memagent.ScanText(f)
+	var bad *memagent.InvalidUTF8Error
+	switch {
+	case errors.Is(err, memagent.ErrEmptyDocument):
+		return "", fmt.Errorf("document %s has no text (empty or only whitespace)", doc)
+	case errors.As(err, &bad):
+		return "", fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first", doc, bad.Offset)
+	case err != nil:
+		return "", fmt.Errorf("read document %s: %w", doc, err)
+	}
+	loc := s3store.Location{Bucket: s.cfg.Bucket, Key: "documents/sha256/" + text.SHA256 + "/" + sanitizeName(filepath.Base(doc))}
+	if _, err := s.store.Head(ctx, loc); err == nil {
+		return loc.String(), nil
+	}
+	if err := s.store.EnsureBucket(ctx, s.cfg.Bucket); err != nil {
+		return "", err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	if err := s.store.PutReader(ctx, loc, f, text.Bytes, "text/plain; charset=utf-8"); err != nil {
+		return "", fmt.Errorf("upload document: %w", err)
+	}
+	return loc.String(), nil
+}
+
+// checkBudget fails early when the model server reports a context length
+// the request cannot fit. An unreachable server is left to the worker.
+func (s *session) checkBudget(ctx context.Context, req askRequest) error {
+	tok, err := tokenizer.New(req.Options.WithDefaults().Tokenizer)
+	if err != nil {
+		return err
+	}
+	m, err := workerapp.NewModelClient(s.cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	models, err := m.Models(ctx)
+	if err != nil || len(models) == 0 {
+		s.logger.Debug("model server not reachable from the starter; the worker checks the budget", "err", err)
+		return nil
+	}
+	maxLen := models[0].MaxModelLen
+	for _, mi := range models {
+		if mi.ID == req.Options.Model {
+			maxLen = mi.MaxModelLen
+		}
+	}
+	return activities.CheckBudget(tok, memagent.DefaultTemplates(), req.Question, req.Options, maxLen)
+}
+
+// workflowID derives a stable, readable id from the request, so the same
+// request started twice is one run.
+func workflowID(in workflows.DocumentQAInput) string {
+	b, _ := json.Marshal(struct {
+		D, Q string
+		G    []string
+		O    activities.ModelOptions
+	}{in.Document, in.Question, in.GoldAnswers, in.Options.WithDefaults()})
+	h := sha256.Sum256(b)
+	return "memagent-qa-" + hex.EncodeToString(h[:8])
+}
+
+func sanitizeName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if r < 0x80 && (r == '.' || r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "document"
+	}
+	return b.String()
+}
+
+func clip(s string, n int) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func cliLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if v := os.Getenv("MEMAGENT_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// printResult writes the answer for a person, or one JSON object.
+func printResult(w io.Writer, cfg config.Config, res *workflows.DocumentQAResult, asJSON bool) error {
+	if asJSON {
+		out := struct {
+			Answer      string           `json:"answer"`
+			AnswerFound bool             `json:"answer_found"`
+			WorkflowID  string           `json:"workflow_id"`
+			RunID       string           `json:"run_id"`
+			Document    string           `json:"document"`
+			Chunks      int              `json:"chunks"`
+			Tokens      int64            `json:"tokens"`
+			ResultURI   string           `json:"result_uri"`
+			TracePrefix string           `json:"trace_prefix"`
+			Scores      *memagent.Scores `json:"scores,omitempty"`
+			Usage       activities.Usage `json:"usage"`
+			Runs        int              `json:"runs"`
+		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
+			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs}
+		enc := json.NewEncoder(w)
+		return enc.Encode(out)
+	}
+	answer := res.Answer
+	if !res.AnswerFound {
+		answer = "(no answer found in the model's reply)"
+	}
+	fmt.Fprintf(w, "Answer:   %s\n", answer)
+	if res.Scores != nil {
+		fmt.Fprintf(w, "Score:    exact=%v substring=%v f1=%.2f\n", res.Scores.ExactMatch, res.Scores.SubstringMatch, res.Scores.F1)
+	}
+	fmt.Fprintf(w, "Document: %s (%d chunks, %d tokens, %d bytes)\n", res.Document, res.Chunks, res.Tokens, res.Bytes)
+	fmt.Fprintf(w, "Model:    %s, %d calls, %d prompt + %d completion tokens\n", res.Model, res.Usage.Calls, res.Usage.PromptTokens, res.Usage.CompletionTokens)
+	fmt.Fprintf(w, "Workflow: %s (%d run(s))\n", res.WorkflowID, res.Runs)
+	fmt.Fprintf(w, "Result:   %s\n", res.ResultURI)
+	fmt.Fprintf(w, "Traces:   %s\n", res.TracePrefix)
+	return nil
+}

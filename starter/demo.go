@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/internal/workerapp"
+)
+
+// The demo's planted fact. Its words appear nowhere in the filler.
+const (
+	demoFact     = "The access code for the north gate of the Halvorsen observatory is 7391-ALPHA."
+	demoQuestion = "What is the access code for the north gate of the Halvorsen observatory?"
+	demoAnswer   = "7391-ALPHA"
+)
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tokens := fs.Int("tokens", 120_000, "length of the generated document in tokens")
+	depth := fs.Float64("depth", 0.62, "where the planted fact sits, 0 (start) to 1 (end)")
+	dataDir := fs.String("data-dir", defaultDemoDir(), "where the demo's Temporal and S3 state is kept")
+	inMemory := fs.Bool("in-memory", false, "keep nothing on disk")
+	keep := fs.Bool("keep", false, "keep the stack and its Web UI running after the answer, until Ctrl-C")
+	var req askRequest
+	finish := askFlags(fs, &req)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := finish(); err != nil {
+		return err
+	}
+	if *tokens < 1000 || *depth < 0 || *depth > 1 {
+		return fmt.Errorf("--tokens must be at least 1000 and --depth within [0, 1]")
+	}
+	dir := *dataDir
+	if *inMemory {
+		dir = ""
+	}
+	logger := cliLogger(stderr)
+	_, modelSet := os.LookupEnv("OPENAI_BASE_URL")
+	fmt.Fprintln(stdout, "starting the embedded stack (Temporal server, Web UI, S3 server, inference simulator) ...")
+	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{DataDir: dir, FreePorts: !*keep, Simulator: !modelSet, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	cfg = d.Configure(cfg)
+	cfg.Normalize()
+	acts, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	s := &session{cfg: cfg, logger: logger, progress: stdout}
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	defer s.close()
+	w := workerapp.NewWorker(s.temporal, cfg, acts, workerapp.Options{Logger: logger})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+
+	tok, err := tokenizer.New(req.Options.WithDefaults().Tokenizer)
+	if err != nil {
+		return err
+	}
+	doc := generateDocument(tok, *tokens, *depth, 7)
+	path := filepath.Join(os.TempDir(), "memagent-demo-document.txt")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		return fmt.Errorf("write demo document: %w", err)
+	}
+	defer os.Remove(path)
+	model := "the inference simulator (extractive stand-in, not a model)"
+	if modelSet {
+		model = cfg.ModelBaseURL
+	}
+	fmt.Fprintf(stdout, "document: %d tokens (%d bytes), the planted fact at %.0f%% depth\nquestion: %s\nmodel:    %s\n",
+		tok.Count(doc), len(doc), *depth*100, demoQuestion, model)
+	req.Doc, req.Question, req.Golds = path, demoQuestion, []string{demoAnswer}
+	req.Fresh = true
+	res, err := s.ask(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	if err := printResult(stdout, cfg, res, false); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Expected: %s\n\n", demoAnswer)
+	runPath := fmt.Sprintf("/namespaces/%s/workflows/%s", cfg.TemporalNamespace, res.WorkflowID)
+	switch {
+	case *keep:
+		fmt.Fprintf(stdout, "Web UI:   %s%s\nThe stack keeps running; Ctrl-C stops it.\n", d.Stack.UIURL, runPath)
+		<-ctx.Done()
+	case dir != "":
+		fmt.Fprintf(stdout, "To browse this run in the Temporal Web UI:\n  go run ./worker --dev-stack --data-dir %s\n  then open %s%s\n", dir, config.DevUIURL, runPath)
+	}
+	return nil
+}
+
+func defaultDemoDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "memagent", "demo")
+	}
+	return filepath.Join(os.TempDir(), "memagent-demo")
+}
+
+// fillerWords share nothing with the demo question, so only the planted
+// fact is relevant to it.
+var fillerWords = strings.Fields(`river harvest lantern meadow copper winter orchard valley whistle pebble
+	ferry harbor candle ribbon marble thunder willow basket pigeon saddle quarry blanket compass drizzle
+	ember falcon garnet hammock island jasmine kettle ladder mosaic nectar oyster paddle quiver rafter
+	sparrow timber umbrella velvet wagon yarrow zephyr anchor bramble cinder dune estuary fern glacier
+	hollow ivy juniper kelp lagoon mill nettle oak prairie quill reed sable thistle upland vine wharf
+	baker weaver potter miller sailor farmer painter tailor cooper mason shepherd fisher merchant
+	walked carried painted gathered folded traded mended counted watched planted sang measured
+	quietly slowly early later often rarely together nearby beyond beneath across along around
+	old green small bright heavy narrow wide warm quiet busy distant golden wooden silver crowded`)
+
+// generateDocument writes filler paragraphs of about the given number of
+// tokens with the demo fact planted at depth. It is deterministic in seed.
+func generateDocument(tok memagent.Tokenizer, tokens int, depth float64, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var b strings.Builder
+	planted := false
+	count := 0
+	for count < tokens {
+		var p strings.Builder
+		for s, n := 0, 4+rng.IntN(5); s < n; s++ {
+			words := 8 + rng.IntN(9)
+			for w := 0; w < words; w++ {
+				word := fillerWords[rng.IntN(len(fillerWords))]
+				if w == 0 {
+					word = strings.ToUpper(word[:1]) + word[1:]
+				} else {
+					p.WriteByte(' ')
+				}
+				p.WriteString(word)
+			}
+			p.WriteString(". ")
+		}
+		if !planted && float64(count) >= depth*float64(tokens) {
+			p.WriteString(demoFact + " ")
+			planted = true
+		}
+		para := strings.TrimSpace(p.String()) + "\n\n"
+		count += tok.Count(para)
+		b.WriteString(para)
+	}
+	if !planted {
+		b.WriteString(demoFact + "\n")
+	}
+	return b.String()
+}

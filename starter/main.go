@@ -1,0 +1,63 @@
+// Command starter starts and inspects memagent runs.
+//
+//	starter demo                      everything in one process, on a generated document
+//	starter ask --doc PATH|s3://b/k --question TEXT [--answer GOLD]... [--json]
+//	starter status WORKFLOW_ID        progress of a run
+//
+// Without environment it finds the dev stack (`worker --dev`) at its
+// default addresses.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: starter <command> [flags]
+
+commands:
+  demo     run the embedded stack, the simulator and a worker in this process and
+           answer a question about a generated document of 100K+ tokens
+  ask      answer a question about a document (local file or s3://bucket/key)
+  status   show the progress of a run: starter status WORKFLOW_ID
+
+Run "starter <command> -h" for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "starter:", err)
+		}
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "demo":
+		return runDemo(ctx, args[1:], stdout, stderr)
+	case "ask":
+		return runAsk(ctx, args[1:], stdout, stderr)
+	case "status":
+		return runStatus(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}

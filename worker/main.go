@@ -1,0 +1,117 @@
+// Command worker runs a memagent Temporal worker. With --dev it first starts
+// the embedded dev stack (Temporal server and Web UI, an S3-compatible
+// server and, unless OPENAI_BASE_URL is set, the inference simulator) in the
+// same process; with --dev-stack it runs only that stack, so that workers
+// started on their own can be killed and restarted against it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/workerapp"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+		}
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	var (
+		dev      = fs.Bool("dev", false, "start the embedded dev stack in this process and work on it")
+		devStack = fs.Bool("dev-stack", false, "start only the embedded dev stack (no worker); Ctrl-C stops it")
+		dataDir  = fs.String("data-dir", defaultDataDir(), "where the dev stack keeps Temporal's SQLite file and S3 objects")
+		inMemory = fs.Bool("in-memory", false, "keep the dev stack's state in memory only")
+		opts     workerapp.Options
+	)
+	fs.StringVar(&opts.UpdateTemplate, "update-template", "", "file with the memory-update prompt ({question} {memory} {chunk})")
+	fs.StringVar(&opts.FinalTemplate, "final-template", "", "file with the final-answer prompt ({question} {memory})")
+	fs.IntVar(&opts.Concurrency, "concurrency", 8, "activities running at once in this worker")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	opts.Logger = logger
+	cfg.Normalize()
+
+	if *dev || *devStack {
+		dir := *dataDir
+		if *inMemory {
+			dir = ""
+		}
+		_, modelSet := os.LookupEnv("OPENAI_BASE_URL")
+		d, err := workerapp.StartDev(ctx, workerapp.DevOptions{DataDir: dir, Simulator: !modelSet, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		cfg = d.Configure(cfg)
+		fmt.Fprintf(stdout, "memagent dev stack\n  Temporal:  %s (namespace %s)\n  Web UI:    %s\n  S3:        %s (bucket %s, key %s)\n",
+			d.Stack.TemporalAddress, d.Stack.Namespace, d.Stack.UIURL, d.Stack.S3Endpoint, d.Stack.Bucket, d.Stack.S3AccessKey)
+		if d.SimulatorURL != "" {
+			fmt.Fprintf(stdout, "  Model:     %s (inference simulator, not a model)\n", d.SimulatorURL)
+		} else {
+			fmt.Fprintf(stdout, "  Model:     %s\n", cfg.ModelBaseURL)
+		}
+		if dir != "" {
+			fmt.Fprintf(stdout, "  Data:      %s\n", dir)
+		}
+		if *devStack {
+			fmt.Fprintln(stdout, "dev stack ready; Ctrl-C stops it")
+			<-ctx.Done()
+			return nil
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	acts, err := workerapp.NewActivities(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	c, err := workerapp.Dial(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := workerapp.NewWorker(c, cfg, acts, opts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
+	<-ctx.Done()
+	return nil
+}
+
+// defaultDataDir is where --dev keeps its state between runs.
+func defaultDataDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "memagent", "dev")
+	}
+	return filepath.Join(os.TempDir(), "memagent-dev")
+}

@@ -1,0 +1,248 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/memagent"
+)
+
+// Names under which workflows, queries and the default task queue are
+// registered. They are part of the wire format.
+const (
+	DocumentQAName   = "memagent.DocumentQA"
+	ProgressQuery    = "progress"
+	DefaultTaskQueue = "memagent"
+)
+
+// DefaultChunksPerRun is how many chunks one run processes before it
+// continues-as-new, unless Temporal suggests it earlier.
+const DefaultChunksPerRun = 200
+
+// DocumentQAInput starts a DocumentQA run. It is JSON on the wire, so any
+// Temporal client can start one.
+type DocumentQAInput struct {
+	// Document is an s3:// URI of UTF-8 text.
+	Document string `json:"document"`
+	Question string `json:"question"`
+	// GoldAnswers, when given, are used to score the answer.
+	GoldAnswers []string                `json:"gold_answers,omitempty"`
+	Options     activities.ModelOptions `json:"options"`
+	// ChunksPerRun overrides DefaultChunksPerRun.
+	ChunksPerRun int `json:"chunks_per_run,omitempty"`
+	// OutputPrefix overrides the s3:// prefix of traces and result
+	// (default s3://<worker bucket>/runs/<workflow id>/<first run id>/).
+	OutputPrefix string `json:"output_prefix,omitempty"`
+	// State is set by the workflow itself when it continues-as-new.
+	State *QAState `json:"state,omitempty"`
+}
+
+// QAState is what one run hands to the next.
+type QAState struct {
+	Prepared    activities.PrepareOutput `json:"prepared"`
+	Cursor      int                      `json:"cursor"`
+	Memory      string                   `json:"memory"`
+	TokensDone  int64                    `json:"tokens_done"`
+	Usage       activities.Usage         `json:"usage"`
+	Runs        int                      `json:"runs"`
+	StartedAt   time.Time                `json:"started_at"`
+	TracePrefix string                   `json:"trace_prefix"`
+}
+
+// DocumentQAResult is the workflow's result.
+type DocumentQAResult = activities.QAResult
+
+// Progress is what the progress query returns.
+type Progress struct {
+	Stage       string           `json:"stage"`
+	ChunksDone  int              `json:"chunks_done"`
+	ChunksTotal int              `json:"chunks_total"`
+	TokensDone  int64            `json:"tokens_done"`
+	TokensTotal int64            `json:"tokens_total"`
+	Run         int              `json:"run"`
+	Usage       activities.Usage `json:"usage"`
+	Memory      string           `json:"memory"`
+	Answer      string           `json:"answer,omitempty"`
+}
+
+// Stages reported by Progress.
+const (
+	StagePreparing = "preparing"
+	StageReading   = "reading"
+	StageAnswering = "answering"
+	StageDone      = "done"
+)
+
+// Validate reports input that can never succeed.
+func (in DocumentQAInput) Validate() error {
+	if strings.TrimSpace(in.Document) == "" {
+		return errors.New("document is empty: pass an s3:// URI")
+	}
+	if !strings.HasPrefix(in.Document, "s3://") {
+		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
+	}
+	if strings.TrimSpace(in.Question) == "" {
+		return errors.New("question is empty")
+	}
+	if in.ChunksPerRun < 0 {
+		return fmt.Errorf("chunks_per_run (%d) must not be negative", in.ChunksPerRun)
+	}
+	return in.Options.Validate()
+}
+
+// DocumentQA answers one question about one document with MemAgent.
+func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, error) {
+	if err := in.Validate(); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadInput, nil)
+	}
+	info := workflow.GetInfo(ctx)
+	st := in.State
+	if st == nil {
+		st = &QAState{Memory: memagent.InitialMemory, StartedAt: workflow.Now(ctx)}
+		st.TracePrefix = in.OutputPrefix
+		if st.TracePrefix != "" && !strings.HasSuffix(st.TracePrefix, "/") {
+			st.TracePrefix += "/"
+		}
+	}
+	st.Runs++
+	progress := Progress{Stage: StageReading, Run: st.Runs}
+	refresh := func() {
+		progress.ChunksDone, progress.ChunksTotal = st.Cursor, st.Prepared.Chunks
+		progress.TokensDone, progress.TokensTotal = st.TokensDone, st.Prepared.Tokens
+		progress.Usage, progress.Memory = st.Usage, st.Memory
+	}
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
+		return nil, err
+	}
+
+	if st.Prepared.IndexURI == "" {
+		progress.Stage = StagePreparing
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Minute,
+			HeartbeatTimeout:    time.Minute,
+			RetryPolicy:         retryPolicy(),
+			Summary:             "prepare document",
+		})
+		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, activities.PrepareInput{
+			Document: in.Document, Question: in.Question, Options: in.Options,
+		}).Get(ctx, &st.Prepared); err != nil {
+			return nil, stageError("prepare document", err)
+		}
+		if st.TracePrefix == "" {
+			// The worker's bucket is only known to the worker: derive the
+			// prefix from the index location, which lives in that bucket.
+			st.TracePrefix = fmt.Sprintf("s3://%s/runs/%s/%s/", bucketOf(st.Prepared.IndexURI), info.WorkflowExecution.ID, info.FirstRunID)
+		}
+		progress.Stage = StageReading
+	}
+	refresh()
+
+	chunksPerRun := in.ChunksPerRun
+	if chunksPerRun == 0 {
+		chunksPerRun = DefaultChunksPerRun
+	}
+	opts := in.Options
+	if opts.Model == "" {
+		opts.Model = st.Prepared.Model
+	}
+	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
+		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+			next := in
+			next.State = st
+			return nil, workflow.NewContinueAsNewError(ctx, DocumentQAName, next)
+		}
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 15 * time.Minute,
+			HeartbeatTimeout:    time.Minute,
+			RetryPolicy:         retryPolicy(),
+			Summary: fmt.Sprintf("chunk %d/%d · %s/%s tokens", st.Cursor+1, st.Prepared.Chunks,
+				humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens)),
+		})
+		var out activities.UpdateOutput
+		err := workflow.ExecuteActivity(actx, activities.UpdateMemoryName, activities.UpdateInput{
+			Document: st.Prepared.Document, ETag: st.Prepared.ETag, IndexURI: st.Prepared.IndexURI,
+			Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: in.Question, Memory: st.Memory,
+			Options: opts, TracePrefix: st.TracePrefix,
+		}).Get(ctx, &out)
+		if err != nil {
+			return nil, stageError(fmt.Sprintf("update memory at chunk %d", st.Cursor), err)
+		}
+		st.Memory = out.Memory
+		st.TokensDone += int64(out.ChunkTokens)
+		st.Usage = st.Usage.Add(out.Usage)
+		st.Cursor++
+		refresh()
+	}
+
+	progress.Stage = StageAnswering
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 15 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         retryPolicy(),
+		Summary:             "final answer",
+	})
+	var res DocumentQAResult
+	err := workflow.ExecuteActivity(actx, activities.AnswerName, activities.AnswerInput{
+		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
+		ResultURI: st.TracePrefix + "result.json",
+		Result: activities.QAResult{
+			WorkflowID: info.WorkflowExecution.ID, RunID: info.FirstRunID,
+			Document: st.Prepared.Document, DocumentSHA256: st.Prepared.SHA256,
+			Question: in.Question, Model: opts.Model, Options: opts.WithDefaults(),
+			Chunks: st.Prepared.Chunks, Tokens: st.Prepared.Tokens, Bytes: st.Prepared.Bytes,
+			Usage: st.Usage, Runs: st.Runs, IndexURI: st.Prepared.IndexURI,
+			TracePrefix: st.TracePrefix + "chunks/", StartedAt: st.StartedAt,
+		},
+	}).Get(ctx, &res)
+	if err != nil {
+		return nil, stageError("answer", err)
+	}
+	progress.Stage, progress.Answer, progress.Usage = StageDone, res.Answer, res.Usage
+	return &res, nil
+}
+
+// retryPolicy retries transient failures without a limit: a pool that is
+// down for an hour delays the run, it does not lose it. Permanent failures
+// are non-retryable errors and stop at once.
+func retryPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    2 * time.Minute,
+	}
+}
+
+// stageError fails the workflow with the stage that failed in the message,
+// keeping the activity's error type and non-retryable flag at the top of the
+// chain, where callers and the UI look for them.
+func stageError(stage string, err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return temporal.NewApplicationErrorWithOptions(stage+": "+appErr.Error(), appErr.Type(),
+			temporal.ApplicationErrorOptions{NonRetryable: appErr.NonRetryable(), Cause: err})
+	}
+	return fmt.Errorf("%s: %w", stage, err)
+}
+
+func bucketOf(uri string) string {
+	rest := strings.TrimPrefix(uri, "s3://")
+	b, _, _ := strings.Cut(rest, "/")
+	return b
+}
+
+// humanTokens renders 85000 as "85K" and 3500000 as "3.5M".
+func humanTokens(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
+	case n >= 1_000:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e3), ".0") + "K"
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,316 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// wordTokenizer counts one token per word with its trailing whitespace,
+// which keeps chunk sizes easy to reason about.
+type wordTokenizer struct{}
+
+func (wordTokenizer) Name() string { return "words" }
+func (wordTokenizer) TokenLens(s string) []int {
+	var lens []int
+	start := 0
+	for i := 0; i < len(s); i++ {
+		space := s[i] == ' ' || s[i] == '\n'
+		if space && (i+1 == len(s) || (s[i+1] != ' ' && s[i+1] != '\n')) {
+			lens = append(lens, i+1-start)
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		lens = append(lens, len(s)-start)
+	}
+	return lens
+}
+func (w wordTokenizer) Count(s string) int { return len(w.TokenLens(s)) }
+
+var sectionRE = regexp.MustCompile(`(?s)<section>\s*(\S+)`)
+
+// markerModel keeps, as memory, the list of each chunk's first word, so the
+// test can check that every chunk was read once, in order, each call seeing
+// the memory the previous call returned.
+func markerModel() *activitiestest.Model {
+	return &activitiestest.Model{Respond: func(req inference.Request) (string, error) {
+		if m := sectionRE.FindStringSubmatch(req.Prompt); m != nil {
+			mem := regexp.MustCompile(`(?s)<memory>\s*(.*?)\s*</memory>`).FindStringSubmatch(req.Prompt)[1]
+			if mem == memagent.InitialMemory {
+				return m[1], nil
+			}
+			return mem + " " + m[1], nil
+		}
+		mem := regexp.MustCompile(`(?s)<memory>\s*(.*?)\s*</memory>`).FindStringSubmatch(req.Prompt)[1]
+		words := strings.Fields(mem)
+		return fmt.Sprintf("Reasoning... the answer is \\boxed{%s}", words[len(words)-1]), nil
+	}}
+}
+
+func makeDoc(chunks int) string {
+	var b strings.Builder
+	for i := 0; i < chunks; i++ {
+		fmt.Fprintf(&b, "w%03d", i)
+		for j := 0; j < 99; j++ {
+			b.WriteString(" filler")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+type fixture struct {
+	store *activitiestest.Store
+	model *activitiestest.Model
+	acts  *activities.Activities
+}
+
+func newFixture(t *testing.T, doc string) *fixture {
+	t.Helper()
+	f := &fixture{store: activitiestest.NewStore(), model: markerModel()}
+	if err := f.store.Put(context.Background(), s3store.Location{Bucket: "docs", Key: "doc.txt"}, []byte(doc), ""); err != nil {
+		t.Fatal(err)
+	}
+	f.acts = &activities.Activities{
+		Store: f.store, Model: f.model, DefaultModel: "fake", Bucket: "memagent",
+		Templates:  memagent.DefaultTemplates(),
+		Tokenizers: func(string) (memagent.Tokenizer, error) { return wordTokenizer{}, nil },
+	}
+	return f
+}
+
+func (f *fixture) run(t *testing.T, in DocumentQAInput) (*testsuite.TestWorkflowEnvironment, error) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
+	f.acts.Register(env)
+	env.ExecuteWorkflow(DocumentQAName, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	return env, env.GetWorkflowError()
+}
+
+// runToEnd follows continue-as-new generations until a result, returning
+// the result and the number of runs.
+func (f *fixture) runToEnd(t *testing.T, in DocumentQAInput) (*DocumentQAResult, int) {
+	t.Helper()
+	for runs := 1; runs <= 50; runs++ {
+		env, err := f.run(t, in)
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			if can.WorkflowType.Name != DocumentQAName {
+				t.Fatalf("continue-as-new to %q, want %q", can.WorkflowType.Name, DocumentQAName)
+			}
+			in = DocumentQAInput{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatalf("decode continue-as-new input: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("workflow error: %v", err)
+		}
+		var res DocumentQAResult
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		return &res, runs
+	}
+	t.Fatal("more than 50 runs")
+	return nil, 0
+}
+
+func TestDocumentQAReadsEveryChunkOnceInOrder(t *testing.T) {
+	tests := []struct {
+		name         string
+		chunksPerRun int
+		wantRuns     int
+	}{
+		{"single run", 0, 1},
+		{"continue-as-new every 3 chunks", 3, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, makeDoc(10))
+			res, runs := f.runToEnd(t, DocumentQAInput{
+				Document: "s3://docs/doc.txt", Question: "Which marker came last?",
+				GoldAnswers: []string{"w009"}, ChunksPerRun: tt.chunksPerRun,
+				Options: activities.ModelOptions{ChunkTokens: 100},
+			})
+			if runs != tt.wantRuns {
+				t.Errorf("runs = %d, want %d", runs, tt.wantRuns)
+			}
+			if res.Chunks != 10 {
+				t.Fatalf("chunks = %d, want 10", res.Chunks)
+			}
+			calls := f.model.Calls()
+			if len(calls) != 11 {
+				t.Fatalf("model calls = %d, want 10 updates + 1 answer", len(calls))
+			}
+			for i, c := range calls[:10] {
+				want := fmt.Sprintf("<section>\nw%03d", i)
+				if !strings.Contains(c.Prompt, want) {
+					t.Errorf("call %d does not carry chunk %d's text", i, i)
+				}
+				wantMem := memagent.InitialMemory
+				if i > 0 {
+					var ws []string
+					for j := 0; j < i; j++ {
+						ws = append(ws, fmt.Sprintf("w%03d", j))
+					}
+					wantMem = strings.Join(ws, " ")
+				}
+				if !strings.Contains(c.Prompt, "<memory>\n"+wantMem+"\n</memory>") {
+					t.Errorf("call %d memory: prompt lacks %q", i, wantMem)
+				}
+			}
+			if res.Answer != "w009" || !res.AnswerFound {
+				t.Errorf("answer = %q (found %v), want w009", res.Answer, res.AnswerFound)
+			}
+			if res.Scores == nil || !res.Scores.ExactMatch {
+				t.Errorf("scores = %+v, want exact match", res.Scores)
+			}
+			if res.Runs != tt.wantRuns {
+				t.Errorf("result runs = %d, want %d", res.Runs, tt.wantRuns)
+			}
+			if res.Usage.Calls != 11 {
+				t.Errorf("usage calls = %d, want 11", res.Usage.Calls)
+			}
+			loc, err := s3store.ParseURI(res.ResultURI)
+			if err != nil {
+				t.Fatalf("result uri %q: %v", res.ResultURI, err)
+			}
+			var stored map[string]any
+			if err := json.Unmarshal(f.store.Object(loc), &stored); err != nil {
+				t.Fatalf("stored result: %v", err)
+			}
+			if stored["answer"] != "w009" || stored["completion"] == nil {
+				t.Errorf("stored result answer=%v completion=%v", stored["answer"], stored["completion"])
+			}
+			traces := 0
+			for _, k := range f.store.Keys() {
+				if strings.Contains(k.Key, "/chunks/") {
+					traces++
+				}
+			}
+			if traces != 10 {
+				t.Errorf("chunk traces = %d, want 10", traces)
+			}
+		})
+	}
+}
+
+func TestDocumentQAReusesIndex(t *testing.T) {
+	f := newFixture(t, makeDoc(4))
+	in := DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: activities.ModelOptions{ChunkTokens: 100}}
+	first, _ := f.runToEnd(t, in)
+	second, _ := f.runToEnd(t, in)
+	if first.IndexURI != second.IndexURI {
+		t.Errorf("index %q then %q, want the same index reused", first.IndexURI, second.IndexURI)
+	}
+}
+
+func TestDocumentQAProgressQuery(t *testing.T) {
+	f := newFixture(t, makeDoc(3))
+	env, err := f.run(t, DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: activities.ModelOptions{ChunkTokens: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := env.QueryWorkflow(ProgressQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Progress
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Stage != StageDone || p.ChunksDone != 3 || p.ChunksTotal != 3 || p.TokensDone != p.TokensTotal || p.Memory == "" {
+		t.Errorf("progress = %+v, want done with 3/3 chunks and all tokens", p)
+	}
+}
+
+func TestDocumentQAPermanentErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       DocumentQAInput
+		respond  func(inference.Request) (string, error)
+		wantType string
+	}{
+		{"empty question", DocumentQAInput{Document: "s3://docs/doc.txt"}, nil, activities.ErrBadInput},
+		{"not an s3 uri", DocumentQAInput{Document: "/tmp/doc.txt", Question: "q"}, nil, activities.ErrBadInput},
+		{"missing document", DocumentQAInput{Document: "s3://docs/missing.txt", Question: "q"}, nil, activities.ErrDocumentNotFound},
+		{"auth", DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"},
+			func(inference.Request) (string, error) {
+				return "", &inference.Error{Kind: inference.KindAuth, StatusCode: 401, Message: "invalid key"}
+			}, activities.ErrModelAuth},
+		{"prompt too long", DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"},
+			func(inference.Request) (string, error) {
+				return "", &inference.Error{Kind: inference.KindPromptTooLong, StatusCode: 400, Message: "maximum context length is 8192 tokens"}
+			}, activities.ErrPromptTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, makeDoc(2))
+			if tt.respond != nil {
+				f.model.Respond = tt.respond
+			}
+			_, err := f.run(t, tt.in)
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) {
+				t.Fatalf("error = %v, want an ApplicationError", err)
+			}
+			if appErr.Type() != tt.wantType || !appErr.NonRetryable() {
+				t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), tt.wantType)
+			}
+			if tt.respond != nil && len(f.model.Calls()) != 1 {
+				t.Errorf("model calls = %d, want 1 (no retries of a permanent error)", len(f.model.Calls()))
+			}
+		})
+	}
+}
+
+func TestDocumentQARetriesTransientModelErrors(t *testing.T) {
+	f := newFixture(t, makeDoc(2))
+	base := markerModel().Respond
+	failures := 0
+	f.model.Respond = func(req inference.Request) (string, error) {
+		if failures < 2 {
+			failures++
+			return "", &inference.Error{Kind: inference.KindServer, StatusCode: 503, Message: "overloaded"}
+		}
+		return base(req)
+	}
+	res, _ := f.runToEnd(t, DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q", Options: activities.ModelOptions{ChunkTokens: 100}})
+	if res.Answer != "w001" {
+		t.Errorf("answer = %q, want w001 after retries", res.Answer)
+	}
+	if got := len(f.model.Calls()); got != 5 {
+		t.Errorf("model calls = %d, want 2 failures + 2 updates + 1 answer", got)
+	}
+}
+
+func TestHumanTokens(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 85000: "85K", 1500: "1.5K", 3_500_000: "3.5M", 2_000_000: "2M"} {
+		if got := humanTokens(n); got != want {
+			t.Errorf("humanTokens(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -50,7 +50,8 @@ type Activities struct {
 	Templates  memagent.Templates
 	Tokenizers func(name string) (memagent.Tokenizer, error)
 	Logger     *slog.Logger
-	// HeartbeatEvery is how often a waiting activity heartbeats; default 10s.
+	// HeartbeatEvery is how often a waiting activity heartbeats; default a
+	// third of the heartbeat timeout.
 	HeartbeatEvery time.Duration
 
 	indexMu sync.Mutex
@@ -68,9 +69,16 @@ func (a *Activities) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func (a *Activities) heartbeatEvery() time.Duration {
+// heartbeatEvery is a third of the activity's heartbeat timeout (the SDK
+// throttles what it sends anyway), unless HeartbeatEvery is set.
+func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
 	if a.HeartbeatEvery > 0 {
 		return a.HeartbeatEvery
+	}
+	if activity.IsActivity(ctx) {
+		if t := activity.GetInfo(ctx).HeartbeatTimeout; t > 0 {
+			return max(t/3, 100*time.Millisecond)
+		}
 	}
 	return 10 * time.Second
 }
@@ -146,7 +154,7 @@ func (a *Activities) planDocument(ctx context.Context, loc s3store.Location, inf
 		return nil, storeError(err, loc.String())
 	}
 	defer body.Close()
-	r := &heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery()}
+	r := &heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery(ctx)}
 	idx, err := memagent.PlanChunks(r, tok, chunkTokens)
 	var invalid *memagent.InvalidUTF8Error
 	switch {
@@ -293,7 +301,7 @@ func (a *Activities) startHeartbeat(ctx context.Context) func() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(a.heartbeatEvery())
+		t := time.NewTicker(a.heartbeatEvery(ctx))
 		defer t.Stop()
 		for {
 			select {

@@ -39,6 +39,9 @@ type DocumentQAInput struct {
 	// OutputPrefix overrides the s3:// prefix of traces and result
 	// (default s3://<worker bucket>/runs/<workflow id>/<first run id>/).
 	OutputPrefix string `json:"output_prefix,omitempty"`
+	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
+	// noticed and its activity retried elsewhere; default 60.
+	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty"`
 	// State is set by the workflow itself when it continues-as-new.
 	State *QAState `json:"state,omitempty"`
 }
@@ -90,6 +93,9 @@ func (in DocumentQAInput) Validate() error {
 	if strings.TrimSpace(in.Question) == "" {
 		return errors.New("question is empty")
 	}
+	if in.HeartbeatTimeoutSeconds < 0 {
+		return fmt.Errorf("heartbeat_timeout_seconds (%d) must not be negative", in.HeartbeatTimeoutSeconds)
+	}
 	if in.ChunksPerRun < 0 {
 		return fmt.Errorf("chunks_per_run (%d) must not be negative", in.ChunksPerRun)
 	}
@@ -110,6 +116,10 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 			st.TracePrefix += "/"
 		}
 	}
+	hb := time.Minute
+	if in.HeartbeatTimeoutSeconds > 0 {
+		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
+	}
 	st.Runs++
 	progress := Progress{Stage: StageReading, Run: st.Runs}
 	refresh := func() {
@@ -125,7 +135,7 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 		progress.Stage = StagePreparing
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Minute,
-			HeartbeatTimeout:    time.Minute,
+			HeartbeatTimeout:    hb,
 			RetryPolicy:         retryPolicy(),
 			Summary:             "prepare document",
 		})
@@ -159,7 +169,7 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 15 * time.Minute,
-			HeartbeatTimeout:    time.Minute,
+			HeartbeatTimeout:    hb,
 			RetryPolicy:         retryPolicy(),
 			Summary: fmt.Sprintf("chunk %d/%d · %s/%s tokens", st.Cursor+1, st.Prepared.Chunks,
 				humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens)),
@@ -183,7 +193,7 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 	progress.Stage = StageAnswering
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 15 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    hb,
 		RetryPolicy:         retryPolicy(),
 		Summary:             "final answer",
 	})

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -381,10 +383,15 @@ func TestRestartOnSameFile(t *testing.T) {
 		defer cancel()
 		first = startStack(t, devstack.Options{
 			DataDir:      dir,
-			TemporalPort: devstack.FreePort,
+			TemporalPort: freeBasePort(t),
 			UIPort:       devstack.FreePort,
 			S3Port:       devstack.FreePort,
 		})
+		// The journal_mode pragma took effect (an ignored pragma would leave
+		// SQLite in rollback-journal mode, without a -wal file).
+		if _, err := os.Stat(filepath.Join(dir, "temporal.db-wal")); err != nil {
+			t.Errorf("temporal.db-wal: %v; want SQLite in WAL mode", err)
+		}
 		c := dial(t, first)
 		startWorker(t, c)
 		runGreet(t, c, persistedWFID)
@@ -479,6 +486,31 @@ func checkPersisted(t *testing.T, st *devstack.Stack, workflowID string) {
 	if string(got) != "still here" {
 		t.Errorf("kept.txt = %q, want %q", got, "still here")
 	}
+}
+
+// freeBasePort returns a Temporal port whose derived ports (+1, +2, +6,
+// +10) are free too. It looks below the usual ephemeral range, where the
+// process's own outgoing connections cannot take a derived port between two
+// starts.
+func freeBasePort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		base := 20000 + rand.IntN(10000)
+		free := true
+		for _, off := range []int{0, 1, 2, 6, 10} {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+off)))
+			if err != nil {
+				free = false
+				break
+			}
+			_ = l.Close()
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free block of Temporal ports in 20000-30010")
+	return 0
 }
 
 func port(t *testing.T, hostport string) int {

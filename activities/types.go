@@ -168,7 +168,7 @@ type UpdateOutput struct {
 	FinishReason string `json:"finish_reason"`
 	// MemoryKept is true when the model returned no usable memory and the
 	// previous one was carried forward.
-	MemoryKept bool `json:"memory_kept,omitempty"`
+	MemoryKept bool  `json:"memory_kept,omitempty"`
 	LatencyMS  int64 `json:"latency_ms"`
 }
 

@@ -116,4 +116,3 @@ func (d *Dev) Close() error {
 	errs = append(errs, d.Stack.Close())
 	return errors.Join(errs...)
 }
-

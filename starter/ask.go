@@ -18,6 +18,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
@@ -188,7 +189,13 @@ func (s *session) ask(ctx context.Context, req askRequest) (*workflows.DocumentQ
 	var res workflows.DocumentQAResult
 	err = run.Get(ctx, &res)
 	stopProgress()
-	if err != nil {
+	var appErr *temporal.ApplicationError
+	switch {
+	case errors.As(err, &appErr):
+		// The workflow's own error carries the stage and the class; the
+		// SDK's wrapping around it repeats them.
+		return nil, fmt.Errorf("run %s failed (%s): %s", id, appErr.Type(), appErr.Message())
+	case err != nil:
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
 	return &res, nil
@@ -318,13 +325,11 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 		s.logger.Debug("model server not reachable from the starter; the worker checks the budget", "err", err)
 		return nil
 	}
-	maxLen := models[0].MaxModelLen
-	for _, mi := range models {
-		if mi.ID == req.Options.Model {
-			maxLen = mi.MaxModelLen
-		}
+	mi, err := workerapp.FindModel(models, req.Options.Model)
+	if err != nil {
+		return err
 	}
-	return activities.CheckBudget(tok, memagent.DefaultTemplates(), req.Question, req.Options, maxLen)
+	return activities.CheckBudget(tok, memagent.DefaultTemplates(), req.Question, req.Options, mi.MaxModelLen)
 }
 
 // workflowID derives a stable, readable id from the request, so the same

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -166,4 +167,29 @@ func generateDocument(tok memagent.Tokenizer, tokens int, depth float64, seed ui
 		b.WriteString(demoFact + "\n")
 	}
 	return b.String()
+}
+
+func runGenDoc(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gen-doc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tokens := fs.Int("tokens", 120_000, "length in tokens (cl100k)")
+	depth := fs.Float64("depth", 0.62, "where the planted fact sits, 0 (start) to 1 (end)")
+	seed := fs.Uint64("seed", 7, "seed of the filler")
+	out := fs.String("out", "", "output file (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || *tokens < 1 || *depth < 0 || *depth > 1 {
+		return errors.New("usage: starter gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]")
+	}
+	tok, err := tokenizer.New(tokenizer.CL100K)
+	if err != nil {
+		return err
+	}
+	doc := generateDocument(tok, *tokens, *depth, *seed)
+	if err := os.WriteFile(*out, []byte(doc), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d bytes, about %d tokens\nquestion: %s\nanswer:   %s\n", *out, len(doc), *tokens, demoQuestion, demoAnswer)
+	return nil
 }

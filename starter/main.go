@@ -3,6 +3,7 @@
 //	starter demo                      everything in one process, on a generated document
 //	starter ask --doc PATH|s3://b/k --question TEXT [--answer GOLD]... [--json]
 //	starter status WORKFLOW_ID        progress of a run
+//	starter gen-doc --tokens N --out PATH   the demo's document, at any length
 //
 // Without environment it finds the dev stack (`worker --dev`) at its
 // default addresses.
@@ -26,6 +27,8 @@ commands:
            answer a question about a generated document of 100K+ tokens
   ask      answer a question about a document (local file or s3://bucket/key)
   status   show the progress of a run: starter status WORKFLOW_ID
+  simulator  serve the inference simulator alone (an OpenAI-compatible stand-in, not a model)
+  gen-doc  write the demo's generated document (filler with one planted fact) to a file
 
 Run "starter <command> -h" for the flags of a command.
 `
@@ -54,6 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runAsk(ctx, args[1:], stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], stdout, stderr)
+	case "simulator":
+		return runSimulator(ctx, args[1:], stdout, stderr)
+	case "gen-doc":
+		return runGenDoc(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

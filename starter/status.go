@@ -7,6 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"time"
+
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/internal/config"
 )
@@ -21,6 +28,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print the progress as JSON")
 	showMemory := fs.Bool("memory", false, "also print the current memory")
+	showHistory := fs.Bool("history", false, "also list every run of the workflow (continue-as-new generations) with its history size")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -33,9 +41,16 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer s.close()
-	p, err := queryProgress(ctx, s.temporal, fs.Arg(0))
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	p, err := queryProgress(qctx, s.temporal, fs.Arg(0))
+	cancel()
 	if err != nil {
-		return fmt.Errorf("query %s: %w", fs.Arg(0), err)
+		err = fmt.Errorf("query %s: %w (queries need a running worker)", fs.Arg(0), err)
+		if !*showHistory {
+			return err
+		}
+		fmt.Fprintln(stderr, "starter:", err)
+		return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, fs.Arg(0))
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(p)
@@ -52,5 +67,38 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *showMemory {
 		fmt.Fprintf(stdout, "memory:\n%s\n", p.Memory)
 	}
+	if *showHistory {
+		return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, fs.Arg(0))
+	}
+	return nil
+}
+
+// printRuns lists the runs of one workflow id, oldest first, with the size
+// of each run's history: the figure continue-as-new keeps bounded.
+func printRuns(ctx context.Context, w io.Writer, c client.Client, namespace, id string) error {
+	var runs []*workflowpb.WorkflowExecutionInfo
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: namespace, Query: fmt.Sprintf("WorkflowId = '%s'", strings.ReplaceAll(id, "'", "")), NextPageToken: token,
+		})
+		if err != nil {
+			return fmt.Errorf("list runs of %s: %w", id, err)
+		}
+		runs = append(runs, resp.Executions...)
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	slices.SortFunc(runs, func(a, b *workflowpb.WorkflowExecutionInfo) int {
+		return a.GetStartTime().AsTime().Compare(b.GetStartTime().AsTime())
+	})
+	var maxEvents, maxBytes int64
+	fmt.Fprintf(w, "runs:   %d\n", len(runs))
+	for i, r := range runs {
+		fmt.Fprintf(w, "  %3d  %s  %-22s %6d events %9d bytes\n", i+1, r.GetExecution().GetRunId(), r.GetStatus(), r.GetHistoryLength(), r.GetHistorySizeBytes())
+		maxEvents, maxBytes = max(maxEvents, r.GetHistoryLength()), max(maxBytes, r.GetHistorySizeBytes())
+	}
+	fmt.Fprintf(w, "largest run history: %d events, %d bytes\n", maxEvents, maxBytes)
 	return nil
 }

@@ -63,21 +63,31 @@ func ResolveModel(ctx context.Context, m *inference.Client, configured string) (
 		}
 		return "", 0, fmt.Errorf("list models: %w: set MEMAGENT_MODEL or check OPENAI_BASE_URL", err)
 	}
+	mi, err := FindModel(models, configured)
+	if err != nil {
+		return "", 0, err
+	}
+	return mi.ID, mi.MaxModelLen, nil
+}
+
+// FindModel picks a model from a server's list: the named one, or the first
+// when name is empty. The error names what the server does serve.
+func FindModel(models []inference.ModelInfo, name string) (inference.ModelInfo, error) {
 	if len(models) == 0 {
-		return "", 0, errors.New("the model server lists no models: check OPENAI_BASE_URL")
+		return inference.ModelInfo{}, errors.New("the model server lists no models: check OPENAI_BASE_URL")
 	}
-	if configured == "" {
-		return models[0].ID, models[0].MaxModelLen, nil
+	if name == "" {
+		return models[0], nil
 	}
-	i := slices.IndexFunc(models, func(mi inference.ModelInfo) bool { return mi.ID == configured })
+	i := slices.IndexFunc(models, func(mi inference.ModelInfo) bool { return mi.ID == name })
 	if i < 0 {
 		ids := make([]string, len(models))
 		for j, mi := range models {
 			ids[j] = mi.ID
 		}
-		return "", 0, fmt.Errorf("model %q is not served at the model URL (it serves %v): fix MEMAGENT_MODEL", configured, ids)
+		return inference.ModelInfo{}, fmt.Errorf("model %q is not served at the model URL (it serves %v): fix --model / MEMAGENT_MODEL", name, ids)
 	}
-	return configured, models[i].MaxModelLen, nil
+	return models[i], nil
 }
 
 // LoadTemplates reads template files, falling back to the built-in prompts.

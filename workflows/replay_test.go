@@ -1,0 +1,331 @@
+package workflows_test
+
+// The replay test is the determinism guard of DocumentQA: every history
+// under testdata/ was recorded from a real run and must replay against the
+// current workflow code without a nondeterminism error. A failure here means
+// a change would break runs already in flight; guard such a change with
+// workflow.GetVersion instead of regenerating the histories.
+//
+// To record the histories again (after adding a workflow feature that old
+// histories do not exercise, or when no run of the old code can still be in
+// flight), run
+//
+//	go test ./workflows -run TestReplay -update
+//
+// It runs one DocumentQA on the embedded dev stack (Temporal, S3 and the
+// simulator, in memory, on free loopback ports) with a small generated
+// document and three chunks per run, so that the run continues-as-new at
+// least three times, and writes the history of every run of the chain to
+// testdata/documentqa_run{N}.json in the format of
+// `temporal workflow show --output json`. A history saved that way from a
+// production run can be added under the same name pattern.
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
+)
+
+var update = flag.Bool("update", false, "record testdata/documentqa_run*.json again from a run on the embedded dev stack")
+
+const (
+	historyDir     = "testdata"
+	historyPattern = "documentqa_run*.json"
+	// minRuns is the least number of runs in the recorded chain: the first,
+	// at least one in the middle, and the last, with a continue-as-new
+	// between each.
+	minRuns        = 4
+	replayWorkflow = "replay-documentqa"
+	replayChunks   = 3
+	replayQuestion = "What is the access code for the north gate of the Halvorsen observatory?"
+	replayAnswer   = "7391-ALPHA"
+	replayFact     = "The access code for the north gate of the Halvorsen observatory is 7391-ALPHA."
+)
+
+var historyFileRE = regexp.MustCompile(`^documentqa_run(\d+)\.json$`)
+
+func TestReplayDocumentQA(t *testing.T) {
+	if *update {
+		recordHistories(t)
+	}
+	files := historyFiles(t)
+	if len(files) < minRuns {
+		t.Fatalf("found %d histories matching %s/%s, want at least %d; record them with: go test ./workflows -run TestReplay -update",
+			len(files), historyDir, historyPattern, minRuns)
+	}
+
+	replayer := worker.NewWorkflowReplayer()
+	replayer.RegisterWorkflowWithOptions(workflows.DocumentQA, workflow.RegisterOptions{Name: workflows.DocumentQAName})
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+
+	histories := make([]*historypb.History, len(files))
+	for i, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			hist := loadHistory(t, path)
+			histories[i] = hist
+			started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+			err := replayer.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
+			})
+			if err != nil {
+				t.Errorf("replay of %s: %v", path, err)
+			}
+		})
+	}
+	checkChain(t, files, histories)
+}
+
+// historyFiles returns the recorded histories in run order.
+func historyFiles(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(historyDir, historyPattern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(p string) int {
+		m := historyFileRE.FindStringSubmatch(filepath.Base(p))
+		if m == nil {
+			t.Fatalf("%s does not match documentqa_run{N}.json", p)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	slices.SortFunc(paths, func(a, b string) int { return run(a) - run(b) })
+	return paths
+}
+
+func loadHistory(t *testing.T, path string) *historypb.History {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatalf("read history %s: %v", path, err)
+	}
+	events := hist.GetEvents()
+	if len(events) < 3 || events[0].GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
+		t.Fatalf("%s: %d events, want a whole history starting with WorkflowExecutionStarted", path, len(events))
+	}
+	if got := events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName(); got != workflows.DocumentQAName {
+		t.Fatalf("%s is a history of %q, want %q", path, got, workflows.DocumentQAName)
+	}
+	return hist
+}
+
+// checkChain asserts that the histories are the runs of one continue-as-new
+// chain in order, so the replay covers the first run, the middle runs that
+// start from a carried state, and the last run that answers.
+func checkChain(t *testing.T, files []string, histories []*historypb.History) {
+	t.Helper()
+	for i, hist := range histories {
+		if hist == nil {
+			return // loading failed and was reported
+		}
+		events := hist.GetEvents()
+		started := events[0].GetWorkflowExecutionStartedEventAttributes()
+		last := events[len(events)-1]
+		if i == 0 {
+			if started.GetContinuedExecutionRunId() != "" {
+				t.Errorf("%s continues run %s, want the first run of the chain", files[i], started.GetContinuedExecutionRunId())
+			}
+		} else {
+			prev := histories[i-1].GetEvents()
+			want := prev[len(prev)-1].GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+			if got := started.GetOriginalExecutionRunId(); got != want {
+				t.Errorf("%s is run %s, want %s, the run that %s continued as", files[i], got, want, files[i-1])
+			}
+		}
+		wantLast := enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+		if i == len(histories)-1 {
+			wantLast = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+		}
+		if last.GetEventType() != wantLast {
+			t.Errorf("%s ends with %s, want %s", files[i], last.GetEventType(), wantLast)
+		}
+	}
+}
+
+// recordHistories runs DocumentQA on the embedded dev stack with an
+// in-process worker and writes the history of every run of its chain.
+func recordHistories(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	dev, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, DisableUI: true, Simulator: true, Logger: logger})
+	if err != nil {
+		t.Fatalf("start dev stack: %v", err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	cfg := dev.Configure(config.Default())
+	cfg.TaskQueue = replayWorkflow
+
+	acts, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	if err != nil {
+		t.Fatalf("NewActivities: %v", err)
+	}
+	// A fixed identity keeps this machine's host name out of the histories.
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+		Identity: "memagent-replay-test", Logger: log.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		t.Fatalf("dial Temporal: %v", err)
+	}
+	t.Cleanup(c.Close)
+	w := workerapp.NewWorker(c, cfg, acts, workerapp.Options{Logger: logger})
+	if err := w.Start(); err != nil {
+		t.Fatalf("start worker: %v", err)
+	}
+	t.Cleanup(w.Stop)
+
+	opts := activities.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32}
+	doc := replayDocument()
+	chunks := countChunks(t, doc, opts.ChunkTokens)
+	if chunks <= (minRuns-1)*replayChunks {
+		t.Fatalf("the replay document has %d chunks, want more than %d for %d runs of %d chunks",
+			chunks, (minRuns-1)*replayChunks, minRuns, replayChunks)
+	}
+	store, err := workerapp.NewStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docLoc := s3store.Location{Bucket: cfg.Bucket, Key: "replay/doc.txt"}
+	if err := store.Put(ctx, docLoc, []byte(doc), "text/plain; charset=utf-8"); err != nil {
+		t.Fatalf("upload document: %v", err)
+	}
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: replayWorkflow, TaskQueue: cfg.TaskQueue},
+		workflows.DocumentQAName, workflows.DocumentQAInput{
+			Document: docLoc.String(), Question: replayQuestion, GoldAnswers: []string{replayAnswer},
+			Options: opts, ChunksPerRun: replayChunks,
+		})
+	if err != nil {
+		t.Fatalf("start DocumentQA: %v", err)
+	}
+	// Get follows the chain and moves the handle's run id to the last run.
+	runID := run.GetRunID()
+	var res workflows.DocumentQAResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("DocumentQA: %v", err)
+	}
+	if res.Chunks != chunks || res.Runs < minRuns || res.Answer != replayAnswer {
+		t.Fatalf("result: %d chunks in %d runs, answer %q; want %d chunks in at least %d runs, answer %q",
+			res.Chunks, res.Runs, res.Answer, chunks, minRuns, replayAnswer)
+	}
+
+	old, err := filepath.Glob(filepath.Join(historyDir, historyPattern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range old {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(historyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; runID != ""; n++ {
+		events := fetchHistory(ctx, t, c, replayWorkflow, runID)
+		runID = events[len(events)-1].GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+		// The CLI marshals with these options and payload shorthand off,
+		// which is what the SDK's replayer reads.
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
+		if err != nil {
+			t.Fatalf("encode history of run %d: %v", n, err)
+		}
+		path := filepath.Join(historyDir, fmt.Sprintf("documentqa_run%d.json", n))
+		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s: %d events", path, len(events))
+	}
+}
+
+func fetchHistory(ctx context.Context, t *testing.T, c client.Client, id, runID string) []*historypb.HistoryEvent {
+	t.Helper()
+	var events []*historypb.HistoryEvent
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of run %s: %v", runID, err)
+		}
+		events = append(events, e)
+	}
+	if len(events) == 0 {
+		t.Fatalf("history of run %s is empty", runID)
+	}
+	return events
+}
+
+func countChunks(t *testing.T, doc string, chunkTokens int) int {
+	t.Helper()
+	tok, err := tokenizer.New(activities.DefaultTokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := memagent.PlanChunks(strings.NewReader(doc), tok, chunkTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(idx.Chunks)
+}
+
+// replayDocument is a short, fixed document: filler paragraphs that share no
+// content word with the question, and the fact that answers it.
+func replayDocument() string {
+	subjects := []string{"The ferry", "A miller", "The old potter", "Two sailors", "A shepherd", "The weaver"}
+	verbs := []string{"carried", "counted", "mended", "gathered", "painted", "traded"}
+	objects := []string{"copper lanterns", "willow baskets", "silver ribbons", "wooden paddles", "golden candles", "velvet blankets"}
+	places := []string{"across the harbor", "along the quiet river", "beneath the oak", "beyond the meadow", "near the busy wharf", "around the lagoon"}
+	var b strings.Builder
+	for p := 0; p < 17; p++ {
+		if p == 11 {
+			b.WriteString(replayFact + "\n\n")
+		}
+		for s := 0; s < 3; s++ {
+			k := p*3 + s
+			fmt.Fprintf(&b, "%s %s %s %s. ", subjects[k%6], verbs[(k/2)%6], objects[(k+p)%6], places[(k*5)%6])
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

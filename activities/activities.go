@@ -176,6 +176,10 @@ func (a *Activities) planDocument(ctx context.Context, loc s3store.Location, inf
 // memory, writes the chunk's trace and returns the new memory.
 func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateOutput, error) {
 	opts := in.Options.WithDefaults()
+	traceLoc, err := s3store.ParseURI(in.TracePrefix + fmt.Sprintf("chunks/%06d.json", in.Chunk))
+	if err != nil {
+		return nil, badInput(fmt.Errorf("trace prefix: %w", err))
+	}
 	indexLoc, err := s3store.ParseURI(in.IndexURI)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("index uri: %w", err))
@@ -197,13 +201,7 @@ func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateO
 		return nil, storeError(err, in.Document)
 	}
 	prompt := a.Templates.RenderUpdate(in.Question, in.Memory, string(text))
-	comp, err := a.complete(ctx, inference.Request{
-		Model:       opts.Model,
-		Prompt:      prompt,
-		MaxTokens:   opts.MemoryMaxTokens,
-		Temperature: *opts.Temperature,
-		TopP:        *opts.TopP,
-	})
+	comp, err := a.complete(ctx, opts, prompt, opts.MemoryMaxTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +223,7 @@ func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateO
 		CachedTokens: comp.CachedTokens, LatencyMS: out.LatencyMS, FinishReason: comp.FinishReason,
 		Attempt: activity.GetInfo(ctx).Attempt, MemoryKept: kept, MemoryAfter: memory, WrittenAt: time.Now().UTC(),
 	}
-	if err := a.putJSON(ctx, in.TracePrefix+fmt.Sprintf("chunks/%06d.json", in.Chunk), trace); err != nil {
+	if err := a.putJSON(ctx, traceLoc, trace); err != nil {
 		return nil, fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
 	}
 	a.logger().DebugContext(ctx, "memory updated", "chunk", in.Chunk, "memory", memory)
@@ -240,13 +238,11 @@ func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateO
 // are any and writes the result JSON.
 func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, error) {
 	opts := in.Options.WithDefaults()
-	comp, err := a.complete(ctx, inference.Request{
-		Model:       opts.Model,
-		Prompt:      a.Templates.RenderFinal(in.Question, in.Memory),
-		MaxTokens:   opts.AnswerMaxTokens,
-		Temperature: *opts.Temperature,
-		TopP:        *opts.TopP,
-	})
+	resultLoc, err := s3store.ParseURI(in.ResultURI)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("result uri: %w", err))
+	}
+	comp, err := a.complete(ctx, opts, a.Templates.RenderFinal(in.Question, in.Memory), opts.AnswerMaxTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +263,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 		QAResult
 		Completion string `json:"completion"`
 	}{res, comp.Text}
-	if err := a.putJSON(ctx, in.ResultURI, stored); err != nil {
+	if err := a.putJSON(ctx, resultLoc, stored); err != nil {
 		return nil, fmt.Errorf("write result: %w", err)
 	}
 	a.logger().InfoContext(ctx, "answered", "answer_found", ans.Found, "method", ans.Method,
@@ -275,8 +271,28 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 	return &res, nil
 }
 
-// complete calls the model while heartbeating, and classifies its errors.
-func (a *Activities) complete(ctx context.Context, req inference.Request) (inference.Completion, error) {
+// complete checks the prompt against the model's context, then calls the
+// model while heartbeating, and classifies its errors. opts has its
+// defaults applied.
+func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt string, maxTokens int) (inference.Completion, error) {
+	if a.MaxModelLen > 0 {
+		tok, err := a.Tokenizers(opts.Tokenizer)
+		if err != nil {
+			return inference.Completion{}, badInput(err)
+		}
+		if n := tok.Count(prompt); n+maxTokens > a.MaxModelLen {
+			return inference.Completion{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"prompt (%d tokens) + max_tokens (%d) = %d exceed the model's context (%d): lower --chunk-tokens or --memory-tokens",
+				n, maxTokens, n+maxTokens, a.MaxModelLen), ErrPromptTooLong, nil)
+		}
+	}
+	req := inference.Request{
+		Model:       opts.Model,
+		Prompt:      prompt,
+		MaxTokens:   maxTokens,
+		Temperature: *opts.Temperature,
+		TopP:        *opts.TopP,
+	}
 	if req.Model == "" {
 		req.Model = a.DefaultModel
 	}
@@ -368,11 +384,7 @@ func (a *Activities) cacheIndex(key string, idx *memagent.ChunkIndex) {
 	a.indexes[key] = idx
 }
 
-func (a *Activities) putJSON(ctx context.Context, uri string, v any) error {
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		return badInput(err)
-	}
+func (a *Activities) putJSON(ctx context.Context, loc s3store.Location, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

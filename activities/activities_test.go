@@ -752,3 +752,37 @@ func showOptions(o ModelOptions) string {
 	b, _ := json.Marshal(o)
 	return string(b)
 }
+
+// TestOutputLocationNotS3IsBadInput: a trace prefix or result URI that is
+// not s3:// can never succeed, so it must fail at once rather than be
+// retried, each retry paying for another model call.
+func TestOutputLocationNotS3IsBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(f *fixture, t *testing.T) error
+	}{
+		{"trace prefix", func(f *fixture, t *testing.T) error {
+			in := f.updateInput(f.prepare(t, ModelOptions{ChunkTokens: 100}), 0)
+			in.TracePrefix = "runs/wf-1/"
+			var out UpdateOutput
+			return f.exec(t, UpdateMemoryName, in, &out)
+		}},
+		{"result uri", func(f *fixture, t *testing.T) error {
+			var out QAResult
+			return f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: "runs/wf-1/result.json"}, &out)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, []byte(makeDoc(2)))
+			appErr := appError(t, tt.run(f, t))
+			if n := len(f.model.Calls()); n != 0 {
+				t.Errorf("model calls = %d, want 0: the location is checked before the model is paid", n)
+			}
+			if appErr.Type() != ErrBadInput || !appErr.NonRetryable() {
+				t.Errorf("error type %q nonretryable=%v (%v), want %q nonretryable: a retry can never fix the location, and each retry repeats the model call",
+					appErr.Type(), appErr.NonRetryable(), appErr, ErrBadInput)
+			}
+		})
+	}
+}

@@ -38,7 +38,9 @@ const (
 	DefaultAnswerMaxTokens = 1024
 	DefaultTemperature     = 0.7
 	DefaultTopP            = 0.95
-	DefaultTokenizer       = "cl100k_base"
+	// DefaultTokenizer is Qwen2.5's: the published MemAgent models are
+	// Qwen2.5 models and the paper's chunk sizes are Qwen tokens.
+	DefaultTokenizer = "qwen2.5"
 )
 
 // ModelOptions are the per-request knobs. Zero values mean the defaults; the

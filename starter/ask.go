@@ -314,10 +314,11 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 	if err != nil {
 		return err
 	}
-	m, err := workerapp.NewModelClient(s.cfg)
+	m, err := workerapp.NewModelPool(s.cfg, s.logger)
 	if err != nil {
 		return err
 	}
+	defer m.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	models, err := m.Models(ctx)

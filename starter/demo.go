@@ -6,22 +6,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
-// The demo's planted fact. Its words appear nowhere in the filler.
+// The demo's planted fact, question and answer.
 const (
-	demoFact     = "The access code for the north gate of the Halvorsen observatory is 7391-ALPHA."
-	demoQuestion = "What is the access code for the north gate of the Halvorsen observatory?"
-	demoAnswer   = "7391-ALPHA"
+	demoQuestion = docgen.Question
+	demoAnswer   = docgen.Answer
 )
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -61,16 +58,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer d.Close()
 	cfg = d.Configure(cfg)
 	cfg.Normalize()
-	acts, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
+	defer pool.Close()
 	s := &session{cfg: cfg, logger: logger, progress: stdout}
 	if err := s.connect(ctx); err != nil {
 		return err
 	}
 	defer s.close()
-	w := workerapp.NewWorker(s.temporal, cfg, acts, workerapp.Options{Logger: logger})
+	w := workerapp.NewWorker(s.temporal, cfg, acts, pool.Capacity(), workerapp.Options{Logger: logger})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -80,7 +78,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	doc := generateDocument(tok, *tokens, *depth, 7)
+	doc := docgen.Needle(tok, *tokens, *depth, 7)
 	path := filepath.Join(os.TempDir(), "memagent-demo-document.txt")
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		return fmt.Errorf("write demo document: %w", err)
@@ -121,58 +119,10 @@ func defaultDemoDir() string {
 	return filepath.Join(os.TempDir(), "memagent-demo")
 }
 
-// fillerWords share nothing with the demo question, so only the planted
-// fact is relevant to it.
-var fillerWords = strings.Fields(`river harvest lantern meadow copper winter orchard valley whistle pebble
-	ferry harbor candle ribbon marble thunder willow basket pigeon saddle quarry blanket compass drizzle
-	ember falcon garnet hammock island jasmine kettle ladder mosaic nectar oyster paddle quiver rafter
-	sparrow timber umbrella velvet wagon yarrow zephyr anchor bramble cinder dune estuary fern glacier
-	hollow ivy juniper kelp lagoon mill nettle oak prairie quill reed sable thistle upland vine wharf
-	baker weaver potter miller sailor farmer painter tailor cooper mason shepherd fisher merchant
-	walked carried painted gathered folded traded mended counted watched planted sang measured
-	quietly slowly early later often rarely together nearby beyond beneath across along around
-	old green small bright heavy narrow wide warm quiet busy distant golden wooden silver crowded`)
-
-// generateDocument writes filler paragraphs of about the given number of
-// tokens with the demo fact planted at depth. It is deterministic in seed.
-func generateDocument(tok memagent.Tokenizer, tokens int, depth float64, seed uint64) string {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	var b strings.Builder
-	planted := false
-	count := 0
-	for count < tokens {
-		var p strings.Builder
-		for s, n := 0, 4+rng.IntN(5); s < n; s++ {
-			words := 8 + rng.IntN(9)
-			for w := 0; w < words; w++ {
-				word := fillerWords[rng.IntN(len(fillerWords))]
-				if w == 0 {
-					word = strings.ToUpper(word[:1]) + word[1:]
-				} else {
-					p.WriteByte(' ')
-				}
-				p.WriteString(word)
-			}
-			p.WriteString(". ")
-		}
-		if !planted && float64(count) >= depth*float64(tokens) {
-			p.WriteString(demoFact + " ")
-			planted = true
-		}
-		para := strings.TrimSpace(p.String()) + "\n\n"
-		count += tok.Count(para)
-		b.WriteString(para)
-	}
-	if !planted {
-		b.WriteString(demoFact + "\n")
-	}
-	return b.String()
-}
-
 func runGenDoc(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gen-doc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	tokens := fs.Int("tokens", 120_000, "length in tokens (cl100k)")
+	tokens := fs.Int("tokens", 120_000, "length in tokens (Qwen)")
 	depth := fs.Float64("depth", 0.62, "where the planted fact sits, 0 (start) to 1 (end)")
 	seed := fs.Uint64("seed", 7, "seed of the filler")
 	out := fs.String("out", "", "output file (required)")
@@ -182,11 +132,11 @@ func runGenDoc(args []string, stdout, stderr io.Writer) error {
 	if *out == "" || *tokens < 1 || *depth < 0 || *depth > 1 {
 		return errors.New("usage: starter gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]")
 	}
-	tok, err := tokenizer.New(tokenizer.CL100K)
+	tok, err := tokenizer.New(tokenizer.Qwen)
 	if err != nil {
 		return err
 	}
-	doc := generateDocument(tok, *tokens, *depth, *seed)
+	doc := docgen.Needle(tok, *tokens, *depth, *seed)
 	if err := os.WriteFile(*out, []byte(doc), 0o644); err != nil {
 		return err
 	}

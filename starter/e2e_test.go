@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
@@ -90,7 +91,7 @@ func startWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	acts, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: testLogger(t)})
+	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("NewActivities: %v", err)
 	}
@@ -98,21 +99,21 @@ func startWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := workerapp.NewWorker(c, cfg, acts, workerapp.Options{})
+	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Stop(); c.Close() })
+	t.Cleanup(func() { w.Stop(); c.Close(); pool.Close() })
 }
 
 // writeDoc writes a generated document with the demo's planted fact.
 func writeDoc(t *testing.T, tokens int) (string, string) {
 	t.Helper()
-	tok, err := tokenizer.New(tokenizer.CL100K)
+	tok, err := tokenizer.New(tokenizer.Qwen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := generateDocument(tok, tokens, 0.5, 11)
+	doc := docgen.Needle(tok, tokens, 0.5, 11)
 	path := filepath.Join(t.TempDir(), "doc.txt")
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func writeDoc(t *testing.T, tokens int) (string, string) {
 // chunkHashes returns the SHA-256 of every chunk the planner cuts from doc.
 func chunkHashes(t *testing.T, doc string, chunkTokens int) []string {
 	t.Helper()
-	tok, _ := tokenizer.New(tokenizer.CL100K)
+	tok, _ := tokenizer.New(tokenizer.Qwen)
 	idx, err := memagent.PlanChunks(strings.NewReader(doc), tok, chunkTokens)
 	if err != nil {
 		t.Fatal(err)

@@ -7,15 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
-	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/workerapp"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -76,23 +73,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // printRuns lists the runs of one workflow id, oldest first, with the size
 // of each run's history: the figure continue-as-new keeps bounded.
 func printRuns(ctx context.Context, w io.Writer, c client.Client, namespace, id string) error {
-	var runs []*workflowpb.WorkflowExecutionInfo
-	var token []byte
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Namespace: namespace, Query: fmt.Sprintf("WorkflowId = '%s'", strings.ReplaceAll(id, "'", "")), NextPageToken: token,
-		})
-		if err != nil {
-			return fmt.Errorf("list runs of %s: %w", id, err)
-		}
-		runs = append(runs, resp.Executions...)
-		if token = resp.NextPageToken; len(token) == 0 {
-			break
-		}
+	runs, err := workerapp.ListRuns(ctx, c, namespace, id)
+	if err != nil {
+		return err
 	}
-	slices.SortFunc(runs, func(a, b *workflowpb.WorkflowExecutionInfo) int {
-		return a.GetStartTime().AsTime().Compare(b.GetStartTime().AsTime())
-	})
 	var maxEvents, maxBytes int64
 	fmt.Fprintf(w, "runs:   %d\n", len(runs))
 	for i, r := range runs {

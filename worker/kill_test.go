@@ -66,7 +66,7 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	tok, err := tokenizer.New(tokenizer.CL100K)
+	tok, err := tokenizer.New(tokenizer.Qwen)
 	if err != nil {
 		t.Fatal(err)
 	}

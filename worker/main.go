@@ -89,16 +89,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	acts, err := workerapp.NewActivities(ctx, cfg, opts)
+	acts, pool, err := workerapp.NewActivities(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
+	defer pool.Close()
+	pool.Start(ctx)
 	c, err := workerapp.Dial(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	w := workerapp.NewWorker(c, cfg, acts, opts)
+	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), opts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

@@ -93,6 +93,11 @@ func (in DocumentQAInput) Validate() error {
 	if strings.TrimSpace(in.Question) == "" {
 		return errors.New("question is empty")
 	}
+	if in.OutputPrefix != "" {
+		if rest, ok := strings.CutPrefix(in.OutputPrefix, "s3://"); !ok || strings.HasPrefix(rest, "/") || rest == "" {
+			return fmt.Errorf("output_prefix %q is not an s3://bucket/prefix URI", in.OutputPrefix)
+		}
+	}
 	if in.HeartbeatTimeoutSeconds < 0 {
 		return fmt.Errorf("heartbeat_timeout_seconds (%d) must not be negative", in.HeartbeatTimeoutSeconds)
 	}

@@ -256,6 +256,7 @@ func TestDocumentQAPermanentErrors(t *testing.T) {
 	}{
 		{"empty question", DocumentQAInput{Document: "s3://docs/doc.txt"}, nil, activities.ErrBadInput},
 		{"not an s3 uri", DocumentQAInput{Document: "/tmp/doc.txt", Question: "q"}, nil, activities.ErrBadInput},
+		{"output prefix not s3", DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q", OutputPrefix: "runs/x/"}, nil, activities.ErrBadInput},
 		{"missing document", DocumentQAInput{Document: "s3://docs/missing.txt", Question: "q"}, nil, activities.ErrDocumentNotFound},
 		{"auth", DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"},
 			func(inference.Request) (string, error) {

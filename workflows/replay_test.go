@@ -189,10 +189,11 @@ func recordHistories(t *testing.T) {
 	cfg := dev.Configure(config.Default())
 	cfg.TaskQueue = replayWorkflow
 
-	acts, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		t.Fatalf("NewActivities: %v", err)
 	}
+	t.Cleanup(pool.Close) // after the worker stops: cleanups run last first
 	// A fixed identity keeps this machine's host name out of the histories.
 	c, err := client.DialContext(ctx, client.Options{
 		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
@@ -202,7 +203,7 @@ func recordHistories(t *testing.T) {
 		t.Fatalf("dial Temporal: %v", err)
 	}
 	t.Cleanup(c.Close)
-	w := workerapp.NewWorker(c, cfg, acts, workerapp.Options{Logger: logger})
+	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{Logger: logger})
 	if err := w.Start(); err != nil {
 		t.Fatalf("start worker: %v", err)
 	}

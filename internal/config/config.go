@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"strings"
+	"strconv"
 	"time"
+
+	"github.com/memagent/memagent/internal/inference"
 )
 
 // Addresses and credentials of the embedded dev stack. Without any
@@ -39,10 +41,18 @@ type Config struct {
 	S3PathStyle bool
 	Bucket      string
 
+	// ModelBaseURL is one OpenAI-compatible base URL or several,
+	// comma-separated: a pool of replicas.
 	ModelBaseURL string
 	ModelAPIKey  string
 	Model        string
 	ModelTimeout time.Duration
+	// ModelMaxInFlight caps the requests in flight per endpoint (0 = the
+	// pool's default).
+	ModelMaxInFlight int
+	// RateLimit caps activities started per second on the task queue,
+	// across all workers (0 = none), for pools shared with others.
+	RateLimit float64
 
 	LogLevel slog.Level
 }
@@ -112,6 +122,20 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 		c.ModelTimeout = d
 	}
+	if v, ok := get("MEMAGENT_MAX_IN_FLIGHT"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("MEMAGENT_MAX_IN_FLIGHT %q: want a whole number >= 0", v)
+		}
+		c.ModelMaxInFlight = n
+	}
+	if v, ok := get("MEMAGENT_RATE_LIMIT"); ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			return c, fmt.Errorf("MEMAGENT_RATE_LIMIT %q: want activities per second >= 0", v)
+		}
+		c.RateLimit = f
+	}
 	if v, ok := get("MEMAGENT_LOG_LEVEL"); ok {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return c, fmt.Errorf("MEMAGENT_LOG_LEVEL %q: use debug, info, warn or error", v)
@@ -137,7 +161,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "task queue (MEMAGENT_TASK_QUEUE)")
 	fs.StringVar(&c.S3Endpoint, "s3-endpoint", c.S3Endpoint, `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "bucket for uploads, indexes, traces and results (MEMAGENT_BUCKET)")
-	fs.StringVar(&c.ModelBaseURL, "model-url", c.ModelBaseURL, "OpenAI-compatible base URL including /v1 (OPENAI_BASE_URL)")
+	fs.StringVar(&c.ModelBaseURL, "model-url", c.ModelBaseURL, "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL)")
+	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
+	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "activities started per second on the task queue, all workers together; 0 = none (MEMAGENT_RATE_LIMIT)")
 	fs.StringVar(&c.Model, "model", c.Model, "served model name; empty = the server's first model (MEMAGENT_MODEL)")
 	fs.DurationVar(&c.ModelTimeout, "model-timeout", c.ModelTimeout, "deadline of one model request (MEMAGENT_MODEL_TIMEOUT)")
 }
@@ -147,7 +173,6 @@ func (c *Config) Normalize() {
 	if c.S3Endpoint == AWSEndpoint {
 		c.S3Endpoint = ""
 	}
-	c.ModelBaseURL = strings.TrimRight(c.ModelBaseURL, "/")
 }
 
 // Validate reports the first setting that cannot work, naming what to change.
@@ -170,8 +195,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err))
 		}
 	}
-	if err := checkURL(c.ModelBaseURL); err != nil {
+	if _, err := inference.ParseEndpoints(c.ModelBaseURL, "", c.ModelMaxInFlight); err != nil {
 		errs = append(errs, fmt.Errorf("model base URL: %w (OPENAI_BASE_URL or --model-url)", err))
+	}
+	if c.RateLimit < 0 {
+		errs = append(errs, errors.New("rate limit must not be negative: set --rate-limit"))
 	}
 	if c.ModelTimeout <= 0 {
 		errs = append(errs, errors.New("model timeout must be positive: set --model-timeout"))

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rclone/gofakes3"
@@ -107,6 +108,7 @@ type Stack struct {
 	ui          *http.Server
 	uiConn      *grpc.ClientConn
 	s3          *http.Server
+	s3Sent      atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -232,7 +234,7 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 		return fmt.Errorf("s3 server: %w", err)
 	}
 	s.S3Endpoint = "http://" + s3Listener.Addr().String()
-	s.s3 = &http.Server{Handler: faker.Server(), ReadHeaderTimeout: 10 * time.Second}
+	s.s3 = &http.Server{Handler: countBytes(faker.Server(), &s.s3Sent), ReadHeaderTimeout: 10 * time.Second}
 	s.serve("s3", s.s3, s3Listener)
 	s3Listener = nil
 
@@ -363,6 +365,34 @@ func waitS3(ctx context.Context, endpoint string) error {
 			return fmt.Errorf("wait for s3 at %s: %w (last error: %v)", endpoint, ctx.Err(), err)
 		case <-tick.C:
 		}
+	}
+}
+
+// S3BytesSent is how many response body bytes the S3 server has sent: the
+// bytes clients read, for benchmarks that check chunk reads stay ranged.
+func (s *Stack) S3BytesSent() int64 { return s.s3Sent.Load() }
+
+// countBytes counts the response body bytes h writes.
+func countBytes(h http.Handler, n *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&countingWriter{ResponseWriter: w, n: n}, r)
+	})
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 

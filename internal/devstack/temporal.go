@@ -185,6 +185,9 @@ func devDynamicConfig() dynamicconfig.StaticClient {
 		// The default host-level mutable state cache (128k entries) is sized
 		// for servers, not laptops.
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8192,
+		// A workflow task that schedules an activity on its own task queue
+		// hands it straight back to the worker: one round trip less per chunk.
+		dynamicconfig.EnableActivityEagerExecution.Key(): true,
 	}
 }
 

@@ -6,9 +6,12 @@
 // and returning the text with its token usage, listing the served models with
 // their context length, and classifying every failure once into an [*Error]
 // whose [ErrorKind] tells the caller whether another attempt can succeed.
+// [Client] talks to one server; [Pool] spreads requests over several
+// replicas of the same model, caps what each has in flight, and takes
+// failing ones out of rotation so that the next attempt lands elsewhere.
 //
 // It must never retry (Temporal owns retries, and a hidden retry loop would
 // multiply attempts), never wait without a deadline (every request has a
-// timeout), and never put prompt text or the API key into an error message
-// or a log.
+// timeout, and waiting for a pool slot ends with the caller's context), and
+// never put prompt text or the API key into an error message or a log.
 package inference

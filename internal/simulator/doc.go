@@ -1,8 +1,8 @@
 // Package simulator is an OpenAI-compatible HTTP server that stands in for a
 // pool of GPUs serving a MemAgent model, for the quick start, the
-// integration tests and local development where no GPU exists. It is a
-// simulator and is always named as one (model id "memagent-simulator"); it
-// does not run or imitate a language model.
+// integration tests, local development where no GPU exists, and capacity
+// planning. It is a simulator and is always named as one (model id
+// "memagent-simulator"); it does not run or imitate a language model.
 //
 // It owns a deterministic extractive policy over MemAgent prompts. A prompt
 // with a <section> is a memory update: the sentences of the old memory and
@@ -10,9 +10,20 @@
 // first, within max_tokens, in their original order. A prompt without one is
 // a final answer: the words of the best memory sentence that the question
 // does not already contain go inside \boxed{}. It also checks prompt plus
-// max_tokens against a context length the way vLLM does, adds a fixed
-// latency, and records each call (with a hash of the chunk, not the chunk)
-// for tests.
+// max_tokens against a context length the way vLLM does, and records each
+// call (with a hash of the chunk, not the chunk) for tests.
+//
+// Around the policy it models the capacity of a GPU pool: Replicas × Slots
+// concurrent sequences, each request holding a slot of the least-loaded
+// replica for a fixed latency plus its prompt and completion tokens at
+// per-sequence prefill and decode speeds, a FIFO queue in front that may be
+// bounded (503 with Retry-After over the bound, as vLLM does), and faults
+// injected at seeded rates (429, 500, 503, stalls, truncated bodies and
+// context overflows, in the nested OpenAI and the flat SGLang error shape).
+// It serves POST /v1/chat/completions, GET /v1/models, GET /health, POST
+// /tokenize and GET /metrics (Prometheus text), and the same numbers as
+// Stats for tests. Faults and the capacity model never change what a
+// successful call answers: that depends on the request content alone.
 //
 // It must never be presented as a model, never log prompt, memory or
 // document text above debug level, and never keep chunk text.

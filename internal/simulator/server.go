@@ -1,9 +1,11 @@
 package simulator
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,7 +46,9 @@ type Tokenizer interface {
 	Count(text string) int
 }
 
-// Options configure a Server. The zero value works.
+// Options configure a Server. The zero value works: one replica of
+// DefaultSlots slots, instantaneous service, an unbounded queue and no
+// faults.
 type Options struct {
 	// Model is the model id to serve; "" means DefaultModel. Requests
 	// naming another model get a 404.
@@ -55,14 +59,47 @@ type Options struct {
 	// Tokenizer counts prompt and completion tokens. Nil means an
 	// approximation of one token per four bytes.
 	Tokenizer Tokenizer
-	// Latency is added to every successful completion, as the time a GPU
-	// would take. A request whose client goes away meanwhile is dropped.
+	// Latency is the fixed part of ServiceTime, the time a request holds
+	// its slot. A request whose client goes away meanwhile is dropped:
+	// its slot is freed and no call is recorded.
 	Latency time.Duration
 	// Logger receives debug records only; nil discards them.
 	Logger *slog.Logger
 	// MaxCalls bounds the calls kept for Calls; zero or less means
 	// DefaultMaxCalls. The oldest are forgotten first.
 	MaxCalls int
+
+	// Replicas is how many replicas the pool has; zero or less means one.
+	Replicas int
+	// Slots is how many sequences each replica serves at once; zero or
+	// less means DefaultSlots. A request holds one slot of the
+	// least-loaded replica for ServiceTime; when every slot is busy it
+	// waits in a FIFO queue.
+	Slots int
+	// PrefillTokensPerSec and DecodeTokensPerSec are the speeds of one
+	// sequence; zero or less means instantaneous. See ServiceTime.
+	PrefillTokensPerSec, DecodeTokensPerSec float64
+	// DecodeSlowdown slows decoding on a busy replica; zero means none.
+	// See ServiceTime.
+	DecodeSlowdown float64
+	// MaxQueue bounds the requests waiting for a slot; zero or less means
+	// unbounded. Over it a request gets 503 with a nested error body and
+	// Retry-After, as vLLM answers with --max-num-queued-reqs.
+	MaxQueue int
+	// RetryAfter is sent with every 429 and 503, rounded up to whole
+	// seconds; zero means DefaultRetryAfter.
+	RetryAfter time.Duration
+
+	// Faults injects failures at given rates.
+	Faults Faults
+	// FaultRate is added evenly over the transient fault kinds (429, 500,
+	// 503, slow and malformed): 0.2 gives each of them 0.04.
+	FaultRate float64
+	// FailAll, when nonzero, is the HTTP status (400 to 599) every chat
+	// completion is answered with, in the nested shape, with Retry-After
+	// for 429 and 503: a pool member that is always down. Other values
+	// mean 500. /health, /v1/models and /tokenize still answer normally.
+	FailAll int
 }
 
 // Call records one completion the simulator answered. It holds the hash of
@@ -83,17 +120,22 @@ type Call struct {
 
 // Server is an OpenAI-compatible HTTP server that stands in for a pool of
 // GPUs serving a MemAgent model. It is an http.Handler serving
-// POST /v1/chat/completions, GET /v1/models and GET /health. It is safe for
-// concurrent use.
+// POST /v1/chat/completions, GET /v1/models, GET /health, POST /tokenize and
+// GET /metrics. It is safe for concurrent use.
 type Server struct {
-	model    string
-	maxLen   int
-	count    counter
-	latency  time.Duration
-	log      *slog.Logger
-	maxCalls int
-	mux      *http.ServeMux
-	seq      atomic.Uint64
+	opts       Options // as given, for ServiceTime
+	model      string
+	maxLen     int
+	count      counter
+	log        *slog.Logger
+	maxCalls   int
+	retryAfter time.Duration
+	failAll    int
+	mux        *http.ServeMux
+	seq        atomic.Uint64
+	pool       *pool
+	faults     *injector
+	meter      *meter
 
 	mu    sync.Mutex
 	calls []Call // a ring once full: the oldest is at calls[next]
@@ -103,12 +145,23 @@ type Server struct {
 // New returns a simulator configured by opts.
 func New(opts Options) *Server {
 	s := &Server{
-		model:    opts.Model,
-		maxLen:   opts.MaxModelLen,
-		latency:  max(opts.Latency, 0),
-		log:      opts.Logger,
-		maxCalls: opts.MaxCalls,
-		mux:      http.NewServeMux(),
+		opts:       opts,
+		model:      opts.Model,
+		maxLen:     opts.MaxModelLen,
+		log:        opts.Logger,
+		maxCalls:   opts.MaxCalls,
+		retryAfter: opts.RetryAfter,
+		failAll:    opts.FailAll,
+		mux:        http.NewServeMux(),
+		pool:       newPool(max(opts.Replicas, 1), cmp.Or(max(opts.Slots, 0), DefaultSlots), max(opts.MaxQueue, 0)),
+		faults:     newInjector(opts.Faults, opts.FaultRate),
+		meter:      newMeter(),
+	}
+	if s.retryAfter <= 0 {
+		s.retryAfter = DefaultRetryAfter
+	}
+	if s.failAll != 0 && (s.failAll < 400 || s.failAll > 599) {
+		s.failAll = http.StatusInternalServerError
 	}
 	if s.model == "" {
 		s.model = DefaultModel
@@ -130,6 +183,8 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.HandleFunc("POST /tokenize", s.tokenize)
+	s.mux.HandleFunc("GET /metrics", s.metrics)
 	return s
 }
 
@@ -229,16 +284,51 @@ type chatUsage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+// chat serves POST /v1/chat/completions. In order: FailAll; validation
+// (400/404, never a fault); one fault draw; a slot, waiting in the queue or
+// refused with 503 when it is full; the policy's answer, held back for
+// ServiceTime (plus the stall of a slow fault). All counting is done before
+// the first byte of the answer goes out, so a client that has its answer
+// sees Stats that include it.
+func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	ctx := r.Context()
+	s.meter.begin()
+	outcome := OutcomeInvalid
+	var (
+		slot     *grant
+		answered bool
+		usage    chatUsage
+	)
+	finish := sync.OnceFunc(func() {
+		if slot != nil {
+			s.pool.release(slot.replica)
+		}
+		if answered {
+			s.meter.answered(usage.PromptTokens, usage.CompletionTokens, time.Since(start))
+		}
+		s.meter.end(outcome)
+	})
+	defer finish()
+	w := &hookWriter{ResponseWriter: rw, before: finish}
+
+	body := http.MaxBytesReader(rw, r.Body, maxBody)
+	if s.failAll != 0 {
+		_, _ = io.Copy(io.Discard, body)
+		outcome = OutcomeFailAll
+		if s.failAll == http.StatusTooManyRequests || s.failAll == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", retryAfter(s.retryAfter))
+		}
+		s.nestedError(w, r, s.failAll, errorType(s.failAll), fmt.Sprintf("The simulator answers every completion with HTTP %d because it was started with FailAll.", s.failAll))
+		return
+	}
 	var req chatRequest
-	body := http.MaxBytesReader(w, r.Body, maxBody)
 	if err := json.NewDecoder(body).Decode(&req); err != nil {
 		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", "request body is not a chat completion request: "+err.Error())
 		return
 	}
 	// Reading to the end lets net/http notice a client that hangs up
-	// during the simulated latency.
+	// while the request waits or is served.
 	_, _ = io.Copy(io.Discard, body)
 	if req.Model != "" && req.Model != s.model {
 		s.nestedError(w, r, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist: this simulator serves %q.", req.Model, s.model))
@@ -287,16 +377,30 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if s.latency > 0 {
-		t := time.NewTimer(s.latency)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
-			return
-		}
+	// From here on a request that ends without an answer lost its client.
+	outcome = OutcomeCanceled
+	fault := s.faults.draw()
+	if fault != "" {
+		outcome = faultOutcome(fault)
 	}
+	if s.injectFault(w, r, fault) {
+		return
+	}
+
+	g, err := s.pool.acquire(ctx)
+	switch {
+	case errors.Is(err, errQueueFull):
+		outcome = OutcomeQueueFull
+		w.Header().Set("Retry-After", retryAfter(s.retryAfter))
+		s.nestedError(w, r, http.StatusServiceUnavailable, errorType(http.StatusServiceUnavailable), fmt.Sprintf(
+			"The simulator's queue is full: %d requests are waiting for %d slots. Retry after the Retry-After delay.",
+			s.pool.maxQueue, len(s.pool.load)*s.pool.slots))
+		return
+	case err != nil:
+		s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
+		return
+	}
+	slot = &g
 
 	call := Call{Kind: KindFinal, Question: p.question, MemoryIn: p.memory}
 	var out string
@@ -309,17 +413,37 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		out, truncated = fitBudget(finalReply(answerFrom(p.question, p.memory)), budget, s.count)
 	}
 	call.Output = out
+	completionTokens := s.count(out)
+
+	delay := s.opts.ServiceTime(promptTokens, completionTokens, g.load)
+	if fault == FaultSlow {
+		delay += s.faults.slowDelay
+	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
+			return
+		}
+	}
 	s.record(call)
 
-	finish := "stop"
+	finishReason := "stop"
 	if truncated {
-		finish = "length"
+		finishReason = "length"
 	}
-	completionTokens := s.count(out)
 	s.log.DebugContext(ctx, "simulator call",
 		"kind", call.Kind, "prompt_tokens", promptTokens, "completion_tokens", completionTokens,
-		"max_tokens", budget, "finish_reason", finish, "question", call.Question, "output", out)
+		"max_tokens", budget, "finish_reason", finishReason, "replica", g.replica, "question", call.Question, "output", out)
 
+	if fault == "" {
+		outcome = OutcomeOK
+	}
+	usage = chatUsage{PromptTokens: promptTokens, CompletionTokens: completionTokens, TotalTokens: promptTokens + completionTokens}
+	answered = true
 	writeJSON(w, http.StatusOK, chatResponse{
 		ID:      fmt.Sprintf("chatcmpl-sim-%d", s.seq.Add(1)),
 		Object:  "chat.completion",
@@ -327,10 +451,32 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		Model:   s.model,
 		Choices: []chatChoice{{
 			Message:      responseMessage{Role: "assistant", Content: out},
-			FinishReason: finish,
+			FinishReason: finishReason,
 		}},
-		Usage: chatUsage{PromptTokens: promptTokens, CompletionTokens: completionTokens, TotalTokens: promptTokens + completionTokens},
+		Usage: usage,
 	})
+}
+
+// hookWriter runs before once, just before the status goes out.
+type hookWriter struct {
+	http.ResponseWriter
+	before func()
+	wrote  bool
+}
+
+func (h *hookWriter) WriteHeader(status int) {
+	if !h.wrote {
+		h.wrote = true
+		h.before()
+	}
+	h.ResponseWriter.WriteHeader(status)
+}
+
+func (h *hookWriter) Write(b []byte) (int, error) {
+	if !h.wrote {
+		h.WriteHeader(http.StatusOK)
+	}
+	return h.ResponseWriter.Write(b)
 }
 
 func (s *Server) contextError(w http.ResponseWriter, r *http.Request, promptTokens, maxTokens int) {

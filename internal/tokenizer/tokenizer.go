@@ -14,18 +14,25 @@ import (
 const CL100K = "cl100k_base"
 
 // supportedNames lists the names New accepts, for error messages.
-const supportedNames = CL100K + ` (or "" for the default)`
+const supportedNames = CL100K + ` (or "" for the default), ` + Qwen + ` (or "qwen", "qwen3")`
 
-// New returns the tokenizer called name; "" means [CL100K]. The vocabulary
-// is embedded in the binary, so New never touches the network. It is loaded
-// on first use and shared by every caller in the process; the returned
-// tokenizer is safe for concurrent use.
+// New returns the tokenizer called name: "" or [CL100K] for cl100k_base,
+// [Qwen] (or "qwen", "qwen3") for the Qwen2.5 / Qwen3 tokenizer. The
+// vocabularies are embedded in the binary, so New never touches the
+// network. Each is loaded on first use and shared by every caller in the
+// process; the returned tokenizer is safe for concurrent use.
 func New(name string) (memagent.Tokenizer, error) {
 	switch name {
 	case "", CL100K:
 		t, err := loadCL100K()
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: load %s: %w", CL100K, err)
+		}
+		return t, nil
+	case Qwen, "qwen", "qwen3":
+		t, err := loadQwen()
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: load %s: %w", Qwen, err)
 		}
 		return t, nil
 	default:
@@ -74,9 +81,12 @@ var loadCL100K = sync.OnceValues(func() (*bpeTokenizer, error) {
 		MergeableRanks: ranks,
 		SpecialTokens:  specialIDs,
 	}, special)
+	return &bpeTokenizer{name: CL100K, enc: enc, tokenLen: tokenLens(ranks)}, nil
+})
 
-	// tokenLen[id] is the length of token id's bytes, so TokenLens needs
-	// no decoding per call.
+// tokenLens returns a table of token byte lengths indexed by id, so
+// TokenLens needs no decoding per call.
+func tokenLens(ranks map[string]int) []int {
 	maxID := 0
 	for _, id := range ranks {
 		maxID = max(maxID, id)
@@ -85,8 +95,8 @@ var loadCL100K = sync.OnceValues(func() (*bpeTokenizer, error) {
 	for b, id := range ranks {
 		tokenLen[id] = len(b)
 	}
-	return &bpeTokenizer{name: CL100K, enc: enc, tokenLen: tokenLen}, nil
-})
+	return tokenLen
+}
 
 // bpeTokenizer adapts a tiktoken encoding to memagent.Tokenizer. It is
 // immutable after construction, and tiktoken's encoder only reads its maps
@@ -95,16 +105,45 @@ type bpeTokenizer struct {
 	name     string
 	enc      *tiktoken.Tiktoken
 	tokenLen []int
+	// nfc makes the tokenizer normalise text to NFC before encoding, as
+	// Qwen's does.
+	nfc bool
 }
 
 // Name returns the encoding name, e.g. "cl100k_base".
 func (t *bpeTokenizer) Name() string { return t.name }
 
+// encode returns the token ids of text encoded as ordinary text, after
+// normalisation if the tokenizer normalises.
+func (t *bpeTokenizer) encode(text string) []int {
+	if t.nfc {
+		text, _ = normalizeNFC(text, false)
+	}
+	return t.enc.EncodeOrdinary(text)
+}
+
 // TokenLens returns the byte length of each token of text. Text must be
 // valid UTF-8. Special-token strings such as "<|endoftext|>" are encoded as
 // ordinary text.
+//
+// For a normalising tokenizer the tokens are those of the normalised text;
+// when normalisation changes the text, their lengths are mapped back onto
+// the original bytes (see mapTokenLens), so they still sum to len(text).
 func (t *bpeTokenizer) TokenLens(text string) []int {
-	ids := t.enc.EncodeOrdinary(text)
+	var spans []nfcSpan
+	orig := text
+	if t.nfc {
+		text, spans = normalizeNFC(text, true)
+	}
+	lens := t.lens(t.enc.EncodeOrdinary(text))
+	if spans != nil {
+		lens = mapTokenLens(lens, spans, len(orig))
+	}
+	return lens
+}
+
+// lens returns the byte length of each token in ids.
+func (t *bpeTokenizer) lens(ids []int) []int {
 	lens := make([]int, len(ids))
 	for i, id := range ids {
 		if id >= 0 && id < len(t.tokenLen) && t.tokenLen[id] > 0 {
@@ -116,7 +155,8 @@ func (t *bpeTokenizer) TokenLens(text string) []int {
 	return lens
 }
 
-// Count returns the number of tokens in text, encoded as ordinary text.
+// Count returns the number of tokens in text, encoded as ordinary text
+// (after normalisation if the tokenizer normalises).
 func (t *bpeTokenizer) Count(text string) int {
-	return len(t.enc.EncodeOrdinary(text))
+	return len(t.encode(text))
 }

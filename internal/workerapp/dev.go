@@ -62,7 +62,7 @@ func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
 	if !opts.Simulator {
 		return d, nil
 	}
-	tok, err := tokenizer.New(tokenizer.CL100K)
+	tok, err := tokenizer.New(tokenizer.Qwen)
 	if err != nil {
 		stack.Close()
 		return nil, err

@@ -26,7 +26,8 @@ type Options struct {
 	// UpdateTemplate and FinalTemplate are paths of template files; empty
 	// means the built-in prompts.
 	UpdateTemplate, FinalTemplate string
-	// Concurrency caps activities running at once in this worker; default 8.
+	// Concurrency caps activities running at once in this worker; default
+	// the model pool's capacity.
 	Concurrency int
 	Logger      *slog.Logger
 }
@@ -42,17 +43,28 @@ func NewStore(ctx context.Context, cfg config.Config) (*s3store.Store, error) {
 	})
 }
 
-// NewModelClient builds the model client described by cfg.
-func NewModelClient(cfg config.Config) (*inference.Client, error) {
-	return inference.New(inference.Config{
-		BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model, RequestTimeout: cfg.ModelTimeout,
+// NewModelPool builds the pool of model endpoints described by cfg. The
+// caller starts its health checks with Start (a worker does; a CLI need not)
+// and closes it.
+func NewModelPool(cfg config.Config, logger *slog.Logger) (*inference.Pool, error) {
+	eps, err := inference.ParseEndpoints(cfg.ModelBaseURL, cfg.ModelAPIKey, cfg.ModelMaxInFlight)
+	if err != nil {
+		return nil, err
+	}
+	return inference.NewPool(inference.PoolConfig{
+		Endpoints: eps, Model: cfg.Model, RequestTimeout: cfg.ModelTimeout, Logger: logger,
 	})
+}
+
+// ModelLister is what ResolveModel needs of a model server.
+type ModelLister interface {
+	Models(ctx context.Context) ([]inference.ModelInfo, error)
 }
 
 // ResolveModel asks the server which models it serves: with no model
 // configured it picks the first, with one configured it checks it is served.
 // It returns the model name and its context length (0 when not reported).
-func ResolveModel(ctx context.Context, m *inference.Client, configured string) (string, int, error) {
+func ResolveModel(ctx context.Context, m ModelLister, configured string) (string, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	models, err := m.Models(ctx)
@@ -112,56 +124,86 @@ func LoadTemplates(updatePath, finalPath string) (memagent.Templates, error) {
 }
 
 // NewActivities builds the activities with all their dependencies, checking
-// that the store's bucket and the model server answer.
-func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activities.Activities, error) {
+// that the store's bucket and the model server answer. It also returns the
+// model pool, which the caller starts (health checks) and closes.
+func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activities.Activities, *inference.Pool, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 	templates, err := LoadTemplates(opts.UpdateTemplate, opts.FinalTemplate)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	store, err := NewStore(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.EnsureBucket(ctx, cfg.Bucket); err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+		return nil, nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
 	}
-	model, err := NewModelClient(cfg)
+	pool, err := NewModelPool(cfg, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	name, maxLen, err := ResolveModel(ctx, model, cfg.Model)
+	name, maxLen, err := ResolveModel(ctx, pool, cfg.Model)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := tokenizer.New(activities.DefaultTokenizer); err != nil {
-		return nil, err
+	tok, err := tokenizer.New(activities.DefaultTokenizer)
+	if err != nil {
+		return nil, nil, err
 	}
-	logger.Info("model resolved", "model", name, "max_model_len", maxLen, "model_url", cfg.ModelBaseURL)
+	checkTokenizer(ctx, pool, name, tok, logger)
+	logger.Info("model resolved", "model", name, "max_model_len", maxLen, "endpoints", len(pool.Stats()), "capacity", pool.Capacity())
 	return &activities.Activities{
 		Store:        store,
-		Model:        model,
+		Model:        pool,
 		DefaultModel: name,
 		MaxModelLen:  maxLen,
 		Bucket:       cfg.Bucket,
 		Templates:    templates,
 		Tokenizers:   tokenizer.New,
 		Logger:       logger,
-	}, nil
+	}, pool, nil
+}
+
+// tokenizerProbe mixes the kinds of text on which tokenizers disagree.
+const tokenizerProbe = "MemAgent reads 1,234,567 tokens: café, naïve, 東京, 😀, func(x int) {\n\treturn x*2\n}  "
+
+// checkTokenizer compares the chunking tokenizer with the server's own
+// (POST /tokenize) on a probe. A mismatch means chunk budgets are counted in
+// the wrong units; it is worth a warning, not a refusal to start. Servers
+// without /tokenize are skipped.
+func checkTokenizer(ctx context.Context, pool *inference.Pool, model string, tok memagent.Tokenizer, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := pool.Tokenize(ctx, model, tokenizerProbe)
+	if err != nil {
+		logger.Debug("server tokenizer not checked", "err", err)
+		return
+	}
+	if local := tok.Count(tokenizerProbe); local != n {
+		logger.Warn("the server's tokenizer disagrees with the chunking tokenizer: chunk budgets may be off; set --tokenizer to the model's",
+			"tokenizer", tok.Name(), "local_tokens", local, "server_tokens", n)
+	}
 }
 
 // NewWorker creates a Temporal worker on cfg.TaskQueue with memagent's
-// workflows and the given activities registered.
-func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, opts Options) worker.Worker {
+// workflows and the given activities registered. Its activity slots default
+// to the model pool's capacity (capacity), so the worker takes as much work
+// as the pool can serve and no more.
+func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, capacity int, opts Options) worker.Worker {
 	n := opts.Concurrency
+	if n <= 0 {
+		n = capacity
+	}
 	if n <= 0 {
 		n = 8
 	}
 	w := worker.New(c, cfg.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: n,
+		TaskQueueActivitiesPerSecond:       cfg.RateLimit,
 		// Let in-flight model calls finish on a graceful stop; what does not
 		// finish is handed back to Temporal by the heartbeat timeout.
 		WorkerStopTimeout: 30 * time.Second,

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
+)
+
+// workerProcessEnv makes the bench binary act as a plain worker, so that a
+// worker's memory is measured in a process of its own.
+const workerProcessEnv = "MEMAGENT_BENCH_WORKER"
+
+// runWorkerProcess is the bench binary in worker mode: a worker configured
+// by the environment, until SIGTERM.
+func runWorkerProcess() error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{})
+	if err != nil {
+		return err
+	}
+	c, err := workerapp.Dial(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	defer pool.Close()
+	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{})
+	if err := w.Start(); err != nil {
+		return err
+	}
+	fmt.Println("worker ready")
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// scaleResult is one document length's run.
+type scaleResult struct {
+	Tokens, Bytes             int64
+	Chunks, Runs              int
+	Wall                      time.Duration
+	WorkerPeakRSS             int64 // bytes
+	MaxRunEvents, MaxRunBytes int64
+	S3Read                    int64
+	Answer                    string
+}
+
+// runScale answers the demo question over a generated document of the
+// given length with a fresh worker process.
+func runScale(ctx context.Context, env *benchEnv, tokens int) (scaleResult, error) {
+	res := scaleResult{}
+	sim := simulator.New(simulator.Options{Tokenizer: env.tok})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	doc := docgen.Needle(env.tok, tokens, 0.62, 5)
+	res.Bytes = int64(len(doc))
+	loc := s3store.Location{Bucket: env.cfg.Bucket, Key: fmt.Sprintf("bench/scale-%d.txt", tokens)}
+	if err := env.store.Put(ctx, loc, []byte(doc), "text/plain"); err != nil {
+		return res, err
+	}
+	doc = ""
+	queue := fmt.Sprintf("bench-scale-%d", tokens)
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), workerProcessEnv+"=1",
+		"TEMPORAL_ADDRESS="+env.cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+env.cfg.TemporalNamespace,
+		"AWS_ENDPOINT_URL_S3="+env.cfg.S3Endpoint, "AWS_ACCESS_KEY_ID="+env.cfg.S3AccessKey,
+		"AWS_SECRET_ACCESS_KEY="+env.cfg.S3SecretKey, "AWS_REGION="+env.cfg.S3Region,
+		"MEMAGENT_BUCKET="+env.cfg.Bucket, "OPENAI_BASE_URL="+srv.URL+"/v1", "MEMAGENT_TASK_QUEUE="+queue,
+		"MEMAGENT_LOG_LEVEL=error")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return res, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, "worker ready") {
+		return res, fmt.Errorf("worker process did not start: %q %v", line, err)
+	}
+
+	s3Before := env.dev.Stack.S3BytesSent()
+	start := time.Now()
+	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.DocumentQAName,
+		workflows.DocumentQAInput{Document: loc.String(), Question: docgen.Question})
+	if err != nil {
+		return res, err
+	}
+	var out workflows.DocumentQAResult
+	if err := run.Get(ctx, &out); err != nil {
+		return res, err
+	}
+	res.Wall = time.Since(start)
+	res.S3Read = env.dev.Stack.S3BytesSent() - s3Before
+	res.WorkerPeakRSS, err = peakRSS(cmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	res.Tokens, res.Chunks, res.Answer = out.Tokens, out.Chunks, out.Answer
+	runs, err := workerapp.ListRuns(ctx, env.temporal, env.cfg.TemporalNamespace, out.WorkflowID)
+	if err != nil {
+		return res, err
+	}
+	res.Runs = len(runs)
+	for _, r := range runs {
+		res.MaxRunEvents = max(res.MaxRunEvents, r.GetHistoryLength())
+		res.MaxRunBytes = max(res.MaxRunBytes, r.GetHistorySizeBytes())
+	}
+	return res, nil
+}
+
+// peakRSS reads a process's peak resident set size (VmHWM) in bytes.
+func peakRSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}

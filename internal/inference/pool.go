@@ -1,0 +1,810 @@
+package inference
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultMaxInFlight is the number of requests the pool keeps outstanding at
+// one endpoint when EndpointConfig.MaxInFlight is zero.
+//
+// It is sized for one vLLM replica serving a 7B–14B MemAgent model on one
+// 80 GB GPU. A memory update sends about 6–8k prompt tokens, and such a
+// replica's KV cache holds roughly 30–90 sequences of that size, so 64 keeps
+// its continuous batch full with a few requests queued behind it, ready to
+// start the moment a sequence finishes. It stays well below vLLM's default
+// --max-num-seqs (256): requests beyond it wait in the pool, where they can
+// still go to whichever replica frees a slot first, instead of in one
+// replica's queue while another sits idle. Raise it for larger GPUs or
+// tensor-parallel replicas; lower it when requests time out inside the
+// server.
+const DefaultMaxInFlight = 64
+
+// DefaultHealthInterval is how often the pool checks its endpoints when
+// PoolConfig.HealthInterval is zero.
+const DefaultHealthInterval = 10 * time.Second
+
+// DefaultEjectFor is how long an endpoint is first taken out of rotation
+// after a failure that ejects it, when PoolConfig.EjectFor is zero.
+const DefaultEjectFor = 5 * time.Second
+
+const (
+	// maxEjectFor caps the doubling of the ejection time on repeated
+	// failures (unless EjectFor itself is longer).
+	maxEjectFor = time.Minute
+	// maxRetryAfterEject caps how long a Retry-After header can keep an
+	// endpoint out: ejection is a guess made from one answer, and a broken
+	// proxy must not remove a replica for a day.
+	maxRetryAfterEject = 5 * time.Minute
+	// ejectAfterFailures is how many consecutive failures that do not
+	// eject on their own (500s, timeouts, dropped connections) eject an
+	// endpoint.
+	ejectAfterFailures = 3
+	// healthCheckTimeout bounds one endpoint's health check.
+	healthCheckTimeout = 5 * time.Second
+	// maxHealthBody caps how much of a /health response is read.
+	maxHealthBody = 64 << 10
+)
+
+// EndpointConfig is one model server.
+type EndpointConfig struct {
+	// BaseURL is the server's OpenAI base URL, as in Config.BaseURL.
+	BaseURL string
+	// APIKey is sent as a bearer token when non-empty.
+	APIKey string
+	// MaxInFlight caps the requests outstanding at this endpoint; zero
+	// means DefaultMaxInFlight.
+	MaxInFlight int
+}
+
+// ParseEndpoints reads OPENAI_BASE_URL as a comma-separated list of base
+// URLs, each given apiKey and maxInFlight. Spaces around entries and empty
+// entries (such as a trailing comma) are ignored; an entry that is not an
+// http or https URL with a host, a URL listed twice, or an empty list is an
+// error naming OPENAI_BASE_URL.
+func ParseEndpoints(baseURLs, apiKey string, maxInFlight int) ([]EndpointConfig, error) {
+	if maxInFlight < 0 {
+		return nil, fmt.Errorf("inference: max in-flight requests per endpoint is %d: use a positive number, or 0 for the default (%d)", maxInFlight, DefaultMaxInFlight)
+	}
+	var eps []EndpointConfig
+	seen := make(map[string]bool)
+	for i, raw := range strings.Split(baseURLs, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		base, err := normalizeBaseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("inference: OPENAI_BASE_URL entry %d (%q) is not an http or https URL with a host: use e.g. http://gpu-1:8000/v1,http://gpu-2:8000/v1", i+1, raw)
+		}
+		if seen[base] {
+			return nil, fmt.Errorf("inference: OPENAI_BASE_URL lists %s twice: list each server once (raise its in-flight limit to send it more)", redactURL(base))
+		}
+		seen[base] = true
+		eps = append(eps, EndpointConfig{BaseURL: base, APIKey: apiKey, MaxInFlight: maxInFlight})
+	}
+	if len(eps) == 0 {
+		return nil, errors.New("inference: OPENAI_BASE_URL is empty: set it to one or more comma-separated OpenAI base URLs, e.g. http://gpu-1:8000/v1,http://gpu-2:8000/v1")
+	}
+	return eps, nil
+}
+
+// normalizeBaseURL trims a base URL and checks that it is an http or https
+// URL with a host.
+func normalizeBaseURL(raw string) (string, error) {
+	base := strings.TrimRight(strings.TrimSpace(raw), "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("base URL %q is not an http or https URL with a host", raw)
+	}
+	return base, nil
+}
+
+// redactURL hides a password in a URL meant for logs and errors.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// PoolConfig describes a pool of model servers that serve the same model.
+type PoolConfig struct {
+	// Endpoints are the servers; at least one is required.
+	Endpoints []EndpointConfig
+	// Model is the served model name sent with a request that names none;
+	// it may be empty when every Request names one. When set, a health
+	// check also fails for an endpoint that does not list it.
+	Model string
+	// RequestTimeout bounds one request, as Config.RequestTimeout.
+	RequestTimeout time.Duration
+	// HealthInterval is the time between health checks once Start is
+	// called; zero means DefaultHealthInterval and a negative value
+	// disables the checker.
+	HealthInterval time.Duration
+	// EjectFor is how long an endpoint is first ejected after a 429, a
+	// 503, a refused connection or repeated failures; zero means
+	// DefaultEjectFor. It doubles with each ejection that follows without
+	// a success in between, up to a minute (or EjectFor, if longer).
+	EjectFor time.Duration
+	// HTTPClient is the client every endpoint shares, as Config.HTTPClient;
+	// nil means one with a transport sized for the pool.
+	HTTPClient *http.Client
+	// Logger receives ejections and reinstatements; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// EndpointStats is a snapshot of one endpoint.
+type EndpointStats struct {
+	// URL is the endpoint's base URL, with any password hidden.
+	URL string
+	// InFlight is the number of requests outstanding now.
+	InFlight int
+	// MaxInFlight is the endpoint's cap.
+	MaxInFlight int
+	// Ejected is when the endpoint's ejection ends, or the zero time when
+	// it is in rotation.
+	Ejected time.Time
+	// Requests counts the completions sent to the endpoint.
+	Requests int64
+	// Failures counts the completions that failed through the endpoint's
+	// fault: 429, 5xx, timeouts and connection failures. Rejected requests
+	// (other 4xx) and canceled ones are not failures.
+	Failures int64
+	// MaxModelLen is the context length the endpoint last reported, or
+	// zero.
+	MaxModelLen int
+}
+
+// Pool spreads completions over several model servers serving the same
+// model. It is safe for concurrent use.
+//
+// Each request goes to the less loaded of two endpoints picked at random
+// (power of two choices on outstanding requests relative to each endpoint's
+// cap) among those in rotation with a free slot. No endpoint ever has more
+// than its MaxInFlight requests outstanding: when every endpoint in rotation
+// is full, callers wait in arrival order for a slot, for as long as their
+// context allows.
+//
+// An endpoint that answers 429 or 503 or cannot be reached is ejected from
+// rotation at once, and one that fails three times running (500s,
+// timeouts), after the third, so that the next attempt of the request,
+// which Temporal makes, lands elsewhere. The pool itself never retries and
+// returns each call's [*Error] unchanged.
+//
+// When every endpoint is ejected, the pool does not fail and does not wait:
+// it sends the request to the endpoint whose ejection ends first. Ejection
+// is a guess from recent answers, and a pool that refused all work because
+// of it could stay dead longer than its servers; an endpoint that is still
+// down answers quickly with an error that Temporal retries with backoff,
+// while holding the request inside the activity would only spend the
+// activity's own timeout.
+type Pool struct {
+	endpoints      []*endpoint
+	model          string
+	ejectFor       time.Duration
+	healthInterval time.Duration
+	http           *http.Client
+	ownsTransport  bool
+	log            *slog.Logger
+	now            func() time.Time
+
+	mu        sync.Mutex
+	waiters   list.List // of *waiter, oldest first
+	timer     *time.Timer
+	timerAt   time.Time
+	scratch   []*endpoint
+	started   bool
+	closed    bool
+	stopCheck context.CancelFunc
+	checkDone chan struct{}
+}
+
+// ejectCause says why an endpoint is out of rotation.
+type ejectCause string
+
+const (
+	causeRateLimited ejectCause = "rate_limited" // 429
+	causeUnavailable ejectCause = "unavailable"  // 503
+	causeUnreachable ejectCause = "unreachable"  // the connection could not be made
+	causeFailures    ejectCause = "failures"     // ejectAfterFailures in a row
+	causeHealth      ejectCause = "health_check"
+)
+
+// endpoint is one server and its state; every field below client is
+// guarded by Pool.mu.
+type endpoint struct {
+	url         string // redacted, for logs and stats
+	root        string // base URL without /v1, for /health
+	apiKey      string
+	maxInFlight int
+	client      *Client
+
+	inFlight     int
+	requests     int64
+	failures     int64
+	consecutive  int        // failures in a row that do not eject on their own
+	level        int        // ejections since the last success
+	ejectedAt    time.Time  // start of the latest ejection
+	ejectedUntil time.Time  // end of the latest ejection
+	cause        ejectCause // of the latest ejection
+	maxModelLen  int
+}
+
+func (ep *endpoint) ejected(now time.Time) bool { return now.Before(ep.ejectedUntil) }
+
+// waiter is a caller waiting for a slot. The dispatcher takes it off the
+// queue and sends it an endpoint whose slot is already counted as its own.
+type waiter struct {
+	ch   chan *endpoint // buffered: sending never blocks
+	elem *list.Element
+}
+
+// NewPool checks cfg and returns a pool. It makes no request and starts no
+// goroutine; call Start to run the health checker.
+func NewPool(cfg PoolConfig) (*Pool, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("inference: no model endpoints: set OPENAI_BASE_URL to one or more comma-separated base URLs")
+	}
+	if cfg.EjectFor < 0 {
+		return nil, fmt.Errorf("inference: eject time %s is negative", cfg.EjectFor)
+	}
+	p := &Pool{
+		model:          cfg.Model,
+		ejectFor:       cfg.EjectFor,
+		healthInterval: cfg.HealthInterval,
+		log:            cfg.Logger,
+		now:            time.Now,
+	}
+	if p.ejectFor == 0 {
+		p.ejectFor = DefaultEjectFor
+	}
+	if p.healthInterval == 0 {
+		p.healthInterval = DefaultHealthInterval
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+
+	seen := make(map[string]bool)
+	capacity, maxCap := 0, 0
+	for i, ec := range cfg.Endpoints {
+		if ec.MaxInFlight < 0 {
+			return nil, fmt.Errorf("inference: endpoint %d (%s): max in-flight %d is negative: use 0 for the default (%d)", i+1, redactURL(ec.BaseURL), ec.MaxInFlight, DefaultMaxInFlight)
+		}
+		base, err := normalizeBaseURL(ec.BaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("inference: endpoint %d: %w: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", i+1, err)
+		}
+		if seen[base] {
+			return nil, fmt.Errorf("inference: endpoint %s is listed twice: list each server once", redactURL(base))
+		}
+		seen[base] = true
+		n := ec.MaxInFlight
+		if n == 0 {
+			n = DefaultMaxInFlight
+		}
+		capacity += n
+		maxCap = max(maxCap, n)
+		p.endpoints = append(p.endpoints, &endpoint{
+			url:         redactURL(base),
+			root:        strings.TrimSuffix(base, "/v1"),
+			apiKey:      ec.APIKey,
+			maxInFlight: n,
+		})
+	}
+
+	// One transport for every endpoint, so idle connections are pooled
+	// together and sized for the whole pool.
+	var hc http.Client
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	}
+	if hc.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = capacity
+		t.MaxIdleConnsPerHost = maxCap
+		hc.Transport = t
+		p.ownsTransport = true
+	}
+	p.http = &hc
+
+	for i, ep := range p.endpoints {
+		c, err := New(Config{
+			BaseURL:        cfg.Endpoints[i].BaseURL,
+			APIKey:         ep.apiKey,
+			Model:          cfg.Model,
+			RequestTimeout: cfg.RequestTimeout,
+			HTTPClient:     p.http,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ep.client = c
+	}
+	return p, nil
+}
+
+// Capacity returns the sum of the endpoints' MaxInFlight: the most requests
+// the pool has outstanding at once.
+func (p *Pool) Capacity() int {
+	n := 0
+	for _, ep := range p.endpoints {
+		n += ep.maxInFlight
+	}
+	return n
+}
+
+// MaxModelLen returns the smallest context length any endpoint has reported
+// for the pool's model (for the first model listed when Model is empty), or
+// zero when none has. Health checks and Models refresh it.
+func (p *Pool) MaxModelLen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, ep := range p.endpoints {
+		if ep.maxModelLen > 0 && (n == 0 || ep.maxModelLen < n) {
+			n = ep.maxModelLen
+		}
+	}
+	return n
+}
+
+// Stats returns a snapshot of every endpoint, in configuration order.
+func (p *Pool) Stats() []EndpointStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	out := make([]EndpointStats, len(p.endpoints))
+	for i, ep := range p.endpoints {
+		out[i] = EndpointStats{
+			URL:         ep.url,
+			InFlight:    ep.inFlight,
+			MaxInFlight: ep.maxInFlight,
+			Requests:    ep.requests,
+			Failures:    ep.failures,
+			MaxModelLen: ep.maxModelLen,
+		}
+		if ep.ejected(now) {
+			out[i].Ejected = ep.ejectedUntil
+		}
+	}
+	return out
+}
+
+// Complete sends req to one endpoint and waits for the whole completion,
+// first waiting for a free slot if every endpoint is busy. It has the
+// contract of [Client.Complete]: every error is an [*Error], the endpoint's
+// own error unchanged, or a KindCanceled or KindTimeout one when ctx ends
+// while waiting for a slot.
+func (p *Pool) Complete(ctx context.Context, req Request) (Completion, error) {
+	if err := req.validate(); err != nil {
+		return Completion{}, err
+	}
+	ep, err := p.acquire(ctx)
+	if err != nil {
+		return Completion{}, err
+	}
+	start := p.now()
+	out, err := ep.client.Complete(ctx, req)
+	p.release(ep, start, err)
+	return out, err
+}
+
+// acquire returns an endpoint with a slot counted for the caller.
+func (p *Pool) acquire(ctx context.Context) (*endpoint, error) {
+	if ctx.Err() != nil {
+		return nil, p.waitError(ctx)
+	}
+	p.mu.Lock()
+	if p.waiters.Len() == 0 {
+		if ep := p.pickLocked(p.now()); ep != nil {
+			p.takeLocked(ep)
+			p.mu.Unlock()
+			return ep, nil
+		}
+	}
+	w := &waiter{ch: make(chan *endpoint, 1)}
+	w.elem = p.waiters.PushBack(w)
+	p.dispatchLocked()
+	p.mu.Unlock()
+
+	select {
+	case ep := <-w.ch:
+		return ep, nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		select {
+		case ep := <-w.ch:
+			// A slot arrived as ctx ended: hand it on.
+			ep.inFlight--
+			ep.requests--
+			p.dispatchLocked()
+		default:
+			p.waiters.Remove(w.elem)
+		}
+		return nil, p.waitError(ctx)
+	}
+}
+
+func (p *Pool) waitError(ctx context.Context) *Error {
+	err := ctx.Err()
+	return &Error{
+		Kind:    transportKind(ctx, err),
+		Message: fmt.Sprintf("gave up waiting for a free model server slot (%d endpoints, capacity %d, all busy): %v: if this is frequent, add servers to OPENAI_BASE_URL or raise their in-flight limit", len(p.endpoints), p.Capacity(), err),
+		Err:     err,
+	}
+}
+
+func (p *Pool) takeLocked(ep *endpoint) {
+	ep.inFlight++
+	ep.requests++
+}
+
+// pickLocked chooses an endpoint with a free slot, or returns nil when the
+// caller must wait. Among endpoints in rotation it takes the less loaded of
+// two picked at random; when every endpoint is ejected, the one whose
+// ejection ends first.
+func (p *Pool) pickLocked(now time.Time) *endpoint {
+	cands := p.scratch[:0]
+	anyInRotation := false
+	for _, ep := range p.endpoints {
+		if ep.ejected(now) {
+			continue
+		}
+		anyInRotation = true
+		if ep.inFlight < ep.maxInFlight {
+			cands = append(cands, ep)
+		}
+	}
+	p.scratch = cands[:0]
+	switch len(cands) {
+	case 0:
+		if anyInRotation {
+			return nil
+		}
+		var best *endpoint
+		for _, ep := range p.endpoints {
+			if ep.inFlight < ep.maxInFlight && (best == nil || ep.ejectedUntil.Before(best.ejectedUntil)) {
+				best = ep
+			}
+		}
+		return best
+	case 1:
+		return cands[0]
+	}
+	i := rand.IntN(len(cands))
+	j := rand.IntN(len(cands) - 1)
+	if j >= i {
+		j++
+	}
+	a, b := cands[i], cands[j]
+	// a is less loaded than b when a.inFlight/a.max < b.inFlight/b.max.
+	if b.inFlight*a.maxInFlight < a.inFlight*b.maxInFlight {
+		return b
+	}
+	return a
+}
+
+// dispatchLocked hands free slots to waiters, oldest first, and when some
+// must still wait for an ejection to end, arranges to try again then.
+func (p *Pool) dispatchLocked() {
+	now := p.now()
+	for p.waiters.Len() > 0 {
+		ep := p.pickLocked(now)
+		if ep == nil {
+			break
+		}
+		w := p.waiters.Remove(p.waiters.Front()).(*waiter)
+		p.takeLocked(ep)
+		w.ch <- ep
+	}
+	if p.waiters.Len() == 0 {
+		return
+	}
+	// Slots also open when an ejection ends, which nothing signals.
+	var next time.Time
+	for _, ep := range p.endpoints {
+		if ep.ejected(now) && ep.inFlight < ep.maxInFlight && (next.IsZero() || ep.ejectedUntil.Before(next)) {
+			next = ep.ejectedUntil
+		}
+	}
+	if next.IsZero() || (p.timer != nil && !p.timerAt.After(next)) {
+		return
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.timerAt = next
+	p.timer = time.AfterFunc(next.Sub(now), func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.timer, p.timerAt = nil, time.Time{}
+		p.dispatchLocked()
+	})
+}
+
+// release gives back ep's slot and learns from the call's outcome.
+func (p *Pool) release(ep *endpoint, start time.Time, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recordLocked(ep, start, err)
+	ep.inFlight--
+	p.dispatchLocked()
+}
+
+// recordLocked updates ep's health from the outcome of a completion sent
+// at start.
+func (p *Pool) recordLocked(ep *endpoint, start time.Time, err error) {
+	now := p.now()
+	if err == nil {
+		ep.consecutive = 0
+		// A request sent before the latest ejection says nothing about
+		// whether the endpoint has recovered since.
+		if !start.Before(ep.ejectedAt) {
+			ep.level = 0
+			if ep.ejected(now) {
+				ep.ejectedUntil = time.Time{}
+				p.log.Info("model endpoint reinstated", "model_url", ep.url, "reason", "request succeeded")
+			}
+		}
+		return
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Kind: KindServer, Message: err.Error()}
+	}
+	switch {
+	case e.Kind == KindCanceled:
+		// The caller went away; nothing learned.
+	case e.Kind == KindRateLimited:
+		ep.failures++
+		p.ejectLocked(ep, now, start, causeRateLimited, e)
+	case e.StatusCode == http.StatusServiceUnavailable:
+		ep.failures++
+		p.ejectLocked(ep, now, start, causeUnavailable, e)
+	case isDialError(e):
+		ep.failures++
+		p.ejectLocked(ep, now, start, causeUnreachable, e)
+	case e.Kind == KindServer || e.Kind == KindTimeout || e.Kind == KindConnection:
+		ep.failures++
+		ep.consecutive++
+		if ep.consecutive >= ejectAfterFailures {
+			p.ejectLocked(ep, now, start, causeFailures, e)
+		}
+	default:
+		// The server answered and rejected the request: the endpoint
+		// works, the request is at fault.
+	}
+}
+
+// isDialError reports whether no connection could be made: refused,
+// unreachable, or the host name did not resolve.
+func isDialError(e *Error) bool {
+	var op *net.OpError
+	return e.StatusCode == 0 && errors.As(e.Err, &op) && op.Op == "dial"
+}
+
+// ejectLocked takes ep out of rotation after a failure of a request sent at
+// start. Failures of requests already in flight when the endpoint was
+// ejected, or arriving while it is still ejected, belong to the same
+// outage: they extend the ejection only as far as a Retry-After asks, and
+// do not double it.
+func (p *Pool) ejectLocked(ep *endpoint, now, start time.Time, cause ejectCause, e *Error) {
+	ep.consecutive = 0
+	retryAfter := min(e.RetryAfter, maxRetryAfterEject)
+	if ep.ejected(now) || start.Before(ep.ejectedAt) {
+		if until := now.Add(retryAfter); until.After(ep.ejectedUntil) {
+			ep.ejectedUntil = until
+		}
+		return
+	}
+	ep.level = min(ep.level+1, 16)
+	d := p.ejectFor << (ep.level - 1)
+	if limit := max(p.ejectFor, maxEjectFor); d > limit || d <= 0 {
+		d = limit
+	}
+	d = max(d, retryAfter)
+	ep.ejectedAt, ep.ejectedUntil, ep.cause = now, now.Add(d), cause
+	p.log.Warn("model endpoint ejected", "model_url", ep.url, "cause", string(cause), "for", d,
+		"error_kind", string(e.Kind), "status", e.StatusCode, "error", e.Message)
+}
+
+// Models lists the models served, asking the endpoints in rotation in
+// configuration order, then the ejected ones, until one answers. It
+// returns the first endpoint's error when none does. Every error is an
+// [*Error].
+func (p *Pool) Models(ctx context.Context) ([]ModelInfo, error) {
+	p.mu.Lock()
+	now := p.now()
+	order := slices.Clone(p.endpoints)
+	slices.SortStableFunc(order, func(a, b *endpoint) int {
+		switch ea, eb := a.ejected(now), b.ejected(now); {
+		case ea && eb:
+			return a.ejectedUntil.Compare(b.ejectedUntil)
+		case ea:
+			return 1
+		case eb:
+			return -1
+		}
+		return 0
+	})
+	p.mu.Unlock()
+
+	var firstErr error
+	for _, ep := range order {
+		models, err := ep.client.Models(ctx)
+		if err == nil {
+			p.mu.Lock()
+			ep.maxModelLen = p.modelLen(models)
+			p.mu.Unlock()
+			return models, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, firstErr
+}
+
+// modelLen returns the context length reported for the pool's model, or
+// for the first model when the pool names none.
+func (p *Pool) modelLen(models []ModelInfo) int {
+	if p.model == "" {
+		if len(models) == 0 {
+			return 0
+		}
+		return models[0].MaxModelLen
+	}
+	for _, m := range models {
+		if m.ID == p.model {
+			return m.MaxModelLen
+		}
+	}
+	return 0
+}
+
+// Start runs the health checker until ctx ends or Close is called: a check
+// of every endpoint at once, then one every HealthInterval. It does nothing
+// when HealthInterval is negative, or if called again.
+func (p *Pool) Start(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started || p.closed || p.healthInterval < 0 {
+		return
+	}
+	p.started = true
+	ctx, p.stopCheck = context.WithCancel(ctx)
+	p.checkDone = make(chan struct{})
+	go func() {
+		defer close(p.checkDone)
+		t := time.NewTicker(p.healthInterval)
+		defer t.Stop()
+		for {
+			p.checkAll(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Close stops the health checker and waits for it to return. Requests in
+// flight or waiting for a slot are not interrupted. It is safe to call more
+// than once.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	stop, done := p.stopCheck, p.checkDone
+	p.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	if p.ownsTransport {
+		p.http.CloseIdleConnections()
+	}
+}
+
+// checkAll checks every endpoint concurrently and applies the results.
+func (p *Pool) checkAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, ep := range p.endpoints {
+		wg.Go(func() {
+			maxLen, err := p.check(ctx, ep)
+			if ctx.Err() != nil {
+				// Shutting down: a check cut short proves nothing.
+				return
+			}
+			p.applyCheck(ep, maxLen, err)
+		})
+	}
+	wg.Wait()
+}
+
+// check asks ep for GET {root}/health and GET {BaseURL}/models and returns
+// the model's context length. A 404 from /health means the server has no
+// such endpoint (hosted APIs), not that it is unhealthy.
+func (p *Pool) check(ctx context.Context, ep *endpoint) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.root+"/health", nil)
+	if err != nil {
+		return 0, fmt.Errorf("build health request: %w", err)
+	}
+	if ep.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+ep.apiKey)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return 0, ep.client.classify(ctx, err, &exchange{}, "")
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxHealthBody))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound && (resp.StatusCode < 200 || resp.StatusCode > 299) {
+		return 0, fmt.Errorf("GET /health: HTTP %d", resp.StatusCode)
+	}
+	models, err := ep.client.Models(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if p.model != "" && !slices.ContainsFunc(models, func(m ModelInfo) bool { return m.ID == p.model }) {
+		return 0, fmt.Errorf("model %q is not listed at /models", p.model)
+	}
+	return p.modelLen(models), nil
+}
+
+// applyCheck ejects an endpoint that failed its check until well after the
+// next one, and reinstates one that passed if the checker or an
+// unreachable server had ejected it. Ejections for overload (429, 503) or
+// repeated failures run their course: a server can answer /health and
+// still be unable to take completions.
+func (p *Pool) applyCheck(ep *endpoint, maxLen int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	if err != nil {
+		was := ep.ejected(now)
+		interval := p.healthInterval
+		if interval < 0 { // checks run only when a test calls checkAll
+			interval = DefaultHealthInterval
+		}
+		until := now.Add(max(2*interval, p.ejectFor))
+		if until.After(ep.ejectedUntil) {
+			ep.ejectedUntil = until
+		}
+		ep.cause = causeHealth
+		if !was {
+			ep.ejectedAt = now
+			p.log.Warn("model endpoint ejected", "model_url", ep.url, "cause", string(causeHealth), "error", err.Error())
+		}
+		return
+	}
+	ep.maxModelLen = maxLen
+	if ep.ejected(now) && (ep.cause == causeHealth || ep.cause == causeUnreachable) {
+		ep.ejectedUntil = time.Time{}
+		ep.consecutive = 0
+		p.log.Info("model endpoint reinstated", "model_url", ep.url, "reason", "health check passed")
+		p.dispatchLocked()
+	}
+}

@@ -275,7 +275,9 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 // model while heartbeating, and classifies its errors. opts has its
 // defaults applied.
 func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt string, maxTokens int) (inference.Completion, error) {
-	if a.MaxModelLen > 0 {
+	// A token is at least one byte, so a prompt with fewer bytes than the
+	// budget cannot overflow it and is not worth counting.
+	if a.MaxModelLen > 0 && len(prompt)+maxTokens > a.MaxModelLen {
 		tok, err := a.Tokenizers(opts.Tokenizer)
 		if err != nil {
 			return inference.Completion{}, badInput(err)

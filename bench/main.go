@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/client"
 
@@ -88,6 +89,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(&report, "# Benchmarks\n\nCommand: `go run ./bench%s` on %s. The model is the inference simulator: these figures measure the system around the model, never a model.\n\n",
 		argsSuffix(args), time.Now().UTC().Format("2006-01-02"))
 	want := func(s string) bool { return *only == "" || *only == s }
+	if want("tokenizer") {
+		fmt.Fprintln(&report, "## Tokenizers\n\nTokens per second on one core (one goroutine), over a generated English document of 1M tokens cut into 64 KiB pieces, as the chunk planner feeds them.")
+		fmt.Fprintln(&report)
+		fmt.Fprintln(&report, "| tokenizer | tokens | seconds | tokens/s per core |")
+		fmt.Fprintln(&report, "|---|---|---|---|")
+		text := docgen.Needle(env.tok, 1_000_000, 0.5, 9)
+		for _, name := range []string{tokenizer.Qwen, tokenizer.CL100K} {
+			n, d, err := tokenizerThroughput(name, text)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&report, "| %s | %d | %.2f | %.2f M |\n", name, n, d.Seconds(), float64(n)/d.Seconds()/1e6)
+		}
+		fmt.Fprintln(&report)
+	}
 	if want("overhead") {
 		doc := docgen.Needle(env.tok, *overheadTokens, 0.62, 3)
 		fmt.Fprintf(&report, "## Orchestration overhead\n\nThe same %d-token document (chunks of 5,000 tokens) answered by (a) a plain sequential loop calling the simulator over HTTP and (b) the durable DocumentQA workflow on the embedded stack (Temporal with SQLite in memory, S3 on loopback), same simulator, same chunking.\n\n", *overheadTokens)
@@ -101,6 +117,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(&report, "| %d ms | %d | %.2f s | %.2f s | %.3f× | %.1f ms |\n", lat.Milliseconds(), r.Chunks, r.Plain.Seconds(), r.Durable.Seconds(), r.ratio(), r.overheadPerChunkMS())
 		}
 		fmt.Fprintln(&report)
+	}
+	if want("pool") {
+		r, err := runPool(ctx, env, 64)
+		if err != nil {
+			return fmt.Errorf("pool: %w", err)
+		}
+		fmt.Fprintf(&report, "## Pool utilisation\n\n%d documents of 20K–60K tokens started at once against a simulated pool of %d replicas × %d slots (each call: %d ms + prompt at %d tokens/s + completion at %d tokens/s), the worker's in-flight cap set to the pool's %d slots. Utilisation is the model time the calls needed over the slot time the run held the pool (wall × slots).\n\n",
+			r.Docs, poolReplicas, poolSlots, poolBaseCost.Milliseconds(), poolPrefillTPS, poolDecodeTPS, r.Slots)
+		fmt.Fprintln(&report, "| documents | model calls | model time needed | wall | ideal wall (model time ÷ slots) | utilisation | most calls in flight |")
+		fmt.Fprintln(&report, "|---|---|---|---|---|---|---|")
+		fmt.Fprintf(&report, "| %d | %d | %.1f s | %.1f s | %.1f s | %.1f%% | %d of %d |\n\n", r.Docs, r.Calls, r.ModelSeconds, r.Wall.Seconds(),
+			r.ModelSeconds/float64(r.Slots), 100*r.utilisation(), r.MaxInFlight, r.Slots)
 	}
 	if want("scale") {
 		fmt.Fprintln(&report, "## Scale\n\nOne question over generated documents (Qwen tokens, chunks of 5,000), each with a fresh worker process against one embedded stack; the simulator answers at once, so wall time is the system's own cost. S3 read counts every byte the S3 server sent (the document streamed once to index it, then each chunk's ranged read).")
@@ -128,6 +156,26 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return os.WriteFile(*out, []byte(report.String()), 0o644)
 	}
 	return nil
+}
+
+// tokenizerThroughput counts text in 64 KiB pieces with one tokenizer.
+func tokenizerThroughput(name, text string) (int, time.Duration, error) {
+	tok, err := tokenizer.New(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	tok.Count("warm up")
+	n := 0
+	start := time.Now()
+	for len(text) > 0 {
+		end := min(len(text), 64<<10)
+		for end < len(text) && !utf8.RuneStart(text[end]) {
+			end++
+		}
+		n += len(tok.TokenLens(text[:end]))
+		text = text[end:]
+	}
+	return n, time.Since(start), nil
 }
 
 func argsSuffix(args []string) string {

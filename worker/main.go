@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs.StringVar(&opts.UpdateTemplate, "update-template", "", "file with the memory-update prompt ({question} {memory} {chunk})")
 	fs.StringVar(&opts.FinalTemplate, "final-template", "", "file with the final-answer prompt ({question} {memory})")
-	fs.IntVar(&opts.Concurrency, "concurrency", 8, "activities running at once in this worker")
+	fs.IntVar(&opts.Concurrency, "concurrency", 0, "activities running at once in this worker; 0 = twice the model pool's capacity")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -65,9 +65,9 @@ type Stats struct {
 	Queued, MaxQueued int
 	// Open is how many completion requests the server is handling now, in
 	// any stage (queued, in a slot, stalled by a fault, being refused);
-	// MaxOpen the most ever at once. MaxOpen bounds from above the
-	// concurrency of the clients, which a client's own cap must bound in
-	// turn.
+	// MaxOpen the most ever at once. A test compares MaxOpen with a
+	// client's concurrency cap: unlike MaxInFlight it is not bounded by
+	// Slots, so a client that exceeds its cap shows here.
 	Open, MaxOpen int
 	// Slots is the capacity: replicas × slots per replica.
 	Slots int
@@ -89,8 +89,10 @@ type Histogram struct {
 
 // Bucket is one cumulative histogram bucket.
 type Bucket struct {
+	// UpperBound is the bucket's inclusive limit, Prometheus's "le".
 	UpperBound time.Duration
-	Count      int
+	// Count is how many observations were at most UpperBound.
+	Count int
 }
 
 // meter holds the counters that are not the pool's.

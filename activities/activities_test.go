@@ -22,29 +22,8 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 )
 
-// wordTokenizer counts one token per word with its trailing whitespace, so
-// chunk sizes and prompt budgets are easy to compute by hand.
-type wordTokenizer struct{}
-
-func (wordTokenizer) Name() string { return "words" }
-
-func (wordTokenizer) TokenLens(s string) []int {
-	var lens []int
-	start := 0
-	for i := 0; i < len(s); i++ {
-		space := s[i] == ' ' || s[i] == '\n'
-		if space && (i+1 == len(s) || (s[i+1] != ' ' && s[i+1] != '\n')) {
-			lens = append(lens, i+1-start)
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		lens = append(lens, len(s)-start)
-	}
-	return lens
-}
-
-func (w wordTokenizer) Count(s string) int { return len(w.TokenLens(s)) }
+// wordTokenizer is the shared test tokenizer: one token per word.
+type wordTokenizer = activitiestest.WordTokenizer
 
 // countingStore counts the writes to each location, so a test can tell a
 // reused index from a rewritten one.

@@ -73,16 +73,11 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 	plainAnswer := memagent.ExtractAnswer(final.Text).Text
 
 	// (b) The durable workflow on the embedded stack, same simulator.
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: env.logger})
+	stop, err := env.startWorker(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
-	defer pool.Close()
-	w := workerapp.NewWorker(env.temporal, cfg, acts, pool.Capacity(), workerapp.Options{Logger: env.logger})
-	if err := w.Start(); err != nil {
-		return res, err
-	}
-	defer w.Stop()
+	defer stop()
 	loc := s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("bench/overhead-%d.txt", latency.Milliseconds())}
 	if err := env.store.Put(ctx, loc, []byte(doc), "text/plain"); err != nil {
 		return res, err

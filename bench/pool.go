@@ -11,7 +11,6 @@ import (
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -51,16 +50,11 @@ func runPool(ctx context.Context, env *benchEnv, docs int) (poolResult, error) {
 	cfg.ModelBaseURL = srv.URL + "/v1"
 	cfg.ModelMaxInFlight = res.Slots
 	cfg.TaskQueue = "bench-pool"
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: env.logger})
+	stop, err := env.startWorker(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
-	defer pool.Close()
-	w := workerapp.NewWorker(env.temporal, cfg, acts, pool.Capacity(), workerapp.Options{Logger: env.logger})
-	if err := w.Start(); err != nil {
-		return res, err
-	}
-	defer w.Stop()
+	defer stop()
 
 	uris := make([]string, docs)
 	for i := range docs {

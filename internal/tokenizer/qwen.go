@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 
-	tiktoken "github.com/pkoukk/tiktoken-go"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -59,21 +58,7 @@ var loadQwen = sync.OnceValues(func() (*bpeTokenizer, error) {
 		"<|im_start|>":  151644,
 		"<|im_end|>":    151645,
 	}
-	core, err := tiktoken.NewCoreBPE(ranks, specialIDs, qwenPattern)
-	if err != nil {
-		return nil, fmt.Errorf("build encoder: %w", err)
-	}
-	special := make(map[string]any, len(specialIDs))
-	for s := range specialIDs {
-		special[s] = true
-	}
-	enc := tiktoken.NewTiktoken(core, &tiktoken.Encoding{
-		Name:           Qwen,
-		PatStr:         qwenPattern,
-		MergeableRanks: ranks,
-		SpecialTokens:  specialIDs,
-	}, special)
-	return &bpeTokenizer{name: Qwen, enc: enc, tokenLen: tokenLens(ranks), nfc: true}, nil
+	return newBPE(Qwen, qwenPattern, ranks, specialIDs, true)
 })
 
 // readQwenVocab decompresses and verifies the vocabulary and returns its

@@ -67,21 +67,7 @@ var loadCL100K = sync.OnceValues(func() (*bpeTokenizer, error) {
 		tiktoken.FIM_SUFFIX:  100260,
 		tiktoken.ENDOFPROMPT: 100276,
 	}
-	core, err := tiktoken.NewCoreBPE(ranks, specialIDs, cl100kPattern)
-	if err != nil {
-		return nil, fmt.Errorf("build encoder: %w", err)
-	}
-	special := make(map[string]any, len(specialIDs))
-	for s := range specialIDs {
-		special[s] = true
-	}
-	enc := tiktoken.NewTiktoken(core, &tiktoken.Encoding{
-		Name:           CL100K,
-		PatStr:         cl100kPattern,
-		MergeableRanks: ranks,
-		SpecialTokens:  specialIDs,
-	}, special)
-	return &bpeTokenizer{name: CL100K, enc: enc, tokenLen: tokenLens(ranks)}, nil
+	return newBPE(CL100K, cl100kPattern, ranks, specialIDs, false)
 })
 
 // tokenLens returns a table of token byte lengths indexed by id, so
@@ -159,4 +145,26 @@ func (t *bpeTokenizer) lens(ids []int) []int {
 // (after normalisation if the tokenizer normalises).
 func (t *bpeTokenizer) Count(text string) int {
 	return len(t.encode(text))
+}
+
+// newBPE builds a byte-level BPE tokenizer from merge ranks, special token
+// ids and a pre-tokenization pattern. Special tokens are registered only so
+// that the library knows them; documents are always encoded as ordinary
+// text. nfc normalises text before encoding.
+func newBPE(name, pattern string, ranks map[string]int, specialIDs map[string]int, nfc bool) (*bpeTokenizer, error) {
+	core, err := tiktoken.NewCoreBPE(ranks, specialIDs, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("build encoder: %w", err)
+	}
+	special := make(map[string]any, len(specialIDs))
+	for s := range specialIDs {
+		special[s] = true
+	}
+	enc := tiktoken.NewTiktoken(core, &tiktoken.Encoding{
+		Name:           name,
+		PatStr:         pattern,
+		MergeableRanks: ranks,
+		SpecialTokens:  specialIDs,
+	}, special)
+	return &bpeTokenizer{name: name, enc: enc, tokenLen: tokenLens(ranks), nfc: nfc}, nil
 }

@@ -2,6 +2,7 @@ package memagent
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 )
 
@@ -103,9 +104,9 @@ func (t Templates) RenderUpdate(question, memory, chunk string) string {
 		tmpl = defaultUpdateTemplate
 	}
 	return strings.NewReplacer(
-		placeholderQuestion, question,
-		placeholderMemory, memory,
-		placeholderChunk, chunk,
+		placeholderQuestion, Neutralize(question),
+		placeholderMemory, Neutralize(memory),
+		placeholderChunk, Neutralize(chunk),
 	).Replace(tmpl)
 }
 
@@ -117,7 +118,25 @@ func (t Templates) RenderFinal(question, memory string) string {
 		tmpl = defaultFinalTemplate
 	}
 	return strings.NewReplacer(
-		placeholderQuestion, question,
-		placeholderMemory, memory,
+		placeholderQuestion, Neutralize(question),
+		placeholderMemory, Neutralize(memory),
 	).Replace(tmpl)
+}
+
+// promptTag matches anything a model could read as one of the prompt's own
+// tags: <problem>, </memory>, < SECTION >, and so on.
+var promptTag = regexp.MustCompile(`(?i)<\s*/?\s*(problem|memory|section)\s*>`)
+
+// Neutralize rewrites tag-like sequences in text that goes inside the
+// prompt (a document's chunk, a memory a model returned, a question) so that
+// they cannot close or open one of the prompt's sections: the angle brackets
+// become the look-alike ‹ and ›. Text without such sequences is returned
+// unchanged.
+func Neutralize(text string) string {
+	if !strings.Contains(text, "<") {
+		return text
+	}
+	return promptTag.ReplaceAllStringFunc(text, func(tag string) string {
+		return "‹" + tag[1:len(tag)-1] + "›"
+	})
 }

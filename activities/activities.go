@@ -50,9 +50,13 @@ type Activities struct {
 	Templates  memagent.Templates
 	Tokenizers func(name string) (memagent.Tokenizer, error)
 	Logger     *slog.Logger
+	// Limits bound documents; zero fields mean the defaults.
+	Limits Limits
 	// HeartbeatEvery is how often a waiting activity heartbeats; default a
 	// third of the heartbeat timeout.
 	HeartbeatEvery time.Duration
+	// Metrics counts chunks and memory sizes; nil records nothing.
+	Metrics *Metrics
 
 	indexMu sync.Mutex
 	indexes map[string]*memagent.ChunkIndex
@@ -91,9 +95,10 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		return nil, badInput(err)
 	}
 	opts := in.Options.WithDefaults()
-	if strings.TrimSpace(in.Question) == "" {
-		return nil, badInput(errors.New("question is empty: pass --question"))
+	if err := CheckQuestion(in.Question); err != nil {
+		return nil, badInput(err)
 	}
+	limits := a.Limits.withDefaults()
 	loc, err := s3store.ParseURI(in.Document)
 	if err != nil {
 		return nil, badInput(err)
@@ -111,6 +116,9 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	}
 	if info.Size == 0 {
 		return nil, badInput(fmt.Errorf("document %s is empty", in.Document))
+	}
+	if info.Size > limits.MaxDocumentBytes {
+		return nil, badInput(fmt.Errorf("document %s is %d bytes, over the worker's limit of %d: split it, or raise the limit on the worker", in.Document, info.Size, limits.MaxDocumentBytes))
 	}
 	out := &PrepareOutput{
 		Document:    in.Document,
@@ -141,6 +149,9 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		a.cacheIndex(out.IndexURI, idx)
 	default:
 		return nil, fmt.Errorf("read chunk index: %w", err)
+	}
+	if len(idx.Chunks) > limits.MaxChunks {
+		return nil, badInput(fmt.Errorf("document %s has %d chunks, over the worker's limit of %d: raise --chunk-tokens or split the document", in.Document, len(idx.Chunks), limits.MaxChunks))
 	}
 	out.SHA256, out.Bytes, out.Tokens, out.Chunks = idx.SHA256, idx.Bytes, idx.Tokens, len(idx.Chunks)
 	a.logger().InfoContext(ctx, "document prepared",
@@ -192,6 +203,7 @@ func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateO
 		return nil, badInput(fmt.Errorf("chunk %d out of range: the index has %d chunks", in.Chunk, len(idx.Chunks)))
 	}
 	ch := idx.Chunks[in.Chunk]
+	traceChunk(ctx, in.Chunk, len(idx.Chunks))
 	docLoc, err := s3store.ParseURI(in.Document)
 	if err != nil {
 		return nil, badInput(err)
@@ -201,7 +213,7 @@ func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateO
 		return nil, storeError(err, in.Document)
 	}
 	prompt := a.Templates.RenderUpdate(in.Question, in.Memory, string(text))
-	comp, err := a.complete(ctx, opts, prompt, opts.MemoryMaxTokens)
+	comp, err := a.complete(ctx, opts, prompt, opts.MemoryMaxTokens, callUpdate)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +238,7 @@ func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateO
 	if err := a.putJSON(ctx, traceLoc, trace); err != nil {
 		return nil, fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
 	}
+	a.recordChunk(ctx, opts, memory)
 	a.logger().DebugContext(ctx, "memory updated", "chunk", in.Chunk, "memory", memory)
 	a.logger().InfoContext(ctx, "chunk done",
 		"chunk", in.Chunk, "chunks", len(idx.Chunks), "prompt_tokens", comp.PromptTokens,
@@ -242,7 +255,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 	if err != nil {
 		return nil, badInput(fmt.Errorf("result uri: %w", err))
 	}
-	comp, err := a.complete(ctx, opts, a.Templates.RenderFinal(in.Question, in.Memory), opts.AnswerMaxTokens)
+	comp, err := a.complete(ctx, opts, a.Templates.RenderFinal(in.Question, in.Memory), opts.AnswerMaxTokens, callFinal)
 	if err != nil {
 		return nil, err
 	}
@@ -273,8 +286,8 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 
 // complete checks the prompt against the model's context, then calls the
 // model while heartbeating, and classifies its errors. opts has its
-// defaults applied.
-func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt string, maxTokens int) (inference.Completion, error) {
+// defaults applied; kind labels the call in telemetry.
+func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt string, maxTokens int, kind string) (inference.Completion, error) {
 	// A token is at least one byte, so a prompt with fewer bytes than the
 	// budget cannot overflow it and is not worth counting.
 	if a.MaxModelLen > 0 && len(prompt)+maxTokens > a.MaxModelLen {
@@ -294,6 +307,7 @@ func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt str
 		MaxTokens:   maxTokens,
 		Temperature: *opts.Temperature,
 		TopP:        *opts.TopP,
+		Kind:        kind,
 	}
 	if req.Model == "" {
 		req.Model = a.DefaultModel

@@ -11,5 +11,6 @@
 // below; transient ones are returned for Temporal to retry.
 //
 // This package must never log document text, prompts or memories above
-// debug level, and never retries on its own.
+// debug level, never put them in a span or a metric (Metrics records sizes
+// only), and never retries on its own.
 package activities

@@ -1,7 +1,9 @@
 package activities
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/memagent/memagent/internal/memagent"
@@ -42,6 +44,41 @@ const (
 	// Qwen2.5 models and the paper's chunk sizes are Qwen tokens.
 	DefaultTokenizer = "qwen2.5"
 )
+
+// Limits bound what one request may ask for. Zero fields mean the defaults.
+type Limits struct {
+	// MaxDocumentBytes bounds the document object; default 4 GiB.
+	MaxDocumentBytes int64
+	// MaxChunks bounds the chunk count of one document; default 1,000,000
+	// (5 billion tokens at the default chunk size).
+	MaxChunks int
+}
+
+// MaxQuestionBytes bounds a question; it is part of every prompt, so a long
+// one eats the chunk budget.
+const MaxQuestionBytes = 16 << 10
+
+// withDefaults fills the zero fields.
+func (l Limits) withDefaults() Limits {
+	if l.MaxDocumentBytes <= 0 {
+		l.MaxDocumentBytes = 4 << 30
+	}
+	if l.MaxChunks <= 0 {
+		l.MaxChunks = 1_000_000
+	}
+	return l
+}
+
+// CheckQuestion reports a question that can never be asked.
+func CheckQuestion(q string) error {
+	switch {
+	case strings.TrimSpace(q) == "":
+		return errors.New("question is empty: pass --question")
+	case len(q) > MaxQuestionBytes:
+		return fmt.Errorf("question is %d bytes, over the limit of %d: shorten it", len(q), MaxQuestionBytes)
+	}
+	return nil
+}
 
 // ModelOptions are the per-request knobs. Zero values mean the defaults; the
 // pointers tell "not set" from an explicit zero.

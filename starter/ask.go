@@ -15,15 +15,16 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -41,6 +42,9 @@ type askRequest struct {
 	Question string
 	Golds    []string
 	Options  activities.ModelOptions
+	// Batch labels the run as one of a batch (the MemagentBatch search
+	// attribute).
+	Batch string
 	// Fresh starts a new run even when the same request already completed.
 	Fresh bool
 }
@@ -81,6 +85,7 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
 	fs.StringVar(&req.Question, "question", "", "the question (required)")
 	fs.Var(&golds, "answer", "a gold answer to score against (repeatable)")
+	fs.StringVar(&req.Batch, "batch", "", "label the run as one of batch `ID` (list them with: starter runs --batch ID)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	finish := askFlags(fs, &req)
 	if err := fs.Parse(args); err != nil {
@@ -99,9 +104,25 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	logger := cliLogger(stderr)
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "memagent-starter", Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A CLI waits a little for its spans to reach a collector, not long.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(ctx)
+	}()
+	// The root of one trace through the workflow, every activity, model
+	// call and S3 request.
+	ctx, span := tel.TracerProvider.Tracer("github.com/memagent/memagent/starter").Start(ctx, "starter ask")
+	defer span.End()
 	s := &session{cfg: cfg, logger: logger}
-	if !*asJSON {
-		s.progress = stderr
+	// A terminal gets the live bar even with --json, which goes to stdout;
+	// elsewhere --json keeps stderr quiet.
+	if tty := isTerminal(stderr); tty || !*asJSON {
+		s.progress, s.progressTTY = stderr, tty
 	}
 	if err := s.connect(ctx); err != nil {
 		return err
@@ -109,6 +130,7 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer s.close()
 	res, err := s.ask(ctx, req)
 	if err != nil {
+		span.SetStatus(codes.Error, "ask failed")
 		return err
 	}
 	return printResult(stdout, cfg, res, *asJSON)
@@ -121,6 +143,8 @@ type session struct {
 	store    *s3store.Store
 	temporal client.Client
 	progress io.Writer // nil: no progress lines
+	// progressTTY redraws progress in place on progress, a terminal.
+	progressTTY bool
 }
 
 func (s *session) connect(ctx context.Context) error {
@@ -146,26 +170,51 @@ func (s *session) close() {
 // ask checks the request, uploads a local document, starts (or joins) the
 // DocumentQA run and waits for its result.
 func (s *session) ask(ctx context.Context, req askRequest) (*workflows.DocumentQAResult, error) {
-	if strings.TrimSpace(req.Question) == "" {
-		return nil, errors.New("question is empty: pass --question")
+	run, err := s.start(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	id := run.GetID()
+	stopProgress := s.watch(ctx, id)
+	var res workflows.DocumentQAResult
+	err = run.Get(ctx, &res)
+	stopProgress()
+	if err := runError(id, err); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// start checks the request, uploads a local document and starts the
+// DocumentQA run, or joins the run of the same request.
+func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun, error) {
+	if err := activities.CheckQuestion(req.Question); err != nil {
+		return nil, err
 	}
 	if req.Doc == "" {
 		return nil, errors.New("no document: pass --doc PATH or --doc s3://bucket/key")
 	}
-	uri, err := s.resolveDocument(ctx, req.Doc)
+	uri, sha, err := s.resolveDocument(ctx, req.Doc)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.checkBudget(ctx, req); err != nil {
 		return nil, err
 	}
-	in := workflows.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options}
+	in := workflows.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch}
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
 	id := workflowID(in)
 	if req.Fresh {
 		id += "-" + time.Now().UTC().Format("20060102T150405.000")
+	}
+	// The memo records the options in full, defaults included, for the
+	// Web UI and `temporal workflow describe`; it carries over every
+	// continue-as-new.
+	memo := map[string]any{"model_options": in.Options.WithDefaults()}
+	if sha != "" {
+		memo["document_sha256"] = sha
 	}
 	run, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        id,
@@ -174,31 +223,24 @@ func (s *session) ask(ctx context.Context, req askRequest) (*workflows.DocumentQ
 		// failed one may start again.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		StaticSummary:         fmt.Sprintf("Q: %s · %s", clip(req.Question, 80), uri),
+		Memo:                  memo,
+		// Set at start, so the run is findable by its document before a
+		// worker has taken its first task.
+		TypedSearchAttributes: workflows.StartSearchAttributes(in),
 	}, workflows.DocumentQAName, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	var invalid *serviceerror.InvalidArgument
 	switch {
 	case errors.As(err, &started):
 		fmt.Fprintf(s.progressOut(), "the same request already completed as %s; showing its result (--fresh runs it again)\n", id)
-		run = s.temporal.GetWorkflow(ctx, id, "")
+		return s.temporal.GetWorkflow(ctx, id, ""), nil
+	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
+		return nil, fmt.Errorf("start workflow: %w: register memagent's search attributes in namespace %s first: starter setup", err, s.cfg.TemporalNamespace)
 	case err != nil:
 		return nil, fmt.Errorf("start workflow: %w", err)
-	default:
-		fmt.Fprintf(s.progressOut(), "started %s\n", id)
 	}
-	stopProgress := s.watch(ctx, id)
-	var res workflows.DocumentQAResult
-	err = run.Get(ctx, &res)
-	stopProgress()
-	var appErr *temporal.ApplicationError
-	switch {
-	case errors.As(err, &appErr):
-		// The workflow's own error carries the stage and the class; the
-		// SDK's wrapping around it repeats them.
-		return nil, fmt.Errorf("run %s failed (%s): %s", id, appErr.Type(), appErr.Message())
-	case err != nil:
-		return nil, fmt.Errorf("run %s: %w", id, err)
-	}
-	return &res, nil
+	fmt.Fprintf(s.progressOut(), "started %s\n", id)
+	return run, nil
 }
 
 func (s *session) progressOut() io.Writer {
@@ -208,36 +250,13 @@ func (s *session) progressOut() io.Writer {
 	return s.progress
 }
 
-// watch prints a progress line every few seconds until stopped.
+// watch shows the run's progress until stopped: a bar redrawn in place on
+// a terminal, otherwise a line per change at most every few seconds.
 func (s *session) watch(ctx context.Context, id string) func() {
 	if s.progress == nil {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(2 * time.Second)
-		defer t.Stop()
-		last := ""
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			p, err := queryProgress(ctx, s.temporal, id)
-			if err != nil {
-				continue
-			}
-			line := fmt.Sprintf("%s: chunk %d/%d, %d/%d tokens", p.Stage, p.ChunksDone, p.ChunksTotal, p.TokensDone, p.TokensTotal)
-			if line != last {
-				fmt.Fprintln(s.progress, line)
-				last = line
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return watchProgress(ctx, s.temporal, id, newProgressView(s.progress, s.progressTTY))
 }
 
 func queryProgress(ctx context.Context, c client.Client, id string) (workflows.Progress, error) {
@@ -250,61 +269,63 @@ func queryProgress(ctx context.Context, c client.Client, id string) (workflows.P
 }
 
 // resolveDocument checks that the document exists and is text, uploading a
-// local file to the bucket under its content hash.
-func (s *session) resolveDocument(ctx context.Context, doc string) (string, error) {
+// local file to the bucket under its content hash. It returns the
+// document's s3:// URI and, when known, its SHA-256: always for a local
+// file, and for an object under the content-addressed upload prefix.
+func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha string, err error) {
 	if strings.HasPrefix(doc, "s3://") {
 		loc, err := s3store.ParseURI(doc)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		info, err := s.store.Head(ctx, loc)
 		if errors.Is(err, s3store.ErrNotFound) {
-			return "", fmt.Errorf("document %s does not exist: check the bucket and key", doc)
+			return "", "", fmt.Errorf("document %s does not exist: check the bucket and key", doc)
 		}
 		if err != nil {
-			return "", fmt.Errorf("document %s: %w", doc, err)
+			return "", "", fmt.Errorf("document %s: %w", doc, err)
 		}
 		if info.Size == 0 {
-			return "", fmt.Errorf("document %s is empty", doc)
+			return "", "", fmt.Errorf("document %s is empty", doc)
 		}
-		return doc, nil
+		return doc, uploadedSHA256(loc.Key), nil
 	}
 	f, err := os.Open(doc)
 	if err != nil {
-		return "", fmt.Errorf("document: %w", err)
+		return "", "", fmt.Errorf("document: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("document: %w", err)
+		return "", "", fmt.Errorf("document: %w", err)
 	}
 	if st.IsDir() {
-		return "", fmt.Errorf("document %s is a directory: pass a text file", doc)
+		return "", "", fmt.Errorf("document %s is a directory: pass a text file", doc)
 	}
 	text, err := memagent.ScanText(f)
 	var bad *memagent.InvalidUTF8Error
 	switch {
 	case errors.Is(err, memagent.ErrEmptyDocument):
-		return "", fmt.Errorf("document %s has no text (empty or only whitespace)", doc)
+		return "", "", fmt.Errorf("document %s has no text (empty or only whitespace)", doc)
 	case errors.As(err, &bad):
-		return "", fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first", doc, bad.Offset)
+		return "", "", fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first", doc, bad.Offset)
 	case err != nil:
-		return "", fmt.Errorf("read document %s: %w", doc, err)
+		return "", "", fmt.Errorf("read document %s: %w", doc, err)
 	}
 	loc := s3store.Location{Bucket: s.cfg.Bucket, Key: "documents/sha256/" + text.SHA256 + "/" + sanitizeName(filepath.Base(doc))}
 	if _, err := s.store.Head(ctx, loc); err == nil {
-		return loc.String(), nil
+		return loc.String(), text.SHA256, nil
 	}
 	if err := s.store.EnsureBucket(ctx, s.cfg.Bucket); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := s.store.PutReader(ctx, loc, f, text.Bytes, "text/plain; charset=utf-8"); err != nil {
-		return "", fmt.Errorf("upload document: %w", err)
+		return "", "", fmt.Errorf("upload document: %w", err)
 	}
-	return loc.String(), nil
+	return loc.String(), text.SHA256, nil
 }
 
 // checkBudget fails early when the model server reports a context length
@@ -334,15 +355,32 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 }
 
 // workflowID derives a stable, readable id from the request, so the same
-// request started twice is one run.
+// request started twice is one run. A batch's runs are its own: the same
+// question in another batch is another run (ids without a batch are
+// unchanged).
 func workflowID(in workflows.DocumentQAInput) string {
 	b, _ := json.Marshal(struct {
 		D, Q string
 		G    []string
 		O    activities.ModelOptions
-	}{in.Document, in.Question, in.GoldAnswers, in.Options.WithDefaults()})
+		B    string `json:",omitempty"`
+	}{in.Document, in.Question, in.GoldAnswers, in.Options.WithDefaults(), in.BatchID})
 	h := sha256.Sum256(b)
 	return "memagent-qa-" + hex.EncodeToString(h[:8])
+}
+
+// uploadedSHA256 returns the SHA-256 in a key under the content-addressed
+// upload prefix (documents/sha256/<hex>/<name>), or "".
+func uploadedSHA256(key string) string {
+	rest, ok := strings.CutPrefix(key, "documents/sha256/")
+	if !ok {
+		return ""
+	}
+	h, _, ok := strings.Cut(rest, "/")
+	if !ok || len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+		return ""
+	}
+	return h
 }
 
 func sanitizeName(name string) string {

@@ -63,7 +63,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer pool.Close()
-	s := &session{cfg: cfg, logger: logger, progress: stdout}
+	s := &session{cfg: cfg, logger: logger, progress: stdout, progressTTY: isTerminal(stdout)}
 	if err := s.connect(ctx); err != nil {
 		return err
 	}

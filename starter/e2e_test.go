@@ -268,6 +268,7 @@ func TestAskRejectsBadInputBeforeStarting(t *testing.T) {
 		{"directory", []string{"--doc", dir, "--question", "q"}, "is a directory"},
 		{"empty question", []string{"--doc", good, "--question", "  "}, "question is empty"},
 		{"no document", []string{"--question", "q"}, "no document"},
+		{"question too long", []string{"--doc", good, "--question", strings.Repeat("why ", 5000)}, "over the limit of 16384"},
 		{"zero chunk tokens", []string{"--doc", good, "--question", "q", "--chunk-tokens", "0"}, "chunk_tokens (0) must be positive"},
 		{"missing s3 object", []string{"--doc", "s3://memagent/missing/doc.txt", "--question", "q"}, "does not exist"},
 		{"bad s3 uri", []string{"--doc", "s3://bucket-only", "--question", "q"}, "names no object"},

@@ -3,6 +3,9 @@
 //	starter demo                      everything in one process, on a generated document
 //	starter ask --doc PATH|s3://b/k --question TEXT [--answer GOLD]... [--json]
 //	starter status WORKFLOW_ID        progress of a run
+//	starter watch WORKFLOW_ID         follow a run live until it closes
+//	starter runs [--document URI] [--status S] ...   list runs by their search attributes
+//	starter setup                     register the search attributes in the namespace
 //	starter gen-doc --tokens N --out PATH   the demo's document, at any length
 //
 // Without environment it finds the dev stack (`worker --dev`) at its
@@ -27,6 +30,9 @@ commands:
            answer a question about a generated document of 100K+ tokens
   ask      answer a question about a document (local file or s3://bucket/key)
   status   show the progress of a run: starter status WORKFLOW_ID
+  watch    follow a run live until it closes: starter watch WORKFLOW_ID
+  runs     list runs by document, model, status or batch, newest first
+  setup    register memagent's search attributes in the namespace (once, before any worker)
   simulator  serve the inference simulator alone (an OpenAI-compatible stand-in, not a model)
   gen-doc  write the demo's generated document (filler with one planted fact) to a file
 
@@ -57,6 +63,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runAsk(ctx, args[1:], stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], stdout, stderr)
+	case "watch":
+		return runWatch(ctx, args[1:], stdout, stderr)
+	case "runs":
+		return runRuns(ctx, args[1:], stdout, stderr)
+	case "setup":
+		return runSetup(ctx, args[1:], stdout, stderr)
 	case "simulator":
 		return runSimulator(ctx, args[1:], stdout, stderr)
 	case "gen-doc":

@@ -16,8 +16,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
@@ -51,6 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&opts.UpdateTemplate, "update-template", "", "file with the memory-update prompt ({question} {memory} {chunk})")
 	fs.StringVar(&opts.FinalTemplate, "final-template", "", "file with the final-answer prompt ({question} {memory})")
 	fs.IntVar(&opts.Concurrency, "concurrency", 0, "activities running at once in this worker; 0 = twice the model pool's capacity")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, `serve /metrics, /healthz and /readyz on this host:port; "" turns it off (MEMAGENT_HTTP_ADDR)`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,6 +92,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "memagent-worker", Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(ctx); err != nil {
+			logger.Warn("telemetry not flushed", "err", err)
+		}
+	}()
+	logger.Info("telemetry", "traces", tel.Traces, "metrics", tel.Metrics)
+	var probe workerapp.Probe
+	if cfg.HTTPAddr != "" {
+		addr, stopHTTP, err := workerapp.ServeHTTP(cfg.HTTPAddr, workerapp.Handler(tel.Prometheus, &probe), logger)
+		if err != nil {
+			// Observability must not keep a worker from working.
+			logger.Warn(`no /metrics, /healthz or /readyz: set --http-addr to a free host:port, or to "" to turn the endpoint off`, "err", err)
+		} else {
+			defer stopHTTP()
+			fmt.Fprintf(stdout, "metrics and health on http://%s (/metrics, /healthz, /readyz)\n", addr)
+		}
+	}
 	acts, pool, err := workerapp.NewActivities(ctx, cfg, opts)
 	if err != nil {
 		return err
@@ -105,8 +131,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
+	probe.Started(c, pool)
 	fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
 	<-ctx.Done()
+	probe.Stopping()
 	return nil
 }
 

@@ -42,6 +42,9 @@ type DocumentQAInput struct {
 	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
 	// noticed and its activity retried elsewhere; default 60.
 	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty"`
+	// BatchID, when set, labels the run as one of a batch: it becomes the
+	// MemagentBatch search attribute, so a batch's runs can be listed.
+	BatchID string `json:"batch_id,omitempty"`
 	// State is set by the workflow itself when it continues-as-new.
 	State *QAState `json:"state,omitempty"`
 }
@@ -74,13 +77,21 @@ type Progress struct {
 	Answer      string           `json:"answer,omitempty"`
 }
 
-// Stages reported by Progress.
+// Stages reported by Progress and, as the MemagentStatus search attribute,
+// to visibility queries.
 const (
 	StagePreparing = "preparing"
 	StageReading   = "reading"
 	StageAnswering = "answering"
 	StageDone      = "done"
+	StageFailed    = "failed"
 )
+
+// SearchAttributesChange is the workflow.GetVersion change id under which
+// DocumentQA upserts its search attributes. Runs recorded before it replay
+// as workflow.DefaultVersion and upsert nothing; runs at version 1 upsert at
+// the start of every run, after prepare, after every chunk and at the end.
+const SearchAttributesChange = "search-attributes"
 
 // Validate reports input that can never succeed.
 func (in DocumentQAInput) Validate() error {
@@ -90,8 +101,8 @@ func (in DocumentQAInput) Validate() error {
 	if !strings.HasPrefix(in.Document, "s3://") {
 		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
 	}
-	if strings.TrimSpace(in.Question) == "" {
-		return errors.New("question is empty")
+	if err := activities.CheckQuestion(in.Question); err != nil {
+		return err
 	}
 	if in.OutputPrefix != "" {
 		if rest, ok := strings.CutPrefix(in.OutputPrefix, "s3://"); !ok || strings.HasPrefix(rest, "/") || rest == "" {
@@ -108,7 +119,19 @@ func (in DocumentQAInput) Validate() error {
 }
 
 // DocumentQA answers one question about one document with MemAgent.
-func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, error) {
+func DocumentQA(ctx workflow.Context, in DocumentQAInput) (_ *DocumentQAResult, err error) {
+	// The first call of the run, before any command: a history without the
+	// marker replays as DefaultVersion, with no upserts, whatever else the
+	// run did.
+	vis := newVisibility(ctx, workflow.GetVersion(ctx, SearchAttributesChange, workflow.DefaultVersion, 1))
+	progress := Progress{Stage: StagePreparing}
+	defer func() {
+		var can *workflow.ContinueAsNewError
+		if err != nil && !errors.As(err, &can) {
+			progress.Stage = StageFailed
+			vis.publish(progress, StatusKey.ValueSet(StageFailed))
+		}
+	}()
 	if err := in.Validate(); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadInput, nil)
 	}
@@ -126,7 +149,7 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
 	}
 	st.Runs++
-	progress := Progress{Stage: StageReading, Run: st.Runs}
+	progress.Stage, progress.Run = StageReading, st.Runs
 	refresh := func() {
 		progress.ChunksDone, progress.ChunksTotal = st.Cursor, st.Prepared.Chunks
 		progress.TokensDone, progress.TokensTotal = st.TokensDone, st.Prepared.Tokens
@@ -135,9 +158,23 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
 		return nil, err
 	}
-
 	if st.Prepared.IndexURI == "" {
 		progress.Stage = StagePreparing
+	}
+	refresh()
+	// Search attributes carry over a continue-as-new, but a run continued
+	// from one at DefaultVersion starts without them: set them all.
+	start := startUpdates(in, progress.Stage)
+	if in.Options.Model == "" && st.Prepared.Model != "" {
+		start = append(start, ModelKey.ValueSet(KeywordValue(st.Prepared.Model)))
+	}
+	start = append(start, ChunksDoneKey.ValueSet(int64(st.Cursor)))
+	if st.Prepared.Chunks > 0 {
+		start = append(start, ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks)))
+	}
+	vis.publish(progress, start...)
+
+	if st.Prepared.IndexURI == "" {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Minute,
 			HeartbeatTimeout:    hb,
@@ -155,8 +192,14 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 			st.TracePrefix = fmt.Sprintf("s3://%s/runs/%s/%s/", bucketOf(st.Prepared.IndexURI), info.WorkflowExecution.ID, info.FirstRunID)
 		}
 		progress.Stage = StageReading
+		refresh()
+		prepared := []temporal.SearchAttributeUpdate{StatusKey.ValueSet(StageReading),
+			ChunksDoneKey.ValueSet(int64(st.Cursor)), ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks))}
+		if in.Options.Model == "" && st.Prepared.Model != "" {
+			prepared = append(prepared, ModelKey.ValueSet(KeywordValue(st.Prepared.Model)))
+		}
+		vis.publish(progress, prepared...)
 	}
-	refresh()
 
 	chunksPerRun := in.ChunksPerRun
 	if chunksPerRun == 0 {
@@ -193,9 +236,15 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 		st.Usage = st.Usage.Add(out.Usage)
 		st.Cursor++
 		refresh()
+		if st.Cursor < st.Prepared.Chunks {
+			// The last chunk's count goes with the answering status below,
+			// in the same upsert.
+			vis.publish(progress, ChunksDoneKey.ValueSet(int64(st.Cursor)))
+		}
 	}
 
 	progress.Stage = StageAnswering
+	vis.publish(progress, StatusKey.ValueSet(StageAnswering), ChunksDoneKey.ValueSet(int64(st.Cursor)))
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 15 * time.Minute,
 		HeartbeatTimeout:    hb,
@@ -203,7 +252,7 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 		Summary:             "final answer",
 	})
 	var res DocumentQAResult
-	err := workflow.ExecuteActivity(actx, activities.AnswerName, activities.AnswerInput{
+	err = workflow.ExecuteActivity(actx, activities.AnswerName, activities.AnswerInput{
 		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
 		ResultURI: st.TracePrefix + "result.json",
 		Result: activities.QAResult{
@@ -219,6 +268,7 @@ func DocumentQA(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, er
 		return nil, stageError("answer", err)
 	}
 	progress.Stage, progress.Answer, progress.Usage = StageDone, res.Answer, res.Usage
+	vis.publish(progress, StatusKey.ValueSet(StageDone))
 	return &res, nil
 }
 

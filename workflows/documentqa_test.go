@@ -60,6 +60,9 @@ type fixture struct {
 	store *activitiestest.Store
 	model *activitiestest.Model
 	acts  *activities.Activities
+	// setup, when set, prepares each run's environment (mocks) before it
+	// executes.
+	setup func(*testsuite.TestWorkflowEnvironment)
 }
 
 func newFixture(t *testing.T, doc string) *fixture {
@@ -82,6 +85,9 @@ func (f *fixture) run(t *testing.T, in DocumentQAInput) (*testsuite.TestWorkflow
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
 	f.acts.Register(env)
+	if f.setup != nil {
+		f.setup(env)
+	}
 	env.ExecuteWorkflow(DocumentQAName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")

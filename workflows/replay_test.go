@@ -6,9 +6,15 @@ package workflows_test
 // a change would break runs already in flight; guard such a change with
 // workflow.GetVersion instead of regenerating the histories.
 //
-// To record the histories again (after adding a workflow feature that old
-// histories do not exercise, or when no run of the old code can still be in
-// flight), run
+// The histories come in generations, one per version of the workflow's
+// commands, and every generation keeps replaying for as long as a run of it
+// may be in flight:
+//
+//	testdata/documentqa_run{N}.json      before search attributes (DefaultVersion); frozen
+//	testdata/documentqa_v1_run{N}.json   version 1 of SearchAttributesChange; the current code
+//
+// To record the current generation again (after adding a workflow feature
+// that its histories do not exercise), run
 //
 //	go test ./workflows -run TestReplay -update
 //
@@ -16,9 +22,11 @@ package workflows_test
 // simulator, in memory, on free loopback ports) with a small generated
 // document and three chunks per run, so that the run continues-as-new at
 // least three times, and writes the history of every run of the chain to
-// testdata/documentqa_run{N}.json in the format of
-// `temporal workflow show --output json`. A history saved that way from a
-// production run can be added under the same name pattern.
+// testdata/documentqa_v1_run{N}.json in the format of
+// `temporal workflow show --output json`. Older generations are never
+// rewritten: they are what runs started by older workers look like. A
+// history saved that way from a production run can be added under the name
+// pattern of its generation.
 
 import (
 	"bytes"
@@ -39,6 +47,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -52,11 +61,27 @@ import (
 	"github.com/memagent/memagent/workflows"
 )
 
-var update = flag.Bool("update", false, "record testdata/documentqa_run*.json again from a run on the embedded dev stack")
+var update = flag.Bool("update", false, "record the current generation of testdata/documentqa_*run*.json again from a run on the embedded dev stack")
+
+// generation is one version of DocumentQA's commands and the histories
+// recorded from it.
+type generation struct {
+	name string
+	// prefix names the files: testdata/<prefix>{N}.json.
+	prefix string
+	// version is the SearchAttributesChange version the histories carry.
+	version workflow.Version
+}
+
+// generations are oldest first; -update records the last, the one the
+// current code produces.
+var generations = []generation{
+	{name: "v0", prefix: "documentqa_run", version: workflow.DefaultVersion},
+	{name: "v1", prefix: "documentqa_v1_run", version: 1},
+}
 
 const (
-	historyDir     = "testdata"
-	historyPattern = "documentqa_run*.json"
+	historyDir = "testdata"
 	// minRuns is the least number of runs in the recorded chain: the first,
 	// at least one in the middle, and the last, with a continue-as-new
 	// between each.
@@ -68,16 +93,22 @@ const (
 	replayFact     = "The access code for the north gate of the Halvorsen observatory is 7391-ALPHA."
 )
 
-var historyFileRE = regexp.MustCompile(`^documentqa_run(\d+)\.json$`)
-
 func TestReplayDocumentQA(t *testing.T) {
 	if *update {
-		recordHistories(t)
+		recordHistories(t, generations[len(generations)-1])
 	}
-	files := historyFiles(t)
+	for _, g := range generations {
+		t.Run(g.name, func(t *testing.T) { replayGeneration(t, g) })
+	}
+}
+
+// replayGeneration replays every history of g, checks that they form one
+// continue-as-new chain, and that they carry g's version.
+func replayGeneration(t *testing.T, g generation) {
+	files := historyFiles(t, g)
 	if len(files) < minRuns {
-		t.Fatalf("found %d histories matching %s/%s, want at least %d; record them with: go test ./workflows -run TestReplay -update",
-			len(files), historyDir, historyPattern, minRuns)
+		t.Fatalf("found %d histories matching %s/%s{N}.json, want at least %d; record the current generation with: go test ./workflows -run TestReplay -update",
+			len(files), historyDir, g.prefix, minRuns)
 	}
 
 	replayer := worker.NewWorkflowReplayer()
@@ -99,25 +130,79 @@ func TestReplayDocumentQA(t *testing.T) {
 		})
 	}
 	checkChain(t, files, histories)
+	checkVersion(t, g, files, histories)
 }
 
-// historyFiles returns the recorded histories in run order.
-func historyFiles(t *testing.T) []string {
+// historyFiles returns the recorded histories of g in run order.
+func historyFiles(t *testing.T, g generation) []string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(historyDir, historyPattern))
+	paths, err := filepath.Glob(filepath.Join(historyDir, g.prefix+"*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(g.prefix) + `(\d+)\.json$`)
 	run := func(p string) int {
-		m := historyFileRE.FindStringSubmatch(filepath.Base(p))
+		m := re.FindStringSubmatch(filepath.Base(p))
 		if m == nil {
-			t.Fatalf("%s does not match documentqa_run{N}.json", p)
+			t.Fatalf("%s does not match %s{N}.json", p, g.prefix)
 		}
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
 	slices.SortFunc(paths, func(a, b string) int { return run(a) - run(b) })
 	return paths
+}
+
+// checkVersion asserts that every run of g recorded g's version of
+// SearchAttributesChange, and that the search attribute upserts match it:
+// none before version 1; from version 1 on, the run's status in every run
+// and "done" at the end of the last.
+func checkVersion(t *testing.T, g generation, files []string, histories []*historypb.History) {
+	t.Helper()
+	dc := converter.GetDefaultDataConverter()
+	for i, hist := range histories {
+		if hist == nil {
+			return
+		}
+		version, marked := workflow.DefaultVersion, false
+		var statuses []string
+		for _, e := range hist.GetEvents() {
+			if m := e.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "Version" {
+				var id string
+				var v workflow.Version
+				if err := dc.FromPayloads(m.GetDetails()["change-id"], &id); err != nil {
+					t.Fatalf("%s: version marker change id: %v", files[i], err)
+				}
+				if id != workflows.SearchAttributesChange {
+					continue
+				}
+				if err := dc.FromPayloads(m.GetDetails()["version"], &v); err != nil {
+					t.Fatalf("%s: version marker of %s: %v", files[i], id, err)
+				}
+				version, marked = v, true
+			}
+			if u := e.GetUpsertWorkflowSearchAttributesEventAttributes(); u != nil {
+				if p, ok := u.GetSearchAttributes().GetIndexedFields()[workflows.AttrStatus]; ok {
+					var s string
+					if err := dc.FromPayload(p, &s); err != nil {
+						t.Fatalf("%s: %s: %v", files[i], workflows.AttrStatus, err)
+					}
+					statuses = append(statuses, s)
+				}
+			}
+		}
+		if version != g.version || marked != (g.version != workflow.DefaultVersion) {
+			t.Errorf("%s: %s version %d (marker recorded: %v), want %d", files[i], workflows.SearchAttributesChange, version, marked, g.version)
+		}
+		switch {
+		case g.version == workflow.DefaultVersion && len(statuses) > 0:
+			t.Errorf("%s: %s upserted as %q before version 1", files[i], workflows.AttrStatus, statuses)
+		case g.version >= 1 && len(statuses) == 0:
+			t.Errorf("%s: no upsert of %s", files[i], workflows.AttrStatus)
+		case g.version >= 1 && i == len(histories)-1 && statuses[len(statuses)-1] != workflows.StageDone:
+			t.Errorf("%s: %s upserts %q, want the last to be %q", files[i], workflows.AttrStatus, statuses, workflows.StageDone)
+		}
+	}
 }
 
 func loadHistory(t *testing.T, path string) *historypb.History {
@@ -175,7 +260,7 @@ func checkChain(t *testing.T, files []string, histories []*historypb.History) {
 
 // recordHistories runs DocumentQA on the embedded dev stack with an
 // in-process worker and writes the history of every run of its chain.
-func recordHistories(t *testing.T) {
+func recordHistories(t *testing.T, g generation) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -244,7 +329,7 @@ func recordHistories(t *testing.T) {
 			res.Chunks, res.Runs, res.Answer, chunks, minRuns, replayAnswer)
 	}
 
-	old, err := filepath.Glob(filepath.Join(historyDir, historyPattern))
+	old, err := filepath.Glob(filepath.Join(historyDir, g.prefix+"*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +350,7 @@ func recordHistories(t *testing.T) {
 		if err != nil {
 			t.Fatalf("encode history of run %d: %v", n, err)
 		}
-		path := filepath.Join(historyDir, fmt.Sprintf("documentqa_run%d.json", n))
+		path := filepath.Join(historyDir, fmt.Sprintf("%s%d.json", g.prefix, n))
 		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -55,7 +56,15 @@ type Config struct {
 	RateLimit float64
 
 	LogLevel slog.Level
+
+	// HTTPAddr is where a worker serves /metrics, /healthz and /readyz;
+	// empty disables the endpoint.
+	HTTPAddr string
 }
+
+// DefaultHTTPAddr is the worker's HTTP endpoint by default: loopback only,
+// on the port OpenTelemetry's Prometheus exporters conventionally use.
+const DefaultHTTPAddr = "127.0.0.1:9464"
 
 // Default returns the configuration that talks to the embedded dev stack.
 func Default() Config {
@@ -70,6 +79,7 @@ func Default() Config {
 		ModelBaseURL:      DevModelBaseURL,
 		ModelTimeout:      10 * time.Minute,
 		LogLevel:          slog.LevelInfo,
+		HTTPAddr:          DefaultHTTPAddr,
 	}
 }
 
@@ -141,6 +151,10 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 			return c, fmt.Errorf("MEMAGENT_LOG_LEVEL %q: use debug, info, warn or error", v)
 		}
 	}
+	// Set and empty is meaningful here: it turns the endpoint off.
+	if v, ok := lookup("MEMAGENT_HTTP_ADDR"); ok {
+		c.HTTPAddr = v
+	}
 	// Static credentials from the environment are picked up by the SDK's
 	// default chain; the dev stack's are supplied only when nothing else is.
 	_, hasKey := get("AWS_ACCESS_KEY_ID")
@@ -200,6 +214,11 @@ func (c Config) Validate() error {
 	}
 	if c.RateLimit < 0 {
 		errs = append(errs, errors.New("rate limit must not be negative: set --rate-limit"))
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			errs = append(errs, fmt.Errorf("HTTP address %q is not host:port (e.g. 127.0.0.1:9464, or :9464 for every interface; empty disables it): set MEMAGENT_HTTP_ADDR or --http-addr", c.HTTPAddr))
+		}
 	}
 	if c.ModelTimeout <= 0 {
 		errs = append(errs, errors.New("model timeout must be positive: set --model-timeout"))

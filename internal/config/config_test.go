@@ -86,3 +86,32 @@ func TestFlagsAndValidate(t *testing.T) {
 		t.Errorf("Default().Validate() = %v, want nil", err)
 	}
 }
+
+func TestHTTPAddr(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    string
+		wantErr bool
+	}{
+		{"default", nil, DefaultHTTPAddr, false},
+		{"set", map[string]string{"MEMAGENT_HTTP_ADDR": ":9100"}, ":9100", false},
+		{"empty disables", map[string]string{"MEMAGENT_HTTP_ADDR": ""}, "", false},
+		{"not host:port", map[string]string{"MEMAGENT_HTTP_ADDR": "9100"}, "9100", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := FromEnv(env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.HTTPAddr != tt.want {
+				t.Errorf("HTTPAddr = %q, want %q", c.HTTPAddr, tt.want)
+			}
+			err = c.Validate()
+			if (err != nil) != tt.wantErr || (err != nil && !strings.Contains(err.Error(), "MEMAGENT_HTTP_ADDR")) {
+				t.Errorf("Validate() = %v, want error: %v (naming MEMAGENT_HTTP_ADDR)", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -125,6 +125,9 @@ type Request struct {
 	Temperature float32
 	// TopP zero leaves nucleus sampling to the server's default.
 	TopP float32
+	// Kind labels the call in metrics and spans, e.g. "update" or "final";
+	// it is not sent.
+	Kind string
 }
 
 func (r Request) validate() error {

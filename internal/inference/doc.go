@@ -9,9 +9,13 @@
 // [Client] talks to one server; [Pool] spreads requests over several
 // replicas of the same model, caps what each has in flight, and takes
 // failing ones out of rotation so that the next attempt lands elsewhere.
+// Given OpenTelemetry providers, the pool makes each completion a "chat
+// <model>" span with the gen_ai attributes and counts tokens, durations,
+// errors and slots in its metrics.
 //
 // It must never retry (Temporal owns retries, and a hidden retry loop would
 // multiply attempts), never wait without a deadline (every request has a
 // timeout, and waiting for a pool slot ends with the caller's context), and
-// never put prompt text or the API key into an error message or a log.
+// never put prompt or completion text or the API key into an error message,
+// a log, a span or a metric.
 package inference

@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -15,6 +16,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultMaxInFlight is the number of requests the pool keeps outstanding at
@@ -146,6 +151,15 @@ type PoolConfig struct {
 	// Logger receives ejections and reinstatements; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// TracerProvider records a span per completion, "chat <model>" with
+	// the OpenTelemetry gen_ai attributes (never the prompt or the
+	// completion), and under it the HTTP request's span; the trace context
+	// goes to the server in a traceparent header. Nil records nothing.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the pool's metrics: tokens, request
+	// durations, errors by kind, slot waits, and per-endpoint in-flight,
+	// capacity and ejection gauges. Nil records nothing.
+	MeterProvider metric.MeterProvider
 }
 
 // EndpointStats is a snapshot of one endpoint.
@@ -199,8 +213,9 @@ type Pool struct {
 	ejectFor       time.Duration
 	healthInterval time.Duration
 	http           *http.Client
-	ownsTransport  bool
+	closeIdle      func() // closes the idle connections of a transport the pool made
 	log            *slog.Logger
+	tel            *poolTelemetry
 	now            func() time.Time
 
 	mu        sync.Mutex
@@ -233,6 +248,7 @@ type endpoint struct {
 	apiKey      string
 	maxInFlight int
 	client      *Client
+	server      []attribute.KeyValue // server.address and server.port, for spans
 
 	inFlight     int
 	requests     int64
@@ -279,6 +295,11 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if p.log == nil {
 		p.log = slog.Default()
 	}
+	tel, err := newPoolTelemetry(cfg.TracerProvider, cfg.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	p.tel = tel
 
 	seen := make(map[string]bool)
 	capacity, maxCap := 0, 0
@@ -305,6 +326,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 			root:        strings.TrimSuffix(base, "/v1"),
 			apiKey:      ec.APIKey,
 			maxInFlight: n,
+			server:      endpointAttrs(base),
 		})
 	}
 
@@ -319,8 +341,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		t.MaxIdleConns = capacity
 		t.MaxIdleConnsPerHost = maxCap
 		hc.Transport = t
-		p.ownsTransport = true
+		p.closeIdle = t.CloseIdleConnections
 	}
+	hc.Transport = p.tel.transport(hc.Transport)
 	p.http = &hc
 
 	for i, ep := range p.endpoints {
@@ -335,6 +358,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 			return nil, err
 		}
 		ep.client = c
+	}
+	if err := p.tel.observe(p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -391,17 +417,33 @@ func (p *Pool) Stats() []EndpointStats {
 // contract of [Client.Complete]: every error is an [*Error], the endpoint's
 // own error unchanged, or a KindCanceled or KindTimeout one when ctx ends
 // while waiting for a slot.
+//
+// Each call is a "chat <model>" span (see PoolConfig.TracerProvider) and
+// counts in the pool's metrics.
 func (p *Pool) Complete(ctx context.Context, req Request) (Completion, error) {
+	model := cmp.Or(req.Model, p.model)
+	ctx, span := p.tel.startChat(ctx, req, model)
+	out, err := p.complete(ctx, span, req, model)
+	p.tel.finish(ctx, span, model, req.Kind, out, err)
+	return out, err
+}
+
+func (p *Pool) complete(ctx context.Context, span trace.Span, req Request, model string) (Completion, error) {
 	if err := req.validate(); err != nil {
 		return Completion{}, err
 	}
+	waitStart := time.Now()
 	ep, err := p.acquire(ctx)
+	p.tel.waited(ctx, model, time.Since(waitStart))
 	if err != nil {
 		return Completion{}, err
 	}
+	span.SetAttributes(ep.server...)
 	start := p.now()
+	callStart := time.Now()
 	out, err := ep.client.Complete(ctx, req)
 	p.release(ep, start, err)
+	p.tel.called(ctx, model, req.Kind, time.Since(callStart), out, err)
 	return out, err
 }
 
@@ -716,13 +758,20 @@ func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
 	stop, done := p.stopCheck, p.checkDone
+	gauges := p.tel.gauges
+	p.tel.gauges = nil
 	p.mu.Unlock()
 	if stop != nil {
 		stop()
 		<-done
 	}
-	if p.ownsTransport {
-		p.http.CloseIdleConnections()
+	// Not under p.mu: a collection in progress holds the meter's lock and
+	// waits for p.mu in the gauges' callback.
+	if gauges != nil {
+		_ = gauges.Unregister()
+	}
+	if p.closeIdle != nil {
+		p.closeIdle()
 	}
 }
 

@@ -4,7 +4,10 @@
 // the SDK's "not found" and "precondition failed" errors onto sentinel
 // errors the rest of the project can test with errors.Is.
 //
-// It must never log or wrap object contents into errors, and it never
+// With a TracerProvider, each request made under a span gets an HTTP client
+// span named after its S3 operation.
+//
+// It must never log or wrap object contents into errors or spans, and it never
 // retries on its own beyond what the SDK does for a single request:
 // Temporal owns retries.
 package s3store

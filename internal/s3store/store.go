@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -19,6 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrNotFound reports that a bucket or object does not exist.
@@ -48,8 +54,15 @@ type Config struct {
 	// MaxAttempts is the SDK's per-request attempt budget; default 1, since
 	// Temporal retries whole activities.
 	MaxAttempts int
-	// HTTPClient replaces the SDK's buildable client (tests, telemetry).
+	// HTTPClient replaces the SDK's buildable client (tests).
 	HTTPClient aws.HTTPClient
+	// TracerProvider gives every request made under a span an HTTP client
+	// span named after the S3 operation ("S3 GetObject"); nil records
+	// nothing. Requests made outside any span are not traced.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the HTTP client metrics of those requests
+	// (http.client.request.duration and the like); nil means none.
+	MeterProvider metric.MeterProvider
 }
 
 // Store reads and writes objects.
@@ -98,6 +111,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
+	}
+	if cfg.TracerProvider != nil {
+		// Wrapped after loading, around the client the SDK resolved, so that
+		// AWS_CA_BUNDLE (which needs the buildable client) keeps working.
+		awsCfg.HTTPClient = traced(awsCfg.HTTPClient, cfg.TracerProvider, cfg.MeterProvider)
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
@@ -294,3 +312,45 @@ type classified struct {
 
 func (c *classified) Error() string   { return c.err.Error() }
 func (c *classified) Unwrap() []error { return []error{c.kind, c.err} }
+
+// traced wraps an SDK HTTP client with otelhttp. The span is named after the
+// S3 operation, which the SDK keeps in the request's context; the request's
+// URL (bucket and key) is an attribute, the object's contents never are.
+func traced(c aws.HTTPClient, tp trace.TracerProvider, mp metric.MeterProvider) aws.HTTPClient {
+	opts := []otelhttp.Option{
+		otelhttp.WithTracerProvider(tp),
+		// Trace context only: baggage is not for a third-party server.
+		otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithFilter(func(r *http.Request) bool { return trace.SpanContextFromContext(r.Context()).IsValid() }),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			if op := awsmiddleware.GetOperationName(r.Context()); op != "" {
+				return "S3 " + op
+			}
+			return "S3 " + r.Method
+		}),
+	}
+	if mp != nil {
+		opts = append(opts, otelhttp.WithMeterProvider(mp))
+	}
+	return roundTripClient{otelhttp.NewTransport(clientTransport{c}, opts...)}
+}
+
+// clientTransport adapts an SDK HTTP client to a RoundTripper, so that the
+// whole exchange (redirects, timeouts, the CA bundle) stays the SDK's.
+type clientTransport struct{ c aws.HTTPClient }
+
+func (t clientTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if op := awsmiddleware.GetOperationName(r.Context()); op != "" {
+		trace.SpanFromContext(r.Context()).SetAttributes(
+			attribute.String("rpc.system", "aws-api"),
+			attribute.String("rpc.service", "S3"),
+			attribute.String("rpc.method", op),
+		)
+	}
+	return t.c.Do(r)
+}
+
+// roundTripClient adapts a RoundTripper back to an SDK HTTP client.
+type roundTripClient struct{ rt http.RoundTripper }
+
+func (c roundTripClient) Do(r *http.Request) (*http.Response, error) { return c.rt.RoundTrip(r) }

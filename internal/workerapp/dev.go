@@ -14,6 +14,7 @@ import (
 	"github.com/memagent/memagent/internal/devstack"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/workflows"
 )
 
 // DefaultSimulatorPort is where the dev stack serves the simulator, vLLM's
@@ -44,7 +45,9 @@ type Dev struct {
 }
 
 // StartDev starts the embedded Temporal server, Web UI and S3 server, and
-// the simulator when asked.
+// the simulator when asked. It registers DocumentQA's search attributes
+// before it returns: a run that upserts an unregistered attribute would
+// block until they were.
 func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -56,6 +59,10 @@ func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
 	}
 	stack, err := devstack.Start(ctx, sopts)
 	if err != nil {
+		return nil, fmt.Errorf("start dev stack: %w", err)
+	}
+	if err := stack.RegisterSearchAttributes(ctx, workflows.SearchAttributes()); err != nil {
+		stack.Close()
 		return nil, fmt.Errorf("start dev stack: %w", err)
 	}
 	d := &Dev{Stack: stack}

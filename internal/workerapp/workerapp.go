@@ -9,7 +9,10 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/activities"
@@ -17,6 +20,7 @@ import (
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/workflows"
 )
@@ -32,7 +36,11 @@ type Options struct {
 	Logger      *slog.Logger
 }
 
-// NewStore builds the S3 store described by cfg.
+// Telemetry: the wiring below reports to the OpenTelemetry global
+// providers, which telemetry.Setup installs and which are no-ops until then.
+
+// NewStore builds the S3 store described by cfg. Its requests made under a
+// span are traced.
 func NewStore(ctx context.Context, cfg config.Config) (*s3store.Store, error) {
 	return s3store.New(ctx, s3store.Config{
 		Endpoint:         cfg.S3Endpoint,
@@ -40,6 +48,8 @@ func NewStore(ctx context.Context, cfg config.Config) (*s3store.Store, error) {
 		AccessKeyID:      cfg.S3AccessKey,
 		SecretAccessKey:  cfg.S3SecretKey,
 		VirtualHostStyle: !cfg.S3PathStyle,
+		TracerProvider:   otel.GetTracerProvider(),
+		MeterProvider:    otel.GetMeterProvider(),
 	})
 }
 
@@ -53,6 +63,7 @@ func NewModelPool(cfg config.Config, logger *slog.Logger) (*inference.Pool, erro
 	}
 	return inference.NewPool(inference.PoolConfig{
 		Endpoints: eps, Model: cfg.Model, RequestTimeout: cfg.ModelTimeout, Logger: logger,
+		TracerProvider: otel.GetTracerProvider(), MeterProvider: otel.GetMeterProvider(),
 	})
 }
 
@@ -148,10 +159,17 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	}
 	name, maxLen, err := ResolveModel(ctx, pool, cfg.Model)
 	if err != nil {
+		pool.Close()
 		return nil, nil, err
 	}
 	tok, err := tokenizer.New(activities.DefaultTokenizer)
 	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	metrics, err := activities.NewMetrics(otel.GetMeterProvider())
+	if err != nil {
+		pool.Close()
 		return nil, nil, err
 	}
 	checkTokenizer(ctx, pool, name, tok, logger)
@@ -165,6 +183,7 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		Templates:    templates,
 		Tokenizers:   tokenizer.New,
 		Logger:       logger,
+		Metrics:      metrics,
 	}, pool, nil
 }
 
@@ -215,12 +234,35 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, 
 	return w
 }
 
-// Dial connects a Temporal client.
+// Dial connects a Temporal client. The client, and every worker created
+// from it, carries the SDK's OpenTelemetry tracing interceptor (a span for
+// each workflow and activity started and run, parented across processes
+// through Temporal headers; queries are not traced) and reports the SDK's
+// metrics.
 func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.Client, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+		Tracer: otel.GetTracerProvider().Tracer(telemetry.TemporalMeterName),
+		// The CLI polls the progress query every few seconds: a span each
+		// would bury a long run's trace.
+		DisableQueryTracing: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("temporal tracing: %w", err)
+	}
 	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    newTemporalLogger(logger),
+		HostPort:     cfg.TemporalAddress,
+		Namespace:    cfg.TemporalNamespace,
+		Logger:       newTemporalLogger(logger),
+		Interceptors: []interceptor.ClientInterceptor{tracing},
+		MetricsHandler: temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
+			Meter:                otel.GetMeterProvider().Meter(telemetry.TemporalMeterName),
+			UseMonotonicCounters: true,
+			// The default panics.
+			OnError: func(err error) { logger.Warn("temporal sdk metric", "err", err) },
+		}),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (is the server up? start one with `go run ./worker --dev`)", cfg.TemporalAddress, err)

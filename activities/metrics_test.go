@@ -1,0 +1,85 @@
+package activities
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+func TestMetricsCountChunksAndMemorySize(t *testing.T) {
+	f := newFixture(t, []byte(makeDoc(3)))
+	reader := sdkmetric.NewManualReader()
+	m, err := NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.acts.Metrics = m
+	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	for i := range p.Chunks {
+		var out UpdateOutput
+		if err := f.exec(t, UpdateMemoryName, f.updateInput(p, i), &out); err != nil {
+			t.Fatalf("UpdateMemory %d: %v", i, err)
+		}
+	}
+	var res QAResult
+	if err := f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: tracePrefix + "result.json"}, &res); err != nil {
+		t.Fatal(err)
+	}
+
+	var kinds []string
+	for _, c := range f.model.Calls() {
+		kinds = append(kinds, c.Kind)
+	}
+	if want := []string{"update", "update", "update", "final"}; !slices.Equal(kinds, want) {
+		t.Errorf("request kinds = %v, want %v", kinds, want)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	model := attribute.NewSet(attribute.String("model", "default-model"))
+	got := map[string][2]int64{} // name: value or count, sum
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			switch d := mt.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					if dp.Attributes.Equals(&model) {
+						got[mt.Name] = [2]int64{dp.Value, 0}
+					}
+				}
+			case metricdata.Histogram[int64]:
+				for _, dp := range d.DataPoints {
+					if dp.Attributes.Equals(&model) {
+						got[mt.Name] = [2]int64{int64(dp.Count), dp.Sum}
+					}
+				}
+			}
+		}
+	}
+	// The fake model answers "memory N": 2 words, 8 bytes.
+	want := map[string][2]int64{
+		"memagent.chunks.processed": {3, 0},
+		"memagent.memory.tokens":    {3, 6},
+		"memagent.memory.size":      {3, 24},
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s = %v, want %v (value or count, sum)", name, got[name], w)
+		}
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	f := newFixture(t, []byte(makeDoc(1)))
+	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	var out UpdateOutput
+	if err := f.exec(t, UpdateMemoryName, f.updateInput(p, 0), &out); err != nil {
+		t.Fatalf("UpdateMemory without Metrics: %v", err)
+	}
+}

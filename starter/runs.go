@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
+)
+
+// runFilter selects runs by their search attributes; empty fields match
+// everything.
+type runFilter struct {
+	Document, Model, Status, Batch, Question string
+}
+
+// statuses are the values of MemagentStatus.
+var statuses = []string{workflows.StagePreparing, workflows.StageReading, workflows.StageAnswering, workflows.StageDone, workflows.StageFailed}
+
+// query renders the filter as a visibility query. Runs that continued as
+// new are left out: the chain's latest run stands for it, carrying the same
+// attributes.
+func (f runFilter) query() string {
+	q := []string{
+		fmt.Sprintf("WorkflowType = %s", quote(workflows.DocumentQAName)),
+		"ExecutionStatus != 'ContinuedAsNew'",
+	}
+	add := func(attr, v string) {
+		if v != "" {
+			q = append(q, fmt.Sprintf("%s = %s", attr, quote(workflows.KeywordValue(v))))
+		}
+	}
+	add(workflows.AttrDocument, f.Document)
+	add(workflows.AttrModel, f.Model)
+	add(workflows.AttrStatus, f.Status)
+	add(workflows.AttrBatch, f.Batch)
+	if f.Question != "" {
+		add(workflows.AttrQuestionDigest, workflows.QuestionDigest(f.Question))
+	}
+	return strings.Join(q, " AND ")
+}
+
+// quote renders s as a string literal of the visibility query language.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// runRow is one run as `runs` prints it.
+type runRow struct {
+	WorkflowID      string     `json:"workflow_id"`
+	RunID           string     `json:"run_id"`
+	Status          string     `json:"status"`
+	ExecutionStatus string     `json:"execution_status"`
+	ChunksDone      *int64     `json:"chunks_done,omitempty"`
+	ChunksTotal     *int64     `json:"chunks_total,omitempty"`
+	StartedAt       time.Time  `json:"started_at"`
+	ClosedAt        *time.Time `json:"closed_at,omitempty"`
+	Document        string     `json:"document,omitempty"`
+	Model           string     `json:"model,omitempty"`
+	Batch           string     `json:"batch,omitempty"`
+	QuestionDigest  string     `json:"question_digest,omitempty"`
+}
+
+func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	var f runFilter
+	fs.StringVar(&f.Document, "document", "", "only runs over this document `URI` (s3://bucket/key)")
+	fs.StringVar(&f.Status, "status", "", "only runs in this status: "+strings.Join(statuses, ", "))
+	fs.StringVar(&f.Batch, "batch", "", "only runs of this batch `ID`")
+	fs.StringVar(&f.Question, "question", "", "only runs asking exactly this question (matched by its digest)")
+	limit := fs.Int("limit", 20, "list at most `N` runs")
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: runs takes only flags", fs.Args())
+	}
+	// --model is the configuration's flag; here it filters, and only when
+	// given on the command line, never from MEMAGENT_MODEL.
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "model" {
+			f.Model = cfg.Model
+		}
+	})
+	if f.Status != "" && !slices.Contains(statuses, f.Status) {
+		return fmt.Errorf("--status %q is not a status: use one of %s", f.Status, strings.Join(statuses, ", "))
+	}
+	if *limit <= 0 {
+		return fmt.Errorf("--limit (%d) must be positive", *limit)
+	}
+	cfg.Normalize()
+	c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rows, err := listRuns(ctx, c, cfg.TemporalNamespace, f, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if rows == nil {
+			rows = []runRow{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, "no runs match")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKFLOW ID\tSTATUS\tCHUNKS\tSTARTED\tMODEL\tDOCUMENT")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\n", r.WorkflowID, r.Status, count(r.ChunksDone), count(r.ChunksTotal),
+			r.StartedAt.Local().Format("2006-01-02 15:04:05"), orDash(r.Model), orDash(r.Document))
+	}
+	return tw.Flush()
+}
+
+// lister is the part of client.Client that listRuns uses.
+type lister interface {
+	ListWorkflow(context.Context, *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error)
+}
+
+// listRuns returns up to limit runs matching f, newest first. Visibility
+// returns running runs first, then closed ones by close time; the page is
+// sorted by start time.
+func listRuns(ctx context.Context, c lister, namespace string, f runFilter, limit int) ([]runRow, error) {
+	var rows []runRow
+	var token []byte
+	for len(rows) < limit {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: namespace, Query: f.query(), PageSize: int32(min(limit-len(rows), 1000)), NextPageToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list runs (%s): %w", f.query(), err)
+		}
+		for _, e := range resp.GetExecutions() {
+			if len(rows) < limit {
+				rows = append(rows, newRunRow(e))
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b runRow) int { return b.StartedAt.Compare(a.StartedAt) })
+	return rows, nil
+}
+
+func newRunRow(e *workflowpb.WorkflowExecutionInfo) runRow {
+	sa := e.GetSearchAttributes().GetIndexedFields()
+	r := runRow{
+		WorkflowID:      e.GetExecution().GetWorkflowId(),
+		RunID:           e.GetExecution().GetRunId(),
+		ExecutionStatus: e.GetStatus().String(),
+		StartedAt:       e.GetStartTime().AsTime(),
+		Document:        keyword(sa, workflows.AttrDocument),
+		Model:           keyword(sa, workflows.AttrModel),
+		Batch:           keyword(sa, workflows.AttrBatch),
+		QuestionDigest:  keyword(sa, workflows.AttrQuestionDigest),
+		ChunksDone:      integer(sa, workflows.AttrChunksDone),
+		ChunksTotal:     integer(sa, workflows.AttrChunksTotal),
+	}
+	if e.GetCloseTime() != nil {
+		t := e.GetCloseTime().AsTime()
+		r.ClosedAt = &t
+	}
+	r.Status = displayStatus(keyword(sa, workflows.AttrStatus), e.GetStatus())
+	return r
+}
+
+// displayStatus is the run's MemagentStatus, unless Temporal closed the run
+// without the workflow's say (terminated, canceled, timed out), or the
+// run predates the attribute.
+func displayStatus(attr string, st enumspb.WorkflowExecutionStatus) string {
+	switch st {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return strings.ToLower(st.String())
+	}
+	if attr != "" {
+		return attr
+	}
+	switch st {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return workflows.StageDone
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return workflows.StageFailed
+	}
+	return strings.ToLower(st.String())
+}
+
+func keyword(sa map[string]*commonpb.Payload, name string) string {
+	var s string
+	if p, ok := sa[name]; ok {
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
+			return ""
+		}
+	}
+	return s
+}
+
+func integer(sa map[string]*commonpb.Payload, name string) *int64 {
+	p, ok := sa[name]
+	if !ok {
+		return nil
+	}
+	var n int64
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &n); err != nil {
+		return nil
+	}
+	return &n
+}
+
+func count(n *int64) string {
+	if n == nil {
+		return "?"
+	}
+	return fmt.Sprint(*n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"google.golang.org/grpc"
+
+	"github.com/memagent/memagent/workflows"
+)
+
+// fakeOperator holds one namespace's search attributes, as the operator
+// service reports them.
+type fakeOperator struct {
+	operatorservice.OperatorServiceClient // unused methods panic
+	custom, system                        map[string]enumspb.IndexedValueType
+	adds                                  int
+}
+
+func (f *fakeOperator) ListSearchAttributes(context.Context, *operatorservice.ListSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
+	return &operatorservice.ListSearchAttributesResponse{CustomAttributes: maps.Clone(f.custom), SystemAttributes: f.system}, nil
+}
+
+func (f *fakeOperator) AddSearchAttributes(_ context.Context, req *operatorservice.AddSearchAttributesRequest, _ ...grpc.CallOption) (*operatorservice.AddSearchAttributesResponse, error) {
+	f.adds++
+	maps.Copy(f.custom, req.GetSearchAttributes())
+	return &operatorservice.AddSearchAttributesResponse{}, nil
+}
+
+func TestRegisterSearchAttributes(t *testing.T) {
+	all := workflows.SearchAttributes()
+	tests := []struct {
+		name      string
+		custom    map[string]enumspb.IndexedValueType
+		system    map[string]enumspb.IndexedValueType
+		wantAdded int
+		wantErr   string
+	}{
+		{"fresh namespace", map[string]enumspb.IndexedValueType{}, nil, len(all), ""},
+		{"already registered", maps.Clone(all), nil, 0, ""},
+		{"some registered, others kept", map[string]enumspb.IndexedValueType{
+			workflows.AttrDocument: enumspb.INDEXED_VALUE_TYPE_KEYWORD, "CustomerId": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		}, nil, len(all) - 1, ""},
+		{"same name, other type", map[string]enumspb.IndexedValueType{workflows.AttrChunksDone: enumspb.INDEXED_VALUE_TYPE_TEXT},
+			nil, 0, "MemagentChunksDone exists in namespace qa as Text, memagent needs Int"},
+		{"a system attribute's name", map[string]enumspb.IndexedValueType{},
+			map[string]enumspb.IndexedValueType{workflows.AttrStatus: enumspb.INDEXED_VALUE_TYPE_KEYWORD}, 0, "MemagentStatus is a system attribute"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			op := &fakeOperator{custom: tt.custom, system: tt.system}
+			added, err := registerSearchAttributes(context.Background(), op, "qa", all)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
+				}
+				if op.adds != 0 {
+					t.Errorf("%d AddSearchAttributes calls after a conflict, want none", op.adds)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(added) != tt.wantAdded {
+				t.Errorf("added %v, want %d attributes", added, tt.wantAdded)
+			}
+			for name, typ := range all {
+				if op.custom[name] != typ {
+					t.Errorf("after setup %s = %v, want %v", name, op.custom[name], typ)
+				}
+			}
+			// A second setup adds nothing.
+			again, err := registerSearchAttributes(context.Background(), op, "qa", all)
+			if err != nil || len(again) != 0 {
+				t.Errorf("second setup: added %v, err %v; want nothing and no error", again, err)
+			}
+			if !slices.IsSorted(added) {
+				t.Errorf("added %v, want sorted names", added)
+			}
+		})
+	}
+}

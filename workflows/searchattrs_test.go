@@ -1,0 +1,189 @@
+package workflows
+
+import (
+	"maps"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+)
+
+// upserts records every UpsertTypedSearchAttributes call of the runs it is
+// installed in, as name → value.
+type upserts struct{ calls []map[string]any }
+
+func (u *upserts) install(env *testsuite.TestWorkflowEnvironment) {
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
+		call := map[string]any{}
+		for k, v := range args.Get(0).(temporal.SearchAttributes).GetUntypedValues() {
+			call[k.GetName()] = v
+		}
+		u.calls = append(u.calls, call)
+	})
+}
+
+// merged is what visibility holds after all the calls.
+func (u *upserts) merged() map[string]any {
+	m := map[string]any{}
+	for _, c := range u.calls {
+		maps.Copy(m, c)
+	}
+	return m
+}
+
+func TestDocumentQAUpsertsSearchAttributes(t *testing.T) {
+	tests := []struct {
+		name     string
+		chunks   int
+		perRun   int
+		wantRuns int
+	}{
+		{"one run", 5, 0, 1},
+		{"continued as new every 2 chunks", 5, 2, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, makeDoc(tt.chunks))
+			var u upserts
+			f.setup = u.install
+			in := DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", BatchID: "eval-7",
+				Options: activities.ModelOptions{ChunkTokens: 100}, ChunksPerRun: tt.perRun}
+			_, runs := f.runToEnd(t, in)
+			if runs != tt.wantRuns {
+				t.Fatalf("runs = %d, want %d", runs, tt.wantRuns)
+			}
+			want := map[string]any{
+				AttrDocument: "s3://docs/doc.txt", AttrModel: "fake", AttrQuestionDigest: QuestionDigest("q?"),
+				AttrBatch: "eval-7", AttrChunksDone: int64(tt.chunks), AttrChunksTotal: int64(tt.chunks), AttrStatus: StageDone,
+			}
+			if got := u.merged(); !maps.Equal(got, want) {
+				t.Errorf("search attributes = %v, want %v", got, want)
+			}
+			// Per run: one at its start; in the first, one after prepare;
+			// one per chunk but the last, whose count goes with
+			// "answering"; and "done".
+			if want := tt.wantRuns + 1 + (tt.chunks - 1) + 2; len(u.calls) != want {
+				t.Errorf("%d upserts, want %d: %v", len(u.calls), want, u.calls)
+			}
+			var statuses []any
+			last := int64(-1)
+			for _, c := range u.calls {
+				if s, ok := c[AttrStatus]; ok {
+					statuses = append(statuses, s)
+				}
+				if n, ok := c[AttrChunksDone].(int64); ok {
+					if n < last {
+						t.Errorf("chunks done went from %d back to %d", last, n)
+					}
+					last = n
+				}
+			}
+			if statuses[0] != StagePreparing || statuses[len(statuses)-1] != StageDone {
+				t.Errorf("statuses %v, want preparing first and done last", statuses)
+			}
+		})
+	}
+}
+
+func TestDocumentQAUpsertsFailedStatus(t *testing.T) {
+	f := newFixture(t, makeDoc(2))
+	var u upserts
+	f.setup = u.install
+	_, err := f.run(t, DocumentQAInput{Document: "s3://docs/missing.txt", Question: "q"})
+	if err == nil {
+		t.Fatal("run of a missing document succeeded")
+	}
+	if got := u.merged()[AttrStatus]; got != StageFailed {
+		t.Errorf("%s = %v, want %q; upserts %v", AttrStatus, got, StageFailed, u.calls)
+	}
+}
+
+// Runs recorded before search attributes replay as DefaultVersion and must
+// not upsert: an upsert their history lacks is a nondeterminism error.
+func TestDocumentQAAtDefaultVersionUpsertsNothing(t *testing.T) {
+	f := newFixture(t, makeDoc(3))
+	var u upserts
+	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnGetVersion(SearchAttributesChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		u.install(env)
+	}
+	res, _ := f.runToEnd(t, DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: activities.ModelOptions{ChunkTokens: 100}})
+	if res.Answer != "w002" {
+		t.Errorf("answer = %q, want w002", res.Answer)
+	}
+	if len(u.calls) != 0 {
+		t.Errorf("%d upserts at DefaultVersion, want none: %v", len(u.calls), u.calls)
+	}
+}
+
+func TestSearchAttributesFitSQLVisibility(t *testing.T) {
+	counts := map[string]int{}
+	for name, typ := range SearchAttributes() {
+		if !strings.HasPrefix(name, "Memagent") {
+			t.Errorf("search attribute %s lacks the Memagent prefix", name)
+		}
+		counts[typ.String()]++
+	}
+	// SQL visibility: at most 3 Int, 10 Keyword and 3 Text per namespace,
+	// shared with whatever else runs there.
+	if counts["Int"] > 3 || counts["Keyword"] > 10 || len(counts) != 2 {
+		t.Errorf("search attribute types %v, want at most 3 Int and 10 Keyword and nothing else", counts)
+	}
+	for _, k := range []temporal.SearchAttributeKey{DocumentKey, ModelKey, QuestionDigestKey, BatchKey, ChunksDoneKey, ChunksTotalKey, StatusKey} {
+		typ, ok := SearchAttributes()[k.GetName()]
+		if !ok || typ != k.GetValueType() {
+			t.Errorf("key %s has type %v, SearchAttributes lists %v", k.GetName(), k.GetValueType(), typ)
+		}
+	}
+}
+
+func TestKeywordValue(t *testing.T) {
+	long := "s3://bucket/" + strings.Repeat("é", 200) // 412 bytes
+	tests := []struct {
+		name, in string
+		wantLen  int
+	}{
+		{"short", "s3://b/k.txt", len("s3://b/k.txt")},
+		{"exactly the limit", strings.Repeat("a", MaxKeywordBytes), MaxKeywordBytes},
+		{"clipped at a character boundary", long, MaxKeywordBytes - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := KeywordValue(tt.in)
+			if len(got) != tt.wantLen || !strings.HasPrefix(tt.in, got) || !utf8.ValidString(got) {
+				t.Errorf("KeywordValue(%d bytes) = %d bytes (valid UTF-8: %v), want a %d-byte prefix", len(tt.in), len(got), utf8.ValidString(got), tt.wantLen)
+			}
+		})
+	}
+}
+
+func TestQuestionDigest(t *testing.T) {
+	// The first 16 hex digits of sha256("What is the access code?").
+	if got, want := QuestionDigest("What is the access code?"), "79c8cc29c4c8616a"; got != want {
+		t.Errorf("QuestionDigest = %q, want %q", got, want)
+	}
+}
+
+func TestDetails(t *testing.T) {
+	tests := []struct {
+		p    Progress
+		want string
+	}{
+		{Progress{Stage: StagePreparing, Run: 1}, "**preparing**"},
+		{Progress{Stage: StageReading, Run: 1, ChunksDone: 17, ChunksTotal: 700, TokensDone: 85_000, TokensTotal: 3_500_000},
+			"**reading** · chunk 17/700 · 85K/3.5M tokens"},
+		{Progress{Stage: StageReading, Run: 3, ChunksDone: 417, ChunksTotal: 700, TokensDone: 2_085_000, TokensTotal: 3_500_000},
+			"**reading** · chunk 417/700 · 2.1M/3.5M tokens · run 3"},
+	}
+	for _, tt := range tests {
+		if got := details(tt.p); got != tt.want {
+			t.Errorf("details(%+v) = %q, want %q", tt.p, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// visibility keeps what operators see of a run in step with its progress:
+// the current details (a markdown line the Web UI shows on the run's page)
+// and the search attributes. Current details are not a command, so every
+// version sets them; upserts are commands, so only runs at version 1 of
+// SearchAttributesChange issue them.
+type visibility struct {
+	ctx     workflow.Context
+	upserts bool
+}
+
+func newVisibility(ctx workflow.Context, version workflow.Version) *visibility {
+	return &visibility{ctx: ctx, upserts: version >= 1}
+}
+
+// publish sets the current details from p and upserts updates. A rejected
+// upsert is logged, not returned: what operators see must never fail a run.
+func (v *visibility) publish(p Progress, updates ...temporal.SearchAttributeUpdate) {
+	workflow.SetCurrentDetails(v.ctx, details(p))
+	if !v.upserts || len(updates) == 0 {
+		return
+	}
+	if err := workflow.UpsertTypedSearchAttributes(v.ctx, updates...); err != nil {
+		workflow.GetLogger(v.ctx).Warn("upsert search attributes", "err", err)
+	}
+}
+
+// details renders progress as one markdown line, such as
+// "**reading** · chunk 17/700 · 85K/3.5M tokens".
+func details(p Progress) string {
+	line := fmt.Sprintf("**%s**", p.Stage)
+	if p.ChunksTotal > 0 {
+		line += fmt.Sprintf(" · chunk %d/%d · %s/%s tokens", p.ChunksDone, p.ChunksTotal,
+			humanTokens(p.TokensDone), humanTokens(p.TokensTotal))
+	}
+	if p.Run > 1 {
+		line += fmt.Sprintf(" · run %d", p.Run)
+	}
+	return line
+}

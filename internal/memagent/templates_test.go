@@ -186,3 +186,40 @@ func TestRenderNeutralizesPromptTags(t *testing.T) {
 		t.Errorf("Neutralize changed harmless text: %q", got)
 	}
 }
+
+// FuzzRenderUpdate: whatever the question, memory and chunk hold, the
+// default update prompt has exactly one of each of its tags, and the final
+// prompt one problem and one memory.
+func FuzzRenderUpdate(f *testing.F) {
+	f.Add("q", InitialMemory, "chunk")
+	f.Add("</problem>", "</memory><section>", "</section></section><problem>")
+	f.Add("< /MEMORY >", "{chunk}", "{memory}{question}")
+	f.Fuzz(func(t *testing.T, question, memory, chunk string) {
+		lower := strings.ToLower(DefaultTemplates().RenderUpdate(question, memory, chunk))
+		for _, tag := range []string{"<problem>", "</problem>", "<memory>", "</memory>", "<section>", "</section>"} {
+			if n := countTag(lower, tag); n != 1 {
+				t.Fatalf("update prompt has %d %s", n, tag)
+			}
+		}
+		lower = strings.ToLower(DefaultTemplates().RenderFinal(question, memory))
+		for _, tag := range []string{"<problem>", "</problem>", "<memory>", "</memory>"} {
+			if n := countTag(lower, tag); n != 1 {
+				t.Fatalf("final prompt has %d %s", n, tag)
+			}
+		}
+	})
+}
+
+// countTag counts tag-like sequences a model could read as tag, with the
+// spacing Neutralize also catches.
+func countTag(s, tag string) int {
+	name := strings.Trim(tag, "</>")
+	closing := strings.HasPrefix(tag, "</")
+	n := 0
+	for _, m := range promptTag.FindAllString(s, -1) {
+		if strings.Contains(m, name) && strings.Contains(m, "/") == closing {
+			n++
+		}
+	}
+	return n
+}

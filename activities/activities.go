@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ type ObjectStore interface {
 	ReadRange(ctx context.Context, loc s3store.Location, start, end int64, etag string) ([]byte, error)
 	ReadAll(ctx context.Context, loc s3store.Location) ([]byte, error)
 	Put(ctx context.Context, loc s3store.Location, data []byte, contentType string) error
+	PutReader(ctx context.Context, loc s3store.Location, body io.ReadSeeker, size int64, contentType string) error
 }
 
 // Model is the inference pool as the activities see it.
@@ -132,10 +134,10 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 
 	idx, err := a.readIndex(ctx, indexLoc)
 	switch {
-	case err == nil && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && idx.Bytes == info.Size:
+	case err == nil && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && (idx.Bytes == info.Size || idx.Source != ""):
 		out.Reused = true
 	case err == nil || errors.Is(err, s3store.ErrNotFound):
-		idx, err = a.planDocument(ctx, loc, info, tok, opts.ChunkTokens)
+		idx, err = a.planDocument(ctx, loc, info, tok, opts.ChunkTokens, opts.InvalidUTF8 == InvalidUTF8Replace)
 		if err != nil {
 			return nil, err
 		}
@@ -154,12 +156,20 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		return nil, badInput(fmt.Errorf("document %s has %d chunks, over the worker's limit of %d: raise --chunk-tokens or split the document", in.Document, len(idx.Chunks), limits.MaxChunks))
 	}
 	out.SHA256, out.Bytes, out.Tokens, out.Chunks = idx.SHA256, idx.Bytes, idx.Tokens, len(idx.Chunks)
+	if idx.Source != "" {
+		if opts.InvalidUTF8 != InvalidUTF8Replace {
+			// An earlier run replaced this document's invalid bytes; this
+			// one asked to reject them.
+			return nil, badInput(fmt.Errorf("document %s is not UTF-8 text (%d invalid bytes); convert it to UTF-8 first, or ask with invalid_utf8 \"replace\"", in.Document, idx.Replaced))
+		}
+		out.Document, out.ETag, out.InvalidBytesReplaced = idx.Source, idx.SourceETag, idx.Replaced
+	}
 	a.logger().InfoContext(ctx, "document prepared",
 		"document", in.Document, "chunks", out.Chunks, "tokens", out.Tokens, "bytes", out.Bytes, "reused_index", out.Reused)
 	return out, nil
 }
 
-func (a *Activities) planDocument(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, tok memagent.Tokenizer, chunkTokens int) (*memagent.ChunkIndex, error) {
+func (a *Activities) planDocument(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, tok memagent.Tokenizer, chunkTokens int, replace bool) (*memagent.ChunkIndex, error) {
 	body, err := a.Store.Open(ctx, loc, info.ETag)
 	if err != nil {
 		return nil, storeError(err, loc.String())
@@ -176,11 +186,53 @@ func (a *Activities) planDocument(ctx context.Context, loc s3store.Location, inf
 		return nil, storeError(r.err, loc.String())
 	case errors.Is(err, memagent.ErrEmptyDocument):
 		return nil, badInput(fmt.Errorf("document %s has no text (empty or only whitespace)", loc))
+	case errors.As(err, &invalid) && replace:
+		return a.planReplaced(ctx, loc, info, tok, chunkTokens)
 	case errors.As(err, &invalid):
-		return nil, badInput(fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first", loc, invalid.Offset))
+		return nil, badInput(fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first, or ask with invalid_utf8 \"replace\"", loc, invalid.Offset))
 	default:
 		return nil, badInput(fmt.Errorf("plan chunks of %s: %w", loc, err))
 	}
+}
+
+// planReplaced writes a copy of the document with its invalid UTF-8 bytes
+// replaced (through a temporary file, so nothing is held in memory),
+// uploads it next to the indexes and plans the copy.
+func (a *Activities) planReplaced(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, tok memagent.Tokenizer, chunkTokens int) (*memagent.ChunkIndex, error) {
+	body, err := a.Store.Open(ctx, loc, info.ETag)
+	if err != nil {
+		return nil, storeError(err, loc.String())
+	}
+	defer body.Close()
+	f, err := os.CreateTemp("", "memagent-utf8-*")
+	if err != nil {
+		return nil, fmt.Errorf("replace invalid UTF-8: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	rep := memagent.NewUTF8Replacer(&heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery(ctx)})
+	size, err := io.Copy(f, rep)
+	if err != nil {
+		return nil, fmt.Errorf("replace invalid UTF-8 in %s: %w", loc, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	clean := s3store.Location{Bucket: a.Bucket, Key: "documents/utf8-replaced/" + versionID(loc.String(), info) + ".txt"}
+	if err := a.Store.PutReader(ctx, clean, f, size, "text/plain; charset=utf-8"); err != nil {
+		return nil, fmt.Errorf("upload UTF-8 copy of %s: %w", loc, err)
+	}
+	cleanInfo, err := a.Store.Head(ctx, clean)
+	if err != nil {
+		return nil, fmt.Errorf("upload UTF-8 copy of %s: %w", loc, err)
+	}
+	idx, err := a.planDocument(ctx, clean, cleanInfo, tok, chunkTokens, false)
+	if err != nil {
+		return nil, err
+	}
+	idx.Source, idx.SourceETag, idx.Replaced = clean.String(), cleanInfo.ETag, rep.Replaced()
+	a.logger().WarnContext(ctx, "invalid UTF-8 bytes replaced", "document", loc.String(), "replaced", rep.Replaced(), "copy", clean.String())
+	return idx, nil
 }
 
 // UpdateMemory reads one chunk's byte range, asks the model to rewrite the
@@ -408,11 +460,16 @@ func (a *Activities) putJSON(ctx context.Context, loc s3store.Location, v any) e
 	return a.Store.Put(ctx, loc, data, "application/json")
 }
 
+// versionID names one version of an object: its URI, ETag and size.
+func versionID(uri string, info s3store.ObjectInfo) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", uri, info.ETag, info.Size)))
+	return hex.EncodeToString(h[:16])
+}
+
 // indexKey names the chunk index of one object version: the same document,
 // unchanged, asked again with the same tokenizer and chunk size reuses it.
 func indexKey(uri string, info s3store.ObjectInfo, tokenizer string, chunkTokens int) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", uri, info.ETag, info.Size)))
-	return fmt.Sprintf("indexes/%s/%s-%d.json", hex.EncodeToString(h[:16]), tokenizer, chunkTokens)
+	return fmt.Sprintf("indexes/%s/%s-%d.json", versionID(uri, info), tokenizer, chunkTokens)
 }
 
 // nextMemory turns a completion into the next memory: only what follows a

@@ -29,3 +29,56 @@ func TestPrepareDocumentLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestInvalidUTF8Policy(t *testing.T) {
+	doc := []byte(makeDoc(3) + "bad \xff\xfe bytes\n")
+	tests := []struct {
+		policy   string
+		wantErr  string
+		replaced int64
+	}{
+		{"", "not UTF-8 text: invalid byte at offset", 0},
+		{InvalidUTF8Reject, "or ask with invalid_utf8", 0},
+		{InvalidUTF8Replace, "", 2},
+	}
+	for _, tt := range tests {
+		t.Run("policy "+tt.policy, func(t *testing.T) {
+			f := newFixture(t, doc)
+			var out PrepareOutput
+			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion,
+				Options: ModelOptions{ChunkTokens: 100, InvalidUTF8: tt.policy}}, &out)
+			if tt.wantErr != "" {
+				if appErr := appError(t, err); appErr.Type() != ErrBadInput || !strings.Contains(appErr.Error(), tt.wantErr) {
+					t.Errorf("error %v, want BadInput containing %q", appErr, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.InvalidBytesReplaced != tt.replaced || out.Document == testDocURI || !strings.Contains(out.Document, "utf8-replaced") {
+				t.Fatalf("prepare = %+v, want %d bytes replaced and a cleaned copy", out, tt.replaced)
+			}
+			// The chunks are read from the copy, which is valid UTF-8.
+			var up UpdateOutput
+			in := f.updateInput(out, out.Chunks-1)
+			if err := f.exec(t, UpdateMemoryName, in, &up); err != nil {
+				t.Fatalf("update of the last chunk: %v", err)
+			}
+			if last := f.model.Calls()[len(f.model.Calls())-1].Prompt; !strings.Contains(last, "bad \uFFFD\uFFFD bytes") {
+				t.Errorf("the last chunk's prompt does not carry the replaced bytes")
+			}
+			// Asking again reuses the index and still reads the copy.
+			var again PrepareOutput
+			if err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion,
+				Options: ModelOptions{ChunkTokens: 100, InvalidUTF8: tt.policy}}, &again); err != nil || !again.Reused || again.Document != out.Document {
+				t.Errorf("second prepare = %+v, %v; want the reused index and the same copy", again, err)
+			}
+			// The reused index does not turn a later "reject" into a replace.
+			err = f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: ModelOptions{ChunkTokens: 100}}, &again)
+			if appErr := appError(t, err); appErr.Type() != ErrBadInput || !strings.Contains(appErr.Error(), "2 invalid bytes") {
+				t.Errorf("reject after replace: %v, want BadInput naming 2 invalid bytes", appErr)
+			}
+		})
+	}
+}

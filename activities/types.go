@@ -91,7 +91,17 @@ type ModelOptions struct {
 	AnswerMaxTokens int      `json:"answer_max_tokens,omitempty"`
 	Temperature     *float32 `json:"temperature,omitempty"`
 	TopP            *float32 `json:"top_p,omitempty"`
+	// InvalidUTF8 is the policy for bytes that are not UTF-8: "reject"
+	// (the default) fails the run before any model call; "replace" indexes
+	// a copy with each invalid byte replaced by U+FFFD, and reports how many.
+	InvalidUTF8 string `json:"invalid_utf8,omitempty"`
 }
+
+// Policies for ModelOptions.InvalidUTF8.
+const (
+	InvalidUTF8Reject  = "reject"
+	InvalidUTF8Replace = "replace"
+)
 
 // WithDefaults fills every unset field. It is deterministic and safe to call
 // from workflow code.
@@ -130,6 +140,8 @@ func (o ModelOptions) Validate() error {
 		return fmt.Errorf("answer_max_tokens (%d) must be positive: raise --answer-tokens", o.AnswerMaxTokens)
 	case o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 2):
 		return fmt.Errorf("temperature (%g) must be within [0, 2]", *o.Temperature)
+	case o.InvalidUTF8 != "" && o.InvalidUTF8 != InvalidUTF8Reject && o.InvalidUTF8 != InvalidUTF8Replace:
+		return fmt.Errorf("invalid_utf8 (%q) must be %q or %q", o.InvalidUTF8, InvalidUTF8Reject, InvalidUTF8Replace)
 	case o.TopP != nil && (*o.TopP <= 0 || *o.TopP > 1):
 		return fmt.Errorf("top_p (%g) must be within (0, 1]", *o.TopP)
 	}
@@ -177,6 +189,9 @@ type PrepareOutput struct {
 	// Model is the model name the worker resolved (the request's, or the
 	// worker's default).
 	Model string `json:"model"`
+	// InvalidBytesReplaced counts the bytes replaced under the "replace"
+	// UTF-8 policy; Document is then the cleaned copy.
+	InvalidBytesReplaced int64 `json:"invalid_bytes_replaced,omitempty"`
 	// Reused is true when an existing index for the same object version,
 	// tokenizer and chunk size was found.
 	Reused bool `json:"reused"`

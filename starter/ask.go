@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -58,6 +59,7 @@ func askFlags(fs *flag.FlagSet, r *askRequest) func() error {
 	topP := fs.Float64("top-p", activities.DefaultTopP, "nucleus sampling top_p")
 	fs.StringVar(&r.Options.Tokenizer, "tokenizer", activities.DefaultTokenizer, "tokenizer used to cut chunks")
 	fs.BoolVar(&r.Fresh, "fresh", false, "start a new run even if the same request already completed")
+	fs.StringVar(&r.Options.InvalidUTF8, "invalid-utf8", "", `bytes that are not UTF-8: "reject" the document (the default), or "replace" them with U+FFFD`)
 	return func() error {
 		if *chunk <= 0 {
 			return fmt.Errorf("chunk_tokens (%d) must be positive: set --chunk-tokens", *chunk)
@@ -143,6 +145,9 @@ type session struct {
 	store    *s3store.Store
 	temporal client.Client
 	progress io.Writer // nil: no progress lines
+	// replaceInvalid lets a document with invalid UTF-8 through, for the
+	// worker to replace.
+	replaceInvalid bool
 	// progressTTY redraws progress in place on progress, a terminal.
 	progressTTY bool
 }
@@ -194,6 +199,7 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 	if req.Doc == "" {
 		return nil, errors.New("no document: pass --doc PATH or --doc s3://bucket/key")
 	}
+	s.replaceInvalid = req.Options.InvalidUTF8 == activities.InvalidUTF8Replace
 	uri, sha, err := s.resolveDocument(ctx, req.Doc)
 	if err != nil {
 		return nil, err
@@ -205,7 +211,7 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	id := workflowID(in)
+	id := memclient.WorkflowID(in)
 	if req.Fresh {
 		id += "-" + time.Now().UTC().Format("20060102T150405.000")
 	}
@@ -222,18 +228,21 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 		// A request that already succeeded is answered from its run; a
 		// failed one may start again.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		StaticSummary:         fmt.Sprintf("Q: %s · %s", clip(req.Question, 80), uri),
+		StaticSummary:         summary(s.cfg, req.Question, uri),
 		Memo:                  memo,
 		// Set at start, so the run is findable by its document before a
 		// worker has taken its first task.
 		TypedSearchAttributes: workflows.StartSearchAttributes(in),
+		// Report a duplicate instead of silently handing back its run, so
+		// the user is told the request was already made.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, workflows.DocumentQAName, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	var invalid *serviceerror.InvalidArgument
 	switch {
 	case errors.As(err, &started):
-		fmt.Fprintf(s.progressOut(), "the same request already completed as %s; showing its result (--fresh runs it again)\n", id)
-		return s.temporal.GetWorkflow(ctx, id, ""), nil
+		fmt.Fprintf(s.progressOut(), "the same request is already running or done as %s; joining it (--fresh runs it again)\n", id)
+		return s.temporal.GetWorkflow(ctx, id, started.RunId), nil
 	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
 		return nil, fmt.Errorf("start workflow: %w: register memagent's search attributes in namespace %s first: starter setup", err, s.cfg.TemporalNamespace)
 	case err != nil:
@@ -241,6 +250,17 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 	}
 	fmt.Fprintf(s.progressOut(), "started %s\n", id)
 	return run, nil
+}
+
+// summary is the run's one-line summary in the Web UI: the question and
+// the document. With payload encryption the question is confidential, and
+// the summary names it by its digest instead (the MemagentQuestionDigest
+// search attribute), so that it is never readable without the codec.
+func summary(cfg config.Config, question, uri string) string {
+	if len(cfg.CodecKeys) > 0 {
+		return fmt.Sprintf("Q#%s · %s", workflows.QuestionDigest(question), uri)
+	}
+	return fmt.Sprintf("Q: %s · %s", clip(question, 80), uri)
 }
 
 func (s *session) progressOut() io.Writer {
@@ -307,8 +327,13 @@ func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha str
 	switch {
 	case errors.Is(err, memagent.ErrEmptyDocument):
 		return "", "", fmt.Errorf("document %s has no text (empty or only whitespace)", doc)
+	case errors.As(err, &bad) && s.replaceInvalid:
+		// The worker replaces the invalid bytes; upload the file as it is.
+		if text, err = hashFile(f); err != nil {
+			return "", "", fmt.Errorf("read document %s: %w", doc, err)
+		}
 	case errors.As(err, &bad):
-		return "", "", fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first", doc, bad.Offset)
+		return "", "", fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first, or pass --invalid-utf8 replace", doc, bad.Offset)
 	case err != nil:
 		return "", "", fmt.Errorf("read document %s: %w", doc, err)
 	}
@@ -352,21 +377,6 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 		return err
 	}
 	return activities.CheckBudget(tok, memagent.DefaultTemplates(), req.Question, req.Options, mi.MaxModelLen)
-}
-
-// workflowID derives a stable, readable id from the request, so the same
-// request started twice is one run. A batch's runs are its own: the same
-// question in another batch is another run (ids without a batch are
-// unchanged).
-func workflowID(in workflows.DocumentQAInput) string {
-	b, _ := json.Marshal(struct {
-		D, Q string
-		G    []string
-		O    activities.ModelOptions
-		B    string `json:",omitempty"`
-	}{in.Document, in.Question, in.GoldAnswers, in.Options.WithDefaults(), in.BatchID})
-	h := sha256.Sum256(b)
-	return "memagent-qa-" + hex.EncodeToString(h[:8])
 }
 
 // uploadedSHA256 returns the SHA-256 in a key under the content-addressed
@@ -449,4 +459,17 @@ func printResult(w io.Writer, cfg config.Config, res *workflows.DocumentQAResult
 	fmt.Fprintf(w, "Result:   %s\n", res.ResultURI)
 	fmt.Fprintf(w, "Traces:   %s\n", res.TracePrefix)
 	return nil
+}
+
+// hashFile returns the size and SHA-256 of a whole file, from its start.
+func hashFile(f *os.File) (memagent.TextInfo, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return memagent.TextInfo{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return memagent.TextInfo{}, err
+	}
+	return memagent.TextInfo{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	memclient "github.com/memagent/memagent/client"
+
+	"strings"
 	"testing"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -12,12 +16,12 @@ import (
 func TestWorkflowID(t *testing.T) {
 	in := workflows.DocumentQAInput{Document: "s3://memagent/documents/sha256/ab/contract.txt", Question: "Who may terminate the agreement?",
 		GoldAnswers: []string{"the licensee"}, Options: activities.ModelOptions{ChunkTokens: 2000}}
-	if got, want := workflowID(in), "memagent-qa-560b2fc39e0b968f"; got != want {
+	if got, want := memclient.WorkflowID(in), "memagent-qa-560b2fc39e0b968f"; got != want {
 		t.Errorf("workflowID without a batch = %s, want %s, the id it always had", got, want)
 	}
 	batched := in
 	batched.BatchID = "eval-7"
-	if workflowID(batched) == workflowID(in) {
+	if memclient.WorkflowID(batched) == memclient.WorkflowID(in) {
 		t.Error("a batch's run has the id of the same request without a batch, want its own")
 	}
 }
@@ -34,5 +38,21 @@ func TestUploadedSHA256(t *testing.T) {
 		if got := uploadedSHA256(key); got != want {
 			t.Errorf("uploadedSHA256(%q) = %q, want %q", key, got, want)
 		}
+	}
+}
+
+// With payload encryption the summary, shown in the Web UI, must not carry
+// the question.
+func TestSummary(t *testing.T) {
+	const q, uri = "Who may terminate the agreement?", "s3://memagent/documents/contract.txt"
+	plain := config.Default()
+	if got := summary(plain, q, uri); !strings.Contains(got, q) || !strings.Contains(got, uri) {
+		t.Errorf("summary without codec keys = %q, want the question and the document", got)
+	}
+	enc := config.Default()
+	enc.CodecKeys = config.CodecKeys{{ID: "k1", Raw: make([]byte, 32)}}
+	got := summary(enc, q, uri)
+	if strings.Contains(got, "terminate") || !strings.Contains(got, workflows.QuestionDigest(q)) || !strings.Contains(got, uri) {
+		t.Errorf("summary with codec keys = %q, want the question's digest and the document, not the question", got)
 	}
 }

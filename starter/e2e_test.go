@@ -35,6 +35,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(chaosRoleEnv); role != "" {
+		// A worker or stack process of TestChaos.
+		if err := runChaosRole(context.Background(), role, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos", role+":", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if dev != nil {
 		dev.Close()
@@ -141,6 +149,7 @@ type askJSON struct {
 	Answer      string `json:"answer"`
 	AnswerFound bool   `json:"answer_found"`
 	WorkflowID  string `json:"workflow_id"`
+	Document    string `json:"document"`
 	Chunks      int    `json:"chunks"`
 	Tokens      int64  `json:"tokens"`
 	ResultURI   string `json:"result_uri"`
@@ -265,6 +274,7 @@ func TestAskRejectsBadInputBeforeStarting(t *testing.T) {
 		{"empty file", []string{"--doc", write("empty.txt", ""), "--question", "q"}, "has no text"},
 		{"whitespace only", []string{"--doc", write("ws.txt", " \n\t\n"), "--question", "q"}, "has no text"},
 		{"not utf-8", []string{"--doc", write("bin.txt", "abc\xff\xfe"), "--question", "q"}, "not UTF-8 text: invalid byte at offset 3"},
+		{"bad utf-8 policy", []string{"--doc", good, "--question", "q", "--invalid-utf8", "ignore"}, `invalid_utf8 ("ignore") must be`},
 		{"directory", []string{"--doc", dir, "--question", "q"}, "is a directory"},
 		{"empty question", []string{"--doc", good, "--question", "  "}, "question is empty"},
 		{"no document", []string{"--question", "q"}, "no document"},
@@ -286,5 +296,28 @@ func TestAskRejectsBadInputBeforeStarting(t *testing.T) {
 				t.Errorf("%d model calls before the error, want 0", n)
 			}
 		})
+	}
+}
+
+// TestAskReplacesInvalidUTF8 asks about a document with invalid bytes under
+// the "replace" policy: the run completes on the cleaned copy.
+func TestAskReplacesInvalidUTF8(t *testing.T) {
+	stack(t)
+	startWorker(t)
+	path := filepath.Join(t.TempDir(), "latin1.txt")
+	body := "Na\xefve text from an old system.\n\n" + docgen.Fact + "\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--invalid-utf8", "replace", "--json")
+	if err != nil {
+		t.Fatalf("ask --invalid-utf8 replace: %v\n%s", err, stderr)
+	}
+	var res askJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != demoAnswer || !strings.Contains(res.Document, "utf8-replaced") {
+		t.Errorf("answer %q over %s, want %q over the cleaned copy", res.Answer, res.Document, demoAnswer)
 	}
 }

@@ -35,6 +35,7 @@ commands:
   setup    register memagent's search attributes in the namespace (once, before any worker)
   simulator  serve the inference simulator alone (an OpenAI-compatible stand-in, not a model)
   gen-doc  write the demo's generated document (filler with one planted fact) to a file
+  chaos    SIGKILL workers and the server, inject model and S3 faults, and check nothing is lost
 
 Run "starter <command> -h" for the flags of a command.
 `
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runSimulator(ctx, args[1:], stdout, stderr)
 	case "gen-doc":
 		return runGenDoc(args[1:], stdout, stderr)
+	case "chaos":
+		return runChaos(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

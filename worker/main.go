@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&opts.UpdateTemplate, "update-template", "", "file with the memory-update prompt ({question} {memory} {chunk})")
 	fs.StringVar(&opts.FinalTemplate, "final-template", "", "file with the final-answer prompt ({question} {memory})")
 	fs.IntVar(&opts.Concurrency, "concurrency", 0, "activities running at once in this worker; 0 = twice the model pool's capacity")
-	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, `serve /metrics, /healthz and /readyz on this host:port; "" turns it off (MEMAGENT_HTTP_ADDR)`)
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, `serve /metrics, /healthz, /readyz (and /codec with codec keys) on this host:port; "" turns it off (MEMAGENT_HTTP_ADDR)`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,14 +105,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	logger.Info("telemetry", "traces", tel.Traces, "metrics", tel.Metrics)
 	var probe workerapp.Probe
+	codecServer, err := workerapp.CodecServer(cfg)
+	if err != nil {
+		return err
+	}
+	logger.Info("payload encryption", "codec_keys", cfg.CodecKeys, "s3_sse", cfg.S3SSE)
 	if cfg.HTTPAddr != "" {
-		addr, stopHTTP, err := workerapp.ServeHTTP(cfg.HTTPAddr, workerapp.Handler(tel.Prometheus, &probe), logger)
+		addr, stopHTTP, err := workerapp.ServeHTTP(cfg.HTTPAddr, workerapp.Handler(tel.Prometheus, &probe, workerapp.WithCodecServer(codecServer)), logger)
 		if err != nil {
 			// Observability must not keep a worker from working.
 			logger.Warn(`no /metrics, /healthz or /readyz: set --http-addr to a free host:port, or to "" to turn the endpoint off`, "err", err)
 		} else {
 			defer stopHTTP()
 			fmt.Fprintf(stdout, "metrics and health on http://%s (/metrics, /healthz, /readyz)\n", addr)
+			if codecServer != nil {
+				fmt.Fprintf(stdout, "codec server on http://%s%s (set it as the Temporal UI's codec endpoint)\n", addr, workerapp.CodecPath)
+			}
 		}
 	}
 	acts, pool, err := workerapp.NewActivities(ctx, cfg, opts)

@@ -92,6 +92,15 @@ func (s *Store) Put(_ context.Context, loc s3store.Location, data []byte, _ stri
 	return nil
 }
 
+// PutReader implements activities.ObjectStore.
+func (s *Store) PutReader(ctx context.Context, loc s3store.Location, body io.ReadSeeker, size int64, contentType string) error {
+	data, err := io.ReadAll(io.LimitReader(body, size))
+	if err != nil {
+		return err
+	}
+	return s.Put(ctx, loc, data, contentType)
+}
+
 // Object returns an object's bytes, or nil.
 func (s *Store) Object(loc s3store.Location) []byte {
 	s.mu.Lock()

@@ -9,8 +9,10 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/inference"
 )
 
@@ -41,6 +43,12 @@ type Config struct {
 	S3SecretKey string
 	S3PathStyle bool
 	Bucket      string
+	// S3SSE asks S3 to encrypt every object memagent writes: "" (the
+	// bucket's default), "AES256" (S3-managed keys) or "aws:kms".
+	S3SSE string
+	// S3KMSKeyID is the KMS key for S3SSE "aws:kms"; empty means the
+	// account's AWS-managed key.
+	S3KMSKeyID string
 
 	// ModelBaseURL is one OpenAI-compatible base URL or several,
 	// comma-separated: a pool of replicas.
@@ -57,10 +65,47 @@ type Config struct {
 
 	LogLevel slog.Level
 
-	// HTTPAddr is where a worker serves /metrics, /healthz and /readyz;
-	// empty disables the endpoint.
+	// HTTPAddr is where a worker serves /metrics, /healthz, /readyz and,
+	// with CodecKeys, the codec server under /codec/; empty disables the
+	// endpoint.
 	HTTPAddr string
+
+	// CodecKeys, when set, encrypt every payload memagent puts into
+	// Temporal (inputs, results, memories, queries, memo, failures); the
+	// first key encrypts, all of them decrypt. Loaded from
+	// MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS; never printed.
+	CodecKeys CodecKeys
+	// CodecToken is the bearer token the codec server requires
+	// (MEMAGENT_CODEC_TOKEN); empty requires none.
+	CodecToken string
+	// CodecOrigins are the browser origins allowed to call the codec
+	// server (MEMAGENT_CODEC_CORS_ORIGINS, comma-separated).
+	CodecOrigins []string
 }
+
+// CodecKeys are payload encryption keys. They format as their count and
+// the active key's id, never as key material.
+type CodecKeys []codec.Key
+
+// String describes the keys without revealing them.
+func (k CodecKeys) String() string {
+	if len(k) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d key(s), active %q", len(k), k[0].ID)
+}
+
+// GoString is String, so %#v does not print key material either.
+func (k CodecKeys) GoString() string { return k.String() }
+
+// LogValue is String, for slog.
+func (k CodecKeys) LogValue() slog.Value { return slog.StringValue(k.String()) }
+
+// Values of Config.S3SSE.
+const (
+	SSES3  = "AES256"
+	SSEKMS = "aws:kms"
+)
 
 // DefaultHTTPAddr is the worker's HTTP endpoint by default: loopback only,
 // on the port OpenTelemetry's Prometheus exporters conventionally use.
@@ -80,6 +125,7 @@ func Default() Config {
 		ModelTimeout:      10 * time.Minute,
 		LogLevel:          slog.LevelInfo,
 		HTTPAddr:          DefaultHTTPAddr,
+		CodecOrigins:      []string{DevUIURL},
 	}
 }
 
@@ -155,6 +201,28 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if v, ok := lookup("MEMAGENT_HTTP_ADDR"); ok {
 		c.HTTPAddr = v
 	}
+	if v, ok := get("MEMAGENT_S3_SSE"); ok {
+		c.S3SSE = v
+	}
+	if v, ok := get("MEMAGENT_S3_KMS_KEY_ID"); ok {
+		c.S3KMSKeyID = v
+	}
+	keys, err := codec.LoadKeys(lookup)
+	if err != nil {
+		return c, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS: id:base64key entries, a key made with `openssl rand -base64 32`)", err)
+	}
+	c.CodecKeys = keys
+	if v, ok := get("MEMAGENT_CODEC_TOKEN"); ok {
+		c.CodecToken = v
+	}
+	if v, ok := get("MEMAGENT_CODEC_CORS_ORIGINS"); ok {
+		c.CodecOrigins = nil
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				c.CodecOrigins = append(c.CodecOrigins, o)
+			}
+		}
+	}
 	// Static credentials from the environment are picked up by the SDK's
 	// default chain; the dev stack's are supplied only when nothing else is.
 	_, hasKey := get("AWS_ACCESS_KEY_ID")
@@ -223,7 +291,37 @@ func (c Config) Validate() error {
 	if c.ModelTimeout <= 0 {
 		errs = append(errs, errors.New("model timeout must be positive: set --model-timeout"))
 	}
+	switch c.S3SSE {
+	case "", SSES3:
+		if c.S3KMSKeyID != "" {
+			errs = append(errs, fmt.Errorf("MEMAGENT_S3_KMS_KEY_ID is set but MEMAGENT_S3_SSE is %q: set MEMAGENT_S3_SSE=aws:kms to use the KMS key", c.S3SSE))
+		}
+	case SSEKMS:
+	default:
+		errs = append(errs, fmt.Errorf("MEMAGENT_S3_SSE %q: use AES256, aws:kms, or leave it empty for the bucket's default", c.S3SSE))
+	}
+	if len(c.CodecKeys) > 0 {
+		if _, err := codec.New(c.CodecKeys); err != nil {
+			errs = append(errs, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS)", err))
+		}
+		if c.CodecToken == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
+			errs = append(errs, fmt.Errorf("the codec server on %s would decrypt runs for anyone who reaches it: set MEMAGENT_CODEC_TOKEN, or serve on 127.0.0.1 (MEMAGENT_HTTP_ADDR)", c.HTTPAddr))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// loopback reports whether host:port listens on loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func checkURL(s string) error {

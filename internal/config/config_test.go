@@ -1,7 +1,12 @@
 package config
 
 import (
+	"bytes"
+	"encoding/base64"
 	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +118,67 @@ func TestHTTPAddr(t *testing.T) {
 				t.Errorf("Validate() = %v, want error: %v (naming MEMAGENT_HTTP_ADDR)", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestCodecAndSSE(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	short := base64.StdEncoding.EncodeToString(make([]byte, 16))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "keys")
+	if err := os.WriteFile(file, []byte("# current first\nk2:"+key+"\nk1:"+key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		env      map[string]string
+		wantKeys int
+		loadErr  string // from FromEnv
+		validErr string // from Validate
+	}{
+		{"no keys", nil, 0, "", ""},
+		{"inline keys", map[string]string{"MEMAGENT_CODEC_KEYS": "k1:" + key}, 1, "", ""},
+		{"key file wins", map[string]string{"MEMAGENT_CODEC_KEYS_FILE": file, "MEMAGENT_CODEC_KEYS": "k9:" + key}, 2, "", ""},
+		{"missing key file", map[string]string{"MEMAGENT_CODEC_KEYS_FILE": filepath.Join(dir, "nope")}, 0, "MEMAGENT_CODEC_KEYS_FILE", ""},
+		{"not base64", map[string]string{"MEMAGENT_CODEC_KEYS": "k1:not*base64"}, 0, "not valid base64", ""},
+		{"short key", map[string]string{"MEMAGENT_CODEC_KEYS": "k1:" + short}, 1, "", "want 32"},
+		{"token-less codec server off loopback", map[string]string{"MEMAGENT_CODEC_KEYS": "k1:" + key, "MEMAGENT_HTTP_ADDR": ":9464"}, 1, "", "MEMAGENT_CODEC_TOKEN"},
+		{"codec server off loopback with a token", map[string]string{"MEMAGENT_CODEC_KEYS": "k1:" + key, "MEMAGENT_HTTP_ADDR": ":9464", "MEMAGENT_CODEC_TOKEN": "t"}, 1, "", ""},
+		{"SSE-S3", map[string]string{"MEMAGENT_S3_SSE": "AES256"}, 0, "", ""},
+		{"SSE-KMS with a key", map[string]string{"MEMAGENT_S3_SSE": "aws:kms", "MEMAGENT_S3_KMS_KEY_ID": "alias/memagent"}, 0, "", ""},
+		{"KMS key without aws:kms", map[string]string{"MEMAGENT_S3_KMS_KEY_ID": "alias/memagent"}, 0, "", "MEMAGENT_S3_SSE=aws:kms"},
+		{"unknown SSE", map[string]string{"MEMAGENT_S3_SSE": "aes"}, 0, "", "use AES256, aws:kms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := FromEnv(env(tt.env))
+			if tt.loadErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.loadErr) {
+					t.Fatalf("FromEnv error = %v, want one containing %q", err, tt.loadErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("FromEnv: %v", err)
+			}
+			if len(c.CodecKeys) != tt.wantKeys {
+				t.Errorf("%d codec keys, want %d", len(c.CodecKeys), tt.wantKeys)
+			}
+			err = c.Validate()
+			if tt.validErr == "" && err != nil || tt.validErr != "" && (err == nil || !strings.Contains(err.Error(), tt.validErr)) {
+				t.Errorf("Validate() = %v, want error containing %q", err, tt.validErr)
+			}
+			for _, verb := range []string{"%v", "%+v", "%#v"} {
+				if out := fmt.Sprintf(verb, c); strings.Contains(out, key) || strings.Contains(out, "7 7 7") || strings.Contains(out, "0x7, 0x7") {
+					t.Errorf("%s of the config prints key material", verb)
+				}
+			}
+		})
+	}
+	if c, _ := FromEnv(env(map[string]string{"MEMAGENT_CODEC_CORS_ORIGINS": "https://ui.example, http://127.0.0.1:8233"})); len(c.CodecOrigins) != 2 || c.CodecOrigins[0] != "https://ui.example" {
+		t.Errorf("CodecOrigins = %q, want the two listed", c.CodecOrigins)
+	}
+	if c := Default(); len(c.CodecOrigins) != 1 || c.CodecOrigins[0] != DevUIURL {
+		t.Errorf("default CodecOrigins = %q, want the dev UI", c.CodecOrigins)
 	}
 }

@@ -58,6 +58,12 @@ type ChunkIndex struct {
 	Tokens int64 `json:"tokens"`
 	// Chunks are the chunks in document order.
 	Chunks []Chunk `json:"chunks"`
+	// Source, SourceETag and Replaced are set when the indexed text is a
+	// copy of the document with its invalid UTF-8 bytes replaced: the
+	// chunks are byte ranges of Source, and Replaced bytes were replaced.
+	Source     string `json:"source,omitempty"`
+	SourceETag string `json:"source_etag,omitempty"`
+	Replaced   int64  `json:"replaced,omitempty"`
 }
 
 // ErrEmptyDocument is returned by [PlanChunks] for a document that is empty

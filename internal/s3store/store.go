@@ -63,11 +63,20 @@ type Config struct {
 	// MeterProvider receives the HTTP client metrics of those requests
 	// (http.client.request.duration and the like); nil means none.
 	MeterProvider metric.MeterProvider
+	// SSE is the server-side encryption requested for every object the
+	// store writes: "" (the bucket's default), "AES256" (S3-managed keys)
+	// or "aws:kms".
+	SSE string
+	// KMSKeyID is the KMS key for SSE "aws:kms"; empty means the account's
+	// AWS-managed key. It is not allowed with any other SSE.
+	KMSKeyID string
 }
 
 // Store reads and writes objects.
 type Store struct {
-	client *s3.Client
+	client   *s3.Client
+	sse      types.ServerSideEncryption
+	kmsKeyID string
 }
 
 // New builds a Store. It does not contact the service.
@@ -77,6 +86,15 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("s3: endpoint %q is not an http(s) URL: set AWS_ENDPOINT_URL_S3 to e.g. http://127.0.0.1:9000", cfg.Endpoint)
 		}
+	}
+	switch types.ServerSideEncryption(cfg.SSE) {
+	case "", types.ServerSideEncryptionAes256:
+		if cfg.KMSKeyID != "" {
+			return nil, fmt.Errorf("s3: a KMS key id needs SSE %q, not %q", types.ServerSideEncryptionAwsKms, cfg.SSE)
+		}
+	case types.ServerSideEncryptionAwsKms:
+	default:
+		return nil, fmt.Errorf("s3: server-side encryption %q: use %q, %q or none", cfg.SSE, types.ServerSideEncryptionAes256, types.ServerSideEncryptionAwsKms)
 	}
 	timeout := cfg.RequestTimeout
 	if timeout <= 0 {
@@ -127,7 +145,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &Store{client: client}, nil
+	return &Store{client: client, sse: types.ServerSideEncryption(cfg.SSE), kmsKeyID: cfg.KMSKeyID}, nil
 }
 
 // Location names one object.
@@ -229,7 +247,7 @@ func (s *Store) Put(ctx context.Context, loc Location, data []byte, contentType 
 }
 
 // PutReader writes an object of a known size from a seekable reader (a file),
-// without loading it into memory.
+// without loading it into memory, with the store's server-side encryption.
 func (s *Store) PutReader(ctx context.Context, loc Location, body io.ReadSeeker, size int64, contentType string) error {
 	in := &s3.PutObjectInput{
 		Bucket:        &loc.Bucket,
@@ -239,6 +257,12 @@ func (s *Store) PutReader(ctx context.Context, loc Location, body io.ReadSeeker,
 	}
 	if contentType != "" {
 		in.ContentType = aws.String(contentType)
+	}
+	if s.sse != "" {
+		in.ServerSideEncryption = s.sse
+	}
+	if s.kmsKeyID != "" {
+		in.SSEKMSKeyId = aws.String(s.kmsKeyID)
 	}
 	if _, err := s.client.PutObject(ctx, in); err != nil {
 		return fmt.Errorf("s3: put %s: %w", loc, classify(err))

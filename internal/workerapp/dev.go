@@ -27,6 +27,10 @@ type DevOptions struct {
 	DataDir string
 	// FreePorts picks free loopback ports instead of the defaults.
 	FreePorts bool
+	// TemporalPort, UIPort and S3Port, when nonzero, are the stack's ports
+	// whatever FreePorts says (see devstack.Options): a stack restarted on
+	// the same DataDir and ports is the same stack to its clients.
+	TemporalPort, UIPort, S3Port int
 	// Simulator serves the inference simulator next to the stack.
 	Simulator bool
 	// SimulatorLatency is added to every simulated call.
@@ -56,6 +60,15 @@ func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
 	sopts := devstack.Options{DataDir: opts.DataDir, DisableUI: opts.DisableUI, Logger: logger}
 	if opts.FreePorts {
 		sopts.TemporalPort, sopts.UIPort, sopts.S3Port = devstack.FreePort, devstack.FreePort, devstack.FreePort
+	}
+	if opts.TemporalPort != 0 {
+		sopts.TemporalPort = opts.TemporalPort
+	}
+	if opts.UIPort != 0 {
+		sopts.UIPort = opts.UIPort
+	}
+	if opts.S3Port != 0 {
+		sopts.S3Port = opts.S3Port
 	}
 	stack, err := devstack.Start(ctx, sopts)
 	if err != nil {

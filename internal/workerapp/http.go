@@ -79,13 +79,35 @@ func (p *Probe) Ready(ctx context.Context) error {
 	return fmt.Errorf("model pool: all %d endpoints are out of rotation after failures", len(stats))
 }
 
+// HandlerOption adds an endpoint to Handler.
+type HandlerOption func(*http.ServeMux)
+
+// CodecPath is where Handler serves the codec server: the Temporal UI's
+// and CLI's codec endpoint is http://<worker HTTP address>/codec.
+const CodecPath = "/codec"
+
+// WithCodecServer serves the codec server h (see CodecServer) under
+// CodecPath: POST /codec/encode and /codec/decode, and the CORS preflight.
+// A nil h adds nothing.
+func WithCodecServer(h http.Handler) HandlerOption {
+	return func(mux *http.ServeMux) {
+		if h != nil {
+			mux.Handle(CodecPath+"/", h)
+		}
+	}
+}
+
 // Handler serves a worker's operational endpoints:
 //
 //	/metrics  metrics in the Prometheus text format (when metrics is not nil)
 //	/healthz  200 while the process runs
 //	/readyz   200 when probe is ready, else 503 with the reason
-func Handler(metrics http.Handler, probe *Probe) http.Handler {
+//	/codec/   the codec server, with WithCodecServer
+func Handler(metrics http.Handler, probe *Probe, opts ...HandlerOption) http.Handler {
 	mux := http.NewServeMux()
+	for _, o := range opts {
+		o(mux)
+	}
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
 	}

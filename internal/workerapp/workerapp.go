@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"time"
@@ -12,10 +13,13 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
@@ -50,6 +54,8 @@ func NewStore(ctx context.Context, cfg config.Config) (*s3store.Store, error) {
 		VirtualHostStyle: !cfg.S3PathStyle,
 		TracerProvider:   otel.GetTracerProvider(),
 		MeterProvider:    otel.GetMeterProvider(),
+		SSE:              cfg.S3SSE,
+		KMSKeyID:         cfg.S3KMSKeyID,
 	})
 }
 
@@ -238,10 +244,17 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, 
 // from it, carries the SDK's OpenTelemetry tracing interceptor (a span for
 // each workflow and activity started and run, parented across processes
 // through Temporal headers; queries are not traced) and reports the SDK's
-// metrics.
+// metrics. With cfg.CodecKeys it encrypts every payload it writes
+// (workflow and activity inputs and results, queries, memo, user metadata)
+// and the message and stack trace of every failure; search attributes stay
+// plaintext, as Temporal indexes them.
 func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.Client, error) {
 	if logger == nil {
 		logger = slog.Default()
+	}
+	dc, fc, err := converters(cfg)
+	if err != nil {
+		return nil, err
 	}
 	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
 		Tracer: otel.GetTracerProvider().Tracer(telemetry.TemporalMeterName),
@@ -253,10 +266,12 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 		return nil, fmt.Errorf("temporal tracing: %w", err)
 	}
 	c, err := client.DialContext(ctx, client.Options{
-		HostPort:     cfg.TemporalAddress,
-		Namespace:    cfg.TemporalNamespace,
-		Logger:       newTemporalLogger(logger),
-		Interceptors: []interceptor.ClientInterceptor{tracing},
+		HostPort:         cfg.TemporalAddress,
+		Namespace:        cfg.TemporalNamespace,
+		Logger:           newTemporalLogger(logger),
+		Interceptors:     []interceptor.ClientInterceptor{tracing},
+		DataConverter:    dc,
+		FailureConverter: fc,
 		MetricsHandler: temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
 			Meter:                otel.GetMeterProvider().Meter(telemetry.TemporalMeterName),
 			UseMonotonicCounters: true,
@@ -268,4 +283,38 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (is the server up? start one with `go run ./worker --dev`)", cfg.TemporalAddress, err)
 	}
 	return c, nil
+}
+
+// converters returns the data and failure converters for cfg: the SDK's
+// defaults without codec keys (nil, nil), else both wrapped in the codec.
+// Failures are encoded too, since their messages may quote what a model
+// said about a document.
+func converters(cfg config.Config) (converter.DataConverter, converter.FailureConverter, error) {
+	if len(cfg.CodecKeys) == 0 {
+		return nil, nil, nil
+	}
+	c, err := codec.New(cfg.CodecKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
+	fc := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+		DataConverter:          dc,
+		EncodeCommonAttributes: true,
+	})
+	return dc, fc, nil
+}
+
+// CodecServer returns the codec server for cfg (decrypting payloads for the
+// Temporal UI and CLI, behind cfg.CodecToken and CORS for cfg.CodecOrigins),
+// or nil when no codec keys are configured.
+func CodecServer(cfg config.Config) (http.Handler, error) {
+	if len(cfg.CodecKeys) == 0 {
+		return nil, nil
+	}
+	c, err := codec.New(cfg.CodecKeys)
+	if err != nil {
+		return nil, err
+	}
+	return codec.NewServer(c, codec.ServerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins}), nil
 }

@@ -1,0 +1,171 @@
+package plugin
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/memagent/memagent/activities"
+	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
+)
+
+// TestPluginOnPlainWorker runs DocumentQA on the embedded stack (real
+// Temporal server, real S3 server, the simulator over HTTP) through a plain
+// worker.New with nothing but the plugin, started and awaited through the
+// client package. Then it checks that configurations that cannot work stop
+// a worker from starting.
+func TestPluginOnPlainWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
+	if err != nil {
+		t.Fatalf("StartDev: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	cfg := d.Configure(config.Default())
+	cfg.TaskQueue = "plugin-e2e"
+
+	docURI := putDoc(ctx, t, cfg)
+	c, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+
+	t.Run("ask", func(t *testing.T) {
+		p, err := New(Options{Config: &cfg, Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := worker.New(c, cfg.TaskQueue, worker.Options{Plugins: []worker.Plugin{p}})
+		if err := w.Start(); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		stopped := false
+		defer func() {
+			if !stopped {
+				w.Stop()
+			}
+		}()
+		if n := p.openPools(); n != 1 {
+			t.Errorf("model pools open after start = %d, want 1", n)
+		}
+
+		mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
+		in := workflows.DocumentQAInput{
+			Document: docURI, Question: docgen.Question, GoldAnswers: []string{docgen.Answer},
+			Options: activities.ModelOptions{ChunkTokens: 2000},
+		}
+		res, err := mc.Ask(ctx, in)
+		if err != nil {
+			t.Fatalf("Ask: %v", err)
+		}
+		if res.Answer != docgen.Answer || res.Chunks < 3 {
+			t.Fatalf("answer %q over %d chunks, want %q over several", res.Answer, res.Chunks, docgen.Answer)
+		}
+		if want := memclient.WorkflowID(in); res.WorkflowID != want {
+			t.Errorf("workflow id = %s, want the derived %s", res.WorkflowID, want)
+		}
+
+		// The same request again is the finished run, not a new one.
+		run, err := mc.Start(ctx, in, memclient.StartOptions{})
+		if err != nil {
+			t.Fatalf("Start again: %v", err)
+		}
+		if !run.Existing || run.ID != res.WorkflowID || run.RunID != res.RunID {
+			t.Errorf("second start = %s/%s existing %v, want the finished %s/%s", run.ID, run.RunID, run.Existing, res.WorkflowID, res.RunID)
+		}
+		again, err := run.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.RunID != res.RunID || again.Answer != res.Answer {
+			t.Errorf("second start's result = run %s answer %q, want run %s answer %q", again.RunID, again.Answer, res.RunID, res.Answer)
+		}
+		prog, err := mc.Progress(ctx, res.WorkflowID)
+		if err != nil {
+			t.Fatalf("Progress: %v", err)
+		}
+		if prog.Stage != workflows.StageDone || prog.ChunksDone != res.Chunks {
+			t.Errorf("progress = %s %d/%d, want %s %d/%d", prog.Stage, prog.ChunksDone, prog.ChunksTotal, workflows.StageDone, res.Chunks, res.Chunks)
+		}
+
+		w.Stop()
+		stopped = true
+		if n := p.openPools(); n != 0 {
+			t.Errorf("model pools open after stop = %d, want 0", n)
+		}
+	})
+
+	bad := []struct {
+		name string
+		edit func(*config.Config)
+		want string
+	}{
+		{"empty bucket", func(c *config.Config) { c.Bucket = "" }, "bucket is empty"},
+		{"model server unreachable, no model named", func(c *config.Config) {
+			c.ModelBaseURL, c.Model = "http://127.0.0.1:1/v1", ""
+		}, "set MEMAGENT_MODEL or check OPENAI_BASE_URL"},
+		{"model not served", func(c *config.Config) { c.Model = "no-such-model" }, `model "no-such-model" is not served`},
+		{"S3 unreachable", func(c *config.Config) { c.S3Endpoint = "http://127.0.0.1:1" }, "bucket memagent"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			bc := cfg
+			tc.edit(&bc)
+			p, err := New(Options{Config: &bc, Logger: logger, StartTimeout: 20 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := worker.New(c, cfg.TaskQueue+"-bad", worker.Options{Plugins: []worker.Plugin{p}})
+			err = w.Start()
+			if err == nil {
+				w.Stop()
+				t.Fatalf("Start succeeded, want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "memagent plugin: ") {
+				t.Errorf("Start error = %q, want one starting %q and containing %q", err, "memagent plugin: ", tc.want)
+			}
+			if n := p.openPools(); n != 0 {
+				t.Errorf("model pools open after a failed start = %d, want 0", n)
+			}
+		})
+	}
+}
+
+// putDoc uploads a generated document with the planted fact.
+func putDoc(ctx context.Context, t *testing.T, cfg config.Config) string {
+	t.Helper()
+	tok, err := tokenizer.New(tokenizer.Qwen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := workerapp.NewStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.EnsureBucket(ctx, cfg.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	loc := s3store.Location{Bucket: cfg.Bucket, Key: "plugin-e2e/doc.txt"}
+	if err := store.Put(ctx, loc, []byte(docgen.Needle(tok, 8_000, 0.5, 7)), "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	return loc.String()
+}

@@ -1,0 +1,855 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
+)
+
+// The chaos suite's separate processes are this binary re-executed (or, in
+// the tests, the test binary) with chaosRoleEnv set: a "worker" that can be
+// SIGKILLed and restarted, and a "stack" (Temporal server and S3 on a
+// DataDir and fixed ports) that can be SIGKILLed and restarted on the same
+// files and ports.
+const (
+	chaosRoleEnv    = "MEMAGENT_CHAOS_ROLE"
+	chaosDataDirEnv = "MEMAGENT_CHAOS_DATA_DIR"
+	chaosPortsEnv   = "MEMAGENT_CHAOS_PORTS" // "<temporal base port>,<s3 port>"
+	chaosRoleWorker = "worker"
+	chaosRoleStack  = "stack"
+	// chaosReady is the line a stack process prints once it serves.
+	chaosReady = "chaos-stack-ready"
+)
+
+// The chaos document's planted fact.
+const (
+	chaosQuestion = "What is the vault combination?"
+	chaosAnswer   = "4417-ORCHID"
+)
+
+// chaosOptions configures runChaosSuite.
+type chaosOptions struct {
+	Chunks      int     // chunks in the document
+	ChunkTokens int     // tokens per chunk
+	Kills       int     // SIGKILLs of the worker in the kill scenario
+	Restarts    int     // SIGKILLs and restarts of the stack in the restart scenario
+	FaultRate   float64 // share of model calls failing, over every transient kind
+	S3FaultRate float64 // share of S3 requests answered 503 SlowDown or 500 InternalError
+	Seed        uint64
+	// SimLatency is every simulated model call's service time.
+	SimLatency time.Duration
+	// ModelTimeout bounds one model request, so that slow faults time out.
+	ModelTimeout time.Duration
+	// Downtime is how long the stack stays down in the restart scenario.
+	Downtime time.Duration
+	// ScenarioTimeout bounds each scenario.
+	ScenarioTimeout time.Duration
+	// Exe and Args start a child process; chaosRoleEnv says which.
+	Exe  string
+	Args []string
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+// chaosRow is one scenario's outcome.
+type chaosRow struct {
+	Scenario     string
+	Chunks       int
+	AnswerEqual  bool
+	MemoryEqual  bool
+	ModelCalls   int // completions the simulator answered
+	Repeats      int // memory-update calls beyond one per chunk
+	ModelFaults  int
+	S3Faults     int
+	Retries      int // activity attempts beyond the first, from the histories
+	Wall         time.Duration
+	Disturbances int // kills or restarts
+	Err          error
+	answer       string
+	memory       string
+}
+
+func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if role := os.Getenv(chaosRoleEnv); role != "" {
+		return runChaosRole(ctx, role, stdout, stderr)
+	}
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := chaosOptions{ChunkTokens: 200, Seed: 1, SimLatency: 100 * time.Millisecond, ModelTimeout: 2 * time.Second, ScenarioTimeout: 15 * time.Minute, Progress: stdout}
+	fs.DurationVar(&o.Downtime, "downtime", 3*time.Second, "how long the server stays down at each restart")
+	fs.IntVar(&o.Chunks, "chunks", 200, "chunks in the generated document")
+	fs.IntVar(&o.Kills, "kills", 10, "SIGKILLs of the worker process during the kill scenario")
+	fs.IntVar(&o.Restarts, "restarts", 1, "SIGKILLs and restarts of the Temporal server and S3 during the restart scenario")
+	fs.Float64Var(&o.FaultRate, "fault-rate", 0.2, "share of model calls failing (429, 500, 503, slow, malformed) in the faults scenario")
+	fs.Float64Var(&o.S3FaultRate, "s3-fault-rate", 0.05, "share of S3 requests answered 503 SlowDown or 500 InternalError in the faults scenario")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of kill points and injected faults")
+	out := fs.String("out", "docs/CHAOS.md", `markdown report; "" writes none`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.Chunks < 10 || o.Kills < 0 || o.Restarts < 0 || o.FaultRate < 0 || o.FaultRate >= 1 || o.S3FaultRate < 0 || o.S3FaultRate >= 1 {
+		return errors.New("--chunks must be at least 10, --kills and --restarts not negative, the fault rates within [0, 1)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program to re-execute as worker and stack: %w", err)
+	}
+	o.Exe, o.Args = exe, []string{"chaos"}
+	command := fmt.Sprintf("starter chaos --chunks %d --kills %d --restarts %d --downtime %s --fault-rate %g --s3-fault-rate %g --seed %d",
+		o.Chunks, o.Kills, o.Restarts, o.Downtime, o.FaultRate, o.S3FaultRate, o.Seed)
+	began := time.Now()
+	rows, err := runChaosSuite(ctx, o)
+	if len(rows) > 0 {
+		fmt.Fprintln(stdout)
+		fmt.Fprint(stdout, chaosTable(rows))
+	}
+	if *out != "" && len(rows) > 0 {
+		report := fmt.Sprintf("# Chaos suite\n\n`%s`, %s, %s/%s, %d CPUs, %s in all.\n\n%s\n%s",
+			command, began.UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
+			time.Since(began).Round(time.Second), chaosTable(rows), chaosNotes(o))
+		if werr := os.MkdirAll(filepath.Dir(*out), 0o755); werr != nil {
+			return errors.Join(err, werr)
+		}
+		if werr := os.WriteFile(*out, []byte(report), 0o644); werr != nil {
+			return errors.Join(err, fmt.Errorf("write report: %w", werr))
+		}
+		fmt.Fprintf(stdout, "\nreport written to %s\n", *out)
+	}
+	if err != nil {
+		return err
+	}
+	return chaosCheck(rows, o)
+}
+
+// chaosCheck returns what the rows show went wrong: a scenario that did not
+// complete, an answer or memory unlike the clean run's, or more repeated
+// model calls in the kill scenario than kills.
+func chaosCheck(rows []chaosRow, o chaosOptions) error {
+	var errs []error
+	for _, r := range rows {
+		switch {
+		case r.Err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", r.Scenario, r.Err))
+		case !r.AnswerEqual || !r.MemoryEqual:
+			errs = append(errs, fmt.Errorf("%s: answer %q (memory equal: %v), unlike the clean run", r.Scenario, r.answer, r.MemoryEqual))
+		case r.Scenario == "sigkill worker" && r.Repeats > o.Kills:
+			errs = append(errs, fmt.Errorf("%s: %d repeated model calls after %d kills, want at most one per kill", r.Scenario, r.Repeats, o.Kills))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func chaosNotes(o chaosOptions) string {
+	return fmt.Sprintf(`Every scenario runs a fresh DocumentQA workflow over the same %d-chunk document (%d tokens a chunk,
+the planted fact in the middle), on an embedded Temporal server and S3 server that keep their state in
+files (SQLite, S3 objects) in a temporary data dir, with the worker in a separate process and the
+inference simulator (%v a call) standing in for the model. The workflow input sets
+heartbeat_timeout_seconds 2 and chunks_per_run 50 (so runs continue-as-new along the way); the
+worker's model timeout is %v.
+
+- **clean**: the reference answer and final memory.
+- **sigkill worker**: the worker process is SIGKILLed %d times at random points (a random delay after
+  evenly spread chunks) and restarted each time. *repeats* are memory-update calls the simulator
+  answered beyond one per chunk: at most one per kill (the call in flight when the worker died).
+- **sigkill server**: the process holding the Temporal server and S3 is SIGKILLed mid-run (%d times),
+  left down for %v and restarted on the same data dir and ports; the worker process keeps running
+  and reconnects by itself.
+- **faults**: %g%% of model calls fail (429 and 503 with Retry-After 1s, 500, slow past the timeout,
+  malformed JSON) and a reverse proxy in front of S3 answers %g%% of the worker's S3 requests with
+  503 SlowDown or 500 InternalError.
+
+*model calls* are completions the simulator answered; *retries seen* are activity attempts beyond
+the first, summed from the histories of every run of the workflow.
+`, o.Chunks, o.ChunkTokens, o.SimLatency, o.ModelTimeout, o.Kills, o.Restarts, o.Downtime, o.FaultRate*100, o.S3FaultRate*100)
+}
+
+func chaosTable(rows []chaosRow) string {
+	var b strings.Builder
+	b.WriteString("| scenario | chunks | answer equals clean | memory equals clean | model calls | repeats | faults injected (model/S3) | retries seen | wall time |\n")
+	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|\n")
+	yes := func(v bool) string {
+		if v {
+			return "yes"
+		}
+		return "**no**"
+	}
+	for _, r := range rows {
+		name := r.Scenario
+		switch r.Scenario {
+		case "sigkill worker":
+			name = fmt.Sprintf("sigkill worker ×%d", r.Disturbances)
+		case "sigkill server":
+			name = fmt.Sprintf("sigkill server ×%d", r.Disturbances)
+		}
+		if r.Err != nil {
+			fmt.Fprintf(&b, "| %s | %d | failed: %s | | %d | | %d/%d | %d | %s |\n", name, r.Chunks, strings.ReplaceAll(r.Err.Error(), "|", "/"), r.ModelCalls, r.ModelFaults, r.S3Faults, r.Retries, r.Wall.Round(time.Second))
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %d/%d | %d | %s |\n", name, r.Chunks, yes(r.AnswerEqual), yes(r.MemoryEqual),
+			r.ModelCalls, r.Repeats, r.ModelFaults, r.S3Faults, r.Retries, r.Wall.Round(100*time.Millisecond))
+	}
+	return b.String()
+}
+
+// runChaosSuite runs the scenarios one after another on one stack and
+// returns a row for each scenario it got to.
+func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	step := func(format string, a ...any) {
+		fmt.Fprintf(o.Progress, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	dir, err := os.MkdirTemp("", "memagent-chaos-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	h := &chaosHarness{o: o, dataDir: filepath.Join(dir, "data"), rng: rand.New(rand.NewPCG(o.Seed, 7))}
+	defer h.closeAll()
+	if h.temporalPort, h.s3Port, err = chaosPorts(); err != nil {
+		return nil, err
+	}
+	step("starting the stack process (Temporal + S3, data in %s)", h.dataDir)
+	if err := h.startStack(ctx); err != nil {
+		return nil, err
+	}
+	if err := h.connect(ctx); err != nil {
+		return nil, err
+	}
+	defer h.temporal.Close()
+	tok, err := tokenizer.New(tokenizer.Qwen)
+	if err != nil {
+		return nil, err
+	}
+	doc, chunks, err := chaosDocument(tok, o.Chunks, o.ChunkTokens)
+	if err != nil {
+		return nil, err
+	}
+	loc := s3store.Location{Bucket: h.cfg.Bucket, Key: "chaos/doc.txt"}
+	if err := h.store.Put(ctx, loc, []byte(doc), "text/plain"); err != nil {
+		return nil, fmt.Errorf("upload the document: %w", err)
+	}
+	h.in = workflows.DocumentQAInput{
+		Document: loc.String(), Question: chaosQuestion,
+		Options:                 activities.ModelOptions{ChunkTokens: o.ChunkTokens},
+		HeartbeatTimeoutSeconds: 2,
+		ChunksPerRun:            50,
+	}
+	h.chunks = chunks
+	step("document: %d chunks of %d tokens", chunks, o.ChunkTokens)
+
+	var rows []chaosRow
+	scenarios := []struct {
+		name string
+		run  func(context.Context, *chaosScenario) error
+	}{
+		{"clean", nil},
+		{"sigkill worker", h.killWorker},
+		{"sigkill server", h.restartStack},
+		{"faults", nil},
+	}
+	var clean chaosRow
+	for i, sc := range scenarios {
+		step("scenario %s", sc.name)
+		s := &chaosScenario{name: sc.name, id: fmt.Sprintf("chaos-%d-%s", i, strings.ReplaceAll(sc.name, " ", "-")), simOpts: simulator.Options{Tokenizer: tok, Latency: o.SimLatency, RetryAfter: time.Second}}
+		if sc.name == "faults" {
+			s.simOpts.FaultRate, s.simOpts.Faults.Seed = o.FaultRate, o.Seed
+			s.s3FaultRate = o.S3FaultRate
+		}
+		sctx, cancel := context.WithTimeout(ctx, o.ScenarioTimeout)
+		row := h.run(sctx, s, sc.run)
+		cancel()
+		if i == 0 {
+			clean = row
+			if row.Err == nil && (row.answer != chaosAnswer || row.Chunks != chunks) {
+				row.Err = fmt.Errorf("clean run answered %q over %d chunks, want %q over %d", row.answer, row.Chunks, chaosAnswer, chunks)
+			}
+		}
+		row.AnswerEqual, row.MemoryEqual = row.answer == clean.answer, row.memory == clean.memory
+		step("  %s: answer %q, %d chunks, %d model calls, %d repeats, %d/%d faults, %d retries, %s (error: %v)",
+			sc.name, row.answer, row.Chunks, row.ModelCalls, row.Repeats, row.ModelFaults, row.S3Faults, row.Retries, row.Wall.Round(100*time.Millisecond), row.Err)
+		rows = append(rows, row)
+		if i == 0 && row.Err != nil {
+			return rows, fmt.Errorf("clean run: %w", row.Err)
+		}
+		if ctx.Err() != nil {
+			return rows, ctx.Err()
+		}
+	}
+	return rows, nil
+}
+
+// chaosHarness holds what the scenarios share: the stack process, a client
+// and the document.
+type chaosHarness struct {
+	o            chaosOptions
+	dataDir      string
+	temporalPort int
+	s3Port       int
+	rng          *rand.Rand
+
+	stack    *chaosProc
+	cfg      config.Config
+	temporal client.Client
+	store    *s3store.Store
+	in       workflows.DocumentQAInput
+	chunks   int
+
+	mu    sync.Mutex
+	procs []*chaosProc
+}
+
+// chaosScenario is one scenario's setup and its running worker.
+type chaosScenario struct {
+	name        string
+	id          string // workflow id and task queue
+	simOpts     simulator.Options
+	s3FaultRate float64
+	env         map[string]string
+	worker      *chaosProc
+	disturbed   int
+}
+
+// chaosProc is a child process with its output kept for error messages.
+type chaosProc struct {
+	cmd  *exec.Cmd
+	out  *tailBuffer
+	done chan struct{}
+}
+
+// kill SIGKILLs the process and waits for it.
+func (p *chaosProc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func (h *chaosHarness) start(role string, env map[string]string) (*chaosProc, io.Reader, error) {
+	cmd := exec.Command(h.o.Exe, h.o.Args...)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, chaosRoleEnv+"="+role)
+	p := &chaosProc{cmd: cmd, out: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
+	cmd.Stderr = p.out
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start %s process: %w", role, err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	h.mu.Lock()
+	h.procs = append(h.procs, p)
+	h.mu.Unlock()
+	return p, stdout, nil
+}
+
+// closeAll kills every child still running.
+func (h *chaosHarness) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.procs {
+		p.kill()
+	}
+}
+
+// startStack starts the stack process on the harness's data dir and ports
+// and waits until it serves.
+func (h *chaosHarness) startStack(ctx context.Context) error {
+	p, stdout, err := h.start(chaosRoleStack, map[string]string{
+		chaosDataDirEnv: h.dataDir,
+		chaosPortsEnv:   fmt.Sprintf("%d,%d", h.temporalPort, h.s3Port),
+	})
+	if err != nil {
+		return err
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == chaosReady {
+				close(ready)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case <-ready:
+		h.stack = p
+		return nil
+	case <-p.done:
+		return fmt.Errorf("stack process exited before it served:\n%s", p.out)
+	case <-time.After(2 * time.Minute):
+		p.kill()
+		return fmt.Errorf("stack process not ready within 2 minutes:\n%s", p.out)
+	case <-ctx.Done():
+		p.kill()
+		return ctx.Err()
+	}
+}
+
+// connect makes the starter's own client and store, straight to the stack.
+func (h *chaosHarness) connect(ctx context.Context) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	cfg.TemporalAddress = net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(h.temporalPort))
+	cfg.TemporalNamespace = devstack.DefaultNamespace
+	cfg.S3Endpoint = "http://" + net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(h.s3Port))
+	cfg.S3Region, cfg.S3AccessKey, cfg.S3SecretKey = devstack.DevRegion, devstack.DevAccessKey, devstack.DevSecretKey
+	cfg.S3PathStyle = true
+	cfg.Bucket = devstack.DefaultBucket
+	h.cfg = cfg
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if h.store, err = workerapp.NewStore(ctx, cfg); err != nil {
+		return err
+	}
+	h.temporal, err = workerapp.Dial(ctx, cfg, logger)
+	return err
+}
+
+// startWorker starts a worker process for the scenario.
+func (h *chaosHarness) startWorker(s *chaosScenario) error {
+	p, stdout, err := h.start(chaosRoleWorker, s.env)
+	if err != nil {
+		return err
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	s.worker = p
+	return nil
+}
+
+// run runs one scenario: a simulator (and S3 proxy) of its own, a worker
+// process on its own task queue, the workflow, and disturb while it runs.
+func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(context.Context, *chaosScenario) error) (row chaosRow) {
+	row = chaosRow{Scenario: s.name}
+	began := time.Now()
+	defer func() { row.Wall = time.Since(began) }()
+	sim := simulator.New(s.simOpts)
+	simURL, stopSim, err := chaosServe(sim)
+	if err != nil {
+		row.Err = err
+		return row
+	}
+	defer stopSim()
+	s3URL := h.cfg.S3Endpoint
+	var proxy *s3FaultProxy
+	if s.s3FaultRate > 0 {
+		target, _ := url.Parse(h.cfg.S3Endpoint)
+		proxy = &s3FaultProxy{next: httputil.NewSingleHostReverseProxy(target), rate: s.s3FaultRate, rng: rand.New(rand.NewPCG(h.o.Seed, 11))}
+		var stopProxy func()
+		if s3URL, stopProxy, err = chaosServe(proxy); err != nil {
+			row.Err = err
+			return row
+		}
+		defer stopProxy()
+	}
+	s.env = map[string]string{
+		"TEMPORAL_ADDRESS": h.cfg.TemporalAddress, "TEMPORAL_NAMESPACE": h.cfg.TemporalNamespace,
+		"AWS_ENDPOINT_URL_S3": s3URL, "AWS_ACCESS_KEY_ID": h.cfg.S3AccessKey,
+		"AWS_SECRET_ACCESS_KEY": h.cfg.S3SecretKey, "AWS_REGION": h.cfg.S3Region,
+		"MEMAGENT_BUCKET": h.cfg.Bucket, "OPENAI_BASE_URL": simURL + "/v1", "OPENAI_API_KEY": "", "MEMAGENT_MODEL": "",
+		"MEMAGENT_TASK_QUEUE": s.id, "MEMAGENT_MODEL_TIMEOUT": h.o.ModelTimeout.String(), "MEMAGENT_LOG_LEVEL": "error",
+	}
+	if err := h.startWorker(s); err != nil {
+		row.Err = err
+		return row
+	}
+	defer func() { s.worker.kill() }()
+	defer func() {
+		// Numbers are gathered whatever happened.
+		row.Disturbances = s.disturbed
+		st := sim.Stats()
+		for _, n := range st.Faults {
+			row.ModelFaults += n
+		}
+		if proxy != nil {
+			row.S3Faults = int(proxy.injected.Load())
+		}
+		calls := sim.Calls()
+		row.ModelCalls = len(calls)
+		updates := 0
+		for _, c := range calls {
+			if c.Kind == simulator.KindUpdate {
+				updates++
+			}
+		}
+		row.Repeats = updates - h.chunks
+		hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if n, err := chaosRetries(hctx, h.temporal, s.id); err == nil {
+			row.Retries = n
+		} else if row.Err == nil {
+			row.Err = err
+		}
+		if row.Err != nil {
+			row.Err = fmt.Errorf("%w\nworker process output (tail):\n%s\nstack process output (tail):\n%s", row.Err, s.worker.out, h.stack.out)
+		}
+	}()
+
+	if _, err := h.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, workflows.DocumentQAName, h.in); err != nil {
+		row.Err = fmt.Errorf("start workflow: %w", err)
+		return row
+	}
+	if disturb != nil {
+		if err := disturb(ctx, s); err != nil {
+			row.Err = err
+			return row
+		}
+	}
+	res, err := chaosAwait(ctx, h.temporal, s.id)
+	if err != nil {
+		row.Err = err
+		return row
+	}
+	row.Chunks, row.answer, row.memory = res.Chunks, res.Answer, res.FinalMemory
+	return row
+}
+
+// killWorker SIGKILLs the worker process Kills times, each at a random
+// moment after evenly spread chunks, and starts a new one each time.
+func (h *chaosHarness) killWorker(ctx context.Context, s *chaosScenario) error {
+	for k := range h.o.Kills {
+		target := (k+1)*h.chunks/(h.o.Kills+1) + h.rng.IntN(3) - 1
+		if err := chaosWaitChunks(ctx, h.temporal, s.id, target); err != nil {
+			return fmt.Errorf("kill %d: %w", k+1, err)
+		}
+		time.Sleep(time.Duration(h.rng.Int64N(int64(h.o.SimLatency) * 2)))
+		s.worker.kill()
+		s.disturbed++
+		fmt.Fprintf(h.o.Progress, "%s    SIGKILL worker after chunk %d\n", time.Now().Format("15:04:05"), target)
+		if err := h.startWorker(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restartStack SIGKILLs the stack process Restarts times mid-run and
+// restarts it on the same data dir and ports; the worker process keeps
+// running throughout.
+func (h *chaosHarness) restartStack(ctx context.Context, s *chaosScenario) error {
+	for r := range h.o.Restarts {
+		target := (r + 1) * h.chunks / (h.o.Restarts + 1)
+		if err := chaosWaitChunks(ctx, h.temporal, s.id, target); err != nil {
+			return fmt.Errorf("restart %d: %w", r+1, err)
+		}
+		h.stack.kill()
+		s.disturbed++
+		if conn, err := net.DialTimeout("tcp", h.cfg.TemporalAddress, time.Second); err == nil {
+			_ = conn.Close()
+			return fmt.Errorf("restart %d: the Temporal server still answers at %s after its process was killed", r+1, h.cfg.TemporalAddress)
+		}
+		time.Sleep(h.o.Downtime)
+		began := time.Now()
+		if err := h.startStack(ctx); err != nil {
+			return fmt.Errorf("restart %d: %w", r+1, err)
+		}
+		fmt.Fprintf(h.o.Progress, "%s    SIGKILL stack after chunk %d, down %s, restarted in %s\n", time.Now().Format("15:04:05"), target, h.o.Downtime, time.Since(began).Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+// chaosWaitChunks waits until the run has read at least target chunks (or is
+// past reading), asking the progress query.
+func chaosWaitChunks(ctx context.Context, c client.Client, id string, target int) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	var last workflows.Progress
+	for {
+		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+		v, err := c.QueryWorkflow(qctx, id, "", workflows.ProgressQuery)
+		if err == nil {
+			var p workflows.Progress
+			if v.Get(&p) == nil {
+				last = p
+			}
+		}
+		qcancel()
+		if last.ChunksDone >= target || last.Stage == workflows.StageAnswering || last.Stage == workflows.StageDone {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("run %s not at chunk %d in time (at %d)", id, target, last.ChunksDone)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// chaosAwait waits for the run's result, asking again while the server is
+// away.
+func chaosAwait(ctx context.Context, c client.Client, id string) (workflows.DocumentQAResult, error) {
+	for {
+		var res workflows.DocumentQAResult
+		err := c.GetWorkflow(ctx, id, "").Get(ctx, &res)
+		if err == nil {
+			return res, nil
+		}
+		var failed *temporal.WorkflowExecutionError
+		if errors.As(err, &failed) {
+			return res, fmt.Errorf("run %s: %w", id, err)
+		}
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("run %s: no result in time (last error: %v)", id, err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// chaosRetries sums the activity attempts beyond the first over every run
+// of the workflow, walking the continue-as-new chain back from the latest.
+func chaosRetries(ctx context.Context, c client.Client, id string) (int, error) {
+	n := 0
+	runID := ""
+	for {
+		it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		prev := ""
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return n, fmt.Errorf("history of %s: %w", id, err)
+			}
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				prev = a.GetContinuedExecutionRunId()
+			}
+			if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
+				n += int(a.GetAttempt() - 1)
+			}
+		}
+		if prev == "" {
+			return n, nil
+		}
+		runID = prev
+	}
+}
+
+// chaosDocument is numbered filler (so that every chunk differs) with the
+// planted fact in the middle, cut into about chunks chunks.
+func chaosDocument(tok memagent.Tokenizer, chunks, chunkTokens int) (string, int, error) {
+	gen := func(notes int) string {
+		var b strings.Builder
+		for i := range notes {
+			if i == notes/2 {
+				b.WriteString("The vault combination is " + chaosAnswer + ". ")
+			}
+			fmt.Fprintf(&b, "Note %d is about river boats and harvest weather. ", i)
+		}
+		return b.String()
+	}
+	perNote := float64(tok.Count(gen(100))) / 100
+	notes := int(float64(chunks*chunkTokens) / perNote)
+	var doc string
+	got := 0
+	for range 8 {
+		doc = gen(notes)
+		idx, err := memagent.PlanChunks(strings.NewReader(doc), tok, chunkTokens)
+		if err != nil {
+			return "", 0, err
+		}
+		if got = len(idx.Chunks); got == chunks {
+			break
+		}
+		// Aim at the middle of the last chunk.
+		notes = int(float64(notes) * (float64(chunks) - 0.5) / float64(got))
+	}
+	return doc, got, nil
+}
+
+// chaosPorts picks a Temporal base port whose derived ports (+1, +2, +6,
+// +10) are free, and a free S3 port: fixed ports, so that a restarted stack
+// is found where the old one was.
+func chaosPorts() (temporalPort, s3Port int, err error) {
+	free := func(port int) bool {
+		l, err := net.Listen("tcp", net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(port)))
+		if err != nil {
+			return false
+		}
+		_ = l.Close()
+		return true
+	}
+	for range 100 {
+		// Below Linux's ephemeral range, so that no outgoing connection
+		// takes a port while the stack is down.
+		base := 20000 + rand.IntN(12000)
+		if free(base) && free(base+1) && free(base+2) && free(base+6) && free(base+10) {
+			l, err := net.Listen("tcp", net.JoinHostPort(devstack.DefaultHost, "0"))
+			if err != nil {
+				return 0, 0, err
+			}
+			s3Port = l.Addr().(*net.TCPAddr).Port
+			_ = l.Close()
+			if s3Port < base || s3Port > base+10 {
+				return base, s3Port, nil
+			}
+		}
+	}
+	return 0, 0, errors.New("no free ports for the chaos stack")
+}
+
+// chaosServe serves h on a free loopback port.
+func chaosServe(h http.Handler) (string, func(), error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(devstack.DefaultHost, "0"))
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// s3FaultProxy forwards S3 requests, answering a share of them with the
+// errors S3 sends when it is overloaded or failing.
+type s3FaultProxy struct {
+	next     http.Handler
+	rate     float64
+	injected atomic.Int64
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (p *s3FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	hit := p.rng.Float64() < p.rate
+	p.mu.Unlock()
+	if !hit {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	n := p.injected.Add(1)
+	_, _ = io.Copy(io.Discard, r.Body)
+	status, code, msg := http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate."
+	if n%2 == 0 {
+		status, code, msg = http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again."
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<Error><Code>%s</Code><Message>%s</Message><Resource>%s</Resource><RequestId>chaos-%d</RequestId></Error>`, code, msg, r.URL.Path, n)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// runChaosRole is a chaos child process: a worker or a stack. It exits when
+// its parent does.
+func runChaosRole(ctx context.Context, role string, stdout, stderr io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parent := os.Getppid()
+	go func() {
+		for ctx.Err() == nil {
+			if os.Getppid() != parent {
+				cancel()
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	cfg.Normalize()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	switch role {
+	case chaosRoleStack:
+		var tp, sp int
+		if _, err := fmt.Sscanf(os.Getenv(chaosPortsEnv), "%d,%d", &tp, &sp); err != nil {
+			return fmt.Errorf("%s: %w", chaosPortsEnv, err)
+		}
+		d, err := workerapp.StartDev(ctx, workerapp.DevOptions{
+			DataDir: os.Getenv(chaosDataDirEnv), TemporalPort: tp, S3Port: sp, DisableUI: true, Logger: logger,
+		})
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		fmt.Fprintln(stdout, chaosReady)
+		<-ctx.Done()
+		return nil
+	case chaosRoleWorker:
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		pool.Start(ctx)
+		c, err := workerapp.Dial(ctx, cfg, logger)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{Logger: logger})
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start worker: %w", err)
+		}
+		defer w.Stop()
+		<-ctx.Done()
+		return nil
+	}
+	return fmt.Errorf("unknown %s %q", chaosRoleEnv, role)
+}

@@ -211,16 +211,11 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 // startWorker runs an in-process worker with cfg on the shared stack until
 // the returned stop is called.
 func (e *benchEnv) startWorker(ctx context.Context, cfg config.Config) (stop func(), err error) {
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: e.logger})
+	run, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: e.logger})
 	if err != nil {
 		return nil, err
 	}
-	w := workerapp.NewWorker(e.temporal, cfg, acts, pool.Capacity(), workerapp.Options{Logger: e.logger})
-	if err := w.Start(); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return func() { w.Stop(); pool.Close() }, nil
+	return run.Stop, nil
 }
 
 func (e *benchEnv) close() {

@@ -38,23 +38,13 @@ func runWorkerProcess() error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	run, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
-		return err
-	}
-	c, err := workerapp.Dial(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	defer pool.Close()
-	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{})
-	if err := w.Start(); err != nil {
 		return err
 	}
 	fmt.Println("worker ready")
 	<-ctx.Done()
-	w.Stop()
+	run.Stop()
 	return nil
 }
 

@@ -9,13 +9,11 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/workerapp"
@@ -100,17 +98,11 @@ func New(opts Options) (*Plugin, error) {
 		RunContextBefore: p.before,
 		RunContextAfter:  p.after,
 	}
-	if len(cfg.CodecKeys) > 0 {
-		c, err := codec.New(cfg.CodecKeys)
-		if err != nil {
-			return nil, fmt.Errorf("memagent plugin: %w", err)
-		}
-		dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
-		so.DataConverter = dc
-		so.FailureConverter = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
-			DataConverter: dc, EncodeCommonAttributes: true,
-		})
+	dc, fc, err := workerapp.Converters(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("memagent plugin: %w", err)
 	}
+	so.DataConverter, so.FailureConverter = dc, fc
 	sp, err := temporal.NewSimplePlugin(so)
 	if err != nil {
 		return nil, fmt.Errorf("memagent plugin: %w", err)

@@ -832,22 +832,11 @@ func runChaosRole(ctx context.Context, role string, stdout, stderr io.Writer) er
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
-		acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+		run, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
-		pool.Start(ctx)
-		c, err := workerapp.Dial(ctx, cfg, logger)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{Logger: logger})
-		if err := w.Start(); err != nil {
-			return fmt.Errorf("start worker: %w", err)
-		}
-		defer w.Stop()
+		defer run.Stop()
 		<-ctx.Done()
 		return nil
 	}

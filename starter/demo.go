@@ -58,21 +58,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer d.Close()
 	cfg = d.Configure(cfg)
 	cfg.Normalize()
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	run, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer run.Stop()
 	s := &session{cfg: cfg, logger: logger, progress: stdout, progressTTY: isTerminal(stdout)}
 	if err := s.connect(ctx); err != nil {
 		return err
 	}
 	defer s.close()
-	w := workerapp.NewWorker(s.temporal, cfg, acts, pool.Capacity(), workerapp.Options{Logger: logger})
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
-	}
-	defer w.Stop()
 
 	tok, err := tokenizer.New(req.Options.WithDefaults().Tokenizer)
 	if err != nil {

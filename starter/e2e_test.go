@@ -98,20 +98,11 @@ func startWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: testLogger(t)})
+	run, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: testLogger(t)})
 	if err != nil {
-		t.Fatalf("NewActivities: %v", err)
+		t.Fatalf("start worker: %v", err)
 	}
-	c, err := workerapp.Dial(ctx, cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Stop(); c.Close(); pool.Close() })
+	t.Cleanup(run.Stop)
 }
 
 // writeDoc writes a generated document with the demo's planted fact.

@@ -123,23 +123,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, opts)
+	run, err := workerapp.Start(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	pool.Start(ctx)
-	c, err := workerapp.Dial(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), opts)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
-	}
-	defer w.Stop()
-	probe.Started(c, pool)
+	defer run.Stop()
+	probe.Started(run.Client, run.Pool)
 	fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
 	<-ctx.Done()
 	probe.Stopping()

@@ -252,7 +252,7 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 	if logger == nil {
 		logger = slog.Default()
 	}
-	dc, fc, err := converters(cfg)
+	dc, fc, err := Converters(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -285,11 +285,11 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 	return c, nil
 }
 
-// converters returns the data and failure converters for cfg: the SDK's
+// Converters returns the data and failure converters for cfg: the SDK's
 // defaults without codec keys (nil, nil), else both wrapped in the codec.
 // Failures are encoded too, since their messages may quote what a model
 // said about a document.
-func converters(cfg config.Config) (converter.DataConverter, converter.FailureConverter, error) {
+func Converters(cfg config.Config) (converter.DataConverter, converter.FailureConverter, error) {
 	if len(cfg.CodecKeys) == 0 {
 		return nil, nil, nil
 	}

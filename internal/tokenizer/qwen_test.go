@@ -350,28 +350,6 @@ func TestQwenPlanChunks(t *testing.T) {
 	}
 }
 
-func TestQwenConcurrentUse(t *testing.T) {
-	tok := newQwen(t)
-	texts := []string{mixedText(3000), "hello world", "東京 🌸 <|im_end|> cafe\u0301", mixedText(5000)}
-	want := make([][]int, len(texts))
-	for i, s := range texts {
-		want[i] = tok.TokenLens(s)
-	}
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 20 {
-				k := (g + i) % len(texts)
-				if got := tok.TokenLens(texts[k]); !slices.Equal(got, want[k]) {
-					t.Errorf("goroutine %d: TokenLens(text %d) differs under concurrency", g, k)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // BenchmarkQwenTokenLens measures text already in NFC (the common case,
 // comparable with BenchmarkTokenLens for cl100k) and text that is not, which
 // takes the slower path that maps token lengths back onto the original.

@@ -190,25 +190,32 @@ func TestSpecialTokenTextIsOrdinary(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	tok := newCL100K(t)
-	texts := []string{mixedText(3000), "hello world", "東京 🌸 <|endoftext|>", mixedText(5000)}
-	want := make([][]int, len(texts))
-	for i, s := range texts {
-		want[i] = tok.TokenLens(s)
-	}
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for k := range 20 {
-				i := (g + k) % len(texts)
-				if got := tok.TokenLens(texts[i]); !slices.Equal(got, want[i]) {
-					t.Errorf("goroutine %d: TokenLens(text %d) differs from the sequential result", g, i)
-					return
-				}
+	for _, name := range []string{CL100K, Qwen} {
+		t.Run(name, func(t *testing.T) {
+			tok, err := New(name)
+			if err != nil {
+				t.Fatal(err)
 			}
+			texts := []string{mixedText(3000), "hello world", "東京 🌸 <|endoftext|> <|im_end|> cafe\u0301", mixedText(5000)}
+			want := make([][]int, len(texts))
+			for i, s := range texts {
+				want[i] = tok.TokenLens(s)
+			}
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for k := range 20 {
+						i := (g + k) % len(texts)
+						if got := tok.TokenLens(texts[i]); !slices.Equal(got, want[i]) {
+							t.Errorf("goroutine %d: TokenLens(text %d) differs from the sequential result", g, i)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
 		})
 	}
-	wg.Wait()
 }
 
 // TestPlanChunksWithCL100K plans a ~200 KB mixed document with the real

@@ -137,21 +137,11 @@ func TestNothingLeaks(t *testing.T) {
 	}
 
 	// The worker and the starter, as worker/main.go and starter ask wire them.
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	wk, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
-		t.Fatalf("NewActivities: %v", err)
+		t.Fatalf("start worker: %v", err)
 	}
-	t.Cleanup(pool.Close)
-	workerClient, err := workerapp.Dial(ctx, cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(workerClient.Close)
-	w := workerapp.NewWorker(workerClient, cfg, acts, pool.Capacity(), workerapp.Options{Logger: logger})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	t.Cleanup(wk.Stop)
 	starter, err := workerapp.Dial(ctx, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +238,7 @@ func TestNothingLeaks(t *testing.T) {
 	}
 
 	// Everything that left the process, in one list.
-	w.Stop()
+	wk.Worker.Stop()
 	_, metrics := get(t, h, "/metrics")
 	outputs := map[string]string{
 		"logs":          logs.String(),

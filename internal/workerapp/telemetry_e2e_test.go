@@ -92,27 +92,17 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 	}
 
 	// The worker, as worker/main.go wires it.
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
-	if err != nil {
-		t.Fatalf("NewActivities: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	workerClient, err := workerapp.Dial(ctx, cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(workerClient.Close)
 	var probe workerapp.Probe
 	h := workerapp.Handler(tel.Prometheus, &probe)
 	if code, body := get(t, h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
 		t.Errorf("/readyz before the worker starts = %d %q, want 503 starting", code, body)
 	}
-	w := workerapp.NewWorker(workerClient, cfg, acts, pool.Capacity(), workerapp.Options{})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
+	wk, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
+	if err != nil {
+		t.Fatalf("start worker: %v", err)
 	}
-	t.Cleanup(w.Stop)
-	probe.Started(workerClient, pool)
+	t.Cleanup(wk.Stop)
+	probe.Started(wk.Client, wk.Pool)
 
 	// The starter: its own client, and the root span around the run.
 	starterClient, err := workerapp.Dial(ctx, cfg, logger)

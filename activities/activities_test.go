@@ -54,19 +54,8 @@ const (
 
 var docLoc = s3store.Location{Bucket: "docs", Key: "doc.txt"}
 
-// makeDoc returns lines of 100 words each, "wNNN" then filler: with the
-// word tokenizer and chunk_tokens 100, one line is one chunk.
-func makeDoc(lines int) string {
-	var b strings.Builder
-	for i := 0; i < lines; i++ {
-		fmt.Fprintf(&b, "w%03d", i)
-		for j := 0; j < 99; j++ {
-			b.WriteString(" filler")
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}
+// makeDoc is the shared test document: line N is chunk N.
+var makeDoc = activitiestest.LineDoc
 
 type fixture struct {
 	store *countingStore

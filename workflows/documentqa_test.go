@@ -44,17 +44,8 @@ func markerModel() *activitiestest.Model {
 	}}
 }
 
-func makeDoc(chunks int) string {
-	var b strings.Builder
-	for i := 0; i < chunks; i++ {
-		fmt.Fprintf(&b, "w%03d", i)
-		for j := 0; j < 99; j++ {
-			b.WriteString(" filler")
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}
+// makeDoc is the shared test document: line N is chunk N.
+var makeDoc = activitiestest.LineDoc
 
 type fixture struct {
 	store *activitiestest.Store

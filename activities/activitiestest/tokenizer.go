@@ -1,5 +1,10 @@
 package activitiestest
 
+import (
+	"fmt"
+	"strings"
+)
+
 // WordTokenizer counts one token per word with its trailing whitespace, so
 // chunk sizes and prompt budgets in tests are easy to compute by hand. It
 // satisfies memagent.Tokenizer.
@@ -27,3 +32,18 @@ func (WordTokenizer) TokenLens(s string) []int {
 
 // Count implements memagent.Tokenizer.
 func (w WordTokenizer) Count(s string) int { return len(w.TokenLens(s)) }
+
+// LineDoc returns lines of 100 words each, "wNNN" then filler: with
+// WordTokenizer and chunk_tokens 100, line N is chunk N and starts with its
+// marker.
+func LineDoc(lines int) string {
+	var b strings.Builder
+	for i := 0; i < lines; i++ {
+		fmt.Fprintf(&b, "w%03d", i)
+		for j := 0; j < 99; j++ {
+			b.WriteString(" filler")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

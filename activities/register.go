@@ -2,12 +2,20 @@ package activities
 
 import (
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/worker"
 )
 
-// Register registers the activities under their stable names.
-func (a *Activities) Register(r worker.ActivityRegistry) {
+// Registry is the part of a worker (or of a plugin's registry) that
+// activities are registered on.
+type Registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register registers every memagent activity under its stable name. The
+// worker command and the plugin both use it.
+func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.PrepareDocument, activity.RegisterOptions{Name: PrepareDocumentName})
 	r.RegisterActivityWithOptions(a.UpdateMemory, activity.RegisterOptions{Name: UpdateMemoryName})
 	r.RegisterActivityWithOptions(a.Answer, activity.RegisterOptions{Name: AnswerName})
+	a.registerReview(r)
+	a.registerBatch(r)
 }

@@ -7,13 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/workerapp"
@@ -165,7 +162,7 @@ func capacity(cfg config.Config) int {
 // replayer): it checks the configuration, builds the activities and
 // registers them with the workflow. An error here fails Worker.Start.
 func (p *Plugin) before(ctx context.Context, o temporal.SimplePluginRunContextBeforeOptions) error {
-	o.Registry.RegisterWorkflowWithOptions(workflows.DocumentQA, workflow.RegisterOptions{Name: workflows.DocumentQAName})
+	workflows.Register(o.Registry)
 	if o.WorkflowReplayer {
 		return nil
 	}
@@ -185,18 +182,8 @@ func (p *Plugin) before(ctx context.Context, o temporal.SimplePluginRunContextBe
 	p.mu.Unlock()
 	// The health checks outlive this call: they stop when the pool closes.
 	pool.Start(context.WithoutCancel(ctx))
-	register(o.Registry, acts)
+	acts.Register(o.Registry)
 	return nil
-}
-
-// register registers the activities under their stable names (as
-// activities.Register does, on the narrower registry plugins get).
-func register(r interface {
-	RegisterActivityWithOptions(any, activity.RegisterOptions)
-}, a *activities.Activities) {
-	r.RegisterActivityWithOptions(a.PrepareDocument, activity.RegisterOptions{Name: activities.PrepareDocumentName})
-	r.RegisterActivityWithOptions(a.UpdateMemory, activity.RegisterOptions{Name: activities.UpdateMemoryName})
-	r.RegisterActivityWithOptions(a.Answer, activity.RegisterOptions{Name: activities.AnswerName})
 }
 
 // after runs when a worker stops: it closes that worker's model pool.

@@ -1,11 +1,20 @@
 package workflows
 
 import (
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
 
-// Register registers the workflows under their stable names.
-func Register(r worker.WorkflowRegistry) {
+// Registry is the part of a worker (or of a plugin's registry, or a
+// replayer) that workflows are registered on.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}
+
+// Register registers every memagent workflow under its stable name. The
+// worker command, the plugin and the replay tests all use it, so a new
+// workflow is registered in one place.
+func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
+	r.RegisterWorkflowWithOptions(ReviewDocument, workflow.RegisterOptions{Name: ReviewDocumentName})
+	r.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: BatchQAName})
 }

@@ -34,6 +34,10 @@ commands:
   runs     list runs by document, model, status or batch, newest first
   setup    register memagent's search attributes in the namespace (once, before any worker)
   simulator  serve the inference simulator alone (an OpenAI-compatible stand-in, not a model)
+  review   ask many questions of one document, reading it once; writes a grid and an HTML report
+  batch    run a manifest of documents and questions through BatchQA and write a scored report
+  schedule create|list|describe|pause|unpause|trigger|delete Temporal Schedules that run BatchQA
+  eval     gen|run: write RULER-style evaluation sets in MemAgent's format, or run one and print scores by length
   gen-doc  write the demo's generated document (filler with one planted fact) to a file
   chaos    SIGKILL workers and the server, inject model and S3 faults, and check nothing is lost
 
@@ -72,6 +76,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runSetup(ctx, args[1:], stdout, stderr)
 	case "simulator":
 		return runSimulator(ctx, args[1:], stdout, stderr)
+	case "review":
+		return runReview(ctx, args[1:], stdout, stderr)
+	case "batch":
+		return runBatch(ctx, args[1:], stdout, stderr)
+	case "schedule":
+		return runSchedule(ctx, args[1:], stdout, stderr)
+	case "eval":
+		return runEval(ctx, args[1:], stdout, stderr)
 	case "gen-doc":
 		return runGenDoc(args[1:], stdout, stderr)
 	case "chaos":

@@ -59,6 +59,10 @@ type Activities struct {
 	HeartbeatEvery time.Duration
 	// Metrics counts chunks and memory sizes; nil records nothing.
 	Metrics *Metrics
+	// Chunks caches chunk bytes, so that the questions of a review read
+	// each chunk from S3 once; see ChunkCache. DocumentQA's UpdateMemory
+	// does not use it.
+	Chunks ChunkCache
 
 	indexMu sync.Mutex
 	indexes map[string]*memagent.ChunkIndex
@@ -238,6 +242,16 @@ func (a *Activities) planReplaced(ctx context.Context, loc s3store.Location, inf
 // UpdateMemory reads one chunk's byte range, asks the model to rewrite the
 // memory, writes the chunk's trace and returns the new memory.
 func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateOutput, error) {
+	return a.updateMemory(ctx, in, a.Store.ReadRange)
+}
+
+// readRange reads a byte range of an object pinned to its ETag.
+type readRange func(ctx context.Context, loc s3store.Location, start, end int64, etag string) ([]byte, error)
+
+// updateMemory is UpdateMemory reading its chunk with read: straight from
+// S3 for a single question, whose chunks are each read once anyway, or
+// through the chunk cache for the questions of a review, which share them.
+func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read readRange) (*UpdateOutput, error) {
 	opts := in.Options.WithDefaults()
 	traceLoc, err := s3store.ParseURI(in.TracePrefix + fmt.Sprintf("chunks/%06d.json", in.Chunk))
 	if err != nil {
@@ -260,7 +274,7 @@ func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateO
 	if err != nil {
 		return nil, badInput(err)
 	}
-	text, err := a.Store.ReadRange(ctx, docLoc, ch.Start, ch.End, in.ETag)
+	text, err := read(ctx, docLoc, ch.Start, ch.End, in.ETag)
 	if err != nil {
 		return nil, storeError(err, in.Document)
 	}

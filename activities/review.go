@@ -1,4 +1,206 @@
 package activities
 
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/memagent/memagent/internal/report"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// Names of the ReviewDocument workflow's own activities. Its final answers
+// are Answer's.
+const (
+	ReviewUpdateName = "memagent.ReviewUpdate"
+	WriteReviewName  = "memagent.WriteReview"
+)
+
+// Names of the objects WriteReview writes under a review's prefix.
+const (
+	ReviewGridJSON = "grid.json"
+	ReviewGridCSV  = "grid.csv"
+	ReviewHTML     = "report.html"
+)
+
+// ReviewGrid is the review grid; see report.ReviewGrid.
+type ReviewGrid = report.ReviewGrid
+
+// ReviewUpdateOutput is UpdateMemory's output and how the memory changed.
+type ReviewUpdateOutput struct {
+	UpdateOutput
+	// Material reports that the chunk changed the memory materially
+	// (report.ReviewMaterialChange, rule report.ReviewEvidenceRule).
+	Material bool `json:"material"`
+	// Added are the new content words, when Material: the evidence
+	// entry's fingerprint.
+	Added []string `json:"added,omitempty"`
+	// Passage is the chunk's sentence that best accounts for the change,
+	// as a byte range of the document, when Material and one was found.
+	Passage *report.ReviewPassage `json:"passage,omitempty"`
+}
+
+// ReviewUpdate is UpdateMemory for one question of a review: the same read
+// (through the chunk cache, so that the review's questions share one S3
+// read per chunk), model call, budget check, trace and metrics, plus the
+// evidence the review records: whether the memory changed materially and,
+// if it did, which sentence of the chunk the change came from. The chunk's
+// text is at hand only here, so the passage is found here rather than by
+// reading chunks again at the end.
+func (a *Activities) ReviewUpdate(ctx context.Context, in UpdateInput) (*ReviewUpdateOutput, error) {
+	out, err := a.updateMemory(ctx, in, a.readChunk)
+	if err != nil {
+		return nil, err
+	}
+	res := &ReviewUpdateOutput{UpdateOutput: *out}
+	change := report.ReviewMaterialChange(in.Memory, out.Memory)
+	if !change.Material {
+		return res, nil
+	}
+	res.Material, res.Added = true, change.Added
+	// UpdateMemory parsed the URI and has just read the chunk: this read
+	// is the cache's.
+	loc, _ := s3store.ParseURI(in.Document)
+	text, err := a.readChunk(ctx, loc, out.Start, out.End, in.ETag)
+	if err != nil {
+		// The memory update is done and paid for; the passage is a
+		// pointer into the chunk, which the evidence names anyway.
+		a.logger().WarnContext(ctx, "evidence passage not located", "chunk", in.Chunk, "err", err)
+		return res, nil
+	}
+	if s, e, ok := report.ReviewLocatePassage(text, change.Added); ok {
+		res.Passage = &report.ReviewPassage{Start: out.Start + int64(s), End: out.Start + int64(e)}
+	}
+	return res, nil
+}
+
+// WriteReviewInput asks for a review's grid and report.
+type WriteReviewInput struct {
+	// Grid is written as it is, with each evidence passage's text added;
+	// its JSONURI, CSVURI and HTMLURI say where.
+	Grid ReviewGrid `json:"grid"`
+	// ETag pins the passage reads to the document version the review read.
+	ETag string `json:"etag"`
+}
+
+// WriteReviewOutput says where the grid and report were written.
+type WriteReviewOutput struct {
+	JSONURI string `json:"json_uri"`
+	CSVURI  string `json:"csv_uri"`
+	HTMLURI string `json:"html_uri"`
+	// Passages is how many distinct passages were read for the report.
+	Passages int `json:"passages"`
+}
+
+// maxPassageRead bounds the bytes read for one passage's text.
+const maxPassageRead = 2 * report.ReviewMaxPassageBytes
+
+// WriteReview reads the text of every evidence passage (one small ranged
+// read each, shared by questions that cite the same one) and writes the
+// grid as JSON and CSV and the HTML report. A passage that can no longer be
+// read (the document was deleted or replaced) is left without text; the
+// page says where it was. Writes overwrite, so a retry is harmless.
+func (a *Activities) WriteReview(ctx context.Context, in WriteReviewInput) (*WriteReviewOutput, error) {
+	g := in.Grid
+	out := &WriteReviewOutput{JSONURI: g.JSONURI, CSVURI: g.CSVURI, HTMLURI: g.HTMLURI}
+	var locs [3]s3store.Location
+	for i, uri := range []string{g.JSONURI, g.CSVURI, g.HTMLURI} {
+		loc, err := s3store.ParseURI(uri)
+		if err != nil {
+			return nil, badInput(fmt.Errorf("review output: %w", err))
+		}
+		locs[i] = loc
+	}
+	doc, err := s3store.ParseURI(g.Document)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("review document: %w", err))
+	}
+	stop := a.startHeartbeat(ctx)
+	defer stop()
+
+	// The grid came from workflow history: copy what is filled in.
+	g.Rows = append([]report.ReviewRow(nil), g.Rows...)
+	texts := map[[2]int64]string{}
+	unreadable := false
+	for i := range g.Rows {
+		ev := append([]report.ReviewEvidence(nil), g.Rows[i].Evidence...)
+		for k := range ev {
+			p := ev[k].Passage
+			if p == nil || p.End <= p.Start {
+				continue
+			}
+			span := [2]int64{p.Start, p.End}
+			text, ok := texts[span]
+			if !ok && !unreadable {
+				text, err = a.readPassage(ctx, doc, p.Start, p.End, in.ETag)
+				switch {
+				case errors.Is(err, s3store.ErrNotFound) || errors.Is(err, s3store.ErrChanged):
+					a.logger().WarnContext(ctx, "review passages not readable; the report gives their ranges only", "document", g.Document, "err", err)
+					unreadable = true
+				case err != nil:
+					return nil, fmt.Errorf("read passage %d-%d of %s: %w", p.Start, p.End, g.Document, err)
+				default:
+					texts[span] = text
+					out.Passages++
+				}
+				if activity.IsActivity(ctx) {
+					activity.RecordHeartbeat(ctx, out.Passages)
+				}
+			}
+			cp := *p
+			cp.Text = text
+			ev[k].Passage = &cp
+		}
+		g.Rows[i].Evidence = ev
+	}
+
+	var js, csv, page bytes.Buffer
+	if err := report.WriteReviewJSON(&js, g); err != nil {
+		return nil, fmt.Errorf("render %s: %w", ReviewGridJSON, err)
+	}
+	if err := report.WriteReviewCSV(&csv, g); err != nil {
+		return nil, fmt.Errorf("render %s: %w", ReviewGridCSV, err)
+	}
+	if err := report.WriteReviewHTML(&page, g); err != nil {
+		return nil, fmt.Errorf("render %s: %w", ReviewHTML, err)
+	}
+	for i, obj := range []struct {
+		data        []byte
+		contentType string
+	}{
+		{js.Bytes(), "application/json"},
+		{csv.Bytes(), "text/csv; charset=utf-8"},
+		{page.Bytes(), "text/html; charset=utf-8"},
+	} {
+		if err := a.Store.Put(ctx, locs[i], obj.data, obj.contentType); err != nil {
+			return nil, fmt.Errorf("write %s: %w", locs[i], err)
+		}
+	}
+	a.logger().InfoContext(ctx, "review written", "prefix", g.Prefix, "questions", len(g.Rows), "passages", out.Passages)
+	return out, nil
+}
+
+// readPassage reads at most maxPassageRead bytes of a passage, as valid
+// UTF-8 (a clipped end may cut a character).
+func (a *Activities) readPassage(ctx context.Context, doc s3store.Location, start, end int64, etag string) (string, error) {
+	end = min(end, start+maxPassageRead)
+	b, err := a.Store.ReadRange(ctx, doc, start, end, etag)
+	if err != nil {
+		return "", err
+	}
+	for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.Valid(b); i++ {
+		b = b[:len(b)-1]
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD"), nil
+}
+
 // registerReview registers the activities of the ReviewDocument workflow.
-func (a *Activities) registerReview(r Registry) {}
+func (a *Activities) registerReview(r Registry) {
+	r.RegisterActivityWithOptions(a.ReviewUpdate, activity.RegisterOptions{Name: ReviewUpdateName})
+	r.RegisterActivityWithOptions(a.WriteReview, activity.RegisterOptions{Name: WriteReviewName})
+}

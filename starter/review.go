@@ -1,11 +1,380 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/codes"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/telemetry"
+	"github.com/memagent/memagent/workflows"
 )
 
+// reviewQuestionFlags collects --question and --answer in command-line
+// order: an --answer is a gold answer of the --question before it.
+type reviewQuestionFlags struct {
+	questions []workflows.ReviewQuestion
+	err       error
+}
+
+type reviewQuestionFlag struct{ f *reviewQuestionFlags }
+
+func (v reviewQuestionFlag) String() string { return "" }
+func (v reviewQuestionFlag) Set(q string) error {
+	v.f.questions = append(v.f.questions, workflows.ReviewQuestion{Question: q})
+	return nil
+}
+
+type reviewAnswerFlag struct{ f *reviewQuestionFlags }
+
+func (v reviewAnswerFlag) String() string { return "" }
+func (v reviewAnswerFlag) Set(a string) error {
+	if len(v.f.questions) == 0 {
+		return errors.New("an --answer belongs to the --question before it: put it after one")
+	}
+	q := &v.f.questions[len(v.f.questions)-1]
+	q.GoldAnswers = append(q.GoldAnswers, a)
+	return nil
+}
+
 func runReview(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("review: not implemented yet")
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("review", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: starter review --doc PATH|s3://bucket/key (--question Q [--answer GOLD]... ... | --questions FILE) [flags]
+
+Asks every question of one document, reading it once: each question keeps its
+own memory, and each chunk's memory updates run in parallel. Prints the grid of
+answers, evidence (chunks and byte ranges where a memory changed) and tokens,
+and where the grid (JSON, CSV) and the HTML report were written.
+
+`)
+		fs.PrintDefaults()
+	}
+	cfg.RegisterFlags(fs)
+	var req askRequest
+	qf := &reviewQuestionFlags{}
+	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
+	fs.Var(reviewQuestionFlag{qf}, "question", "a question (repeatable)")
+	fs.Var(reviewAnswerFlag{qf}, "answer", "a gold answer of the --question before it (repeatable)")
+	questionsFile := fs.String("questions", "", "`FILE` of questions: one a line (# comments), or a JSON array of {\"id\", \"question\", \"answers\"}")
+	in := workflows.ReviewInput{}
+	fs.IntVar(&in.Parallelism, "parallelism", 0, fmt.Sprintf("memory updates in flight at once (default min(questions, %d))", workflows.DefaultReviewParallelism))
+	fs.IntVar(&in.MaxChunksAhead, "max-chunks-ahead", 0, fmt.Sprintf("how many chunks a question may read ahead of the slowest (default %d; 1 = lockstep)", workflows.DefaultReviewChunksAhead))
+	fs.IntVar(&in.ActivitiesPerRun, "activities-per-run", 0, fmt.Sprintf("activities per run before continue-as-new (default %d)", workflows.DefaultReviewActivitiesPerRun))
+	fs.StringVar(&in.OutputPrefix, "output-prefix", "", "s3:// prefix for traces, results, grid and report (default s3://BUCKET/reviews/<workflow id>/<run id>/)")
+	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`")
+	asJSON := fs.Bool("json", false, "print the grid as one JSON object instead of a table")
+	finish := askFlags(fs, &req)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: quote each question", fs.Args())
+	}
+	req.Options.Model = cfg.Model
+	if err := finish(); err != nil {
+		return err
+	}
+	switch {
+	case *questionsFile != "" && len(qf.questions) > 0:
+		return errors.New("pass questions with --question or --questions FILE, not both")
+	case *questionsFile != "":
+		if in.Questions, err = readReviewQuestions(*questionsFile); err != nil {
+			return err
+		}
+	case len(qf.questions) == 0:
+		return errors.New("no questions: pass --question (repeatable) or --questions FILE")
+	default:
+		in.Questions = qf.questions
+	}
+	if req.Doc == "" {
+		return errors.New("no document: pass --doc PATH or --doc s3://bucket/key")
+	}
+	in.Options = req.Options
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	// Everything that can be checked without the services is checked
+	// before connecting to them.
+	probe := in
+	probe.Document = "s3://check/document"
+	if err := probe.Validate(); err != nil {
+		return err
+	}
+
+	logger := cliLogger(stderr)
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "memagent-starter", Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(ctx)
+	}()
+	ctx, span := tel.TracerProvider.Tracer("github.com/memagent/memagent/starter").Start(ctx, "starter review")
+	defer span.End()
+	s := &session{cfg: cfg, logger: logger}
+	if tty := isTerminal(stderr); tty || !*asJSON {
+		s.progress, s.progressTTY = stderr, tty
+	}
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	defer s.close()
+	res, err := s.review(ctx, in, req.Doc, req.Fresh)
+	if err != nil {
+		span.SetStatus(codes.Error, "review failed")
+		return err
+	}
+	if *htmlOut != "" {
+		if err := s.saveReviewHTML(ctx, res.HTMLURI, *htmlOut); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	printReviewGrid(stdout, res)
+	if *htmlOut != "" {
+		fmt.Fprintf(stdout, "Saved:    %s\n", *htmlOut)
+	}
+	return nil
+}
+
+// review uploads a local document, checks the budget, starts (or joins)
+// the ReviewDocument run and waits for its grid.
+func (s *session) review(ctx context.Context, in workflows.ReviewInput, doc string, fresh bool) (*workflows.ReviewResult, error) {
+	s.replaceInvalid = in.Options.InvalidUTF8 == activities.InvalidUTF8Replace
+	uri, sha, err := s.resolveDocument(ctx, doc)
+	if err != nil {
+		return nil, err
+	}
+	in.Document = uri
+	in = in.WithDefaults()
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	longest := in.Questions[0].Question
+	for _, q := range in.Questions {
+		if len(q.Question) > len(longest) {
+			longest = q.Question
+		}
+	}
+	if err := s.checkBudget(ctx, askRequest{Question: longest, Options: in.Options}); err != nil {
+		return nil, err
+	}
+	id := reviewWorkflowID(in)
+	if fresh {
+		id += "-" + time.Now().UTC().Format("20060102T150405.000")
+	}
+	memo := map[string]any{"model_options": in.Options.WithDefaults(), "questions": len(in.Questions)}
+	if sha != "" {
+		memo["document_sha256"] = sha
+	}
+	run, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             s.cfg.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		// The questions stay out of the summary: with payload encryption
+		// they are confidential, and there may be a hundred of them.
+		StaticSummary:                            fmt.Sprintf("Review · %d questions · %s", len(in.Questions), uri),
+		Memo:                                     memo,
+		TypedSearchAttributes:                    workflows.ReviewStartSearchAttributes(in),
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflows.ReviewDocumentName, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	var invalid *serviceerror.InvalidArgument
+	switch {
+	case errors.As(err, &started):
+		fmt.Fprintf(s.progressOut(), "the same review is already running or done as %s; joining it (--fresh runs it again)\n", id)
+		run = s.temporal.GetWorkflow(ctx, id, started.RunId)
+	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
+		return nil, fmt.Errorf("start workflow: %w: register memagent's search attributes in namespace %s first: starter setup", err, s.cfg.TemporalNamespace)
+	case err != nil:
+		return nil, fmt.Errorf("start workflow: %w", err)
+	default:
+		fmt.Fprintf(s.progressOut(), "started %s: %d questions\n", id, len(in.Questions))
+	}
+	stopProgress := s.watch(ctx, id)
+	var res workflows.ReviewResult
+	err = run.Get(ctx, &res)
+	stopProgress()
+	if err := runError(id, err); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// reviewWorkflowID derives a stable workflow id from what decides a
+// review's outcome: the document, the questions (ids, text, gold answers),
+// the model options with their defaults and the output prefix. Scheduling
+// knobs (parallelism, chunks ahead, activities per run) do not change the
+// grid, so asking again with other ones joins the same run.
+func reviewWorkflowID(in workflows.ReviewInput) string {
+	b, _ := json.Marshal(struct {
+		D string
+		Q []workflows.ReviewQuestion
+		O activities.ModelOptions
+		P string `json:",omitempty"`
+	}{in.Document, in.WithDefaults().Questions, in.Options.WithDefaults(), in.OutputPrefix})
+	h := sha256.Sum256(b)
+	return "memagent-review-" + hex.EncodeToString(h[:8])
+}
+
+// readReviewQuestions reads a questions file: a JSON array of objects
+// {"id", "question", "answers"} (or "gold_answers"), or plain text with one
+// question a line, where empty lines and lines starting with '#' are
+// skipped.
+func readReviewQuestions(path string) ([]workflows.ReviewQuestion, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("questions: %w", err)
+	}
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("questions file %s is not UTF-8 text", path)
+	}
+	var qs []workflows.ReviewQuestion
+	if trimmed := bytes.TrimSpace(data); bytes.HasPrefix(trimmed, []byte("[")) {
+		var items []struct {
+			ID          string   `json:"id"`
+			Question    string   `json:"question"`
+			Answers     []string `json:"answers"`
+			GoldAnswers []string `json:"gold_answers"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&items); err != nil {
+			return nil, fmt.Errorf("questions file %s: %w (want a JSON array of {\"id\", \"question\", \"answers\"})", path, err)
+		}
+		for _, it := range items {
+			qs = append(qs, workflows.ReviewQuestion{ID: it.ID, Question: it.Question, GoldAnswers: append(it.Answers, it.GoldAnswers...)})
+		}
+	} else {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 64<<10), activities.MaxQuestionBytes+1024)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			qs = append(qs, workflows.ReviewQuestion{Question: line})
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("questions file %s: %w", path, err)
+		}
+	}
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("questions file %s has no questions", path)
+	}
+	return qs, nil
+}
+
+// saveReviewHTML copies the report from S3 to a local file.
+func (s *session) saveReviewHTML(ctx context.Context, uri, path string) error {
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return err
+	}
+	page, err := s.store.ReadAll(ctx, loc)
+	if err != nil {
+		return fmt.Errorf("read report %s: %w", uri, err)
+	}
+	if err := os.WriteFile(path, page, 0o644); err != nil {
+		return fmt.Errorf("save report: %w", err)
+	}
+	return nil
+}
+
+// reviewTableEvidence is how many evidence entries a table row lists; the
+// grid and the report have them all.
+const reviewTableEvidence = 3
+
+// printReviewGrid prints the grid as a table for a person. Answers and
+// questions are untrusted text: they are clipped to one line and control
+// characters (terminal escapes) are replaced.
+func printReviewGrid(w io.Writer, g *workflows.ReviewResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tANSWER\tSCORE\tEVIDENCE (chunk@bytes, ✓ = in final memory)\tCALLS\tTOKENS")
+	for _, r := range g.Rows {
+		answer := r.Answer
+		switch {
+		case r.Status == "failed":
+			answer = "FAILED: " + r.ErrorType
+		case !r.AnswerFound:
+			answer = "(no \\boxed{}) " + answer
+		}
+		score := "-"
+		if r.Scores != nil {
+			score = fmt.Sprintf("f1=%.2f", r.Scores.F1)
+			if r.Scores.ExactMatch {
+				score = "exact"
+			}
+		}
+		var ev []string
+		for i, e := range r.Evidence {
+			if i == reviewTableEvidence {
+				ev = append(ev, fmt.Sprintf("+%d more", len(r.Evidence)-i+r.EvidenceDropped))
+				break
+			}
+			s := fmt.Sprintf("%d@%d-%d", e.Chunk, e.Start, e.End)
+			if e.SupportsAnswer {
+				s += "✓"
+			}
+			ev = append(ev, s)
+		}
+		if r.EvidenceDropped > 0 && len(r.Evidence) <= reviewTableEvidence {
+			ev = append(ev, fmt.Sprintf("+%d dropped", r.EvidenceDropped))
+		}
+		evidence := strings.Join(ev, " ")
+		if evidence == "" {
+			evidence = "none"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d+%d\n", reviewPrintable(r.ID, 24), reviewPrintable(answer, 40), score,
+			reviewPrintable(evidence, 80), r.Usage.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nDocument: %s (%d chunks, %d tokens, %d bytes)\n", g.Document, g.Chunks, g.Tokens, g.Bytes)
+	fmt.Fprintf(w, "Model:    %s, %d calls, %d prompt + %d completion tokens\n", g.Model, g.Usage.Calls, g.Usage.PromptTokens, g.Usage.CompletionTokens)
+	fmt.Fprintf(w, "Workflow: %s (%d run(s))\n", g.WorkflowID, g.Runs)
+	fmt.Fprintf(w, "Grid:     %s\n          %s\n", g.JSONURI, g.CSVURI)
+	fmt.Fprintf(w, "Report:   %s\n", g.HTMLURI)
+}
+
+// reviewPrintable is s on one line, without control characters, clipped to
+// n runes.
+func reviewPrintable(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.Join(strings.Fields(s), " "))
+	return clip(s, n)
 }

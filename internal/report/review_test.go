@@ -1,0 +1,209 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memagent/memagent/internal/memagent"
+)
+
+var updateReview = flag.Bool("update-review", false, "rewrite testdata/review_grid.* from the current renderers")
+
+const hostile = `<script>alert("x")</script>`
+
+// sampleGrid has a done row with evidence, a row with hostile text
+// everywhere a document, a question or a model can put text, and a failed
+// row.
+func sampleGrid() ReviewGrid {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	return ReviewGrid{
+		Version: ReviewGridVersion, WorkflowID: "memagent-review-0123456789abcdef", RunID: "run-1",
+		Document: "s3://memagent/documents/sha256/ab/doc.txt", DocumentSHA256: "ab12",
+		Bytes: 2486695, Tokens: 500076, Chunks: 101, Model: "memagent-simulator", Tokenizer: "qwen2.5",
+		ChunkTokens: 5000, MemoryMaxTokens: 1024, EvidenceRule: ReviewEvidenceRule, Runs: 6,
+		StartedAt: at, FinishedAt: at.Add(42 * time.Second),
+		Usage:  ReviewUsage{Calls: 23, PromptTokens: 120000, CompletionTokens: 900},
+		Prefix: "s3://memagent/reviews/w/r/", JSONURI: "s3://memagent/reviews/w/r/grid.json",
+		CSVURI: "s3://memagent/reviews/w/r/grid.csv", HTMLURI: "s3://memagent/reviews/w/r/report.html",
+		Rows: []ReviewRow{
+			{
+				ID: "q1", Question: "What is the access code for the north gate?", GoldAnswers: []string{"7391-ALPHA"},
+				Status: ReviewStatusDone, Answer: "7391-ALPHA", AnswerFound: true, AnswerMethod: "boxed",
+				Scores: &memagent.Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "7391-ALPHA"},
+				Evidence: []ReviewEvidence{{
+					Chunk: 17, Start: 420000, End: 445000,
+					Passage:        &ReviewPassage{Start: 431000, End: 431079, Text: "The access code for the north gate is 7391-ALPHA."},
+					Added:          []string{"7391", "alpha", "access", "code"},
+					SupportsAnswer: true,
+				}, {Chunk: 40, Start: 990000, End: 1010000, Added: []string{"gate", "lantern"}}},
+				ChunksRead: 101, Usage: ReviewUsage{Calls: 102, PromptTokens: 60000, CompletionTokens: 450},
+				ResultURI: "s3://memagent/reviews/w/r/questions/q1/result.json", TracePrefix: "s3://memagent/reviews/w/r/questions/q1/chunks/",
+			},
+			{
+				ID: "q2", Question: "=HYPERLINK(\"http://x\") " + hostile, GoldAnswers: []string{"-1", `"><img src=x onerror=alert(1)>`},
+				Status: ReviewStatusDone, Answer: `@SUM(A1) </td></tr></table>` + hostile, AnswerFound: false,
+				Evidence: []ReviewEvidence{{
+					Chunk: 3, Start: 10, End: 20,
+					Passage: &ReviewPassage{Start: 12, End: 18, Text: "code " + hostile + " <b>bold</b> & more"},
+					Added:   []string{"code", "script"},
+				}},
+				ChunksRead: 101, Usage: ReviewUsage{Calls: 102},
+				TracePrefix: "s3://memagent/reviews/w/r/questions/q2/chunks/",
+			},
+			{
+				ID: "q3", Question: "Who signs?", Status: ReviewStatusFailed, ChunksRead: 4,
+				Error: "update memory at chunk 4: bad request " + hostile, ErrorType: "memagent.ModelBadRequest",
+				TracePrefix: "s3://memagent/reviews/w/r/questions/q3/chunks/",
+			},
+		},
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *updateReview {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (record it with: go test ./internal/report -run TestWriteReview -update-review)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the renderer's output; if the change is intended, run go test ./internal/report -run TestWriteReview -update-review", path)
+	}
+}
+
+func TestWriteReviewJSON(t *testing.T) {
+	g := sampleGrid()
+	var buf bytes.Buffer
+	if err := WriteReviewJSON(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	var back ReviewGrid
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, g) {
+		t.Errorf("grid.json does not read back as the grid it was written from")
+	}
+	// The wire names are stable and snake_case.
+	for _, field := range []string{`"workflow_id"`, `"evidence_rule"`, `"rows"`, `"gold_answers"`, `"supports_answer"`, `"passage"`, `"chunks_read"`, `"prompt_tokens"`, `"json_uri"`} {
+		if !bytes.Contains(buf.Bytes(), []byte(field)) {
+			t.Errorf("grid.json has no %s field", field)
+		}
+	}
+	golden(t, "review_grid.json", buf.Bytes())
+}
+
+func TestWriteReviewCSV(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteReviewCSV(&buf, sampleGrid()); err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(bytes.NewReader(buf.Bytes())).ReadAll()
+	if err != nil {
+		t.Fatalf("grid.csv does not parse as CSV: %v", err)
+	}
+	if len(records) != 4 {
+		t.Fatalf("grid.csv has %d records, want a header and 3 rows", len(records))
+	}
+	if !reflect.DeepEqual(records[0], ReviewCSVHeader) {
+		t.Errorf("header = %q", records[0])
+	}
+	col := func(row int, name string) string {
+		for i, h := range records[0] {
+			if h == name {
+				return records[row][i]
+			}
+		}
+		t.Fatalf("no column %q", name)
+		return ""
+	}
+	tests := []struct {
+		row       int
+		col, want string
+	}{
+		{1, "evidence_chunks", "17; 40"},
+		{1, "evidence_ranges", "420000-445000; 990000-1010000"},
+		{1, "passage_ranges", "431000-431079; "},
+		{1, "supporting_chunks", "17"},
+		{1, "exact_match", "true"},
+		{1, "f1", "1.0000"},
+		{1, "prompt_tokens", "60000"},
+		{1, "answer", "7391-ALPHA"},
+		// Formulas are defused; the rest of the text is kept as it is.
+		{2, "question", `'=HYPERLINK("http://x") ` + hostile},
+		{2, "answer", `'@SUM(A1) </td></tr></table>` + hostile},
+		{2, "gold_answers", `'-1 | "><img src=x onerror=alert(1)>`},
+		{2, "exact_match", ""},
+		{3, "status", "failed"},
+		{3, "error_type", "memagent.ModelBadRequest"},
+		{3, "evidence_chunks", ""},
+	}
+	for _, tt := range tests {
+		if got := col(tt.row, tt.col); got != tt.want {
+			t.Errorf("row %d %s = %q, want %q", tt.row, tt.col, got, tt.want)
+		}
+	}
+	golden(t, "review_grid.csv", buf.Bytes())
+}
+
+func TestWriteReviewHTML(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteReviewHTML(&buf, sampleGrid()); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	// Hostile text stays text: no markup of its own gets through.
+	for _, bad := range []string{"<script", "<img", "<b>bold", "</td></tr></table><script", "onerror=alert(1)>"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("report.html contains %q unescaped", bad)
+		}
+	}
+	for _, want := range []string{
+		"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;",
+		"&lt;b&gt;bold&lt;/b&gt; &amp; more",
+		// Self-contained and script-free even if escaping failed.
+		`content="default-src 'none'; style-src 'unsafe-inline'`,
+		// The evidence: where, the passage with its new words marked, and
+		// whether it supports the answer.
+		`<a href="#q1-e1">chunk 17</a> · <span class="range">420,000–445,000</span>`,
+		"passage 431,000–431,079",
+		"The <mark>access</mark> <mark>code</mark> for the north gate is <mark>7391</mark>-<mark>ALPHA</mark>.",
+		"✓ still in the final memory",
+		"memagent.ModelBadRequest",
+		"101 chunks of up to 5,000 qwen2.5 tokens",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	for _, external := range []string{`href="http`, `src="`, "<link", "@import", "url("} {
+		if strings.Contains(page, external) {
+			t.Errorf("report.html references something outside itself: %q", external)
+		}
+	}
+	golden(t, "review_grid.html", buf.Bytes())
+}
+
+func TestReviewHighlight(t *testing.T) {
+	got := reviewHighlight("Gate: 7391-ALPHA, gate.", []string{"gate", "alpha"})
+	want := []reviewSegment{{"Gate", true}, {": 7391-", false}, {"ALPHA", true}, {", ", false}, {"gate", true}, {".", false}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("reviewHighlight = %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,288 @@
+package report
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ReviewEvidenceRule names the rule by which ReviewMaterialChange decides
+// that a memory changed materially. Grids record it, so that a reader knows
+// which rule produced their evidence; a different rule gets a new name.
+const ReviewEvidenceRule = "content-words/v1"
+
+// ReviewMaxAdded bounds ReviewChange.Added: the words kept as an evidence
+// entry's fingerprint.
+const ReviewMaxAdded = 8
+
+// ReviewMaxPassageBytes bounds a passage found by ReviewLocatePassage.
+const ReviewMaxPassageBytes = 1024
+
+// ReviewChange is how a memory changed over one chunk.
+type ReviewChange struct {
+	// Material reports a change that brought something new into the
+	// memory, rather than rewording it.
+	Material bool
+	// Added are content words of the new memory that the old one lacks,
+	// distinct and lowercased: the distinctive ones (with a digit, or
+	// capitalised inside a sentence) first, then the others, each group in
+	// order of appearance; at most ReviewMaxAdded.
+	Added []string
+	// AddedTotal counts all of them.
+	AddedTotal int
+}
+
+// ReviewMaterialChange decides, from the memory before and after a chunk,
+// whether the chunk changed the memory materially (rule
+// ReviewEvidenceRule). Only content words count: stopwords and the words
+// memories use to say that nothing is known yet ("No previous memory", "no
+// relevant information so far") do not, nor do case, punctuation,
+// whitespace or order. The change is material when at least two new
+// content words appeared, or one that is distinctive: a number or code
+// (it has a digit) or a name (capitalised inside a sentence). A model that
+// rewords its memory with one new common word has not read anything new;
+// one that adds a sentence, a figure or a name has.
+func ReviewMaterialChange(before, after string) ReviewChange {
+	old := reviewWordSet(before)
+	seen := map[string]bool{}
+	var distinctive, plain []string
+	for _, w := range reviewWords(after) {
+		if !w.content || old[w.text] || seen[w.text] {
+			continue
+		}
+		seen[w.text] = true
+		if w.distinctive() {
+			distinctive = append(distinctive, w.text)
+		} else {
+			plain = append(plain, w.text)
+		}
+	}
+	ch := ReviewChange{AddedTotal: len(distinctive) + len(plain)}
+	ch.Material = ch.AddedTotal >= 2 || len(distinctive) > 0
+	added := append(distinctive, plain...)
+	if len(added) > ReviewMaxAdded {
+		added = added[:ReviewMaxAdded]
+	}
+	if len(added) > 0 {
+		ch.Added = added
+	}
+	return ch
+}
+
+// ReviewSupport is the share of added (an evidence entry's fingerprint)
+// that memory still holds, in [0, 1]: 0 when added is empty. An entry
+// whose words survive into the final memory shaped the answer.
+func ReviewSupport(added []string, memory string) float64 {
+	if len(added) == 0 {
+		return 0
+	}
+	words := reviewWordSet(memory)
+	n := 0
+	for _, a := range added {
+		if words[a] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(added))
+}
+
+// ReviewSupports reports whether an evidence entry shaped memory: at least
+// half of its fingerprint is still there.
+func ReviewSupports(added []string, memory string) bool {
+	return ReviewSupport(added, memory) >= 0.5
+}
+
+// ReviewPruneEvidence bounds a question's evidence to max entries: while
+// there are more, it drops the entry whose fingerprint the current memory
+// holds least (the oldest on a tie), since what the memory has since
+// forgotten shaped nothing that remains. It returns the entries kept, in
+// their order, and how many it dropped. It does not modify ev.
+func ReviewPruneEvidence(ev []ReviewEvidence, memory string, max int) ([]ReviewEvidence, int) {
+	if max < 0 {
+		max = 0
+	}
+	if len(ev) <= max {
+		return ev, 0
+	}
+	kept := append([]ReviewEvidence(nil), ev...)
+	support := make([]float64, len(kept))
+	for i, e := range kept {
+		support[i] = ReviewSupport(e.Added, memory)
+	}
+	dropped := 0
+	for len(kept) > max {
+		worst := 0
+		for i := 1; i < len(kept); i++ {
+			if support[i] < support[worst] {
+				worst = i
+			}
+		}
+		kept = append(kept[:worst], kept[worst+1:]...)
+		support = append(support[:worst], support[worst+1:]...)
+		dropped++
+	}
+	return kept, dropped
+}
+
+// ReviewLocatePassage finds, in a chunk's text, the sentence that holds the
+// most of added (a ReviewChange's words), the first on a tie, and returns
+// its byte range within text. A sentence ends at a line break, or after
+// '.', '!' or '?' followed by white space. A sentence longer than
+// ReviewMaxPassageBytes is narrowed to a window around its first match. ok
+// is false when no sentence holds any of the words (a model that reworded
+// rather than quoted).
+func ReviewLocatePassage(text []byte, added []string) (start, end int, ok bool) {
+	if len(added) == 0 {
+		return 0, 0, false
+	}
+	want := make(map[string]bool, len(added))
+	for _, a := range added {
+		want[a] = true
+	}
+	best, bestStart, bestEnd, bestFirst := 0, 0, 0, 0
+	consider := func(s, e int) {
+		for s < e && isSpaceByte(text[s]) {
+			s++
+		}
+		for e > s && isSpaceByte(text[e-1]) {
+			e--
+		}
+		if s == e {
+			return
+		}
+		found := map[string]bool{}
+		first := -1
+		for _, w := range reviewWords(string(text[s:e])) {
+			if want[w.text] && !found[w.text] {
+				found[w.text] = true
+				if first < 0 {
+					first = s + w.start
+				}
+			}
+		}
+		if len(found) > best {
+			best, bestStart, bestEnd, bestFirst = len(found), s, e, first
+		}
+	}
+	from := 0
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\n':
+			consider(from, i)
+			from = i + 1
+		case '.', '!', '?':
+			if i+1 == len(text) || isSpaceByte(text[i+1]) {
+				consider(from, i+1)
+				from = i + 1
+			}
+		}
+	}
+	consider(from, len(text))
+	if best == 0 {
+		return 0, 0, false
+	}
+	if bestEnd-bestStart > ReviewMaxPassageBytes {
+		s := max(bestStart, bestFirst-ReviewMaxPassageBytes/4)
+		e := min(bestEnd, s+ReviewMaxPassageBytes)
+		for s < e && !utf8.RuneStart(text[s]) {
+			s++
+		}
+		for e > s && e < len(text) && !utf8.RuneStart(text[e]) {
+			e--
+		}
+		bestStart, bestEnd = s, e
+	}
+	return bestStart, bestEnd, true
+}
+
+func isSpaceByte(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v'
+}
+
+// reviewWord is one word of a text: a maximal run of letters and digits,
+// lowercased.
+type reviewWord struct {
+	text string
+	// start and end are the word's byte range in the text.
+	start, end int
+	// content is false for stopwords, memory placeholder words and single
+	// letters.
+	content bool
+	// digit: the word has a digit; name: it is capitalised and not the
+	// first word of a sentence.
+	digit, name bool
+}
+
+func (w reviewWord) distinctive() bool { return w.digit || w.name }
+
+// reviewWords splits s into words, in order.
+func reviewWords(s string) []reviewWord {
+	var out []reviewWord
+	sentenceStart := true
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			if r == '.' || r == '!' || r == '?' || r == '\n' || r == ':' {
+				sentenceStart = true
+			}
+			i += size
+			continue
+		}
+		start := i
+		var upper, digit bool
+		for i < len(s) {
+			r, size = utf8.DecodeRuneInString(s[i:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				break
+			}
+			upper = upper || unicode.IsUpper(r)
+			digit = digit || unicode.IsDigit(r)
+			i += size
+		}
+		text := strings.ToLower(s[start:i])
+		w := reviewWord{text: text, start: start, end: i, digit: digit, name: upper && !sentenceStart}
+		w.content = !reviewStopwords[text] && !reviewPlaceholderWords[text] && (digit || utf8.RuneCountInString(text) > 1)
+		out = append(out, w)
+		sentenceStart = false
+	}
+	return out
+}
+
+// reviewWordSet is the set of content words of s.
+func reviewWordSet(s string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range reviewWords(s) {
+		if w.content {
+			set[w.text] = true
+		}
+	}
+	return set
+}
+
+func reviewSet(words string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		set[w] = true
+	}
+	return set
+}
+
+// reviewStopwords carry no content of their own.
+var reviewStopwords = reviewSet(`a an the and or but nor if then else so as than that this these those
+of in on at to from by for with without within about into onto over under between among through
+during before after above below up down out off again further once here there
+is are was were be been being am do does did doing done have has had having
+it its itself he him his she her hers they them their theirs we us our ours you your yours i me my mine
+what which who whom whose when where why how
+not no yes can could would should will shall may might must also just only very too
+any all some each every both either neither other another such more most much many few own same
+s t d ll re ve`)
+
+// reviewPlaceholderWords are what memories say when they know nothing yet
+// ("No previous memory", "No relevant information so far", "The section
+// does not mention the question"): a memory that changes only in these
+// has learned nothing.
+var reviewPlaceholderWords = reviewSet(`previous memory memories relevant information info yet far still
+currently current nothing none unknown available mentioned mention mentions provided given found
+section sections document documents text context problem question questions answer answers
+known unclear unable determine determined related regarding`)

@@ -1,0 +1,124 @@
+package report
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestReviewMaterialChange(t *testing.T) {
+	tests := []struct {
+		name          string
+		before, after string
+		material      bool
+		added         []string
+	}{
+		{"initial memory to a placeholder", "No previous memory", "No relevant information yet.", false, nil},
+		{"placeholder reworded", "No relevant information yet.", "Nothing relevant found so far; the section does not mention it.", false, nil},
+		{"unchanged", "The code is 7391-ALPHA.", "The code is 7391-ALPHA.", false, nil},
+		{"whitespace, case and punctuation only", "The code is 7391-ALPHA.", "  the CODE is\n7391 alpha ", false, nil},
+		{"order only", "Ilse chairs. Marquardt signs.", "Marquardt signs. Ilse chairs.", false, nil},
+		{"one common word reworded", "The gate code is kept by the warden.", "The gate code is held by the warden.", false, []string{"held"}},
+		{"a fact sentence appears", "No relevant information yet.",
+			"The access code for the north gate of the Halvorsen observatory is 7391-ALPHA.", true,
+			[]string{"halvorsen", "7391", "alpha", "access", "code", "north", "gate", "observatory"}},
+		{"a number alone is distinctive", "The meeting is on Tuesday.", "The meeting is on Tuesday at 15.", true, []string{"15"}},
+		{"a name inside a sentence is distinctive", "The chemist is unknown.", "The chemist is Marquardt.", true, []string{"marquardt"}},
+		{"a capitalised first word is not a name", "The chemist signs.", "Perhaps the chemist signs.", false, []string{"perhaps"}},
+		{"two new common words", "The gate is green.", "The gate is green and narrow, beside a meadow.", true, []string{"narrow", "beside", "meadow"}},
+		{"dropped content is not new content", "The gate is green. The code is 42.", "The gate is green.", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ReviewMaterialChange(tt.before, tt.after)
+			if got.Material != tt.material || !reflect.DeepEqual(got.Added, tt.added) {
+				t.Errorf("ReviewMaterialChange(%q, %q) = material %v added %q, want %v %q", tt.before, tt.after, got.Material, got.Added, tt.material, tt.added)
+			}
+		})
+	}
+}
+
+func TestReviewMaterialChangeBoundsAdded(t *testing.T) {
+	got := ReviewMaterialChange("", "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo 99")
+	if len(got.Added) != ReviewMaxAdded || got.AddedTotal != 12 || got.Added[0] != "99" {
+		t.Errorf("added %q (total %d), want %d words, the distinctive 99 first, total 12", got.Added, got.AddedTotal, ReviewMaxAdded)
+	}
+}
+
+func TestReviewLocatePassage(t *testing.T) {
+	fact := "The access code for the north gate of the Halvorsen observatory is 7391-ALPHA."
+	chunk := "River harvest lantern. Meadow copper winter orchard.\n\nValley whistle pebble. " + fact + " Ferry harbor candle.\nRibbon marble."
+	added := ReviewMaterialChange("No relevant information yet.", fact).Added
+	s, e, ok := ReviewLocatePassage([]byte(chunk), added)
+	if !ok || chunk[s:e] != fact {
+		t.Fatalf("passage = %q (ok %v), want the fact %q", chunk[s:e], ok, fact)
+	}
+
+	t.Run("no word found", func(t *testing.T) {
+		if _, _, ok := ReviewLocatePassage([]byte(chunk), []string{"zebra"}); ok {
+			t.Error("found a passage for a word the chunk lacks")
+		}
+		if _, _, ok := ReviewLocatePassage([]byte(chunk), nil); ok {
+			t.Error("found a passage for no words")
+		}
+	})
+	t.Run("the sentence with most words wins, the first on a tie", func(t *testing.T) {
+		text := "The gate is old. The north gate code is here. The north gate code is there."
+		s, e, _ := ReviewLocatePassage([]byte(text), []string{"north", "gate", "code"})
+		if got := text[s:e]; got != "The north gate code is here." {
+			t.Errorf("passage = %q", got)
+		}
+	})
+	t.Run("a long line is narrowed around its first match, on rune boundaries", func(t *testing.T) {
+		text := strings.Repeat("é word ", 800) + "Halvorsen 7391 " + strings.Repeat("é word ", 800)
+		s, e, ok := ReviewLocatePassage([]byte(text), []string{"halvorsen"})
+		if !ok || e-s > ReviewMaxPassageBytes || !strings.Contains(text[s:e], "Halvorsen") {
+			t.Fatalf("passage [%d,%d) of %d bytes, want at most %d holding the match", s, e, e-s, ReviewMaxPassageBytes)
+		}
+		if !validUTF8(text[s:e]) {
+			t.Errorf("passage %q splits a character", text[s:e])
+		}
+	})
+}
+
+func validUTF8(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+func TestReviewSupportAndPrune(t *testing.T) {
+	memory := "The code is 7391-ALPHA. The chemist is Marquardt."
+	ev := []ReviewEvidence{
+		{Chunk: 1, Added: []string{"lantern", "meadow"}},          // forgotten
+		{Chunk: 2, Added: []string{"7391", "alpha", "code"}},      // kept
+		{Chunk: 3, Added: []string{"chemist", "marquardt", "ox"}}, // mostly kept
+		{Chunk: 4, Added: []string{"river", "chemist"}},           // half kept
+	}
+	if got := ReviewSupport(ev[0].Added, memory); got != 0 {
+		t.Errorf("support of forgotten words = %v, want 0", got)
+	}
+	if !ReviewSupports(ev[3].Added, memory) || ReviewSupports(ev[0].Added, memory) {
+		t.Error("ReviewSupports: want half kept to support and none kept not to")
+	}
+	tests := []struct {
+		max         int
+		wantChunks  []int
+		wantDropped int
+	}{
+		{4, []int{1, 2, 3, 4}, 0},
+		{3, []int{2, 3, 4}, 1},
+		{2, []int{2, 3}, 2},
+		{1, []int{2}, 3},
+		{0, nil, 4},
+	}
+	for _, tt := range tests {
+		kept, dropped := ReviewPruneEvidence(ev, memory, tt.max)
+		var chunks []int
+		for _, e := range kept {
+			chunks = append(chunks, e.Chunk)
+		}
+		if !reflect.DeepEqual(chunks, tt.wantChunks) || dropped != tt.wantDropped {
+			t.Errorf("max %d: kept chunks %v, dropped %d; want %v, %d", tt.max, chunks, dropped, tt.wantChunks, tt.wantDropped)
+		}
+	}
+	if ev[0].Chunk != 1 || len(ev) != 4 {
+		t.Error("ReviewPruneEvidence modified its input")
+	}
+}

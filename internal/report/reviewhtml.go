@@ -1,0 +1,211 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteReviewHTML writes g as one self-contained HTML page (report.html):
+// a summary, the grid of questions, answers, scores, evidence and tokens,
+// and, per question, each evidence passage with the words it brought into
+// the memory marked. Every string from the grid is escaped by html/template
+// in its context, and the page's Content-Security-Policy allows no script,
+// no fetch and no external resource, so an answer or passage crafted as
+// markup stays text. The page needs nothing but a browser.
+func WriteReviewHTML(w io.Writer, g ReviewGrid) error {
+	page := reviewPage{Grid: g}
+	for i, r := range g.Rows {
+		pr := reviewPageRow{ReviewRow: r, Anchor: fmt.Sprintf("q%d", i+1)}
+		for k, e := range r.Evidence {
+			pe := reviewPageEvidence{ReviewEvidence: e, Anchor: fmt.Sprintf("q%d-e%d", i+1, k+1)}
+			if e.Passage != nil {
+				pe.Segments = reviewHighlight(e.Passage.Text, e.Added)
+			}
+			pr.Evidence = append(pr.Evidence, pe)
+		}
+		if r.Status == ReviewStatusFailed {
+			page.Failed++
+		}
+		page.Rows = append(page.Rows, pr)
+	}
+	return reviewTemplate.Execute(w, page)
+}
+
+type reviewPage struct {
+	Grid   ReviewGrid
+	Rows   []reviewPageRow
+	Failed int
+}
+
+type reviewPageRow struct {
+	ReviewRow
+	Anchor   string
+	Evidence []reviewPageEvidence
+}
+
+type reviewPageEvidence struct {
+	ReviewEvidence
+	Anchor   string
+	Segments []reviewSegment
+}
+
+// reviewSegment is a piece of passage text, marked when it is one of the
+// words the chunk brought into the memory.
+type reviewSegment struct {
+	Text string
+	Mark bool
+}
+
+// reviewHighlight cuts text into segments, marking the words in words.
+func reviewHighlight(text string, words []string) []reviewSegment {
+	want := make(map[string]bool, len(words))
+	for _, w := range words {
+		want[w] = true
+	}
+	var out []reviewSegment
+	at := 0
+	for _, w := range reviewWords(text) {
+		if !want[w.text] {
+			continue
+		}
+		if w.start > at {
+			out = append(out, reviewSegment{Text: text[at:w.start]})
+		}
+		out = append(out, reviewSegment{Text: text[w.start:w.end], Mark: true})
+		at = w.end
+	}
+	if at < len(text) {
+		out = append(out, reviewSegment{Text: text[at:]})
+	}
+	return out
+}
+
+// reviewThousands renders 1234567 as "1,234,567".
+func reviewThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+var reviewTemplate = template.Must(template.New("review").Funcs(template.FuncMap{
+	"num": func(v any) string {
+		switch n := v.(type) {
+		case int:
+			return reviewThousands(int64(n))
+		case int64:
+			return reviewThousands(n)
+		}
+		return fmt.Sprint(v)
+	},
+	"join": strings.Join,
+	"pct":  func(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" },
+	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+}).Parse(reviewHTML))
+
+const reviewHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Review of {{.Grid.Document}}</title>
+<style>
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:84em;padding:0 1em;color:#1d1d1f}
+h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.2em;margin-top:2em}h3{font-size:1.05em;margin:1.5em 0 .4em}
+.sub{color:#555;margin:0 0 1em}
+dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.15em 1em;margin:0 0 1.5em}
+dl.meta dt{color:#555}dl.meta dd{margin:0;overflow-wrap:anywhere}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:anywhere}
+table{border-collapse:collapse;width:100%}
+th,td{border:1px solid #d0d0d7;padding:.35em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f6;position:sticky;top:0}
+td{white-space:pre-wrap;overflow-wrap:anywhere}
+td.n{text-align:right;white-space:nowrap}
+tr.failed td{background:#fff4f4}
+.err{color:#a00;font-weight:600}
+.ok{color:#070}.no{color:#a00}
+ul.ev{margin:0;padding-left:1.1em;white-space:normal}
+.support{color:#070;font-weight:600}
+.faint{color:#777}
+div.ev{border-left:3px solid #c9c9d6;margin:.6em 0;padding:.2em .8em}
+div.ev.kept{border-left-color:#2a8a2a}
+td.id,.range{white-space:nowrap}
+div.where{color:#555;font-size:.92em}
+blockquote{margin:.3em 0;white-space:pre-wrap;overflow-wrap:anywhere;font-family:Georgia,serif}
+mark{background:#ffe98a}
+</style>
+</head>
+<body>
+<h1>Document review</h1>
+<p class="sub">{{len .Rows}} question(s) over one document, each answered from its own MemAgent memory{{if .Failed}}; <span class="err">{{.Failed}} failed</span>{{end}}.
+Evidence lists the chunks at which a question's memory changed materially (rule <code>{{.Grid.EvidenceRule}}</code>);
+<span class="support">✓</span> marks those whose words are still in the memory the answer came from.</p>
+<dl class="meta">
+<dt>Document</dt><dd><code>{{.Grid.Document}}</code></dd>
+<dt>SHA-256</dt><dd><code>{{.Grid.DocumentSHA256}}</code></dd>
+<dt>Size</dt><dd>{{num .Grid.Bytes}} bytes · {{num .Grid.Tokens}} tokens · {{.Grid.Chunks}} chunks of up to {{num .Grid.ChunkTokens}} {{.Grid.Tokenizer}} tokens{{if .Grid.InvalidBytesReplaced}} · {{.Grid.InvalidBytesReplaced}} invalid bytes replaced{{end}}</dd>
+<dt>Model</dt><dd><code>{{.Grid.Model}}</code>, memory of up to {{num .Grid.MemoryMaxTokens}} tokens</dd>
+<dt>Model usage</dt><dd>{{num .Grid.Usage.Calls}} calls · {{num .Grid.Usage.PromptTokens}} prompt + {{num .Grid.Usage.CompletionTokens}} completion tokens</dd>
+<dt>Workflow</dt><dd><code>{{.Grid.WorkflowID}}</code> (first run <code>{{.Grid.RunID}}</code>, {{.Grid.Runs}} run(s))</dd>
+<dt>Time</dt><dd>{{time .Grid.StartedAt}} – {{time .Grid.FinishedAt}}</dd>
+<dt>Files</dt><dd><a href="grid.json">grid.json</a> · <a href="grid.csv">grid.csv</a> · <code>{{.Grid.Prefix}}</code></dd>
+</dl>
+<table>
+<thead><tr><th>ID</th><th>Question</th><th>Answer</th><th>Gold · score</th><th>Evidence (chunk · bytes)</th><th>Calls</th><th>Prompt tokens</th><th>Completion tokens</th></tr></thead>
+<tbody>
+{{- range .Rows}}
+<tr id="{{.Anchor}}" class="{{.Status}}">
+<td class="id"><a href="#{{.Anchor}}-detail">{{.ID}}</a></td>
+<td>{{.Question}}</td>
+<td>{{if eq .Status "failed"}}<span class="err">failed{{if .ErrorType}} ({{.ErrorType}}){{end}}</span>
+{{.Error}}{{else if .AnswerFound}}{{.Answer}}{{else}}<span class="faint">no \boxed{} answer:</span> {{.Answer}}{{end}}</td>
+<td>{{if .GoldAnswers}}{{join .GoldAnswers " | "}}{{if .Scores}}
+{{if .Scores.ExactMatch}}<span class="ok">exact</span>{{else if .Scores.SubstringMatch}}<span class="ok">substring</span>{{else}}<span class="no">no match</span>{{end}} · F1 {{pct .Scores.F1}}{{end}}{{else}}<span class="faint">–</span>{{end}}</td>
+<td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>
+<td class="n">{{num .Usage.Calls}}</td>
+<td class="n">{{num .Usage.PromptTokens}}</td>
+<td class="n">{{num .Usage.CompletionTokens}}</td>
+</tr>
+{{- end}}
+</tbody>
+</table>
+<h2>Evidence passages</h2>
+{{- range .Rows}}
+<section id="{{.Anchor}}-detail">
+<h3>{{.ID}} · {{.Question}}</h3>
+<p>{{if eq .Status "failed"}}<span class="err">failed</span>{{else}}Answer: <strong>{{.Answer}}</strong>{{end}} · {{.ChunksRead}} chunks read · traces <code>{{.TracePrefix}}</code>{{if .ResultURI}} · result <code>{{.ResultURI}}</code>{{end}}</p>
+{{- range .Evidence}}
+<div class="ev{{if .SupportsAnswer}} kept{{end}}" id="{{.Anchor}}">
+<div class="where">chunk {{.Chunk}} · bytes {{num .Start}}–{{num .End}}{{with .Passage}} · passage {{num .Start}}–{{num .End}}{{end}} · {{if .SupportsAnswer}}<span class="support">✓ still in the final memory</span>{{else}}no longer in the final memory{{end}}{{if .Added}} · new words: {{join .Added ", "}}{{end}}</div>
+{{- if .Segments}}
+<blockquote>{{range .Segments}}{{if .Mark}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</blockquote>
+{{- else if .Passage}}
+<p class="faint">The passage's text could not be read for this page; it is bytes {{num .Passage.Start}}–{{num .Passage.End}} of the document.</p>
+{{- else}}
+<p class="faint">No sentence of this chunk holds the new words (the model reworded them); read bytes {{num .Start}}–{{num .End}} of the document.</p>
+{{- end}}
+</div>
+{{- else}}
+<p class="faint">The memory never changed materially: no evidence.</p>
+{{- end}}
+</section>
+{{- end}}
+</body>
+</html>
+`

@@ -130,8 +130,9 @@ func (p *Plugin) configureWorker(_ context.Context, o worker.PluginConfigureWork
 		wo.TaskQueueActivitiesPerSecond = p.cfg.RateLimit
 	}
 	if wo.WorkerStopTimeout == 0 {
-		// Let in-flight model calls finish on a graceful stop.
-		wo.WorkerStopTimeout = 30 * time.Second
+		// Let in-flight model calls finish on a graceful stop: 30s unless
+		// MEMAGENT_STOP_TIMEOUT says otherwise.
+		wo.WorkerStopTimeout = p.cfg.WorkerStopTimeout()
 	}
 	if o.TaskQueue != p.cfg.TaskQueue {
 		p.logger.Info("memagent plugin on a task queue other than the configured one: start runs on this one",

@@ -26,6 +26,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal starts a graceful stop; a second one ends the
+		// process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "worker:", err)
@@ -53,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&opts.UpdateTemplate, "update-template", "", "file with the memory-update prompt ({question} {memory} {chunk})")
 	fs.StringVar(&opts.FinalTemplate, "final-template", "", "file with the final-answer prompt ({question} {memory})")
 	fs.IntVar(&opts.Concurrency, "concurrency", 0, "activities running at once in this worker; 0 = twice the model pool's capacity")
+	fs.DurationVar(&cfg.StopTimeout, "stop-timeout", cfg.StopTimeout, "on SIGTERM, how long in-flight activities may run before they are cancelled and handed back to Temporal (MEMAGENT_STOP_TIMEOUT)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, `serve /metrics, /healthz, /readyz (and /codec with codec keys) on this host:port; "" turns it off (MEMAGENT_HTTP_ADDR)`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -127,11 +134,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer run.Stop()
+	defer func() {
+		began := time.Now()
+		run.Stop()
+		logger.Info("worker stopped", "took", time.Since(began).Round(time.Millisecond))
+	}()
 	probe.Started(run.Client, run.Pool)
 	fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
 	<-ctx.Done()
 	probe.Stopping()
+	logger.Info("stopping: no new tasks; waiting for in-flight activities", "stop_timeout", cfg.WorkerStopTimeout())
 	return nil
 }
 

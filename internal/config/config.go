@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/inference"
@@ -36,6 +40,22 @@ type Config struct {
 	TemporalAddress   string
 	TemporalNamespace string
 	TaskQueue         string
+	// TemporalTLS turns on TLS to the frontend with the system's roots
+	// (TEMPORAL_TLS); setting any of the TLS files or the server name, or an
+	// API key, turns it on too.
+	TemporalTLS bool
+	// TemporalTLSCert and TemporalTLSKey are the paths of a PEM client
+	// certificate and key for mTLS (TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY).
+	TemporalTLSCert, TemporalTLSKey string
+	// TemporalTLSCA is the path of PEM roots to verify the frontend with
+	// instead of the system's (TEMPORAL_TLS_CA).
+	TemporalTLSCA string
+	// TemporalTLSServerName overrides the name verified in the frontend's
+	// certificate (TEMPORAL_TLS_SERVER_NAME).
+	TemporalTLSServerName string
+	// TemporalAPIKey is sent as a bearer token on every Temporal call
+	// (TEMPORAL_API_KEY), as Temporal Cloud's API keys are; never printed.
+	TemporalAPIKey string
 
 	S3Endpoint  string // "" after Load means AWS itself
 	S3Region    string
@@ -81,6 +101,25 @@ type Config struct {
 	// CodecOrigins are the browser origins allowed to call the codec
 	// server (MEMAGENT_CODEC_CORS_ORIGINS, comma-separated).
 	CodecOrigins []string
+
+	// StopTimeout is how long a stopping worker lets in-flight activities
+	// run before it cancels them (MEMAGENT_STOP_TIMEOUT, worker
+	// --stop-timeout); 0 means DefaultStopTimeout. A deployment's grace
+	// period (Kubernetes' terminationGracePeriodSeconds) must exceed it.
+	StopTimeout time.Duration
+}
+
+// DefaultStopTimeout is how long a stopping worker waits for in-flight
+// activities by default: most model calls finish within it, and what does
+// not is handed back to Temporal when its heartbeat times out.
+const DefaultStopTimeout = 30 * time.Second
+
+// WorkerStopTimeout is StopTimeout, or DefaultStopTimeout when unset.
+func (c Config) WorkerStopTimeout() time.Duration {
+	if c.StopTimeout <= 0 {
+		return DefaultStopTimeout
+	}
+	return c.StopTimeout
 }
 
 // CodecKeys are payload encryption keys. They format as their count and
@@ -126,6 +165,7 @@ func Default() Config {
 		LogLevel:          slog.LevelInfo,
 		HTTPAddr:          DefaultHTTPAddr,
 		CodecOrigins:      []string{DevUIURL},
+		StopTimeout:       DefaultStopTimeout,
 	}
 }
 
@@ -149,6 +189,28 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if v, ok := get("MEMAGENT_TASK_QUEUE"); ok {
 		c.TaskQueue = v
+	}
+	if v, ok := get("TEMPORAL_TLS"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("TEMPORAL_TLS %q: use true or false", v)
+		}
+		c.TemporalTLS = b
+	}
+	if v, ok := get("TEMPORAL_TLS_CERT"); ok {
+		c.TemporalTLSCert = v
+	}
+	if v, ok := get("TEMPORAL_TLS_KEY"); ok {
+		c.TemporalTLSKey = v
+	}
+	if v, ok := get("TEMPORAL_TLS_CA"); ok {
+		c.TemporalTLSCA = v
+	}
+	if v, ok := get("TEMPORAL_TLS_SERVER_NAME"); ok {
+		c.TemporalTLSServerName = v
+	}
+	if v, ok := get("TEMPORAL_API_KEY"); ok {
+		c.TemporalAPIKey = v
 	}
 	if v, ok := get("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"); ok {
 		c.S3Endpoint = v
@@ -191,6 +253,13 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 			return c, fmt.Errorf("MEMAGENT_RATE_LIMIT %q: want activities per second >= 0", v)
 		}
 		c.RateLimit = f
+	}
+	if v, ok := get("MEMAGENT_STOP_TIMEOUT"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("MEMAGENT_STOP_TIMEOUT %q: want a positive duration such as 30s or 5m", v)
+		}
+		c.StopTimeout = d
 	}
 	if v, ok := get("MEMAGENT_LOG_LEVEL"); ok {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
@@ -291,6 +360,12 @@ func (c Config) Validate() error {
 	if c.ModelTimeout <= 0 {
 		errs = append(errs, errors.New("model timeout must be positive: set --model-timeout"))
 	}
+	if c.StopTimeout < 0 {
+		errs = append(errs, errors.New("stop timeout must not be negative: set MEMAGENT_STOP_TIMEOUT or --stop-timeout"))
+	}
+	if _, _, err := c.TemporalConnection(); err != nil {
+		errs = append(errs, err)
+	}
 	switch c.S3SSE {
 	case "", SSES3:
 		if c.S3KMSKeyID != "" {
@@ -309,6 +384,48 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// TemporalConnection returns the connection options and credentials of
+// the Temporal client: TLS when TemporalTLS, a TLS file, the server name or
+// an API key is set (an API key alone uses the system's roots), the client
+// certificate for mTLS, and the API key as bearer credentials. Both are
+// zero for a plaintext connection without credentials. Errors name the
+// variable to fix, never a file's content or the key.
+func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentials, error) {
+	var (
+		conn  client.ConnectionOptions
+		creds client.Credentials
+	)
+	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
+		return conn, nil, errors.New("Temporal mTLS needs both a client certificate and its key: set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY together")
+	}
+	if c.TemporalTLS || c.TemporalTLSCert != "" || c.TemporalTLSCA != "" || c.TemporalTLSServerName != "" || c.TemporalAPIKey != "" {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName}
+		if c.TemporalTLSCert != "" {
+			cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
+			if err != nil {
+				return conn, nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY): %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		if c.TemporalTLSCA != "" {
+			pem, err := os.ReadFile(c.TemporalTLSCA)
+			if err != nil {
+				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_CA): %w", err)
+			}
+			roots := x509.NewCertPool()
+			if !roots.AppendCertsFromPEM(pem) {
+				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_CA): %s holds no PEM certificate", c.TemporalTLSCA)
+			}
+			tc.RootCAs = roots
+		}
+		conn.TLS = tc
+	}
+	if c.TemporalAPIKey != "" {
+		creds = client.NewAPIKeyStaticCredentials(c.TemporalAPIKey)
+	}
+	return conn, creds, nil
 }
 
 // loopback reports whether host:port listens on loopback only.

@@ -2,9 +2,16 @@ package config
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"flag"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,5 +187,144 @@ func TestCodecAndSSE(t *testing.T) {
 	}
 	if c := Default(); len(c.CodecOrigins) != 1 || c.CodecOrigins[0] != DevUIURL {
 		t.Errorf("default CodecOrigins = %q, want the dev UI", c.CodecOrigins)
+	}
+}
+
+func TestStopTimeout(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    time.Duration
+		loadErr bool
+	}{
+		{"default", nil, DefaultStopTimeout, false},
+		{"set", map[string]string{"MEMAGENT_STOP_TIMEOUT": "2m"}, 2 * time.Minute, false},
+		{"not a duration", map[string]string{"MEMAGENT_STOP_TIMEOUT": "120"}, 0, true},
+		{"zero", map[string]string{"MEMAGENT_STOP_TIMEOUT": "0s"}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := FromEnv(env(tt.env))
+			if tt.loadErr {
+				if err == nil || !strings.Contains(err.Error(), "MEMAGENT_STOP_TIMEOUT") {
+					t.Fatalf("FromEnv error = %v, want one naming MEMAGENT_STOP_TIMEOUT", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.WorkerStopTimeout(); got != tt.want {
+				t.Errorf("WorkerStopTimeout() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if got := (Config{}).WorkerStopTimeout(); got != DefaultStopTimeout {
+		t.Errorf("zero Config's WorkerStopTimeout() = %v, want the default %v", got, DefaultStopTimeout)
+	}
+	c := Default()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "")
+	if err := fs.Parse([]string{"--stop-timeout", "-1s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--stop-timeout") {
+		t.Errorf("Validate() with a negative stop timeout = %v, want an error naming --stop-timeout", err)
+	}
+}
+
+// writeCert writes a self-signed certificate and its key as PEM files.
+func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "memagent-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+func TestTemporalConnection(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeCert(t, dir)
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const apiKey = "tmprl-secret-api-key"
+	tests := []struct {
+		name      string
+		env       map[string]string
+		wantTLS   bool
+		wantCerts int
+		wantRoots bool
+		wantCreds bool
+		wantErr   string
+	}{
+		{"plaintext by default", nil, false, 0, false, false, ""},
+		{"TLS with system roots", map[string]string{"TEMPORAL_TLS": "true"}, true, 0, false, false, ""},
+		{"mTLS with a CA", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": cert, "TEMPORAL_TLS_SERVER_NAME": "temporal.internal"}, true, 1, true, false, ""},
+		{"API key turns TLS on", map[string]string{"TEMPORAL_API_KEY": apiKey}, true, 0, false, true, ""},
+		{"certificate without key", map[string]string{"TEMPORAL_TLS_CERT": cert}, false, 0, false, false, "TEMPORAL_TLS_KEY together"},
+		{"missing CA file", map[string]string{"TEMPORAL_TLS_CA": filepath.Join(dir, "nope.pem")}, false, 0, false, false, "TEMPORAL_TLS_CA"},
+		{"CA file without PEM", map[string]string{"TEMPORAL_TLS_CA": notPEM}, false, 0, false, false, "no PEM certificate"},
+		{"key that is not a key", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": notPEM}, false, 0, false, false, "TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := FromEnv(env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, creds, err := c.TemporalConnection()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("TemporalConnection() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				if verr := c.Validate(); verr == nil || !strings.Contains(verr.Error(), tt.wantErr) {
+					t.Errorf("Validate() = %v, want the same error", verr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (conn.TLS != nil) != tt.wantTLS {
+				t.Fatalf("TLS on = %v, want %v", conn.TLS != nil, tt.wantTLS)
+			}
+			if conn.TLS != nil {
+				if len(conn.TLS.Certificates) != tt.wantCerts || (conn.TLS.RootCAs != nil) != tt.wantRoots {
+					t.Errorf("TLS: %d client certificates, custom roots %v; want %d, %v", len(conn.TLS.Certificates), conn.TLS.RootCAs != nil, tt.wantCerts, tt.wantRoots)
+				}
+				if conn.TLS.ServerName != tt.env["TEMPORAL_TLS_SERVER_NAME"] {
+					t.Errorf("ServerName = %q, want %q", conn.TLS.ServerName, tt.env["TEMPORAL_TLS_SERVER_NAME"])
+				}
+			}
+			if (creds != nil) != tt.wantCreds {
+				t.Errorf("credentials set = %v, want %v", creds != nil, tt.wantCreds)
+			}
+		})
+	}
+	if _, err := FromEnv(env(map[string]string{"TEMPORAL_TLS": "yes please"})); err == nil || !strings.Contains(err.Error(), "TEMPORAL_TLS") {
+		t.Errorf("FromEnv(TEMPORAL_TLS=yes please) = %v, want an error naming TEMPORAL_TLS", err)
 	}
 }

@@ -231,9 +231,10 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, 
 	w := worker.New(c, cfg.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: n,
 		TaskQueueActivitiesPerSecond:       cfg.RateLimit,
-		// Let in-flight model calls finish on a graceful stop; what does not
-		// finish is handed back to Temporal by the heartbeat timeout.
-		WorkerStopTimeout: 30 * time.Second,
+		// Let in-flight model calls finish on a graceful stop (30s unless
+		// MEMAGENT_STOP_TIMEOUT says otherwise); what does not finish is
+		// cancelled, fails its attempt as retryable and runs elsewhere.
+		WorkerStopTimeout: cfg.WorkerStopTimeout(),
 	})
 	workflows.Register(w)
 	acts.Register(w)
@@ -265,13 +266,19 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 	if err != nil {
 		return nil, fmt.Errorf("temporal tracing: %w", err)
 	}
+	conn, creds, err := cfg.TemporalConnection()
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.DialContext(ctx, client.Options{
-		HostPort:         cfg.TemporalAddress,
-		Namespace:        cfg.TemporalNamespace,
-		Logger:           newTemporalLogger(logger),
-		Interceptors:     []interceptor.ClientInterceptor{tracing},
-		DataConverter:    dc,
-		FailureConverter: fc,
+		HostPort:          cfg.TemporalAddress,
+		Namespace:         cfg.TemporalNamespace,
+		ConnectionOptions: conn,
+		Credentials:       creds,
+		Logger:            newTemporalLogger(logger),
+		Interceptors:      []interceptor.ClientInterceptor{tracing},
+		DataConverter:     dc,
+		FailureConverter:  fc,
 		MetricsHandler: temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
 			Meter:                otel.GetMeterProvider().Meter(telemetry.TemporalMeterName),
 			UseMonotonicCounters: true,

@@ -73,10 +73,118 @@ type BatchReport struct {
 	// ByLabel maps a label name (for example "length") to its values and
 	// their aggregates.
 	ByLabel map[string]map[string]ScoreAggregate `json:"by_label,omitempty"`
+	// LabelsOmitted are labels with too many distinct values (more than
+	// 100, such as a raw token count) to get an aggregate per value.
+	LabelsOmitted []string `json:"labels_omitted,omitempty"`
 	// ResultsURI is the per-item JSON Lines; CSVURI, SVGURI and HTMLURI the
 	// CSV, the chart of score against document length and the page.
 	ResultsURI string `json:"results_uri"`
 	CSVURI     string `json:"csv_uri"`
 	SVGURI     string `json:"svg_uri"`
 	HTMLURI    string `json:"html_uri"`
+	// ReportURI is this report.json.
+	ReportURI string `json:"report_uri,omitempty"`
+}
+
+// ExpandInput asks ExpandManifest to check a manifest and cut it into pages.
+type ExpandInput struct {
+	// Manifest is the manifest's s3:// URI.
+	Manifest string `json:"manifest"`
+	// Format is "jsonl", "memagent" or empty (detected from the content).
+	Format string `json:"format,omitempty"`
+	// ReportPrefix is the report's s3:// prefix; empty means
+	// s3://<worker bucket>/batches/<WorkflowID>/.
+	ReportPrefix string `json:"report_prefix,omitempty"`
+	// Dated, when set, is appended to the prefix as a folder (the batch's
+	// UTC start time, 2006-01-02T150405Z).
+	Dated string `json:"dated,omitempty"`
+	// WorkflowID names the default report prefix; RunKey (the batch's first
+	// run id) separates the working files of two batches that share a prefix.
+	WorkflowID string `json:"workflow_id"`
+	RunKey     string `json:"run_key"`
+	// PageSize is how many items go in one page; default 100.
+	PageSize int `json:"page_size,omitempty"`
+	// Options are the batch's model options; the worker resolves the model.
+	Options ModelOptions `json:"options"`
+}
+
+// ExpandOutput describes an expanded manifest. The items themselves stay
+// in S3, in pages <WorkPrefix>items/000000.jsonl, …; only counts and
+// locations enter workflow history.
+type ExpandOutput struct {
+	Format string `json:"format"`
+	Items  int    `json:"items"`
+	Pages  int    `json:"pages"`
+	// Contexts counts the distinct contexts of a MemAgent manifest and
+	// ContextsWritten those that were not in the bucket yet.
+	Contexts        int `json:"contexts,omitempty"`
+	ContextsWritten int `json:"contexts_written,omitempty"`
+	// ReportPrefix is the resolved report prefix (ending in /), WorkPrefix
+	// the prefix of the batch's working files (pages and result parts).
+	ReportPrefix string `json:"report_prefix"`
+	WorkPrefix   string `json:"work_prefix"`
+	// Model is the model the items are answered with: the options' model,
+	// or the worker's default.
+	Model string `json:"model"`
+}
+
+// ResolvePageInput asks ResolveBatchPage which items of a page need a run.
+type ResolvePageInput struct {
+	WorkPrefix string `json:"work_prefix"`
+	Page       int    `json:"page"`
+	// Options carry the resolved model.
+	Options ModelOptions `json:"options"`
+}
+
+// BatchRunItem is a batch item that needs a DocumentQA run.
+type BatchRunItem struct {
+	Seq         int               `json:"seq"`
+	ID          string            `json:"id"`
+	Document    string            `json:"document"`
+	Question    string            `json:"question"`
+	GoldAnswers []string          `json:"gold_answers,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	// OutputPrefix is where the run writes its traces and result.json:
+	// s3://<bucket>/answers/<answer key>/, which is also the cache a later
+	// batch finds the answer in.
+	OutputPrefix string `json:"output_prefix"`
+	// Bytes is the item's size as JSON, for the workflow to bound the
+	// outcomes it buffers.
+	Bytes int `json:"bytes,omitempty"`
+}
+
+// ResolvePageOutput splits a page: the items that need a run, and the
+// counts of those settled at once (reused answers, missing documents), whose
+// outcomes were written to Part.
+type ResolvePageOutput struct {
+	Run    []BatchRunItem `json:"run,omitempty"`
+	Reused int            `json:"reused"`
+	Failed int            `json:"failed"`
+	// Part is the s3:// URI of the settled items' outcomes (JSON Lines of
+	// BatchItemResult), or empty when there were none.
+	Part string `json:"part,omitempty"`
+}
+
+// WriteResultsInput asks WriteBatchResults to store outcomes as one part.
+type WriteResultsInput struct {
+	// URI is the part's s3:// URI; a retry overwrites it.
+	URI     string            `json:"uri"`
+	Results []BatchItemResult `json:"results"`
+}
+
+// ReportInput asks WriteBatchReport to assemble the report from the parts.
+type ReportInput struct {
+	Name       string       `json:"name"`
+	WorkflowID string       `json:"workflow_id"`
+	Manifest   string       `json:"manifest"`
+	Model      string       `json:"model"`
+	Options    ModelOptions `json:"options"`
+	StartedAt  time.Time    `json:"started_at"`
+	// ReportPrefix is where the report goes (ending in /).
+	ReportPrefix string `json:"report_prefix"`
+	// Parts are the s3:// URIs of the outcome parts, in any order.
+	Parts []string `json:"parts"`
+	// Items is how many items the manifest has; an item missing from the
+	// parts fails the activity.
+	Items int `json:"items"`
 }

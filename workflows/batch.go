@@ -2,7 +2,12 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
@@ -21,6 +26,43 @@ const (
 	// gold answers in "answers"; other scalar fields become labels.
 	ManifestMemAgent = "memagent"
 )
+
+// Defaults and bounds of BatchQAInput.
+const (
+	DefaultBatchConcurrency = 16
+	// MaxBatchConcurrency stays well below Temporal's default limit of
+	// pending child workflows per run (2,000).
+	MaxBatchConcurrency = 1000
+	// DefaultItemsPerRun is how many items one run handles before it
+	// continues-as-new (at the next page boundary), unless Temporal
+	// suggests it earlier.
+	DefaultItemsPerRun = 500
+	// DefaultPageSize is how many manifest items go in one page; a page is
+	// the unit one ResolveBatchPage activity settles.
+	DefaultPageSize = 100
+	MaxPageSize     = 500
+	// DefaultResultsPerPart is how many outcomes are buffered before they
+	// are written to S3 as one part.
+	DefaultResultsPerPart = 200
+)
+
+// Stages of a batch, reported by BatchProgress and, as the MemagentStatus
+// search attribute, on the batch's own run.
+const (
+	BatchStageExpanding = "expanding"
+	BatchStageRunning   = "running"
+	BatchStageReporting = "reporting"
+	BatchStageDone      = StageDone
+	BatchStageFailed    = StageFailed
+)
+
+// DatedReportLayout formats the batch's UTC start time as the folder of a
+// dated report.
+const DatedReportLayout = "2006-01-02T150405Z"
+
+// partBytes bounds the outcomes buffered for one part (and so one activity
+// input in history), whatever their count.
+const partBytes = 512 << 10
 
 // BatchQAInput starts a BatchQA run. It is JSON on the wire.
 type BatchQAInput struct {
@@ -42,12 +84,41 @@ type BatchQAInput struct {
 	// the batch, 2006-01-02T150405Z>/, so that each run of a schedule keeps
 	// its own report.
 	DatedReport bool `json:"dated_report,omitempty"`
+	// ItemsPerRun overrides DefaultItemsPerRun.
+	ItemsPerRun int `json:"items_per_run,omitempty"`
+	// PageSize overrides DefaultPageSize (at most MaxPageSize).
+	PageSize int `json:"page_size,omitempty"`
+	// ResultsPerPart overrides DefaultResultsPerPart.
+	ResultsPerPart int `json:"results_per_part,omitempty"`
+	// ChunksPerRun is passed to every DocumentQA child (0: its default).
+	ChunksPerRun int `json:"chunks_per_run,omitempty"`
 	// State is set by the workflow itself when it continues-as-new.
 	State *BatchState `json:"state,omitempty"`
 }
 
-// BatchState is what one BatchQA run hands to the next.
-type BatchState struct{}
+// BatchState is what one BatchQA run hands to the next. Items never enter
+// it: they stay in S3 pages, and the state holds counts and locations.
+type BatchState struct {
+	// StartedAt is the first run's start; it names a dated report.
+	StartedAt time.Time `json:"started_at"`
+	Name      string    `json:"name"`
+	// Expanded is ExpandManifest's output; empty until the manifest is
+	// expanded.
+	Expanded activities.ExpandOutput `json:"expanded"`
+	// NextPage is the first page not yet resolved. Every item of the
+	// pages before it has an outcome in one of Parts: a run drains its
+	// children before it continues-as-new.
+	NextPage int `json:"next_page"`
+	Started  int `json:"started"`
+	Answered int `json:"answered"`
+	Reused   int `json:"reused"`
+	Failed   int `json:"failed"`
+	// Usage sums the model usage of the children that answered.
+	Usage activities.Usage `json:"usage"`
+	// Parts are the outcome parts, relative to Expanded.WorkPrefix.
+	Parts []string `json:"parts,omitempty"`
+	Runs  int      `json:"runs"`
+}
 
 // BatchQAResult is BatchQA's result.
 type BatchQAResult struct {
@@ -63,9 +134,469 @@ type BatchQAResult struct {
 	ReportPrefix string `json:"report_prefix"`
 	ReportURI    string `json:"report_uri"`
 	HTMLURI      string `json:"html_uri"`
+	// WorkflowID is the batch's workflow id, Runs how many runs it took
+	// (continue-as-new), Model the model the items were answered with.
+	WorkflowID string `json:"workflow_id"`
+	Runs       int    `json:"runs"`
+	Model      string `json:"model"`
+	// Overall is the report's overall aggregate (report.json has the rest).
+	Overall activities.ScoreAggregate `json:"overall"`
+}
+
+// BatchProgress is what BatchQA's progress query (ProgressQuery) returns.
+// Done counts items with an outcome: Answered + Reused + Failed.
+type BatchProgress struct {
+	Name     string `json:"name"`
+	Stage    string `json:"stage"`
+	Items    int    `json:"items"`
+	Started  int    `json:"started"`
+	Running  int    `json:"running"`
+	Done     int    `json:"done"`
+	Answered int    `json:"answered"`
+	Reused   int    `json:"reused"`
+	Failed   int    `json:"failed"`
+	Pages    int    `json:"pages"`
+	// PagesResolved counts pages whose items have been started or settled.
+	PagesResolved int              `json:"pages_resolved"`
+	Run           int              `json:"run"`
+	Usage         activities.Usage `json:"usage"`
+	ReportPrefix  string           `json:"report_prefix,omitempty"`
+}
+
+// Validate reports input that can never succeed.
+func (in BatchQAInput) Validate() error {
+	if strings.TrimSpace(in.Manifest) == "" {
+		return errors.New("manifest is empty: pass an s3:// URI")
+	}
+	if !validS3Object(in.Manifest) {
+		return fmt.Errorf("manifest %q is not an s3://bucket/key URI", in.Manifest)
+	}
+	switch in.Format {
+	case "", ManifestJSONL, ManifestMemAgent:
+	default:
+		return fmt.Errorf("format %q is not %q or %q (or empty, to detect it)", in.Format, ManifestJSONL, ManifestMemAgent)
+	}
+	if in.Concurrency < 0 || in.Concurrency > MaxBatchConcurrency {
+		return fmt.Errorf("concurrency (%d) must be within [1, %d]", in.Concurrency, MaxBatchConcurrency)
+	}
+	if in.ReportPrefix != "" {
+		if rest, ok := strings.CutPrefix(in.ReportPrefix, "s3://"); !ok || rest == "" || strings.HasPrefix(rest, "/") {
+			return fmt.Errorf("report_prefix %q is not an s3://bucket/prefix URI", in.ReportPrefix)
+		}
+	}
+	if in.ItemsPerRun < 0 {
+		return fmt.Errorf("items_per_run (%d) must not be negative", in.ItemsPerRun)
+	}
+	if in.PageSize < 0 || in.PageSize > MaxPageSize {
+		return fmt.Errorf("page_size (%d) must be within [1, %d]", in.PageSize, MaxPageSize)
+	}
+	if in.ResultsPerPart < 0 {
+		return fmt.Errorf("results_per_part (%d) must not be negative", in.ResultsPerPart)
+	}
+	if in.ChunksPerRun < 0 {
+		return fmt.Errorf("chunks_per_run (%d) must not be negative", in.ChunksPerRun)
+	}
+	if len(in.Name) > MaxKeywordBytes {
+		return fmt.Errorf("name is %d bytes, over %d: shorten it", len(in.Name), MaxKeywordBytes)
+	}
+	return in.Options.Validate()
+}
+
+func validS3Object(uri string) bool {
+	rest, ok := strings.CutPrefix(uri, "s3://")
+	if !ok {
+		return false
+	}
+	b, k, ok := strings.Cut(rest, "/")
+	return ok && b != "" && k != ""
+}
+
+// withDefaults fills the zero knobs.
+func (in BatchQAInput) withDefaults() BatchQAInput {
+	if in.Concurrency == 0 {
+		in.Concurrency = DefaultBatchConcurrency
+	}
+	if in.ItemsPerRun == 0 {
+		in.ItemsPerRun = DefaultItemsPerRun
+	}
+	if in.PageSize == 0 {
+		in.PageSize = DefaultPageSize
+	}
+	if in.ResultsPerPart == 0 {
+		in.ResultsPerPart = DefaultResultsPerPart
+	}
+	return in
 }
 
 // BatchQA answers the questions of a manifest, one DocumentQA child per item.
-func BatchQA(ctx workflow.Context, in BatchQAInput) (*BatchQAResult, error) {
-	return nil, errors.New("not implemented")
+//
+// The first run expands the manifest into pages in S3 (ExpandManifest).
+// Each page is then resolved (ResolveBatchPage): items already answered
+// with the same document version, question, model and options are reused,
+// items whose document is missing fail at once, and the rest run as
+// DocumentQA children, at most Concurrency at a time, in a sliding window.
+// A child's failure is the item's outcome, never the batch's. Outcomes are
+// written to S3 in parts; a run continues-as-new at a page boundary after
+// ItemsPerRun items (or when Temporal suggests it), once its children have
+// finished. The last run writes the report (WriteBatchReport).
+func BatchQA(ctx workflow.Context, in BatchQAInput) (_ *BatchQAResult, err error) {
+	if err := in.Validate(); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadInput, nil)
+	}
+	in = in.withDefaults()
+	info := workflow.GetInfo(ctx)
+	st := in.State
+	if st == nil {
+		st = &BatchState{StartedAt: workflow.Now(ctx), Name: in.Name}
+		if st.Name == "" {
+			st.Name = info.WorkflowExecution.ID
+		}
+	}
+	st.Runs++
+	b := &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID}
+	b.progress.Stage = BatchStageRunning
+	if st.Expanded.WorkPrefix == "" {
+		b.progress.Stage = BatchStageExpanding
+	}
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (BatchProgress, error) {
+		b.refresh()
+		return b.progress, nil
+	}); err != nil {
+		return nil, err
+	}
+	defer func() {
+		var can *workflow.ContinueAsNewError
+		if err != nil && !errors.As(err, &can) {
+			b.publish(BatchStageFailed)
+		}
+	}()
+	b.publish(b.progress.Stage, BatchKey.ValueSet(KeywordValue(st.Name)))
+
+	if st.Expanded.WorkPrefix == "" {
+		dated := ""
+		if in.DatedReport {
+			dated = st.StartedAt.UTC().Format(DatedReportLayout)
+		}
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 12 * time.Hour,
+			HeartbeatTimeout:    2 * time.Minute,
+			RetryPolicy:         retryPolicy(),
+			Summary:             "expand manifest",
+		})
+		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, activities.ExpandInput{
+			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
+			WorkflowID: info.WorkflowExecution.ID, RunKey: info.FirstRunID, PageSize: in.PageSize,
+			Options: in.Options,
+		}).Get(ctx, &st.Expanded); err != nil {
+			return nil, stageError("expand manifest", err)
+		}
+		updates := []temporal.SearchAttributeUpdate{}
+		if st.Expanded.Model != "" {
+			updates = append(updates, ModelKey.ValueSet(KeywordValue(st.Expanded.Model)))
+		}
+		b.publish(BatchStageRunning, updates...)
+	}
+
+	if err := b.runItems(); err != nil {
+		return nil, err
+	}
+	if st.NextPage < st.Expanded.Pages {
+		next := in
+		next.State = st
+		return nil, workflow.NewContinueAsNewError(ctx, BatchQAName, next)
+	}
+
+	b.publish(BatchStageReporting)
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:    2 * time.Minute,
+		RetryPolicy:         retryPolicy(),
+		Summary:             "write report",
+	})
+	parts := make([]string, len(st.Parts))
+	for i, p := range st.Parts {
+		parts[i] = st.Expanded.WorkPrefix + p
+	}
+	var rep activities.BatchReport
+	if err := workflow.ExecuteActivity(actx, activities.WriteBatchReportName, activities.ReportInput{
+		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: in.Manifest,
+		Model: st.Expanded.Model, Options: in.Options, StartedAt: st.StartedAt,
+		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
+	}).Get(ctx, &rep); err != nil {
+		return nil, stageError("write report", err)
+	}
+	b.publish(BatchStageDone)
+	return &BatchQAResult{
+		Name: st.Name, Items: st.Expanded.Items, Succeeded: st.Answered, Failed: st.Failed, Skipped: st.Reused,
+		ReportPrefix: st.Expanded.ReportPrefix, ReportURI: st.Expanded.ReportPrefix + "report.json",
+		HTMLURI: rep.HTMLURI, WorkflowID: info.WorkflowExecution.ID, Runs: st.Runs, Model: st.Expanded.Model,
+		Overall: rep.Overall,
+	}, nil
+}
+
+// batchRun is one run of BatchQA: its state and the window of children.
+type batchRun struct {
+	ctx        workflow.Context
+	in         BatchQAInput
+	st         *BatchState
+	workflowID string
+	progress   BatchProgress
+	// status is the MemagentStatus last upserted.
+	status string
+
+	running  int
+	buffer   []activities.BatchItemResult
+	bufBytes int
+	parts    int // parts written by this run
+}
+
+// refresh copies the state into the progress.
+func (b *batchRun) refresh() {
+	st := b.st
+	p := &b.progress
+	p.Name, p.Items, p.Pages, p.PagesResolved = st.Name, st.Expanded.Items, st.Expanded.Pages, st.NextPage
+	p.Started, p.Running, p.Answered, p.Reused, p.Failed = st.Started, b.running, st.Answered, st.Reused, st.Failed
+	p.Done = st.Answered + st.Reused + st.Failed
+	p.Run, p.Usage, p.ReportPrefix = st.Runs, st.Usage, st.Expanded.ReportPrefix
+}
+
+// publish sets the stage, the current details and, with it, search
+// attribute updates. A rejected upsert is logged: what operators see must
+// never fail the batch.
+func (b *batchRun) publish(stage string, updates ...temporal.SearchAttributeUpdate) {
+	b.progress.Stage = stage
+	b.refresh()
+	workflow.SetCurrentDetails(b.ctx, batchDetails(b.progress))
+	if stage != b.status {
+		updates = append(updates, StatusKey.ValueSet(stage))
+		b.status = stage
+	}
+	if len(updates) == 0 {
+		return
+	}
+	if err := workflow.UpsertTypedSearchAttributes(b.ctx, updates...); err != nil {
+		workflow.GetLogger(b.ctx).Warn("upsert search attributes", "err", err)
+	}
+}
+
+// batchDetails renders progress as one markdown line, such as
+// "**running** · 340/1000 items · 16 running · 2 failed · 10 reused".
+func batchDetails(p BatchProgress) string {
+	line := fmt.Sprintf("**%s**", p.Stage)
+	if p.Items > 0 {
+		line += fmt.Sprintf(" · %d/%d items · %d running", p.Done, p.Items, p.Running)
+	}
+	if p.Failed > 0 {
+		line += fmt.Sprintf(" · %d failed", p.Failed)
+	}
+	if p.Reused > 0 {
+		line += fmt.Sprintf(" · %d reused", p.Reused)
+	}
+	if p.Run > 1 {
+		line += fmt.Sprintf(" · run %d", p.Run)
+	}
+	return line
+}
+
+// pageFuture is a ResolveBatchPage call in flight.
+type pageFuture struct {
+	page int
+	f    workflow.Future
+}
+
+// runItems runs the items of the pages from st.NextPage on, until they are
+// all done or this run has handled enough of them; it returns with no child
+// running and every outcome written.
+func (b *batchRun) runItems() error {
+	ctx, st := b.ctx, b.st
+	sel := workflow.NewSelector(ctx)
+	var queue []activities.BatchRunItem
+	var ahead *pageFuture
+	handled := 0 // items started or settled by this run
+	stopping := false
+	resolve := func(page int) workflow.Future {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Minute,
+			HeartbeatTimeout:    time.Minute,
+			RetryPolicy:         retryPolicy(),
+			Summary:             fmt.Sprintf("resolve page %d/%d", page+1, st.Expanded.Pages),
+		})
+		opts := b.in.Options
+		opts.Model = st.Expanded.Model
+		return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, activities.ResolvePageInput{
+			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts,
+		})
+	}
+	for {
+		for b.running < b.in.Concurrency && !stopping {
+			if len(queue) > 0 {
+				b.startChild(sel, queue[0])
+				queue = queue[1:]
+				handled++
+				continue
+			}
+			if st.NextPage >= st.Expanded.Pages {
+				break
+			}
+			// A run ends at a page boundary, so the next one starts at a
+			// fresh page and no item is carried in the state.
+			if handled >= b.in.ItemsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+				stopping = true
+				break
+			}
+			f := ahead
+			ahead = nil
+			if f == nil || f.page != st.NextPage {
+				f = &pageFuture{page: st.NextPage, f: resolve(st.NextPage)}
+			}
+			var out activities.ResolvePageOutput
+			if err := f.f.Get(ctx, &out); err != nil {
+				return stageError(fmt.Sprintf("resolve page %d", f.page), err)
+			}
+			st.NextPage++
+			st.Reused += out.Reused
+			st.Failed += out.Failed
+			handled += out.Reused + out.Failed
+			if out.Part != "" {
+				st.Parts = append(st.Parts, strings.TrimPrefix(out.Part, st.Expanded.WorkPrefix))
+			}
+			queue = out.Run
+			// Resolve the next page while this one's children run, so the
+			// window does not stall at page boundaries.
+			if st.NextPage < st.Expanded.Pages && handled+len(queue) < b.in.ItemsPerRun {
+				ahead = &pageFuture{page: st.NextPage, f: resolve(st.NextPage)}
+			}
+			b.publish(BatchStageRunning)
+		}
+		if b.running == 0 {
+			break
+		}
+		sel.Select(ctx)
+		if len(b.buffer) >= b.in.ResultsPerPart || b.bufBytes >= partBytes {
+			if err := b.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if ahead != nil {
+		// Let a look-ahead that will not be used finish, so it never writes
+		// while the next run resolves the same page.
+		_ = ahead.f.Get(ctx, nil)
+	}
+	return b.flush()
+}
+
+// startChild starts the DocumentQA child of one item and adds its outcome
+// to the selector.
+func (b *batchRun) startChild(sel workflow.Selector, it activities.BatchRunItem) {
+	st := b.st
+	opts := b.in.Options
+	opts.Model = st.Expanded.Model
+	in := DocumentQAInput{
+		Document: it.Document, Question: it.Question, GoldAnswers: it.GoldAnswers, Options: opts,
+		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun,
+	}
+	id := fmt.Sprintf("%s/%d", b.workflowID, it.Seq)
+	cctx := workflow.WithChildOptions(b.ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            id,
+		TypedSearchAttributes: StartSearchAttributes(in),
+		Memo:                  map[string]any{"model_options": opts.WithDefaults()},
+		// The question stays out of the summary, which is not encrypted.
+		StaticSummary: fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, QuestionDigest(it.Question), it.Document),
+	})
+	f := workflow.ExecuteChildWorkflow(cctx, DocumentQAName, in)
+	b.running++
+	st.Started++
+	sel.AddFuture(f, func(f workflow.Future) {
+		b.running--
+		var res DocumentQAResult
+		err := f.Get(b.ctx, &res)
+		r := activities.BatchItemResult{
+			Seq: it.Seq, ID: it.ID, Document: it.Document, Question: it.Question,
+			GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
+		}
+		if err != nil {
+			r.Status = activities.ItemFailed
+			r.Error, r.ErrorType = childFailure(err)
+			st.Failed++
+		} else {
+			r.Status = activities.ItemAnswered
+			r.Answer, r.AnswerFound, r.Scores = res.Answer, res.AnswerFound, res.Scores
+			r.Chunks, r.Tokens, r.Usage, r.ResultURI = res.Chunks, res.Tokens, res.Usage, res.ResultURI
+			st.Answered++
+			st.Usage = st.Usage.Add(res.Usage)
+		}
+		b.buffer = append(b.buffer, r)
+		b.bufBytes += resultSize(r, it.Bytes)
+		b.refresh()
+		workflow.SetCurrentDetails(b.ctx, batchDetails(b.progress))
+	})
+}
+
+// flush writes the buffered outcomes as one part.
+func (b *batchRun) flush() error {
+	if len(b.buffer) == 0 {
+		return nil
+	}
+	slices.SortFunc(b.buffer, func(x, y activities.BatchItemResult) int { return x.Seq - y.Seq })
+	name := fmt.Sprintf("parts/run-%04d-%04d.jsonl", b.st.Runs, b.parts)
+	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:         retryPolicy(),
+		Summary:             fmt.Sprintf("write %d outcomes", len(b.buffer)),
+	})
+	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, activities.WriteResultsInput{
+		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer,
+	}).Get(b.ctx, nil); err != nil {
+		return stageError("write outcomes", err)
+	}
+	b.st.Parts = append(b.st.Parts, name)
+	b.parts++
+	b.buffer, b.bufBytes = nil, 0
+	return nil
+}
+
+// resultSize estimates an outcome's size in history from the size of its
+// item (measured by the activity, as ranging over labels here would not be
+// deterministic) and what the run added.
+func resultSize(r activities.BatchItemResult, itemBytes int) int {
+	return 256 + itemBytes + len(r.Answer) + len(r.Error) + len(r.ResultURI) + len(r.WorkflowID)
+}
+
+// childFailure turns a child's failure into the item's error message and
+// type: the memagent.* type of the activity that failed when there is one.
+func childFailure(err error) (msg, typ string) {
+	var appErr *temporal.ApplicationError
+	var timeout *temporal.TimeoutError
+	var canceled *temporal.CanceledError
+	var terminated *temporal.TerminatedError
+	switch {
+	case errors.As(err, &appErr):
+		return appErr.Message(), appErr.Type()
+	case errors.As(err, &timeout):
+		return timeout.Error(), "Timeout"
+	case errors.As(err, &canceled):
+		return "canceled", "Canceled"
+	case errors.As(err, &terminated):
+		return "terminated", "Terminated"
+	}
+	return err.Error(), ""
+}
+
+// BatchStartSearchAttributes are the search attributes a BatchQA run has
+// from its start, so that it is findable by its name (MemagentBatch, the
+// name or else the workflow id) before a worker has taken its first task.
+func BatchStartSearchAttributes(in BatchQAInput, workflowID string) temporal.SearchAttributes {
+	name := in.Name
+	if name == "" {
+		name = workflowID
+	}
+	u := []temporal.SearchAttributeUpdate{
+		BatchKey.ValueSet(KeywordValue(name)),
+		StatusKey.ValueSet(BatchStageExpanding),
+	}
+	if in.Options.Model != "" {
+		u = append(u, ModelKey.ValueSet(KeywordValue(in.Options.Model)))
+	}
+	return temporal.NewSearchAttributes(u...)
 }

@@ -1,0 +1,115 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+)
+
+const batchHostile = `<script>alert("x")</script>&'`
+
+// xmlWellFormed fails the test if s is not well-formed XML.
+func xmlWellFormed(t *testing.T, s string) {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(s))
+	for {
+		_, err := dec.Token()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, s)
+		}
+	}
+}
+
+func TestBatchChart(t *testing.T) {
+	var pts []BatchChartPoint
+	for i, tok := range []int64{900, 8000, 8100, 32000, 128000, 0} {
+		pts = append(pts, BatchChartPoint{Tokens: tok, F1: float64(i) / 5, Substring: i%2 == 0})
+	}
+	svg := BatchChart("batch "+batchHostile, pts)
+	xmlWellFormed(t, svg)
+	if strings.Contains(svg, "<script") {
+		t.Error("the title was not escaped")
+	}
+	if !strings.Contains(svg, "&lt;script&gt;") {
+		t.Error("the escaped title is missing")
+	}
+	// Five items with a length: five faint dots; the axis spans 100 to 1M
+	// with a label per decade.
+	if got := strings.Count(svg, `fill-opacity="0.25"/>`); got != 1 {
+		t.Errorf("legend dots: %d, want 1", got)
+	}
+	if got := strings.Count(svg, "<circle") - strings.Count(svg, "<title>"); got < 5 {
+		t.Errorf("too few circles: %d", got)
+	}
+	for _, tick := range []string{">100<", ">1K<", ">10K<", ">100K<", ">1M<"} {
+		if !strings.Contains(svg, tick) {
+			t.Errorf("axis label %s missing", tick)
+		}
+	}
+	if !strings.Contains(svg, ">5 item(s)<") {
+		t.Error("the item count leaves out items without a length, or is missing")
+	}
+
+	// Beyond 2,000 items only the binned means are drawn.
+	many := make([]BatchChartPoint, 5000)
+	for i := range many {
+		many[i] = BatchChartPoint{Tokens: int64(1000 + i*10), F1: 0.5}
+	}
+	big := BatchChart("big", many)
+	xmlWellFormed(t, big)
+	if len(big) > 20000 {
+		t.Errorf("chart of 5,000 items is %d bytes: points were not binned", len(big))
+	}
+
+	empty := BatchChart("empty", nil)
+	xmlWellFormed(t, empty)
+	if !strings.Contains(empty, "no answered item") {
+		t.Error("an empty chart says nothing")
+	}
+}
+
+func TestWriteBatchHTML(t *testing.T) {
+	chart := BatchChart("c", []BatchChartPoint{{Tokens: 1000, F1: 1, Substring: true}})
+	var buf bytes.Buffer
+	err := WriteBatchHTML(&buf, BatchPage{
+		Title: "Batch " + batchHostile,
+		Facts: [][2]string{{"Manifest", "s3://b/" + batchHostile}},
+		Links: []BatchLink{{Name: "results.csv", Href: "results.csv"}, {Name: "bad", Href: "javascript:alert(1)"}},
+		Tables: []BatchTable{{
+			Title: "By " + batchHostile, Header: []string{"k", "n"}, Numeric: []bool{false, true},
+			Rows: [][]string{{batchHostile, "3"}},
+		}},
+		Chart: chart,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if strings.Contains(page, "<script") || strings.Contains(page, "javascript:") {
+		t.Errorf("page lets markup or a script URL through:\n%s", page)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "&lt;script&gt;", `<a href="results.csv">results.csv</a>`,
+		`<td class="n">3</td>`, "<svg", "</svg>", "Score against document length"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "http://") && !strings.Contains(page, "http://www.w3.org/2000/svg") {
+		t.Error("page refers to an external resource")
+	}
+}
+
+func TestBatchCSVText(t *testing.T) {
+	for in, want := range map[string]string{
+		"=SUM(A1)": "'=SUM(A1)", "+1": "'+1", "-1": "'-1", "@x": "'@x", "plain": "plain", "": "",
+	} {
+		if got := BatchCSVText(in); got != want {
+			t.Errorf("BatchCSVText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,494 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Manifest formats.
+const (
+	// FormatJSONL is JSON Lines, one item a line: {"id", "document",
+	// "question", "answers", "labels"}.
+	FormatJSONL = "jsonl"
+	// FormatMemAgent is MemAgent's evaluation JSON: an array of objects
+	// with the document text in "context", the question in "input", the
+	// gold answers in "answers" and other scalar fields taken as labels.
+	FormatMemAgent = "memagent"
+)
+
+// Bounds of a manifest item.
+const (
+	// MaxLineBytes bounds one JSON Lines line.
+	MaxLineBytes = 1 << 20
+	// MaxQuestionBytes bounds a question (as a DocumentQA run does).
+	MaxQuestionBytes = 16 << 10
+	// MaxIDBytes bounds an item id.
+	MaxIDBytes = 256
+)
+
+// ManifestItem is one checked item of a manifest, as it is written to the
+// batch's pages.
+type ManifestItem struct {
+	// Seq is the item's position among the manifest's items, from 0.
+	Seq int `json:"seq"`
+	// Line is the item's line (JSON Lines) or number (MemAgent JSON), from
+	// 1, as error messages name it.
+	Line     int               `json:"line"`
+	ID       string            `json:"id"`
+	Document string            `json:"document,omitempty"`
+	Question string            `json:"question"`
+	Answers  []string          `json:"answers,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	// Context is a MemAgent item's document text, which the caller stores
+	// and replaces with a Document URI. It is never written to a page.
+	Context string `json:"-"`
+}
+
+// ManifestError is a manifest item that cannot be run. Reading may go on after
+// one, to report more.
+type ManifestError struct {
+	Format string
+	// Line is the line (JSON Lines) or item number (MemAgent JSON), from 1.
+	Line int
+	Msg  string
+}
+
+func (e *ManifestError) Error() string {
+	if e.Format == FormatMemAgent {
+		return fmt.Sprintf("item %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+}
+
+// ManifestReader reads a manifest item by item, in bounded memory (one
+// item, and the ids seen so far to catch duplicates), whatever the
+// manifest's size.
+type ManifestReader struct {
+	format string
+	br     *bufio.Reader
+	dec    *json.Decoder
+	line   int // last line or item number read
+	seq    int
+	ids    map[string]int // id → line
+	opened bool
+	done   bool
+}
+
+// NewManifestReader reads a manifest of the given format, or of the format
+// its first byte says ('[' MemAgent JSON, '{' JSON Lines) when format is
+// empty.
+func NewManifestReader(r io.Reader, format string) (*ManifestReader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	first, err := manifestFirstByte(br)
+	if err != nil {
+		return nil, err
+	}
+	switch format {
+	case "":
+		switch first {
+		case '[':
+			format = FormatMemAgent
+		case '{':
+			format = FormatJSONL
+		default:
+			return nil, fmt.Errorf("manifest starts with %q: want JSON Lines (one {...} object a line) or MemAgent JSON (an array [...]); pass the format if it is one of them", first)
+		}
+	case FormatJSONL:
+		if first == '[' {
+			return nil, errors.New(`manifest is a JSON array, not JSON Lines: pass format "memagent" for MemAgent's evaluation JSON`)
+		}
+	case FormatMemAgent:
+		if first != '[' {
+			return nil, errors.New(`manifest is not a JSON array: MemAgent's evaluation JSON is [{"context": ..., "input": ..., "answers": [...]}, ...]; pass format "jsonl" for JSON Lines`)
+		}
+	default:
+		return nil, fmt.Errorf("manifest format %q is not %q or %q", format, FormatJSONL, FormatMemAgent)
+	}
+	m := &ManifestReader{format: format, br: br, ids: make(map[string]int)}
+	if format == FormatMemAgent {
+		m.dec = json.NewDecoder(br)
+		m.dec.UseNumber()
+	}
+	return m, nil
+}
+
+// manifestFirstByte peeks at the first byte that is not white space or a BOM.
+func manifestFirstByte(br *bufio.Reader) (byte, error) {
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte{0xEF, 0xBB, 0xBF}) {
+		_, _ = br.Discard(3)
+	}
+	for {
+		b, err := br.Peek(1)
+		if err == io.EOF {
+			return 0, errors.New("manifest is empty: it has no items")
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read manifest: %w", err)
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			_, _ = br.Discard(1)
+			continue
+		}
+		return b[0], nil
+	}
+}
+
+// Format is the manifest's format.
+func (m *ManifestReader) Format() string { return m.format }
+
+// Items is how many items have been returned so far.
+func (m *ManifestReader) Items() int { return m.seq }
+
+// Next returns the next item, io.EOF after the last one, an *ManifestError for
+// an item that cannot be run (the next call goes on with the item after
+// it), or another error when the manifest cannot be read further.
+func (m *ManifestReader) Next() (ManifestItem, error) {
+	if m.done {
+		return ManifestItem{}, io.EOF
+	}
+	var it ManifestItem
+	var err error
+	if m.format == FormatJSONL {
+		it, err = m.nextLine()
+	} else {
+		it, err = m.nextObject()
+	}
+	if err != nil {
+		return it, err
+	}
+	if it.ID == "" {
+		it.ID = strconv.Itoa(it.Line)
+	}
+	if err := m.check(&it); err != nil {
+		return ManifestItem{}, err
+	}
+	it.Seq = m.seq
+	m.seq++
+	return it, nil
+}
+
+func (m *ManifestReader) itemError(format string, args ...any) *ManifestError {
+	return &ManifestError{Format: m.format, Line: m.line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// check validates an item and records its id.
+func (m *ManifestReader) check(it *ManifestItem) error {
+	switch {
+	case len(it.ID) > MaxIDBytes:
+		return m.itemError("id is %d bytes, over %d", len(it.ID), MaxIDBytes)
+	case strings.TrimSpace(it.Question) == "":
+		if m.format == FormatMemAgent {
+			return m.itemError(`missing question: set "input"`)
+		}
+		return m.itemError(`missing question: set "question"`)
+	case len(it.Question) > MaxQuestionBytes:
+		return m.itemError("question is %d bytes, over the limit of %d: shorten it", len(it.Question), MaxQuestionBytes)
+	}
+	if m.format == FormatJSONL {
+		if it.Document == "" {
+			return m.itemError(`missing document: set "document" to an s3://bucket/key URI`)
+		}
+		if err := manifestS3URI(it.Document); err != nil {
+			return m.itemError("document %q %s", manifestClip(it.Document, 200), err)
+		}
+	} else if strings.TrimSpace(it.Context) == "" {
+		return m.itemError(`missing context: set "context" to the document text`)
+	}
+	if first, dup := m.ids[it.ID]; dup {
+		what := "line"
+		if m.format == FormatMemAgent {
+			what = "item"
+		}
+		return m.itemError("duplicate id %q (first at %s %d): ids must be unique", manifestClip(it.ID, 80), what, first)
+	}
+	m.ids[it.ID] = m.line
+	return nil
+}
+
+func manifestS3URI(uri string) error {
+	rest, ok := strings.CutPrefix(uri, "s3://")
+	if !ok {
+		return errors.New("is not an s3:// URI: upload the document and give its s3://bucket/key")
+	}
+	b, k, ok := strings.Cut(rest, "/")
+	if !ok || b == "" || k == "" {
+		return errors.New("names no object: want s3://bucket/key")
+	}
+	return nil
+}
+
+// jsonlItem is one JSON Lines line as written.
+type jsonlItem struct {
+	ID       json.RawMessage            `json:"id"`
+	Document string                     `json:"document"`
+	Question string                     `json:"question"`
+	Answers  json.RawMessage            `json:"answers"`
+	Labels   map[string]json.RawMessage `json:"labels"`
+}
+
+func (m *ManifestReader) nextLine() (ManifestItem, error) {
+	for {
+		line, err := m.readLine()
+		if err != nil {
+			return ManifestItem{}, err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var raw jsonlItem
+		if err := json.Unmarshal(line, &raw); err != nil {
+			return ManifestItem{}, m.itemError("not a JSON object: %s", manifestJSONError(err))
+		}
+		it := ManifestItem{Line: m.line, Document: strings.TrimSpace(raw.Document), Question: raw.Question}
+		if it.ID, err = manifestScalar(raw.ID); err != nil {
+			return ManifestItem{}, m.itemError("id: %v", err)
+		}
+		if it.Answers, err = manifestAnswers(raw.Answers); err != nil {
+			return ManifestItem{}, m.itemError("answers: %v", err)
+		}
+		for k, v := range raw.Labels {
+			s, err := manifestScalar(v)
+			if err != nil {
+				return ManifestItem{}, m.itemError("label %q: %v", manifestClip(k, 80), err)
+			}
+			if it.Labels == nil {
+				it.Labels = make(map[string]string)
+			}
+			it.Labels[k] = s
+		}
+		return it, nil
+	}
+}
+
+// readLine returns the next line without its newline, or io.EOF.
+func (m *ManifestReader) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		part, err := m.br.ReadSlice('\n')
+		if len(buf)+len(part) > MaxLineBytes {
+			m.line++
+			m.done = true
+			return nil, fmt.Errorf("line %d is longer than %d bytes: a JSON Lines manifest names documents by URI, it does not hold them", m.line, MaxLineBytes)
+		}
+		buf = append(buf, part...)
+		switch {
+		case err == nil:
+			m.line++
+			return buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF:
+			if len(buf) == 0 {
+				m.done = true
+				return nil, io.EOF
+			}
+			m.line++
+			return buf, nil
+		default:
+			m.done = true
+			return nil, fmt.Errorf("read manifest: %w", err)
+		}
+	}
+}
+
+// nextObject reads the next object of a MemAgent array field by field, so
+// that only the one context is held in memory.
+func (m *ManifestReader) nextObject() (ManifestItem, error) {
+	fatal := func(err error) (ManifestItem, error) {
+		m.done = true
+		return ManifestItem{}, err
+	}
+	if !m.opened {
+		if _, err := m.dec.Token(); err != nil { // '['
+			return fatal(fmt.Errorf("manifest: %s", manifestJSONError(err)))
+		}
+		m.opened = true
+	}
+	if !m.dec.More() {
+		if _, err := m.dec.Token(); err != nil { // ']'
+			return fatal(fmt.Errorf("manifest: after item %d: %s", m.line, manifestJSONError(err)))
+		}
+		if _, err := m.dec.Token(); err != io.EOF {
+			return fatal(fmt.Errorf("manifest: unexpected data after the array's end (item %d)", m.line))
+		}
+		m.done = true
+		return ManifestItem{}, io.EOF
+	}
+	m.line++
+	t, err := m.dec.Token()
+	if err != nil {
+		return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+	}
+	if d, ok := t.(json.Delim); !ok || d != '{' {
+		// Skip whatever it was, so the next item can still be read.
+		if d, ok := t.(json.Delim); ok && (d == '[') {
+			if err := manifestSkip(m.dec); err != nil {
+				return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+			}
+		}
+		return ManifestItem{}, m.itemError("not a JSON object")
+	}
+	it := ManifestItem{Line: m.line}
+	var idKey string
+	var bad *ManifestError
+	for m.dec.More() {
+		kt, err := m.dec.Token()
+		if err != nil {
+			return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+		}
+		key, _ := kt.(string)
+		switch key {
+		case "context":
+			var s *string
+			if err := m.dec.Decode(&s); err != nil {
+				var typ *json.UnmarshalTypeError
+				if errors.As(err, &typ) {
+					bad = m.itemError("context is not a string")
+					continue
+				}
+				return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+			}
+			if s != nil {
+				it.Context = *s
+			}
+			continue
+		}
+		var raw json.RawMessage
+		if err := m.dec.Decode(&raw); err != nil {
+			return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+		}
+		switch key {
+		case "input":
+			if err := json.Unmarshal(raw, &it.Question); err != nil {
+				bad = m.itemError("input is not a string")
+			}
+		case "answers":
+			if it.Answers, err = manifestAnswers(raw); err != nil {
+				bad = m.itemError("answers: %v", err)
+			}
+		case "_id", "id", "index":
+			// _id wins over id, id over index.
+			if idKey == "_id" || (idKey == "id" && key == "index") {
+				break
+			}
+			if it.ID, err = manifestScalar(raw); err != nil {
+				bad = m.itemError("%s: %v", key, err)
+			}
+			idKey = key
+		default:
+			if s, err := manifestScalar(raw); err == nil && s != "" {
+				if it.Labels == nil {
+					it.Labels = make(map[string]string)
+				}
+				it.Labels[key] = s
+			}
+		}
+	}
+	if _, err := m.dec.Token(); err != nil { // '}'
+		return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+	}
+	if bad != nil {
+		return ManifestItem{}, bad
+	}
+	return it, nil
+}
+
+// manifestSkip skips the rest of an array or object whose opening delimiter was
+// just read.
+func manifestSkip(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := t.(json.Delim); ok {
+			if d == '[' || d == '{' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
+}
+
+// manifestScalar renders a JSON string, number or boolean as text; null and
+// absent are empty; arrays and objects are an error.
+func manifestScalar(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", errors.New("not a valid string")
+		}
+		return s, nil
+	case '{', '[':
+		return "", errors.New("want a string, number or boolean")
+	}
+	// A number or a boolean: its JSON text.
+	return string(raw), nil
+}
+
+// answers reads gold answers: an array of strings (numbers are taken as
+// their text), or one string.
+func manifestAnswers(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		s, err := manifestScalar(raw)
+		return []string{s}, err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, errors.New("want an array of strings")
+	}
+	out := make([]string, 0, len(items))
+	for _, r := range items {
+		s, err := manifestScalar(r)
+		if err != nil {
+			return nil, errors.New("want an array of strings")
+		}
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// manifestJSONError is a JSON error without Go's type names.
+func manifestJSONError(err error) string {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("invalid JSON at byte %d: %s", syn.Offset, syn.Error())
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+		return "the manifest ends in the middle of an item"
+	}
+	return err.Error()
+}
+
+// clip shortens s to at most n bytes for an error message.
+func manifestClip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,434 @@
+package workflows
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// batchFixture runs BatchQA in the SDK's test environment with the real
+// activities over an in-memory store, and either the real DocumentQA
+// (answering with markerModel) or a stand-in child.
+type batchFixture struct {
+	store *activitiestest.Store
+	model *activitiestest.Model
+	acts  *activities.Activities
+	// child, when set, is registered as DocumentQA instead of the real one.
+	child func(workflow.Context, DocumentQAInput) (*DocumentQAResult, error)
+	// setup runs on each environment before the workflow starts.
+	setup func(*testsuite.TestWorkflowEnvironment)
+}
+
+func newBatchFixture(t *testing.T) *batchFixture {
+	t.Helper()
+	f := &batchFixture{store: activitiestest.NewStore(), model: markerModel()}
+	f.acts = &activities.Activities{
+		Store: f.store, Model: f.model, DefaultModel: "fake", Bucket: "memagent",
+		Templates:  memagent.DefaultTemplates(),
+		Tokenizers: func(string) (memagent.Tokenizer, error) { return wordTokenizer{}, nil },
+	}
+	// Document dN has N lines, so markerModel answers "w00(N-1)".
+	for n := 1; n <= 5; n++ {
+		f.put(t, fmt.Sprintf("s3://docs/d%d.txt", n), makeDoc(n))
+	}
+	return f
+}
+
+func (f *batchFixture) put(t *testing.T, uri, data string) {
+	t.Helper()
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Put(context.Background(), loc, []byte(data), ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *batchFixture) get(t *testing.T, uri string) []byte {
+	t.Helper()
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.store.Object(loc)
+	if b == nil {
+		t.Fatalf("%s does not exist", uri)
+	}
+	return b
+}
+
+// jsonlManifest writes a JSON Lines manifest of n items over documents
+// d1..d5 and returns its URI; edit may change item i.
+func (f *batchFixture) jsonlManifest(t *testing.T, name string, n int, edit func(i int, item map[string]any)) string {
+	t.Helper()
+	var b bytes.Buffer
+	for i := range n {
+		d := i%5 + 1
+		item := map[string]any{
+			"id": fmt.Sprintf("item-%d", i), "document": fmt.Sprintf("s3://docs/d%d.txt", d),
+			"question": fmt.Sprintf("Which marker came last? (%d)", i), "answers": []string{fmt.Sprintf("w%03d", d-1)},
+			"labels": map[string]string{"lines": fmt.Sprint(d)},
+		}
+		if edit != nil {
+			edit(i, item)
+		}
+		line, _ := json.Marshal(item)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	uri := "s3://manifests/" + name
+	f.put(t, uri, b.String())
+	return uri
+}
+
+func (f *batchFixture) run(t *testing.T, id string, in BatchQAInput) (*testsuite.TestWorkflowEnvironment, error) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+	env.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: BatchQAName})
+	if f.child != nil {
+		env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: DocumentQAName})
+	} else {
+		env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
+	}
+	f.acts.Register(env)
+	if f.setup != nil {
+		f.setup(env)
+	}
+	env.ExecuteWorkflow(BatchQAName, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	return env, env.GetWorkflowError()
+}
+
+// runToEnd follows continue-as-new until BatchQA returns, and returns its
+// result and every run's input.
+func (f *batchFixture) runToEnd(t *testing.T, id string, in BatchQAInput) (*BatchQAResult, []BatchQAInput) {
+	t.Helper()
+	var inputs []BatchQAInput
+	for range 50 {
+		inputs = append(inputs, in)
+		env, err := f.run(t, id, in)
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			if can.WorkflowType.Name != BatchQAName {
+				t.Fatalf("continue-as-new to %q", can.WorkflowType.Name)
+			}
+			in = BatchQAInput{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("workflow error: %v", err)
+		}
+		var res BatchQAResult
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		return &res, inputs
+	}
+	t.Fatal("more than 50 runs")
+	return nil, nil
+}
+
+// results reads a finished batch's report and its per-item results.
+func (f *batchFixture) results(t *testing.T, res *BatchQAResult) (activities.BatchReport, []activities.BatchItemResult) {
+	t.Helper()
+	var rep activities.BatchReport
+	if err := json.Unmarshal(f.get(t, res.ReportURI), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var items []activities.BatchItemResult
+	for _, line := range bytes.Split(bytes.TrimSpace(f.get(t, rep.ResultsURI)), []byte{'\n'}) {
+		var r activities.BatchItemResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, r)
+	}
+	for i, r := range items {
+		if r.Seq != i {
+			t.Fatalf("results line %d has seq %d: not in manifest order", i, r.Seq)
+		}
+	}
+	return rep, items
+}
+
+func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
+	f := newBatchFixture(t)
+	running, maxRunning, started := 0, 0, 0
+	f.child = func(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, error) {
+		running++
+		started++
+		maxRunning = max(maxRunning, running)
+		defer func() { running-- }()
+		var seq int
+		fmt.Sscanf(in.Question[strings.LastIndex(in.Question, "(")+1:], "%d)", &seq)
+		if err := workflow.Sleep(ctx, time.Duration(seq%5+1)*time.Minute); err != nil {
+			return nil, err
+		}
+		if strings.Contains(in.Question, "fail") {
+			return nil, temporal.NewNonRetryableApplicationError("prompt too long", activities.ErrPromptTooLong, nil)
+		}
+		if in.BatchID != "window" || !strings.HasPrefix(in.OutputPrefix, "s3://memagent/answers/") || in.Options.Model != "fake" {
+			return nil, fmt.Errorf("child input batch=%q output=%q model=%q", in.BatchID, in.OutputPrefix, in.Options.Model)
+		}
+		return &DocumentQAResult{Answer: "w000", AnswerFound: true, Tokens: 100, Chunks: 1,
+			Usage: activities.Usage{Calls: 2}, ResultURI: in.OutputPrefix + "result.json"}, nil
+	}
+	manifest := f.jsonlManifest(t, "window.jsonl", 60, func(i int, item map[string]any) {
+		switch i {
+		case 7, 31, 55:
+			item["question"] = fmt.Sprintf("Please fail (%d)", i)
+		case 12, 40:
+			item["document"] = "s3://docs/missing.txt"
+		}
+	})
+	var mid BatchProgress
+	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() {
+			v, err := env.QueryWorkflow(ProgressQuery)
+			if err != nil {
+				t.Errorf("query: %v", err)
+				return
+			}
+			if err := v.Get(&mid); err != nil {
+				t.Error(err)
+			}
+		}, 150*time.Second)
+	}
+	res, inputs := f.runToEnd(t, "batch-window", BatchQAInput{
+		Manifest: manifest, Name: "window", Concurrency: 7, PageSize: 10,
+	})
+	if len(inputs) != 1 {
+		t.Errorf("runs = %d, want 1", len(inputs))
+	}
+	if maxRunning != 7 {
+		t.Errorf("at most %d children ran at once, want the window of 7", maxRunning)
+	}
+	if started != 58 {
+		t.Errorf("children started = %d, want 58 (60 items, 2 with missing documents)", started)
+	}
+	if mid.Stage != BatchStageRunning || mid.Items != 60 || mid.Running < 1 || mid.Running > 7 || mid.Done == 0 || mid.Done >= 60 {
+		t.Errorf("progress mid-run = %+v", mid)
+	}
+	if res.Items != 60 || res.Succeeded != 55 || res.Failed != 5 || res.Skipped != 0 {
+		t.Errorf("result = %+v", res)
+	}
+	rep, items := f.results(t, res)
+	byType := map[string]int{}
+	for _, r := range items {
+		if r.Status == activities.ItemFailed {
+			byType[r.ErrorType]++
+			if r.Error == "" {
+				t.Errorf("item %d failed without a message", r.Seq)
+			}
+		}
+	}
+	if byType[activities.ErrPromptTooLong] != 3 || byType[activities.ErrDocumentNotFound] != 2 {
+		t.Errorf("failed items by type = %v", byType)
+	}
+	if rep.Overall.Failed != 5 || rep.Overall.Answered != 55 || rep.Overall.Usage.Calls != 110 {
+		t.Errorf("overall = %+v", rep.Overall)
+	}
+	if rep.WorkflowID != "batch-window" || rep.Name != "window" || res.ReportPrefix != "s3://memagent/batches/batch-window/" {
+		t.Errorf("report name %q workflow %q prefix %q", rep.Name, rep.WorkflowID, res.ReportPrefix)
+	}
+}
+
+func TestBatchQAContinueAsNewCarriesState(t *testing.T) {
+	f := newBatchFixture(t)
+	res, inputs := f.runToEnd(t, "batch-can", BatchQAInput{
+		Manifest: f.jsonlManifest(t, "can.jsonl", 23, nil), Concurrency: 3, PageSize: 5, ItemsPerRun: 10,
+		Options: activities.ModelOptions{ChunkTokens: 100},
+	})
+	// Pages of 5; a run stops at the first page boundary after 10 items:
+	// 10 + 10 + 3.
+	if len(inputs) != 3 {
+		t.Fatalf("runs = %d, want 3", len(inputs))
+	}
+	st := inputs[2].State
+	if st == nil || st.NextPage != 4 || st.Started != 20 || st.Answered != 20 || st.Runs != 2 || st.Expanded.Pages != 5 {
+		t.Errorf("state handed to run 3 = %+v", st)
+	}
+	if st != nil && !st.StartedAt.Equal(inputs[1].State.StartedAt) {
+		t.Errorf("start time changed across continue-as-new: %v then %v", inputs[1].State.StartedAt, st.StartedAt)
+	}
+	if res.Items != 23 || res.Succeeded != 23 || res.Runs != 3 {
+		t.Errorf("result = %+v", res)
+	}
+	rep, items := f.results(t, res)
+	if len(items) != 23 {
+		t.Fatalf("results has %d items, want 23", len(items))
+	}
+	ids := map[string]bool{}
+	for _, r := range items {
+		if r.Status != activities.ItemAnswered || r.Scores == nil || !r.Scores.ExactMatch {
+			t.Errorf("item %d: status %s answer %q scores %+v", r.Seq, r.Status, r.Answer, r.Scores)
+		}
+		if ids[r.WorkflowID] {
+			t.Errorf("child id %s used twice", r.WorkflowID)
+		}
+		ids[r.WorkflowID] = true
+		if want := fmt.Sprintf("batch-can/%d", r.Seq); r.WorkflowID != want {
+			t.Errorf("child id %s, want %s", r.WorkflowID, want)
+		}
+	}
+	if rep.Overall.ExactMatch != 1 || rep.Overall.Scored != 23 {
+		t.Errorf("overall = %+v", rep.Overall)
+	}
+	// Every item's document has 1..5 chunks: one update per chunk and one
+	// answer each, and not a call more.
+	want := 0
+	for i := range 23 {
+		want += i%5 + 1 + 1
+	}
+	if got := len(f.model.Calls()); got != want {
+		t.Errorf("model calls = %d, want %d", got, want)
+	}
+}
+
+func TestBatchQAReusesAnswers(t *testing.T) {
+	f := newBatchFixture(t)
+	opts := activities.ModelOptions{ChunkTokens: 100}
+	first, _ := f.runToEnd(t, "batch-1", BatchQAInput{Manifest: f.jsonlManifest(t, "a.jsonl", 12, nil), Options: opts})
+	if first.Succeeded != 12 {
+		t.Fatalf("first batch = %+v", first)
+	}
+	calls := len(f.model.Calls())
+
+	// The same items with other ids and one item's gold answer changed: all
+	// reused, scored against the new gold.
+	again := f.jsonlManifest(t, "b.jsonl", 12, func(i int, item map[string]any) {
+		item["id"] = fmt.Sprintf("other-%d", i)
+		if i == 3 {
+			item["answers"] = []string{"something else"}
+		}
+	})
+	second, _ := f.runToEnd(t, "batch-2", BatchQAInput{Manifest: again, Options: opts})
+	if second.Skipped != 12 || second.Succeeded != 0 || second.Failed != 0 {
+		t.Errorf("second batch = %+v, want all 12 reused", second)
+	}
+	if n := len(f.model.Calls()); n != calls {
+		t.Errorf("the second batch made %d model calls, want none", n-calls)
+	}
+	_, items := f.results(t, second)
+	for _, r := range items {
+		if r.Status != activities.ItemReused || r.ResultURI == "" || !strings.HasPrefix(r.WorkflowID, "batch-1/") {
+			t.Errorf("item %d: status %s result %q workflow %q", r.Seq, r.Status, r.ResultURI, r.WorkflowID)
+		}
+		wantEM := r.Seq != 3
+		if r.Scores == nil || r.Scores.ExactMatch != wantEM {
+			t.Errorf("item %d: scores %+v, want exact match %v", r.Seq, r.Scores, wantEM)
+		}
+	}
+
+	// Other options are another answer: nothing is reused.
+	third, _ := f.runToEnd(t, "batch-3", BatchQAInput{Manifest: again, Options: activities.ModelOptions{ChunkTokens: 120}})
+	if third.Skipped != 0 || third.Succeeded != 12 {
+		t.Errorf("batch with other options = %+v, want nothing reused", third)
+	}
+}
+
+func TestBatchQAMemAgentManifest(t *testing.T) {
+	f := newBatchFixture(t)
+	docA, docB := makeDoc(2), makeDoc(3)
+	items := []map[string]any{
+		{"_id": "a1", "context": docA, "input": "Which marker came last?", "answers": []string{"w001"}, "length": 200, "task": "niah"},
+		{"_id": "a2", "context": docA, "input": "Which marker is last?", "answers": []string{"w001"}, "length": 200, "task": "vt"},
+		{"_id": "b1", "context": docB, "input": "Which marker came last?", "answers": []string{"nope"}, "length": 300, "task": "niah"},
+	}
+	data, _ := json.Marshal(items)
+	f.put(t, "s3://manifests/eval.json", string(data))
+	res, _ := f.runToEnd(t, "batch-eval", BatchQAInput{
+		Manifest: "s3://manifests/eval.json", DatedReport: true, ReportPrefix: "s3://reports/nightly",
+		Options: activities.ModelOptions{ChunkTokens: 100},
+	})
+	contexts := 0
+	for _, k := range f.store.Keys() {
+		if strings.HasPrefix(k.Key, "contexts/sha256/") {
+			contexts++
+		}
+	}
+	if contexts != 2 {
+		t.Errorf("%d contexts stored, want 2 (one per distinct context)", contexts)
+	}
+	if !strings.HasPrefix(res.ReportPrefix, "s3://reports/nightly/") || len(res.ReportPrefix) != len("s3://reports/nightly/2006-01-02T150405Z/") {
+		t.Errorf("dated report prefix = %q", res.ReportPrefix)
+	}
+	rep, results := f.results(t, res)
+	for _, r := range results {
+		if !strings.HasPrefix(r.Document, "s3://memagent/contexts/sha256/") {
+			t.Errorf("item %s document %q", r.ID, r.Document)
+		}
+	}
+	byLen := rep.ByLabel["length"]
+	if byLen["200"].Items != 2 || byLen["200"].ExactMatch != 1 || byLen["300"].Items != 1 || byLen["300"].ExactMatch != 0 {
+		t.Errorf("by length = %+v", byLen)
+	}
+	if rep.ByLabel["task"]["niah"].Items != 2 || rep.Overall.ExactMatch < 0.66 || rep.Overall.ExactMatch > 0.67 {
+		t.Errorf("by task = %+v, overall %+v", rep.ByLabel["task"], rep.Overall)
+	}
+}
+
+func TestBatchQABadManifestFailsBeforeAnyChild(t *testing.T) {
+	f := newBatchFixture(t)
+	started := 0
+	f.child = func(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, error) {
+		started++
+		return &DocumentQAResult{}, nil
+	}
+	manifest := f.jsonlManifest(t, "bad.jsonl", 8, func(i int, item map[string]any) {
+		switch i {
+		case 2:
+			delete(item, "question")
+		case 5:
+			item["id"] = "item-1"
+		case 6:
+			item["document"] = "docs/d1.txt"
+		}
+	})
+	_, err := f.run(t, "batch-bad", BatchQAInput{Manifest: manifest})
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
+		t.Fatalf("error = %v, want %s", err, activities.ErrBadInput)
+	}
+	for _, want := range []string{"3 bad item(s)", "line 3: missing question", `line 6: duplicate id "item-1" (first at line 2)`, `line 7: document "docs/d1.txt" is not an s3:// URI`} {
+		if !strings.Contains(appErr.Error(), want) {
+			t.Errorf("error %q lacks %q", appErr.Error(), want)
+		}
+	}
+	if started != 0 {
+		t.Errorf("%d children started for a bad manifest", started)
+	}
+
+	_, err = f.run(t, "batch-none", BatchQAInput{Manifest: "s3://manifests/none.jsonl"})
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !strings.Contains(appErr.Error(), "does not exist") {
+		t.Errorf("missing manifest: error = %v", err)
+	}
+	_, err = f.run(t, "batch-invalid", BatchQAInput{Manifest: "manifest.jsonl", Concurrency: -1})
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
+		t.Errorf("invalid input: error = %v", err)
+	}
+}

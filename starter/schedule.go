@@ -2,10 +2,1185 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
 )
 
+const scheduleUsage = `usage: starter schedule <command> [flags]
+
+Temporal Schedules that run a BatchQA over a manifest, each run writing a
+dated report.
+
+  create    --id NAME --manifest s3://…|PATH (--cron "0 2 * * *" | --every 24h) [flags]
+  list      the schedules that run BatchQA: spec, paused, next run, last run's status
+  describe  ID [--json]: spec, action, recent runs with their workflow ids, next runs
+  pause     ID [--note TEXT]
+  unpause   ID [--note TEXT]
+  trigger   ID [--wait] [--overlap POLICY]: run now; --wait waits for the batch and prints its report
+  delete    ID
+
+Run "starter schedule <command> -h" for the flags of a command.
+`
+
+// Wire names of a schedule's memo fields. The spec as the user wrote it is
+// kept there because the server turns cron strings into calendars.
+const (
+	scheduleMemoSpec     = "memagent_spec"
+	scheduleMemoManifest = "memagent_manifest"
+	scheduleMemoReport   = "memagent_report_prefix"
+	// scheduleRunMemoID is the memo field, on each run a schedule starts,
+	// naming the schedule.
+	scheduleRunMemoID = "memagent_schedule_id"
+)
+
+// scheduleWorkflowPrefix is the start of the workflow id of every run a
+// schedule starts; Temporal appends the scheduled time.
+const scheduleWorkflowPrefix = "batch-"
+
+// defaultCatchupWindow bounds how late a missed run may still start after
+// an outage: a nightly batch missed for a day is run once, not a year of them.
+const defaultCatchupWindow = 24 * time.Hour
+
 func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("schedule: not implemented yet")
+	if len(args) == 0 {
+		fmt.Fprint(stderr, scheduleUsage)
+		return errors.New("schedule: no subcommand given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "create":
+		return runScheduleCreate(ctx, rest, stdout, stderr)
+	case "list":
+		return runScheduleList(ctx, rest, stdout, stderr)
+	case "describe":
+		return runScheduleDescribe(ctx, rest, stdout, stderr)
+	case "pause", "unpause":
+		return runSchedulePause(ctx, cmd, rest, stdout, stderr)
+	case "trigger":
+		return runScheduleTrigger(ctx, rest, stdout, stderr)
+	case "delete":
+		return runScheduleDelete(ctx, rest, stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, scheduleUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, scheduleUsage)
+	return fmt.Errorf("schedule: unknown subcommand %q", cmd)
+}
+
+// scheduleCreate is what `schedule create` was asked for, checked by
+// validate before anything reaches a server.
+type scheduleCreate struct {
+	ID            string
+	Manifest      string
+	Format        string
+	Cron          string
+	Every         string
+	Overlap       string
+	Concurrency   int
+	ChunkTokens   int
+	ReportPrefix  string
+	Paused        bool
+	Note          string
+	Jitter        time.Duration
+	TimeZone      string
+	CatchupWindow time.Duration
+
+	// Set by validate.
+	every   time.Duration
+	overlap enumspb.ScheduleOverlapPolicy
+}
+
+// validate checks every flag and fills the parsed fields; the errors say
+// which flag to change.
+func (c *scheduleCreate) validate() error {
+	if err := checkScheduleID(c.ID); err != nil {
+		return err
+	}
+	if c.Manifest == "" {
+		return errors.New("no manifest: pass --manifest s3://bucket/key or a local file (uploaded once)")
+	}
+	switch {
+	case c.Cron == "" && c.Every == "":
+		return errors.New(`no spec: pass --cron "0 2 * * *" (02:00 every day) or --every 24h`)
+	case c.Cron != "" && c.Every != "":
+		return errors.New("--cron and --every both given: pass one of them")
+	case c.Cron != "":
+		if err := checkCron(c.Cron); err != nil {
+			return err
+		}
+	default:
+		d, err := parseEvery(c.Every)
+		if err != nil {
+			return err
+		}
+		c.every = d
+	}
+	p, err := parseOverlap(c.Overlap)
+	if err != nil {
+		return err
+	}
+	c.overlap = p
+	if c.Concurrency < 0 || c.Concurrency > workflows.MaxBatchConcurrency {
+		return fmt.Errorf("--concurrency (%d) must be within [1, %d] (0 = the workflow's default, %d)", c.Concurrency, workflows.MaxBatchConcurrency, workflows.DefaultBatchConcurrency)
+	}
+	if c.ChunkTokens < 0 {
+		return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", c.ChunkTokens)
+	}
+	if c.Jitter < 0 {
+		return fmt.Errorf("--jitter (%s) must not be negative", c.Jitter)
+	}
+	if c.CatchupWindow < 0 {
+		return fmt.Errorf("--catchup-window (%s) must not be negative", c.CatchupWindow)
+	}
+	if c.CatchupWindow > 0 && c.CatchupWindow < 10*time.Second {
+		// The server's own lower bound.
+		return fmt.Errorf("--catchup-window (%s) must be at least 10s", c.CatchupWindow)
+	}
+	if c.TimeZone != "" {
+		if _, err := time.LoadLocation(c.TimeZone); err != nil {
+			return fmt.Errorf("--timezone %q is not an IANA time zone name (e.g. UTC, Europe/Paris, America/New_York)", c.TimeZone)
+		}
+		if c.Every != "" {
+			return errors.New("--timezone applies to --cron only: an --every interval counts from the epoch in UTC")
+		}
+	}
+	switch c.Format {
+	case "", workflows.ManifestJSONL, workflows.ManifestMemAgent:
+	default:
+		return fmt.Errorf("--format %q is not a manifest format: use %s or %s (empty: detected)", c.Format, workflows.ManifestJSONL, workflows.ManifestMemAgent)
+	}
+	if c.ReportPrefix != "" {
+		p, err := normalizePrefix(c.ReportPrefix)
+		if err != nil {
+			return fmt.Errorf("--report-prefix: %w", err)
+		}
+		c.ReportPrefix = p
+	}
+	return nil
+}
+
+// specText is the spec as shown by list and describe.
+func (c *scheduleCreate) specText() string {
+	if c.Cron != "" {
+		s := "cron " + strings.Join(strings.Fields(c.Cron), " ")
+		if c.TimeZone != "" {
+			s += " " + c.TimeZone
+		}
+		return s
+	}
+	return "every " + formatEvery(c.every)
+}
+
+// spec is the Temporal schedule spec.
+func (c *scheduleCreate) spec() client.ScheduleSpec {
+	s := client.ScheduleSpec{Jitter: c.Jitter, TimeZoneName: c.TimeZone}
+	if c.Cron != "" {
+		s.CronExpressions = []string{strings.Join(strings.Fields(c.Cron), " ")}
+	} else {
+		s.Intervals = []client.ScheduleIntervalSpec{{Every: c.every}}
+	}
+	return s
+}
+
+var scheduleIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// checkScheduleID accepts ids that read well in workflow ids, S3 keys and
+// shells: letters, digits, '.', '_' and '-', at most 100 characters.
+func checkScheduleID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("no schedule id: pass --id NAME (e.g. --id nightly-qa)")
+	case len(id) > 100:
+		return fmt.Errorf("schedule id %q is %d characters long: use at most 100", clip(id, 40), len(id))
+	case !scheduleIDPattern.MatchString(id):
+		return fmt.Errorf("schedule id %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// overlapPolicies names the overlap policies as the flag takes them.
+var overlapPolicies = []struct {
+	name   string
+	policy enumspb.ScheduleOverlapPolicy
+}{
+	{"skip", enumspb.SCHEDULE_OVERLAP_POLICY_SKIP},
+	{"buffer-one", enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE},
+	{"buffer-all", enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ALL},
+	{"cancel-other", enumspb.SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER},
+	{"terminate-other", enumspb.SCHEDULE_OVERLAP_POLICY_TERMINATE_OTHER},
+	{"allow-all", enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL},
+}
+
+func overlapNames() string {
+	names := make([]string, len(overlapPolicies))
+	for i, p := range overlapPolicies {
+		names[i] = p.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseOverlap maps a flag value to its policy; empty is skip.
+func parseOverlap(s string) (enumspb.ScheduleOverlapPolicy, error) {
+	if s == "" {
+		return enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, nil
+	}
+	for _, p := range overlapPolicies {
+		if p.name == s {
+			return p.policy, nil
+		}
+	}
+	return 0, fmt.Errorf("--overlap %q is not a policy: use one of %s", s, overlapNames())
+}
+
+// overlapName is the flag value of a policy.
+func overlapName(p enumspb.ScheduleOverlapPolicy) string {
+	if p == enumspb.SCHEDULE_OVERLAP_POLICY_UNSPECIFIED {
+		return "skip"
+	}
+	for _, o := range overlapPolicies {
+		if o.policy == p {
+			return o.name
+		}
+	}
+	return strings.ToLower(p.String())
+}
+
+// parseEvery reads an interval: a Go duration ("24h", "90m") or whole days
+// ("7d"), at least one second, in whole seconds.
+func parseEvery(s string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days <= 0 {
+			return 0, fmt.Errorf("--every %q: want a duration such as 24h, 30m or 7d", s)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("--every %q: want a duration such as 24h, 30m or 7d", s)
+		}
+		d = v
+	}
+	if d < time.Second {
+		return 0, fmt.Errorf("--every %q: the interval must be at least 1s", s)
+	}
+	if d%time.Second != 0 {
+		return 0, fmt.Errorf("--every %q: use whole seconds", s)
+	}
+	return d, nil
+}
+
+// formatEvery renders an interval compactly: 24h, 90m, 7d (days from two
+// days up, so a daily interval reads 24h).
+func formatEvery(d time.Duration) string {
+	switch {
+	case d > 24*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+// cronField is one field of a five-field cron expression.
+type cronField struct {
+	name     string
+	min, max int
+	names    []string // full names, index = value - nameBase
+	nameBase int
+	// minPrefix is the shortest prefix that names one, as the server reads them.
+	minPrefix int
+}
+
+var cronFields = []cronField{
+	{name: "minute", min: 0, max: 59},
+	{name: "hour", min: 0, max: 23},
+	{name: "day of month", min: 1, max: 31},
+	{name: "month", min: 1, max: 12, nameBase: 1, minPrefix: 3, names: []string{"january", "february", "march", "april", "may", "june",
+		"july", "august", "september", "october", "november", "december"}},
+	// 7 is Sunday too, as in most crons.
+	{name: "day of week", min: 0, max: 7, minPrefix: 2, names: []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}},
+}
+
+// cronShorthands are the named specs Temporal accepts.
+var cronShorthands = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+
+// checkCron accepts what the schedule can run: five fields (minute hour
+// day-of-month month day-of-week), each a list of *, N, N-M with an
+// optional /STEP, or one of the @daily-style shorthands. It rejects what
+// the server would, with the field named, and the forms that have a flag
+// of their own (time zones, @every).
+func checkCron(expr string) error {
+	e := strings.TrimSpace(expr)
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("--cron %q: %s", expr, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case strings.HasPrefix(e, "TZ=") || strings.HasPrefix(e, "CRON_TZ="):
+		return bad("put the time zone in --timezone, not in the expression")
+	case strings.HasPrefix(e, "@every"):
+		return bad("use --every for intervals")
+	case strings.HasPrefix(e, "@"):
+		if slices.Contains(cronShorthands, e) {
+			return nil
+		}
+		return bad("unknown shorthand: use one of %s, or five fields", strings.Join(cronShorthands, ", "))
+	case strings.Contains(e, "#"):
+		return bad("comments are not supported: use --note")
+	}
+	fields := strings.Fields(e)
+	if len(fields) != 5 {
+		return bad(`want 5 fields (minute hour day-of-month month day-of-week), e.g. "0 2 * * *" for 02:00 every day; got %d`, len(fields))
+	}
+	for i, f := range fields {
+		if err := cronFields[i].check(f); err != nil {
+			return bad("%v", err)
+		}
+	}
+	return nil
+}
+
+func (f cronField) check(s string) error {
+	for part := range strings.SplitSeq(s, ",") {
+		if part == "" {
+			return fmt.Errorf("%s %q has an empty list item", f.name, s)
+		}
+		rng, step, hasStep := strings.Cut(part, "/")
+		if hasStep {
+			n, err := strconv.Atoi(step)
+			if err != nil || n < 1 {
+				return fmt.Errorf("%s step %q must be a positive whole number", f.name, step)
+			}
+		}
+		if rng == "*" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(rng, "-")
+		a, err := f.value(lo)
+		if err != nil {
+			return err
+		}
+		if isRange {
+			b, err := f.value(hi)
+			if err != nil {
+				return err
+			}
+			if b < a {
+				return fmt.Errorf("%s range %q ends before it starts", f.name, rng)
+			}
+		}
+	}
+	return nil
+}
+
+func (f cronField) value(s string) (int, error) {
+	if f.names != nil && len(s) >= f.minPrefix {
+		for i, n := range f.names {
+			if strings.HasPrefix(n, strings.ToLower(s)) {
+				return i + f.nameBase, nil
+			}
+		}
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		if f.names != nil {
+			return 0, fmt.Errorf("%s %q is neither a number (%d-%d) nor a name (%s… or in full)", f.name, s, f.min, f.max, threeLetters(f.names))
+		}
+		return 0, fmt.Errorf("%s %q is not a number (%d-%d)", f.name, s, f.min, f.max)
+	}
+	if v < f.min || v > f.max {
+		return 0, fmt.Errorf("%s %d is out of range %d-%d", f.name, v, f.min, f.max)
+	}
+	return v, nil
+}
+
+func threeLetters(names []string) string {
+	short := make([]string, len(names))
+	for i, n := range names {
+		short[i] = n[:3]
+	}
+	return strings.Join(short, ", ")
+}
+
+// normalizePrefix checks an s3:// prefix and makes it end in '/'.
+func normalizePrefix(p string) (string, error) {
+	rest, ok := strings.CutPrefix(p, "s3://")
+	bucket, _, _ := strings.Cut(rest, "/")
+	if !ok || bucket == "" {
+		return "", fmt.Errorf("%q is not an s3://bucket/prefix/ URI", p)
+	}
+	if !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p, nil
+}
+
+// scheduleFlags starts a subcommand's flag set with the connection flags.
+func scheduleFlags(name string, stderr io.Writer) (*flag.FlagSet, *config.Config, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := flag.NewFlagSet("schedule "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	return fs, &cfg, nil
+}
+
+// parseInterspersed parses flags placed before or after the positional
+// arguments (`describe ID --json`), and returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// After "--" everything is positional.
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// oneScheduleID parses a subcommand that takes exactly one schedule id.
+func oneScheduleID(fs *flag.FlagSet, args []string, usage string) (string, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", fmt.Errorf("usage: %s", usage)
+	}
+	return pos[0], checkScheduleID(pos[0])
+}
+
+// dialSchedules connects to Temporal for a schedule subcommand.
+func dialSchedules(ctx context.Context, cfg *config.Config, stderr io.Writer) (client.Client, error) {
+	cfg.Normalize()
+	return workerapp.Dial(ctx, *cfg, cliLogger(stderr))
+}
+
+// scheduleError turns a server's "not found" into what to do about it.
+func scheduleError(id string, err error) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return fmt.Errorf("schedule %q does not exist: list them with `starter schedule list`", id)
+	}
+	return fmt.Errorf("schedule %s: %w", id, err)
+}
+
+func runScheduleCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, cfg, err := scheduleFlags("create", stderr)
+	if err != nil {
+		return err
+	}
+	var c scheduleCreate
+	fs.StringVar(&c.ID, "id", "", "schedule `NAME` (letters, digits, '.', '_', '-'); runs are workflows batch-NAME-<time>")
+	fs.StringVar(&c.Manifest, "manifest", "", "the manifest: s3://bucket/key, or a local file uploaded once")
+	fs.StringVar(&c.Format, "format", "", "manifest format: jsonl or memagent (default: detected from the content)")
+	fs.StringVar(&c.Cron, "cron", "", `five-field cron spec, e.g. "0 2 * * *" (02:00 every day), or @daily, @hourly…`)
+	fs.StringVar(&c.Every, "every", "", "run at a fixed interval instead, e.g. 24h, 90m, 7d (counted from the epoch, UTC)")
+	fs.StringVar(&c.Overlap, "overlap", "skip", "when a run is due while the last one still runs: "+overlapNames())
+	fs.IntVar(&c.Concurrency, "concurrency", 0, "DocumentQA runs at once per batch (0 = the workflow's default, 16)")
+	fs.IntVar(&c.ChunkTokens, "chunk-tokens", 0, "tokens per chunk (0 = the default, 5000)")
+	fs.StringVar(&c.ReportPrefix, "report-prefix", "", "s3:// prefix of the reports, each run under <prefix><UTC start time>/ (default s3://BUCKET/reports/NAME/)")
+	fs.BoolVar(&c.Paused, "paused", false, "create the schedule paused")
+	fs.StringVar(&c.Note, "note", "", "a note shown with the schedule (e.g. why it is paused)")
+	fs.DurationVar(&c.Jitter, "jitter", 0, "start each run up to this much later, at random (spreads load)")
+	fs.StringVar(&c.TimeZone, "timezone", "", "IANA time zone of --cron, e.g. Europe/Paris (default UTC)")
+	fs.DurationVar(&c.CatchupWindow, "catchup-window", defaultCatchupWindow, "after an outage, start missed runs at most this late")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("unexpected arguments %q: quote the --cron spec", pos)
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg.Normalize()
+	if c.ReportPrefix == "" {
+		c.ReportPrefix = fmt.Sprintf("s3://%s/reports/%s/", cfg.Bucket, c.ID)
+	}
+	tc, err := dialSchedules(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	sc := tc.ScheduleClient()
+	// Checked before the upload, so a taken id costs nothing.
+	if _, err := sc.GetHandle(ctx, c.ID).Describe(ctx); err == nil {
+		return scheduleExists(c.ID)
+	} else if !isNotFound(err) {
+		return fmt.Errorf("schedule %s: %w", c.ID, err)
+	}
+	store, err := workerapp.NewStore(ctx, *cfg)
+	if err != nil {
+		return err
+	}
+	manifest, err := uploadManifest(ctx, store, cfg.Bucket, c.Manifest)
+	if err != nil {
+		return err
+	}
+	in := workflows.BatchQAInput{
+		Manifest:     manifest,
+		Format:       c.Format,
+		Options:      activities.ModelOptions{Model: cfg.Model, ChunkTokens: c.ChunkTokens},
+		Concurrency:  c.Concurrency,
+		ReportPrefix: c.ReportPrefix,
+		DatedReport:  true,
+	}
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	// Like `starter batch`, each run is findable by status (and model) from
+	// its start; BatchQA sets MemagentBatch to its workflow id, which
+	// Temporal completes only when it starts the run.
+	sa := []temporal.SearchAttributeUpdate{workflows.StatusKey.ValueSet(workflows.BatchStageExpanding)}
+	if in.Options.Model != "" {
+		sa = append(sa, workflows.ModelKey.ValueSet(workflows.KeywordValue(in.Options.Model)))
+	}
+	opts := client.ScheduleOptions{
+		ID:            c.ID,
+		Spec:          c.spec(),
+		Overlap:       c.overlap,
+		CatchupWindow: c.CatchupWindow,
+		Paused:        c.Paused,
+		Note:          c.Note,
+		Memo: map[string]any{
+			scheduleMemoSpec:     c.specText(),
+			scheduleMemoManifest: manifest,
+			scheduleMemoReport:   c.ReportPrefix,
+		},
+		Action: &client.ScheduleWorkflowAction{
+			ID:                    scheduleWorkflowPrefix + c.ID,
+			Workflow:              workflows.BatchQAName,
+			Args:                  []any{in},
+			TaskQueue:             cfg.TaskQueue,
+			Memo:                  map[string]any{scheduleRunMemoID: c.ID},
+			TypedSearchAttributes: temporal.NewSearchAttributes(sa...),
+			StaticSummary:         fmt.Sprintf("schedule %s · %s", c.ID, manifest),
+		},
+	}
+	h, err := sc.Create(ctx, opts)
+	switch {
+	case errors.Is(err, temporal.ErrScheduleAlreadyRunning):
+		return scheduleExists(c.ID)
+	case err != nil:
+		return fmt.Errorf("create schedule %s: %w", c.ID, err)
+	}
+	fmt.Fprintf(stdout, "created schedule %s: %s, BatchQA over %s\n", h.GetID(), c.specText(), manifest)
+	fmt.Fprintf(stdout, "reports: %s<UTC start time>/report.json\n", c.ReportPrefix)
+	if d, err := h.Describe(ctx); err == nil && len(d.Info.NextActionTimes) > 0 && !c.Paused {
+		fmt.Fprintf(stdout, "next run: %s\n", formatWhen(d.Info.NextActionTimes[0]))
+	}
+	if c.Paused {
+		fmt.Fprintf(stdout, "paused; start it with: starter schedule unpause %s\n", c.ID)
+	}
+	return nil
+}
+
+func scheduleExists(id string) error {
+	return fmt.Errorf("schedule %q already exists; use delete first or pick another --id", id)
+}
+
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+// scheduleRow is one schedule as `schedule list` prints it.
+type scheduleRow struct {
+	ID         string     `json:"id"`
+	Spec       string     `json:"spec"`
+	Paused     bool       `json:"paused"`
+	Note       string     `json:"note,omitempty"`
+	NextRun    *time.Time `json:"next_run,omitempty"`
+	LastRun    string     `json:"last_run,omitempty"`
+	LastStatus string     `json:"last_status,omitempty"`
+	Workflow   string     `json:"workflow"`
+}
+
+func runScheduleList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, cfg, err := scheduleFlags("list", stderr)
+	if err != nil {
+		return err
+	}
+	all := fs.Bool("all", false, "list every schedule of the namespace, not only those that run BatchQA")
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("unexpected arguments %q: list takes only flags", pos)
+	}
+	tc, err := dialSchedules(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	dc := dataConverter(*cfg)
+	it, err := tc.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 200})
+	if err != nil {
+		return fmt.Errorf("list schedules: %w", err)
+	}
+	var rows []scheduleRow
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return fmt.Errorf("list schedules: %w", err)
+		}
+		if !*all && e.WorkflowType.Name != workflows.BatchQAName {
+			continue
+		}
+		r := scheduleRow{ID: e.ID, Paused: e.Paused, Note: e.Note, Workflow: e.WorkflowType.Name}
+		r.Spec = memoString(dc, e.Memo, scheduleMemoSpec)
+		if r.Spec == "" {
+			r.Spec = renderSpec(e.Spec)
+		}
+		if len(e.NextActionTimes) > 0 && !e.Paused {
+			t := e.NextActionTimes[0]
+			r.NextRun = &t
+		}
+		if n := len(e.RecentActions); n > 0 {
+			if wr := e.RecentActions[n-1].StartWorkflowResult; wr != nil {
+				r.LastRun = wr.WorkflowID
+				r.LastStatus = workflowStatus(ctx, tc, wr.WorkflowID)
+			}
+		}
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b scheduleRow) int { return strings.Compare(a.ID, b.ID) })
+	if *asJSON {
+		if rows == nil {
+			rows = []scheduleRow{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, "no schedules; create one with: starter schedule create --id nightly --manifest s3://… --cron \"0 2 * * *\"")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSPEC\tPAUSED\tNEXT RUN\tLAST RUN")
+	for _, r := range rows {
+		next := "-"
+		if r.NextRun != nil {
+			next = formatWhen(*r.NextRun)
+		}
+		last := "-"
+		if r.LastRun != "" {
+			last = r.LastStatus
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Spec, yesNo(r.Paused), next, last)
+	}
+	return tw.Flush()
+}
+
+// workflowStatus is the status of a workflow's latest run, lower case, or
+// "unknown" when it cannot be read (deleted after retention, say).
+func workflowStatus(ctx context.Context, c client.Client, id string) string {
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.ToLower(d.GetWorkflowExecutionInfo().GetStatus().String())
+}
+
+// dataConverter decodes memos and action arguments the way the client
+// encoded them (with the payload codec when keys are configured).
+func dataConverter(cfg config.Config) converter.DataConverter {
+	if dc, _, err := workerapp.Converters(cfg); err == nil && dc != nil {
+		return dc
+	}
+	return converter.GetDefaultDataConverter()
+}
+
+func memoString(dc converter.DataConverter, memo *commonpb.Memo, key string) string {
+	p, ok := memo.GetFields()[key]
+	if !ok {
+		return ""
+	}
+	var s string
+	if err := dc.FromPayload(p, &s); err != nil {
+		return ""
+	}
+	return s
+}
+
+// renderSpec describes a spec the server holds, for schedules made by other
+// tools: calendars as cron fields, intervals as durations.
+func renderSpec(s *client.ScheduleSpec) string {
+	if s == nil {
+		return "-"
+	}
+	var parts []string
+	for _, c := range s.Calendars {
+		f := []string{
+			renderRanges(c.Minute, "0"), renderRanges(c.Hour, "0"), renderRanges(c.DayOfMonth, "*"),
+			renderRanges(c.Month, "*"), renderRanges(c.DayOfWeek, "*"),
+		}
+		if len(c.Second) > 0 && renderRanges(c.Second, "0") != "0" {
+			f = append([]string{renderRanges(c.Second, "0")}, f...)
+		}
+		parts = append(parts, "cron "+strings.Join(f, " "))
+	}
+	for _, iv := range s.Intervals {
+		p := "every " + formatEvery(iv.Every)
+		if iv.Offset > 0 {
+			p += "+" + formatEvery(iv.Offset)
+		}
+		parts = append(parts, p)
+	}
+	for _, c := range s.CronExpressions {
+		parts = append(parts, "cron "+c)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	out := strings.Join(parts, "; ")
+	if s.TimeZoneName != "" {
+		out += " " + s.TimeZoneName
+	}
+	return out
+}
+
+// renderRanges writes ranges in cron notation. Full ranges read as "*"
+// only where the server stores "*" as its full range, which is all this
+// rendering needs to tell apart.
+func renderRanges(rs []client.ScheduleRange, empty string) string {
+	if len(rs) == 0 {
+		return empty
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		end := r.End
+		if end < r.Start {
+			end = r.Start
+		}
+		p := strconv.Itoa(r.Start)
+		if end != r.Start {
+			p += "-" + strconv.Itoa(end)
+		}
+		if r.Step > 1 {
+			p += "/" + strconv.Itoa(r.Step)
+		}
+		parts[i] = p
+	}
+	s := strings.Join(parts, ",")
+	switch s {
+	case "0-59", "0-23", "1-31", "1-12", "0-6":
+		return "*"
+	}
+	return s
+}
+
+// scheduleView is a schedule as `schedule describe` shows it.
+type scheduleView struct {
+	ID            string                  `json:"id"`
+	Spec          string                  `json:"spec"`
+	TimeZone      string                  `json:"time_zone,omitempty"`
+	Jitter        string                  `json:"jitter,omitempty"`
+	Paused        bool                    `json:"paused"`
+	Note          string                  `json:"note,omitempty"`
+	Overlap       string                  `json:"overlap"`
+	CatchupWindow string                  `json:"catchup_window,omitempty"`
+	Workflow      string                  `json:"workflow"`
+	WorkflowID    string                  `json:"workflow_id_prefix"`
+	TaskQueue     string                  `json:"task_queue"`
+	Input         *workflows.BatchQAInput `json:"input,omitempty"`
+	Actions       int                     `json:"actions"`
+	Skipped       int                     `json:"skipped_overlap"`
+	Missed        int                     `json:"missed_catchup_window"`
+	Running       []string                `json:"running,omitempty"`
+	RecentActions []scheduleActionView    `json:"recent_actions"`
+	NextRuns      []time.Time             `json:"next_runs"`
+	CreatedAt     time.Time               `json:"created_at"`
+	UpdatedAt     *time.Time              `json:"updated_at,omitempty"`
+	raw           *client.ScheduleDescription
+}
+
+// scheduleActionView is one run a schedule started.
+type scheduleActionView struct {
+	ScheduledAt time.Time `json:"scheduled_at"`
+	StartedAt   time.Time `json:"started_at"`
+	WorkflowID  string    `json:"workflow_id"`
+	RunID       string    `json:"run_id"`
+	Status      string    `json:"status"`
+}
+
+func describeSchedule(ctx context.Context, tc client.Client, dc converter.DataConverter, id string) (*scheduleView, error) {
+	d, err := tc.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+	if err != nil {
+		return nil, scheduleError(id, err)
+	}
+	v := &scheduleView{ID: id, raw: d, CreatedAt: d.Info.CreatedAt,
+		Actions: d.Info.NumActions, Skipped: d.Info.NumActionsSkippedOverlap, Missed: d.Info.NumActionsMissedCatchupWindow,
+		RecentActions: []scheduleActionView{}, NextRuns: d.Info.NextActionTimes}
+	if d.Info.LastUpdateAt.Unix() > 0 {
+		t := d.Info.LastUpdateAt
+		v.UpdatedAt = &t
+	}
+	v.Spec = memoString(dc, d.Memo, scheduleMemoSpec)
+	if v.Spec == "" {
+		v.Spec = renderSpec(d.Schedule.Spec)
+	}
+	if s := d.Schedule.Spec; s != nil {
+		v.TimeZone = s.TimeZoneName
+		if s.Jitter > 0 {
+			v.Jitter = formatEvery(s.Jitter)
+		}
+	}
+	if st := d.Schedule.State; st != nil {
+		v.Paused, v.Note = st.Paused, st.Note
+	}
+	if p := d.Schedule.Policy; p != nil {
+		v.Overlap = overlapName(p.Overlap)
+		if p.CatchupWindow > 0 {
+			v.CatchupWindow = formatEvery(p.CatchupWindow)
+		}
+	}
+	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
+		v.Workflow, v.WorkflowID, v.TaskQueue = fmt.Sprint(a.Workflow), a.ID, a.TaskQueue
+		if len(a.Args) == 1 && v.Workflow == workflows.BatchQAName {
+			if p, ok := a.Args[0].(*commonpb.Payload); ok {
+				var in workflows.BatchQAInput
+				if err := dc.FromPayload(p, &in); err == nil {
+					v.Input = &in
+				}
+			}
+		}
+	}
+	for _, w := range d.Info.RunningWorkflows {
+		v.Running = append(v.Running, w.WorkflowID)
+	}
+	for _, a := range d.Info.RecentActions {
+		av := scheduleActionView{ScheduledAt: a.ScheduleTime, StartedAt: a.ActualTime}
+		if wr := a.StartWorkflowResult; wr != nil {
+			av.WorkflowID, av.RunID = wr.WorkflowID, wr.FirstExecutionRunID
+			av.Status = workflowStatus(ctx, tc, wr.WorkflowID)
+		}
+		v.RecentActions = append(v.RecentActions, av)
+	}
+	return v, nil
+}
+
+func runScheduleDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, cfg, err := scheduleFlags("describe", stderr)
+	if err != nil {
+		return err
+	}
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	id, err := oneScheduleID(fs, args, "starter schedule describe [--json] ID")
+	if err != nil {
+		return err
+	}
+	tc, err := dialSchedules(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	v, err := describeSchedule(ctx, tc, dataConverter(*cfg), id)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	printScheduleView(stdout, v)
+	return nil
+}
+
+func printScheduleView(w io.Writer, v *scheduleView) {
+	fmt.Fprintf(w, "Schedule:  %s\n", v.ID)
+	spec := v.Spec
+	if v.Jitter != "" {
+		spec += ", jitter " + v.Jitter
+	}
+	fmt.Fprintf(w, "Spec:      %s\n", spec)
+	state := "active"
+	if v.Paused {
+		state = "paused"
+	}
+	if v.Note != "" {
+		state += " (" + v.Note + ")"
+	}
+	fmt.Fprintf(w, "State:     %s\n", state)
+	policy := "overlap " + v.Overlap
+	if v.CatchupWindow != "" {
+		policy += ", catch-up window " + v.CatchupWindow
+	}
+	fmt.Fprintf(w, "Policy:    %s\n", policy)
+	fmt.Fprintf(w, "Action:    start %s %s-<time> on task queue %s\n", v.Workflow, v.WorkflowID, v.TaskQueue)
+	if in := v.Input; in != nil {
+		fmt.Fprintf(w, "Manifest:  %s\n", in.Manifest)
+		fmt.Fprintf(w, "Reports:   %s<UTC start time>/report.json\n", in.ReportPrefix)
+		var opts []string
+		if in.Format != "" {
+			opts = append(opts, "format "+in.Format)
+		}
+		if in.Concurrency > 0 {
+			opts = append(opts, fmt.Sprintf("concurrency %d", in.Concurrency))
+		}
+		if in.Options.Model != "" {
+			opts = append(opts, "model "+in.Options.Model)
+		}
+		if in.Options.ChunkTokens > 0 {
+			opts = append(opts, fmt.Sprintf("chunk tokens %d", in.Options.ChunkTokens))
+		}
+		if len(opts) > 0 {
+			fmt.Fprintf(w, "Options:   %s\n", strings.Join(opts, ", "))
+		}
+	}
+	fmt.Fprintf(w, "Runs:      %d started, %d skipped (overlap), %d missed (catch-up window)\n", v.Actions, v.Skipped, v.Missed)
+	if len(v.Running) > 0 {
+		fmt.Fprintf(w, "Running:   %s\n", strings.Join(v.Running, ", "))
+	}
+	if len(v.RecentActions) > 0 {
+		fmt.Fprintln(w, "Recent runs:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for i := len(v.RecentActions) - 1; i >= 0; i-- {
+			a := v.RecentActions[i]
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", formatWhen(a.StartedAt), orDash(a.WorkflowID), orDash(a.Status))
+		}
+		tw.Flush()
+	}
+	if len(v.NextRuns) > 0 && !v.Paused {
+		fmt.Fprintln(w, "Next runs:")
+		for _, t := range v.NextRuns[:min(5, len(v.NextRuns))] {
+			fmt.Fprintf(w, "  %s\n", formatWhen(t))
+		}
+	}
+}
+
+func runSchedulePause(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
+	fs, cfg, err := scheduleFlags(cmd, stderr)
+	if err != nil {
+		return err
+	}
+	note := fs.String("note", "", "why (shown by describe and in the Web UI)")
+	id, err := oneScheduleID(fs, args, "starter schedule "+cmd+" [--note TEXT] ID")
+	if err != nil {
+		return err
+	}
+	tc, err := dialSchedules(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	h := tc.ScheduleClient().GetHandle(ctx, id)
+	if cmd == "pause" {
+		n := *note
+		if n == "" {
+			n = "paused with starter schedule pause"
+		}
+		err = h.Pause(ctx, client.SchedulePauseOptions{Note: n})
+	} else {
+		n := *note
+		if n == "" {
+			n = "unpaused with starter schedule unpause"
+		}
+		err = h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: n})
+	}
+	if err != nil {
+		return scheduleError(id, err)
+	}
+	fmt.Fprintf(stdout, "%sd schedule %s\n", cmd, id)
+	return nil
+}
+
+func runScheduleDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, cfg, err := scheduleFlags("delete", stderr)
+	if err != nil {
+		return err
+	}
+	id, err := oneScheduleID(fs, args, "starter schedule delete ID")
+	if err != nil {
+		return err
+	}
+	tc, err := dialSchedules(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	if err := tc.ScheduleClient().GetHandle(ctx, id).Delete(ctx); err != nil {
+		return scheduleError(id, err)
+	}
+	fmt.Fprintf(stdout, "deleted schedule %s (runs it started are kept; reports stay in S3)\n", id)
+	return nil
+}
+
+// triggerWait bounds how long trigger waits for the schedule to start the
+// run it asked for.
+const triggerWait = 20 * time.Second
+
+func runScheduleTrigger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, cfg, err := scheduleFlags("trigger", stderr)
+	if err != nil {
+		return err
+	}
+	wait := fs.Bool("wait", false, "wait for the batch to finish and print its report")
+	overlap := fs.String("overlap", "", "overlap policy for this run only (default the schedule's): "+overlapNames())
+	asJSON := fs.Bool("json", false, "with --wait, print the batch's result as JSON")
+	id, err := oneScheduleID(fs, args, "starter schedule trigger [--wait] [--overlap POLICY] ID")
+	if err != nil {
+		return err
+	}
+	var policy enumspb.ScheduleOverlapPolicy
+	if *overlap != "" {
+		if policy, err = parseOverlap(*overlap); err != nil {
+			return err
+		}
+	}
+	tc, err := dialSchedules(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	h := tc.ScheduleClient().GetHandle(ctx, id)
+	before, err := h.Describe(ctx)
+	if err != nil {
+		return scheduleError(id, err)
+	}
+	seen := map[string]bool{}
+	for _, a := range before.Info.RecentActions {
+		if a.StartWorkflowResult != nil {
+			seen[a.StartWorkflowResult.WorkflowID] = true
+		}
+	}
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: policy}); err != nil {
+		return scheduleError(id, err)
+	}
+	wfID, err := awaitTriggeredRun(ctx, h, seen, before.Info.NumActionsSkippedOverlap)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "schedule %s started %s\n", id, wfID)
+	if !*wait {
+		fmt.Fprintf(stdout, "%s\n", wfID)
+		return nil
+	}
+	res, err := awaitBatch(ctx, tc, wfID, stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "Batch:    %s: %d items, %d succeeded, %d failed, %d reused\n", wfID, res.Items, res.Succeeded, res.Failed, res.Skipped)
+	fmt.Fprintf(stdout, "Report:   %s\n", res.ReportURI)
+	fmt.Fprintf(stdout, "Page:     %s\n", res.HTMLURI)
+	return nil
+}
+
+// awaitTriggeredRun waits for the run a trigger started to show among the
+// schedule's recent actions, and returns its workflow id. A trigger the
+// overlap policy skipped is reported as such.
+func awaitTriggeredRun(parent context.Context, h client.ScheduleHandle, seen map[string]bool, skippedBefore int) (string, error) {
+	ctx, cancel := context.WithTimeout(parent, triggerWait)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		d, err := h.Describe(ctx)
+		if err == nil {
+			if id, ok := newRun(d.Info.RecentActions, seen); ok {
+				return id, nil
+			}
+			if d.Info.NumActionsSkippedOverlap > skippedBefore {
+				running := make([]string, 0, len(d.Info.RunningWorkflows))
+				for _, w := range d.Info.RunningWorkflows {
+					running = append(running, w.WorkflowID)
+				}
+				return "", fmt.Errorf("schedule %s did not start a run: its overlap policy (%s) skips a run while %s is running; pass --overlap allow-all (or buffer-one) to run anyway",
+					h.GetID(), overlapName(policyOf(d)), strings.Join(running, ", "))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if parent.Err() != nil {
+				return "", parent.Err()
+			}
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return "", scheduleError(h.GetID(), err)
+			}
+			// Temporal names a scheduled run by the second it is due, so a
+			// second trigger within the same second as a run before it is
+			// dropped as a duplicate.
+			return "", fmt.Errorf("schedule %s: triggered, but no run started within %s (a trigger in the same second as the schedule's previous run is dropped, as both would get the same workflow id); see `starter schedule describe %s`",
+				h.GetID(), triggerWait, h.GetID())
+		case <-tick.C:
+		}
+	}
+}
+
+func policyOf(d *client.ScheduleDescription) enumspb.ScheduleOverlapPolicy {
+	if d.Schedule.Policy == nil {
+		return enumspb.SCHEDULE_OVERLAP_POLICY_UNSPECIFIED
+	}
+	return d.Schedule.Policy.Overlap
+}
+
+// newRun returns the newest recent action's workflow id not in seen.
+func newRun(actions []client.ScheduleActionResult, seen map[string]bool) (string, bool) {
+	for i := len(actions) - 1; i >= 0; i-- {
+		if wr := actions[i].StartWorkflowResult; wr != nil && !seen[wr.WorkflowID] {
+			return wr.WorkflowID, true
+		}
+	}
+	return "", false
+}
+
+// formatWhen renders a time in the local zone, to the second.
+func formatWhen(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

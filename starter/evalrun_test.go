@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/evalgen"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
+)
+
+func TestFormatLength(t *testing.T) {
+	for in, want := range map[string]string{
+		"2048":    "2K",
+		"8192":    "8K",
+		"7168":    "7K",
+		"917504":  "896K",
+		"1048576": "1M",
+		"1835008": "1.75M",
+		"3670016": "3.5M",
+		"5000":    "5000",
+		"512":     "512",
+		"long":    "long",
+		"2.5":     "2.5",
+	} {
+		if got := formatLength(in); got != want {
+			t.Errorf("formatLength(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCompareLengths(t *testing.T) {
+	got := []string{"16384", "long", "8192", "131072", "1048576", "4096", "abc"}
+	slices.SortFunc(got, compareLengths)
+	want := []string{"4096", "8192", "16384", "131072", "1048576", "abc", "long"}
+	if !slices.Equal(got, want) {
+		t.Errorf("sorted = %q, want %q", got, want)
+	}
+}
+
+// evalItem is a batch item with labels and scores, as results.jsonl holds it.
+func evalItem(task, length string, exact, substring bool, f1 float64) activities.BatchItemResult {
+	return activities.BatchItemResult{
+		Status: activities.ItemAnswered,
+		Labels: map[string]string{"task": task, "length": length},
+		Scores: &memagent.Scores{ExactMatch: exact, SubstringMatch: substring, F1: f1},
+	}
+}
+
+// evalFixture is a report of two tasks at two lengths, and its items: a
+// failed item at 16K is in no mean.
+func evalFixture() (*activities.BatchReport, []activities.BatchItemResult) {
+	items := []activities.BatchItemResult{
+		evalItem("niah", "8192", true, true, 1),
+		evalItem("niah", "8192", false, true, 0.5),
+		evalItem("niah", "16384", false, false, 0),
+		evalItem("niah", "16384", true, true, 1),
+		evalItem("hqa", "8192", false, true, 0.4),
+		evalItem("hqa", "8192", false, false, 0),
+		evalItem("hqa", "16384", false, false, 0.2),
+		{Status: activities.ItemFailed, Labels: map[string]string{"task": "hqa", "length": "16384"}},
+	}
+	agg := func(n, scored, failed int, em, sm, f1 float64) activities.ScoreAggregate {
+		return activities.ScoreAggregate{Items: n, Answered: n - failed, Failed: failed, Scored: scored, ExactMatch: em, SubstringMatch: sm, F1: f1}
+	}
+	rep := &activities.BatchReport{
+		Name:    "eval-tiny",
+		Overall: agg(8, 7, 1, 2.0/7, 4.0/7, 3.1/7),
+		ByLabel: map[string]map[string]activities.ScoreAggregate{
+			"length": {"8192": agg(4, 4, 0, 0.25, 0.75, 1.9/4), "16384": agg(4, 3, 1, 1.0/3, 1.0/3, 1.2/3)},
+			"task":   {"niah": agg(4, 4, 0, 0.5, 0.75, 2.5/4), "hqa": agg(4, 3, 1, 0, 1.0/3, 0.6/3)},
+		},
+	}
+	return rep, items
+}
+
+func TestEvalTableFromItems(t *testing.T) {
+	rep, items := evalFixture()
+	var b bytes.Buffer
+	if err := renderEvalTable(&b, buildEvalTable(rep, items, metricSubstring)); err != nil {
+		t.Fatal(err)
+	}
+	want := `substring match (accuracy, the MemAgent paper's metric), % of scored items
+task     8K   16K  overall
+hqa    50.0   0.0     33.3
+niah  100.0  50.0     75.0
+all    75.0  33.3     57.1
+1 of 8 items failed and are in no mean; see the report
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestEvalTableMetrics(t *testing.T) {
+	rep, items := evalFixture()
+	for _, tc := range []struct {
+		metric  string
+		title   string
+		overall float64
+	}{
+		{metricExact, "exact match", 2.0 / 7},
+		{metricSubstring, "substring match", 4.0 / 7},
+		{metricF1, "token F1", 3.1 / 7},
+	} {
+		t.Run(tc.metric, func(t *testing.T) {
+			for _, source := range []struct {
+				name  string
+				items []activities.BatchItemResult
+			}{{"items", items}, {"report", nil}} {
+				tab := buildEvalTable(rep, source.items, tc.metric)
+				if !strings.HasPrefix(tab.Title, tc.title+" ") && !strings.HasPrefix(tab.Title, tc.title+",") {
+					t.Errorf("%s: title %q does not name %s", source.name, tab.Title, tc.title)
+				}
+				all := tab.Rows[len(tab.Rows)-1]
+				if all.Task != "all" || all.Overall.N != 7 || !near(all.Overall.Mean, tc.overall) {
+					t.Errorf("%s: last row %+v, want all with mean %.3f over 7", source.name, all, tc.overall)
+				}
+			}
+		})
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// Without the per-item results, the table comes from the report's
+// aggregates: the "all" row by length, and each task's overall score.
+func TestEvalTableFromReportOnly(t *testing.T) {
+	rep, _ := evalFixture()
+	var b bytes.Buffer
+	if err := renderEvalTable(&b, buildEvalTable(rep, nil, metricSubstring)); err != nil {
+		t.Fatal(err)
+	}
+	want := `substring match (accuracy, the MemAgent paper's metric), % of scored items
+task    8K   16K  overall
+hqa      -     -     33.3
+niah     -     -     75.0
+all   75.0  33.3     57.1
+1 of 8 items failed and are in no mean; see the report
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A set without task labels has one row, "all"; lengths sort numerically
+// whatever order they come in.
+func TestEvalTableOneTask(t *testing.T) {
+	var items []activities.BatchItemResult
+	for _, l := range []string{"4096", "2048", "1048576", "2048"} {
+		it := evalItem("", l, false, true, 1)
+		delete(it.Labels, "task")
+		items = append(items, it)
+	}
+	tab := buildEvalTable(&activities.BatchReport{}, items, metricSubstring)
+	if !slices.Equal(tab.Columns, []string{"2K", "4K", "1M"}) {
+		t.Errorf("columns = %q, want [2K 4K 1M]", tab.Columns)
+	}
+	if len(tab.Rows) != 1 || tab.Rows[0].Task != "all" || tab.Rows[0].Cells[0].N != 2 || tab.Rows[0].Overall.N != 4 {
+		t.Errorf("rows = %+v, want one row \"all\" with 2 items at 2K and 4 overall", tab.Rows)
+	}
+}
+
+func TestParseBatchItems(t *testing.T) {
+	_, items := evalFixture()
+	var b bytes.Buffer
+	for _, it := range items {
+		line, _ := json.Marshal(it)
+		b.Write(line)
+		b.WriteString("\n\n")
+	}
+	got, err := parseBatchItems(b.Bytes())
+	if err != nil || len(got) != len(items) || got[3].Labels["length"] != "16384" || !got[3].Scores.ExactMatch {
+		t.Errorf("parseBatchItems = %d items, %v", len(got), err)
+	}
+	if _, err := parseBatchItems([]byte("{\"seq\":0}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad line: err = %v, want one naming line 2", err)
+	}
+}
+
+func TestCheckEvalSetFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, content, err string
+	}{
+		{"ok.json", `[{"_id":"a","context":"text","input":"q?","answers":["x"],"length":2048}]`, ""},
+		{"lines.jsonl", "{\"context\":\"t\"}\n{\"context\":\"u\"}\n", "not MemAgent's JSON format"},
+		{"empty.json", " \n", "is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkEvalSetFile(write(tc.name, tc.content))
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("err = %v, want nil", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("err = %v, want one containing %q", err, tc.err)
+			}
+		})
+	}
+	if err := checkEvalSetFile(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("a missing file passed")
+	}
+	if err := checkEvalSetFile(dir); err == nil || !strings.Contains(err.Error(), "directory") {
+		t.Errorf("a directory: err = %v", err)
+	}
+}
+
+func TestEvalRunChecksInputFirst(t *testing.T) {
+	t.Setenv("TEMPORAL_ADDRESS", "127.0.0.1:1") // nothing listens here
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"eval", "run"}, "--set"},
+		{[]string{"eval", "run", "--set", "x.json", "--metric", "bleu"}, "--metric"},
+		{[]string{"eval", "run", "--set", "x.json", "--concurrency", "-2"}, "--concurrency"},
+		{[]string{"eval", "run", "--set", filepath.Join(t.TempDir(), "missing.json")}, "evaluation set"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, _, err := runCLI(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("run(%q) = %v, want an error containing %q", tc.args, err, tc.err)
+			}
+		})
+	}
+}
+
+// TestEvalRunEndToEnd generates a tiny set (one task, 2K and 4K tokens, two
+// samples each) and runs it through BatchQA on the embedded stack: the
+// table has a column per length and every item scored. A second run of the
+// same set reuses every answer and prints the same table as text.
+func TestEvalRunEndToEnd(t *testing.T) {
+	stack(t)
+	startWorker(t)
+	tok, err := tokenizer.New(tokenizer.Qwen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := evalgen.New(evalgen.Config{Tasks: []string{evalgen.TaskNIAHSingle}, Lengths: []int{2048, 4096}, Samples: 2, Seed: 5, Tokenizer: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Write(context.Background(), f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	out, stderr, err := runCLI(t, "eval", "run", "--set", path, "--chunk-tokens", "1024", "--concurrency", "4", "--json")
+	if err != nil {
+		t.Fatalf("eval run: %v\n%s", err, stderr)
+	}
+	var res struct {
+		Table  evalTable                `json:"table"`
+		Result *workflows.BatchQAResult `json:"result"`
+		Report evalReportURIs           `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("eval run --json printed %q: %v", out, err)
+	}
+	tab := res.Table
+	if !slices.Equal(tab.Columns, []string{"2K", "4K"}) || len(tab.Rows) != 1 || tab.Rows[0].Task != evalgen.TaskNIAHSingle {
+		t.Fatalf("table columns %q, rows %+v; want 2K, 4K and one row %s", tab.Columns, tab.Rows, evalgen.TaskNIAHSingle)
+	}
+	if r := tab.Rows[0]; r.Cells[0].N != 2 || r.Cells[1].N != 2 || r.Overall.N != 4 || tab.Failed != 0 {
+		t.Errorf("row %+v, %d failed; want 2 scored items per length and none failed", r, tab.Failed)
+	}
+	if res.Result == nil || res.Result.Items != 4 || res.Result.Name != "eval-tiny" {
+		t.Errorf("result = %+v, want 4 items of batch eval-tiny", res.Result)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := workerapp.NewStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uri := range []string{res.Report.Report, res.Report.Results, res.Report.HTML} {
+		loc, err := s3store.ParseURI(uri)
+		if err != nil {
+			t.Fatalf("report URI %q: %v", uri, err)
+		}
+		if _, err := store.Head(context.Background(), loc); err != nil {
+			t.Errorf("%s: %v", uri, err)
+		}
+	}
+
+	out, stderr, err = runCLI(t, "eval", "run", "--set", path, "--chunk-tokens", "1024", "--name", "eval-tiny-again")
+	if err != nil {
+		t.Fatalf("second eval run: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{"substring match (accuracy", "task", "2K", "4K", "overall", evalgen.TaskNIAHSingle, "Report:   s3://"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("eval run printed no %q:\n%s", want, out)
+		}
+	}
+}

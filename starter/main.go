@@ -6,6 +6,10 @@
 //	starter watch WORKFLOW_ID         follow a run live until it closes
 //	starter runs [--document URI] [--status S] ...   list runs by their search attributes
 //	starter setup                     register the search attributes in the namespace
+//	starter review --doc D --question Q [--question Q]...   many questions, one reading, a grid
+//	starter batch --manifest M        a manifest of documents and questions, a scored report
+//	starter schedule create|list|describe|pause|unpause|trigger|delete   nightly batches
+//	starter eval gen|run              RULER-style evaluation sets, and their scores by length
 //	starter gen-doc --tokens N --out PATH   the demo's document, at any length
 //
 // Without environment it finds the dev stack (`worker --dev`) at its

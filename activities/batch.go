@@ -584,10 +584,10 @@ const maxHTMLItems = 1000
 
 // aggregator accumulates a ScoreAggregate.
 type aggregator struct {
-	agg         ScoreAggregate
-	em, sub, f1 float64
-	tokens      float64
-	tokensItems int
+	agg                 ScoreAggregate
+	em, sub, f1, recall float64
+	tokens              float64
+	tokensItems         int
 }
 
 func (g *aggregator) add(r BatchItemResult) {
@@ -615,6 +615,7 @@ func (g *aggregator) add(r BatchItemResult) {
 			g.sub++
 		}
 		g.f1 += r.Scores.F1
+		g.recall += r.Scores.Recall
 	}
 }
 
@@ -622,7 +623,7 @@ func (g *aggregator) result() ScoreAggregate {
 	a := g.agg
 	if a.Scored > 0 {
 		n := float64(a.Scored)
-		a.ExactMatch, a.SubstringMatch, a.F1 = g.em/n, g.sub/n, g.f1/n
+		a.ExactMatch, a.SubstringMatch, a.F1, a.Recall = g.em/n, g.sub/n, g.f1/n, g.recall/n
 	}
 	if g.tokensItems > 0 {
 		a.MeanTokens = g.tokens / float64(g.tokensItems)
@@ -750,7 +751,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	rw := bufio.NewWriterSize(results, 256<<10)
 	cw := csv.NewWriter(bufio.NewWriterSize(csvFile, 256<<10))
 	header := []string{"seq", "id", "status", "document", "question", "gold_answers", "answer", "answer_found",
-		"exact_match", "substring_match", "f1", "chunks", "tokens", "calls", "prompt_tokens", "completion_tokens",
+		"exact_match", "substring_match", "f1", "recall", "chunks", "tokens", "calls", "prompt_tokens", "completion_tokens",
 		"error_type", "error", "workflow_id", "result_uri"}
 	for _, k := range labelKeys {
 		header = append(header, "label:"+k)
@@ -788,7 +789,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 			return err
 		}
 		if r.Status != ItemFailed && r.Scores != nil && len(r.GoldAnswers) > 0 {
-			points = append(points, report.BatchChartPoint{Tokens: r.Tokens, F1: r.Scores.F1, Substring: r.Scores.SubstringMatch})
+			points = append(points, report.BatchChartPoint{Tokens: r.Tokens, F1: r.Scores.F1, Substring: r.Scores.SubstringMatch, Recall: r.Scores.Recall})
 		}
 		if r.Status == ItemFailed {
 			failedTotal++
@@ -919,14 +920,15 @@ func sortedValues(m map[string]ScoreAggregate) []string {
 }
 
 func csvRow(r BatchItemResult) []string {
-	var em, sub, f1 string
+	var em, sub, f1, recall string
 	if r.Scores != nil {
 		em, sub, f1 = strconv.FormatBool(r.Scores.ExactMatch), strconv.FormatBool(r.Scores.SubstringMatch), strconv.FormatFloat(r.Scores.F1, 'f', 4, 64)
+		recall = strconv.FormatFloat(r.Scores.Recall, 'f', 4, 64)
 	}
 	return []string{
 		strconv.Itoa(r.Seq), report.BatchCSVText(r.ID), r.Status, report.BatchCSVText(r.Document),
 		report.BatchCSVText(r.Question), report.BatchCSVText(strings.Join(r.GoldAnswers, " | ")),
-		report.BatchCSVText(r.Answer), strconv.FormatBool(r.AnswerFound), em, sub, f1,
+		report.BatchCSVText(r.Answer), strconv.FormatBool(r.AnswerFound), em, sub, f1, recall,
 		strconv.Itoa(r.Chunks), strconv.FormatInt(r.Tokens, 10), strconv.Itoa(r.Usage.Calls),
 		strconv.FormatInt(r.Usage.PromptTokens, 10), strconv.FormatInt(r.Usage.CompletionTokens, 10),
 		r.ErrorType, report.BatchCSVText(r.Error), r.WorkflowID, r.ResultURI,
@@ -934,17 +936,18 @@ func csvRow(r BatchItemResult) []string {
 }
 
 func htmlItemRow(r BatchItemResult) []string {
-	f1, sub := "", ""
+	f1, sub, recall := "", "", ""
 	if r.Scores != nil {
 		f1 = strconv.FormatFloat(r.Scores.F1, 'f', 2, 64)
 		sub = strconv.FormatBool(r.Scores.SubstringMatch)
+		recall = strconv.FormatFloat(r.Scores.Recall, 'f', 2, 64)
 	}
 	answer := r.Answer
 	if r.Status == ItemFailed {
 		answer = r.ErrorType + ": " + r.Error
 	}
 	return []string{strconv.Itoa(r.Seq), r.ID, r.Status, clipText(r.Question, 200), clipText(answer, 200),
-		clipText(strings.Join(r.GoldAnswers, " | "), 120), sub, f1, strconv.FormatInt(r.Tokens, 10)}
+		clipText(strings.Join(r.GoldAnswers, " | "), 120), sub, f1, recall, strconv.FormatInt(r.Tokens, 10)}
 }
 
 func clipText(s string, n int) string {
@@ -958,13 +961,13 @@ func clipText(s string, n int) string {
 func aggregateRow(name string, g ScoreAggregate) []string {
 	return []string{name, strconv.Itoa(g.Items), strconv.Itoa(g.Answered), strconv.Itoa(g.Reused),
 		strconv.Itoa(g.Failed), strconv.Itoa(g.Scored), fmt.Sprintf("%.3f", g.ExactMatch),
-		fmt.Sprintf("%.3f", g.SubstringMatch), fmt.Sprintf("%.3f", g.F1), fmt.Sprintf("%.0f", g.MeanTokens),
+		fmt.Sprintf("%.3f", g.SubstringMatch), fmt.Sprintf("%.3f", g.F1), fmt.Sprintf("%.3f", g.Recall), fmt.Sprintf("%.0f", g.MeanTokens),
 		strconv.Itoa(g.Usage.Calls)}
 }
 
 var aggregateHeader = []string{"", "items", "answered", "reused", "failed", "scored", "exact match",
-	"substring match", "F1", "mean tokens", "model calls"}
-var aggregateNumeric = []bool{false, true, true, true, true, true, true, true, true, true, true}
+	"substring match", "F1", "recall", "mean tokens", "model calls"}
+var aggregateNumeric = []bool{false, true, true, true, true, true, true, true, true, true, true, true}
 
 // batchPage lays out the report's HTML page.
 func batchPage(rep *BatchReport, labelKeys []string, chart string, failures [][]string, failedTotal int, rows [][]string) report.BatchPage {
@@ -984,7 +987,7 @@ func batchPage(rep *BatchReport, labelKeys []string, chart string, failures [][]
 	}
 	p.Tables = append(p.Tables, report.BatchTable{
 		Title: "Overall", Header: aggregateHeader, Numeric: aggregateNumeric,
-		Note: "Scores are means over the items with gold answers that were answered or reused; exact and substring match are after normalisation (lowercase, no punctuation or articles), F1 over tokens, each the best over the gold answers.",
+		Note: "Scores are means over the items with gold answers that were answered or reused; exact and substring match are after normalisation (lowercase, no punctuation or articles), F1 over tokens, each the best over the gold answers (any one is right); recall is the fraction of the gold answers found in the answer (all are expected, as in RULER's multi-value tasks).",
 		Rows: [][]string{aggregateRow("all", rep.Overall)},
 	})
 	for _, k := range labelKeys {
@@ -1006,8 +1009,8 @@ func batchPage(rep *BatchReport, labelKeys []string, chart string, failures [][]
 		}
 		p.Tables = append(p.Tables, t)
 	}
-	t := report.BatchTable{Title: "Items", Header: []string{"seq", "id", "status", "question", "answer (or error)", "gold answers", "substring match", "F1", "tokens"},
-		Numeric: []bool{true, false, false, false, false, false, false, true, true}, Rows: rows}
+	t := report.BatchTable{Title: "Items", Header: []string{"seq", "id", "status", "question", "answer (or error)", "gold answers", "substring match", "F1", "recall", "tokens"},
+		Numeric: []bool{true, false, false, false, false, false, false, true, true, true}, Rows: rows}
 	if rep.Overall.Items > len(rows) {
 		t.Note = fmt.Sprintf("The first %d of %d; results.csv has them all.", len(rows), rep.Overall.Items)
 	}

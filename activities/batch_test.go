@@ -328,7 +328,7 @@ func batchItems(n int) []BatchItemResult {
 			r.Tokens = int64(1000 * (i%9 + 1))
 			r.Chunks = i%9 + 1
 			if len(r.GoldAnswers) > 0 {
-				r.Scores = &memagent.Scores{ExactMatch: i%3 == 0, SubstringMatch: i%2 == 0, F1: float64(i%10) / 10}
+				r.Scores = &memagent.Scores{ExactMatch: i%3 == 0, SubstringMatch: i%2 == 0, F1: float64(i%10) / 10, Recall: float64(i%4) / 4}
 			}
 		}
 		items = append(items, r)
@@ -340,7 +340,7 @@ func batchItems(n int) []BatchItemResult {
 // report code.
 func recompute(items []BatchItemResult, keep func(BatchItemResult) bool) ScoreAggregate {
 	var a ScoreAggregate
-	var em, sub, f1, tok float64
+	var em, sub, f1, recall, tok float64
 	tokItems := 0
 	for _, r := range items {
 		if !keep(r) {
@@ -369,10 +369,12 @@ func recompute(items []BatchItemResult, keep func(BatchItemResult) bool) ScoreAg
 				sub++
 			}
 			f1 += r.Scores.F1
+			recall += r.Scores.Recall
 		}
 	}
 	if a.Scored > 0 {
-		a.ExactMatch, a.SubstringMatch, a.F1 = em/float64(a.Scored), sub/float64(a.Scored), f1/float64(a.Scored)
+		n := float64(a.Scored)
+		a.ExactMatch, a.SubstringMatch, a.F1, a.Recall = em/n, sub/n, f1/n, recall/n
 	}
 	if tokItems > 0 {
 		a.MeanTokens = tok / float64(tokItems)
@@ -384,7 +386,7 @@ func sameAggregate(a, b ScoreAggregate) bool {
 	close := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
 	return a.Items == b.Items && a.Answered == b.Answered && a.Reused == b.Reused && a.Failed == b.Failed &&
 		a.Scored == b.Scored && close(a.ExactMatch, b.ExactMatch) && close(a.SubstringMatch, b.SubstringMatch) &&
-		close(a.F1, b.F1) && close(a.MeanTokens, b.MeanTokens) && a.Usage == b.Usage
+		close(a.F1, b.F1) && close(a.Recall, b.Recall) && close(a.MeanTokens, b.MeanTokens) && a.Usage == b.Usage
 }
 
 // writeParts stores items as parts of JSON Lines, shuffled across parts.
@@ -468,7 +470,7 @@ func TestWriteBatchReport(t *testing.T) {
 		t.Fatalf("CSV has %d rows, want %d", len(rows), len(items)+1)
 	}
 	header := strings.Join(rows[0], ",")
-	if !strings.HasPrefix(header, "seq,id,status,document,question,gold_answers,answer,answer_found,exact_match,substring_match,f1,") ||
+	if !strings.HasPrefix(header, "seq,id,status,document,question,gold_answers,answer,answer_found,exact_match,substring_match,f1,recall,") ||
 		!strings.HasSuffix(header, ",label:length") {
 		t.Errorf("CSV header = %s", header)
 	}
@@ -482,6 +484,11 @@ func TestWriteBatchReport(t *testing.T) {
 	if got := rows[6][col["error"]]; got != `prompt <b>too</b> long, "quoted"` || rows[6][col["error_type"]] != ErrPromptTooLong {
 		t.Errorf("CSV error cells = %q, %q", got, rows[6][col["error_type"]])
 	}
+	// Item 1 is scored with recall 1/4; item 3 has no gold answers and no
+	// scores.
+	if got, none := rows[2][col["recall"]], rows[4][col["recall"]]; got != "0.2500" || none != "" {
+		t.Errorf("CSV recall cells = %q, %q; want 0.2500 and empty", got, none)
+	}
 
 	// The chart and the page: well-formed, escaped, self-contained.
 	svg := string(getObject(t, store, rep.SVGURI))
@@ -494,7 +501,8 @@ func TestWriteBatchReport(t *testing.T) {
 			t.Errorf("report.html contains %q", bad)
 		}
 	}
-	for _, want := range []string{"nightly &lt;b&gt;", "<svg", "By length", "Failed items (14)", `href="results.csv"`, "8000", "32000"} {
+	for _, want := range []string{"nightly &lt;b&gt;", "<svg", "By length", "Failed items (14)", `href="results.csv"`, "8000", "32000",
+		"<th>recall</th>", "recall (mean)", fmt.Sprintf(`<td class="n">%.3f</td>`, rep.Overall.Recall)} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)
 		}

@@ -54,6 +54,10 @@ type ScoreAggregate struct {
 	ExactMatch     float64 `json:"exact_match"`
 	SubstringMatch float64 `json:"substring_match"`
 	F1             float64 `json:"f1"`
+	// Recall is the mean fraction of each item's gold answers found in its
+	// answer (memagent.Scores.Recall), for sets whose gold answers are all
+	// expected rather than aliases.
+	Recall float64 `json:"recall"`
 	// MeanTokens is the mean document length in tokens of the items that
 	// have one.
 	MeanTokens float64 `json:"mean_tokens"`

@@ -264,7 +264,7 @@ func checkAggregates(t *testing.T, rep *activities.BatchReport, items []activiti
 	t.Helper()
 	type sums struct {
 		items, answered, reused, failed, scored int
-		em, sub, f1                             float64
+		em, sub, f1, recall                     float64
 		calls                                   int
 	}
 	add := func(s *sums, r activities.BatchItemResult) {
@@ -287,6 +287,7 @@ func checkAggregates(t *testing.T, rep *activities.BatchReport, items []activiti
 				s.sub++
 			}
 			s.f1 += r.Scores.F1
+			s.recall += r.Scores.Recall
 		}
 	}
 	check := func(what string, got activities.ScoreAggregate, s sums) {
@@ -298,7 +299,8 @@ func checkAggregates(t *testing.T, rep *activities.BatchReport, items []activiti
 		}
 		if got.Items != s.items || got.Answered != s.answered || got.Reused != s.reused || got.Failed != s.failed ||
 			got.Scored != s.scored || got.Usage.Calls != s.calls ||
-			math.Abs(got.ExactMatch-mean(s.em)) > 1e-9 || math.Abs(got.SubstringMatch-mean(s.sub)) > 1e-9 || math.Abs(got.F1-mean(s.f1)) > 1e-9 {
+			math.Abs(got.ExactMatch-mean(s.em)) > 1e-9 || math.Abs(got.SubstringMatch-mean(s.sub)) > 1e-9 || math.Abs(got.F1-mean(s.f1)) > 1e-9 ||
+			math.Abs(got.Recall-mean(s.recall)) > 1e-9 {
 			t.Errorf("%s: report %+v, recomputed %+v", what, got, s)
 		}
 	}

@@ -50,11 +50,17 @@ func TestCompareLengths(t *testing.T) {
 }
 
 // evalItem is a batch item with labels and scores, as results.jsonl holds it.
+// Its recall is 1 when it is a substring match, else 0, as with one gold
+// answer the prediction contains.
 func evalItem(task, length string, exact, substring bool, f1 float64) activities.BatchItemResult {
+	return evalItemRecall(task, length, exact, substring, f1, b2f(substring))
+}
+
+func evalItemRecall(task, length string, exact, substring bool, f1, recall float64) activities.BatchItemResult {
 	return activities.BatchItemResult{
 		Status: activities.ItemAnswered,
 		Labels: map[string]string{"task": task, "length": length},
-		Scores: &memagent.Scores{ExactMatch: exact, SubstringMatch: substring, F1: f1},
+		Scores: &memagent.Scores{ExactMatch: exact, SubstringMatch: substring, F1: f1, Recall: recall},
 	}
 }
 
@@ -72,7 +78,7 @@ func evalFixture() (*activities.BatchReport, []activities.BatchItemResult) {
 		{Status: activities.ItemFailed, Labels: map[string]string{"task": "hqa", "length": "16384"}},
 	}
 	agg := func(n, scored, failed int, em, sm, f1 float64) activities.ScoreAggregate {
-		return activities.ScoreAggregate{Items: n, Answered: n - failed, Failed: failed, Scored: scored, ExactMatch: em, SubstringMatch: sm, F1: f1}
+		return activities.ScoreAggregate{Items: n, Answered: n - failed, Failed: failed, Scored: scored, ExactMatch: em, SubstringMatch: sm, F1: f1, Recall: sm}
 	}
 	rep := &activities.BatchReport{
 		Name:    "eval-tiny",
@@ -113,6 +119,7 @@ func TestEvalTableMetrics(t *testing.T) {
 		{metricExact, "exact match", 2.0 / 7},
 		{metricSubstring, "substring match", 4.0 / 7},
 		{metricF1, "token F1", 3.1 / 7},
+		{metricRecall, "recall", 4.0 / 7},
 	} {
 		t.Run(tc.metric, func(t *testing.T) {
 			for _, source := range []struct {
@@ -127,12 +134,155 @@ func TestEvalTableMetrics(t *testing.T) {
 				if all.Task != "all" || all.Overall.N != 7 || !near(all.Overall.Mean, tc.overall) {
 					t.Errorf("%s: last row %+v, want all with mean %.3f over 7", source.name, all, tc.overall)
 				}
+				for _, r := range tab.Rows {
+					if r.Metric != tc.metric {
+						t.Errorf("%s: row %s has metric %q, want %q", source.name, r.Task, r.Metric, tc.metric)
+					}
+				}
 			}
 		})
 	}
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// rulerFixture is a report of a RULER task whose gold answers are all
+// expected (niah_multivalue: four values each) and one whose gold answers
+// are aliases (hqa), at two lengths, and its items; a failed hqa item at
+// 16K is in no mean. Every multi-value answer but one holds some value, so
+// substring match would call them right.
+func rulerFixture() (*activities.BatchReport, []activities.BatchItemResult) {
+	items := []activities.BatchItemResult{
+		evalItemRecall(evalgen.TaskNIAHMultiValue, "8192", false, true, 0.3, 0.25),
+		evalItemRecall(evalgen.TaskNIAHMultiValue, "8192", false, true, 0.9, 1),
+		evalItemRecall(evalgen.TaskNIAHMultiValue, "16384", false, false, 0, 0),
+		evalItemRecall(evalgen.TaskNIAHMultiValue, "16384", false, true, 0.6, 0.75),
+		evalItem(evalgen.TaskHQA, "8192", true, true, 1),
+		evalItem(evalgen.TaskHQA, "8192", false, false, 0),
+		evalItem(evalgen.TaskHQA, "16384", false, true, 0.5),
+		{Status: activities.ItemFailed, Labels: map[string]string{"task": evalgen.TaskHQA, "length": "16384"}},
+	}
+	agg := func(n, scored, failed int, sm, recall float64) activities.ScoreAggregate {
+		return activities.ScoreAggregate{Items: n, Answered: n - failed, Failed: failed, Scored: scored, SubstringMatch: sm, Recall: recall}
+	}
+	rep := &activities.BatchReport{
+		Name:    "eval-ruler",
+		Overall: agg(8, 7, 1, 5.0/7, 4.0/7),
+		ByLabel: map[string]map[string]activities.ScoreAggregate{
+			"length": {"8192": agg(4, 4, 0, 0.75, 2.25/4), "16384": agg(4, 3, 1, 2.0/3, 1.75/3)},
+			"task": {
+				evalgen.TaskNIAHMultiValue: agg(4, 4, 0, 0.75, 0.5),
+				evalgen.TaskHQA:            agg(4, 3, 1, 2.0/3, 2.0/3),
+			},
+		},
+	}
+	return rep, items
+}
+
+// Under --metric auto the multi-value task is scored by recall and hqa by
+// substring match; "all" mixes them item by item, and the table says which
+// row uses which.
+func TestEvalTableAuto(t *testing.T) {
+	rep, items := rulerFixture()
+	tab := buildEvalTable(rep, items, metricAuto)
+	var b bytes.Buffer
+	if err := renderEvalTable(&b, tab); err != nil {
+		t.Fatal(err)
+	}
+	// niah_multivalue: 8K (0.25+1)/2, 16K (0+0.75)/2, overall 2/4.
+	// all at 8K: (0.25+1+1+0)/4; at 16K: (0+0.75+1)/3; overall (2+2)/7.
+	want := `score by task, % of scored items: recall where a task's gold answers are all expected (as RULER scores them), substring match otherwise (the MemAgent paper's accuracy)
+task             metric       8K    16K  overall
+hqa              substring  50.0  100.0     66.7
+niah_multivalue  recall     62.5   37.5     50.0
+all              mixed      56.2   58.3     57.1
+mixed: each item under its task's metric
+recall: mean share of each item's gold answers found in its answer (all are expected)
+substring: share of items whose answer contains a gold answer, or the reverse (any one is right)
+1 of 8 items failed and are in no mean; see the report
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+	for i, m := range []string{metricSubstring, metricRecall, metricMixed} {
+		if tab.Rows[i].Metric != m {
+			t.Errorf("row %s: metric %q, want %q", tab.Rows[i].Task, tab.Rows[i].Metric, m)
+		}
+	}
+
+	// --metric substring calls 3 of 4 multi-value answers right.
+	sub := buildEvalTable(rep, items, metricSubstring)
+	if r := sub.Rows[1]; r.Task != evalgen.TaskNIAHMultiValue || r.Metric != metricSubstring || !near(r.Overall.Mean, 0.75) {
+		t.Errorf("substring row %+v, want niah_multivalue at 0.75", r)
+	}
+}
+
+// Without the per-item results an auto table with both kinds of task has
+// each task's overall score and, for "all", only the overall: the
+// aggregates by length mix the two metrics.
+func TestEvalTableAutoFromReportOnly(t *testing.T) {
+	rep, _ := rulerFixture()
+	tab := buildEvalTable(rep, nil, metricAuto)
+	var b bytes.Buffer
+	if err := renderEvalTable(&b, tab); err != nil {
+		t.Fatal(err)
+	}
+	want := `score by task, % of scored items: recall where a task's gold answers are all expected (as RULER scores them), substring match otherwise (the MemAgent paper's accuracy)
+task             metric     8K  16K  overall
+hqa              substring   -    -     66.7
+niah_multivalue  recall      -    -     50.0
+all              mixed       -    -     57.1
+mixed: each item under its task's metric
+recall: mean share of each item's gold answers found in its answer (all are expected)
+substring: share of items whose answer contains a gold answer, or the reverse (any one is right)
+1 of 8 items failed and are in no mean; see the report
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// When every task is of one kind, "all" uses that kind's metric, from the
+// items or from the report's aggregates alike.
+func TestEvalTableAutoOneKind(t *testing.T) {
+	items := []activities.BatchItemResult{
+		evalItemRecall(evalgen.TaskVT, "8192", false, true, 0.5, 0.5),
+		evalItemRecall(evalgen.TaskFWE, "8192", false, true, 0.4, 1.0/3),
+		evalItemRecall(evalgen.TaskNIAHMultiQuery, "8192", false, false, 0, 0),
+	}
+	rep := &activities.BatchReport{
+		Overall: activities.ScoreAggregate{Items: 3, Scored: 3, SubstringMatch: 2.0 / 3, Recall: (0.5 + 1.0/3) / 3},
+		ByLabel: map[string]map[string]activities.ScoreAggregate{
+			"length": {"8192": {Items: 3, Scored: 3, SubstringMatch: 2.0 / 3, Recall: (0.5 + 1.0/3) / 3}},
+			"task": {
+				evalgen.TaskVT:             {Items: 1, Scored: 1, SubstringMatch: 1, Recall: 0.5},
+				evalgen.TaskFWE:            {Items: 1, Scored: 1, SubstringMatch: 1, Recall: 1.0 / 3},
+				evalgen.TaskNIAHMultiQuery: {Items: 1, Scored: 1},
+			},
+		},
+	}
+	for _, source := range []struct {
+		name  string
+		items []activities.BatchItemResult
+	}{{"items", items}, {"report", nil}} {
+		tab := buildEvalTable(rep, source.items, metricAuto)
+		all := tab.Rows[len(tab.Rows)-1]
+		if all.Task != "all" || all.Metric != metricRecall || !near(all.Overall.Mean, (0.5+1.0/3)/3) || all.Cells[0].N != 3 {
+			t.Errorf("%s: all row %+v, want recall %.4f over 3 items", source.name, all, (0.5+1.0/3)/3)
+		}
+		for _, r := range tab.Rows {
+			if r.Metric != metricRecall {
+				t.Errorf("%s: row %s has metric %q, want recall", source.name, r.Task, r.Metric)
+			}
+		}
+	}
+	// Items without a task label are not RULER's multi-answer tasks.
+	it := evalItemRecall("", "8192", false, true, 0.5, 0.5)
+	delete(it.Labels, "task")
+	if r := buildEvalTable(&activities.BatchReport{}, []activities.BatchItemResult{it}, metricAuto).Rows; len(r) != 1 || r[0].Metric != metricSubstring || r[0].Overall.Mean != 1 {
+		t.Errorf("rows without a task = %+v, want one substring row at 1", r)
+	}
+}
 
 // Without the per-item results, the table comes from the report's
 // aggregates: the "all" row by length, and each task's overall score.
@@ -231,6 +381,7 @@ func TestEvalRunChecksInputFirst(t *testing.T) {
 	}{
 		{[]string{"eval", "run"}, "--set"},
 		{[]string{"eval", "run", "--set", "x.json", "--metric", "bleu"}, "--metric"},
+		{[]string{"eval", "run", "--set", "x.json", "--metric", "mixed"}, "use auto, substring, exact, f1 or recall"},
 		{[]string{"eval", "run", "--set", "x.json", "--concurrency", "-2"}, "--concurrency"},
 		{[]string{"eval", "run", "--set", filepath.Join(t.TempDir(), "missing.json")}, "evaluation set"},
 	} {
@@ -243,10 +394,12 @@ func TestEvalRunChecksInputFirst(t *testing.T) {
 	}
 }
 
-// TestEvalRunEndToEnd generates a tiny set (one task, 2K and 4K tokens, two
-// samples each) and runs it through BatchQA on the embedded stack: the
-// table has a column per length and every item scored. A second run of the
-// same set reuses every answer and prints the same table as text.
+// TestEvalRunEndToEnd generates a tiny set (niah_single and
+// niah_multivalue, 2K and 4K tokens, one sample each) and runs it through
+// BatchQA on the embedded stack: the table has a column per length, a row
+// per task under its metric (recall for the multi-value task, whose items'
+// recall the worker computed), and every item scored. A second run of the
+// same set reuses every answer and prints the table as text.
 func TestEvalRunEndToEnd(t *testing.T) {
 	stack(t)
 	startWorker(t)
@@ -254,7 +407,7 @@ func TestEvalRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := evalgen.New(evalgen.Config{Tasks: []string{evalgen.TaskNIAHSingle}, Lengths: []int{2048, 4096}, Samples: 2, Seed: 5, Tokenizer: tok})
+	g, err := evalgen.New(evalgen.Config{Tasks: []string{evalgen.TaskNIAHSingle, evalgen.TaskNIAHMultiValue}, Lengths: []int{2048, 4096}, Samples: 1, Seed: 5, Tokenizer: tok})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +436,17 @@ func TestEvalRunEndToEnd(t *testing.T) {
 		t.Fatalf("eval run --json printed %q: %v", out, err)
 	}
 	tab := res.Table
-	if !slices.Equal(tab.Columns, []string{"2K", "4K"}) || len(tab.Rows) != 1 || tab.Rows[0].Task != evalgen.TaskNIAHSingle {
-		t.Fatalf("table columns %q, rows %+v; want 2K, 4K and one row %s", tab.Columns, tab.Rows, evalgen.TaskNIAHSingle)
+	if !slices.Equal(tab.Columns, []string{"2K", "4K"}) || len(tab.Rows) != 3 || tab.Metric != metricAuto {
+		t.Fatalf("table metric %q, columns %q, rows %+v; want auto, 2K, 4K and three rows", tab.Metric, tab.Columns, tab.Rows)
 	}
-	if r := tab.Rows[0]; r.Cells[0].N != 2 || r.Cells[1].N != 2 || r.Overall.N != 4 || tab.Failed != 0 {
+	for i, want := range []struct{ task, metric string }{
+		{evalgen.TaskNIAHMultiValue, metricRecall}, {evalgen.TaskNIAHSingle, metricSubstring}, {"all", metricMixed},
+	} {
+		if r := tab.Rows[i]; r.Task != want.task || r.Metric != want.metric {
+			t.Errorf("row %d is %s under %q, want %s under %q", i, r.Task, r.Metric, want.task, want.metric)
+		}
+	}
+	if r := tab.Rows[2]; r.Cells[0].N != 2 || r.Cells[1].N != 2 || r.Overall.N != 4 || tab.Failed != 0 {
 		t.Errorf("row %+v, %d failed; want 2 scored items per length and none failed", r, tab.Failed)
 	}
 	if res.Result == nil || res.Result.Items != 4 || res.Result.Name != "eval-tiny" {
@@ -309,12 +469,36 @@ func TestEvalRunEndToEnd(t *testing.T) {
 			t.Errorf("%s: %v", uri, err)
 		}
 	}
+	// The worker scored each item's recall against all its gold answers,
+	// and the multi-value row is their mean.
+	items, err := readBatchItems(context.Background(), store, res.Report.Results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recall sum
+	for _, it := range items {
+		if it.Scores == nil {
+			t.Fatalf("item %s has no scores", it.ID)
+		}
+		if want := memagent.Score(it.Answer, it.GoldAnswers).Recall; !near(it.Scores.Recall, want) {
+			t.Errorf("item %s: recall %v, want %v", it.ID, it.Scores.Recall, want)
+		}
+		if it.Labels["task"] == evalgen.TaskNIAHMultiValue {
+			if len(it.GoldAnswers) < 2 {
+				t.Errorf("item %s has gold answers %q, want several", it.ID, it.GoldAnswers)
+			}
+			recall.add(it.Scores.Recall)
+		}
+	}
+	if got := tab.Rows[0].Overall; got.N != 2 || !near(got.Mean, recall.cell().Mean) {
+		t.Errorf("multi-value row overall %+v, want the items' mean recall %v over 2", got, recall.cell().Mean)
+	}
 
 	out, stderr, err = runCLI(t, "eval", "run", "--set", path, "--chunk-tokens", "1024", "--name", "eval-tiny-again")
 	if err != nil {
 		t.Fatalf("second eval run: %v\n%s", err, stderr)
 	}
-	for _, want := range []string{"substring match (accuracy", "task", "2K", "4K", "overall", evalgen.TaskNIAHSingle, "Report:   s3://"} {
+	for _, want := range []string{"score by task", "task", "metric", "2K", "4K", "overall", evalgen.TaskNIAHSingle, "recall: ", "Report:   s3://"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("eval run printed no %q:\n%s", want, out)
 		}

@@ -6,8 +6,11 @@ import (
 	"unicode/utf8"
 )
 
-// Scores compares one prediction with a set of reference answers. Each
-// metric is the best over the references.
+// Scores compares one prediction with a set of reference answers. Exact
+// match, substring match and F1 treat the references as aliases and keep the
+// best over them (any one right answer is enough, as in SQuAD or HotpotQA);
+// Recall treats them as a list whose members are all expected (as RULER's
+// multi-value, multi-query, variable-tracking and word-frequency tasks do).
 type Scores struct {
 	// ExactMatch reports whether the normalized prediction equals a
 	// normalized reference.
@@ -21,6 +24,12 @@ type Scores struct {
 	// one, else the highest F1, else a substring match, else the first
 	// reference. Ties go to the earlier reference.
 	BestGold string `json:"best_gold"`
+	// Recall is the fraction of the distinct normalized references that the
+	// normalized prediction contains, in [0, 1]: RULER's string_match_all
+	// for one item. References that normalize to the same string count
+	// once, and ones that normalize to "" not at all; with no reference left,
+	// or an empty prediction, Recall is 0.
+	Recall float64 `json:"recall"`
 }
 
 // Normalize prepares an answer for comparison the way SQuAD-style
@@ -80,16 +89,25 @@ func isWordRune(r rune) bool {
 	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
 }
 
-// Score compares prediction with each of golds and keeps the best of each
-// metric. An empty (after normalization) prediction scores zero everywhere;
-// so does an empty list of golds.
+// Score compares prediction with each of golds: it keeps the best of exact
+// match, substring match and F1, and counts for Recall the golds the
+// prediction contains. An empty (after normalization) prediction scores zero
+// everywhere; so does an empty list of golds.
 func Score(prediction string, golds []string) Scores {
 	var best Scores
 	var bestKey goldRank
 	first := true
 	pred := Normalize(prediction)
+	distinct := make(map[string]bool, len(golds))
+	found := 0
 	for _, gold := range golds {
 		g := Normalize(gold)
+		if g != "" && !distinct[g] {
+			distinct[g] = true
+			if pred != "" && strings.Contains(pred, g) {
+				found++
+			}
+		}
 		em := pred != "" && pred == g
 		sub := pred != "" && g != "" && (strings.Contains(pred, g) || strings.Contains(g, pred))
 		f1 := tokenF1(pred, g)
@@ -103,6 +121,9 @@ func Score(prediction string, golds []string) Scores {
 			bestKey = key
 			best.BestGold = gold
 		}
+	}
+	if len(distinct) > 0 {
+		best.Recall = float64(found) / float64(len(distinct))
 	}
 	return best
 }

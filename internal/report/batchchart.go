@@ -13,6 +13,8 @@ type BatchChartPoint struct {
 	Tokens    int64
 	F1        float64
 	Substring bool
+	// Recall is the fraction of the item's gold answers found in its answer.
+	Recall float64
 }
 
 // bcMaxScatter is how many items the chart draws one by one; with more, it
@@ -30,8 +32,10 @@ const (
 
 // BatchChart draws score against document length as a self-contained SVG:
 // a log-scale x axis of tokens, F1 of each item as a faint dot (up to 2,000
-// items), and the mean substring match and mean F1 over logarithmic bins
-// (four a decade) as two lines. Items without a length are left out.
+// items), and the mean substring match, mean F1 and mean recall over
+// logarithmic bins (four a decade) as three lines, recall dashed so that it
+// shows where it lies on substring match (as it does when every item has
+// one gold answer). Items without a length are left out.
 func BatchChart(title string, points []BatchChartPoint) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s" font-family="sans-serif" font-size="12">`+"\n",
@@ -94,10 +98,10 @@ func BatchChart(title string, points []BatchChartPoint) string {
 
 	// Binned means.
 	type bin struct {
-		n         int
-		f1, sub   float64
-		sumLogTok float64
-		index     int
+		n               int
+		f1, sub, recall float64
+		sumLogTok       float64
+		index           int
 	}
 	bins := make(map[int]*bin)
 	for _, p := range pts {
@@ -109,6 +113,7 @@ func BatchChart(title string, points []BatchChartPoint) string {
 		}
 		bn.n++
 		bn.f1 += p.F1
+		bn.recall += p.Recall
 		if p.Substring {
 			bn.sub++
 		}
@@ -120,18 +125,23 @@ func BatchChart(title string, points []BatchChartPoint) string {
 	}
 	sort.Slice(ordered, func(i, j int) bool { return ordered[i].index < ordered[j].index })
 	series := []struct {
-		name, color string
-		value       func(*bin) float64
+		name, color, dash string
+		value             func(*bin) float64
 	}{
-		{"substring match (mean)", "#d62728", func(bn *bin) float64 { return bn.sub / float64(bn.n) }},
-		{"F1 (mean)", "#1f77b4", func(bn *bin) float64 { return bn.f1 / float64(bn.n) }},
+		{"substring match (mean)", "#d62728", "", func(bn *bin) float64 { return bn.sub / float64(bn.n) }},
+		{"F1 (mean)", "#1f77b4", "", func(bn *bin) float64 { return bn.f1 / float64(bn.n) }},
+		{"recall (mean)", "#2ca02c", "6 4", func(bn *bin) float64 { return bn.recall / float64(bn.n) }},
 	}
 	for si, s := range series {
 		var path []string
 		for _, bn := range ordered {
 			path = append(path, fmt.Sprintf("%.1f,%.1f", x(math.Pow(10, bn.sumLogTok/float64(bn.n))), y(s.value(bn))))
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", s.color, strings.Join(path, " "))
+		dash := ""
+		if s.dash != "" {
+			dash = fmt.Sprintf(` stroke-dasharray="%s"`, s.dash)
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", s.color, dash, strings.Join(path, " "))
 		fmt.Fprintf(&b, `<g fill="%s">`+"\n", s.color)
 		for _, bn := range ordered {
 			cx, cy := x(math.Pow(10, bn.sumLogTok/float64(bn.n))), y(s.value(bn))
@@ -140,7 +150,7 @@ func BatchChart(title string, points []BatchChartPoint) string {
 		}
 		b.WriteString("</g>\n")
 		ly := bcPadT + 10 + float64(si)*20
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", bcPadL+bcPlotW+12, ly, bcPadL+bcPlotW+30, ly, s.color)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", bcPadL+bcPlotW+12, ly, bcPadL+bcPlotW+30, ly, s.color, dash)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", bcPadL+bcPlotW+34, ly+4, batchEscape(s.name))
 	}
 	if len(pts) <= bcMaxScatter {

@@ -54,6 +54,11 @@ func TestBatchChart(t *testing.T) {
 	if !strings.Contains(svg, ">5 item(s)<") {
 		t.Error("the item count leaves out items without a length, or is missing")
 	}
+	for _, legend := range []string{">substring match (mean)<", ">F1 (mean)<", ">recall (mean)<"} {
+		if !strings.Contains(svg, legend) {
+			t.Errorf("legend %s missing", legend)
+		}
+	}
 
 	// Beyond 2,000 items only the binned means are drawn.
 	many := make([]BatchChartPoint, 5000)
@@ -64,6 +69,16 @@ func TestBatchChart(t *testing.T) {
 	xmlWellFormed(t, big)
 	if len(big) > 20000 {
 		t.Errorf("chart of 5,000 items is %d bytes: points were not binned", len(big))
+	}
+
+	// The recall line's points are the binned mean recall: two items in
+	// one bin with recall 0.25 and 0.75 give one point of 0.500.
+	two := BatchChart("recall", []BatchChartPoint{{Tokens: 5000, Recall: 0.25, Substring: true}, {Tokens: 5001, Recall: 0.75, Substring: true}})
+	xmlWellFormed(t, two)
+	for _, want := range []string{"recall (mean): 0.500 over 2 item(s)", "substring match (mean): 1.000 over 2 item(s)", `stroke-dasharray="6 4"`} {
+		if !strings.Contains(two, want) {
+			t.Errorf("chart of two items lacks %q", want)
+		}
 	}
 
 	empty := BatchChart("empty", nil)

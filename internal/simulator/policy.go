@@ -259,7 +259,9 @@ func fitBudget(s string, budget int, count counter) (string, bool) {
 // answerFrom is the final-answer policy: in the memory sentence that shares
 // most content words with the question (the first such on a tie), the
 // answer is the longest run of words that are neither in the question nor
-// stopwords. A comma, semicolon, colon or bracket ends a run. It returns
+// stopwords, the first such on a tie unless it opens the sentence: in "One
+// of the numbers for X is: 645" the opening word is the subject, not the
+// value. A comma, semicolon, colon or bracket ends a run. It returns
 // unknownAnswer when no sentence shares a word with the question.
 func answerFrom(question, memory string) string {
 	if isPlaceholder(memory) {
@@ -280,19 +282,23 @@ func answerFrom(question, memory string) string {
 		asked[w] = true
 	}
 	var run, longest []string
+	runStart, longestStart := 0, 0
 	flush := func() {
-		if len(run) > len(longest) {
-			longest = run
+		if len(run) > len(longest) || (len(run) > 0 && len(run) == len(longest) && longestStart == 0) {
+			longest, longestStart = run, runStart
 		}
 		run = nil
 	}
-	for _, field := range strings.Fields(best) {
+	for i, field := range strings.Fields(best) {
 		if strings.HasPrefix(field, "(") || strings.HasPrefix(field, "[") {
 			flush()
 		}
 		if isFiller(field, asked) {
 			flush()
 			continue
+		}
+		if len(run) == 0 {
+			runStart = i
 		}
 		run = append(run, field)
 		if strings.ContainsAny(field[len(field)-1:], ",;:)]") {
@@ -308,10 +314,11 @@ func answerFrom(question, memory string) string {
 	return answer
 }
 
-// isFiller reports whether every word in field is a stopword or was asked.
+// isFiller reports whether every word in field is a stopword or was asked
+// (a plural counting as its singular).
 func isFiller(field string, asked map[string]bool) bool {
 	for _, w := range words(field) {
-		if !stopwords[w] && !asked[w] {
+		if !stopwords[w] && !asked[w] && !asked[strings.TrimSuffix(w, "s")] {
 			return false
 		}
 	}

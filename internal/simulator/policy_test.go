@@ -198,6 +198,7 @@ func TestAnswerFrom(t *testing.T) {
 		{"planted code", "What is the access code for the north gate?", "The north gate was painted red.\nThe access code for the north gate is 7391-ALPHA.", "7391-ALPHA"},
 		{"name", "Who founded the company?", "Ada Lovelace founded the company in 1843.", "Ada Lovelace"},
 		{"clause ends a run", "What is the capital of Freedonia?", "The capital of Freedonia is Fredville, founded in 1820.", "Fredville"},
+		{"opening word is the subject", "What is the special magic number for sandy-planet mentioned in the provided text?", "One of the special magic numbers for sandy-planet is: 6454724.", "6454724"},
 		{"year", "When was the bridge built?", "The bridge was built in 1901.", "1901"},
 		{"braces dropped", "What is the value of x?", "The value of x is {42}.", "42"},
 		{"initial memory", "Who?", "No previous memory", unknownAnswer},

@@ -23,8 +23,8 @@ const bcMaxScatter = 2000
 
 // chart geometry, in SVG user units.
 const (
-	bcWidth, bcHeight              = 720.0, 360.0
-	bcPadL, bcPadR, bcPadT, bcPadB = 56.0, 150.0, 28.0, 48.0
+	bcWidth, bcHeight              = 780.0, 360.0
+	bcPadL, bcPadR, bcPadT, bcPadB = 56.0, 210.0, 28.0, 48.0
 	bcPlotW, bcPlotH               = bcWidth - bcPadL - bcPadR, bcHeight - bcPadT - bcPadB
 	bcBinsPerDecade                = 4
 	bcPointRadius, bcMeanRadius    = 2.5, 4.0

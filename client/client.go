@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/workflows"
@@ -27,15 +29,23 @@ type Options struct {
 
 // StartOptions configure one start.
 type StartOptions struct {
-	// ID overrides the derived workflow id (WorkflowID).
+	// ID overrides the derived workflow id (WorkflowID, ReviewWorkflowID,
+	// BatchWorkflowID).
 	ID string
-	// Fresh starts a new run even when the same request already completed,
-	// under the derived id with a timestamp appended.
+	// Fresh starts a new DocumentQA or review run even when the same request
+	// already completed, under the derived id with a timestamp appended. A
+	// batch's derived id is new at every start, so Fresh changes nothing
+	// there.
 	Fresh bool
+	// Memo adds entries to the run's memo, such as "document_sha256" for an
+	// uploaded document. The entries the client sets itself
+	// ("model_options", "questions") take precedence.
+	Memo map[string]any
 }
 
-// Client starts and awaits DocumentQA runs. Its zero value is not usable:
-// use New.
+// Client starts and awaits memagent runs: DocumentQA (Start, Ask),
+// ReviewDocument (StartReview, Review) and BatchQA (StartBatch, Batch).
+// Its zero value is not usable: use New.
 type Client struct {
 	c         client.Client
 	taskQueue string
@@ -52,7 +62,8 @@ func New(c client.Client, opts Options) *Client {
 // Run is a started (or joined) DocumentQA run.
 type Run struct {
 	// ID is the workflow id; RunID the run it started as (for a run that
-	// continued-as-new, Get follows it to the last).
+	// continued-as-new, Get follows it to the last). RunID is empty for a
+	// handle from GetRun without a run id.
 	ID, RunID string
 	// Existing says that no new run started: the same request was running
 	// (Get joins it) or had completed (Get returns its result).
@@ -64,16 +75,19 @@ type Run struct {
 
 // Get waits for the run's result.
 func (r Run) Get(ctx context.Context) (*workflows.DocumentQAResult, error) {
-	var res workflows.DocumentQAResult
-	if err := r.run.Get(ctx, &res); err != nil {
-		return nil, fmt.Errorf("memagent run %s: %w", r.ID, err)
-	}
-	return &res, nil
+	return get[workflows.DocumentQAResult](ctx, r.run, r.ID)
 }
 
 // Progress queries the run's progress.
 func (r Run) Progress(ctx context.Context) (workflows.Progress, error) {
-	return progress(ctx, r.c, r.ID)
+	return query[workflows.Progress](ctx, r.c, r.ID)
+}
+
+// GetRun returns a handle on the DocumentQA run with the given workflow id
+// (and run id, or "" for the latest run), to await or query a run started
+// elsewhere.
+func (c *Client) GetRun(ctx context.Context, workflowID, runID string) Run {
+	return Run{ID: workflowID, RunID: runID, Existing: true, c: c.c, run: c.c.GetWorkflow(ctx, workflowID, runID)}
 }
 
 // Start checks the input and starts a DocumentQA run for it. The same
@@ -84,39 +98,21 @@ func (c *Client) Start(ctx context.Context, in workflows.DocumentQAInput, opts S
 	if err := in.Validate(); err != nil {
 		return Run{}, fmt.Errorf("memagent: %w", err)
 	}
-	id := opts.ID
-	if id == "" {
-		id = WorkflowID(in)
-	}
-	if opts.Fresh {
-		id += "-" + time.Now().UTC().Format("20060102T150405.000")
-	}
-	run, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        id,
-		TaskQueue: c.taskQueue,
+	id := derivedID(opts, func() string { return WorkflowID(in) })
+	s, err := c.start(ctx, startSpec{
+		id: id, workflow: workflows.DocumentQAName, arg: in,
 		// A request that already succeeded is answered from its run; a
 		// failed one may start again.
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		// Without this the SDK hides that the id was taken, and an existing
-		// run looks like a new one.
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		reuse: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		// The question stays out of the summary, which is not encrypted.
-		StaticSummary:         fmt.Sprintf("Q#%s · %s", workflows.QuestionDigest(in.Question), in.Document),
-		Memo:                  map[string]any{"model_options": in.Options.WithDefaults()},
-		TypedSearchAttributes: workflows.StartSearchAttributes(in),
-	}, workflows.DocumentQAName, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	var invalid *serviceerror.InvalidArgument
-	switch {
-	case errors.As(err, &started):
-		run := c.c.GetWorkflow(ctx, id, started.RunId)
-		return Run{ID: id, RunID: started.RunId, Existing: true, c: c.c, run: run}, nil
-	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
-		return Run{}, fmt.Errorf("memagent: start workflow: %w: register memagent's search attributes in the namespace first (starter setup)", err)
-	case err != nil:
-		return Run{}, fmt.Errorf("memagent: start workflow: %w", err)
+		summary: fmt.Sprintf("Q#%s · %s", workflows.QuestionDigest(in.Question), in.Document),
+		memo:    memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults()}),
+		attrs:   workflows.StartSearchAttributes(in),
+	})
+	if err != nil {
+		return Run{}, err
 	}
-	return Run{ID: id, RunID: run.GetRunID(), c: c.c, run: run}, nil
+	return Run{ID: id, RunID: s.runID, Existing: s.existing, c: c.c, run: s.run}, nil
 }
 
 // Ask starts (or joins) the run for in and waits for its result.
@@ -128,21 +124,22 @@ func (c *Client) Ask(ctx context.Context, in workflows.DocumentQAInput) (*workfl
 	return run.Get(ctx)
 }
 
-// Progress queries the progress of the run with the given workflow id.
+// Progress queries the progress of the DocumentQA run with the given
+// workflow id.
 func (c *Client) Progress(ctx context.Context, workflowID string) (workflows.Progress, error) {
-	return progress(ctx, c.c, workflowID)
+	return query[workflows.Progress](ctx, c.c, workflowID)
 }
 
-func progress(ctx context.Context, c client.Client, id string) (workflows.Progress, error) {
-	var p workflows.Progress
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+// WorkflowType returns the workflow type of the latest run of workflowID:
+// workflows.DocumentQAName, workflows.ReviewDocumentName,
+// workflows.BatchQAName, or the type of a workflow memagent did not start.
+// It tells which progress query result and which result a run has.
+func (c *Client) WorkflowType(ctx context.Context, workflowID string) (string, error) {
+	d, err := c.c.DescribeWorkflowExecution(ctx, workflowID, "")
 	if err != nil {
-		return p, fmt.Errorf("memagent: progress of %s: %w", id, err)
+		return "", fmt.Errorf("memagent: describe %s: %w", workflowID, err)
 	}
-	if err := v.Get(&p); err != nil {
-		return p, fmt.Errorf("memagent: progress of %s: %w", id, err)
-	}
-	return p, nil
+	return d.GetWorkflowExecutionInfo().GetType().GetName(), nil
 }
 
 // WorkflowID derives a stable, readable workflow id from a request (the
@@ -160,4 +157,100 @@ func WorkflowID(in workflows.DocumentQAInput) string {
 	}{in.Document, in.Question, in.GoldAnswers, in.Options.WithDefaults(), in.BatchID})
 	h := sha256.Sum256(b)
 	return "memagent-qa-" + hex.EncodeToString(h[:8])
+}
+
+// freshLayout is appended to a derived id by StartOptions.Fresh.
+const freshLayout = "20060102T150405.000"
+
+// derivedID is opts.ID, or else derive(), with a timestamp for Fresh.
+func derivedID(opts StartOptions, derive func() string) string {
+	id := opts.ID
+	if id == "" {
+		id = derive()
+	}
+	if opts.Fresh {
+		id += "-" + time.Now().UTC().Format(freshLayout)
+	}
+	return id
+}
+
+// memo is extra with own on top; nil when both are empty.
+func memo(extra, own map[string]any) map[string]any {
+	if len(extra)+len(own) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(extra)+len(own))
+	maps.Copy(m, extra)
+	maps.Copy(m, own)
+	return m
+}
+
+// startSpec is what differs between the starts of the workflows.
+type startSpec struct {
+	id, workflow, summary string
+	arg                   any
+	reuse                 enumspb.WorkflowIdReusePolicy
+	memo                  map[string]any
+	attrs                 temporal.SearchAttributes
+}
+
+// started is a started run, or the run that held the id.
+type started struct {
+	run   client.WorkflowRun
+	runID string
+	// existing is set when the id was taken (by taken's run).
+	existing bool
+	taken    *serviceerror.WorkflowExecutionAlreadyStarted
+}
+
+// start starts s on the client's task queue. An id already in use is not an
+// error here: the run holding it is returned with existing set; the
+// caller decides whether that is a join or a conflict.
+func (c *Client) start(ctx context.Context, s startSpec) (started, error) {
+	run, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    s.id,
+		TaskQueue:             c.taskQueue,
+		WorkflowIDReusePolicy: s.reuse,
+		// Without this the SDK hides that the id was taken, and an existing
+		// run looks like a new one.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		StaticSummary:                            s.summary,
+		Memo:                                     s.memo,
+		// Set at start, so the run is findable before a worker has taken
+		// its first task.
+		TypedSearchAttributes: s.attrs,
+	}, s.workflow, s.arg)
+	var taken *serviceerror.WorkflowExecutionAlreadyStarted
+	var invalid *serviceerror.InvalidArgument
+	switch {
+	case errors.As(err, &taken):
+		return started{run: c.c.GetWorkflow(ctx, s.id, taken.RunId), runID: taken.RunId, existing: true, taken: taken}, nil
+	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
+		return started{}, fmt.Errorf("memagent: start workflow: %w: register memagent's search attributes in the namespace first (starter setup)", err)
+	case err != nil:
+		return started{}, fmt.Errorf("memagent: start workflow: %w", err)
+	}
+	return started{run: run, runID: run.GetRunID()}, nil
+}
+
+// get waits for run's result.
+func get[T any](ctx context.Context, run client.WorkflowRun, id string) (*T, error) {
+	var res T
+	if err := run.Get(ctx, &res); err != nil {
+		return nil, fmt.Errorf("memagent run %s: %w", id, err)
+	}
+	return &res, nil
+}
+
+// query runs the progress query of the latest run of id.
+func query[T any](ctx context.Context, c client.Client, id string) (T, error) {
+	var p T
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+	if err != nil {
+		return p, fmt.Errorf("memagent: progress of %s: %w", id, err)
+	}
+	if err := v.Get(&p); err != nil {
+		return p, fmt.Errorf("memagent: progress of %s: %w", id, err)
+	}
+	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/workflows"
@@ -80,5 +81,114 @@ func TestStartRejectsBadInput(t *testing.T) {
 func TestNewDefaultsTaskQueue(t *testing.T) {
 	if got := New(nil, Options{}).taskQueue; got != workflows.DefaultTaskQueue {
 		t.Errorf("task queue = %q, want %q", got, workflows.DefaultTaskQueue)
+	}
+}
+
+// TestReviewWorkflowID pins the review's derivation: the values are those
+// `starter review` derived when this package took it over.
+func TestReviewWorkflowID(t *testing.T) {
+	temp := float32(0.2)
+	tests := []struct {
+		name string
+		in   workflows.ReviewInput
+		want string
+	}{
+		{"defaults", workflows.ReviewInput{Document: "s3://b/d.txt", Questions: []workflows.ReviewQuestion{{Question: "Who?"}, {Question: "When?"}}},
+			"memagent-review-1dd9c5306867301d"},
+		{"ids, golds, options and prefix", workflows.ReviewInput{Document: "s3://b/d.txt",
+			Questions: []workflows.ReviewQuestion{{ID: "x", Question: "Who?", GoldAnswers: []string{"Ann"}}},
+			Options:   activities.ModelOptions{ChunkTokens: 3000, Temperature: &temp}, OutputPrefix: "s3://o/p/"},
+			"memagent-review-01dce25780230557"},
+		{"one question", workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{Question: "Why?"}}},
+			"memagent-review-c9dd3eeb87d3a9d8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReviewWorkflowID(tt.in); got != tt.want {
+				t.Errorf("ReviewWorkflowID = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReviewWorkflowIDIgnoresSchedulingKnobs(t *testing.T) {
+	in := workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{Question: "Why?"}}}
+	base := ReviewWorkflowID(in)
+	knobs := in
+	knobs.Parallelism, knobs.MaxChunksAhead, knobs.ActivitiesPerRun, knobs.HeartbeatTimeoutSeconds = 7, 2, 30, 90
+	knobs.Questions = []workflows.ReviewQuestion{{ID: "q1", Question: "Why?"}} // the default id, spelt out
+	if got := ReviewWorkflowID(knobs); got != base {
+		t.Errorf("scheduling knobs or a spelt-out default id changed the id: %s, want %s", got, base)
+	}
+	other := in
+	other.Questions = []workflows.ReviewQuestion{{Question: "Why?", GoldAnswers: []string{"because"}}}
+	if got := ReviewWorkflowID(other); got == base {
+		t.Errorf("gold answers did not change the id %s", got)
+	}
+}
+
+func TestBatchWorkflowID(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 6e6, time.FixedZone("CET", 3600))
+	tests := []struct{ name, want string }{
+		{"", "memagent-batch-20250102T020405.006Z"},
+		{"night ly/1", "memagent-batch-night_ly_1-20250102T020405.006Z"},
+		{"é-x", "memagent-batch-_-x-20250102T020405.006Z"},
+		{strings.Repeat("n", 100), "memagent-batch-" + strings.Repeat("n", 80) + "-20250102T020405.006Z"},
+	}
+	for _, tt := range tests {
+		if got := BatchWorkflowID(tt.name, at); got != tt.want {
+			t.Errorf("BatchWorkflowID(%q) = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestStartReviewAndBatchRejectBadInput checks input before any call to
+// Temporal (the client is nil: a call would panic).
+func TestStartReviewAndBatchRejectBadInput(t *testing.T) {
+	c := New(nil, Options{})
+	ctx := context.Background()
+	reviews := []struct {
+		name string
+		in   workflows.ReviewInput
+		want string
+	}{
+		{"no document", workflows.ReviewInput{Questions: []workflows.ReviewQuestion{{Question: "q?"}}}, "document is empty"},
+		{"no questions", workflows.ReviewInput{Document: "s3://b/d"}, "no questions"},
+		{"duplicate ids", workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{ID: "a", Question: "x?"}, {ID: "a", Question: "y?"}}}, `both have id "a"`},
+	}
+	for _, tt := range reviews {
+		t.Run("review/"+tt.name, func(t *testing.T) {
+			_, err := c.StartReview(ctx, tt.in, StartOptions{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("StartReview error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	batches := []struct {
+		name string
+		in   workflows.BatchQAInput
+		want string
+	}{
+		{"no manifest", workflows.BatchQAInput{}, "manifest is empty"},
+		{"local manifest", workflows.BatchQAInput{Manifest: "items.jsonl"}, "not an s3://bucket/key URI"},
+		{"format", workflows.BatchQAInput{Manifest: "s3://b/m.jsonl", Format: "csv"}, `format "csv"`},
+	}
+	for _, tt := range batches {
+		t.Run("batch/"+tt.name, func(t *testing.T) {
+			_, err := c.StartBatch(ctx, tt.in, StartOptions{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("StartBatch error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMemo(t *testing.T) {
+	if m := memo(nil, nil); m != nil {
+		t.Errorf("memo of nothing = %v, want nil", m)
+	}
+	m := memo(map[string]any{"document_sha256": "ab", "questions": -1}, map[string]any{"questions": 2})
+	if len(m) != 2 || m["document_sha256"] != "ab" || m["questions"] != 2 {
+		t.Errorf("memo = %v, want the caller's entry and the client's own winning", m)
 	}
 }

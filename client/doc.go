@@ -1,11 +1,23 @@
-// Package client starts DocumentQA runs and waits for them, with typed
-// inputs and results, from any Go service holding a Temporal client.
+// Package client starts memagent runs and waits for them, with typed
+// inputs, progress and results, from any Go service holding a Temporal
+// client:
 //
 //	mc := client.New(temporalClient, client.Options{})
 //	res, err := mc.Ask(ctx, workflows.DocumentQAInput{Document: "s3://bucket/doc.txt", Question: "..."})
+//	grid, err := mc.Review(ctx, workflows.ReviewInput{Document: "s3://bucket/doc.txt", Questions: qs})
+//	out, err := mc.Batch(ctx, workflows.BatchQAInput{Manifest: "s3://bucket/items.jsonl", Name: "nightly"})
 //
-// It owns the workflow id of a request (WorkflowID), which makes the same
-// request started twice one run, and the start options every DocumentQA run
-// is started with. It must never upload documents, read S3 or call a model:
-// the document is already an s3:// URI, and the worker does the rest.
+// Start, StartReview and StartBatch return a handle (Run, ReviewRun,
+// BatchRun) with Get and Progress; GetRun, GetReview and GetBatch return one
+// for a run started elsewhere, and WorkflowType tells which of the three a
+// workflow id is.
+//
+// It owns the workflow ids: WorkflowID and ReviewWorkflowID derive one from
+// a request, so that the same question or review started twice, from a Go
+// service or from the starter CLI, is one run; BatchWorkflowID names a
+// batch after its name and start time, as a batch is never joined. It also
+// owns the start options every run is started with (reuse policy, summary,
+// memo, search attributes). It must never upload documents or manifests,
+// read S3 or call a model: inputs are already s3:// URIs, and the worker
+// does the rest.
 package client

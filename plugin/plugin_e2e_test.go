@@ -106,6 +106,31 @@ func TestPluginOnPlainWorker(t *testing.T) {
 			t.Errorf("progress = %s %d/%d, want %s %d/%d", prog.Stage, prog.ChunksDone, prog.ChunksTotal, workflows.StageDone, res.Chunks, res.Chunks)
 		}
 
+		// The plugin registers the review and the batch too: a review of two
+		// questions and a batch of three items, one of them on a missing
+		// document, through the same worker.
+		g, err := mc.Review(ctx, workflows.ReviewInput{Document: docURI, Options: in.Options, Questions: []workflows.ReviewQuestion{
+			{Question: docgen.Question, GoldAnswers: []string{docgen.Answer}}, {ID: "other", Question: "Who mended the willow baskets?"},
+		}})
+		if err != nil {
+			t.Fatalf("Review: %v", err)
+		}
+		if len(g.Rows) != 2 || g.Rows[0].Answer != docgen.Answer || g.Rows[1].ID != "other" || g.HTMLURI == "" {
+			t.Errorf("review grid: %d rows, first answered %q, report %q", len(g.Rows), g.Rows[0].Answer, g.HTMLURI)
+		}
+		manifest := s3store.Location{Bucket: cfg.Bucket, Key: "plugin-e2e/manifest.jsonl"}
+		putObject(ctx, t, cfg, manifest, `{"document": "`+docURI+`", "question": "`+docgen.Question+`", "answers": ["`+docgen.Answer+`"]}
+{"document": "`+docURI+`", "question": "Who mended the willow baskets?"}
+{"document": "s3://`+cfg.Bucket+`/plugin-e2e/missing.txt", "question": "Who?"}
+`)
+		b, err := mc.Batch(ctx, workflows.BatchQAInput{Manifest: manifest.String(), Name: "plugin-e2e", Options: in.Options})
+		if err != nil {
+			t.Fatalf("Batch: %v", err)
+		}
+		if b.Items != 3 || b.Succeeded != 2 || b.Failed != 1 || b.Overall.ExactMatch != 1 || b.ReportURI == "" {
+			t.Errorf("batch = %+v, want 3 items: 2 answered (the scored one exact), 1 failed, and a report", b)
+		}
+
 		w.Stop()
 		stopped = true
 		if n := p.openPools(); n != 0 {
@@ -146,6 +171,18 @@ func TestPluginOnPlainWorker(t *testing.T) {
 				t.Errorf("model pools open after a failed start = %d, want 0", n)
 			}
 		})
+	}
+}
+
+// putObject writes text to loc.
+func putObject(ctx context.Context, t *testing.T, cfg config.Config, loc s3store.Location, text string) {
+	t.Helper()
+	store, err := workerapp.NewStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(ctx, loc, []byte(text), "application/x-ndjson"); err != nil {
+		t.Fatal(err)
 	}
 }
 

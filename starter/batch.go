@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
@@ -140,58 +140,28 @@ func itemErrors(errs []string, bad int) error {
 }
 
 // startBatch checks in and starts a BatchQA run on taskQueue under the
-// workflow id id; an empty id derives memagent-batch-<name>-<UTC time>.
-// An id already in use is an error (a batch is never joined by accident).
+// workflow id id; an empty id derives memagent-batch-<name>-<UTC time>
+// (memclient.BatchWorkflowID). An id already in use is an error (a batch is
+// never joined by accident).
 func startBatch(ctx context.Context, c client.Client, taskQueue, id string, in workflows.BatchQAInput) (client.WorkflowRun, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	if id == "" {
-		id = batchWorkflowID(in.Name, time.Now())
-	}
-	if taskQueue == "" {
-		taskQueue = workflows.DefaultTaskQueue
-	}
-	name := in.Name
-	if name == "" {
-		name = id
-	}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                taskQueue,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		StaticSummary:                            fmt.Sprintf("batch %s · %s", name, in.Manifest),
-		TypedSearchAttributes:                    workflows.BatchStartSearchAttributes(in, id),
-	}, workflows.BatchQAName, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	var invalid *serviceerror.InvalidArgument
+	run, err := memclient.New(c, memclient.Options{TaskQueue: taskQueue}).StartBatch(ctx, in, memclient.StartOptions{ID: id})
+	var taken *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
-	case errors.As(err, &started):
+	case errors.As(err, &taken) && id != "":
 		return nil, fmt.Errorf("start batch: workflow id %s is taken: pick another --id", id)
-	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
-		return nil, fmt.Errorf("start batch: %w: register memagent's search attributes in the namespace first: starter setup", err)
 	case err != nil:
-		return nil, fmt.Errorf("start batch: %w", err)
+		return nil, err
 	}
-	return run, nil
+	return c.GetWorkflow(ctx, run.ID, run.RunID), nil
 }
 
-// batchWorkflowID is memagent-batch-<name>-<UTC time to the millisecond>,
-// with the name cut to safe characters.
+// batchWorkflowID is the default workflow id of a batch named name started
+// at now.
 func batchWorkflowID(name string, now time.Time) string {
-	id := "memagent-batch-"
-	if name != "" {
-		id += clipASCII(sanitizeName(name), 80) + "-"
-	}
-	return id + now.UTC().Format("20060102T150405.000Z")
-}
-
-func clipASCII(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
+	return memclient.BatchWorkflowID(name, now)
 }
 
 // awaitBatch waits for the BatchQA run with workflow id id (its latest run,
@@ -199,77 +169,15 @@ func clipASCII(s string, n int) string {
 // prints the batch's progress there: redrawn in place on a terminal,
 // otherwise a line per change at most every 5 seconds.
 func awaitBatch(ctx context.Context, c client.Client, id string, w io.Writer) (*workflows.BatchQAResult, error) {
-	run := c.GetWorkflow(ctx, id, "")
 	stop := func() {}
 	if w != nil {
-		stop = watchBatch(ctx, c, id, w, isTerminal(w))
+		stop = watchRun(ctx, readerFor(c, workflows.BatchQAName, id), newProgressView(w, isTerminal(w)))
 	}
 	var res workflows.BatchQAResult
-	err := run.Get(ctx, &res)
-	stop()
-	if err := runError(id, err); err != nil {
+	if err := await(ctx, c, id, stop, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
-}
-
-// watchBatch prints the batch's progress until stopped.
-func watchBatch(ctx context.Context, c client.Client, id string, w io.Writer, tty bool) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		every, gap := 2*time.Second, 5*time.Second
-		if tty {
-			every, gap = time.Second, 0
-		}
-		var last string
-		var lastAt time.Time
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			if p, err := queryBatchProgress(ctx, c, id); err == nil {
-				line := batchProgressLine(p)
-				if line != last && time.Since(lastAt) >= gap {
-					if tty {
-						fmt.Fprintf(w, "\r\x1b[K%s", line)
-					} else {
-						fmt.Fprintln(w, line)
-					}
-					last, lastAt = line, time.Now()
-				}
-			}
-			select {
-			case <-ctx.Done():
-				if tty && last != "" {
-					fmt.Fprintln(w)
-				}
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
-// queryBatchProgress runs BatchQA's progress query.
-func queryBatchProgress(ctx context.Context, c client.Client, id string) (workflows.BatchProgress, error) {
-	var p workflows.BatchProgress
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
-	if err != nil {
-		return p, err
-	}
-	return p, v.Get(&p)
-}
-
-// batchProgressLine renders progress as one line, such as
-// "running: 340/1000 done (16 running, 2 failed, 10 reused), run 1".
-func batchProgressLine(p workflows.BatchProgress) string {
-	if p.Items == 0 {
-		return p.Stage + "…"
-	}
-	return fmt.Sprintf("%s: %d/%d done (%d running, %d answered, %d reused, %d failed), run %d",
-		p.Stage, p.Done, p.Items, p.Running, p.Answered, p.Reused, p.Failed, p.Run)
 }
 
 // reportReader is the part of the store readBatchReport needs.
@@ -432,9 +340,18 @@ func saveObject(ctx context.Context, store *s3store.Store, uri, path string) err
 }
 
 // printBatchReport prints the overall aggregate and where the report is.
+// rep, report.json, may be nil: the result has the aggregate and the
+// report's prefix, under which its files have fixed names.
 func printBatchReport(w io.Writer, res *workflows.BatchQAResult, rep *activities.BatchReport) {
-	o := rep.Overall
-	fmt.Fprintf(w, "Batch:     %s (%s, %d run(s))\n", rep.Name, res.WorkflowID, res.Runs)
+	name, model, o := res.Name, res.Model, res.Overall
+	html := res.HTMLURI
+	results := res.ReportPrefix + activities.ReportResultsName
+	csv := res.ReportPrefix + activities.ReportCSVName
+	if rep != nil {
+		name, model, o = rep.Name, rep.Model, rep.Overall
+		html, results, csv = rep.HTMLURI, rep.ResultsURI, rep.CSVURI
+	}
+	fmt.Fprintf(w, "Batch:     %s (%s, %d run(s))\n", name, res.WorkflowID, res.Runs)
 	fmt.Fprintf(w, "Items:     %d: %d answered, %d reused, %d failed\n", o.Items, o.Answered, o.Reused, o.Failed)
 	if o.Scored > 0 {
 		fmt.Fprintf(w, "Scores:    exact %.3f · substring %.3f · F1 %.3f (over %d items with gold answers)\n",
@@ -442,8 +359,8 @@ func printBatchReport(w io.Writer, res *workflows.BatchQAResult, rep *activities
 	} else {
 		fmt.Fprintln(w, "Scores:    none (no item has gold answers)")
 	}
-	fmt.Fprintf(w, "Model:     %s, %d calls, %d prompt + %d completion tokens\n", orDash(rep.Model), o.Usage.Calls, o.Usage.PromptTokens, o.Usage.CompletionTokens)
+	fmt.Fprintf(w, "Model:     %s, %d calls, %d prompt + %d completion tokens\n", orDash(model), o.Usage.Calls, o.Usage.PromptTokens, o.Usage.CompletionTokens)
 	fmt.Fprintf(w, "Report:    %s\n", res.ReportURI)
-	fmt.Fprintf(w, "Page:      %s\n", rep.HTMLURI)
-	fmt.Fprintf(w, "Results:   %s (CSV %s)\n", rep.ResultsURI, rep.CSVURI)
+	fmt.Fprintf(w, "Page:      %s\n", html)
+	fmt.Fprintf(w, "Results:   %s (CSV %s)\n", results, csv)
 }

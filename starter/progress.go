@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/term"
 
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -36,6 +37,83 @@ func terminalWidth(w io.Writer) int {
 // rateWindow is how far back the throughput (and so the ETA) looks.
 const rateWindow = time.Minute
 
+// unit is what a run counts its progress in.
+type unit int
+
+const (
+	unitChunks unit = iota // a document's chunks: "chunk 3/10"
+	unitItems              // a batch's items: "3/10 items"
+)
+
+// snapshot is one reading of a run's progress in the terms the view
+// draws, whatever the workflow: a stage, units done of a total, tokens when
+// known, and the workflow's own notes.
+type snapshot struct {
+	stage       string
+	unit        unit
+	done, total int
+	// tokensDone of tokensTotal; tokensTotal 0 shows no tokens.
+	// knownTokens is false when the snapshot was read without them (from
+	// search attributes): the view then keeps the last known counts.
+	tokensDone, tokensTotal int64
+	knownTokens             bool
+	// busy says the stage is the one that does the units (reading,
+	// running): only then are a rate and an ETA shown.
+	busy bool
+	// notes follow the counts, such as "1/2 questions done" or "3 running".
+	notes []string
+}
+
+// qaSnapshot is a DocumentQA run's progress as a snapshot.
+func qaSnapshot(p workflows.Progress, knownTokens bool) snapshot {
+	return snapshot{
+		stage: p.Stage, unit: unitChunks, done: p.ChunksDone, total: p.ChunksTotal,
+		tokensDone: p.TokensDone, tokensTotal: p.TokensTotal, knownTokens: knownTokens,
+		busy: p.Stage == workflows.StageReading,
+	}
+}
+
+// reviewSnapshot is a review's progress as a snapshot: the chunks every
+// question still going has read, and how many questions are answered.
+func reviewSnapshot(p workflows.ReviewProgress) snapshot {
+	s := snapshot{
+		stage: p.Stage, unit: unitChunks, done: p.ChunksDone, total: p.ChunksTotal,
+		tokensDone: p.TokensDone, tokensTotal: p.TokensTotal, knownTokens: true,
+		busy: p.Stage == workflows.StageReading,
+	}
+	if len(p.Questions) == 0 {
+		return s
+	}
+	done, failed := 0, 0
+	for _, q := range p.Questions {
+		switch q.Status {
+		case workflows.QuestionDone:
+			done++
+		case workflows.QuestionFailed:
+			failed++
+		}
+	}
+	s.notes = append(s.notes, fmt.Sprintf("%d/%d questions done", done, len(p.Questions)))
+	if failed > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("%d failed", failed))
+	}
+	return s
+}
+
+// batchSnapshot is a batch's progress as a snapshot: items with an outcome
+// of the items in the manifest, and what the window holds.
+func batchSnapshot(p workflows.BatchProgress) snapshot {
+	s := snapshot{stage: p.Stage, unit: unitItems, done: p.Done, total: p.Items, busy: p.Stage == workflows.BatchStageRunning}
+	if p.Items == 0 {
+		return s
+	}
+	s.notes = []string{fmt.Sprintf("%d running", p.Running), fmt.Sprintf("%d failed", p.Failed), fmt.Sprintf("%d reused", p.Reused)}
+	if p.Run > 1 {
+		s.notes = append(s.notes, fmt.Sprintf("run %d", p.Run))
+	}
+	return s
+}
+
 // progressView renders a run's progress: on a terminal, one bar redrawn in
 // place with \r; elsewhere, one line per change and at most one every
 // minGap, so logs stay short.
@@ -47,7 +125,7 @@ type progressView struct {
 	now    func() time.Time
 
 	samples   []sample
-	last      workflows.Progress
+	last      snapshot
 	seen      bool
 	printed   string // key of the last plain line
 	printedAt time.Time
@@ -55,9 +133,10 @@ type progressView struct {
 }
 
 type sample struct {
-	at     time.Time
-	chunks int
-	tokens int64 // -1: unknown (progress read from search attributes)
+	at    time.Time
+	units int
+	// tokens is -1 when unknown (progress read from search attributes).
+	tokens int64
 }
 
 func newProgressView(w io.Writer, tty bool) *progressView {
@@ -76,23 +155,28 @@ func (v *progressView) pollInterval() time.Duration {
 	return 2 * time.Second
 }
 
-// update records p, read now, and redraws or prints as the mode says.
-// knownTokens is false when p came from search attributes, which carry
-// chunks but not tokens.
+// update records a DocumentQA run's progress p, read now. knownTokens is
+// false when p came from search attributes, which carry chunks but not
+// tokens.
 func (v *progressView) update(p workflows.Progress, knownTokens bool) {
+	v.show(qaSnapshot(p, knownTokens))
+}
+
+// show records s, read now, and redraws or prints as the mode says.
+func (v *progressView) show(s snapshot) {
 	now := v.now()
-	s := sample{at: now, chunks: p.ChunksDone, tokens: p.TokensDone}
-	if !knownTokens {
-		s.tokens = -1
-		p.TokensDone, p.TokensTotal = v.last.TokensDone, v.last.TokensTotal
+	smp := sample{at: now, units: s.done, tokens: s.tokensDone}
+	if !s.knownTokens {
+		smp.tokens = -1
+		s.tokensDone, s.tokensTotal = v.last.tokensDone, v.last.tokensTotal
 	}
-	stageChanged := !v.seen || p.Stage != v.last.Stage
-	v.last, v.seen = p, true
+	stageChanged := !v.seen || s.stage != v.last.stage
+	v.last, v.seen = s, true
 	if stageChanged {
 		// Rates measure one stage: preparing is not reading.
 		v.samples = v.samples[:0]
 	}
-	v.samples = append(v.samples, s)
+	v.samples = append(v.samples, smp)
 	for len(v.samples) > 2 && now.Sub(v.samples[0].at) > rateWindow {
 		v.samples = v.samples[1:]
 	}
@@ -101,7 +185,7 @@ func (v *progressView) update(p workflows.Progress, knownTokens bool) {
 		v.drawn = true
 		return
 	}
-	key := progressKey(p)
+	key := progressKey(s)
 	if key == v.printed || (!stageChanged && now.Sub(v.printedAt) < v.minGap) {
 		return
 	}
@@ -130,69 +214,86 @@ func (v *progressView) finish() {
 
 // progressKey identifies what a plain line reports, rate and ETA aside:
 // a line is printed only when it changes.
-func progressKey(p workflows.Progress) string {
-	return fmt.Sprintf("%s %d/%d %d", p.Stage, p.ChunksDone, p.ChunksTotal, p.TokensDone)
+func progressKey(s snapshot) string {
+	return fmt.Sprintf("%s %d/%d %d %s", s.stage, s.done, s.total, s.tokensDone, strings.Join(s.notes, ","))
 }
 
-// The parts of a progress line, in the order they are shown.
+// Kinds of the parts of a progress line; a narrow terminal drops tokens,
+// then the rate, then the notes.
 const (
-	partChunks = iota
+	partCounts = iota
+	partNote
 	partTokens
 	partRate
 	partETA
-	numParts
 )
 
-// parts renders the last progress's parts, "" for those unknown.
-func (v *progressView) parts() [numParts]string {
-	p := v.last
-	var parts [numParts]string
-	if p.ChunksTotal > 0 {
-		parts[partChunks] = fmt.Sprintf("chunk %d/%d", p.ChunksDone, p.ChunksTotal)
+type part struct {
+	kind int
+	text string
+}
+
+// parts renders the last snapshot's known parts in the order they are
+// shown.
+func (v *progressView) parts() []part {
+	s := v.last
+	var parts []part
+	if s.total > 0 {
+		counts := fmt.Sprintf("chunk %d/%d", s.done, s.total)
+		if s.unit == unitItems {
+			counts = fmt.Sprintf("%d/%d items", s.done, s.total)
+		}
+		parts = append(parts, part{partCounts, counts})
 	}
-	if p.TokensTotal > 0 {
-		parts[partTokens] = fmt.Sprintf("%s/%s tokens", humanCount(float64(p.TokensDone)), humanCount(float64(p.TokensTotal)))
+	for _, n := range s.notes {
+		parts = append(parts, part{partNote, n})
 	}
-	reading := p.Stage == workflows.StageReading
-	if tps, ok := v.tokenRate(); ok && reading {
-		parts[partRate] = humanCount(tps) + " tokens/s"
+	if s.tokensTotal > 0 {
+		parts = append(parts, part{partTokens, fmt.Sprintf("%s/%s tokens", humanCount(float64(s.tokensDone)), humanCount(float64(s.tokensTotal)))})
 	}
-	if eta, ok := v.eta(); ok && reading {
-		parts[partETA] = "ETA " + formatETA(eta)
-	} else if reading && p.ChunksDone < p.ChunksTotal {
-		parts[partETA] = "ETA --"
+	if tps, ok := v.tokenRate(); ok && s.busy {
+		parts = append(parts, part{partRate, humanCount(tps) + " tokens/s"})
+	}
+	if eta, ok := v.eta(); ok && s.busy {
+		parts = append(parts, part{partETA, "ETA " + formatETA(eta)})
+	} else if s.busy && s.done < s.total {
+		parts = append(parts, part{partETA, "ETA --"})
 	}
 	return parts
+}
+
+func joinParts(parts []part, sep string) string {
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		texts[i] = p.text
+	}
+	return strings.Join(texts, sep)
 }
 
 // line renders the last progress as a plain line.
 func (v *progressView) line() string {
 	parts := v.parts()
-	known := slices.DeleteFunc(parts[:], func(s string) bool { return s == "" })
-	if len(known) == 0 {
-		return v.last.Stage
+	if len(parts) == 0 {
+		return v.last.stage
 	}
-	return v.last.Stage + ": " + strings.Join(known, ", ")
+	return v.last.stage + ": " + joinParts(parts, ", ")
 }
 
 // fit renders the bar line within the terminal's width: on a narrow
-// terminal the bar shrinks and the token counts go first, then the rate;
-// the chunks and the ETA stay.
+// terminal the bar shrinks and the token counts go first, then the rate,
+// then the notes; the counts and the ETA stay.
 func (v *progressView) fit() string {
 	parts := v.parts()
 	render := func(bar int) string {
-		known := slices.DeleteFunc(slices.Clone(parts[:]), func(s string) bool { return s == "" })
-		head := fmt.Sprintf("%-9s %s", v.last.Stage, renderBar(v.last.ChunksDone, v.last.ChunksTotal, bar))
-		if len(known) == 0 {
+		head := fmt.Sprintf("%-9s %s", v.last.stage, renderBar(v.last.done, v.last.total, bar))
+		if len(parts) == 0 {
 			return head
 		}
-		return head + "  " + strings.Join(known, " · ")
+		return head + "  " + joinParts(parts, " · ")
 	}
 	limit := v.width - 1
-	for _, drop := range []int{-1, partTokens, partRate} {
-		if drop >= 0 {
-			parts[drop] = ""
-		}
+	for _, drop := range []int{-1, partTokens, partRate, partNote} {
+		parts = slices.DeleteFunc(parts, func(p part) bool { return p.kind == drop })
 		for bar := barWidth(v.width); bar >= 10; bar-- {
 			if line := render(bar); utf8.RuneCountInString(line) <= limit {
 				return line
@@ -222,7 +323,7 @@ func (v *progressView) tokenRate() (float64, bool) {
 	return float64(last.tokens-first.tokens) / last.at.Sub(first.at).Seconds(), true
 }
 
-// eta extrapolates the chunk rate over the window to the chunks left.
+// eta extrapolates the unit rate over the window to the units left.
 // Chunks are the same size but the last, so chunks measure work as well as
 // tokens do, and they are known even without a worker to query.
 func (v *progressView) eta() (time.Duration, bool) {
@@ -230,12 +331,12 @@ func (v *progressView) eta() (time.Duration, bool) {
 		return 0, false
 	}
 	first, last := v.samples[0], v.samples[len(v.samples)-1]
-	left := v.last.ChunksTotal - v.last.ChunksDone
-	if last.chunks <= first.chunks || left <= 0 {
+	left := v.last.total - v.last.done
+	if last.units <= first.units || left <= 0 {
 		return 0, false
 	}
-	perChunk := last.at.Sub(first.at) / time.Duration(last.chunks-first.chunks)
-	return perChunk * time.Duration(left), true
+	perUnit := last.at.Sub(first.at) / time.Duration(last.units-first.units)
+	return perUnit * time.Duration(left), true
 }
 
 func barWidth(cols int) int {
@@ -275,19 +376,31 @@ func formatETA(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// readProgress returns the run's progress from its progress query or,
-// when no worker answers, from its search attributes (chunks and status,
-// no tokens). knownTokens says which.
+// queryTimeout bounds one progress query: without a worker, a query
+// waits for one until its deadline.
+const queryTimeout = 3 * time.Second
+
+// readProgress returns a DocumentQA run's progress from its progress query
+// or, when no worker answers, from its search attributes (chunks and
+// status, no tokens). knownTokens says which.
 func readProgress(ctx context.Context, c client.Client, id string) (p workflows.Progress, knownTokens bool, err error) {
-	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	p, qerr := queryProgress(qctx, c, id)
 	cancel()
 	if qerr == nil {
 		return p, true, nil
 	}
+	p, err = attrProgress(ctx, c, id, qerr)
+	return p, false, err
+}
+
+// attrProgress reads what the search attributes say of a run's progress:
+// its status and, for documents and reviews, its chunks.
+func attrProgress(ctx context.Context, c client.Client, id string, qerr error) (workflows.Progress, error) {
+	var p workflows.Progress
 	d, err := c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
-		return p, false, fmt.Errorf("progress of %s: query: %v; describe: %w", id, qerr, err)
+		return p, fmt.Errorf("progress of %s: query: %v; describe: %w", id, qerr, err)
 	}
 	sa := d.TypedSearchAttributes
 	p.Stage, _ = sa.GetKeyword(workflows.StatusKey)
@@ -297,18 +410,62 @@ func readProgress(ctx context.Context, c client.Client, id string) (p workflows.
 	if p.Stage == "" {
 		p.Stage = strings.ToLower(d.Status.String())
 	}
-	return p, false, nil
+	return p, nil
 }
 
-// watchProgress shows the progress of run id on view until the returned
-// stop is called; stop reads the progress once more, so the view ends on
-// the final state, and closes the view.
+// progressReader reads a run's progress as a snapshot.
+type progressReader func(ctx context.Context) (snapshot, error)
+
+// readerFor reads the progress of run id, of workflow type kind, from the
+// progress query of its type, or from its search attributes when no worker
+// answers.
+func readerFor(c client.Client, kind, id string) progressReader {
+	mc := memclient.New(c, memclient.Options{})
+	switch kind {
+	case workflows.ReviewDocumentName:
+		return func(ctx context.Context) (snapshot, error) {
+			qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+			p, qerr := mc.ReviewProgress(qctx, id)
+			cancel()
+			if qerr == nil {
+				return reviewSnapshot(p), nil
+			}
+			ap, err := attrProgress(ctx, c, id, qerr)
+			return qaSnapshot(ap, false), err
+		}
+	case workflows.BatchQAName:
+		return func(ctx context.Context) (snapshot, error) {
+			qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+			p, qerr := mc.BatchProgress(qctx, id)
+			cancel()
+			if qerr == nil {
+				return batchSnapshot(p), nil
+			}
+			ap, err := attrProgress(ctx, c, id, qerr)
+			return snapshot{stage: ap.Stage, unit: unitItems}, err
+		}
+	}
+	return func(ctx context.Context) (snapshot, error) {
+		p, known, err := readProgress(ctx, c, id)
+		return qaSnapshot(p, known), err
+	}
+}
+
+// watchProgress shows the progress of DocumentQA run id on view until the
+// returned stop is called; stop reads the progress once more, so the view
+// ends on the final state, and closes the view.
 func watchProgress(ctx context.Context, c client.Client, id string, view *progressView) (stop func()) {
+	return watchRun(ctx, readerFor(c, workflows.DocumentQAName, id), view)
+}
+
+// watchRun shows what read returns on view until the returned stop is
+// called, as watchProgress does.
+func watchRun(ctx context.Context, read progressReader, view *progressView) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	poll := func(ctx context.Context) {
-		if p, known, err := readProgress(ctx, c, id); err == nil {
-			view.update(p, known)
+		if s, err := read(ctx); err == nil {
+			view.show(s)
 		}
 	}
 	go func() {

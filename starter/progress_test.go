@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,119 @@ func TestFormatting(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("case %d: got %q, want %q", i, tt.got, tt.want)
 		}
+	}
+}
+
+// reviewAt is a review of two questions over 10 chunks, the slowest at
+// chunk done, with answered questions done.
+func reviewAt(stage string, done, answered int) workflows.ReviewProgress {
+	p := workflows.ReviewProgress{Stage: stage, ChunksDone: done, ChunksTotal: 10, TokensDone: int64(done) * 1000, TokensTotal: 10_000,
+		UpdatesDone: 2 * done, UpdatesTotal: 20, Run: 1}
+	for i := range 2 {
+		st := workflows.QuestionReading
+		if i < answered {
+			st = workflows.QuestionDone
+		}
+		p.Questions = append(p.Questions, workflows.ReviewQuestionProgress{ID: fmt.Sprintf("q%d", i+1), Status: st, ChunksDone: done})
+	}
+	return p
+}
+
+func TestProgressViewReviewAndBatchLines(t *testing.T) {
+	failed := reviewAt(workflows.StageAnswering, 10, 1)
+	failed.Questions[1].Status = workflows.QuestionFailed
+	tests := []struct {
+		name  string
+		steps []snapshot // shown 2 s apart
+		want  string     // the last line printed
+	}{
+		{"review reading", []snapshot{reviewSnapshot(reviewAt(workflows.StageReading, 2, 0)), reviewSnapshot(reviewAt(workflows.StageReading, 4, 0))},
+			"reading: chunk 4/10, 0/2 questions done, 4K/10K tokens, 1K tokens/s, ETA 6s"},
+		{"review answering, one failed", []snapshot{reviewSnapshot(failed)},
+			"answering: chunk 10/10, 1/2 questions done, 1 failed, 10K/10K tokens"},
+		{"review writing", []snapshot{reviewSnapshot(reviewAt(workflows.StageWriting, 10, 2))},
+			"writing: chunk 10/10, 2/2 questions done, 10K/10K tokens"},
+		{"batch expanding", []snapshot{batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageExpanding})},
+			"expanding"},
+		{"batch running", []snapshot{
+			batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageRunning, Items: 100, Done: 10, Running: 16, Run: 1}),
+			batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageRunning, Items: 100, Done: 20, Answered: 17, Reused: 2, Failed: 1, Running: 16, Run: 2}),
+		}, "running: 20/100 items, 16 running, 1 failed, 2 reused, run 2, ETA 16s"},
+		{"batch done", []snapshot{batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageDone, Items: 3, Done: 3, Answered: 3, Run: 1})},
+			"done: 3/3 items, 0 running, 0 failed, 0 reused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			c := &clock{t: time.Unix(0, 0)}
+			v := newProgressView(&out, false)
+			v.now, v.minGap = c.now, 0
+			for _, s := range tt.steps {
+				v.show(s)
+				c.advance(2 * time.Second)
+			}
+			v.finish()
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if got := lines[len(lines)-1]; got != tt.want {
+				t.Errorf("last line %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestProgressViewBatchBar checks the bar of a batch: it fills with the
+// items done, and a narrow terminal drops the notes before the counts and
+// the ETA.
+func TestProgressViewBatchBar(t *testing.T) {
+	for _, tt := range []struct {
+		width      int
+		want, lack []string
+	}{
+		{120, []string{"running", "50/200 items", "8 running", "2 failed", "ETA "}, nil},
+		{50, []string{"50/200 items", "ETA 15s"}, []string{"8 running"}},
+	} {
+		var out bytes.Buffer
+		c := &clock{t: time.Unix(0, 0)}
+		v := newProgressView(&out, true)
+		v.now, v.width = c.now, tt.width
+		for _, done := range []int{40, 50} {
+			v.show(batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageRunning, Items: 200, Done: done, Running: 8, Failed: 2, Run: 1}))
+			c.advance(time.Second)
+		}
+		frames := strings.Split(out.String(), "\r")
+		frame := strings.TrimSuffix(frames[len(frames)-1], "\x1b[K")
+		if n := utf8.RuneCountInString(frame); n >= tt.width {
+			t.Errorf("frame on a %d-column terminal has %d columns: %q", tt.width, n, frame)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(frame, w) {
+				t.Errorf("frame on a %d-column terminal %q lacks %q", tt.width, frame, w)
+			}
+		}
+		for _, l := range tt.lack {
+			if strings.Contains(frame, l) {
+				t.Errorf("frame on a %d-column terminal %q has %q, want it dropped", tt.width, frame, l)
+			}
+		}
+		if tt.width == 120 {
+			if filled := strings.Count(frame, "█"); filled != barWidth(120)/4 {
+				t.Errorf("bar has %d filled cells, want %d for 50/200", filled, barWidth(120)/4)
+			}
+		}
+	}
+}
+
+// TestProgressViewPrintsNoteChanges: a plain view prints a line when only
+// a note changes (a question answered at the same chunk).
+func TestProgressViewPrintsNoteChanges(t *testing.T) {
+	var out bytes.Buffer
+	c := &clock{t: time.Unix(0, 0)}
+	v := newProgressView(&out, false)
+	v.now = c.now
+	v.show(reviewSnapshot(reviewAt(workflows.StageAnswering, 10, 0)))
+	c.advance(10 * time.Second)
+	v.show(reviewSnapshot(reviewAt(workflows.StageAnswering, 10, 1)))
+	if got := strings.Count(out.String(), "\n"); got != 2 {
+		t.Errorf("printed %d lines, want 2 (the answered question changes the line):\n%s", got, out.String())
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,11 +17,9 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/codes"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
@@ -190,62 +186,40 @@ func (s *session) review(ctx context.Context, in workflows.ReviewInput, doc stri
 	if err := s.checkBudget(ctx, askRequest{Question: longest, Options: in.Options}); err != nil {
 		return nil, err
 	}
-	id := reviewWorkflowID(in)
-	if fresh {
-		id += "-" + time.Now().UTC().Format("20060102T150405.000")
+	run, err := memclient.New(s.temporal, memclient.Options{TaskQueue: s.cfg.TaskQueue}).StartReview(ctx, in,
+		memclient.StartOptions{Fresh: fresh, Memo: documentMemo(sha)})
+	if err != nil {
+		return nil, err
 	}
-	memo := map[string]any{"model_options": in.Options.WithDefaults(), "questions": len(in.Questions)}
-	if sha != "" {
-		memo["document_sha256"] = sha
+	if run.Existing {
+		fmt.Fprintf(s.progressOut(), "the same review is already running or done as %s; joining it (--fresh runs it again)\n", run.ID)
+	} else {
+		fmt.Fprintf(s.progressOut(), "started %s: %d questions\n", run.ID, len(in.Questions))
 	}
-	run, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    id,
-		TaskQueue:             s.cfg.TaskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		// The questions stay out of the summary: with payload encryption
-		// they are confidential, and there may be a hundred of them.
-		StaticSummary:                            fmt.Sprintf("Review · %d questions · %s", len(in.Questions), uri),
-		Memo:                                     memo,
-		TypedSearchAttributes:                    workflows.ReviewStartSearchAttributes(in),
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.ReviewDocumentName, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	var invalid *serviceerror.InvalidArgument
-	switch {
-	case errors.As(err, &started):
-		fmt.Fprintf(s.progressOut(), "the same review is already running or done as %s; joining it (--fresh runs it again)\n", id)
-		run = s.temporal.GetWorkflow(ctx, id, started.RunId)
-	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
-		return nil, fmt.Errorf("start workflow: %w: register memagent's search attributes in namespace %s first: starter setup", err, s.cfg.TemporalNamespace)
-	case err != nil:
-		return nil, fmt.Errorf("start workflow: %w", err)
-	default:
-		fmt.Fprintf(s.progressOut(), "started %s: %d questions\n", id, len(in.Questions))
+	stop := func() {}
+	if s.progress != nil {
+		stop = watchRun(ctx, readerFor(s.temporal, workflows.ReviewDocumentName, run.ID), newProgressView(s.progress, s.progressTTY))
 	}
-	stopProgress := s.watch(ctx, id)
 	var res workflows.ReviewResult
-	err = run.Get(ctx, &res)
-	stopProgress()
-	if err := runError(id, err); err != nil {
+	if err := await(ctx, s.temporal, run.ID, stop, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-// reviewWorkflowID derives a stable workflow id from what decides a
-// review's outcome: the document, the questions (ids, text, gold answers),
-// the model options with their defaults and the output prefix. Scheduling
-// knobs (parallelism, chunks ahead, activities per run) do not change the
-// grid, so asking again with other ones joins the same run.
+// documentMemo is the memo entry of an uploaded document's SHA-256, when
+// known.
+func documentMemo(sha string) map[string]any {
+	if sha == "" {
+		return nil
+	}
+	return map[string]any{"document_sha256": sha}
+}
+
+// reviewWorkflowID is the review's stable workflow id, the one Go services
+// derive too (memclient.ReviewWorkflowID).
 func reviewWorkflowID(in workflows.ReviewInput) string {
-	b, _ := json.Marshal(struct {
-		D string
-		Q []workflows.ReviewQuestion
-		O activities.ModelOptions
-		P string `json:",omitempty"`
-	}{in.Document, in.WithDefaults().Questions, in.Options.WithDefaults(), in.OutputPrefix})
-	h := sha256.Sum256(b)
-	return "memagent-review-" + hex.EncodeToString(h[:8])
+	return memclient.ReviewWorkflowID(in)
 }
 
 // readReviewQuestions reads a questions file: a JSON array of objects

@@ -3,16 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -22,15 +25,23 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
-	asJSON := fs.Bool("json", false, "print the progress as JSON")
-	showMemory := fs.Bool("memory", false, "also print the current memory")
-	showHistory := fs.Bool("history", false, "also list every run of the workflow (continue-as-new generations) with its history size")
-	if err := fs.Parse(args); err != nil {
-		return err
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: starter status [flags] WORKFLOW_ID
+
+Shows the progress of a memagent.DocumentQA run (stage, chunks, tokens, calls),
+a memagent.ReviewDocument run (the same, and each question's status and answer)
+or a memagent.BatchQA run (items done, running, answered, reused, failed).
+
+`)
+		fs.PrintDefaults()
 	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: starter status [flags] WORKFLOW_ID")
+	cfg.RegisterFlags(fs)
+	asJSON := fs.Bool("json", false, "print the progress as JSON, with its workflow_type")
+	showMemory := fs.Bool("memory", false, "also print the current memory (DocumentQA runs)")
+	showHistory := fs.Bool("history", false, "also list every run of the workflow (continue-as-new generations) with its history size")
+	id, err := parseWorkflowID(fs, args)
+	if err != nil {
+		return err
 	}
 	cfg.Normalize()
 	s := &session{cfg: cfg, logger: cliLogger(stderr)}
@@ -38,36 +49,158 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer s.close()
+	kind, err := runKind(ctx, s.temporal, id)
+	if err != nil {
+		return err
+	}
+	if *showMemory && kind != workflows.DocumentQAName {
+		return fmt.Errorf("--memory shows the memory of a %s run; %s is a %s, whose memories are in its per-question traces", workflows.DocumentQAName, id, kind)
+	}
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	p, err := queryProgress(qctx, s.temporal, fs.Arg(0))
+	p, err := queryStatus(qctx, s.temporal, kind, id)
 	cancel()
 	if err != nil {
-		err = fmt.Errorf("query %s: %w (queries need a running worker)", fs.Arg(0), err)
+		err = fmt.Errorf("query %s: %w (queries need a running worker)", id, err)
 		if !*showHistory {
 			return err
 		}
 		fmt.Fprintln(stderr, "starter:", err)
-		return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, fs.Arg(0))
+		return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, id)
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(p)
+		return writeStatusJSON(stdout, kind, p)
 	}
-	pct := 0.0
-	if p.TokensTotal > 0 {
-		pct = 100 * float64(p.TokensDone) / float64(p.TokensTotal)
-	}
-	fmt.Fprintf(stdout, "stage:  %s (run %d)\nchunks: %d/%d\ntokens: %d/%d (%.1f%%)\ncalls:  %d (%d prompt + %d completion tokens)\n",
-		p.Stage, p.Run, p.ChunksDone, p.ChunksTotal, p.TokensDone, p.TokensTotal, pct, p.Usage.Calls, p.Usage.PromptTokens, p.Usage.CompletionTokens)
-	if p.Answer != "" {
-		fmt.Fprintf(stdout, "answer: %s\n", p.Answer)
-	}
-	if *showMemory {
-		fmt.Fprintf(stdout, "memory:\n%s\n", p.Memory)
+	switch p := p.(type) {
+	case workflows.ReviewProgress:
+		printReviewStatus(stdout, p)
+	case workflows.BatchProgress:
+		printBatchStatus(stdout, p)
+	case workflows.Progress:
+		printQAStatus(stdout, p)
+		if *showMemory {
+			fmt.Fprintf(stdout, "memory:\n%s\n", p.Memory)
+		}
 	}
 	if *showHistory {
-		return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, fs.Arg(0))
+		return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, id)
 	}
 	return nil
+}
+
+// parseWorkflowID parses flags before and after the one WORKFLOW_ID
+// argument (starter status ID --history as well as --history ID).
+func parseWorkflowID(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	var ids []string
+	for fs.NArg() > 0 {
+		ids = append(ids, fs.Arg(0))
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", err
+		}
+	}
+	if len(ids) != 1 {
+		return "", fmt.Errorf("usage: starter %s [flags] WORKFLOW_ID (got %d arguments)", fs.Name(), len(ids))
+	}
+	return ids[0], nil
+}
+
+// queryStatus runs the progress query of a run of type kind and returns
+// its typed result: workflows.Progress, ReviewProgress or BatchProgress.
+func queryStatus(ctx context.Context, c client.Client, kind, id string) (any, error) {
+	mc := memclient.New(c, memclient.Options{})
+	switch kind {
+	case workflows.ReviewDocumentName:
+		return mc.ReviewProgress(ctx, id)
+	case workflows.BatchQAName:
+		return mc.BatchProgress(ctx, id)
+	}
+	return queryProgress(ctx, c, id)
+}
+
+// writeStatusJSON prints the progress as one JSON object, its own fields
+// and workflow_type, so a reader knows which of the three it has.
+func writeStatusJSON(w io.Writer, kind string, p any) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return err
+	}
+	fields["workflow_type"], _ = json.Marshal(kind)
+	return json.NewEncoder(w).Encode(fields)
+}
+
+// printQAStatus prints a DocumentQA run's progress.
+func printQAStatus(w io.Writer, p workflows.Progress) {
+	fmt.Fprintf(w, "stage:  %s (run %d)\nchunks: %d/%d\ntokens: %d/%d (%.1f%%)\ncalls:  %d (%d prompt + %d completion tokens)\n",
+		p.Stage, p.Run, p.ChunksDone, p.ChunksTotal, p.TokensDone, p.TokensTotal, percent(p.TokensDone, p.TokensTotal),
+		p.Usage.Calls, p.Usage.PromptTokens, p.Usage.CompletionTokens)
+	if p.Answer != "" {
+		fmt.Fprintf(w, "answer: %s\n", p.Answer)
+	}
+}
+
+// printReviewStatus prints a review's progress and a line per question.
+// Answers are untrusted text, printed on one line without control
+// characters.
+func printReviewStatus(w io.Writer, p workflows.ReviewProgress) {
+	counts := map[string]int{}
+	for _, q := range p.Questions {
+		counts[q.Status]++
+	}
+	var tally []string
+	for _, st := range []string{workflows.QuestionDone, workflows.QuestionAnswering, workflows.QuestionReading, workflows.QuestionFailed} {
+		if counts[st] > 0 {
+			tally = append(tally, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	fmt.Fprintf(w, "stage:     %s (run %d)\n", p.Stage, p.Run)
+	fmt.Fprintf(w, "chunks:    %d/%d (read by every question still going)\n", p.ChunksDone, p.ChunksTotal)
+	fmt.Fprintf(w, "tokens:    %d/%d (%.1f%%)\n", p.TokensDone, p.TokensTotal, percent(p.TokensDone, p.TokensTotal))
+	fmt.Fprintf(w, "updates:   %d/%d memory updates (%d in flight)\n", p.UpdatesDone, p.UpdatesTotal, p.InFlight)
+	fmt.Fprintf(w, "calls:     %d (%d prompt + %d completion tokens)\n", p.Usage.Calls, p.Usage.PromptTokens, p.Usage.CompletionTokens)
+	fmt.Fprintf(w, "questions: %d (%s)\n", len(p.Questions), orDash(strings.Join(tally, ", ")))
+	if len(p.Questions) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tSTATUS\tCHUNKS\tEVIDENCE\tANSWER")
+	for _, q := range p.Questions {
+		answer := q.Answer
+		switch {
+		case q.Status == workflows.QuestionFailed:
+			answer = "FAILED: " + q.ErrorType
+		case q.Status == workflows.QuestionDone && !q.AnswerFound:
+			answer = "(no \\boxed{}) " + answer
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%s\n", reviewPrintable(q.ID, 24), q.Status, q.ChunksDone, p.ChunksTotal,
+			q.Evidence, orDash(reviewPrintable(answer, 60)))
+	}
+	tw.Flush()
+}
+
+// printBatchStatus prints a batch's progress.
+func printBatchStatus(w io.Writer, p workflows.BatchProgress) {
+	fmt.Fprintf(w, "batch:   %s\n", p.Name)
+	fmt.Fprintf(w, "stage:   %s (run %d)\n", p.Stage, p.Run)
+	fmt.Fprintf(w, "items:   %d/%d done: %d answered, %d reused, %d failed\n", p.Done, p.Items, p.Answered, p.Reused, p.Failed)
+	fmt.Fprintf(w, "running: %d (%d started in all)\n", p.Running, p.Started)
+	fmt.Fprintf(w, "pages:   %d/%d resolved\n", p.PagesResolved, p.Pages)
+	fmt.Fprintf(w, "calls:   %d (%d prompt + %d completion tokens, answered items)\n", p.Usage.Calls, p.Usage.PromptTokens, p.Usage.CompletionTokens)
+	if p.ReportPrefix != "" {
+		fmt.Fprintf(w, "report:  %s\n", p.ReportPrefix)
+	}
+}
+
+func percent(done, total int64) float64 {
+	if total <= 0 {
+		return 0
+	}
+	return 100 * float64(done) / float64(total)
 }
 
 // printRuns lists the runs of one workflow id, oldest first, with the size

@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
-// runWatch follows one run until it closes: a live bar on a terminal,
-// progress lines elsewhere, then the answer or the failure.
+// runWatch follows one run, a question, a review or a batch, until it
+// closes: a live bar on a terminal, progress lines elsewhere, then the
+// answer, the grid or the batch's scores, or the failure.
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load()
 	if err != nil {
@@ -23,36 +26,79 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: starter watch [flags] WORKFLOW_ID
+
+Follows a memagent.DocumentQA, memagent.ReviewDocument or memagent.BatchQA run
+until it closes, then prints its answer, its grid or its batch report.
+
+`)
+		fs.PrintDefaults()
+	}
 	cfg.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	id, err := parseWorkflowID(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: starter watch [flags] WORKFLOW_ID")
-	}
-	id := fs.Arg(0)
 	cfg.Normalize()
 	c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if _, err := c.DescribeWorkflow(ctx, id, ""); err != nil {
-		return fmt.Errorf("watch %s: %w", id, err)
-	}
-	stop := watchProgress(ctx, c, id, newProgressView(stdout, isTerminal(stdout)))
-	var res workflows.DocumentQAResult
-	err = c.GetWorkflow(ctx, id, "").Get(ctx, &res)
-	stop()
-	if err := runError(id, err); err != nil {
+	kind, err := runKind(ctx, c, id)
+	if err != nil {
 		return err
 	}
-	answer := res.Answer
-	if !res.AnswerFound {
-		answer = "(no answer found in the model's reply)"
+	stop := watchRun(ctx, readerFor(c, kind, id), newProgressView(stdout, isTerminal(stdout)))
+	switch kind {
+	case workflows.ReviewDocumentName:
+		var g workflows.ReviewResult
+		if err := await(ctx, c, id, stop, &g); err != nil {
+			return err
+		}
+		printReviewGrid(stdout, &g)
+	case workflows.BatchQAName:
+		var res workflows.BatchQAResult
+		if err := await(ctx, c, id, stop, &res); err != nil {
+			return err
+		}
+		printBatchReport(stdout, &res, nil)
+	default:
+		var res workflows.DocumentQAResult
+		if err := await(ctx, c, id, stop, &res); err != nil {
+			return err
+		}
+		answer := res.Answer
+		if !res.AnswerFound {
+			answer = "(no answer found in the model's reply)"
+		}
+		fmt.Fprintf(stdout, "answer: %s\n", answer)
 	}
-	fmt.Fprintf(stdout, "answer: %s\n", answer)
 	return nil
+}
+
+// runKind is the workflow type of id's latest run, which must be one of
+// memagent's.
+func runKind(ctx context.Context, c client.Client, id string) (string, error) {
+	kind, err := memclient.New(c, memclient.Options{}).WorkflowType(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	switch kind {
+	case workflows.DocumentQAName, workflows.ReviewDocumentName, workflows.BatchQAName:
+		return kind, nil
+	}
+	return "", fmt.Errorf("%s is a %s workflow, not a memagent run (%s, %s or %s)",
+		id, kind, workflows.DocumentQAName, workflows.ReviewDocumentName, workflows.BatchQAName)
+}
+
+// await waits for the result of id's run (following continue-as-new) into
+// out, then stops the progress display.
+func await(ctx context.Context, c client.Client, id string, stop func(), out any) error {
+	err := c.GetWorkflow(ctx, id, "").Get(ctx, out)
+	stop()
+	return runError(id, err)
 }
 
 // runError returns a run's failure with the workflow's own error type and

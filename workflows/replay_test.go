@@ -16,7 +16,7 @@ package workflows_test
 // To record the current generation again (after adding a workflow feature
 // that its histories do not exercise), run
 //
-//	go test ./workflows -run TestReplay -update
+//	go test ./workflows -run 'TestReplayDocumentQA$' -update
 //
 // It runs one DocumentQA on the embedded dev stack (Temporal, S3 and the
 // simulator, in memory, on free loopback ports) with a small generated
@@ -27,10 +27,22 @@ package workflows_test
 // rewritten: they are what runs started by older workers look like. A
 // history saved that way from a production run can be added under the name
 // pattern of its generation.
+//
+// BatchQA's histories, testdata/batch_run{N}.json, are recorded the same
+// way by
+//
+//	go test ./workflows -run 'TestReplayBatch$' -update
+//
+// from a batch of five items in pages of two, two items a run, so that it
+// continues-as-new twice: one run whose children answer, one whose items
+// settle without a child (an earlier answer reused, a missing document)
+// and one whose child fails, which then writes the report. -update
+// records what every replay test selected by -run records: select one.
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -61,7 +73,7 @@ import (
 	"github.com/memagent/memagent/workflows"
 )
 
-var update = flag.Bool("update", false, "record the current generation of testdata/documentqa_*run*.json again from a run on the embedded dev stack")
+var update = flag.Bool("update", false, "record the histories of the replay tests selected by -run again from runs on the embedded dev stack")
 
 // generation is one version of DocumentQA's commands and the histories
 // recorded from it.
@@ -207,6 +219,12 @@ func checkVersion(t *testing.T, g generation, files []string, histories []*histo
 
 func loadHistory(t *testing.T, path string) *historypb.History {
 	t.Helper()
+	return loadHistoryOf(t, path, workflows.DocumentQAName)
+}
+
+// loadHistoryOf reads a whole history of a workflow of type workflowType.
+func loadHistoryOf(t *testing.T, path, workflowType string) *historypb.History {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -219,8 +237,8 @@ func loadHistory(t *testing.T, path string) *historypb.History {
 	if len(events) < 3 || events[0].GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
 		t.Fatalf("%s: %d events, want a whole history starting with WorkflowExecutionStarted", path, len(events))
 	}
-	if got := events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName(); got != workflows.DocumentQAName {
-		t.Fatalf("%s is a history of %q, want %q", path, got, workflows.DocumentQAName)
+	if got := events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName(); got != workflowType {
+		t.Fatalf("%s is a history of %q, want %q", path, got, workflowType)
 	}
 	return hist
 }
@@ -264,35 +282,7 @@ func recordHistories(t *testing.T, g generation) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-
-	dev, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, DisableUI: true, Simulator: true, Logger: logger})
-	if err != nil {
-		t.Fatalf("start dev stack: %v", err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	cfg := dev.Configure(config.Default())
-	cfg.TaskQueue = replayWorkflow
-
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
-	if err != nil {
-		t.Fatalf("NewActivities: %v", err)
-	}
-	t.Cleanup(pool.Close) // after the worker stops: cleanups run last first
-	// A fixed identity keeps this machine's host name out of the histories.
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Identity: "memagent-replay-test", Logger: log.NewStructuredLogger(logger),
-	})
-	if err != nil {
-		t.Fatalf("dial Temporal: %v", err)
-	}
-	t.Cleanup(c.Close)
-	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{Logger: logger})
-	if err := w.Start(); err != nil {
-		t.Fatalf("start worker: %v", err)
-	}
-	t.Cleanup(w.Stop)
+	cfg, c := startReplayWorker(ctx, t, replayWorkflow)
 
 	opts := activities.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32}
 	doc := replayDocument()
@@ -329,7 +319,50 @@ func recordHistories(t *testing.T, g generation) {
 			res.Chunks, res.Runs, res.Answer, chunks, minRuns, replayAnswer)
 	}
 
-	old, err := filepath.Glob(filepath.Join(historyDir, g.prefix+"*.json"))
+	writeChain(ctx, t, c, replayWorkflow, runID, g.prefix)
+}
+
+// startReplayWorker starts the embedded dev stack (Temporal, S3 and the
+// simulator, in memory, on free ports) and a worker on taskQueue, and
+// returns the configuration and a client, both closed when t ends.
+func startReplayWorker(ctx context.Context, t *testing.T, taskQueue string) (config.Config, client.Client) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dev, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, DisableUI: true, Simulator: true, Logger: logger})
+	if err != nil {
+		t.Fatalf("start dev stack: %v", err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	cfg := dev.Configure(config.Default())
+	cfg.TaskQueue = taskQueue
+
+	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	if err != nil {
+		t.Fatalf("NewActivities: %v", err)
+	}
+	t.Cleanup(pool.Close) // after the worker stops: cleanups run last first
+	// A fixed identity keeps this machine's host name out of the histories.
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+		Identity: "memagent-replay-test", Logger: log.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		t.Fatalf("dial Temporal: %v", err)
+	}
+	t.Cleanup(c.Close)
+	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), workerapp.Options{Logger: logger})
+	if err := w.Start(); err != nil {
+		t.Fatalf("start worker: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	return cfg, c
+}
+
+// writeChain replaces testdata/<prefix>{N}.json with the history of every
+// run of workflow id's chain, from runID on.
+func writeChain(ctx context.Context, t *testing.T, c client.Client, id, runID, prefix string) {
+	t.Helper()
+	old, err := filepath.Glob(filepath.Join(historyDir, prefix+"*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +375,7 @@ func recordHistories(t *testing.T, g generation) {
 		t.Fatal(err)
 	}
 	for n := 1; runID != ""; n++ {
-		events := fetchHistory(ctx, t, c, replayWorkflow, runID)
+		events := fetchHistory(ctx, t, c, id, runID)
 		runID = events[len(events)-1].GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
 		// The CLI marshals with these options and payload shorthand off,
 		// which is what the SDK's replayer reads.
@@ -350,7 +383,7 @@ func recordHistories(t *testing.T, g generation) {
 		if err != nil {
 			t.Fatalf("encode history of run %d: %v", n, err)
 		}
-		path := filepath.Join(historyDir, fmt.Sprintf("%s%d.json", g.prefix, n))
+		path := filepath.Join(historyDir, fmt.Sprintf("%s%d.json", prefix, n))
 		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -414,4 +447,153 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+const (
+	batchHistoryPrefix = "batch_run"
+	batchReplayID      = "replay-batch"
+	// batchMinRuns: children answering, items settled without a child,
+	// a child failing and the report.
+	batchMinRuns = 3
+)
+
+// TestReplayBatch replays BatchQA's recorded chain of runs against the
+// current code, and checks that the chain covers what a batch does: the
+// manifest expanded, children answering and failing, items settled by
+// ResolveBatchPage alone, outcomes written, the report, continue-as-new.
+func TestReplayBatch(t *testing.T) {
+	if *update {
+		recordBatchHistories(t)
+	}
+	files := historyFiles(t, generation{prefix: batchHistoryPrefix})
+	if len(files) < batchMinRuns {
+		t.Fatalf("found %d histories matching %s/%s{N}.json, want at least %d; record them with: go test ./workflows -run 'TestReplayBatch$' -update",
+			len(files), historyDir, batchHistoryPrefix, batchMinRuns)
+	}
+	replayer := worker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	histories := make([]*historypb.History, len(files))
+	for i, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			hist := loadHistoryOf(t, path, workflows.BatchQAName)
+			histories[i] = hist
+			started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+			// Child ids derive from the workflow id: replay under the real one.
+			if err := replayer.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
+			}); err != nil {
+				t.Errorf("replay of %s: %v", path, err)
+			}
+		})
+	}
+	checkChain(t, files, histories)
+	checkBatchCoverage(t, histories)
+}
+
+// checkBatchCoverage asserts that the chain exercised every path of
+// BatchQA the replay is meant to guard.
+func checkBatchCoverage(t *testing.T, histories []*historypb.History) {
+	t.Helper()
+	activityRuns := map[string]int{}
+	var childrenStarted, childrenDone, childrenFailed int
+	var statuses []string
+	dc := converter.GetDefaultDataConverter()
+	for _, hist := range histories {
+		if hist == nil {
+			return // loading failed and was reported
+		}
+		for _, e := range hist.GetEvents() {
+			switch {
+			case e.GetActivityTaskScheduledEventAttributes() != nil:
+				activityRuns[e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()]++
+			case e.GetStartChildWorkflowExecutionInitiatedEventAttributes() != nil:
+				childrenStarted++
+			case e.GetChildWorkflowExecutionCompletedEventAttributes() != nil:
+				childrenDone++
+			case e.GetChildWorkflowExecutionFailedEventAttributes() != nil:
+				childrenFailed++
+			case e.GetUpsertWorkflowSearchAttributesEventAttributes() != nil:
+				if p, ok := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()[workflows.AttrStatus]; ok {
+					var s string
+					if err := dc.FromPayload(p, &s); err != nil {
+						t.Fatal(err)
+					}
+					statuses = append(statuses, s)
+				}
+			}
+		}
+	}
+	for _, name := range []string{activities.ExpandManifestName, activities.ResolveBatchPageName, activities.WriteBatchResultsName, activities.WriteBatchReportName} {
+		if activityRuns[name] == 0 {
+			t.Errorf("no %s in the recorded chain (activities: %v)", name, activityRuns)
+		}
+	}
+	if activityRuns[activities.ExpandManifestName] != 1 || activityRuns[activities.WriteBatchReportName] != 1 {
+		t.Errorf("activities %v: want the manifest expanded once and the report written once", activityRuns)
+	}
+	if childrenDone < 2 || childrenFailed < 1 || childrenStarted != childrenDone+childrenFailed {
+		t.Errorf("children: %d started, %d completed, %d failed; want at least 2 completed and 1 failed, all closed", childrenStarted, childrenDone, childrenFailed)
+	}
+	if len(statuses) == 0 || statuses[0] != workflows.BatchStageExpanding || statuses[len(statuses)-1] != workflows.BatchStageDone {
+		t.Errorf("%s upserts %q, want %q first and %q last", workflows.AttrStatus, statuses, workflows.BatchStageExpanding, workflows.BatchStageDone)
+	}
+}
+
+// recordBatchHistories runs a batch of five items on the embedded dev
+// stack, in pages of two and two items a run, and writes the history of
+// each of its runs.
+func recordBatchHistories(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cfg, c := startReplayWorker(ctx, t, batchReplayID)
+	store, err := workerapp.NewStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := s3store.Location{Bucket: cfg.Bucket, Key: "replay/batch.txt"}
+	latin1 := s3store.Location{Bucket: cfg.Bucket, Key: "replay/latin1.txt"}
+	missing := s3store.Location{Bucket: cfg.Bucket, Key: "replay/missing.txt"}
+	if err := store.Put(ctx, doc, []byte(replayDocument()), "text/plain; charset=utf-8"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(ctx, latin1, []byte("Na\xefve text from an old system.\n"), "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	// Page 0 runs two children that answer; page 1 settles without a
+	// child (the first item again, reused; a missing document); page 2's
+	// child fails (the document is not UTF-8).
+	items := []map[string]any{
+		{"id": "fact", "document": doc.String(), "question": replayQuestion, "answers": []string{replayAnswer}, "labels": map[string]string{"kind": "fact"}},
+		{"id": "filler", "document": doc.String(), "question": "Who mended the willow baskets?"},
+		{"id": "fact-again", "document": doc.String(), "question": replayQuestion, "answers": []string{replayAnswer}, "labels": map[string]string{"kind": "fact"}},
+		{"id": "missing", "document": missing.String(), "question": replayQuestion},
+		{"id": "latin1", "document": latin1.String(), "question": replayQuestion},
+	}
+	var manifest strings.Builder
+	for _, it := range items {
+		line, _ := json.Marshal(it)
+		manifest.Write(append(line, '\n'))
+	}
+	mloc := s3store.Location{Bucket: cfg.Bucket, Key: "replay/manifest.jsonl"}
+	if err := store.Put(ctx, mloc, []byte(manifest.String()), "application/x-ndjson"); err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: batchReplayID, TaskQueue: cfg.TaskQueue},
+		workflows.BatchQAName, workflows.BatchQAInput{
+			Manifest: mloc.String(), Name: "replay", Concurrency: 2, PageSize: 2, ItemsPerRun: 2,
+			Options: activities.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+		})
+	if err != nil {
+		t.Fatalf("start BatchQA: %v", err)
+	}
+	runID := run.GetRunID()
+	var res workflows.BatchQAResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("BatchQA: %v", err)
+	}
+	if res.Items != 5 || res.Succeeded != 2 || res.Skipped != 1 || res.Failed != 2 || res.Runs < batchMinRuns || res.Overall.ExactMatch != 1 {
+		t.Fatalf("result %+v: want 5 items (2 answered, 1 reused, 2 failed, all scored items exact) in at least %d runs", res, batchMinRuns)
+	}
+	writeChain(ctx, t, c, batchReplayID, runID, batchHistoryPrefix)
 }

@@ -74,7 +74,47 @@ func askFlags(fs *flag.FlagSet, r *askRequest) func() error {
 	}
 }
 
-func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// startCommand checks cfg, sets up telemetry with a root span called name
+// (the root of one trace through the workflow, its activities, model calls
+// and S3 requests) and connects to S3 and Temporal. Progress goes to stderr:
+// a terminal gets the live bar even with --json, which goes to stdout;
+// elsewhere asJSON keeps stderr quiet. end closes the connections, marks
+// the span failed when err is not nil, and gives the spans a moment to
+// reach a collector.
+func startCommand(ctx context.Context, cfg config.Config, stderr io.Writer, asJSON bool, name string) (_ context.Context, _ *session, end func(err error), _ error) {
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		return ctx, nil, nil, err
+	}
+	logger := cliLogger(stderr)
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "memagent-starter", Logger: logger})
+	if err != nil {
+		return ctx, nil, nil, err
+	}
+	ctx, span := tel.TracerProvider.Tracer("github.com/memagent/memagent/starter").Start(ctx, name)
+	s := &session{cfg: cfg, logger: logger}
+	if tty := isTerminal(stderr); tty || !asJSON {
+		s.progress, s.progressTTY = stderr, tty
+	}
+	end = func(err error) {
+		s.close()
+		if err != nil {
+			span.SetStatus(codes.Error, name+" failed")
+		}
+		span.End()
+		// A CLI waits a little for its spans to reach a collector, not long.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(ctx)
+	}
+	if err := s.connect(ctx); err != nil {
+		end(err)
+		return ctx, nil, nil, err
+	}
+	return ctx, s, end, nil
+}
+
+func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -101,38 +141,13 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := finish(); err != nil {
 		return err
 	}
-	cfg.Normalize()
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	logger := cliLogger(stderr)
-	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "memagent-starter", Logger: logger})
+	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter ask")
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// A CLI waits a little for its spans to reach a collector, not long.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		_ = tel.Shutdown(ctx)
-	}()
-	// The root of one trace through the workflow, every activity, model
-	// call and S3 request.
-	ctx, span := tel.TracerProvider.Tracer("github.com/memagent/memagent/starter").Start(ctx, "starter ask")
-	defer span.End()
-	s := &session{cfg: cfg, logger: logger}
-	// A terminal gets the live bar even with --json, which goes to stdout;
-	// elsewhere --json keeps stderr quiet.
-	if tty := isTerminal(stderr); tty || !*asJSON {
-		s.progress, s.progressTTY = stderr, tty
-	}
-	if err := s.connect(ctx); err != nil {
-		return err
-	}
-	defer s.close()
+	defer func() { end(err) }()
 	res, err := s.ask(ctx, req)
 	if err != nil {
-		span.SetStatus(codes.Error, "ask failed")
 		return err
 	}
 	return printResult(stdout, cfg, res, *asJSON)

@@ -223,7 +223,7 @@ func runBatchAndReport(ctx context.Context, s *session, in workflows.BatchQAInpu
 	return res, rep, nil
 }
 
-func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -266,18 +266,11 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	cfg.Normalize()
-	if err := cfg.Validate(); err != nil {
+	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter batch")
+	if err != nil {
 		return err
 	}
-	s := &session{cfg: cfg, logger: cliLogger(stderr)}
-	if tty := isTerminal(stderr); tty || !*asJSON {
-		s.progress, s.progressTTY = stderr, tty
-	}
-	if err := s.connect(ctx); err != nil {
-		return err
-	}
-	defer s.close()
+	defer func() { end(err) }()
 	if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, *manifest); err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func rowMetric(metric, task string) string {
 	return metricSubstring
 }
 
-func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -131,18 +131,11 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	cfg.Normalize()
-	if err := cfg.Validate(); err != nil {
+	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter eval run")
+	if err != nil {
 		return err
 	}
-	s := &session{cfg: cfg, logger: cliLogger(stderr)}
-	if tty := isTerminal(stderr); tty || !*asJSON {
-		s.progress, s.progressTTY = stderr, tty
-	}
-	if err := s.connect(ctx); err != nil {
-		return err
-	}
-	defer s.close()
+	defer func() { end(err) }()
 	if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, *set); err != nil {
 		return err
 	}

@@ -12,17 +12,13 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"go.opentelemetry.io/otel/codes"
 
 	"github.com/memagent/memagent/activities"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -53,7 +49,7 @@ func (v reviewAnswerFlag) Set(a string) error {
 	return nil
 }
 
-func runReview(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runReview(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -124,29 +120,13 @@ and where the grid (JSON, CSV) and the HTML report were written.
 		return err
 	}
 
-	logger := cliLogger(stderr)
-	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "memagent-starter", Logger: logger})
+	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter review")
 	if err != nil {
 		return err
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		_ = tel.Shutdown(ctx)
-	}()
-	ctx, span := tel.TracerProvider.Tracer("github.com/memagent/memagent/starter").Start(ctx, "starter review")
-	defer span.End()
-	s := &session{cfg: cfg, logger: logger}
-	if tty := isTerminal(stderr); tty || !*asJSON {
-		s.progress, s.progressTTY = stderr, tty
-	}
-	if err := s.connect(ctx); err != nil {
-		return err
-	}
-	defer s.close()
+	defer func() { end(err) }()
 	res, err := s.review(ctx, in, req.Doc, req.Fresh)
 	if err != nil {
-		span.SetStatus(codes.Error, "review failed")
 		return err
 	}
 	if *htmlOut != "" {

@@ -21,6 +21,7 @@ const (
 // processed and the size of the memory after each. A nil *Metrics records
 // nothing. Token counts, model latency and errors are the inference pool's.
 type Metrics struct {
+	meter     metric.Meter
 	chunks    metric.Int64Counter
 	memTokens metric.Int64Histogram
 	memBytes  metric.Int64Histogram
@@ -30,7 +31,7 @@ type Metrics struct {
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	m := mp.Meter("github.com/memagent/memagent/activities")
 	var errs [3]error
-	var out Metrics
+	out := Metrics{meter: m}
 	out.chunks, errs[0] = m.Int64Counter("memagent.chunks.processed", metric.WithUnit("{chunk}"),
 		metric.WithDescription("Chunks whose memory update completed, by model."))
 	out.memTokens, errs[1] = m.Int64Histogram("memagent.memory.tokens", metric.WithUnit("{token}"),
@@ -64,4 +65,41 @@ func (a *Activities) recordChunk(ctx context.Context, opts ModelOptions, memory 
 	if tok, err := a.Tokenizers(opts.Tokenizer); err == nil {
 		m.memTokens.Record(ctx, int64(tok.Count(memory)), attrs)
 	}
+}
+
+// ObserveChunkCache reports c's counters with every collection: reads that
+// went to S3, hits, reads shared while in flight, evictions and the bytes
+// held. Only counts, never chunk text.
+func (m *Metrics) ObserveChunkCache(c *ChunkCache) error {
+	if m == nil {
+		return nil
+	}
+	var errs [5]error
+	var (
+		reads, hits, shared, evictions metric.Int64ObservableCounter
+		held                           metric.Int64ObservableGauge
+	)
+	reads, errs[0] = m.meter.Int64ObservableCounter("memagent.chunk_cache.reads", metric.WithUnit("{read}"),
+		metric.WithDescription("Chunk reads that went to S3 through the chunk cache."))
+	hits, errs[1] = m.meter.Int64ObservableCounter("memagent.chunk_cache.hits", metric.WithUnit("{read}"),
+		metric.WithDescription("Chunk reads answered from the chunk cache."))
+	shared, errs[2] = m.meter.Int64ObservableCounter("memagent.chunk_cache.shared", metric.WithUnit("{read}"),
+		metric.WithDescription("Chunk reads that waited for the same chunk's S3 read already in flight."))
+	evictions, errs[3] = m.meter.Int64ObservableCounter("memagent.chunk_cache.evictions", metric.WithUnit("{chunk}"),
+		metric.WithDescription("Chunks dropped from the chunk cache to stay within its size."))
+	held, errs[4] = m.meter.Int64ObservableGauge("memagent.chunk_cache.size", metric.WithUnit("By"),
+		metric.WithDescription("Bytes of chunks the chunk cache holds."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return fmt.Errorf("activities: chunk cache metrics: %w", err)
+	}
+	_, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := c.Stats()
+		o.ObserveInt64(reads, s.Reads)
+		o.ObserveInt64(hits, s.Hits)
+		o.ObserveInt64(shared, s.Shared)
+		o.ObserveInt64(evictions, s.Evictions)
+		o.ObserveInt64(held, s.Bytes)
+		return nil
+	}, reads, hits, shared, evictions, held)
+	return err
 }

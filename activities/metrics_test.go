@@ -83,3 +83,43 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 		t.Fatalf("UpdateMemory without Metrics: %v", err)
 	}
 }
+
+func TestMetricsObserveChunkCache(t *testing.T) {
+	f := newFixture(t, []byte(makeDoc(3)))
+	reader := sdkmetric.NewManualReader()
+	m, err := NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ObserveChunkCache(&f.acts.Chunks); err != nil {
+		t.Fatal(err)
+	}
+	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	for _, q := range []string{"first question?", "second question?"} {
+		in := f.updateInput(p, 0)
+		in.Question, in.TracePrefix = q, tracePrefix+q[:5]+"/"
+		var out ReviewUpdateOutput
+		if err := f.exec(t, ReviewUpdateName, in, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mm := range sm.Metrics {
+			switch d := mm.Data.(type) {
+			case metricdata.Sum[int64]:
+				got[mm.Name] = d.DataPoints[0].Value
+			case metricdata.Gauge[int64]:
+				got[mm.Name] = d.DataPoints[0].Value
+			}
+		}
+	}
+	s := f.acts.Chunks.Stats()
+	if got["memagent.chunk_cache.reads"] != 1 || got["memagent.chunk_cache.hits"] != s.Hits || got["memagent.chunk_cache.size"] != s.Bytes || s.Bytes == 0 {
+		t.Errorf("chunk cache metrics %v, stats %+v: want 1 read and the stats' hits and bytes", got, s)
+	}
+}

@@ -405,6 +405,14 @@ func TestRenderAllFeatures(t *testing.T) {
 	c := container(t, objs)
 	env := envOf(c)
 
+	t.Run("chunk cache", func(t *testing.T) {
+		v := workerEnv(t, objs)["MEMAGENT_CHUNK_CACHE_MB"]
+		cfg, err := config.FromEnv(func(k string) (string, bool) { return v, k == "MEMAGENT_CHUNK_CACHE_MB" })
+		if err != nil || cfg.ChunkCacheMB != 256 {
+			t.Errorf("ChunkCacheMB = %d (%v), want worker.chunkCacheMB's 256", cfg.ChunkCacheMB, err)
+		}
+	})
+
 	t.Run("KEDA temporal scaler", func(t *testing.T) {
 		if r := dig(dep, "spec", "replicas"); r != nil {
 			t.Errorf("Deployment sets replicas %v under KEDA; KEDA owns them", r)

@@ -79,6 +79,10 @@ type Config struct {
 	// ModelMaxInFlight caps the requests in flight per endpoint (0 = the
 	// pool's default).
 	ModelMaxInFlight int
+	// ChunkCacheMB bounds the worker's cache of chunk bytes, which lets the
+	// questions of a review share each chunk's S3 read (0 = the default,
+	// 64; -1 turns it off).
+	ChunkCacheMB int
 	// RateLimit caps activities started per second on the task queue,
 	// across all workers (0 = none), for pools shared with others.
 	RateLimit float64
@@ -247,6 +251,13 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 		c.ModelMaxInFlight = n
 	}
+	if v, ok := get("MEMAGENT_CHUNK_CACHE_MB"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -1 {
+			return c, fmt.Errorf("MEMAGENT_CHUNK_CACHE_MB %q: want megabytes >= 0 (0 = the default, 64), or -1 to turn the cache off", v)
+		}
+		c.ChunkCacheMB = n
+	}
 	if v, ok := get("MEMAGENT_RATE_LIMIT"); ok {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 {
@@ -314,6 +325,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "bucket for uploads, indexes, traces and results (MEMAGENT_BUCKET)")
 	fs.StringVar(&c.ModelBaseURL, "model-url", c.ModelBaseURL, "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL)")
 	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
+	fs.IntVar(&c.ChunkCacheMB, "chunk-cache-mb", c.ChunkCacheMB, "megabytes of chunks a review's questions share in this worker; 0 = default 64, -1 = off (MEMAGENT_CHUNK_CACHE_MB)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "activities started per second on the task queue, all workers together; 0 = none (MEMAGENT_RATE_LIMIT)")
 	fs.StringVar(&c.Model, "model", c.Model, "served model name; empty = the server's first model (MEMAGENT_MODEL)")
 	fs.DurationVar(&c.ModelTimeout, "model-timeout", c.ModelTimeout, "deadline of one model request (MEMAGENT_MODEL_TIMEOUT)")

@@ -328,3 +328,26 @@ func TestTemporalConnection(t *testing.T) {
 		t.Errorf("FromEnv(TEMPORAL_TLS=yes please) = %v, want an error naming TEMPORAL_TLS", err)
 	}
 }
+
+func TestChunkCacheMB(t *testing.T) {
+	for _, tt := range []struct {
+		v       string
+		want    int
+		loadErr bool
+	}{{"", 0, false}, {"256", 256, false}, {"-1", -1, false}, {"-2", 0, true}, {"lots", 0, true}} {
+		e := map[string]string{}
+		if tt.v != "" {
+			e["MEMAGENT_CHUNK_CACHE_MB"] = tt.v
+		}
+		c, err := FromEnv(env(e))
+		if tt.loadErr {
+			if err == nil || !strings.Contains(err.Error(), "MEMAGENT_CHUNK_CACHE_MB") {
+				t.Errorf("%q: FromEnv error = %v, want one naming MEMAGENT_CHUNK_CACHE_MB", tt.v, err)
+			}
+			continue
+		}
+		if err != nil || c.ChunkCacheMB != tt.want {
+			t.Errorf("%q: ChunkCacheMB = %d, %v; want %d", tt.v, c.ChunkCacheMB, err, tt.want)
+		}
+	}
+}

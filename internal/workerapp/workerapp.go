@@ -180,7 +180,7 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	}
 	checkTokenizer(ctx, pool, name, tok, logger)
 	logger.Info("model resolved", "model", name, "max_model_len", maxLen, "endpoints", len(pool.Stats()), "capacity", pool.Capacity())
-	return &activities.Activities{
+	acts := &activities.Activities{
 		Store:        store,
 		Model:        pool,
 		DefaultModel: name,
@@ -190,7 +190,18 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		Tokenizers:   tokenizer.New,
 		Logger:       logger,
 		Metrics:      metrics,
-	}, pool, nil
+	}
+	switch {
+	case cfg.ChunkCacheMB < 0:
+		acts.Chunks.MaxBytes = -1
+	case cfg.ChunkCacheMB > 0:
+		acts.Chunks.MaxBytes = int64(cfg.ChunkCacheMB) << 20
+	}
+	if err := metrics.ObserveChunkCache(&acts.Chunks); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return acts, pool, nil
 }
 
 // tokenizerProbe mixes the kinds of text on which tokenizers disagree.

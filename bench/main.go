@@ -2,7 +2,7 @@
 // tables to BENCHMARKS.md:
 //
 //	go run ./bench                 # everything
-//	go run ./bench -only overhead  # one section: tokenizer, overhead, pool, scale
+//	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, batch
 //
 // Figures are ratios of runs made in the same process on the same machine,
 // because absolute times on shared machines are noisy. The model is the
@@ -60,13 +60,27 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	only := fs.String("only", "", "run one section: tokenizer, overhead, pool or scale")
+	only := fs.String("only", "", "run one section: tokenizer, overhead, pool, scale, review or batch")
 	out := fs.String("out", "BENCHMARKS.md", "markdown report to write ('' = stdout only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
 	overheadTokens := fs.Int("overhead-tokens", 500_000, "document length for the overhead comparison")
 	scaleSizes := fs.String("scale", "500000,1000000,2000000,3500000,10000000", "document lengths (tokens) for the scale section")
+	batchPollers := fs.String("batch-pollers", "2,8", "workflow task pollers of the batch section's variants; the first is the baseline")
+	batchRounds := fs.Int("batch-rounds", 2, "runs of each batch variant, in alternating order")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	switch *only {
+	case "", "tokenizer", "overhead", "pool", "scale", "review", "batch":
+	default:
+		return fmt.Errorf("-only %q: want tokenizer, overhead, pool, scale, review or batch", *only)
+	}
+	variants, err := parseBatchVariants(*batchPollers)
+	if err != nil {
+		return err
+	}
+	if *batchRounds < 1 {
+		return fmt.Errorf("-batch-rounds (%d) must be at least 1", *batchRounds)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -150,6 +164,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(os.Stderr, "scale %d done in %s\n", n, r.Wall.Round(time.Millisecond))
 		}
 		fmt.Fprintln(&report)
+	}
+	if want("review") {
+		r, err := runReview(ctx, env)
+		if err != nil {
+			return fmt.Errorf("review: %w", err)
+		}
+		writeReview(&report, r)
+	}
+	if want("batch") {
+		r, err := runBatch(ctx, env, variants, alternate(len(variants), *batchRounds))
+		if err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+		writeBatch(&report, r)
 	}
 	fmt.Fprint(stdout, report.String())
 	if *out != "" && *only == "" {

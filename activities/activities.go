@@ -66,6 +66,9 @@ type Activities struct {
 
 	indexMu sync.Mutex
 	indexes map[string]*memagent.ChunkIndex
+	// planning holds a lock per index location being prepared, so that
+	// runs asking about one new document at once index it once.
+	planning map[string]*planLock
 }
 
 // maxCachedIndexes bounds the per-process index cache; indexes are
@@ -136,6 +139,14 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	indexLoc := s3store.Location{Bucket: a.Bucket, Key: indexKey(in.Document, info, tok.Name(), opts.ChunkTokens)}
 	out.IndexURI = indexLoc.String()
 
+	// Runs that ask about the same new document at the same time (the
+	// questions of a batch, say) would each stream and index it: in this
+	// process, the first indexes it and the others wait, then read its index.
+	unlock, err := a.lockPlan(ctx, out.IndexURI)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	idx, err := a.readIndex(ctx, indexLoc)
 	switch {
 	case err == nil && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && (idx.Bytes == info.Size || idx.Source != ""):
@@ -526,4 +537,48 @@ func (h *heartbeatReader) Read(p []byte) (int, error) {
 		activity.RecordHeartbeat(h.ctx, h.read)
 	}
 	return n, err
+}
+
+// planLock is a lock, with the count of activities holding or waiting for it.
+type planLock struct {
+	sem   chan struct{}
+	users int
+}
+
+// lockPlan takes the lock of one index location, heartbeating while it
+// waits for another activity's indexing (which can take minutes for a large
+// document), and returns its release.
+func (a *Activities) lockPlan(ctx context.Context, key string) (func(), error) {
+	a.indexMu.Lock()
+	if a.planning == nil {
+		a.planning = make(map[string]*planLock)
+	}
+	l := a.planning[key]
+	if l == nil {
+		l = &planLock{sem: make(chan struct{}, 1)}
+		a.planning[key] = l
+	}
+	l.users++
+	a.indexMu.Unlock()
+	release := func() {
+		a.indexMu.Lock()
+		if l.users--; l.users == 0 {
+			delete(a.planning, key)
+		}
+		a.indexMu.Unlock()
+	}
+	select {
+	case l.sem <- struct{}{}:
+	default:
+		stop := a.startHeartbeat(ctx)
+		select {
+		case l.sem <- struct{}{}:
+			stop()
+		case <-ctx.Done():
+			stop()
+			release()
+			return nil, ctx.Err()
+		}
+	}
+	return func() { <-l.sem; release() }, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -29,8 +30,16 @@ type wordTokenizer = activitiestest.WordTokenizer
 // reused index from a rewritten one.
 type countingStore struct {
 	*activitiestest.Store
-	mu   sync.Mutex
-	puts map[s3store.Location]int
+	mu    sync.Mutex
+	puts  map[s3store.Location]int
+	opens int
+}
+
+func (s *countingStore) Open(ctx context.Context, loc s3store.Location, etag string) (io.ReadCloser, error) {
+	s.mu.Lock()
+	s.opens++
+	s.mu.Unlock()
+	return s.Store.Open(ctx, loc, etag)
 }
 
 func (s *countingStore) Put(ctx context.Context, loc s3store.Location, data []byte, contentType string) error {
@@ -752,5 +761,43 @@ func TestOutputLocationNotS3IsBadInput(t *testing.T) {
 					appErr.Type(), appErr.NonRetryable(), appErr, ErrBadInput)
 			}
 		})
+	}
+}
+
+// Runs that prepare the same new document at the same time index it once:
+// one streams it, the others wait and reuse its index.
+func TestPrepareDocumentIndexesOnceForConcurrentRuns(t *testing.T) {
+	f := newFixture(t, []byte(makeDoc(20)))
+	const runs = 8
+	outs := make([]*PrepareOutput, runs)
+	errs := make([]error, runs)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = f.acts.PrepareDocument(context.Background(), PrepareInput{
+				Document: testDocURI, Question: testQuestion, Options: ModelOptions{ChunkTokens: 100},
+			})
+		}()
+	}
+	wg.Wait()
+	reused := 0
+	for i := range runs {
+		if errs[i] != nil {
+			t.Fatalf("run %d: %v", i, errs[i])
+		}
+		if outs[i].Reused {
+			reused++
+		}
+		if outs[i].IndexURI != outs[0].IndexURI || outs[i].Chunks != outs[0].Chunks {
+			t.Errorf("run %d prepared %+v, run 0 %+v", i, outs[i], outs[0])
+		}
+	}
+	if f.store.opens != 1 || reused != runs-1 {
+		t.Errorf("%d document streams and %d reused indexes for %d runs; want 1 and %d", f.store.opens, reused, runs, runs-1)
+	}
+	if n := len(f.acts.planning); n != 0 {
+		t.Errorf("%d plan locks left behind", n)
 	}
 }

@@ -211,8 +211,14 @@ func runBatchAndReport(ctx context.Context, s *session, in workflows.BatchQAInpu
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(s.progressOut(), "started batch %s\n", run.GetID())
-	res, err := awaitBatch(ctx, s.temporal, run.GetID(), s.progress)
+	return s.followBatch(ctx, run.GetID())
+}
+
+// followBatch shows a started batch's progress until it ends, then reads its
+// report.json.
+func (s *session) followBatch(ctx context.Context, id string) (*workflows.BatchQAResult, *activities.BatchReport, error) {
+	fmt.Fprintf(s.progressOut(), "started batch %s\n", id)
+	res, err := awaitBatch(ctx, s.temporal, id, s.progress)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,12 +291,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		fmt.Fprintf(stdout, "started batch %s (manifest %s)\nfollow it with: starter runs --batch %s\n", run.GetID(), in.Manifest, orName(in.Name, run.GetID()))
 		return nil
 	}
-	fmt.Fprintf(s.progressOut(), "started batch %s\n", run.GetID())
-	res, err := awaitBatch(ctx, s.temporal, run.GetID(), s.progress)
-	if err != nil {
-		return err
-	}
-	rep, err := readBatchReport(ctx, s.store, res.ReportURI)
+	res, rep, err := s.followBatch(ctx, run.GetID())
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -156,12 +155,6 @@ func startBatch(ctx context.Context, c client.Client, taskQueue, id string, in w
 		return nil, err
 	}
 	return c.GetWorkflow(ctx, run.ID, run.RunID), nil
-}
-
-// batchWorkflowID is the default workflow id of a batch named name started
-// at now.
-func batchWorkflowID(name string, now time.Time) string {
-	return memclient.BatchWorkflowID(name, now)
 }
 
 // awaitBatch waits for the BatchQA run with workflow id id (its latest run,

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
@@ -371,7 +372,7 @@ func TestBatchChecksBeforeStarting(t *testing.T) {
 	if _, err := checkManifest(strings.NewReader("[]"), ""); err == nil || !strings.Contains(err.Error(), "no items") {
 		t.Errorf("empty array: %v", err)
 	}
-	if id := batchWorkflowID("night ly/1", time.Date(2025, 1, 2, 3, 4, 5, 6e6, time.UTC)); id != "memagent-batch-night_ly_1-20250102T030405.006Z" {
-		t.Errorf("batchWorkflowID = %q", id)
+	if id := memclient.BatchWorkflowID("night ly/1", time.Date(2025, 1, 2, 3, 4, 5, 6e6, time.UTC)); id != "memagent-batch-night_ly_1-20250102T030405.006Z" {
+		t.Errorf("BatchWorkflowID = %q", id)
 	}
 }

@@ -196,12 +196,6 @@ func documentMemo(sha string) map[string]any {
 	return map[string]any{"document_sha256": sha}
 }
 
-// reviewWorkflowID is the review's stable workflow id, the one Go services
-// derive too (memclient.ReviewWorkflowID).
-func reviewWorkflowID(in workflows.ReviewInput) string {
-	return memclient.ReviewWorkflowID(in)
-}
-
 // readReviewQuestions reads a questions file: a JSON array of objects
 // {"id", "question", "answers"} (or "gold_answers"), or plain text with one
 // question a line, where empty lines and lines starting with '#' are

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/memagent"
@@ -351,14 +352,14 @@ func TestReadReviewQuestions(t *testing.T) {
 
 func TestReviewWorkflowIDIsStable(t *testing.T) {
 	in := workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{Question: "Why?"}}}
-	a := reviewWorkflowID(in)
+	a := memclient.ReviewWorkflowID(in)
 	in.Parallelism, in.MaxChunksAhead = 7, 2
 	in.Questions[0].ID = "q1" // the default, spelt out
-	if b := reviewWorkflowID(in); b != a {
+	if b := memclient.ReviewWorkflowID(in); b != a {
 		t.Errorf("scheduling knobs or a spelt-out default id changed the id: %s, %s", a, b)
 	}
 	in.Questions[0].GoldAnswers = []string{"because"}
-	if c := reviewWorkflowID(in); c == a || !strings.HasPrefix(c, "memagent-review-") {
+	if c := memclient.ReviewWorkflowID(in); c == a || !strings.HasPrefix(c, "memagent-review-") {
 		t.Errorf("another request kept the id %s", c)
 	}
 }

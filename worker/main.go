@@ -80,16 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer d.Close()
 		cfg = d.Configure(cfg)
-		fmt.Fprintf(stdout, "memagent dev stack\n  Temporal:  %s (namespace %s)\n  Web UI:    %s\n  S3:        %s (bucket %s, key %s)\n",
-			d.Stack.TemporalAddress, d.Stack.Namespace, d.Stack.UIURL, d.Stack.S3Endpoint, d.Stack.Bucket, d.Stack.S3AccessKey)
-		if d.SimulatorURL != "" {
-			fmt.Fprintf(stdout, "  Model:     %s (inference simulator, not a model)\n", d.SimulatorURL)
-		} else {
-			fmt.Fprintf(stdout, "  Model:     %s\n", cfg.ModelBaseURL)
-		}
-		if dir != "" {
-			fmt.Fprintf(stdout, "  Data:      %s\n", dir)
-		}
+		printDevStack(stdout, d.Stack, d.SimulatorURL, cfg.ModelBaseURL, dir)
 		if *devStack {
 			fmt.Fprintln(stdout, "dev stack ready; Ctrl-C stops it")
 			<-ctx.Done()

@@ -168,7 +168,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		return nil, fmt.Errorf("read chunk index: %w", err)
 	}
 	if len(idx.Chunks) > limits.MaxChunks {
-		return nil, badInput(fmt.Errorf("document %s has %d chunks, over the worker's limit of %d: raise --chunk-tokens or split the document", in.Document, len(idx.Chunks), limits.MaxChunks))
+		return nil, badInput(fmt.Errorf("document %s has %d chunks, over the worker's limit of %d: raise options.chunk_tokens or split the document", in.Document, len(idx.Chunks), limits.MaxChunks))
 	}
 	out.SHA256, out.Bytes, out.Tokens, out.Chunks = idx.SHA256, idx.Bytes, idx.Tokens, len(idx.Chunks)
 	if idx.Source != "" {
@@ -374,7 +374,7 @@ func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt str
 		}
 		if n := tok.Count(prompt); n+maxTokens > a.MaxModelLen {
 			return inference.Completion{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"prompt (%d tokens) + max_tokens (%d) = %d exceed the model's context (%d): lower --chunk-tokens or --memory-tokens",
+				"prompt (%d tokens) + max_tokens (%d) = %d exceed the model's context (%d): lower options.chunk_tokens or options.memory_max_tokens",
 				n, maxTokens, n+maxTokens, a.MaxModelLen), ErrPromptTooLong, nil)
 		}
 	}

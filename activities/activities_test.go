@@ -286,7 +286,7 @@ func TestPrepareDocumentRejectsPromptOverBudget(t *testing.T) {
 	if appErr.Type() != ErrPromptTooLong || !appErr.NonRetryable() {
 		t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), ErrPromptTooLong)
 	}
-	for _, want := range []string{"chunk_tokens (1000)", "lower --chunk-tokens to at most 500"} {
+	for _, want := range []string{"chunk_tokens (1000)", "lower options.chunk_tokens to at most 500"} {
 		if !strings.Contains(appErr.Error(), want) {
 			t.Errorf("error %q, want it to contain %q", appErr.Error(), want)
 		}
@@ -319,16 +319,16 @@ func TestCheckBudget(t *testing.T) {
 		{"exactly fits", small, updateNeed, nil},
 		{"one token over", small, updateNeed - 1, []string{
 			fmt.Sprintf("chunk_tokens (100) + memory_max_tokens (16) in and out + template and question (%d) = %d exceed the model's context (%d)", update, updateNeed, updateNeed-1),
-			"lower --chunk-tokens to at most 99",
+			"lower options.chunk_tokens to at most 99",
 		}},
 		{"defaults over a small context", ModelOptions{}, 4096, []string{
 			"chunk_tokens (5000) + memory_max_tokens (1024)",
-			fmt.Sprintf("lower --chunk-tokens to at most %d", 4096-update-2*1024),
+			fmt.Sprintf("lower options.chunk_tokens to at most %d", 4096-update-2*1024),
 		}},
-		{"no room for any chunk", small, update + 2*16 + 63, []string{"chunk_tokens (100)", "shorten the question or lower --memory-tokens"}},
+		{"no room for any chunk", small, update + 2*16 + 63, []string{"chunk_tokens (100)", "shorten the question or lower options.memory_max_tokens"}},
 		{"final prompt over", bigAnswer, updateNeed, []string{
 			fmt.Sprintf("final prompt (%d) + memory_max_tokens (16) + answer_max_tokens (1000) = %d exceed the model's context (%d)", final, final+1016, updateNeed),
-			"lower --answer-tokens or --memory-tokens",
+			"lower options.answer_max_tokens or options.memory_max_tokens",
 		}},
 		{"final prompt exactly fits", bigAnswer, max(updateNeed, final+1016), nil},
 	}
@@ -657,11 +657,11 @@ func TestModelOptionsValidate(t *testing.T) {
 		{"zero value", ModelOptions{}, ""},
 		{"smallest values", ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 16, AnswerMaxTokens: 1, Temperature: f32(0), TopP: f32(0.01)}, ""},
 		{"largest sampling values", ModelOptions{Temperature: f32(2), TopP: f32(1)}, ""},
-		{"chunk tokens too small", ModelOptions{ChunkTokens: 63}, "chunk_tokens (63) must be at least 64: raise --chunk-tokens"},
+		{"chunk tokens too small", ModelOptions{ChunkTokens: 63}, "chunk_tokens (63) must be at least 64: raise options.chunk_tokens"},
 		{"chunk tokens negative", ModelOptions{ChunkTokens: -1}, "chunk_tokens (-1)"},
-		{"memory tokens too small", ModelOptions{MemoryMaxTokens: 15}, "memory_max_tokens (15) must be at least 16: raise --memory-tokens"},
+		{"memory tokens too small", ModelOptions{MemoryMaxTokens: 15}, "memory_max_tokens (15) must be at least 16: raise options.memory_max_tokens"},
 		{"memory tokens negative", ModelOptions{MemoryMaxTokens: -5}, "memory_max_tokens (-5)"},
-		{"answer tokens negative", ModelOptions{AnswerMaxTokens: -1}, "answer_max_tokens (-1) must be positive: raise --answer-tokens"},
+		{"answer tokens negative", ModelOptions{AnswerMaxTokens: -1}, "answer_max_tokens (-1) must be positive: raise options.answer_max_tokens"},
 		{"temperature negative", ModelOptions{Temperature: f32(-0.1)}, "temperature (-0.1) must be within [0, 2]"},
 		{"temperature too high", ModelOptions{Temperature: f32(2.5)}, "temperature (2.5)"},
 		{"top_p zero", ModelOptions{TopP: f32(0)}, "top_p (0) must be within (0, 1]"},

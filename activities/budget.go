@@ -22,13 +22,13 @@ func CheckBudget(tok memagent.Tokenizer, t memagent.Templates, question string, 
 		if finalNeed <= maxModelLen {
 			return nil
 		}
-		return fmt.Errorf("final prompt (%d) + memory_max_tokens (%d) + answer_max_tokens (%d) = %d exceed the model's context (%d): lower --answer-tokens or --memory-tokens",
+		return fmt.Errorf("final prompt (%d) + memory_max_tokens (%d) + answer_max_tokens (%d) = %d exceed the model's context (%d): lower options.answer_max_tokens or options.memory_max_tokens",
 			finalNeed-opts.MemoryMaxTokens-opts.AnswerMaxTokens, opts.MemoryMaxTokens, opts.AnswerMaxTokens, finalNeed, maxModelLen)
 	}
 	fit := maxModelLen - overhead - 2*opts.MemoryMaxTokens
-	hint := fmt.Sprintf("lower --chunk-tokens to at most %d", fit)
+	hint := fmt.Sprintf("lower options.chunk_tokens to at most %d", fit)
 	if fit < 64 {
-		hint = "shorten the question or lower --memory-tokens"
+		hint = "shorten the question or lower options.memory_max_tokens"
 	}
 	return fmt.Errorf("chunk_tokens (%d) + memory_max_tokens (%d) in and out + template and question (%d) = %d exceed the model's context (%d): %s",
 		opts.ChunkTokens, opts.MemoryMaxTokens, overhead, need, maxModelLen, hint)

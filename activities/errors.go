@@ -40,11 +40,11 @@ func modelError(err error) error {
 	msg := ie.Error()
 	switch ie.Kind {
 	case inference.KindPromptTooLong:
-		return temporal.NewNonRetryableApplicationError(msg+": lower --chunk-tokens or --memory-tokens", ErrPromptTooLong, nil)
+		return temporal.NewNonRetryableApplicationError(msg+": lower options.chunk_tokens or options.memory_max_tokens", ErrPromptTooLong, nil)
 	case inference.KindAuth:
 		return temporal.NewNonRetryableApplicationError(msg+": check OPENAI_API_KEY", ErrModelAuth, nil)
 	case inference.KindModelNotFound:
-		return temporal.NewNonRetryableApplicationError(msg+": check --model / MEMAGENT_MODEL against the server's /v1/models", ErrModelNotFound, nil)
+		return temporal.NewNonRetryableApplicationError(msg+": check options.model (or the worker's MEMAGENT_MODEL) against the server's /v1/models", ErrModelNotFound, nil)
 	case inference.KindBadRequest:
 		return temporal.NewNonRetryableApplicationError(msg, ErrModelBadRequest, nil)
 	}

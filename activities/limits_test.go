@@ -13,7 +13,7 @@ func TestPrepareDocumentLimits(t *testing.T) {
 		want     string
 	}{
 		{"document too large", Limits{MaxDocumentBytes: 100}, testQuestion, "over the worker's limit of 100"},
-		{"too many chunks", Limits{MaxChunks: 2}, testQuestion, "has 5 chunks, over the worker's limit of 2: raise --chunk-tokens"},
+		{"too many chunks", Limits{MaxChunks: 2}, testQuestion, "has 5 chunks, over the worker's limit of 2: raise options.chunk_tokens"},
 		{"question too long", Limits{}, strings.Repeat("why ", MaxQuestionBytes), "over the limit of 16384: shorten it"},
 	}
 	for _, tt := range tests {

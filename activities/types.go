@@ -73,7 +73,7 @@ func (l Limits) withDefaults() Limits {
 func CheckQuestion(q string) error {
 	switch {
 	case strings.TrimSpace(q) == "":
-		return errors.New("question is empty: pass --question")
+		return errors.New("question is empty: set question")
 	case len(q) > MaxQuestionBytes:
 		return fmt.Errorf("question is %d bytes, over the limit of %d: shorten it", len(q), MaxQuestionBytes)
 	}
@@ -133,11 +133,11 @@ func (o ModelOptions) WithDefaults() ModelOptions {
 func (o ModelOptions) Validate() error {
 	switch {
 	case o.ChunkTokens < 0 || (o.ChunkTokens > 0 && o.ChunkTokens < 64):
-		return fmt.Errorf("chunk_tokens (%d) must be at least 64: raise --chunk-tokens", o.ChunkTokens)
+		return fmt.Errorf("chunk_tokens (%d) must be at least 64: raise options.chunk_tokens", o.ChunkTokens)
 	case o.MemoryMaxTokens < 0 || (o.MemoryMaxTokens > 0 && o.MemoryMaxTokens < 16):
-		return fmt.Errorf("memory_max_tokens (%d) must be at least 16: raise --memory-tokens", o.MemoryMaxTokens)
+		return fmt.Errorf("memory_max_tokens (%d) must be at least 16: raise options.memory_max_tokens", o.MemoryMaxTokens)
 	case o.AnswerMaxTokens < 0 || (o.AnswerMaxTokens > 0 && o.AnswerMaxTokens < 1):
-		return fmt.Errorf("answer_max_tokens (%d) must be positive: raise --answer-tokens", o.AnswerMaxTokens)
+		return fmt.Errorf("answer_max_tokens (%d) must be positive: raise options.answer_max_tokens", o.AnswerMaxTokens)
 	case o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 2):
 		return fmt.Errorf("temperature (%g) must be within [0, 2]", *o.Temperature)
 	case o.InvalidUTF8 != "" && o.InvalidUTF8 != InvalidUTF8Reject && o.InvalidUTF8 != InvalidUTF8Replace:

@@ -153,7 +153,7 @@ func TestStartReviewAndBatchRejectBadInput(t *testing.T) {
 		want string
 	}{
 		{"no document", workflows.ReviewInput{Questions: []workflows.ReviewQuestion{{Question: "q?"}}}, "document is empty"},
-		{"no questions", workflows.ReviewInput{Document: "s3://b/d"}, "no questions"},
+		{"no questions", workflows.ReviewInput{Document: "s3://b/d"}, "questions is empty"},
 		{"duplicate ids", workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{ID: "a", Question: "x?"}, {ID: "a", Question: "y?"}}}, `both have id "a"`},
 	}
 	for _, tt := range reviews {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -109,9 +110,27 @@ func runError(id string, err error) error {
 	case errors.As(err, &appErr):
 		// The workflow's own error carries the stage and the class; the
 		// SDK's wrapping around it repeats them.
-		return fmt.Errorf("run %s failed (%s): %s", id, appErr.Type(), appErr.Message())
+		return fmt.Errorf("run %s failed (%s): %s", id, appErr.Type(), withFlags(appErr.Message()))
 	case err != nil:
 		return fmt.Errorf("run %s: %w", id, err)
 	}
 	return nil
 }
+
+// fieldFlags maps the JSON fields that workflow failures name to the
+// starter's flags that set them.
+var fieldFlags = strings.NewReplacer(
+	"options.chunk_tokens", "options.chunk_tokens (--chunk-tokens)",
+	"options.memory_max_tokens", "options.memory_max_tokens (--memory-tokens)",
+	"options.answer_max_tokens", "options.answer_max_tokens (--answer-tokens)",
+	"options.temperature", "options.temperature (--temperature)",
+	"options.top_p", "options.top_p (--top-p)",
+	"options.model", "options.model (--model)",
+	"set question", "set question (--question)",
+	"set document", "set document (--doc)",
+	"set manifest", "set manifest (--manifest)",
+)
+
+// withFlags adds, to a failure message that names JSON fields, the flags
+// that set them: workflows speak the JSON contract, the starter its flags.
+func withFlags(msg string) string { return fieldFlags.Replace(msg) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -166,7 +167,7 @@ type BatchProgress struct {
 // Validate reports input that can never succeed.
 func (in BatchQAInput) Validate() error {
 	if strings.TrimSpace(in.Manifest) == "" {
-		return errors.New("manifest is empty: pass an s3:// URI")
+		return errors.New("manifest is empty: set manifest to an s3:// URI")
 	}
 	if !validS3Object(in.Manifest) {
 		return fmt.Errorf("manifest %q is not an s3://bucket/key URI", in.Manifest)
@@ -239,9 +240,23 @@ func (in BatchQAInput) withDefaults() BatchQAInput {
 // written to S3 in parts; a run continues-as-new at a page boundary after
 // ItemsPerRun items (or when Temporal suggests it), once its children have
 // finished. The last run writes the report (WriteBatchReport).
-func BatchQA(ctx workflow.Context, in BatchQAInput) (_ *BatchQAResult, err error) {
+//
+// Its one argument is a BatchQAInput as JSON, decoded strictly like
+// DocumentQA's; start it by name (BatchQAName).
+func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, err error) {
+	edge := newBoundary(ctx)
+	var in BatchQAInput
+	if err := edge.decode(input, &in); err != nil {
+		if edge.lifecycle {
+			_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
+		}
+		return nil, err
+	}
 	if err := in.Validate(); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadInput, nil)
+		if edge.lifecycle {
+			_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
+		}
+		return nil, badInput(err)
 	}
 	in = in.withDefaults()
 	info := workflow.GetInfo(ctx)
@@ -265,9 +280,8 @@ func BatchQA(ctx workflow.Context, in BatchQAInput) (_ *BatchQAResult, err error
 		return nil, err
 	}
 	defer func() {
-		var can *workflow.ContinueAsNewError
-		if err != nil && !errors.As(err, &can) {
-			b.publish(BatchStageFailed)
+		if s := edge.closedStatus(err); s != "" && s != StageDone {
+			b.publish(s)
 		}
 	}()
 	b.publish(b.progress.Stage, BatchKey.ValueSet(KeywordValue(st.Name)))

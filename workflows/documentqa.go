@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -32,7 +33,7 @@ type DocumentQAInput struct {
 	Document string `json:"document"`
 	Question string `json:"question"`
 	// GoldAnswers, when given, are used to score the answer.
-	GoldAnswers []string                `json:"gold_answers,omitempty"`
+	GoldAnswers []string                `json:"gold_answers,omitempty" contract:"alias=answers"`
 	Options     activities.ModelOptions `json:"options"`
 	// ChunksPerRun overrides DefaultChunksPerRun.
 	ChunksPerRun int `json:"chunks_per_run,omitempty"`
@@ -96,7 +97,7 @@ const SearchAttributesChange = "search-attributes"
 // Validate reports input that can never succeed.
 func (in DocumentQAInput) Validate() error {
 	if strings.TrimSpace(in.Document) == "" {
-		return errors.New("document is empty: pass an s3:// URI")
+		return errors.New("document is empty: set document to an s3:// URI")
 	}
 	if !strings.HasPrefix(in.Document, "s3://") {
 		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
@@ -118,22 +119,30 @@ func (in DocumentQAInput) Validate() error {
 	return in.Options.Validate()
 }
 
-// DocumentQA answers one question about one document with MemAgent.
-func DocumentQA(ctx workflow.Context, in DocumentQAInput) (_ *DocumentQAResult, err error) {
-	// The first call of the run, before any command: a history without the
-	// marker replays as DefaultVersion, with no upserts, whatever else the
+// DocumentQA is the memagent.DocumentQA workflow: it answers one question
+// about one document with MemAgent. Its one argument is a DocumentQAInput
+// as JSON, decoded strictly (an unknown member or a wrong type fails the
+// run at once as memagent.BadInput, naming the JSON path); start it by name
+// (DocumentQAName) from any Temporal client. It returns a DocumentQAResult.
+func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQAResult, err error) {
+	// The first calls of the run, before any command: a history without the
+	// markers replays as DefaultVersion, with no upserts, whatever else the
 	// run did.
 	vis := newVisibility(ctx, workflow.GetVersion(ctx, SearchAttributesChange, workflow.DefaultVersion, 1))
+	edge := newBoundary(ctx)
 	progress := Progress{Stage: StagePreparing}
 	defer func() {
-		var can *workflow.ContinueAsNewError
-		if err != nil && !errors.As(err, &can) {
-			progress.Stage = StageFailed
-			vis.publish(progress, StatusKey.ValueSet(StageFailed))
+		if s := edge.closedStatus(err); s != "" && s != StageDone {
+			progress.Stage = s
+			vis.publish(progress, StatusKey.ValueSet(s))
 		}
 	}()
+	var in DocumentQAInput
+	if err := edge.decode(input, &in); err != nil {
+		return nil, err
+	}
 	if err := in.Validate(); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadInput, nil)
+		return nil, badInput(err)
 	}
 	info := workflow.GetInfo(ctx)
 	st := in.State

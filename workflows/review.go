@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -65,7 +66,7 @@ type ReviewQuestion struct {
 	ID       string `json:"id,omitempty"`
 	Question string `json:"question"`
 	// GoldAnswers, when given, score the answer.
-	GoldAnswers []string `json:"gold_answers,omitempty"`
+	GoldAnswers []string `json:"gold_answers,omitempty" contract:"alias=answers"`
 }
 
 // ReviewInput starts a ReviewDocument run. It is JSON on the wire.
@@ -194,7 +195,7 @@ func (in ReviewInput) WithDefaults() ReviewInput {
 // Question ids are checked after WithDefaults.
 func (in ReviewInput) Validate() error {
 	if strings.TrimSpace(in.Document) == "" {
-		return errors.New("document is empty: pass an s3:// URI")
+		return errors.New("document is empty: set document to an s3:// URI")
 	}
 	if !strings.HasPrefix(in.Document, "s3://") {
 		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
@@ -206,7 +207,7 @@ func (in ReviewInput) Validate() error {
 	}
 	switch n := len(in.Questions); {
 	case n == 0:
-		return errors.New("no questions: pass at least one --question")
+		return errors.New("questions is empty: give at least one question")
 	case n > MaxReviewQuestions:
 		return fmt.Errorf("%d questions, over the limit of %d: split them into several reviews", n, MaxReviewQuestions)
 	}
@@ -230,7 +231,7 @@ func (in ReviewInput) Validate() error {
 		return fmt.Errorf("the questions total %d bytes, over the limit of %d: shorten them or split the review", total, MaxReviewQuestionBytes)
 	}
 	if mem := len(in.Questions) * in.Options.WithDefaults().MemoryMaxTokens; mem > MaxReviewMemoryTokens {
-		return fmt.Errorf("%d questions × memory_max_tokens (%d) = %d memory tokens, over the limit of %d: lower --memory-tokens or split the review",
+		return fmt.Errorf("%d questions × memory_max_tokens (%d) = %d memory tokens, over the limit of %d: lower options.memory_max_tokens or split the review",
 			len(in.Questions), in.Options.WithDefaults().MemoryMaxTokens, mem, MaxReviewMemoryTokens)
 	}
 	switch {
@@ -288,18 +289,25 @@ func reviewStartUpdates(in ReviewInput, status string) []temporal.SearchAttribut
 // continues-as-new, at chunk boundaries, every ActivitiesPerRun activities
 // or when Temporal suggests it, carrying memories, cursors, usage and
 // bounded evidence.
-func ReviewDocument(ctx workflow.Context, in ReviewInput) (_ *ReviewResult, err error) {
+//
+// Its one argument is a ReviewInput as JSON, decoded strictly like
+// DocumentQA's; start it by name (ReviewDocumentName).
+func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewResult, err error) {
+	edge := newBoundary(ctx)
 	r := &reviewRun{ctx: ctx, vis: newVisibility(ctx, 1), stage: StagePreparing}
 	defer func() {
-		var can *workflow.ContinueAsNewError
-		if err != nil && !errors.As(err, &can) {
-			r.stage = StageFailed
-			r.publish(StatusKey.ValueSet(StageFailed))
+		if s := edge.closedStatus(err); s != "" && s != StageDone {
+			r.stage = s
+			r.publish(StatusKey.ValueSet(s))
 		}
 	}()
+	var in ReviewInput
+	if err := edge.decode(input, &in); err != nil {
+		return nil, err
+	}
 	in = in.WithDefaults()
 	if err := in.Validate(); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadInput, nil)
+		return nil, badInput(err)
 	}
 	r.in = in
 	r.info = workflow.GetInfo(ctx)

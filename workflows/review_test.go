@@ -476,7 +476,7 @@ func TestReviewDocumentBadInput(t *testing.T) {
 		edit func(*workflows.ReviewInput)
 		want string
 	}{
-		{"no questions", func(in *workflows.ReviewInput) { in.Questions = nil }, "no questions"},
+		{"no questions", func(in *workflows.ReviewInput) { in.Questions = nil }, "questions is empty"},
 		{"too many questions", func(in *workflows.ReviewInput) { in.Questions = many }, "over the limit of 100"},
 		{"empty question", func(in *workflows.ReviewInput) { in.Questions[2].Question = "  " }, "question 3 (q3): question is empty"},
 		{"duplicate ids", func(in *workflows.ReviewInput) { in.Questions[1].ID = "q1" }, `questions 1 and 2 both have id "q1"`},
@@ -493,7 +493,7 @@ func TestReviewDocumentBadInput(t *testing.T) {
 				in.Questions[i].ID = fmt.Sprintf("x%d", i)
 			}
 			in.Options.MemoryMaxTokens = 4096
-		}, "lower --memory-tokens"},
+		}, "lower options.memory_max_tokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/mock"
@@ -65,10 +66,10 @@ func TestDocumentQAUpsertsSearchAttributes(t *testing.T) {
 			if got := u.merged(); !maps.Equal(got, want) {
 				t.Errorf("search attributes = %v, want %v", got, want)
 			}
-			// Per run: one at its start; in the first, one after prepare;
-			// one per chunk but the last, whose count goes with
-			// "answering"; and "done".
-			if want := tt.wantRuns + 1 + (tt.chunks - 1) + 2; len(u.calls) != want {
+			// Per run: one at its start and, but for the last, "continued"
+			// at its end; in the first, one after prepare; one per chunk
+			// but the last, whose count goes with "answering"; and "done".
+			if want := tt.wantRuns + (tt.wantRuns - 1) + 1 + (tt.chunks - 1) + 2; len(u.calls) != want {
 				t.Errorf("%d upserts, want %d: %v", len(u.calls), want, u.calls)
 			}
 			var statuses []any
@@ -185,5 +186,24 @@ func TestDetails(t *testing.T) {
 		if got := details(tt.p); got != tt.want {
 			t.Errorf("details(%+v) = %q, want %q", tt.p, got, tt.want)
 		}
+	}
+}
+
+func TestDocumentQAUpsertsCanceledStatus(t *testing.T) {
+	f := newFixture(t, makeDoc(2))
+	var u upserts
+	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+		u.install(env)
+		// Prepare never finishes before the cancellation at one second.
+		env.OnActivity(activities.PrepareDocumentName, mock.Anything, mock.Anything).
+			After(time.Hour).Return(activities.PrepareOutput{}, nil)
+		env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	}
+	_, err := f.run(t, DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"})
+	if !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow error %v, want a cancellation", err)
+	}
+	if got := u.merged()[AttrStatus]; got != StageCanceled {
+		t.Errorf("%s = %v, want %q; upserts %v", AttrStatus, got, StageCanceled, u.calls)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -15,7 +17,9 @@ import (
 // Manifest formats.
 const (
 	// FormatJSONL is JSON Lines, one item a line: {"id", "document",
-	// "question", "answers", "labels"}.
+	// "question", "gold_answers", "labels"} ("answers" is accepted for
+	// "gold_answers"; the fields of a results.jsonl line are ignored, so a
+	// batch's results read back as a manifest).
 	FormatJSONL = "jsonl"
 	// FormatMemAgent is MemAgent's evaluation JSON: an array of objects
 	// with the document text in "context", the question in "input", the
@@ -225,13 +229,49 @@ func manifestS3URI(uri string) error {
 	return nil
 }
 
-// jsonlItem is one JSON Lines line as written.
+// jsonlItem is one JSON Lines line as written. Gold answers are
+// "gold_answers", as in every workflow input; "answers" is accepted as its
+// alias.
 type jsonlItem struct {
-	ID       json.RawMessage            `json:"id"`
-	Document string                     `json:"document"`
-	Question string                     `json:"question"`
-	Answers  json.RawMessage            `json:"answers"`
-	Labels   map[string]json.RawMessage `json:"labels"`
+	ID          json.RawMessage            `json:"id"`
+	Document    string                     `json:"document"`
+	Question    string                     `json:"question"`
+	GoldAnswers json.RawMessage            `json:"gold_answers"`
+	Answers     json.RawMessage            `json:"answers"`
+	Labels      map[string]json.RawMessage `json:"labels"`
+}
+
+// jsonlItemKeys are the members a JSON Lines manifest line may have.
+var jsonlItemKeys = []string{"id", "document", "question", "gold_answers", "answers", "labels"}
+
+// ResultLineKeys are the other members of a line of a batch's
+// results.jsonl (activities.BatchItemResult). A manifest line may carry
+// them, and they are ignored, so that results.jsonl reads back as the
+// manifest of a new batch; any other member is an error.
+var ResultLineKeys = []string{"seq", "status", "answer", "answer_found", "scores", "chunks", "tokens",
+	"usage", "workflow_id", "result_uri", "error", "error_type"}
+
+// checkJSONLKeys reports a member of a manifest line that is neither a
+// manifest field nor a results.jsonl field.
+func checkJSONLKeys(line []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(line, &members); err != nil {
+		return nil // reported by the caller's decoding
+	}
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		if slices.Contains(jsonlItemKeys, k) || slices.Contains(ResultLineKeys, k) {
+			continue
+		}
+		for _, known := range jsonlItemKeys {
+			if strings.EqualFold(strings.ReplaceAll(k, "_", ""), strings.ReplaceAll(known, "_", "")) ||
+				(len(k) > 3 && (strings.HasPrefix(known, k) || strings.HasPrefix(k, known))) {
+				return fmt.Errorf("%s: unknown field; did you mean %s?", k, known)
+			}
+		}
+		return fmt.Errorf("%s: unknown field; a line has {%q, %q, %q, %q, %q}", k,
+			"id", "document", "question", "gold_answers", "labels")
+	}
+	return nil
 }
 
 func (m *ManifestReader) nextLine() (ManifestItem, error) {
@@ -252,8 +292,18 @@ func (m *ManifestReader) nextLine() (ManifestItem, error) {
 		if it.ID, err = manifestScalar(raw.ID); err != nil {
 			return ManifestItem{}, m.itemError("id: %v", err)
 		}
-		if it.Answers, err = manifestAnswers(raw.Answers); err != nil {
-			return ManifestItem{}, m.itemError("answers: %v", err)
+		if err := checkJSONLKeys(line); err != nil {
+			return ManifestItem{}, m.itemError("%v", err)
+		}
+		answers, key := raw.GoldAnswers, "gold_answers"
+		if len(raw.Answers) > 0 {
+			if len(raw.GoldAnswers) > 0 {
+				return ManifestItem{}, m.itemError("answers is an alias of gold_answers, and both are given: keep one")
+			}
+			answers, key = raw.Answers, "answers"
+		}
+		if it.Answers, err = manifestAnswers(answers); err != nil {
+			return ManifestItem{}, m.itemError("%s: %v", key, err)
 		}
 		for k, v := range raw.Labels {
 			s, err := manifestScalar(v)

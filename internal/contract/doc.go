@@ -1,0 +1,14 @@
+// Package contract checks JSON against the Go types that define memagent's
+// wire format, and describes those types as JSON Schema.
+//
+// Decode is the strict decoder every workflow runs on its input: an unknown
+// member, a wrong type or malformed JSON is reported with its JSON path
+// ("options.chunk_token: unknown field; did you mean options.chunk_tokens?")
+// instead of being dropped or defaulted. Schema generates the published
+// schemas (docs/schemas) from the same types, and SourceDocs lifts their
+// doc comments, so schemas, docs and decoding cannot drift apart.
+//
+// The package is pure: no I/O but SourceDocs' reading of source files (for
+// generators and tests), no Temporal, no clocks, deterministic output, so
+// workflow code may call Decode.
+package contract

@@ -1,0 +1,88 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/contract"
+)
+
+// Closed statuses, the MemagentStatus of a run that has ended. Every
+// workflow uses them; the stages before them are each workflow's own.
+const (
+	// StageCanceled is a run that was canceled.
+	StageCanceled = "canceled"
+	// StageContinued is a run that continued as new: its work goes on in
+	// the next run of the same workflow id.
+	StageContinued = "continued"
+)
+
+// StatusLifecycleChange is the workflow.GetVersion change id under which
+// the workflows tag their closed runs honestly: StageContinued before a
+// continue-as-new, StageCanceled when canceled, and StageFailed when the
+// input cannot be decoded. Runs recorded before it replay as
+// workflow.DefaultVersion, which tags a cancellation as failed and a
+// continued run not at all.
+const StatusLifecycleChange = "status-lifecycle"
+
+// boundary is what every workflow does at its edges: it decodes the input
+// strictly, and it tags the run's closed status.
+type boundary struct {
+	ctx       workflow.Context
+	lifecycle bool
+}
+
+// newBoundary must be called before the workflow issues any command other
+// than its own GetVersion markers.
+func newBoundary(ctx workflow.Context) boundary {
+	v := workflow.GetVersion(ctx, StatusLifecycleChange, workflow.DefaultVersion, 1)
+	return boundary{ctx: ctx, lifecycle: v >= 1}
+}
+
+// decode reads the workflow's one argument, a JSON object, into v
+// strictly: unknown members, wrong types and malformed JSON fail as
+// memagent.BadInput naming the JSON path. The check is pure, so it replays.
+func (b boundary) decode(raw converter.RawValue, v any) error {
+	p := raw.Payload()
+	if p == nil || len(p.GetData()) == 0 {
+		return badInput(errors.New("input is missing: start the workflow with one JSON object"))
+	}
+	if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
+		return badInput(fmt.Errorf("input is encoded as %q: send one JSON object (encoding %q)", enc, converter.MetadataEncodingJSON))
+	}
+	if err := contract.Decode(p.GetData(), v); err != nil {
+		var fe contract.FieldErrors
+		if errors.As(err, &fe) {
+			return badInput(fmt.Errorf("input: %w", fe))
+		}
+		return err
+	}
+	return nil
+}
+
+// closedStatus is the MemagentStatus for a run that ends with err, or ""
+// when this run's version leaves it as it was.
+func (b boundary) closedStatus(err error) string {
+	var can *workflow.ContinueAsNewError
+	switch {
+	case err == nil:
+		return StageDone
+	case errors.As(err, &can):
+		if b.lifecycle {
+			return StageContinued
+		}
+		return ""
+	case temporal.IsCanceledError(err) && b.lifecycle:
+		return StageCanceled
+	}
+	return StageFailed
+}
+
+func badInput(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadInput, nil)
+}

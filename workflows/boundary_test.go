@@ -1,0 +1,90 @@
+package workflows
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+)
+
+// rawJSON is a payload as a client in any language sends it.
+func rawJSON(s string) converter.RawValue {
+	return converter.NewRawValue(&commonpb.Payload{
+		Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingJSON)},
+		Data:     []byte(s),
+	})
+}
+
+func TestBoundaryRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		name, workflow string
+		input          converter.RawValue
+		want           string
+	}{
+		{"typo", DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","options":{"chunk_token":1000}}`),
+			"input: options.chunk_token: unknown field; did you mean options.chunk_tokens?"},
+		{"wrong type", DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","options":{"chunk_tokens":"1000"}}`),
+			`input: options.chunk_tokens: expected an integer, got a string ("1000")`},
+		{"gold answers under both names", DocumentQAName, rawJSON(`{"document":"s3://d/x","question":"q","answers":["a"],"gold_answers":["b"]}`),
+			"answers is an alias of gold_answers"},
+		{"missing question names the field", DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt"}`),
+			"question is empty: set question"},
+		{"not JSON", DocumentQAName, converter.NewRawValue(&commonpb.Payload{
+			Metadata: map[string][]byte{converter.MetadataEncoding: []byte("binary/plain")}, Data: []byte("x")}),
+			`input is encoded as "binary/plain"`},
+		{"questions as strings", ReviewDocumentName, rawJSON(`{"document":"s3://docs/doc.txt","questions":["Who?","What?"]}`),
+			`input: questions[0]: expected an object {"id", "question", "gold_answers"}, got a string ("Who?")`},
+		{"batch typo", BatchQAName, rawJSON(`{"manifest":"s3://m/x.jsonl","concurrancy":4}`),
+			"input: concurrancy: unknown field; did you mean concurrency?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			Register(env)
+			var u upserts
+			u.install(env)
+			env.ExecuteWorkflow(tt.workflow, tt.input)
+			err := env.GetWorkflowError()
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !appErr.NonRetryable() {
+				t.Fatalf("error %v, want a non-retryable %s", err, activities.ErrBadInput)
+			}
+			if !strings.Contains(appErr.Error(), tt.want) {
+				t.Errorf("message %q lacks %q", appErr.Error(), tt.want)
+			}
+			if strings.Contains(appErr.Error(), "--") {
+				t.Errorf("message %q names a CLI flag", appErr.Error())
+			}
+			if got := u.merged()[AttrStatus]; got != StageFailed {
+				t.Errorf("%s = %v, want %q", AttrStatus, got, StageFailed)
+			}
+		})
+	}
+}
+
+func TestBoundaryAcceptsGoldAnswersAlias(t *testing.T) {
+	f := newFixture(t, makeDoc(2))
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
+	f.acts.Register(env)
+	env.ExecuteWorkflow(DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","answers":["line1"],"options":{"chunk_tokens":100}}`))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res DocumentQAResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.GoldAnswers) != 1 || res.GoldAnswers[0] != "line1" {
+		t.Errorf("gold answers %q, want [line1]", res.GoldAnswers)
+	}
+}

@@ -1,0 +1,66 @@
+package typescript_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/memagent/memagent/internal/workerapp/workerapptest"
+)
+
+// TestTypeScriptExample builds the TypeScript example with its own tsc and
+// runs it against the embedded stack with a worker, in the environment that
+// `worker --dev` prints: it uploads a document, runs DocumentQA following
+// its progress query, a review with two questions and a batch over a
+// manifest it uploads, and prints every answer.
+func TestTypeScriptExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server and Node.js")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on PATH: install Node.js 20.3 or later, then run npm ci --prefix examples/typescript")
+	}
+	for _, dep := range []string{"@temporalio/client", "@aws-sdk/client-s3", "typescript"} {
+		if _, err := os.Stat(filepath.Join("node_modules", dep, "package.json")); err != nil {
+			t.Skipf("%s is not installed: run npm ci --prefix examples/typescript", dep)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	tsc := exec.CommandContext(ctx, node, filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", ".")
+	if out, err := tsc.CombinedOutput(); err != nil {
+		t.Fatalf("tsc: %v\n%s", err, out)
+	}
+
+	st := workerapptest.Start(t)
+	cmd := exec.CommandContext(ctx, node, filepath.Join("dist", "main.js"))
+	cmd.Env = st.Env()
+	began := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("the example ran in %s:\n%s", time.Since(began).Round(time.Millisecond), out)
+	if err != nil {
+		t.Fatalf("the example failed: %v (output above)", err)
+	}
+	for _, want := range []string{
+		`(?m)^uploaded s3://` + regexp.QuoteMeta(st.Config.Bucket) + `/examples/typescript/[0-9a-f]{64}/document.txt `,
+		`(?m)^  progress: (preparing|reading|answering|done) `,
+		`(?m)^DocumentQA answer: 4417-ORCHID \(found true, exact match true, \d+ chunks`,
+		`(?m)^  result: s3://\S+/result.json$`,
+		`(?m)^review vault: 4417-ORCHID \(done, exact match true`,
+		`(?m)^review termination: licensee \(done`,
+		`(?m)^  grid: s3://\S+/grid.csv$`,
+		`(?m)^batch: 2 items, 2 succeeded, 0 failed;`,
+		`(?m)^batch vault: 4417-ORCHID \(answered\)$`,
+		`(?m)^batch termination: licensee \(answered\)$`,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("the output has no line matching %q", want)
+		}
+	}
+}

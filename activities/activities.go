@@ -48,10 +48,15 @@ type Activities struct {
 	// it (0 = unknown, no budget check).
 	MaxModelLen int
 	// Bucket holds indexes, traces and results.
-	Bucket     string
-	Templates  memagent.Templates
-	Tokenizers func(name string) (memagent.Tokenizer, error)
-	Logger     *slog.Logger
+	Bucket string
+	// ReadPrefixes are the s3:// prefixes documents and manifests may be
+	// read from; WritePrefixes those a caller's output_prefix or
+	// report_prefix may name. Empty means s3://<Bucket>/. Anything else
+	// fails as memagent.Forbidden before any model call.
+	ReadPrefixes, WritePrefixes []string
+	Templates                   memagent.Templates
+	Tokenizers                  func(name string) (memagent.Tokenizer, error)
+	Logger                      *slog.Logger
 	// Limits bound documents; zero fields mean the defaults.
 	Limits Limits
 	// HeartbeatEvery is how often a waiting activity heartbeats; default a
@@ -111,6 +116,14 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	loc, err := s3store.ParseURI(in.Document)
 	if err != nil {
 		return nil, badInput(err)
+	}
+	if err := a.allowRead("document", in.Document); err != nil {
+		return nil, err
+	}
+	if in.OutputPrefix != "" {
+		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, in.WorkflowID); err != nil {
+			return nil, err
+		}
 	}
 	tok, err := a.Tokenizers(opts.Tokenizer)
 	if err != nil {
@@ -346,16 +359,21 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 		s := memagent.Score(ans.Text, in.GoldAnswers)
 		res.Scores = &s
 	}
-	res.ResultURI = in.ResultURI
 	res.FinishedAt = time.Now().UTC()
-	// The raw completion is kept in S3 only, next to the result.
-	stored := struct {
-		QAResult
-		Completion string `json:"completion"`
-	}{res, comp.Text}
-	if err := a.putJSON(ctx, resultLoc, stored); err != nil {
+	// The raw completion is kept in S3 only, next to the result. A result
+	// already there from another run (a reset, or a re-run into the same
+	// prefix) stays: this one goes beside it, under runs/<run id>/.
+	final, err := a.putOnce(ctx, resultLoc, res.RunID, func(at s3store.Location) any {
+		res.ResultURI = at.String()
+		return struct {
+			QAResult
+			Completion string `json:"completion"`
+		}{res, comp.Text}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("write result: %w", err)
 	}
+	res.ResultURI = final.String()
 	a.logger().InfoContext(ctx, "answered", "answer_found", ans.Found, "method", ans.Method,
 		"completion_tokens", comp.CompletionTokens)
 	return &res, nil

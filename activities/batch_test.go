@@ -27,6 +27,7 @@ func batchActivities(t *testing.T) (*Activities, *activitiestest.Store) {
 	t.Helper()
 	store := activitiestest.NewStore()
 	return &Activities{
+		ReadPrefixes: []string{"s3://"}, WritePrefixes: []string{"s3://"}, // any bucket: the tests use several
 		Store: store, Model: &activitiestest.Model{}, DefaultModel: "fake", Bucket: "memagent",
 		Templates:  memagent.DefaultTemplates(),
 		Tokenizers: func(string) (memagent.Tokenizer, error) { return activitiestest.WordTokenizer{}, nil },

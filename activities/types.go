@@ -28,6 +28,10 @@ const (
 	ErrModelAuth        = "memagent.ModelAuth"
 	ErrModelNotFound    = "memagent.ModelNotFound"
 	ErrModelBadRequest  = "memagent.ModelBadRequest"
+	// ErrForbidden is a document, manifest or output prefix outside what
+	// the worker is configured to read or write, or an output prefix that
+	// another workflow's outputs already occupy.
+	ErrForbidden = "memagent.Forbidden"
 	// ErrModelUnavailable is retryable: rate limits, 5xx, timeouts and
 	// refused connections.
 	ErrModelUnavailable = "memagent.ModelUnavailable"
@@ -84,13 +88,22 @@ func CheckQuestion(q string) error {
 // pointers tell "not set" from an explicit zero.
 type ModelOptions struct {
 	// Model is the served model name; empty means the worker's default.
-	Model           string   `json:"model,omitempty"`
-	Tokenizer       string   `json:"tokenizer,omitempty"`
-	ChunkTokens     int      `json:"chunk_tokens,omitempty"`
-	MemoryMaxTokens int      `json:"memory_max_tokens,omitempty"`
-	AnswerMaxTokens int      `json:"answer_max_tokens,omitempty"`
-	Temperature     *float32 `json:"temperature,omitempty"`
-	TopP            *float32 `json:"top_p,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Tokenizer counts chunk tokens: "qwen2.5" (the default; also "qwen",
+	// "qwen3") or "cl100k_base".
+	Tokenizer string `json:"tokenizer,omitempty"`
+	// ChunkTokens is the size of one chunk in tokens; default 5000, at
+	// least 64.
+	ChunkTokens int `json:"chunk_tokens,omitempty"`
+	// MemoryMaxTokens bounds the memory (the update's max_tokens); default
+	// 1024, at least 16.
+	MemoryMaxTokens int `json:"memory_max_tokens,omitempty"`
+	// AnswerMaxTokens is the final answer's max_tokens; default 1024.
+	AnswerMaxTokens int `json:"answer_max_tokens,omitempty"`
+	// Temperature is the sampling temperature, within [0, 2]; default 0.7.
+	Temperature *float32 `json:"temperature,omitempty"`
+	// TopP is nucleus sampling's top_p, within (0, 1]; default 0.95.
+	TopP *float32 `json:"top_p,omitempty"`
 	// InvalidUTF8 is the policy for bytes that are not UTF-8: "reject"
 	// (the default) fails the run before any model call; "replace" indexes
 	// a copy with each invalid byte replaced by U+FFFD, and reports how many.
@@ -172,6 +185,11 @@ type PrepareInput struct {
 	Document string       `json:"document"`
 	Question string       `json:"question"`
 	Options  ModelOptions `json:"options"`
+	// OutputPrefix is the caller's output_prefix, if any: it is checked
+	// against the worker's write prefixes and claimed for WorkflowID
+	// before any model call.
+	OutputPrefix string `json:"output_prefix,omitempty"`
+	WorkflowID   string `json:"workflow_id,omitempty"`
 }
 
 // PrepareOutput describes the prepared document. The chunk byte ranges stay
@@ -261,8 +279,12 @@ type AnswerInput struct {
 // QAResult is the outcome of one DocumentQA run, returned by the workflow and
 // written to S3 as JSON.
 type QAResult struct {
-	WorkflowID     string           `json:"workflow_id"`
+	WorkflowID string `json:"workflow_id"`
+	// RunID is the run that produced this result (after continue-as-new
+	// or a reset, not the first); FirstRunID the first run of its chain,
+	// which names the default output prefix.
 	RunID          string           `json:"run_id"`
+	FirstRunID     string           `json:"first_run_id,omitempty"`
 	Document       string           `json:"document"`
 	DocumentSHA256 string           `json:"document_sha256"`
 	Question       string           `json:"question"`

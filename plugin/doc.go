@@ -1,18 +1,76 @@
 // Package plugin adds MemAgent to an existing Temporal Go worker with one
-// call: a [temporal.SimplePlugin] that registers the DocumentQA workflow and
-// its activities under their stable names on the worker it is attached to.
+// call: a Temporal SDK plugin that registers the memagent.DocumentQA,
+// memagent.ReviewDocument and memagent.BatchQA workflows and their
+// activities under their stable names on the worker it is attached to.
 //
-//	p, err := plugin.New(plugin.Options{})  // config from the environment
+//	p, err := plugin.New(plugin.Options{
+//		Bucket:    "my-memagent-bucket",
+//		S3Client:  s3Client, // or AWSConfig, or S3Endpoint and keys
+//		ModelURLs: []string{"http://vllm.internal:8000/v1"},
+//	})
 //	w := worker.New(c, "memagent", worker.Options{Plugins: []worker.Plugin{p}})
-//	err = w.Run(worker.InterruptCh())        // fails here if the config cannot work
+//	err = w.Run(worker.InterruptCh()) // fails here if the options cannot work
 //
-// It owns the lifetime of what the activities need for each worker it is
-// attached to: at worker start it validates the configuration, checks that
-// the bucket and the model server answer, and starts the model pool; at
-// worker stop it closes the pool. A worker whose configuration cannot work
-// fails to start; it never starts and then fails its activities.
+// Options are set in code and nothing is read from the environment, unless
+// the host asks: OptionsFromEnv returns the options memagent's own worker
+// reads from MEMAGENT_BUCKET, AWS_ENDPOINT_URL_S3, OPENAI_BASE_URL and the
+// rest. Runs are started and awaited with the client package.
+//
+// # Where the plugin goes
+//
+// The plugin may be listed in worker.Options.Plugins, in
+// client.Options.Plugins (the SDK then attaches it to every worker created
+// from that client) or in both. However many times one Plugin is listed on
+// a worker, it sets that worker up once. Two different Plugin values on one
+// worker are an error at worker start, as they would register the same
+// names twice. One Plugin may serve many workers.
+//
+// # What it owns
+//
+// It owns the lifetime of what the activities need, for each worker it is
+// attached to: at worker start it checks the options, checks that the
+// bucket and the model server answer, and starts the model pool; at worker
+// stop, after in-flight activities had their WorkerStopTimeout, it closes
+// the pool. A worker whose options cannot work fails to start; it never
+// starts and then fails its activities. It fills in only the worker
+// options the host left at their zero value (activity slots, the task
+// queue's activity rate, the stop timeout).
 //
 // It must never dial Temporal, own the host's client or worker, or change
-// options the host has set: it fills in only the worker options left at
-// their zero value.
+// what the host set. In particular it never changes a data or failure
+// converter unless Options.InstallConverter asks it to.
+//
+// # Encrypted payloads, and how operators read them
+//
+// With Options.CodecKeys, the plugin offers memagent's AES-256-GCM payload
+// codec; how it is used is the host's choice. The host may chain it into
+// its own converter, which then encrypts every payload of the client,
+// memagent's and the host's alike (p.DataConverter(hostConverter) builds
+// the same converter):
+//
+//	dc := converter.NewCodecDataConverter(hostConverter, p.PayloadCodec())
+//	c, err := client.Dial(client.Options{DataConverter: dc, FailureConverter: plugin.FailureConverter(dc)})
+//
+// Or it sets Options.InstallConverter and lists the plugin in
+// client.Options.Plugins: the plugin then wraps the client's converter
+// (the host's, or the SDK's default) in the codec as the client is built,
+// and sets an encrypting failure converter unless the host set one. A
+// worker whose client the plugin did not configure refuses to start with
+// InstallConverter, rather than write plaintext.
+//
+// Operators then need the codec server to read runs in the Temporal Web UI
+// or CLI. p.CodecHandler() is that server (POST …/encode and …/decode, the
+// protocol the UI and CLI speak), behind Options.CodecServer's bearer token
+// and CORS origins. Serve it from the host, under a prefix:
+//
+//	mux.Handle("/codec/", p.CodecHandler())
+//
+// and point readers at it: in the Web UI, the Codec Server settings of the
+// top bar (endpoint http://host:port/codec, with "pass the user access
+// token" when a token is set), or for every user the UI server's
+// codec.endpoint setting; in the CLI, temporal workflow show
+// --codec-endpoint http://host:port/codec --codec-auth "Bearer TOKEN". A
+// service that runs no HTTP server can serve NewCodecHandler(NewCodec(keys))
+// from a separate process holding the same keys. Without a token, serve it
+// on loopback only: it decrypts for anyone who reaches it.
 package plugin

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -11,7 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -23,39 +23,24 @@ const Name = "memagent"
 // DefaultStartTimeout bounds the checks made when a worker starts.
 const DefaultStartTimeout = time.Minute
 
-// Options configure the plugin.
-type Options struct {
-	// Config is the bucket, store and model server the activities use. Nil
-	// means config.Load (the environment: MEMAGENT_BUCKET,
-	// AWS_ENDPOINT_URL_S3, OPENAI_BASE_URL, MEMAGENT_MODEL, ...). Its
-	// Temporal settings are not used: the host's client is.
-	Config *config.Config
-	// UpdateTemplate and FinalTemplate are paths of prompt template files;
-	// empty means the built-in prompts.
-	UpdateTemplate, FinalTemplate string
-	// Concurrency caps activities running at once in a worker when the host
-	// left worker.Options.MaxConcurrentActivityExecutionSize unset; default
-	// twice the model pool's capacity.
-	Concurrency int
-	// StartTimeout bounds the checks of the bucket and the model server at
-	// worker start; default DefaultStartTimeout.
-	StartTimeout time.Duration
-	// Logger defaults to slog.Default.
-	Logger *slog.Logger
-}
-
-// Plugin is a worker plugin (and a client plugin, for the payload codec)
-// that adds MemAgent to every worker it is attached to. One Plugin may be
-// attached to many workers: each gets its own model pool.
+// Plugin is a worker plugin, and a client plugin, that adds MemAgent to
+// every worker it is attached to: directly in worker.Options.Plugins, or
+// through client.Options.Plugins (the SDK then attaches it to every worker
+// of that client), or both. It sets each worker up once, however many
+// times it is listed. One Plugin may serve many workers: each gets its own
+// model pool.
 type Plugin struct {
 	*temporal.SimplePlugin
 
-	cfg    config.Config
-	opts   Options
-	logger *slog.Logger
+	opts  Options
+	codec *codec.Codec
 
-	mu    sync.Mutex
-	pools map[string]*inference.Pool // by worker instance key
+	mu sync.Mutex
+	// workers are the workers this plugin set up, by instance key; an
+	// entry with a nil pool is a worker being set up.
+	workers map[string]*inference.Pool
+	// clientConfigured records that a client was built with this plugin.
+	clientConfigured bool
 }
 
 var (
@@ -63,44 +48,31 @@ var (
 	_ client.Plugin = (*Plugin)(nil)
 )
 
-// New returns the plugin. It only loads the configuration: it is checked,
-// and the bucket and model server are reached, when a worker starts.
-//
-// With codec keys (MEMAGENT_CODEC_KEYS) the plugin must also be in the
-// client's Options.Plugins, where it installs the encrypting data and
-// failure converters; on a worker alone it cannot change the client's.
+// owners maps a worker instance key to the plugin that registered
+// memagent on it, across Plugin values: two different Plugins on one
+// worker would register the same workflow names twice, which the SDK
+// turns into a panic. The second gets an error at worker start instead.
+var owners sync.Map
+
+// New returns the plugin for opts (see Options; OptionsFromEnv reads the
+// environment). It checks only the codec keys: the rest is checked, and
+// the bucket and model server are reached, when a worker starts.
 func New(opts Options) (*Plugin, error) {
-	var cfg config.Config
-	if opts.Config != nil {
-		cfg = *opts.Config
-	} else {
-		c, err := config.Load()
-		if err != nil {
-			return nil, fmt.Errorf("memagent plugin: %w", err)
-		}
-		cfg = c
-	}
-	cfg.Normalize()
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = DefaultStartTimeout
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	p := &Plugin{cfg: cfg, opts: opts, logger: logger, pools: make(map[string]*inference.Pool)}
-	so := temporal.SimplePluginOptions{
-		Name:             Name,
-		ConfigureWorker:  p.configureWorker,
-		RunContextBefore: p.before,
-		RunContextAfter:  p.after,
-	}
-	dc, fc, err := workerapp.Converters(cfg)
+	opts = opts.withDefaults()
+	c, err := newCodec(opts.CodecKeys)
 	if err != nil {
 		return nil, fmt.Errorf("memagent plugin: %w", err)
 	}
-	so.DataConverter, so.FailureConverter = dc, fc
-	sp, err := temporal.NewSimplePlugin(so)
+	p := &Plugin{opts: opts, codec: c, workers: make(map[string]*inference.Pool)}
+	sp, err := temporal.NewSimplePlugin(temporal.SimplePluginOptions{
+		Name:                      Name,
+		ConfigureClient:           p.configureClient,
+		ConfigureWorker:           p.configureWorker,
+		ConfigureWorkflowReplayer: p.configureReplayer,
+		// Only workflow replayers reach this hook: StartWorker and
+		// StopWorker below replace SimplePlugin's.
+		RunContextBefore: p.beforeReplay,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("memagent plugin: %w", err)
 	}
@@ -108,18 +80,53 @@ func New(opts Options) (*Plugin, error) {
 	return p, nil
 }
 
-// Config returns the configuration the plugin runs with.
-func (p *Plugin) Config() config.Config { return p.cfg }
+// Options returns the options the plugin runs with, defaults filled in.
+func (p *Plugin) Options() Options { return p.opts }
+
+// configureClient records that a client carries the plugin and, only when
+// asked (InstallConverter) and with codec keys, wraps the host's data
+// converter in the codec and sets an encrypting failure converter where
+// the host set none.
+func (p *Plugin) configureClient(_ context.Context, o client.PluginConfigureClientOptions) error {
+	p.mu.Lock()
+	p.clientConfigured = true
+	p.mu.Unlock()
+	if !p.opts.InstallConverter || p.codec == nil {
+		return nil
+	}
+	co := o.ClientOptions
+	co.DataConverter = p.DataConverter(co.DataConverter)
+	if co.FailureConverter == nil {
+		co.FailureConverter = FailureConverter(co.DataConverter)
+	} else {
+		p.opts.Logger.Warn("memagent plugin: the client has its own failure converter, which is kept: failure messages are not encrypted by memagent's codec")
+	}
+	return nil
+}
+
+// configureReplayer does for a workflow replayer what configureClient does
+// for a client: a replayer reads histories the workers wrote.
+func (p *Plugin) configureReplayer(_ context.Context, o worker.PluginConfigureWorkflowReplayerOptions) error {
+	if !p.opts.InstallConverter || p.codec == nil {
+		return nil
+	}
+	ro := o.WorkflowReplayerOptions
+	ro.DataConverter = p.DataConverter(ro.DataConverter)
+	if ro.FailureConverter == nil {
+		ro.FailureConverter = FailureConverter(ro.DataConverter)
+	}
+	return nil
+}
 
 // configureWorker fills in the worker options memagent's own worker sets,
 // where the host left them unset. It checks nothing: an error here would be
-// a panic in worker.New.
+// a panic in worker.New. Listed twice, it runs twice, to the same effect.
 func (p *Plugin) configureWorker(_ context.Context, o worker.PluginConfigureWorkerOptions) error {
 	wo := o.WorkerOptions
 	if wo.MaxConcurrentActivityExecutionSize == 0 {
 		n := p.opts.Concurrency
 		if n <= 0 {
-			n = 2 * capacity(p.cfg)
+			n = 2 * p.opts.capacity()
 		}
 		if n <= 0 {
 			n = 8
@@ -127,96 +134,137 @@ func (p *Plugin) configureWorker(_ context.Context, o worker.PluginConfigureWork
 		wo.MaxConcurrentActivityExecutionSize = n
 	}
 	if wo.TaskQueueActivitiesPerSecond == 0 {
-		wo.TaskQueueActivitiesPerSecond = p.cfg.RateLimit
+		wo.TaskQueueActivitiesPerSecond = p.opts.RateLimit
 	}
 	if wo.WorkerStopTimeout == 0 {
-		// Let in-flight model calls finish on a graceful stop: 30s unless
-		// MEMAGENT_STOP_TIMEOUT says otherwise.
-		wo.WorkerStopTimeout = p.cfg.WorkerStopTimeout()
+		// Let in-flight model calls finish on a graceful stop.
+		wo.WorkerStopTimeout = p.opts.StopTimeout
 	}
-	if o.TaskQueue != p.cfg.TaskQueue {
-		p.logger.Info("memagent plugin on a task queue other than the configured one: start runs on this one",
-			"task_queue", o.TaskQueue, "configured_task_queue", p.cfg.TaskQueue)
+	if p.opts.TaskQueue != "" && o.TaskQueue != p.opts.TaskQueue {
+		p.opts.Logger.Info("memagent plugin on a task queue other than the configured one: start runs on this one",
+			"task_queue", o.TaskQueue, "configured_task_queue", p.opts.TaskQueue)
 	}
 	return nil
 }
 
-// capacity is the model pool's capacity as configured, or 0 when the model
-// URL does not parse (worker start reports that).
-func capacity(cfg config.Config) int {
-	eps, err := inference.ParseEndpoints(cfg.ModelBaseURL, "", cfg.ModelMaxInFlight)
-	if err != nil {
-		return 0
+// beforeReplay registers the workflows on a workflow replayer.
+func (p *Plugin) beforeReplay(_ context.Context, o temporal.SimplePluginRunContextBeforeOptions) error {
+	if o.WorkflowReplayer {
+		workflows.Register(o.Registry)
 	}
-	n := 0
-	for _, ep := range eps {
-		if ep.MaxInFlight > 0 {
-			n += ep.MaxInFlight
-		} else {
-			n += inference.DefaultMaxInFlight
-		}
-	}
-	return n
+	return nil
 }
 
-// before runs when a worker starts (and before each replay of a workflow
-// replayer): it checks the configuration, builds the activities and
-// registers them with the workflow. An error here fails Worker.Start.
-func (p *Plugin) before(ctx context.Context, o temporal.SimplePluginRunContextBeforeOptions) error {
-	workflows.Register(o.Registry)
-	if o.WorkflowReplayer {
-		return nil
+// StartWorker sets the worker up (checks the options, reaches the bucket
+// and the model server, starts the model pool, registers the workflows and
+// activities) and then runs the worker's own start. An error fails
+// Worker.Start, and whatever the checks opened is closed.
+//
+// The SDK calls it once for each time the plugin is listed on the worker
+// (client and worker options): the first call sets the worker up, the
+// others pass straight through.
+func (p *Plugin) StartWorker(ctx context.Context, o worker.PluginStartWorkerOptions, next func(context.Context, worker.PluginStartWorkerOptions) error) error {
+	key := o.WorkerInstanceKey
+	p.mu.Lock()
+	_, dup := p.workers[key]
+	if !dup {
+		p.workers[key] = nil
 	}
-	if err := p.cfg.Validate(); err != nil {
+	clientConfigured := p.clientConfigured
+	p.mu.Unlock()
+	if dup {
+		return next(ctx, o)
+	}
+	if owner, taken := owners.LoadOrStore(key, p); taken && owner != p {
+		p.forget(key)
+		return fmt.Errorf("memagent plugin: another memagent Plugin already set this worker up: list one Plugin value, in client.Options.Plugins, worker.Options.Plugins or both")
+	}
+	if p.opts.InstallConverter && p.codec != nil && !clientConfigured {
+		p.forget(key)
+		return fmt.Errorf("memagent plugin: InstallConverter needs the plugin in client.Options.Plugins, since a worker uses its client's data converter: add it there, or set client.Options.DataConverter to Plugin.DataConverter(...) yourself and leave InstallConverter off")
+	}
+	if err := p.setUp(ctx, key, o.WorkerRegistry); err != nil {
+		p.forget(key)
 		return fmt.Errorf("memagent plugin: %w", err)
+	}
+	if err := next(ctx, o); err != nil {
+		// A worker whose Start failed (an unknown namespace, say) is
+		// usually never stopped.
+		p.forget(key)
+		return err
+	}
+	return nil
+}
+
+// registry is what a worker offers its plugins to register on.
+type registry interface {
+	workflows.Registry
+	activities.Registry
+}
+
+// setUp checks the options, builds the activities with their model pool
+// and registers them and the workflows on r.
+func (p *Plugin) setUp(ctx context.Context, key string, r registry) error {
+	if err := p.opts.validate(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	acts, pool, err := workerapp.NewActivities(ctx, p.cfg, workerapp.Options{
-		UpdateTemplate: p.opts.UpdateTemplate, FinalTemplate: p.opts.FinalTemplate, Logger: p.logger,
+	acts, pool, err := workerapp.NewActivities(ctx, p.opts.config(), workerapp.Options{
+		UpdateTemplate: p.opts.UpdateTemplate,
+		FinalTemplate:  p.opts.FinalTemplate,
+		Logger:         p.opts.Logger,
+		S3Client:       p.opts.S3Client,
+		AWSConfig:      p.opts.AWSConfig,
+		Limits:         p.opts.Limits,
+		Tokenizers:     p.opts.Tokenizers,
 	})
 	if err != nil {
-		return fmt.Errorf("memagent plugin: %w", err)
+		return err
 	}
 	p.mu.Lock()
-	p.pools[o.InstanceKey] = pool
+	p.workers[key] = pool
 	p.mu.Unlock()
 	// The health checks outlive this call: they stop when the pool closes.
 	pool.Start(context.WithoutCancel(ctx))
-	acts.Register(o.Registry)
+	workflows.Register(r)
+	acts.Register(r)
 	return nil
 }
 
-// after runs when a worker stops: it closes that worker's model pool.
-func (p *Plugin) after(_ context.Context, o temporal.SimplePluginRunContextAfterOptions) {
-	p.closePool(o.InstanceKey)
+// StopWorker runs the worker's own stop, which lets in-flight activities
+// finish (worker.Options.WorkerStopTimeout), and then closes the worker's
+// model pool. Listed twice, the second call only passes through.
+func (p *Plugin) StopWorker(ctx context.Context, o worker.PluginStopWorkerOptions, next func(context.Context, worker.PluginStopWorkerOptions)) {
+	next(ctx, o)
+	p.forget(o.WorkerInstanceKey)
 }
 
-func (p *Plugin) closePool(key string) {
+// forget closes the pool of the worker with key, if this plugin set it
+// up, and releases the worker.
+func (p *Plugin) forget(key string) {
 	p.mu.Lock()
-	pool := p.pools[key]
-	delete(p.pools, key)
+	pool, ok := p.workers[key]
+	delete(p.workers, key)
 	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	owners.CompareAndDelete(key, p)
 	if pool != nil {
 		pool.Close()
 	}
-}
-
-// StartWorker runs the plugin's start checks and then the worker's own
-// start. When the worker's start fails after the checks passed (an unknown
-// namespace, say), it closes the pool the checks opened: a worker whose
-// Start failed is usually never stopped.
-func (p *Plugin) StartWorker(ctx context.Context, o worker.PluginStartWorkerOptions, next func(context.Context, worker.PluginStartWorkerOptions) error) error {
-	err := p.SimplePlugin.StartWorker(ctx, o, next)
-	if err != nil {
-		p.closePool(o.WorkerInstanceKey)
-	}
-	return err
 }
 
 // openPools is how many model pools are open, for tests.
 func (p *Plugin) openPools() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.pools)
+	n := 0
+	for _, pool := range p.workers {
+		if pool != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -2,58 +2,36 @@ package plugin
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/activities"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
-	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
-// TestPluginOnPlainWorker runs DocumentQA on the embedded stack (real
-// Temporal server, real S3 server, the simulator over HTTP) through a plain
-// worker.New with nothing but the plugin, started and awaited through the
-// client package. Then it checks that configurations that cannot work stop
-// a worker from starting.
 func TestPluginOnPlainWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded Temporal server")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
-	if err != nil {
-		t.Fatalf("StartDev: %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	cfg := d.Configure(config.Default())
-	cfg.TaskQueue = "plugin-e2e"
-
-	docURI := putDoc(ctx, t, cfg)
-	c, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	st := sharedStack(t)
+	opts := st.options()
+	const taskQueue = "plugin-e2e"
+	docURI := st.doc
+	c := st.dial(ctx, t, nil)
 
 	t.Run("ask", func(t *testing.T) {
-		p, err := New(Options{Config: &cfg, Logger: logger})
+		p, err := New(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := worker.New(c, cfg.TaskQueue, worker.Options{Plugins: []worker.Plugin{p}})
+		w := worker.New(c, taskQueue, worker.Options{Plugins: []worker.Plugin{p}})
 		if err := w.Start(); err != nil {
 			t.Fatalf("Start: %v", err)
 		}
@@ -67,7 +45,7 @@ func TestPluginOnPlainWorker(t *testing.T) {
 			t.Errorf("model pools open after start = %d, want 1", n)
 		}
 
-		mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
+		mc := memclient.New(c, memclient.Options{TaskQueue: taskQueue})
 		in := workflows.DocumentQAInput{
 			Document: docURI, Question: docgen.Question, GoldAnswers: []string{docgen.Answer},
 			Options: activities.ModelOptions{ChunkTokens: 2000},
@@ -118,10 +96,10 @@ func TestPluginOnPlainWorker(t *testing.T) {
 		if len(g.Rows) != 2 || g.Rows[0].Answer != docgen.Answer || g.Rows[1].ID != "other" || g.HTMLURI == "" {
 			t.Errorf("review grid: %d rows, first answered %q, report %q", len(g.Rows), g.Rows[0].Answer, g.HTMLURI)
 		}
-		manifest := s3store.Location{Bucket: cfg.Bucket, Key: "plugin-e2e/manifest.jsonl"}
-		putObject(ctx, t, cfg, manifest, `{"document": "`+docURI+`", "question": "`+docgen.Question+`", "answers": ["`+docgen.Answer+`"]}
+		manifest := activities.Location{Bucket: opts.Bucket, Key: "plugin-e2e/manifest.jsonl"}
+		st.put(ctx, t, manifest, `{"document": "`+docURI+`", "question": "`+docgen.Question+`", "answers": ["`+docgen.Answer+`"]}
 {"document": "`+docURI+`", "question": "Who mended the willow baskets?"}
-{"document": "s3://`+cfg.Bucket+`/plugin-e2e/missing.txt", "question": "Who?"}
+{"document": "s3://`+opts.Bucket+`/plugin-e2e/missing.txt", "question": "Who?"}
 `)
 		b, err := mc.Batch(ctx, workflows.BatchQAInput{Manifest: manifest.String(), Name: "plugin-e2e", Options: in.Options})
 		if err != nil {
@@ -140,25 +118,28 @@ func TestPluginOnPlainWorker(t *testing.T) {
 
 	bad := []struct {
 		name string
-		edit func(*config.Config)
+		edit func(*Options)
 		want string
 	}{
-		{"empty bucket", func(c *config.Config) { c.Bucket = "" }, "bucket is empty"},
-		{"model server unreachable, no model named", func(c *config.Config) {
-			c.ModelBaseURL, c.Model = "http://127.0.0.1:1/v1", ""
+		{"empty bucket", func(o *Options) { o.Bucket = "" }, "Bucket is empty: set Options.Bucket"},
+		{"no model URL", func(o *Options) { o.ModelURLs = nil }, "ModelURLs is empty: set Options.ModelURLs"},
+		{"model URL not a URL", func(o *Options) { o.ModelURLs = []string{"gpu-1:8000"} }, "ModelURLs: "},
+		{"model server unreachable, no model named", func(o *Options) {
+			o.ModelURLs, o.Model = []string{"http://127.0.0.1:1/v1"}, ""
 		}, "set MEMAGENT_MODEL or check OPENAI_BASE_URL"},
-		{"model not served", func(c *config.Config) { c.Model = "no-such-model" }, `model "no-such-model" is not served`},
-		{"S3 unreachable", func(c *config.Config) { c.S3Endpoint = "http://127.0.0.1:1" }, "bucket memagent"},
+		{"model not served", func(o *Options) { o.Model = "no-such-model" }, `model "no-such-model" is not served`},
+		{"S3 unreachable", func(o *Options) { o.S3Endpoint = "http://127.0.0.1:1" }, "bucket memagent"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			bc := cfg
-			tc.edit(&bc)
-			p, err := New(Options{Config: &bc, Logger: logger, StartTimeout: 20 * time.Second})
+			bo := opts
+			bo.StartTimeout = 20 * time.Second
+			tc.edit(&bo)
+			p, err := New(bo)
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := worker.New(c, cfg.TaskQueue+"-bad", worker.Options{Plugins: []worker.Plugin{p}})
+			w := worker.New(c, taskQueue+"-bad", worker.Options{Plugins: []worker.Plugin{p}})
 			err = w.Start()
 			if err == nil {
 				w.Stop()
@@ -172,37 +153,4 @@ func TestPluginOnPlainWorker(t *testing.T) {
 			}
 		})
 	}
-}
-
-// putObject writes text to loc.
-func putObject(ctx context.Context, t *testing.T, cfg config.Config, loc s3store.Location, text string) {
-	t.Helper()
-	store, err := workerapp.NewStore(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Put(ctx, loc, []byte(text), "application/x-ndjson"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// putDoc uploads a generated document with the planted fact.
-func putDoc(ctx context.Context, t *testing.T, cfg config.Config) string {
-	t.Helper()
-	tok, err := tokenizer.New(tokenizer.Qwen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := workerapp.NewStore(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.EnsureBucket(ctx, cfg.Bucket); err != nil {
-		t.Fatal(err)
-	}
-	loc := s3store.Location{Bucket: cfg.Bucket, Key: "plugin-e2e/doc.txt"}
-	if err := store.Put(ctx, loc, []byte(docgen.Needle(tok, 8_000, 0.5, 7)), "text/plain"); err != nil {
-		t.Fatal(err)
-	}
-	return loc.String()
 }

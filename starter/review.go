@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/workflows"
 )
@@ -197,7 +198,7 @@ func documentMemo(sha string) map[string]any {
 }
 
 // readReviewQuestions reads a questions file: a JSON array of objects
-// {"id", "question", "answers"} (or "gold_answers"), or plain text with one
+// {"id", "question", "gold_answers"} ("answers" is its alias), or plain text with one
 // question a line, where empty lines and lines starting with '#' are
 // skipped.
 func readReviewQuestions(path string) ([]workflows.ReviewQuestion, error) {
@@ -210,19 +211,10 @@ func readReviewQuestions(path string) ([]workflows.ReviewQuestion, error) {
 	}
 	var qs []workflows.ReviewQuestion
 	if trimmed := bytes.TrimSpace(data); bytes.HasPrefix(trimmed, []byte("[")) {
-		var items []struct {
-			ID          string   `json:"id"`
-			Question    string   `json:"question"`
-			Answers     []string `json:"answers"`
-			GoldAnswers []string `json:"gold_answers"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&items); err != nil {
-			return nil, fmt.Errorf("questions file %s: %w (want a JSON array of {\"id\", \"question\", \"answers\"})", path, err)
-		}
-		for _, it := range items {
-			qs = append(qs, workflows.ReviewQuestion{ID: it.ID, Question: it.Question, GoldAnswers: append(it.Answers, it.GoldAnswers...)})
+		// The same strict decoding as the workflow's, so a questions file
+		// is exactly the review input's "questions" array.
+		if err := contract.Decode(trimmed, &qs); err != nil {
+			return nil, fmt.Errorf("questions file %s: %w (want a JSON array of {\"id\", \"question\", \"gold_answers\"})", path, err)
 		}
 	} else {
 		sc := bufio.NewScanner(bytes.NewReader(data))

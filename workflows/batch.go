@@ -68,7 +68,7 @@ const partBytes = 512 << 10
 // BatchQAInput starts a BatchQA run. It is JSON on the wire.
 type BatchQAInput struct {
 	// Manifest is the s3:// URI of the manifest.
-	Manifest string `json:"manifest"`
+	Manifest string `json:"manifest" contract:"required"`
 	// Format is ManifestJSONL or ManifestMemAgent; empty means detected
 	// from the content.
 	Format string `json:"format,omitempty"`

@@ -30,8 +30,9 @@ const DefaultChunksPerRun = 200
 // Temporal client can start one.
 type DocumentQAInput struct {
 	// Document is an s3:// URI of UTF-8 text.
-	Document string `json:"document"`
-	Question string `json:"question"`
+	Document string `json:"document" contract:"required"`
+	// Question is asked of the document; at most 16 KiB.
+	Question string `json:"question" contract:"required"`
 	// GoldAnswers, when given, are used to score the answer.
 	GoldAnswers []string                `json:"gold_answers,omitempty" contract:"alias=answers"`
 	Options     activities.ModelOptions `json:"options"`
@@ -192,6 +193,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		})
 		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, activities.PrepareInput{
 			Document: in.Document, Question: in.Question, Options: in.Options,
+			OutputPrefix: ownPrefix(in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
 		}).Get(ctx, &st.Prepared); err != nil {
 			return nil, stageError("prepare document", err)
 		}
@@ -265,7 +267,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
 		ResultURI: st.TracePrefix + "result.json",
 		Result: activities.QAResult{
-			WorkflowID: info.WorkflowExecution.ID, RunID: info.FirstRunID,
+			WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID, FirstRunID: info.FirstRunID,
 			Document: st.Prepared.Document, DocumentSHA256: st.Prepared.SHA256,
 			Question: in.Question, Model: opts.Model, Options: opts.WithDefaults(),
 			Chunks: st.Prepared.Chunks, Tokens: st.Prepared.Tokens, Bytes: st.Prepared.Bytes,
@@ -319,4 +321,13 @@ func humanTokens(n int64) string {
 		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e3), ".0") + "K"
 	}
 	return fmt.Sprint(n)
+}
+
+// ownPrefix is the output prefix PrepareDocument checks and claims: the
+// caller's (normalized to end in '/'), or "" for the run's default one.
+func ownPrefix(callers, normalized string) string {
+	if callers == "" {
+		return ""
+	}
+	return normalized
 }

@@ -64,7 +64,7 @@ type ReviewQuestion struct {
 	// (questions/<id>/...): letters, digits, '.', '_' and '-'; default
 	// q1, q2, ... by position.
 	ID       string `json:"id,omitempty"`
-	Question string `json:"question"`
+	Question string `json:"question" contract:"required"`
 	// GoldAnswers, when given, score the answer.
 	GoldAnswers []string `json:"gold_answers,omitempty" contract:"alias=answers"`
 }
@@ -72,8 +72,8 @@ type ReviewQuestion struct {
 // ReviewInput starts a ReviewDocument run. It is JSON on the wire.
 type ReviewInput struct {
 	// Document is an s3:// URI of UTF-8 text.
-	Document  string                  `json:"document"`
-	Questions []ReviewQuestion        `json:"questions"`
+	Document  string                  `json:"document" contract:"required"`
+	Questions []ReviewQuestion        `json:"questions" contract:"required"`
 	Options   activities.ModelOptions `json:"options"`
 	// Parallelism is the most memory updates (and answers) in flight at
 	// once; default min(questions, DefaultReviewParallelism).
@@ -423,6 +423,7 @@ func (r *reviewRun) prepare() error {
 	})
 	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, activities.PrepareInput{
 		Document: r.in.Document, Question: longest, Options: r.in.Options,
+		OutputPrefix: ownPrefix(r.in.OutputPrefix, r.st.Prefix), WorkflowID: r.info.WorkflowExecution.ID,
 	}).Get(r.ctx, &r.st.Prepared); err != nil {
 		return stageError("prepare document", err)
 	}

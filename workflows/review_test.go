@@ -200,6 +200,7 @@ func newReviewFixture(t *testing.T, doc string) *reviewFixture {
 		t.Fatal(err)
 	}
 	f.acts = &activities.Activities{
+		ReadPrefixes: []string{"s3://"}, WritePrefixes: []string{"s3://"}, // any bucket: the tests use several
 		Store: f.store, Model: f.model, DefaultModel: "fake", Bucket: "memagent",
 		Templates:  memagent.DefaultTemplates(),
 		Tokenizers: func(string) (memagent.Tokenizer, error) { return activitiestest.WordTokenizer{}, nil },

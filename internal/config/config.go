@@ -63,6 +63,13 @@ type Config struct {
 	S3SecretKey string
 	S3PathStyle bool
 	Bucket      string
+	// ReadPrefixes are the s3:// prefixes documents and manifests may be
+	// read from, and WritePrefixes those outputs (output_prefix,
+	// report_prefix) may be written under; empty means s3://<Bucket>/,
+	// and "s3://" means any bucket the credentials reach.
+	// MEMAGENT_READ_PREFIXES and MEMAGENT_WRITE_PREFIXES, comma-separated.
+	ReadPrefixes  []string
+	WritePrefixes []string
 	// S3SSE asks S3 to encrypt every object memagent writes: "" (the
 	// bucket's default), "AES256" (S3-managed keys) or "aws:kms".
 	S3SSE string
@@ -225,6 +232,12 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if v, ok := get("MEMAGENT_BUCKET"); ok {
 		c.Bucket = v
 	}
+	if v, ok := get("MEMAGENT_READ_PREFIXES"); ok {
+		c.ReadPrefixes = splitList(v)
+	}
+	if v, ok := get("MEMAGENT_WRITE_PREFIXES"); ok {
+		c.WritePrefixes = splitList(v)
+	}
 	if v, ok := get("MEMAGENT_S3_PATH_STYLE"); ok {
 		c.S3PathStyle = v != "false" && v != "0"
 	}
@@ -353,6 +366,11 @@ func (c Config) Validate() error {
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("bucket is empty: set MEMAGENT_BUCKET or --bucket"))
 	}
+	for _, p := range append(append([]string(nil), c.ReadPrefixes...), c.WritePrefixes...) {
+		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
+			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (MEMAGENT_READ_PREFIXES, MEMAGENT_WRITE_PREFIXES)", p))
+		}
+	}
 	if c.S3Endpoint != "" {
 		if err := checkURL(c.S3Endpoint); err != nil {
 			errs = append(errs, fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err))
@@ -459,4 +477,15 @@ func checkURL(s string) error {
 		return fmt.Errorf("%q is not an http(s) URL", s)
 	}
 	return nil
+}
+
+// splitList splits a comma-separated setting, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -70,6 +70,17 @@ type Config struct {
 	// KMSKeyID is the KMS key for SSE "aws:kms"; empty means the account's
 	// AWS-managed key. It is not allowed with any other SSE.
 	KMSKeyID string
+
+	// Client, when set, is used as it is: the fields above that say how to
+	// reach and sign for the service (Endpoint, Region, keys, addressing,
+	// timeouts, HTTPClient, tracing) are ignored. SSE and KMSKeyID still
+	// apply. It lets a host share the S3 client it already has.
+	Client *s3.Client
+	// AWSConfig, when set (and Client is not), replaces the SDK's default
+	// configuration loading: its region, credentials, retryer and HTTP
+	// client are kept (Region and HTTPClient above fill them when unset);
+	// Endpoint and VirtualHostStyle still apply.
+	AWSConfig *aws.Config
 }
 
 // Store reads and writes objects.
@@ -95,6 +106,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	case types.ServerSideEncryptionAwsKms:
 	default:
 		return nil, fmt.Errorf("s3: server-side encryption %q: use %q, %q or none", cfg.SSE, types.ServerSideEncryptionAes256, types.ServerSideEncryptionAwsKms)
+	}
+	if cfg.Client != nil {
+		return &Store{client: cfg.Client, sse: types.ServerSideEncryption(cfg.SSE), kmsKeyID: cfg.KMSKeyID}, nil
 	}
 	timeout := cfg.RequestTimeout
 	if timeout <= 0 {
@@ -123,9 +137,21 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, "")))
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("s3: load config: %w", err)
+	var awsCfg aws.Config
+	if cfg.AWSConfig != nil {
+		awsCfg = cfg.AWSConfig.Copy()
+		if awsCfg.HTTPClient == nil {
+			awsCfg.HTTPClient = httpClient
+		}
+		if awsCfg.Region == "" {
+			awsCfg.Region = cfg.Region
+		}
+	} else {
+		c, err := config.LoadDefaultConfig(ctx, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("s3: load config: %w", err)
+		}
+		awsCfg = c
 	}
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
@@ -268,6 +294,40 @@ func (s *Store) PutReader(ctx context.Context, loc Location, body io.ReadSeeker,
 		return fmt.Errorf("s3: put %s: %w", loc, classify(err))
 	}
 	return nil
+}
+
+// PutIfAbsent writes an object only if no object has its key (a
+// conditional put, If-None-Match: *), and reports whether it wrote it.
+// Outputs that must never replace an earlier run's (results, reports,
+// ownership markers) are written with it.
+func (s *Store) PutIfAbsent(ctx context.Context, loc Location, data []byte, contentType string) (bool, error) {
+	in := &s3.PutObjectInput{
+		Bucket:        &loc.Bucket,
+		Key:           &loc.Key,
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		IfNoneMatch:   aws.String("*"),
+	}
+	if contentType != "" {
+		in.ContentType = aws.String(contentType)
+	}
+	if s.sse != "" {
+		in.ServerSideEncryption = s.sse
+	}
+	if s.kmsKeyID != "" {
+		in.SSEKMSKeyId = aws.String(s.kmsKeyID)
+	}
+	if _, err := s.client.PutObject(ctx, in); err != nil {
+		var re *awshttp.ResponseError
+		// 412: the key exists; 409: a concurrent conditional write to it
+		// is in progress (S3 asks the loser to retry, and it would then
+		// find the key taken).
+		if errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict) {
+			return false, nil
+		}
+		return false, fmt.Errorf("s3: put %s if absent: %w", loc, classify(err))
+	}
+	return true, nil
 }
 
 // EnsureBucket creates a bucket unless it exists.

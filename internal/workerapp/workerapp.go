@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.opentelemetry.io/otel"
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
@@ -38,6 +40,17 @@ type Options struct {
 	// twice the model pool's capacity.
 	Concurrency int
 	Logger      *slog.Logger
+
+	// S3Client, when set, is the S3 client the activities use as it is;
+	// cfg's S3 endpoint, region, keys and addressing are then ignored.
+	S3Client *s3.Client
+	// AWSConfig, when set (and S3Client is not), replaces the SDK's default
+	// configuration loading; cfg's S3 endpoint and addressing still apply.
+	AWSConfig *aws.Config
+	// Limits bound documents; zero fields mean the defaults.
+	Limits activities.Limits
+	// Tokenizers replaces the built-in tokenizers by name; nil means them.
+	Tokenizers func(name string) (memagent.Tokenizer, error)
 }
 
 // Telemetry: the wiring below reports to the OpenTelemetry global
@@ -46,7 +59,14 @@ type Options struct {
 // NewStore builds the S3 store described by cfg. Its requests made under a
 // span are traced.
 func NewStore(ctx context.Context, cfg config.Config) (*s3store.Store, error) {
+	return newStore(ctx, cfg, Options{})
+}
+
+// newStore is NewStore with the S3 client or AWS configuration of opts.
+func newStore(ctx context.Context, cfg config.Config, opts Options) (*s3store.Store, error) {
 	return s3store.New(ctx, s3store.Config{
+		Client:           opts.S3Client,
+		AWSConfig:        opts.AWSConfig,
 		Endpoint:         cfg.S3Endpoint,
 		Region:           cfg.S3Region,
 		AccessKeyID:      cfg.S3AccessKey,
@@ -152,7 +172,7 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := NewStore(ctx, cfg)
+	store, err := newStore(ctx, cfg, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -168,7 +188,11 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		pool.Close()
 		return nil, nil, err
 	}
-	tok, err := tokenizer.New(activities.DefaultTokenizer)
+	tokenizers := opts.Tokenizers
+	if tokenizers == nil {
+		tokenizers = tokenizer.New
+	}
+	tok, err := tokenizers(activities.DefaultTokenizer)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
@@ -181,15 +205,18 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	checkTokenizer(ctx, pool, name, tok, logger)
 	logger.Info("model resolved", "model", name, "max_model_len", maxLen, "endpoints", len(pool.Stats()), "capacity", pool.Capacity())
 	acts := &activities.Activities{
-		Store:        store,
-		Model:        pool,
-		DefaultModel: name,
-		MaxModelLen:  maxLen,
-		Bucket:       cfg.Bucket,
-		Templates:    templates,
-		Tokenizers:   tokenizer.New,
-		Logger:       logger,
-		Metrics:      metrics,
+		Store:         store,
+		Model:         pool,
+		DefaultModel:  name,
+		MaxModelLen:   maxLen,
+		Bucket:        cfg.Bucket,
+		ReadPrefixes:  cfg.ReadPrefixes,
+		WritePrefixes: cfg.WritePrefixes,
+		Templates:     templates,
+		Tokenizers:    tokenizers,
+		Logger:        logger,
+		Metrics:       metrics,
+		Limits:        opts.Limits,
 	}
 	switch {
 	case cfg.ChunkCacheMB < 0:

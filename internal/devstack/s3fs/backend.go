@@ -442,6 +442,19 @@ func (b *Backend) PutObject(ctx context.Context, bucketName, key string, meta ma
 		b.mu.Unlock()
 		return result, gofakes3.BucketNotFound(bucketName)
 	}
+	if gofakes3.HasWriteConditions(ctx) {
+		// gofakes3 checked If-None-Match / If-Match before the body was
+		// read; check again under the lock, so that of two conditional
+		// writes racing for one key exactly one wins.
+		etag := ""
+		if cur := bk.objects[key]; cur != nil {
+			etag = cur.MD5
+		}
+		if err := gofakes3.CheckWriteConditions(ctx, bk.objects[key] != nil, etag); err != nil {
+			b.mu.Unlock()
+			return result, err
+		}
+	}
 	if err := writeFileAtomic(dir, recordName(key), raw); err != nil {
 		b.mu.Unlock()
 		return result, fmt.Errorf("s3fs: put %s/%s: write record: %w", bucketName, key, err)

@@ -1,0 +1,150 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// conditionalStore is an ObjectStore that can write an object only if its
+// key is free (S3's If-None-Match: *). s3store.Store is one; a store
+// without it falls back to a check and a write, which a race can beat.
+type conditionalStore interface {
+	PutIfAbsent(ctx context.Context, loc s3store.Location, data []byte, contentType string) (bool, error)
+}
+
+// OwnerObject is the object, under a caller's output prefix, that names the
+// workflow the prefix belongs to.
+const OwnerObject = "owner.json"
+
+// prefixOwner is the content of OwnerObject.
+type prefixOwner struct {
+	WorkflowID string `json:"workflow_id"`
+}
+
+func (a *Activities) readPrefixes() []string {
+	if len(a.ReadPrefixes) > 0 {
+		return a.ReadPrefixes
+	}
+	return []string{"s3://" + a.Bucket + "/"}
+}
+
+func (a *Activities) writePrefixes() []string {
+	if len(a.WritePrefixes) > 0 {
+		return a.WritePrefixes
+	}
+	return []string{"s3://" + a.Bucket + "/"}
+}
+
+func forbidden(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrForbidden, nil)
+}
+
+func under(uri string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(uri, p) && (strings.HasSuffix(p, "/") || len(uri) == len(p) || uri[len(p)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// allowRead fails as memagent.Forbidden when field's URI is outside the
+// prefixes this worker may read.
+func (a *Activities) allowRead(field, uri string) error {
+	if under(uri, a.readPrefixes()) {
+		return nil
+	}
+	return forbidden("%s %s is outside what this worker may read (%s): copy it there, or add its prefix to the worker's MEMAGENT_READ_PREFIXES",
+		field, uri, strings.Join(a.readPrefixes(), ", "))
+}
+
+// allowWrite fails as memagent.Forbidden when field's prefix is outside the
+// prefixes this worker may write.
+func (a *Activities) allowWrite(field, prefix string) error {
+	if under(prefix, a.writePrefixes()) {
+		return nil
+	}
+	return forbidden("%s %s is outside where this worker may write (%s): choose a prefix there, or add it to the worker's MEMAGENT_WRITE_PREFIXES",
+		field, prefix, strings.Join(a.writePrefixes(), ", "))
+}
+
+// claimPrefix makes prefix (a caller's output prefix, ending in '/') the
+// workflow's: it writes OwnerObject if the prefix has none, and fails as
+// memagent.Forbidden if another workflow's outputs are there. The same
+// workflow id may claim it again (retries, resets, a re-run of a closed
+// id); its results never replace each other (see putOnce).
+func (a *Activities) claimPrefix(ctx context.Context, field, prefix, workflowID string) error {
+	if err := a.allowWrite(field, prefix); err != nil {
+		return err
+	}
+	loc, err := s3store.ParseURI(prefix + OwnerObject)
+	if err != nil {
+		return badInput(fmt.Errorf("%s: %w", field, err))
+	}
+	body, _ := json.Marshal(prefixOwner{WorkflowID: workflowID})
+	created, err := a.putIfAbsent(ctx, loc, body)
+	if err != nil || created {
+		return err
+	}
+	data, err := a.Store.ReadAll(ctx, loc)
+	if err != nil {
+		return storeError(err, loc.String())
+	}
+	var owner prefixOwner
+	if json.Unmarshal(data, &owner) == nil && owner.WorkflowID == workflowID {
+		return nil
+	}
+	return forbidden("%s %s holds the outputs of another workflow (%s): choose an empty prefix, or leave %s unset for one of the run's own",
+		field, prefix, owner.WorkflowID, field)
+}
+
+func (a *Activities) putIfAbsent(ctx context.Context, loc s3store.Location, data []byte) (bool, error) {
+	if cs, ok := a.Store.(conditionalStore); ok {
+		return cs.PutIfAbsent(ctx, loc, data, "application/json")
+	}
+	if _, err := a.Store.Head(ctx, loc); err == nil {
+		return false, nil
+	} else if !errors.Is(err, s3store.ErrNotFound) {
+		return false, err
+	}
+	return true, a.Store.Put(ctx, loc, data, "application/json")
+}
+
+// putOnce writes an output that must never replace another run's (a
+// result, a report) as JSON: at loc if the key is free or holds this run's
+// own earlier write (a retried activity), else under runs/<runID>/ beside
+// it. render gives the content for where it lands (outputs name their own
+// location). It returns that location.
+func (a *Activities) putOnce(ctx context.Context, loc s3store.Location, runID string, render func(s3store.Location) any) (s3store.Location, error) {
+	data, err := json.MarshalIndent(render(loc), "", "  ")
+	if err != nil {
+		return loc, err
+	}
+	created, err := a.putIfAbsent(ctx, loc, data)
+	if err != nil || created {
+		return loc, err
+	}
+	prev, err := a.Store.ReadAll(ctx, loc)
+	if err != nil && !errors.Is(err, s3store.ErrNotFound) {
+		return loc, err
+	}
+	var owner struct {
+		RunID string `json:"run_id"`
+	}
+	if err == nil && json.Unmarshal(prev, &owner) == nil && owner.RunID == runID {
+		return loc, a.Store.Put(ctx, loc, data, "application/json")
+	}
+	dir, name := "", loc.Key
+	if i := strings.LastIndex(loc.Key, "/"); i >= 0 {
+		dir, name = loc.Key[:i+1], loc.Key[i+1:]
+	}
+	alt := s3store.Location{Bucket: loc.Bucket, Key: dir + "runs/" + runID + "/" + name}
+	return alt, a.putJSON(ctx, alt, render(alt))
+}

@@ -1,0 +1,89 @@
+package activities
+
+import (
+	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/tokenizer"
+)
+
+// The names below give the types that this package's API shares with
+// memagent's internal packages a public name, so that code in another
+// module can name, build and implement everything an exported signature
+// here (or in the workflows, client and plugin packages) uses. They are
+// aliases: a value of one is a value of the other.
+
+// Location names one S3 object: a bucket and a key. Its String form is
+// "s3://bucket/key".
+type Location = s3store.Location
+
+// ObjectInfo is what ObjectStore.Head reports of an object: its Size in
+// bytes and its ETag.
+type ObjectInfo = s3store.ObjectInfo
+
+// ModelRequest is one completion request to the model (Model.Complete):
+// the Model name (empty = the pool's), the whole rendered Prompt,
+// MaxTokens, Temperature, TopP, and a Kind label ("update", "final") for
+// metrics that is not sent.
+type ModelRequest = inference.Request
+
+// Completion is a model's answer to a ModelRequest: the Text of the first
+// choice, the Model the server reports, the FinishReason ("stop" or
+// "length"), token usage and latency.
+type Completion = inference.Completion
+
+// Templates are the memory-update and final-answer prompt templates.
+// Build them with DefaultTemplates or ParseTemplates.
+type Templates = memagent.Templates
+
+// Tokenizer counts tokens and splits text into them; chunk budgets are
+// counted with it. NewTokenizer returns the built-in ones.
+type Tokenizer = memagent.Tokenizer
+
+// Scores compare an answer with gold answers: exact match, substring
+// match, token F1 and recall, after normalisation (JSON: exact_match,
+// substring_match, f1, best_gold, recall).
+type Scores = memagent.Scores
+
+// ReviewPassage is the byte range of a document that a review question's
+// memory took its new content from.
+type ReviewPassage = report.ReviewPassage
+
+// ReviewEvidence is one chunk that changed a review question's memory,
+// with the passage it came from when one was located.
+type ReviewEvidence = report.ReviewEvidence
+
+// ReviewRow is one question's row of a ReviewGrid: its answer, scores,
+// evidence and status.
+type ReviewRow = report.ReviewRow
+
+// ErrNotFound is the error (matched with errors.Is) an ObjectStore returns
+// for a missing bucket or object; the activities turn it into a
+// non-retryable DocumentNotFound failure.
+var ErrNotFound = s3store.ErrNotFound
+
+// ErrChanged is the error (matched with errors.Is) an ObjectStore returns
+// when an object no longer matches the ETag a read was pinned to.
+var ErrChanged = s3store.ErrChanged
+
+// DefaultTemplates returns the built-in prompt templates.
+func DefaultTemplates() Templates { return memagent.DefaultTemplates() }
+
+// ParseTemplates checks and returns templates from their text: the update
+// template must hold {question}, {memory} and {chunk}, the final one
+// {question} and {memory}; the error names the missing ones.
+func ParseTemplates(update, final string) (Templates, error) {
+	return memagent.ParseTemplates(update, final)
+}
+
+// NewTokenizer returns a built-in tokenizer by name: DefaultTokenizer
+// ("qwen2.5", also "qwen" and "qwen3": the vocabulary of the published
+// MemAgent models) or "cl100k_base" (also ""). The vocabularies are in the
+// binary: it needs no download. Activities.Tokenizers is usually
+// this function.
+func NewTokenizer(name string) (Tokenizer, error) { return tokenizer.New(name) }
+
+// ReviewUsage sums the model calls and tokens of a review, per question
+// and in total; it has the fields and JSON of Usage.
+type ReviewUsage = report.ReviewUsage

@@ -1,0 +1,289 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/inference"
+)
+
+// DefaultModelTimeout bounds one model request when Options.ModelTimeout
+// is zero.
+const DefaultModelTimeout = 10 * time.Minute
+
+// DefaultStopTimeout is how long a stopping worker lets in-flight
+// activities finish when Options.StopTimeout is zero and the host left
+// worker.Options.WorkerStopTimeout unset.
+const DefaultStopTimeout = 30 * time.Second
+
+// Options configure the plugin in code. Nothing is read from the
+// environment: a zero field means the default written beside it, never
+// an environment variable. OptionsFromEnv fills Options from the
+// environment, as memagent's own worker does; change its result to mix
+// the two.
+//
+// Only Bucket and ModelURLs have no default. They are checked, with the
+// rest, when a worker starts.
+type Options struct {
+	// Bucket holds the chunk indexes, traces and results the activities
+	// write (MEMAGENT_BUCKET). Documents may live in other buckets the S3
+	// credentials can read. Required.
+	Bucket string
+
+	// S3Client, when set, is the S3 client the activities use, as it is:
+	// the S3 fields below (endpoint, region, keys, addressing) and
+	// AWSConfig are ignored. It lets a service share the client it has.
+	S3Client *s3.Client
+	// AWSConfig, when set (and S3Client is not), is the AWS configuration
+	// (region, credentials, HTTP client, retryer) the S3 client is built
+	// from; S3Endpoint and S3VirtualHostStyle still apply. Nil means the
+	// SDK's default chain (environment, shared config, instance roles)
+	// with S3Region and the static keys below, when set.
+	AWSConfig *aws.Config
+	// S3Endpoint is the base URL of an S3-compatible service, such as
+	// http://127.0.0.1:9000 (AWS_ENDPOINT_URL_S3); empty means AWS itself.
+	S3Endpoint string
+	// S3Region is the bucket's region (AWS_REGION); empty means the SDK's
+	// default chain, or us-east-1.
+	S3Region string
+	// S3AccessKeyID and S3SecretAccessKey, when both set, are static
+	// credentials used instead of the SDK's default chain.
+	S3AccessKeyID, S3SecretAccessKey string
+	// S3VirtualHostStyle addresses buckets as bucket.host instead of the
+	// default host/bucket, which most S3-compatible servers need.
+	S3VirtualHostStyle bool
+	// S3SSE asks S3 to encrypt every object memagent writes: "" (the
+	// bucket's default), "AES256" or "aws:kms" (MEMAGENT_S3_SSE).
+	S3SSE string
+	// S3KMSKeyID is the KMS key for S3SSE "aws:kms"; empty means the
+	// account's AWS-managed key (MEMAGENT_S3_KMS_KEY_ID).
+	S3KMSKeyID string
+
+	// ModelURLs are the OpenAI-compatible base URLs of the model servers,
+	// including /v1 (OPENAI_BASE_URL, comma-separated); several form a
+	// pool, balanced by requests in flight. Required.
+	ModelURLs []string
+	// ModelAPIKey is sent as a bearer token to every model server
+	// (OPENAI_API_KEY); empty sends none.
+	ModelAPIKey string
+	// Model is the served model name requests use when they name none
+	// (MEMAGENT_MODEL); empty means the first one the server lists.
+	Model string
+	// ModelTimeout bounds one model request; default DefaultModelTimeout.
+	ModelTimeout time.Duration
+	// ModelMaxInFlight caps the requests in flight per model server
+	// (MEMAGENT_MAX_IN_FLIGHT); 0 means the pool's default.
+	ModelMaxInFlight int
+
+	// Tokenizers returns the tokenizer a request names (its
+	// options.tokenizer; activities.DefaultTokenizer when it names none),
+	// with which chunks and budgets are counted. Nil means the built-in
+	// ones, activities.NewTokenizer.
+	Tokenizers func(name string) (activities.Tokenizer, error)
+	// UpdateTemplate and FinalTemplate are paths of prompt template files;
+	// empty means the built-in prompts. See activities.ParseTemplates.
+	UpdateTemplate, FinalTemplate string
+	// Limits bound the documents a worker accepts; zero fields mean the
+	// defaults (4 GiB, a million chunks).
+	Limits activities.Limits
+	// ChunkCacheMB bounds each worker's cache of chunk bytes, which lets
+	// the questions of a review share each chunk's S3 read
+	// (MEMAGENT_CHUNK_CACHE_MB); 0 means 64, -1 turns it off.
+	ChunkCacheMB int
+
+	// Concurrency caps activities running at once in a worker when the
+	// host left worker.Options.MaxConcurrentActivityExecutionSize unset;
+	// default twice the model pool's capacity.
+	Concurrency int
+	// RateLimit caps activities started per second on the task queue,
+	// across workers, when the host left
+	// worker.Options.TaskQueueActivitiesPerSecond unset
+	// (MEMAGENT_RATE_LIMIT); 0 means none.
+	RateLimit float64
+	// StopTimeout is how long a stopping worker lets in-flight model calls
+	// finish when the host left worker.Options.WorkerStopTimeout unset
+	// (MEMAGENT_STOP_TIMEOUT); default DefaultStopTimeout.
+	StopTimeout time.Duration
+	// TaskQueue is the task queue the plugin expects to serve
+	// (MEMAGENT_TASK_QUEUE); a worker on another queue is logged, as
+	// starters must then name that queue. Empty logs nothing.
+	TaskQueue string
+
+	// CodecKeys are the payload encryption keys (MEMAGENT_CODEC_KEYS or
+	// MEMAGENT_CODEC_KEYS_FILE): the first encrypts, all decrypt. With
+	// keys, the plugin offers its codec (Plugin.PayloadCodec,
+	// Plugin.DataConverter) and codec server (Plugin.CodecHandler); it
+	// installs a converter in the client only with InstallConverter.
+	CodecKeys []CodecKey
+	// InstallConverter, with CodecKeys, lets the plugin wrap the client's
+	// data converter (the host's, or the SDK's default) in its codec, and
+	// set an encrypting failure converter where the host set none. It
+	// needs the plugin in client.Options.Plugins: a worker uses its
+	// client's converter, so a worker whose client the plugin did not
+	// configure refuses to start. Without it the plugin never touches a
+	// converter.
+	InstallConverter bool
+	// CodecServer configures Plugin.CodecHandler: the bearer token it
+	// requires and the browser origins it allows
+	// (MEMAGENT_CODEC_TOKEN, MEMAGENT_CODEC_CORS_ORIGINS).
+	CodecServer CodecHandlerOptions
+
+	// StartTimeout bounds the checks of the bucket and the model server at
+	// worker start; default DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Logger defaults to slog.Default.
+	Logger *slog.Logger
+}
+
+// OptionsFromEnv returns the options memagent's own worker runs with: the
+// dev stack's addresses (S3 on 127.0.0.1:9000, the model server on
+// 127.0.0.1:8000, bucket "memagent") overridden by the usual environment
+// variables (MEMAGENT_BUCKET, AWS_ENDPOINT_URL_S3, AWS_REGION,
+// OPENAI_BASE_URL, OPENAI_API_KEY, MEMAGENT_MODEL, MEMAGENT_CODEC_KEYS, ...;
+// see the README). It leaves InstallConverter false and Logger nil. An
+// error names the variable that does not parse.
+func OptionsFromEnv() (Options, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return Options{}, fmt.Errorf("memagent plugin: %w", err)
+	}
+	return optionsFromConfig(cfg), nil
+}
+
+// optionsFromConfig maps a worker configuration to Options.
+func optionsFromConfig(cfg config.Config) Options {
+	cfg.Normalize()
+	o := Options{
+		Bucket:             cfg.Bucket,
+		S3Endpoint:         cfg.S3Endpoint,
+		S3Region:           cfg.S3Region,
+		S3AccessKeyID:      cfg.S3AccessKey,
+		S3SecretAccessKey:  cfg.S3SecretKey,
+		S3VirtualHostStyle: !cfg.S3PathStyle,
+		S3SSE:              cfg.S3SSE,
+		S3KMSKeyID:         cfg.S3KMSKeyID,
+		ModelAPIKey:        cfg.ModelAPIKey,
+		Model:              cfg.Model,
+		ModelTimeout:       cfg.ModelTimeout,
+		ModelMaxInFlight:   cfg.ModelMaxInFlight,
+		ChunkCacheMB:       cfg.ChunkCacheMB,
+		RateLimit:          cfg.RateLimit,
+		StopTimeout:        cfg.StopTimeout,
+		TaskQueue:          cfg.TaskQueue,
+		CodecServer:        CodecHandlerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins},
+	}
+	for _, u := range strings.Split(cfg.ModelBaseURL, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			o.ModelURLs = append(o.ModelURLs, u)
+		}
+	}
+	for _, k := range cfg.CodecKeys {
+		o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: k.Raw})
+	}
+	return o
+}
+
+// config maps Options to the worker configuration the internal packages
+// take. The Temporal fields stay empty: the host's client is used.
+func (o Options) config() config.Config {
+	return config.Config{
+		Bucket:           o.Bucket,
+		S3Endpoint:       o.S3Endpoint,
+		S3Region:         o.S3Region,
+		S3AccessKey:      o.S3AccessKeyID,
+		S3SecretKey:      o.S3SecretAccessKey,
+		S3PathStyle:      !o.S3VirtualHostStyle,
+		S3SSE:            o.S3SSE,
+		S3KMSKeyID:       o.S3KMSKeyID,
+		ModelBaseURL:     strings.Join(o.ModelURLs, ","),
+		ModelAPIKey:      o.ModelAPIKey,
+		Model:            o.Model,
+		ModelTimeout:     o.ModelTimeout,
+		ModelMaxInFlight: o.ModelMaxInFlight,
+		ChunkCacheMB:     o.ChunkCacheMB,
+		RateLimit:        o.RateLimit,
+		StopTimeout:      o.StopTimeout,
+		TaskQueue:        o.TaskQueue,
+	}
+}
+
+// withDefaults fills the zero fields that have defaults.
+func (o Options) withDefaults() Options {
+	if o.ModelTimeout <= 0 {
+		o.ModelTimeout = DefaultModelTimeout
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = DefaultStopTimeout
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.ModelURLs = append([]string(nil), o.ModelURLs...)
+	o.CodecKeys = append([]CodecKey(nil), o.CodecKeys...)
+	return o
+}
+
+// validate reports every setting that cannot work, naming the field (and
+// the variable OptionsFromEnv reads it from).
+func (o Options) validate() error {
+	var errs []error
+	if o.Bucket == "" {
+		errs = append(errs, errors.New("Bucket is empty: set Options.Bucket (MEMAGENT_BUCKET)"))
+	}
+	if o.S3Client == nil && o.S3Endpoint != "" {
+		if u, err := url.Parse(o.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("S3Endpoint %q is not an http(s) URL: set Options.S3Endpoint (AWS_ENDPOINT_URL_S3) to e.g. http://127.0.0.1:9000, or leave it empty for AWS", o.S3Endpoint))
+		}
+	}
+	switch o.S3SSE {
+	case "", config.SSES3:
+		if o.S3KMSKeyID != "" {
+			errs = append(errs, fmt.Errorf("S3KMSKeyID is set but S3SSE is %q: set Options.S3SSE (MEMAGENT_S3_SSE) to aws:kms", o.S3SSE))
+		}
+	case config.SSEKMS:
+	default:
+		errs = append(errs, fmt.Errorf("S3SSE %q: use AES256, aws:kms, or empty for the bucket's default (Options.S3SSE, MEMAGENT_S3_SSE)", o.S3SSE))
+	}
+	if len(o.ModelURLs) == 0 {
+		errs = append(errs, errors.New("ModelURLs is empty: set Options.ModelURLs (OPENAI_BASE_URL) to the model servers' base URLs, e.g. http://gpu-1:8000/v1"))
+	} else if _, err := inference.ParseEndpoints(strings.Join(o.ModelURLs, ","), "", o.ModelMaxInFlight); err != nil {
+		errs = append(errs, fmt.Errorf("ModelURLs: %w (Options.ModelURLs, Options.ModelMaxInFlight)", err))
+	}
+	if o.RateLimit < 0 {
+		errs = append(errs, errors.New("RateLimit must not be negative (Options.RateLimit, MEMAGENT_RATE_LIMIT)"))
+	}
+	if o.ChunkCacheMB < -1 {
+		errs = append(errs, errors.New("ChunkCacheMB must be megabytes >= 0, or -1 for no cache (Options.ChunkCacheMB, MEMAGENT_CHUNK_CACHE_MB)"))
+	}
+	return errors.Join(errs...)
+}
+
+// capacity is the model pool's capacity as configured, or 0 when the model
+// URLs do not parse (worker start reports that).
+func (o Options) capacity() int {
+	eps, err := inference.ParseEndpoints(strings.Join(o.ModelURLs, ","), "", o.ModelMaxInFlight)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, ep := range eps {
+		if ep.MaxInFlight > 0 {
+			n += ep.MaxInFlight
+		} else {
+			n += inference.DefaultMaxInFlight
+		}
+	}
+	return n
+}

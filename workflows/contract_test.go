@@ -1,0 +1,190 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/contract"
+)
+
+var updateSchemas = flag.Bool("update-schemas", false, "rewrite docs/schemas and the generated tables of docs/API.md from the Go types")
+
+// published lists every JSON shape of the contract: workflow inputs,
+// results, query results and the objects written to S3.
+var published = []struct {
+	file, title string
+	t           reflect.Type
+	dir         contract.Direction
+}{
+	{"documentqa.input", "memagent.DocumentQA input", reflect.TypeFor[DocumentQAInput](), contract.Input},
+	{"documentqa.result", "memagent.DocumentQA result (and result.json)", reflect.TypeFor[DocumentQAResult](), contract.Output},
+	{"documentqa.progress", "memagent.DocumentQA progress query", reflect.TypeFor[Progress](), contract.Output},
+	{"review.input", "memagent.ReviewDocument input", reflect.TypeFor[ReviewInput](), contract.Input},
+	{"review.result", "memagent.ReviewDocument result (and grid.json)", reflect.TypeFor[ReviewResult](), contract.Output},
+	{"review.progress", "memagent.ReviewDocument progress query", reflect.TypeFor[ReviewProgress](), contract.Output},
+	{"batch.input", "memagent.BatchQA input", reflect.TypeFor[BatchQAInput](), contract.Input},
+	{"batch.result", "memagent.BatchQA result", reflect.TypeFor[BatchQAResult](), contract.Output},
+	{"batch.progress", "memagent.BatchQA progress query", reflect.TypeFor[BatchProgress](), contract.Output},
+	{"batch.report", "BatchQA report.json", reflect.TypeFor[activities.BatchReport](), contract.Output},
+	{"batch.results-line", "BatchQA results.jsonl line (also a manifest line)", reflect.TypeFor[activities.BatchItemResult](), contract.Output},
+}
+
+func describer(t *testing.T) contract.Describer {
+	t.Helper()
+	d, err := contract.SourceDocs(map[string]string{
+		"github.com/memagent/memagent/workflows":         ".",
+		"github.com/memagent/memagent/activities":        "../activities",
+		"github.com/memagent/memagent/internal/report":   "../internal/report",
+		"github.com/memagent/memagent/internal/memagent": "../internal/memagent",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestSchemasMatchTypes fails when a Go type of the contract changed and
+// docs/schemas was not regenerated: go test ./workflows -run Schemas -update-schemas.
+func TestSchemasMatchTypes(t *testing.T) {
+	d := describer(t)
+	for _, p := range published {
+		s := contract.Schema(p.t, "urn:memagent:schema:"+p.file, p.title, p.dir, d)
+		got, err := json.MarshalIndent(s, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, '\n')
+		path := filepath.Join("..", "docs", "schemas", p.file+".json")
+		if *updateSchemas {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v: run go test ./workflows -run Schemas -update-schemas", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s's Go type: run go test ./workflows -run Schemas -update-schemas, and review the change (it is the wire format)", path, p.t)
+		}
+	}
+}
+
+var generatedRE = regexp.MustCompile(`(?s)<!-- fields: ([a-z.\-]+) -->\n.*?<!-- end fields -->`)
+
+// TestAPIFieldTablesMatchTypes keeps the field tables of docs/API.md in
+// step with the types, like the schemas.
+func TestAPIFieldTablesMatchTypes(t *testing.T) {
+	d := describer(t)
+	path := filepath.Join("..", "docs", "API.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byFile := map[string]int{}
+	for i, p := range published {
+		byFile[p.file] = i
+	}
+	var missing []string
+	out := generatedRE.ReplaceAllFunc(doc, func(m []byte) []byte {
+		name := string(generatedRE.FindSubmatch(m)[1])
+		i, ok := byFile[name]
+		if !ok {
+			missing = append(missing, name)
+			return m
+		}
+		return []byte(fmt.Sprintf("<!-- fields: %s -->\n%s<!-- end fields -->", name, fieldTable(published[i].t, published[i].dir, d)))
+	})
+	if len(missing) > 0 {
+		t.Fatalf("docs/API.md names unknown shapes %v", missing)
+	}
+	if *updateSchemas {
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(out, doc) {
+		t.Errorf("the field tables of docs/API.md differ from the Go types: run go test ./workflows -run APIFieldTables -update-schemas")
+	}
+}
+
+// fieldTable renders t's members as a markdown table, nested objects
+// flattened to dotted paths (two levels), arrays of objects as path[].
+func fieldTable(t reflect.Type, dir contract.Direction, d contract.Describer) string {
+	var b strings.Builder
+	b.WriteString("| Field | Type | Meaning |\n|---|---|---|\n")
+	var walk func(t reflect.Type, prefix string, depth int)
+	walk = func(t reflect.Type, prefix string, depth int) {
+		for _, f := range contract.Fields(t) {
+			path := prefix + f.Name
+			doc := d(f.Owner, f.GoName)
+			if dir == contract.Input && f.Name == "state" {
+				doc = "Set by the workflow when it continues as new; never send it."
+			}
+			for _, a := range f.Aliases {
+				doc += fmt.Sprintf(" Alias: `%s`.", a)
+			}
+			if dir == contract.Input && strings.Contains(string(f.Owner.Field(fieldIndex(f)).Tag), `contract:"required`) {
+				doc = "**Required.** " + doc
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", path, typeName(f.Type), strings.ReplaceAll(strings.TrimSpace(doc), "|", "\\|"))
+			et := f.Type
+			for et.Kind() == reflect.Pointer || et.Kind() == reflect.Slice {
+				if et.Kind() == reflect.Slice {
+					path += "[]"
+				}
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct && et.Name() != "Time" && depth < 1 && f.Name != "state" {
+				walk(et, path+".", depth+1)
+			}
+		}
+	}
+	walk(t, "", 0)
+	return b.String()
+}
+
+func fieldIndex(f contract.Field) int {
+	sf, _ := f.Owner.FieldByName(f.GoName)
+	return sf.Index[0]
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	case reflect.Slice:
+		return "array of " + typeName(t.Elem())
+	case reflect.Map:
+		return "object of " + typeName(t.Elem())
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Struct:
+		if t.Name() == "Time" {
+			return "string (RFC 3339 time)"
+		}
+		return "object"
+	}
+	if t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 {
+		return "integer"
+	}
+	return "any"
+}

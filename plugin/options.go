@@ -38,6 +38,13 @@ type Options struct {
 	// write (MEMAGENT_BUCKET). Documents may live in other buckets the S3
 	// credentials can read. Required.
 	Bucket string
+	// ReadPrefixes are the s3:// prefixes documents and manifests may be
+	// read from (MEMAGENT_READ_PREFIXES), and WritePrefixes those a run's
+	// outputs (output_prefix, report_prefix) may be written under
+	// (MEMAGENT_WRITE_PREFIXES). Empty means s3://<Bucket>/; "s3://"
+	// means any bucket the credentials reach. Anything else fails as
+	// memagent.Forbidden before any model call.
+	ReadPrefixes, WritePrefixes []string
 
 	// S3Client, when set, is the S3 client the activities use, as it is:
 	// the S3 fields below (endpoint, region, keys, addressing) and
@@ -164,6 +171,8 @@ func optionsFromConfig(cfg config.Config) Options {
 	cfg.Normalize()
 	o := Options{
 		Bucket:             cfg.Bucket,
+		ReadPrefixes:       cfg.ReadPrefixes,
+		WritePrefixes:      cfg.WritePrefixes,
 		S3Endpoint:         cfg.S3Endpoint,
 		S3Region:           cfg.S3Region,
 		S3AccessKeyID:      cfg.S3AccessKey,
@@ -197,6 +206,8 @@ func optionsFromConfig(cfg config.Config) Options {
 func (o Options) config() config.Config {
 	return config.Config{
 		Bucket:           o.Bucket,
+		ReadPrefixes:     o.ReadPrefixes,
+		WritePrefixes:    o.WritePrefixes,
 		S3Endpoint:       o.S3Endpoint,
 		S3Region:         o.S3Region,
 		S3AccessKey:      o.S3AccessKeyID,
@@ -241,6 +252,11 @@ func (o Options) validate() error {
 	var errs []error
 	if o.Bucket == "" {
 		errs = append(errs, errors.New("Bucket is empty: set Options.Bucket (MEMAGENT_BUCKET)"))
+	}
+	for _, p := range append(append([]string(nil), o.ReadPrefixes...), o.WritePrefixes...) {
+		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
+			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (Options.ReadPrefixes, Options.WritePrefixes)", p))
+		}
 	}
 	if o.S3Client == nil && o.S3Endpoint != "" {
 		if u, err := url.Parse(o.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -86,6 +86,18 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	if err := in.Options.Validate(); err != nil {
 		return nil, badInput(err)
 	}
+	if err := a.allowRead("manifest", in.Manifest); err != nil {
+		return nil, err
+	}
+	if in.ReportPrefix != "" {
+		p := in.ReportPrefix
+		if !strings.HasSuffix(p, "/") {
+			p += "/"
+		}
+		if err := a.claimPrefix(ctx, "report_prefix", p, in.WorkflowID); err != nil {
+			return nil, err
+		}
+	}
 	pageSize := in.PageSize
 	if pageSize == 0 {
 		pageSize = defaultPageSize
@@ -665,6 +677,10 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	if _, err := s3store.ParseURI(prefix + ReportJSONName); err != nil {
 		return nil, badInput(fmt.Errorf("report prefix: %w", err))
 	}
+	prefix, err := a.ownReportPrefix(ctx, prefix, in.RunID)
+	if err != nil {
+		return nil, err
+	}
 	spool, err := os.CreateTemp("", "memagent-batch-*.jsonl")
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
@@ -700,7 +716,8 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	}
 
 	rep := &BatchReport{
-		Name: in.Name, WorkflowID: in.WorkflowID, Manifest: in.Manifest, Model: in.Model,
+		RunID: in.RunID,
+		Name:  in.Name, WorkflowID: in.WorkflowID, Manifest: in.Manifest, Model: in.Model,
 		Options: in.Options.WithDefaults(), StartedAt: in.StartedAt, FinishedAt: time.Now().UTC(),
 		ResultsURI: prefix + ReportResultsName, CSVURI: prefix + ReportCSVName,
 		SVGURI: prefix + ReportSVGName, HTMLURI: prefix + ReportHTMLName, ReportURI: prefix + ReportJSONName,
@@ -1016,4 +1033,28 @@ func batchPage(rep *BatchReport, labelKeys []string, chart string, failures [][]
 	}
 	p.Tables = append(p.Tables, t)
 	return p
+}
+
+// ownReportPrefix returns where a run's report goes: prefix, unless a
+// complete report of another run is there (a reset, or a re-run of the same
+// workflow id), which is kept: then prefix + runs/<runID>/.
+func (a *Activities) ownReportPrefix(ctx context.Context, prefix, runID string) (string, error) {
+	if runID == "" {
+		return prefix, nil
+	}
+	loc, _ := s3store.ParseURI(prefix + ReportJSONName)
+	data, err := a.Store.ReadAll(ctx, loc)
+	if errors.Is(err, s3store.ErrNotFound) {
+		return prefix, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", loc, err)
+	}
+	var prev struct {
+		RunID string `json:"run_id"`
+	}
+	if json.Unmarshal(data, &prev) == nil && prev.RunID == runID {
+		return prefix, nil
+	}
+	return prefix + "runs/" + runID + "/", nil
 }

@@ -66,8 +66,10 @@ type ScoreAggregate struct {
 
 // BatchReport is report.json of a BatchQA run.
 type BatchReport struct {
-	Name       string         `json:"name"`
-	WorkflowID string         `json:"workflow_id"`
+	Name       string `json:"name"`
+	WorkflowID string `json:"workflow_id"`
+	// RunID is the batch run that wrote the report.
+	RunID      string         `json:"run_id,omitempty"`
 	Manifest   string         `json:"manifest"`
 	Model      string         `json:"model"`
 	Options    ModelOptions   `json:"options"`
@@ -186,6 +188,10 @@ type ReportInput struct {
 	StartedAt  time.Time    `json:"started_at"`
 	// ReportPrefix is where the report goes (ending in /).
 	ReportPrefix string `json:"report_prefix"`
+	// RunID is the batch run writing the report. A report.json of another
+	// run already under ReportPrefix (a reset, or a re-run of the same id)
+	// is kept, and this report goes under ReportPrefix + runs/<RunID>/.
+	RunID string `json:"run_id,omitempty"`
 	// Parts are the s3:// URIs of the outcome parts, in any order.
 	Parts []string `json:"parts"`
 	// Items is how many items the manifest has; an item missing from the

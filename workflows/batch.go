@@ -336,13 +336,19 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: in.Manifest,
 		Model: st.Expanded.Model, Options: in.Options, StartedAt: st.StartedAt,
 		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
+		RunID: info.WorkflowExecution.RunID,
 	}).Get(ctx, &rep); err != nil {
 		return nil, stageError("write report", err)
 	}
 	b.publish(BatchStageDone)
+	// A report kept from an earlier run moves this one to runs/<run id>/.
+	reportPrefix := st.Expanded.ReportPrefix
+	if p, ok := strings.CutSuffix(rep.ReportURI, "report.json"); ok && p != "" {
+		reportPrefix = p
+	}
 	return &BatchQAResult{
 		Name: st.Name, Items: st.Expanded.Items, Succeeded: st.Answered, Failed: st.Failed, Skipped: st.Reused,
-		ReportPrefix: st.Expanded.ReportPrefix, ReportURI: st.Expanded.ReportPrefix + "report.json",
+		ReportPrefix: reportPrefix, ReportURI: reportPrefix + "report.json",
 		HTMLURI: rep.HTMLURI, WorkflowID: info.WorkflowExecution.ID, Runs: st.Runs, Model: st.Expanded.Model,
 		Overall: rep.Overall,
 	}, nil

@@ -1,0 +1,97 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+func TestReadWritePrefixes(t *testing.T) {
+	a := &Activities{Bucket: "memagent"}
+	for _, tt := range []struct {
+		uri  string
+		want bool
+	}{
+		{"s3://memagent/docs/x.txt", true}, {"s3://memagent-other/x.txt", false}, {"s3://private/x.txt", false},
+	} {
+		if err := a.allowRead("document", tt.uri); (err == nil) != tt.want {
+			t.Errorf("allowRead(%s) = %v, want allowed %t", tt.uri, err, tt.want)
+		} else if err != nil {
+			assertType(t, err, ErrForbidden)
+			if !strings.Contains(err.Error(), "MEMAGENT_READ_PREFIXES") {
+				t.Errorf("message %q does not name the setting", err)
+			}
+		}
+	}
+	a.WritePrefixes = []string{"s3://out/team-a"}
+	if err := a.allowWrite("output_prefix", "s3://out/team-a/run1/"); err != nil {
+		t.Errorf("allowWrite under the prefix: %v", err)
+	}
+	if err := a.allowWrite("output_prefix", "s3://out/team-ab/"); err == nil {
+		t.Error("allowWrite of a sibling that shares the prefix's spelling succeeded")
+	}
+}
+
+func TestClaimPrefixKeepsOtherWorkflowsOut(t *testing.T) {
+	ctx := context.Background()
+	store := activitiestest.NewStore()
+	a := &Activities{Bucket: "memagent", Store: store}
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", "wf-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", "wf-1"); err != nil {
+		t.Fatalf("the owner's second claim (a retry, a reset): %v", err)
+	}
+	err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", "wf-2")
+	assertType(t, err, ErrForbidden)
+	if !strings.Contains(err.Error(), "wf-1") {
+		t.Errorf("message %q does not name the owner", err)
+	}
+}
+
+func TestPutOnceKeepsAnotherRunsResult(t *testing.T) {
+	ctx := context.Background()
+	store := activitiestest.NewStore()
+	a := &Activities{Bucket: "memagent", Store: store}
+	loc := s3store.Location{Bucket: "memagent", Key: "runs/wf/first/result.json"}
+	write := func(run, answer string) s3store.Location {
+		t.Helper()
+		at, err := a.putOnce(ctx, loc, run, func(at s3store.Location) any {
+			return QAResult{RunID: run, Answer: answer, ResultURI: at.String()}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	if at := write("run-1", "A"); at != loc {
+		t.Fatalf("first write went to %s", at)
+	}
+	if at := write("run-1", "A again"); at != loc {
+		t.Fatalf("a retry of the same run went to %s, want %s", at, loc)
+	}
+	at := write("run-2", "B")
+	if want := "runs/wf/first/runs/run-2/result.json"; at.Key != want {
+		t.Fatalf("a reset run's result went to %s, want key %s", at, want)
+	}
+	if got := string(store.Object(loc)); !strings.Contains(got, `"A again"`) {
+		t.Errorf("the first run's result was replaced: %s", got)
+	}
+	if got := string(store.Object(at)); !strings.Contains(got, at.String()) {
+		t.Errorf("the diverted result does not name where it is: %s", got)
+	}
+}
+
+func assertType(t *testing.T, err error, typ string) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != typ || !appErr.NonRetryable() {
+		t.Fatalf("error %v, want a non-retryable %s", err, typ)
+	}
+}

@@ -38,9 +38,13 @@ type Model interface {
 }
 
 // Activities holds the dependencies of memagent's activities. Register it
-// with Register; workflows call its methods by name.
+// with Register; workflows call its methods by name. The plugin package
+// builds one per worker; code that builds its own sets at least Store,
+// Model, Bucket, Templates and Tokenizers.
 type Activities struct {
+	// Store reads documents and writes indexes, traces and results.
 	Store ObjectStore
+	// Model answers the prompts: the pool of model servers.
 	Model Model
 	// DefaultModel is used when a request names none.
 	DefaultModel string
@@ -54,9 +58,12 @@ type Activities struct {
 	// report_prefix may name. Empty means s3://<Bucket>/. Anything else
 	// fails as memagent.Forbidden before any model call.
 	ReadPrefixes, WritePrefixes []string
-	Templates                   memagent.Templates
-	Tokenizers                  func(name string) (memagent.Tokenizer, error)
-	Logger                      *slog.Logger
+	// Templates are the prompts (DefaultTemplates, ParseTemplates).
+	Templates Templates
+	// Tokenizers returns the tokenizer a request names (NewTokenizer).
+	Tokenizers func(name string) (Tokenizer, error)
+	// Logger defaults to discarding everything.
+	Logger *slog.Logger
 	// Limits bound documents; zero fields mean the defaults.
 	Limits Limits
 	// HeartbeatEvery is how often a waiting activity heartbeats; default a

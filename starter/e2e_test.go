@@ -274,7 +274,7 @@ func TestAskRejectsBadInputBeforeStarting(t *testing.T) {
 		{"missing s3 object", []string{"--doc", "s3://memagent/missing/doc.txt", "--question", "q"}, "does not exist"},
 		{"bad s3 uri", []string{"--doc", "s3://bucket-only", "--question", "q"}, "names no object"},
 		{"unknown model", []string{"--doc", good, "--question", "q", "--model", "no-such-model"}, `model "no-such-model" is not served`},
-		{"over the model context", []string{"--doc", good, "--question", "q", "--chunk-tokens", "40000"}, "exceed the model's context (32768): lower --chunk-tokens to at most"},
+		{"over the model context", []string{"--doc", good, "--question", "q", "--chunk-tokens", "40000"}, "exceed the model's context (32768): lower options.chunk_tokens (--chunk-tokens) to at most"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,7 +60,30 @@ func main() {
 	}
 }
 
+// run runs one command. Its errors name JSON fields where the workflows
+// do, with the flags that set them added (withFlags).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, stdout, stderr)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	if msg := withFlags(err.Error()); msg != err.Error() {
+		return &flagged{msg: msg, err: err}
+	}
+	return err
+}
+
+// flagged is an error whose message gained flag names; errors.Is and As
+// still see the original.
+type flagged struct {
+	msg string
+	err error
+}
+
+func (f *flagged) Error() string { return f.msg }
+func (f *flagged) Unwrap() error { return f.err }
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")

@@ -110,7 +110,7 @@ func runError(id string, err error) error {
 	case errors.As(err, &appErr):
 		// The workflow's own error carries the stage and the class; the
 		// SDK's wrapping around it repeats them.
-		return fmt.Errorf("run %s failed (%s): %s", id, appErr.Type(), withFlags(appErr.Message()))
+		return fmt.Errorf("run %s failed (%s): %s", id, appErr.Type(), appErr.Message())
 	case err != nil:
 		return fmt.Errorf("run %s: %w", id, err)
 	}

@@ -138,6 +138,11 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			vis.publish(progress, StatusKey.ValueSet(s))
 		}
 	}()
+	// The query answers from the start, so a caller polling it sees
+	// "failed" even for input that does not decode.
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
+		return nil, err
+	}
 	var in DocumentQAInput
 	if err := edge.decode(input, &in); err != nil {
 		return nil, err
@@ -164,9 +169,6 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		progress.ChunksDone, progress.ChunksTotal = st.Cursor, st.Prepared.Chunks
 		progress.TokensDone, progress.TokensTotal = st.TokensDone, st.Prepared.Tokens
 		progress.Usage, progress.Memory = st.Usage, st.Memory
-	}
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
-		return nil, err
 	}
 	if st.Prepared.IndexURI == "" {
 		progress.Stage = StagePreparing
@@ -300,7 +302,9 @@ func retryPolicy() *temporal.RetryPolicy {
 func stageError(stage string, err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
-		return temporal.NewApplicationErrorWithOptions(stage+": "+appErr.Error(), appErr.Type(),
+		// Message, not Error: the top-level message stays one short line,
+		// and the activity's error (with its own causes) is the cause.
+		return temporal.NewApplicationErrorWithOptions(stage+": "+appErr.Message(), appErr.Type(),
 			temporal.ApplicationErrorOptions{NonRetryable: appErr.NonRetryable(), Cause: err})
 	}
 	return fmt.Errorf("%s: %w", stage, err)

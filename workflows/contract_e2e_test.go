@@ -1,0 +1,229 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/workerapp/workerapptest"
+	"github.com/memagent/memagent/workflows"
+)
+
+// rawJSON is the one argument as a client in another language sends it.
+func rawJSON(s string) converter.RawValue {
+	return converter.NewRawValue(&commonpb.Payload{
+		Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingJSON)},
+		Data:     []byte(s),
+	})
+}
+
+type contractStack struct {
+	*workerapptest.Stack
+	c     client.Client
+	store *s3store.Store
+	doc   string
+}
+
+func startContractStack(t *testing.T) *contractStack {
+	t.Helper()
+	s := workerapptest.Start(t)
+	d := s.Dev.Stack
+	c, err := client.Dial(client.Options{HostPort: d.TemporalAddress, Namespace: d.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	store, err := s3store.New(ctx, s3store.Config{Endpoint: d.S3Endpoint, Region: d.Region, AccessKeyID: d.S3AccessKey, SecretAccessKey: d.S3SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := range 120 {
+		fmt.Fprintf(&b, "Paragraph %d tells of river boats and the harvest weather in the valley. ", i)
+	}
+	b.WriteString("The vault code is 7391-ALPHA. ")
+	doc := fmt.Sprintf("s3://%s/docs/contract.txt", d.Bucket)
+	loc, _ := s3store.ParseURI(doc)
+	if err := store.Put(ctx, loc, []byte(b.String()), "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	return &contractStack{Stack: s, c: c, store: store, doc: doc}
+}
+
+func (s *contractStack) start(t *testing.T, id, workflow, input string) client.WorkflowRun {
+	t.Helper()
+	run, err := s.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.DefaultTaskQueue},
+		workflow, rawJSON(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// count is a visibility count, waited for: visibility is eventually
+// consistent.
+func (s *contractStack) waitCount(t *testing.T, query string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := s.c.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+		if err == nil && resp.Count == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("count of %s = %v (err %v), want %d", query, resp.GetCount(), err, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *contractStack) modelCalls() int { return len(s.Dev.Simulator.Calls()) }
+
+func (s *contractStack) keys(t *testing.T) []string {
+	t.Helper()
+	keys, err := s.store.List(context.Background(), s.Dev.Stack.Bucket, "", 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// The contract's edges as a client outside Go meets them, on the real
+// server: strict decoding, who may read and write what, and honest status.
+func TestContractOnTheEmbeddedStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded stack")
+	}
+	s := startContractStack(t)
+	ctx := context.Background()
+
+	t.Run("bad input fails fast as BadInput naming the JSON field", func(t *testing.T) {
+		for i, tt := range []struct{ workflow, input, want string }{
+			{workflows.DocumentQAName, `{"document":"` + s.doc + `","question":"What is the vault code?","options":{"chunk_token":1000}}`,
+				"options.chunk_token: unknown field; did you mean options.chunk_tokens?"},
+			{workflows.DocumentQAName, `{"document":"` + s.doc + `","question":"What is the vault code?","options":{"chunk_tokens":"1000"}}`,
+				`options.chunk_tokens: expected an integer, got a string ("1000")`},
+			{workflows.ReviewDocumentName, `{"document":"` + s.doc + `","questions":["Who?","What?"]}`,
+				`questions[0]: expected an object {"id", "question", "gold_answers"}, got a string ("Who?")`},
+		} {
+			began := time.Now()
+			run := s.start(t, fmt.Sprintf("contract-bad-%d", i), tt.workflow, tt.input)
+			err := run.Get(ctx, nil)
+			took := time.Since(began)
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
+				t.Fatalf("%s: error %v, want %s", tt.workflow, err, activities.ErrBadInput)
+			}
+			if !strings.Contains(appErr.Message(), tt.want) || strings.Contains(appErr.Message(), "--") || strings.Contains(appErr.Message(), "(type:") {
+				t.Errorf("message %q: want it to contain %q and name no CLI flag", appErr.Message(), tt.want)
+			}
+			if took > 2*time.Second {
+				t.Errorf("%s failed after %v, want under 2s", tt.workflow, took)
+			}
+			t.Logf("%s failed in %v: %s", tt.workflow, took.Round(time.Millisecond), appErr.Message())
+		}
+	})
+
+	t.Run("outputs of another run and documents outside the prefixes are forbidden", func(t *testing.T) {
+		prefix := fmt.Sprintf("s3://%s/team/out/", s.Dev.Stack.Bucket)
+		first := s.start(t, "contract-owner", workflows.DocumentQAName,
+			`{"document":"`+s.doc+`","question":"What is the vault code?","output_prefix":"`+prefix+`","options":{"chunk_tokens":2000}}`)
+		if err := first.Get(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		resultLoc, _ := s3store.ParseURI(prefix + "result.json")
+		before, err := s.store.ReadAll(ctx, resultLoc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keysBefore, callsBefore := s.keys(t), s.modelCalls()
+		other := fmt.Sprintf("s3://%s-private/secret.txt", s.Dev.Stack.Bucket)
+		for id, input := range map[string]string{
+			"contract-intruder": `{"document":"` + s.doc + `","question":"Who signed?","output_prefix":"` + prefix + `"}`,
+			"contract-outside":  `{"document":"` + other + `","question":"Who signed?"}`,
+		} {
+			err := s.start(t, id, workflows.DocumentQAName, input).Get(ctx, nil)
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrForbidden {
+				t.Fatalf("%s: error %v, want %s", id, err, activities.ErrForbidden)
+			}
+			if msg := appErr.Message(); strings.Contains(msg, "(type:") || len(msg) > 400 {
+				t.Errorf("%s: top-level message is not one short line: %q", id, msg)
+			}
+			t.Logf("%s: %s", id, appErr.Message())
+		}
+		if n := s.modelCalls(); n != callsBefore {
+			t.Errorf("%d model calls were made for forbidden runs", n-callsBefore)
+		}
+		after, _ := s.store.ReadAll(ctx, resultLoc)
+		if string(after) != string(before) {
+			t.Error("the first run's result.json changed")
+		}
+		if keysAfter := s.keys(t); !slices.Equal(keysAfter, keysBefore) {
+			t.Errorf("S3 changed: %d keys before, %d after", len(keysBefore), len(keysAfter))
+		}
+	})
+
+	t.Run("status: canceled, and a continue-as-new chain leaves nothing reading", func(t *testing.T) {
+		// Three runs of 2 chunks each: chunk_tokens 100 over about 2,000
+		// tokens is 20 chunks, so chunks_per_run 7.
+		chain := s.start(t, "contract-chain", workflows.DocumentQAName,
+			`{"document":"`+s.doc+`","question":"What is the vault code?","chunks_per_run":7,"options":{"chunk_tokens":100}}`)
+		var res workflows.DocumentQAResult
+		if err := chain.Get(ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Runs < 3 {
+			t.Fatalf("chain ran %d runs, want at least 3 (chunks %d)", res.Runs, res.Chunks)
+		}
+		// Get followed the chain: the handle names its last run now.
+		if res.RunID == res.FirstRunID || res.RunID != chain.GetRunID() {
+			t.Errorf("result run_id %s, first_run_id %s: want the last run (%s) and the first", res.RunID, res.FirstRunID, chain.GetRunID())
+		}
+		s.waitCount(t, `WorkflowId="contract-chain" AND MemagentStatus="continued"`, int64(res.Runs-1))
+		s.waitCount(t, `WorkflowId="contract-chain" AND MemagentStatus="done"`, 1)
+		s.waitCount(t, `MemagentStatus="reading"`, 0)
+
+		// A document long enough to be read when the cancellation comes.
+		bigLoc, _ := s3store.ParseURI(s.doc + ".big")
+		small, err := s.store.ReadAll(ctx, mustLoc(s.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.store.Put(ctx, bigLoc, []byte(strings.Repeat(string(small), 20)), "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+		long := s.start(t, "contract-cancel", workflows.DocumentQAName,
+			`{"document":"`+bigLoc.String()+`","question":"What is the vault code?","options":{"chunk_tokens":64}}`)
+		s.waitCount(t, `WorkflowId="contract-cancel" AND MemagentStatus="reading"`, 1)
+		if err := s.c.CancelWorkflow(ctx, "contract-cancel", ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := long.Get(ctx, nil); !temporal.IsCanceledError(err) {
+			t.Fatalf("canceled run ended with %v", err)
+		}
+		s.waitCount(t, `MemagentStatus="canceled"`, 1)
+		s.waitCount(t, `MemagentStatus="reading"`, 0)
+	})
+}
+
+func mustLoc(uri string) s3store.Location {
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}

@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/activities"
@@ -20,14 +18,6 @@ import (
 	"github.com/memagent/memagent/internal/workerapp/workerapptest"
 	"github.com/memagent/memagent/workflows"
 )
-
-// rawJSON is the one argument as a client in another language sends it.
-func rawJSON(s string) converter.RawValue {
-	return converter.NewRawValue(&commonpb.Payload{
-		Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingJSON)},
-		Data:     []byte(s),
-	})
-}
 
 type contractStack struct {
 	*workerapptest.Stack
@@ -66,7 +56,7 @@ func startContractStack(t *testing.T) *contractStack {
 func (s *contractStack) start(t *testing.T, id, workflow, input string) client.WorkflowRun {
 	t.Helper()
 	run, err := s.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.DefaultTaskQueue},
-		workflow, rawJSON(input))
+		workflow, workflows.RawJSON(input))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,6 +275,14 @@ func (s *Store) Put(ctx context.Context, loc Location, data []byte, contentType 
 // PutReader writes an object of a known size from a seekable reader (a file),
 // without loading it into memory, with the store's server-side encryption.
 func (s *Store) PutReader(ctx context.Context, loc Location, body io.ReadSeeker, size int64, contentType string) error {
+	if _, err := s.client.PutObject(ctx, s.putInput(loc, body, size, contentType)); err != nil {
+		return fmt.Errorf("s3: put %s: %w", loc, classify(err))
+	}
+	return nil
+}
+
+// putInput is a PutObject request with the store's server-side encryption.
+func (s *Store) putInput(loc Location, body io.ReadSeeker, size int64, contentType string) *s3.PutObjectInput {
 	in := &s3.PutObjectInput{
 		Bucket:        &loc.Bucket,
 		Key:           &loc.Key,
@@ -290,10 +298,7 @@ func (s *Store) PutReader(ctx context.Context, loc Location, body io.ReadSeeker,
 	if s.kmsKeyID != "" {
 		in.SSEKMSKeyId = aws.String(s.kmsKeyID)
 	}
-	if _, err := s.client.PutObject(ctx, in); err != nil {
-		return fmt.Errorf("s3: put %s: %w", loc, classify(err))
-	}
-	return nil
+	return in
 }
 
 // PutIfAbsent writes an object only if no object has its key (a
@@ -301,22 +306,8 @@ func (s *Store) PutReader(ctx context.Context, loc Location, body io.ReadSeeker,
 // Outputs that must never replace an earlier run's (results, reports,
 // ownership markers) are written with it.
 func (s *Store) PutIfAbsent(ctx context.Context, loc Location, data []byte, contentType string) (bool, error) {
-	in := &s3.PutObjectInput{
-		Bucket:        &loc.Bucket,
-		Key:           &loc.Key,
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
-		IfNoneMatch:   aws.String("*"),
-	}
-	if contentType != "" {
-		in.ContentType = aws.String(contentType)
-	}
-	if s.sse != "" {
-		in.ServerSideEncryption = s.sse
-	}
-	if s.kmsKeyID != "" {
-		in.SSEKMSKeyId = aws.String(s.kmsKeyID)
-	}
+	in := s.putInput(loc, bytes.NewReader(data), int64(len(data)), contentType)
+	in.IfNoneMatch = aws.String("*")
 	if _, err := s.client.PutObject(ctx, in); err != nil {
 		var re *awshttp.ResponseError
 		// 412: the key exists; 409: a concurrent conditional write to it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -200,5 +201,21 @@ func TestServerSideEncryption(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPutIfAbsent(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	loc := Location{Bucket: "bkt", Key: "runs/a/result.json"}
+	for i, want := range []bool{true, false} {
+		created, err := s.PutIfAbsent(ctx, loc, []byte(fmt.Sprintf(`{"n":%d}`, i)), "application/json")
+		if err != nil || created != want {
+			t.Fatalf("write %d: created %t, err %v; want created %t", i, created, err, want)
+		}
+	}
+	got, err := s.ReadAll(ctx, loc)
+	if err != nil || string(got) != `{"n":0}` {
+		t.Fatalf("object %q (err %v), want the first write kept", got, err)
 	}
 }

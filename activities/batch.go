@@ -441,7 +441,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 			out.Run = append(out.Run, BatchRunItem{
 				Seq: it.Seq, ID: it.ID, Document: it.Document, Question: it.Question,
 				GoldAnswers: it.Answers, Labels: it.Labels,
-				OutputPrefix: "s3://" + a.Bucket + "/answers/" + keys[i] + "/",
+				OutputPrefix: a.answersPrefix() + keys[i] + "/",
 			})
 			if b, err := json.Marshal(out.Run[len(out.Run)-1]); err == nil {
 				out.Run[len(out.Run)-1].Bytes = len(b)

@@ -413,6 +413,17 @@ func TestRenderAllFeatures(t *testing.T) {
 		}
 	})
 
+	t.Run("read and write prefixes", func(t *testing.T) {
+		we := workerEnv(t, objs)
+		cfg, err := config.FromEnv(func(k string) (string, bool) {
+			v, ok := we[k]
+			return v, ok && strings.HasPrefix(k, "MEMAGENT_") && strings.HasSuffix(k, "_PREFIXES")
+		})
+		if err != nil || !slices.Equal(cfg.ReadPrefixes, []string{"s3://memagent-prod/", "s3://legal-docs/contracts/"}) || !slices.Equal(cfg.WritePrefixes, []string{"s3://memagent-prod/"}) {
+			t.Errorf("read prefixes %q, write prefixes %q (%v), want s3.readPrefixes and s3.writePrefixes", cfg.ReadPrefixes, cfg.WritePrefixes, err)
+		}
+	})
+
 	t.Run("KEDA temporal scaler", func(t *testing.T) {
 		if r := dig(dep, "spec", "replicas"); r != nil {
 			t.Errorf("Deployment sets replicas %v under KEDA; KEDA owns them", r)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -165,6 +166,59 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 		if keysAfter := s.keys(t); !slices.Equal(keysAfter, keysBefore) {
 			t.Errorf("S3 changed: %d keys before, %d after", len(keysBefore), len(keysAfter))
 		}
+	})
+
+	t.Run("a reset keeps the first run's result", func(t *testing.T) {
+		run := s.start(t, "contract-reset", workflows.DocumentQAName,
+			`{"document":"`+s.doc+`","question":"What is the vault code?","options":{"chunk_tokens":500}}`)
+		var first workflows.DocumentQAResult
+		if err := run.Get(ctx, &first); err != nil {
+			t.Fatal(err)
+		}
+		firstLoc := mustLoc(first.ResultURI)
+		before, err := s.store.ReadAll(ctx, firstLoc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Reset to the end of the first workflow task (after the start,
+		// before anything ran), as `temporal workflow reset` would.
+		var wftCompleted int64
+		iter := s.c.GetWorkflowHistory(ctx, "contract-reset", first.RunID, false, 0)
+		for iter.HasNext() && wftCompleted == 0 {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
+				wftCompleted = ev.GetEventId()
+			}
+		}
+		resp, err := s.c.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+			Namespace:                 s.Dev.Stack.Namespace,
+			WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: "contract-reset", RunId: first.RunID},
+			Reason:                    "contract test",
+			WorkflowTaskFinishEventId: wftCompleted,
+			RequestId:                 "contract-reset-1",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var second workflows.DocumentQAResult
+		if err := s.c.GetWorkflow(ctx, "contract-reset", resp.GetRunId()).Get(ctx, &second); err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.store.ReadAll(ctx, firstLoc)
+		if err != nil || string(after) != string(before) {
+			t.Fatalf("the first run's %s changed after the reset (err %v)", first.ResultURI, err)
+		}
+		if second.RunID != resp.GetRunId() || second.ResultURI == first.ResultURI {
+			t.Fatalf("reset run's result names run %s at %s; want run %s somewhere other than %s",
+				second.RunID, second.ResultURI, resp.GetRunId(), first.ResultURI)
+		}
+		if _, err := s.store.ReadAll(ctx, mustLoc(second.ResultURI)); err != nil {
+			t.Fatalf("the reset run's result at %s: %v", second.ResultURI, err)
+		}
+		t.Logf("first result %s kept; the reset run's at %s", first.ResultURI, second.ResultURI)
 	})
 
 	t.Run("status: canceled, and a continue-as-new chain leaves nothing reading", func(t *testing.T) {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -86,5 +87,25 @@ func TestBoundaryAcceptsGoldAnswersAlias(t *testing.T) {
 	}
 	if len(res.GoldAnswers) != 1 || res.GoldAnswers[0] != "line1" {
 		t.Errorf("gold answers %q, want [line1]", res.GoldAnswers)
+	}
+}
+
+func TestClosedStatus(t *testing.T) {
+	can := &workflow.ContinueAsNewError{}
+	canceled := fmt.Errorf("update memory at chunk 3: %w", temporal.NewCanceledError())
+	failed := badInput(errors.New("x"))
+	tests := []struct {
+		lifecycle bool
+		err       error
+		want      string
+	}{
+		{true, nil, StageDone}, {true, can, StageContinued}, {true, canceled, StageCanceled}, {true, failed, StageFailed},
+		// Histories recorded before the change replay as they ran.
+		{false, nil, StageDone}, {false, can, ""}, {false, canceled, StageFailed}, {false, failed, StageFailed},
+	}
+	for _, tt := range tests {
+		if got := (boundary{lifecycle: tt.lifecycle}).closedStatus(tt.err); got != tt.want {
+			t.Errorf("lifecycle %t, error %v: status %q, want %q", tt.lifecycle, tt.err, got, tt.want)
+		}
 	}
 }

@@ -89,15 +89,6 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	if err := a.allowRead("manifest", in.Manifest); err != nil {
 		return nil, err
 	}
-	if in.ReportPrefix != "" {
-		p := in.ReportPrefix
-		if !strings.HasSuffix(p, "/") {
-			p += "/"
-		}
-		if err := a.claimPrefix(ctx, "report_prefix", p, in.WorkflowID); err != nil {
-			return nil, err
-		}
-	}
 	pageSize := in.PageSize
 	if pageSize == 0 {
 		pageSize = defaultPageSize
@@ -108,6 +99,13 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	out := &ExpandOutput{Model: a.modelName(in.Options)}
 	if out.ReportPrefix, err = a.reportPrefix(in); err != nil {
 		return nil, badInput(err)
+	}
+	if in.ReportPrefix != "" {
+		// The prefix as resolved: with dated_report each run of a schedule
+		// claims its own dated prefix under the one it shares.
+		if err := a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, in.WorkflowID); err != nil {
+			return nil, err
+		}
 	}
 	out.WorkPrefix = out.ReportPrefix + "work/" + in.RunKey + "/"
 	info, err := a.Store.Head(ctx, loc)

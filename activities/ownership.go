@@ -84,6 +84,12 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix, workflowID 
 	if err := a.allowWrite(field, prefix); err != nil {
 		return err
 	}
+	for _, area := range reservedAreas {
+		if own := "s3://" + a.Bucket + "/" + area; strings.HasPrefix(prefix, own) {
+			return forbidden("%s %s is inside %s, where runs keep their own outputs: choose a prefix outside it, or leave %s unset",
+				field, prefix, own, field)
+		}
+	}
 	if strings.HasPrefix(prefix, a.answersPrefix()) {
 		// The batches' answer cache is shared by design: every batch that
 		// asks the same item writes there, and its result.json is written
@@ -110,6 +116,12 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix, workflowID 
 	return forbidden("%s %s holds the outputs of another workflow (%s): choose an empty prefix, or leave %s unset for one of the run's own",
 		field, prefix, owner.WorkflowID, field)
 }
+
+// reservedAreas are the parts of the worker's bucket that runs fill on
+// their own (default output prefixes, indexes, content-addressed uploads):
+// a caller's output or report prefix may not point into them, so a run can
+// never write over another run's default outputs.
+var reservedAreas = []string{"runs/", "reviews/", "batches/", "indexes/", "documents/", "manifests/", "contexts/"}
 
 // answersPrefix is where BatchQA keeps the answers later batches reuse.
 func (a *Activities) answersPrefix() string { return "s3://" + a.Bucket + "/answers/" }

@@ -53,6 +53,12 @@ func TestClaimPrefixKeepsOtherWorkflowsOut(t *testing.T) {
 	if !strings.Contains(err.Error(), "wf-1") {
 		t.Errorf("message %q does not name the owner", err)
 	}
+	// Another run's default outputs are out of reach.
+	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/runs/wf-9/first/", "wf-2")
+	assertType(t, err, ErrForbidden)
+	if len(store.Keys()) != 1 {
+		t.Errorf("S3 holds %v, want only the first owner.json", store.Keys())
+	}
 	// The batches' answer cache is shared: children of different batches
 	// asking the same item use one prefix.
 	for _, wf := range []string{"batch-1/0", "batch-2/7"} {

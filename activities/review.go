@@ -3,6 +3,7 @@ package activities
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -107,6 +108,9 @@ const maxPassageRead = 2 * report.ReviewMaxPassageBytes
 // page says where it was. Writes overwrite, so a retry is harmless.
 func (a *Activities) WriteReview(ctx context.Context, in WriteReviewInput) (*WriteReviewOutput, error) {
 	g := in.Grid
+	if err := a.ownReviewPrefix(ctx, &g); err != nil {
+		return nil, err
+	}
 	out := &WriteReviewOutput{JSONURI: g.JSONURI, CSVURI: g.CSVURI, HTMLURI: g.HTMLURI}
 	var locs [3]s3store.Location
 	for i, uri := range []string{g.JSONURI, g.CSVURI, g.HTMLURI} {
@@ -203,4 +207,32 @@ func (a *Activities) readPassage(ctx context.Context, doc s3store.Location, star
 func (a *Activities) registerReview(r Registry) {
 	r.RegisterActivityWithOptions(a.ReviewUpdate, activity.RegisterOptions{Name: ReviewUpdateName})
 	r.RegisterActivityWithOptions(a.WriteReview, activity.RegisterOptions{Name: WriteReviewName})
+}
+
+// ownReviewPrefix keeps a grid of another run (a reset, or a re-run into
+// the same prefix): when grid.json exists and names another run, this
+// run's grid, CSV and page go under runs/<run id>/ beside it. A grid of
+// the same run (a retried activity) is rewritten in place.
+func (a *Activities) ownReviewPrefix(ctx context.Context, g *report.ReviewGrid) error {
+	loc, err := s3store.ParseURI(g.JSONURI)
+	if err != nil || g.RunID == "" {
+		return nil // reported with the other outputs below
+	}
+	data, err := a.Store.ReadAll(ctx, loc)
+	if errors.Is(err, s3store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", loc, err)
+	}
+	var prev struct {
+		RunID string `json:"run_id"`
+	}
+	if json.Unmarshal(data, &prev) == nil && prev.RunID == g.RunID {
+		return nil
+	}
+	prefix := strings.TrimSuffix(g.JSONURI, ReviewGridJSON) + "runs/" + g.RunID + "/"
+	g.Prefix = prefix
+	g.JSONURI, g.CSVURI, g.HTMLURI = prefix+ReviewGridJSON, prefix+ReviewGridCSV, prefix+ReviewHTML
+	return nil
 }

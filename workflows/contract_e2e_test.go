@@ -180,45 +180,82 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Reset to the end of the first workflow task (after the start,
-		// before anything ran), as `temporal workflow reset` would.
-		var wftCompleted int64
-		iter := s.c.GetWorkflowHistory(ctx, "contract-reset", first.RunID, false, 0)
-		for iter.HasNext() && wftCompleted == 0 {
-			ev, err := iter.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
-				wftCompleted = ev.GetEventId()
-			}
-		}
-		resp, err := s.c.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
-			Namespace:                 s.Dev.Stack.Namespace,
-			WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: "contract-reset", RunId: first.RunID},
-			Reason:                    "contract test",
-			WorkflowTaskFinishEventId: wftCompleted,
-			RequestId:                 "contract-reset-1",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		newRun := s.resetToStart(t, "contract-reset", first.RunID)
 		var second workflows.DocumentQAResult
-		if err := s.c.GetWorkflow(ctx, "contract-reset", resp.GetRunId()).Get(ctx, &second); err != nil {
+		if err := s.c.GetWorkflow(ctx, "contract-reset", newRun).Get(ctx, &second); err != nil {
 			t.Fatal(err)
 		}
 		after, err := s.store.ReadAll(ctx, firstLoc)
 		if err != nil || string(after) != string(before) {
 			t.Fatalf("the first run's %s changed after the reset (err %v)", first.ResultURI, err)
 		}
-		if second.RunID != resp.GetRunId() || second.ResultURI == first.ResultURI {
+		if second.RunID != newRun || second.ResultURI == first.ResultURI {
 			t.Fatalf("reset run's result names run %s at %s; want run %s somewhere other than %s",
-				second.RunID, second.ResultURI, resp.GetRunId(), first.ResultURI)
+				second.RunID, second.ResultURI, newRun, first.ResultURI)
 		}
 		if _, err := s.store.ReadAll(ctx, mustLoc(second.ResultURI)); err != nil {
 			t.Fatalf("the reset run's result at %s: %v", second.ResultURI, err)
 		}
 		t.Logf("first result %s kept; the reset run's at %s", first.ResultURI, second.ResultURI)
+	})
+
+	t.Run("a reset keeps the first review's grid", func(t *testing.T) {
+		run := s.start(t, "contract-review-reset", workflows.ReviewDocumentName,
+			`{"document":"`+s.doc+`","questions":[{"question":"What is the vault code?"},{"question":"What do the paragraphs tell of?"}],"options":{"chunk_tokens":500}}`)
+		var first workflows.ReviewResult
+		if err := run.Get(ctx, &first); err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.store.ReadAll(ctx, mustLoc(first.JSONURI))
+		if err != nil {
+			t.Fatal(err)
+		}
+		newRun := s.resetToStart(t, "contract-review-reset", first.RunID)
+		var second workflows.ReviewResult
+		if err := s.c.GetWorkflow(ctx, "contract-review-reset", newRun).Get(ctx, &second); err != nil {
+			t.Fatal(err)
+		}
+		if after, err := s.store.ReadAll(ctx, mustLoc(first.JSONURI)); err != nil || string(after) != string(before) {
+			t.Fatalf("the first review's %s changed after the reset (err %v)", first.JSONURI, err)
+		}
+		if second.RunID != newRun || second.JSONURI == first.JSONURI {
+			t.Fatalf("reset review's grid names run %s at %s; want run %s beside %s", second.RunID, second.JSONURI, newRun, first.JSONURI)
+		}
+		if _, err := s.store.ReadAll(ctx, mustLoc(second.JSONURI)); err != nil {
+			t.Fatalf("the reset review's grid at %s: %v", second.JSONURI, err)
+		}
+	})
+
+	t.Run("a reset keeps the first batch's report", func(t *testing.T) {
+		manifest := fmt.Sprintf("s3://%s/manifests/contract.jsonl", s.Dev.Stack.Bucket)
+		lines := `{"id":"a","document":"` + s.doc + `","question":"What is the vault code?","gold_answers":["7391-ALPHA"]}` + "\n" +
+			`{"id":"b","document":"` + s.doc + `","question":"What do the paragraphs tell of?"}` + "\n"
+		if err := s.store.Put(ctx, mustLoc(manifest), []byte(lines), "application/x-ndjson"); err != nil {
+			t.Fatal(err)
+		}
+		run := s.start(t, "contract-batch-reset", workflows.BatchQAName, `{"manifest":"`+manifest+`","options":{"chunk_tokens":500}}`)
+		var first workflows.BatchQAResult
+		if err := run.Get(ctx, &first); err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.store.ReadAll(ctx, mustLoc(first.ReportURI))
+		if err != nil {
+			t.Fatal(err)
+		}
+		newRun := s.resetToStart(t, "contract-batch-reset", run.GetRunID())
+		var second workflows.BatchQAResult
+		if err := s.c.GetWorkflow(ctx, "contract-batch-reset", newRun).Get(ctx, &second); err != nil {
+			t.Fatal(err)
+		}
+		if after, err := s.store.ReadAll(ctx, mustLoc(first.ReportURI)); err != nil || string(after) != string(before) {
+			t.Fatalf("the first batch's %s changed after the reset (err %v)", first.ReportURI, err)
+		}
+		if second.ReportURI == first.ReportURI || !strings.Contains(second.ReportURI, newRun) {
+			t.Fatalf("reset batch's report at %s; want it under runs/%s/ beside %s", second.ReportURI, newRun, first.ReportURI)
+		}
+		if _, err := s.store.ReadAll(ctx, mustLoc(second.ReportURI)); err != nil {
+			t.Fatalf("the reset batch's report at %s: %v", second.ReportURI, err)
+		}
 	})
 
 	t.Run("status: canceled, and a continue-as-new chain leaves nothing reading", func(t *testing.T) {
@@ -270,4 +307,34 @@ func mustLoc(uri string) s3store.Location {
 		panic(err)
 	}
 	return loc
+}
+
+// resetToStart resets a closed run to the end of its first workflow task
+// (after the start, before anything ran), as `temporal workflow reset
+// --type FirstWorkflowTask` does, and returns the new run's id.
+func (s *contractStack) resetToStart(t *testing.T, id, runID string) string {
+	t.Helper()
+	ctx := context.Background()
+	var wftCompleted int64
+	iter := s.c.GetWorkflowHistory(ctx, id, runID, false, 0)
+	for iter.HasNext() && wftCompleted == 0 {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
+			wftCompleted = ev.GetEventId()
+		}
+	}
+	resp, err := s.c.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+		Namespace:                 s.Dev.Stack.Namespace,
+		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
+		Reason:                    "contract test",
+		WorkflowTaskFinishEventId: wftCompleted,
+		RequestId:                 id + "-reset",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetRunId()
 }

@@ -538,7 +538,7 @@ func (r *reviewRun) launchAnswer(sel workflow.Selector, i int) {
 		Question: q.Question, Memory: qs.Memory, GoldAnswers: q.GoldAnswers, Options: r.opts,
 		ResultURI: r.questionPrefix(i) + "result.json",
 		Result: activities.QAResult{
-			WorkflowID: r.info.WorkflowExecution.ID, RunID: r.info.FirstRunID,
+			WorkflowID: r.info.WorkflowExecution.ID, RunID: r.info.WorkflowExecution.RunID, FirstRunID: r.info.FirstRunID,
 			Document: p.Document, DocumentSHA256: p.SHA256, Question: q.Question, Model: r.opts.Model,
 			Options: r.opts.WithDefaults(), Chunks: p.Chunks, Tokens: p.Tokens, Bytes: p.Bytes,
 			Usage: qs.Usage, Runs: r.st.Runs, IndexURI: p.IndexURI,
@@ -697,7 +697,8 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 	r.publish(StatusKey.ValueSet(StageWriting), ChunksDoneKey.ValueSet(int64(r.st.Prepared.Chunks)))
 	p := r.st.Prepared
 	g := &report.ReviewGrid{
-		Version: report.ReviewGridVersion, WorkflowID: r.info.WorkflowExecution.ID, RunID: r.info.FirstRunID,
+		Version: report.ReviewGridVersion, WorkflowID: r.info.WorkflowExecution.ID,
+		RunID: r.info.WorkflowExecution.RunID, FirstRunID: r.info.FirstRunID,
 		Document: p.Document, DocumentSHA256: p.SHA256, Bytes: p.Bytes, Tokens: p.Tokens, Chunks: p.Chunks,
 		InvalidBytesReplaced: p.InvalidBytesReplaced, Model: r.opts.Model, Tokenizer: p.Tokenizer,
 		ChunkTokens: p.ChunkTokens, MemoryMaxTokens: r.opts.WithDefaults().MemoryMaxTokens,
@@ -731,6 +732,11 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 	if err := workflow.ExecuteActivity(r.activityOptions("write grid and report"), activities.WriteReviewName,
 		activities.WriteReviewInput{Grid: *g, ETag: p.ETag}).Get(r.ctx, &out); err != nil {
 		return nil, stageError("write review", err)
+	}
+	if out.JSONURI != "" {
+		// A grid kept from an earlier run moves this one to runs/<run id>/.
+		g.JSONURI, g.CSVURI, g.HTMLURI = out.JSONURI, out.CSVURI, out.HTMLURI
+		g.Prefix = strings.TrimSuffix(out.JSONURI, activities.ReviewGridJSON)
 	}
 	r.stage = StageDone
 	r.publish(StatusKey.ValueSet(StageDone))

@@ -29,9 +29,11 @@ const (
 type ReviewGrid struct {
 	Version    int    `json:"version"`
 	WorkflowID string `json:"workflow_id"`
-	// RunID is the first run of the workflow: the one whose id names the
-	// output prefix.
-	RunID string `json:"run_id"`
+	// RunID is the run that wrote the grid (after continue-as-new or a
+	// reset, not the first); FirstRunID is the first run of its chain, the
+	// one whose id names the default output prefix.
+	RunID      string `json:"run_id"`
+	FirstRunID string `json:"first_run_id,omitempty"`
 	// Document is the s3:// URI the byte ranges refer to (a cleaned copy
 	// when invalid UTF-8 was replaced; see InvalidBytesReplaced).
 	Document       string `json:"document"`

@@ -66,6 +66,9 @@ type Activities struct {
 	Logger *slog.Logger
 	// Limits bound documents; zero fields mean the defaults.
 	Limits Limits
+	// S3OpTimeout bounds each small S3 operation of the model activities
+	// (chunk reads, trace and result writes); default DefaultS3OpTimeout.
+	S3OpTimeout time.Duration
 	// HeartbeatEvery is how often a waiting activity heartbeats; default a
 	// third of the heartbeat timeout.
 	HeartbeatEvery time.Duration
@@ -283,6 +286,8 @@ type readRange func(ctx context.Context, loc s3store.Location, start, end int64,
 // S3 for a single question, whose chunks are each read once anyway, or
 // through the chunk cache for the questions of a review, which share them.
 func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read readRange) (*UpdateOutput, error) {
+	ctx, hb := a.beginHeartbeat(ctx)
+	defer hb.stop()
 	opts := in.Options.WithDefaults()
 	traceLoc, err := s3store.ParseURI(in.TracePrefix + fmt.Sprintf("chunks/%06d.json", in.Chunk))
 	if err != nil {
@@ -305,12 +310,23 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 	if err != nil {
 		return nil, badInput(err)
 	}
-	text, err := read(ctx, docLoc, ch.Start, ch.End, in.ETag)
+	sctx, cancel := a.s3ctx(ctx)
+	text, err := read(sctx, docLoc, ch.Start, ch.End, in.ETag)
+	cancel()
 	if err != nil {
 		return nil, storeError(err, in.Document)
 	}
 	prompt := a.Templates.RenderUpdate(in.Question, in.Memory, string(text))
-	comp, err := a.complete(ctx, opts, prompt, opts.MemoryMaxTokens, callUpdate)
+	digest := inputDigest(in.Question, in.Memory, in.ETag, fmt.Sprint(in.Chunk), a.modelName(opts))
+	comp, paid, err := a.paidCompletion(ctx, hb, digest, func() *KeptCompletion {
+		var tr ChunkTrace
+		if a.readKept(ctx, traceLoc, &tr) && tr.Kept != nil {
+			return tr.Kept
+		}
+		return nil
+	}, func() (inference.Completion, error) {
+		return a.complete(ctx, opts, prompt, opts.MemoryMaxTokens, callUpdate)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +337,7 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 		Start:        ch.Start,
 		End:          ch.End,
 		ChunkTokens:  ch.Tokens,
-		Usage:        usageOf(comp),
+		Usage:        paid.usage(),
 		FinishReason: comp.FinishReason,
 		MemoryKept:   kept,
 		LatencyMS:    comp.Latency.Milliseconds(),
@@ -330,14 +346,18 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 		Chunk: in.Chunk, Chunks: len(idx.Chunks), Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens,
 		Model: comp.Model, PromptTokens: comp.PromptTokens, CompletionTokens: comp.CompletionTokens,
 		CachedTokens: comp.CachedTokens, LatencyMS: out.LatencyMS, FinishReason: comp.FinishReason,
-		Attempt: activity.GetInfo(ctx).Attempt, MemoryKept: kept, MemoryAfter: memory, WrittenAt: time.Now().UTC(),
+		Attempt: attempt(ctx), MemoryKept: kept, MemoryAfter: memory, WrittenAt: time.Now().UTC(),
+		Calls: paid.Calls, Kept: keep(digest, comp),
 	}
-	if err := a.putJSON(ctx, traceLoc, trace); err != nil {
+	sctx, cancel = a.s3ctx(ctx)
+	err = a.putJSON(sctx, traceLoc, trace)
+	cancel()
+	if err != nil {
 		return nil, fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
 	}
 	a.recordChunk(ctx, opts, memory)
 	a.logger().DebugContext(ctx, "memory updated", "chunk", in.Chunk, "memory", memory)
-	a.logger().InfoContext(ctx, "chunk done",
+	a.logger().DebugContext(ctx, "chunk done",
 		"chunk", in.Chunk, "chunks", len(idx.Chunks), "prompt_tokens", comp.PromptTokens,
 		"completion_tokens", comp.CompletionTokens, "latency_ms", out.LatencyMS, "finish_reason", comp.FinishReason)
 	return out, nil
@@ -347,19 +367,35 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 // extracts the \boxed{} content, scores it against gold answers when there
 // are any and writes the result JSON.
 func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, error) {
+	ctx, hb := a.beginHeartbeat(ctx)
+	defer hb.stop()
 	opts := in.Options.WithDefaults()
 	resultLoc, err := s3store.ParseURI(in.ResultURI)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("result uri: %w", err))
 	}
-	comp, err := a.complete(ctx, opts, a.Templates.RenderFinal(in.Question, in.Memory), opts.AnswerMaxTokens, callFinal)
+	digest := inputDigest(in.Question, in.Memory, a.modelName(opts))
+	comp, paid, err := a.paidCompletion(ctx, hb, digest, func() *KeptCompletion {
+		// An earlier attempt of this run that wrote its result before it
+		// was lost: the result keeps the completion.
+		var prev struct {
+			RunID string          `json:"run_id"`
+			Kept  *KeptCompletion `json:"kept"`
+		}
+		if a.readKept(ctx, resultLoc, &prev) && prev.RunID == in.Result.RunID {
+			return prev.Kept
+		}
+		return nil
+	}, func() (inference.Completion, error) {
+		return a.complete(ctx, opts, a.Templates.RenderFinal(in.Question, in.Memory), opts.AnswerMaxTokens, callFinal)
+	})
 	if err != nil {
 		return nil, err
 	}
 	res := in.Result
 	ans := memagent.ExtractAnswer(comp.Text)
 	res.Answer, res.AnswerFound, res.AnswerMethod = ans.Text, ans.Found, ans.Method
-	res.Usage = res.Usage.Add(usageOf(comp))
+	res.Usage = res.Usage.Add(paid.usage())
 	res.FinalMemory = in.Memory
 	res.GoldAnswers = in.GoldAnswers
 	if len(in.GoldAnswers) > 0 {
@@ -370,12 +406,11 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 	// The raw completion is kept in S3 only, next to the result. A result
 	// already there from another run (a reset, or a re-run into the same
 	// prefix) stays: this one goes beside it, under runs/<run id>/.
-	final, err := a.putOnce(ctx, resultLoc, res.RunID, func(at s3store.Location) any {
+	sctx, cancel := a.s3ctx(ctx)
+	defer cancel()
+	final, err := a.putOnce(sctx, resultLoc, res.RunID, func(at s3store.Location) any {
 		res.ResultURI = at.String()
-		return struct {
-			QAResult
-			Completion string `json:"completion"`
-		}{res, comp.Text}
+		return StoredResult{QAResult: res, Completion: comp.Text, Kept: keep(digest, comp)}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write result: %w", err)
@@ -427,7 +462,7 @@ func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt str
 // dead worker is noticed within the heartbeat timeout even while the model
 // is still generating.
 func (a *Activities) startHeartbeat(ctx context.Context) func() {
-	if !activity.IsActivity(ctx) {
+	if !activity.IsActivity(ctx) || ctx.Value(heartbeatKey{}) != nil {
 		return func() {}
 	}
 	done := make(chan struct{})

@@ -420,10 +420,14 @@ func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 		t.Errorf("written_at = %v, want about now", trace.WrittenAt)
 	}
 	trace.WrittenAt = time.Time{}
+	if trace.Kept == nil || trace.Kept.Text != "memory 1" || trace.Kept.InputSHA256 == "" {
+		t.Errorf("trace keeps %+v, want the completion and the digest of its input", trace.Kept)
+	}
+	trace.Kept = nil
 	wantTrace := ChunkTrace{
 		Chunk: 3, Chunks: 5, Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens, Model: "fake",
 		PromptTokens: len(wantPrompt) / 4, CompletionTokens: len("memory 1") / 4, FinishReason: "stop",
-		Attempt: 1, MemoryAfter: "memory 1",
+		Attempt: 1, MemoryAfter: "memory 1", Calls: 1,
 	}
 	if trace != wantTrace {
 		t.Errorf("trace = %+v, want %+v", trace, wantTrace)

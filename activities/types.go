@@ -94,20 +94,20 @@ type ModelOptions struct {
 	Tokenizer string `json:"tokenizer,omitempty"`
 	// ChunkTokens is the size of one chunk in tokens; default 5000, at
 	// least 64.
-	ChunkTokens int `json:"chunk_tokens,omitempty"`
+	ChunkTokens int `json:"chunk_tokens,omitempty" contract:"min=64,zero"`
 	// MemoryMaxTokens bounds the memory (the update's max_tokens); default
 	// 1024, at least 16.
-	MemoryMaxTokens int `json:"memory_max_tokens,omitempty"`
+	MemoryMaxTokens int `json:"memory_max_tokens,omitempty" contract:"min=16,zero"`
 	// AnswerMaxTokens is the final answer's max_tokens; default 1024.
-	AnswerMaxTokens int `json:"answer_max_tokens,omitempty"`
+	AnswerMaxTokens int `json:"answer_max_tokens,omitempty" contract:"min=0"`
 	// Temperature is the sampling temperature, within [0, 2]; default 0.7.
-	Temperature *float32 `json:"temperature,omitempty"`
+	Temperature *float32 `json:"temperature,omitempty" contract:"min=0,max=2"`
 	// TopP is nucleus sampling's top_p, within (0, 1]; default 0.95.
-	TopP *float32 `json:"top_p,omitempty"`
+	TopP *float32 `json:"top_p,omitempty" contract:"min=0,max=1"`
 	// InvalidUTF8 is the policy for bytes that are not UTF-8: "reject"
 	// (the default) fails the run before any model call; "replace" indexes
 	// a copy with each invalid byte replaced by U+FFFD, and reports how many.
-	InvalidUTF8 string `json:"invalid_utf8,omitempty"`
+	InvalidUTF8 string `json:"invalid_utf8,omitempty" contract:"enum=reject|replace"`
 }
 
 // Policies for ModelOptions.InvalidUTF8.
@@ -146,17 +146,17 @@ func (o ModelOptions) WithDefaults() ModelOptions {
 func (o ModelOptions) Validate() error {
 	switch {
 	case o.ChunkTokens < 0 || (o.ChunkTokens > 0 && o.ChunkTokens < 64):
-		return fmt.Errorf("chunk_tokens (%d) must be at least 64: raise options.chunk_tokens", o.ChunkTokens)
+		return fmt.Errorf("options.chunk_tokens (%d) must be at least 64: raise options.chunk_tokens", o.ChunkTokens)
 	case o.MemoryMaxTokens < 0 || (o.MemoryMaxTokens > 0 && o.MemoryMaxTokens < 16):
-		return fmt.Errorf("memory_max_tokens (%d) must be at least 16: raise options.memory_max_tokens", o.MemoryMaxTokens)
-	case o.AnswerMaxTokens < 0 || (o.AnswerMaxTokens > 0 && o.AnswerMaxTokens < 1):
-		return fmt.Errorf("answer_max_tokens (%d) must be positive: raise options.answer_max_tokens", o.AnswerMaxTokens)
+		return fmt.Errorf("options.memory_max_tokens (%d) must be at least 16: raise options.memory_max_tokens", o.MemoryMaxTokens)
+	case o.AnswerMaxTokens < 0:
+		return fmt.Errorf("options.answer_max_tokens (%d) must be positive: raise options.answer_max_tokens", o.AnswerMaxTokens)
 	case o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 2):
-		return fmt.Errorf("temperature (%g) must be within [0, 2]", *o.Temperature)
+		return fmt.Errorf("options.temperature (%g) must be within [0, 2]: set options.temperature within it, or leave it unset for %g", *o.Temperature, DefaultTemperature)
 	case o.InvalidUTF8 != "" && o.InvalidUTF8 != InvalidUTF8Reject && o.InvalidUTF8 != InvalidUTF8Replace:
-		return fmt.Errorf("invalid_utf8 (%q) must be %q or %q", o.InvalidUTF8, InvalidUTF8Reject, InvalidUTF8Replace)
+		return fmt.Errorf("options.invalid_utf8 (%q) must be %q or %q", o.InvalidUTF8, InvalidUTF8Reject, InvalidUTF8Replace)
 	case o.TopP != nil && (*o.TopP <= 0 || *o.TopP > 1):
-		return fmt.Errorf("top_p (%g) must be within (0, 1]", *o.TopP)
+		return fmt.Errorf("options.top_p (%g) must be within (0, 1]: set options.top_p within it, or leave it unset for %g", *o.TopP, DefaultTopP)
 	}
 	return nil
 }
@@ -167,6 +167,10 @@ type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	CachedTokens     int64 `json:"cached_tokens,omitempty"`
+	// RepeatedCalls counts the calls (within Calls) that repeated one
+	// already made: a retry whose earlier attempt's completion was lost
+	// before it could be kept.
+	RepeatedCalls int `json:"repeated_calls,omitempty"`
 }
 
 // Add returns the sum of two usages.
@@ -176,6 +180,7 @@ func (u Usage) Add(v Usage) Usage {
 		PromptTokens:     u.PromptTokens + v.PromptTokens,
 		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
 		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		RepeatedCalls:    u.RepeatedCalls + v.RepeatedCalls,
 	}
 }
 
@@ -261,6 +266,21 @@ type ChunkTrace struct {
 	MemoryKept       bool      `json:"memory_kept,omitempty"`
 	MemoryAfter      string    `json:"memory_after"`
 	WrittenAt        time.Time `json:"written_at"`
+	// Calls is how many model calls this chunk's update took (more than 1
+	// when a completion was lost and paid for again).
+	Calls int `json:"calls,omitempty"`
+	// Kept is the completion and the input it answered: a retry of the
+	// same update reuses it instead of calling the model again.
+	Kept *KeptCompletion `json:"kept,omitempty"`
+}
+
+// StoredResult is result.json: the result, the raw final completion, and
+// the completion as kept for a retry of the same run, which reuses it
+// instead of calling the model again.
+type StoredResult struct {
+	QAResult
+	Completion string          `json:"completion"`
+	Kept       *KeptCompletion `json:"kept,omitempty"`
 }
 
 // AnswerInput asks for the final answer and carries the run's summary so the

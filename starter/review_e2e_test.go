@@ -310,7 +310,7 @@ func TestReviewRejectsBadInputBeforeStarting(t *testing.T) {
 		{"empty questions file", []string{"--doc", good, "--questions", write("empty.txt", "# nothing\n\n")}, "has no questions"},
 		{"duplicate ids", []string{"--doc", good, "--questions", write("dup.json", `[{"id":"a","question":"x?"},{"id":"a","question":"y?"}]`)}, `both have id "a"`},
 		{"misspelt field", []string{"--doc", good, "--questions", write("typo.json", `[{"questoin":"x?"}]`)}, `[0].questoin: unknown field; did you mean [0].question?`},
-		{"empty question", []string{"--doc", good, "--question", "What?", "--question", " "}, "question 2 (q2): question is empty"},
+		{"empty question", []string{"--doc", good, "--question", "What?", "--question", " "}, "questions[1] (q2): question is empty"},
 		{"no document", []string{"--question", "q"}, "no document"},
 		{"missing file", []string{"--doc", filepath.Join(dir, "nope.txt"), "--question", "q"}, "no such file"},
 		{"too parallel", []string{"--doc", good, "--question", "q", "--parallelism", "1000"}, "parallelism (1000)"},

@@ -71,13 +71,13 @@ type BatchQAInput struct {
 	Manifest string `json:"manifest" contract:"required"`
 	// Format is ManifestJSONL or ManifestMemAgent; empty means detected
 	// from the content.
-	Format string `json:"format,omitempty"`
+	Format string `json:"format,omitempty" contract:"enum=jsonl|memagent"`
 	// Name labels the batch in reports and in the MemagentBatch search
 	// attribute of its runs; default the workflow id.
 	Name    string                  `json:"name,omitempty"`
 	Options activities.ModelOptions `json:"options"`
 	// Concurrency is how many DocumentQA children run at once; default 16.
-	Concurrency int `json:"concurrency,omitempty"`
+	Concurrency int `json:"concurrency,omitempty" contract:"min=0"`
 	// ReportPrefix is the s3:// prefix of the report; default
 	// s3://<worker bucket>/batches/<workflow id>/.
 	ReportPrefix string `json:"report_prefix,omitempty"`
@@ -86,13 +86,13 @@ type BatchQAInput struct {
 	// its own report.
 	DatedReport bool `json:"dated_report,omitempty"`
 	// ItemsPerRun overrides DefaultItemsPerRun.
-	ItemsPerRun int `json:"items_per_run,omitempty"`
+	ItemsPerRun int `json:"items_per_run,omitempty" contract:"min=0"`
 	// PageSize overrides DefaultPageSize (at most MaxPageSize).
-	PageSize int `json:"page_size,omitempty"`
+	PageSize int `json:"page_size,omitempty" contract:"min=0"`
 	// ResultsPerPart overrides DefaultResultsPerPart.
-	ResultsPerPart int `json:"results_per_part,omitempty"`
+	ResultsPerPart int `json:"results_per_part,omitempty" contract:"min=0"`
 	// ChunksPerRun is passed to every DocumentQA child (0: its default).
-	ChunksPerRun int `json:"chunks_per_run,omitempty"`
+	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0"`
 	// State is set by the workflow itself when it continues-as-new.
 	State *BatchState `json:"state,omitempty"`
 }

@@ -27,6 +27,7 @@ var published = []struct {
 }{
 	{"documentqa.input", "memagent.DocumentQA input", reflect.TypeFor[DocumentQAInput](), contract.Input},
 	{"documentqa.result", "memagent.DocumentQA result (and result.json)", reflect.TypeFor[DocumentQAResult](), contract.Output},
+	{"documentqa.result-object", "result.json of DocumentQA and of each review question", reflect.TypeFor[activities.StoredResult](), contract.Output},
 	{"documentqa.progress", "memagent.DocumentQA progress query", reflect.TypeFor[Progress](), contract.Output},
 	{"review.input", "memagent.ReviewDocument input", reflect.TypeFor[ReviewInput](), contract.Input},
 	{"review.result", "memagent.ReviewDocument result (and grid.json)", reflect.TypeFor[ReviewResult](), contract.Output},

@@ -37,13 +37,13 @@ type DocumentQAInput struct {
 	GoldAnswers []string                `json:"gold_answers,omitempty" contract:"alias=answers"`
 	Options     activities.ModelOptions `json:"options"`
 	// ChunksPerRun overrides DefaultChunksPerRun.
-	ChunksPerRun int `json:"chunks_per_run,omitempty"`
+	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0"`
 	// OutputPrefix overrides the s3:// prefix of traces and result
 	// (default s3://<worker bucket>/runs/<workflow id>/<first run id>/).
 	OutputPrefix string `json:"output_prefix,omitempty"`
 	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
 	// noticed and its activity retried elsewhere; default 60.
-	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty"`
+	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0"`
 	// BatchID, when set, labels the run as one of a batch: it becomes the
 	// MemagentBatch search attribute, so a batch's runs can be listed.
 	BatchID string `json:"batch_id,omitempty"`

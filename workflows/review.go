@@ -61,9 +61,10 @@ const (
 // ReviewQuestion is one question of a review.
 type ReviewQuestion struct {
 	// ID names the question in the grid and in S3 keys
-	// (questions/<id>/...): letters, digits, '.', '_' and '-'; default
-	// q1, q2, ... by position.
-	ID       string `json:"id,omitempty"`
+	// (questions/<id>/...): at most 64 letters, digits, '.', '_' and '-',
+	// not starting with '.'; default q1, q2, ... by position.
+	ID string `json:"id,omitempty" contract:"pattern=^$|^[A-Za-z0-9_-][A-Za-z0-9._-]*$,maxlen=64"`
+	// Question is asked of the document; at most 16 KiB.
 	Question string `json:"question" contract:"required"`
 	// GoldAnswers, when given, score the answer.
 	GoldAnswers []string `json:"gold_answers,omitempty" contract:"alias=answers"`
@@ -77,21 +78,21 @@ type ReviewInput struct {
 	Options   activities.ModelOptions `json:"options"`
 	// Parallelism is the most memory updates (and answers) in flight at
 	// once; default min(questions, DefaultReviewParallelism).
-	Parallelism int `json:"parallelism,omitempty"`
+	Parallelism int `json:"parallelism,omitempty" contract:"min=0,max=256"`
 	// MaxChunksAhead is how far, in chunks, a question may read ahead of
 	// the slowest one, so that one slow call does not hold all the others
 	// while the chunks they share stay in the workers' caches; default
 	// DefaultReviewChunksAhead, 1 reads in lockstep.
-	MaxChunksAhead int `json:"max_chunks_ahead,omitempty"`
+	MaxChunksAhead int `json:"max_chunks_ahead,omitempty" contract:"min=0"`
 	// ActivitiesPerRun is how many activities a run starts before it
 	// continues-as-new; default DefaultReviewActivitiesPerRun.
-	ActivitiesPerRun int `json:"activities_per_run,omitempty"`
+	ActivitiesPerRun int `json:"activities_per_run,omitempty" contract:"min=0,max=1000"`
 	// OutputPrefix overrides the s3:// prefix of traces, results, grid and
 	// report (default s3://<worker bucket>/reviews/<workflow id>/<first run id>/).
 	OutputPrefix string `json:"output_prefix,omitempty"`
 	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
 	// noticed; default 60.
-	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty"`
+	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0"`
 	// State is set by the workflow itself when it continues-as-new.
 	State *ReviewState `json:"state,omitempty"`
 }
@@ -216,13 +217,13 @@ func (in ReviewInput) Validate() error {
 	total := 0
 	for i, q := range in.Questions {
 		if err := activities.CheckQuestion(q.Question); err != nil {
-			return fmt.Errorf("question %d (%s): %w", i+1, q.ID, err)
+			return fmt.Errorf("questions[%d] (%s): %w", i, q.ID, err)
 		}
 		if err := checkReviewID(q.ID); err != nil {
-			return fmt.Errorf("question %d: %w", i+1, err)
+			return fmt.Errorf("questions[%d].%w", i, err)
 		}
 		if j, dup := seen[q.ID]; dup {
-			return fmt.Errorf("questions %d and %d both have id %q: give each question its own id", j+1, i+1, q.ID)
+			return fmt.Errorf("questions[%d] and questions[%d] both have id %q: give each question its own id", j, i, q.ID)
 		}
 		seen[q.ID] = i
 		total += len(q.Question)

@@ -479,8 +479,8 @@ func TestReviewDocumentBadInput(t *testing.T) {
 	}{
 		{"no questions", func(in *workflows.ReviewInput) { in.Questions = nil }, "questions is empty"},
 		{"too many questions", func(in *workflows.ReviewInput) { in.Questions = many }, "over the limit of 100"},
-		{"empty question", func(in *workflows.ReviewInput) { in.Questions[2].Question = "  " }, "question 3 (q3): question is empty"},
-		{"duplicate ids", func(in *workflows.ReviewInput) { in.Questions[1].ID = "q1" }, `questions 1 and 2 both have id "q1"`},
+		{"empty question", func(in *workflows.ReviewInput) { in.Questions[2].Question = "  " }, "questions[2] (q3): question is empty"},
+		{"duplicate ids", func(in *workflows.ReviewInput) { in.Questions[1].ID = "q1" }, `questions[0] and questions[1] both have id "q1"`},
 		{"default id taken", func(in *workflows.ReviewInput) { in.Questions[0].ID = "q3" }, `both have id "q3"`},
 		{"id with a slash", func(in *workflows.ReviewInput) { in.Questions[0].ID = "../x" }, "must be 1 to 64 letters"},
 		{"document not in S3", func(in *workflows.ReviewInput) { in.Document = "/tmp/doc.txt" }, "not an s3:// URI"},

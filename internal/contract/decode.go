@@ -181,7 +181,19 @@ func (c *checker) check(doc any, t reflect.Type, path string) any {
 			break
 		}
 		if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
-			c.fail(path, "expected an integer that fits in %d bits, got %s", t.Bits(), n)
+			if !strings.ContainsAny(string(n), ".eE") {
+				c.fail(path, "expected an integer that fits in %d bits, got %s", t.Bits(), n)
+				break
+			}
+			// 500.0 and 5e2 are integers written another way: accept them
+			// as encoding/json's readers in other languages write them.
+			f, ferr := strconv.ParseFloat(string(n), 64)
+			i := int64(f)
+			if ferr != nil || f != float64(i) || reflect.Zero(t).OverflowInt(i) {
+				c.fail(path, "expected an integer, got %s", n)
+				break
+			}
+			return json.Number(strconv.FormatInt(i, 10))
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		n, ok := doc.(json.Number)
@@ -221,7 +233,11 @@ func (c *checker) checkStruct(obj map[string]any, t reflect.Type, path string) a
 		f, ok := byName[k]
 		if !ok {
 			if f, ok = byAlias[k]; ok {
-				if _, both := obj[f.Name]; both {
+				canon, both := obj[f.Name]
+				switch {
+				case v == nil:
+					continue // null: not given
+				case both && canon != nil:
 					c.fail(join(path, k), "%s is an alias of %s, and both are given: keep one", k, join(path, f.Name))
 					continue
 				}
@@ -234,6 +250,9 @@ func (c *checker) checkStruct(obj map[string]any, t reflect.Type, path string) a
 				c.fail(join(path, k), "unknown field; %s has %s", objectName(path), fieldList(t))
 			}
 			continue
+		}
+		if _, set := out[f.Name]; set && v == nil {
+			continue // null beside its alias: the alias's value stands
 		}
 		out[f.Name] = c.check(v, f.Type, join(path, f.Name))
 	}

@@ -43,7 +43,9 @@ func TestDecode(t *testing.T) {
 		{"case", `{"Document":"x"}`, []string{"Document: unknown field; did you mean document?"}},
 		{"far off", `{"colour":"red"}`, []string{`colour: unknown field; the input has {"document", "questions"`}},
 		{"wrong type", `{"options":{"chunk_tokens":"1000"}}`, []string{`options.chunk_tokens: expected an integer, got a string ("1000")`}},
-		{"fraction", `{"options":{"chunk_tokens":1.5}}`, []string{"options.chunk_tokens: expected an integer that fits in 64 bits, got 1.5"}},
+		{"fraction", `{"options":{"chunk_tokens":1.5}}`, []string{"options.chunk_tokens: expected an integer, got 1.5"}},
+		{"integral number", `{"options":{"chunk_tokens":5e2},"small":100.0}`, nil},
+		{"null alias beside its name", `{"questions":[{"question":"q","answers":null,"gold_answers":["b"]},{"question":"q","answers":["a"],"gold_answers":null}]}`, nil},
 		{"overflow", `{"small":300}`, []string{"small: expected an integer that fits in 8 bits, got 300"}},
 		{"strings for objects", `{"questions":["Who?","What?"]}`, []string{`questions[0]: expected an object {"id", "question", "gold_answers"}, got a string ("Who?")`, "questions[1]"}},
 		{"both alias and name", `{"questions":[{"question":"q","answers":["a"],"gold_answers":["b"]}]}`, []string{"questions[0].answers: answers is an alias of questions[0].gold_answers"}},
@@ -82,13 +84,13 @@ func TestDecode(t *testing.T) {
 }
 
 func TestDecodeFillsLikeEncodingJSON(t *testing.T) {
-	in := `{"document":"s3://b/k","questions":[{"id":"q1","question":"Who?","answers":["A","B"]}],"options":{"chunk_tokens":1000,"temperature":0.5},"labels":{"k":"v"},"since":"2026-01-02T15:04:05.5Z","extra":{"x":[1,2]},"flag":true}`
+	in := `{"document":"s3://b/k","questions":[{"id":"q1","question":"Who?","answers":["A","B"]},{"question":"Q","answers":["C"],"gold_answers":null}],"options":{"chunk_tokens":1000.0,"temperature":0.5},"labels":{"k":"v"},"since":"2026-01-02T15:04:05.5Z","extra":{"x":[1,2]},"flag":true}`
 	var got input
 	if err := Decode([]byte(in), &got); err != nil {
 		t.Fatal(err)
 	}
 	temp := float32(0.5)
-	want := input{Document: "s3://b/k", Questions: []question{{ID: "q1", Question: "Who?", GoldAnswers: []string{"A", "B"}}},
+	want := input{Document: "s3://b/k", Questions: []question{{ID: "q1", Question: "Who?", GoldAnswers: []string{"A", "B"}}, {Question: "Q", GoldAnswers: []string{"C"}}},
 		Options: opts{ChunkTokens: 1000, Temperature: &temp}, Labels: map[string]string{"k": "v"},
 		Since: time.Date(2026, 1, 2, 15, 4, 5, 5e8, time.UTC), Extra: json.RawMessage(`{"x":[1,2]}`), Flag: true}
 	if !reflect.DeepEqual(got, want) {

@@ -3,6 +3,7 @@ package contract
 import (
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -136,18 +137,31 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 	props := map[string]any{}
 	var required []string
 	for _, f := range Fields(t) {
-		p := g.of(f.Type)
+		p := constrain(g.of(f.Type), f)
+		req := g.dir == Input && hasOption(f, "required")
+		if req {
+			switch {
+			case p["type"] == "string":
+				p["minLength"] = 1
+			case p["type"] != nil && isArrayType(p["type"]):
+				p["minItems"] = 1
+			}
+		}
+		if g.dir == Input && !req {
+			// null means "not given" on input.
+			p = nullable(p)
+		}
 		if d := g.doc(f.Owner, f.GoName); d != "" {
 			p = withDescription(p, d)
 		}
 		props[f.Name] = p
 		switch g.dir {
 		case Input:
-			if hasOption(f, "required") {
+			if req {
 				required = append(required, f.Name)
 			}
 			for _, a := range f.Aliases {
-				props[a] = withDescription(g.of(f.Type), "Alias of "+f.Name+"; give one of the two.")
+				props[a] = withDescription(nullable(g.of(f.Type)), "Alias of "+f.Name+"; give one of the two.")
 			}
 		case Output:
 			if !f.OmitEmpty {
@@ -198,4 +212,100 @@ func hasOption(f Field, opt string) bool {
 		}
 	}
 	return false
+}
+
+func isArrayType(t any) bool {
+	switch v := t.(type) {
+	case string:
+		return v == "array"
+	case []any:
+		return len(v) > 0 && v[0] == "array"
+	}
+	return false
+}
+
+// nullable lets s also be null.
+func nullable(s map[string]any) map[string]any {
+	switch t := s["type"].(type) {
+	case string:
+		out := copyMap(s)
+		out["type"] = []any{t, "null"}
+		return out
+	case []any:
+		return s // already a union (slices and maps are nullable)
+	}
+	if _, ok := s["$ref"]; ok {
+		return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+	}
+	if _, ok := s["anyOf"]; ok {
+		return s
+	}
+	return s // {} accepts null already
+}
+
+func copyMap(s map[string]any) map[string]any {
+	out := make(map[string]any, len(s)+2)
+	for k, v := range s {
+		out[k] = v
+	}
+	return out
+}
+
+// constrain adds the range a field declares in its tag: `contract:"min=64"`
+// (with "zero": 0 too, meaning the default), "max=2", "enum=a|b" (a
+// string's values; "" is allowed when the field may be omitted),
+// "pattern=…" (a string's regular expression, without commas) and
+// "maxlen=N".
+func constrain(s map[string]any, f Field) map[string]any {
+	sf, ok := f.Owner.FieldByName(f.GoName)
+	if !ok {
+		return s
+	}
+	tag := sf.Tag.Get("contract")
+	if tag == "" {
+		return s
+	}
+	out := copyMap(s)
+	zero := false
+	var minimum any
+	for _, part := range strings.Split(tag, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "min":
+			minimum = number(v)
+		case "max":
+			out["maximum"] = number(v)
+		case "zero":
+			zero = true
+		case "enum":
+			var vals []any
+			for _, e := range strings.Split(v, "|") {
+				vals = append(vals, e)
+			}
+			if f.OmitEmpty {
+				vals = append(vals, "")
+			}
+			out["enum"] = vals
+		case "pattern":
+			out["pattern"] = v
+		case "maxlen":
+			out["maxLength"] = number(v)
+		}
+	}
+	if minimum != nil {
+		if zero {
+			out["anyOf"] = []any{map[string]any{"const": 0}, map[string]any{"minimum": minimum}}
+		} else {
+			out["minimum"] = minimum
+		}
+	}
+	return out
+}
+
+func number(v string) any {
+	if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return i
+	}
+	f, _ := strconv.ParseFloat(v, 64)
+	return f
 }

@@ -128,6 +128,8 @@ type ReviewUsage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	CachedTokens     int64 `json:"cached_tokens,omitempty"`
+	// RepeatedCalls counts calls that repeated one already paid for.
+	RepeatedCalls int `json:"repeated_calls,omitempty"`
 }
 
 // WriteReviewJSON writes g as indented JSON: grid.json.

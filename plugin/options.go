@@ -36,8 +36,12 @@ const DefaultStopTimeout = 30 * time.Second
 type Options struct {
 	// Bucket holds the chunk indexes, traces and results the activities
 	// write (MEMAGENT_BUCKET). Documents may live in other buckets the S3
-	// credentials can read. Required.
+	// credentials can read (see ReadPrefixes). Required.
 	Bucket string
+	// CreateBucket lets a worker create Bucket when it is missing
+	// (MEMAGENT_CREATE_BUCKET). Otherwise a missing bucket, refused
+	// credentials or denied access fail worker start, each in its words.
+	CreateBucket bool
 	// ReadPrefixes are the s3:// prefixes documents and manifests may be
 	// read from (MEMAGENT_READ_PREFIXES), and WritePrefixes those a run's
 	// outputs (output_prefix, report_prefix) may be written under
@@ -171,6 +175,7 @@ func optionsFromConfig(cfg config.Config) Options {
 	cfg.Normalize()
 	o := Options{
 		Bucket:             cfg.Bucket,
+		CreateBucket:       cfg.CreateBucket,
 		ReadPrefixes:       cfg.ReadPrefixes,
 		WritePrefixes:      cfg.WritePrefixes,
 		S3Endpoint:         cfg.S3Endpoint,
@@ -206,6 +211,7 @@ func optionsFromConfig(cfg config.Config) Options {
 func (o Options) config() config.Config {
 	return config.Config{
 		Bucket:           o.Bucket,
+		CreateBucket:     o.CreateBucket,
 		ReadPrefixes:     o.ReadPrefixes,
 		WritePrefixes:    o.WritePrefixes,
 		S3Endpoint:       o.S3Endpoint,

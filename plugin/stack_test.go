@@ -70,7 +70,7 @@ func startStack() (*stack, error) {
 		d.Close()
 		return nil, err
 	}
-	if err := st.store.EnsureBucket(ctx, st.cfg.Bucket); err != nil {
+	if err := st.store.EnsureBucket(ctx, st.cfg.Bucket, true); err != nil {
 		d.Close()
 		return nil, err
 	}

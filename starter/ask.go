@@ -356,8 +356,8 @@ func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha str
 	if _, err := s.store.Head(ctx, loc); err == nil {
 		return loc.String(), text.SHA256, nil
 	}
-	if err := s.store.EnsureBucket(ctx, s.cfg.Bucket); err != nil {
-		return "", "", err
+	if err := s.store.EnsureBucket(ctx, s.cfg.Bucket, s.cfg.CreateBucket); err != nil {
+		return "", "", workerapp.BucketError(s.cfg.Bucket, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", "", err

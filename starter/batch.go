@@ -21,6 +21,7 @@ import (
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -34,7 +35,7 @@ const maxReportedItemErrors = 10
 // then uploaded under its SHA-256, s3://<bucket>/manifests/sha256/<hex>/<name>,
 // unless that object is there already: uploading the same file twice is
 // free, and every run started from it reads the same bytes.
-func uploadManifest(ctx context.Context, store *s3store.Store, bucket, path string) (string, error) {
+func uploadManifest(ctx context.Context, store *s3store.Store, bucket string, createBucket bool, path string) (string, error) {
 	if strings.HasPrefix(path, "s3://") {
 		loc, err := s3store.ParseURI(path)
 		if err != nil {
@@ -78,8 +79,8 @@ func uploadManifest(ctx context.Context, store *s3store.Store, bucket, path stri
 	if _, err := store.Head(ctx, loc); err == nil {
 		return loc.String(), nil
 	}
-	if err := store.EnsureBucket(ctx, bucket); err != nil {
-		return "", err
+	if err := store.EnsureBucket(ctx, bucket, createBucket); err != nil {
+		return "", workerapp.BucketError(bucket, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
@@ -270,7 +271,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		return err
 	}
 	defer func() { end(err) }()
-	if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, *manifest); err != nil {
+	if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, *manifest); err != nil {
 		return err
 	}
 	run, err := startBatch(ctx, s.temporal, cfg.TaskQueue, *id, in)

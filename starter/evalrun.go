@@ -136,7 +136,7 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return err
 	}
 	defer func() { end(err) }()
-	if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, *set); err != nil {
+	if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, *set); err != nil {
 		return err
 	}
 	res, rep, err := runBatchAndReport(ctx, s, in)

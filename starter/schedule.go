@@ -552,7 +552,7 @@ func runScheduleCreate(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	manifest, err := uploadManifest(ctx, store, cfg.Bucket, c.Manifest)
+	manifest, err := uploadManifest(ctx, store, cfg.Bucket, cfg.CreateBucket, c.Manifest)
 	if err != nil {
 		return err
 	}

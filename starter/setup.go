@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,9 +10,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/searchattrs"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
@@ -58,43 +57,7 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // registerSearchAttributes adds the attributes missing from the namespace
-// and returns their names. An attribute that exists with the same type is
-// left alone, so running it again is a no-op; one that exists with another
-// type, or a system attribute of the same name, is an error and nothing is
-// added.
+// and returns their names (see searchattrs.Ensure).
 func registerSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, attrs map[string]enumspb.IndexedValueType) ([]string, error) {
-	list, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
-	if err != nil {
-		return nil, fmt.Errorf("list search attributes of namespace %s: %w", namespace, err)
-	}
-	missing := map[string]enumspb.IndexedValueType{}
-	for _, name := range slices.Sorted(maps.Keys(attrs)) {
-		want := attrs[name]
-		if _, ok := list.GetSystemAttributes()[name]; ok {
-			return nil, fmt.Errorf("search attribute %s is a system attribute of this server: memagent cannot use it", name)
-		}
-		if got, ok := list.GetCustomAttributes()[name]; ok {
-			if got != want {
-				return nil, fmt.Errorf("search attribute %s exists in namespace %s as %s, memagent needs %s: remove it (temporal operator search-attribute remove --name %s) if nothing else uses it, or run memagent in another namespace",
-					name, namespace, got, want, name)
-			}
-			continue
-		}
-		missing[name] = want
-	}
-	if len(missing) == 0 {
-		return nil, nil
-	}
-	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
-	var exists *serviceerror.AlreadyExists
-	var invalid *serviceerror.InvalidArgument
-	switch {
-	case errors.As(err, &exists):
-		// Someone else added them in between: the next run checks types.
-	case errors.As(err, &invalid):
-		return nil, fmt.Errorf("add search attributes to namespace %s: %w (SQL visibility allows 3 Int, 10 Keyword and 3 Text custom attributes per namespace; memagent needs 2 Int and 5 Keyword: see `temporal operator search-attribute list`)", namespace, err)
-	case err != nil:
-		return nil, fmt.Errorf("add search attributes to namespace %s: %w", namespace, err)
-	}
-	return slices.Sorted(maps.Keys(missing)), nil
+	return searchattrs.Ensure(ctx, op, namespace, attrs, true)
 }

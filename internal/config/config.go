@@ -70,6 +70,10 @@ type Config struct {
 	// MEMAGENT_READ_PREFIXES and MEMAGENT_WRITE_PREFIXES, comma-separated.
 	ReadPrefixes  []string
 	WritePrefixes []string
+	// CreateBucket lets the worker and the starter create Bucket when it
+	// is missing (MEMAGENT_CREATE_BUCKET, --create-bucket); the dev stack
+	// sets it. Otherwise a missing bucket stops them with an error.
+	CreateBucket bool
 	// S3SSE asks S3 to encrypt every object memagent writes: "" (the
 	// bucket's default), "AES256" (S3-managed keys) or "aws:kms".
 	S3SSE string
@@ -232,6 +236,9 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if v, ok := get("MEMAGENT_BUCKET"); ok {
 		c.Bucket = v
 	}
+	if v, ok := get("MEMAGENT_CREATE_BUCKET"); ok {
+		c.CreateBucket = v == "true" || v == "1"
+	}
 	if v, ok := get("MEMAGENT_READ_PREFIXES"); ok {
 		c.ReadPrefixes = splitList(v)
 	}
@@ -336,6 +343,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "task queue (MEMAGENT_TASK_QUEUE)")
 	fs.StringVar(&c.S3Endpoint, "s3-endpoint", c.S3Endpoint, `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "bucket for uploads, indexes, traces and results (MEMAGENT_BUCKET)")
+	fs.BoolVar(&c.CreateBucket, "create-bucket", c.CreateBucket, "create the bucket if it is missing (MEMAGENT_CREATE_BUCKET); otherwise a missing bucket is an error")
 	fs.StringVar(&c.ModelBaseURL, "model-url", c.ModelBaseURL, "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL)")
 	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
 	fs.IntVar(&c.ChunkCacheMB, "chunk-cache-mb", c.ChunkCacheMB, "megabytes of chunks a review's questions share in this worker; 0 = default 64, -1 = off (MEMAGENT_CHUNK_CACHE_MB)")

@@ -321,12 +321,57 @@ func (s *Store) PutIfAbsent(ctx context.Context, loc Location, data []byte, cont
 	return true, nil
 }
 
-// EnsureBucket creates a bucket unless it exists.
-func (s *Store) EnsureBucket(ctx context.Context, bucket string) error {
-	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); err == nil {
+// Errors of CheckBucket, by what is wrong.
+var (
+	// ErrBucketMissing: the bucket does not exist.
+	ErrBucketMissing = errors.New("bucket does not exist")
+	// ErrAccessDenied: the credentials are valid but may not use it.
+	ErrAccessDenied = errors.New("access denied")
+	// ErrBadCredentials: the service does not accept the credentials.
+	ErrBadCredentials = errors.New("credentials not accepted")
+)
+
+// CheckBucket reports whether the bucket can be used, telling a missing
+// bucket (ErrBucketMissing) from credentials the service refuses
+// (ErrBadCredentials) and from credentials that may not use it
+// (ErrAccessDenied): HEAD answers all three with a bare status, so a 403
+// is asked again with a listing, whose answer names its cause.
+func (s *Store) CheckBucket(ctx context.Context, bucket string) error {
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket})
+	if err == nil {
 		return nil
 	}
-	_, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket})
+	var re *awshttp.ResponseError
+	var nf *types.NotFound
+	var nb *types.NoSuchBucket
+	switch {
+	case errors.As(err, &nf) || errors.As(err, &nb) || (errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound):
+		return fmt.Errorf("s3: bucket %s: %w", bucket, ErrBucketMissing)
+	case errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusForbidden || re.HTTPStatusCode() == http.StatusUnauthorized):
+		_, lerr := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, MaxKeys: aws.Int32(1)})
+		var ae smithy.APIError
+		if lerr != nil && errors.As(lerr, &ae) {
+			switch ae.ErrorCode() {
+			case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidSecurity":
+				return fmt.Errorf("s3: bucket %s: %w (%s)", bucket, ErrBadCredentials, ae.ErrorCode())
+			case "NoSuchBucket":
+				return fmt.Errorf("s3: bucket %s: %w", bucket, ErrBucketMissing)
+			}
+		}
+		return fmt.Errorf("s3: bucket %s: %w", bucket, ErrAccessDenied)
+	}
+	return fmt.Errorf("s3: bucket %s: %w", bucket, err)
+}
+
+// EnsureBucket checks the bucket and, when it is missing and create is
+// true, creates it. Only the dev stack, or an operator who asks, creates
+// buckets: a typo in a bucket name must not send results somewhere new.
+func (s *Store) EnsureBucket(ctx context.Context, bucket string, create bool) error {
+	err := s.CheckBucket(ctx, bucket)
+	if err == nil || !create || !errors.Is(err, ErrBucketMissing) {
+		return err
+	}
+	_, err = s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket})
 	var owned *types.BucketAlreadyOwnedByYou
 	var exists *types.BucketAlreadyExists
 	if err != nil && !errors.As(err, &owned) && !errors.As(err, &exists) {

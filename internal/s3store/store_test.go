@@ -29,10 +29,10 @@ func newTestStore(t *testing.T) *Store {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if err := s.EnsureBucket(context.Background(), "bkt"); err != nil {
+	if err := s.EnsureBucket(context.Background(), "bkt", true); err != nil {
 		t.Fatalf("EnsureBucket: %v", err)
 	}
-	if err := s.EnsureBucket(context.Background(), "bkt"); err != nil {
+	if err := s.EnsureBucket(context.Background(), "bkt", true); err != nil {
 		t.Fatalf("EnsureBucket twice: %v", err)
 	}
 	return s
@@ -178,7 +178,7 @@ func TestServerSideEncryption(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			if err := s.EnsureBucket(ctx, "bkt"); err != nil {
+			if err := s.EnsureBucket(ctx, "bkt", true); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Put(ctx, Location{Bucket: "bkt", Key: "results/r.json"}, []byte("{}"), "application/json"); err != nil {
@@ -217,5 +217,37 @@ func TestPutIfAbsent(t *testing.T) {
 	got, err := s.ReadAll(ctx, loc)
 	if err != nil || string(got) != `{"n":0}` {
 		t.Fatalf("object %q (err %v), want the first write kept", got, err)
+	}
+}
+
+func TestCheckBucketTellsMissingFromRefused(t *testing.T) {
+	faker := gofakes3.New(s3mem.New(), gofakes3.WithV4Auth(map[string]string{"test-key": "test-secret"}))
+	srv := httptest.NewServer(faker.Server())
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	store := func(key, secret string) *Store {
+		s, err := New(ctx, Config{Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: key, SecretAccessKey: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	good := store("test-key", "test-secret")
+	if err := good.EnsureBucket(ctx, "typo", false); !errors.Is(err, ErrBucketMissing) {
+		t.Fatalf("missing bucket without create: %v, want ErrBucketMissing", err)
+	}
+	if err := good.CheckBucket(ctx, "typo"); !errors.Is(err, ErrBucketMissing) {
+		t.Fatalf("EnsureBucket without create made the bucket: %v", err)
+	}
+	if err := good.EnsureBucket(ctx, "made", true); err != nil {
+		t.Fatalf("missing bucket with create: %v", err)
+	}
+	for name, s := range map[string]*Store{"wrong secret": store("test-key", "nope"), "unknown key": store("who", "nope")} {
+		if err := s.CheckBucket(ctx, "made"); !errors.Is(err, ErrBadCredentials) {
+			t.Errorf("%s: %v, want ErrBadCredentials", name, err)
+		}
+		if err := s.EnsureBucket(ctx, "other", true); !errors.Is(err, ErrBadCredentials) {
+			t.Errorf("%s: EnsureBucket with create: %v, want ErrBadCredentials (never a create attempt)", name, err)
+		}
 	}
 }

@@ -46,7 +46,7 @@ func TestTracedStoreOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Outside any span: works, and is not traced.
-	if err := s.EnsureBucket(context.Background(), "bkt"); err != nil {
+	if err := s.EnsureBucket(context.Background(), "bkt", true); err != nil {
 		t.Fatalf("EnsureBucket over TLS with AWS_CA_BUNDLE: %v", err)
 	}
 	if n := len(rec.Ended()); n != 0 {

@@ -117,6 +117,7 @@ func (d *Dev) Configure(cfg config.Config) config.Config {
 	cfg.S3AccessKey, cfg.S3SecretKey = d.Stack.S3AccessKey, d.Stack.S3SecretKey
 	cfg.S3PathStyle = true
 	cfg.Bucket = d.Stack.Bucket
+	cfg.CreateBucket = true
 	if d.SimulatorURL != "" {
 		cfg.ModelBaseURL = d.SimulatorURL
 		cfg.ModelAPIKey = ""

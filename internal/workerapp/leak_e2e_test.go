@@ -128,7 +128,7 @@ func TestNothingLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.EnsureBucket(ctx, cfg.Bucket); err != nil {
+	if err := store.EnsureBucket(ctx, cfg.Bucket, true); err != nil {
 		t.Fatal(err)
 	}
 	docLoc := s3store.Location{Bucket: cfg.Bucket, Key: "leak/doc.txt"}

@@ -2,7 +2,9 @@ package workerapp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -10,6 +12,8 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/searchattrs"
+	"github.com/memagent/memagent/workflows"
 )
 
 // Running is a started worker with the clients it owns.
@@ -33,6 +37,11 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (*Running, erro
 		pool.Close()
 		return nil, err
 	}
+	if err := CheckSearchAttributes(ctx, c, cfg.TemporalNamespace, opts.Logger); err != nil {
+		c.Close()
+		pool.Close()
+		return nil, err
+	}
 	w := NewWorker(c, cfg, acts, pool.Capacity(), opts)
 	if err := w.Start(); err != nil {
 		c.Close()
@@ -48,4 +57,24 @@ func (r *Running) Stop() {
 	r.Worker.Stop()
 	r.Client.Close()
 	r.Pool.Close()
+}
+
+// CheckSearchAttributes makes sure the namespace has memagent's search
+// attributes before a worker polls: a run that upserts an unregistered
+// attribute would sit in a failing workflow task for good. It registers
+// the missing ones where the server allows it (the dev stack, an admin
+// key) and otherwise fails, naming `starter setup`.
+func CheckSearchAttributes(ctx context.Context, c client.Client, namespace string, logger *slog.Logger) error {
+	added, err := searchattrs.Ensure(ctx, c.OperatorService(), namespace, workflows.SearchAttributes(), true)
+	var missing *searchattrs.MissingError
+	switch {
+	case errors.As(err, &missing):
+		return fmt.Errorf("%w: run `starter setup` with an account that may add search attributes (or `temporal operator search-attribute create`, or tcld on Temporal Cloud), then start the worker again", err)
+	case err != nil:
+		return fmt.Errorf("check search attributes: %w", err)
+	}
+	if len(added) > 0 && logger != nil {
+		logger.Info("registered memagent's search attributes", "namespace", namespace, "added", added)
+	}
+	return nil
 }

@@ -84,7 +84,7 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 		t.Fatal(err)
 	}
 	docLoc := s3store.Location{Bucket: cfg.Bucket, Key: "telemetry/doc.txt"}
-	if err := store.EnsureBucket(ctx, cfg.Bucket); err != nil {
+	if err := store.EnsureBucket(ctx, cfg.Bucket, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.Put(ctx, docLoc, []byte(doc), "text/plain"); err != nil {

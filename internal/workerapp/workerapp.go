@@ -176,8 +176,8 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := store.EnsureBucket(ctx, cfg.Bucket); err != nil {
-		return nil, nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	if err := store.EnsureBucket(ctx, cfg.Bucket, cfg.CreateBucket); err != nil {
+		return nil, nil, BucketError(cfg.Bucket, err)
 	}
 	pool, err := NewModelPool(cfg, logger)
 	if err != nil {
@@ -325,7 +325,10 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 		}),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w (is the server up? start one with `go run ./worker --dev`)", cfg.TemporalAddress, err)
+		if cfg.TemporalAddress == config.DevTemporalAddress {
+			return nil, fmt.Errorf("connect to Temporal at %s: %w (is the dev stack up? start it with `go run ./worker --dev`, or set TEMPORAL_ADDRESS)", cfg.TemporalAddress, err)
+		}
+		return nil, fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w: check that the server is up and reachable from here", cfg.TemporalAddress, err)
 	}
 	return c, nil
 }
@@ -362,4 +365,17 @@ func CodecServer(cfg config.Config) (http.Handler, error) {
 		return nil, err
 	}
 	return codec.NewServer(c, codec.ServerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins}), nil
+}
+
+// BucketError says what to do about a bucket that cannot be used.
+func BucketError(bucket string, err error) error {
+	switch {
+	case errors.Is(err, s3store.ErrBucketMissing):
+		return fmt.Errorf("bucket %s does not exist: fix MEMAGENT_BUCKET (--bucket), create the bucket, or let memagent create it with MEMAGENT_CREATE_BUCKET=true (--create-bucket)", bucket)
+	case errors.Is(err, s3store.ErrBadCredentials):
+		return fmt.Errorf("bucket %s: the S3 service does not accept these credentials (%v): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the role the worker runs as", bucket, err)
+	case errors.Is(err, s3store.ErrAccessDenied):
+		return fmt.Errorf("bucket %s: access denied: the credentials are valid but may not use this bucket; grant s3:ListBucket, s3:GetObject and s3:PutObject on it (docs/DEPLOY.md)", bucket)
+	}
+	return fmt.Errorf("bucket %s: %w", bucket, err)
 }

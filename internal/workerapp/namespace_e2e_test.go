@@ -1,0 +1,94 @@
+package workerapp_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
+)
+
+// A worker on a namespace where `starter setup` never ran registers
+// memagent's search attributes at start where the server allows it, so a
+// run started by any client completes instead of sitting in a failing
+// workflow task.
+func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded stack")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	admin, err := client.Dial(client.Options{HostPort: d.Stack.TemporalAddress, Namespace: d.Stack.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	const ns = "fresh"
+	if _, err := admin.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := admin.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("namespace never appeared")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	cfg := d.Configure(config.Default())
+	cfg.HTTPAddr, cfg.LogLevel, cfg.TemporalNamespace = "", slog.LevelError, ns
+	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
+	if err != nil {
+		t.Fatalf("worker on a namespace without memagent's search attributes: %v", err)
+	}
+	defer w.Stop()
+
+	store, err := s3store.New(ctx, s3store.Config{Endpoint: d.Stack.S3Endpoint, Region: d.Stack.Region,
+		AccessKeyID: d.Stack.S3AccessKey, SecretAccessKey: d.Stack.S3SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := s3store.Location{Bucket: d.Stack.Bucket, Key: "docs/fresh.txt"}
+	if err := store.Put(ctx, doc, []byte("The harbour master keeps the ledger. The vault code is 7391-ALPHA."), "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(client.Options{HostPort: d.Stack.TemporalAddress, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "fresh-1", TaskQueue: workflows.DefaultTaskQueue},
+		workflows.DocumentQAName, workflows.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
+			Options: activities.ModelOptions{ChunkTokens: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	var res workflows.DocumentQAResult
+	if err := run.Get(runCtx, &res); err != nil {
+		t.Fatalf("run on the fresh namespace: %v", err)
+	}
+	if res.Answer != "7391-ALPHA" {
+		t.Errorf("answer %q", res.Answer)
+	}
+}

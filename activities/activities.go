@@ -115,6 +115,10 @@ func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
 // the chunk index in S3, or reuses the index of the same object version,
 // tokenizer and chunk size.
 func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*PrepareOutput, error) {
+	// Heartbeats for the whole activity: the index write after a long
+	// read must not look like a dead worker.
+	ctx, hb := a.beginHeartbeat(ctx)
+	defer hb.stop()
 	if err := in.Options.Validate(); err != nil {
 		return nil, badInput(err)
 	}

@@ -210,7 +210,7 @@ func (hb *heartbeat) stop() {
 // DefaultS3OpTimeout bounds one small S3 operation of a model activity
 // (a chunk read, a trace or result write): well inside the heartbeat
 // timeout, so a hung store fails the attempt instead of stalling it.
-const DefaultS3OpTimeout = 30 * time.Second
+const DefaultS3OpTimeout = 10 * time.Second
 
 func (a *Activities) s3ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := a.S3OpTimeout

@@ -22,6 +22,12 @@ const (
 	DefaultTaskQueue = "memagent"
 )
 
+// DefaultHeartbeatTimeout is how soon a worker lost mid-activity is
+// noticed. The model activities heartbeat for their whole life (model
+// calls and S3 alike) every third of it, and the SDK sends at most one
+// heartbeat per 0.8 of it: one small RPC per 12 s per running activity.
+const DefaultHeartbeatTimeout = 15 * time.Second
+
 // DefaultChunksPerRun is how many chunks one run processes before it
 // continues-as-new, unless Temporal suggests it earlier.
 const DefaultChunksPerRun = 200
@@ -42,7 +48,7 @@ type DocumentQAInput struct {
 	// (default s3://<worker bucket>/runs/<workflow id>/<first run id>/).
 	OutputPrefix string `json:"output_prefix,omitempty"`
 	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
-	// noticed and its activity retried elsewhere; default 60.
+	// noticed and its activity retried elsewhere; default 15.
 	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0"`
 	// BatchID, when set, labels the run as one of a batch: it becomes the
 	// MemagentBatch search attribute, so a batch's runs can be listed.
@@ -159,7 +165,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			st.TracePrefix += "/"
 		}
 	}
-	hb := time.Minute
+	hb := DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
 	}

@@ -91,7 +91,7 @@ type ReviewInput struct {
 	// report (default s3://<worker bucket>/reviews/<workflow id>/<first run id>/).
 	OutputPrefix string `json:"output_prefix,omitempty"`
 	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
-	// noticed; default 60.
+	// noticed; default 15.
 	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0"`
 	// State is set by the workflow itself when it continues-as-new.
 	State *ReviewState `json:"state,omitempty"`
@@ -312,7 +312,7 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 	}
 	r.in = in
 	r.info = workflow.GetInfo(ctx)
-	r.hb = time.Minute
+	r.hb = DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		r.hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
 	}

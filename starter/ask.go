@@ -291,7 +291,7 @@ func (s *session) watch(ctx context.Context, id string) func() {
 	if s.progress == nil {
 		return func() {}
 	}
-	return watchProgress(ctx, s.temporal, id, newProgressView(s.progress, s.progressTTY))
+	return watchProgress(ctx, s.temporal, s.cfg.TemporalNamespace, id, newProgressView(s.progress, s.progressTTY))
 }
 
 func queryProgress(ctx context.Context, c client.Client, id string) (workflows.Progress, error) {

@@ -162,10 +162,10 @@ func startBatch(ctx context.Context, c client.Client, taskQueue, id string, in w
 // across continue-as-new) and returns its result. When w is not nil it
 // prints the batch's progress there: redrawn in place on a terminal,
 // otherwise a line per change at most every 5 seconds.
-func awaitBatch(ctx context.Context, c client.Client, id string, w io.Writer) (*workflows.BatchQAResult, error) {
+func awaitBatch(ctx context.Context, c client.Client, namespace, id string, w io.Writer) (*workflows.BatchQAResult, error) {
 	stop := func() {}
 	if w != nil {
-		stop = watchRun(ctx, readerFor(c, workflows.BatchQAName, id), newProgressView(w, isTerminal(w)))
+		stop = watchRun(ctx, readerFor(c, namespace, workflows.BatchQAName, id), newProgressView(w, isTerminal(w)))
 	}
 	var res workflows.BatchQAResult
 	if err := await(ctx, c, id, stop, &res); err != nil {
@@ -212,7 +212,7 @@ func runBatchAndReport(ctx context.Context, s *session, in workflows.BatchQAInpu
 // report.json.
 func (s *session) followBatch(ctx context.Context, id string) (*workflows.BatchQAResult, *activities.BatchReport, error) {
 	fmt.Fprintf(s.progressOut(), "started batch %s\n", id)
-	res, err := awaitBatch(ctx, s.temporal, id, s.progress)
+	res, err := awaitBatch(ctx, s.temporal, s.cfg.TemporalNamespace, id, s.progress)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -62,6 +62,9 @@ type snapshot struct {
 	busy bool
 	// notes follow the counts, such as "1/2 questions done" or "3 running".
 	notes []string
+	// trouble is what keeps the run from progressing (a failing activity
+	// and its next attempt, a failing workflow task, no worker), or "".
+	trouble string
 }
 
 // qaSnapshot is a DocumentQA run's progress as a snapshot.
@@ -129,7 +132,8 @@ type progressView struct {
 	seen      bool
 	printed   string // key of the last plain line
 	printedAt time.Time
-	drawn     bool // a bar is on the current terminal line
+	drawn     bool   // a bar is on the current terminal line
+	trouble   string // the trouble last printed
 }
 
 type sample struct {
@@ -179,6 +183,21 @@ func (v *progressView) show(s snapshot) {
 	v.samples = append(v.samples, smp)
 	for len(v.samples) > 2 && now.Sub(v.samples[0].at) > rateWindow {
 		v.samples = v.samples[1:]
+	}
+	if s.trouble != v.trouble {
+		// Trouble gets a line of its own, above a bar, when it starts,
+		// changes or ends.
+		msg := "  ! " + s.trouble
+		if s.trouble == "" {
+			msg = "  ok: the run is moving again"
+		}
+		if v.tty {
+			fmt.Fprintf(v.w, "\r%s\x1b[K\n", msg)
+			v.drawn = false
+		} else {
+			fmt.Fprintln(v.w, msg)
+		}
+		v.trouble = s.trouble
 	}
 	if v.tty {
 		fmt.Fprintf(v.w, "\r%s\x1b[K", v.fit())
@@ -419,7 +438,20 @@ type progressReader func(ctx context.Context) (snapshot, error)
 // readerFor reads the progress of run id, of workflow type kind, from the
 // progress query of its type, or from its search attributes when no worker
 // answers.
-func readerFor(c client.Client, kind, id string) progressReader {
+func readerFor(c client.Client, namespace, kind, id string) progressReader {
+	read := progressOf(c, kind, id)
+	d := newDiagnoser(c, namespace, id)
+	return func(ctx context.Context) (snapshot, error) {
+		s, err := read(ctx)
+		if err == nil {
+			s.trouble = d.trouble(ctx)
+		}
+		return s, err
+	}
+}
+
+// progressOf reads a run's progress, by its workflow type.
+func progressOf(c client.Client, kind, id string) progressReader {
 	mc := memclient.New(c, memclient.Options{})
 	switch kind {
 	case workflows.ReviewDocumentName:
@@ -454,8 +486,8 @@ func readerFor(c client.Client, kind, id string) progressReader {
 // watchProgress shows the progress of DocumentQA run id on view until the
 // returned stop is called; stop reads the progress once more, so the view
 // ends on the final state, and closes the view.
-func watchProgress(ctx context.Context, c client.Client, id string, view *progressView) (stop func()) {
-	return watchRun(ctx, readerFor(c, workflows.DocumentQAName, id), view)
+func watchProgress(ctx context.Context, c client.Client, namespace, id string, view *progressView) (stop func()) {
+	return watchRun(ctx, readerFor(c, namespace, workflows.DocumentQAName, id), view)
 }
 
 // watchRun shows what read returns on view until the returned stop is

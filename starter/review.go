@@ -179,7 +179,7 @@ func (s *session) review(ctx context.Context, in workflows.ReviewInput, doc stri
 	}
 	stop := func() {}
 	if s.progress != nil {
-		stop = watchRun(ctx, readerFor(s.temporal, workflows.ReviewDocumentName, run.ID), newProgressView(s.progress, s.progressTTY))
+		stop = watchRun(ctx, readerFor(s.temporal, s.cfg.TemporalNamespace, workflows.ReviewDocumentName, run.ID), newProgressView(s.progress, s.progressTTY))
 	}
 	var res workflows.ReviewResult
 	if err := await(ctx, s.temporal, run.ID, stop, &res); err != nil {

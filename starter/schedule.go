@@ -1099,7 +1099,7 @@ func runScheduleTrigger(ctx context.Context, args []string, stdout, stderr io.Wr
 		fmt.Fprintf(stdout, "%s\n", wfID)
 		return nil
 	}
-	res, err := awaitBatch(ctx, tc, wfID, stderr)
+	res, err := awaitBatch(ctx, tc, cfg.TemporalNamespace, wfID, stderr)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,15 @@ or a memagent.BatchQA run (items done, running, answered, reused, failed).
 	p, err := queryStatus(qctx, s.temporal, kind, id)
 	cancel()
 	if err != nil {
-		err = fmt.Errorf("query %s: %w (queries need a running worker)", id, err)
+		// Say why the query failed when the server can tell: a failing
+		// workflow task, no worker polling.
+		d := newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id)
+		d.noPollerSince = time.Now().Add(-noPollerGrace)
+		if why := d.trouble(ctx); why != "" {
+			err = fmt.Errorf("query %s: %w (%s)", id, err, why)
+		} else {
+			err = fmt.Errorf("query %s: %w (queries need a worker polling the run's task queue)", id, err)
+		}
 		if !*showHistory {
 			return err
 		}
@@ -69,6 +77,9 @@ or a memagent.BatchQA run (items done, running, answered, reused, failed).
 	}
 	if *asJSON {
 		return writeStatusJSON(stdout, kind, p)
+	}
+	if why := newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id).trouble(ctx); why != "" {
+		defer fmt.Fprintf(stdout, "trouble: %s\n", why)
 	}
 	switch p := p.(type) {
 	case workflows.ReviewProgress:

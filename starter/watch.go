@@ -51,7 +51,7 @@ until it closes, then prints its answer, its grid or its batch report.
 	if err != nil {
 		return err
 	}
-	stop := watchRun(ctx, readerFor(c, kind, id), newProgressView(stdout, isTerminal(stdout)))
+	stop := watchRun(ctx, readerFor(c, cfg.TemporalNamespace, kind, id), newProgressView(stdout, isTerminal(stdout)))
 	switch kind {
 	case workflows.ReviewDocumentName:
 		var g workflows.ReviewResult

@@ -129,17 +129,23 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	fs.Var(&golds, "answer", "a gold answer to score against (repeatable)")
 	fs.StringVar(&req.Batch, "batch", "", "label the run as one of batch `ID` (list them with: starter runs --batch ID)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on; starter watch follows it); 0 waits for the end, through Temporal outages")
 	finish := askFlags(fs, &req)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return badRequest(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: quote the question", fs.Args())
+		return badRequest(fmt.Errorf("unexpected arguments %q: quote the question", fs.Args()))
 	}
 	req.Golds = golds
 	req.Options.Model = cfg.Model
 	if err := finish(); err != nil {
-		return err
+		return badRequest(err)
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
 	}
 	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter ask")
 	if err != nil {
@@ -197,9 +203,7 @@ func (s *session) ask(ctx context.Context, req askRequest) (*workflows.DocumentQ
 	id := run.GetID()
 	stopProgress := s.watch(ctx, id)
 	var res workflows.DocumentQAResult
-	err = run.Get(ctx, &res)
-	stopProgress()
-	if err := runError(id, err); err != nil {
+	if err := await(ctx, s.temporal, id, stopProgress, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -209,10 +213,10 @@ func (s *session) ask(ctx context.Context, req askRequest) (*workflows.DocumentQ
 // DocumentQA run, or joins the run of the same request.
 func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun, error) {
 	if err := activities.CheckQuestion(req.Question); err != nil {
-		return nil, err
+		return nil, badRequest(err)
 	}
 	if req.Doc == "" {
-		return nil, errors.New("no document: pass --doc PATH or --doc s3://bucket/key")
+		return nil, badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
 	}
 	s.replaceInvalid = req.Options.InvalidUTF8 == activities.InvalidUTF8Replace
 	uri, sha, err := s.resolveDocument(ctx, req.Doc)
@@ -220,11 +224,11 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 		return nil, err
 	}
 	if err := s.checkBudget(ctx, req); err != nil {
-		return nil, err
+		return nil, badRequest(err)
 	}
 	in := workflows.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch}
 	if err := in.Validate(); err != nil {
-		return nil, err
+		return nil, badRequest(err)
 	}
 	id := memclient.WorkflowID(in)
 	if req.Fresh {

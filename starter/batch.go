@@ -168,7 +168,7 @@ func awaitBatch(ctx context.Context, c client.Client, namespace, id string, w io
 		stop = watchRun(ctx, readerFor(c, namespace, workflows.BatchQAName, id), newProgressView(w, isTerminal(w)))
 	}
 	var res workflows.BatchQAResult
-	if err := await(ctx, c, id, stop, &res); err != nil {
+	if err := await(ctx, c, id, stop, &res, w); err != nil {
 		return nil, err
 	}
 	return &res, nil

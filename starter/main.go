@@ -56,7 +56,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "starter:", err)
 		}
 		stop()
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 

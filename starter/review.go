@@ -182,7 +182,7 @@ func (s *session) review(ctx context.Context, in workflows.ReviewInput, doc stri
 		stop = watchRun(ctx, readerFor(s.temporal, s.cfg.TemporalNamespace, workflows.ReviewDocumentName, run.ID), newProgressView(s.progress, s.progressTTY))
 	}
 	var res workflows.ReviewResult
-	if err := await(ctx, s.temporal, run.ID, stop, &res); err != nil {
+	if err := await(ctx, s.temporal, run.ID, stop, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
 	return &res, nil

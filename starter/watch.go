@@ -37,9 +37,15 @@ until it closes, then prints its answer, its grid or its batch report.
 		fs.PrintDefaults()
 	}
 	cfg.RegisterFlags(fs)
+	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on); 0 waits for the end, through Temporal outages")
 	id, err := parseWorkflowID(fs, args)
 	if err != nil {
-		return err
+		return badRequest(err)
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
 	}
 	cfg.Normalize()
 	c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
@@ -55,19 +61,19 @@ until it closes, then prints its answer, its grid or its batch report.
 	switch kind {
 	case workflows.ReviewDocumentName:
 		var g workflows.ReviewResult
-		if err := await(ctx, c, id, stop, &g); err != nil {
+		if err := await(ctx, c, id, stop, &g, stderr); err != nil {
 			return err
 		}
 		printReviewGrid(stdout, &g)
 	case workflows.BatchQAName:
 		var res workflows.BatchQAResult
-		if err := await(ctx, c, id, stop, &res); err != nil {
+		if err := await(ctx, c, id, stop, &res, stderr); err != nil {
 			return err
 		}
 		printBatchReport(stdout, &res, nil)
 	default:
 		var res workflows.DocumentQAResult
-		if err := await(ctx, c, id, stop, &res); err != nil {
+		if err := await(ctx, c, id, stop, &res, stderr); err != nil {
 			return err
 		}
 		answer := res.Answer
@@ -96,10 +102,10 @@ func runKind(ctx context.Context, c client.Client, id string) (string, error) {
 
 // await waits for the result of id's run (following continue-as-new) into
 // out, then stops the progress display.
-func await(ctx context.Context, c client.Client, id string, stop func(), out any) error {
-	err := c.GetWorkflow(ctx, id, "").Get(ctx, out)
+func await(ctx context.Context, c client.Client, id string, stop func(), out any, say io.Writer) error {
+	err := waitResult(ctx, c, id, out, say)
 	stop()
-	return runError(id, err)
+	return runFailed(id, err)
 }
 
 // runError returns a run's failure with the workflow's own error type and

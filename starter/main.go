@@ -67,6 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return err
 	}
+	if exitCode(err) == ExitFailed && isFlagError(err) {
+		err = badRequest(err)
+	}
 	if msg := withFlags(err.Error()); msg != err.Error() {
 		return &flagged{msg: msg, err: err}
 	}

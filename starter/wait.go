@@ -144,3 +144,15 @@ func runFailed(id string, err error) error {
 	}
 	return &exitError{code: code, err: runError(id, err)}
 }
+
+// isFlagError reports an error of the flag package's parsing, whose
+// errors have no type of their own.
+func isFlagError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"flag provided but not defined", "invalid value ", "invalid boolean value", "bad flag syntax", "flag needs an argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}

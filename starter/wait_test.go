@@ -83,3 +83,11 @@ func TestWaitResultStopsWaitingWithCode3(t *testing.T) {
 		t.Fatalf("err %v (code %d), want code %d naming starter watch", err, exitCode(err), ExitStoppedWaiting)
 	}
 }
+
+func TestFlagErrorsExitWith2(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"review", "--no-such-flag"}, &stdout, &stderr)
+	if exitCode(err) != ExitBadInput {
+		t.Errorf("unknown flag: %v, exit code %d, want %d", err, exitCode(err), ExitBadInput)
+	}
+}

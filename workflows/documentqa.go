@@ -232,6 +232,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			next := in
 			next.State = st
+			workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
 			return nil, workflow.NewContinueAsNewError(ctx, DocumentQAName, next)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -288,6 +289,8 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	}
 	progress.Stage, progress.Answer, progress.Usage = StageDone, res.Answer, res.Usage
 	vis.publish(progress, StatusKey.ValueSet(StageDone))
+	workflow.GetLogger(ctx).Info("answered", "chunks", res.Chunks, "runs", res.Runs, "model_calls", res.Usage.Calls,
+		"repeated_calls", res.Usage.RepeatedCalls, "answer_found", res.AnswerFound)
 	return &res, nil
 }
 

@@ -79,6 +79,9 @@ type Activities struct {
 	// does not use it.
 	Chunks ChunkCache
 
+	// kept remembers paid completions until their activity completes.
+	kept keptCalls
+
 	indexMu sync.Mutex
 	indexes map[string]*memagent.ChunkIndex
 	// planning holds a lock per index location being prepared, so that
@@ -322,7 +325,7 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 	}
 	prompt := a.Templates.RenderUpdate(in.Question, in.Memory, string(text))
 	digest := inputDigest(in.Question, in.Memory, in.ETag, fmt.Sprint(in.Chunk), a.modelName(opts))
-	comp, paid, err := a.paidCompletion(ctx, hb, digest, func() *KeptCompletion {
+	comp, paid, err := a.paidCompletion(ctx, hb, traceLoc.String(), digest, func() *KeptCompletion {
 		var tr ChunkTrace
 		if a.readKept(ctx, traceLoc, &tr) && tr.Kept != nil {
 			return tr.Kept
@@ -359,6 +362,7 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 	if err != nil {
 		return nil, fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
 	}
+	a.kept.done(traceLoc.String())
 	a.recordChunk(ctx, opts, memory)
 	a.logger().DebugContext(ctx, "memory updated", "chunk", in.Chunk, "memory", memory)
 	a.logger().DebugContext(ctx, "chunk done",
@@ -379,7 +383,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 		return nil, badInput(fmt.Errorf("result uri: %w", err))
 	}
 	digest := inputDigest(in.Question, in.Memory, a.modelName(opts))
-	comp, paid, err := a.paidCompletion(ctx, hb, digest, func() *KeptCompletion {
+	comp, paid, err := a.paidCompletion(ctx, hb, resultLoc.String()+"#"+in.Result.RunID, digest, func() *KeptCompletion {
 		// An earlier attempt of this run that wrote its result before it
 		// was lost: the result keeps the completion.
 		var prev struct {
@@ -420,6 +424,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 		return nil, fmt.Errorf("write result: %w", err)
 	}
 	res.ResultURI = final.String()
+	a.kept.done(resultLoc.String() + "#" + in.Result.RunID)
 	a.logger().InfoContext(ctx, "answered", "answer_found", ans.Found, "method", ans.Method,
 		"completion_tokens", comp.CompletionTokens)
 	return &res, nil

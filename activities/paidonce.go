@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 )
 
 // A model call is paid for once. An activity that called the model keeps
-// the completion in two places before anything else can fail:
+// the completion in three places before anything else can fail:
 //
+//   - in the worker's memory (keptCalls), for a retry on the same worker
+//     when Temporal and S3 are both out of reach after the call,
 //   - in its heartbeat details (paidCalls), which Temporal hands to the
 //     next attempt even when this one fails on S3 or times out, and
 //   - in S3, in the chunk's trace (or the run's result), which survives a
@@ -96,9 +99,14 @@ func attempt(ctx context.Context) int32 {
 // earlier attempt kept (in its heartbeat details, or as found by stored,
 // which reads what it wrote to S3), or a new call. It returns the calls
 // made for this input so far, the new one included, for the usage.
-func (a *Activities) paidCompletion(ctx context.Context, hb *heartbeat, digest string, stored func() *KeptCompletion,
+func (a *Activities) paidCompletion(ctx context.Context, hb *heartbeat, key, digest string, stored func() *KeptCompletion,
 	call func() (inference.Completion, error)) (inference.Completion, paidCalls, error) {
 	prior := priorCalls(ctx)
+	if local, ok := a.kept.get(key); ok && local.Calls >= prior.Calls {
+		// This worker made the calls: it knows them even when neither
+		// the heartbeat nor S3 got them.
+		prior = local
+	}
 	if prior.Kept != nil && prior.Kept.InputSHA256 == digest {
 		a.logger().InfoContext(ctx, "model call reused from an earlier attempt", "attempt", attempt(ctx))
 		return prior.Kept.completion(), prior, nil
@@ -122,8 +130,56 @@ func (a *Activities) paidCompletion(ctx context.Context, hb *heartbeat, digest s
 	prior.Calls++
 	prior.Usage = prior.Usage.Add(usageOf(c))
 	prior.Kept = keep(digest, c)
+	a.kept.put(key, prior)
 	hb.set(prior)
 	return c, prior, nil
+}
+
+// maxKeptCalls bounds the completions a worker keeps in memory for the
+// retries of activities that failed after paying; the oldest go first.
+const maxKeptCalls = 4096
+
+// keptCalls is the worker's memory of paid completions, by the output
+// they were for (a chunk's trace, a result), until the activity that paid
+// completes.
+type keptCalls struct {
+	mu    sync.Mutex
+	m     map[string]paidCalls
+	order []string
+}
+
+func (k *keptCalls) get(key string) (paidCalls, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p, ok := k.m[key]
+	return p, ok
+}
+
+func (k *keptCalls) put(key string, p paidCalls) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = make(map[string]paidCalls)
+	}
+	if _, ok := k.m[key]; !ok {
+		k.order = append(k.order, key)
+	}
+	k.m[key] = p
+	for len(k.order) > maxKeptCalls {
+		delete(k.m, k.order[0])
+		k.order = k.order[1:]
+	}
+}
+
+// done forgets key: its activity completed, and its output in S3 keeps the
+// completion for any later attempt.
+func (k *keptCalls) done(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.m[key]; ok {
+		delete(k.m, key)
+		k.order = slices.DeleteFunc(k.order, func(s string) bool { return s == key })
+	}
 }
 
 // usage is what the activity reports for the calls in p: all of them, the

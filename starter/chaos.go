@@ -75,6 +75,9 @@ type chaosOptions struct {
 	ModelTimeout time.Duration
 	// Downtime is how long the stack stays down in the restart scenario.
 	Downtime time.Duration
+	// S3Hang is how long S3 stops answering (holding every request) in
+	// the S3-hang scenario; longer than the heartbeat timeout (2 s).
+	S3Hang time.Duration
 	// ScenarioTimeout bounds each scenario.
 	ScenarioTimeout time.Duration
 	// Exe and Args start a child process; chaosRoleEnv says which.
@@ -92,6 +95,8 @@ type chaosRow struct {
 	MemoryEqual  bool
 	ModelCalls   int // completions the simulator answered
 	Repeats      int // memory-update calls beyond one per chunk
+	UsageCalls   int // the result's usage.calls
+	Repeated     int // the result's usage.repeated_calls
 	ModelFaults  int
 	S3Faults     int
 	Retries      int // activity attempts beyond the first, from the histories
@@ -110,6 +115,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	o := chaosOptions{ChunkTokens: 200, Seed: 1, SimLatency: 100 * time.Millisecond, ModelTimeout: 2 * time.Second, ScenarioTimeout: 15 * time.Minute, Progress: stdout}
 	fs.DurationVar(&o.Downtime, "downtime", 3*time.Second, "how long the server stays down at each restart")
+	fs.DurationVar(&o.S3Hang, "s3-hang", 12*time.Second, "how long S3 stops answering in the s3-hang scenario (longer than the 2 s heartbeat timeout and the 10 s S3 operation deadline)")
 	fs.IntVar(&o.Chunks, "chunks", 200, "chunks in the generated document")
 	fs.IntVar(&o.Kills, "kills", 10, "SIGKILLs of the worker process during the kill scenario")
 	fs.IntVar(&o.Restarts, "restarts", 1, "SIGKILLs and restarts of the Temporal server and S3 during the restart scenario")
@@ -128,8 +134,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("find this program to re-execute as worker and stack: %w", err)
 	}
 	o.Exe, o.Args = exe, []string{"chaos"}
-	command := fmt.Sprintf("starter chaos --chunks %d --kills %d --restarts %d --downtime %s --fault-rate %g --s3-fault-rate %g --seed %d",
-		o.Chunks, o.Kills, o.Restarts, o.Downtime, o.FaultRate, o.S3FaultRate, o.Seed)
+	command := fmt.Sprintf("starter chaos --chunks %d --kills %d --restarts %d --downtime %s --s3-hang %s --fault-rate %g --s3-fault-rate %g --seed %d",
+		o.Chunks, o.Kills, o.Restarts, o.Downtime, o.S3Hang, o.FaultRate, o.S3FaultRate, o.Seed)
 	began := time.Now()
 	rows, err := runChaosSuite(ctx, o)
 	if len(rows) > 0 {
@@ -167,6 +173,13 @@ func chaosCheck(rows []chaosRow, o chaosOptions) error {
 			errs = append(errs, fmt.Errorf("%s: answer %q (memory equal: %v), unlike the clean run", r.Scenario, r.answer, r.MemoryEqual))
 		case r.Scenario == "sigkill worker" && r.Repeats > o.Kills:
 			errs = append(errs, fmt.Errorf("%s: %d repeated model calls after %d kills, want at most one per kill", r.Scenario, r.Repeats, o.Kills))
+		case r.Scenario == "s3 hung" && r.ModelCalls != r.Chunks+1:
+			errs = append(errs, fmt.Errorf("%s: the model served %d calls for %d chunks and the answer, want exactly %d", r.Scenario, r.ModelCalls, r.Chunks, r.Chunks+1))
+		case r.Scenario != "sigkill worker" && r.UsageCalls != r.ModelCalls:
+			// A worker killed between the model's answer and its first
+			// heartbeat loses the call it paid for: only there may usage
+			// fall short of what the model served.
+			errs = append(errs, fmt.Errorf("%s: usage.calls %d, the model served %d", r.Scenario, r.UsageCalls, r.ModelCalls))
 		}
 	}
 	return errors.Join(errs...)
@@ -190,16 +203,23 @@ worker's model timeout is %v.
 - **faults**: %g%% of model calls fail (429 and 503 with Retry-After 1s, 500, slow past the timeout,
   malformed JSON) and a reverse proxy in front of S3 answers %g%% of the worker's S3 requests with
   503 SlowDown or 500 InternalError.
+- **s3 hung**: a third of the way in, a proxy in front of S3 stops answering (it holds every request)
+  for %v, longer than the heartbeat timeout, then answers again. The activities keep heartbeating
+  through it and their S3 operations time out; a retry reuses the completion it kept, so the model
+  serves exactly one call per chunk plus the answer.
 
-*model calls* are completions the simulator answered; *retries seen* are activity attempts beyond
-the first, summed from the histories of every run of the workflow.
-`, o.Chunks, o.ChunkTokens, o.SimLatency, o.ModelTimeout, o.Kills, o.Restarts, o.Downtime, o.FaultRate*100, o.S3FaultRate*100)
+*model calls* are completions the simulator answered (a call whose client went away first is not);
+*calls per chunk* is model calls over chunks + 1 (the answer); *usage.calls* is what the result
+reports, and must equal *model calls* except where a worker was SIGKILLed between the model's answer
+and its first heartbeat; *retries seen* are activity attempts beyond the first, summed from the
+histories of every run of the workflow.
+`, o.Chunks, o.ChunkTokens, o.SimLatency, o.ModelTimeout, o.Kills, o.Restarts, o.Downtime, o.FaultRate*100, o.S3FaultRate*100, o.S3Hang)
 }
 
 func chaosTable(rows []chaosRow) string {
 	var b strings.Builder
-	b.WriteString("| scenario | chunks | answer equals clean | memory equals clean | model calls | repeats | faults injected (model/S3) | retries seen | wall time |\n")
-	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| scenario | chunks | answer equals clean | memory equals clean | model calls | calls per chunk | usage.calls (repeated) | repeats | faults injected (model/S3) | retries seen | wall time |\n")
+	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	yes := func(v bool) string {
 		if v {
 			return "yes"
@@ -215,11 +235,12 @@ func chaosTable(rows []chaosRow) string {
 			name = fmt.Sprintf("sigkill server ×%d", r.Disturbances)
 		}
 		if r.Err != nil {
-			fmt.Fprintf(&b, "| %s | %d | failed: %s | | %d | | %d/%d | %d | %s |\n", name, r.Chunks, strings.ReplaceAll(r.Err.Error(), "|", "/"), r.ModelCalls, r.ModelFaults, r.S3Faults, r.Retries, r.Wall.Round(time.Second))
+			fmt.Fprintf(&b, "| %s | %d | failed: %s | | %d | | | | %d/%d | %d | %s |\n", name, r.Chunks, strings.ReplaceAll(r.Err.Error(), "|", "/"), r.ModelCalls, r.ModelFaults, r.S3Faults, r.Retries, r.Wall.Round(time.Second))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %d/%d | %d | %s |\n", name, r.Chunks, yes(r.AnswerEqual), yes(r.MemoryEqual),
-			r.ModelCalls, r.Repeats, r.ModelFaults, r.S3Faults, r.Retries, r.Wall.Round(100*time.Millisecond))
+		perChunk := float64(r.ModelCalls) / float64(max(r.Chunks+1, 1))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %.3f | %d (%d) | %d | %d/%d | %d | %s |\n", name, r.Chunks, yes(r.AnswerEqual), yes(r.MemoryEqual),
+			r.ModelCalls, perChunk, r.UsageCalls, r.Repeated, r.Repeats, r.ModelFaults, r.S3Faults, r.Retries, r.Wall.Round(100*time.Millisecond))
 	}
 	return b.String()
 }
@@ -281,6 +302,7 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 		{"sigkill worker", h.killWorker},
 		{"sigkill server", h.restartStack},
 		{"faults", nil},
+		{"s3 hung", h.hangS3},
 	}
 	var clean chaosRow
 	for i, sc := range scenarios {
@@ -289,6 +311,9 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 		if sc.name == "faults" {
 			s.simOpts.FaultRate, s.simOpts.Faults.Seed = o.FaultRate, o.Seed
 			s.s3FaultRate = o.S3FaultRate
+		}
+		if sc.name == "s3 hung" {
+			s.s3Hang = &s3HangProxy{}
 		}
 		sctx, cancel := context.WithTimeout(ctx, o.ScenarioTimeout)
 		row := h.run(sctx, s, sc.run)
@@ -339,6 +364,7 @@ type chaosScenario struct {
 	id          string // workflow id and task queue
 	simOpts     simulator.Options
 	s3FaultRate float64
+	s3Hang      *s3HangProxy
 	env         map[string]string
 	worker      *chaosProc
 	disturbed   int
@@ -471,6 +497,16 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	}
 	defer stopSim()
 	s3URL := h.cfg.S3Endpoint
+	if s.s3Hang != nil {
+		target, _ := url.Parse(h.cfg.S3Endpoint)
+		s.s3Hang.next = httputil.NewSingleHostReverseProxy(target)
+		var stopProxy func()
+		if s3URL, stopProxy, err = chaosServe(s.s3Hang); err != nil {
+			row.Err = err
+			return row
+		}
+		defer stopProxy()
+	}
 	var proxy *s3FaultProxy
 	if s.s3FaultRate > 0 {
 		target, _ := url.Parse(h.cfg.S3Endpoint)
@@ -541,7 +577,66 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		return row
 	}
 	row.Chunks, row.answer, row.memory = res.Chunks, res.Answer, res.FinalMemory
+	row.UsageCalls, row.Repeated = res.Usage.Calls, res.Usage.RepeatedCalls
 	return row
+}
+
+// hangS3 stops S3 from answering a third of the way in, for S3Hang, then
+// lets it answer again.
+func (h *chaosHarness) hangS3(ctx context.Context, s *chaosScenario) error {
+	if err := chaosWaitChunks(ctx, h.temporal, s.id, h.chunks/3); err != nil {
+		return err
+	}
+	s.s3Hang.hold()
+	s.disturbed++
+	fmt.Fprintf(h.o.Progress, "%s    S3 stops answering for %v\n", time.Now().Format("15:04:05"), h.o.S3Hang)
+	select {
+	case <-ctx.Done():
+	case <-time.After(h.o.S3Hang):
+	}
+	s.s3Hang.release()
+	return nil
+}
+
+// s3HangProxy forwards S3 requests, or, while held, holds them unanswered
+// (as a hung server or a black-holed network does) until released or the
+// client gives up.
+type s3HangProxy struct {
+	next http.Handler
+
+	mu   sync.Mutex
+	gate chan struct{} // closed when not held
+	held atomic.Int64
+}
+
+func (p *s3HangProxy) hold() {
+	p.mu.Lock()
+	p.gate = make(chan struct{})
+	p.mu.Unlock()
+}
+
+func (p *s3HangProxy) release() {
+	p.mu.Lock()
+	if p.gate != nil {
+		close(p.gate)
+		p.gate = nil
+	}
+	p.mu.Unlock()
+}
+
+func (p *s3HangProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	gate := p.gate
+	p.mu.Unlock()
+	if gate != nil {
+		p.held.Add(1)
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	p.next.ServeHTTP(w, r)
 }
 
 // killWorker SIGKILLs the worker process Kills times, each at a random

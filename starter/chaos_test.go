@@ -10,18 +10,19 @@ import (
 
 // TestChaos runs the chaos suite small: a 60-chunk document, a worker
 // process SIGKILLed 3 times, the server process SIGKILLed and restarted
-// once, and 20% model faults with 5% S3 faults. Every run ends with the
+// once, 20% model faults with 5% S3 faults, and S3 hung for 5 s (past the
+// 2 s heartbeat timeout) with exactly one model call per chunk. Every run ends with the
 // clean run's answer and memory, and the kills repeat at most one model
 // call each.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts stack and worker processes and kills them")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	o := chaosOptions{
 		Chunks: 60, ChunkTokens: 200, Kills: 3, Restarts: 1, FaultRate: 0.2, S3FaultRate: 0.05, Seed: 3,
-		SimLatency: 50 * time.Millisecond, ModelTimeout: 2 * time.Second, Downtime: 2 * time.Second, ScenarioTimeout: 2 * time.Minute,
+		SimLatency: 50 * time.Millisecond, ModelTimeout: 2 * time.Second, Downtime: 2 * time.Second, S3Hang: 5 * time.Second, ScenarioTimeout: 2 * time.Minute,
 		Exe: os.Args[0], Args: []string{"-test.run=^$"}, Progress: tWriter{t},
 	}
 	began := time.Now()
@@ -30,8 +31,8 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 4 {
-		t.Fatalf("got %d scenarios, want 4", len(rows))
+	if len(rows) != 5 {
+		t.Fatalf("got %d scenarios, want 5", len(rows))
 	}
 	if err := chaosCheck(rows, o); err != nil {
 		t.Error(err)

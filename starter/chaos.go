@@ -26,7 +26,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
@@ -115,6 +114,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	o := chaosOptions{ChunkTokens: 200, Seed: 1, SimLatency: 100 * time.Millisecond, ModelTimeout: 2 * time.Second, ScenarioTimeout: 15 * time.Minute, Progress: stdout}
 	fs.DurationVar(&o.Downtime, "downtime", 3*time.Second, "how long the server stays down at each restart")
+	fs.DurationVar(&o.SimLatency, "latency", o.SimLatency, "service time of every simulated model call")
 	fs.DurationVar(&o.S3Hang, "s3-hang", 12*time.Second, "how long S3 stops answering in the s3-hang scenario (longer than the 2 s heartbeat timeout and the 10 s S3 operation deadline)")
 	fs.IntVar(&o.Chunks, "chunks", 200, "chunks in the generated document")
 	fs.IntVar(&o.Kills, "kills", 10, "SIGKILLs of the worker process during the kill scenario")
@@ -134,8 +134,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("find this program to re-execute as worker and stack: %w", err)
 	}
 	o.Exe, o.Args = exe, []string{"chaos"}
-	command := fmt.Sprintf("starter chaos --chunks %d --kills %d --restarts %d --downtime %s --s3-hang %s --fault-rate %g --s3-fault-rate %g --seed %d",
-		o.Chunks, o.Kills, o.Restarts, o.Downtime, o.S3Hang, o.FaultRate, o.S3FaultRate, o.Seed)
+	command := fmt.Sprintf("starter chaos --chunks %d --latency %s --kills %d --restarts %d --downtime %s --s3-hang %s --fault-rate %g --s3-fault-rate %g --seed %d",
+		o.Chunks, o.SimLatency, o.Kills, o.Restarts, o.Downtime, o.S3Hang, o.FaultRate, o.S3FaultRate, o.Seed)
 	began := time.Now()
 	rows, err := runChaosSuite(ctx, o)
 	if len(rows) > 0 {
@@ -565,13 +565,25 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		row.Err = fmt.Errorf("start workflow: %w", err)
 		return row
 	}
+	// Wait for the result as `ask` does, from the start: through the
+	// disturbances, the server's outages included.
+	type outcome struct {
+		res workflows.DocumentQAResult
+		err error
+	}
+	awaited := make(chan outcome, 1)
+	go func() {
+		res, err := chaosAwait(ctx, h.temporal, s.id, h.o.Progress)
+		awaited <- outcome{res, err}
+	}()
 	if disturb != nil {
 		if err := disturb(ctx, s); err != nil {
 			row.Err = err
 			return row
 		}
 	}
-	res, err := chaosAwait(ctx, h.temporal, s.id)
+	out := <-awaited
+	res, err := out.res, out.err
 	if err != nil {
 		row.Err = err
 		return row
@@ -710,25 +722,14 @@ func chaosWaitChunks(ctx context.Context, c client.Client, id string, target int
 	}
 }
 
-// chaosAwait waits for the run's result, asking again while the server is
-// away.
-func chaosAwait(ctx context.Context, c client.Client, id string) (workflows.DocumentQAResult, error) {
-	for {
-		var res workflows.DocumentQAResult
-		err := c.GetWorkflow(ctx, id, "").Get(ctx, &res)
-		if err == nil {
-			return res, nil
-		}
-		var failed *temporal.WorkflowExecutionError
-		if errors.As(err, &failed) {
-			return res, fmt.Errorf("run %s: %w", id, err)
-		}
-		select {
-		case <-ctx.Done():
-			return res, fmt.Errorf("run %s: no result in time (last error: %v)", id, err)
-		case <-time.After(time.Second):
-		}
+// chaosAwait waits for the run's result the way `ask` and `watch` do
+// (waitResult), through the server's outages.
+func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer) (workflows.DocumentQAResult, error) {
+	var res workflows.DocumentQAResult
+	if err := waitResult(ctx, c, id, &res, say); err != nil {
+		return res, fmt.Errorf("run %s: %w", id, err)
 	}
+	return res, nil
 }
 
 // chaosRetries sums the activity attempts beyond the first over every run

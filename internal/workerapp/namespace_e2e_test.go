@@ -3,7 +3,6 @@ package workerapp_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -28,12 +27,7 @@ func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, store, logger := startDev(ctx, t)
 	admin, err := client.Dial(client.Options{HostPort: d.Stack.TemporalAddress, Namespace: d.Stack.Namespace})
 	if err != nil {
 		t.Fatal(err)
@@ -62,11 +56,6 @@ func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 	}
 	defer w.Stop()
 
-	store, err := s3store.New(ctx, s3store.Config{Endpoint: d.Stack.S3Endpoint, Region: d.Stack.Region,
-		AccessKeyID: d.Stack.S3AccessKey, SecretAccessKey: d.Stack.S3SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
 	doc := s3store.Location{Bucket: d.Stack.Bucket, Key: "docs/fresh.txt"}
 	if err := store.Put(ctx, doc, []byte("The harbour master keeps the ledger. The vault code is 7391-ALPHA."), "text/plain"); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -66,12 +65,7 @@ func TestModelCallPaidOnceThroughS3WriteFailures(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, store, logger := startDev(ctx, t)
 	target, _ := url.Parse(d.Stack.S3Endpoint)
 	faults := &writeFaults{next: httputil.NewSingleHostReverseProxy(target), failures: 1, seen: map[string]int{},
 		match: func(p string) bool { return strings.Contains(p, "/chunks/") || strings.HasSuffix(p, "/result.json") }}
@@ -87,11 +81,6 @@ func TestModelCallPaidOnceThroughS3WriteFailures(t *testing.T) {
 	}
 	defer w.Stop()
 
-	store, err := s3store.New(ctx, s3store.Config{Endpoint: d.Stack.S3Endpoint, Region: d.Stack.Region,
-		AccessKeyID: d.Stack.S3AccessKey, SecretAccessKey: d.Stack.S3SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b strings.Builder
 	for i := range 60 {
 		fmt.Fprintf(&b, "Paragraph %d tells of river boats and the harvest weather in the valley. ", i)

@@ -25,6 +25,12 @@
 // worker are an error at worker start, as they would register the same
 // names twice. One Plugin may serve many workers.
 //
+// In client.Options.Plugins the plugin also checks, when the client
+// connects, that the namespace has memagent's search attributes, and
+// registers the missing ones where the server allows it; where it does
+// not, the connection fails naming `starter setup`. In worker options alone
+// it never sees a client: run `starter setup` once per namespace.
+//
 // # What it owns
 //
 // It owns the lifetime of what the activities need, for each worker it is

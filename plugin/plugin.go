@@ -41,6 +41,9 @@ type Plugin struct {
 	workers map[string]*inference.Pool
 	// clientConfigured records that a client was built with this plugin.
 	clientConfigured bool
+	// attrsChecked records that a client with this plugin checked the
+	// namespace's search attributes (NewClient).
+	attrsChecked bool
 }
 
 var (
@@ -170,10 +173,13 @@ func (p *Plugin) StartWorker(ctx context.Context, o worker.PluginStartWorkerOpti
 	if !dup {
 		p.workers[key] = nil
 	}
-	clientConfigured := p.clientConfigured
+	clientConfigured, attrsChecked := p.clientConfigured, p.attrsChecked
 	p.mu.Unlock()
 	if dup {
 		return next(ctx, o)
+	}
+	if !attrsChecked {
+		p.opts.Logger.Info("memagent plugin: the namespace's search attributes were not checked (the plugin is not in the client's options): run `starter setup` once per namespace, or list the plugin in client.Options.Plugins")
 	}
 	if owner, taken := owners.LoadOrStore(key, p); taken && owner != p {
 		p.forget(key)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
@@ -49,6 +52,10 @@ const (
 	chaosPortsEnv   = "MEMAGENT_CHAOS_PORTS" // "<temporal base port>,<s3 port>"
 	chaosRoleWorker = "worker"
 	chaosRoleStack  = "stack"
+	// chaosRoleAsk runs `starter ask` with the JSON array of arguments in
+	// chaosAskArgsEnv, exiting with its exit code.
+	chaosRoleAsk    = "ask"
+	chaosAskArgsEnv = "MEMAGENT_CHAOS_ASK_ARGS"
 	// chaosReady is the line a stack process prints once it serves.
 	chaosReady = "chaos-stack-ready"
 )
@@ -207,13 +214,16 @@ worker's model timeout is %v.
   for %v, longer than the heartbeat timeout, then answers again. The activities keep heartbeating
   through it and their S3 operations time out; a retry reuses the completion it kept, so the model
   serves exactly one call per chunk plus the answer.
+- **ask, server down**: the question is asked by a "starter ask --json" process, as a user would; the
+  process holding the Temporal server and S3 is SIGKILLed mid-run, left down for %v and restarted.
+  ask must wait through it and exit 0 with the run's answer.
 
 *model calls* are completions the simulator answered (a call whose client went away first is not);
 *calls per chunk* is model calls over chunks + 1 (the answer); *usage.calls* is what the result
 reports, and must equal *model calls* except where a worker was SIGKILLed between the model's answer
 and its first heartbeat; *retries seen* are activity attempts beyond the first, summed from the
 histories of every run of the workflow.
-`, o.Chunks, o.ChunkTokens, o.SimLatency, o.ModelTimeout, o.Kills, o.Restarts, o.Downtime, o.FaultRate*100, o.S3FaultRate*100, o.S3Hang)
+`, o.Chunks, o.ChunkTokens, o.SimLatency, o.ModelTimeout, o.Kills, o.Restarts, o.Downtime, o.FaultRate*100, o.S3FaultRate*100, o.S3Hang, o.Downtime)
 }
 
 func chaosTable(rows []chaosRow) string {
@@ -303,6 +313,7 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 		{"sigkill server", h.restartStack},
 		{"faults", nil},
 		{"s3 hung", h.hangS3},
+		{"ask, server down", h.restartStack},
 	}
 	var clean chaosRow
 	for i, sc := range scenarios {
@@ -315,6 +326,7 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 		if sc.name == "s3 hung" {
 			s.s3Hang = &s3HangProxy{}
 		}
+		s.ask = sc.name == "ask, server down"
 		sctx, cancel := context.WithTimeout(ctx, o.ScenarioTimeout)
 		row := h.run(sctx, s, sc.run)
 		cancel()
@@ -365,9 +377,14 @@ type chaosScenario struct {
 	simOpts     simulator.Options
 	s3FaultRate float64
 	s3Hang      *s3HangProxy
-	env         map[string]string
-	worker      *chaosProc
-	disturbed   int
+	// ask runs the scenario's question through a `starter ask` process,
+	// whose workflow id wf is found by its batch label, instead of
+	// starting the workflow directly.
+	ask       bool
+	wf        string
+	env       map[string]string
+	worker    *chaosProc
+	disturbed int
 }
 
 // chaosProc is a child process with its output kept for error messages.
@@ -551,7 +568,7 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		row.Repeats = updates - h.chunks
 		hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if n, err := chaosRetries(hctx, h.temporal, s.id); err == nil {
+		if n, err := chaosRetries(hctx, h.temporal, s.workflowID()); err == nil {
 			row.Retries = n
 		} else if row.Err == nil {
 			row.Err = err
@@ -561,6 +578,16 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		}
 	}()
 
+	if s.ask {
+		res, err := h.askThrough(ctx, s, disturb)
+		if err != nil {
+			row.Err = err
+			return row
+		}
+		row.Chunks, row.answer, row.memory = res.Chunks, res.Answer, res.FinalMemory
+		row.UsageCalls, row.Repeated = res.Usage.Calls, res.Usage.RepeatedCalls
+		return row
+	}
 	if _, err := h.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, workflows.DocumentQAName, h.in); err != nil {
 		row.Err = fmt.Errorf("start workflow: %w", err)
 		return row
@@ -676,7 +703,7 @@ func (h *chaosHarness) killWorker(ctx context.Context, s *chaosScenario) error {
 func (h *chaosHarness) restartStack(ctx context.Context, s *chaosScenario) error {
 	for r := range h.o.Restarts {
 		target := (r + 1) * h.chunks / (h.o.Restarts + 1)
-		if err := chaosWaitChunks(ctx, h.temporal, s.id, target); err != nil {
+		if err := chaosWaitChunks(ctx, h.temporal, s.workflowID(), target); err != nil {
 			return fmt.Errorf("restart %d: %w", r+1, err)
 		}
 		h.stack.kill()
@@ -924,6 +951,12 @@ func runChaosRole(ctx context.Context, role string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stdout, chaosReady)
 		<-ctx.Done()
 		return nil
+	case chaosRoleAsk:
+		var args []string
+		if err := json.Unmarshal([]byte(os.Getenv(chaosAskArgsEnv)), &args); err != nil {
+			return fmt.Errorf("%s: %w", chaosAskArgsEnv, err)
+		}
+		return run(ctx, append([]string{"ask"}, args...), stdout, stderr)
 	case chaosRoleWorker:
 		if err := cfg.Validate(); err != nil {
 			return err
@@ -937,4 +970,86 @@ func runChaosRole(ctx context.Context, role string, stdout, stderr io.Writer) er
 		return nil
 	}
 	return fmt.Errorf("unknown %s %q", chaosRoleEnv, role)
+}
+
+// workflowID is the id of the scenario's workflow: its own, or the one
+// `starter ask` derived.
+func (s *chaosScenario) workflowID() string {
+	if s.wf != "" {
+		return s.wf
+	}
+	return s.id
+}
+
+// askThrough asks the scenario's question with a `starter ask` process,
+// finds the run it started, disturbs it, and checks that ask exits 0 with
+// the answer. It returns the run's full result.
+func (h *chaosHarness) askThrough(ctx context.Context, s *chaosScenario, disturb func(context.Context, *chaosScenario) error) (workflows.DocumentQAResult, error) {
+	var res workflows.DocumentQAResult
+	args, _ := json.Marshal([]string{"--doc", h.in.Document, "--question", h.in.Question,
+		"--chunk-tokens", strconv.Itoa(h.o.ChunkTokens), "--batch", s.id, "--fresh", "--json"})
+	env := map[string]string{chaosAskArgsEnv: string(args), "MEMAGENT_LOG_LEVEL": "error"}
+	for k, v := range s.env {
+		if _, set := env[k]; !set {
+			env[k] = v
+		}
+	}
+	p, stdout, err := h.start(chaosRoleAsk, env)
+	if err != nil {
+		return res, err
+	}
+	defer p.kill()
+	var printed bytes.Buffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&printed, stdout); close(copied) }()
+	if s.wf, err = h.findByBatch(ctx, s.id); err != nil {
+		return res, fmt.Errorf("the run ask started: %w\nask process output (tail):\n%s", err, p.out)
+	}
+	if disturb != nil {
+		if err := disturb(ctx, s); err != nil {
+			return res, err
+		}
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return res, fmt.Errorf("ask did not exit in time\nask process output (tail):\n%s", p.out)
+	}
+	<-copied
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		return res, fmt.Errorf("ask exited %d\nask process output (tail):\n%s", code, p.out)
+	}
+	var said struct {
+		Answer string `json:"answer"`
+	}
+	if err := json.Unmarshal(printed.Bytes(), &said); err != nil {
+		return res, fmt.Errorf("ask printed %q: %w", printed.String(), err)
+	}
+	if err := h.temporal.GetWorkflow(ctx, s.wf, "").Get(ctx, &res); err != nil {
+		return res, fmt.Errorf("result of %s: %w", s.wf, err)
+	}
+	if said.Answer != res.Answer {
+		return res, fmt.Errorf("ask printed answer %q, the run answered %q", said.Answer, res.Answer)
+	}
+	fmt.Fprintf(h.o.Progress, "%s    ask exited 0 with %q\n", time.Now().Format("15:04:05"), said.Answer)
+	return res, nil
+}
+
+// findByBatch waits for the run labelled batch (MemagentBatch) to appear
+// and returns its workflow id.
+func (h *chaosHarness) findByBatch(ctx context.Context, batch string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		resp, err := h.temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("%s = %q", workflows.AttrBatch, batch), PageSize: 1})
+		if err == nil && len(resp.GetExecutions()) > 0 {
+			return resp.GetExecutions()[0].GetExecution().GetWorkflowId(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("no run labelled %s (last error: %v)", batch, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

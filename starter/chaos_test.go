@@ -11,7 +11,9 @@ import (
 // TestChaos runs the chaos suite small: a 60-chunk document, a worker
 // process SIGKILLed 3 times, the server process SIGKILLed and restarted
 // once, 20% model faults with 5% S3 faults, and S3 hung for 5 s (past the
-// 2 s heartbeat timeout) with exactly one model call per chunk. Every run ends with the
+// 2 s heartbeat timeout) with exactly one model call per chunk, and a
+// `starter ask` process that waits through the server's SIGKILL and
+// restart and exits 0 with the answer. Every run ends with the
 // clean run's answer and memory, and the kills repeat at most one model
 // call each.
 func TestChaos(t *testing.T) {
@@ -31,8 +33,8 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 5 {
-		t.Fatalf("got %d scenarios, want 5", len(rows))
+	if len(rows) != 6 {
+		t.Fatalf("got %d scenarios, want 6", len(rows))
 	}
 	if err := chaosCheck(rows, o); err != nil {
 		t.Error(err)

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		// A worker or stack process of TestChaos.
 		if err := runChaosRole(context.Background(), role, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos", role+":", err)
-			os.Exit(1)
+			os.Exit(max(exitCode(err), 1))
 		}
 		os.Exit(0)
 	}

@@ -1041,18 +1041,9 @@ func (a *Activities) ownReportPrefix(ctx context.Context, prefix, runID string) 
 		return prefix, nil
 	}
 	loc, _ := s3store.ParseURI(prefix + ReportJSONName)
-	data, err := a.Store.ReadAll(ctx, loc)
-	if errors.Is(err, s3store.ErrNotFound) {
-		return prefix, nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", loc, err)
-	}
-	var prev struct {
-		RunID string `json:"run_id"`
-	}
-	if json.Unmarshal(data, &prev) == nil && prev.RunID == runID {
-		return prefix, nil
+	other, err := a.heldByOtherRun(ctx, loc, runID)
+	if err != nil || !other {
+		return prefix, err
 	}
 	return prefix + "runs/" + runID + "/", nil
 }

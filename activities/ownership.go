@@ -123,6 +123,23 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix, workflowID 
 // never write over another run's default outputs.
 var reservedAreas = []string{"runs/", "reviews/", "batches/", "indexes/", "documents/", "manifests/", "contexts/"}
 
+// heldByOtherRun reports whether loc holds an output that a run other than
+// runID wrote: its "run_id" differs, or it has none. A missing object is
+// held by no run.
+func (a *Activities) heldByOtherRun(ctx context.Context, loc s3store.Location, runID string) (bool, error) {
+	data, err := a.Store.ReadAll(ctx, loc)
+	if errors.Is(err, s3store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", loc, err)
+	}
+	var prev struct {
+		RunID string `json:"run_id"`
+	}
+	return json.Unmarshal(data, &prev) != nil || prev.RunID != runID, nil
+}
+
 // answersPrefix is where BatchQA keeps the answers later batches reuse.
 func (a *Activities) answersPrefix() string { return "s3://" + a.Bucket + "/answers/" }
 
@@ -152,14 +169,12 @@ func (a *Activities) putOnce(ctx context.Context, loc s3store.Location, runID st
 	if err != nil || created {
 		return loc, err
 	}
-	prev, err := a.Store.ReadAll(ctx, loc)
-	if err != nil && !errors.Is(err, s3store.ErrNotFound) {
+	other, err := a.heldByOtherRun(ctx, loc, runID)
+	if err != nil {
 		return loc, err
 	}
-	var owner struct {
-		RunID string `json:"run_id"`
-	}
-	if err == nil && json.Unmarshal(prev, &owner) == nil && owner.RunID == runID {
+	if !other {
+		// This run's own earlier write (or a key emptied since).
 		return loc, a.Store.Put(ctx, loc, data, "application/json")
 	}
 	dir, name := "", loc.Key

@@ -3,7 +3,6 @@ package activities
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -218,18 +217,9 @@ func (a *Activities) ownReviewPrefix(ctx context.Context, g *report.ReviewGrid) 
 	if err != nil || g.RunID == "" {
 		return nil // reported with the other outputs below
 	}
-	data, err := a.Store.ReadAll(ctx, loc)
-	if errors.Is(err, s3store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", loc, err)
-	}
-	var prev struct {
-		RunID string `json:"run_id"`
-	}
-	if json.Unmarshal(data, &prev) == nil && prev.RunID == g.RunID {
-		return nil
+	other, err := a.heldByOtherRun(ctx, loc, g.RunID)
+	if err != nil || !other {
+		return err
 	}
 	prefix := strings.TrimSuffix(g.JSONURI, ReviewGridJSON) + "runs/" + g.RunID + "/"
 	g.Prefix = prefix

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/memagent/memagent/workflows"
 )
@@ -22,20 +20,9 @@ func TestPluginInClientRegistersSearchAttributes(t *testing.T) {
 	st := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := st.dial(ctx, t, nil)
 	const ns = "plugin-fresh"
-	if _, err := admin.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
-		Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+	if err := st.dev.Stack.RegisterNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
-	}
-	for {
-		if _, err := admin.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("namespace never appeared")
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	p, err := New(st.options())
 	if err != nil {

@@ -8,9 +8,6 @@ import (
 	"maps"
 	"slices"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
-
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/searchattrs"
 	"github.com/memagent/memagent/internal/workerapp"
@@ -41,7 +38,7 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer c.Close()
 	attrs := workflows.SearchAttributes()
-	added, err := registerSearchAttributes(ctx, c.OperatorService(), cfg.TemporalNamespace, attrs)
+	added, err := searchattrs.Ensure(ctx, c.OperatorService(), cfg.TemporalNamespace, attrs, true)
 	if err != nil {
 		return err
 	}
@@ -54,10 +51,4 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "namespace %s has memagent's %d search attributes\n", cfg.TemporalNamespace, len(attrs))
 	return nil
-}
-
-// registerSearchAttributes adds the attributes missing from the namespace
-// and returns their names (see searchattrs.Ensure).
-func registerSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, attrs map[string]enumspb.IndexedValueType) ([]string, error) {
-	return searchattrs.Ensure(ctx, op, namespace, attrs, true)
 }

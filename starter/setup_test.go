@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"google.golang.org/grpc"
 
+	"github.com/memagent/memagent/internal/searchattrs"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -54,7 +55,7 @@ func TestRegisterSearchAttributes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			op := &fakeOperator{custom: tt.custom, system: tt.system}
-			added, err := registerSearchAttributes(context.Background(), op, "qa", all)
+			added, err := searchattrs.Ensure(context.Background(), op, "qa", all, true)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
@@ -76,7 +77,7 @@ func TestRegisterSearchAttributes(t *testing.T) {
 				}
 			}
 			// A second setup adds nothing.
-			again, err := registerSearchAttributes(context.Background(), op, "qa", all)
+			again, err := searchattrs.Ensure(context.Background(), op, "qa", all, true)
 			if err != nil || len(again) != 0 {
 				t.Errorf("second setup: added %v, err %v; want nothing and no error", again, err)
 			}

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Defaults and fixed development values.
@@ -322,6 +323,20 @@ func (s *Stack) serve(name string, srv *http.Server, l net.Listener) {
 			s.logger.Error("server stopped", "server", name, "error", err)
 		}
 	}()
+}
+
+// RegisterNamespace registers another namespace on the stack's server
+// (retention one day) and returns once the frontend serves it, as a
+// namespace where `starter setup` never ran.
+func (s *Stack) RegisterNamespace(ctx context.Context, namespace string) error {
+	if s.client == nil {
+		return errors.New("register namespace: stack not started")
+	}
+	if _, err := s.client.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: namespace, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+		return fmt.Errorf("register namespace %s: %w", namespace, err)
+	}
+	return waitNamespace(ctx, s.client, namespace)
 }
 
 func waitNamespace(ctx context.Context, c client.Client, namespace string) error {

@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
@@ -28,24 +26,9 @@ func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	d, store, logger := startDev(ctx, t)
-	admin, err := client.Dial(client.Options{HostPort: d.Stack.TemporalAddress, Namespace: d.Stack.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
 	const ns = "fresh"
-	if _, err := admin.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
-		Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+	if err := d.Stack.RegisterNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
-	}
-	for {
-		if _, err := admin.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("namespace never appeared")
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 
 	cfg := d.Configure(config.Default())

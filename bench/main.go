@@ -60,7 +60,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	only := fs.String("only", "", "run one section: tokenizer, overhead, pool, scale, review or batch")
+	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, scale, review or batch")
 	out := fs.String("out", "BENCHMARKS.md", "markdown report to write ('' = stdout only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
 	overheadTokens := fs.Int("overhead-tokens", 500_000, "document length for the overhead comparison")
@@ -71,9 +71,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	switch *only {
-	case "", "tokenizer", "overhead", "pool", "scale", "review", "batch":
+	case "", "tokenizer", "overhead", "heartbeat", "pool", "scale", "review", "batch":
 	default:
-		return fmt.Errorf("-only %q: want tokenizer, overhead, pool, scale, review or batch", *only)
+		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, scale, review or batch", *only)
 	}
 	variants, err := parseBatchVariants(*batchPollers)
 	if err != nil {
@@ -131,6 +131,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(&report, "| %d ms | %d | %.2f s | %.2f s | %.3f× | %.1f ms |\n", lat.Milliseconds(), r.Chunks, r.Plain.Seconds(), r.Durable.Seconds(), r.ratio(), r.overheadPerChunkMS())
 		}
 		fmt.Fprintln(&report)
+	}
+	if want("heartbeat") {
+		rows, err := runHeartbeat(ctx, env)
+		if err != nil {
+			return fmt.Errorf("heartbeat: %w", err)
+		}
+		writeHeartbeat(&report, rows)
 	}
 	if want("pool") {
 		r, err := runPool(ctx, env, 64)

@@ -27,8 +27,10 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
@@ -106,6 +108,7 @@ type chaosRow struct {
 	ModelFaults  int
 	S3Faults     int
 	Retries      int // activity attempts beyond the first, from the histories
+	TaskFailures int // WorkflowTaskFailed events in the histories
 	Wall         time.Duration
 	Disturbances int // kills or restarts
 	Err          error
@@ -180,6 +183,8 @@ func chaosCheck(rows []chaosRow, o chaosOptions) error {
 			errs = append(errs, fmt.Errorf("%s: answer %q (memory equal: %v), unlike the clean run", r.Scenario, r.answer, r.MemoryEqual))
 		case r.Scenario == "sigkill worker" && r.Repeats > o.Kills:
 			errs = append(errs, fmt.Errorf("%s: %d repeated model calls after %d kills, want at most one per kill", r.Scenario, r.Repeats, o.Kills))
+		case r.Scenario == "fresh namespace" && r.TaskFailures > 0:
+			errs = append(errs, fmt.Errorf("%s: %d failed workflow tasks, want none", r.Scenario, r.TaskFailures))
 		case r.Scenario == "s3 hung" && r.ModelCalls != r.Chunks+1:
 			errs = append(errs, fmt.Errorf("%s: the model served %d calls for %d chunks and the answer, want exactly %d", r.Scenario, r.ModelCalls, r.Chunks, r.Chunks+1))
 		case r.Scenario != "sigkill worker" && r.UsageCalls != r.ModelCalls:
@@ -217,19 +222,23 @@ worker's model timeout is %v.
 - **ask, server down**: the question is asked by a "starter ask --json" process, as a user would; the
   process holding the Temporal server and S3 is SIGKILLed mid-run, left down for %v and restarted.
   ask must wait through it and exit 0 with the run's answer.
+- **fresh namespace**: a namespace is registered without memagent's search attributes (no
+  "starter setup"), a plain client starts the run there before any worker polls, then a worker starts
+  on that namespace. The worker registers the attributes at start (the embedded server allows it; a
+  cluster that does not makes the worker exit at once naming "starter setup"), and the run completes.
 
 *model calls* are completions the simulator answered (a call whose client went away first is not);
 *calls per chunk* is model calls over chunks + 1 (the answer); *usage.calls* is what the result
 reports, and must equal *model calls* except where a worker was SIGKILLed between the model's answer
 and its first heartbeat; *retries seen* are activity attempts beyond the first, summed from the
-histories of every run of the workflow.
+histories of every run of the workflow; *failed workflow tasks* are WorkflowTaskFailed events in them.
 `, o.Chunks, o.ChunkTokens, o.SimLatency, o.ModelTimeout, o.Kills, o.Restarts, o.Downtime, o.FaultRate*100, o.S3FaultRate*100, o.S3Hang, o.Downtime)
 }
 
 func chaosTable(rows []chaosRow) string {
 	var b strings.Builder
-	b.WriteString("| scenario | chunks | answer equals clean | memory equals clean | model calls | calls per chunk | usage.calls (repeated) | repeats | faults injected (model/S3) | retries seen | wall time |\n")
-	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| scenario | chunks | answer equals clean | memory equals clean | model calls | calls per chunk | usage.calls (repeated) | repeats | faults injected (model/S3) | retries seen | failed workflow tasks | wall time |\n")
+	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	yes := func(v bool) string {
 		if v {
 			return "yes"
@@ -245,12 +254,12 @@ func chaosTable(rows []chaosRow) string {
 			name = fmt.Sprintf("sigkill server ×%d", r.Disturbances)
 		}
 		if r.Err != nil {
-			fmt.Fprintf(&b, "| %s | %d | failed: %s | | %d | | | | %d/%d | %d | %s |\n", name, r.Chunks, strings.ReplaceAll(r.Err.Error(), "|", "/"), r.ModelCalls, r.ModelFaults, r.S3Faults, r.Retries, r.Wall.Round(time.Second))
+			fmt.Fprintf(&b, "| %s | %d | failed: %s | | %d | | | | %d/%d | %d | %d | %s |\n", name, r.Chunks, strings.ReplaceAll(r.Err.Error(), "|", "/"), r.ModelCalls, r.ModelFaults, r.S3Faults, r.Retries, r.TaskFailures, r.Wall.Round(time.Second))
 			continue
 		}
 		perChunk := float64(r.ModelCalls) / float64(max(r.Chunks+1, 1))
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %.3f | %d (%d) | %d | %d/%d | %d | %s |\n", name, r.Chunks, yes(r.AnswerEqual), yes(r.MemoryEqual),
-			r.ModelCalls, perChunk, r.UsageCalls, r.Repeated, r.Repeats, r.ModelFaults, r.S3Faults, r.Retries, r.Wall.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %.3f | %d (%d) | %d | %d/%d | %d | %d | %s |\n", name, r.Chunks, yes(r.AnswerEqual), yes(r.MemoryEqual),
+			r.ModelCalls, perChunk, r.UsageCalls, r.Repeated, r.Repeats, r.ModelFaults, r.S3Faults, r.Retries, r.TaskFailures, r.Wall.Round(100*time.Millisecond))
 	}
 	return b.String()
 }
@@ -314,6 +323,7 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 		{"faults", nil},
 		{"s3 hung", h.hangS3},
 		{"ask, server down", h.restartStack},
+		{"fresh namespace", nil},
 	}
 	var clean chaosRow
 	for i, sc := range scenarios {
@@ -327,6 +337,9 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 			s.s3Hang = &s3HangProxy{}
 		}
 		s.ask = sc.name == "ask, server down"
+		if sc.name == "fresh namespace" {
+			s.namespace = s.id
+		}
 		sctx, cancel := context.WithTimeout(ctx, o.ScenarioTimeout)
 		row := h.run(sctx, s, sc.run)
 		cancel()
@@ -380,7 +393,11 @@ type chaosScenario struct {
 	// ask runs the scenario's question through a `starter ask` process,
 	// whose workflow id wf is found by its batch label, instead of
 	// starting the workflow directly.
-	ask       bool
+	ask bool
+	// namespace, when set, is a namespace the scenario registers without
+	// memagent's search attributes; the run is started there by a plain
+	// client before any worker polls, then the worker starts on it.
+	namespace string
 	wf        string
 	env       map[string]string
 	worker    *chaosProc
@@ -506,6 +523,16 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	row = chaosRow{Scenario: s.name}
 	began := time.Now()
 	defer func() { row.Wall = time.Since(began) }()
+	c, namespace := h.temporal, h.cfg.TemporalNamespace
+	if s.namespace != "" {
+		var err error
+		if c, err = h.freshNamespace(ctx, s.namespace); err != nil {
+			row.Err = err
+			return row
+		}
+		defer c.Close()
+		namespace = s.namespace
+	}
 	sim := simulator.New(s.simOpts)
 	simURL, stopSim, err := chaosServe(sim)
 	if err != nil {
@@ -536,11 +563,18 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		defer stopProxy()
 	}
 	s.env = map[string]string{
-		"TEMPORAL_ADDRESS": h.cfg.TemporalAddress, "TEMPORAL_NAMESPACE": h.cfg.TemporalNamespace,
+		"TEMPORAL_ADDRESS": h.cfg.TemporalAddress, "TEMPORAL_NAMESPACE": namespace,
 		"AWS_ENDPOINT_URL_S3": s3URL, "AWS_ACCESS_KEY_ID": h.cfg.S3AccessKey,
 		"AWS_SECRET_ACCESS_KEY": h.cfg.S3SecretKey, "AWS_REGION": h.cfg.S3Region,
 		"MEMAGENT_BUCKET": h.cfg.Bucket, "OPENAI_BASE_URL": simURL + "/v1", "OPENAI_API_KEY": "", "MEMAGENT_MODEL": "",
 		"MEMAGENT_TASK_QUEUE": s.id, "MEMAGENT_MODEL_TIMEOUT": h.o.ModelTimeout.String(), "MEMAGENT_LOG_LEVEL": "error",
+	}
+	if s.namespace != "" {
+		// Another service starts the run before any worker is up.
+		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, workflows.DocumentQAName, h.in); err != nil {
+			row.Err = fmt.Errorf("start workflow: %w", err)
+			return row
+		}
 	}
 	if err := h.startWorker(s); err != nil {
 		row.Err = err
@@ -568,8 +602,8 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		row.Repeats = updates - h.chunks
 		hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if n, err := chaosRetries(hctx, h.temporal, s.workflowID()); err == nil {
-			row.Retries = n
+		if n, f, err := chaosRetries(hctx, c, s.workflowID()); err == nil {
+			row.Retries, row.TaskFailures = n, f
 		} else if row.Err == nil {
 			row.Err = err
 		}
@@ -588,9 +622,11 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		row.UsageCalls, row.Repeated = res.Usage.Calls, res.Usage.RepeatedCalls
 		return row
 	}
-	if _, err := h.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, workflows.DocumentQAName, h.in); err != nil {
-		row.Err = fmt.Errorf("start workflow: %w", err)
-		return row
+	if s.namespace == "" {
+		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, workflows.DocumentQAName, h.in); err != nil {
+			row.Err = fmt.Errorf("start workflow: %w", err)
+			return row
+		}
 	}
 	// Wait for the result as `ask` does, from the start: through the
 	// disturbances, the server's outages included.
@@ -600,7 +636,7 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	}
 	awaited := make(chan outcome, 1)
 	go func() {
-		res, err := chaosAwait(ctx, h.temporal, s.id, h.o.Progress)
+		res, err := chaosAwait(ctx, c, s.id, h.o.Progress)
 		awaited <- outcome{res, err}
 	}()
 	if disturb != nil {
@@ -618,6 +654,32 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	row.Chunks, row.answer, row.memory = res.Chunks, res.Answer, res.FinalMemory
 	row.UsageCalls, row.Repeated = res.Usage.Calls, res.Usage.RepeatedCalls
 	return row
+}
+
+// freshNamespace registers namespace as a plain administrator would,
+// checks that it lacks memagent's search attributes, and returns a client
+// on it sharing the harness's connection.
+func (h *chaosHarness) freshNamespace(ctx context.Context, namespace string) (client.Client, error) {
+	ws := h.temporal.WorkflowService()
+	if _, err := ws.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: namespace, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+		return nil, fmt.Errorf("register namespace %s: %w", namespace, err)
+	}
+	for {
+		resp, err := h.temporal.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+		if err == nil {
+			if _, has := resp.GetCustomAttributes()[workflows.AttrStatus]; has {
+				return nil, fmt.Errorf("namespace %s already has %s", namespace, workflows.AttrStatus)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("namespace %s: %w (last error: %v)", namespace, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return client.NewClientFromExisting(h.temporal, client.Options{Namespace: namespace})
 }
 
 // hangS3 stops S3 from answering a third of the way in, for S3Hang, then
@@ -761,7 +823,7 @@ func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer) 
 
 // chaosRetries sums the activity attempts beyond the first over every run
 // of the workflow, walking the continue-as-new chain back from the latest.
-func chaosRetries(ctx context.Context, c client.Client, id string) (int, error) {
+func chaosRetries(ctx context.Context, c client.Client, id string) (retries, taskFailures int, err error) {
 	n := 0
 	runID := ""
 	for {
@@ -770,7 +832,7 @@ func chaosRetries(ctx context.Context, c client.Client, id string) (int, error) 
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
-				return n, fmt.Errorf("history of %s: %w", id, err)
+				return n, taskFailures, fmt.Errorf("history of %s: %w", id, err)
 			}
 			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
 				prev = a.GetContinuedExecutionRunId()
@@ -778,9 +840,12 @@ func chaosRetries(ctx context.Context, c client.Client, id string) (int, error) 
 			if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
 				n += int(a.GetAttempt() - 1)
 			}
+			if ev.GetWorkflowTaskFailedEventAttributes() != nil {
+				taskFailures++
+			}
 		}
 		if prev == "" {
-			return n, nil
+			return n, taskFailures, nil
 		}
 		runID = prev
 	}

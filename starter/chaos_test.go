@@ -13,7 +13,8 @@ import (
 // once, 20% model faults with 5% S3 faults, and S3 hung for 5 s (past the
 // 2 s heartbeat timeout) with exactly one model call per chunk, and a
 // `starter ask` process that waits through the server's SIGKILL and
-// restart and exits 0 with the answer. Every run ends with the
+// restart and exits 0 with the answer, and a run started on a namespace
+// without memagent's search attributes before its worker. Every run ends with the
 // clean run's answer and memory, and the kills repeat at most one model
 // call each.
 func TestChaos(t *testing.T) {
@@ -33,8 +34,8 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 6 {
-		t.Fatalf("got %d scenarios, want 6", len(rows))
+	if len(rows) != 7 {
+		t.Fatalf("got %d scenarios, want 7", len(rows))
 	}
 	if err := chaosCheck(rows, o); err != nil {
 		t.Error(err)

@@ -459,12 +459,23 @@ func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt str
 		req.Model = a.DefaultModel
 	}
 	stop := a.startHeartbeat(ctx)
-	comp, err := a.Model.Complete(ctx, req)
+	comp, err := a.Model.Complete(withTaskPriority(ctx), req)
 	stop()
 	if err != nil {
 		return comp, modelError(err)
 	}
 	return comp, nil
+}
+
+// withTaskPriority hands the activity's Temporal priority and fairness
+// key to the model pool, whose queue of calls waiting for a slot orders by
+// them as the task queue does.
+func withTaskPriority(ctx context.Context) context.Context {
+	if !activity.IsActivity(ctx) {
+		return ctx
+	}
+	p := activity.GetInfo(ctx).Priority
+	return inference.WithPriority(ctx, inference.Priority{Level: p.PriorityKey, Key: p.FairnessKey, Weight: float64(p.FairnessWeight)})
 }
 
 // startHeartbeat records heartbeats until the returned func is called, so a

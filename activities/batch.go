@@ -3,6 +3,7 @@ package activities
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/csv"
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,7 +98,7 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	if pageSize < 0 || pageSize > maxPageSize {
 		return nil, badInput(fmt.Errorf("page_size (%d) must be within [1, %d]", pageSize, maxPageSize))
 	}
-	out := &ExpandOutput{Model: a.modelName(in.Options)}
+	out := &ExpandOutput{Model: a.modelName(in.Options), PoolCapacity: a.poolCapacity()}
 	if out.ReportPrefix, err = a.reportPrefix(in); err != nil {
 		return nil, badInput(err)
 	}
@@ -335,8 +337,17 @@ func AnswerKey(document, etag, question string, opts ModelOptions, templates mem
 // docState is what a HEAD says about one document.
 type docState struct {
 	etag    string
+	size    int64
 	missing bool
 	err     error
+}
+
+// poolCapacity is the model pool's capacity when the model reports one.
+func (a *Activities) poolCapacity() int {
+	if c, ok := a.Model.(interface{ Capacity() int }); ok {
+		return max(c.Capacity(), 0)
+	}
+	return 0
 }
 
 // ResolveBatchPage settles what it can of one page at once: items whose
@@ -377,7 +388,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 		case err != nil:
 			st.err = err
 		default:
-			st.etag = info.ETag
+			st.etag, st.size = info.ETag, info.Size
 		}
 	})
 	for _, u := range uris {
@@ -440,6 +451,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 				Seq: it.Seq, ID: it.ID, Document: it.Document, Question: it.Question,
 				GoldAnswers: it.Answers, Labels: it.Labels,
 				OutputPrefix: a.answersPrefix() + keys[i] + "/",
+				FairnessKey:  it.FairnessKey, DocumentBytes: docs[it.Document].size,
 			})
 			if b, err := json.Marshal(out.Run[len(out.Run)-1]); err == nil {
 				out.Run[len(out.Run)-1].Bytes = len(b)
@@ -450,6 +462,9 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 			return nil, fmt.Errorf("encode outcome of item %d: %w", it.Seq, err)
 		}
 	}
+	// Longest first: a long document started last would run alone at the
+	// end while the pool idles.
+	slices.SortStableFunc(out.Run, func(x, y BatchRunItem) int { return cmp.Compare(y.DocumentBytes, x.DocumentBytes) })
 	if settled.Len() > 0 {
 		out.Part = in.WorkPrefix + fmt.Sprintf("parts/page-%06d.jsonl", in.Page)
 		loc, err := s3store.ParseURI(out.Part)

@@ -132,6 +132,10 @@ type ExpandOutput struct {
 	// Model is the model the items are answered with: the options' model,
 	// or the worker's default.
 	Model string `json:"model"`
+	// PoolCapacity is how many model requests the expanding worker's pool
+	// serves at once (endpoints × in-flight cap), 0 when unknown; a batch
+	// without a concurrency sizes its window from it.
+	PoolCapacity int `json:"pool_capacity,omitempty"`
 }
 
 // ResolvePageInput asks ResolveBatchPage which items of a page need a run.
@@ -157,6 +161,11 @@ type BatchRunItem struct {
 	// Bytes is the item's size as JSON, for the workflow to bound the
 	// outcomes it buffers.
 	Bytes int `json:"bytes,omitempty"`
+	// FairnessKey is the manifest item's own fairness key, if any.
+	FairnessKey string `json:"fairness_key,omitempty"`
+	// DocumentBytes is the document's size; a page's items to run come
+	// longest first, so the long documents do not make the batch's tail.
+	DocumentBytes int64 `json:"document_bytes,omitempty"`
 }
 
 // ResolvePageOutput splits a page: the items that need a run, and the

@@ -62,10 +62,11 @@ func (c *Client) StartBatch(ctx context.Context, in workflows.BatchQAInput, opts
 	}
 	s, err := c.start(ctx, startSpec{
 		id: id, workflow: workflows.BatchQAName, arg: in,
-		reuse:   enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		summary: fmt.Sprintf("batch %s · %s", name, in.Manifest),
-		memo:    memo(opts.Memo, nil),
-		attrs:   workflows.BatchStartSearchAttributes(in, id),
+		reuse:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		summary:  fmt.Sprintf("batch %s · %s", name, in.Manifest),
+		memo:     memo(opts.Memo, nil),
+		attrs:    workflows.BatchStartSearchAttributes(in, id),
+		priority: in.StartPriority(),
 	})
 	switch {
 	case err != nil:

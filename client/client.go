@@ -105,9 +105,10 @@ func (c *Client) Start(ctx context.Context, in workflows.DocumentQAInput, opts S
 		// failed one may start again.
 		reuse: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		// The question stays out of the summary, which is not encrypted.
-		summary: fmt.Sprintf("Q#%s · %s", workflows.QuestionDigest(in.Question), in.Document),
-		memo:    memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults()}),
-		attrs:   workflows.StartSearchAttributes(in),
+		summary:  fmt.Sprintf("Q#%s · %s", workflows.QuestionDigest(in.Question), in.Document),
+		memo:     memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults()}),
+		attrs:    workflows.StartSearchAttributes(in),
+		priority: in.StartPriority(),
 	})
 	if err != nil {
 		return Run{}, err
@@ -192,6 +193,7 @@ type startSpec struct {
 	reuse                 enumspb.WorkflowIdReusePolicy
 	memo                  map[string]any
 	attrs                 temporal.SearchAttributes
+	priority              temporal.Priority
 }
 
 // started is a started run, or the run that held the id.
@@ -219,6 +221,9 @@ func (c *Client) start(ctx context.Context, s startSpec) (started, error) {
 		// Set at start, so the run is findable before a worker has taken
 		// its first task.
 		TypedSearchAttributes: s.attrs,
+		// Orders the run's workflow tasks on a backed-up queue; the
+		// workflow gives its activities (and children) the same.
+		Priority: s.priority,
 	}, s.workflow, s.arg)
 	var taken *serviceerror.WorkflowExecutionAlreadyStarted
 	var invalid *serviceerror.InvalidArgument

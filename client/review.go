@@ -61,9 +61,10 @@ func (c *Client) StartReview(ctx context.Context, in workflows.ReviewInput, opts
 		reuse: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		// The questions stay out of the summary: with payload encryption
 		// they are confidential, and there may be a hundred of them.
-		summary: fmt.Sprintf("Review · %d questions · %s", len(in.Questions), in.Document),
-		memo:    memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults(), "questions": len(in.Questions)}),
-		attrs:   workflows.ReviewStartSearchAttributes(in),
+		summary:  fmt.Sprintf("Review · %d questions · %s", len(in.Questions), in.Document),
+		memo:     memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults(), "questions": len(in.Questions)}),
+		attrs:    workflows.ReviewStartSearchAttributes(in),
+		priority: in.StartPriority(),
 	})
 	if err != nil {
 		return ReviewRun{}, err

@@ -48,6 +48,11 @@ type askRequest struct {
 	Batch string
 	// Fresh starts a new run even when the same request already completed.
 	Fresh bool
+	// Priority, FairnessKey and FairnessWeight schedule the run on a
+	// shared GPU pool (DocumentQAInput's fields of the same names).
+	Priority       int
+	FairnessKey    string
+	FairnessWeight float64
 }
 
 // askFlags binds the flags shared by ask and demo.
@@ -130,6 +135,7 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	fs.StringVar(&req.Batch, "batch", "", "label the run as one of batch `ID` (list them with: starter runs --batch ID)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on; starter watch follows it); 0 waits for the end, through Temporal outages")
+	schedulingFlags(fs, &req.Priority, &req.FairnessKey, &req.FairnessWeight, workflows.PriorityQuestion, "the question")
 	finish := askFlags(fs, &req)
 	if err := fs.Parse(args); err != nil {
 		return badRequest(err)
@@ -226,7 +232,8 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 	if err := s.checkBudget(ctx, req); err != nil {
 		return nil, badRequest(err)
 	}
-	in := workflows.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch}
+	in := workflows.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch,
+		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight}
 	if err := in.Validate(); err != nil {
 		return nil, badRequest(err)
 	}
@@ -252,6 +259,9 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 		// Set at start, so the run is findable by its document before a
 		// worker has taken its first task.
 		TypedSearchAttributes: workflows.StartSearchAttributes(in),
+		// A person waits for this answer: it goes before reviews and
+		// batches on a shared GPU pool (--priority changes it).
+		Priority: in.StartPriority(),
 		// Report a duplicate instead of silently handing back its run, so
 		// the user is told the request was already made.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,

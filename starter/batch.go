@@ -233,7 +233,9 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	cfg.RegisterFlags(fs)
 	manifest := fs.String("manifest", "", "manifest: a local file or s3://bucket/key, JSON Lines or MemAgent JSON (required)")
 	format := fs.String("format", "", `manifest format: "jsonl" or "memagent"; default detected from the first byte`)
-	concurrency := fs.Int("concurrency", workflows.DefaultBatchConcurrency, "DocumentQA runs at once")
+	concurrency := fs.Int("concurrency", 0, fmt.Sprintf("DocumentQA runs at once (0 = twice the model pool's capacity as the worker reports it, at most %d; %d when it does not say)", workflows.MaxDefaultWindow, workflows.DefaultBatchConcurrency))
+	var sched workflows.BatchQAInput
+	schedulingFlags(fs, &sched.Priority, &sched.FairnessKey, &sched.FairnessWeight, workflows.PriorityBatch, "the batch")
 	name := fs.String("name", "", "batch name, in the report and the MemagentBatch search attribute; default the workflow id")
 	id := fs.String("id", "", "workflow id of the batch; default memagent-batch-<name>-<time>")
 	prefix := fs.String("report-prefix", "", "s3:// prefix of the report; default s3://<bucket>/batches/<workflow id>/")
@@ -251,15 +253,16 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	if *manifest == "" {
 		return errors.New("no manifest: pass --manifest FILE.jsonl, a MemAgent .json file, or s3://bucket/key")
 	}
-	if *concurrency < 1 || *concurrency > workflows.MaxBatchConcurrency {
-		return fmt.Errorf("--concurrency (%d) must be within [1, %d]", *concurrency, workflows.MaxBatchConcurrency)
+	if *concurrency < 0 || *concurrency > workflows.MaxBatchConcurrency {
+		return fmt.Errorf("--concurrency (%d) must be within [1, %d], or 0 for the default", *concurrency, workflows.MaxBatchConcurrency)
 	}
 	if *chunk < 0 {
 		return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunk)
 	}
 	in := workflows.BatchQAInput{
 		Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
-		Options: activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
+		Options:  activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
+		Priority: sched.Priority, FairnessKey: sched.FairnessKey, FairnessWeight: sched.FairnessWeight,
 	}
 	// Everything but the manifest is checked before anything is uploaded.
 	in.Manifest = "s3://check/manifest"

@@ -82,6 +82,7 @@ and where the grid (JSON, CSV) and the HTML report were written.
 	fs.StringVar(&in.OutputPrefix, "output-prefix", "", "s3:// prefix for traces, results, grid and report (default s3://BUCKET/reviews/<workflow id>/<run id>/)")
 	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`")
 	asJSON := fs.Bool("json", false, "print the grid as one JSON object instead of a table")
+	schedulingFlags(fs, &in.Priority, &in.FairnessKey, &in.FairnessWeight, workflows.PriorityReview, "the review")
 	finish := askFlags(fs, &req)
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -106,6 +106,11 @@ type scheduleCreate struct {
 	Jitter        time.Duration
 	TimeZone      string
 	CatchupWindow time.Duration
+	// Priority, FairnessKey and FairnessWeight go to every batch the
+	// schedule starts.
+	Priority       int
+	FairnessKey    string
+	FairnessWeight float64
 
 	// Set by validate.
 	every   time.Duration
@@ -511,7 +516,8 @@ func runScheduleCreate(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&c.Cron, "cron", "", `five-field cron spec, e.g. "0 2 * * *" (02:00 every day), or @daily, @hourly…`)
 	fs.StringVar(&c.Every, "every", "", "run at a fixed interval instead, e.g. 24h, 90m, 7d (counted from the epoch, UTC)")
 	fs.StringVar(&c.Overlap, "overlap", "skip", "when a run is due while the last one still runs: "+overlapNames())
-	fs.IntVar(&c.Concurrency, "concurrency", 0, "DocumentQA runs at once per batch (0 = the workflow's default, 16)")
+	fs.IntVar(&c.Concurrency, "concurrency", 0, "DocumentQA runs at once per batch (0 = the workflow's default: twice the model pool's capacity)")
+	schedulingFlags(fs, &c.Priority, &c.FairnessKey, &c.FairnessWeight, workflows.PriorityBatch, "each batch")
 	fs.IntVar(&c.ChunkTokens, "chunk-tokens", 0, "tokens per chunk (0 = the default, 5000)")
 	fs.StringVar(&c.ReportPrefix, "report-prefix", "", "s3:// prefix of the reports, each run under <prefix><UTC start time>/ (default s3://BUCKET/reports/NAME/)")
 	fs.BoolVar(&c.Paused, "paused", false, "create the schedule paused")
@@ -563,6 +569,7 @@ func runScheduleCreate(ctx context.Context, args []string, stdout, stderr io.Wri
 		Concurrency:  c.Concurrency,
 		ReportPrefix: c.ReportPrefix,
 		DatedReport:  true,
+		Priority:     c.Priority, FairnessKey: c.FairnessKey, FairnessWeight: c.FairnessWeight,
 	}
 	if err := in.Validate(); err != nil {
 		return err
@@ -594,6 +601,7 @@ func runScheduleCreate(ctx context.Context, args []string, stdout, stderr io.Wri
 			Memo:                  map[string]any{scheduleRunMemoID: c.ID},
 			TypedSearchAttributes: temporal.NewSearchAttributes(sa...),
 			StaticSummary:         fmt.Sprintf("schedule %s · %s", c.ID, manifest),
+			Priority:              in.StartPriority(),
 		},
 	}
 	h, err := sc.Create(ctx, opts)

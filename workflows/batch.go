@@ -30,7 +30,12 @@ const (
 
 // Defaults and bounds of BatchQAInput.
 const (
+	// DefaultBatchConcurrency is the window when the pool's capacity is
+	// unknown.
 	DefaultBatchConcurrency = 16
+	// MaxDefaultWindow bounds the window sized from the pool, as MemAgent's
+	// own evaluation harness keeps 256 samples in flight.
+	MaxDefaultWindow = 256
 	// MaxBatchConcurrency stays well below Temporal's default limit of
 	// pending child workflows per run (2,000).
 	MaxBatchConcurrency = 1000
@@ -76,7 +81,10 @@ type BatchQAInput struct {
 	// attribute of its runs; default the workflow id.
 	Name    string                  `json:"name,omitempty"`
 	Options activities.ModelOptions `json:"options"`
-	// Concurrency is how many DocumentQA children run at once; default 16.
+	// Concurrency is how many DocumentQA children run at once; default
+	// twice the model pool's capacity as the worker reports it (each child
+	// has one model call at a time, and the second half waits at the pool
+	// ready for a free slot), at most 256; 16 when the pool does not say.
 	Concurrency int `json:"concurrency,omitempty" contract:"min=0"`
 	// ReportPrefix is the s3:// prefix of the report; default
 	// s3://<worker bucket>/batches/<workflow id>/.
@@ -93,6 +101,19 @@ type BatchQAInput struct {
 	ResultsPerPart int `json:"results_per_part,omitempty" contract:"min=0"`
 	// ChunksPerRun is passed to every DocumentQA child (0: its default).
 	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0"`
+	// Priority orders this run's tasks on a shared task queue that is
+	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
+	// started with, else 4. Its children and their activities carry it.
+	Priority int `json:"priority,omitempty" contract:"min=0,max=5"`
+	// FairnessKey shares the task queue fairly between keys of the same
+	// priority (a tenant, a client, a matter); default the key the run was
+	// started with. Children inherit it unless their manifest item
+	// sets its own. At most 64 bytes.
+	FairnessKey string `json:"fairness_key,omitempty" contract:"maxlen=64"`
+	// FairnessWeight is the key's share relative to other keys (default 1,
+	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
+	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
+
 	// State is set by the workflow itself when it continues-as-new.
 	State *BatchState `json:"state,omitempty"`
 }
@@ -200,7 +221,14 @@ func (in BatchQAInput) Validate() error {
 	if len(in.Name) > MaxKeywordBytes {
 		return fmt.Errorf("name is %d bytes, over %d: shorten it", len(in.Name), MaxKeywordBytes)
 	}
+	if err := in.scheduling().validate(); err != nil {
+		return err
+	}
 	return in.Options.Validate()
+}
+
+func (in BatchQAInput) scheduling() scheduling {
+	return scheduling{Priority: in.Priority, FairnessKey: in.FairnessKey, FairnessWeight: in.FairnessWeight}
 }
 
 func validS3Object(uri string) bool {
@@ -214,9 +242,6 @@ func validS3Object(uri string) bool {
 
 // withDefaults fills the zero knobs.
 func (in BatchQAInput) withDefaults() BatchQAInput {
-	if in.Concurrency == 0 {
-		in.Concurrency = DefaultBatchConcurrency
-	}
 	if in.ItemsPerRun == 0 {
 		in.ItemsPerRun = DefaultItemsPerRun
 	}
@@ -268,7 +293,8 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		}
 	}
 	st.Runs++
-	b := &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID}
+	b := &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID,
+		prio: in.scheduling().taskPriority(ctx, PriorityBatch)}
 	b.progress.Stage = BatchStageRunning
 	if st.Expanded.WorkPrefix == "" {
 		b.progress.Stage = BatchStageExpanding
@@ -295,6 +321,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 			StartToCloseTimeout: 12 * time.Hour,
 			HeartbeatTimeout:    2 * time.Minute,
 			RetryPolicy:         retryPolicy(),
+			Priority:            b.prio,
 			Summary:             "expand manifest",
 		})
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, activities.ExpandInput{
@@ -325,6 +352,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		StartToCloseTimeout: 2 * time.Hour,
 		HeartbeatTimeout:    2 * time.Minute,
 		RetryPolicy:         retryPolicy(),
+		Priority:            b.prio,
 		Summary:             "write report",
 	})
 	parts := make([]string, len(st.Parts))
@@ -360,7 +388,10 @@ type batchRun struct {
 	in         BatchQAInput
 	st         *BatchState
 	workflowID string
-	progress   BatchProgress
+	// prio is what the batch's activities and children carry; an item's
+	// own fairness key replaces the batch's for its child.
+	prio     temporal.Priority
+	progress BatchProgress
 	// status is the MemagentStatus last upserted.
 	status string
 
@@ -368,6 +399,19 @@ type batchRun struct {
 	buffer   []activities.BatchItemResult
 	bufBytes int
 	parts    int // parts written by this run
+}
+
+// window is how many children run at once: the input's concurrency, else
+// twice the pool capacity the expanding worker reported (at most
+// MaxDefaultWindow), else DefaultBatchConcurrency.
+func (b *batchRun) window() int {
+	switch c := b.st.Expanded.PoolCapacity; {
+	case b.in.Concurrency > 0:
+		return b.in.Concurrency
+	case c > 0:
+		return min(2*c, MaxDefaultWindow)
+	}
+	return DefaultBatchConcurrency
 }
 
 // refresh copies the state into the progress.
@@ -439,6 +483,7 @@ func (b *batchRun) runItems() error {
 			StartToCloseTimeout: 30 * time.Minute,
 			HeartbeatTimeout:    time.Minute,
 			RetryPolicy:         retryPolicy(),
+			Priority:            b.prio,
 			Summary:             fmt.Sprintf("resolve page %d/%d", page+1, st.Expanded.Pages),
 		})
 		opts := b.in.Options
@@ -448,7 +493,7 @@ func (b *batchRun) runItems() error {
 		})
 	}
 	for {
-		for b.running < b.in.Concurrency && !stopping {
+		for b.running < b.window() && !stopping {
 			if len(queue) > 0 {
 				b.startChild(sel, queue[0])
 				queue = queue[1:]
@@ -512,13 +557,19 @@ func (b *batchRun) startChild(sel workflow.Selector, it activities.BatchRunItem)
 	st := b.st
 	opts := b.in.Options
 	opts.Model = st.Expanded.Model
+	prio := b.prio
+	if it.FairnessKey != "" && it.FairnessKey != prio.FairnessKey {
+		prio.FairnessKey, prio.FairnessWeight = it.FairnessKey, 0
+	}
 	in := DocumentQAInput{
 		Document: it.Document, Question: it.Question, GoldAnswers: it.GoldAnswers, Options: opts,
 		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun,
+		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
 	id := fmt.Sprintf("%s/%d", b.workflowID, it.Seq)
 	cctx := workflow.WithChildOptions(b.ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
+		Priority:              prio,
 		TypedSearchAttributes: StartSearchAttributes(in),
 		Memo:                  map[string]any{"model_options": opts.WithDefaults()},
 		// The question stays out of the summary, which is not encrypted.
@@ -563,6 +614,7 @@ func (b *batchRun) flush() error {
 	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		RetryPolicy:         retryPolicy(),
+		Priority:            b.prio,
 		Summary:             fmt.Sprintf("write %d outcomes", len(b.buffer)),
 	})
 	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, activities.WriteResultsInput{

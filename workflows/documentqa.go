@@ -53,6 +53,17 @@ type DocumentQAInput struct {
 	// BatchID, when set, labels the run as one of a batch: it becomes the
 	// MemagentBatch search attribute, so a batch's runs can be listed.
 	BatchID string `json:"batch_id,omitempty"`
+	// Priority orders this run's tasks on a shared task queue that is
+	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
+	// started with, else 2 (a batch passes its own).
+	Priority int `json:"priority,omitempty" contract:"min=0,max=5"`
+	// FairnessKey shares the task queue fairly between keys of the same
+	// priority (a tenant, a client, a matter); default the key the run was
+	// started with. At most 64 bytes.
+	FairnessKey string `json:"fairness_key,omitempty" contract:"maxlen=64"`
+	// FairnessWeight is the key's share relative to other keys (default 1,
+	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
+	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
 	// State is set by the workflow itself when it continues-as-new.
 	State *QAState `json:"state,omitempty"`
 }
@@ -123,7 +134,14 @@ func (in DocumentQAInput) Validate() error {
 	if in.ChunksPerRun < 0 {
 		return fmt.Errorf("chunks_per_run (%d) must not be negative", in.ChunksPerRun)
 	}
+	if err := in.scheduling().validate(); err != nil {
+		return err
+	}
 	return in.Options.Validate()
+}
+
+func (in DocumentQAInput) scheduling() scheduling {
+	return scheduling{Priority: in.Priority, FairnessKey: in.FairnessKey, FairnessWeight: in.FairnessWeight}
 }
 
 // DocumentQA is the memagent.DocumentQA workflow: it answers one question
@@ -165,6 +183,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			st.TracePrefix += "/"
 		}
 	}
+	prio := in.scheduling().taskPriority(ctx, PriorityQuestion)
 	hb := DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
@@ -197,6 +216,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			StartToCloseTimeout: 30 * time.Minute,
 			HeartbeatTimeout:    hb,
 			RetryPolicy:         retryPolicy(),
+			Priority:            prio,
 			Summary:             "prepare document",
 		})
 		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, activities.PrepareInput{
@@ -239,6 +259,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			StartToCloseTimeout: 15 * time.Minute,
 			HeartbeatTimeout:    hb,
 			RetryPolicy:         retryPolicy(),
+			Priority:            prio,
 			Summary: fmt.Sprintf("chunk %d/%d · %s/%s tokens", st.Cursor+1, st.Prepared.Chunks,
 				humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens)),
 		})
@@ -269,6 +290,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		StartToCloseTimeout: 15 * time.Minute,
 		HeartbeatTimeout:    hb,
 		RetryPolicy:         retryPolicy(),
+		Priority:            prio,
 		Summary:             "final answer",
 	})
 	var res DocumentQAResult

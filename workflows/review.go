@@ -93,6 +93,17 @@ type ReviewInput struct {
 	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
 	// noticed; default 15.
 	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0"`
+	// Priority orders this run's tasks on a shared task queue that is
+	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
+	// started with, else 3.
+	Priority int `json:"priority,omitempty" contract:"min=0,max=5"`
+	// FairnessKey shares the task queue fairly between keys of the same
+	// priority (a tenant, a client, a matter); default the key the run was
+	// started with. At most 64 bytes.
+	FairnessKey string `json:"fairness_key,omitempty" contract:"maxlen=64"`
+	// FairnessWeight is the key's share relative to other keys (default 1,
+	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
+	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
 	// State is set by the workflow itself when it continues-as-new.
 	State *ReviewState `json:"state,omitempty"`
 }
@@ -245,7 +256,14 @@ func (in ReviewInput) Validate() error {
 	case in.HeartbeatTimeoutSeconds < 0:
 		return fmt.Errorf("heartbeat_timeout_seconds (%d) must not be negative", in.HeartbeatTimeoutSeconds)
 	}
+	if err := in.scheduling().validate(); err != nil {
+		return err
+	}
 	return in.Options.Validate()
+}
+
+func (in ReviewInput) scheduling() scheduling {
+	return scheduling{Priority: in.Priority, FairnessKey: in.FairnessKey, FairnessWeight: in.FairnessWeight}
 }
 
 // checkReviewID accepts ids that are safe as one S3 key segment and as
@@ -312,6 +330,7 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 	}
 	r.in = in
 	r.info = workflow.GetInfo(ctx)
+	r.prio = in.scheduling().taskPriority(ctx, PriorityReview)
 	r.hb = DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		r.hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
@@ -388,6 +407,7 @@ type reviewRun struct {
 	st   *ReviewState
 	opts activities.ModelOptions
 	hb   time.Duration
+	prio temporal.Priority
 	vis  *visibility
 
 	stage     string
@@ -403,6 +423,7 @@ func (r *reviewRun) activityOptions(summary string) workflow.Context {
 		StartToCloseTimeout: 15 * time.Minute,
 		HeartbeatTimeout:    r.hb,
 		RetryPolicy:         retryPolicy(),
+		Priority:            r.prio,
 		Summary:             summary,
 	})
 }
@@ -420,6 +441,7 @@ func (r *reviewRun) prepare() error {
 		StartToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:    r.hb,
 		RetryPolicy:         retryPolicy(),
+		Priority:            r.prio,
 		Summary:             "prepare document",
 	})
 	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, activities.PrepareInput{

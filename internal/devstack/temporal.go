@@ -191,6 +191,13 @@ func devDynamicConfig() dynamicconfig.StaticClient {
 		// Continue-as-new starts the next run at once instead of after the
 		// one-second minimum between runs of one workflow id.
 		dynamicconfig.WorkflowIdReuseMinimalInterval.Key(): time.Duration(0),
+		// Task-queue priority and fairness (temporal.Priority on workflows,
+		// children and activities): the new matcher orders a backed-up
+		// queue by priority, and fairness shares each priority between
+		// fairness keys by weight. A self-hosted cluster needs the same two
+		// settings (docs/DEPLOY.md).
+		dynamicconfig.MatchingUseNewMatcher.Key():  true,
+		dynamicconfig.MatchingEnableFairness.Key(): true,
 	}
 }
 

@@ -219,7 +219,7 @@ type Pool struct {
 	now            func() time.Time
 
 	mu        sync.Mutex
-	waiters   list.List // of *waiter, oldest first
+	waiters   fairQueue // by priority, fairness key, then oldest first
 	timer     *time.Timer
 	timerAt   time.Time
 	scratch   []*endpoint
@@ -267,6 +267,7 @@ func (ep *endpoint) ejected(now time.Time) bool { return now.Before(ep.ejectedUn
 // queue and sends it an endpoint whose slot is already counted as its own.
 type waiter struct {
 	ch   chan *endpoint // buffered: sending never blocks
+	prio Priority
 	elem *list.Element
 }
 
@@ -460,8 +461,8 @@ func (p *Pool) acquire(ctx context.Context) (*endpoint, error) {
 			return ep, nil
 		}
 	}
-	w := &waiter{ch: make(chan *endpoint, 1)}
-	w.elem = p.waiters.PushBack(w)
+	w := &waiter{ch: make(chan *endpoint, 1), prio: priorityFrom(ctx)}
+	p.waiters.push(w)
 	p.dispatchLocked()
 	p.mu.Unlock()
 
@@ -478,7 +479,7 @@ func (p *Pool) acquire(ctx context.Context) (*endpoint, error) {
 			ep.requests--
 			p.dispatchLocked()
 		default:
-			p.waiters.Remove(w.elem)
+			p.waiters.remove(w)
 		}
 		return nil, p.waitError(ctx)
 	}
@@ -543,7 +544,8 @@ func (p *Pool) pickLocked(now time.Time) *endpoint {
 	return a
 }
 
-// dispatchLocked hands free slots to waiters, oldest first, and when some
+// dispatchLocked hands free slots to waiters, in the queue's order (see
+// fairQueue), and when some
 // must still wait for an ejection to end, arranges to try again then.
 func (p *Pool) dispatchLocked() {
 	now := p.now()
@@ -552,7 +554,7 @@ func (p *Pool) dispatchLocked() {
 		if ep == nil {
 			break
 		}
-		w := p.waiters.Remove(p.waiters.Front()).(*waiter)
+		w := p.waiters.pop()
 		p.takeLocked(ep)
 		w.ch <- ep
 	}

@@ -50,10 +50,16 @@ type ManifestItem struct {
 	Question string            `json:"question"`
 	Answers  []string          `json:"answers,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
+	// FairnessKey, when set, replaces the batch's fairness key for this
+	// item's run (a client or a matter sharing the GPU pool).
+	FairnessKey string `json:"fairness_key,omitempty"`
 	// Context is a MemAgent item's document text, which the caller stores
 	// and replaces with a Document URI. It is never written to a page.
 	Context string `json:"-"`
 }
+
+// MaxFairnessKeyBytes is Temporal's limit on a fairness key.
+const MaxFairnessKeyBytes = 64
 
 // ManifestError is a manifest item that cannot be run. Reading may go on after
 // one, to report more.
@@ -195,6 +201,8 @@ func (m *ManifestReader) check(it *ManifestItem) error {
 		return m.itemError(`missing question: set "question"`)
 	case len(it.Question) > MaxQuestionBytes:
 		return m.itemError("question is %d bytes, over the limit of %d: shorten it", len(it.Question), MaxQuestionBytes)
+	case len(it.FairnessKey) > MaxFairnessKeyBytes:
+		return m.itemError("fairness_key is %d bytes, over Temporal's limit of %d", len(it.FairnessKey), MaxFairnessKeyBytes)
 	}
 	if m.format == FormatJSONL {
 		if it.Document == "" {
@@ -239,10 +247,11 @@ type jsonlItem struct {
 	GoldAnswers json.RawMessage            `json:"gold_answers"`
 	Answers     json.RawMessage            `json:"answers"`
 	Labels      map[string]json.RawMessage `json:"labels"`
+	FairnessKey string                     `json:"fairness_key"`
 }
 
 // jsonlItemKeys are the members a JSON Lines manifest line may have.
-var jsonlItemKeys = []string{"id", "document", "question", "gold_answers", "answers", "labels"}
+var jsonlItemKeys = []string{"id", "document", "question", "gold_answers", "answers", "labels", "fairness_key"}
 
 // ResultLineKeys are the other members of a line of a batch's
 // results.jsonl (activities.BatchItemResult). A manifest line may carry
@@ -288,7 +297,7 @@ func (m *ManifestReader) nextLine() (ManifestItem, error) {
 		if err := json.Unmarshal(line, &raw); err != nil {
 			return ManifestItem{}, m.itemError("not a JSON object: %s", manifestJSONError(err))
 		}
-		it := ManifestItem{Line: m.line, Document: strings.TrimSpace(raw.Document), Question: raw.Question}
+		it := ManifestItem{Line: m.line, Document: strings.TrimSpace(raw.Document), Question: raw.Question, FairnessKey: raw.FairnessKey}
 		if it.ID, err = manifestScalar(raw.ID); err != nil {
 			return ManifestItem{}, m.itemError("id: %v", err)
 		}

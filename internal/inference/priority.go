@@ -1,0 +1,129 @@
+package inference
+
+import (
+	"container/list"
+	"context"
+)
+
+// Priority orders a request among those waiting for a slot of a busy pool:
+// Level 1 goes first … 5 last (0 counts as 3, the middle); among requests
+// of one level, keys share the slots in proportion to their weights, and a
+// key's own requests go oldest first. It mirrors Temporal's task-queue
+// Priority, so a worker's in-process queue agrees with the server's.
+type Priority struct {
+	Level  int
+	Key    string
+	Weight float64 // 0 counts as 1
+}
+
+type priorityKey struct{}
+
+// WithPriority returns ctx carrying p for the pool's queue.
+func WithPriority(ctx context.Context, p Priority) context.Context {
+	return context.WithValue(ctx, priorityKey{}, p)
+}
+
+func priorityFrom(ctx context.Context) Priority {
+	p, _ := ctx.Value(priorityKey{}).(Priority)
+	if p.Level <= 0 {
+		p.Level = 3
+	}
+	if p.Weight <= 0 {
+		p.Weight = 1
+	}
+	return p
+}
+
+// fairQueue is the waiters of a pool: by level, then by start-time fair
+// queueing between keys (each key has a virtual finish tag that grows by
+// 1/weight per request served; the key with the smallest goes next, and a
+// key that starts waiting joins at the current virtual time so it cannot
+// claim the past), then oldest first within a key. Not safe for concurrent
+// use: the pool's mutex guards it.
+type fairQueue struct {
+	n      int
+	levels map[int]map[string]*list.List // level → key → waiters, oldest first
+	tags   map[string]float64            // key → virtual tag, while it has waiters
+	vtime  float64                       // the tag of the key served last
+}
+
+func (q *fairQueue) Len() int { return q.n }
+
+func (q *fairQueue) push(w *waiter) {
+	if q.levels == nil {
+		q.levels, q.tags = map[int]map[string]*list.List{}, map[string]float64{}
+	}
+	keys := q.levels[w.prio.Level]
+	if keys == nil {
+		keys = map[string]*list.List{}
+		q.levels[w.prio.Level] = keys
+	}
+	l := keys[w.prio.Key]
+	if l == nil {
+		l = list.New()
+		keys[w.prio.Key] = l
+	}
+	if _, ok := q.tags[w.prio.Key]; !ok {
+		q.tags[w.prio.Key] = q.vtime
+	}
+	w.elem = l.PushBack(w)
+	q.n++
+}
+
+// remove takes w off the queue (its caller gave up).
+func (q *fairQueue) remove(w *waiter) {
+	l := q.levels[w.prio.Level][w.prio.Key]
+	if l == nil || w.elem == nil {
+		return
+	}
+	l.Remove(w.elem)
+	w.elem = nil
+	q.n--
+	q.prune(w.prio.Level, w.prio.Key, l)
+}
+
+// pop returns the next waiter, or nil.
+func (q *fairQueue) pop() *waiter {
+	if q.n == 0 {
+		return nil
+	}
+	level := 0
+	for lv := range q.levels {
+		if level == 0 || lv < level {
+			level = lv
+		}
+	}
+	keys := q.levels[level]
+	best, bestTag := "", 0.0
+	first := true
+	for k := range keys {
+		t := q.tags[k]
+		if first || t < bestTag || (t == bestTag && k < best) {
+			best, bestTag, first = k, t, false
+		}
+	}
+	l := keys[best]
+	w := l.Remove(l.Front()).(*waiter)
+	w.elem = nil
+	q.n--
+	q.vtime = bestTag
+	q.tags[best] = bestTag + 1/w.prio.Weight
+	q.prune(level, best, l)
+	return w
+}
+
+func (q *fairQueue) prune(level int, key string, l *list.List) {
+	if l.Len() > 0 {
+		return
+	}
+	delete(q.levels[level], key)
+	if len(q.levels[level]) == 0 {
+		delete(q.levels, level)
+	}
+	for _, keys := range q.levels {
+		if keys[key] != nil {
+			return
+		}
+	}
+	delete(q.tags, key)
+}

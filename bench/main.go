@@ -119,18 +119,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(&report)
 	}
 	if want("overhead") {
-		doc := docgen.Needle(env.tok, *overheadTokens, 0.62, 3)
-		fmt.Fprintf(&report, "## Orchestration overhead\n\nThe same %d-token document (chunks of 5,000 tokens) answered by (a) a plain sequential loop calling the simulator over HTTP and (b) the durable DocumentQA workflow on the embedded stack (Temporal with SQLite in memory, S3 on loopback), same simulator, same chunking.\n\n", *overheadTokens)
-		fmt.Fprintln(&report, "| simulated latency | chunks | plain loop (a) | durable (b) | b/a | overhead per model call |")
-		fmt.Fprintln(&report, "|---|---|---|---|---|---|")
-		for _, lat := range []time.Duration{0, 50 * time.Millisecond} {
-			r, err := runOverhead(ctx, env, doc, 5000, lat)
-			if err != nil {
-				return fmt.Errorf("overhead at %s: %w", lat, err)
-			}
-			fmt.Fprintf(&report, "| %d ms | %d | %.2f s | %.2f s | %.3f× | %.1f ms |\n", lat.Milliseconds(), r.Chunks, r.Plain.Seconds(), r.Durable.Seconds(), r.ratio(), r.overheadPerChunkMS())
+		if err := writeOverhead(ctx, env, &report, *overheadTokens); err != nil {
+			return err
 		}
-		fmt.Fprintln(&report)
 	}
 	if want("heartbeat") {
 		rows, err := runHeartbeat(ctx, env)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -18,12 +20,60 @@ import (
 	"github.com/memagent/memagent/workflows"
 )
 
+// writeOverhead runs the overhead section at 0 and 50 ms of simulated
+// latency and writes its tables.
+func writeOverhead(ctx context.Context, env *benchEnv, w io.Writer, tokens int) error {
+	doc := docgen.Needle(env.tok, tokens, 0.62, 3)
+	var rs []overheadResult
+	for _, lat := range []time.Duration{0, 50 * time.Millisecond} {
+		r, err := runOverhead(ctx, env, doc, 5000, lat)
+		if err != nil {
+			return fmt.Errorf("overhead at %s: %w", lat, err)
+		}
+		rs = append(rs, r)
+	}
+	fmt.Fprintf(w, "## Orchestration overhead\n\nThe same %d-token document (chunks of 5,000 tokens) answered by (a) a plain sequential loop calling the simulator over HTTP and (b) the durable DocumentQA workflow on the embedded stack (Temporal with SQLite in memory, S3 on loopback), same simulator, same chunking.\n\n", tokens)
+	fmt.Fprintln(w, "| simulated latency | chunks | plain loop (a) | durable (b) | b/a | overhead per model call |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %d ms | %d | %.2f s | %.2f s | %.3f× | %.1f ms |\n", r.Latency.Milliseconds(), r.Chunks, r.Plain.Seconds(), r.Durable.Seconds(), r.ratio(), r.overheadPerChunkMS())
+	}
+	r := rs[0]
+	fmt.Fprintf(w, "\nThe floor under it: (c) a bare Temporal workflow that runs %d trivial activities one after another (one per model call of (b); each returns at once), on the same embedded server and the same worker as (b) (one worker with memagent's settings, both workflows registered), next to (b) at 0 ms. Worker CPU is the user and system CPU of (b)'s worker run again in a process of its own (/proc/PID/stat, 10 ms resolution), over the whole run (indexing the document, every chunk, the answer), divided by the chunks: what one GPU's stream of chunks costs a worker.\n\n", r.FloorActivities)
+	fmt.Fprintln(w, "| bare loop (c) | per bare activity | DocumentQA (b) per model call | (b) overhead per model call | (b) overhead ÷ bare activity | worker CPU per chunk |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "| %.2f s | %.1f ms | %.1f ms | %.1f ms | %.2f | %.1f ms (%.2f s CPU over %d chunks in %.2f s) |\n\n",
+		r.Floor.Seconds(), r.floorPerActivityMS(), r.durablePerCallMS(), r.overheadPerChunkMS(), r.overheadPerChunkMS()/r.floorPerActivityMS(),
+		r.cpuPerChunkMS(), r.WorkerCPU.Seconds(), r.CPUChunks, r.CPUWall.Seconds())
+	return nil
+}
+
 // overheadResult compares one document answered by a plain loop and by the
-// durable workflow, against the same simulator with the same chunking.
+// durable workflow, against the same simulator with the same chunking. At
+// 0 ms it also holds the floor workflow's time and the worker CPU of a
+// DocumentQA run in a worker process of its own.
 type overheadResult struct {
 	Latency        time.Duration
 	Chunks         int
 	Plain, Durable time.Duration
+
+	FloorActivities int
+	Floor           time.Duration
+	WorkerCPU       time.Duration
+	CPUChunks       int
+	CPUWall         time.Duration
+}
+
+func (r overheadResult) floorPerActivityMS() float64 {
+	return float64(r.Floor.Microseconds()) / 1000 / float64(r.FloorActivities)
+}
+
+func (r overheadResult) durablePerCallMS() float64 {
+	return float64(r.Durable.Microseconds()) / 1000 / float64(r.Chunks+1)
+}
+
+func (r overheadResult) cpuPerChunkMS() float64 {
+	return float64(r.WorkerCPU.Microseconds()) / 1000 / float64(r.CPUChunks)
 }
 
 func (r overheadResult) ratio() float64 { return r.Durable.Seconds() / r.Plain.Seconds() }
@@ -72,8 +122,9 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 	res.Chunks = len(idx.Chunks)
 	plainAnswer := memagent.ExtractAnswer(final.Text).Text
 
-	// (b) The durable workflow on the embedded stack, same simulator.
-	stop, err := env.startWorker(ctx, cfg)
+	// (b) The durable workflow on the embedded stack, same simulator, on
+	// a worker that can run (c) too.
+	stop, err := startFloorWorker(ctx, env, cfg)
 	if err != nil {
 		return res, err
 	}
@@ -108,5 +159,60 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 	if out.Answer != plainAnswer || out.Chunks != res.Chunks {
 		return res, fmt.Errorf("durable run answered %q over %d chunks, the plain loop %q over %d", out.Answer, out.Chunks, plainAnswer, res.Chunks)
 	}
-	return res, nil
+	if latency != 0 {
+		return res, nil
+	}
+
+	// (c) The floor: as many trivial activities as (b) made model calls,
+	// on the same worker, after a short warm-up run.
+	if _, err := runFloor(ctx, env, cfg.TaskQueue, 5); err != nil {
+		return res, fmt.Errorf("floor warm-up: %w", err)
+	}
+	res.FloorActivities = res.Chunks + 1
+	if res.Floor, err = runFloor(ctx, env, cfg.TaskQueue, res.FloorActivities); err != nil {
+		return res, fmt.Errorf("floor: %w", err)
+	}
+
+	// Worker CPU: (b) again, warm, with the worker in a process of its own.
+	res.CPUChunks, res.CPUWall, res.WorkerCPU, err = workerCPU(ctx, env, srv.URL+"/v1", loc, warm, question, chunkTokens)
+	return res, err
+}
+
+// workerCPU answers doc with a worker process of its own, after a warm-up
+// run of warm, and returns the chunks, the wall time and the worker's CPU
+// time of the measured run.
+func workerCPU(ctx context.Context, env *benchEnv, modelURL string, doc, warm s3store.Location, question string, chunkTokens int) (int, time.Duration, time.Duration, error) {
+	const queue = "bench-overhead-cpu"
+	p, err := startWorkerProcess(ctx, env, queue, modelURL)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer p.stop()
+	ask := func(loc s3store.Location) (workflows.DocumentQAResult, error) {
+		var out workflows.DocumentQAResult
+		run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.DocumentQAName,
+			workflows.DocumentQAInput{Document: loc.String(), Question: question, Options: activities.ModelOptions{ChunkTokens: chunkTokens}})
+		if err != nil {
+			return out, err
+		}
+		return out, run.Get(ctx, &out)
+	}
+	if _, err := ask(warm); err != nil {
+		return 0, 0, 0, err
+	}
+	before, err := p.cpuTime()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	start := time.Now()
+	out, err := ask(doc)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	wall := time.Since(start)
+	after, err := p.cpuTime()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return out.Chunks, wall, after - before, nil
 }

@@ -13,13 +13,19 @@
 // max_tokens against a context length the way vLLM does, and records each
 // call (with a hash of the chunk, not the chunk) for tests.
 //
-// Around the policy it models the capacity of a GPU pool: Replicas × Slots
-// concurrent sequences, each request holding a slot of the least-loaded
-// replica for a fixed latency plus its prompt and completion tokens at
-// per-sequence prefill and decode speeds, a FIFO queue in front that may be
-// bounded (503 with Retry-After over the bound, as vLLM does), and faults
-// injected at seeded rates (429, 500, 503, stalls, truncated bodies and
-// context overflows, in the nested OpenAI and the flat SGLang error shape).
+// Around the policy it models the capacity of a GPU pool in one of two
+// modes. In the default one, Replicas × Slots concurrent sequences, each
+// request holding a slot of the least-loaded replica for a fixed latency
+// plus its prompt and completion tokens at per-sequence prefill and decode
+// speeds. In CapacityBatch, each replica steps its batch the way a
+// continuous-batching server (vLLM) does: a token budget per step with
+// chunked prefill, one token per decoding sequence per step, and a step
+// time that grows with the batch, so throughput rises with concurrency and
+// then flattens; one goroutine per busy replica, none when it is idle.
+// Both have a FIFO queue in front that may be bounded (503 with
+// Retry-After over the bound, as vLLM does), and faults injected at seeded
+// rates (429, 500, 503, stalls, truncated bodies and context overflows, in
+// the nested OpenAI and the flat SGLang error shape).
 // It serves POST /v1/chat/completions, GET /v1/models, GET /health, POST
 // /tokenize and GET /metrics (Prometheus text), and the same numbers as
 // Stats for tests. Faults and the capacity model never change what a

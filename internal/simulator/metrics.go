@@ -69,8 +69,15 @@ type Stats struct {
 	// client's concurrency cap: unlike MaxInFlight it is not bounded by
 	// Slots, so a client that exceeds its cap shows here.
 	Open, MaxOpen int
-	// Slots is the capacity: replicas × slots per replica.
+	// Slots is the capacity: replicas × slots per replica (under
+	// CapacityBatch, replicas × Batch.MaxNumSeqs).
 	Slots int
+	// ReplicaBusy is, under CapacityBatch, the simulated time each
+	// replica has spent in steps, the GPU's busy time: over wall time it
+	// is the replica's utilisation. Steps counts the steps of all
+	// replicas. Both are zero under CapacitySlots.
+	ReplicaBusy []time.Duration
+	Steps       int
 	// Latency is the time from arrival to answer of answered completions,
 	// queueing included.
 	Latency Histogram
@@ -153,6 +160,11 @@ func (s *Server) Stats() Stats {
 		MaxQueued:       p.maxQueued,
 		Slots:           len(p.load) * s.pool.slots,
 	}
+	for _, b := range s.batchers {
+		bs := b.stats()
+		st.ReplicaBusy = append(st.ReplicaBusy, bs.busy)
+		st.Steps += bs.steps
+	}
 	m := s.meter
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -209,6 +221,15 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	sample("memagent_sim_max_requests_open", st.MaxOpen)
 	metric("memagent_sim_slots", "gauge", "Capacity: replicas times slots per replica.")
 	sample("memagent_sim_slots", st.Slots)
+
+	if s.batchers != nil {
+		metric("memagent_sim_replica_busy_seconds_total", "counter", "Simulated time each replica spent stepping its batch.")
+		for i, d := range st.ReplicaBusy {
+			fmt.Fprintf(b, "memagent_sim_replica_busy_seconds_total{replica=\"%d\"} %s\n", i, strconv.FormatFloat(d.Seconds(), 'g', -1, 64))
+		}
+		metric("memagent_sim_batch_steps_total", "counter", "Steps of the replicas' batches.")
+		sample("memagent_sim_batch_steps_total", st.Steps)
+	}
 
 	const lat = "memagent_sim_request_duration_seconds"
 	metric(lat, "histogram", "Time from arrival to answer of answered completions, queueing included.")

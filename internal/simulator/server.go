@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -60,8 +61,10 @@ type Options struct {
 	// approximation of one token per four bytes.
 	Tokenizer Tokenizer
 	// Latency is the fixed part of ServiceTime, the time a request holds
-	// its slot. A request whose client goes away meanwhile is dropped:
-	// its slot is freed and no call is recorded.
+	// its slot. Under CapacityBatch it is added after the batch has
+	// decoded the request, holding its slot but not the replica's steps.
+	// A request whose client goes away meanwhile is dropped: its slot is
+	// freed and no call is recorded.
 	Latency time.Duration
 	// Logger receives debug records only; nil discards them.
 	Logger *slog.Logger
@@ -71,17 +74,27 @@ type Options struct {
 
 	// Replicas is how many replicas the pool has; zero or less means one.
 	Replicas int
-	// Slots is how many sequences each replica serves at once; zero or
-	// less means DefaultSlots. A request holds one slot of the
-	// least-loaded replica for ServiceTime; when every slot is busy it
-	// waits in a FIFO queue.
+	// Capacity chooses how a replica serves its sequences: CapacitySlots
+	// (the default, also "") or CapacityBatch. Other values mean
+	// CapacitySlots.
+	Capacity CapacityMode
+	// Slots is how many sequences each replica serves at once under
+	// CapacitySlots; zero or less means DefaultSlots. A request holds one
+	// slot of the least-loaded replica for ServiceTime; when every slot is
+	// busy it waits in a FIFO queue.
 	Slots int
 	// PrefillTokensPerSec and DecodeTokensPerSec are the speeds of one
-	// sequence; zero or less means instantaneous. See ServiceTime.
+	// sequence under CapacitySlots; zero or less means instantaneous. See
+	// ServiceTime.
 	PrefillTokensPerSec, DecodeTokensPerSec float64
-	// DecodeSlowdown slows decoding on a busy replica; zero means none.
-	// See ServiceTime.
+	// DecodeSlowdown slows decoding on a busy replica under
+	// CapacitySlots; zero means none. See ServiceTime.
 	DecodeSlowdown float64
+	// Batch configures CapacityBatch, where a request holds one of the
+	// least-loaded replica's Batch.MaxNumSeqs slots (waiting in the same
+	// FIFO queue when all are busy) until the replica's scheduler has
+	// prefilled its prompt and decoded its completion.
+	Batch BatchOptions
 	// MaxQueue bounds the requests waiting for a slot; zero or less means
 	// unbounded. Over it a request gets 503 with a nested error body and
 	// Retry-After, as vLLM answers with --max-num-queued-reqs.
@@ -134,6 +147,7 @@ type Server struct {
 	mux        *http.ServeMux
 	seq        atomic.Uint64
 	pool       *pool
+	batchers   []*batcher // one per replica under CapacityBatch, else nil
 	faults     *injector
 	meter      *meter
 
@@ -153,10 +167,18 @@ func New(opts Options) *Server {
 		retryAfter: opts.RetryAfter,
 		failAll:    opts.FailAll,
 		mux:        http.NewServeMux(),
-		pool:       newPool(max(opts.Replicas, 1), cmp.Or(max(opts.Slots, 0), DefaultSlots), max(opts.MaxQueue, 0)),
 		faults:     newInjector(opts.Faults, opts.FaultRate),
 		meter:      newMeter(),
 	}
+	replicas, slots := max(opts.Replicas, 1), cmp.Or(max(opts.Slots, 0), DefaultSlots)
+	if opts.Capacity == CapacityBatch {
+		s.opts.Batch = opts.Batch.WithDefaults()
+		slots = s.opts.Batch.MaxNumSeqs
+		for range replicas {
+			s.batchers = append(s.batchers, newBatcher(s.opts.Batch))
+		}
+	}
+	s.pool = newPool(replicas, slots, max(opts.MaxQueue, 0))
 	if s.retryAfter <= 0 {
 		s.retryAfter = DefaultRetryAfter
 	}
@@ -287,9 +309,10 @@ type chatUsage struct {
 // chat serves POST /v1/chat/completions. In order: FailAll; validation
 // (400/404, never a fault); one fault draw; a slot, waiting in the queue or
 // refused with 503 when it is full; the policy's answer, held back for
-// ServiceTime (plus the stall of a slow fault). All counting is done before
-// the first byte of the answer goes out, so a client that has its answer
-// sees Stats that include it.
+// ServiceTime or until the replica's batch has decoded it (plus the stall
+// of a slow fault). All counting is done before the first byte of the
+// answer goes out, so a client that has its answer sees Stats that include
+// it.
 func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ctx := r.Context()
@@ -415,7 +438,15 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	call.Output = out
 	completionTokens := s.count(out)
 
-	delay := s.opts.ServiceTime(promptTokens, completionTokens, g.load)
+	var delay time.Duration
+	if s.batchers != nil {
+		if !s.decode(ctx, s.batchers[g.replica], promptTokens, completionTokens) {
+			return
+		}
+		delay = max(s.opts.Latency, 0)
+	} else {
+		delay = s.opts.ServiceTime(promptTokens, completionTokens, g.load)
+	}
 	if fault == FaultSlow {
 		delay += s.faults.slowDelay
 	}
@@ -455,6 +486,21 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 		}},
 		Usage: usage,
 	})
+}
+
+// decode has a replica's batch prefill and decode one request. It returns
+// false, having taken the request out of the batch, if the client goes
+// away first.
+func (s *Server) decode(ctx context.Context, b *batcher, promptTokens, completionTokens int) bool {
+	q := b.submit(promptTokens, completionTokens)
+	select {
+	case <-q.done:
+		return true
+	case <-ctx.Done():
+		b.abort(q)
+		s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
+		return false
+	}
 }
 
 // hookWriter runs before once, just before the status goes out.

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/workerapp"
+)
+
+// The floor of orchestration: a workflow that runs trivial activities one
+// after another, the least a durable loop over chunks can cost on a given
+// Temporal server and worker. Registered only by the bench's own worker.
+const (
+	floorWorkflowName = "bench.FloorLoop"
+	floorActivityName = "bench.Nothing"
+)
+
+// floorInput is the floor workflow's input.
+type floorInput struct {
+	// Activities is how many trivial activities to run, one at a time.
+	Activities int `json:"activities"`
+}
+
+// floorActivityInput is the trivial activity's input.
+type floorActivityInput struct {
+	Index int `json:"index"`
+}
+
+// floorLoop runs in.Activities trivial activities in sequence.
+func floorLoop(ctx workflow.Context, in floorInput) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	for i := range in.Activities {
+		if err := workflow.ExecuteActivity(ctx, floorActivityName, floorActivityInput{Index: i}).Get(ctx, nil); err != nil {
+			return fmt.Errorf("activity %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// nothing is the trivial activity: it returns at once.
+func nothing(context.Context, floorActivityInput) error { return nil }
+
+// startFloorWorker starts a worker the way workerapp.Start does (the same
+// client with its interceptors and data converter, the same worker options
+// from workerapp.NewWorker, memagent's workflows and activities), with the
+// floor workflow and activity registered beside memagent's, so that both
+// run on one worker with one configuration.
+func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (stop func(), err error) {
+	opts := workerapp.Options{Logger: env.logger}
+	acts, pool, err := workerapp.NewActivities(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	pool.Start(ctx)
+	c, err := workerapp.Dial(ctx, cfg, env.logger)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := workerapp.CheckSearchAttributes(ctx, c, cfg.TemporalNamespace, env.logger); err != nil {
+		c.Close()
+		pool.Close()
+		return nil, err
+	}
+	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), opts)
+	w.RegisterWorkflowWithOptions(floorLoop, workflow.RegisterOptions{Name: floorWorkflowName})
+	w.RegisterActivityWithOptions(nothing, activity.RegisterOptions{Name: floorActivityName})
+	if err := w.Start(); err != nil {
+		c.Close()
+		pool.Close()
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	r := &workerapp.Running{Activities: acts, Pool: pool, Client: c, Worker: w}
+	return r.Stop, nil
+}
+
+// runFloor runs the floor workflow with n activities on queue and returns
+// its wall time, from start to result.
+func runFloor(ctx context.Context, env *benchEnv, queue string, n int) (time.Duration, error) {
+	start := time.Now()
+	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, floorWorkflowName, floorInput{Activities: n})
+	if err != nil {
+		return 0, err
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// workerProcess is a bench worker running in a process of its own.
+type workerProcess struct{ cmd *exec.Cmd }
+
+// startWorkerProcess starts the bench binary as a plain worker (see
+// runWorkerProcess) on queue, against the shared stack and the model at
+// modelURL, and waits until it polls.
+func startWorkerProcess(ctx context.Context, env *benchEnv, queue, modelURL string) (*workerProcess, error) {
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), workerProcessEnv+"=1",
+		"TEMPORAL_ADDRESS="+env.cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+env.cfg.TemporalNamespace,
+		"AWS_ENDPOINT_URL_S3="+env.cfg.S3Endpoint, "AWS_ACCESS_KEY_ID="+env.cfg.S3AccessKey,
+		"AWS_SECRET_ACCESS_KEY="+env.cfg.S3SecretKey, "AWS_REGION="+env.cfg.S3Region,
+		"MEMAGENT_BUCKET="+env.cfg.Bucket, "OPENAI_BASE_URL="+modelURL, "MEMAGENT_TASK_QUEUE="+queue,
+		"MEMAGENT_LOG_LEVEL=error")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &workerProcess{cmd: cmd}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, "worker ready") {
+		p.stop()
+		return nil, fmt.Errorf("worker process did not start: %q %v", line, err)
+	}
+	return p, nil
+}
+
+// stop ends the worker process and waits for it.
+func (p *workerProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Wait()
+}
+
+// clockTicks is the unit of the CPU times in /proc/PID/stat: USER_HZ,
+// which Linux fixes at 100 for user space whatever the kernel's HZ.
+const clockTicks = 100
+
+// cpuTime is the user plus system CPU a process has used so far, all its
+// threads together, from /proc/PID/stat (10 ms resolution).
+func (p *workerProcess) cpuTime() (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// count fields from the last ')'. utime and stime are fields 14 and
+	// 15, so the 12th and 13th after it.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", p.cmd.Process.Pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command name, want at least 13", p.cmd.Process.Pid, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", p.cmd.Process.Pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}

@@ -184,6 +184,12 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		}
 	}
 	prio := in.scheduling().taskPriority(ctx, PriorityQuestion)
+	// A chunk's activity handed straight back to the worker (eager
+	// execution) skips the task queue, and with it the queue's priority:
+	// a batch that keeps every activity slot of a worker busy would take
+	// each freed slot before a waiting question could. Runs at batch
+	// priority or lower go through the queue.
+	lazy := prio.PriorityKey >= PriorityBatch
 	hb := DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
@@ -213,11 +219,12 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 
 	if st.Prepared.IndexURI == "" {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 30 * time.Minute,
-			HeartbeatTimeout:    hb,
-			RetryPolicy:         retryPolicy(),
-			Priority:            prio,
-			Summary:             "prepare document",
+			StartToCloseTimeout:   30 * time.Minute,
+			HeartbeatTimeout:      hb,
+			RetryPolicy:           retryPolicy(),
+			Priority:              prio,
+			DisableEagerExecution: lazy,
+			Summary:               "prepare document",
 		})
 		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, activities.PrepareInput{
 			Document: in.Document, Question: in.Question, Options: in.Options,
@@ -256,10 +263,11 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			return nil, workflow.NewContinueAsNewError(ctx, DocumentQAName, next)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 15 * time.Minute,
-			HeartbeatTimeout:    hb,
-			RetryPolicy:         retryPolicy(),
-			Priority:            prio,
+			StartToCloseTimeout:   15 * time.Minute,
+			HeartbeatTimeout:      hb,
+			RetryPolicy:           retryPolicy(),
+			Priority:              prio,
+			DisableEagerExecution: lazy,
 			Summary: fmt.Sprintf("chunk %d/%d · %s/%s tokens", st.Cursor+1, st.Prepared.Chunks,
 				humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens)),
 		})
@@ -287,11 +295,12 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	progress.Stage = StageAnswering
 	vis.publish(progress, StatusKey.ValueSet(StageAnswering), ChunksDoneKey.ValueSet(int64(st.Cursor)))
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 15 * time.Minute,
-		HeartbeatTimeout:    hb,
-		RetryPolicy:         retryPolicy(),
-		Priority:            prio,
-		Summary:             "final answer",
+		StartToCloseTimeout:   15 * time.Minute,
+		HeartbeatTimeout:      hb,
+		RetryPolicy:           retryPolicy(),
+		Priority:              prio,
+		DisableEagerExecution: lazy,
+		Summary:               "final answer",
 	})
 	var res DocumentQAResult
 	err = workflow.ExecuteActivity(actx, activities.AnswerName, activities.AnswerInput{

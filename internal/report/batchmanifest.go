@@ -277,8 +277,8 @@ func checkJSONLKeys(line []byte) error {
 				return fmt.Errorf("%s: unknown field; did you mean %s?", k, known)
 			}
 		}
-		return fmt.Errorf("%s: unknown field; a line has {%q, %q, %q, %q, %q}", k,
-			"id", "document", "question", "gold_answers", "labels")
+		return fmt.Errorf("%s: unknown field; a line has {%q, %q, %q, %q, %q, %q}", k,
+			"id", "document", "question", "gold_answers", "labels", "fairness_key")
 	}
 	return nil
 }

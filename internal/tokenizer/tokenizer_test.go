@@ -32,7 +32,8 @@ func TestNew(t *testing.T) {
 		{"", false},
 		{"cl100k_base", false},
 		{"CL100K_BASE", true},
-		{"o200k_base", true},
+		{"o200k_base", false},
+		{"p50k_base", true},
 		{"gpt2", true},
 	}
 	for _, tt := range tests {

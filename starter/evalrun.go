@@ -93,12 +93,24 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	name := fs.String("name", "", "the batch's name in reports and in `starter runs --batch` (default eval-<set name>)")
 	metric := fs.String("metric", metricAuto, "the score in the table: auto (recall for tasks whose gold answers are all expected — niah_multivalue, niah_multiquery, vt, fwe — as RULER scores them, substring match otherwise), substring (the MemAgent paper's accuracy), exact, f1 or recall")
 	chunkTokens := fs.Int("chunk-tokens", 0, "tokens per chunk (0 = the default, 5000)")
+	protocol := fs.String("protocol", protocolDefault, "scoring: default (the --metric table), or paper (as the MemAgent paper's evaluation scripts: the first gold answer only, sub_em, em and f1 by length beside the paper's published RULER-HQA rows)")
 	asJSON := fs.Bool("json", false, "print one JSON object (table, result and report URIs) instead of text")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: eval run takes only flags", fs.Args())
+	}
+	switch *protocol {
+	case protocolDefault:
+	case protocolPaper:
+		metricSet := false
+		fs.Visit(func(f *flag.Flag) { metricSet = metricSet || f.Name == "metric" })
+		if metricSet {
+			return errors.New("--metric is for the default protocol: --protocol paper reports sub_em (its headline), em and f1")
+		}
+	default:
+		return fmt.Errorf("--protocol %q: use default or paper", *protocol)
 	}
 	if _, ok := metricTitle[*metric]; !ok {
 		return fmt.Errorf("--metric %q: use %s, %s, %s, %s or %s", *metric, metricAuto, metricSubstring, metricExact, metricF1, metricRecall)
@@ -147,6 +159,9 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err != nil {
 		return err
 	}
+	if *protocol == protocolPaper {
+		return printPaperRun(stdout, *asJSON, rep, res, items)
+	}
 	table := buildEvalTable(rep, items, *metric)
 	if *asJSON {
 		out := struct {
@@ -174,6 +189,37 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	fmt.Fprintf(stdout, "Results:  %s\n", orDash(u.Results))
 	fmt.Fprintf(stdout, "CSV:      %s\n", orDash(u.CSV))
 	fmt.Fprintf(stdout, "Chart:    %s\n", orDash(u.SVG))
+	return nil
+}
+
+// printPaperRun prints a batch scored under the paper's protocol: as one
+// JSON object, or as the table with the report's URIs.
+func printPaperRun(stdout io.Writer, asJSON bool, rep *activities.BatchReport, res *workflows.BatchQAResult, items []activities.BatchItemResult) error {
+	table := buildPaperTable(items)
+	u := reportURIs(rep, res)
+	if asJSON {
+		out := struct {
+			Protocol string                   `json:"protocol"`
+			Model    string                   `json:"model"`
+			Table    paperTable               `json:"table"`
+			Result   *workflows.BatchQAResult `json:"result"`
+			Report   evalReportURIs           `json:"report"`
+		}{protocolPaper, rep.Model, table, res, u}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	served := orDash(rep.Model)
+	if rep.Model == simulator.DefaultModel {
+		served += " (the inference simulator: these scores say nothing about any model)"
+	}
+	fmt.Fprintf(stdout, "%s: %d items, %d answered, %d reused, %d failed; served by %s\n",
+		rep.Name, rep.Overall.Items, rep.Overall.Answered, rep.Overall.Reused, rep.Overall.Failed, served)
+	fmt.Fprintf(stdout, "templates: the worker's (this command cannot see them: the paper's numbers need the paper's templates; scripts/reproduce-paper.sh starts the worker with yours and prints their SHA-256)\n\n")
+	renderPaperTable(stdout, table, rep.Model)
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "Report:   %s\n", u.Report)
+	fmt.Fprintf(stdout, "Results:  %s\n", orDash(u.Results))
 	return nil
 }
 

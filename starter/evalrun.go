@@ -20,6 +20,7 @@ import (
 	"github.com/memagent/memagent/internal/evalgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -93,6 +94,7 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	name := fs.String("name", "", "the batch's name in reports and in `starter runs --batch` (default eval-<set name>)")
 	metric := fs.String("metric", metricAuto, "the score in the table: auto (recall for tasks whose gold answers are all expected — niah_multivalue, niah_multiquery, vt, fwe — as RULER scores them, substring match otherwise), substring (the MemAgent paper's accuracy), exact, f1 or recall")
 	chunkTokens := fs.Int("chunk-tokens", 0, "tokens per chunk (0 = the default, 5000)")
+	tok := fs.String("tokenizer", "", "tokenizer that counts chunk tokens: qwen2.5 (the default, the published MemAgent models'), o200k_base (OpenAI's gpt-4o and newer) or cl100k_base")
 	protocol := fs.String("protocol", protocolDefault, "scoring: default (the --metric table), or paper (as the MemAgent paper's evaluation scripts: the first gold answer only, sub_em, em and f1 by length beside the paper's published RULER-HQA rows)")
 	asJSON := fs.Bool("json", false, "print one JSON object (table, result and report URIs) instead of text")
 	if err := fs.Parse(args); err != nil {
@@ -121,6 +123,11 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if *chunkTokens < 0 {
 		return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunkTokens)
 	}
+	if *tok != "" {
+		if _, err := tokenizer.New(*tok); err != nil {
+			return fmt.Errorf("--tokenizer: %w", err)
+		}
+	}
 	if *set == "" {
 		return errors.New("no evaluation set: pass --set FILE.json (write one with `starter eval gen`) or --set s3://bucket/key")
 	}
@@ -135,7 +142,7 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	in := workflows.BatchQAInput{
 		Format:      workflows.ManifestMemAgent,
 		Name:        *name,
-		Options:     activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens},
+		Options:     activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens, Tokenizer: *tok},
 		Concurrency: *concurrency,
 	}
 	// Everything but the set is checked before anything connects.

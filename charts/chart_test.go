@@ -644,3 +644,44 @@ func TestImage(t *testing.T) {
 		t.Errorf("Chart.yaml appVersion is not 0.1.0; update this test with it")
 	}
 }
+
+// With model.api azure the chart hands the worker Azure OpenAI's
+// variables, the key from the Secret included, and the worker accepts them.
+func TestRenderAzure(t *testing.T) {
+	objs := mustRender(t, "--set", "model.api=azure,model.name=gpt-4o-qa,model.baseURLs={https://res.openai.azure.com},"+
+		"model.apiKey.existingSecret=azure-openai,model.apiVersion=2025-01-01-preview,model.context=128000,model.family=gpt-4o")
+	env := workerEnv(t, objs)
+	if _, ok := env["OPENAI_BASE_URL"]; ok {
+		t.Errorf("OPENAI_BASE_URL is set with model.api azure")
+	}
+	if _, ok := env["OPENAI_API_KEY"]; ok {
+		t.Errorf("OPENAI_API_KEY is set with model.api azure")
+	}
+	if env["AZURE_OPENAI_API_KEY"] != "azure-openai/api-key" {
+		t.Errorf("AZURE_OPENAI_API_KEY from %q, want the secret azure-openai/api-key", env["AZURE_OPENAI_API_KEY"])
+	}
+	cfg, err := config.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ModelAPI != "azure" || cfg.ModelBaseURL != "https://res.openai.azure.com" || cfg.Model != "gpt-4o-qa" ||
+		cfg.ModelAPIVersion != "2025-01-01-preview" || cfg.ModelContext != 128000 || cfg.ModelFamily != "gpt-4o" || cfg.ModelAPIKey == "" {
+		t.Errorf("config from the chart's environment: API %q, endpoint %q, model %q, version %q, context %d, family %q",
+			cfg.ModelAPI, cfg.ModelBaseURL, cfg.Model, cfg.ModelAPIVersion, cfg.ModelContext, cfg.ModelFamily)
+	}
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the worker refuses the chart's Azure settings: %v", err)
+	}
+
+	for _, tc := range []struct{ set, want string }{
+		{"model.api=azure,model.apiKey.existingSecret=k", "model.name is empty"},
+		{"model.api=azure,model.name=d", "model.apiKey.existingSecret is empty"},
+		{"model.api=bedrock", "/model/api"},
+		{"model.context=-1", "/model/context"},
+	} {
+		if _, err := render(t, "--set", tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template --set %s: %v, want an error containing %q", tc.set, err, tc.want)
+		}
+	}
+}

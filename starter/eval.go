@@ -7,10 +7,12 @@ import (
 	"io"
 )
 
-const evalUsage = `usage: starter eval gen|run [flags]
+const evalUsage = `usage: starter eval gen|run|score [flags]
 
-  gen   write a RULER-style evaluation set in MemAgent's JSON format
-  run   run an evaluation set through BatchQA and print the score by length
+  gen    write a RULER-style evaluation set in MemAgent's JSON format
+  run    run an evaluation set through BatchQA and print the score by length
+         (--protocol paper: as the MemAgent paper's scripts, beside its table)
+  score  score one answer against gold answers (--protocol default|paper)
 `
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -23,6 +25,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return runEvalGen(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runEvalRun(ctx, args[1:], stdout, stderr)
+	case "score":
+		return runEvalScore(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, evalUsage)
 		return nil

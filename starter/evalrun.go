@@ -20,6 +20,7 @@ import (
 	"github.com/memagent/memagent/internal/evalgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -93,12 +94,25 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	name := fs.String("name", "", "the batch's name in reports and in `starter runs --batch` (default eval-<set name>)")
 	metric := fs.String("metric", metricAuto, "the score in the table: auto (recall for tasks whose gold answers are all expected — niah_multivalue, niah_multiquery, vt, fwe — as RULER scores them, substring match otherwise), substring (the MemAgent paper's accuracy), exact, f1 or recall")
 	chunkTokens := fs.Int("chunk-tokens", 0, "tokens per chunk (0 = the default, 5000)")
+	tok := fs.String("tokenizer", "", "tokenizer that counts chunk tokens: qwen2.5 (the default, the published MemAgent models'), o200k_base (OpenAI's gpt-4o and newer) or cl100k_base")
+	protocol := fs.String("protocol", protocolDefault, "scoring: default (the --metric table), or paper (as the MemAgent paper's evaluation scripts: the first gold answer only, sub_em, em and f1 by length beside the paper's published RULER-HQA rows)")
 	asJSON := fs.Bool("json", false, "print one JSON object (table, result and report URIs) instead of text")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: eval run takes only flags", fs.Args())
+	}
+	switch *protocol {
+	case protocolDefault:
+	case protocolPaper:
+		metricSet := false
+		fs.Visit(func(f *flag.Flag) { metricSet = metricSet || f.Name == "metric" })
+		if metricSet {
+			return errors.New("--metric is for the default protocol: --protocol paper reports sub_em (its headline), em and f1")
+		}
+	default:
+		return fmt.Errorf("--protocol %q: use default or paper", *protocol)
 	}
 	if _, ok := metricTitle[*metric]; !ok {
 		return fmt.Errorf("--metric %q: use %s, %s, %s, %s or %s", *metric, metricAuto, metricSubstring, metricExact, metricF1, metricRecall)
@@ -108,6 +122,11 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	if *chunkTokens < 0 {
 		return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunkTokens)
+	}
+	if *tok != "" {
+		if _, err := tokenizer.New(*tok); err != nil {
+			return fmt.Errorf("--tokenizer: %w", err)
+		}
 	}
 	if *set == "" {
 		return errors.New("no evaluation set: pass --set FILE.json (write one with `starter eval gen`) or --set s3://bucket/key")
@@ -123,7 +142,7 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	in := workflows.BatchQAInput{
 		Format:      workflows.ManifestMemAgent,
 		Name:        *name,
-		Options:     activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens},
+		Options:     activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens, Tokenizer: *tok},
 		Concurrency: *concurrency,
 	}
 	// Everything but the set is checked before anything connects.
@@ -146,6 +165,9 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	items, err := readBatchItems(ctx, s.store, rep.ResultsURI)
 	if err != nil {
 		return err
+	}
+	if *protocol == protocolPaper {
+		return printPaperRun(stdout, *asJSON, rep, res, items)
 	}
 	table := buildEvalTable(rep, items, *metric)
 	if *asJSON {
@@ -174,6 +196,37 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	fmt.Fprintf(stdout, "Results:  %s\n", orDash(u.Results))
 	fmt.Fprintf(stdout, "CSV:      %s\n", orDash(u.CSV))
 	fmt.Fprintf(stdout, "Chart:    %s\n", orDash(u.SVG))
+	return nil
+}
+
+// printPaperRun prints a batch scored under the paper's protocol: as one
+// JSON object, or as the table with the report's URIs.
+func printPaperRun(stdout io.Writer, asJSON bool, rep *activities.BatchReport, res *workflows.BatchQAResult, items []activities.BatchItemResult) error {
+	table := buildPaperTable(items)
+	u := reportURIs(rep, res)
+	if asJSON {
+		out := struct {
+			Protocol string                   `json:"protocol"`
+			Model    string                   `json:"model"`
+			Table    paperTable               `json:"table"`
+			Result   *workflows.BatchQAResult `json:"result"`
+			Report   evalReportURIs           `json:"report"`
+		}{protocolPaper, rep.Model, table, res, u}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	served := orDash(rep.Model)
+	if rep.Model == simulator.DefaultModel {
+		served += " (the inference simulator: these scores say nothing about any model)"
+	}
+	fmt.Fprintf(stdout, "%s: %d items, %d answered, %d reused, %d failed; served by %s\n",
+		rep.Name, rep.Overall.Items, rep.Overall.Answered, rep.Overall.Reused, rep.Overall.Failed, served)
+	fmt.Fprintf(stdout, "templates: the worker's (this command cannot see them: the paper's numbers need the paper's templates; scripts/reproduce-paper.sh starts the worker with yours and prints their SHA-256)\n\n")
+	renderPaperTable(stdout, table, rep.Model)
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "Report:   %s\n", u.Report)
+	fmt.Fprintf(stdout, "Results:  %s\n", orDash(u.Results))
 	return nil
 }
 

@@ -9,7 +9,7 @@
 //	starter review --doc D --question Q [--question Q]...   many questions, one reading, a grid
 //	starter batch --manifest M        a manifest of documents and questions, a scored report
 //	starter schedule create|list|describe|pause|unpause|trigger|delete   nightly batches
-//	starter eval gen|run              RULER-style evaluation sets, and their scores by length
+//	starter eval gen|run|score        RULER-style evaluation sets, their scores by length, one answer's score
 //	starter gen-doc --tokens N --out PATH   the demo's document, at any length
 //
 // Without environment it finds the dev stack (`worker --dev`) at its
@@ -41,7 +41,8 @@ commands:
   review   ask many questions of one document, reading it once; writes a grid and an HTML report
   batch    run a manifest of documents and questions through BatchQA and write a scored report
   schedule create|list|describe|pause|unpause|trigger|delete Temporal Schedules that run BatchQA
-  eval     gen|run: write RULER-style evaluation sets in MemAgent's format, or run one and print scores by length
+  eval     gen|run|score: write RULER-style evaluation sets in MemAgent's format, run one and print scores by length
+           (--protocol paper: as the MemAgent paper's scripts), or score one answer
   gen-doc  write the demo's generated document (filler with one planted fact) to a file
   chaos    SIGKILL workers and the server, inject model and S3 faults, and check nothing is lost
 

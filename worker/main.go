@@ -1,11 +1,13 @@
 // Command worker runs a memagent Temporal worker. With --dev it first starts
 // the embedded dev stack (Temporal server and Web UI, an S3-compatible
-// server and, unless OPENAI_BASE_URL is set, the inference simulator) in the
+// server and, unless a model server is configured — OPENAI_BASE_URL, or Azure
+// OpenAI with MEMAGENT_MODEL_API=azure — the inference simulator) in the
 // same process; with --dev-stack it runs only that stack, so that workers
 // started on their own can be killed and restarted against it.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -54,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		devStack = fs.Bool("dev-stack", false, "start only the embedded dev stack (no worker); Ctrl-C stops it")
 		dataDir  = fs.String("data-dir", defaultDataDir(), "where the dev stack keeps Temporal's SQLite file and S3 objects")
 		inMemory = fs.Bool("in-memory", false, "keep the dev stack's state in memory only")
+		free     = fs.Bool("free-ports", false, "with --dev or --dev-stack: listen on free loopback ports instead of the usual ones (7233, 8233, 9000, 8000); the banner prints them")
 		opts     workerapp.Options
 	)
 	fs.StringVar(&opts.UpdateTemplate, "update-template", "", "file with the memory-update prompt ({question} {memory} {chunk})")
@@ -73,14 +77,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *inMemory {
 			dir = ""
 		}
-		_, modelSet := os.LookupEnv("OPENAI_BASE_URL")
-		d, err := workerapp.StartDev(ctx, workerapp.DevOptions{DataDir: dir, Simulator: !modelSet, Logger: logger})
+		// A model server named in the environment or on the command line
+		// replaces the simulator.
+		modelSet := cfg.ModelConfigured
+		fs.Visit(func(f *flag.Flag) { modelSet = modelSet || f.Name == "model-url" || f.Name == "model-api" })
+		d, err := workerapp.StartDev(ctx, workerapp.DevOptions{DataDir: dir, FreePorts: *free, Simulator: !modelSet, Logger: logger})
 		if err != nil {
 			return err
 		}
 		defer d.Close()
 		cfg = d.Configure(cfg)
-		printDevStack(stdout, d.Stack, d.SimulatorURL, cfg.ModelBaseURL, dir)
+		printDevStack(stdout, d.Stack, d.SimulatorURL, describeModel(cfg), dir)
 		if *devStack {
 			fmt.Fprintln(stdout, "dev stack ready; Ctrl-C stops it")
 			<-ctx.Done()
@@ -136,6 +143,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	probe.Stopping()
 	logger.Info("stopping: no new tasks; waiting for in-flight activities", "stop_timeout", cfg.WorkerStopTimeout())
 	return nil
+}
+
+// describeModel names the configured model server for the dev stack's
+// banner, without its key.
+func describeModel(cfg config.Config) string {
+	if cfg.ModelAPI == inference.APIAzure {
+		return fmt.Sprintf("%s (Azure OpenAI deployment %q, api-version %s)", cfg.ModelBaseURL, cfg.Model,
+			cmp.Or(cfg.ModelAPIVersion, inference.DefaultAzureAPIVersion))
+	}
+	if cfg.Model != "" {
+		return fmt.Sprintf("%s (model %q)", cfg.ModelBaseURL, cfg.Model)
+	}
+	return cfg.ModelBaseURL
 }
 
 // defaultDataDir is where --dev keeps its state between runs.

@@ -81,12 +81,36 @@ type Config struct {
 	// account's AWS-managed key.
 	S3KMSKeyID string
 
+	// ModelAPI is the model server's dialect (MEMAGENT_MODEL_API): ""
+	// or "openai" for OpenAI and every compatible server, "azure" for
+	// Azure OpenAI.
+	ModelAPI inference.API
 	// ModelBaseURL is one OpenAI-compatible base URL or several,
-	// comma-separated: a pool of replicas.
+	// comma-separated: a pool of replicas (OPENAI_BASE_URL). With Azure it
+	// is the resource's endpoint, or several (AZURE_OPENAI_ENDPOINT).
 	ModelBaseURL string
-	ModelAPIKey  string
-	Model        string
-	ModelTimeout time.Duration
+	// ModelAPIKey is OPENAI_API_KEY, or with Azure AZURE_OPENAI_API_KEY.
+	ModelAPIKey string
+	// ModelAPIVersion is Azure's api-version (OPENAI_API_VERSION); empty
+	// means inference.DefaultAzureAPIVersion.
+	ModelAPIVersion string
+	// Model is the served model name, or the Azure deployment's name
+	// (MEMAGENT_MODEL).
+	Model string
+	// ModelFamily names the OpenAI model behind Model when its name does
+	// not say, as a deployment's need not (MEMAGENT_MODEL_FAMILY, e.g.
+	// "o3-mini"): it decides the request's shape and the tokenizer the
+	// worker suggests.
+	ModelFamily string
+	// ModelContext is the model's context length in tokens
+	// (MEMAGENT_MODEL_CONTEXT): what Azure cannot report, and a cap on what
+	// other servers report; 0 means what the server reports.
+	ModelContext int
+	// ModelConfigured says the environment names a model server
+	// (OPENAI_BASE_URL, or MEMAGENT_MODEL_API=azure): `worker --dev` then
+	// uses it instead of starting the simulator.
+	ModelConfigured bool
+	ModelTimeout    time.Duration
 	// ModelMaxInFlight caps the requests in flight per endpoint (0 = the
 	// pool's default).
 	ModelMaxInFlight int
@@ -250,12 +274,40 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if v, ok := get("OPENAI_BASE_URL"); ok {
 		c.ModelBaseURL = v
+		c.ModelConfigured = true
 	}
 	if v, ok := get("OPENAI_API_KEY"); ok {
 		c.ModelAPIKey = v
 	}
+	if v, ok := get("MEMAGENT_MODEL_API"); ok {
+		api, err := inference.ParseAPI(v)
+		if err != nil {
+			return c, fmt.Errorf("MEMAGENT_MODEL_API %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Azure OpenAI)", v)
+		}
+		c.ModelAPI = api
+	}
+	if c.ModelAPI == inference.APIAzure {
+		// Azure's own variables, as OpenAI's SDKs read them; the
+		// OpenAI ones are not Azure's and are not used.
+		c.ModelBaseURL, _ = get("AZURE_OPENAI_ENDPOINT")
+		c.ModelAPIKey, _ = get("AZURE_OPENAI_API_KEY")
+		c.ModelConfigured = true
+	}
+	if v, ok := get("OPENAI_API_VERSION"); ok {
+		c.ModelAPIVersion = v
+	}
 	if v, ok := get("MEMAGENT_MODEL"); ok {
 		c.Model = v
+	}
+	if v, ok := get("MEMAGENT_MODEL_FAMILY"); ok {
+		c.ModelFamily = v
+	}
+	if v, ok := get("MEMAGENT_MODEL_CONTEXT"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("MEMAGENT_MODEL_CONTEXT %q: want the model's context length in tokens, e.g. 128000 (0 = what the server reports)", v)
+		}
+		c.ModelContext = n
 	}
 	if v, ok := get("MEMAGENT_MODEL_TIMEOUT"); ok {
 		d, err := time.ParseDuration(v)
@@ -344,11 +396,13 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.S3Endpoint, "s3-endpoint", c.S3Endpoint, `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "bucket for uploads, indexes, traces and results (MEMAGENT_BUCKET)")
 	fs.BoolVar(&c.CreateBucket, "create-bucket", c.CreateBucket, "create the bucket if it is missing (MEMAGENT_CREATE_BUCKET); otherwise a missing bucket is an error")
-	fs.StringVar(&c.ModelBaseURL, "model-url", c.ModelBaseURL, "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL)")
+	fs.StringVar(&c.ModelBaseURL, "model-url", c.ModelBaseURL, "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL); with --model-api azure the resource's endpoint (AZURE_OPENAI_ENDPOINT)")
+	fs.StringVar((*string)(&c.ModelAPI), "model-api", string(c.ModelAPI), "the model server's API: openai (OpenAI and compatible servers such as vLLM) or azure (MEMAGENT_MODEL_API)")
+	fs.IntVar(&c.ModelContext, "model-context", c.ModelContext, "the model's context length in tokens; 0 = what the server reports (MEMAGENT_MODEL_CONTEXT; Azure reports none)")
 	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
 	fs.IntVar(&c.ChunkCacheMB, "chunk-cache-mb", c.ChunkCacheMB, "megabytes of chunks a review's questions share in this worker; 0 = default 64, -1 = off (MEMAGENT_CHUNK_CACHE_MB)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "activities started per second on the task queue, all workers together; 0 = none (MEMAGENT_RATE_LIMIT)")
-	fs.StringVar(&c.Model, "model", c.Model, "served model name; empty = the server's first model (MEMAGENT_MODEL)")
+	fs.StringVar(&c.Model, "model", c.Model, "served model name, or the Azure deployment; empty = the server's first model (MEMAGENT_MODEL)")
 	fs.DurationVar(&c.ModelTimeout, "model-timeout", c.ModelTimeout, "deadline of one model request (MEMAGENT_MODEL_TIMEOUT)")
 }
 
@@ -384,9 +438,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err))
 		}
 	}
-	if _, err := inference.ParseEndpoints(c.ModelBaseURL, "", c.ModelMaxInFlight); err != nil {
-		errs = append(errs, fmt.Errorf("model base URL: %w (OPENAI_BASE_URL or --model-url)", err))
-	}
+	errs = append(errs, c.validateModel()...)
 	if c.RateLimit < 0 {
 		errs = append(errs, errors.New("rate limit must not be negative: set --rate-limit"))
 	}
@@ -422,6 +474,36 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateModel checks the model server's settings.
+func (c Config) validateModel() []error {
+	var errs []error
+	api, err := inference.ParseAPI(string(c.ModelAPI))
+	if err != nil {
+		return []error{fmt.Errorf("%w (MEMAGENT_MODEL_API or --model-api)", err)}
+	}
+	if c.ModelContext < 0 {
+		errs = append(errs, fmt.Errorf("model context %d is negative: set MEMAGENT_MODEL_CONTEXT (or --model-context) to the context length in tokens, or 0 for what the server reports", c.ModelContext))
+	}
+	if api != inference.APIAzure {
+		if _, err := inference.ParseEndpoints(c.ModelBaseURL, "", c.ModelMaxInFlight); err != nil {
+			errs = append(errs, fmt.Errorf("model base URL: %w (OPENAI_BASE_URL or --model-url)", err))
+		}
+		return errs
+	}
+	if c.ModelBaseURL == DevModelBaseURL {
+		errs = append(errs, errors.New("Azure OpenAI needs its endpoint: set AZURE_OPENAI_ENDPOINT (or --model-url) to the resource's URL, e.g. https://NAME.openai.azure.com"))
+	} else if _, err := inference.ParseAzureEndpoints(c.ModelBaseURL, "", c.ModelMaxInFlight); err != nil {
+		errs = append(errs, fmt.Errorf("%w (or --model-url)", err))
+	}
+	if c.Model == "" {
+		errs = append(errs, errors.New("Azure OpenAI needs the deployment's name: set MEMAGENT_MODEL (or --model)"))
+	}
+	if c.ModelAPIKey == "" {
+		errs = append(errs, errors.New("Azure OpenAI needs an API key: set AZURE_OPENAI_API_KEY (Microsoft Entra ID tokens are not supported)"))
+	}
+	return errs
 }
 
 // TemporalConnection returns the connection options and credentials of

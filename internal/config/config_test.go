@@ -351,3 +351,114 @@ func TestChunkCacheMB(t *testing.T) {
 		}
 	}
 }
+
+// Azure OpenAI is configured with its own variables: the endpoint and key
+// from AZURE_OPENAI_*, the version from OPENAI_API_VERSION, the deployment
+// as MEMAGENT_MODEL and the context length as MEMAGENT_MODEL_CONTEXT.
+func TestAzureFromEnv(t *testing.T) {
+	azure := map[string]string{
+		"MEMAGENT_MODEL_API": "azure", "AZURE_OPENAI_ENDPOINT": "https://res.openai.azure.com",
+		"AZURE_OPENAI_API_KEY": "azure-key", "OPENAI_API_VERSION": "2025-04-01-preview",
+		"MEMAGENT_MODEL": "qa-prod", "MEMAGENT_MODEL_CONTEXT": "128000", "MEMAGENT_MODEL_FAMILY": "o3-mini",
+		// Not Azure's: ignored.
+		"OPENAI_API_KEY": "openai-key", "OPENAI_BASE_URL": "http://vllm:8000/v1",
+	}
+	c, err := FromEnv(env(azure))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ModelAPI != "azure" || c.ModelBaseURL != "https://res.openai.azure.com" || c.ModelAPIKey != "azure-key" ||
+		c.ModelAPIVersion != "2025-04-01-preview" || c.Model != "qa-prod" || c.ModelContext != 128000 ||
+		c.ModelFamily != "o3-mini" || !c.ModelConfigured {
+		t.Errorf("got API %q, URL %q, key %q, version %q, model %q, context %d, family %q, configured %v",
+			c.ModelAPI, c.ModelBaseURL, c.ModelAPIKey, c.ModelAPIVersion, c.Model, c.ModelContext, c.ModelFamily, c.ModelConfigured)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		drop    []string
+		set     map[string]string
+		wantErr string
+	}{
+		{"no endpoint", []string{"AZURE_OPENAI_ENDPOINT"}, nil, "AZURE_OPENAI_ENDPOINT"},
+		{"endpoint naming a deployment", nil, map[string]string{"AZURE_OPENAI_ENDPOINT": "https://res.openai.azure.com/openai/deployments/gpt-4o"}, "MEMAGENT_MODEL"},
+		{"no deployment", []string{"MEMAGENT_MODEL"}, nil, "MEMAGENT_MODEL"},
+		{"no key", []string{"AZURE_OPENAI_API_KEY"}, nil, "AZURE_OPENAI_API_KEY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := map[string]string{}
+			for k, v := range azure {
+				e[k] = v
+			}
+			for _, k := range tc.drop {
+				delete(e, k)
+			}
+			for k, v := range tc.set {
+				e[k] = v
+			}
+			c, err := FromEnv(env(e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Validate: %v, want an error naming %s", err, tc.wantErr)
+			}
+		})
+	}
+
+	for _, e := range []map[string]string{{"MEMAGENT_MODEL_API": "bedrock"}, {"MEMAGENT_MODEL_CONTEXT": "lots"}, {"MEMAGENT_MODEL_CONTEXT": "-1"}} {
+		if _, err := FromEnv(env(e)); err == nil {
+			t.Errorf("FromEnv(%v): got nil error", e)
+		}
+	}
+}
+
+// The dev stack starts the simulator only when the environment names no
+// model server.
+func TestModelConfigured(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, false},
+		{map[string]string{"OPENAI_BASE_URL": ""}, false},
+		{map[string]string{"OPENAI_API_KEY": "k", "MEMAGENT_MODEL": "m"}, false},
+		{map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1"}, true},
+		{map[string]string{"MEMAGENT_MODEL_API": "azure"}, true},
+	} {
+		c, err := FromEnv(env(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ModelConfigured != tc.want {
+			t.Errorf("FromEnv(%v).ModelConfigured = %v, want %v", tc.env, c.ModelConfigured, tc.want)
+		}
+	}
+}
+
+func TestModelFlags(t *testing.T) {
+	c := Default()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--model-api", "azure", "--model-url", "https://res.openai.azure.com/", "--model", "dep", "--model-context", "8192"}); err != nil {
+		t.Fatal(err)
+	}
+	c.ModelAPIKey = "k"
+	if c.ModelAPI != "azure" || c.ModelContext != 8192 {
+		t.Errorf("got API %q, context %d", c.ModelAPI, c.ModelContext)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	c.ModelBaseURL = DevModelBaseURL
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "AZURE_OPENAI_ENDPOINT") {
+		t.Errorf("Validate with the dev model URL: %v, want an error naming AZURE_OPENAI_ENDPOINT", err)
+	}
+	c.ModelAPI = "vertex"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "MEMAGENT_MODEL_API") {
+		t.Errorf("Validate with an unknown API: %v, want an error naming MEMAGENT_MODEL_API", err)
+	}
+}

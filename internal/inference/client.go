@@ -24,18 +24,41 @@ const DefaultRequestTimeout = 10 * time.Minute
 const maxModelsBody = 8 << 20
 
 // Config says which server and model to use. The zero value is not valid:
-// BaseURL is required. Model may be empty when every Request names one.
+// BaseURL is required. Model may be empty when every Request names one
+// (not with Azure, whose Models needs it).
 type Config struct {
-	// BaseURL is the server's OpenAI base URL including the API version
-	// path, exactly as OPENAI_BASE_URL is conventionally set, for example
-	// "http://gpu-1:8000/v1". Requests go to BaseURL+"/chat/completions" and
-	// BaseURL+"/models"; nothing is appended or guessed.
+	// API is the server's dialect; "" means APIOpenAI.
+	API API
+	// BaseURL is, for APIOpenAI, the server's OpenAI base URL including the
+	// API version path, exactly as OPENAI_BASE_URL is conventionally set,
+	// for example "http://gpu-1:8000/v1": requests go to
+	// BaseURL+"/chat/completions" and BaseURL+"/models"; nothing is
+	// appended or guessed. For APIAzure it is the resource's endpoint
+	// (AZURE_OPENAI_ENDPOINT), e.g. "https://NAME.openai.azure.com".
 	BaseURL string
-	// APIKey is sent as a bearer token when non-empty. vLLM and SGLang need
-	// one only when started with --api-key.
+	// APIKey is sent as a bearer token (APIOpenAI) or in the api-key
+	// header (APIAzure) when non-empty. vLLM and SGLang need one only when
+	// started with --api-key.
 	APIKey string
-	// Model is the served model name sent with a request that names none.
+	// APIVersion is Azure's api-version query parameter; "" means
+	// DefaultAzureAPIVersion. Unused for APIOpenAI.
+	APIVersion string
+	// Model is the served model name (the deployment name on Azure) sent
+	// with a request that names none.
 	Model string
+	// ModelFamily names the OpenAI model behind Model when Model does not
+	// say, as an Azure deployment name need not (e.g. "o3-mini" behind a
+	// deployment "qa-prod"). It decides the request's shape: the
+	// reasoning models (o1, o3, o4, gpt-5) get max_completion_tokens and no
+	// temperature or top_p. Empty means Model's own name; a Model whose
+	// name reads as a reasoning model's is always sent as one.
+	ModelFamily string
+	// ContextLength is the model's context in tokens as configured
+	// (MEMAGENT_MODEL_CONTEXT). Models reports it for every model when
+	// the server reports none, and the smaller of the two when both do.
+	// Azure reports none, so there it is the only source. Zero means
+	// unknown.
+	ContextLength int
 	// RequestTimeout bounds one HTTP request, from dialling to reading the
 	// whole response. Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
@@ -49,22 +72,38 @@ type Config struct {
 // Client sends requests to one OpenAI-compatible server for one model. It is
 // safe for concurrent use.
 type Client struct {
-	baseURL string
-	apiKey  string
-	model   string
-	http    *http.Client
-	api     *openai.Client
+	dialect    API
+	baseURL    string
+	apiKey     string
+	model      string
+	family     string
+	contextLen int
+	http       *http.Client
+	api        *openai.Client
 }
 
 // New checks cfg and returns a client. It makes no request.
 func New(cfg Config) (*Client, error) {
-	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
-	u, err := url.Parse(base)
-	if err != nil || base == "" {
-		return nil, fmt.Errorf("inference: base URL %q is not a URL: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", cfg.BaseURL)
+	dialect, err := ParseAPI(string(cfg.API))
+	if err != nil {
+		return nil, err
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("inference: base URL %q must be an http or https URL with a host, e.g. http://host:8000/v1", cfg.BaseURL)
+	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
+	if dialect == APIAzure {
+		if base, err = normalizeAzureEndpoint(cfg.BaseURL); err != nil {
+			return nil, fmt.Errorf("inference: %w", err)
+		}
+	} else {
+		u, err := url.Parse(base)
+		if err != nil || base == "" {
+			return nil, fmt.Errorf("inference: base URL %q is not a URL: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", cfg.BaseURL)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("inference: base URL %q must be an http or https URL with a host, e.g. http://host:8000/v1", cfg.BaseURL)
+		}
+	}
+	if cfg.ContextLength < 0 {
+		return nil, fmt.Errorf("inference: context length %d is negative: use 0 when unknown", cfg.ContextLength)
 	}
 	if cfg.RequestTimeout < 0 {
 		return nil, fmt.Errorf("inference: request timeout %s is negative", cfg.RequestTimeout)
@@ -94,16 +133,29 @@ func New(cfg Config) (*Client, error) {
 
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = base
+	if dialect == APIAzure {
+		oc = openai.DefaultAzureConfig(cfg.APIKey, base)
+		oc.APIVersion = cmp.Or(strings.TrimSpace(cfg.APIVersion), DefaultAzureAPIVersion)
+		// The deployment is named exactly as configured (go-openai's
+		// default mapper would drop dots and colons from some names).
+		oc.AzureModelMapperFunc = func(model string) string { return model }
+	}
 	oc.HTTPClient = &hc
 
 	return &Client{
-		baseURL: base,
-		apiKey:  cfg.APIKey,
-		model:   cfg.Model,
-		http:    &hc,
-		api:     openai.NewClientWithConfig(oc),
+		dialect:    dialect,
+		baseURL:    base,
+		apiKey:     cfg.APIKey,
+		model:      cfg.Model,
+		family:     cfg.ModelFamily,
+		contextLen: cfg.ContextLength,
+		http:       &hc,
+		api:        openai.NewClientWithConfig(oc),
 	}, nil
 }
+
+// API returns the client's dialect.
+func (c *Client) API() API { return c.dialect }
 
 // Model returns the model name sent with every completion request.
 func (c *Client) Model() string { return c.model }
@@ -124,6 +176,11 @@ type Request struct {
 	// server would then use its default (usually 1).
 	Temperature float32
 	// TopP zero leaves nucleus sampling to the server's default.
+	//
+	// OpenAI's reasoning models (o1, o3, o4, gpt-5; see
+	// Config.ModelFamily) accept only their default sampling: for them
+	// Temperature and TopP are not sent, and MaxTokens goes out as
+	// max_completion_tokens.
 	TopP float32
 	// Kind labels the call in metrics and spans, e.g. "update" or "final";
 	// it is not sent.
@@ -144,7 +201,9 @@ func (r Request) validate() error {
 
 // Completion is the server's answer to one Request.
 type Completion struct {
-	// Text is the content of the first choice.
+	// Text is the content of the first choice, less any reasoning the
+	// model put in it (a <think>...</think> block): reasoning never
+	// becomes memory or an answer.
 	Text string
 	// Model is the model name the server reports.
 	Model string
@@ -167,20 +226,26 @@ func (c *Client) Complete(ctx context.Context, req Request) (Completion, error) 
 	}
 	model := cmp.Or(req.Model, c.model)
 	if model == "" {
+		if c.dialect == APIAzure {
+			return Completion{}, &Error{Kind: KindBadRequest, Message: "no deployment named: set MEMAGENT_MODEL to the Azure OpenAI deployment's name"}
+		}
 		return Completion{}, &Error{Kind: KindBadRequest, Message: "no model named: set MEMAGENT_MODEL to a name the server lists at /v1/models"}
-	}
-	temperature := req.Temperature
-	if temperature == 0 {
-		temperature = math.SmallestNonzeroFloat32
 	}
 	creq := openai.ChatCompletionRequest{
 		Model: model,
 		Messages: []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleUser, Content: req.Prompt},
 		},
-		MaxTokens:   req.MaxTokens,
-		Temperature: temperature,
-		TopP:        req.TopP,
+	}
+	if reasoningFamily(model, c.family) {
+		// Zero temperature and top_p are omitted from the request.
+		creq.MaxCompletionTokens = req.MaxTokens
+	} else {
+		temperature := req.Temperature
+		if temperature == 0 {
+			temperature = math.SmallestNonzeroFloat32
+		}
+		creq.MaxTokens, creq.Temperature, creq.TopP = req.MaxTokens, temperature, req.TopP
 	}
 
 	ex := &exchange{}
@@ -195,7 +260,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Completion, error) 
 	}
 	choice := resp.Choices[0]
 	out := Completion{
-		Text:             choice.Message.Content,
+		Text:             stripReasoning(choice.Message.Content),
 		Model:            resp.Model,
 		FinishReason:     string(choice.FinishReason),
 		PromptTokens:     resp.Usage.PromptTokens,
@@ -217,9 +282,18 @@ type ModelInfo struct {
 	MaxModelLen int `json:"max_model_len"`
 }
 
-// Models lists the models the server serves (GET BaseURL/models). Every
-// error is an [*Error].
+// Models lists the models the server serves (GET BaseURL/models), with
+// the configured context length applied (see Config.ContextLength). On
+// Azure, which lists no deployments, it makes no request and returns the
+// configured deployment with the configured context length. Every error
+// is an [*Error].
 func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
+	if c.dialect == APIAzure {
+		if c.model == "" {
+			return nil, &Error{Kind: KindBadRequest, Message: "no deployment named: set MEMAGENT_MODEL to the Azure OpenAI deployment's name"}
+		}
+		return []ModelInfo{{ID: c.model, MaxModelLen: c.contextLen}}, nil
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+"/models", nil)
 	if err != nil {
 		return nil, &Error{Kind: KindBadRequest, Message: c.sanitize("build request: "+err.Error(), ""), Err: err}
@@ -238,13 +312,20 @@ func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
 		return nil, c.classify(ctx, err, &exchange{}, "")
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, c.statusError(resp.StatusCode, messageFromBody(body), resp.Header.Get("Retry-After"), "")
+		return nil, c.statusError(resp.StatusCode, messageFromBody(body), retryAfterValue(resp.Header), "")
 	}
 	var list struct {
 		Data []ModelInfo `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, &Error{Kind: KindServer, StatusCode: resp.StatusCode, Message: c.sanitize("decode model list: "+err.Error(), ""), Err: err}
+	}
+	if c.contextLen > 0 {
+		for i := range list.Data {
+			if n := list.Data[i].MaxModelLen; n == 0 || c.contextLen < n {
+				list.Data[i].MaxModelLen = c.contextLen
+			}
+		}
 	}
 	return list.Data, nil
 }

@@ -1,6 +1,8 @@
 // Package inference is the client for the model server: any service that
-// speaks the OpenAI chat-completions API (vLLM, SGLang, a hosted endpoint, or
-// the project's simulator).
+// speaks the OpenAI chat-completions API (vLLM, SGLang, OpenAI itself, or
+// the project's simulator), or Azure OpenAI's dialect of it ([APIAzure]:
+// deployments in the path, an api-version, an api-key header, and no model
+// list, so the context length comes from configuration).
 //
 // It owns three things: sending one MemAgent prompt as a single user message
 // and returning the text with its token usage, listing the served models with
@@ -12,6 +14,12 @@
 // Given OpenTelemetry providers, the pool makes each completion a "chat
 // <model>" span with the gen_ai attributes and counts tokens, durations,
 // errors and slots in its metrics.
+//
+// It also owns the differences between hosted models that change a
+// request: OpenAI's reasoning models (o1, o3, o4, gpt-5) get
+// max_completion_tokens and their default sampling, and reasoning text
+// (a <think> block; a separate reasoning_content field is never read) is
+// cut from every completion, so it never becomes memory or an answer.
 //
 // It must never retry (Temporal owns retries, and a hidden retry loop would
 // multiply attempts), never wait without a deadline (every request has a

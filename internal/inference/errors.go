@@ -30,7 +30,9 @@ const (
 	// KindPromptTooLong: the prompt plus max_tokens does not fit the model's
 	// context (a 400 or 422 saying so, or a 413).
 	KindPromptTooLong ErrorKind = "prompt_too_long"
-	// KindAuth: 401 or 403; the API key is missing or wrong.
+	// KindAuth: 401 or 403; the API key is missing or wrong. Also a 429
+	// saying the account's quota is used up (OpenAI's insufficient_quota),
+	// which only a person can fix.
 	KindAuth ErrorKind = "auth"
 	// KindModelNotFound: 404, or a 400 saying the model does not exist.
 	KindModelNotFound ErrorKind = "model_not_found"
@@ -120,6 +122,9 @@ func (c *Client) classify(ctx context.Context, err error, ex *exchange, prompt s
 	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0 {
 		return c.statusError(apiErr.HTTPStatusCode, apiErr.Message, ex.retryAfterHeader(), prompt)
 	}
+	if isClientSideError(err) {
+		return &Error{Kind: KindBadRequest, Message: c.sanitize("the request was refused before it was sent: "+err.Error(), prompt)}
+	}
 	kind := transportKind(ctx, err)
 	e := &Error{Kind: kind, Message: c.sanitize(err.Error(), prompt), Err: err}
 	if kind == KindServer {
@@ -160,7 +165,10 @@ func (c *Client) statusError(status int, msg, retryAfter, prompt string) *Error 
 	}
 	kind := kindForStatus(status, msg)
 	msg = c.sanitize(msg, prompt)
-	if status == http.StatusNotFound && !strings.Contains(strings.ToLower(msg), "model") {
+	switch {
+	case status == http.StatusNotFound && c.dialect == APIAzure:
+		msg = capMessage(msg + " (check that MEMAGENT_MODEL names a deployment of the resource at AZURE_OPENAI_ENDPOINT, and OPENAI_API_VERSION)")
+	case status == http.StatusNotFound && !strings.Contains(strings.ToLower(msg), "model"):
 		msg = capMessage(msg + " (check that the base URL includes the API path, e.g. http://host:8000/v1)")
 	}
 	return &Error{
@@ -190,6 +198,10 @@ func kindForStatus(status int, msg string) ErrorKind {
 		return KindModelNotFound
 	case status == http.StatusRequestTimeout:
 		return KindTimeout
+	case status == http.StatusTooManyRequests && saysNoQuota(lower):
+		// OpenAI's insufficient_quota: no retry helps until someone
+		// pays or raises the limit.
+		return KindAuth
 	case status == http.StatusTooManyRequests:
 		return KindRateLimited
 	case status >= 500:
@@ -207,6 +219,10 @@ func saysTooLong(lower string) bool {
 		}
 	}
 	return false
+}
+
+func saysNoQuota(lower string) bool {
+	return strings.Contains(lower, "exceeded your current quota") || strings.Contains(lower, "insufficient_quota")
 }
 
 func saysNoModel(lower string) bool {

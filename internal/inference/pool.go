@@ -80,6 +80,18 @@ type EndpointConfig struct {
 // http or https URL with a host, a URL listed twice, or an empty list is an
 // error naming OPENAI_BASE_URL.
 func ParseEndpoints(baseURLs, apiKey string, maxInFlight int) ([]EndpointConfig, error) {
+	return parseEndpoints(APIOpenAI, baseURLs, apiKey, maxInFlight)
+}
+
+// ParseAzureEndpoints reads AZURE_OPENAI_ENDPOINT as ParseEndpoints reads
+// OPENAI_BASE_URL: one Azure OpenAI resource URL or several,
+// comma-separated, each holding a deployment of the same name and
+// accepting apiKey. Errors name AZURE_OPENAI_ENDPOINT.
+func ParseAzureEndpoints(endpoints, apiKey string, maxInFlight int) ([]EndpointConfig, error) {
+	return parseEndpoints(APIAzure, endpoints, apiKey, maxInFlight)
+}
+
+func parseEndpoints(dialect API, baseURLs, apiKey string, maxInFlight int) ([]EndpointConfig, error) {
 	if maxInFlight < 0 {
 		return nil, fmt.Errorf("inference: max in-flight requests per endpoint is %d: use a positive number, or 0 for the default (%d)", maxInFlight, DefaultMaxInFlight)
 	}
@@ -91,19 +103,35 @@ func ParseEndpoints(baseURLs, apiKey string, maxInFlight int) ([]EndpointConfig,
 			continue
 		}
 		base, err := normalizeBaseURL(raw)
-		if err != nil {
+		if dialect == APIAzure {
+			if base, err = normalizeAzureEndpoint(raw); err != nil {
+				return nil, fmt.Errorf("inference: AZURE_OPENAI_ENDPOINT entry %d: %w", i+1, err)
+			}
+		} else if err != nil {
 			return nil, fmt.Errorf("inference: OPENAI_BASE_URL entry %d (%q) is not an http or https URL with a host: use e.g. http://gpu-1:8000/v1,http://gpu-2:8000/v1", i+1, raw)
 		}
 		if seen[base] {
-			return nil, fmt.Errorf("inference: OPENAI_BASE_URL lists %s twice: list each server once (raise its in-flight limit to send it more)", redactURL(base))
+			return nil, fmt.Errorf("inference: %s lists %s twice: list each server once (raise its in-flight limit to send it more)", endpointsVar(dialect), redactURL(base))
 		}
 		seen[base] = true
 		eps = append(eps, EndpointConfig{BaseURL: base, APIKey: apiKey, MaxInFlight: maxInFlight})
 	}
 	if len(eps) == 0 {
+		if dialect == APIAzure {
+			return nil, errors.New("inference: AZURE_OPENAI_ENDPOINT is empty: set it to the Azure OpenAI resource's URL, e.g. https://NAME.openai.azure.com")
+		}
 		return nil, errors.New("inference: OPENAI_BASE_URL is empty: set it to one or more comma-separated OpenAI base URLs, e.g. http://gpu-1:8000/v1,http://gpu-2:8000/v1")
 	}
 	return eps, nil
+}
+
+// endpointsVar is the environment variable that lists a dialect's
+// endpoints, for messages.
+func endpointsVar(dialect API) string {
+	if dialect == APIAzure {
+		return "AZURE_OPENAI_ENDPOINT"
+	}
+	return "OPENAI_BASE_URL"
 }
 
 // normalizeBaseURL trims a base URL and checks that it is an http or https
@@ -130,6 +158,15 @@ func redactURL(s string) string {
 type PoolConfig struct {
 	// Endpoints are the servers; at least one is required.
 	Endpoints []EndpointConfig
+	// API is the endpoints' dialect; "" means APIOpenAI. On Azure the
+	// health checker makes no request (there is nothing to ask but
+	// completions): endpoints leave rotation on failed completions only.
+	API API
+	// APIVersion, ModelFamily and ContextLength are as in Config, for
+	// every endpoint.
+	APIVersion    string
+	ModelFamily   string
+	ContextLength int
 	// Model is the served model name sent with a request that names none;
 	// it may be empty when every Request names one. When set, a health
 	// check also fails for an endpoint that does not list it.
@@ -208,6 +245,7 @@ type EndpointStats struct {
 // while holding the request inside the activity would only spend the
 // activity's own timeout.
 type Pool struct {
+	dialect        API
 	endpoints      []*endpoint
 	model          string
 	ejectFor       time.Duration
@@ -280,7 +318,12 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if cfg.EjectFor < 0 {
 		return nil, fmt.Errorf("inference: eject time %s is negative", cfg.EjectFor)
 	}
+	dialect, err := ParseAPI(string(cfg.API))
+	if err != nil {
+		return nil, err
+	}
 	p := &Pool{
+		dialect:        dialect,
 		model:          cfg.Model,
 		ejectFor:       cfg.EjectFor,
 		healthInterval: cfg.HealthInterval,
@@ -300,6 +343,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	tel.azure = dialect == APIAzure
 	p.tel = tel
 
 	seen := make(map[string]bool)
@@ -309,7 +353,11 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 			return nil, fmt.Errorf("inference: endpoint %d (%s): max in-flight %d is negative: use 0 for the default (%d)", i+1, redactURL(ec.BaseURL), ec.MaxInFlight, DefaultMaxInFlight)
 		}
 		base, err := normalizeBaseURL(ec.BaseURL)
-		if err != nil {
+		if dialect == APIAzure {
+			if base, err = normalizeAzureEndpoint(ec.BaseURL); err != nil {
+				return nil, fmt.Errorf("inference: endpoint %d: %w", i+1, err)
+			}
+		} else if err != nil {
 			return nil, fmt.Errorf("inference: endpoint %d: %w: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", i+1, err)
 		}
 		if seen[base] {
@@ -349,9 +397,13 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 
 	for i, ep := range p.endpoints {
 		c, err := New(Config{
+			API:            dialect,
 			BaseURL:        cfg.Endpoints[i].BaseURL,
 			APIKey:         ep.apiKey,
+			APIVersion:     cfg.APIVersion,
 			Model:          cfg.Model,
+			ModelFamily:    cfg.ModelFamily,
+			ContextLength:  cfg.ContextLength,
 			RequestTimeout: cfg.RequestTimeout,
 			HTTPClient:     p.http,
 		})
@@ -795,8 +847,13 @@ func (p *Pool) checkAll(ctx context.Context) {
 
 // check asks ep for GET {root}/health and GET {BaseURL}/models and returns
 // the model's context length. A 404 from /health means the server has no
-// such endpoint (hosted APIs), not that it is unhealthy.
+// such endpoint (hosted APIs), not that it is unhealthy. On Azure it asks
+// nothing and passes.
 func (p *Pool) check(ctx context.Context, ep *endpoint) (int, error) {
+	if p.dialect == APIAzure {
+		// Nothing to ask: the configured context length is all there is.
+		return p.modelLen([]ModelInfo{{ID: p.model, MaxModelLen: ep.client.contextLen}}), nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.root+"/health", nil)

@@ -59,6 +59,7 @@ type poolTelemetry struct {
 	errors   metric.Int64Counter
 	wait     metric.Float64Histogram
 	gauges   metric.Registration // guarded by Pool.mu
+	azure    bool                // spans name Azure OpenAI as the provider
 }
 
 func newPoolTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*poolTelemetry, error) {
@@ -164,6 +165,9 @@ func (t *poolTelemetry) startChat(ctx context.Context, req Request, model string
 		semconv.GenAIOperationNameChat,
 		semconv.GenAIProviderNameOpenAI,
 		attribute.String("gen_ai.system", "openai"), // the older name, still read by many backends
+	}
+	if t.azure {
+		attrs[1], attrs[2] = semconv.GenAIProviderNameAzureAIOpenAI, attribute.String("gen_ai.system", "az.ai.openai")
 	}
 	if model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(model))

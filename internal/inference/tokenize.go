@@ -13,7 +13,13 @@ import (
 // tokenizer, through POST /tokenize at the server's root (vLLM and SGLang
 // serve it there, not under /v1). The prompt is sent as raw text, without a
 // chat template.
+//
+// Azure OpenAI has no such endpoint: there it fails at once with a
+// KindBadRequest error and makes no request.
 func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) {
+	if c.dialect == APIAzure {
+		return 0, &Error{Kind: KindBadRequest, Message: "Azure OpenAI has no /tokenize endpoint"}
+	}
 	body, err := json.Marshal(map[string]any{"model": model, "prompt": text, "add_special_tokens": false})
 	if err != nil {
 		return 0, err
@@ -37,7 +43,7 @@ func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) 
 		return 0, c.classify(ctx, err, &exchange{}, "")
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return 0, c.statusError(resp.StatusCode, messageFromBody(data), resp.Header.Get("Retry-After"), "")
+		return 0, c.statusError(resp.StatusCode, messageFromBody(data), retryAfterValue(resp.Header), "")
 	}
 	var out struct {
 		Count  int   `json:"count"`

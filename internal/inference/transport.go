@@ -28,7 +28,7 @@ func (ex *exchange) record(resp *http.Response) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	ex.status = resp.StatusCode
-	ex.retryAfter = resp.Header.Get("Retry-After")
+	ex.retryAfter = retryAfterValue(resp.Header)
 }
 
 func (ex *exchange) statusCode() int {

@@ -8,7 +8,10 @@
 // and the chunk ([Templates.RenderUpdate]). After the last chunk the model
 // answers from the question and the memory alone ([Templates.RenderFinal]),
 // putting its answer inside \boxed{...}, which [ExtractAnswer] pulls out and
-// [Score] compares with the reference answers.
+// [Score] compares with the reference answers. [ScorePaper] scores one
+// answer as the MemAgent paper's evaluation scripts do (first gold answer
+// only, Python's normalisation to the character, empty strings included),
+// for reports that set themselves beside the paper's tables.
 //
 // # Template placeholders
 //

@@ -4,6 +4,10 @@
 //   - cl100k_base ([CL100K], the default): OpenAI's byte-level BPE,
 //     implemented by github.com/pkoukk/tiktoken-go with the vocabulary from
 //     github.com/pkoukk/tiktoken-go-loader.
+//   - o200k_base ([O200K], also "o200k"): the encoding of OpenAI's gpt-4o,
+//     gpt-4.1, gpt-5 and o-series models, from the same two modules; the
+//     embedded ranks are checked against OpenAI's published SHA-256 when
+//     loaded. [ForModel] names the encoding of an OpenAI model.
 //   - qwen2.5 ([Qwen], also "qwen" and "qwen3"): the exact tokenizer of the
 //     Qwen2.5 and Qwen3 models: NFC normalisation, then a byte-level BPE
 //     of 151,643 tokens with cl100k's split pattern except that numbers are
@@ -27,8 +31,8 @@
 //
 // It must never download anything, change process-global settings of the
 // tiktoken library, or log text. Counts from cl100k are an approximation of
-// the serving model's own tokenizer; the Qwen tokenizer matches an
-// independent implementation on the golden strings in testdata/. Known
+// the serving model's own tokenizer; the Qwen and o200k tokenizers match
+// independent implementations on the golden strings in testdata/. Known
 // limits of the Qwen tokenizer: character classes and NFC follow Go's
 // Unicode 15.0 tables, so characters assigned later may tokenize
 // differently, and golang.org/x/text stops reordering combining marks after

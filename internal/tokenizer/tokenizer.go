@@ -14,10 +14,11 @@ import (
 const CL100K = "cl100k_base"
 
 // supportedNames lists the names New accepts, for error messages.
-const supportedNames = CL100K + ` (or "" for the default), ` + Qwen + ` (or "qwen", "qwen3")`
+const supportedNames = CL100K + ` (or "" for the default), ` + Qwen + ` (or "qwen", "qwen3"), ` + O200K + ` (or "o200k")`
 
 // New returns the tokenizer called name: "" or [CL100K] for cl100k_base,
-// [Qwen] (or "qwen", "qwen3") for the Qwen2.5 / Qwen3 tokenizer. The
+// [Qwen] (or "qwen", "qwen3") for the Qwen2.5 / Qwen3 tokenizer, [O200K]
+// (or "o200k") for OpenAI's gpt-4o and newer models (see [ForModel]). The
 // vocabularies are embedded in the binary, so New never touches the
 // network. Each is loaded on first use and shared by every caller in the
 // process; the returned tokenizer is safe for concurrent use.
@@ -27,6 +28,12 @@ func New(name string) (memagent.Tokenizer, error) {
 		t, err := loadCL100K()
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: load %s: %w", CL100K, err)
+		}
+		return t, nil
+	case O200K, "o200k":
+		t, err := loadO200K()
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: load %s: %w", O200K, err)
 		}
 		return t, nil
 	case Qwen, "qwen", "qwen3":

@@ -28,12 +28,14 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name    string
 		wantErr bool
+		want    string
 	}{
-		{"", false},
-		{"cl100k_base", false},
-		{"CL100K_BASE", true},
-		{"o200k_base", true},
-		{"gpt2", true},
+		{"", false, CL100K},
+		{"cl100k_base", false, CL100K},
+		{"CL100K_BASE", true, ""},
+		{"o200k_base", false, O200K},
+		{"p50k_base", true, ""},
+		{"gpt2", true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%q", tt.name), func(t *testing.T) {
@@ -50,8 +52,8 @@ func TestNew(t *testing.T) {
 			if err != nil {
 				t.Fatalf("New(%q): %v", tt.name, err)
 			}
-			if got := tok.Name(); got != CL100K {
-				t.Errorf("Name() = %q, want %q", got, CL100K)
+			if got := tok.Name(); got != tt.want {
+				t.Errorf("Name() = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/workflows"
@@ -108,7 +109,8 @@ func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
 }
 
 // Configure points cfg at the stack: Temporal, S3 (with the stack's
-// credentials) and, when the simulator runs, the model URL.
+// credentials) and, when the simulator runs, the model (replacing every
+// model setting; without the simulator cfg's model is left as it is).
 func (d *Dev) Configure(cfg config.Config) config.Config {
 	cfg.TemporalAddress = d.Stack.TemporalAddress
 	cfg.TemporalNamespace = d.Stack.Namespace
@@ -119,9 +121,12 @@ func (d *Dev) Configure(cfg config.Config) config.Config {
 	cfg.Bucket = d.Stack.Bucket
 	cfg.CreateBucket = true
 	if d.SimulatorURL != "" {
+		cfg.ModelAPI = inference.APIOpenAI
 		cfg.ModelBaseURL = d.SimulatorURL
 		cfg.ModelAPIKey = ""
 		cfg.Model = ""
+		cfg.ModelFamily = ""
+		cfg.ModelContext = 0
 	}
 	return cfg
 }

@@ -1,6 +1,7 @@
 package workerapp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,12 +84,18 @@ func newStore(ctx context.Context, cfg config.Config, opts Options) (*s3store.St
 // caller starts its health checks with Start (a worker does; a CLI need not)
 // and closes it.
 func NewModelPool(cfg config.Config, logger *slog.Logger) (*inference.Pool, error) {
-	eps, err := inference.ParseEndpoints(cfg.ModelBaseURL, cfg.ModelAPIKey, cfg.ModelMaxInFlight)
+	parse := inference.ParseEndpoints
+	if cfg.ModelAPI == inference.APIAzure {
+		parse = inference.ParseAzureEndpoints
+	}
+	eps, err := parse(cfg.ModelBaseURL, cfg.ModelAPIKey, cfg.ModelMaxInFlight)
 	if err != nil {
 		return nil, err
 	}
 	return inference.NewPool(inference.PoolConfig{
-		Endpoints: eps, Model: cfg.Model, RequestTimeout: cfg.ModelTimeout, Logger: logger,
+		API: cfg.ModelAPI, Endpoints: eps, APIVersion: cfg.ModelAPIVersion,
+		Model: cfg.Model, ModelFamily: cfg.ModelFamily, ContextLength: cfg.ModelContext,
+		RequestTimeout: cfg.ModelTimeout, Logger: logger,
 		TracerProvider: otel.GetTracerProvider(), MeterProvider: otel.GetMeterProvider(),
 	})
 }
@@ -203,6 +210,7 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		return nil, nil, err
 	}
 	checkTokenizer(ctx, pool, name, tok, logger)
+	adviseHostedModel(cfg, name, maxLen, tok, logger)
 	logger.Info("model resolved", "model", name, "max_model_len", maxLen, "endpoints", len(pool.Stats()), "capacity", pool.Capacity())
 	acts := &activities.Activities{
 		Store:         store,
@@ -249,6 +257,22 @@ func checkTokenizer(ctx context.Context, pool *inference.Pool, model string, tok
 	if local := tok.Count(tokenizerProbe); local != n {
 		logger.Warn("the server's tokenizer disagrees with the chunking tokenizer: chunk budgets may be off; set --tokenizer to the model's",
 			"tokenizer", tok.Name(), "local_tokens", local, "server_tokens", n)
+	}
+}
+
+// adviseHostedModel says at start what a hosted model's configuration
+// leaves to chance: an unknown context length (Azure reports none), and
+// chunk budgets counted with another tokenizer than the model's own (the
+// default is Qwen's, the published MemAgent models'; OpenAI's models use
+// o200k_base or cl100k_base, chosen per request with options.tokenizer).
+func adviseHostedModel(cfg config.Config, model string, maxLen int, tok memagent.Tokenizer, logger *slog.Logger) {
+	if maxLen == 0 && cfg.ModelAPI == inference.APIAzure {
+		logger.Warn("Azure OpenAI reports no context length: set MEMAGENT_MODEL_CONTEXT to the deployment's, so that a prompt that cannot fit fails before it is sent",
+			"model", model)
+	}
+	if want := tokenizer.ForModel(cmp.Or(cfg.ModelFamily, model)); want != "" && want != tok.Name() {
+		logger.Warn("the model's tokenizer is not the default one: chunk sizes are counted in the default's tokens; ask with --tokenizer "+want+" (options.tokenizer) for exact ones",
+			"model", model, "model_tokenizer", want, "default_tokenizer", tok.Name())
 	}
 }
 

@@ -111,7 +111,13 @@ matters includes it, so a bad combination fails the whole render.
 {{- if and $v.temporal.tls.existingSecret (not (or $v.temporal.tls.caKey (and $v.temporal.tls.certKey $v.temporal.tls.keyKey))) -}}
 {{- fail "temporal.tls.existingSecret is set but names no files: set temporal.tls.certKey and keyKey (mTLS), caKey, or both" -}}
 {{- end -}}
-{{- $credentialVars := list "OPENAI_API_KEY" "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" "TEMPORAL_API_KEY" "MEMAGENT_CODEC_KEYS" "MEMAGENT_CODEC_TOKEN" -}}
+{{- if and (eq $v.model.api "azure") (not $v.model.name) -}}
+{{- fail "model.api is azure but model.name is empty: set it to the Azure OpenAI deployment's name" -}}
+{{- end -}}
+{{- if and (eq $v.model.api "azure") (not $v.model.apiKey.existingSecret) -}}
+{{- fail "model.api is azure but model.apiKey.existingSecret is empty: Azure OpenAI needs the resource's key (AZURE_OPENAI_API_KEY) from a Secret" -}}
+{{- end -}}
+{{- $credentialVars := list "OPENAI_API_KEY" "AZURE_OPENAI_API_KEY" "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" "TEMPORAL_API_KEY" "MEMAGENT_CODEC_KEYS" "MEMAGENT_CODEC_TOKEN" -}}
 {{- range $v.extraEnv -}}
 {{- if and (has .name $credentialVars) (hasKey . "value") -}}
 {{- fail (printf "extraEnv: %s is a credential: take it from a Secret (valueFrom.secretKeyRef, or the chart's existingSecret settings), not a plain value" .name) -}}

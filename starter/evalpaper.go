@@ -1,0 +1,330 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/evalgen"
+	"github.com/memagent/memagent/internal/memagent"
+)
+
+// Scoring protocols of eval score and eval run.
+const (
+	// protocolDefault scores against every gold answer (aliases, or all
+	// expected for RULER's multi-answer tasks); see memagent.Score.
+	protocolDefault = "default"
+	// protocolPaper scores as the MemAgent paper's evaluation scripts
+	// do; see memagent.ScorePaper.
+	protocolPaper = "paper"
+)
+
+// paperLengths are the columns of the paper's RULER-HQA table, as eval gen
+// reads lengths (K = 1024 tokens, M = 1048576).
+var paperLengths = []string{"7K", "14K", "28K", "56K", "112K", "224K", "448K", "896K", "1.75M", "3.5M"}
+
+// publishedRow is one model's published RULER-HQA accuracy (sub_em, in
+// percent) by length column. A length missing from SubEM is one the
+// project's sources do not give: it is shown as unknown, never guessed.
+type publishedRow struct {
+	Model  string             `json:"model"`
+	SubEM  map[string]float64 `json:"sub_em"`
+	Source string             `json:"source"`
+}
+
+// paperPublished are the published rows the table sets beside the
+// measured one. The project's copy of the MemAgent material (the
+// repository's README, the paper's abstract page, an article about it)
+// has the paper's results table only as an image; the article quotes
+// three of RL-MemAgent-14B's cells, to one decimal. The rest stay unknown
+// until someone copies them from the paper itself (docs/EVAL.md).
+var paperPublished = []publishedRow{
+	{Model: "RL-MemAgent-14B", SubEM: map[string]float64{"224K": 81.3, "896K": 77.3, "3.5M": 78.1},
+		Source: "224K, 896K and 3.5M as quoted, to one decimal, by an article on the paper; the other lengths are not in the project's sources"},
+	{Model: "RL-MemAgent-7B", SubEM: map[string]float64{},
+		Source: "not in the project's sources (the paper's table is an image there)"},
+}
+
+// paperTable is a batch scored under the paper's protocol, by document
+// length, beside the paper's published rows.
+type paperTable struct {
+	Protocol string `json:"protocol"`
+	// Metric is the headline metric, sub_em.
+	Metric string `json:"metric"`
+	// Columns are the paper's lengths and the measured ones, in order of
+	// length; Lengths the measured label value of each ("" for a paper
+	// length the set does not have).
+	Columns   []string            `json:"columns"`
+	Lengths   []string            `json:"lengths"`
+	Published []paperPublishedRow `json:"published"`
+	Measured  []paperMeasuredRow  `json:"measured"`
+	Failed    int                 `json:"failed"`
+	Items     int                 `json:"items"`
+	Unscored  int                 `json:"unscored"`
+	Note      string              `json:"note"`
+}
+
+// paperPublishedRow is a published row aligned to the table's columns:
+// nil where the number is unknown.
+type paperPublishedRow struct {
+	Model  string     `json:"model"`
+	SubEM  []*float64 `json:"sub_em"`
+	Source string     `json:"source"`
+}
+
+// paperMeasuredRow is one task's scores by length.
+type paperMeasuredRow struct {
+	Task    string      `json:"task"`
+	Cells   []paperCell `json:"cells"`
+	Overall paperCell   `json:"overall"`
+}
+
+// paperCell holds the mean scores, in percent, of N items.
+type paperCell struct {
+	SubEM float64 `json:"sub_em"`
+	EM    float64 `json:"em"`
+	F1    float64 `json:"f1"`
+	N     int     `json:"n"`
+}
+
+// paperSum accumulates paperCell means.
+type paperSum struct {
+	s memagent.PaperScores
+	n int
+}
+
+func (p *paperSum) add(s memagent.PaperScores) {
+	p.s.EM += s.EM
+	p.s.SubEM += s.SubEM
+	p.s.F1 += s.F1
+	p.n++
+}
+
+func (p paperSum) cell() paperCell {
+	if p.n == 0 {
+		return paperCell{}
+	}
+	n := float64(p.n)
+	return paperCell{SubEM: 100 * p.s.SubEM / n, EM: 100 * p.s.EM / n, F1: 100 * p.s.F1 / n, N: p.n}
+}
+
+// buildPaperTable scores every answered item against its first gold answer
+// (memagent.ScorePaper) and lays the means out by task and length, with
+// the paper's lengths as columns whether measured or not. Failed items,
+// like the scripts' items without output, are in no mean; items without a
+// gold answer cannot be scored.
+func buildPaperTable(items []activities.BatchItemResult) paperTable {
+	t := paperTable{Protocol: protocolPaper, Metric: "sub_em", Items: len(items),
+		Note: `the MemAgent evaluation scripts' scoring: each answer against the first gold answer only, Python's SQuAD normalisation, sub_em the headline; an answer that normalises to "" counts as contained in its gold`}
+	type column struct {
+		label  string // as shown
+		tokens int    // for ordering
+		value  string // the measured label value, or ""
+	}
+	cols := map[string]*column{}
+	for _, l := range paperLengths {
+		n, _ := evalgen.ParseLength(l)
+		cols[l] = &column{label: l, tokens: n}
+	}
+	for _, it := range items {
+		v, ok := it.Labels[evalLabelLength]
+		if !ok {
+			continue
+		}
+		label := formatLength(v)
+		c, ok := cols[label]
+		if !ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				n = 1 << 62 // labels that are not numbers go last
+			}
+			c = &column{label: label, tokens: n}
+			cols[label] = c
+		}
+		c.value = v
+	}
+	ordered := make([]*column, 0, len(cols))
+	for _, c := range cols {
+		ordered = append(ordered, c)
+	}
+	slices.SortFunc(ordered, func(a, b *column) int {
+		if a.tokens != b.tokens {
+			return a.tokens - b.tokens
+		}
+		return compareLengths(a.label, b.label)
+	})
+	index := map[string]int{}
+	for i, c := range ordered {
+		t.Columns = append(t.Columns, c.label)
+		t.Lengths = append(t.Lengths, c.value)
+		index[c.label] = i
+	}
+	for _, p := range paperPublished {
+		row := paperPublishedRow{Model: p.Model, Source: p.Source, SubEM: make([]*float64, len(ordered))}
+		for label, v := range p.SubEM {
+			v := v
+			row.SubEM[index[label]] = &v
+		}
+		t.Published = append(t.Published, row)
+	}
+
+	type acc struct {
+		cells   []paperSum
+		overall paperSum
+	}
+	rows := map[string]*acc{}
+	var tasks []string
+	for _, it := range items {
+		if it.Status == activities.ItemFailed {
+			t.Failed++
+			continue
+		}
+		if len(it.GoldAnswers) == 0 {
+			t.Unscored++
+			continue
+		}
+		task := it.Labels[evalLabelTask]
+		if task == "" {
+			task = noTask
+		}
+		a, ok := rows[task]
+		if !ok {
+			a = &acc{cells: make([]paperSum, len(ordered))}
+			rows[task] = a
+			tasks = append(tasks, task)
+		}
+		s := memagent.ScorePaper(it.Answer, it.GoldAnswers[0])
+		a.overall.add(s)
+		if v, ok := it.Labels[evalLabelLength]; ok {
+			a.cells[index[formatLength(v)]].add(s)
+		}
+	}
+	slices.Sort(tasks)
+	for _, task := range tasks {
+		a := rows[task]
+		r := paperMeasuredRow{Task: task, Overall: a.overall.cell()}
+		for _, s := range a.cells {
+			r.Cells = append(r.Cells, s.cell())
+		}
+		t.Measured = append(t.Measured, r)
+	}
+	return t
+}
+
+// renderPaperTable prints the published rows and, per task, the measured
+// sub_em with the sample count, em and f1 under it. "?" is a published
+// number the project's sources do not give; "-" a length with no scored
+// item.
+func renderPaperTable(w io.Writer, t paperTable, model string) {
+	fmt.Fprintf(w, "protocol: paper — %s\n", t.Note)
+	head := append(append([]string{"RULER-HQA, %"}, t.Columns...), "overall")
+	grid := [][]string{head}
+	for _, p := range t.Published {
+		row := []string{p.Model + " (paper, sub_em)"}
+		for _, v := range p.SubEM {
+			if v == nil {
+				row = append(row, "?")
+			} else {
+				row = append(row, strconv.FormatFloat(*v, 'f', 1, 64))
+			}
+		}
+		grid = append(grid, append(row, ""))
+	}
+	pct := func(c paperCell, v float64) string {
+		if c.N == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	for _, r := range t.Measured {
+		name := "measured"
+		if len(t.Measured) > 1 || r.Task != noTask {
+			name += " " + r.Task
+		}
+		if model != "" {
+			name += " (" + model + ")"
+		}
+		lines := []struct {
+			label string
+			get   func(paperCell) string
+		}{
+			{name + ", sub_em", func(c paperCell) string { return pct(c, c.SubEM) }},
+			{"  samples", func(c paperCell) string { return strconv.Itoa(c.N) }},
+			{"  em", func(c paperCell) string { return pct(c, c.EM) }},
+			{"  f1", func(c paperCell) string { return pct(c, c.F1) }},
+		}
+		for _, l := range lines {
+			row := []string{l.label}
+			for _, c := range r.Cells {
+				row = append(row, l.get(c))
+			}
+			grid = append(grid, append(row, l.get(r.Overall)))
+		}
+	}
+	writeGrid(w, grid, 1)
+	fmt.Fprintln(w, `?: a published number the project's sources do not give (docs/EVAL.md, "The paper's protocol"); -: no scored item at that length`)
+	for _, p := range t.Published {
+		fmt.Fprintf(w, "%s: %s\n", p.Model, p.Source)
+	}
+	if t.Failed > 0 {
+		fmt.Fprintf(w, "%d of %d items failed and are in no mean (the scripts skip items without output); see the report\n", t.Failed, t.Items)
+	}
+	if t.Unscored > 0 {
+		fmt.Fprintf(w, "%d items have no gold answer and are not scored\n", t.Unscored)
+	}
+}
+
+const evalScoreUsage = `usage: starter eval score [--protocol default|paper] --pred ANSWER --gold GOLD [--gold GOLD ...]
+
+Scores one answer and prints the scores as JSON.
+
+  --protocol default  against every --gold (aliases; recall counts them all):
+                      {"exact_match":…,"substring_match":…,"f1":…,"best_gold":…,"recall":…}
+  --protocol paper    as the MemAgent evaluation scripts: against the first --gold only,
+                      Python's normalisation, empty strings included:
+                      {"em":…,"sub_em":…,"f1":…}
+
+Flags:
+`
+
+func runEvalScore(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("eval score", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), evalScoreUsage)
+		fs.PrintDefaults()
+	}
+	protocol := fs.String("protocol", protocolDefault, "scoring protocol: default or paper")
+	pred := fs.String("pred", "", "the answer to score (an empty one scores 0)")
+	var golds stringList
+	fs.Var(&golds, "gold", "a gold answer; repeat for several (the paper protocol uses the first)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("eval score: unexpected argument %q: pass the answer with --pred and gold answers with --gold", fs.Arg(0))
+	}
+	predSet := false
+	fs.Visit(func(f *flag.Flag) { predSet = predSet || f.Name == "pred" })
+	if !predSet {
+		return errors.New("eval score: --pred is required (the answer to score; --pred '' for none)")
+	}
+	if len(golds) == 0 {
+		return errors.New("eval score: at least one --gold is required")
+	}
+	var out any
+	switch *protocol {
+	case protocolDefault:
+		out = memagent.Score(*pred, golds)
+	case protocolPaper:
+		out = memagent.ScorePaper(*pred, golds[0])
+	default:
+		return fmt.Errorf("eval score: --protocol %q: use default or paper", *protocol)
+	}
+	return json.NewEncoder(stdout).Encode(out)
+}

@@ -90,7 +90,8 @@ type ModelOptions struct {
 	// Model is the served model name; empty means the worker's default.
 	Model string `json:"model,omitempty"`
 	// Tokenizer counts chunk tokens: "qwen2.5" (the default; also "qwen",
-	// "qwen3") or "cl100k_base".
+	// "qwen3"), "cl100k_base" (gpt-4, gpt-3.5) or "o200k_base" (gpt-4o,
+	// gpt-4.1, gpt-5, the o-series).
 	Tokenizer string `json:"tokenizer,omitempty"`
 	// ChunkTokens is the size of one chunk in tokens; default 5000, at
 	// least 64.

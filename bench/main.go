@@ -60,7 +60,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, scale, review or batch")
+	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review or batch")
 	out := fs.String("out", "BENCHMARKS.md", "markdown report to write ('' = stdout only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
 	overheadTokens := fs.Int("overhead-tokens", 500_000, "document length for the overhead comparison")
@@ -71,9 +71,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	switch *only {
-	case "", "tokenizer", "overhead", "heartbeat", "pool", "scale", "review", "batch":
+	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "batch":
 	default:
-		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, scale, review or batch", *only)
+		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review or batch", *only)
 	}
 	variants, err := parseBatchVariants(*batchPollers)
 	if err != nil {
@@ -131,16 +131,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		writeHeartbeat(&report, rows)
 	}
 	if want("pool") {
-		r, err := runPool(ctx, env, 64)
+		rows, err := runUtilisation(ctx, env)
 		if err != nil {
 			return fmt.Errorf("pool: %w", err)
 		}
-		fmt.Fprintf(&report, "## Pool utilisation\n\n%d documents of 20K–60K tokens started at once against a simulated pool of %d replicas × %d slots (each call: %d ms + prompt at %d tokens/s + completion at %d tokens/s), the worker's in-flight cap set to the pool's %d slots. Utilisation is the model time the calls needed over the slot time the run held the pool (wall × slots).\n\n",
-			r.Docs, poolReplicas, poolSlots, poolBaseCost.Milliseconds(), poolPrefillTPS, poolDecodeTPS, r.Slots)
-		fmt.Fprintln(&report, "| documents | model calls | model time needed | wall | ideal wall (model time ÷ slots) | utilisation | most calls in flight |")
-		fmt.Fprintln(&report, "|---|---|---|---|---|---|---|")
-		fmt.Fprintf(&report, "| %d | %d | %.1f s | %.1f s | %.1f s | %.1f%% | %d of %d |\n\n", r.Docs, r.Calls, r.ModelSeconds, r.Wall.Seconds(),
-			r.ModelSeconds/float64(r.Slots), 100*r.utilisation(), r.MaxInFlight, r.Slots)
+		writeUtilisation(&report, rows)
+	}
+	if want("interactive") {
+		rows, err := runInteractive(ctx, env)
+		if err != nil {
+			return fmt.Errorf("interactive: %w", err)
+		}
+		writeInteractive(&report, rows)
+	}
+	if want("fairness") {
+		rows, err := runFairness(ctx, env)
+		if err != nil {
+			return fmt.Errorf("fairness: %w", err)
+		}
+		writeFairness(&report, rows)
 	}
 	if want("scale") {
 		fmt.Fprintln(&report, "## Scale\n\nOne question over generated documents (Qwen tokens, chunks of 5,000), each with a fresh worker process against one embedded stack; the simulator answers at once, so wall time is the system's own cost. S3 read counts every byte the S3 server sent (the document streamed once to index it, then each chunk's ranged read).")

@@ -1,0 +1,504 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/workflows"
+)
+
+// The shared-pool sections: how well memagent keeps a GPU pool busy with a
+// mixed-length batch, how long a question waits behind a saturating batch
+// with and without priority, and how two tenants share a pool.
+
+// Every call of these sections costs the simulator a fixed 200 ms plus the
+// prompt at 10,000 tokens/s and the completion at 500 tokens/s (about
+// 0.9 s for a 5,000-token chunk): slow enough that the 2-core machine's
+// orchestration keeps up with 64 slots.
+const (
+	shareBase       = 200 * time.Millisecond
+	sharePrefillTPS = 10_000
+	shareDecodeTPS  = 500
+)
+
+// sharePool is a simulator of replicas × slots and a worker whose in-flight
+// cap is that capacity (its activity slots, and a default batch window, are
+// twice that).
+type sharePool struct {
+	base time.Duration // fixed cost of a call
+	sim  *simulator.Server
+	srv  *httptest.Server
+	tq   string
+	stop func()
+}
+
+func newSharePool(ctx context.Context, env *benchEnv, name string, replicas, slots int, base time.Duration) (*sharePool, error) {
+	sim := simulator.New(simulator.Options{Tokenizer: env.tok, Latency: base, Replicas: replicas, Slots: slots,
+		PrefillTokensPerSec: sharePrefillTPS, DecodeTokensPerSec: shareDecodeTPS})
+	srv := httptest.NewServer(sim)
+	cfg := env.cfg
+	cfg.ModelBaseURL = srv.URL + "/v1"
+	cfg.ModelMaxInFlight = replicas * slots
+	cfg.TaskQueue = "bench-" + name
+	stop, err := env.startWorker(ctx, cfg)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &sharePool{base: base, sim: sim, srv: srv, tq: cfg.TaskQueue, stop: stop}, nil
+}
+
+func (p *sharePool) close() {
+	p.stop()
+	p.srv.Close()
+}
+
+// modelSeconds is the service time the calls answered so far needed.
+func (p *sharePool) modelSeconds() float64 {
+	st := p.sim.Stats()
+	return float64(st.Latency.Count)*p.base.Seconds() + float64(st.PromptTokens)/sharePrefillTPS + float64(st.CompletionTokens)/shareDecodeTPS
+}
+
+// drain waits until the simulator has served everything in flight and
+// nothing has come for a second (the activities of terminated runs stop at
+// their next heartbeat).
+func (p *sharePool) drain(ctx context.Context) error {
+	quiet := 0
+	for quiet < 10 {
+		st := p.sim.Stats()
+		if st.Open == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// shareDocs uploads generated documents of the given lengths under key
+// prefix and returns their URIs.
+func shareDocs(ctx context.Context, env *benchEnv, prefix string, tokens []int) ([]string, error) {
+	uris := make([]string, len(tokens))
+	for i, n := range tokens {
+		loc := s3store.Location{Bucket: env.cfg.Bucket, Key: fmt.Sprintf("bench/%s-%03d.txt", prefix, i)}
+		if err := env.store.Put(ctx, loc, []byte(docgen.Needle(env.tok, n, float64(i%10)/10, uint64(500+i))), "text/plain"); err != nil {
+			return nil, err
+		}
+		uris[i] = loc.String()
+	}
+	return uris, nil
+}
+
+// shareItem is one manifest line.
+type shareItem struct {
+	ID          string `json:"id"`
+	Document    string `json:"document"`
+	Question    string `json:"question"`
+	FairnessKey string `json:"fairness_key,omitempty"`
+}
+
+// startShareBatch writes items as a manifest and starts a BatchQA on the
+// pool's task queue, with in's other fields, at in's start priority.
+func startShareBatch(ctx context.Context, env *benchEnv, p *sharePool, id string, items []shareItem, in workflows.BatchQAInput) (client.WorkflowRun, error) {
+	var b strings.Builder
+	for _, it := range items {
+		line, _ := json.Marshal(it)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	loc := s3store.Location{Bucket: env.cfg.Bucket, Key: "bench/manifests/" + id + ".jsonl"}
+	if err := env.store.Put(ctx, loc, []byte(b.String()), "application/x-ndjson"); err != nil {
+		return nil, err
+	}
+	in.Manifest, in.Name = loc.String(), id
+	return env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: p.tq, Priority: in.StartPriority()}, workflows.BatchQAName, in)
+}
+
+// question makes a question unique to a run, so that no answer is reused
+// from an earlier one (answers are kept by document, question and options).
+func question(tag string, n int) string {
+	return fmt.Sprintf("%s (%s %d)", docgen.Question, tag, n)
+}
+
+// --- Utilisation -----------------------------------------------------------
+
+type utilisationRow struct {
+	Variant      string
+	Window       int
+	Calls        int
+	Wall         time.Duration
+	ModelSeconds float64
+	LongestChain float64 // seconds of model time the longest document needs, one call after another
+	Slots        int
+}
+
+// ideal is the shortest possible makespan: the pool's slots all busy, or
+// the longest document's own calls one after another, whichever is longer.
+func (r utilisationRow) ideal() float64 {
+	return max(r.ModelSeconds/float64(r.Slots), r.LongestChain)
+}
+
+const (
+	utilReplicas = 4
+	utilSlots    = 16
+	utilDocs     = 64
+)
+
+// runUtilisation answers one question on each of 64 documents of 20K–200K
+// tokens as one BatchQA, with the old constant window of 16 and with the
+// default window sized from the pool.
+func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error) {
+	tokens := make([]int, utilDocs)
+	for i := range tokens {
+		tokens[i] = 20_000 + (i*7919)%180_001
+	}
+	uris, err := shareDocs(ctx, env, "util", tokens)
+	if err != nil {
+		return nil, err
+	}
+	longest := slices.Max(tokens)
+	var rows []utilisationRow
+	for _, v := range []struct {
+		name   string
+		window int
+	}{{"window 16 (the former default)", 16}, {"window from the pool (default)", 0}} {
+		p, err := newSharePool(ctx, env, fmt.Sprintf("util-%d", v.window), utilReplicas, utilSlots, shareBase)
+		if err != nil {
+			return rows, err
+		}
+		items := make([]shareItem, len(uris))
+		for i, u := range uris {
+			items[i] = shareItem{ID: fmt.Sprint(i), Document: u, Question: question("util", v.window)}
+		}
+		start := time.Now()
+		run, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-util-%d-%d", v.window, start.Unix()), items, workflows.BatchQAInput{Concurrency: v.window})
+		if err != nil {
+			p.close()
+			return rows, err
+		}
+		var res workflows.BatchQAResult
+		err = run.Get(ctx, &res)
+		wall := time.Since(start)
+		if err == nil && res.Succeeded != len(items) {
+			err = fmt.Errorf("%d of %d items answered", res.Succeeded, len(items))
+		}
+		r := utilisationRow{Variant: v.name, Window: v.window, Calls: p.sim.Stats().Latency.Count, Wall: wall, ModelSeconds: p.modelSeconds(), Slots: utilReplicas * utilSlots}
+		if r.Window == 0 {
+			r.Window = 2 * r.Slots
+		}
+		// The longest document's calls: its chunks and the answer, each at
+		// the mean service time of a call.
+		r.LongestChain = float64((longest+4999)/5000+1) * r.ModelSeconds / float64(max(r.Calls, 1))
+		p.close()
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", v.name, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func writeUtilisation(w io.Writer, rows []utilisationRow) {
+	fmt.Fprintf(w, "## Pool utilisation\n\n%d documents of 20K–200K tokens (chunks of 5,000), one question each, as one `BatchQA` against a simulated pool of %d replicas × %d slots (each call: %d ms + prompt at %d tokens/s + completion at %d tokens/s), the worker's in-flight cap set to the pool's %d slots. A document's calls run one after another (each chunk needs the memory of the one before), so no schedule can finish before the longest document's own calls have run: the ideal makespan is the longer of the model time over the slots and the longest document's chain of calls. *utilisation* is that ideal over the measured makespan; *slot utilisation* is the model time over the slot time the run held (wall × slots).\n\n",
+		utilDocs, utilReplicas, utilSlots, shareBase.Milliseconds(), sharePrefillTPS, shareDecodeTPS, utilReplicas*utilSlots)
+	fmt.Fprintln(w, "| batch | window | model calls | model time | makespan | model time ÷ slots | longest document's chain | utilisation | slot utilisation |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %d | %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f%% | %.1f%% |\n", r.Variant, r.Window, r.Calls, r.ModelSeconds, r.Wall.Seconds(),
+			r.ModelSeconds/float64(r.Slots), r.LongestChain, 100*r.ideal()/r.Wall.Seconds(), 100*r.ModelSeconds/(r.Wall.Seconds()*float64(r.Slots)))
+	}
+	if n := len(rows); n > 0 {
+		fmt.Fprintf(w, "\nutilisation: %.1f%% (the default window; makespan %.2f× the ideal).\n", 100*rows[n-1].ideal()/rows[n-1].Wall.Seconds(), rows[n-1].Wall.Seconds()/rows[n-1].ideal())
+	}
+	fmt.Fprintln(w)
+}
+
+// --- Interactive under load ------------------------------------------------
+
+type interactiveRow struct {
+	Variant  string
+	Priority int // of the questions; 0 for the idle pool
+	Times    []time.Duration
+}
+
+func (r interactiveRow) median() time.Duration {
+	t := slices.Clone(r.Times)
+	slices.Sort(t)
+	if len(t) == 0 {
+		return 0
+	}
+	if len(t)%2 == 1 {
+		return t[len(t)/2]
+	}
+	return (t[len(t)/2-1] + t[len(t)/2]) / 2
+}
+
+const (
+	interAsks      = 10
+	interAskTokens = 50_000
+	interLoadDocs  = 20
+	interLoadQs    = 60 // questions per load document: 1,200 items
+	// interBase is the fixed cost of a call here: 1 s, so that 64 busy
+	// slots need about 40 activities a second, which this machine's
+	// orchestration (2 cores, stack and worker in one process) sustains.
+	interBase = time.Second
+)
+
+// runInteractive times 10 questions of 50K tokens on an idle pool, then
+// behind a saturating batch with the batch's own priority (4), then with
+// the default priority of a question (2).
+func runInteractive(ctx context.Context, env *benchEnv) ([]interactiveRow, error) {
+	askTokens := make([]int, interAsks)
+	for i := range askTokens {
+		askTokens[i] = interAskTokens
+	}
+	askDocs, err := shareDocs(ctx, env, "inter-ask", askTokens)
+	if err != nil {
+		return nil, err
+	}
+	loadTokens := make([]int, interLoadDocs)
+	for i := range loadTokens {
+		loadTokens[i] = 20_000
+	}
+	loadDocs, err := shareDocs(ctx, env, "inter-load", loadTokens)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newSharePool(ctx, env, "interactive", utilReplicas, utilSlots, interBase)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	var rows []interactiveRow
+	for vi, v := range []struct {
+		name     string
+		load     bool
+		priority int
+	}{{"idle pool", false, workflows.PriorityQuestion}, {"saturating batch, questions at the batch's priority (4)", true, workflows.PriorityBatch},
+		{"saturating batch, questions at their default priority (2)", true, workflows.PriorityQuestion}} {
+		var batch client.WorkflowRun
+		if v.load {
+			var items []shareItem
+			for d, u := range loadDocs {
+				for q := range interLoadQs {
+					items = append(items, shareItem{ID: fmt.Sprintf("%d-%d", d, q), Document: u, Question: question(fmt.Sprintf("load%d", vi), q)})
+				}
+			}
+			id := fmt.Sprintf("bench-load-%d-%d", vi, time.Now().Unix())
+			if batch, err = startShareBatch(ctx, env, p, id, items, workflows.BatchQAInput{}); err != nil {
+				return rows, err
+			}
+			// Saturated: every slot busy and calls queued at the worker,
+			// for 5 s.
+			if err := waitSaturated(ctx, p, 5*time.Second); err != nil {
+				return rows, fmt.Errorf("%s: %w", v.name, err)
+			}
+			benchf("interactive: %s: pool saturated", v.name)
+		}
+		row := interactiveRow{Variant: v.name, Priority: v.priority}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		errs := make(chan error, interAsks)
+		for i, u := range askDocs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				in := workflows.DocumentQAInput{Document: u, Question: question(fmt.Sprintf("ask%d", vi), i), Priority: v.priority,
+					Options: activities.ModelOptions{ChunkTokens: 5000}}
+				start := time.Now()
+				run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: p.tq, Priority: in.StartPriority()}, workflows.DocumentQAName, in)
+				if err == nil {
+					err = run.Get(ctx, nil)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				row.Times = append(row.Times, time.Since(start))
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		if batch != nil {
+			_ = env.temporal.TerminateWorkflow(ctx, batch.GetID(), "", "bench: the questions are answered")
+		}
+		if err := <-errs; err != nil {
+			return rows, fmt.Errorf("%s: %w", v.name, err)
+		}
+		if err := p.drain(ctx); err != nil {
+			return rows, err
+		}
+		benchf("interactive: %s: median %s", v.name, row.median().Round(100*time.Millisecond))
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// benchf reports a step on stderr.
+func benchf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
+
+// waitSaturated waits until the pool's slots have been at least 90% busy
+// on average over the last hold (sampled every 50 ms).
+func waitSaturated(ctx context.Context, p *sharePool, hold time.Duration) error {
+	n := int(hold / (50 * time.Millisecond))
+	var samples []int
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st := p.sim.Stats()
+		samples = append(samples, st.InFlight)
+		if len(samples) > n {
+			samples = samples[1:]
+		}
+		if len(samples) == n {
+			sum := 0
+			for _, v := range samples {
+				sum += v
+			}
+			if float64(sum)/float64(n) >= 0.9*float64(st.Slots) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the batch did not keep the pool 90%% busy within 2 minutes (in flight %d of %d)", st.InFlight, st.Slots)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func writeInteractive(w io.Writer, rows []interactiveRow) {
+	fmt.Fprintf(w, "## Questions under load\n\n%d `DocumentQA` questions over documents of %dK tokens (11 calls each), started at once on a pool of %d replicas × %d slots (each call: %d ms + prompt at %d tokens/s + completion at %d tokens/s), first on an idle pool, then while a `BatchQA` of %d items (%d documents of 20K tokens, 5 calls each, at its default priority 4 and its default window of twice the pool) has kept the slots at least 90%% busy for 5 s. The batch is terminated once the questions are answered. Time to answer is from the start of each question's workflow to its result.\n\n",
+		interAsks, interAskTokens/1000, utilReplicas, utilSlots, interBase.Milliseconds(), sharePrefillTPS, shareDecodeTPS, interLoadDocs*interLoadQs, interLoadDocs)
+	fmt.Fprintln(w, "| pool | questions answered | median time to answer | slowest | median ÷ idle |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	var idle time.Duration
+	for i, r := range rows {
+		if i == 0 {
+			idle = r.median()
+		}
+		fmt.Fprintf(w, "| %s | %d | %.1f s | %.1f s | %.2f× |\n", r.Variant, len(r.Times), r.median().Seconds(), slices.Max(r.Times).Seconds(), r.median().Seconds()/idle.Seconds())
+	}
+	fmt.Fprintln(w)
+}
+
+// --- Fairness ----------------------------------------------------------------
+
+type fairnessRow struct {
+	WeightA, WeightB float64
+	CallsA, CallsB   int
+	Window           time.Duration
+}
+
+func (r fairnessRow) shareA() float64 { return float64(r.CallsA) / float64(max(r.CallsA+r.CallsB, 1)) }
+
+const (
+	fairReplicas = 1
+	fairSlots    = 16
+	fairItems    = 250 // per tenant; 4 chunks + an answer each
+	fairGap      = 30 * time.Second
+	fairSettle   = 10 * time.Second
+	fairMeasure  = 30 * time.Second
+)
+
+// runFairness starts tenant A's batch, tenant B's 30 s later (same size,
+// same priority), and counts the model calls of each while both are
+// backlogged: from 10 s after B's start, for 30 s. Once with equal weights,
+// once with A at weight 2.
+func runFairness(ctx context.Context, env *benchEnv) ([]fairnessRow, error) {
+	tokens := make([]int, 10)
+	for i := range tokens {
+		tokens[i] = 20_000
+	}
+	docs, err := shareDocs(ctx, env, "fair", tokens)
+	if err != nil {
+		return nil, err
+	}
+	var rows []fairnessRow
+	for vi, wa := range []float64{1, 2} {
+		p, err := newSharePool(ctx, env, fmt.Sprintf("fair-%d", vi), fairReplicas, fairSlots, shareBase)
+		if err != nil {
+			return rows, err
+		}
+		items := func(tenant string) []shareItem {
+			out := make([]shareItem, fairItems)
+			for i := range out {
+				out[i] = shareItem{ID: fmt.Sprint(i), Document: docs[i%len(docs)], Question: question(fmt.Sprintf("%s/%d", tenant, vi), i)}
+			}
+			return out
+		}
+		stamp := time.Now().Unix()
+		a, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-fair-a-%d-%d", vi, stamp), items("tenant-a"),
+			workflows.BatchQAInput{FairnessKey: "tenant-a", FairnessWeight: wa})
+		if err != nil {
+			p.close()
+			return rows, err
+		}
+		time.Sleep(fairGap)
+		b, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-fair-b-%d-%d", vi, stamp), items("tenant-b"),
+			workflows.BatchQAInput{FairnessKey: "tenant-b", FairnessWeight: 1})
+		if err != nil {
+			p.close()
+			return rows, err
+		}
+		time.Sleep(fairSettle)
+		from := len(p.sim.Calls())
+		time.Sleep(fairMeasure)
+		calls := p.sim.Calls()[from:]
+		row := fairnessRow{WeightA: wa, WeightB: 1, Window: fairMeasure}
+		for _, c := range calls {
+			switch {
+			case strings.Contains(c.Question, "(tenant-a/"):
+				row.CallsA++
+			case strings.Contains(c.Question, "(tenant-b/"):
+				row.CallsB++
+			}
+		}
+		for _, run := range []client.WorkflowRun{a, b} {
+			_ = env.temporal.TerminateWorkflow(ctx, run.GetID(), "", "bench: measured")
+		}
+		err = p.drain(ctx)
+		p.close()
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func writeFairness(w io.Writer, rows []fairnessRow) {
+	fmt.Fprintf(w, "## Fairness between tenants\n\nTwo tenants' `BatchQA`s of %d items each (documents of 20K tokens: 5 calls an item), both at priority 4 with fairness keys `tenant-a` and `tenant-b`, on a pool of %d × %d slots (same call cost as above); B starts %s after A. Each tenant's share of the model calls is counted while both are backlogged: from %s after B's start, for %s. The batches are then terminated.\n\n",
+		fairItems, fairReplicas, fairSlots, fairGap, fairSettle, fairMeasure)
+	fmt.Fprintln(w, "| weights A:B | calls A | calls B | A's share | A's share by weight |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %g:%g | %d | %d | %.1f%% | %.1f%% |\n", r.WeightA, r.WeightB, r.CallsA, r.CallsB, 100*r.shareA(), 100*r.WeightA/(r.WeightA+r.WeightB))
+	}
+	fmt.Fprintln(w)
+}

@@ -21,7 +21,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/memagent/memagent/internal/memagent"
 )
@@ -36,7 +35,6 @@ const (
 	FormatZip   = "zip"
 	FormatOLE   = "ole"
 	FormatImage = "image"
-	FormatOther = "binary"
 )
 
 // SniffBytes is how much of the start of a file Detect wants.
@@ -46,7 +44,7 @@ const SniffBytes = 8 << 10
 // SniffBytes), by content, not name: "%PDF-" anywhere in the first KiB
 // (as PDF readers accept), a zip (a DOCX is told from other zips only once
 // it is opened: FormatZip), HTML markup at the start, an OLE compound file
-// (a legacy .doc), images, or else text.
+// (a legacy .doc), an image, or else text (which must then be UTF-8).
 func Detect(head []byte) string {
 	if i := bytes.Index(head[:min(len(head), 1024)], []byte("%PDF-")); i >= 0 {
 		return FormatPDF
@@ -60,30 +58,12 @@ func Detect(head []byte) string {
 	if isHTML(head) {
 		return FormatHTML
 	}
-	ct := http.DetectContentType(head)
-	switch {
-	case strings.HasPrefix(ct, "image/"):
+	if strings.HasPrefix(http.DetectContentType(head), "image/") {
 		return FormatImage
-	case strings.HasPrefix(ct, "text/"):
-		return FormatText
-	case utf8.Valid(head[:validPrefix(head)]):
-		// A text file with a NUL or other control byte early on still
-		// goes to the UTF-8 check, which says where the bad byte is.
-		return FormatText
 	}
-	return FormatOther
-}
-
-// validPrefix trims a character cut at the end of head.
-func validPrefix(head []byte) int {
-	n := len(head)
-	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(head[n-1]); i++ {
-		n--
-	}
-	if n > 0 && !utf8.FullRune(head[n-1:]) {
-		n--
-	}
-	return n
+	// Anything else goes to the UTF-8 check, which says where a bad byte
+	// is (or replaces bad bytes, when asked to).
+	return FormatText
 }
 
 // isHTML reports a document that starts, after a byte order mark, white
@@ -139,8 +119,6 @@ func Unsupported(format string) error {
 		return badf("is a legacy Office file (.doc, .xls or .ppt): save it as .docx or PDF and ask again")
 	case FormatImage:
 		return badf("is an image with no text layer: run OCR first (e.g. ocrmypdf) and ask about the PDF it makes")
-	case FormatOther:
-		return badf("is neither text nor PDF, DOCX or HTML: convert it to one of those first")
 	}
 	return nil
 }

@@ -79,10 +79,10 @@ type Activities struct {
 	// each chunk from S3 once; see ChunkCache. DocumentQA's UpdateMemory
 	// does not use it.
 	Chunks ChunkCache
-	// Documents converts PDF, DOCX and HTML documents (ConvertDocument);
-	// nil means one made on first use, with PDFium started then and kept
-	// for the worker's life.
-	Documents *docconv.Converter
+	// documents converts PDF, DOCX and HTML documents (ConvertDocument):
+	// made on first use, with PDFium started then and kept for the
+	// worker's life, its instances bounded (docconv.DefaultInstances).
+	documents *docconv.Converter
 
 	// kept remembers paid completions until their activity completes.
 	kept keptCalls

@@ -240,10 +240,10 @@ func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3s
 func (a *Activities) converter() *docconv.Converter {
 	a.indexMu.Lock()
 	defer a.indexMu.Unlock()
-	if a.Documents == nil {
-		a.Documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir()}
+	if a.documents == nil {
+		a.documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir()}
 	}
-	return a.Documents
+	return a.documents
 }
 
 // loadPageMap reads the page map a conversion stored, for PrepareDocument

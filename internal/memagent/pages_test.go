@@ -37,7 +37,9 @@ func TestPageMapRef(t *testing.T) {
 
 func TestJoinPageRefs(t *testing.T) {
 	p := func(first, last int) *PageRef { return &PageRef{Unit: UnitPage, First: first, Last: last} }
-	s := func(n int, label string) *PageRef { return &PageRef{Unit: UnitSection, First: n, Last: n, Label: label} }
+	s := func(n int, label string) *PageRef {
+		return &PageRef{Unit: UnitSection, First: n, Last: n, Label: label}
+	}
 	for _, tc := range []struct {
 		name string
 		refs []*PageRef

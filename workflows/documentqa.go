@@ -36,7 +36,8 @@ const DefaultChunksPerRun = 200
 // DocumentQAInput starts a DocumentQA run. It is JSON on the wire, so any
 // Temporal client can start one.
 type DocumentQAInput struct {
-	// Document is an s3:// URI of UTF-8 text.
+	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
+	// document, converted to text first (see docs/DOCUMENTS.md).
 	Document string `json:"document" contract:"required"`
 	// Question is asked of the document; at most 16 KiB.
 	Question string `json:"question" contract:"required"`

@@ -72,7 +72,8 @@ type ReviewQuestion struct {
 
 // ReviewInput starts a ReviewDocument run. It is JSON on the wire.
 type ReviewInput struct {
-	// Document is an s3:// URI of UTF-8 text.
+	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
+	// document, converted to text first (see docs/DOCUMENTS.md).
 	Document  string                  `json:"document" contract:"required"`
 	Questions []ReviewQuestion        `json:"questions" contract:"required"`
 	Options   activities.ModelOptions `json:"options"`

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -78,6 +79,10 @@ type Activities struct {
 	// each chunk from S3 once; see ChunkCache. DocumentQA's UpdateMemory
 	// does not use it.
 	Chunks ChunkCache
+	// documents converts PDF, DOCX and HTML documents (ConvertDocument):
+	// made on first use, with PDFium started then and kept for the
+	// worker's life, its instances bounded (docconv.DefaultInstances).
+	documents *docconv.Converter
 
 	// kept remembers paid completions until their activity completes.
 	kept keptCalls
@@ -134,7 +139,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	if err != nil {
 		return nil, badInput(err)
 	}
-	if err := a.allowRead("document", in.Document); err != nil {
+	if err := a.allowReadDocument(in); err != nil {
 		return nil, err
 	}
 	if in.OutputPrefix != "" {
@@ -186,6 +191,9 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		if err != nil {
 			return nil, err
 		}
+		if idx.PageMap, err = a.pageMapOf(ctx, in); err != nil {
+			return nil, err
+		}
 		data, err := json.Marshal(idx)
 		if err != nil {
 			return nil, fmt.Errorf("encode chunk index: %w", err)
@@ -201,6 +209,9 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		return nil, badInput(fmt.Errorf("document %s has %d chunks, over the worker's limit of %d: raise options.chunk_tokens or split the document", in.Document, len(idx.Chunks), limits.MaxChunks))
 	}
 	out.SHA256, out.Bytes, out.Tokens, out.Chunks = idx.SHA256, idx.Bytes, idx.Tokens, len(idx.Chunks)
+	if c := in.Converted; c != nil {
+		out.Source, out.Format, out.Unit, out.Pages = c.Source, c.Format, c.Unit, c.Pages
+	}
 	if idx.Source != "" {
 		if opts.InvalidUTF8 != InvalidUTF8Replace {
 			// An earlier run replaced this document's invalid bytes; this
@@ -338,6 +349,7 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 		return nil, err
 	}
 	memory, kept := nextMemory(in.Memory, comp.Text)
+	pages := idx.PageMap.Ref(ch.Start, ch.End)
 	out := &UpdateOutput{
 		Memory:       memory,
 		Chunk:        in.Chunk,
@@ -348,13 +360,15 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 		FinishReason: comp.FinishReason,
 		MemoryKept:   kept,
 		LatencyMS:    comp.Latency.Milliseconds(),
+		Pages:        pages,
+		Evidence:     evidenceOf(in, ch, idx.PageMap, pages, memory, text),
 	}
 	trace := ChunkTrace{
 		Chunk: in.Chunk, Chunks: len(idx.Chunks), Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens,
 		Model: comp.Model, PromptTokens: comp.PromptTokens, CompletionTokens: comp.CompletionTokens,
 		CachedTokens: comp.CachedTokens, LatencyMS: out.LatencyMS, FinishReason: comp.FinishReason,
 		Attempt: attempt(ctx), MemoryKept: kept, MemoryAfter: memory, WrittenAt: time.Now().UTC(),
-		Calls: paid.Calls, Kept: keep(digest, comp),
+		Calls: paid.Calls, Kept: keep(digest, comp), Pages: pages,
 	}
 	sctx, cancel = a.s3ctx(ctx)
 	err = a.putJSON(sctx, traceLoc, trace)
@@ -405,6 +419,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 	res.Answer, res.AnswerFound, res.AnswerMethod = ans.Text, ans.Found, ans.Method
 	res.Usage = res.Usage.Add(paid.usage())
 	res.FinalMemory = in.Memory
+	res.AnswerPages = markEvidence(res.Evidence, in.Memory)
 	res.GoldAnswers = in.GoldAnswers
 	if len(in.GoldAnswers) > 0 {
 		s := memagent.Score(ans.Text, in.GoldAnswers)

@@ -393,6 +393,12 @@ func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 		Usage:        Usage{Calls: 1, PromptTokens: int64(len(wantPrompt) / 4), CompletionTokens: int64(len("memory 1") / 4)},
 		FinishReason: "stop",
 	}
+	// "memory 1" has a word the old memory lacks, with a digit: the chunk
+	// is evidence, without pages (a text document).
+	if ev := out.Evidence; ev == nil || ev.Chunk != 3 || ev.Start != ch.Start || ev.End != ch.End || ev.Pages != nil {
+		t.Errorf("evidence = %+v, want chunk 3's range and no pages", ev)
+	}
+	out.Evidence = nil
 	if out != wantOut {
 		t.Errorf("output = %+v, want %+v", out, wantOut)
 	}

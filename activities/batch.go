@@ -445,6 +445,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 				r.Scores = &s
 			}
 			r.Chunks, r.Tokens, r.WorkflowID, r.ResultURI = c.Chunks, c.Tokens, c.WorkflowID, c.ResultURI
+			r.AnswerPages = c.AnswerPages
 			out.Reused++
 		default:
 			out.Run = append(out.Run, BatchRunItem{
@@ -782,7 +783,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	cw := csv.NewWriter(bufio.NewWriterSize(csvFile, 256<<10))
 	header := []string{"seq", "id", "status", "document", "question", "gold_answers", "answer", "answer_found",
 		"exact_match", "substring_match", "f1", "recall", "chunks", "tokens", "calls", "prompt_tokens", "completion_tokens",
-		"error_type", "error", "workflow_id", "result_uri"}
+		"error_type", "error", "workflow_id", "result_uri", "answer_pages"}
 	for _, k := range labelKeys {
 		header = append(header, "label:"+k)
 	}
@@ -961,7 +962,7 @@ func csvRow(r BatchItemResult) []string {
 		report.BatchCSVText(r.Answer), strconv.FormatBool(r.AnswerFound), em, sub, f1, recall,
 		strconv.Itoa(r.Chunks), strconv.FormatInt(r.Tokens, 10), strconv.Itoa(r.Usage.Calls),
 		strconv.FormatInt(r.Usage.PromptTokens, 10), strconv.FormatInt(r.Usage.CompletionTokens, 10),
-		r.ErrorType, report.BatchCSVText(r.Error), r.WorkflowID, r.ResultURI,
+		r.ErrorType, report.BatchCSVText(r.Error), r.WorkflowID, r.ResultURI, report.BatchCSVText(r.AnswerPages),
 	}
 }
 

@@ -39,6 +39,9 @@ type BatchItemResult struct {
 	// memagent.* error type when there is one).
 	Error     string `json:"error,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
+	// AnswerPages cites the pages (or sections) of a converted document
+	// the answer's evidence is on, as DocumentQA's result does.
+	AnswerPages string `json:"answer_pages,omitempty"`
 }
 
 // ScoreAggregate sums up a set of batch items. The score means are over the

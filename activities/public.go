@@ -58,6 +58,17 @@ type ReviewEvidence = report.ReviewEvidence
 // evidence and status.
 type ReviewRow = report.ReviewRow
 
+// PageMap says which byte range of a converted document's text came from
+// which page (PDF) or section (DOCX, HTML).
+type PageMap = memagent.PageMap
+
+// PageSpan is one page's or section's byte range of the text.
+type PageSpan = memagent.PageSpan
+
+// PageRef names the page, pages or section a chunk or passage came from;
+// its String is "p. 17", "pp. 16–17" or "§ 3 Payment terms".
+type PageRef = memagent.PageRef
+
 // ErrNotFound is the error (matched with errors.Is) an ObjectStore returns
 // for a missing bucket or object; the activities turn it into a
 // non-retryable DocumentNotFound failure.

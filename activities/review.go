@@ -58,23 +58,10 @@ func (a *Activities) ReviewUpdate(ctx context.Context, in UpdateInput) (*ReviewU
 		return nil, err
 	}
 	res := &ReviewUpdateOutput{UpdateOutput: *out}
-	change := report.ReviewMaterialChange(in.Memory, out.Memory)
-	if !change.Material {
-		return res, nil
-	}
-	res.Material, res.Added = true, change.Added
-	// UpdateMemory parsed the URI and has just read the chunk: this read
-	// is the cache's.
-	loc, _ := s3store.ParseURI(in.Document)
-	text, err := a.readChunk(ctx, loc, out.Start, out.End, in.ETag)
-	if err != nil {
-		// The memory update is done and paid for; the passage is a
-		// pointer into the chunk, which the evidence names anyway.
-		a.logger().WarnContext(ctx, "evidence passage not located", "chunk", in.Chunk, "err", err)
-		return res, nil
-	}
-	if s, e, ok := report.ReviewLocatePassage(text, change.Added); ok {
-		res.Passage = &report.ReviewPassage{Start: out.Start + int64(s), End: out.Start + int64(e)}
+	// The review keeps its evidence in its own fields, as before pages.
+	res.UpdateOutput.Evidence = nil
+	if ev := out.Evidence; ev != nil {
+		res.Material, res.Added, res.Passage = true, ev.Added, ev.Passage
 	}
 	return res, nil
 }

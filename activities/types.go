@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
 )
 
 // Activity names, registered explicitly so that renaming a Go method never
@@ -196,6 +197,10 @@ type PrepareInput struct {
 	// before any model call.
 	OutputPrefix string `json:"output_prefix,omitempty"`
 	WorkflowID   string `json:"workflow_id,omitempty"`
+	// Converted is set when Document is the text ConvertDocument made:
+	// the index then keeps the page map, and the read check applies to
+	// the converted source.
+	Converted *ConvertOutput `json:"converted,omitempty"`
 }
 
 // PrepareOutput describes the prepared document. The chunk byte ranges stay
@@ -219,6 +224,13 @@ type PrepareOutput struct {
 	// Reused is true when an existing index for the same object version,
 	// tokenizer and chunk size was found.
 	Reused bool `json:"reused"`
+	// Source is the PDF, DOCX or HTML document that Document was
+	// converted from, Format its format, and Pages how many pages (Unit
+	// "page") or sections (Unit "section") it has; empty for text.
+	Source string `json:"source,omitempty"`
+	Format string `json:"format,omitempty"`
+	Unit   string `json:"unit,omitempty"`
+	Pages  int    `json:"pages,omitempty"`
 }
 
 // UpdateInput asks for one chunk's memory update.
@@ -248,6 +260,13 @@ type UpdateOutput struct {
 	// previous one was carried forward.
 	MemoryKept bool  `json:"memory_kept,omitempty"`
 	LatencyMS  int64 `json:"latency_ms"`
+	// Pages are the pages (or sections) of a converted document the chunk
+	// came from.
+	Pages *memagent.PageRef `json:"pages,omitempty"`
+	// Evidence is set when the chunk changed the memory materially
+	// (report.ReviewMaterialChange): the chunk, its pages, and the
+	// passage the change came from.
+	Evidence *report.ReviewEvidence `json:"evidence,omitempty"`
 }
 
 // ChunkTrace is the per-chunk record written to S3. A retry overwrites it.
@@ -267,6 +286,9 @@ type ChunkTrace struct {
 	MemoryKept       bool      `json:"memory_kept,omitempty"`
 	MemoryAfter      string    `json:"memory_after"`
 	WrittenAt        time.Time `json:"written_at"`
+	// Pages are the pages (or sections) of a converted document the chunk
+	// came from.
+	Pages *memagent.PageRef `json:"pages,omitempty"`
 	// Calls is how many model calls this chunk's update took (more than 1
 	// when a completion was lost and paid for again).
 	Calls int `json:"calls,omitempty"`
@@ -327,4 +349,16 @@ type QAResult struct {
 	ResultURI      string           `json:"result_uri"`
 	StartedAt      time.Time        `json:"started_at"`
 	FinishedAt     time.Time        `json:"finished_at"`
+	// Source is the PDF, DOCX or HTML document asked about when Document
+	// is the text converted from it; Format is its format.
+	Source string `json:"source,omitempty"`
+	Format string `json:"format,omitempty"`
+	// Evidence lists, in document order, the chunks at which the memory
+	// changed materially, with their pages and passages (at most
+	// MaxEvidence; see report.ReviewPruneEvidence); SupportsAnswer marks
+	// those the final memory still holds.
+	Evidence []report.ReviewEvidence `json:"evidence,omitempty"`
+	// AnswerPages cites the pages (or sections) of the evidence that
+	// supports the answer: "p. 17", "pp. 3, 17", "§ 2 Access".
+	AnswerPages string `json:"answer_pages,omitempty"`
 }

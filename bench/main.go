@@ -2,7 +2,7 @@
 // tables to BENCHMARKS.md:
 //
 //	go run ./bench                 # everything
-//	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, batch
+//	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, batch, convert
 //
 // Figures are ratios of runs made in the same process on the same machine,
 // because absolute times on shared machines are noisy. The model is the
@@ -45,6 +45,13 @@ type benchEnv struct {
 }
 
 func main() {
+	if pdf := os.Getenv(convertProcessEnv); pdf != "" {
+		if err := runConvertProcess(pdf); err != nil {
+			fmt.Fprintln(os.Stderr, "bench convert:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getenv(workerProcessEnv) == "1" {
 		if err := runWorkerProcess(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench worker:", err)
@@ -60,20 +67,21 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review or batch")
+	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, batch or convert")
 	out := fs.String("out", "BENCHMARKS.md", "markdown report to write ('' = stdout only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
 	overheadTokens := fs.Int("overhead-tokens", 500_000, "document length for the overhead comparison")
 	scaleSizes := fs.String("scale", "500000,1000000,2000000,3500000,10000000", "document lengths (tokens) for the scale section")
 	batchPollers := fs.String("batch-pollers", "2,8", "workflow task pollers of the batch section's variants; the first is the baseline")
 	batchRounds := fs.Int("batch-rounds", 2, "runs of each batch variant, in alternating order")
+	convertRounds := fs.Int("convert-rounds", 3, "conversions of the 1,000-page PDF by each converter, alternating")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *only {
-	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "batch":
+	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "batch", "convert":
 	default:
-		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review or batch", *only)
+		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, batch or convert", *only)
 	}
 	variants, err := parseBatchVariants(*batchPollers)
 	if err != nil {
@@ -93,11 +101,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	env, err := newBenchEnv(ctx)
-	if err != nil {
-		return err
+	// Conversion needs no stack.
+	var env *benchEnv
+	if *only != "convert" {
+		if env, err = newBenchEnv(ctx); err != nil {
+			return err
+		}
+		defer env.close()
 	}
-	defer env.close()
 
 	var report strings.Builder
 	fmt.Fprintf(&report, "# Benchmarks\n\nCommand: `go run ./bench%s` on %s. The model is the inference simulator: these figures measure the system around the model, never a model.\n\n",
@@ -185,6 +196,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("batch: %w", err)
 		}
 		writeBatch(&report, r)
+	}
+	if want("convert") {
+		r, err := runConvert(ctx, max(*convertRounds, 1))
+		if err != nil {
+			return fmt.Errorf("convert: %w", err)
+		}
+		writeConvert(&report, r)
 	}
 	fmt.Fprint(stdout, report.String())
 	if *out != "" && *only == "" {

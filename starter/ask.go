@@ -23,6 +23,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
@@ -317,7 +318,30 @@ func queryProgress(ctx context.Context, c client.Client, id string) (workflows.P
 	return p, v.Get(&p)
 }
 
-// resolveDocument checks that the document exists and is text, uploading a
+// convertedTypes are the content types of the formats the worker converts,
+// for the upload.
+var convertedTypes = map[string]string{
+	docconv.FormatPDF:  "application/pdf",
+	docconv.FormatZip:  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	docconv.FormatHTML: "text/html",
+}
+
+// sniffFile names a local file's format by its first bytes (docconv.Detect)
+// and rewinds it.
+func sniffFile(f *os.File) (string, error) {
+	head := make([]byte, docconv.SniffBytes)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return "", err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	return docconv.Detect(head[:n]), nil
+}
+
+// resolveDocument checks that the document exists and is text, PDF, DOCX
+// or HTML (which the worker converts to text), uploading a
 // local file to the bucket under its content hash. It returns the
 // document's s3:// URI and, when known, its SHA-256: always for a local
 // file, and for an object under the content-addressed upload prefix.
@@ -351,9 +375,26 @@ func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha str
 	if st.IsDir() {
 		return "", "", fmt.Errorf("document %s is a directory: pass a text file", doc)
 	}
-	text, err := memagent.ScanText(f)
+	format, err := sniffFile(f)
+	if err != nil {
+		return "", "", fmt.Errorf("read document %s: %w", doc, err)
+	}
+	if err := docconv.Unsupported(format); err != nil {
+		return "", "", fmt.Errorf("document %s %w", doc, err)
+	}
+	contentType := "text/plain; charset=utf-8"
+	var text memagent.TextInfo
 	var bad *memagent.InvalidUTF8Error
+	if ct, ok := convertedTypes[format]; ok {
+		// The worker converts it (ConvertDocument); upload it as it is.
+		contentType = ct
+		text, err = hashFile(f)
+	} else {
+		text, err = memagent.ScanText(f)
+	}
 	switch {
+	case contentType != "text/plain; charset=utf-8" && err != nil:
+		return "", "", fmt.Errorf("read document %s: %w", doc, err)
 	case errors.Is(err, memagent.ErrEmptyDocument):
 		return "", "", fmt.Errorf("document %s has no text (empty or only whitespace)", doc)
 	case errors.As(err, &bad) && s.replaceInvalid:
@@ -376,7 +417,7 @@ func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha str
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", "", err
 	}
-	if err := s.store.PutReader(ctx, loc, f, text.Bytes, "text/plain; charset=utf-8"); err != nil {
+	if err := s.store.PutReader(ctx, loc, f, text.Bytes, contentType); err != nil {
 		return "", "", fmt.Errorf("upload document: %w", err)
 	}
 	return loc.String(), text.SHA256, nil
@@ -469,8 +510,11 @@ func printResult(w io.Writer, cfg config.Config, res *workflows.DocumentQAResult
 			Scores      *memagent.Scores `json:"scores,omitempty"`
 			Usage       activities.Usage `json:"usage"`
 			Runs        int              `json:"runs"`
+			Source      string           `json:"source,omitempty"`
+			Format      string           `json:"format,omitempty"`
+			AnswerPages string           `json:"answer_pages,omitempty"`
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
-			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs}
+			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages}
 		enc := json.NewEncoder(w)
 		return enc.Encode(out)
 	}
@@ -479,8 +523,14 @@ func printResult(w io.Writer, cfg config.Config, res *workflows.DocumentQAResult
 		answer = "(no answer found in the model's reply)"
 	}
 	fmt.Fprintf(w, "Answer:   %s\n", answer)
+	if res.AnswerPages != "" {
+		fmt.Fprintf(w, "Found on: %s\n", res.AnswerPages)
+	}
 	if res.Scores != nil {
 		fmt.Fprintf(w, "Score:    exact=%v substring=%v f1=%.2f\n", res.Scores.ExactMatch, res.Scores.SubstringMatch, res.Scores.F1)
+	}
+	if res.Source != "" {
+		fmt.Fprintf(w, "Source:   %s (%s, converted to the text below)\n", res.Source, strings.ToUpper(res.Format))
 	}
 	fmt.Fprintf(w, "Document: %s (%d chunks, %d tokens, %d bytes)\n", res.Document, res.Chunks, res.Tokens, res.Bytes)
 	fmt.Fprintf(w, "Model:    %s, %d calls, %d prompt + %d completion tokens\n", res.Model, res.Usage.Calls, res.Usage.PromptTokens, res.Usage.CompletionTokens)

@@ -285,6 +285,9 @@ func printReviewGrid(w io.Writer, g *workflows.ReviewResult) {
 				break
 			}
 			s := fmt.Sprintf("%d@%d-%d", e.Chunk, e.Start, e.End)
+			if c := e.Cite(); c != "" {
+				s += "(" + c + ")"
+			}
 			if e.SupportsAnswer {
 				s += "✓"
 			}

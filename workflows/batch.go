@@ -594,6 +594,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it activities.BatchRunItem)
 			r.Status = activities.ItemAnswered
 			r.Answer, r.AnswerFound, r.Scores = res.Answer, res.AnswerFound, res.Scores
 			r.Chunks, r.Tokens, r.Usage, r.ResultURI = res.Chunks, res.Tokens, res.Usage, res.ResultURI
+			r.AnswerPages = res.AnswerPages
 			st.Answered++
 			st.Usage = st.Usage.Add(res.Usage)
 		}

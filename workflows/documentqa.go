@@ -12,6 +12,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
 )
 
 // Names under which workflows, queries and the default task queue are
@@ -35,7 +36,8 @@ const DefaultChunksPerRun = 200
 // DocumentQAInput starts a DocumentQA run. It is JSON on the wire, so any
 // Temporal client can start one.
 type DocumentQAInput struct {
-	// Document is an s3:// URI of UTF-8 text.
+	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
+	// document, converted to text first (see docs/DOCUMENTS.md).
 	Document string `json:"document" contract:"required"`
 	// Question is asked of the document; at most 16 KiB.
 	Question string `json:"question" contract:"required"`
@@ -78,6 +80,10 @@ type QAState struct {
 	Runs        int                      `json:"runs"`
 	StartedAt   time.Time                `json:"started_at"`
 	TracePrefix string                   `json:"trace_prefix"`
+	// Evidence are the chunks at which the memory changed materially
+	// (see ConvertDocumentChange's noteEvidence), at most MaxReviewEvidence.
+	Evidence        []report.ReviewEvidence `json:"evidence,omitempty"`
+	EvidenceDropped int                     `json:"evidence_dropped,omitempty"`
 }
 
 // DocumentQAResult is the workflow's result.
@@ -226,10 +232,14 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			DisableEagerExecution: lazy,
 			Summary:               "prepare document",
 		})
-		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, activities.PrepareInput{
+		prep := activities.PrepareInput{
 			Document: in.Document, Question: in.Question, Options: in.Options,
 			OutputPrefix: ownPrefix(in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
-		}).Get(ctx, &st.Prepared); err != nil {
+		}
+		if err := convertFirst(ctx, hb, &prep); err != nil {
+			return nil, err
+		}
+		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(ctx, &st.Prepared); err != nil {
 			return nil, stageError("prepare document", err)
 		}
 		if st.TracePrefix == "" {
@@ -281,6 +291,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			return nil, stageError(fmt.Sprintf("update memory at chunk %d", st.Cursor), err)
 		}
 		st.Memory = out.Memory
+		st.noteEvidence(out)
 		st.TokensDone += int64(out.ChunkTokens)
 		st.Usage = st.Usage.Add(out.Usage)
 		st.Cursor++
@@ -313,6 +324,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Chunks: st.Prepared.Chunks, Tokens: st.Prepared.Tokens, Bytes: st.Prepared.Bytes,
 			Usage: st.Usage, Runs: st.Runs, IndexURI: st.Prepared.IndexURI,
 			TracePrefix: st.TracePrefix + "chunks/", StartedAt: st.StartedAt,
+			Source: st.Prepared.Source, Format: st.Prepared.Format, Evidence: st.Evidence,
 		},
 	}).Get(ctx, &res)
 	if err != nil {

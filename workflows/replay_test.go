@@ -11,7 +11,8 @@ package workflows_test
 // may be in flight:
 //
 //	testdata/documentqa_run{N}.json      before search attributes (DefaultVersion); frozen
-//	testdata/documentqa_v1_run{N}.json   version 1 of SearchAttributesChange; the current code
+//	testdata/documentqa_v1_run{N}.json   version 1 of SearchAttributesChange
+//	testdata/documentqa_convert_run{N}.json  and version 1 of ConvertDocumentChange; the current code
 //
 // To record the current generation again (after adding a workflow feature
 // that its histories do not exercise), run
@@ -22,7 +23,7 @@ package workflows_test
 // simulator, in memory, on free loopback ports) with a small generated
 // document and three chunks per run, so that the run continues-as-new at
 // least three times, and writes the history of every run of the chain to
-// testdata/documentqa_v1_run{N}.json in the format of
+// testdata/documentqa_convert_run{N}.json in the format of
 // `temporal workflow show --output json`. Older generations are never
 // rewritten: they are what runs started by older workers look like. A
 // history saved that way from a production run can be added under the name
@@ -90,6 +91,9 @@ type generation struct {
 var generations = []generation{
 	{name: "v0", prefix: "documentqa_run", version: workflow.DefaultVersion},
 	{name: "v1", prefix: "documentqa_v1_run", version: 1},
+	// v1 with ConvertDocumentChange at version 1: ConvertDocument before
+	// PrepareDocument.
+	{name: "v1-convert", prefix: "documentqa_convert_run", version: 1},
 }
 
 const (

@@ -72,7 +72,8 @@ type ReviewQuestion struct {
 
 // ReviewInput starts a ReviewDocument run. It is JSON on the wire.
 type ReviewInput struct {
-	// Document is an s3:// URI of UTF-8 text.
+	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
+	// document, converted to text first (see docs/DOCUMENTS.md).
 	Document  string                  `json:"document" contract:"required"`
 	Questions []ReviewQuestion        `json:"questions" contract:"required"`
 	Options   activities.ModelOptions `json:"options"`
@@ -444,10 +445,14 @@ func (r *reviewRun) prepare() error {
 		Priority:            r.prio,
 		Summary:             "prepare document",
 	})
-	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, activities.PrepareInput{
+	prep := activities.PrepareInput{
 		Document: r.in.Document, Question: longest, Options: r.in.Options,
 		OutputPrefix: ownPrefix(r.in.OutputPrefix, r.st.Prefix), WorkflowID: r.info.WorkflowExecution.ID,
-	}).Get(r.ctx, &r.st.Prepared); err != nil {
+	}
+	if err := convertFirst(r.ctx, r.hb, &prep); err != nil {
+		return err
+	}
+	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(r.ctx, &r.st.Prepared); err != nil {
 		return stageError("prepare document", err)
 	}
 	if r.st.Prefix == "" {
@@ -546,6 +551,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 		if out.Material {
 			qs.Evidence = append(qs.Evidence, report.ReviewEvidence{
 				Chunk: out.Chunk, Start: out.Start, End: out.End, Passage: out.Passage, Added: out.Added,
+				Pages: out.Pages,
 			})
 			var dropped int
 			qs.Evidence, dropped = report.ReviewPruneEvidence(qs.Evidence, qs.Memory, MaxReviewEvidence)
@@ -724,6 +730,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		RunID: r.info.WorkflowExecution.RunID, FirstRunID: r.info.FirstRunID,
 		Document: p.Document, DocumentSHA256: p.SHA256, Bytes: p.Bytes, Tokens: p.Tokens, Chunks: p.Chunks,
 		InvalidBytesReplaced: p.InvalidBytesReplaced, Model: r.opts.Model, Tokenizer: p.Tokenizer,
+		Source: p.Source, Format: p.Format,
 		ChunkTokens: p.ChunkTokens, MemoryMaxTokens: r.opts.WithDefaults().MemoryMaxTokens,
 		EvidenceRule: report.ReviewEvidenceRule, Runs: r.st.Runs, StartedAt: r.st.StartedAt,
 		Prefix: r.st.Prefix, JSONURI: r.st.Prefix + activities.ReviewGridJSON,

@@ -2,7 +2,9 @@ package workflows_test
 
 // ReviewDocument's tests: unit tests on the SDK's test environment with
 // in-memory fakes (activitiestest), and the replay test of its recorded
-// histories (testdata/review_run{N}.json; record them again with
+// histories (testdata/review_run{N}.json, frozen, from before
+// ConvertDocumentChange, and testdata/review_convert_run{N}.json, the
+// current generation; record that again with
 // go test ./workflows -run TestReplayReview -update).
 
 import (
@@ -347,9 +349,10 @@ func TestReviewDocument(t *testing.T) {
 	}
 	checkReview(t, f, res, doc)
 	// One worker's cache: every chunk was read from the store once, plus
-	// one small read per evidence passage for the report.
-	if want := 6 + 2; f.store.Ranges != want {
-		t.Errorf("%d ranged reads, want %d (6 chunks + 2 passages)", f.store.Ranges, want)
+	// one small read per evidence passage for the report, plus the first
+	// bytes ConvertDocument reads to tell the format.
+	if want := 6 + 2 + 1; f.store.Ranges != want {
+		t.Errorf("%d ranged reads, want %d (6 chunks + 2 passages + 1 format sniff)", f.store.Ranges, want)
 	}
 }
 
@@ -550,7 +553,9 @@ func TestReviewInputWithDefaults(t *testing.T) {
 // current code.
 
 const (
-	reviewHistoryPrefix = "review_run"
+	// reviewHistoryPrefix is the current generation, the one -update
+	// records: ConvertDocument before PrepareDocument.
+	reviewHistoryPrefix = "review_convert_run"
 	reviewReplayID      = "replay-review"
 	reviewMinRuns       = 3
 )
@@ -559,13 +564,18 @@ func TestReplayReview(t *testing.T) {
 	if *update {
 		recordReviewHistories(t)
 	}
-	paths, err := filepath.Glob(filepath.Join(historyDir, reviewHistoryPrefix+"*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) < reviewMinRuns {
-		t.Fatalf("found %d histories %s/%s{N}.json, want at least %d; record them with: go test ./workflows -run TestReplayReview -update",
-			len(paths), historyDir, reviewHistoryPrefix, reviewMinRuns)
+	// review_run{N}: recorded before ConvertDocumentChange (frozen).
+	var paths []string
+	for _, prefix := range []string{"review_run", reviewHistoryPrefix} {
+		gen, err := filepath.Glob(filepath.Join(historyDir, prefix+"[0-9]*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gen) < reviewMinRuns {
+			t.Fatalf("found %d histories %s/%s{N}.json, want at least %d; record the current generation with: go test ./workflows -run TestReplayReview -update",
+				len(gen), historyDir, prefix, reviewMinRuns)
+		}
+		paths = append(paths, gen...)
 	}
 	replayer := worker.NewWorkflowReplayer()
 	workflows.Register(replayer)
@@ -656,7 +666,7 @@ func recordReviewHistories(t *testing.T) {
 		t.Fatalf("review took %d runs, answered %q with evidence %+v; want at least %d runs and %q with evidence",
 			res.Runs, res.Rows[0].Answer, res.Rows[0].Evidence, reviewMinRuns, replayAnswer)
 	}
-	old, _ := filepath.Glob(filepath.Join(historyDir, reviewHistoryPrefix+"*.json"))
+	old, _ := filepath.Glob(filepath.Join(historyDir, reviewHistoryPrefix+"[0-9]*.json"))
 	for _, p := range old {
 		if err := os.Remove(p); err != nil {
 			t.Fatal(err)

@@ -64,6 +64,10 @@ type ChunkIndex struct {
 	Source     string `json:"source,omitempty"`
 	SourceETag string `json:"source_etag,omitempty"`
 	Replaced   int64  `json:"replaced,omitempty"`
+	// PageMap is set when the text was converted from a PDF, DOCX or HTML
+	// document: it maps byte ranges of the text to the source's pages or
+	// sections.
+	PageMap *PageMap `json:"page_map,omitempty"`
 }
 
 // ErrEmptyDocument is returned by [PlanChunks] for a document that is empty

@@ -43,11 +43,15 @@ type ReviewGrid struct {
 	Chunks         int    `json:"chunks"`
 	// InvalidBytesReplaced counts the bytes replaced under the "replace"
 	// UTF-8 policy.
-	InvalidBytesReplaced int64  `json:"invalid_bytes_replaced,omitempty"`
-	Model                string `json:"model"`
-	Tokenizer            string `json:"tokenizer"`
-	ChunkTokens          int    `json:"chunk_tokens"`
-	MemoryMaxTokens      int    `json:"memory_max_tokens"`
+	InvalidBytesReplaced int64 `json:"invalid_bytes_replaced,omitempty"`
+	// Source is the PDF, DOCX or HTML document Document was converted
+	// from, and Format its format; empty for text.
+	Source          string `json:"source,omitempty"`
+	Format          string `json:"format,omitempty"`
+	Model           string `json:"model"`
+	Tokenizer       string `json:"tokenizer"`
+	ChunkTokens     int    `json:"chunk_tokens"`
+	MemoryMaxTokens int    `json:"memory_max_tokens"`
 	// EvidenceRule is the rule that decided material changes
 	// (ReviewEvidenceRule when the grid was made).
 	EvidenceRule string `json:"evidence_rule"`
@@ -111,6 +115,9 @@ type ReviewEvidence struct {
 	// SupportsAnswer reports that the final memory, from which the answer
 	// was given, still holds at least half of Added.
 	SupportsAnswer bool `json:"supports_answer"`
+	// Pages are the pages (or sections) of a converted document the chunk
+	// came from.
+	Pages *memagent.PageRef `json:"pages,omitempty"`
 }
 
 // ReviewPassage is a byte range [Start, End) of the document and, in the
@@ -119,6 +126,18 @@ type ReviewPassage struct {
 	Start int64  `json:"start"`
 	End   int64  `json:"end"`
 	Text  string `json:"text,omitempty"`
+	// Pages are the page (or pages, or section) of a converted document
+	// the passage is on.
+	Pages *memagent.PageRef `json:"pages,omitempty"`
+}
+
+// Cite is where an evidence entry is in the source: its passage's pages,
+// or else its chunk's; "" for a text document.
+func (e ReviewEvidence) Cite() string {
+	if e.Passage != nil && e.Passage.Pages != nil {
+		return e.Passage.Pages.String()
+	}
+	return e.Pages.String()
 }
 
 // ReviewUsage sums the tokens the model server reported. It has the fields
@@ -146,11 +165,13 @@ var ReviewCSVHeader = []string{
 	"exact_match", "substring_match", "f1",
 	"evidence_chunks", "evidence_ranges", "passage_ranges", "supporting_chunks", "evidence_dropped",
 	"chunks_read", "calls", "prompt_tokens", "completion_tokens", "result_uri", "error_type", "error",
+	"evidence_pages",
 }
 
 // WriteReviewCSV writes g as CSV (RFC 4180), one row per question, with
 // ReviewCSVHeader. Lists within a cell are separated by "; " (gold answers
-// by " | "); a byte range is "start-end", end exclusive. Text cells that a
+// by " | "); a byte range is "start-end", end exclusive; evidence_pages
+// cites each evidence entry's page ("p. 17") or section, empty for text. Text cells that a
 // spreadsheet would run as a formula (starting with =, +, -, @, tab or
 // carriage return) get a leading apostrophe.
 func WriteReviewCSV(w io.Writer, g ReviewGrid) error {
@@ -159,8 +180,9 @@ func WriteReviewCSV(w io.Writer, g ReviewGrid) error {
 		return err
 	}
 	for _, r := range g.Rows {
-		var chunks, ranges, passages, supporting []string
+		var chunks, ranges, passages, supporting, pages []string
 		for _, e := range r.Evidence {
+			pages = append(pages, e.Cite())
 			c := strconv.Itoa(e.Chunk)
 			chunks = append(chunks, c)
 			ranges = append(ranges, fmt.Sprintf("%d-%d", e.Start, e.End))
@@ -187,6 +209,7 @@ func WriteReviewCSV(w io.Writer, g ReviewGrid) error {
 			strconv.Itoa(r.ChunksRead), strconv.Itoa(r.Usage.Calls),
 			strconv.FormatInt(r.Usage.PromptTokens, 10), strconv.FormatInt(r.Usage.CompletionTokens, 10),
 			r.ResultURI, r.ErrorType, reviewCSVText(r.Error),
+			reviewCSVText(strings.Join(pages, "; ")),
 		}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -26,7 +26,8 @@ func sampleGrid() ReviewGrid {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	return ReviewGrid{
 		Version: ReviewGridVersion, WorkflowID: "memagent-review-0123456789abcdef", RunID: "run-1",
-		Document: "s3://memagent/documents/sha256/ab/doc.txt", DocumentSHA256: "ab12",
+		Document: "s3://memagent/converted/v1/ab/text.txt", DocumentSHA256: "ab12",
+		Source: "s3://memagent/documents/sha256/ab/contract.pdf", Format: "pdf",
 		Bytes: 2486695, Tokens: 500076, Chunks: 101, Model: "memagent-simulator", Tokenizer: "qwen2.5",
 		ChunkTokens: 5000, MemoryMaxTokens: 1024, EvidenceRule: ReviewEvidenceRule, Runs: 6,
 		StartedAt: at, FinishedAt: at.Add(42 * time.Second),
@@ -40,10 +41,13 @@ func sampleGrid() ReviewGrid {
 				Scores: &memagent.Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "7391-ALPHA"},
 				Evidence: []ReviewEvidence{{
 					Chunk: 17, Start: 420000, End: 445000,
-					Passage:        &ReviewPassage{Start: 431000, End: 431079, Text: "The access code for the north gate is 7391-ALPHA."},
+					Passage: &ReviewPassage{Start: 431000, End: 431079, Text: "The access code for the north gate is 7391-ALPHA.",
+						Pages: &memagent.PageRef{Unit: memagent.UnitPage, First: 17, Last: 17}},
 					Added:          []string{"7391", "alpha", "access", "code"},
 					SupportsAnswer: true,
-				}, {Chunk: 40, Start: 990000, End: 1010000, Added: []string{"gate", "lantern"}}},
+					Pages:          &memagent.PageRef{Unit: memagent.UnitPage, First: 16, Last: 17},
+				}, {Chunk: 40, Start: 990000, End: 1010000, Added: []string{"gate", "lantern"},
+					Pages: &memagent.PageRef{Unit: memagent.UnitPage, First: 38, Last: 39}}},
 				ChunksRead: 101, Usage: ReviewUsage{Calls: 102, PromptTokens: 60000, CompletionTokens: 450},
 				ResultURI: "s3://memagent/reviews/w/r/questions/q1/result.json", TracePrefix: "s3://memagent/reviews/w/r/questions/q1/chunks/",
 			},
@@ -181,7 +185,12 @@ func TestWriteReviewHTML(t *testing.T) {
 		`content="default-src 'none'; style-src 'unsafe-inline'`,
 		// The evidence: where, the passage with its new words marked, and
 		// whether it supports the answer.
-		`<a href="#q1-e1">chunk 17</a> · <span class="range">420,000–445,000</span>`,
+		`<a href="#q1-e1">p. 17 · chunk 17</a> · <span class="range">420,000–445,000</span>`,
+		// A converted document's pages: the passage's beside it, the
+		// chunk's where there is no passage.
+		`<strong class="page">p. 17</strong> · chunk 17`,
+		`<a href="#q1-e2">pp. 38–39 · chunk 40</a>`,
+		"contract.pdf</code> (pdf), converted to text",
 		"passage 431,000–431,079",
 		"The <mark>access</mark> <mark>code</mark> for the north gate is <mark>7391</mark>-<mark>ALPHA</mark>.",
 		"✓ still in the final memory",

@@ -157,6 +157,9 @@ mark{background:#ffe98a}
 Evidence lists the chunks at which a question's memory changed materially (rule <code>{{.Grid.EvidenceRule}}</code>);
 <span class="support">✓</span> marks those whose words are still in the memory the answer came from.</p>
 <dl class="meta">
+{{- if .Grid.Source}}
+<dt>Source</dt><dd><code>{{.Grid.Source}}</code> ({{.Grid.Format}}), converted to text; byte ranges below are of that text, pages and sections of the source</dd>
+{{- end}}
 <dt>Document</dt><dd><code>{{.Grid.Document}}</code></dd>
 <dt>SHA-256</dt><dd><code>{{.Grid.DocumentSHA256}}</code></dd>
 <dt>Size</dt><dd>{{num .Grid.Bytes}} bytes · {{num .Grid.Tokens}} tokens · {{.Grid.Chunks}} chunks of up to {{num .Grid.ChunkTokens}} {{.Grid.Tokenizer}} tokens{{if .Grid.InvalidBytesReplaced}} · {{.Grid.InvalidBytesReplaced}} invalid bytes replaced{{end}}</dd>
@@ -177,7 +180,7 @@ Evidence lists the chunks at which a question's memory changed materially (rule 
 {{.Error}}{{else if .AnswerFound}}{{.Answer}}{{else}}<span class="faint">no \boxed{} answer:</span> {{.Answer}}{{end}}</td>
 <td>{{if .GoldAnswers}}{{join .GoldAnswers " | "}}{{if .Scores}}
 {{if .Scores.ExactMatch}}<span class="ok">exact</span>{{else if .Scores.SubstringMatch}}<span class="ok">substring</span>{{else}}<span class="no">no match</span>{{end}} · F1 {{pct .Scores.F1}}{{end}}{{else}}<span class="faint">–</span>{{end}}</td>
-<td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>
+<td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">{{with .Cite}}{{.}} · {{end}}chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>
 <td class="n">{{num .Usage.Calls}}</td>
 <td class="n">{{num .Usage.PromptTokens}}</td>
 <td class="n">{{num .Usage.CompletionTokens}}</td>
@@ -192,7 +195,7 @@ Evidence lists the chunks at which a question's memory changed materially (rule 
 <p>{{if eq .Status "failed"}}<span class="err">failed</span>{{else}}Answer: <strong>{{.Answer}}</strong>{{end}} · {{.ChunksRead}} chunks read · traces <code>{{.TracePrefix}}</code>{{if .ResultURI}} · result <code>{{.ResultURI}}</code>{{end}}</p>
 {{- range .Evidence}}
 <div class="ev{{if .SupportsAnswer}} kept{{end}}" id="{{.Anchor}}">
-<div class="where">chunk {{.Chunk}} · bytes {{num .Start}}–{{num .End}}{{with .Passage}} · passage {{num .Start}}–{{num .End}}{{end}} · {{if .SupportsAnswer}}<span class="support">✓ still in the final memory</span>{{else}}no longer in the final memory{{end}}{{if .Added}} · new words: {{join .Added ", "}}{{end}}</div>
+<div class="where">{{with .Cite}}<strong class="page">{{.}}</strong> · {{end}}chunk {{.Chunk}} · bytes {{num .Start}}–{{num .End}}{{with .Passage}} · passage {{num .Start}}–{{num .End}}{{end}} · {{if .SupportsAnswer}}<span class="support">✓ still in the final memory</span>{{else}}no longer in the final memory{{end}}{{if .Added}} · new words: {{join .Added ", "}}{{end}}</div>
 {{- if .Segments}}
 <blockquote>{{range .Segments}}{{if .Mark}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</blockquote>
 {{- else if .Passage}}

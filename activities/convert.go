@@ -1,0 +1,326 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// ConvertDocumentName is the activity that turns a PDF, DOCX or HTML
+// document into text before it is indexed.
+const ConvertDocumentName = "memagent.ConvertDocument"
+
+// ConverterVersion names the conversion rules; converted text is stored
+// under it, so that changed rules convert again instead of reusing text
+// made by the old ones.
+const ConverterVersion = "v1"
+
+// ConvertInput asks for a document as text.
+type ConvertInput struct {
+	// Document is the s3:// URI asked about.
+	Document string `json:"document"`
+}
+
+// ConvertOutput says what to index. For a text document it names the
+// document itself and nothing is written.
+type ConvertOutput struct {
+	// Document is what to index: the converted text, or the document
+	// itself when it is text.
+	Document string `json:"document"`
+	// Format is the document's format by content: "text", "pdf", "docx"
+	// or "html".
+	Format string `json:"format"`
+	// Source and SourceETag are the converted document and the version
+	// converted; empty for text.
+	Source     string `json:"source,omitempty"`
+	SourceETag string `json:"source_etag,omitempty"`
+	// PageMapURI is the stored ConvertedDocument, with the page map.
+	PageMapURI string `json:"page_map_uri,omitempty"`
+	// Unit is "page" (PDF) or "section" (DOCX, HTML); Pages counts them.
+	Unit  string `json:"unit,omitempty"`
+	Pages int    `json:"pages,omitempty"`
+	// Bytes is the length of the converted text.
+	Bytes int64 `json:"bytes,omitempty"`
+	// Reused is true when an earlier conversion of the same version was
+	// found and nothing was converted.
+	Reused bool `json:"reused,omitempty"`
+}
+
+// ConvertedDocument is pages.json, written beside the converted text
+// once the text is in place: its presence means the conversion is done.
+type ConvertedDocument struct {
+	Source      string           `json:"source"`
+	SourceETag  string           `json:"source_etag"`
+	SourceSize  int64            `json:"source_size"`
+	Converter   string           `json:"converter"`
+	Text        string           `json:"text"`
+	TextETag    string           `json:"text_etag"`
+	Bytes       int64            `json:"bytes"`
+	Dropped     int              `json:"dropped_lines"`
+	PageMap     memagent.PageMap `json:"page_map"`
+	ConvertedAt time.Time        `json:"converted_at"`
+}
+
+// convertedPrefix is where one version of a source's conversion lives.
+func (a *Activities) convertedPrefix(uri string, info s3store.ObjectInfo) string {
+	return "converted/" + ConverterVersion + "/" + versionID(uri, info) + "/"
+}
+
+// ConvertDocument detects the document's format by its first bytes and,
+// for PDF, DOCX or HTML, converts it to UTF-8 text and a page map, stored
+// under converted/<version>/<object version>/ in the worker's bucket: a
+// second question about the same object version reuses them. Text is left
+// as it is. A document that cannot be converted (encrypted, scanned
+// without a text layer, corrupt, a format not supported) fails as
+// memagent.BadInput saying which and what to do.
+func (a *Activities) ConvertDocument(ctx context.Context, in ConvertInput) (*ConvertOutput, error) {
+	ctx, hb := a.beginHeartbeat(ctx)
+	defer hb.stop()
+	loc, err := s3store.ParseURI(in.Document)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if err := a.allowRead("document", in.Document); err != nil {
+		return nil, err
+	}
+	info, err := a.Store.Head(ctx, loc)
+	if err != nil {
+		return nil, storeError(err, in.Document)
+	}
+	text := &ConvertOutput{Document: in.Document, Format: docconv.FormatText}
+	if info.Size == 0 {
+		return text, nil // PrepareDocument says it is empty
+	}
+	if limit := a.Limits.withDefaults().MaxDocumentBytes; info.Size > limit {
+		return nil, badInput(fmt.Errorf("document %s is %d bytes, over the worker's limit of %d: split it, or raise the limit on the worker", in.Document, info.Size, limit))
+	}
+	head, err := a.Store.ReadRange(ctx, loc, 0, min(info.Size, docconv.SniffBytes), info.ETag)
+	if err != nil {
+		return nil, storeError(err, in.Document)
+	}
+	format := docconv.Detect(head)
+	if format == docconv.FormatText {
+		return text, nil
+	}
+	if err := docconv.Unsupported(format); err != nil {
+		return nil, badInput(fmt.Errorf("document %s %w", in.Document, err))
+	}
+	prefix := a.convertedPrefix(in.Document, info)
+	textLoc := s3store.Location{Bucket: a.Bucket, Key: prefix + "text.txt"}
+	mapLoc := s3store.Location{Bucket: a.Bucket, Key: prefix + "pages.json"}
+
+	// Questions about one new document at once (a batch's) convert it
+	// once in this process; the others wait and reuse it.
+	unlock, err := a.lockPlan(ctx, mapLoc.String())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if done, ok := a.readConverted(ctx, mapLoc, textLoc); ok {
+		out := convertOutput(done, mapLoc)
+		out.Reused = true
+		return out, nil
+	}
+	done, err := a.convert(ctx, loc, info, format, textLoc)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.MarshalIndent(done, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode page map: %w", err)
+	}
+	if err := a.Store.Put(ctx, mapLoc, data, "application/json"); err != nil {
+		return nil, fmt.Errorf("write page map: %w", err)
+	}
+	a.logger().InfoContext(ctx, "document converted", "document", in.Document, "format", done.PageMap.Format,
+		"pages", done.PageMap.Pages, "bytes", done.Bytes, "dropped_lines", done.Dropped)
+	return convertOutput(done, mapLoc), nil
+}
+
+func convertOutput(d *ConvertedDocument, mapLoc s3store.Location) *ConvertOutput {
+	return &ConvertOutput{
+		Document: d.Text, Format: d.PageMap.Format, Source: d.Source, SourceETag: d.SourceETag,
+		PageMapURI: mapLoc.String(), Unit: d.PageMap.Unit, Pages: d.PageMap.Pages, Bytes: d.Bytes,
+	}
+}
+
+// readConverted returns an earlier conversion whose text is still there,
+// unchanged.
+func (a *Activities) readConverted(ctx context.Context, mapLoc, textLoc s3store.Location) (*ConvertedDocument, bool) {
+	data, err := a.Store.ReadAll(ctx, mapLoc)
+	if err != nil {
+		return nil, false
+	}
+	var d ConvertedDocument
+	if json.Unmarshal(data, &d) != nil || d.Text != textLoc.String() {
+		return nil, false
+	}
+	info, err := a.Store.Head(ctx, textLoc)
+	if err != nil || info.ETag != d.TextETag {
+		return nil, false
+	}
+	return &d, true
+}
+
+// convert downloads the source to a temporary file (PDF and DOCX need
+// random access), converts it into another, and uploads the text: memory
+// holds a page at a time, never the document.
+func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, format string, textLoc s3store.Location) (*ConvertedDocument, error) {
+	src, err := os.CreateTemp("", "memagent-src-*")
+	if err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	defer os.Remove(src.Name())
+	defer src.Close()
+	body, err := a.Store.Open(ctx, loc, info.ETag)
+	if err != nil {
+		return nil, storeError(err, loc.String())
+	}
+	r := &heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery(ctx)}
+	_, err = io.Copy(src, r)
+	body.Close()
+	if err != nil {
+		if r.err != nil {
+			return nil, storeError(r.err, loc.String())
+		}
+		return nil, fmt.Errorf("convert: save %s: %w", loc, err)
+	}
+	if err := src.Close(); err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	out, err := os.CreateTemp("", "memagent-text-*")
+	if err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	progress := func(done, total int64) {
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, done)
+		}
+	}
+	res, err := a.converter().Convert(ctx, format, src.Name(), out, progress)
+	var bad *docconv.Error
+	switch {
+	case errors.As(err, &bad):
+		return nil, badInput(fmt.Errorf("document %s %s", loc, bad.Msg))
+	case err != nil:
+		return nil, fmt.Errorf("convert %s: %w", loc, err)
+	}
+	if _, err := out.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	if err := a.Store.PutReader(ctx, textLoc, out, res.Bytes, "text/plain; charset=utf-8"); err != nil {
+		return nil, fmt.Errorf("upload text of %s: %w", loc, err)
+	}
+	textInfo, err := a.Store.Head(ctx, textLoc)
+	if err != nil {
+		return nil, fmt.Errorf("upload text of %s: %w", loc, err)
+	}
+	return &ConvertedDocument{
+		Source: loc.String(), SourceETag: info.ETag, SourceSize: info.Size, Converter: ConverterVersion,
+		Text: textLoc.String(), TextETag: textInfo.ETag, Bytes: res.Bytes, Dropped: res.Dropped,
+		PageMap: res.Map, ConvertedAt: time.Now().UTC(),
+	}, nil
+}
+
+// converter is the worker's Converter, made on first use.
+func (a *Activities) converter() *docconv.Converter {
+	a.indexMu.Lock()
+	defer a.indexMu.Unlock()
+	if a.documents == nil {
+		a.documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir()}
+	}
+	return a.documents
+}
+
+// loadPageMap reads the page map a conversion stored, for PrepareDocument
+// to keep in the chunk index. The map must describe text.
+func (a *Activities) loadPageMap(ctx context.Context, uri, text string) (*memagent.PageMap, error) {
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("page map uri: %w", err))
+	}
+	if loc.Bucket != a.Bucket || !strings.HasPrefix(loc.Key, "converted/") {
+		return nil, badInput(fmt.Errorf("page map %s is not one this worker converted", uri))
+	}
+	data, err := a.Store.ReadAll(ctx, loc)
+	if err != nil {
+		return nil, storeError(err, uri)
+	}
+	var d ConvertedDocument
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("decode page map %s: %w", uri, err)
+	}
+	if d.Text != text {
+		return nil, badInput(fmt.Errorf("page map %s describes %s, not %s", uri, d.Text, text))
+	}
+	return &d.PageMap, nil
+}
+
+// allowReadDocument checks the document a PrepareDocument reads: for
+// converted text, the source it came from (the text is the worker's own,
+// under converted/ in its bucket).
+func (a *Activities) allowReadDocument(in PrepareInput) error {
+	if in.Converted == nil {
+		return a.allowRead("document", in.Document)
+	}
+	if !strings.HasPrefix(in.Document, "s3://"+a.Bucket+"/converted/") {
+		return badInput(fmt.Errorf("converted document %s is not under this worker's converted/ prefix", in.Document))
+	}
+	return a.allowRead("document", in.Converted.Source)
+}
+
+// pageMapOf is the page map of converted text, or nil for a text document.
+func (a *Activities) pageMapOf(ctx context.Context, in PrepareInput) (*memagent.PageMap, error) {
+	if in.Converted == nil || in.Converted.PageMapURI == "" {
+		return nil, nil
+	}
+	return a.loadPageMap(ctx, in.Converted.PageMapURI, in.Document)
+}
+
+// evidenceOf is a chunk's evidence entry when it changed the memory
+// materially: the chunk, its pages, and the sentence the change came
+// from with that sentence's pages.
+func evidenceOf(in UpdateInput, ch memagent.Chunk, pm *memagent.PageMap, pages *memagent.PageRef, memory string, text []byte) *report.ReviewEvidence {
+	change := report.ReviewMaterialChange(in.Memory, memory)
+	if !change.Material {
+		return nil
+	}
+	ev := &report.ReviewEvidence{Chunk: in.Chunk, Start: ch.Start, End: ch.End, Added: change.Added, Pages: pages}
+	if s, e, ok := report.ReviewLocatePassage(text, change.Added); ok {
+		start, end := ch.Start+int64(s), ch.Start+int64(e)
+		ev.Passage = &report.ReviewPassage{Start: start, End: end, Pages: pm.Ref(start, end)}
+	}
+	return ev
+}
+
+// markEvidence sets SupportsAnswer on each entry whose words the final
+// memory still holds and cites the pages of those entries.
+func markEvidence(ev []report.ReviewEvidence, memory string) string {
+	var refs []*memagent.PageRef
+	for i := range ev {
+		ev[i].SupportsAnswer = report.ReviewSupports(ev[i].Added, memory)
+		if !ev[i].SupportsAnswer {
+			continue
+		}
+		if p := ev[i].Passage; p != nil && p.Pages != nil {
+			refs = append(refs, p.Pages)
+		} else if ev[i].Pages != nil {
+			refs = append(refs, ev[i].Pages)
+		}
+	}
+	return memagent.JoinPageRefs(refs)
+}

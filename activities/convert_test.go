@@ -1,0 +1,108 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
+	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+const pdfURI = "s3://docs/contract.pdf"
+
+func TestConvertDocumentPDFOnceThenReused(t *testing.T) {
+	f := newFixture(t, nil)
+	pdf := docconvtest.PDF(docconvtest.PDFOptions{Pages: 20, FactPage: 17, Fact: docgen.Fact, Seed: 5})
+	if err := f.store.Store.Put(context.Background(), s3store.Location{Bucket: "docs", Key: "contract.pdf"}, pdf, "application/pdf"); err != nil {
+		t.Fatal(err)
+	}
+	var first, second ConvertOutput
+	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: pdfURI}, &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Format != "pdf" || first.Source != pdfURI || first.Pages != 20 || first.Unit != "page" || first.Reused {
+		t.Fatalf("first conversion = %+v", first)
+	}
+	if !strings.HasPrefix(first.Document, "s3://memagent/converted/"+ConverterVersion+"/") {
+		t.Errorf("text at %s, want under the worker's converted/ prefix", first.Document)
+	}
+	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: pdfURI}, &second); err != nil {
+		t.Fatal(err)
+	}
+	if !second.Reused || second.Document != first.Document || second.PageMapURI != first.PageMapURI {
+		t.Errorf("second conversion = %+v, want the first reused", second)
+	}
+
+	// PrepareDocument indexes the text with its page map, and the update
+	// of the chunk holding the fact cites page 17.
+	var prep PrepareOutput
+	if err := f.exec(t, PrepareDocumentName, PrepareInput{Document: first.Document, Question: docgen.Question,
+		Options: ModelOptions{ChunkTokens: 500}, Converted: &first}, &prep); err != nil {
+		t.Fatal(err)
+	}
+	if prep.Source != pdfURI || prep.Format != "pdf" || prep.Pages != 20 {
+		t.Errorf("prepare = %+v, want the source, format and pages", prep)
+	}
+	idx, err := f.acts.loadIndex(context.Background(), mustLoc(t, prep.IndexURI))
+	if err != nil || idx.PageMap == nil || len(idx.PageMap.Spans) != 20 {
+		t.Fatalf("index page map: %v %+v", err, idx)
+	}
+	text, err := f.store.ReadAll(context.Background(), mustLoc(t, first.Document))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := int64(strings.Index(string(text), docgen.Fact))
+	for i, ch := range idx.Chunks {
+		if ch.Start <= at && at < ch.End {
+			var out UpdateOutput
+			if err := f.exec(t, UpdateMemoryName, UpdateInput{Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI,
+				Chunk: i, Chunks: len(idx.Chunks), Question: docgen.Question, Memory: "No previous memory",
+				TracePrefix: tracePrefix}, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.Pages == nil || out.Pages.First > 17 || out.Pages.Last < 17 {
+				t.Errorf("chunk %d pages %v, want a range holding 17", i, out.Pages)
+			}
+		}
+	}
+}
+
+func TestConvertDocumentLeavesTextAlone(t *testing.T) {
+	f := newFixture(t, []byte("Plain text.\n"))
+	var out ConvertOutput
+	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: testDocURI}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Document != testDocURI || out.Format != "text" || out.Source != "" {
+		t.Errorf("text document: %+v, want it indexed as it is", out)
+	}
+	for loc, n := range f.store.puts {
+		t.Errorf("text document: %d writes of %s, want none", n, loc)
+	}
+}
+
+func TestConvertDocumentRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"encrypted", docconvtest.PDF(docconvtest.PDFOptions{Pages: 1, Password: "x"}), "is an encrypted PDF that needs a password"},
+		{"scanned", docconvtest.ImagePDF(2), "has no text layer on pages 1–2"},
+		{"legacy doc", []byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1rest"), "legacy Office file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.data)
+			err := f.exec(t, ConvertDocumentName, ConvertInput{Document: testDocURI}, &ConvertOutput{})
+			appErr := appError(t, err)
+			if appErr.Type() != ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Message(), tc.want) {
+				t.Errorf("error %s %q, want a non-retryable %s saying %q", appErr.Type(), appErr.Message(), ErrBadInput, tc.want)
+			}
+			if !strings.Contains(appErr.Message(), testDocURI) {
+				t.Errorf("message %q does not name the document", appErr.Message())
+			}
+		})
+	}
+}

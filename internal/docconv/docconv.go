@@ -1,0 +1,229 @@
+package docconv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/memagent/memagent/internal/memagent"
+)
+
+// Formats Detect tells apart. Only PDF, DOCX and HTML are converted; text
+// is indexed as it is; the others are refused with a message.
+const (
+	FormatText  = "text"
+	FormatPDF   = "pdf"
+	FormatDOCX  = "docx"
+	FormatHTML  = "html"
+	FormatZip   = "zip"
+	FormatOLE   = "ole"
+	FormatImage = "image"
+)
+
+// SniffBytes is how much of the start of a file Detect wants.
+const SniffBytes = 8 << 10
+
+// Detect names a document's format from its first bytes (up to
+// SniffBytes), by content, not name: "%PDF-" anywhere in the first KiB
+// (as PDF readers accept), a zip (a DOCX is told from other zips only once
+// it is opened: FormatZip), HTML markup at the start, an OLE compound file
+// (a legacy .doc), an image, or else text (which must then be UTF-8).
+func Detect(head []byte) string {
+	if i := bytes.Index(head[:min(len(head), 1024)], []byte("%PDF-")); i >= 0 {
+		return FormatPDF
+	}
+	if bytes.HasPrefix(head, []byte("PK\x03\x04")) {
+		return FormatZip
+	}
+	if bytes.HasPrefix(head, []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}) {
+		return FormatOLE
+	}
+	if isHTML(head) {
+		return FormatHTML
+	}
+	if strings.HasPrefix(http.DetectContentType(head), "image/") {
+		return FormatImage
+	}
+	// Anything else goes to the UTF-8 check, which says where a bad byte
+	// is (or replaces bad bytes, when asked to).
+	return FormatText
+}
+
+// isHTML reports a document that starts, after a byte order mark, white
+// space and comments, with an HTML doctype or one of the tags that open an
+// HTML page. XML and XHTML prologs count when html follows.
+func isHTML(head []byte) bool {
+	s := bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))
+	for {
+		s = bytes.TrimLeft(s, " \t\r\n\f")
+		if bytes.HasPrefix(s, []byte("<!--")) {
+			end := bytes.Index(s, []byte("-->"))
+			if end < 0 {
+				return false
+			}
+			s = s[end+3:]
+			continue
+		}
+		if bytes.HasPrefix(s, []byte("<?xml")) {
+			end := bytes.Index(s, []byte("?>"))
+			if end < 0 {
+				return false
+			}
+			s = s[end+2:]
+			continue
+		}
+		break
+	}
+	lower := bytes.ToLower(s[:min(len(s), 32)])
+	for _, p := range []string{"<!doctype html", "<html", "<head", "<body", "<title", "<meta", "<h1", "<p>", "<div", "<article"} {
+		if bytes.HasPrefix(lower, []byte(p)) {
+			rest := lower[len(p):]
+			return len(p) > 0 && (p[len(p)-1] == '>' || len(rest) == 0 || rest[0] == '>' || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n' || rest[0] == '\r' || rest[0] == '/')
+		}
+	}
+	return false
+}
+
+// Error is a document that cannot be converted, for a reason that a retry
+// will not fix. Its message says which and what to do.
+type Error struct {
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func badf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
+
+// Unsupported returns the Error for a format that Detect names but this
+// package does not convert, or nil for one it converts (or text).
+func Unsupported(format string) error {
+	switch format {
+	case FormatOLE:
+		return badf("is a legacy Office file (.doc, .xls or .ppt): save it as .docx or PDF and ask again")
+	case FormatImage:
+		return badf("is an image with no text layer: run OCR first (e.g. ocrmypdf) and ask about the PDF it makes")
+	}
+	return nil
+}
+
+// Progress is told, as a conversion goes, how many pages (or, for DOCX
+// and HTML, input bytes) are done out of how many.
+type Progress func(done, total int64)
+
+// Result is what a conversion made besides the text.
+type Result struct {
+	Map memagent.PageMap
+	// Bytes is the length of the text written.
+	Bytes int64
+	// Dropped counts the running header, footer and page-number lines
+	// left out.
+	Dropped int
+}
+
+// textWriter writes paragraphs separated by blank lines and records the
+// byte range of each page or section.
+type textWriter struct {
+	w     *bufio.Writer
+	n     int64
+	spans []memagent.PageSpan
+	open  bool
+}
+
+func newTextWriter(w io.Writer) *textWriter { return &textWriter{w: bufio.NewWriterSize(w, 64<<10)} }
+
+// begin starts page or section number (with its heading, if any); text
+// written before the next begin belongs to it.
+func (t *textWriter) begin(number int, label string) {
+	t.end()
+	t.spans = append(t.spans, memagent.PageSpan{Number: number, Label: label, Start: -1})
+	t.open = true
+}
+
+// end closes the current span; one that got no text is dropped.
+func (t *textWriter) end() {
+	if !t.open {
+		return
+	}
+	t.open = false
+	if s := t.spans[len(t.spans)-1]; s.Start < 0 {
+		t.spans = t.spans[:len(t.spans)-1]
+	}
+}
+
+// paragraph writes one paragraph (already one line of text).
+func (t *textWriter) paragraph(p string) error {
+	p = strings.TrimSpace(strings.ToValidUTF8(p, "\uFFFD"))
+	if p == "" {
+		return nil
+	}
+	if t.n > 0 {
+		if _, err := t.w.WriteString("\n\n"); err != nil {
+			return err
+		}
+		t.n += 2
+	}
+	if t.open && t.spans[len(t.spans)-1].Start < 0 {
+		t.spans[len(t.spans)-1].Start = t.n
+	}
+	if _, err := t.w.WriteString(p); err != nil {
+		return err
+	}
+	t.n += int64(len(p))
+	if t.open {
+		t.spans[len(t.spans)-1].End = t.n
+	}
+	return nil
+}
+
+// finish flushes the text, ending it with a newline.
+func (t *textWriter) finish() error {
+	t.end()
+	if t.n > 0 {
+		if _, err := t.w.WriteString("\n"); err != nil {
+			return err
+		}
+		t.n++
+	}
+	return t.w.Flush()
+}
+
+// Convert converts the file at path, of a format Detect named, writing
+// UTF-8 text to w. A document that cannot be converted fails as *Error;
+// other errors are I/O or context errors.
+func (c *Converter) Convert(ctx context.Context, format, path string, w io.Writer, progress Progress) (*Result, error) {
+	if progress == nil {
+		progress = func(int64, int64) {}
+	}
+	var res *Result
+	var err error
+	switch format {
+	case FormatPDF:
+		res, err = c.convertPDF(ctx, path, w, progress)
+	case FormatZip, FormatDOCX:
+		res, err = convertDOCX(ctx, path, w, progress)
+	case FormatHTML:
+		res, err = convertHTML(ctx, path, w, progress)
+	default:
+		if err := Unsupported(format); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("docconv: format %q is not converted", format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.Bytes == 0 {
+		switch format {
+		case FormatPDF:
+			return nil, badf("has no text layer on any of its %d pages: run OCR first (e.g. ocrmypdf) and ask about the PDF it makes", res.Map.Pages)
+		default:
+			return nil, badf("has no text")
+		}
+	}
+	res.Map.Version = memagent.PageMapVersion
+	return res, nil
+}

@@ -1,0 +1,282 @@
+package docconv
+
+import (
+	"archive/zip"
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/memagent/memagent/internal/memagent"
+)
+
+// maxXMLBytes bounds the uncompressed size of the one part of a DOCX read
+// whole (styles) and of document.xml as it streams: a zip bomb stops
+// there.
+const (
+	maxStylesBytes   = 16 << 20
+	maxDocumentBytes = 2 << 30
+)
+
+const wordNS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+// convertDOCX writes the body text of a Word document: one paragraph per
+// w:p, table cells one per paragraph, a new section at every heading (a
+// paragraph whose style is a heading or title, or that has an outline
+// level). Page headers and footers live in other parts and are not read;
+// nor are comments, footnotes or tracked deletions.
+func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progress) (*Result, error) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return nil, badf("is not a readable DOCX (a damaged zip): open it in Word and save it again")
+	}
+	defer zr.Close()
+	var body, styles *zip.File
+	for _, f := range zr.File {
+		switch f.Name {
+		case "word/document.xml":
+			body = f
+		case "word/styles.xml":
+			styles = f
+		}
+	}
+	if body == nil {
+		switch {
+		case hasPrefix(zr.File, "xl/"):
+			return nil, badf("is an Excel workbook (.xlsx), not a Word document: export the sheets as text or PDF first")
+		case hasPrefix(zr.File, "ppt/"):
+			return nil, badf("is a PowerPoint deck (.pptx), not a Word document: export it as PDF first")
+		case hasName(zr.File, "content.xml"):
+			return nil, badf("is an OpenDocument file (.odt), not a Word document: save it as .docx or PDF first")
+		}
+		return nil, badf("is a zip archive, not a Word document (.docx): unzip it and ask about the documents inside")
+	}
+	headings := map[string]bool{}
+	if styles != nil {
+		if headings, err = headingStyles(styles); err != nil {
+			return nil, err
+		}
+	}
+	rc, err := body.Open()
+	if err != nil {
+		return nil, badf("is not a readable DOCX (word/document.xml is damaged): open it in Word and save it again")
+	}
+	defer rc.Close()
+	total := int64(body.UncompressedSize64)
+	cr := &countingReader{r: io.LimitReader(rc, maxDocumentBytes)}
+	dec := xml.NewDecoder(cr)
+	res := &Result{Map: memagent.PageMap{Format: FormatDOCX, Unit: memagent.UnitSection}}
+	tw := newTextWriter(w)
+	sections := newSectionCounter(tw)
+	var para strings.Builder
+	inPara, inText, deleted, heading := false, false, 0, false
+	lastProgress := int64(0)
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, badf("is not a readable DOCX (word/document.xml is not well-formed XML): open it in Word and save it again")
+		}
+		if cr.n-lastProgress > 1<<20 {
+			lastProgress = cr.n
+			progress(cr.n, total)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if t.Name.Space != wordNS {
+				continue
+			}
+			switch t.Name.Local {
+			case "p":
+				inPara, heading = true, false
+				para.Reset()
+			case "pStyle":
+				if headings[attr(t, "val")] {
+					heading = true
+				}
+			case "outlineLvl":
+				if n, err := strconv.Atoi(attr(t, "val")); err == nil && n < 9 {
+					heading = true
+				}
+			case "t":
+				inText = true
+			case "del":
+				deleted++
+			case "tab":
+				if inPara && deleted == 0 {
+					para.WriteByte(' ')
+				}
+			case "br", "cr":
+				if inPara && deleted == 0 {
+					para.WriteByte(' ')
+				}
+			}
+		case xml.EndElement:
+			if t.Name.Space != wordNS {
+				continue
+			}
+			switch t.Name.Local {
+			case "t":
+				inText = false
+			case "del":
+				deleted--
+			case "p":
+				inPara = false
+				text := strings.Join(strings.Fields(para.String()), " ")
+				if text == "" {
+					continue
+				}
+				if heading {
+					sections.heading(text)
+				}
+				if err := sections.paragraph(text); err != nil {
+					return nil, err
+				}
+			}
+		case xml.CharData:
+			if inText && inPara && deleted == 0 {
+				para.Write(t)
+			}
+		}
+	}
+	if cr.n >= maxDocumentBytes {
+		return nil, badf("has a document body over %d bytes uncompressed: split it", int64(maxDocumentBytes))
+	}
+	if err := tw.finish(); err != nil {
+		return nil, err
+	}
+	res.Map.Pages = len(tw.spans)
+	res.Bytes, res.Map.Spans = tw.n, tw.spans
+	return res, nil
+}
+
+// headingStyles returns the ids of paragraph styles that are headings:
+// named "heading N" or "Title", or with an outline level.
+func headingStyles(f *zip.File) (map[string]bool, error) {
+	rc, err := f.Open()
+	if err != nil {
+		return nil, badf("is not a readable DOCX (word/styles.xml is damaged): open it in Word and save it again")
+	}
+	defer rc.Close()
+	dec := xml.NewDecoder(io.LimitReader(rc, maxStylesBytes))
+	out := map[string]bool{}
+	id := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, badf("is not a readable DOCX (word/styles.xml is not well-formed XML): open it in Word and save it again")
+		}
+		st, ok := tok.(xml.StartElement)
+		if !ok || st.Name.Space != wordNS {
+			continue
+		}
+		switch st.Name.Local {
+		case "style":
+			id = attr(st, "styleId")
+			if l := strings.ToLower(id); strings.HasPrefix(l, "heading") || l == "title" {
+				out[id] = true
+			}
+		case "name":
+			if n := strings.ToLower(attr(st, "val")); strings.HasPrefix(n, "heading") || n == "title" {
+				out[id] = true
+			}
+		case "outlineLvl":
+			if id != "" {
+				out[id] = true
+			}
+		}
+	}
+}
+
+func attr(e xml.StartElement, local string) string {
+	for _, a := range e.Attr {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func hasPrefix(files []*zip.File, prefix string) bool {
+	for _, f := range files {
+		if strings.HasPrefix(f.Name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasName(files []*zip.File, name string) bool {
+	for _, f := range files {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// clipLabel bounds a section heading kept as its label.
+func clipLabel(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimSpace(s[:cut]) + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// sectionCounter numbers the sections of a document without pages: text
+// before the first heading is section 1, and each heading opens the next.
+type sectionCounter struct {
+	tw      *textWriter
+	number  int
+	hasText bool
+}
+
+func newSectionCounter(tw *textWriter) *sectionCounter {
+	tw.begin(1, "")
+	return &sectionCounter{tw: tw, number: 1}
+}
+
+// heading opens a section labelled with the heading's text.
+func (s *sectionCounter) heading(text string) {
+	if s.hasText {
+		s.number++
+	}
+	s.tw.begin(s.number, clipLabel(text))
+	s.hasText = false
+}
+
+func (s *sectionCounter) paragraph(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	s.hasText = true
+	return s.tw.paragraph(text)
+}

@@ -1,0 +1,444 @@
+package docconv
+
+import (
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Glyph is one character of a PDF page with its box in PDF user space
+// (points, y grows upwards), as PDFium reports it.
+type Glyph struct {
+	R                        rune
+	Left, Bottom, Right, Top float64
+}
+
+// Line is one line of a page's text in reading order, with the facts the
+// header/footer and paragraph rules need.
+type Line struct {
+	Text string `json:"t"`
+	// Top and Bottom are the line's extent in points, y upwards.
+	Top    float64 `json:"y1"`
+	Bottom float64 `json:"y0"`
+	// Left and Right are its horizontal extent.
+	Left  float64 `json:"x0"`
+	Right float64 `json:"x1"`
+	// Column is 0 for a line across the page, 1 or 2 for the left or
+	// right column of a two-column band.
+	Column int `json:"c,omitempty"`
+	// Band counts the page's vertical bands (a full-width line starts a
+	// new one); a paragraph never spans two bands.
+	Band int `json:"b,omitempty"`
+	// Edge is -1 for the page's two topmost lines, +1 for its two
+	// bottom-most, 0 otherwise: the places where running headers, footers
+	// and page numbers sit.
+	Edge int `json:"e,omitempty"`
+}
+
+func (l Line) height() float64 { return l.Top - l.Bottom }
+
+// word is a run of glyphs without a gap wide enough to be a space.
+type word struct {
+	text                     strings.Builder
+	left, bottom, right, top float64
+	n                        int
+}
+
+// LayoutPage orders a page's glyphs for reading: glyphs are grouped into
+// lines, a page whose lines split at a common vertical gutter is read as
+// two columns (left, then right, in each band between full-width lines),
+// and lines come back top to bottom within each column. width is the
+// page's width in points.
+func LayoutPage(glyphs []Glyph, width float64) []Line {
+	rows := groupRows(glyphs)
+	if len(rows) == 0 {
+		return nil
+	}
+	// Each row split at wide horizontal gaps into segments: a two-column
+	// page has two segments on most rows, with the gutter between them.
+	var segs []segment
+	for _, r := range rows {
+		segs = append(segs, r.split()...)
+	}
+	gutter, ok := findGutter(segs, width)
+	var lines []Line
+	if !ok {
+		for _, r := range rows {
+			lines = append(lines, r.line(nil, 0, 0))
+		}
+	} else {
+		lines = twoColumns(rows, gutter)
+	}
+	markEdges(lines)
+	return lines
+}
+
+// edgeLines is how many lines at the top and at the bottom of a page may
+// be a running header or footer.
+const edgeLines = 2
+
+// markEdges sets Edge on the topmost and bottom-most lines.
+func markEdges(lines []Line) {
+	order := make([]int, len(lines))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return lines[order[a]].Top > lines[order[b]].Top })
+	for k := 0; k < edgeLines && k < len(order); k++ {
+		lines[order[k]].Edge = -1
+		lines[order[len(order)-1-k]].Edge = 1
+	}
+}
+
+// row is the glyphs that share a baseline band, left to right.
+type row struct {
+	glyphs      []Glyph
+	top, bottom float64
+}
+
+// groupRows clusters glyphs into rows by vertical overlap, top to bottom,
+// each row's glyphs left to right. Glyphs with no box (PDFium's generated
+// spaces and line breaks) are dropped; spacing comes from the geometry.
+func groupRows(glyphs []Glyph) []row {
+	gs := make([]Glyph, 0, len(glyphs))
+	for _, g := range glyphs {
+		if g.R == 0 || unicode.IsSpace(g.R) || unicode.IsControl(g.R) || g.Top <= g.Bottom {
+			continue
+		}
+		gs = append(gs, g)
+	}
+	// Top to bottom by vertical middle, then left to right.
+	sort.SliceStable(gs, func(i, j int) bool {
+		mi, mj := (gs[i].Top+gs[i].Bottom)/2, (gs[j].Top+gs[j].Bottom)/2
+		if math.Abs(mi-mj) > 0.5 {
+			return mi > mj
+		}
+		return gs[i].Left < gs[j].Left
+	})
+	var rows []row
+	for _, g := range gs {
+		mid := (g.Top + g.Bottom) / 2
+		placed := false
+		// A glyph joins the latest rows whose band holds its middle.
+		for k := len(rows) - 1; k >= 0 && k >= len(rows)-3; k-- {
+			r := &rows[k]
+			if mid <= r.top && mid >= r.bottom {
+				r.glyphs = append(r.glyphs, g)
+				r.top, r.bottom = math.Max(r.top, g.Top), math.Min(r.bottom, g.Bottom)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			rows = append(rows, row{glyphs: []Glyph{g}, top: g.Top, bottom: g.Bottom})
+		}
+	}
+	for i := range rows {
+		sort.SliceStable(rows[i].glyphs, func(a, b int) bool { return rows[i].glyphs[a].Left < rows[i].glyphs[b].Left })
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].top > rows[j].top })
+	return rows
+}
+
+func (r row) height() float64 { return r.top - r.bottom }
+
+// text joins the row's glyphs (those keep accepts, or all), with a space
+// where the gap between two glyphs is wider than a fifth of the row's
+// height.
+func (r row) text(keep func(Glyph) bool) string {
+	var b strings.Builder
+	h := r.height()
+	var prev *Glyph
+	for i := range r.glyphs {
+		g := r.glyphs[i]
+		if keep != nil && !keep(g) {
+			continue
+		}
+		if prev != nil && g.Left-prev.Right > h*0.2 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(g.R)
+		prev = &r.glyphs[i]
+	}
+	return b.String()
+}
+
+// line makes a Line of the row's glyphs that keep accepts (or all).
+func (r row) line(keep func(Glyph) bool, column, band int) Line {
+	l := Line{Text: r.text(keep), Top: r.top, Bottom: r.bottom, Column: column, Band: band, Left: math.Inf(1), Right: math.Inf(-1)}
+	for _, g := range r.glyphs {
+		if keep == nil || keep(g) {
+			l.Left, l.Right = math.Min(l.Left, g.Left), math.Max(l.Right, g.Right)
+		}
+	}
+	return l
+}
+
+// segment is a horizontal piece of a row, between gaps too wide to be a
+// space.
+type segment struct{ left, right, top, bottom float64 }
+
+// split cuts a row at gaps wider than twice its height.
+func (r row) split() []segment {
+	var out []segment
+	h := r.height()
+	for i, g := range r.glyphs {
+		if i == 0 || g.Left-r.glyphs[i-1].Right > 2*h {
+			out = append(out, segment{left: g.Left, right: g.Right, top: r.top, bottom: r.bottom})
+			continue
+		}
+		s := &out[len(out)-1]
+		s.right = math.Max(s.right, g.Right)
+	}
+	return out
+}
+
+// findGutter looks for a vertical strip in the middle of the page that
+// many rows cross on both sides and few rows cross at all: the gutter of a
+// two-column layout.
+func findGutter(segs []segment, width float64) (float64, bool) {
+	if width <= 0 || len(segs) < 6 {
+		return 0, false
+	}
+	best, bestCross := 0.0, math.MaxInt
+	for x := width * 0.3; x <= width*0.7; x += 2 {
+		left, right, cross := 0, 0, 0
+		for _, s := range segs {
+			switch {
+			case s.right <= x:
+				left++
+			case s.left >= x:
+				right++
+			default:
+				cross++
+			}
+		}
+		if left >= 3 && right >= 3 && cross < bestCross {
+			best, bestCross = x, cross
+		}
+	}
+	if bestCross == math.MaxInt {
+		return 0, false
+	}
+	// Columns, not a table or a label beside a value: the two sides must
+	// both be text-heavy, and full-width lines at most a third.
+	var left, right int
+	var leftSpan, rightSpan float64
+	for _, s := range segs {
+		switch {
+		case s.right <= best:
+			left++
+			leftSpan = math.Max(leftSpan, s.right-s.left)
+		case s.left >= best:
+			right++
+			rightSpan = math.Max(rightSpan, s.right-s.left)
+		}
+	}
+	if bestCross*3 > len(segs) || left < 3 || right < 3 || leftSpan < width*0.2 || rightSpan < width*0.2 {
+		return 0, false
+	}
+	return best, true
+}
+
+// twoColumns orders the rows of a two-column page: full-width rows in
+// place, and between two of them (a band) the left column's lines, then
+// the right's.
+func twoColumns(rows []row, gutter float64) []Line {
+	var out, left, right []Line
+	band := 0
+	flush := func() {
+		out = append(out, left...)
+		out = append(out, right...)
+		left, right = nil, nil
+	}
+	for _, r := range rows {
+		crosses := false
+		for _, s := range r.split() {
+			if s.left < gutter && s.right > gutter {
+				crosses = true
+				break
+			}
+		}
+		if crosses {
+			flush()
+			band++
+			out = append(out, r.line(nil, 0, band))
+			band++
+			continue
+		}
+		isLeft := func(g Glyph) bool { return g.Right <= gutter }
+		isRight := func(g Glyph) bool { return g.Right > gutter }
+		if l := r.line(isLeft, 1, band); l.Text != "" {
+			left = append(left, l)
+		}
+		if l := r.line(isRight, 2, band); l.Text != "" {
+			right = append(right, l)
+		}
+	}
+	flush()
+	return out
+}
+
+// Paragraphs joins a page's lines (in reading order, running headers and
+// footers already dropped) into paragraphs. A line continues the paragraph
+// above it in the same column and band unless the gap between them is
+// wider than the column's usual line gap by half a line, the two differ
+// in height (a heading), or the line above ends a sentence more than a third short of
+// the column's right edge. A word broken with a hyphen at a line's end is
+// joined when both halves are lowercase.
+func Paragraphs(lines []Line) []string {
+	type col struct{ band, column int }
+	gaps := map[col][]float64{}
+	right := map[col]float64{}
+	left := map[col]float64{}
+	for i := range lines {
+		c := col{lines[i].Band, lines[i].Column}
+		if r, ok := right[c]; !ok || lines[i].Right > r {
+			right[c] = lines[i].Right
+		}
+		if l, ok := left[c]; !ok || lines[i].Left < l {
+			left[c] = lines[i].Left
+		}
+		if i > 0 && sameColumn(lines[i-1], lines[i]) {
+			if g := lines[i-1].Bottom - lines[i].Top; g > -lines[i].height()/2 && g < 2*lines[i].height() {
+				gaps[c] = append(gaps[c], g)
+			}
+		}
+	}
+	usual := map[col]float64{}
+	for c, g := range gaps {
+		sort.Float64s(g)
+		usual[c] = g[len(g)/2]
+	}
+	var out []string
+	var cur strings.Builder
+	var prev *Line
+	for i := range lines {
+		l := &lines[i]
+		text := strings.Join(strings.Fields(l.Text), " ")
+		if text == "" {
+			continue
+		}
+		c := col{l.Band, l.Column}
+		cont := prev != nil && sameColumn(*prev, *l) && alike(prev.height(), l.height())
+		if cont {
+			gap := prev.Bottom - l.Top
+			cont = gap > -l.height()/2 && gap < usual[c]+0.5*l.height()
+		}
+		if cont {
+			width := right[c] - left[c]
+			ends := strings.TrimRight(prev.Text, " ")
+			if width > 0 && right[c]-prev.Right > 0.35*width && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
+				cont = false
+			}
+		}
+		if !cont {
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+			}
+			cur.Reset()
+			cur.WriteString(text)
+			prev = l
+			continue
+		}
+		s := cur.String()
+		if first, _ := utf8.DecodeRuneInString(text); strings.HasSuffix(s, "-") && unicode.IsLower(first) {
+			r, _ := utf8.DecodeLastRuneInString(strings.TrimSuffix(s, "-"))
+			if unicode.IsLower(r) {
+				cur.Reset()
+				cur.WriteString(strings.TrimSuffix(s, "-"))
+				cur.WriteString(text)
+				prev = l
+				continue
+			}
+		}
+		cur.WriteByte(' ')
+		cur.WriteString(text)
+		prev = l
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func sameColumn(a, b Line) bool { return a.Column == b.Column && a.Band == b.Band }
+
+func alike(a, b float64) bool {
+	if a <= 0 || b <= 0 {
+		return true
+	}
+	r := a / b
+	return r > 0.7 && r < 1.43
+}
+
+// pageNumberLine matches a line that is only a page number: "17", "- 17 -",
+// "Page 17", "Page 17 of 30", "17 / 30", "p. 17", "xii".
+var pageNumberLine = regexp.MustCompile(`^(?i)[-–—\s]*((page|p\.|pg\.?|seite|página|pagina)\s*)?([0-9]+|[ivxlcdm]+)(\s*(of|/|von|de|sur)\s*[0-9]+)?[-–—\s]*$`)
+
+// IsPageNumber reports a line that is only a page number.
+func IsPageNumber(text string) bool {
+	return pageNumberLine.MatchString(strings.TrimSpace(text))
+}
+
+// edgeKey is how a running header or footer is recognised across pages:
+// its text with digits folded (page numbers and dates in it change), and
+// whether it sits at the top or the bottom.
+func edgeKey(l Line) string {
+	if l.Edge == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if l.Edge < 0 {
+		b.WriteString("top:")
+	} else {
+		b.WriteString("bottom:")
+	}
+	for _, r := range strings.ToLower(strings.Join(strings.Fields(l.Text), " ")) {
+		if unicode.IsDigit(r) {
+			r = '#'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// EdgeCounter counts, across a document's pages, the top and bottom lines
+// that repeat: running headers and footers.
+type EdgeCounter struct {
+	pages  int
+	counts map[string]int
+}
+
+// Add records one page's lines.
+func (c *EdgeCounter) Add(lines []Line) {
+	c.pages++
+	if c.counts == nil {
+		c.counts = map[string]int{}
+	}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if k := edgeKey(l); k != "" && !seen[k] {
+			seen[k] = true
+			c.counts[k]++
+		}
+	}
+}
+
+// Drop reports whether a line is a running header, footer or page number:
+// a page's top or bottom line that is only a page number, or whose text
+// (digits aside) is the top or bottom line of at least half the pages, and
+// of at least three.
+func (c *EdgeCounter) Drop(l Line) bool {
+	if l.Edge == 0 {
+		return false
+	}
+	if IsPageNumber(l.Text) {
+		return true
+	}
+	n := c.counts[edgeKey(l)]
+	return n >= 3 && n*2 >= c.pages
+}

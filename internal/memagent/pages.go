@@ -1,0 +1,135 @@
+package memagent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Units of a [PageMap]: pages of a paginated format (PDF), or sections
+// opened by headings where a format has no pages (DOCX, HTML).
+const (
+	UnitPage    = "page"
+	UnitSection = "section"
+)
+
+// PageMapVersion is the current [PageMap.Version].
+const PageMapVersion = 1
+
+// PageMap says where each page (or section) of a converted document lies
+// in its extracted text. Spans are in order, do not overlap and may leave
+// gaps (the blank line between two pages); a page without text has no span.
+type PageMap struct {
+	Version int `json:"version"`
+	// Format is the source's format: "pdf", "docx" or "html".
+	Format string `json:"format"`
+	// Unit is UnitPage or UnitSection.
+	Unit string `json:"unit"`
+	// Pages is the source's page count (PDF), or its section count.
+	Pages int `json:"pages"`
+	// Spans are the text's byte ranges by page or section.
+	Spans []PageSpan `json:"spans"`
+}
+
+// PageSpan is one page's (or section's) byte range [Start, End) of the text.
+type PageSpan struct {
+	// Number is the page number, from 1, or the section's ordinal.
+	Number int `json:"number"`
+	// Label is a section's heading, when it has one.
+	Label string `json:"label,omitempty"`
+	Start int64  `json:"start"`
+	End   int64  `json:"end"`
+}
+
+// PageRef names where a byte range of a converted document came from: a
+// page or a range of pages, or a section or a range of sections.
+type PageRef struct {
+	// Unit is UnitPage or UnitSection.
+	Unit  string `json:"unit"`
+	First int    `json:"first"`
+	Last  int    `json:"last"`
+	// Label is the heading of section First, when it has one.
+	Label string `json:"label,omitempty"`
+}
+
+// String renders r as a reader cites it: "p. 17", "pp. 16–17", "§ 3
+// Payment terms", "§§ 3–4 Payment terms". A nil ref renders as "".
+func (r *PageRef) String() string {
+	if r == nil || r.First <= 0 {
+		return ""
+	}
+	if r.Unit == UnitSection {
+		s := fmt.Sprintf("§ %d", r.First)
+		if r.Last > r.First {
+			s = fmt.Sprintf("§§ %d–%d", r.First, r.Last)
+		}
+		if r.Label != "" {
+			s += " " + r.Label
+		}
+		return s
+	}
+	if r.Last > r.First {
+		return fmt.Sprintf("pp. %d–%d", r.First, r.Last)
+	}
+	return fmt.Sprintf("p. %d", r.First)
+}
+
+// Ref returns the pages (or sections) that the byte range [start, end) of
+// the text touches, or nil when m is nil or the range lies in no span.
+func (m *PageMap) Ref(start, end int64) *PageRef {
+	if m == nil || len(m.Spans) == 0 || end <= start {
+		return nil
+	}
+	// The first span that ends after start.
+	i := sort.Search(len(m.Spans), func(i int) bool { return m.Spans[i].End > start })
+	if i == len(m.Spans) || m.Spans[i].Start >= end {
+		return nil
+	}
+	j := i
+	for j+1 < len(m.Spans) && m.Spans[j+1].Start < end {
+		j++
+	}
+	return &PageRef{Unit: m.Unit, First: m.Spans[i].Number, Last: m.Spans[j].Number, Label: m.Spans[i].Label}
+}
+
+// JoinPageRefs renders refs as one citation, in order of first page, with
+// duplicates dropped: "p. 17", "pp. 3, 17", "§ 2 Access; § 5 Terms".
+func JoinPageRefs(refs []*PageRef) string {
+	var pages []string
+	var sections []string
+	seen := map[string]bool{}
+	sorted := make([]*PageRef, 0, len(refs))
+	for _, r := range refs {
+		if r != nil && r.First > 0 {
+			sorted = append(sorted, r)
+		}
+	}
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].First < sorted[j].First })
+	for _, r := range sorted {
+		if r.Unit == UnitSection {
+			s := r.String()
+			if !seen[s] {
+				seen[s] = true
+				sections = append(sections, s)
+			}
+			continue
+		}
+		s := fmt.Sprint(r.First)
+		if r.Last > r.First {
+			s = fmt.Sprintf("%d–%d", r.First, r.Last)
+		}
+		if !seen[s] {
+			seen[s] = true
+			pages = append(pages, s)
+		}
+	}
+	var out []string
+	switch {
+	case len(pages) == 1 && !strings.Contains(pages[0], "–"):
+		out = append(out, "p. "+pages[0])
+	case len(pages) > 0:
+		out = append(out, "pp. "+strings.Join(pages, ", "))
+	}
+	out = append(out, sections...)
+	return strings.Join(out, "; ")
+}

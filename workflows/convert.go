@@ -1,0 +1,54 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/report"
+)
+
+// ConvertDocumentChange is the workflow.GetVersion change id under which
+// DocumentQA and ReviewDocument run ConvertDocument before PrepareDocument,
+// so that a PDF, DOCX or HTML document is indexed as the text converted
+// from it, with its page map. Runs recorded before it replay as
+// workflow.DefaultVersion and index the document as it is.
+const ConvertDocumentChange = "convert-document"
+
+// convertFirst converts the document of prep (at version 1 of
+// ConvertDocumentChange) and points prep at the text to index. A text
+// document is left as it is.
+func convertFirst(ctx workflow.Context, hb time.Duration, prep *activities.PrepareInput) error {
+	if workflow.GetVersion(ctx, ConvertDocumentChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    hb,
+		RetryPolicy:         retryPolicy(),
+		Summary:             "convert document",
+	})
+	var out activities.ConvertOutput
+	if err := workflow.ExecuteActivity(actx, activities.ConvertDocumentName, activities.ConvertInput{
+		Document: prep.Document,
+	}).Get(ctx, &out); err != nil {
+		return stageError("convert document", err)
+	}
+	if out.Source != "" {
+		prep.Document, prep.Converted = out.Document, &out
+	}
+	return nil
+}
+
+// noteEvidence keeps a chunk's evidence entry, if it has one, pruned to
+// MaxReviewEvidence as a review's are.
+func (st *QAState) noteEvidence(out activities.UpdateOutput) {
+	if out.Evidence == nil {
+		return
+	}
+	st.Evidence = append(st.Evidence, *out.Evidence)
+	var dropped int
+	st.Evidence, dropped = report.ReviewPruneEvidence(st.Evidence, out.Memory, MaxReviewEvidence)
+	st.EvidenceDropped += dropped
+}

@@ -345,7 +345,7 @@ func TestBatchChecksBeforeStarting(t *testing.T) {
 		want string
 	}{
 		{"no manifest", nil, "no manifest"},
-		{"concurrency", []string{"--manifest", bad, "--concurrency", "0"}, "--concurrency (0)"},
+		{"concurrency", []string{"--manifest", bad, "--concurrency", "-1"}, "--concurrency (-1)"},
 		{"format", []string{"--manifest", bad, "--format", "csv"}, `format "csv"`},
 		{"report prefix", []string{"--manifest", bad, "--report-prefix", "/tmp/r"}, "is not an s3://bucket/prefix URI"},
 	}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
@@ -19,7 +20,7 @@ const ConvertDocumentChange = "convert-document"
 // convertFirst converts the document of prep (at version 1 of
 // ConvertDocumentChange) and points prep at the text to index. A text
 // document is left as it is.
-func convertFirst(ctx workflow.Context, hb time.Duration, prep *activities.PrepareInput) error {
+func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *activities.PrepareInput) error {
 	if workflow.GetVersion(ctx, ConvertDocumentChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
@@ -27,7 +28,10 @@ func convertFirst(ctx workflow.Context, hb time.Duration, prep *activities.Prepa
 		StartToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:    hb,
 		RetryPolicy:         retryPolicy(),
-		Summary:             "convert document",
+		Priority:            prio,
+		// As the run's other activities: see DocumentQA.
+		DisableEagerExecution: prio.PriorityKey >= PriorityBatch,
+		Summary:               "convert document",
 	})
 	var out activities.ConvertOutput
 	if err := workflow.ExecuteActivity(actx, activities.ConvertDocumentName, activities.ConvertInput{

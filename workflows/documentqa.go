@@ -236,7 +236,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Document: in.Document, Question: in.Question, Options: in.Options,
 			OutputPrefix: ownPrefix(in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
 		}
-		if err := convertFirst(ctx, hb, &prep); err != nil {
+		if err := convertFirst(ctx, hb, prio, &prep); err != nil {
 			return nil, err
 		}
 		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(ctx, &st.Prepared); err != nil {

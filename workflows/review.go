@@ -449,7 +449,7 @@ func (r *reviewRun) prepare() error {
 		Document: r.in.Document, Question: longest, Options: r.in.Options,
 		OutputPrefix: ownPrefix(r.in.OutputPrefix, r.st.Prefix), WorkflowID: r.info.WorkflowExecution.ID,
 	}
-	if err := convertFirst(r.ctx, r.hb, &prep); err != nil {
+	if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
 		return err
 	}
 	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(r.ctx, &r.st.Prepared); err != nil {

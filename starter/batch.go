@@ -241,6 +241,8 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	prefix := fs.String("report-prefix", "", "s3:// prefix of the report; default s3://<bucket>/batches/<workflow id>/")
 	dated := fs.Bool("dated", false, "put the report under a folder named after the batch's UTC start time")
 	chunk := fs.Int("chunk-tokens", 0, "tokens per chunk (0: the default, 5000)")
+	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", activities.MaxSamples))
+	temperature := fs.Float64("temperature", -1, "sampling temperature within [0, 2] (default the options' default, 0.7)")
 	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`")
 	asJSON := fs.Bool("json", false, "print the result and the report as one JSON object")
 	noWait := fs.Bool("no-wait", false, "start the batch and print its workflow id, without waiting")
@@ -262,7 +264,12 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	in := workflows.BatchQAInput{
 		Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
 		Options:  activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
+		Samples:  *samples,
 		Priority: sched.Priority, FairnessKey: sched.FairnessKey, FairnessWeight: sched.FairnessWeight,
+	}
+	if *temperature >= 0 {
+		t := float32(*temperature)
+		in.Options.Temperature = &t
 	}
 	// Everything but the manifest is checked before anything is uploaded.
 	in.Manifest = "s3://check/manifest"

@@ -357,6 +357,10 @@ func printBatchReport(w io.Writer, res *workflows.BatchQAResult, rep *activities
 	} else {
 		fmt.Fprintln(w, "Scores:    none (no item has gold answers)")
 	}
+	if g := res.Groups; g != nil && g.Scored > 0 {
+		fmt.Fprintf(w, "Groups:    %d samples per item · substring mean %.3f best %.3f · F1 mean %.3f best %.3f (over %d items)\n",
+			g.Samples, g.MeanSubstringMatch, g.BestSubstringMatch, g.MeanF1, g.BestF1, g.Scored)
+	}
 	fmt.Fprintf(w, "Model:     %s, %d calls, %d prompt + %d completion tokens\n", orDash(model), o.Usage.Calls, o.Usage.PromptTokens, o.Usage.CompletionTokens)
 	fmt.Fprintf(w, "Report:    %s\n", res.ReportURI)
 	fmt.Fprintf(w, "Page:      %s\n", html)

@@ -368,7 +368,7 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 		Model: comp.Model, PromptTokens: comp.PromptTokens, CompletionTokens: comp.CompletionTokens,
 		CachedTokens: comp.CachedTokens, LatencyMS: out.LatencyMS, FinishReason: comp.FinishReason,
 		Attempt: attempt(ctx), MemoryKept: kept, MemoryAfter: memory, WrittenAt: time.Now().UTC(),
-		Calls: paid.Calls, Kept: keep(digest, comp), Pages: pages,
+		Calls: paid.Calls, Kept: keep(digest, comp), Pages: pages, PromptSHA256: PromptDigest(prompt),
 	}
 	sctx, cancel = a.s3ctx(ctx)
 	err = a.putJSON(sctx, traceLoc, trace)
@@ -397,6 +397,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 		return nil, badInput(fmt.Errorf("result uri: %w", err))
 	}
 	digest := inputDigest(in.Question, in.Memory, a.modelName(opts))
+	prompt := a.Templates.RenderFinal(in.Question, in.Memory)
 	comp, paid, err := a.paidCompletion(ctx, hb, resultLoc.String()+"#"+in.Result.RunID, digest, func() *KeptCompletion {
 		// An earlier attempt of this run that wrote its result before it
 		// was lost: the result keeps the completion.
@@ -409,7 +410,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 		}
 		return nil
 	}, func() (inference.Completion, error) {
-		return a.complete(ctx, opts, a.Templates.RenderFinal(in.Question, in.Memory), opts.AnswerMaxTokens, callFinal)
+		return a.complete(ctx, opts, prompt, opts.AnswerMaxTokens, callFinal)
 	})
 	if err != nil {
 		return nil, err
@@ -433,7 +434,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 	defer cancel()
 	final, err := a.putOnce(sctx, resultLoc, res.RunID, func(at s3store.Location) any {
 		res.ResultURI = at.String()
-		return StoredResult{QAResult: res, Completion: comp.Text, Kept: keep(digest, comp)}
+		return StoredResult{QAResult: res, Completion: comp.Text, Kept: keep(digest, comp), PromptSHA256: PromptDigest(prompt)}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write result: %w", err)
@@ -603,6 +604,13 @@ func nextMemory(prev, completion string) (string, bool) {
 		return prev, true
 	}
 	return m, false
+}
+
+// PromptDigest is the hex SHA-256 of a prompt, as traces and results keep
+// it (ChunkTrace.PromptSHA256).
+func PromptDigest(prompt string) string {
+	h := sha256.Sum256([]byte(prompt))
+	return hex.EncodeToString(h[:])
 }
 
 func usageOf(c inference.Completion) Usage {

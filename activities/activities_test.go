@@ -433,7 +433,7 @@ func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 	wantTrace := ChunkTrace{
 		Chunk: 3, Chunks: 5, Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens, Model: "fake",
 		PromptTokens: len(wantPrompt) / 4, CompletionTokens: len("memory 1") / 4, FinishReason: "stop",
-		Attempt: 1, MemoryAfter: "memory 1", Calls: 1,
+		Attempt: 1, MemoryAfter: "memory 1", Calls: 1, PromptSHA256: PromptDigest(wantPrompt),
 	}
 	if trace != wantTrace {
 		t.Errorf("trace = %+v, want %+v", trace, wantTrace)

@@ -53,6 +53,8 @@ const (
 	// resolveParallel bounds the S3 requests one ResolveBatchPage makes at
 	// once.
 	resolveParallel = 8
+	// MaxSamples bounds how many times a batch answers each item.
+	MaxSamples = 64
 )
 
 // registerBatch registers the activities of the BatchQA workflow.
@@ -98,6 +100,14 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	if pageSize < 0 || pageSize > maxPageSize {
 		return nil, badInput(fmt.Errorf("page_size (%d) must be within [1, %d]", pageSize, maxPageSize))
 	}
+	if in.Samples < 0 || in.Samples > MaxSamples {
+		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, MaxSamples))
+	}
+	// Each item becomes samples runs in ResolveBatchPage's output: a page
+	// holds that many times fewer items.
+	samples := max(in.Samples, 1)
+	pageSize = max(pageSize/samples, 1)
+	maxPageBytes := pageBytes / samples
 	out := &ExpandOutput{Model: a.modelName(in.Options), PoolCapacity: a.poolCapacity()}
 	if out.ReportPrefix, err = a.reportPrefix(in); err != nil {
 		return nil, badInput(err)
@@ -206,7 +216,7 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 		if err != nil {
 			return nil, fmt.Errorf("encode item %d: %w", it.Seq, err)
 		}
-		if pageItems > 0 && page.Len()+len(line) > pageBytes {
+		if pageItems > 0 && page.Len()+len(line) > maxPageBytes {
 			if err := writePage(); err != nil {
 				return nil, err
 			}
@@ -334,6 +344,22 @@ func AnswerKey(document, etag, question string, opts ModelOptions, templates mem
 	return hex.EncodeToString(h[:16])
 }
 
+// SampleAnswerKey is AnswerKey of one of a batch's samples of an item: the
+// first sample (0) has the item's AnswerKey, so a batch of one sample finds
+// the answers of any earlier batch, and each later sample has a key of its
+// own, so that no sample is taken for another.
+func SampleAnswerKey(document, etag, question string, opts ModelOptions, templates memagent.Templates, sample int) string {
+	if sample == 0 {
+		return AnswerKey(document, etag, question, opts, templates)
+	}
+	b, _ := json.Marshal(struct {
+		K string
+		S int
+	}{AnswerKey(document, etag, question, opts, templates), sample})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:16])
+}
+
 // docState is what a HEAD says about one document.
 type docState struct {
 	etag    string
@@ -356,7 +382,12 @@ func (a *Activities) poolCapacity() int {
 // this item's gold answers; items whose document does not exist fail with
 // memagent.DocumentNotFound. Their outcomes go to one part; the other items
 // are returned, each with the output prefix its DocumentQA run writes to.
+// With samples > 1 each item is that many units, each settled or returned
+// on its own (SampleAnswerKey).
 func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) (*ResolvePageOutput, error) {
+	if in.Samples < 0 || in.Samples > MaxSamples {
+		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, MaxSamples))
+	}
 	items, err := a.readPage(ctx, in.WorkPrefix, in.Page)
 	if err != nil {
 		return nil, err
@@ -396,24 +427,28 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 			return nil, fmt.Errorf("check document %s: %w", u, err)
 		}
 	}
-	keys := make([]string, len(items))
-	cached := make([]*QAResult, len(items))
-	errs := make([]error, len(items))
-	parallel(ctx, len(items), func(i int) {
-		st := docs[items[i].Document]
+	samples := max(in.Samples, 1)
+	// Unit u is sample u%samples of item u/samples.
+	units := len(items) * samples
+	keys := make([]string, units)
+	cached := make([]*QAResult, units)
+	errs := make([]error, units)
+	parallel(ctx, units, func(u int) {
+		it := items[u/samples]
+		st := docs[it.Document]
 		if st.missing {
 			return
 		}
-		keys[i] = AnswerKey(items[i].Document, st.etag, items[i].Question, opts, a.Templates)
-		data, err := a.Store.ReadAll(ctx, s3store.Location{Bucket: a.Bucket, Key: "answers/" + keys[i] + "/result.json"})
+		keys[u] = SampleAnswerKey(it.Document, st.etag, it.Question, opts, a.Templates, u%samples)
+		data, err := a.Store.ReadAll(ctx, s3store.Location{Bucket: a.Bucket, Key: "answers/" + keys[u] + "/result.json"})
 		switch {
 		case errors.Is(err, s3store.ErrNotFound):
 		case err != nil:
-			errs[i] = err
+			errs[u] = err
 		default:
 			var res QAResult
 			if json.Unmarshal(data, &res) == nil && res.ResultURI != "" {
-				cached[i] = &res
+				cached[u] = &res
 			}
 		}
 	})
@@ -427,8 +462,9 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 	out := &ResolvePageOutput{}
 	var settled bytes.Buffer
 	enc := json.NewEncoder(&settled)
-	for i, it := range items {
-		r := BatchItemResult{Seq: it.Seq, ID: it.ID, Document: it.Document, Question: it.Question,
+	for u := range units {
+		it, sample := items[u/samples], u%samples
+		r := BatchItemResult{Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
 			GoldAnswers: it.Answers, Labels: it.Labels}
 		switch {
 		case docs[it.Document].missing:
@@ -436,8 +472,8 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 			r.ErrorType = ErrDocumentNotFound
 			r.Error = fmt.Sprintf("%s does not exist: check the URI and that the worker's credentials can read it", it.Document)
 			out.Failed++
-		case cached[i] != nil:
-			c := cached[i]
+		case cached[u] != nil:
+			c := cached[u]
 			r.Status = ItemReused
 			r.Answer, r.AnswerFound = c.Answer, c.AnswerFound
 			if len(it.Answers) > 0 {
@@ -449,9 +485,9 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 			out.Reused++
 		default:
 			out.Run = append(out.Run, BatchRunItem{
-				Seq: it.Seq, ID: it.ID, Document: it.Document, Question: it.Question,
+				Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
 				GoldAnswers: it.Answers, Labels: it.Labels,
-				OutputPrefix: a.answersPrefix() + keys[i] + "/",
+				OutputPrefix: a.answersPrefix() + keys[u] + "/",
 				FairnessKey:  it.FairnessKey, DocumentBytes: docs[it.Document].size,
 			})
 			if b, err := json.Marshal(out.Run[len(out.Run)-1]); err == nil {
@@ -598,6 +634,8 @@ const (
 	ReportCSVName     = "results.csv"
 	ReportSVGName     = "chart.svg"
 	ReportHTMLName    = "report.html"
+	// ReportGroupsName is the per-item summary of a batch with samples > 1.
+	ReportGroupsName = "groups.jsonl"
 )
 
 // maxLabelValues bounds the values of one label that get their own
@@ -657,6 +695,84 @@ func (g *aggregator) result() ScoreAggregate {
 	return a
 }
 
+// groupAcc accumulates one item's samples (GroupResult).
+type groupAcc struct {
+	res         GroupResult
+	em, sub, f1 float64
+	bestSet     bool
+}
+
+func (g *groupAcc) add(r BatchItemResult) {
+	g.res.Samples++
+	g.res.Usage = g.res.Usage.Add(r.Usage)
+	switch r.Status {
+	case ItemAnswered:
+		g.res.Answered++
+	case ItemReused:
+		g.res.Reused++
+	default:
+		g.res.Failed++
+	}
+	if r.Status == ItemFailed || r.Scores == nil || len(r.GoldAnswers) == 0 {
+		return
+	}
+	g.res.Scored++
+	em, sub := b2f(r.Scores.ExactMatch), b2f(r.Scores.SubstringMatch)
+	g.em, g.sub, g.f1 = g.em+em, g.sub+sub, g.f1+r.Scores.F1
+	g.res.BestExactMatch = max(g.res.BestExactMatch, em)
+	g.res.BestSubstringMatch = max(g.res.BestSubstringMatch, sub)
+	g.res.BestF1 = max(g.res.BestF1, r.Scores.F1)
+}
+
+func (g *groupAcc) result() GroupResult {
+	r := g.res
+	if r.Scored > 0 {
+		n := float64(r.Scored)
+		r.MeanExactMatch, r.MeanSubstringMatch, r.MeanF1 = g.em/n, g.sub/n, g.f1/n
+	}
+	return r
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// groupAggregator accumulates a GroupAggregate over the items' groups.
+type groupAggregator struct {
+	samples int
+	agg     GroupAggregate
+}
+
+func (a *groupAggregator) add(g *groupAcc) {
+	a.agg.Items++
+	r := g.result()
+	if r.Scored == 0 {
+		return
+	}
+	a.agg.Scored++
+	a.agg.MeanExactMatch += r.MeanExactMatch
+	a.agg.BestExactMatch += r.BestExactMatch
+	a.agg.MeanSubstringMatch += r.MeanSubstringMatch
+	a.agg.BestSubstringMatch += r.BestSubstringMatch
+	a.agg.MeanF1 += r.MeanF1
+	a.agg.BestF1 += r.BestF1
+}
+
+func (a *groupAggregator) result() GroupAggregate {
+	g := a.agg
+	g.Samples = a.samples
+	if g.Scored > 0 {
+		n := float64(g.Scored)
+		g.MeanExactMatch, g.BestExactMatch = g.MeanExactMatch/n, g.BestExactMatch/n
+		g.MeanSubstringMatch, g.BestSubstringMatch = g.MeanSubstringMatch/n, g.BestSubstringMatch/n
+		g.MeanF1, g.BestF1 = g.MeanF1/n, g.BestF1/n
+	}
+	return g
+}
+
 func finishLabels(by map[string]map[string]*aggregator) map[string]map[string]ScoreAggregate {
 	out := make(map[string]map[string]ScoreAggregate, len(by))
 	for k, vals := range by {
@@ -684,6 +800,10 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	if in.Items <= 0 {
 		return nil, badInput(fmt.Errorf("items (%d) must be positive", in.Items))
 	}
+	if in.Samples < 0 || in.Samples > MaxSamples {
+		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, MaxSamples))
+	}
+	samples := max(in.Samples, 1)
 	prefix := in.ReportPrefix
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
@@ -701,7 +821,8 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	spans := make([]itemSpan, in.Items)
+	// One span per outcome: sample k of item seq is at seq*samples+k.
+	spans := make([]itemSpan, in.Items*samples)
 	var off int64
 	w := bufio.NewWriterSize(spool, 256<<10)
 	err = a.readParts(ctx, in.Parts, func(r BatchItemResult, line []byte) error {
@@ -709,9 +830,13 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("outcome of item %d is outside the manifest's %d items", r.Seq, in.Items), ErrBatchIncomplete, nil)
 		}
+		if r.Sample < 0 || r.Sample >= samples {
+			return temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("outcome of item %d is of sample %d, outside the batch's %d samples", r.Seq, r.Sample, samples), ErrBatchIncomplete, nil)
+		}
 		// A later part's outcome of the same item wins (it cannot happen
 		// in a batch that was not reset, but a report must not count twice).
-		spans[r.Seq] = itemSpan{off: off + 1, n: int32(len(line))}
+		spans[r.Seq*samples+r.Sample] = itemSpan{off: off + 1, n: int32(len(line))}
 		n, err := w.Write(line)
 		off += int64(n)
 		return err
@@ -722,10 +847,14 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	if err := w.Flush(); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	for seq, s := range spans {
+	for u, s := range spans {
 		if s.off == 0 {
+			what := fmt.Sprintf("item %d of %d", u/samples, in.Items)
+			if samples > 1 {
+				what = fmt.Sprintf("sample %d of item %d of %d", u%samples, u/samples, in.Items)
+			}
 			return nil, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("item %d of %d has no outcome in the batch's %d part(s)", seq, in.Items, len(in.Parts)), ErrBatchIncomplete, nil)
+				fmt.Sprintf("%s has no outcome in the batch's %d part(s)", what, len(in.Parts)), ErrBatchIncomplete, nil)
 		}
 	}
 
@@ -737,6 +866,9 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 		SVGURI: prefix + ReportSVGName, HTMLURI: prefix + ReportHTMLName, ReportURI: prefix + ReportJSONName,
 	}
 	rep.Options.Model = in.Model
+	if samples > 1 {
+		rep.Samples, rep.GroupsURI = samples, prefix+ReportGroupsName
+	}
 
 	// First pass over the items in order: label keys and values.
 	labelValues := make(map[string]map[string]bool)
@@ -784,6 +916,9 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	header := []string{"seq", "id", "status", "document", "question", "gold_answers", "answer", "answer_found",
 		"exact_match", "substring_match", "f1", "recall", "chunks", "tokens", "calls", "prompt_tokens", "completion_tokens",
 		"error_type", "error", "workflow_id", "result_uri", "answer_pages"}
+	if samples > 1 {
+		header = slices.Insert(header, 1, "sample")
+	}
 	for _, k := range labelKeys {
 		header = append(header, "label:"+k)
 	}
@@ -791,12 +926,29 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 		return nil, err
 	}
 	var all aggregator
+	groups := groupAggregator{samples: samples}
+	var groupLines bytes.Buffer
+	groupEnc := json.NewEncoder(&groupLines)
+	var group *groupAcc
 	by := make(map[string]map[string]*aggregator)
 	var points []report.BatchChartPoint
 	var failures, rows [][]string
 	failedTotal := 0
 	if err := eachSpooled(ctx, spool, spans, func(r BatchItemResult, line []byte) error {
 		all.add(r)
+		if samples > 1 {
+			if group != nil && group.res.Seq != r.Seq {
+				groups.add(group)
+				if err := groupEnc.Encode(group.result()); err != nil {
+					return err
+				}
+				group = nil
+			}
+			if group == nil {
+				group = &groupAcc{res: GroupResult{Seq: r.Seq, ID: r.ID}}
+			}
+			group.add(r)
+		}
 		for _, k := range labelKeys {
 			v, ok := r.Labels[k]
 			if !ok {
@@ -813,6 +965,9 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 		rw.Write(line)
 		rw.WriteByte('\n')
 		row := csvRow(r)
+		if samples > 1 {
+			row = slices.Insert(row, 1, strconv.Itoa(r.Sample))
+		}
 		for _, k := range labelKeys {
 			row = append(row, report.BatchCSVText(r.Labels[k]))
 		}
@@ -829,11 +984,21 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 			}
 		}
 		if len(rows) < maxHTMLItems {
-			rows = append(rows, htmlItemRow(r))
+			row := htmlItemRow(r)
+			if samples > 1 {
+				row[0] = fmt.Sprintf("%d #%d", r.Seq, r.Sample)
+			}
+			rows = append(rows, row)
 		}
 		return nil
 	}); err != nil {
 		return nil, err
+	}
+	if group != nil {
+		groups.add(group)
+		if err := groupEnc.Encode(group.result()); err != nil {
+			return nil, err
+		}
 	}
 	if err := rw.Flush(); err != nil {
 		return nil, err
@@ -843,6 +1008,10 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 		return nil, err
 	}
 	rep.Overall = all.result()
+	if samples > 1 {
+		g := groups.result()
+		rep.Groups = &g
+	}
 	if len(by) > 0 {
 		rep.ByLabel = finishLabels(by)
 	}
@@ -856,18 +1025,23 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
+	type reportFile struct {
 		name, contentType string
 		file              *os.File
 		data              []byte
-	}{
+	}
+	var groupFiles []reportFile
+	if samples > 1 {
+		groupFiles = append(groupFiles, reportFile{ReportGroupsName, "application/x-ndjson", nil, groupLines.Bytes()})
+	}
+	for _, f := range append(groupFiles, []reportFile{
 		{ReportResultsName, "application/x-ndjson", results, nil},
 		{ReportCSVName, "text/csv; charset=utf-8", csvFile, nil},
 		{ReportSVGName, "image/svg+xml", nil, []byte(chart)},
 		{ReportHTMLName, "text/html; charset=utf-8", nil, page.Bytes()},
 		// report.json last: its presence means the report is complete.
 		{ReportJSONName, "application/json", nil, repJSON},
-	} {
+	}...) {
 		loc, _ := s3store.ParseURI(prefix + f.name)
 		if f.file != nil {
 			if err := a.putFile(ctx, loc, f.file, f.contentType); err != nil {
@@ -1021,6 +1195,19 @@ func batchPage(rep *BatchReport, labelKeys []string, chart string, failures [][]
 		Note: "Scores are means over the items with gold answers that were answered or reused; exact and substring match are after normalisation (lowercase, no punctuation or articles), F1 over tokens, each the best over the gold answers (any one is right); recall is the fraction of the gold answers found in the answer (all are expected, as in RULER's multi-value tasks).",
 		Rows: [][]string{aggregateRow("all", rep.Overall)},
 	})
+	if g := rep.Groups; g != nil {
+		p.Links = append(p.Links, report.BatchLink{Name: ReportGroupsName, Href: ReportGroupsName})
+		p.Tables = append(p.Tables, report.BatchTable{
+			Title:   fmt.Sprintf("Groups (%d samples per item)", g.Samples),
+			Header:  []string{"items", "scored", "mean exact", "best exact", "mean substring", "best substring", "mean F1", "best F1"},
+			Numeric: []bool{true, true, true, true, true, true, true, true},
+			Note:    "Each item's samples are a group: its mean and best score over the scored samples, averaged over the items with at least one. The tables above count every sample; groups.jsonl has each item's line.",
+			Rows: [][]string{{strconv.Itoa(g.Items), strconv.Itoa(g.Scored),
+				fmt.Sprintf("%.3f", g.MeanExactMatch), fmt.Sprintf("%.3f", g.BestExactMatch),
+				fmt.Sprintf("%.3f", g.MeanSubstringMatch), fmt.Sprintf("%.3f", g.BestSubstringMatch),
+				fmt.Sprintf("%.3f", g.MeanF1), fmt.Sprintf("%.3f", g.BestF1)}},
+		})
+	}
 	for _, k := range labelKeys {
 		t := report.BatchTable{Title: "By " + k, Header: append([]string{k}, aggregateHeader[1:]...), Numeric: aggregateNumeric}
 		for _, v := range sortedValues(rep.ByLabel[k]) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -537,5 +538,139 @@ func TestWriteBatchReportChecksCompleteness(t *testing.T) {
 	withDup[2] = dup
 	if want := recompute(withDup, func(BatchItemResult) bool { return true }); !sameAggregate(rep.Overall, want) {
 		t.Errorf("overall\n got %+v\nwant %+v", rep.Overall, want)
+	}
+}
+
+func TestResolveBatchPageSamples(t *testing.T) {
+	a, store := batchActivities(t)
+	putObject(t, store, "s3://docs/a.txt", []byte("document a"))
+	items := []report.ManifestItem{
+		{Seq: 0, ID: "x", Document: "s3://docs/a.txt", Question: "q", Answers: []string{"Paris"}},
+		{Seq: 1, ID: "y", Document: "s3://docs/missing.txt", Question: "q"},
+	}
+	var page bytes.Buffer
+	for _, it := range items {
+		line, _ := json.Marshal(it)
+		page.Write(append(line, '\n'))
+	}
+	work := "s3://memagent/batches/wf/work/r/"
+	putObject(t, store, work+PagePath(0), page.Bytes())
+	// An earlier batch without samples answered item 0: that is sample 0's
+	// answer, and no other sample's.
+	info, _ := store.Head(context.Background(), s3store.Location{Bucket: "docs", Key: "a.txt"})
+	opts := ModelOptions{}.WithDefaults()
+	opts.Model = "fake"
+	key := AnswerKey("s3://docs/a.txt", info.ETag, "q", opts, a.Templates)
+	if got := SampleAnswerKey("s3://docs/a.txt", info.ETag, "q", opts, a.Templates, 0); got != key {
+		t.Fatalf("sample 0's key %s is not the item's answer key %s", got, key)
+	}
+	earlier, _ := json.Marshal(QAResult{WorkflowID: "old/0", Answer: "paris", ResultURI: "s3://memagent/answers/" + key + "/result.json"})
+	putObject(t, store, "s3://memagent/answers/"+key+"/result.json", earlier)
+
+	out, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0, Samples: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Item 0: sample 0 reused, samples 1 and 2 run; item 1: 3 failures.
+	if out.Reused != 1 || out.Failed != 3 || len(out.Run) != 2 {
+		t.Fatalf("output = %+v", out)
+	}
+	prefixes := map[string]bool{}
+	for i, r := range out.Run {
+		if r.Seq != 0 || r.Sample != i+1 {
+			t.Errorf("run %d = seq %d sample %d, want seq 0 sample %d", i, r.Seq, r.Sample, i+1)
+		}
+		if strings.Contains(r.OutputPrefix, key) {
+			t.Errorf("sample %d writes under the first sample's key: %s", r.Sample, r.OutputPrefix)
+		}
+		prefixes[r.OutputPrefix] = true
+	}
+	if len(prefixes) != 2 {
+		t.Errorf("samples share an output prefix: %v", prefixes)
+	}
+	var samples []int
+	for _, line := range bytes.Split(bytes.TrimSpace(getObject(t, store, out.Part)), []byte{'\n'}) {
+		var r BatchItemResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, r.Seq*10+r.Sample)
+	}
+	if want := []int{0, 10, 11, 12}; !slices.Equal(samples, want) {
+		t.Errorf("settled seq*10+sample = %v, want %v", samples, want)
+	}
+	if _, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0, Samples: MaxSamples + 1}); err == nil {
+		t.Error("samples over the maximum: no error")
+	}
+}
+
+func TestWriteBatchReportGroups(t *testing.T) {
+	a, store := batchActivities(t)
+	f1 := func(v float64, sub bool) *memagent.Scores { return &memagent.Scores{F1: v, SubstringMatch: sub} }
+	gold := []string{"Paris"}
+	results := []BatchItemResult{
+		{Seq: 0, Sample: 0, ID: "a", Status: ItemAnswered, GoldAnswers: gold, Scores: f1(1, true), Usage: Usage{Calls: 3}},
+		{Seq: 0, Sample: 1, ID: "a", Status: ItemAnswered, GoldAnswers: gold, Scores: f1(0, false), Usage: Usage{Calls: 3}},
+		{Seq: 1, Sample: 0, ID: "b", Status: ItemFailed, GoldAnswers: gold},
+		{Seq: 1, Sample: 1, ID: "b", Status: ItemAnswered, GoldAnswers: gold, Scores: f1(0.5, false), Usage: Usage{Calls: 2}},
+	}
+	prefix := "s3://memagent/batches/g/"
+	var part bytes.Buffer
+	// Out of order, as parts may be.
+	for _, i := range []int{3, 0, 2, 1} {
+		line, _ := json.Marshal(results[i])
+		part.Write(append(line, '\n'))
+	}
+	putObject(t, store, prefix+"work/r/parts/p.jsonl", part.Bytes())
+	in := ReportInput{Name: "g", WorkflowID: "g", Model: "fake", ReportPrefix: prefix,
+		Parts: []string{prefix + "work/r/parts/p.jsonl"}, Items: 2, Samples: 2}
+	rep, err := a.WriteBatchReport(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Overall.Items != 4 || rep.Overall.Failed != 1 || rep.Overall.Scored != 3 || rep.Samples != 2 {
+		t.Errorf("overall = %+v, samples %d", rep.Overall, rep.Samples)
+	}
+	want := GroupAggregate{Items: 2, Samples: 2, Scored: 2, MeanSubstringMatch: 0.25, BestSubstringMatch: 0.5,
+		MeanF1: (0.5 + 0.5) / 2, BestF1: (1 + 0.5) / 2}
+	if rep.Groups == nil || *rep.Groups != want {
+		t.Errorf("groups = %+v, want %+v", rep.Groups, want)
+	}
+	var lines []GroupResult
+	for _, line := range bytes.Split(bytes.TrimSpace(getObject(t, store, rep.GroupsURI)), []byte{'\n'}) {
+		var g GroupResult
+		if err := json.Unmarshal(line, &g); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, g)
+	}
+	if len(lines) != 2 || lines[0].ID != "a" || lines[0].MeanF1 != 0.5 || lines[0].BestF1 != 1 || lines[0].Usage.Calls != 6 ||
+		lines[1].Failed != 1 || lines[1].Scored != 1 || lines[1].MeanF1 != 0.5 {
+		t.Errorf("groups.jsonl = %+v", lines)
+	}
+	var order []int
+	for _, line := range bytes.Split(bytes.TrimSpace(getObject(t, store, rep.ResultsURI)), []byte{'\n'}) {
+		var r BatchItemResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, r.Seq*10+r.Sample)
+	}
+	if want := []int{0, 1, 10, 11}; !slices.Equal(order, want) {
+		t.Errorf("results.jsonl seq*10+sample = %v, want %v", order, want)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(getObject(t, store, rep.CSVURI))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[0][1] != "sample" || rows[2][1] != "1" {
+		t.Errorf("CSV header %v, row 2 %v: want a sample column", rows[0][:3], rows[2][:3])
+	}
+
+	// A missing sample fails the report, naming it.
+	in.Parts, in.ReportPrefix = []string{prefix + "work/r/parts/p.jsonl"}, "s3://memagent/batches/g3/"
+	in.Samples = 3
+	if _, err := a.WriteBatchReport(context.Background(), in); err == nil || !strings.Contains(err.Error(), "sample 2 of item 0") {
+		t.Errorf("a missing sample: err = %v", err)
 	}
 }

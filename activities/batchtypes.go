@@ -19,7 +19,10 @@ const (
 // results JSON Lines and a row of its CSV.
 type BatchItemResult struct {
 	// Seq is the item's position in the manifest, from 0.
-	Seq         int               `json:"seq"`
+	Seq int `json:"seq"`
+	// Sample is which of the item's samples this is (a BatchQA with
+	// samples > 1 answers each item that many times), from 0.
+	Sample      int               `json:"sample,omitempty"`
 	ID          string            `json:"id"`
 	Document    string            `json:"document"`
 	Question    string            `json:"question"`
@@ -67,6 +70,47 @@ type ScoreAggregate struct {
 	Usage      Usage   `json:"usage"`
 }
 
+// GroupAggregate sums up the rollout groups of a batch whose items were
+// answered more than once (BatchQA's samples): each item's samples are a
+// group, and each group has a mean and a best score over its scored
+// samples. The fields are means of those over the groups with at least one
+// scored sample; exact and substring match count 1 for a match.
+type GroupAggregate struct {
+	// Items is how many groups (manifest items) there are, Samples how many
+	// samples each has.
+	Items   int `json:"items"`
+	Samples int `json:"samples"`
+	// Scored is how many groups the means are over.
+	Scored             int     `json:"scored"`
+	MeanExactMatch     float64 `json:"mean_exact_match"`
+	BestExactMatch     float64 `json:"best_exact_match"`
+	MeanSubstringMatch float64 `json:"mean_substring_match"`
+	BestSubstringMatch float64 `json:"best_substring_match"`
+	MeanF1             float64 `json:"mean_f1"`
+	BestF1             float64 `json:"best_f1"`
+}
+
+// GroupResult is one item's line of groups.jsonl: its samples' outcomes
+// summed up, with the mean and best score over the scored ones.
+type GroupResult struct {
+	Seq      int    `json:"seq"`
+	ID       string `json:"id"`
+	Samples  int    `json:"samples"`
+	Answered int    `json:"answered"`
+	Reused   int    `json:"reused"`
+	Failed   int    `json:"failed"`
+	// Scored counts the samples with scores; the means and bests are over
+	// them, and zero when there are none.
+	Scored             int     `json:"scored"`
+	MeanExactMatch     float64 `json:"mean_exact_match"`
+	BestExactMatch     float64 `json:"best_exact_match"`
+	MeanSubstringMatch float64 `json:"mean_substring_match"`
+	BestSubstringMatch float64 `json:"best_substring_match"`
+	MeanF1             float64 `json:"mean_f1"`
+	BestF1             float64 `json:"best_f1"`
+	Usage              Usage   `json:"usage"`
+}
+
 // BatchReport is report.json of a BatchQA run.
 type BatchReport struct {
 	Name       string `json:"name"`
@@ -93,6 +137,13 @@ type BatchReport struct {
 	HTMLURI    string `json:"html_uri"`
 	// ReportURI is this report.json.
 	ReportURI string `json:"report_uri,omitempty"`
+	// Samples is how many times each item was answered, when more than
+	// once: Overall, ByLabel, results.jsonl and the CSV then count samples
+	// (one line each), Groups sums up the items, and GroupsURI is
+	// groups.jsonl, one line (GroupResult) per item.
+	Samples   int             `json:"samples,omitempty"`
+	Groups    *GroupAggregate `json:"groups,omitempty"`
+	GroupsURI string          `json:"groups_uri,omitempty"`
 }
 
 // ExpandInput asks ExpandManifest to check a manifest and cut it into pages.
@@ -115,6 +166,10 @@ type ExpandInput struct {
 	PageSize int `json:"page_size,omitempty"`
 	// Options are the batch's model options; the worker resolves the model.
 	Options ModelOptions `json:"options"`
+	// Samples is how many times each item is answered (0 means 1); pages
+	// hold proportionally fewer items, so that a page's runs stay as small
+	// in history as without samples.
+	Samples int `json:"samples,omitempty"`
 }
 
 // ExpandOutput describes an expanded manifest. The items themselves stay
@@ -147,11 +202,15 @@ type ResolvePageInput struct {
 	Page       int    `json:"page"`
 	// Options carry the resolved model.
 	Options ModelOptions `json:"options"`
+	// Samples is how many times each item is answered (0 means 1).
+	Samples int `json:"samples,omitempty"`
 }
 
 // BatchRunItem is a batch item that needs a DocumentQA run.
 type BatchRunItem struct {
-	Seq         int               `json:"seq"`
+	Seq int `json:"seq"`
+	// Sample is which of the item's samples this run is, from 0.
+	Sample      int               `json:"sample,omitempty"`
 	ID          string            `json:"id"`
 	Document    string            `json:"document"`
 	Question    string            `json:"question"`
@@ -159,7 +218,8 @@ type BatchRunItem struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	// OutputPrefix is where the run writes its traces and result.json:
 	// s3://<bucket>/answers/<answer key>/, which is also the cache a later
-	// batch finds the answer in.
+	// batch finds the answer in (the key of a sample after the first
+	// includes its index, so samples never reuse each other's answers).
 	OutputPrefix string `json:"output_prefix"`
 	// Bytes is the item's size as JSON, for the workflow to bound the
 	// outcomes it buffers.
@@ -209,4 +269,7 @@ type ReportInput struct {
 	// Items is how many items the manifest has; an item missing from the
 	// parts fails the activity.
 	Items int `json:"items"`
+	// Samples is how many times each item was answered (0 means 1); every
+	// sample of every item must have an outcome.
+	Samples int `json:"samples,omitempty"`
 }

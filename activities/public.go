@@ -98,3 +98,6 @@ func NewTokenizer(name string) (Tokenizer, error) { return tokenizer.New(name) }
 // ReviewUsage sums the model calls and tokens of a review, per question
 // and in total; it has the fields and JSON of Usage.
 type ReviewUsage = report.ReviewUsage
+
+// ParseURI parses an s3://bucket/key URI into a Location.
+func ParseURI(uri string) (Location, error) { return s3store.ParseURI(uri) }

@@ -295,6 +295,11 @@ type ChunkTrace struct {
 	// Kept is the completion and the input it answered: a retry of the
 	// same update reuses it instead of calling the model again.
 	Kept *KeptCompletion `json:"kept,omitempty"`
+	// PromptSHA256 is the hex SHA-256 of the prompt as sent (the one user
+	// message's content), so that a prompt rebuilt from the template, the
+	// question, the memory before this chunk and the chunk's bytes can be
+	// proved equal to it (the rollout export does).
+	PromptSHA256 string `json:"prompt_sha256,omitempty"`
 }
 
 // StoredResult is result.json: the result, the raw final completion, and
@@ -304,6 +309,9 @@ type StoredResult struct {
 	QAResult
 	Completion string          `json:"completion"`
 	Kept       *KeptCompletion `json:"kept,omitempty"`
+	// PromptSHA256 is the hex SHA-256 of the final prompt as sent, as in
+	// ChunkTrace.
+	PromptSHA256 string `json:"prompt_sha256,omitempty"`
 }
 
 // AnswerInput asks for the final answer and carries the run's summary so the

@@ -241,6 +241,8 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	prefix := fs.String("report-prefix", "", "s3:// prefix of the report; default s3://<bucket>/batches/<workflow id>/")
 	dated := fs.Bool("dated", false, "put the report under a folder named after the batch's UTC start time")
 	chunk := fs.Int("chunk-tokens", 0, "tokens per chunk (0: the default, 5000)")
+	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", activities.MaxSamples))
+	temperature := fs.Float64("temperature", -1, "sampling temperature within [0, 2] (default the options' default, 0.7)")
 	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`")
 	asJSON := fs.Bool("json", false, "print the result and the report as one JSON object")
 	noWait := fs.Bool("no-wait", false, "start the batch and print its workflow id, without waiting")
@@ -262,7 +264,12 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	in := workflows.BatchQAInput{
 		Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
 		Options:  activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
+		Samples:  *samples,
 		Priority: sched.Priority, FairnessKey: sched.FairnessKey, FairnessWeight: sched.FairnessWeight,
+	}
+	if *temperature >= 0 {
+		t := float32(*temperature)
+		in.Options.Temperature = &t
 	}
 	// Everything but the manifest is checked before anything is uploaded.
 	in.Manifest = "s3://check/manifest"
@@ -349,6 +356,10 @@ func printBatchReport(w io.Writer, res *workflows.BatchQAResult, rep *activities
 			o.ExactMatch, o.SubstringMatch, o.F1, o.Scored)
 	} else {
 		fmt.Fprintln(w, "Scores:    none (no item has gold answers)")
+	}
+	if g := res.Groups; g != nil && g.Scored > 0 {
+		fmt.Fprintf(w, "Groups:    %d samples per item · substring mean %.3f best %.3f · F1 mean %.3f best %.3f (over %d items)\n",
+			g.Samples, g.MeanSubstringMatch, g.BestSubstringMatch, g.MeanF1, g.BestF1, g.Scored)
 	}
 	fmt.Fprintf(w, "Model:     %s, %d calls, %d prompt + %d completion tokens\n", orDash(model), o.Usage.Calls, o.Usage.PromptTokens, o.Usage.CompletionTokens)
 	fmt.Fprintf(w, "Report:    %s\n", res.ReportURI)

@@ -43,6 +43,7 @@ commands:
   schedule create|list|describe|pause|unpause|trigger|delete Temporal Schedules that run BatchQA
   eval     gen|run|score: write RULER-style evaluation sets in MemAgent's format, run one and print scores by length
            (--protocol paper: as the MemAgent paper's scripts), or score one answer
+  export   rollouts BATCH_WORKFLOW_ID --out FILE: a batch's turns as RL training data (JSON Lines)
   gen-doc  write the demo's generated document (filler with one planted fact) to a file
   chaos    SIGKILL workers and the server, inject model and S3 faults, and check nothing is lost
 
@@ -115,6 +116,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return runSchedule(ctx, args[1:], stdout, stderr)
 	case "eval":
 		return runEval(ctx, args[1:], stdout, stderr)
+	case "export":
+		return runExport(ctx, args[1:], stdout, stderr)
 	case "gen-doc":
 		return runGenDoc(args[1:], stdout, stderr)
 	case "chaos":

@@ -113,6 +113,15 @@ type BatchQAInput struct {
 	// FairnessWeight is the key's share relative to other keys (default 1,
 	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
 	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
+	// Samples is how many times each item is answered, independently, at
+	// the options' temperature (a rollout group, as GRPO samples it); 0
+	// means 1, at most 64. Each sample is a DocumentQA run of its own
+	// (workflow id <batch id>/<seq> for sample 0, <batch id>/<seq>.s<k>
+	// for sample k), with its own output prefix, scores and usage; the
+	// report has a line per sample and sums up each item's samples
+	// (BatchReport.Groups). Items per run, the window and the counts of
+	// the progress and result count samples.
+	Samples int `json:"samples,omitempty" contract:"min=0,max=64"`
 
 	// State is set by the workflow itself when it continues-as-new.
 	State *BatchState `json:"state,omitempty"`
@@ -144,10 +153,12 @@ type BatchState struct {
 
 // BatchQAResult is BatchQA's result.
 type BatchQAResult struct {
-	Name      string `json:"name"`
-	Items     int    `json:"items"`
-	Succeeded int    `json:"succeeded"`
-	Failed    int    `json:"failed"`
+	Name string `json:"name"`
+	// Items is how many items the manifest has; Succeeded, Failed and
+	// Skipped count samples, Items × Samples in all.
+	Items     int `json:"items"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
 	// Skipped counts items answered before with the same document,
 	// question, model and options, whose earlier answer was reused.
 	Skipped int `json:"skipped"`
@@ -163,14 +174,20 @@ type BatchQAResult struct {
 	Model      string `json:"model"`
 	// Overall is the report's overall aggregate (report.json has the rest).
 	Overall activities.ScoreAggregate `json:"overall"`
+	// Samples is how many times each item was answered, when more than
+	// once, and Groups the report's aggregate of the items' samples.
+	Samples int                        `json:"samples,omitempty"`
+	Groups  *activities.GroupAggregate `json:"groups,omitempty"`
 }
 
 // BatchProgress is what BatchQA's progress query (ProgressQuery) returns.
-// Done counts items with an outcome: Answered + Reused + Failed.
+// Done counts items with an outcome: Answered + Reused + Failed. With
+// samples > 1 the counts are of samples, Items × Samples in all.
 type BatchProgress struct {
 	Name     string `json:"name"`
 	Stage    string `json:"stage"`
 	Items    int    `json:"items"`
+	Samples  int    `json:"samples,omitempty"`
 	Started  int    `json:"started"`
 	Running  int    `json:"running"`
 	Done     int    `json:"done"`
@@ -217,6 +234,9 @@ func (in BatchQAInput) Validate() error {
 	}
 	if in.ChunksPerRun < 0 {
 		return fmt.Errorf("chunks_per_run (%d) must not be negative", in.ChunksPerRun)
+	}
+	if in.Samples < 0 || in.Samples > activities.MaxSamples {
+		return fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, activities.MaxSamples)
 	}
 	if len(in.Name) > MaxKeywordBytes {
 		return fmt.Errorf("name is %d bytes, over %d: shorten it", len(in.Name), MaxKeywordBytes)
@@ -327,7 +347,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, activities.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
 			WorkflowID: info.WorkflowExecution.ID, RunKey: info.FirstRunID, PageSize: in.PageSize,
-			Options: in.Options,
+			Options: in.Options, Samples: in.Samples,
 		}).Get(ctx, &st.Expanded); err != nil {
 			return nil, stageError("expand manifest", err)
 		}
@@ -364,7 +384,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: in.Manifest,
 		Model: st.Expanded.Model, Options: in.Options, StartedAt: st.StartedAt,
 		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
-		RunID: info.WorkflowExecution.RunID,
+		RunID: info.WorkflowExecution.RunID, Samples: in.Samples,
 	}).Get(ctx, &rep); err != nil {
 		return nil, stageError("write report", err)
 	}
@@ -378,7 +398,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		Name: st.Name, Items: st.Expanded.Items, Succeeded: st.Answered, Failed: st.Failed, Skipped: st.Reused,
 		ReportPrefix: reportPrefix, ReportURI: reportPrefix + "report.json",
 		HTMLURI: rep.HTMLURI, WorkflowID: info.WorkflowExecution.ID, Runs: st.Runs, Model: st.Expanded.Model,
-		Overall: rep.Overall,
+		Overall: rep.Overall, Samples: rep.Samples, Groups: rep.Groups,
 	}, nil
 }
 
@@ -419,6 +439,9 @@ func (b *batchRun) refresh() {
 	st := b.st
 	p := &b.progress
 	p.Name, p.Items, p.Pages, p.PagesResolved = st.Name, st.Expanded.Items, st.Expanded.Pages, st.NextPage
+	if b.in.Samples > 1 {
+		p.Samples = b.in.Samples
+	}
 	p.Started, p.Running, p.Answered, p.Reused, p.Failed = st.Started, b.running, st.Answered, st.Reused, st.Failed
 	p.Done = st.Answered + st.Reused + st.Failed
 	p.Run, p.Usage, p.ReportPrefix = st.Runs, st.Usage, st.Expanded.ReportPrefix
@@ -447,7 +470,10 @@ func (b *batchRun) publish(stage string, updates ...temporal.SearchAttributeUpda
 // "**running** · 340/1000 items · 16 running · 2 failed · 10 reused".
 func batchDetails(p BatchProgress) string {
 	line := fmt.Sprintf("**%s**", p.Stage)
-	if p.Items > 0 {
+	switch {
+	case p.Items > 0 && p.Samples > 1:
+		line += fmt.Sprintf(" · %d/%d samples (%d items × %d) · %d running", p.Done, p.Items*p.Samples, p.Items, p.Samples, p.Running)
+	case p.Items > 0:
 		line += fmt.Sprintf(" · %d/%d items · %d running", p.Done, p.Items, p.Running)
 	}
 	if p.Failed > 0 {
@@ -489,7 +515,7 @@ func (b *batchRun) runItems() error {
 		opts := b.in.Options
 		opts.Model = st.Expanded.Model
 		return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, activities.ResolvePageInput{
-			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts,
+			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples,
 		})
 	}
 	for {
@@ -566,14 +592,18 @@ func (b *batchRun) startChild(sel workflow.Selector, it activities.BatchRunItem)
 		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun,
 		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
-	id := fmt.Sprintf("%s/%d", b.workflowID, it.Seq)
+	id := SampleWorkflowID(b.workflowID, it.Seq, it.Sample)
+	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, QuestionDigest(it.Question), it.Document)
+	if it.Sample > 0 {
+		summary = fmt.Sprintf("%s #%d sample %d · Q#%s · %s", st.Name, it.Seq, it.Sample, QuestionDigest(it.Question), it.Document)
+	}
 	cctx := workflow.WithChildOptions(b.ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
 		Priority:              prio,
 		TypedSearchAttributes: StartSearchAttributes(in),
 		Memo:                  map[string]any{"model_options": opts.WithDefaults()},
 		// The question stays out of the summary, which is not encrypted.
-		StaticSummary: fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, QuestionDigest(it.Question), it.Document),
+		StaticSummary: summary,
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, DocumentQAName, in)
 	b.running++
@@ -583,7 +613,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it activities.BatchRunItem)
 		var res DocumentQAResult
 		err := f.Get(b.ctx, &res)
 		r := activities.BatchItemResult{
-			Seq: it.Seq, ID: it.ID, Document: it.Document, Question: it.Question,
+			Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Question: it.Question,
 			GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
 		}
 		if err != nil {
@@ -605,12 +635,27 @@ func (b *batchRun) startChild(sel workflow.Selector, it activities.BatchRunItem)
 	})
 }
 
+// SampleWorkflowID is the workflow id of the DocumentQA run of one sample
+// of a batch item: <batch id>/<seq> for sample 0 (the id of the item's only
+// run in a batch without samples), <batch id>/<seq>.s<k> for sample k.
+func SampleWorkflowID(batchID string, seq, sample int) string {
+	if sample == 0 {
+		return fmt.Sprintf("%s/%d", batchID, seq)
+	}
+	return fmt.Sprintf("%s/%d.s%d", batchID, seq, sample)
+}
+
 // flush writes the buffered outcomes as one part.
 func (b *batchRun) flush() error {
 	if len(b.buffer) == 0 {
 		return nil
 	}
-	slices.SortFunc(b.buffer, func(x, y activities.BatchItemResult) int { return x.Seq - y.Seq })
+	slices.SortFunc(b.buffer, func(x, y activities.BatchItemResult) int {
+		if x.Seq != y.Seq {
+			return x.Seq - y.Seq
+		}
+		return x.Sample - y.Sample
+	})
 	name := fmt.Sprintf("parts/run-%04d-%04d.jsonl", b.st.Runs, b.parts)
 	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,

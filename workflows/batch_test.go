@@ -168,9 +168,10 @@ func (f *batchFixture) results(t *testing.T, res *BatchQAResult) (activities.Bat
 		}
 		items = append(items, r)
 	}
+	samples := max(rep.Samples, 1)
 	for i, r := range items {
-		if r.Seq != i {
-			t.Fatalf("results line %d has seq %d: not in manifest order", i, r.Seq)
+		if r.Seq != i/samples || r.Sample != i%samples {
+			t.Fatalf("results line %d has seq %d sample %d: not in manifest order", i, r.Seq, r.Sample)
 		}
 	}
 	return rep, items
@@ -431,5 +432,50 @@ func TestBatchQABadManifestFailsBeforeAnyChild(t *testing.T) {
 	_, err = f.run(t, "batch-invalid", BatchQAInput{Manifest: "manifest.jsonl", Concurrency: -1})
 	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
 		t.Errorf("invalid input: error = %v", err)
+	}
+}
+
+func TestBatchQASamples(t *testing.T) {
+	f := newBatchFixture(t)
+	opts := activities.ModelOptions{ChunkTokens: 100}
+	manifest := f.jsonlManifest(t, "s.jsonl", 5, nil)
+	// A batch without samples answers sample 0 of each item first.
+	one, _ := f.runToEnd(t, "batch-1", BatchQAInput{Manifest: manifest, Options: opts})
+	if one.Succeeded != 5 || one.Samples != 0 || one.Groups != nil {
+		t.Fatalf("batch without samples = %+v", one)
+	}
+	calls := len(f.model.Calls())
+
+	// Three samples with items per run of 4: samples 1 and 2 of every item
+	// run, over more than one run; sample 0 is the earlier batch's.
+	res, _ := f.runToEnd(t, "batch-3", BatchQAInput{Manifest: manifest, Options: opts, Samples: 3, ItemsPerRun: 4, PageSize: 6})
+	if res.Items != 5 || res.Succeeded != 10 || res.Skipped != 5 || res.Failed != 0 || res.Samples != 3 || res.Runs < 2 {
+		t.Errorf("result = %+v", res)
+	}
+	if res.Groups == nil || res.Groups.Items != 5 || res.Groups.Samples != 3 || res.Groups.Scored != 5 {
+		t.Errorf("groups = %+v", res.Groups)
+	}
+	if n := len(f.model.Calls()) - calls; n != 2*calls {
+		t.Errorf("the batch of 3 samples made %d model calls, want those of 10 runs (%d)", n, 2*calls)
+	}
+	_, items := f.results(t, res)
+	if len(items) != 15 {
+		t.Fatalf("results.jsonl has %d lines, want 15", len(items))
+	}
+	for i, r := range items {
+		seq, sample := i/3, i%3
+		wantID := SampleWorkflowID("batch-3", seq, sample)
+		if sample == 0 {
+			wantID = SampleWorkflowID("batch-1", seq, 0)
+		}
+		if r.Seq != seq || r.Sample != sample || r.WorkflowID != wantID {
+			t.Errorf("line %d = seq %d sample %d workflow %s, want %d %d %s", i, r.Seq, r.Sample, r.WorkflowID, seq, sample, wantID)
+		}
+	}
+	if got := SampleWorkflowID("b", 7, 2); got != "b/7.s2" {
+		t.Errorf("SampleWorkflowID = %q", got)
+	}
+	if err := (BatchQAInput{Manifest: manifest, Samples: 65}).Validate(); err == nil {
+		t.Error("65 samples: no error")
 	}
 }

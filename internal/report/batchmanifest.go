@@ -257,7 +257,7 @@ var jsonlItemKeys = []string{"id", "document", "question", "gold_answers", "answ
 // results.jsonl (activities.BatchItemResult). A manifest line may carry
 // them, and they are ignored, so that results.jsonl reads back as the
 // manifest of a new batch; any other member is an error.
-var ResultLineKeys = []string{"seq", "status", "answer", "answer_found", "scores", "chunks", "tokens",
+var ResultLineKeys = []string{"seq", "sample", "status", "answer", "answer_found", "scores", "chunks", "tokens",
 	"usage", "workflow_id", "result_uri", "error", "error_type", "answer_pages"}
 
 // checkJSONLKeys reports a member of a manifest line that is neither a

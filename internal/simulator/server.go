@@ -129,6 +129,11 @@ type Call struct {
 	// ChunkSHA256 is the hex SHA-256 of the <section> text, less the one
 	// line break the templates put on each side; "" for a final call.
 	ChunkSHA256 string
+	// Messages are the roles of the request's messages, in order, and
+	// PromptSHA256 the hex SHA-256 of the user message's text as received:
+	// what a test compares a prompt rebuilt from stored traces with.
+	Messages     []string
+	PromptSHA256 string
 }
 
 // Server is an OpenAI-compatible HTTP server that stands in for a pool of
@@ -426,6 +431,11 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	slot = &g
 
 	call := Call{Kind: KindFinal, Question: p.question, MemoryIn: p.memory}
+	promptSum := sha256.Sum256([]byte(userText))
+	call.PromptSHA256 = hex.EncodeToString(promptSum[:])
+	for _, m := range req.Messages {
+		call.Messages = append(call.Messages, m.Role)
+	}
 	var out string
 	var truncated bool
 	if p.hasSection {

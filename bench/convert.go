@@ -23,6 +23,13 @@ import (
 // that its CPU time and peak memory are the conversion's alone.
 const convertProcessEnv = "MEMAGENT_BENCH_CONVERT"
 
+// pdftotextProcessEnv makes the bench binary run pdftotext on the PDF
+// named by convertProcessEnv and report its CPU and peak memory. Linux keeps
+// a process's peak resident set across fork and exec, so pdftotext forked
+// from the bench itself (gigabytes after the scale section) would report
+// the bench's; forked from this small child, it reports its own.
+const pdftotextProcessEnv = "MEMAGENT_BENCH_PDFTOTEXT"
+
 // convertCacheEnv overrides the child's compilation cache directory: an
 // empty one measures a cold start.
 const convertCacheEnv = "MEMAGENT_BENCH_CONVERT_CACHE"
@@ -57,6 +64,54 @@ type convertChild struct {
 	StartNanos  int64 `json:"start_ns"`
 	Bytes       int64 `json:"bytes"`
 	FactOneLine bool  `json:"fact_one_line"`
+	// PeakRSS is the converting process's own peak resident set, bytes:
+	// VmHWM for memagent (the kernel's wait4 figure would include the
+	// bench's memory at fork), wait4's for pdftotext run from this child.
+	PeakRSS int64 `json:"peak_rss"`
+}
+
+// vmHWM is this process's peak resident set since its exec, from
+// /proc/self/status, in bytes.
+func vmHWM() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// runPdftotextProcess is the child that runs pdftotext and reports it.
+func runPdftotextProcess(tool, pdf string) error {
+	out, err := os.CreateTemp("", "memagent-bench-pdftotext-*")
+	if err != nil {
+		return err
+	}
+	out.Close()
+	defer os.Remove(out.Name())
+	cmd := exec.Command(tool, pdf, out.Name())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	began := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pdftotext: %w: %s", err, stderr.String())
+	}
+	wall := time.Since(began)
+	text, err := os.ReadFile(out.Name())
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(convertChild{
+		Pages: convertPages, CPUNanos: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Nanoseconds(), WallNanos: wall.Nanoseconds(),
+		Bytes: int64(len(text)), FactOneLine: bytes.Contains(text, []byte(docgen.Fact)), PeakRSS: maxRSS(cmd),
+	})
 }
 
 // runConvertProcess is the child: convert the PDF named by the
@@ -92,7 +147,7 @@ func runConvertProcess(pdf string) error {
 	}
 	return json.NewEncoder(os.Stdout).Encode(convertChild{
 		Pages: res.Map.Pages, CPUNanos: cpu.Nanoseconds(), WallNanos: wall.Nanoseconds(), StartNanos: start.Nanoseconds(),
-		Bytes: res.Bytes, FactOneLine: bytes.Contains(text, []byte(docgen.Fact)),
+		Bytes: res.Bytes, FactOneLine: bytes.Contains(text, []byte(docgen.Fact)), PeakRSS: vmHWM(),
 	})
 }
 
@@ -157,7 +212,7 @@ func runConvert(ctx context.Context, rounds int) (*convertResult, error) {
 		res.Memagent = append(res.Memagent, r)
 		fmt.Fprintf(os.Stderr, "convert round %d: memagent %.1f pages/s per core, %.0f MB\n", i+1, r.pagesPerCoreSecond(), float64(r.PeakRSS)/(1<<20))
 		if lookErr == nil {
-			r, err := pdftotextRun(ctx, tool, path, filepath.Join(dir, "out.txt"))
+			r, err := pdftotextRun(ctx, self, tool, path)
 			if err != nil {
 				return nil, err
 			}
@@ -183,24 +238,23 @@ func convertChildRun(ctx context.Context, self, pdf, cache string) (convertRun, 
 		return convertRun{}, fmt.Errorf("convert process printed %q: %w", stdout.String(), err)
 	}
 	return convertRun{Pages: c.Pages, CPU: time.Duration(c.CPUNanos), Wall: time.Duration(c.WallNanos),
-		Start: time.Duration(c.StartNanos), PeakRSS: maxRSS(cmd), Bytes: c.Bytes, Fact: c.FactOneLine}, nil
+		Start: time.Duration(c.StartNanos), PeakRSS: c.PeakRSS, Bytes: c.Bytes, Fact: c.FactOneLine}, nil
 }
 
-func pdftotextRun(ctx context.Context, tool, pdf, out string) (convertRun, error) {
-	cmd := exec.CommandContext(ctx, tool, pdf, out)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	began := time.Now()
+func pdftotextRun(ctx context.Context, self, tool, pdf string) (convertRun, error) {
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), convertProcessEnv+"="+pdf, pdftotextProcessEnv+"="+tool)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return convertRun{}, fmt.Errorf("pdftotext: %w: %s", err, stderr.String())
+		return convertRun{}, fmt.Errorf("pdftotext process: %w: %s", err, stderr.String())
 	}
-	wall := time.Since(began)
-	text, err := os.ReadFile(out)
-	if err != nil {
-		return convertRun{}, err
+	var c convertChild
+	if err := json.Unmarshal(stdout.Bytes(), &c); err != nil {
+		return convertRun{}, fmt.Errorf("pdftotext process printed %q: %w", stdout.String(), err)
 	}
-	return convertRun{Pages: convertPages, CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), Wall: wall,
-		PeakRSS: maxRSS(cmd), Bytes: int64(len(text)), Fact: bytes.Contains(text, []byte(docgen.Fact))}, nil
+	return convertRun{Pages: c.Pages, CPU: time.Duration(c.CPUNanos), Wall: time.Duration(c.WallNanos),
+		PeakRSS: c.PeakRSS, Bytes: c.Bytes, Fact: c.FactOneLine}, nil
 }
 
 // maxRSS is a finished child's peak resident set in bytes (Linux reports

@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/internal/config"
@@ -112,9 +114,18 @@ func runScale(ctx context.Context, env *benchEnv, tokens int) (scaleResult, erro
 		return res, err
 	}
 	res.Tokens, res.Chunks, res.Answer = out.Tokens, out.Chunks, out.Answer
-	runs, err := workerapp.ListRuns(ctx, env.temporal, env.cfg.TemporalNamespace, out.WorkflowID)
-	if err != nil {
-		return res, err
+	// Visibility records a run's history length when it writes the closed
+	// record, a moment after the run ends: wait for every run's.
+	var runs []*workflowpb.WorkflowExecutionInfo
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		runs, err = workerapp.ListRuns(ctx, env.temporal, env.cfg.TemporalNamespace, out.WorkflowID)
+		if err != nil {
+			return res, err
+		}
+		if !slices.ContainsFunc(runs, func(r *workflowpb.WorkflowExecutionInfo) bool { return r.GetHistoryLength() == 0 }) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	res.Runs = len(runs)
 	for _, r := range runs {

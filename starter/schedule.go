@@ -16,10 +16,14 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	schedulepb "go.temporal.io/api/schedule/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/service/worker/scheduler"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
@@ -139,6 +143,9 @@ func (c *scheduleCreate) validate() error {
 		d, err := parseEvery(c.Every)
 		if err != nil {
 			return err
+		}
+		if err := checkSpec(&schedulepb.ScheduleSpec{Interval: []*schedulepb.IntervalSpec{{Interval: durationpb.New(d)}}}); err != nil {
+			return fmt.Errorf("--every %q: %w", c.Every, err)
 		}
 		c.every = d
 	}
@@ -312,34 +319,20 @@ func formatEvery(d time.Duration) string {
 	return d.String()
 }
 
-// cronField is one field of a five-field cron expression.
-type cronField struct {
-	name     string
-	min, max int
-	names    []string // full names, index = value - nameBase
-	nameBase int
-	// minPrefix is the shortest prefix that names one, as the server reads them.
-	minPrefix int
-}
-
-var cronFields = []cronField{
-	{name: "minute", min: 0, max: 59},
-	{name: "hour", min: 0, max: 23},
-	{name: "day of month", min: 1, max: 31},
-	{name: "month", min: 1, max: 12, nameBase: 1, minPrefix: 3, names: []string{"january", "february", "march", "april", "may", "june",
-		"july", "august", "september", "october", "november", "december"}},
-	// 7 is Sunday too, as in most crons.
-	{name: "day of week", min: 0, max: 7, minPrefix: 2, names: []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}},
-}
-
 // cronShorthands are the named specs Temporal accepts.
 var cronShorthands = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
+// serverSpecs is the Temporal server's own schedule spec compiler: what it
+// accepts here, the server accepts at create. Its iteration limits only
+// matter when computing next times, which checkSpec does not do.
+var serverSpecs = scheduler.NewSpecBuilder(dynamicconfig.GetIntPropertyFn(1000), dynamicconfig.GetIntPropertyFn(10000))
+
 // checkCron accepts what the schedule can run: five fields (minute hour
-// day-of-month month day-of-week), each a list of *, N, N-M with an
-// optional /STEP, or one of the @daily-style shorthands. It rejects what
-// the server would, with the field named, and the forms that have a flag
-// of their own (time zones, @every).
+// day-of-month month day-of-week) or one of the @daily-style shorthands,
+// as the Temporal server parses them (names, prefixes, ranges, steps),
+// with the server's message when it refuses one. The forms that have a
+// flag of their own (time zones, @every, comments) are turned away here,
+// naming the flag.
 func checkCron(expr string) error {
 	e := strings.TrimSpace(expr)
 	bad := func(format string, a ...any) error {
@@ -351,85 +344,27 @@ func checkCron(expr string) error {
 	case strings.HasPrefix(e, "@every"):
 		return bad("use --every for intervals")
 	case strings.HasPrefix(e, "@"):
-		if slices.Contains(cronShorthands, e) {
-			return nil
+		if !slices.Contains(cronShorthands, e) {
+			return bad("unknown shorthand: use one of %s, or five fields", strings.Join(cronShorthands, ", "))
 		}
-		return bad("unknown shorthand: use one of %s, or five fields", strings.Join(cronShorthands, ", "))
 	case strings.Contains(e, "#"):
 		return bad("comments are not supported: use --note")
-	}
-	fields := strings.Fields(e)
-	if len(fields) != 5 {
-		return bad(`want 5 fields (minute hour day-of-month month day-of-week), e.g. "0 2 * * *" for 02:00 every day; got %d`, len(fields))
-	}
-	for i, f := range fields {
-		if err := cronFields[i].check(f); err != nil {
-			return bad("%v", err)
+	default:
+		if n := len(strings.Fields(e)); n != 5 {
+			return bad(`want 5 fields (minute hour day-of-month month day-of-week), e.g. "0 2 * * *" for 02:00 every day; got %d`, n)
 		}
+	}
+	if err := checkSpec(&schedulepb.ScheduleSpec{CronString: []string{e}}); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }
 
-func (f cronField) check(s string) error {
-	for part := range strings.SplitSeq(s, ",") {
-		if part == "" {
-			return fmt.Errorf("%s %q has an empty list item", f.name, s)
-		}
-		rng, step, hasStep := strings.Cut(part, "/")
-		if hasStep {
-			n, err := strconv.Atoi(step)
-			if err != nil || n < 1 {
-				return fmt.Errorf("%s step %q must be a positive whole number", f.name, step)
-			}
-		}
-		if rng == "*" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(rng, "-")
-		a, err := f.value(lo)
-		if err != nil {
-			return err
-		}
-		if isRange {
-			b, err := f.value(hi)
-			if err != nil {
-				return err
-			}
-			if b < a {
-				return fmt.Errorf("%s range %q ends before it starts", f.name, rng)
-			}
-		}
-	}
-	return nil
-}
-
-func (f cronField) value(s string) (int, error) {
-	if f.names != nil && len(s) >= f.minPrefix {
-		for i, n := range f.names {
-			if strings.HasPrefix(n, strings.ToLower(s)) {
-				return i + f.nameBase, nil
-			}
-		}
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		if f.names != nil {
-			return 0, fmt.Errorf("%s %q is neither a number (%d-%d) nor a name (%s… or in full)", f.name, s, f.min, f.max, threeLetters(f.names))
-		}
-		return 0, fmt.Errorf("%s %q is not a number (%d-%d)", f.name, s, f.min, f.max)
-	}
-	if v < f.min || v > f.max {
-		return 0, fmt.Errorf("%s %d is out of range %d-%d", f.name, v, f.min, f.max)
-	}
-	return v, nil
-}
-
-func threeLetters(names []string) string {
-	short := make([]string, len(names))
-	for i, n := range names {
-		short[i] = n[:3]
-	}
-	return strings.Join(short, ", ")
+// checkSpec runs spec through the Temporal server's own parser and
+// validation.
+func checkSpec(spec *schedulepb.ScheduleSpec) error {
+	_, err := serverSpecs.NewCompiledSpec(spec)
+	return err
 }
 
 // normalizePrefix checks an s3:// prefix and makes it end in '/'.

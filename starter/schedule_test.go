@@ -1,8 +1,6 @@
 package main
 
 import (
-	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -228,16 +226,12 @@ func TestScheduleNewRun(t *testing.T) {
 }
 
 func TestScheduleInterspersedFlags(t *testing.T) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "")
-	note := fs.String("note", "", "")
-	pos, err := parseInterspersed(fs, []string{"nightly", "--json", "--note", "a b", "--", "-x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !*asJSON || *note != "a b" || !slices.Equal(pos, []string{"nightly", "-x"}) {
-		t.Errorf("json=%v note=%q pos=%q; want true, \"a b\", [nightly -x]", *asJSON, *note, pos)
+	cmd := parsedCommand(t, "schedule", "trigger", "nightly", "--json", "--overlap", "a b", "--", "-x")
+	asJSON, _ := cmd.Flags().GetBool("json")
+	note, _ := cmd.Flags().GetString("overlap")
+	pos := cmd.Flags().Args()
+	if !asJSON || note != "a b" || !slices.Equal(pos, []string{"nightly", "-x"}) {
+		t.Errorf("json=%v overlap=%q pos=%q; want true, \"a b\", [nightly -x]", asJSON, note, pos)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +18,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/activities"
 	memclient "github.com/memagent/memagent/client"
@@ -37,6 +39,7 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ", ") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+func (s *stringList) Type() string       { return "string" }
 
 // askRequest is one question about one document, as the CLI takes it.
 type askRequest struct {
@@ -57,7 +60,7 @@ type askRequest struct {
 }
 
 // askFlags binds the flags shared by ask and demo.
-func askFlags(fs *flag.FlagSet, r *askRequest) func() error {
+func askFlags(fs *pflag.FlagSet, r *askRequest) func() error {
 	chunk := fs.Int("chunk-tokens", activities.DefaultChunkTokens, "tokens per chunk")
 	mem := fs.Int("memory-tokens", activities.DefaultMemoryMaxTokens, "memory budget in tokens")
 	ans := fs.Int("answer-tokens", activities.DefaultAnswerMaxTokens, "final answer budget in tokens")
@@ -120,50 +123,48 @@ func startCommand(ctx context.Context, cfg config.Config, stderr io.Writer, asJS
 	return ctx, s, end, nil
 }
 
-func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
+func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
 	var req askRequest
 	var golds stringList
 	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
 	fs.StringVar(&req.Question, "question", "", "the question (required)")
 	fs.Var(&golds, "answer", "a gold answer to score against (repeatable)")
 	fs.StringVar(&req.Batch, "batch", "", "label the run as one of batch `ID` (list them with: starter runs --batch ID)")
-	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	asJSON := outputFlag(cmd, "print one JSON object instead of text")
 	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on; starter watch follows it); 0 waits for the end, through Temporal outages")
 	schedulingFlags(fs, &req.Priority, &req.FairnessKey, &req.FairnessWeight, workflows.PriorityQuestion, "the question")
 	finish := askFlags(fs, &req)
-	if err := fs.Parse(args); err != nil {
-		return badRequest(err)
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		if len(args) > 0 {
+			return badRequest(fmt.Errorf("unexpected arguments %q: quote the question", args))
+		}
+		req.Golds = golds
+		req.Options.Model = cfg.Model
+		if err := finish(); err != nil {
+			return badRequest(err)
+		}
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter ask")
+		if err != nil {
+			return err
+		}
+		defer func() { end(err) }()
+		res, err := s.ask(ctx, req)
+		if err != nil {
+			return err
+		}
+		return printResult(stdout, cfg, res, *asJSON)
 	}
-	if fs.NArg() > 0 {
-		return badRequest(fmt.Errorf("unexpected arguments %q: quote the question", fs.Args()))
-	}
-	req.Golds = golds
-	req.Options.Model = cfg.Model
-	if err := finish(); err != nil {
-		return badRequest(err)
-	}
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
-	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter ask")
-	if err != nil {
-		return err
-	}
-	defer func() { end(err) }()
-	res, err := s.ask(ctx, req)
-	if err != nil {
-		return err
-	}
-	return printResult(stdout, cfg, res, *asJSON)
 }
 
 // session holds the clients one CLI command uses.

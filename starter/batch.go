@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,8 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/activities"
 	memclient "github.com/memagent/memagent/client"
@@ -223,14 +224,10 @@ func (s *session) followBatch(ctx context.Context, id string) (*workflows.BatchQ
 	return res, rep, nil
 }
 
-func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
+func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
 	manifest := fs.String("manifest", "", "manifest: a local file or s3://bucket/key, JSON Lines or MemAgent JSON (required)")
 	format := fs.String("format", "", `manifest format: "jsonl" or "memagent"; default detected from the first byte`)
 	concurrency := fs.Int("concurrency", 0, fmt.Sprintf("DocumentQA runs at once (0 = twice the model pool's capacity as the worker reports it, at most %d; %d when it does not say)", workflows.MaxDefaultWindow, workflows.DefaultBatchConcurrency))
@@ -244,74 +241,76 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", activities.MaxSamples))
 	temperature := fs.Float64("temperature", -1, "sampling temperature within [0, 2] (default the options' default, 0.7)")
 	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`")
-	asJSON := fs.Bool("json", false, "print the result and the report as one JSON object")
+	asJSON := outputFlag(cmd, "print the result and the report as one JSON object")
 	noWait := fs.Bool("no-wait", false, "start the batch and print its workflow id, without waiting")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: batch takes only flags", fs.Args())
-	}
-	if *manifest == "" {
-		return errors.New("no manifest: pass --manifest FILE.jsonl, a MemAgent .json file, or s3://bucket/key")
-	}
-	if *concurrency < 0 || *concurrency > workflows.MaxBatchConcurrency {
-		return fmt.Errorf("--concurrency (%d) must be within [1, %d], or 0 for the default", *concurrency, workflows.MaxBatchConcurrency)
-	}
-	if *chunk < 0 {
-		return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunk)
-	}
-	in := workflows.BatchQAInput{
-		Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
-		Options:  activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
-		Samples:  *samples,
-		Priority: sched.Priority, FairnessKey: sched.FairnessKey, FairnessWeight: sched.FairnessWeight,
-	}
-	if *temperature >= 0 {
-		t := float32(*temperature)
-		in.Options.Temperature = &t
-	}
-	// Everything but the manifest is checked before anything is uploaded.
-	in.Manifest = "s3://check/manifest"
-	if err := in.Validate(); err != nil {
-		return err
-	}
-	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter batch")
-	if err != nil {
-		return err
-	}
-	defer func() { end(err) }()
-	if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, *manifest); err != nil {
-		return err
-	}
-	run, err := startBatch(ctx, s.temporal, cfg.TaskQueue, *id, in)
-	if err != nil {
-		return err
-	}
-	if *noWait {
-		if *asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]string{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "manifest": in.Manifest})
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
 		}
-		fmt.Fprintf(stdout, "started batch %s (manifest %s)\nfollow it with: starter runs --batch %s\n", run.GetID(), in.Manifest, orName(in.Name, run.GetID()))
-		return nil
-	}
-	res, rep, err := s.followBatch(ctx, run.GetID())
-	if err != nil {
-		return err
-	}
-	if *htmlOut != "" {
-		if err := saveObject(ctx, s.store, rep.HTMLURI, *htmlOut); err != nil {
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected arguments %q: batch takes only flags", args)
+		}
+		if *manifest == "" {
+			return errors.New("no manifest: pass --manifest FILE.jsonl, a MemAgent .json file, or s3://bucket/key")
+		}
+		if *concurrency < 0 || *concurrency > workflows.MaxBatchConcurrency {
+			return fmt.Errorf("--concurrency (%d) must be within [1, %d], or 0 for the default", *concurrency, workflows.MaxBatchConcurrency)
+		}
+		if *chunk < 0 {
+			return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunk)
+		}
+		in := workflows.BatchQAInput{
+			Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
+			Options:  activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
+			Samples:  *samples,
+			Priority: sched.Priority, FairnessKey: sched.FairnessKey, FairnessWeight: sched.FairnessWeight,
+		}
+		if *temperature >= 0 {
+			t := float32(*temperature)
+			in.Options.Temperature = &t
+		}
+		// Everything but the manifest is checked before anything is uploaded.
+		in.Manifest = "s3://check/manifest"
+		if err := in.Validate(); err != nil {
 			return err
 		}
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter batch")
+		if err != nil {
+			return err
+		}
+		defer func() { end(err) }()
+		if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, *manifest); err != nil {
+			return err
+		}
+		run, err := startBatch(ctx, s.temporal, cfg.TaskQueue, *id, in)
+		if err != nil {
+			return err
+		}
+		if *noWait {
+			if *asJSON {
+				return json.NewEncoder(stdout).Encode(map[string]string{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "manifest": in.Manifest})
+			}
+			fmt.Fprintf(stdout, "started batch %s (manifest %s)\nfollow it with: starter runs --batch %s\n", run.GetID(), in.Manifest, orName(in.Name, run.GetID()))
+			return nil
+		}
+		res, rep, err := s.followBatch(ctx, run.GetID())
+		if err != nil {
+			return err
+		}
+		if *htmlOut != "" {
+			if err := saveObject(ctx, s.store, rep.HTMLURI, *htmlOut); err != nil {
+				return err
+			}
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(struct {
+				Result *workflows.BatchQAResult `json:"result"`
+				Report *activities.BatchReport  `json:"report"`
+			}{res, rep})
+		}
+		printBatchReport(stdout, res, rep)
+		return nil
 	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(struct {
-			Result *workflows.BatchQAResult `json:"result"`
-			Report *activities.BatchReport  `json:"report"`
-		}{res, rep})
-	}
-	printBatchReport(stdout, res, rep)
-	return nil
 }
 
 func orName(name, id string) string {

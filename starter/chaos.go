@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +30,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
@@ -116,12 +117,8 @@ type chaosRow struct {
 	memory       string
 }
 
-func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if role := os.Getenv(chaosRoleEnv); role != "" {
-		return runChaosRole(ctx, role, stdout, stderr)
-	}
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func bindChaos(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
 	o := chaosOptions{ChunkTokens: 200, Seed: 1, SimLatency: 100 * time.Millisecond, ModelTimeout: 2 * time.Second, ScenarioTimeout: 15 * time.Minute, Progress: stdout}
 	fs.DurationVar(&o.Downtime, "downtime", 3*time.Second, "how long the server stays down at each restart")
 	fs.DurationVar(&o.SimLatency, "latency", o.SimLatency, "service time of every simulated model call")
@@ -133,41 +130,40 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&o.S3FaultRate, "s3-fault-rate", 0.05, "share of S3 requests answered 503 SlowDown or 500 InternalError in the faults scenario")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of kill points and injected faults")
 	out := fs.String("out", "docs/CHAOS.md", `markdown report; "" writes none`)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if o.Chunks < 10 || o.Kills < 0 || o.Restarts < 0 || o.FaultRate < 0 || o.FaultRate >= 1 || o.S3FaultRate < 0 || o.S3FaultRate >= 1 {
-		return errors.New("--chunks must be at least 10, --kills and --restarts not negative, the fault rates within [0, 1)")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find this program to re-execute as worker and stack: %w", err)
-	}
-	o.Exe, o.Args = exe, []string{"chaos"}
-	command := fmt.Sprintf("starter chaos --chunks %d --latency %s --kills %d --restarts %d --downtime %s --s3-hang %s --fault-rate %g --s3-fault-rate %g --seed %d",
-		o.Chunks, o.SimLatency, o.Kills, o.Restarts, o.Downtime, o.S3Hang, o.FaultRate, o.S3FaultRate, o.Seed)
-	began := time.Now()
-	rows, err := runChaosSuite(ctx, o)
-	if len(rows) > 0 {
-		fmt.Fprintln(stdout)
-		fmt.Fprint(stdout, chaosTable(rows))
-	}
-	if *out != "" && len(rows) > 0 {
-		report := fmt.Sprintf("# Chaos suite\n\n`%s`, %s, %s/%s, %d CPUs, %s in all.\n\n%s\n%s",
-			command, began.UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
-			time.Since(began).Round(time.Second), chaosTable(rows), chaosNotes(o))
-		if werr := os.MkdirAll(filepath.Dir(*out), 0o755); werr != nil {
-			return errors.Join(err, werr)
+	return func(args []string) (err error) {
+		if o.Chunks < 10 || o.Kills < 0 || o.Restarts < 0 || o.FaultRate < 0 || o.FaultRate >= 1 || o.S3FaultRate < 0 || o.S3FaultRate >= 1 {
+			return errors.New("--chunks must be at least 10, --kills and --restarts not negative, the fault rates within [0, 1)")
 		}
-		if werr := os.WriteFile(*out, []byte(report), 0o644); werr != nil {
-			return errors.Join(err, fmt.Errorf("write report: %w", werr))
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find this program to re-execute as worker and stack: %w", err)
 		}
-		fmt.Fprintf(stdout, "\nreport written to %s\n", *out)
+		o.Exe, o.Args = exe, []string{"chaos"}
+		command := fmt.Sprintf("starter chaos --chunks %d --latency %s --kills %d --restarts %d --downtime %s --s3-hang %s --fault-rate %g --s3-fault-rate %g --seed %d",
+			o.Chunks, o.SimLatency, o.Kills, o.Restarts, o.Downtime, o.S3Hang, o.FaultRate, o.S3FaultRate, o.Seed)
+		began := time.Now()
+		rows, err := runChaosSuite(ctx, o)
+		if len(rows) > 0 {
+			fmt.Fprintln(stdout)
+			fmt.Fprint(stdout, chaosTable(rows))
+		}
+		if *out != "" && len(rows) > 0 {
+			report := fmt.Sprintf("# Chaos suite\n\n`%s`, %s, %s/%s, %d CPUs, %s in all.\n\n%s\n%s",
+				command, began.UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
+				time.Since(began).Round(time.Second), chaosTable(rows), chaosNotes(o))
+			if werr := os.MkdirAll(filepath.Dir(*out), 0o755); werr != nil {
+				return errors.Join(err, werr)
+			}
+			if werr := os.WriteFile(*out, []byte(report), 0o644); werr != nil {
+				return errors.Join(err, fmt.Errorf("write report: %w", werr))
+			}
+			fmt.Fprintf(stdout, "\nreport written to %s\n", *out)
+		}
+		if err != nil {
+			return err
+		}
+		return chaosCheck(rows, o)
 	}
-	if err != nil {
-		return err
-	}
-	return chaosCheck(rows, o)
 }
 
 // chaosCheck returns what the rows show went wrong: a scenario that did not

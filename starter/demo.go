@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
@@ -21,13 +22,9 @@ const (
 	demoAnswer   = docgen.Answer
 )
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
 	tokens := fs.Int("tokens", 120_000, "length of the generated document in tokens")
 	depth := fs.Float64("depth", 0.62, "where the planted fact sits, 0 (start) to 1 (end)")
 	dataDir := fs.String("data-dir", defaultDemoDir(), "where the demo's Temporal and S3 state is kept")
@@ -35,76 +32,78 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	keep := fs.Bool("keep", false, "keep the stack and its Web UI running after the answer, until Ctrl-C")
 	var req askRequest
 	finish := askFlags(fs, &req)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := finish(); err != nil {
-		return err
-	}
-	if *tokens < 1000 || *depth < 0 || *depth > 1 {
-		return fmt.Errorf("--tokens must be at least 1000 and --depth within [0, 1]")
-	}
-	dir := *dataDir
-	if *inMemory {
-		dir = ""
-	}
-	logger := cliLogger(stderr)
-	_, modelSet := os.LookupEnv("OPENAI_BASE_URL")
-	fmt.Fprintln(stdout, "starting the embedded stack (Temporal server, Web UI, S3 server, inference simulator) ...")
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{DataDir: dir, FreePorts: !*keep, Simulator: !modelSet, Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	cfg = d.Configure(cfg)
-	cfg.Normalize()
-	run, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer run.Stop()
-	s := &session{cfg: cfg, logger: logger, progress: stdout, progressTTY: isTerminal(stdout)}
-	if err := s.connect(ctx); err != nil {
-		return err
-	}
-	defer s.close()
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		if err := finish(); err != nil {
+			return err
+		}
+		if *tokens < 1000 || *depth < 0 || *depth > 1 {
+			return fmt.Errorf("--tokens must be at least 1000 and --depth within [0, 1]")
+		}
+		dir := *dataDir
+		if *inMemory {
+			dir = ""
+		}
+		logger := cliLogger(stderr)
+		_, modelSet := os.LookupEnv("OPENAI_BASE_URL")
+		fmt.Fprintln(stdout, "starting the embedded stack (Temporal server, Web UI, S3 server, inference simulator) ...")
+		d, err := workerapp.StartDev(ctx, workerapp.DevOptions{DataDir: dir, FreePorts: !*keep, Simulator: !modelSet, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		cfg = d.Configure(cfg)
+		cfg.Normalize()
+		run, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer run.Stop()
+		s := &session{cfg: cfg, logger: logger, progress: stdout, progressTTY: isTerminal(stdout)}
+		if err := s.connect(ctx); err != nil {
+			return err
+		}
+		defer s.close()
 
-	tok, err := tokenizer.New(req.Options.WithDefaults().Tokenizer)
-	if err != nil {
-		return err
+		tok, err := tokenizer.New(req.Options.WithDefaults().Tokenizer)
+		if err != nil {
+			return err
+		}
+		doc := docgen.Needle(tok, *tokens, *depth, 7)
+		path := filepath.Join(os.TempDir(), "memagent-demo-document.txt")
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			return fmt.Errorf("write demo document: %w", err)
+		}
+		defer os.Remove(path)
+		model := "the inference simulator (extractive stand-in, not a model)"
+		if modelSet {
+			model = cfg.ModelBaseURL
+		}
+		fmt.Fprintf(stdout, "document: %d tokens (%d bytes), the planted fact at %.0f%% depth\nquestion: %s\nmodel:    %s\n",
+			tok.Count(doc), len(doc), *depth*100, demoQuestion, model)
+		req.Doc, req.Question, req.Golds = path, demoQuestion, []string{demoAnswer}
+		req.Fresh = true
+		res, err := s.ask(ctx, req)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+		if err := printResult(stdout, cfg, res, false); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Expected: %s\n\n", demoAnswer)
+		runPath := fmt.Sprintf("/namespaces/%s/workflows/%s", cfg.TemporalNamespace, res.WorkflowID)
+		switch {
+		case *keep:
+			fmt.Fprintf(stdout, "Web UI:   %s%s\nThe stack keeps running; Ctrl-C stops it.\n", d.Stack.UIURL, runPath)
+			<-ctx.Done()
+		case dir != "":
+			fmt.Fprintf(stdout, "To browse this run in the Temporal Web UI:\n  go run ./worker --dev-stack --data-dir %s\n  then open %s%s\n", dir, config.DevUIURL, runPath)
+		}
+		return nil
 	}
-	doc := docgen.Needle(tok, *tokens, *depth, 7)
-	path := filepath.Join(os.TempDir(), "memagent-demo-document.txt")
-	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-		return fmt.Errorf("write demo document: %w", err)
-	}
-	defer os.Remove(path)
-	model := "the inference simulator (extractive stand-in, not a model)"
-	if modelSet {
-		model = cfg.ModelBaseURL
-	}
-	fmt.Fprintf(stdout, "document: %d tokens (%d bytes), the planted fact at %.0f%% depth\nquestion: %s\nmodel:    %s\n",
-		tok.Count(doc), len(doc), *depth*100, demoQuestion, model)
-	req.Doc, req.Question, req.Golds = path, demoQuestion, []string{demoAnswer}
-	req.Fresh = true
-	res, err := s.ask(ctx, req)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout)
-	if err := printResult(stdout, cfg, res, false); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Expected: %s\n\n", demoAnswer)
-	runPath := fmt.Sprintf("/namespaces/%s/workflows/%s", cfg.TemporalNamespace, res.WorkflowID)
-	switch {
-	case *keep:
-		fmt.Fprintf(stdout, "Web UI:   %s%s\nThe stack keeps running; Ctrl-C stops it.\n", d.Stack.UIURL, runPath)
-		<-ctx.Done()
-	case dir != "":
-		fmt.Fprintf(stdout, "To browse this run in the Temporal Web UI:\n  go run ./worker --dev-stack --data-dir %s\n  then open %s%s\n", dir, config.DevUIURL, runPath)
-	}
-	return nil
 }
 
 func defaultDemoDir() string {
@@ -114,27 +113,25 @@ func defaultDemoDir() string {
 	return filepath.Join(os.TempDir(), "memagent-demo")
 }
 
-func runGenDoc(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("gen-doc", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func bindGenDoc(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
 	tokens := fs.Int("tokens", 120_000, "length in tokens (Qwen)")
 	depth := fs.Float64("depth", 0.62, "where the planted fact sits, 0 (start) to 1 (end)")
 	seed := fs.Uint64("seed", 7, "seed of the filler")
 	out := fs.String("out", "", "output file (required)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	return func(args []string) (err error) {
+		if *out == "" || *tokens < 1 || *depth < 0 || *depth > 1 {
+			return errors.New("usage: starter gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]")
+		}
+		tok, err := tokenizer.New(tokenizer.Qwen)
+		if err != nil {
+			return err
+		}
+		doc := docgen.Needle(tok, *tokens, *depth, *seed)
+		if err := os.WriteFile(*out, []byte(doc), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d bytes, about %d tokens\nquestion: %s\nanswer:   %s\n", *out, len(doc), *tokens, demoQuestion, demoAnswer)
+		return nil
 	}
-	if *out == "" || *tokens < 1 || *depth < 0 || *depth > 1 {
-		return errors.New("usage: starter gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]")
-	}
-	tok, err := tokenizer.New(tokenizer.Qwen)
-	if err != nil {
-		return err
-	}
-	doc := docgen.Needle(tok, *tokens, *depth, *seed)
-	if err := os.WriteFile(*out, []byte(doc), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s: %d bytes, about %d tokens\nquestion: %s\nanswer:   %s\n", *out, len(doc), *tokens, demoQuestion, demoAnswer)
-	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,38 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/memagent/memagent/internal/evalgen"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 
-const evalGenUsage = `usage: starter eval gen --task TASK[,TASK...] --lengths 8K,16K,... --out PATH|- [flags]
-
-Writes a RULER-style evaluation set in MemAgent's format: a JSON array of
-{"_id", "context", "input", "answers", "length", "task", "tokens"}, one
-object per sample, streamed. The same flags always write the same bytes.
-
-Tasks:
-  niah_single      one needle "One of the special magic numbers for KEY is: VALUE."
-  niah_multikey    the asked needle among distractor needles with other keys
-  niah_multivalue  one key with several values, all of them answers
-  niah_multiquery  several keys asked at once; every value is an answer
-  vt               variable tracking: which variables a chain of VAR assignments gives a value
-  fwe              frequent words: the three most frequent coded words (Zipf-like counts)
-  hqa              RULER-HQA: a HotpotQA question's gold paragraphs among distractors (--hotpotqa)
-
-Lengths are tokens of --tokenizer, with K = 1024 and M = 1048576 (1.75M =
-1835008); each context is within 1% of its length, usually exact.
-
-Flags:
-`
-
-func runEvalGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval gen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), evalGenUsage)
-		fs.PrintDefaults()
-	}
+func bindEvalGen(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
 	tasks := fs.String("task", evalgen.TaskNIAHSingle, "tasks, comma-separated: "+strings.Join(evalgen.Tasks, ", "))
 	lengths := fs.String("lengths", "8K,16K,32K,64K,128K", "target context lengths in tokens, comma-separated; K = 1024, M = 1048576 (e.g. 8K,1.75M,3.5M)")
 	samples := fs.Int("samples", 10, "samples per task and length")
@@ -61,70 +36,68 @@ func runEvalGen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fweAlpha := fs.Float64("fwe-alpha", 2, "fwe: Zipf exponent, word r appears in proportion to 1/r^alpha")
 	fweVocab := fs.Int("fwe-vocab", 1000, "fwe: distinct coded words")
 	hotpot := fs.String("hotpotqa", "", "hqa: HotpotQA file in its standard format (hotpot_dev_distractor_v1.json); samples take its questions in file order")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("eval gen: unexpected argument %q: every setting is a flag (see starter eval gen -h)", fs.Arg(0))
-	}
-	if *out == "" {
-		return errors.New("eval gen: --out is required: a file path, or - for stdout")
-	}
-	cfg := evalgen.Config{
-		Samples: *samples, Seed: *seed,
-		KeyType: *keyType, ValueType: *valueType,
-		NumKeys: *numKeys, NumValues: *numValues, NumQueries: *numQueries,
-		VTChains: *vtChains, VTHops: *vtHops,
-		FWEAlpha: *fweAlpha, FWEVocab: *fweVocab,
-	}
-	for t := range strings.SplitSeq(*tasks, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			cfg.Tasks = append(cfg.Tasks, t)
+	return func(args []string) (err error) {
+		if len(args) > 0 {
+			return fmt.Errorf("eval gen: unexpected argument %q: every setting is a flag (see starter eval gen -h)", args[0])
 		}
-	}
-	var err error
-	if cfg.Lengths, err = evalgen.ParseLengths(*lengths); err != nil {
-		return fmt.Errorf("eval gen: --lengths: %w", err)
-	}
-	if *depth != -1 {
-		cfg.Depth = depth
-	}
-	// Zero means "the default" to the package; on the command line it is
-	// an explicit, invalid choice.
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"num-keys", *numKeys}, {"num-values", *numValues}, {"num-queries", *numQueries}, {"vt-chains", *vtChains}, {"vt-hops", *vtHops}, {"fwe-vocab", *fweVocab}} {
-		if f.v <= 0 {
-			return fmt.Errorf("eval gen: --%s is %d: it must be positive", f.name, f.v)
+		if *out == "" {
+			return errors.New("eval gen: --out is required: a file path, or - for stdout")
 		}
-	}
-	if *fweAlpha <= 0 {
-		return fmt.Errorf("eval gen: --fwe-alpha is %g: it must be positive", *fweAlpha)
-	}
-	if cfg.Tokenizer, err = tokenizer.New(*tokName); err != nil {
-		return fmt.Errorf("eval gen: --tokenizer: %w", err)
-	}
-	for _, t := range cfg.Tasks {
-		if t == evalgen.TaskHQA && *hotpot == "" {
-			return errors.New("eval gen: task hqa needs --hotpotqa PATH (hotpot_dev_distractor_v1.json or a file in its format)")
+		cfg := evalgen.Config{
+			Samples: *samples, Seed: *seed,
+			KeyType: *keyType, ValueType: *valueType,
+			NumKeys: *numKeys, NumValues: *numValues, NumQueries: *numQueries,
+			VTChains: *vtChains, VTHops: *vtHops,
+			FWEAlpha: *fweAlpha, FWEVocab: *fweVocab,
 		}
-	}
-	if *hayDir != "" {
-		if cfg.Haystack, err = evalgen.LoadHaystackDir(*hayDir); err != nil {
+		for t := range strings.SplitSeq(*tasks, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				cfg.Tasks = append(cfg.Tasks, t)
+			}
+		}
+		if cfg.Lengths, err = evalgen.ParseLengths(*lengths); err != nil {
+			return fmt.Errorf("eval gen: --lengths: %w", err)
+		}
+		if *depth != -1 {
+			cfg.Depth = depth
+		}
+		// Zero means "the default" to the package; on the command line it is
+		// an explicit, invalid choice.
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"num-keys", *numKeys}, {"num-values", *numValues}, {"num-queries", *numQueries}, {"vt-chains", *vtChains}, {"vt-hops", *vtHops}, {"fwe-vocab", *fweVocab}} {
+			if f.v <= 0 {
+				return fmt.Errorf("eval gen: --%s is %d: it must be positive", f.name, f.v)
+			}
+		}
+		if *fweAlpha <= 0 {
+			return fmt.Errorf("eval gen: --fwe-alpha is %g: it must be positive", *fweAlpha)
+		}
+		if cfg.Tokenizer, err = tokenizer.New(*tokName); err != nil {
+			return fmt.Errorf("eval gen: --tokenizer: %w", err)
+		}
+		for _, t := range cfg.Tasks {
+			if t == evalgen.TaskHQA && *hotpot == "" {
+				return errors.New("eval gen: task hqa needs --hotpotqa PATH (hotpot_dev_distractor_v1.json or a file in its format)")
+			}
+		}
+		if *hayDir != "" {
+			if cfg.Haystack, err = evalgen.LoadHaystackDir(*hayDir); err != nil {
+				return fmt.Errorf("eval gen: %w", err)
+			}
+		}
+		if *hotpot != "" {
+			if cfg.HotpotQA, err = evalgen.LoadHotpotQA(*hotpot); err != nil {
+				return fmt.Errorf("eval gen: %w", err)
+			}
+		}
+		g, err := evalgen.New(cfg)
+		if err != nil {
 			return fmt.Errorf("eval gen: %w", err)
 		}
+		return writeEvalSet(ctx, g, cfg, *out, stdout, stderr)
 	}
-	if *hotpot != "" {
-		if cfg.HotpotQA, err = evalgen.LoadHotpotQA(*hotpot); err != nil {
-			return fmt.Errorf("eval gen: %w", err)
-		}
-	}
-	g, err := evalgen.New(cfg)
-	if err != nil {
-		return fmt.Errorf("eval gen: %w", err)
-	}
-	return writeEvalSet(ctx, g, cfg, *out, stdout, stderr)
 }
 
 // writeEvalSet writes the set to path (or stdout for "-"), reporting

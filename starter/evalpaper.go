@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/evalgen"
@@ -279,52 +282,33 @@ func renderPaperTable(w io.Writer, t paperTable, model string) {
 	}
 }
 
-const evalScoreUsage = `usage: starter eval score [--protocol default|paper] --pred ANSWER --gold GOLD [--gold GOLD ...]
-
-Scores one answer and prints the scores as JSON.
-
-  --protocol default  against every --gold (aliases; recall counts them all):
-                      {"exact_match":…,"substring_match":…,"f1":…,"best_gold":…,"recall":…}
-  --protocol paper    as the MemAgent evaluation scripts: against the first --gold only,
-                      Python's normalisation, empty strings included:
-                      {"em":…,"sub_em":…,"f1":…}
-
-Flags:
-`
-
-func runEvalScore(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval score", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), evalScoreUsage)
-		fs.PrintDefaults()
-	}
+func bindEvalScore(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
 	protocol := fs.String("protocol", protocolDefault, "scoring protocol: default or paper")
 	pred := fs.String("pred", "", "the answer to score (an empty one scores 0)")
 	var golds stringList
 	fs.Var(&golds, "gold", "a gold answer; repeat for several (the paper protocol uses the first)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	return func(args []string) (err error) {
+		if len(args) > 0 {
+			return fmt.Errorf("eval score: unexpected argument %q: pass the answer with --pred and gold answers with --gold", args[0])
+		}
+		predSet := false
+		fs.Visit(func(f *pflag.Flag) { predSet = predSet || f.Name == "pred" })
+		if !predSet {
+			return errors.New("eval score: --pred is required (the answer to score; --pred '' for none)")
+		}
+		if len(golds) == 0 {
+			return errors.New("eval score: at least one --gold is required")
+		}
+		var out any
+		switch *protocol {
+		case protocolDefault:
+			out = memagent.Score(*pred, golds)
+		case protocolPaper:
+			out = memagent.ScorePaper(*pred, golds[0])
+		default:
+			return fmt.Errorf("eval score: --protocol %q: use default or paper", *protocol)
+		}
+		return json.NewEncoder(stdout).Encode(out)
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("eval score: unexpected argument %q: pass the answer with --pred and gold answers with --gold", fs.Arg(0))
-	}
-	predSet := false
-	fs.Visit(func(f *flag.Flag) { predSet = predSet || f.Name == "pred" })
-	if !predSet {
-		return errors.New("eval score: --pred is required (the answer to score; --pred '' for none)")
-	}
-	if len(golds) == 0 {
-		return errors.New("eval score: at least one --gold is required")
-	}
-	var out any
-	switch *protocol {
-	case protocolDefault:
-		out = memagent.Score(*pred, golds)
-	case protocolPaper:
-		out = memagent.ScorePaper(*pred, golds[0])
-	default:
-		return fmt.Errorf("eval score: --protocol %q: use default or paper", *protocol)
-	}
-	return json.NewEncoder(stdout).Encode(out)
 }

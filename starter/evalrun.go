@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
@@ -81,14 +83,10 @@ func rowMetric(metric, task string) string {
 	return metricSubstring
 }
 
-func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("eval run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
+func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
 	set := fs.String("set", "", "the evaluation set in MemAgent's JSON format: a local file (uploaded once) or s3://bucket/key (required)")
 	concurrency := fs.Int("concurrency", 0, "DocumentQA runs at once (0 = the workflow's default, 16)")
 	name := fs.String("name", "", "the batch's name in reports and in `starter runs --batch` (default eval-<set name>)")
@@ -96,107 +94,109 @@ func runEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	chunkTokens := fs.Int("chunk-tokens", 0, "tokens per chunk (0 = the default, 5000)")
 	tok := fs.String("tokenizer", "", "tokenizer that counts chunk tokens: qwen2.5 (the default, the published MemAgent models'), o200k_base (OpenAI's gpt-4o and newer) or cl100k_base")
 	protocol := fs.String("protocol", protocolDefault, "scoring: default (the --metric table), or paper (as the MemAgent paper's evaluation scripts: the first gold answer only, sub_em, em and f1 by length beside the paper's published RULER-HQA rows)")
-	asJSON := fs.Bool("json", false, "print one JSON object (table, result and report URIs) instead of text")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: eval run takes only flags", fs.Args())
-	}
-	switch *protocol {
-	case protocolDefault:
-	case protocolPaper:
-		metricSet := false
-		fs.Visit(func(f *flag.Flag) { metricSet = metricSet || f.Name == "metric" })
-		if metricSet {
-			return errors.New("--metric is for the default protocol: --protocol paper reports sub_em (its headline), em and f1")
+	asJSON := outputFlag(cmd, "print one JSON object (table, result and report URIs) instead of text")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
 		}
-	default:
-		return fmt.Errorf("--protocol %q: use default or paper", *protocol)
-	}
-	if _, ok := metricTitle[*metric]; !ok {
-		return fmt.Errorf("--metric %q: use %s, %s, %s, %s or %s", *metric, metricAuto, metricSubstring, metricExact, metricF1, metricRecall)
-	}
-	if *concurrency < 0 || *concurrency > workflows.MaxBatchConcurrency {
-		return fmt.Errorf("--concurrency (%d) must be within [1, %d] (0 = the default, %d)", *concurrency, workflows.MaxBatchConcurrency, workflows.DefaultBatchConcurrency)
-	}
-	if *chunkTokens < 0 {
-		return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunkTokens)
-	}
-	if *tok != "" {
-		if _, err := tokenizer.New(*tok); err != nil {
-			return fmt.Errorf("--tokenizer: %w", err)
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected arguments %q: eval run takes only flags", args)
 		}
-	}
-	if *set == "" {
-		return errors.New("no evaluation set: pass --set FILE.json (write one with `starter eval gen`) or --set s3://bucket/key")
-	}
-	if !strings.HasPrefix(*set, "s3://") {
-		if err := checkEvalSetFile(*set); err != nil {
+		switch *protocol {
+		case protocolDefault:
+		case protocolPaper:
+			metricSet := false
+			fs.Visit(func(f *pflag.Flag) { metricSet = metricSet || f.Name == "metric" })
+			if metricSet {
+				return errors.New("--metric is for the default protocol: --protocol paper reports sub_em (its headline), em and f1")
+			}
+		default:
+			return fmt.Errorf("--protocol %q: use default or paper", *protocol)
+		}
+		if _, ok := metricTitle[*metric]; !ok {
+			return fmt.Errorf("--metric %q: use %s, %s, %s, %s or %s", *metric, metricAuto, metricSubstring, metricExact, metricF1, metricRecall)
+		}
+		if *concurrency < 0 || *concurrency > workflows.MaxBatchConcurrency {
+			return fmt.Errorf("--concurrency (%d) must be within [1, %d] (0 = the default, %d)", *concurrency, workflows.MaxBatchConcurrency, workflows.DefaultBatchConcurrency)
+		}
+		if *chunkTokens < 0 {
+			return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunkTokens)
+		}
+		if *tok != "" {
+			if _, err := tokenizer.New(*tok); err != nil {
+				return fmt.Errorf("--tokenizer: %w", err)
+			}
+		}
+		if *set == "" {
+			return errors.New("no evaluation set: pass --set FILE.json (write one with `starter eval gen`) or --set s3://bucket/key")
+		}
+		if !strings.HasPrefix(*set, "s3://") {
+			if err := checkEvalSetFile(*set); err != nil {
+				return err
+			}
+		}
+		if *name == "" {
+			*name = "eval-" + evalSetName(*set)
+		}
+		in := workflows.BatchQAInput{
+			Format:      workflows.ManifestMemAgent,
+			Name:        *name,
+			Options:     activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens, Tokenizer: *tok},
+			Concurrency: *concurrency,
+		}
+		// Everything but the set is checked before anything connects.
+		in.Manifest = "s3://check/set.json"
+		if err := in.Validate(); err != nil {
 			return err
 		}
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter eval run")
+		if err != nil {
+			return err
+		}
+		defer func() { end(err) }()
+		if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, *set); err != nil {
+			return err
+		}
+		res, rep, err := runBatchAndReport(ctx, s, in)
+		if err != nil {
+			return err
+		}
+		items, err := readBatchItems(ctx, s.store, rep.ResultsURI)
+		if err != nil {
+			return err
+		}
+		if *protocol == protocolPaper {
+			return printPaperRun(stdout, *asJSON, rep, res, items)
+		}
+		table := buildEvalTable(rep, items, *metric)
+		if *asJSON {
+			out := struct {
+				Table  evalTable                `json:"table"`
+				Result *workflows.BatchQAResult `json:"result"`
+				Report evalReportURIs           `json:"report"`
+			}{table, res, reportURIs(rep, res)}
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(out)
+		}
+		served := orDash(rep.Model)
+		if rep.Model == simulator.DefaultModel {
+			served += " (the inference simulator: these scores say nothing about any model)"
+		}
+		fmt.Fprintf(stdout, "%s: %d items, %d answered, %d reused, %d failed; served by %s\n\n",
+			rep.Name, rep.Overall.Items, rep.Overall.Answered, rep.Overall.Reused, rep.Overall.Failed, served)
+		if err := renderEvalTable(stdout, table); err != nil {
+			return err
+		}
+		u := reportURIs(rep, res)
+		fmt.Fprintln(stdout)
+		fmt.Fprintf(stdout, "Report:   %s\n", u.Report)
+		fmt.Fprintf(stdout, "Page:     %s\n", orDash(u.HTML))
+		fmt.Fprintf(stdout, "Results:  %s\n", orDash(u.Results))
+		fmt.Fprintf(stdout, "CSV:      %s\n", orDash(u.CSV))
+		fmt.Fprintf(stdout, "Chart:    %s\n", orDash(u.SVG))
+		return nil
 	}
-	if *name == "" {
-		*name = "eval-" + evalSetName(*set)
-	}
-	in := workflows.BatchQAInput{
-		Format:      workflows.ManifestMemAgent,
-		Name:        *name,
-		Options:     activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens, Tokenizer: *tok},
-		Concurrency: *concurrency,
-	}
-	// Everything but the set is checked before anything connects.
-	in.Manifest = "s3://check/set.json"
-	if err := in.Validate(); err != nil {
-		return err
-	}
-	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter eval run")
-	if err != nil {
-		return err
-	}
-	defer func() { end(err) }()
-	if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, *set); err != nil {
-		return err
-	}
-	res, rep, err := runBatchAndReport(ctx, s, in)
-	if err != nil {
-		return err
-	}
-	items, err := readBatchItems(ctx, s.store, rep.ResultsURI)
-	if err != nil {
-		return err
-	}
-	if *protocol == protocolPaper {
-		return printPaperRun(stdout, *asJSON, rep, res, items)
-	}
-	table := buildEvalTable(rep, items, *metric)
-	if *asJSON {
-		out := struct {
-			Table  evalTable                `json:"table"`
-			Result *workflows.BatchQAResult `json:"result"`
-			Report evalReportURIs           `json:"report"`
-		}{table, res, reportURIs(rep, res)}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	served := orDash(rep.Model)
-	if rep.Model == simulator.DefaultModel {
-		served += " (the inference simulator: these scores say nothing about any model)"
-	}
-	fmt.Fprintf(stdout, "%s: %d items, %d answered, %d reused, %d failed; served by %s\n\n",
-		rep.Name, rep.Overall.Items, rep.Overall.Answered, rep.Overall.Reused, rep.Overall.Failed, served)
-	if err := renderEvalTable(stdout, table); err != nil {
-		return err
-	}
-	u := reportURIs(rep, res)
-	fmt.Fprintln(stdout)
-	fmt.Fprintf(stdout, "Report:   %s\n", u.Report)
-	fmt.Fprintf(stdout, "Page:     %s\n", orDash(u.HTML))
-	fmt.Fprintf(stdout, "Results:  %s\n", orDash(u.Results))
-	fmt.Fprintf(stdout, "CSV:      %s\n", orDash(u.CSV))
-	fmt.Fprintf(stdout, "Chart:    %s\n", orDash(u.SVG))
-	return nil
 }
 
 // printPaperRun prints a batch scored under the paper's protocol: as one

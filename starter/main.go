@@ -25,30 +25,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
-
-const usage = `usage: starter <command> [flags]
-
-commands:
-  demo     run the embedded stack, the simulator and a worker in this process and
-           answer a question about a generated document of 100K+ tokens
-  ask      answer a question about a document (local file or s3://bucket/key)
-  status   show the progress of a run: starter status WORKFLOW_ID
-  watch    follow a run live until it closes: starter watch WORKFLOW_ID
-  runs     list runs by document, model, status or batch, newest first
-  setup    register memagent's search attributes in the namespace (once, before any worker)
-  simulator  serve the inference simulator alone (an OpenAI-compatible stand-in, not a model)
-  review   ask many questions of one document, reading it once; writes a grid and an HTML report
-  batch    run a manifest of documents and questions through BatchQA and write a scored report
-  schedule create|list|describe|pause|unpause|trigger|delete Temporal Schedules that run BatchQA
-  eval     gen|run|score: write RULER-style evaluation sets in MemAgent's format, run one and print scores by length
-           (--protocol paper: as the MemAgent paper's scripts), or score one answer
-  export   rollouts BATCH_WORKFLOW_ID --out FILE: a batch's turns as RL training data (JSON Lines)
-  gen-doc  write the demo's generated document (filler with one planted fact) to a file
-  chaos    SIGKILL workers and the server, inject model and S3 faults, and check nothing is lost
-
-Run "starter <command> -h" for the flags of a command.
-`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,6 +44,10 @@ func main() {
 // run runs one command. Its errors name JSON fields where the workflows
 // do, with the flags that set them added (withFlags).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if role := os.Getenv(chaosRoleEnv); role != "" && len(args) > 0 && args[0] == "chaos" {
+		// A worker or stack process of the chaos suite.
+		return runChaosRole(ctx, role, stdout, stderr)
+	}
 	err := runCommand(ctx, args, stdout, stderr)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return err
@@ -89,43 +72,168 @@ func (f *flagged) Error() string { return f.msg }
 func (f *flagged) Unwrap() error { return f.err }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errors.New("no command given")
+	root := newRoot(ctx, stdout, stderr)
+	root.SetArgs(oneDashLongFlags(root, args))
+	return root.ExecuteContext(ctx)
+}
+
+// newRoot is the command tree. Help goes to stderr, as the flag package's
+// did; results and completion scripts go to stdout.
+func newRoot(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+	bind := func(f func(context.Context, *cobra.Command, io.Writer, io.Writer) func([]string) error) binder {
+		return func(cmd *cobra.Command) func([]string) error { return f(ctx, cmd, stdout, stderr) }
 	}
-	switch args[0] {
-	case "demo":
-		return runDemo(ctx, args[1:], stdout, stderr)
-	case "ask":
-		return runAsk(ctx, args[1:], stdout, stderr)
-	case "status":
-		return runStatus(ctx, args[1:], stdout, stderr)
-	case "watch":
-		return runWatch(ctx, args[1:], stdout, stderr)
-	case "runs":
-		return runRuns(ctx, args[1:], stdout, stderr)
-	case "setup":
-		return runSetup(ctx, args[1:], stdout, stderr)
-	case "simulator":
-		return runSimulator(ctx, args[1:], stdout, stderr)
-	case "review":
-		return runReview(ctx, args[1:], stdout, stderr)
-	case "batch":
-		return runBatch(ctx, args[1:], stdout, stderr)
-	case "schedule":
-		return runSchedule(ctx, args[1:], stdout, stderr)
-	case "eval":
-		return runEval(ctx, args[1:], stdout, stderr)
-	case "export":
-		return runExport(ctx, args[1:], stdout, stderr)
-	case "gen-doc":
-		return runGenDoc(args[1:], stdout, stderr)
-	case "chaos":
-		return runChaos(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return nil
+	root := &cobra.Command{
+		Use:   "starter",
+		Short: "Start and inspect memagent runs",
+		Long: `Starts and inspects memagent runs: questions about documents of any length,
+reviews, batches and their schedules, evaluation sets. Without environment it
+finds the dev stack (worker --dev) at its default addresses.`,
+		Example: `  starter demo
+  starter ask --doc contract.txt --question "Who may terminate the agreement?"
+  starter status memagent-qa-1f2e3d4c5b6a7980 --history
+  starter completion bash > /etc/bash_completion.d/starter`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	root.RunE = func(c *cobra.Command, args []string) error {
+		fmt.Fprint(stderr, helpText(c))
+		if len(args) == 0 {
+			return errors.New("no command given")
+		}
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) { fmt.Fprint(stderr, helpText(c)) })
+	root.SetUsageFunc(func(c *cobra.Command) error { _, err := fmt.Fprint(stderr, helpText(c)); return err })
+	root.SetFlagErrorFunc(flagError)
+	root.CompletionOptions.HiddenDefaultCmd = false
+
+	root.AddCommand(
+		leaf("demo", "Run the stack, the simulator and a worker in this process and answer a question about a generated document",
+			`Runs the embedded Temporal server, S3 and the inference simulator with a worker in
+this process, and answers a question about a generated document of 100K+
+tokens, with a live progress bar.`,
+			`  starter demo
+  starter demo --tokens 1000000 --keep`, bind(bindDemo)),
+		leaf("ask --doc PATH|s3://bucket/key --question TEXT [flags]", "Answer a question about a document",
+			`Answers a question about a document (a local file, uploaded once, or
+s3://bucket/key) with a memagent.DocumentQA run, following its progress until
+the answer. The same request again returns the finished run's answer.`,
+			`  starter ask --doc contract.txt --question "Who may terminate the agreement?"
+  starter ask --doc s3://memagent/docs/paper.txt --question "..." --answer "gold answer" --output json`, bind(bindAsk)),
+		leaf("status [flags] WORKFLOW_ID", "Show the progress of a run",
+			`Shows the progress of a memagent.DocumentQA run (stage, chunks, tokens, calls),
+a memagent.ReviewDocument run (the same, and each question's status and answer)
+or a memagent.BatchQA run (items done, running, answered, reused, failed).`,
+			`  starter status memagent-qa-1f2e3d4c5b6a7980 --history
+  starter status memagent-batch-nightly-20250102T030405.006Z -o json`, bind(bindStatus)),
+		leaf("watch [flags] WORKFLOW_ID", "Follow a run live until it closes",
+			`Follows a memagent.DocumentQA, memagent.ReviewDocument or memagent.BatchQA run
+until it closes, then prints its answer, its grid or its batch report.`,
+			`  starter watch memagent-qa-1f2e3d4c5b6a7980
+  starter watch memagent-batch-nightly --timeout 10m`, bind(bindWatch)),
+		leaf("runs [flags]", "List runs by document, model, status or batch, newest first",
+			"Lists runs by their search attributes, newest first.",
+			`  starter runs --batch nightly
+  starter runs --status failed --limit 5 --output json`, bind(bindRuns)),
+		leaf("setup", "Register memagent's search attributes in the namespace",
+			"Registers memagent's search attributes in the namespace: once, before any worker.",
+			"  starter setup --namespace default", bind(bindSetup)),
+		leaf("simulator [flags]", "Serve the inference simulator alone",
+			`Serves the inference simulator alone: an OpenAI-compatible stand-in for a GPU
+pool, with latency, capacity and fault models. Not a model.`,
+			`  starter simulator --addr 127.0.0.1:8000 --replicas 4 --capacity batch`, bind(bindSimulator)),
+		leaf("review --doc PATH|s3://bucket/key (--question Q [--answer GOLD]... ... | --questions FILE) [flags]",
+			"Ask many questions of one document, reading it once",
+			`Asks every question of one document, reading it once: each question keeps its
+own memory, and each chunk's memory updates run in parallel. Prints the grid of
+answers, evidence (chunks and byte ranges where a memory changed) and tokens,
+and where the grid (JSON, CSV) and the HTML report were written.`,
+			`  starter review --doc policy.docx --questions questions.json --html report.html
+  starter review --doc contract.txt --question "Who may terminate?" --question "Which law governs?"`, bind(bindReview)),
+		leaf("batch --manifest PATH|s3://bucket/key [flags]", "Run a manifest of documents and questions and write a scored report",
+			`Runs a manifest of documents and questions through memagent.BatchQA and writes
+a scored report (see docs/BATCH.md).`,
+			`  starter batch --manifest items.jsonl --concurrency 16 --name nightly
+  starter batch --manifest s3://memagent/manifests/big.jsonl --no-wait`, bind(bindBatch)),
+		group("schedule", "Temporal Schedules that run BatchQA", `Temporal Schedules that run a BatchQA over a manifest, each run writing a
+dated report.`,
+			`  starter schedule create --id nightly-qa --manifest s3://memagent/manifests/nightly.jsonl --cron "0 2 * * *"
+  starter schedule describe nightly-qa -o json`, stderr,
+			leaf("create --id NAME --manifest s3://…|PATH (--cron SPEC | --every INTERVAL) [flags]", "Create a schedule",
+				"Creates a schedule that runs BatchQA over a manifest on a cron spec or at an interval.",
+				`  starter schedule create --id nightly-qa --manifest items.jsonl --cron "0 2 * * *" --timezone Europe/Paris
+  starter schedule create --id weekly --manifest s3://memagent/m.jsonl --every 7d`, bind(bindScheduleCreate)),
+			leaf("list [flags]", "List the schedules that run BatchQA",
+				"Lists the schedules that run BatchQA: spec, paused, next run, last run's status.",
+				"  starter schedule list --all", bind(bindScheduleList)),
+			leaf("describe ID [flags]", "Show a schedule", "Shows a schedule's spec, action, recent runs with their workflow ids and next runs.",
+				"  starter schedule describe nightly-qa --json", bind(bindScheduleDescribe)),
+			leaf("pause ID [--note TEXT]", "Pause a schedule", "", `  starter schedule pause nightly-qa --note "GPU pool upgrade"`, bind(bindSchedulePause)),
+			leaf("unpause ID [--note TEXT]", "Unpause a schedule", "", "  starter schedule unpause nightly-qa", bind(bindSchedulePause)),
+			leaf("trigger ID [--wait] [--overlap POLICY]", "Run a schedule now",
+				"Runs a schedule's batch now; --wait waits for the batch and prints its report.",
+				"  starter schedule trigger nightly-qa --wait", bind(bindScheduleTrigger)),
+			leaf("delete ID", "Delete a schedule", "Deletes a schedule; runs already started and their reports are kept.",
+				"  starter schedule delete nightly-qa", bind(bindScheduleDelete)),
+		),
+		group("eval", "Evaluation sets: generate, run, score", "RULER-style evaluation sets in MemAgent's format, their scores by length, and one answer's score.",
+			`  starter eval gen --task niah_single,vt --lengths 2K,8K --samples 4 --out small.json
+  starter eval run --set small.json --chunk-tokens 1024`, stderr,
+			leaf("gen --task TASK[,TASK...] --lengths 8K,16K,... --out PATH|- [flags]", "Write a RULER-style evaluation set in MemAgent's JSON format",
+				`Writes a RULER-style evaluation set in MemAgent's format: a JSON array of
+{"_id", "context", "input", "answers", "length", "task", "tokens"}, one
+object per sample, streamed. The same flags always write the same bytes.
+
+Tasks:
+  niah_single      one needle "One of the special magic numbers for KEY is: VALUE."
+  niah_multikey    the asked needle among distractor needles with other keys
+  niah_multivalue  one key with several values, all of them answers
+  niah_multiquery  several keys asked at once; every value is an answer
+  vt               variable tracking: which variables a chain of VAR assignments gives a value
+  fwe              frequent words: the three most frequent coded words (Zipf-like counts)
+  hqa              RULER-HQA: a HotpotQA question's gold paragraphs among distractors (--hotpotqa)
+
+Lengths are tokens of --tokenizer, with K = 1024 and M = 1048576 (1.75M =
+1835008); each context is within 1% of its length, usually exact.`,
+				"  starter eval gen --task vt,fwe --lengths 8K,32K --samples 4 --out -", bind(bindEvalGen)),
+			leaf("run --set PATH|s3://bucket/key [flags]", "Run an evaluation set through BatchQA and print the score by length",
+				`Runs an evaluation set through BatchQA and prints the score by length
+(--protocol paper: as the MemAgent paper's scripts, beside its table).`,
+				`  starter eval run --set small.json --chunk-tokens 1024
+  starter eval run --set ruler-hqa.json --protocol paper`, bind(bindEvalRun)),
+			leaf("score [--protocol default|paper] --pred ANSWER --gold GOLD [--gold GOLD ...]", "Score one answer against gold answers",
+				`Scores one answer and prints the scores as JSON.
+
+  --protocol default  against every --gold (aliases; recall counts them all):
+                      {"exact_match":…,"substring_match":…,"f1":…,"best_gold":…,"recall":…}
+  --protocol paper    as the MemAgent evaluation scripts: against the first --gold only,
+                      Python's normalisation, empty strings included:
+                      {"em":…,"sub_em":…,"f1":…}`,
+				`  starter eval score --pred "Paris" --gold "Paris, France" --protocol paper`, bind(bindEvalScore)),
+		),
+		group("export", "Export a batch's turns", "Exports data from finished runs.",
+			"  starter export rollouts memagent-batch-grpo-step-1-20250102T030405.006Z --out rollouts.jsonl", stderr,
+			leaf("rollouts BATCH_WORKFLOW_ID --out FILE [--reward sub_em|em|f1]", "Write a batch's turns as RL training data (JSON Lines)",
+				`Writes the rollouts of a finished BatchQA run (run it with --samples K for
+groups of K) as JSON Lines, one record per model turn: the exact chat
+messages sent, the text returned, loss_mask 1 for a memory update and 0 for
+the final answer, and the sample's reward spread evenly over its turns.
+See docs/ROLLOUTS.md.`,
+				`  starter export rollouts "$(jq -r .result.workflow_id batch.json)" --out rollouts.jsonl --reward sub_em`, bind(bindExportRollouts)),
+		),
+		leaf("gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]", "Write the demo's generated document to a file",
+			"Writes the demo's generated document (filler with one planted fact) to a file.",
+			"  starter gen-doc --tokens 1000000 --out big.txt", bind(bindGenDoc)),
+		leaf("chaos [flags]", "SIGKILL workers and the server, inject model and S3 faults, and check nothing is lost",
+			`Runs the chaos suite: SIGKILLs workers and the Temporal server, injects model and
+S3 faults, and checks that every run completes with the clean run's answer.
+It re-executes this program as its worker and stack processes.`,
+			"  starter chaos --kills 10 --out docs/CHAOS.md", bind(bindChaos)),
+	)
+	root.InitDefaultCompletionCmd()
+	return root
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/activities"
 	memclient "github.com/memagent/memagent/client"
@@ -33,6 +34,7 @@ type reviewQuestionFlags struct {
 type reviewQuestionFlag struct{ f *reviewQuestionFlags }
 
 func (v reviewQuestionFlag) String() string { return "" }
+func (v reviewQuestionFlag) Type() string   { return "string" }
 func (v reviewQuestionFlag) Set(q string) error {
 	v.f.questions = append(v.f.questions, workflows.ReviewQuestion{Question: q})
 	return nil
@@ -41,6 +43,7 @@ func (v reviewQuestionFlag) Set(q string) error {
 type reviewAnswerFlag struct{ f *reviewQuestionFlags }
 
 func (v reviewAnswerFlag) String() string { return "" }
+func (v reviewAnswerFlag) Type() string   { return "string" }
 func (v reviewAnswerFlag) Set(a string) error {
 	if len(v.f.questions) == 0 {
 		return errors.New("an --answer belongs to the --question before it: put it after one")
@@ -50,25 +53,10 @@ func (v reviewAnswerFlag) Set(a string) error {
 	return nil
 }
 
-func runReview(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("review", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: starter review --doc PATH|s3://bucket/key (--question Q [--answer GOLD]... ... | --questions FILE) [flags]
-
-Asks every question of one document, reading it once: each question keeps its
-own memory, and each chunk's memory updates run in parallel. Prints the grid of
-answers, evidence (chunks and byte ranges where a memory changed) and tokens,
-and where the grid (JSON, CSV) and the HTML report were written.
-
-`)
-		fs.PrintDefaults()
-	}
-	cfg.RegisterFlags(fs)
+func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
 	var req askRequest
 	qf := &reviewQuestionFlags{}
 	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
@@ -81,69 +69,71 @@ and where the grid (JSON, CSV) and the HTML report were written.
 	fs.IntVar(&in.ActivitiesPerRun, "activities-per-run", 0, fmt.Sprintf("activities per run before continue-as-new (default %d)", workflows.DefaultReviewActivitiesPerRun))
 	fs.StringVar(&in.OutputPrefix, "output-prefix", "", "s3:// prefix for traces, results, grid and report (default s3://BUCKET/reviews/<workflow id>/<run id>/)")
 	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`")
-	asJSON := fs.Bool("json", false, "print the grid as one JSON object instead of a table")
+	asJSON := outputFlag(cmd, "print the grid as one JSON object instead of a table")
 	schedulingFlags(fs, &in.Priority, &in.FairnessKey, &in.FairnessWeight, workflows.PriorityReview, "the review")
 	finish := askFlags(fs, &req)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: quote each question", fs.Args())
-	}
-	req.Options.Model = cfg.Model
-	if err := finish(); err != nil {
-		return err
-	}
-	switch {
-	case *questionsFile != "" && len(qf.questions) > 0:
-		return errors.New("pass questions with --question or --questions FILE, not both")
-	case *questionsFile != "":
-		if in.Questions, err = readReviewQuestions(*questionsFile); err != nil {
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected arguments %q: quote each question", args)
+		}
+		req.Options.Model = cfg.Model
+		if err := finish(); err != nil {
 			return err
 		}
-	case len(qf.questions) == 0:
-		return errors.New("no questions: pass --question (repeatable) or --questions FILE")
-	default:
-		in.Questions = qf.questions
-	}
-	if req.Doc == "" {
-		return errors.New("no document: pass --doc PATH or --doc s3://bucket/key")
-	}
-	in.Options = req.Options
-	cfg.Normalize()
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	// Everything that can be checked without the services is checked
-	// before connecting to them.
-	probe := in
-	probe.Document = "s3://check/document"
-	if err := probe.Validate(); err != nil {
-		return err
-	}
+		switch {
+		case *questionsFile != "" && len(qf.questions) > 0:
+			return errors.New("pass questions with --question or --questions FILE, not both")
+		case *questionsFile != "":
+			if in.Questions, err = readReviewQuestions(*questionsFile); err != nil {
+				return err
+			}
+		case len(qf.questions) == 0:
+			return errors.New("no questions: pass --question (repeatable) or --questions FILE")
+		default:
+			in.Questions = qf.questions
+		}
+		if req.Doc == "" {
+			return errors.New("no document: pass --doc PATH or --doc s3://bucket/key")
+		}
+		in.Options = req.Options
+		cfg.Normalize()
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		// Everything that can be checked without the services is checked
+		// before connecting to them.
+		probe := in
+		probe.Document = "s3://check/document"
+		if err := probe.Validate(); err != nil {
+			return err
+		}
 
-	ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter review")
-	if err != nil {
-		return err
-	}
-	defer func() { end(err) }()
-	res, err := s.review(ctx, in, req.Doc, req.Fresh)
-	if err != nil {
-		return err
-	}
-	if *htmlOut != "" {
-		if err := s.saveReviewHTML(ctx, res.HTMLURI, *htmlOut); err != nil {
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter review")
+		if err != nil {
 			return err
 		}
+		defer func() { end(err) }()
+		res, err := s.review(ctx, in, req.Doc, req.Fresh)
+		if err != nil {
+			return err
+		}
+		if *htmlOut != "" {
+			if err := s.saveReviewHTML(ctx, res.HTMLURI, *htmlOut); err != nil {
+				return err
+			}
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(res)
+		}
+		printReviewGrid(stdout, res)
+		if *htmlOut != "" {
+			fmt.Fprintf(stdout, "Saved:    %s\n", *htmlOut)
+		}
+		return nil
 	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
-	}
-	printReviewGrid(stdout, res)
-	if *htmlOut != "" {
-		fmt.Fprintf(stdout, "Saved:    %s\n", *htmlOut)
-	}
-	return nil
 }
 
 // review uploads a local document, checks the budget, starts (or joins)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -16,6 +15,9 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
@@ -75,69 +77,67 @@ type runRow struct {
 	QuestionDigest  string     `json:"question_digest,omitempty"`
 }
 
-func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
+func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
 	var f runFilter
 	fs.StringVar(&f.Document, "document", "", "only runs over this document `URI` (s3://bucket/key)")
 	fs.StringVar(&f.Status, "status", "", "only runs in this status: "+strings.Join(statuses, ", "))
 	fs.StringVar(&f.Batch, "batch", "", "only runs of this batch `ID`")
 	fs.StringVar(&f.Question, "question", "", "only runs asking exactly this question (matched by its digest)")
 	limit := fs.Int("limit", 20, "list at most `N` runs")
-	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: runs takes only flags", fs.Args())
-	}
-	// --model is the configuration's flag; here it filters, and only when
-	// given on the command line, never from MEMAGENT_MODEL.
-	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "model" {
-			f.Model = cfg.Model
+	asJSON := outputFlag(cmd, "print a JSON array instead of a table")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
 		}
-	})
-	if f.Status != "" && !slices.Contains(statuses, f.Status) {
-		return fmt.Errorf("--status %q is not a status: use one of %s", f.Status, strings.Join(statuses, ", "))
-	}
-	if *limit <= 0 {
-		return fmt.Errorf("--limit (%d) must be positive", *limit)
-	}
-	cfg.Normalize()
-	c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	rows, err := listRuns(ctx, c, cfg.TemporalNamespace, f, *limit)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if rows == nil {
-			rows = []runRow{}
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected arguments %q: runs takes only flags", args)
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		// --model is the configuration's flag; here it filters, and only when
+		// given on the command line, never from MEMAGENT_MODEL.
+		fs.Visit(func(fl *pflag.Flag) {
+			if fl.Name == "model" {
+				f.Model = cfg.Model
+			}
+		})
+		if f.Status != "" && !slices.Contains(statuses, f.Status) {
+			return fmt.Errorf("--status %q is not a status: use one of %s", f.Status, strings.Join(statuses, ", "))
+		}
+		if *limit <= 0 {
+			return fmt.Errorf("--limit (%d) must be positive", *limit)
+		}
+		cfg.Normalize()
+		c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		rows, err := listRuns(ctx, c, cfg.TemporalNamespace, f, *limit)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if rows == nil {
+				rows = []runRow{}
+			}
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rows)
+		}
+		if len(rows) == 0 {
+			fmt.Fprintln(stdout, "no runs match")
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "WORKFLOW ID\tSTATUS\tCHUNKS\tSTARTED\tMODEL\tDOCUMENT")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\n", r.WorkflowID, r.Status, count(r.ChunksDone), count(r.ChunksTotal),
+				r.StartedAt.Local().Format("2006-01-02 15:04:05"), orDash(r.Model), orDash(r.Document))
+		}
+		return tw.Flush()
 	}
-	if len(rows) == 0 {
-		fmt.Fprintln(stdout, "no runs match")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKFLOW ID\tSTATUS\tCHUNKS\tSTARTED\tMODEL\tDOCUMENT")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\n", r.WorkflowID, r.Status, count(r.ChunksDone), count(r.ChunksTotal),
-			r.StartedAt.Local().Format("2006-01-02 15:04:05"), orDash(r.Model), orDash(r.Document))
-	}
-	return tw.Flush()
 }
 
 // lister is the part of client.Client that listRuns uses.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
@@ -16,32 +15,22 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	schedulepb "go.temporal.io/api/schedule/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/service/worker/scheduler"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
-
-const scheduleUsage = `usage: starter schedule <command> [flags]
-
-Temporal Schedules that run a BatchQA over a manifest, each run writing a
-dated report.
-
-  create    --id NAME --manifest s3://…|PATH (--cron "0 2 * * *" | --every 24h) [flags]
-  list      the schedules that run BatchQA: spec, paused, next run, last run's status
-  describe  ID [--json]: spec, action, recent runs with their workflow ids, next runs
-  pause     ID [--note TEXT]
-  unpause   ID [--note TEXT]
-  trigger   ID [--wait] [--overlap POLICY]: run now; --wait waits for the batch and prints its report
-  delete    ID
-
-Run "starter schedule <command> -h" for the flags of a command.
-`
 
 // Wire names of a schedule's memo fields. The spec as the user wrote it is
 // kept there because the server turns cron strings into calendars.
@@ -61,33 +50,6 @@ const scheduleWorkflowPrefix = "batch-"
 // defaultCatchupWindow bounds how late a missed run may still start after
 // an outage: a nightly batch missed for a day is run once, not a year of them.
 const defaultCatchupWindow = 24 * time.Hour
-
-func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, scheduleUsage)
-		return errors.New("schedule: no subcommand given")
-	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "create":
-		return runScheduleCreate(ctx, rest, stdout, stderr)
-	case "list":
-		return runScheduleList(ctx, rest, stdout, stderr)
-	case "describe":
-		return runScheduleDescribe(ctx, rest, stdout, stderr)
-	case "pause", "unpause":
-		return runSchedulePause(ctx, cmd, rest, stdout, stderr)
-	case "trigger":
-		return runScheduleTrigger(ctx, rest, stdout, stderr)
-	case "delete":
-		return runScheduleDelete(ctx, rest, stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, scheduleUsage)
-		return nil
-	}
-	fmt.Fprint(stderr, scheduleUsage)
-	return fmt.Errorf("schedule: unknown subcommand %q", cmd)
-}
 
 // scheduleCreate is what `schedule create` was asked for, checked by
 // validate before anything reaches a server.
@@ -139,6 +101,9 @@ func (c *scheduleCreate) validate() error {
 		d, err := parseEvery(c.Every)
 		if err != nil {
 			return err
+		}
+		if err := checkSpec(&schedulepb.ScheduleSpec{Interval: []*schedulepb.IntervalSpec{{Interval: durationpb.New(d)}}}); err != nil {
+			return fmt.Errorf("--every %q: %w", c.Every, err)
 		}
 		c.every = d
 	}
@@ -312,34 +277,20 @@ func formatEvery(d time.Duration) string {
 	return d.String()
 }
 
-// cronField is one field of a five-field cron expression.
-type cronField struct {
-	name     string
-	min, max int
-	names    []string // full names, index = value - nameBase
-	nameBase int
-	// minPrefix is the shortest prefix that names one, as the server reads them.
-	minPrefix int
-}
-
-var cronFields = []cronField{
-	{name: "minute", min: 0, max: 59},
-	{name: "hour", min: 0, max: 23},
-	{name: "day of month", min: 1, max: 31},
-	{name: "month", min: 1, max: 12, nameBase: 1, minPrefix: 3, names: []string{"january", "february", "march", "april", "may", "june",
-		"july", "august", "september", "october", "november", "december"}},
-	// 7 is Sunday too, as in most crons.
-	{name: "day of week", min: 0, max: 7, minPrefix: 2, names: []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}},
-}
-
 // cronShorthands are the named specs Temporal accepts.
 var cronShorthands = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
+// serverSpecs is the Temporal server's own schedule spec compiler: what it
+// accepts here, the server accepts at create. Its iteration limits only
+// matter when computing next times, which checkSpec does not do.
+var serverSpecs = scheduler.NewSpecBuilder(dynamicconfig.GetIntPropertyFn(1000), dynamicconfig.GetIntPropertyFn(10000))
+
 // checkCron accepts what the schedule can run: five fields (minute hour
-// day-of-month month day-of-week), each a list of *, N, N-M with an
-// optional /STEP, or one of the @daily-style shorthands. It rejects what
-// the server would, with the field named, and the forms that have a flag
-// of their own (time zones, @every).
+// day-of-month month day-of-week) or one of the @daily-style shorthands,
+// as the Temporal server parses them (names, prefixes, ranges, steps),
+// with the server's message when it refuses one. The forms that have a
+// flag of their own (time zones, @every, comments) are turned away here,
+// naming the flag.
 func checkCron(expr string) error {
 	e := strings.TrimSpace(expr)
 	bad := func(format string, a ...any) error {
@@ -351,85 +302,27 @@ func checkCron(expr string) error {
 	case strings.HasPrefix(e, "@every"):
 		return bad("use --every for intervals")
 	case strings.HasPrefix(e, "@"):
-		if slices.Contains(cronShorthands, e) {
-			return nil
+		if !slices.Contains(cronShorthands, e) {
+			return bad("unknown shorthand: use one of %s, or five fields", strings.Join(cronShorthands, ", "))
 		}
-		return bad("unknown shorthand: use one of %s, or five fields", strings.Join(cronShorthands, ", "))
 	case strings.Contains(e, "#"):
 		return bad("comments are not supported: use --note")
-	}
-	fields := strings.Fields(e)
-	if len(fields) != 5 {
-		return bad(`want 5 fields (minute hour day-of-month month day-of-week), e.g. "0 2 * * *" for 02:00 every day; got %d`, len(fields))
-	}
-	for i, f := range fields {
-		if err := cronFields[i].check(f); err != nil {
-			return bad("%v", err)
+	default:
+		if n := len(strings.Fields(e)); n != 5 {
+			return bad(`want 5 fields (minute hour day-of-month month day-of-week), e.g. "0 2 * * *" for 02:00 every day; got %d`, n)
 		}
+	}
+	if err := checkSpec(&schedulepb.ScheduleSpec{CronString: []string{e}}); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }
 
-func (f cronField) check(s string) error {
-	for part := range strings.SplitSeq(s, ",") {
-		if part == "" {
-			return fmt.Errorf("%s %q has an empty list item", f.name, s)
-		}
-		rng, step, hasStep := strings.Cut(part, "/")
-		if hasStep {
-			n, err := strconv.Atoi(step)
-			if err != nil || n < 1 {
-				return fmt.Errorf("%s step %q must be a positive whole number", f.name, step)
-			}
-		}
-		if rng == "*" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(rng, "-")
-		a, err := f.value(lo)
-		if err != nil {
-			return err
-		}
-		if isRange {
-			b, err := f.value(hi)
-			if err != nil {
-				return err
-			}
-			if b < a {
-				return fmt.Errorf("%s range %q ends before it starts", f.name, rng)
-			}
-		}
-	}
-	return nil
-}
-
-func (f cronField) value(s string) (int, error) {
-	if f.names != nil && len(s) >= f.minPrefix {
-		for i, n := range f.names {
-			if strings.HasPrefix(n, strings.ToLower(s)) {
-				return i + f.nameBase, nil
-			}
-		}
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		if f.names != nil {
-			return 0, fmt.Errorf("%s %q is neither a number (%d-%d) nor a name (%s… or in full)", f.name, s, f.min, f.max, threeLetters(f.names))
-		}
-		return 0, fmt.Errorf("%s %q is not a number (%d-%d)", f.name, s, f.min, f.max)
-	}
-	if v < f.min || v > f.max {
-		return 0, fmt.Errorf("%s %d is out of range %d-%d", f.name, v, f.min, f.max)
-	}
-	return v, nil
-}
-
-func threeLetters(names []string) string {
-	short := make([]string, len(names))
-	for i, n := range names {
-		short[i] = n[:3]
-	}
-	return strings.Join(short, ", ")
+// checkSpec runs spec through the Temporal server's own parser and
+// validation.
+func checkSpec(spec *schedulepb.ScheduleSpec) error {
+	_, err := serverSpecs.NewCompiledSpec(spec)
+	return err
 }
 
 // normalizePrefix checks an s3:// prefix and makes it end in '/'.
@@ -445,48 +338,21 @@ func normalizePrefix(p string) (string, error) {
 	return p, nil
 }
 
-// scheduleFlags starts a subcommand's flag set with the connection flags.
-func scheduleFlags(name string, stderr io.Writer) (*flag.FlagSet, *config.Config, error) {
+// scheduleFlags loads the configuration and binds the connection flags
+// of a schedule subcommand.
+func scheduleFlags(cmd *cobra.Command) (*config.Config, error) {
 	cfg, err := config.Load()
-	if err != nil {
-		return nil, nil, err
-	}
-	fs := flag.NewFlagSet("schedule "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
-	return fs, &cfg, nil
+	connectionFlags(cmd, &cfg)
+	return &cfg, err
 }
 
-// parseInterspersed parses flags placed before or after the positional
-// arguments (`describe ID --json`), and returns the positional ones.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		// After "--" everything is positional.
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
-}
-
-// oneScheduleID parses a subcommand that takes exactly one schedule id.
-func oneScheduleID(fs *flag.FlagSet, args []string, usage string) (string, error) {
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return "", err
-	}
-	if len(pos) != 1 {
+// oneScheduleID checks the arguments of a subcommand that takes exactly
+// one schedule id.
+func oneScheduleID(args []string, usage string) (string, error) {
+	if len(args) != 1 {
 		return "", fmt.Errorf("usage: %s", usage)
 	}
-	return pos[0], checkScheduleID(pos[0])
+	return args[0], checkScheduleID(args[0])
 }
 
 // dialSchedules connects to Temporal for a schedule subcommand.
@@ -504,11 +370,9 @@ func scheduleError(id string, err error) error {
 	return fmt.Errorf("schedule %s: %w", id, err)
 }
 
-func runScheduleCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cfg, err := scheduleFlags("create", stderr)
-	if err != nil {
-		return err
-	}
+func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := scheduleFlags(cmd)
 	var c scheduleCreate
 	fs.StringVar(&c.ID, "id", "", "schedule `NAME` (letters, digits, '.', '_', '-'); runs are workflows batch-NAME-<time>")
 	fs.StringVar(&c.Manifest, "manifest", "", "the manifest: s3://bucket/key, or a local file uploaded once")
@@ -525,101 +389,103 @@ func runScheduleCreate(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&c.Jitter, "jitter", 0, "start each run up to this much later, at random (spreads load)")
 	fs.StringVar(&c.TimeZone, "timezone", "", "IANA time zone of --cron, e.g. Europe/Paris (default UTC)")
 	fs.DurationVar(&c.CatchupWindow, "catchup-window", defaultCatchupWindow, "after an outage, start missed runs at most this late")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		pos := args
+		if len(pos) > 0 {
+			return fmt.Errorf("unexpected arguments %q: quote the --cron spec", pos)
+		}
+		if err := c.validate(); err != nil {
+			return err
+		}
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		cfg.Normalize()
+		if c.ReportPrefix == "" {
+			c.ReportPrefix = fmt.Sprintf("s3://%s/reports/%s/", cfg.Bucket, c.ID)
+		}
+		tc, err := dialSchedules(ctx, cfg, stderr)
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		sc := tc.ScheduleClient()
+		// Checked before the upload, so a taken id costs nothing.
+		if _, err := sc.GetHandle(ctx, c.ID).Describe(ctx); err == nil {
+			return scheduleExists(c.ID)
+		} else if !isNotFound(err) {
+			return fmt.Errorf("schedule %s: %w", c.ID, err)
+		}
+		store, err := workerapp.NewStore(ctx, *cfg)
+		if err != nil {
+			return err
+		}
+		manifest, err := uploadManifest(ctx, store, cfg.Bucket, cfg.CreateBucket, c.Manifest)
+		if err != nil {
+			return err
+		}
+		in := workflows.BatchQAInput{
+			Manifest:     manifest,
+			Format:       c.Format,
+			Options:      activities.ModelOptions{Model: cfg.Model, ChunkTokens: c.ChunkTokens},
+			Concurrency:  c.Concurrency,
+			ReportPrefix: c.ReportPrefix,
+			DatedReport:  true,
+			Priority:     c.Priority, FairnessKey: c.FairnessKey, FairnessWeight: c.FairnessWeight,
+		}
+		if err := in.Validate(); err != nil {
+			return err
+		}
+		// Like `starter batch`, each run is findable by status (and model) from
+		// its start; BatchQA sets MemagentBatch to its workflow id, which
+		// Temporal completes only when it starts the run.
+		sa := []temporal.SearchAttributeUpdate{workflows.StatusKey.ValueSet(workflows.BatchStageExpanding)}
+		if in.Options.Model != "" {
+			sa = append(sa, workflows.ModelKey.ValueSet(workflows.KeywordValue(in.Options.Model)))
+		}
+		opts := client.ScheduleOptions{
+			ID:            c.ID,
+			Spec:          c.spec(),
+			Overlap:       c.overlap,
+			CatchupWindow: c.CatchupWindow,
+			Paused:        c.Paused,
+			Note:          c.Note,
+			Memo: map[string]any{
+				scheduleMemoSpec:     c.specText(),
+				scheduleMemoManifest: manifest,
+				scheduleMemoReport:   c.ReportPrefix,
+			},
+			Action: &client.ScheduleWorkflowAction{
+				ID:                    scheduleWorkflowPrefix + c.ID,
+				Workflow:              workflows.BatchQAName,
+				Args:                  []any{in},
+				TaskQueue:             cfg.TaskQueue,
+				Memo:                  map[string]any{scheduleRunMemoID: c.ID},
+				TypedSearchAttributes: temporal.NewSearchAttributes(sa...),
+				StaticSummary:         fmt.Sprintf("schedule %s · %s", c.ID, manifest),
+				Priority:              in.StartPriority(),
+			},
+		}
+		h, err := sc.Create(ctx, opts)
+		switch {
+		case errors.Is(err, temporal.ErrScheduleAlreadyRunning):
+			return scheduleExists(c.ID)
+		case err != nil:
+			return fmt.Errorf("create schedule %s: %w", c.ID, err)
+		}
+		fmt.Fprintf(stdout, "created schedule %s: %s, BatchQA over %s\n", h.GetID(), c.specText(), manifest)
+		fmt.Fprintf(stdout, "reports: %s<UTC start time>/report.json\n", c.ReportPrefix)
+		if d, err := h.Describe(ctx); err == nil && len(d.Info.NextActionTimes) > 0 && !c.Paused {
+			fmt.Fprintf(stdout, "next run: %s\n", formatWhen(d.Info.NextActionTimes[0]))
+		}
+		if c.Paused {
+			fmt.Fprintf(stdout, "paused; start it with: starter schedule unpause %s\n", c.ID)
+		}
+		return nil
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("unexpected arguments %q: quote the --cron spec", pos)
-	}
-	if err := c.validate(); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	cfg.Normalize()
-	if c.ReportPrefix == "" {
-		c.ReportPrefix = fmt.Sprintf("s3://%s/reports/%s/", cfg.Bucket, c.ID)
-	}
-	tc, err := dialSchedules(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	sc := tc.ScheduleClient()
-	// Checked before the upload, so a taken id costs nothing.
-	if _, err := sc.GetHandle(ctx, c.ID).Describe(ctx); err == nil {
-		return scheduleExists(c.ID)
-	} else if !isNotFound(err) {
-		return fmt.Errorf("schedule %s: %w", c.ID, err)
-	}
-	store, err := workerapp.NewStore(ctx, *cfg)
-	if err != nil {
-		return err
-	}
-	manifest, err := uploadManifest(ctx, store, cfg.Bucket, cfg.CreateBucket, c.Manifest)
-	if err != nil {
-		return err
-	}
-	in := workflows.BatchQAInput{
-		Manifest:     manifest,
-		Format:       c.Format,
-		Options:      activities.ModelOptions{Model: cfg.Model, ChunkTokens: c.ChunkTokens},
-		Concurrency:  c.Concurrency,
-		ReportPrefix: c.ReportPrefix,
-		DatedReport:  true,
-		Priority:     c.Priority, FairnessKey: c.FairnessKey, FairnessWeight: c.FairnessWeight,
-	}
-	if err := in.Validate(); err != nil {
-		return err
-	}
-	// Like `starter batch`, each run is findable by status (and model) from
-	// its start; BatchQA sets MemagentBatch to its workflow id, which
-	// Temporal completes only when it starts the run.
-	sa := []temporal.SearchAttributeUpdate{workflows.StatusKey.ValueSet(workflows.BatchStageExpanding)}
-	if in.Options.Model != "" {
-		sa = append(sa, workflows.ModelKey.ValueSet(workflows.KeywordValue(in.Options.Model)))
-	}
-	opts := client.ScheduleOptions{
-		ID:            c.ID,
-		Spec:          c.spec(),
-		Overlap:       c.overlap,
-		CatchupWindow: c.CatchupWindow,
-		Paused:        c.Paused,
-		Note:          c.Note,
-		Memo: map[string]any{
-			scheduleMemoSpec:     c.specText(),
-			scheduleMemoManifest: manifest,
-			scheduleMemoReport:   c.ReportPrefix,
-		},
-		Action: &client.ScheduleWorkflowAction{
-			ID:                    scheduleWorkflowPrefix + c.ID,
-			Workflow:              workflows.BatchQAName,
-			Args:                  []any{in},
-			TaskQueue:             cfg.TaskQueue,
-			Memo:                  map[string]any{scheduleRunMemoID: c.ID},
-			TypedSearchAttributes: temporal.NewSearchAttributes(sa...),
-			StaticSummary:         fmt.Sprintf("schedule %s · %s", c.ID, manifest),
-			Priority:              in.StartPriority(),
-		},
-	}
-	h, err := sc.Create(ctx, opts)
-	switch {
-	case errors.Is(err, temporal.ErrScheduleAlreadyRunning):
-		return scheduleExists(c.ID)
-	case err != nil:
-		return fmt.Errorf("create schedule %s: %w", c.ID, err)
-	}
-	fmt.Fprintf(stdout, "created schedule %s: %s, BatchQA over %s\n", h.GetID(), c.specText(), manifest)
-	fmt.Fprintf(stdout, "reports: %s<UTC start time>/report.json\n", c.ReportPrefix)
-	if d, err := h.Describe(ctx); err == nil && len(d.Info.NextActionTimes) > 0 && !c.Paused {
-		fmt.Fprintf(stdout, "next run: %s\n", formatWhen(d.Info.NextActionTimes[0]))
-	}
-	if c.Paused {
-		fmt.Fprintf(stdout, "paused; start it with: starter schedule unpause %s\n", c.ID)
-	}
-	return nil
 }
 
 func scheduleExists(id string) error {
@@ -643,83 +509,83 @@ type scheduleRow struct {
 	Workflow   string     `json:"workflow"`
 }
 
-func runScheduleList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cfg, err := scheduleFlags("list", stderr)
-	if err != nil {
-		return err
-	}
+func bindScheduleList(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := scheduleFlags(cmd)
 	all := fs.Bool("all", false, "list every schedule of the namespace, not only those that run BatchQA")
-	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("unexpected arguments %q: list takes only flags", pos)
-	}
-	tc, err := dialSchedules(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	dc := dataConverter(*cfg)
-	it, err := tc.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 200})
-	if err != nil {
-		return fmt.Errorf("list schedules: %w", err)
-	}
-	var rows []scheduleRow
-	for it.HasNext() {
-		e, err := it.Next()
+	asJSON := outputFlag(cmd, "print a JSON array instead of a table")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		pos := args
+		if len(pos) > 0 {
+			return fmt.Errorf("unexpected arguments %q: list takes only flags", pos)
+		}
+		tc, err := dialSchedules(ctx, cfg, stderr)
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		dc := dataConverter(*cfg)
+		it, err := tc.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 200})
 		if err != nil {
 			return fmt.Errorf("list schedules: %w", err)
 		}
-		if !*all && e.WorkflowType.Name != workflows.BatchQAName {
-			continue
-		}
-		r := scheduleRow{ID: e.ID, Paused: e.Paused, Note: e.Note, Workflow: e.WorkflowType.Name}
-		r.Spec = memoString(dc, e.Memo, scheduleMemoSpec)
-		if r.Spec == "" {
-			r.Spec = renderSpec(e.Spec)
-		}
-		if len(e.NextActionTimes) > 0 && !e.Paused {
-			t := e.NextActionTimes[0]
-			r.NextRun = &t
-		}
-		if n := len(e.RecentActions); n > 0 {
-			if wr := e.RecentActions[n-1].StartWorkflowResult; wr != nil {
-				r.LastRun = wr.WorkflowID
-				r.LastStatus = workflowStatus(ctx, tc, wr.WorkflowID)
+		var rows []scheduleRow
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				return fmt.Errorf("list schedules: %w", err)
 			}
+			if !*all && e.WorkflowType.Name != workflows.BatchQAName {
+				continue
+			}
+			r := scheduleRow{ID: e.ID, Paused: e.Paused, Note: e.Note, Workflow: e.WorkflowType.Name}
+			r.Spec = memoString(dc, e.Memo, scheduleMemoSpec)
+			if r.Spec == "" {
+				r.Spec = renderSpec(e.Spec)
+			}
+			if len(e.NextActionTimes) > 0 && !e.Paused {
+				t := e.NextActionTimes[0]
+				r.NextRun = &t
+			}
+			if n := len(e.RecentActions); n > 0 {
+				if wr := e.RecentActions[n-1].StartWorkflowResult; wr != nil {
+					r.LastRun = wr.WorkflowID
+					r.LastStatus = workflowStatus(ctx, tc, wr.WorkflowID)
+				}
+			}
+			rows = append(rows, r)
 		}
-		rows = append(rows, r)
-	}
-	slices.SortFunc(rows, func(a, b scheduleRow) int { return strings.Compare(a.ID, b.ID) })
-	if *asJSON {
-		if rows == nil {
-			rows = []scheduleRow{}
+		slices.SortFunc(rows, func(a, b scheduleRow) int { return strings.Compare(a.ID, b.ID) })
+		if *asJSON {
+			if rows == nil {
+				rows = []scheduleRow{}
+			}
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rows)
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	if len(rows) == 0 {
-		fmt.Fprintln(stdout, "no schedules; create one with: starter schedule create --id nightly --manifest s3://… --cron \"0 2 * * *\"")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSPEC\tPAUSED\tNEXT RUN\tLAST RUN")
-	for _, r := range rows {
-		next := "-"
-		if r.NextRun != nil {
-			next = formatWhen(*r.NextRun)
+		if len(rows) == 0 {
+			fmt.Fprintln(stdout, "no schedules; create one with: starter schedule create --id nightly --manifest s3://… --cron \"0 2 * * *\"")
+			return nil
 		}
-		last := "-"
-		if r.LastRun != "" {
-			last = r.LastStatus
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSPEC\tPAUSED\tNEXT RUN\tLAST RUN")
+		for _, r := range rows {
+			next := "-"
+			if r.NextRun != nil {
+				next = formatWhen(*r.NextRun)
+			}
+			last := "-"
+			if r.LastRun != "" {
+				last = r.LastStatus
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Spec, yesNo(r.Paused), next, last)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Spec, yesNo(r.Paused), next, last)
+		return tw.Flush()
 	}
-	return tw.Flush()
 }
 
 // workflowStatus is the status of a workflow's latest run, lower case, or
@@ -910,32 +776,34 @@ func describeSchedule(ctx context.Context, tc client.Client, dc converter.DataCo
 	return v, nil
 }
 
-func runScheduleDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cfg, err := scheduleFlags("describe", stderr)
-	if err != nil {
-		return err
+func bindScheduleDescribe(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	cfg, cfgErr := scheduleFlags(cmd)
+	asJSON := outputFlag(cmd, "print one JSON object instead of text")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		id, err := oneScheduleID(args, "starter schedule describe [--json] ID")
+		if err != nil {
+			return err
+		}
+		tc, err := dialSchedules(ctx, cfg, stderr)
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		v, err := describeSchedule(ctx, tc, dataConverter(*cfg), id)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		printScheduleView(stdout, v)
+		return nil
 	}
-	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
-	id, err := oneScheduleID(fs, args, "starter schedule describe [--json] ID")
-	if err != nil {
-		return err
-	}
-	tc, err := dialSchedules(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	v, err := describeSchedule(ctx, tc, dataConverter(*cfg), id)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	printScheduleView(stdout, v)
-	return nil
 }
 
 func printScheduleView(w io.Writer, v *scheduleView) {
@@ -1000,124 +868,132 @@ func printScheduleView(w io.Writer, v *scheduleView) {
 	}
 }
 
-func runSchedulePause(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
-	fs, cfg, err := scheduleFlags(cmd, stderr)
-	if err != nil {
-		return err
-	}
-	note := fs.String("note", "", "why (shown by describe and in the Web UI)")
-	id, err := oneScheduleID(fs, args, "starter schedule "+cmd+" [--note TEXT] ID")
-	if err != nil {
-		return err
-	}
-	tc, err := dialSchedules(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	h := tc.ScheduleClient().GetHandle(ctx, id)
-	if cmd == "pause" {
-		n := *note
-		if n == "" {
-			n = "paused with starter schedule pause"
+func bindSchedulePause(ctx context.Context, c *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	cmd := c.Name()
+	cfg, cfgErr := scheduleFlags(c)
+	note := c.Flags().String("note", "", "why (shown by describe and in the Web UI)")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
 		}
-		err = h.Pause(ctx, client.SchedulePauseOptions{Note: n})
-	} else {
-		n := *note
-		if n == "" {
-			n = "unpaused with starter schedule unpause"
+		id, err := oneScheduleID(args, "starter schedule "+cmd+" [--note TEXT] ID")
+		if err != nil {
+			return err
 		}
-		err = h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: n})
+		tc, err := dialSchedules(ctx, cfg, stderr)
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		h := tc.ScheduleClient().GetHandle(ctx, id)
+		if cmd == "pause" {
+			n := *note
+			if n == "" {
+				n = "paused with starter schedule pause"
+			}
+			err = h.Pause(ctx, client.SchedulePauseOptions{Note: n})
+		} else {
+			n := *note
+			if n == "" {
+				n = "unpaused with starter schedule unpause"
+			}
+			err = h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: n})
+		}
+		if err != nil {
+			return scheduleError(id, err)
+		}
+		fmt.Fprintf(stdout, "%sd schedule %s\n", cmd, id)
+		return nil
 	}
-	if err != nil {
-		return scheduleError(id, err)
-	}
-	fmt.Fprintf(stdout, "%sd schedule %s\n", cmd, id)
-	return nil
 }
 
-func runScheduleDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cfg, err := scheduleFlags("delete", stderr)
-	if err != nil {
-		return err
+func bindScheduleDelete(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	cfg, cfgErr := scheduleFlags(cmd)
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		id, err := oneScheduleID(args, "starter schedule delete ID")
+		if err != nil {
+			return err
+		}
+		tc, err := dialSchedules(ctx, cfg, stderr)
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		if err := tc.ScheduleClient().GetHandle(ctx, id).Delete(ctx); err != nil {
+			return scheduleError(id, err)
+		}
+		fmt.Fprintf(stdout, "deleted schedule %s (runs it started are kept; reports stay in S3)\n", id)
+		return nil
 	}
-	id, err := oneScheduleID(fs, args, "starter schedule delete ID")
-	if err != nil {
-		return err
-	}
-	tc, err := dialSchedules(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	if err := tc.ScheduleClient().GetHandle(ctx, id).Delete(ctx); err != nil {
-		return scheduleError(id, err)
-	}
-	fmt.Fprintf(stdout, "deleted schedule %s (runs it started are kept; reports stay in S3)\n", id)
-	return nil
 }
 
 // triggerWait bounds how long trigger waits for the schedule to start the
 // run it asked for.
 const triggerWait = 20 * time.Second
 
-func runScheduleTrigger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cfg, err := scheduleFlags("trigger", stderr)
-	if err != nil {
-		return err
-	}
+func bindScheduleTrigger(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := scheduleFlags(cmd)
 	wait := fs.Bool("wait", false, "wait for the batch to finish and print its report")
 	overlap := fs.String("overlap", "", "overlap policy for this run only (default the schedule's): "+overlapNames())
-	asJSON := fs.Bool("json", false, "with --wait, print the batch's result as JSON")
-	id, err := oneScheduleID(fs, args, "starter schedule trigger [--wait] [--overlap POLICY] ID")
-	if err != nil {
-		return err
-	}
-	var policy enumspb.ScheduleOverlapPolicy
-	if *overlap != "" {
-		if policy, err = parseOverlap(*overlap); err != nil {
+	asJSON := outputFlag(cmd, "with --wait, print the batch's result as JSON")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		id, err := oneScheduleID(args, "starter schedule trigger [--wait] [--overlap POLICY] ID")
+		if err != nil {
 			return err
 		}
-	}
-	tc, err := dialSchedules(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	h := tc.ScheduleClient().GetHandle(ctx, id)
-	before, err := h.Describe(ctx)
-	if err != nil {
-		return scheduleError(id, err)
-	}
-	seen := map[string]bool{}
-	for _, a := range before.Info.RecentActions {
-		if a.StartWorkflowResult != nil {
-			seen[a.StartWorkflowResult.WorkflowID] = true
+		var policy enumspb.ScheduleOverlapPolicy
+		if *overlap != "" {
+			if policy, err = parseOverlap(*overlap); err != nil {
+				return err
+			}
 		}
-	}
-	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: policy}); err != nil {
-		return scheduleError(id, err)
-	}
-	wfID, err := awaitTriggeredRun(ctx, h, seen, before.Info.NumActionsSkippedOverlap)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "schedule %s started %s\n", id, wfID)
-	if !*wait {
-		fmt.Fprintf(stdout, "%s\n", wfID)
+		tc, err := dialSchedules(ctx, cfg, stderr)
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		h := tc.ScheduleClient().GetHandle(ctx, id)
+		before, err := h.Describe(ctx)
+		if err != nil {
+			return scheduleError(id, err)
+		}
+		seen := map[string]bool{}
+		for _, a := range before.Info.RecentActions {
+			if a.StartWorkflowResult != nil {
+				seen[a.StartWorkflowResult.WorkflowID] = true
+			}
+		}
+		if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: policy}); err != nil {
+			return scheduleError(id, err)
+		}
+		wfID, err := awaitTriggeredRun(ctx, h, seen, before.Info.NumActionsSkippedOverlap)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "schedule %s started %s\n", id, wfID)
+		if !*wait {
+			fmt.Fprintf(stdout, "%s\n", wfID)
+			return nil
+		}
+		res, err := awaitBatch(ctx, tc, cfg.TemporalNamespace, wfID, stderr)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(res)
+		}
+		fmt.Fprintf(stdout, "Batch:    %s: %d items, %d succeeded, %d failed, %d reused\n", wfID, res.Items, res.Succeeded, res.Failed, res.Skipped)
+		fmt.Fprintf(stdout, "Report:   %s\n", res.ReportURI)
+		fmt.Fprintf(stdout, "Page:     %s\n", res.HTMLURI)
 		return nil
 	}
-	res, err := awaitBatch(ctx, tc, cfg.TemporalNamespace, wfID, stderr)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
-	}
-	fmt.Fprintf(stdout, "Batch:    %s: %d items, %d succeeded, %d failed, %d reused\n", wfID, res.Items, res.Succeeded, res.Failed, res.Skipped)
-	fmt.Fprintf(stdout, "Report:   %s\n", res.ReportURI)
-	fmt.Fprintf(stdout, "Page:     %s\n", res.HTMLURI)
-	return nil
 }
 
 // awaitTriggeredRun waits for the run a trigger started to show among the

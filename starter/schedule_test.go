@@ -1,8 +1,6 @@
 package main
 
 import (
-	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -25,23 +23,23 @@ func TestScheduleCron(t *testing.T) {
 		{"0 6 * * SUN,7", ""},
 		{"0 6 * February-march Monday-fri", ""},
 		{"0 6 * * mo,TU", ""},
-		{"0 6 * * m", `day of week "m" is neither a number`},
-		{"0 6 * ju *", `month "ju" is neither a number`},
+		{"0 6 * * m", "DayOfWeek is not in range [0-7]"},
+		{"0 6 * ju *", "Month is not in range [1-12]"},
 		{"5/10 0-23/2 * * *", ""},
 		{"@daily", ""},
 		{"@hourly", ""},
 		{"0 2 * *", "want 5 fields"},
 		{"0 0 2 * * * *", "want 5 fields"},
 		{"", "want 5 fields"},
-		{"0 25 * * *", "hour 25 is out of range 0-23"},
-		{"60 * * * *", "minute 60 is out of range 0-59"},
-		{"0 0 0 * *", "day of month 0 is out of range 1-31"},
-		{"0 0 * 13 *", "month 13 is out of range 1-12"},
-		{"0 0 * * 8", "day of week 8 is out of range 0-7"},
-		{"0 0 * foo *", `month "foo" is neither a number`},
-		{"0 0 * * 5-1", "ends before it starts"},
-		{"*/0 * * * *", "step \"0\" must be a positive"},
-		{"0,,5 * * * *", "empty list item"},
+		{"0 25 * * *", "Hour is not in range [0-23]"},
+		{"60 * * * *", "Minute is not in range [0-59]"},
+		{"0 0 0 * *", "DayOfMonth is not in range [1-31]"},
+		{"0 0 * 13 *", "Month is not in range [1-12]"},
+		{"0 0 * * 8", "DayOfWeek is not in range [0-7]"},
+		{"0 0 * foo *", "Month is not in range [1-12]"},
+		{"0 0 * * 5-1", "End is before Start"},
+		{"*/0 * * * *", "Minute has invalid Step"},
+		{"0,,5 * * * *", "Minute is not in range [0-59]"},
 		{"@every 1h", "use --every"},
 		{"@fortnightly", "unknown shorthand"},
 		{"TZ=Europe/Paris 0 2 * * *", "--timezone"},
@@ -112,7 +110,7 @@ func TestScheduleCreateValidate(t *testing.T) {
 		{"no manifest", func(c *scheduleCreate) { c.Manifest = "" }, "--manifest"},
 		{"no spec", func(c *scheduleCreate) { c.Cron = "" }, "--cron"},
 		{"two specs", func(c *scheduleCreate) { c.Every = "24h" }, "pass one of them"},
-		{"bad cron", func(c *scheduleCreate) { c.Cron = "0 24 * * *" }, "hour 24"},
+		{"bad cron", func(c *scheduleCreate) { c.Cron = "0 24 * * *" }, "Hour is not in range [0-23]"},
 		{"bad every", func(c *scheduleCreate) { c.Cron, c.Every = "", "often" }, "--every"},
 		{"bad overlap", func(c *scheduleCreate) { c.Overlap = "queue" }, "use one of skip, buffer-one"},
 		{"negative concurrency", func(c *scheduleCreate) { c.Concurrency = -1 }, "--concurrency"},
@@ -228,16 +226,12 @@ func TestScheduleNewRun(t *testing.T) {
 }
 
 func TestScheduleInterspersedFlags(t *testing.T) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "")
-	note := fs.String("note", "", "")
-	pos, err := parseInterspersed(fs, []string{"nightly", "--json", "--note", "a b", "--", "-x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !*asJSON || *note != "a b" || !slices.Equal(pos, []string{"nightly", "-x"}) {
-		t.Errorf("json=%v note=%q pos=%q; want true, \"a b\", [nightly -x]", *asJSON, *note, pos)
+	cmd := parsedCommand(t, "schedule", "trigger", "nightly", "--json", "--overlap", "a b", "--", "-x")
+	asJSON, _ := cmd.Flags().GetBool("json")
+	note, _ := cmd.Flags().GetString("overlap")
+	pos := cmd.Flags().Args()
+	if !asJSON || note != "a b" || !slices.Equal(pos, []string{"nightly", "-x"}) {
+		t.Errorf("json=%v overlap=%q pos=%q; want true, \"a b\", [nightly -x]", asJSON, note, pos)
 	}
 }
 

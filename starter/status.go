@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,109 +11,92 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/spf13/cobra"
+
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: starter status [flags] WORKFLOW_ID
-
-Shows the progress of a memagent.DocumentQA run (stage, chunks, tokens, calls),
-a memagent.ReviewDocument run (the same, and each question's status and answer)
-or a memagent.BatchQA run (items done, running, answered, reused, failed).
-
-`)
-		fs.PrintDefaults()
-	}
-	cfg.RegisterFlags(fs)
-	asJSON := fs.Bool("json", false, "print the progress as JSON, with its workflow_type")
+func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
+	asJSON := outputFlag(cmd, "print the progress as JSON, with its workflow_type")
 	showMemory := fs.Bool("memory", false, "also print the current memory (DocumentQA runs)")
 	showHistory := fs.Bool("history", false, "also list every run of the workflow (continue-as-new generations) with its history size")
-	id, err := parseWorkflowID(fs, args)
-	if err != nil {
-		return err
-	}
-	cfg.Normalize()
-	s := &session{cfg: cfg, logger: cliLogger(stderr)}
-	if err := s.connect(ctx); err != nil {
-		return err
-	}
-	defer s.close()
-	kind, err := runKind(ctx, s.temporal, id)
-	if err != nil {
-		return err
-	}
-	if *showMemory && kind != workflows.DocumentQAName {
-		return fmt.Errorf("--memory shows the memory of a %s run; %s is a %s, whose memories are in its per-question traces", workflows.DocumentQAName, id, kind)
-	}
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	p, err := queryStatus(qctx, s.temporal, kind, id)
-	cancel()
-	if err != nil {
-		// Say why the query failed when the server can tell: a failing
-		// workflow task, no worker polling.
-		d := newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id)
-		d.noPollerSince = time.Now().Add(-noPollerGrace)
-		if why := d.trouble(ctx); why != "" {
-			err = fmt.Errorf("query %s: %w (%s)", id, err, why)
-		} else {
-			err = fmt.Errorf("query %s: %w (queries need a worker polling the run's task queue)", id, err)
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
 		}
-		if !*showHistory {
+		id, err := oneWorkflowID("status", args)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stderr, "starter:", err)
-		return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, id)
-	}
-	if *asJSON {
-		return writeStatusJSON(stdout, kind, p)
-	}
-	if why := newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id).trouble(ctx); why != "" {
-		defer fmt.Fprintf(stdout, "trouble: %s\n", why)
-	}
-	switch p := p.(type) {
-	case workflows.ReviewProgress:
-		printReviewStatus(stdout, p)
-	case workflows.BatchProgress:
-		printBatchStatus(stdout, p)
-	case workflows.Progress:
-		printQAStatus(stdout, p)
-		if *showMemory {
-			fmt.Fprintf(stdout, "memory:\n%s\n", p.Memory)
+		cfg.Normalize()
+		s := &session{cfg: cfg, logger: cliLogger(stderr)}
+		if err := s.connect(ctx); err != nil {
+			return err
 		}
+		defer s.close()
+		kind, err := runKind(ctx, s.temporal, id)
+		if err != nil {
+			return err
+		}
+		if *showMemory && kind != workflows.DocumentQAName {
+			return fmt.Errorf("--memory shows the memory of a %s run; %s is a %s, whose memories are in its per-question traces", workflows.DocumentQAName, id, kind)
+		}
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		p, err := queryStatus(qctx, s.temporal, kind, id)
+		cancel()
+		if err != nil {
+			// Say why the query failed when the server can tell: a failing
+			// workflow task, no worker polling.
+			d := newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id)
+			d.noPollerSince = time.Now().Add(-noPollerGrace)
+			if why := d.trouble(ctx); why != "" {
+				err = fmt.Errorf("query %s: %w (%s)", id, err, why)
+			} else {
+				err = fmt.Errorf("query %s: %w (queries need a worker polling the run's task queue)", id, err)
+			}
+			if !*showHistory {
+				return err
+			}
+			fmt.Fprintln(stderr, "starter:", err)
+			return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, id)
+		}
+		if *asJSON {
+			return writeStatusJSON(stdout, kind, p)
+		}
+		if why := newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id).trouble(ctx); why != "" {
+			defer fmt.Fprintf(stdout, "trouble: %s\n", why)
+		}
+		switch p := p.(type) {
+		case workflows.ReviewProgress:
+			printReviewStatus(stdout, p)
+		case workflows.BatchProgress:
+			printBatchStatus(stdout, p)
+		case workflows.Progress:
+			printQAStatus(stdout, p)
+			if *showMemory {
+				fmt.Fprintf(stdout, "memory:\n%s\n", p.Memory)
+			}
+		}
+		if *showHistory {
+			return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, id)
+		}
+		return nil
 	}
-	if *showHistory {
-		return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, id)
-	}
-	return nil
 }
 
-// parseWorkflowID parses flags before and after the one WORKFLOW_ID
-// argument (starter status ID --history as well as --history ID).
-func parseWorkflowID(fs *flag.FlagSet, args []string) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		return "", err
+// oneWorkflowID checks that args are one WORKFLOW_ID; flags may come
+// before or after it (starter status ID --history as well as --history ID).
+func oneWorkflowID(name string, args []string) (string, error) {
+	if len(args) != 1 {
+		return "", fmt.Errorf("usage: starter %s [flags] WORKFLOW_ID (got %d arguments)", name, len(args))
 	}
-	var ids []string
-	for fs.NArg() > 0 {
-		ids = append(ids, fs.Arg(0))
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return "", err
-		}
-	}
-	if len(ids) != 1 {
-		return "", fmt.Errorf("usage: starter %s [flags] WORKFLOW_ID (got %d arguments)", fs.Name(), len(ids))
-	}
-	return ids[0], nil
+	return args[0], nil
 }
 
 // queryStatus runs the progress query of a run of type kind and returns

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"io"
 	"strings"
 	"testing"
 
@@ -112,15 +110,14 @@ func TestParseWorkflowID(t *testing.T) {
 		{[]string{"wf-1", "wf-2"}, "", false, "(got 2 arguments)"},
 	}
 	for _, tt := range tests {
-		fs := flag.NewFlagSet("status", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		history := fs.Bool("history", false, "")
-		id, err := parseWorkflowID(fs, tt.args)
+		cmd := parsedCommand(t, append([]string{"status"}, tt.args...)...)
+		history, _ := cmd.Flags().GetBool("history")
+		id, err := oneWorkflowID("status", cmd.Flags().Args())
 		switch {
 		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
 			t.Errorf("%q: error %v, want %q", tt.args, err, tt.err)
-		case tt.err == "" && (err != nil || id != tt.want || *history != tt.history):
-			t.Errorf("%q: id %q history %v (%v), want %q %v", tt.args, id, *history, err, tt.want, tt.history)
+		case tt.err == "" && (err != nil || id != tt.want || history != tt.history):
+			t.Errorf("%q: id %q history %v (%v), want %q %v", tt.args, id, history, err, tt.want, tt.history)
 		}
 	}
 }

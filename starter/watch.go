@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/spf13/cobra"
 
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
@@ -20,69 +21,61 @@ import (
 // runWatch follows one run, a question, a review or a batch, until it
 // closes: a live bar on a terminal, progress lines elsewhere, then the
 // answer, the grid or the batch's scores, or the failure.
-func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: starter watch [flags] WORKFLOW_ID
-
-Follows a memagent.DocumentQA, memagent.ReviewDocument or memagent.BatchQA run
-until it closes, then prints its answer, its grid or its batch report.
-
-`)
-		fs.PrintDefaults()
-	}
-	cfg.RegisterFlags(fs)
+func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
 	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on); 0 waits for the end, through Temporal outages")
-	id, err := parseWorkflowID(fs, args)
-	if err != nil {
-		return badRequest(err)
-	}
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
-	cfg.Normalize()
-	c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	kind, err := runKind(ctx, c, id)
-	if err != nil {
-		return err
-	}
-	stop := watchRun(ctx, readerFor(c, cfg.TemporalNamespace, kind, id), newProgressView(stdout, isTerminal(stdout)))
-	switch kind {
-	case workflows.ReviewDocumentName:
-		var g workflows.ReviewResult
-		if err := await(ctx, c, id, stop, &g, stderr); err != nil {
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		id, err := oneWorkflowID("watch", args)
+		if err != nil {
+			return badRequest(err)
+		}
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		cfg.Normalize()
+		c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
+		if err != nil {
 			return err
 		}
-		printReviewGrid(stdout, &g)
-	case workflows.BatchQAName:
-		var res workflows.BatchQAResult
-		if err := await(ctx, c, id, stop, &res, stderr); err != nil {
+		defer c.Close()
+		kind, err := runKind(ctx, c, id)
+		if err != nil {
 			return err
 		}
-		printBatchReport(stdout, &res, nil)
-	default:
-		var res workflows.DocumentQAResult
-		if err := await(ctx, c, id, stop, &res, stderr); err != nil {
-			return err
+		stop := watchRun(ctx, readerFor(c, cfg.TemporalNamespace, kind, id), newProgressView(stdout, isTerminal(stdout)))
+		switch kind {
+		case workflows.ReviewDocumentName:
+			var g workflows.ReviewResult
+			if err := await(ctx, c, id, stop, &g, stderr); err != nil {
+				return err
+			}
+			printReviewGrid(stdout, &g)
+		case workflows.BatchQAName:
+			var res workflows.BatchQAResult
+			if err := await(ctx, c, id, stop, &res, stderr); err != nil {
+				return err
+			}
+			printBatchReport(stdout, &res, nil)
+		default:
+			var res workflows.DocumentQAResult
+			if err := await(ctx, c, id, stop, &res, stderr); err != nil {
+				return err
+			}
+			answer := res.Answer
+			if !res.AnswerFound {
+				answer = "(no answer found in the model's reply)"
+			}
+			fmt.Fprintf(stdout, "answer: %s\n", answer)
 		}
-		answer := res.Answer
-		if !res.AnswerFound {
-			answer = "(no answer found in the model's reply)"
-		}
-		fmt.Fprintf(stdout, "answer: %s\n", answer)
+		return nil
 	}
-	return nil
 }
 
 // runKind is the workflow type of id's latest run, which must be one of

@@ -1,12 +1,13 @@
 package simulator
 
 import (
-	"bufio"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Outcomes of a chat completion request. Every request ends in exactly one;
@@ -185,60 +186,86 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// metrics writes Stats in the Prometheus text exposition format 0.0.4.
-func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	st := s.Stats()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	b := bufio.NewWriter(w)
-	metric := func(name, typ, help string) {
-		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	sample := func(name string, v int) { fmt.Fprintf(b, "%s %d\n", name, v) }
+// collector exposes a Server's Stats to Prometheus, read once per scrape
+// so that /metrics and Stats never disagree.
+type collector struct {
+	s                                        *Server
+	requests, promptTokens, completionTokens *prometheus.Desc
+	inFlight, replicaInFlight, maxInFlight   *prometheus.Desc
+	queue, maxQueue, open, maxOpen, slots    *prometheus.Desc
+	replicaBusy, batchSteps, requestDuration *prometheus.Desc
+}
 
-	metric("memagent_sim_requests_total", "counter", "Chat completion requests by outcome.")
+func newCollector(s *Server) *collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("memagent_sim_"+name, help, labels, nil)
+	}
+	return &collector{
+		s:                s,
+		requests:         d("requests_total", "Chat completion requests by outcome.", "outcome"),
+		promptTokens:     d("prompt_tokens_total", "Prompt tokens of answered completions."),
+		completionTokens: d("completion_tokens_total", "Completion tokens of answered completions."),
+		inFlight:         d("requests_in_flight", "Requests holding a slot."),
+		replicaInFlight:  d("replica_requests_in_flight", "Requests holding a slot, by replica.", "replica"),
+		maxInFlight:      d("max_in_flight", "The most requests that ever held a slot at once."),
+		queue:            d("queue_length", "Requests waiting for a slot."),
+		maxQueue:         d("max_queue_length", "The most requests that ever waited at once."),
+		open:             d("requests_open", "Chat completion requests being handled in any stage."),
+		maxOpen:          d("max_requests_open", "The most chat completion requests ever handled at once."),
+		slots:            d("slots", "Capacity: replicas times slots per replica."),
+		replicaBusy:      d("replica_busy_seconds_total", "Simulated time each replica spent stepping its batch.", "replica"),
+		batchSteps:       d("batch_steps_total", "Steps of the replicas' batches."),
+		requestDuration:  d("request_duration_seconds", "Time from arrival to answer of answered completions, queueing included."),
+	}
+}
+
+// Describe sends every descriptor, the batch ones included.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.requests, c.promptTokens, c.completionTokens, c.inFlight, c.replicaInFlight,
+		c.maxInFlight, c.queue, c.maxQueue, c.open, c.maxOpen, c.slots, c.replicaBusy, c.batchSteps, c.requestDuration} {
+		ch <- d
+	}
+}
+
+// Collect sends one snapshot of Stats.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	send := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+	}
 	for _, o := range outcomes {
-		fmt.Fprintf(b, "memagent_sim_requests_total{outcome=%q} %d\n", o, st.Requests[o])
+		send(c.requests, prometheus.CounterValue, float64(st.Requests[o]), o)
 	}
-	metric("memagent_sim_prompt_tokens_total", "counter", "Prompt tokens of answered completions.")
-	sample("memagent_sim_prompt_tokens_total", st.PromptTokens)
-	metric("memagent_sim_completion_tokens_total", "counter", "Completion tokens of answered completions.")
-	sample("memagent_sim_completion_tokens_total", st.CompletionTokens)
-	metric("memagent_sim_requests_in_flight", "gauge", "Requests holding a slot.")
-	sample("memagent_sim_requests_in_flight", st.InFlight)
-	metric("memagent_sim_replica_requests_in_flight", "gauge", "Requests holding a slot, by replica.")
+	send(c.promptTokens, prometheus.CounterValue, float64(st.PromptTokens))
+	send(c.completionTokens, prometheus.CounterValue, float64(st.CompletionTokens))
+	send(c.inFlight, prometheus.GaugeValue, float64(st.InFlight))
 	for i, n := range st.ReplicaInFlight {
-		fmt.Fprintf(b, "memagent_sim_replica_requests_in_flight{replica=\"%d\"} %d\n", i, n)
+		send(c.replicaInFlight, prometheus.GaugeValue, float64(n), strconv.Itoa(i))
 	}
-	metric("memagent_sim_max_in_flight", "gauge", "The most requests that ever held a slot at once.")
-	sample("memagent_sim_max_in_flight", st.MaxInFlight)
-	metric("memagent_sim_queue_length", "gauge", "Requests waiting for a slot.")
-	sample("memagent_sim_queue_length", st.Queued)
-	metric("memagent_sim_max_queue_length", "gauge", "The most requests that ever waited at once.")
-	sample("memagent_sim_max_queue_length", st.MaxQueued)
-	metric("memagent_sim_requests_open", "gauge", "Chat completion requests being handled in any stage.")
-	sample("memagent_sim_requests_open", st.Open)
-	metric("memagent_sim_max_requests_open", "gauge", "The most chat completion requests ever handled at once.")
-	sample("memagent_sim_max_requests_open", st.MaxOpen)
-	metric("memagent_sim_slots", "gauge", "Capacity: replicas times slots per replica.")
-	sample("memagent_sim_slots", st.Slots)
-
-	if s.batchers != nil {
-		metric("memagent_sim_replica_busy_seconds_total", "counter", "Simulated time each replica spent stepping its batch.")
+	send(c.maxInFlight, prometheus.GaugeValue, float64(st.MaxInFlight))
+	send(c.queue, prometheus.GaugeValue, float64(st.Queued))
+	send(c.maxQueue, prometheus.GaugeValue, float64(st.MaxQueued))
+	send(c.open, prometheus.GaugeValue, float64(st.Open))
+	send(c.maxOpen, prometheus.GaugeValue, float64(st.MaxOpen))
+	send(c.slots, prometheus.GaugeValue, float64(st.Slots))
+	if c.s.batchers != nil {
 		for i, d := range st.ReplicaBusy {
-			fmt.Fprintf(b, "memagent_sim_replica_busy_seconds_total{replica=\"%d\"} %s\n", i, strconv.FormatFloat(d.Seconds(), 'g', -1, 64))
+			send(c.replicaBusy, prometheus.CounterValue, d.Seconds(), strconv.Itoa(i))
 		}
-		metric("memagent_sim_batch_steps_total", "counter", "Steps of the replicas' batches.")
-		sample("memagent_sim_batch_steps_total", st.Steps)
+		send(c.batchSteps, prometheus.CounterValue, float64(st.Steps))
 	}
+	buckets := make(map[float64]uint64, len(st.Latency.Buckets))
+	for _, b := range st.Latency.Buckets {
+		buckets[b.UpperBound.Seconds()] = uint64(b.Count)
+	}
+	ch <- prometheus.MustNewConstHistogram(c.requestDuration, uint64(st.Latency.Count), st.Latency.Sum.Seconds(), buckets)
+}
 
-	const lat = "memagent_sim_request_duration_seconds"
-	metric(lat, "histogram", "Time from arrival to answer of answered completions, queueing included.")
-	for _, bk := range st.Latency.Buckets {
-		fmt.Fprintf(b, "%s_bucket{le=\"%s\"} %d\n", lat, strconv.FormatFloat(bk.UpperBound.Seconds(), 'g', -1, 64), bk.Count)
-	}
-	fmt.Fprintf(b, "%s_bucket{le=\"+Inf\"} %d\n", lat, st.Latency.Count)
-	fmt.Fprintf(b, "%s_sum %s\n", lat, strconv.FormatFloat(st.Latency.Sum.Seconds(), 'g', -1, 64))
-	fmt.Fprintf(b, "%s_count %d\n", lat, st.Latency.Count)
-	// The client may have gone; there is no one to tell.
-	_ = b.Flush()
+// metricsHandler serves Stats in the Prometheus text format from a
+// registry of the Server's own, so that two simulators in one process
+// never share series.
+func (s *Server) metricsHandler() http.Handler {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(newCollector(s))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
 }

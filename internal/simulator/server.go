@@ -211,7 +211,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("POST /tokenize", s.tokenize)
-	s.mux.HandleFunc("GET /metrics", s.metrics)
+	s.mux.Handle("GET /metrics", s.metricsHandler())
 	return s
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -84,8 +85,18 @@ type Activities struct {
 	// worker's life, its instances bounded (docconv.DefaultInstances).
 	documents *docconv.Converter
 
+	// PlanConcurrency is how many documents this worker indexes at once;
+	// default GOMAXPROCS. Tokenizing is CPU-bound: a batch that starts a
+	// hundred runs at once would otherwise share the cores between all
+	// their indexes, and the longest document, started first, would wait
+	// for the shortest. The rest wait their turn, heartbeating.
+	PlanConcurrency int
+
 	// kept remembers paid completions until their activity completes.
 	kept keptCalls
+
+	planOnce sync.Once
+	planSem  chan struct{}
 
 	indexMu sync.Mutex
 	indexes map[string]*memagent.ChunkIndex
@@ -187,7 +198,12 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	case err == nil && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && (idx.Bytes == info.Size || idx.Source != ""):
 		out.Reused = true
 	case err == nil || errors.Is(err, s3store.ErrNotFound):
+		release, err := a.planSlot(ctx)
+		if err != nil {
+			return nil, err
+		}
 		idx, err = a.planDocument(ctx, loc, info, tok, opts.ChunkTokens, opts.InvalidUTF8 == InvalidUTF8Replace)
+		release()
 		if err != nil {
 			return nil, err
 		}
@@ -223,6 +239,24 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	a.logger().InfoContext(ctx, "document prepared",
 		"document", in.Document, "chunks", out.Chunks, "tokens", out.Tokens, "bytes", out.Bytes, "reused_index", out.Reused)
 	return out, nil
+}
+
+// planSlot waits for one of the worker's PlanConcurrency indexing slots,
+// first come first served.
+func (a *Activities) planSlot(ctx context.Context) (release func(), err error) {
+	a.planOnce.Do(func() {
+		n := a.PlanConcurrency
+		if n <= 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		a.planSem = make(chan struct{}, n)
+	})
+	select {
+	case a.planSem <- struct{}{}:
+		return func() { <-a.planSem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (a *Activities) planDocument(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, tok memagent.Tokenizer, chunkTokens int, replace bool) (*memagent.ChunkIndex, error) {

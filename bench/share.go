@@ -175,7 +175,12 @@ func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error
 	if err != nil {
 		return nil, err
 	}
-	longest := slices.Max(tokens)
+	longest := 0 // the index of the longest document
+	for i, n := range tokens {
+		if n > tokens[longest] {
+			longest = i
+		}
+	}
 	var rows []utilisationRow
 	for _, v := range []struct {
 		name   string
@@ -185,9 +190,11 @@ func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error
 		if err != nil {
 			return rows, err
 		}
+		// A question of its own for each document, so that the longest
+		// document's calls can be told apart.
 		items := make([]shareItem, len(uris))
 		for i, u := range uris {
-			items[i] = shareItem{ID: fmt.Sprint(i), Document: u, Question: question("util", v.window)}
+			items[i] = shareItem{ID: fmt.Sprint(i), Document: u, Question: question(fmt.Sprintf("util %d doc", v.window), i)}
 		}
 		start := time.Now()
 		run, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-util-%d-%d", v.window, start.Unix()), items, workflows.BatchQAInput{Concurrency: v.window})
@@ -205,9 +212,14 @@ func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error
 		if r.Window == 0 {
 			r.Window = 2 * r.Slots
 		}
-		// The longest document's calls: its chunks and the answer, each at
-		// the mean service time of a call.
-		r.LongestChain = float64((longest+4999)/5000+1) * r.ModelSeconds / float64(max(r.Calls, 1))
+		// The longest document's chain: the service time of each of its
+		// calls (its chunks and the answer), as the simulator recorded it.
+		longestQ := question(fmt.Sprintf("util %d doc", v.window), longest)
+		for _, c := range p.sim.Calls() {
+			if c.Question == longestQ {
+				r.LongestChain += c.Service.Seconds()
+			}
+		}
 		p.close()
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", v.name, err)

@@ -134,6 +134,10 @@ type Call struct {
 	// what a test compares a prompt rebuilt from stored traces with.
 	Messages     []string
 	PromptSHA256 string
+	// Service is the time the call held the pool: its service time under
+	// CapacitySlots, its time in the batch (and Latency) under
+	// CapacityBatch; a slow fault's extra delay is not counted.
+	Service time.Duration
 }
 
 // Server is an OpenAI-compatible HTTP server that stands in for a pool of
@@ -450,12 +454,15 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 
 	var delay time.Duration
 	if s.batchers != nil {
+		began := time.Now()
 		if !s.decode(ctx, s.batchers[g.replica], promptTokens, completionTokens) {
 			return
 		}
 		delay = max(s.opts.Latency, 0)
+		call.Service = time.Since(began) + delay
 	} else {
 		delay = s.opts.ServiceTime(promptTokens, completionTokens, g.load)
+		call.Service = delay
 	}
 	if fault == FaultSlow {
 		delay += s.faults.slowDelay

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -250,4 +251,12 @@ func writeFlag(w io.Writer, f *pflag.Flag) {
 		}
 	}
 	fmt.Fprintln(w, line)
+}
+
+// printJSON writes v as indented JSON, the form every --output json of the
+// starter prints.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

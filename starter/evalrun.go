@@ -175,9 +175,7 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 				Result *workflows.BatchQAResult `json:"result"`
 				Report evalReportURIs           `json:"report"`
 			}{table, res, reportURIs(rep, res)}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(out)
+			return printJSON(stdout, out)
 		}
 		served := orDash(rep.Model)
 		if rep.Model == simulator.DefaultModel {
@@ -212,9 +210,7 @@ func printPaperRun(stdout io.Writer, asJSON bool, rep *activities.BatchReport, r
 			Result   *workflows.BatchQAResult `json:"result"`
 			Report   evalReportURIs           `json:"report"`
 		}{protocolPaper, rep.Model, table, res, u}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return printJSON(stdout, out)
 	}
 	served := orDash(rep.Model)
 	if rep.Model == simulator.DefaultModel {

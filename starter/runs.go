@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -122,9 +121,7 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			if rows == nil {
 				rows = []runRow{}
 			}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rows)
+			return printJSON(stdout, rows)
 		}
 		if len(rows) == 0 {
 			fmt.Fprintln(stdout, "no runs match")

@@ -356,6 +356,24 @@ func oneScheduleID(args []string, usage string) (string, error) {
 }
 
 // dialSchedules connects to Temporal for a schedule subcommand.
+// scheduleTarget is the start of a command on one schedule: the flags'
+// error, the one ID argument (usage names the command's form), and a
+// client to reach it; the caller closes the client.
+func scheduleTarget(ctx context.Context, cfg *config.Config, cfgErr error, args []string, usage string, stderr io.Writer) (client.Client, string, error) {
+	if cfgErr != nil {
+		return nil, "", cfgErr
+	}
+	id, err := oneScheduleID(args, usage)
+	if err != nil {
+		return nil, "", err
+	}
+	tc, err := dialSchedules(ctx, cfg, stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	return tc, id, nil
+}
+
 func dialSchedules(ctx context.Context, cfg *config.Config, stderr io.Writer) (client.Client, error) {
 	cfg.Normalize()
 	return workerapp.Dial(ctx, *cfg, cliLogger(stderr))
@@ -563,9 +581,7 @@ func bindScheduleList(ctx context.Context, cmd *cobra.Command, stdout, stderr io
 			if rows == nil {
 				rows = []scheduleRow{}
 			}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rows)
+			return printJSON(stdout, rows)
 		}
 		if len(rows) == 0 {
 			fmt.Fprintln(stdout, "no schedules; create one with: starter schedule create --id nightly --manifest s3://… --cron \"0 2 * * *\"")
@@ -780,14 +796,7 @@ func bindScheduleDescribe(ctx context.Context, cmd *cobra.Command, stdout, stder
 	cfg, cfgErr := scheduleFlags(cmd)
 	asJSON := outputFlag(cmd, "print one JSON object instead of text")
 	return func(args []string) (err error) {
-		if cfgErr != nil {
-			return cfgErr
-		}
-		id, err := oneScheduleID(args, "starter schedule describe [--json] ID")
-		if err != nil {
-			return err
-		}
-		tc, err := dialSchedules(ctx, cfg, stderr)
+		tc, id, err := scheduleTarget(ctx, cfg, cfgErr, args, "starter schedule describe [--json] ID", stderr)
 		if err != nil {
 			return err
 		}
@@ -797,9 +806,7 @@ func bindScheduleDescribe(ctx context.Context, cmd *cobra.Command, stdout, stder
 			return err
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
+			return printJSON(stdout, v)
 		}
 		printScheduleView(stdout, v)
 		return nil
@@ -873,14 +880,7 @@ func bindSchedulePause(ctx context.Context, c *cobra.Command, stdout, stderr io.
 	cfg, cfgErr := scheduleFlags(c)
 	note := c.Flags().String("note", "", "why (shown by describe and in the Web UI)")
 	return func(args []string) (err error) {
-		if cfgErr != nil {
-			return cfgErr
-		}
-		id, err := oneScheduleID(args, "starter schedule "+cmd+" [--note TEXT] ID")
-		if err != nil {
-			return err
-		}
-		tc, err := dialSchedules(ctx, cfg, stderr)
+		tc, id, err := scheduleTarget(ctx, cfg, cfgErr, args, "starter schedule "+cmd+" [--note TEXT] ID", stderr)
 		if err != nil {
 			return err
 		}
@@ -910,14 +910,7 @@ func bindSchedulePause(ctx context.Context, c *cobra.Command, stdout, stderr io.
 func bindScheduleDelete(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	cfg, cfgErr := scheduleFlags(cmd)
 	return func(args []string) (err error) {
-		if cfgErr != nil {
-			return cfgErr
-		}
-		id, err := oneScheduleID(args, "starter schedule delete ID")
-		if err != nil {
-			return err
-		}
-		tc, err := dialSchedules(ctx, cfg, stderr)
+		tc, id, err := scheduleTarget(ctx, cfg, cfgErr, args, "starter schedule delete ID", stderr)
 		if err != nil {
 			return err
 		}

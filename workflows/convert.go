@@ -25,12 +25,11 @@ func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority
 		return nil
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    hb,
-		RetryPolicy:         retryPolicy(),
-		Priority:            prio,
-		// As the run's other activities: see DocumentQA.
-		DisableEagerExecution: prio.PriorityKey >= PriorityBatch,
+		StartToCloseTimeout:   30 * time.Minute,
+		HeartbeatTimeout:      hb,
+		RetryPolicy:           retryPolicy(),
+		Priority:              prio,
+		DisableEagerExecution: skipsEagerExecution(prio),
 		Summary:               "convert document",
 	})
 	var out activities.ConvertOutput

@@ -190,12 +190,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		}
 	}
 	prio := in.scheduling().taskPriority(ctx, PriorityQuestion)
-	// A chunk's activity handed straight back to the worker (eager
-	// execution) skips the task queue, and with it the queue's priority:
-	// a batch that keeps every activity slot of a worker busy would take
-	// each freed slot before a waiting question could. Runs at batch
-	// priority or lower go through the queue.
-	lazy := prio.PriorityKey >= PriorityBatch
+	lazy := skipsEagerExecution(prio)
 	hb := DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second

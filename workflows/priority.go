@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
@@ -50,13 +51,7 @@ func (s scheduling) validate() error {
 // is in one queue, first come first served.
 func (s scheduling) taskPriority(ctx workflow.Context, def int) temporal.Priority {
 	started := workflow.GetInfo(ctx).Priority
-	p := temporal.Priority{PriorityKey: s.Priority, FairnessKey: s.FairnessKey, FairnessWeight: float32(s.FairnessWeight)}
-	if p.PriorityKey == 0 {
-		p.PriorityKey = started.PriorityKey
-	}
-	if p.PriorityKey == 0 {
-		p.PriorityKey = def
-	}
+	p := s.start(cmp.Or(started.PriorityKey, def))
 	if p.FairnessKey == "" {
 		p.FairnessKey = started.FairnessKey
 		if p.FairnessWeight == 0 {
@@ -65,6 +60,14 @@ func (s scheduling) taskPriority(ctx workflow.Context, def int) temporal.Priorit
 	}
 	return p
 }
+
+// skipsEagerExecution says whether the run's activities go through the
+// task queue rather than straight back to the worker. An activity handed
+// straight back (eager execution) skips the queue, and with it the queue's
+// priority: a batch that keeps every activity slot of a worker busy would
+// take each freed slot before a waiting question could. Runs at batch
+// priority or lower go through the queue.
+func skipsEagerExecution(p temporal.Priority) bool { return p.PriorityKey >= PriorityBatch }
 
 // start is the priority to start a run with: the given fields, the level
 // defaulting to def. Fairness has no default key.

@@ -122,14 +122,22 @@ type BatchQAInput struct {
 	// (BatchReport.Groups). Items per run, the window and the counts of
 	// the progress and result count samples.
 	Samples int `json:"samples,omitempty" contract:"min=0,max=64"`
+}
 
-	// State is set by the workflow itself when it continues-as-new.
+// batchRunInput is what a BatchQA run decodes: the published input and, on
+// a run the workflow continued as new itself, the state its previous run
+// handed over. The state is not part of the contract; checkCarry refuses
+// one a caller sent.
+type batchRunInput struct {
+	BatchQAInput
 	State *BatchState `json:"state,omitempty"`
 }
 
 // BatchState is what one BatchQA run hands to the next. Items never enter
 // it: they stay in S3 pages, and the state holds counts and locations.
 type BatchState struct {
+	// From is the run id of the run that handed this state over.
+	From string `json:"from,omitempty"`
 	// StartedAt is the first run's start; it names a dated report.
 	StartedAt time.Time `json:"started_at"`
 	Name      string    `json:"name"`
@@ -290,13 +298,14 @@ func (in BatchQAInput) withDefaults() BatchQAInput {
 // DocumentQA's; start it by name (BatchQAName).
 func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, err error) {
 	edge := newBoundary(ctx)
-	var in BatchQAInput
-	if err := edge.decode(input, &in); err != nil {
+	var run batchRunInput
+	if err := edge.decode(input, &run); err != nil {
 		if edge.lifecycle {
 			_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
 		}
 		return nil, err
 	}
+	in := run.BatchQAInput
 	if err := in.Validate(); err != nil {
 		if edge.lifecycle {
 			_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
@@ -305,7 +314,15 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 	}
 	in = in.withDefaults()
 	info := workflow.GetInfo(ctx)
-	st := in.State
+	st := run.State
+	if st != nil {
+		if err := checkCarry(ctx, st.From); err != nil {
+			if edge.lifecycle {
+				_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
+			}
+			return nil, err
+		}
+	}
 	if st == nil {
 		st = &BatchState{StartedAt: workflow.Now(ctx), Name: in.Name}
 		if st.Name == "" {
@@ -362,9 +379,8 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		return nil, err
 	}
 	if st.NextPage < st.Expanded.Pages {
-		next := in
-		next.State = st
-		return nil, workflow.NewContinueAsNewError(ctx, BatchQAName, next)
+		st.From = info.WorkflowExecution.RunID
+		return nil, workflow.NewContinueAsNewError(ctx, BatchQAName, batchRunInput{BatchQAInput: in, State: st})
 	}
 
 	b.publish(BatchStageReporting)

@@ -101,9 +101,18 @@ func (f *batchFixture) jsonlManifest(t *testing.T, name string, n int, edit func
 
 func (f *batchFixture) run(t *testing.T, id string, in BatchQAInput) (*testsuite.TestWorkflowEnvironment, error) {
 	t.Helper()
+	return f.runWith(t, id, batchRunInput{BatchQAInput: in})
+}
+
+// runWith runs one generation: a run handed a state is a continued run.
+func (f *batchFixture) runWith(t *testing.T, id string, in batchRunInput) (*testsuite.TestWorkflowEnvironment, error) {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+	if in.State != nil {
+		env.SetContinuedExecutionRunID(testRunID)
+	}
 	env.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: BatchQAName})
 	if f.child != nil {
 		env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: DocumentQAName})
@@ -123,18 +132,19 @@ func (f *batchFixture) run(t *testing.T, id string, in BatchQAInput) (*testsuite
 
 // runToEnd follows continue-as-new until BatchQA returns, and returns its
 // result and every run's input.
-func (f *batchFixture) runToEnd(t *testing.T, id string, in BatchQAInput) (*BatchQAResult, []BatchQAInput) {
+func (f *batchFixture) runToEnd(t *testing.T, id string, first BatchQAInput) (*BatchQAResult, []batchRunInput) {
 	t.Helper()
-	var inputs []BatchQAInput
+	var inputs []batchRunInput
+	in := batchRunInput{BatchQAInput: first}
 	for range 50 {
 		inputs = append(inputs, in)
-		env, err := f.run(t, id, in)
+		env, err := f.runWith(t, id, in)
 		var can *workflow.ContinueAsNewError
 		if errors.As(err, &can) {
 			if can.WorkflowType.Name != BatchQAName {
 				t.Fatalf("continue-as-new to %q", can.WorkflowType.Name)
 			}
-			in = BatchQAInput{}
+			in = batchRunInput{}
 			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 				t.Fatal(err)
 			}

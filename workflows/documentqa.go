@@ -66,12 +66,21 @@ type DocumentQAInput struct {
 	// FairnessWeight is the key's share relative to other keys (default 1,
 	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
 	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
-	// State is set by the workflow itself when it continues-as-new.
+}
+
+// qaRun is what a DocumentQA run decodes: the published input and, on a
+// run the workflow continued as new itself, the state its previous run
+// handed over ("state" beside the input's members). The state is not part
+// of the contract; checkCarry refuses one a caller sent.
+type qaRun struct {
+	DocumentQAInput
 	State *QAState `json:"state,omitempty"`
 }
 
 // QAState is what one run hands to the next.
 type QAState struct {
+	// From is the run id of the run that handed this state over.
+	From        string                   `json:"from,omitempty"`
 	Prepared    activities.PrepareOutput `json:"prepared"`
 	Cursor      int                      `json:"cursor"`
 	Memory      string                   `json:"memory"`
@@ -173,15 +182,21 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
 		return nil, err
 	}
-	var in DocumentQAInput
-	if err := edge.decode(input, &in); err != nil {
+	var run qaRun
+	if err := edge.decode(input, &run); err != nil {
 		return nil, err
 	}
+	in := run.DocumentQAInput
 	if err := in.Validate(); err != nil {
 		return nil, badInput(err)
 	}
 	info := workflow.GetInfo(ctx)
-	st := in.State
+	st := run.State
+	if st != nil {
+		if err := checkCarry(ctx, st.From); err != nil {
+			return nil, err
+		}
+	}
 	if st == nil {
 		st = &QAState{Memory: memagent.InitialMemory, StartedAt: workflow.Now(ctx)}
 		st.TracePrefix = in.OutputPrefix
@@ -262,8 +277,8 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	}
 	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
 		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
-			next := in
-			next.State = st
+			st.From = info.WorkflowExecution.RunID
+			next := qaRun{DocumentQAInput: in, State: st}
 			workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
 			return nil, workflow.NewContinueAsNewError(ctx, DocumentQAName, next)
 		}

@@ -73,8 +73,17 @@ func newFixture(t *testing.T, doc string) *fixture {
 
 func (f *fixture) run(t *testing.T, in DocumentQAInput) (*testsuite.TestWorkflowEnvironment, error) {
 	t.Helper()
+	return f.runWith(t, qaRun{DocumentQAInput: in})
+}
+
+// runWith runs one generation: a run handed a state is a continued run.
+func (f *fixture) runWith(t *testing.T, in qaRun) (*testsuite.TestWorkflowEnvironment, error) {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	if in.State != nil {
+		env.SetContinuedExecutionRunID(testRunID)
+	}
 	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
 	f.acts.Register(env)
 	if f.setup != nil {
@@ -89,16 +98,17 @@ func (f *fixture) run(t *testing.T, in DocumentQAInput) (*testsuite.TestWorkflow
 
 // runToEnd follows continue-as-new generations until a result, returning
 // the result and the number of runs.
-func (f *fixture) runToEnd(t *testing.T, in DocumentQAInput) (*DocumentQAResult, int) {
+func (f *fixture) runToEnd(t *testing.T, first DocumentQAInput) (*DocumentQAResult, int) {
 	t.Helper()
+	in := qaRun{DocumentQAInput: first}
 	for runs := 1; runs <= 50; runs++ {
-		env, err := f.run(t, in)
+		env, err := f.runWith(t, in)
 		var can *workflow.ContinueAsNewError
 		if errors.As(err, &can) {
 			if can.WorkflowType.Name != DocumentQAName {
 				t.Fatalf("continue-as-new to %q, want %q", can.WorkflowType.Name, DocumentQAName)
 			}
-			in = DocumentQAInput{}
+			in = qaRun{}
 			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 				t.Fatalf("decode continue-as-new input: %v", err)
 			}

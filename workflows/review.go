@@ -105,12 +105,21 @@ type ReviewInput struct {
 	// FairnessWeight is the key's share relative to other keys (default 1,
 	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
 	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
-	// State is set by the workflow itself when it continues-as-new.
+}
+
+// reviewRunInput is what a ReviewDocument run decodes: the published input
+// and, on a run the workflow continued as new itself, the state its
+// previous run handed over. The state is not part of the contract;
+// checkCarry refuses one a caller sent.
+type reviewRunInput struct {
+	ReviewInput
 	State *ReviewState `json:"state,omitempty"`
 }
 
 // ReviewState is what one ReviewDocument run hands to the next.
 type ReviewState struct {
+	// From is the run id of the run that handed this state over.
+	From     string                   `json:"from,omitempty"`
 	Prepared activities.PrepareOutput `json:"prepared"`
 	// Prefix is the output prefix, ending in '/'.
 	Prefix string `json:"prefix"`
@@ -321,11 +330,11 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 			r.publish(StatusKey.ValueSet(s))
 		}
 	}()
-	var in ReviewInput
-	if err := edge.decode(input, &in); err != nil {
+	var run reviewRunInput
+	if err := edge.decode(input, &run); err != nil {
 		return nil, err
 	}
-	in = in.WithDefaults()
+	in := run.ReviewInput.WithDefaults()
 	if err := in.Validate(); err != nil {
 		return nil, badInput(err)
 	}
@@ -336,11 +345,16 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 	if in.HeartbeatTimeoutSeconds > 0 {
 		r.hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
 	}
-	if in.State != nil && len(in.State.Questions) != len(in.Questions) {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("state holds %d questions, the input %d: start the review without a state",
-			len(in.State.Questions), len(in.Questions)), activities.ErrBadInput, nil)
+	if run.State != nil {
+		if err := checkCarry(ctx, run.State.From); err != nil {
+			return nil, err
+		}
+		if len(run.State.Questions) != len(in.Questions) {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("state holds %d questions, the input %d: start the review without a state",
+				len(run.State.Questions), len(in.Questions)), activities.ErrBadInput, nil)
+		}
 	}
-	r.st = in.State
+	r.st = run.State
 	if r.st == nil {
 		r.st = &ReviewState{StartedAt: workflow.Now(ctx), Questions: make([]ReviewQuestionState, len(in.Questions))}
 		for i := range r.st.Questions {
@@ -390,9 +404,8 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 		if r.launched == 0 {
 			return nil, errors.New("review scheduler made no progress: this is a bug in ReviewDocument")
 		}
-		next := in
-		next.State = r.st
-		return nil, workflow.NewContinueAsNewError(ctx, ReviewDocumentName, next)
+		r.st.From = r.info.WorkflowExecution.RunID
+		return nil, workflow.NewContinueAsNewError(ctx, ReviewDocumentName, reviewRunInput{ReviewInput: in, State: r.st})
 	}
 	if err := r.allFailed(); err != nil {
 		return nil, err

@@ -221,10 +221,20 @@ func (f *reviewFixture) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 
 // run follows continue-as-new generations to the end, returning the last
 // environment, its error and the number of runs.
-func (f *reviewFixture) run(t *testing.T, in workflows.ReviewInput) (*testsuite.TestWorkflowEnvironment, error, int) {
+func (f *reviewFixture) run(t *testing.T, first workflows.ReviewInput) (*testsuite.TestWorkflowEnvironment, error, int) {
+	t.Helper()
+	return f.runFrom(t, workflows.ReviewRunInput{ReviewInput: first})
+}
+
+// runFrom is run from a first generation that may carry a state (a
+// continued run).
+func (f *reviewFixture) runFrom(t *testing.T, in workflows.ReviewRunInput) (*testsuite.TestWorkflowEnvironment, error, int) {
 	t.Helper()
 	for runs := 1; runs <= 100; runs++ {
 		env := f.env(t)
+		if in.State != nil {
+			env.SetContinuedExecutionRunID(workflows.TestRunID)
+		}
 		env.ExecuteWorkflow(workflows.ReviewDocumentName, in)
 		if !env.IsWorkflowCompleted() {
 			t.Fatal("workflow did not complete")
@@ -237,7 +247,7 @@ func (f *reviewFixture) run(t *testing.T, in workflows.ReviewInput) (*testsuite.
 		if can.WorkflowType.Name != workflows.ReviewDocumentName {
 			t.Fatalf("continue-as-new to %q", can.WorkflowType.Name)
 		}
-		in = workflows.ReviewInput{}
+		in = workflows.ReviewRunInput{}
 		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 			t.Fatalf("decode continue-as-new input: %v", err)
 		}
@@ -521,9 +531,8 @@ func TestReviewDocumentBadInput(t *testing.T) {
 
 func TestReviewDocumentRejectsAStateOfOtherQuestions(t *testing.T) {
 	f := newReviewFixture(t, reviewDocument(6))
-	in := reviewInput()
-	in.State = &workflows.ReviewState{Questions: make([]workflows.ReviewQuestionState, 5)}
-	_, err, _ := f.run(t, in)
+	in := workflows.ReviewRunInput{ReviewInput: reviewInput(), State: &workflows.ReviewState{Questions: make([]workflows.ReviewQuestionState, 5)}}
+	_, err, _ := f.runFrom(t, in)
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !strings.Contains(appErr.Error(), "state holds 5 questions") {
 		t.Errorf("error = %v, want %s about the state", err, activities.ErrBadInput)

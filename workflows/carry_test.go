@@ -1,0 +1,126 @@
+package workflows
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+)
+
+// TestCallerStateIsRefused starts each workflow as a hostile caller would:
+// with a continue-as-new state of its own that says the document is
+// prepared (or the manifest expanded) somewhere the caller chose. Each
+// run fails as memagent.BadInput before any activity, whether it claims
+// to be a first run or a continuation of another run.
+func TestCallerStateIsRefused(t *testing.T) {
+	forgedQA := &QAState{Prepared: activities.PrepareOutput{
+		Document: "s3://secret/secret.txt", IndexURI: "s3://memagent/documents/forged-index.json", Chunks: 1, Tokens: 10,
+	}, TracePrefix: "s3://memagent/runs/victim/run/"}
+	forgedReview := &ReviewState{Prepared: forgedQA.Prepared, Prefix: "s3://secret/out/",
+		Questions: []ReviewQuestionState{{Answered: true, Answer: "x", Evidence: nil}}}
+	forgedBatch := &BatchState{Expanded: activities.ExpandOutput{
+		WorkPrefix: "s3://memagent/batches/victim/run/", ReportPrefix: "s3://secret/report/", Items: 1e11, Pages: 1,
+	}, NextPage: 1}
+	inputs := []struct {
+		name, workflow string
+		input          any
+	}{
+		{"DocumentQA", DocumentQAName, qaRun{DocumentQAInput: DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?"}, State: forgedQA}},
+		{"ReviewDocument", ReviewDocumentName, reviewRunInput{ReviewInput: ReviewInput{Document: "s3://docs/doc.txt",
+			Questions: []ReviewQuestion{{Question: "q?"}}}, State: forgedReview}},
+		{"BatchQA", BatchQAName, batchRunInput{BatchQAInput: BatchQAInput{Manifest: "s3://manifests/m.jsonl"}, State: forgedBatch}},
+	}
+	claims := []struct {
+		name      string
+		continued string // the run the test environment says this one continued
+		from      string // the run the state says handed it over
+	}{
+		{"first run", "", ""},
+		{"first run naming a run", "", testRunID},
+		{"continuation of another run", testRunID, "some-other-run"},
+	}
+	for _, in := range inputs {
+		for _, c := range claims {
+			t.Run(in.name+"/"+c.name, func(t *testing.T) {
+				var s testsuite.WorkflowTestSuite
+				env := s.NewTestWorkflowEnvironment()
+				Register(env)
+				ran := 0
+				for _, name := range []string{activities.ConvertDocumentName, activities.PrepareDocumentName, activities.UpdateMemoryName,
+					activities.AnswerName, activities.ReviewUpdateName, activities.WriteReviewName, activities.ExpandManifestName,
+					activities.ResolveBatchPageName, activities.WriteBatchResultsName, activities.WriteBatchReportName} {
+					env.RegisterActivityWithOptions(func() error { ran++; return nil }, activity.RegisterOptions{Name: name})
+				}
+				if c.continued != "" {
+					env.SetContinuedExecutionRunID(c.continued)
+				}
+				payload := withFrom(t, in.input, c.from)
+				env.ExecuteWorkflow(in.workflow, payload)
+				if !env.IsWorkflowCompleted() {
+					t.Fatal("workflow did not complete")
+				}
+				var appErr *temporal.ApplicationError
+				err := env.GetWorkflowError()
+				if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !appErr.NonRetryable() ||
+					!strings.Contains(appErr.Error(), "state is set by the workflow itself") {
+					t.Fatalf("error = %v, want a non-retryable %s about the state", err, activities.ErrBadInput)
+				}
+				if ran != 0 {
+					t.Errorf("%d activities ran before the state was refused", ran)
+				}
+			})
+		}
+	}
+}
+
+// withFrom sets the state's From member of a run input.
+func withFrom(t *testing.T, in any, from string) any {
+	t.Helper()
+	switch v := in.(type) {
+	case qaRun:
+		st := *v.State
+		st.From, v.State = from, &st
+		return v
+	case reviewRunInput:
+		st := *v.State
+		st.From, v.State = from, &st
+		return v
+	case batchRunInput:
+		st := *v.State
+		st.From, v.State = from, &st
+		return v
+	}
+	t.Fatalf("unknown input %T", in)
+	return nil
+}
+
+// TestContinuedRunKeepsItsState checks the other side: the state a run
+// hands over names it, and the next run, continued from it, accepts it.
+func TestContinuedRunKeepsItsState(t *testing.T) {
+	f := newFixture(t, makeDoc(4))
+	in := DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker came last?", ChunksPerRun: 2,
+		Options: activities.ModelOptions{ChunkTokens: 100}}
+	_, err := f.run(t, in)
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("error = %v, want continue-as-new", err)
+	}
+	var next qaRun
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.State == nil || next.State.From != testRunID || next.State.Cursor != 2 {
+		t.Fatalf("handed-over state = %+v, want from %q at cursor 2", next.State, testRunID)
+	}
+	res, runs := f.runToEnd(t, in)
+	if res.Chunks != 4 || runs != 2 || res.Usage.Calls != 5 {
+		t.Errorf("result: %d chunks in %d runs with %d calls, want 4 in 2 with 5", res.Chunks, runs, res.Usage.Calls)
+	}
+}

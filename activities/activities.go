@@ -103,6 +103,9 @@ type Activities struct {
 	// planning holds a lock per index location being prepared, so that
 	// runs asking about one new document at once index it once.
 	planning map[string]*planLock
+
+	// owners remembers the owners of claimed output prefixes (allowOutput).
+	owners ownerCache
 }
 
 // maxCachedIndexes bounds the per-process index cache; indexes are
@@ -154,7 +157,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		return nil, err
 	}
 	if in.OutputPrefix != "" {
-		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, in.WorkflowID); err != nil {
+		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, claim{WorkflowID: in.WorkflowID, FirstRunID: in.FirstRunID, BatchChild: in.BatchChild}); err != nil {
 			return nil, err
 		}
 	}
@@ -349,6 +352,9 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 	if err != nil {
 		return nil, badInput(fmt.Errorf("index uri: %w", err))
 	}
+	if indexLoc.Bucket != a.Bucket || !strings.HasPrefix(indexLoc.Key, "indexes/") {
+		return nil, forbidden("index %s is not one this worker made (under s3://%s/indexes/)", in.IndexURI, a.Bucket)
+	}
 	idx, err := a.loadIndex(ctx, indexLoc)
 	if err != nil {
 		return nil, storeError(err, in.IndexURI)
@@ -357,11 +363,17 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 		return nil, badInput(fmt.Errorf("chunk %d out of range: the index has %d chunks", in.Chunk, len(idx.Chunks)))
 	}
 	ch := idx.Chunks[in.Chunk]
-	traceChunk(ctx, in.Chunk, len(idx.Chunks))
 	docLoc, err := s3store.ParseURI(in.Document)
 	if err != nil {
 		return nil, badInput(err)
 	}
+	if err := a.allowChunkRead(in, indexLoc, idx, ch); err != nil {
+		return nil, err
+	}
+	if err := a.allowOutput(ctx, "trace_prefix", traceLoc.String()); err != nil {
+		return nil, err
+	}
+	traceChunk(ctx, in.Chunk, len(idx.Chunks))
 	sctx, cancel := a.s3ctx(ctx)
 	text, err := read(sctx, docLoc, ch.Start, ch.End, in.ETag)
 	cancel()
@@ -429,6 +441,9 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 	resultLoc, err := s3store.ParseURI(in.ResultURI)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("result uri: %w", err))
+	}
+	if err := a.allowOutput(ctx, "result_uri", in.ResultURI); err != nil {
+		return nil, err
 	}
 	digest := inputDigest(in.Question, in.Memory, a.modelName(opts))
 	prompt := a.Templates.RenderFinal(in.Question, in.Memory)

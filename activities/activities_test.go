@@ -58,7 +58,7 @@ func (s *countingStore) putsTo(loc s3store.Location) int {
 const (
 	testQuestion = "Which marker came last?"
 	testDocURI   = "s3://docs/doc.txt"
-	tracePrefix  = "s3://memagent/runs/wf-1/run-1/"
+	tracePrefix  = "s3://memagent/runs/default-test-workflow-id/run-1/" // the test environment's workflow
 )
 
 var docLoc = s3store.Location{Bucket: "docs", Key: "doc.txt"}

@@ -55,6 +55,9 @@ const (
 	resolveParallel = 8
 	// MaxSamples bounds how many times a batch answers each item.
 	MaxSamples = 64
+	// MaxBatchUnits bounds a batch's items × samples: the report keeps a
+	// small record per outcome (16 bytes), 64 MB at this bound.
+	MaxBatchUnits = 4_000_000
 )
 
 // registerBatch registers the activities of the BatchQA workflow.
@@ -114,8 +117,19 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	}
 	if in.ReportPrefix != "" {
 		// The prefix as resolved: with dated_report each run of a schedule
-		// claims its own dated prefix under the one it shares.
-		if err := a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, in.WorkflowID); err != nil {
+		// claims its own dated prefix under the one it shares. A dated
+		// prefix is predictable, so another workflow may have claimed it
+		// ahead: the run then claims one that also names its first run,
+		// which nobody can know in advance, rather than fail.
+		c := claim{WorkflowID: in.WorkflowID, FirstRunID: in.RunKey}
+		err := a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, c)
+		var appErr *temporal.ApplicationError
+		if err != nil && in.Dated != "" && errors.As(err, &appErr) && appErr.Type() == ErrForbidden && in.RunKey != "" {
+			a.logger().WarnContext(ctx, "dated report prefix held by another workflow; using one that names this run", "prefix", out.ReportPrefix)
+			out.ReportPrefix = strings.TrimSuffix(out.ReportPrefix, "/") + "-" + in.RunKey + "/"
+			err = a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, c)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -236,6 +250,9 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	}
 	if out.Items == 0 {
 		return nil, badInput(fmt.Errorf("manifest %s has no items", in.Manifest))
+	}
+	if out.Items > MaxBatchUnits/samples {
+		return nil, badInput(fmt.Errorf("manifest %s has %d items × %d samples, over the limit of %d outcomes: split it into several batches", in.Manifest, out.Items, samples, MaxBatchUnits))
 	}
 	if err := writePage(); err != nil {
 		return nil, err
@@ -360,8 +377,23 @@ func SampleAnswerKey(document, etag, question string, opts ModelOptions, templat
 	return hex.EncodeToString(h[:16])
 }
 
+// answers reports whether a cached result is an answer to the item: the
+// same document, question, model and options it was cached under (the key
+// names them, but anything written under answers/ is checked before it is
+// reused).
+func answers(res QAResult, it report.ManifestItem, opts ModelOptions) bool {
+	if res.Document != it.Document && res.Source != it.Document {
+		return false
+	}
+	got, _ := json.Marshal(res.Options)
+	want, _ := json.Marshal(opts)
+	return res.Question == it.Question && res.Model == opts.Model && string(got) == string(want)
+}
+
 // docState is what a HEAD says about one document.
 type docState struct {
+	// denied is why the worker may not read the document (then no HEAD).
+	denied  error
 	etag    string
 	size    int64
 	missing bool
@@ -388,6 +420,9 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 	if in.Samples < 0 || in.Samples > MaxSamples {
 		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, MaxSamples))
 	}
+	if err := a.allowOutput(ctx, "work_prefix", in.WorkPrefix); err != nil {
+		return nil, err
+	}
 	items, err := a.readPage(ctx, in.WorkPrefix, in.Page)
 	if err != nil {
 		return nil, err
@@ -401,12 +436,18 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 	var uris []string
 	for _, it := range items {
 		if docs[it.Document] == nil {
-			docs[it.Document] = &docState{}
+			// A document this worker may not read is never looked at:
+			// not even a HEAD, whose answer (it exists, its size) would
+			// tell the caller something.
+			docs[it.Document] = &docState{denied: a.allowRead("document", it.Document)}
 			uris = append(uris, it.Document)
 		}
 	}
 	parallel(ctx, len(uris), func(i int) {
 		st := docs[uris[i]]
+		if st.denied != nil {
+			return
+		}
 		loc, err := s3store.ParseURI(uris[i])
 		if err != nil {
 			st.missing = true
@@ -436,7 +477,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 	parallel(ctx, units, func(u int) {
 		it := items[u/samples]
 		st := docs[it.Document]
-		if st.missing {
+		if st.missing || st.denied != nil {
 			return
 		}
 		keys[u] = SampleAnswerKey(it.Document, st.etag, it.Question, opts, a.Templates, u%samples)
@@ -447,7 +488,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 			errs[u] = err
 		default:
 			var res QAResult
-			if json.Unmarshal(data, &res) == nil && res.ResultURI != "" {
+			if json.Unmarshal(data, &res) == nil && res.ResultURI != "" && answers(res, it, opts) {
 				cached[u] = &res
 			}
 		}
@@ -467,6 +508,13 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 		r := BatchItemResult{Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
 			GoldAnswers: it.Answers, Labels: it.Labels}
 		switch {
+		case docs[it.Document].denied != nil:
+			var appErr *temporal.ApplicationError
+			errors.As(docs[it.Document].denied, &appErr)
+			r.Status = ItemFailed
+			r.ErrorType = appErr.Type()
+			r.Error = appErr.Message()
+			out.Failed++
 		case docs[it.Document].missing:
 			r.Status = ItemFailed
 			r.ErrorType = ErrDocumentNotFound
@@ -544,6 +592,9 @@ func (a *Activities) WriteBatchResults(ctx context.Context, in WriteResultsInput
 	loc, err := s3store.ParseURI(in.URI)
 	if err != nil {
 		return badInput(err)
+	}
+	if err := a.allowOutput(ctx, "uri", in.URI); err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -804,12 +855,23 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, MaxSamples))
 	}
 	samples := max(in.Samples, 1)
+	if in.Items > MaxBatchUnits/samples {
+		return nil, badInput(fmt.Errorf("items (%d) × samples (%d) is over the limit of %d outcomes", in.Items, samples, MaxBatchUnits))
+	}
 	prefix := in.ReportPrefix
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
 	if _, err := s3store.ParseURI(prefix + ReportJSONName); err != nil {
 		return nil, badInput(fmt.Errorf("report prefix: %w", err))
+	}
+	if err := a.allowOutput(ctx, "report_prefix", prefix); err != nil {
+		return nil, err
+	}
+	for _, p := range in.Parts {
+		if !strings.HasPrefix(p, prefix+"work/") {
+			return nil, forbidden("outcome part %s is not under the batch's work prefix (%swork/)", p, prefix)
+		}
 	}
 	prefix, err := a.ownReportPrefix(ctx, prefix, in.RunID)
 	if err != nil {
@@ -969,7 +1031,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 			row = slices.Insert(row, 1, strconv.Itoa(r.Sample))
 		}
 		for _, k := range labelKeys {
-			row = append(row, report.BatchCSVText(r.Labels[k]))
+			row = append(row, report.CSVText(r.Labels[k]))
 		}
 		if err := cw.Write(row); err != nil {
 			return err
@@ -1131,12 +1193,13 @@ func csvRow(r BatchItemResult) []string {
 		recall = strconv.FormatFloat(r.Scores.Recall, 'f', 4, 64)
 	}
 	return []string{
-		strconv.Itoa(r.Seq), report.BatchCSVText(r.ID), r.Status, report.BatchCSVText(r.Document),
-		report.BatchCSVText(r.Question), report.BatchCSVText(strings.Join(r.GoldAnswers, " | ")),
-		report.BatchCSVText(r.Answer), strconv.FormatBool(r.AnswerFound), em, sub, f1, recall,
+		strconv.Itoa(r.Seq), report.CSVText(r.ID), r.Status, report.CSVText(r.Document),
+		report.CSVText(r.Question), report.CSVText(strings.Join(r.GoldAnswers, " | ")),
+		report.CSVText(r.Answer), strconv.FormatBool(r.AnswerFound), em, sub, f1, recall,
 		strconv.Itoa(r.Chunks), strconv.FormatInt(r.Tokens, 10), strconv.Itoa(r.Usage.Calls),
 		strconv.FormatInt(r.Usage.PromptTokens, 10), strconv.FormatInt(r.Usage.CompletionTokens, 10),
-		r.ErrorType, report.BatchCSVText(r.Error), r.WorkflowID, r.ResultURI, report.BatchCSVText(r.AnswerPages),
+		report.CSVText(r.ErrorType), report.CSVText(r.Error), report.CSVText(r.WorkflowID), report.CSVText(r.ResultURI),
+		report.CSVText(r.AnswerPages),
 	}
 }
 

@@ -262,8 +262,17 @@ func TestResolveBatchPage(t *testing.T) {
 	opts.Model = "fake"
 	key := AnswerKey("s3://docs/a.txt", info.ETag, "q", opts, a.Templates)
 	earlier, _ := json.Marshal(QAResult{WorkflowID: "old/0", Answer: "paris", AnswerFound: true, Tokens: 2, Chunks: 1,
+		Document: "s3://docs/a.txt", Question: "q", Model: "fake", Options: opts,
 		ResultURI: "s3://memagent/answers/" + key + "/result.json"})
 	putObject(t, store, "s3://memagent/answers/"+key+"/result.json", earlier)
+	// A result planted under item 2's key by a run that answered another
+	// question (or document) is not reused.
+	infoB, _ := store.Head(context.Background(), s3store.Location{Bucket: "docs", Key: "b.txt"})
+	keyB := AnswerKey("s3://docs/b.txt", infoB.ETag, "q", opts, a.Templates)
+	planted, _ := json.Marshal(QAResult{WorkflowID: "=HYPERLINK(\"x\")", Answer: "planted", AnswerFound: true,
+		Document: "s3://docs/other.txt", Question: "q", Model: "fake", Options: opts,
+		ResultURI: "s3://memagent/answers/" + keyB + "/result.json"})
+	putObject(t, store, "s3://memagent/answers/"+keyB+"/result.json", planted)
 
 	out, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0})
 	if err != nil {
@@ -522,14 +531,14 @@ func TestWriteBatchReportChecksCompleteness(t *testing.T) {
 	// counts once).
 	dup := items[2]
 	dup.Status, dup.Scores, dup.Error, dup.ErrorType = ItemFailed, nil, "x", "T"
-	parts := writeParts(t, store, prefix, append(append([]BatchItemResult{}, items[:4]...), items[5:]...), 2)
-	extra := writeParts(t, store, prefix+"extra/", []BatchItemResult{dup}, 1)
+	parts := writeParts(t, store, prefix+"work/r/", append(append([]BatchItemResult{}, items[:4]...), items[5:]...), 2)
+	extra := writeParts(t, store, prefix+"work/r/extra/", []BatchItemResult{dup}, 1)
 	_, err := a.WriteBatchReport(context.Background(), ReportInput{Name: "n", ReportPrefix: prefix, Parts: append(parts, extra...), Items: 10})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != ErrBatchIncomplete || !strings.Contains(err.Error(), "item 4 of 10 has no outcome") {
 		t.Fatalf("error = %v, want %s naming item 4", err, ErrBatchIncomplete)
 	}
-	whole := writeParts(t, store, prefix+"whole/", []BatchItemResult{items[4]}, 1)
+	whole := writeParts(t, store, prefix+"work/r/whole/", []BatchItemResult{items[4]}, 1)
 	rep, err := a.WriteBatchReport(context.Background(), ReportInput{Name: "n", ReportPrefix: prefix, Parts: append(append(parts, extra...), whole...), Items: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -564,7 +573,8 @@ func TestResolveBatchPageSamples(t *testing.T) {
 	if got := SampleAnswerKey("s3://docs/a.txt", info.ETag, "q", opts, a.Templates, 0); got != key {
 		t.Fatalf("sample 0's key %s is not the item's answer key %s", got, key)
 	}
-	earlier, _ := json.Marshal(QAResult{WorkflowID: "old/0", Answer: "paris", ResultURI: "s3://memagent/answers/" + key + "/result.json"})
+	earlier, _ := json.Marshal(QAResult{WorkflowID: "old/0", Answer: "paris", ResultURI: "s3://memagent/answers/" + key + "/result.json",
+		Document: "s3://docs/a.txt", Question: "q", Model: "fake", Options: opts})
 	putObject(t, store, "s3://memagent/answers/"+key+"/result.json", earlier)
 
 	out, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0, Samples: 3})
@@ -668,7 +678,7 @@ func TestWriteBatchReportGroups(t *testing.T) {
 	}
 
 	// A missing sample fails the report, naming it.
-	in.Parts, in.ReportPrefix = []string{prefix + "work/r/parts/p.jsonl"}, "s3://memagent/batches/g3/"
+	in.Parts = []string{prefix + "work/r/parts/p.jsonl"}
 	in.Samples = 3
 	if _, err := a.WriteBatchReport(context.Background(), in); err == nil || !strings.Contains(err.Error(), "sample 2 of item 0") {
 		t.Errorf("a missing sample: err = %v", err)

@@ -23,9 +23,13 @@ type conditionalStore interface {
 // workflow the prefix belongs to.
 const OwnerObject = "owner.json"
 
-// prefixOwner is the content of OwnerObject.
+// prefixOwner is the content of OwnerObject: the workflow id and the first
+// run of the chain that claimed the prefix. A workflow id can be used
+// again once its run closed; the first run id tells a later workflow of
+// the same id from the one that claimed.
 type prefixOwner struct {
 	WorkflowID string `json:"workflow_id"`
+	FirstRunID string `json:"first_run_id,omitempty"`
 }
 
 func (a *Activities) readPrefixes() []string {
@@ -56,8 +60,17 @@ func under(uri string, prefixes []string) bool {
 }
 
 // allowRead fails as memagent.Forbidden when field's URI is outside the
-// prefixes this worker may read.
+// prefixes this worker may read, or in one of the areas where runs keep
+// their outputs (which are never documents or manifests: one caller's
+// run must not quote another's results), or is not a plain S3 key.
 func (a *Activities) allowRead(field, uri string) error {
+	if _, err := s3store.ParseURI(uri); err != nil {
+		return badInput(fmt.Errorf("%s: %w", field, err))
+	}
+	if a.inOutputArea(uri) {
+		return forbidden("%s %s is inside s3://%s/%s, where runs keep their outputs: outputs are not read as documents or manifests; copy what you need elsewhere",
+			field, uri, a.Bucket, strings.SplitN(strings.TrimPrefix(uri, "s3://"+a.Bucket+"/"), "/", 2)[0])
+	}
 	if under(uri, a.readPrefixes()) {
 		return nil
 	}
@@ -66,8 +79,11 @@ func (a *Activities) allowRead(field, uri string) error {
 }
 
 // allowWrite fails as memagent.Forbidden when field's prefix is outside the
-// prefixes this worker may write.
+// prefixes this worker may write, or is not a plain S3 key.
 func (a *Activities) allowWrite(field, prefix string) error {
+	if _, err := s3store.ParseURI(prefix); err != nil {
+		return badInput(fmt.Errorf("%s: %w", field, err))
+	}
 	if under(prefix, a.writePrefixes()) {
 		return nil
 	}
@@ -75,14 +91,33 @@ func (a *Activities) allowWrite(field, prefix string) error {
 		field, prefix, strings.Join(a.writePrefixes(), ", "))
 }
 
+// claim says who claims a prefix: the workflow, the first run of its
+// chain, and whether it is a batch's child (the only runs that write into
+// the shared answer cache; the workflow knows it from Temporal, never
+// from its input).
+type claim struct {
+	WorkflowID string
+	FirstRunID string
+	BatchChild bool
+}
+
 // claimPrefix makes prefix (a caller's output prefix, ending in '/') the
 // workflow's: it writes OwnerObject if the prefix has none, and fails as
-// memagent.Forbidden if another workflow's outputs are there. The same
-// workflow id may claim it again (retries, resets, a re-run of a closed
-// id); its results never replace each other (see putOnce).
-func (a *Activities) claimPrefix(ctx context.Context, field, prefix, workflowID string) error {
+// memagent.Forbidden if another workflow's outputs are there or above it
+// (a claim covers every prefix inside it). The same workflow chain may
+// claim it again (retries, resets); a later workflow of the same id may
+// not. A batch's child writes into the answer cache without a claim: it is
+// shared, and results there are written once (putOnce) and checked before
+// reuse.
+func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c claim) error {
 	if err := a.allowWrite(field, prefix); err != nil {
 		return err
+	}
+	if wf := workflowID(ctx); wf != "" && wf != c.WorkflowID {
+		return forbidden("%s %s: the claim names workflow %q, the activity runs for %q", field, prefix, c.WorkflowID, wf)
+	}
+	if strings.HasPrefix(prefix, a.answersPrefix()) && c.BatchChild {
+		return nil
 	}
 	for _, area := range reservedAreas {
 		if own := "s3://" + a.Bucket + "/" + area; strings.HasPrefix(prefix, own) {
@@ -90,38 +125,55 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix, workflowID 
 				field, prefix, own, field)
 		}
 	}
-	if strings.HasPrefix(prefix, a.answersPrefix()) {
-		// The batches' answer cache is shared by design: every batch that
-		// asks the same item writes there, and its result.json is written
-		// once (putOnce), so no workflow owns it.
-		return nil
-	}
 	loc, err := s3store.ParseURI(prefix + OwnerObject)
 	if err != nil {
 		return badInput(fmt.Errorf("%s: %w", field, err))
 	}
-	body, _ := json.Marshal(prefixOwner{WorkflowID: workflowID})
+	// An owner above the prefix covers it.
+	if up := ancestors(strings.TrimSuffix(loc.Key, OwnerObject)); len(up) > 1 {
+		parent := "s3://" + loc.Bucket + "/" + up[1]
+		owner, err := a.owners.nearest(ctx, a.Store, parent)
+		if err != nil {
+			return fmt.Errorf("check the owners above %s: %w", prefix, err)
+		}
+		if owner.WorkflowID != "" && owner.WorkflowID != c.WorkflowID {
+			return forbidden("%s %s is inside a prefix that holds the outputs of another workflow (%s): choose a prefix outside it, or leave %s unset",
+				field, prefix, owner.WorkflowID, field)
+		}
+	}
+	body, _ := json.Marshal(prefixOwner{WorkflowID: c.WorkflowID, FirstRunID: c.FirstRunID})
 	created, err := a.putIfAbsent(ctx, loc, body)
 	if err != nil || created {
 		return err
 	}
 	data, err := a.Store.ReadAll(ctx, loc)
+	if errors.Is(err, s3store.ErrNotFound) {
+		// A conditional write of the owner is in progress (S3 answers 409
+		// to the loser): retry, and the winner's owner is there.
+		return fmt.Errorf("%s %s is being claimed by another run at this moment: retrying", field, prefix)
+	}
 	if err != nil {
 		return storeError(err, loc.String())
 	}
 	var owner prefixOwner
-	if json.Unmarshal(data, &owner) == nil && owner.WorkflowID == workflowID {
+	if json.Unmarshal(data, &owner) == nil && owner.WorkflowID == c.WorkflowID &&
+		(owner.FirstRunID == "" || c.FirstRunID == "" || owner.FirstRunID == c.FirstRunID) {
 		return nil
+	}
+	if owner.WorkflowID == c.WorkflowID {
+		return forbidden("%s %s holds the outputs of an earlier workflow with the same id (first run %s): choose an empty prefix, or leave %s unset for one of the run's own",
+			field, prefix, owner.FirstRunID, field)
 	}
 	return forbidden("%s %s holds the outputs of another workflow (%s): choose an empty prefix, or leave %s unset for one of the run's own",
 		field, prefix, owner.WorkflowID, field)
 }
 
 // reservedAreas are the parts of the worker's bucket that runs fill on
-// their own (default output prefixes, indexes, content-addressed uploads):
-// a caller's output or report prefix may not point into them, so a run can
-// never write over another run's default outputs.
-var reservedAreas = []string{"runs/", "reviews/", "batches/", "indexes/", "documents/", "manifests/", "contexts/"}
+// their own (default output prefixes, indexes, content-addressed uploads,
+// the answer cache, converted text): a caller's output or report prefix
+// may not point into them, so a run can never write over another run's
+// default outputs.
+var reservedAreas = []string{"runs/", "reviews/", "batches/", "indexes/", "documents/", "manifests/", "contexts/", "answers/", "converted/"}
 
 // heldByOtherRun reports whether loc holds an output that a run other than
 // runID wrote: its "run_id" differs, or it has none. A missing object is

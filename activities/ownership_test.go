@@ -42,29 +42,59 @@ func TestClaimPrefixKeepsOtherWorkflowsOut(t *testing.T) {
 	ctx := context.Background()
 	store := activitiestest.NewStore()
 	a := &Activities{Bucket: "memagent", Store: store}
-	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", "wf-1"); err != nil {
+	wf1 := claim{WorkflowID: "wf-1", FirstRunID: "run-a"}
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", wf1); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", "wf-1"); err != nil {
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", wf1); err != nil {
 		t.Fatalf("the owner's second claim (a retry, a reset): %v", err)
 	}
-	err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", "wf-2")
+	err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", claim{WorkflowID: "wf-2"})
 	assertType(t, err, ErrForbidden)
 	if !strings.Contains(err.Error(), "wf-1") {
 		t.Errorf("message %q does not name the owner", err)
 	}
-	// Another run's default outputs are out of reach.
-	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/runs/wf-9/first/", "wf-2")
+	// A later workflow that reuses the owner's id (its run closed) is
+	// another workflow.
+	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", claim{WorkflowID: "wf-1", FirstRunID: "run-b"})
 	assertType(t, err, ErrForbidden)
-	if len(store.Keys()) != 1 {
-		t.Errorf("S3 holds %v, want only the first owner.json", store.Keys())
+	// A claim covers the prefixes inside it.
+	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/review1/questions/q1/", claim{WorkflowID: "wf-2"})
+	assertType(t, err, ErrForbidden)
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/mine/", wf1); err != nil {
+		t.Errorf("the owner's claim inside its own prefix: %v", err)
+	}
+	// Another run's default outputs, the answer cache and converted text
+	// are out of reach of a caller's prefix.
+	for _, p := range []string{"s3://memagent/runs/wf-9/first/", "s3://memagent/answers/k1/", "s3://memagent/converted/v1/x/"} {
+		assertType(t, a.claimPrefix(ctx, "output_prefix", p, claim{WorkflowID: "wf-2"}), ErrForbidden)
+	}
+	if len(store.Keys()) != 2 {
+		t.Errorf("S3 holds %v, want only the two owner.json of wf-1", store.Keys())
 	}
 	// The batches' answer cache is shared: children of different batches
 	// asking the same item use one prefix.
 	for _, wf := range []string{"batch-1/0", "batch-2/7"} {
-		if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/answers/k1/", wf); err != nil {
+		if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/answers/k1/", claim{WorkflowID: wf, BatchChild: true}); err != nil {
 			t.Errorf("%s: %v", wf, err)
 		}
+	}
+}
+
+// racingStore answers a conditional write as S3 does to the loser of a
+// race (409: taken, but not yet readable).
+type racingStore struct{ *activitiestest.Store }
+
+func (racingStore) PutIfAbsent(context.Context, s3store.Location, []byte, string) (bool, error) {
+	return false, nil
+}
+
+func TestClaimPrefixRetriesARace(t *testing.T) {
+	a := &Activities{Bucket: "memagent", Store: racingStore{activitiestest.NewStore()}}
+	err := a.claimPrefix(context.Background(), "output_prefix", "s3://memagent/out/", claim{WorkflowID: "wf-1"})
+	var appErr *temporal.ApplicationError
+	if err == nil || errors.As(err, &appErr) {
+		t.Errorf("error = %v, want a plain (retryable) error", err)
 	}
 }
 

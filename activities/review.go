@@ -106,9 +106,19 @@ func (a *Activities) WriteReview(ctx context.Context, in WriteReviewInput) (*Wri
 		}
 		locs[i] = loc
 	}
+	for i, field := range []string{"json_uri", "csv_uri", "html_uri"} {
+		if err := a.allowOutput(ctx, field, locs[i].String()); err != nil {
+			return nil, err
+		}
+	}
 	doc, err := s3store.ParseURI(g.Document)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("review document: %w", err))
+	}
+	if !a.derivedDocument(g.Document) {
+		if err := a.allowRead("document", g.Document); err != nil {
+			return nil, err
+		}
 	}
 	stop := a.startHeartbeat(ctx)
 	defer stop()

@@ -59,7 +59,7 @@ func TestReviewUpdateRecordsEvidence(t *testing.T) {
 	if p.Chunks != 4 {
 		t.Fatalf("chunks = %d, want 4", p.Chunks)
 	}
-	prefix := "s3://memagent/reviews/wf/run/questions/q1/"
+	prefix := "s3://memagent/reviews/default-test-workflow-id/run/questions/q1/"
 	memory := memagent.InitialMemory
 	var outs []ReviewUpdateOutput
 	for chunk := range p.Chunks {
@@ -103,7 +103,7 @@ func TestReviewUpdateRecordsEvidence(t *testing.T) {
 func reviewTestGrid(doc string) ReviewGrid {
 	start := int64(strings.Index(doc, reviewFact))
 	pass := &report.ReviewPassage{Start: start, End: start + int64(len(reviewFact))}
-	prefix := "s3://memagent/reviews/wf/run/"
+	prefix := "s3://memagent/reviews/default-test-workflow-id/run/"
 	return ReviewGrid{
 		Version: report.ReviewGridVersion, WorkflowID: "wf", RunID: "run", Document: testDocURI,
 		Chunks: 4, Prefix: prefix, JSONURI: prefix + ReviewGridJSON, CSVURI: prefix + ReviewGridCSV, HTMLURI: prefix + ReviewHTML,

@@ -197,6 +197,13 @@ type PrepareInput struct {
 	// before any model call.
 	OutputPrefix string `json:"output_prefix,omitempty"`
 	WorkflowID   string `json:"workflow_id,omitempty"`
+	// FirstRunID is the first run of the workflow's chain: a claim is the
+	// chain's, not every later workflow's that reuses the id.
+	FirstRunID string `json:"first_run_id,omitempty"`
+	// BatchChild is set by a DocumentQA run that a BatchQA started (the
+	// workflow knows it from Temporal): only those write into the shared
+	// answer cache.
+	BatchChild bool `json:"batch_child,omitempty"`
 	// Converted is set when Document is the text ConvertDocument made:
 	// the index then keeps the page map, and the read check applies to
 	// the converted source.

@@ -363,7 +363,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		})
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, activities.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
-			WorkflowID: info.WorkflowExecution.ID, RunKey: info.FirstRunID, PageSize: in.PageSize,
+			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), PageSize: in.PageSize,
 			Options: in.Options, Samples: in.Samples,
 		}).Get(ctx, &st.Expanded); err != nil {
 			return nil, stageError("expand manifest", err)

@@ -39,3 +39,13 @@ func checkCarry(ctx workflow.Context, from string) error {
 	}
 	return badInput(errCallerState)
 }
+
+// chainID names the chain of runs a workflow is: its first run's id, which
+// Temporal always sets (the SDK's test environment does not: there, the
+// run's own).
+func chainID(info *workflow.Info) string {
+	if info.FirstRunID != "" {
+		return info.FirstRunID
+	}
+	return info.WorkflowExecution.RunID
+}

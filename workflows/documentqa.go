@@ -245,6 +245,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		prep := activities.PrepareInput{
 			Document: in.Document, Question: in.Question, Options: in.Options,
 			OutputPrefix: ownPrefix(in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
+			FirstRunID: chainID(info), BatchChild: info.ParentWorkflowExecution != nil,
 		}
 		if err := convertFirst(ctx, hb, prio, &prep); err != nil {
 			return nil, err
@@ -255,7 +256,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		if st.TracePrefix == "" {
 			// The worker's bucket is only known to the worker: derive the
 			// prefix from the index location, which lives in that bucket.
-			st.TracePrefix = fmt.Sprintf("s3://%s/runs/%s/%s/", bucketOf(st.Prepared.IndexURI), info.WorkflowExecution.ID, info.FirstRunID)
+			st.TracePrefix = fmt.Sprintf("s3://%s/runs/%s/%s/", bucketOf(st.Prepared.IndexURI), info.WorkflowExecution.ID, chainID(info))
 		}
 		progress.Stage = StageReading
 		refresh()

@@ -461,6 +461,7 @@ func (r *reviewRun) prepare() error {
 	prep := activities.PrepareInput{
 		Document: r.in.Document, Question: longest, Options: r.in.Options,
 		OutputPrefix: ownPrefix(r.in.OutputPrefix, r.st.Prefix), WorkflowID: r.info.WorkflowExecution.ID,
+		FirstRunID: chainID(r.info),
 	}
 	if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
 		return err
@@ -469,7 +470,7 @@ func (r *reviewRun) prepare() error {
 		return stageError("prepare document", err)
 	}
 	if r.st.Prefix == "" {
-		r.st.Prefix = fmt.Sprintf("s3://%s/reviews/%s/%s/", bucketOf(r.st.Prepared.IndexURI), r.info.WorkflowExecution.ID, r.info.FirstRunID)
+		r.st.Prefix = fmt.Sprintf("s3://%s/reviews/%s/%s/", bucketOf(r.st.Prepared.IndexURI), r.info.WorkflowExecution.ID, chainID(r.info))
 	}
 	r.stage = StageReading
 	u := []temporal.SearchAttributeUpdate{StatusKey.ValueSet(StageReading), ChunksDoneKey.ValueSet(0),

@@ -3,7 +3,6 @@ package report
 import (
 	"html/template"
 	"io"
-	"strings"
 )
 
 // BatchPage is what the batch report's HTML page shows. Every string is
@@ -80,13 +79,4 @@ func WriteBatchHTML(w io.Writer, p BatchPage) error {
 		Chart template.HTML
 	}{p, template.HTML(p.Chart)} // #nosec: BatchChart escapes every text it draws
 	return batchPageTemplate.Execute(w, data)
-}
-
-// BatchCSVText makes a free-text cell safe to open in a spreadsheet: a cell
-// that starts like a formula gets a leading apostrophe.
-func BatchCSVText(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
 }

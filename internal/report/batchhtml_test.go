@@ -119,12 +119,12 @@ func TestWriteBatchHTML(t *testing.T) {
 	}
 }
 
-func TestBatchCSVText(t *testing.T) {
+func TestCSVText(t *testing.T) {
 	for in, want := range map[string]string{
 		"=SUM(A1)": "'=SUM(A1)", "+1": "'+1", "-1": "'-1", "@x": "'@x", "plain": "plain", "": "",
 	} {
-		if got := BatchCSVText(in); got != want {
-			t.Errorf("BatchCSVText(%q) = %q, want %q", in, got, want)
+		if got := CSVText(in); got != want {
+			t.Errorf("CSVText(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -201,15 +201,15 @@ func WriteReviewCSV(w io.Writer, g ReviewGrid) error {
 			f1 = strconv.FormatFloat(r.Scores.F1, 'f', 4, 64)
 		}
 		row := []string{
-			reviewCSVText(r.ID), reviewCSVText(r.Question), r.Status, reviewCSVText(r.Answer),
-			strconv.FormatBool(r.AnswerFound), reviewCSVText(strings.Join(r.GoldAnswers, " | ")),
+			CSVText(r.ID), CSVText(r.Question), r.Status, CSVText(r.Answer),
+			strconv.FormatBool(r.AnswerFound), CSVText(strings.Join(r.GoldAnswers, " | ")),
 			em, sm, f1,
 			strings.Join(chunks, "; "), strings.Join(ranges, "; "), strings.Join(passages, "; "),
 			strings.Join(supporting, "; "), strconv.Itoa(r.EvidenceDropped),
 			strconv.Itoa(r.ChunksRead), strconv.Itoa(r.Usage.Calls),
 			strconv.FormatInt(r.Usage.PromptTokens, 10), strconv.FormatInt(r.Usage.CompletionTokens, 10),
-			r.ResultURI, r.ErrorType, reviewCSVText(r.Error),
-			reviewCSVText(strings.Join(pages, "; ")),
+			r.ResultURI, r.ErrorType, CSVText(r.Error),
+			CSVText(strings.Join(pages, "; ")),
 		}
 		if err := cw.Write(row); err != nil {
 			return err
@@ -219,9 +219,11 @@ func WriteReviewCSV(w io.Writer, g ReviewGrid) error {
 	return cw.Error()
 }
 
-// reviewCSVText defuses a cell that spreadsheets would evaluate as a
-// formula (OWASP's CSV injection advice).
-func reviewCSVText(s string) string {
+// CSVText is s as a CSV cell that a spreadsheet shows as text: a cell
+// starting with =, +, -, @, tab or carriage return, which a spreadsheet
+// would run as a formula, gets a leading apostrophe (OWASP's CSV injection
+// advice). Every cell that holds what a caller chose goes through it.
+func CSVText(s string) string {
 	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}

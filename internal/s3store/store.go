@@ -183,7 +183,14 @@ type Location struct {
 // String renders the location as an s3:// URI.
 func (l Location) String() string { return "s3://" + l.Bucket + "/" + l.Key }
 
-// ParseURI parses "s3://bucket/key".
+// MaxRangeBytes bounds one ranged read, which is held in memory whole: a
+// chunk or a passage is kilobytes.
+const MaxRangeBytes = 64 << 20
+
+// ParseURI parses "s3://bucket/key". A key with an empty, "." or ".."
+// segment (a prefix's trailing '/' aside) or a control character is
+// refused: S3 takes such keys literally, but a proxy that normalises paths
+// in front of it would read or write another key than the one checked.
 func ParseURI(uri string) (Location, error) {
 	rest, ok := strings.CutPrefix(uri, "s3://")
 	if !ok {
@@ -193,7 +200,27 @@ func ParseURI(uri string) (Location, error) {
 	if !ok || bucket == "" || key == "" {
 		return Location{}, fmt.Errorf("%q names no object (want s3://bucket/key)", uri)
 	}
+	if err := checkKey(key); err != nil {
+		return Location{}, fmt.Errorf("%q: %w", uri, err)
+	}
 	return Location{Bucket: bucket, Key: key}, nil
+}
+
+func checkKey(key string) error {
+	for i, seg := range strings.Split(key, "/") {
+		switch {
+		case seg == "" && i == strings.Count(key, "/") && i > 0:
+			// A prefix's trailing '/'.
+		case seg == "" || seg == "." || seg == "..":
+			return fmt.Errorf("key has an empty, \".\" or \"..\" segment: name the object by its plain key")
+		}
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("key has a control character (%U)", r)
+		}
+	}
+	return nil
 }
 
 // ObjectInfo is what a HEAD returns.
@@ -228,8 +255,8 @@ func (s *Store) Open(ctx context.Context, loc Location, etag string) (io.ReadClo
 // ReadRange returns bytes [start, end) of an object with one ranged GET,
 // pinned to etag when it is not empty.
 func (s *Store) ReadRange(ctx context.Context, loc Location, start, end int64, etag string) ([]byte, error) {
-	if start < 0 || end <= start {
-		return nil, fmt.Errorf("s3: get %s: invalid range [%d,%d)", loc, start, end)
+	if start < 0 || end <= start || end-start > MaxRangeBytes {
+		return nil, fmt.Errorf("s3: get %s: invalid range [%d,%d) (at most %d bytes)", loc, start, end, MaxRangeBytes)
 	}
 	in := &s3.GetObjectInput{
 		Bucket: &loc.Bucket,

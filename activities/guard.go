@@ -1,0 +1,199 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// Every activity checks the locations it reads and writes itself, whatever
+// the workflow handed it: the workflows derive them from checked input, and
+// these checks make sure a mistake there (or an input that slipped past
+// them) still cannot read or write outside what the operator allowed or
+// into another run's outputs. A failed check is memagent.Forbidden or
+// memagent.BadInput, never retried.
+
+// outputAreas are the parts of the worker's bucket that hold what runs
+// write: a document or manifest is never read from them, so that one
+// caller cannot have a run quote another caller's results, traces,
+// grids, reports, cached answers or converted text.
+var outputAreas = []string{"runs/", "reviews/", "batches/", "answers/", "converted/", "indexes/"}
+
+// ownAreas are the output areas whose next path segment is the workflow id
+// that writes there: a run writes only into its own.
+var ownAreas = []string{"runs/", "reviews/", "batches/"}
+
+// maxChunkBytes bounds one chunk's byte range: a chunk of 5,000 tokens is
+// some 20 KB, and no tokenizer makes a token of more than a few hundred
+// bytes; a larger range is a forged index.
+const maxChunkBytes = 64 << 20
+
+// inOutputArea reports whether uri is in one of the worker's output areas.
+func (a *Activities) inOutputArea(uri string) bool {
+	for _, area := range outputAreas {
+		if strings.HasPrefix(uri, "s3://"+a.Bucket+"/"+area) {
+			return true
+		}
+	}
+	return false
+}
+
+// derivedDocument reports whether uri is text the worker derived from a
+// document it was allowed to read (converted text, a copy with invalid
+// UTF-8 replaced): PrepareDocument checked the source.
+func (a *Activities) derivedDocument(uri string) bool {
+	return strings.HasPrefix(uri, "s3://"+a.Bucket+"/converted/") || strings.HasPrefix(uri, "s3://"+a.Bucket+"/documents/utf8-replaced/")
+}
+
+// workflowID is the id of the workflow the activity runs for, or "" outside
+// an activity (unit tests that call activities directly).
+func workflowID(ctx context.Context) string {
+	if !activity.IsActivity(ctx) {
+		return ""
+	}
+	return activity.GetInfo(ctx).WorkflowExecution.ID
+}
+
+// allowChunkRead checks what UpdateMemory and ReviewUpdate read: the index
+// (which the caller checked is one this worker wrote, under indexes/ in
+// its bucket, before reading it) must describe
+// this document version (its key is derived from the document's URI and
+// ETag), and the document must be readable by this worker or derived from
+// one that is. The range must lie inside the indexed document.
+func (a *Activities) allowChunkRead(in UpdateInput, indexLoc s3store.Location, idx *memagent.ChunkIndex, ch memagent.Chunk) error {
+	if in.ETag == "" {
+		return badInput(errors.New("etag is empty: chunks are read from the document version that was indexed"))
+	}
+	bound := idx.Source == in.Document && idx.SourceETag == in.ETag
+	if idx.Source == "" {
+		bound = indexLoc.Key == indexKey(in.Document, s3store.ObjectInfo{ETag: in.ETag, Size: idx.Bytes}, idx.Tokenizer, idx.ChunkTokens)
+	}
+	if !bound {
+		return forbidden("index %s does not describe %s at ETag %s", in.IndexURI, in.Document, in.ETag)
+	}
+	if !a.derivedDocument(in.Document) {
+		if err := a.allowRead("document", in.Document); err != nil {
+			return err
+		}
+	}
+	if ch.Start < 0 || ch.End <= ch.Start || ch.End-ch.Start > maxChunkBytes || (idx.Bytes > 0 && ch.End > idx.Bytes) {
+		return badInput(fmt.Errorf("chunk %d's range [%d,%d) is not inside the document (%d bytes) or over %d bytes", in.Chunk, ch.Start, ch.End, idx.Bytes, maxChunkBytes))
+	}
+	return nil
+}
+
+// allowOutput checks a location a run writes (a trace, a result, a grid, a
+// batch's work or report object): inside the worker's write prefixes, and
+// either in this workflow's own area (runs/, reviews/ or batches/ followed
+// by its id), in the answer cache, or under a prefix this workflow claimed
+// (the nearest owner.json at or above it names it). Outside an activity
+// (unit tests) only the write prefixes are checked.
+func (a *Activities) allowOutput(ctx context.Context, field, uri string) error {
+	if err := a.allowWrite(field, uri); err != nil {
+		return err
+	}
+	wf := workflowID(ctx)
+	if wf == "" {
+		return nil
+	}
+	root := "s3://" + a.Bucket + "/"
+	for _, area := range ownAreas {
+		if strings.HasPrefix(uri, root+area) {
+			if strings.HasPrefix(uri, root+area+wf+"/") {
+				return nil
+			}
+			return forbidden("%s %s is inside another run's outputs (%s): a run writes only under its own", field, uri, root+area)
+		}
+	}
+	if strings.HasPrefix(uri, a.answersPrefix()) {
+		return nil
+	}
+	if a.inOutputArea(uri) || strings.HasPrefix(uri, root+"documents/") || strings.HasPrefix(uri, root+"manifests/") || strings.HasPrefix(uri, root+"contexts/") {
+		return forbidden("%s %s is inside the worker's own area: runs never write there", field, uri)
+	}
+	owner, err := a.owners.nearest(ctx, a.Store, uri)
+	if err != nil {
+		return fmt.Errorf("check the owner of %s: %w", uri, err)
+	}
+	if owner.WorkflowID != wf {
+		return forbidden("%s %s is under a prefix that workflow %q did not claim (owner: %q)", field, uri, wf, owner.WorkflowID)
+	}
+	return nil
+}
+
+// ownerCache remembers, per directory, the owner.json found at or above
+// it. An owner is never replaced (it is written if absent), and no other
+// workflow can claim a prefix inside an owned one (claimPrefix checks
+// every ancestor), so an entry never goes stale.
+type ownerCache struct {
+	mu   sync.Mutex
+	dirs map[string]prefixOwner
+}
+
+// maxOwnerCache bounds the cache; any entry may be dropped.
+const maxOwnerCache = 4096
+
+// nearest returns the owner of the nearest owner.json at or above uri's
+// directory, up to the bucket; the zero owner when there is none.
+func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string) (prefixOwner, error) {
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return prefixOwner{}, badInput(err)
+	}
+	dirs := ancestors(loc.Key)
+	var walked []string
+	found := prefixOwner{}
+	for _, d := range dirs {
+		c.mu.Lock()
+		o, ok := c.dirs[loc.Bucket+"/"+d]
+		c.mu.Unlock()
+		if ok {
+			found = o
+			break
+		}
+		data, err := store.ReadAll(ctx, s3store.Location{Bucket: loc.Bucket, Key: d + OwnerObject})
+		if errors.Is(err, s3store.ErrNotFound) {
+			walked = append(walked, d)
+			continue
+		}
+		if err != nil {
+			return prefixOwner{}, err
+		}
+		if err := json.Unmarshal(data, &o); err != nil {
+			return prefixOwner{}, fmt.Errorf("decode %s%s: %w", d, OwnerObject, err)
+		}
+		walked, found = append(walked, d), o
+		break
+	}
+	if found.WorkflowID == "" {
+		return found, nil // nothing to cache: a claim may still come
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dirs == nil || len(c.dirs) > maxOwnerCache {
+		c.dirs = make(map[string]prefixOwner)
+	}
+	for _, d := range walked {
+		c.dirs[loc.Bucket+"/"+d] = found
+	}
+	return found, nil
+}
+
+// ancestors lists the directories of key, deepest first: "a/b/c.json"
+// gives "a/b/", "a/". The bucket's root is not one: nobody claims a
+// whole bucket.
+func ancestors(key string) []string {
+	var dirs []string
+	for i := strings.LastIndex(key, "/"); i > 0; i = strings.LastIndex(key[:i], "/") {
+		dirs = append(dirs, key[:i+1])
+	}
+	return dirs
+}

@@ -132,4 +132,3 @@ func TestAllowReadKeepsOutputsOut(t *testing.T) {
 		t.Errorf("an uploaded document: %v", err)
 	}
 }
-

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 )
@@ -96,12 +97,12 @@ type ModelOptions struct {
 	Tokenizer string `json:"tokenizer,omitempty"`
 	// ChunkTokens is the size of one chunk in tokens; default 5000, at
 	// least 64.
-	ChunkTokens int `json:"chunk_tokens,omitempty" contract:"min=64,zero"`
+	ChunkTokens int `json:"chunk_tokens,omitempty" contract:"min=64,zero,max=1000000"`
 	// MemoryMaxTokens bounds the memory (the update's max_tokens); default
 	// 1024, at least 16.
-	MemoryMaxTokens int `json:"memory_max_tokens,omitempty" contract:"min=16,zero"`
+	MemoryMaxTokens int `json:"memory_max_tokens,omitempty" contract:"min=16,zero,max=65536"`
 	// AnswerMaxTokens is the final answer's max_tokens; default 1024.
-	AnswerMaxTokens int `json:"answer_max_tokens,omitempty" contract:"min=0"`
+	AnswerMaxTokens int `json:"answer_max_tokens,omitempty" contract:"min=0,max=65536"`
 	// Temperature is the sampling temperature, within [0, 2]; default 0.7.
 	Temperature *float32 `json:"temperature,omitempty" contract:"min=0,max=2"`
 	// TopP is nucleus sampling's top_p, within (0, 1]; default 0.95.
@@ -144,8 +145,13 @@ func (o ModelOptions) WithDefaults() ModelOptions {
 	return o
 }
 
-// Validate reports the first option out of range, phrased as what to change.
+// Validate reports the first option out of range, phrased as what to
+// change: the ranges of the fields' contract tags (the schema's), then
+// what the tags cannot say.
 func (o ModelOptions) Validate() error {
+	if err := contract.CheckIn("options", o); err != nil {
+		return err
+	}
 	switch {
 	case o.ChunkTokens < 0 || (o.ChunkTokens > 0 && o.ChunkTokens < 64):
 		return fmt.Errorf("options.chunk_tokens (%d) must be at least 64: raise options.chunk_tokens", o.ChunkTokens)

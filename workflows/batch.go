@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // BatchQAName is the registered name of BatchQA.
@@ -73,34 +74,34 @@ const partBytes = 512 << 10
 // BatchQAInput starts a BatchQA run. It is JSON on the wire.
 type BatchQAInput struct {
 	// Manifest is the s3:// URI of the manifest.
-	Manifest string `json:"manifest" contract:"required"`
+	Manifest string `json:"manifest" contract:"required,maxlen=1024"`
 	// Format is ManifestJSONL or ManifestMemAgent; empty means detected
 	// from the content.
 	Format string `json:"format,omitempty" contract:"enum=jsonl|memagent"`
 	// Name labels the batch in reports and in the MemagentBatch search
 	// attribute of its runs; default the workflow id.
-	Name    string                  `json:"name,omitempty"`
+	Name    string                  `json:"name,omitempty" contract:"maxlen=255"`
 	Options activities.ModelOptions `json:"options"`
 	// Concurrency is how many DocumentQA children run at once; default
 	// twice the model pool's capacity as the worker reports it (each child
 	// has one model call at a time, and the second half waits at the pool
 	// ready for a free slot), at most 256; 16 when the pool does not say.
-	Concurrency int `json:"concurrency,omitempty" contract:"min=0"`
+	Concurrency int `json:"concurrency,omitempty" contract:"min=0,max=1000"`
 	// ReportPrefix is the s3:// prefix of the report; default
 	// s3://<worker bucket>/batches/<workflow id>/.
-	ReportPrefix string `json:"report_prefix,omitempty"`
+	ReportPrefix string `json:"report_prefix,omitempty" contract:"maxlen=1024"`
 	// DatedReport puts the report under <ReportPrefix><UTC start time of
 	// the batch, 2006-01-02T150405Z>/, so that each run of a schedule keeps
 	// its own report.
 	DatedReport bool `json:"dated_report,omitempty"`
 	// ItemsPerRun overrides DefaultItemsPerRun.
-	ItemsPerRun int `json:"items_per_run,omitempty" contract:"min=0"`
+	ItemsPerRun int `json:"items_per_run,omitempty" contract:"min=0,max=100000"`
 	// PageSize overrides DefaultPageSize (at most MaxPageSize).
-	PageSize int `json:"page_size,omitempty" contract:"min=0"`
+	PageSize int `json:"page_size,omitempty" contract:"min=0,max=500"`
 	// ResultsPerPart overrides DefaultResultsPerPart.
-	ResultsPerPart int `json:"results_per_part,omitempty" contract:"min=0"`
+	ResultsPerPart int `json:"results_per_part,omitempty" contract:"min=0,max=100000"`
 	// ChunksPerRun is passed to every DocumentQA child (0: its default).
-	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0"`
+	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0,max=10000"`
 	// Priority orders this run's tasks on a shared task queue that is
 	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
 	// started with, else 4. Its children and their activities carry it.
@@ -212,6 +213,9 @@ type BatchProgress struct {
 
 // Validate reports input that can never succeed.
 func (in BatchQAInput) Validate() error {
+	if err := contract.Check(in); err != nil {
+		return err
+	}
 	if strings.TrimSpace(in.Manifest) == "" {
 		return errors.New("manifest is empty: set manifest to an s3:// URI")
 	}

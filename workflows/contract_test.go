@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -188,4 +189,112 @@ func typeName(t reflect.Type) string {
 		return "integer"
 	}
 	return "any"
+}
+
+// TestValidateEnforcesTheSchemaRanges sets, in turn, every field of every
+// input whose tag declares an upper bound (the schema's maximum, maxLength
+// or maxItems) just past it, and checks that Validate, what the workflows
+// and clients run, rejects it naming the field: the schemas and the
+// checks are one source.
+func TestValidateEnforcesTheSchemaRanges(t *testing.T) {
+	bases := map[reflect.Type]func() any{
+		reflect.TypeFor[DocumentQAInput](): func() any { return &DocumentQAInput{Document: "s3://b/d.txt", Question: "q?"} },
+		reflect.TypeFor[ReviewInput](): func() any {
+			return &ReviewInput{Document: "s3://b/d.txt", Questions: []ReviewQuestion{{Question: "q?"}}}
+		},
+		reflect.TypeFor[BatchQAInput](): func() any { return &BatchQAInput{Manifest: "s3://b/m.jsonl"} },
+	}
+	checked := 0
+	for _, p := range published {
+		if p.dir != contract.Input {
+			continue
+		}
+		base, ok := bases[p.t]
+		if !ok {
+			t.Fatalf("no valid base input for %s", p.t)
+		}
+		var walk func(t reflect.Type, path []string, jsonPath string)
+		walk = func(st reflect.Type, path []string, jsonPath string) {
+			for _, f := range contract.Fields(st) {
+				sf, _ := f.Owner.FieldByName(f.GoName)
+				jp := strings.TrimPrefix(jsonPath+"."+f.Name, ".")
+				ft := f.Type
+				elem := ft
+				for elem.Kind() == reflect.Pointer || elem.Kind() == reflect.Slice {
+					elem = elem.Elem()
+				}
+				if elem.Kind() == reflect.Struct && elem.PkgPath() != "time" {
+					sub := jp
+					if ft.Kind() == reflect.Slice {
+						sub += "[0]"
+					}
+					walk(elem, append(append([]string{}, path...), f.GoName), sub)
+				}
+				for _, part := range strings.Split(sf.Tag.Get("contract"), ",") {
+					k, v, _ := strings.Cut(part, "=")
+					if k != "max" && k != "maxlen" && k != "maxitems" {
+						continue
+					}
+					limit, _ := strconv.ParseFloat(v, 64)
+					in := base()
+					if !setPast(reflect.ValueOf(in).Elem(), append(append([]string{}, path...), f.GoName), k, limit) {
+						t.Errorf("%s.%s: could not set it past %s=%s", p.t.Name(), jp, k, v)
+						continue
+					}
+					err := in.(interface{ Validate() error }).Validate()
+					if err == nil || !strings.Contains(err.Error(), jp) {
+						t.Errorf("%s with %s past %s=%s: Validate() = %v, want an error naming it", p.t.Name(), jp, k, v, err)
+					}
+					checked++
+				}
+			}
+		}
+		walk(p.t, nil, "")
+	}
+	if checked < 20 {
+		t.Errorf("only %d bounds checked", checked)
+	}
+}
+
+// setPast sets the field at path (Go names; a slice's first element) just
+// past its bound.
+func setPast(v reflect.Value, path []string, kind string, limit float64) bool {
+	for i, name := range path {
+		for v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		if v.Kind() == reflect.Slice {
+			if v.Len() == 0 {
+				v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+			}
+			v = v.Index(0)
+		}
+		v = v.FieldByName(name)
+		if !v.IsValid() {
+			return false
+		}
+		if i < len(path)-1 {
+			continue
+		}
+		if v.Kind() == reflect.Pointer {
+			v.Set(reflect.New(v.Type().Elem()))
+			v = v.Elem()
+		}
+		switch {
+		case kind == "maxlen" && v.Kind() == reflect.String:
+			v.SetString(strings.Repeat("a", int(limit)+1))
+		case kind == "maxitems" && v.Kind() == reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), int(limit)+1, int(limit)+1))
+		case kind == "max" && v.CanInt():
+			v.SetInt(int64(limit) + 1)
+		case kind == "max" && v.CanFloat():
+			v.SetFloat(limit + 1)
+		default:
+			return false
+		}
+	}
+	return true
 }

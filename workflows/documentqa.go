@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 )
@@ -38,23 +39,23 @@ const DefaultChunksPerRun = 200
 type DocumentQAInput struct {
 	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
 	// document, converted to text first (see docs/DOCUMENTS.md).
-	Document string `json:"document" contract:"required"`
+	Document string `json:"document" contract:"required,maxlen=1024"`
 	// Question is asked of the document; at most 16 KiB.
-	Question string `json:"question" contract:"required"`
+	Question string `json:"question" contract:"required,maxlen=16384"`
 	// GoldAnswers, when given, are used to score the answer.
 	GoldAnswers []string                `json:"gold_answers,omitempty" contract:"alias=answers"`
 	Options     activities.ModelOptions `json:"options"`
 	// ChunksPerRun overrides DefaultChunksPerRun.
-	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0"`
+	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0,max=10000"`
 	// OutputPrefix overrides the s3:// prefix of traces and result
 	// (default s3://<worker bucket>/runs/<workflow id>/<first run id>/).
-	OutputPrefix string `json:"output_prefix,omitempty"`
+	OutputPrefix string `json:"output_prefix,omitempty" contract:"maxlen=1024"`
 	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
 	// noticed and its activity retried elsewhere; default 15.
-	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0"`
+	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0,max=3600"`
 	// BatchID, when set, labels the run as one of a batch: it becomes the
 	// MemagentBatch search attribute, so a batch's runs can be listed.
-	BatchID string `json:"batch_id,omitempty"`
+	BatchID string `json:"batch_id,omitempty" contract:"maxlen=255"`
 	// Priority orders this run's tasks on a shared task queue that is
 	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
 	// started with, else 2 (a batch passes its own).
@@ -129,6 +130,9 @@ const SearchAttributesChange = "search-attributes"
 
 // Validate reports input that can never succeed.
 func (in DocumentQAInput) Validate() error {
+	if err := contract.Check(in); err != nil {
+		return err
+	}
 	if strings.TrimSpace(in.Document) == "" {
 		return errors.New("document is empty: set document to an s3:// URI")
 	}

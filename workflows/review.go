@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 )
@@ -65,7 +66,7 @@ type ReviewQuestion struct {
 	// not starting with '.'; default q1, q2, ... by position.
 	ID string `json:"id,omitempty" contract:"pattern=^$|^[A-Za-z0-9_-][A-Za-z0-9._-]*$,maxlen=64"`
 	// Question is asked of the document; at most 16 KiB.
-	Question string `json:"question" contract:"required"`
+	Question string `json:"question" contract:"required,maxlen=16384"`
 	// GoldAnswers, when given, score the answer.
 	GoldAnswers []string `json:"gold_answers,omitempty" contract:"alias=answers"`
 }
@@ -74,8 +75,8 @@ type ReviewQuestion struct {
 type ReviewInput struct {
 	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
 	// document, converted to text first (see docs/DOCUMENTS.md).
-	Document  string                  `json:"document" contract:"required"`
-	Questions []ReviewQuestion        `json:"questions" contract:"required"`
+	Document  string                  `json:"document" contract:"required,maxlen=1024"`
+	Questions []ReviewQuestion        `json:"questions" contract:"required,maxitems=100"`
 	Options   activities.ModelOptions `json:"options"`
 	// Parallelism is the most memory updates (and answers) in flight at
 	// once; default min(questions, DefaultReviewParallelism).
@@ -84,16 +85,16 @@ type ReviewInput struct {
 	// the slowest one, so that one slow call does not hold all the others
 	// while the chunks they share stay in the workers' caches; default
 	// DefaultReviewChunksAhead, 1 reads in lockstep.
-	MaxChunksAhead int `json:"max_chunks_ahead,omitempty" contract:"min=0"`
+	MaxChunksAhead int `json:"max_chunks_ahead,omitempty" contract:"min=0,max=100000"`
 	// ActivitiesPerRun is how many activities a run starts before it
 	// continues-as-new; default DefaultReviewActivitiesPerRun.
 	ActivitiesPerRun int `json:"activities_per_run,omitempty" contract:"min=0,max=1000"`
 	// OutputPrefix overrides the s3:// prefix of traces, results, grid and
 	// report (default s3://<worker bucket>/reviews/<workflow id>/<first run id>/).
-	OutputPrefix string `json:"output_prefix,omitempty"`
+	OutputPrefix string `json:"output_prefix,omitempty" contract:"maxlen=1024"`
 	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
 	// noticed; default 15.
-	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0"`
+	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0,max=3600"`
 	// Priority orders this run's tasks on a shared task queue that is
 	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
 	// started with, else 3.
@@ -216,6 +217,9 @@ func (in ReviewInput) WithDefaults() ReviewInput {
 // Validate reports input that can never succeed, phrased as what to change.
 // Question ids are checked after WithDefaults.
 func (in ReviewInput) Validate() error {
+	if err := contract.Check(in); err != nil {
+		return err
+	}
 	if strings.TrimSpace(in.Document) == "" {
 		return errors.New("document is empty: set document to an s3:// URI")
 	}

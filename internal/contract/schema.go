@@ -254,8 +254,9 @@ func copyMap(s map[string]any) map[string]any {
 // constrain adds the range a field declares in its tag: `contract:"min=64"`
 // (with "zero": 0 too, meaning the default), "max=2", "enum=a|b" (a
 // string's values; "" is allowed when the field may be omitted),
-// "pattern=…" (a string's regular expression, without commas) and
-// "maxlen=N".
+// "pattern=…" (a string's regular expression, without commas),
+// "maxlen=N" and "maxitems=N" (an array's length). Check enforces the same
+// tags.
 func constrain(s map[string]any, f Field) map[string]any {
 	sf, ok := f.Owner.FieldByName(f.GoName)
 	if !ok {
@@ -290,6 +291,8 @@ func constrain(s map[string]any, f Field) map[string]any {
 			out["pattern"] = v
 		case "maxlen":
 			out["maxLength"] = number(v)
+		case "maxitems":
+			out["maxItems"] = number(v)
 		}
 	}
 	if minimum != nil {

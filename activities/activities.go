@@ -201,13 +201,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	case err == nil && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && (idx.Bytes == info.Size || idx.Source != ""):
 		out.Reused = true
 	case err == nil || errors.Is(err, s3store.ErrNotFound):
-		release, err := a.planSlot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		idx, err = a.planDocument(ctx, loc, info, tok, opts.ChunkTokens, opts.InvalidUTF8 == InvalidUTF8Replace)
-		release()
-		if err != nil {
+		if idx, err = a.plan(ctx, in.Document, loc, info, tok, opts); err != nil {
 			return nil, err
 		}
 		if idx.PageMap, err = a.pageMapOf(ctx, in); err != nil {
@@ -242,6 +236,23 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	a.logger().InfoContext(ctx, "document prepared",
 		"document", in.Document, "chunks", out.Chunks, "tokens", out.Tokens, "bytes", out.Bytes, "reused_index", out.Reused)
 	return out, nil
+}
+
+// plan indexes a document in one of the worker's indexing slots, guarded
+// against a document that takes its worker down (guardHeavy).
+func (a *Activities) plan(ctx context.Context, uri string, loc s3store.Location, info s3store.ObjectInfo, tok memagent.Tokenizer, opts ModelOptions) (*memagent.ChunkIndex, error) {
+	release, err := a.planSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ended, err := a.guardHeavy(ctx, "indexing", uri)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := a.planDocument(ctx, loc, info, tok, opts.ChunkTokens, opts.InvalidUTF8 == InvalidUTF8Replace)
+	ended()
+	return idx, err
 }
 
 // planSlot waits for one of the worker's PlanConcurrency indexing slots,

@@ -133,7 +133,12 @@ func (a *Activities) ConvertDocument(ctx context.Context, in ConvertInput) (*Con
 		out.Reused = true
 		return out, nil
 	}
+	ended, err := a.guardHeavy(ctx, "conversion", in.Document)
+	if err != nil {
+		return nil, err
+	}
 	done, err := a.convert(ctx, loc, info, format, textLoc)
+	ended()
 	if err != nil {
 		return nil, err
 	}

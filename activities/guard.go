@@ -25,7 +25,7 @@ import (
 // write: a document or manifest is never read from them, so that one
 // caller cannot have a run quote another caller's results, traces,
 // grids, reports, cached answers or converted text.
-var outputAreas = []string{"runs/", "reviews/", "batches/", "answers/", "converted/", "indexes/"}
+var outputAreas = []string{"runs/", "reviews/", "batches/", "answers/", "converted/", "indexes/", guardsArea}
 
 // ownAreas are the output areas whose next path segment is the workflow id
 // that writes there: a run writes only into its own.

@@ -173,7 +173,7 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c cl
 // the answer cache, converted text): a caller's output or report prefix
 // may not point into them, so a run can never write over another run's
 // default outputs.
-var reservedAreas = []string{"runs/", "reviews/", "batches/", "indexes/", "documents/", "manifests/", "contexts/", "answers/", "converted/"}
+var reservedAreas = []string{"runs/", "reviews/", "batches/", "indexes/", "documents/", "manifests/", "contexts/", "answers/", "converted/", guardsArea}
 
 // heldByOtherRun reports whether loc holds an output that a run other than
 // runID wrote: its "run_id" differs, or it has none. A missing object is

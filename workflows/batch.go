@@ -302,29 +302,40 @@ func (in BatchQAInput) withDefaults() BatchQAInput {
 // DocumentQA's; start it by name (BatchQAName).
 func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, err error) {
 	edge := newBoundary(ctx)
-	var run batchRunInput
-	if err := edge.decode(input, &run); err != nil {
+	// The query answers from the start, so a caller polling it sees
+	// "failed" even for input that does not decode, as DocumentQA's does.
+	var b *batchRun
+	early := BatchStageExpanding
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (BatchProgress, error) {
+		if b == nil {
+			return BatchProgress{Stage: early}, nil
+		}
+		b.refresh()
+		return b.progress, nil
+	}); err != nil {
+		return nil, err
+	}
+	refuse := func(err error) error {
+		early = StageFailed
 		if edge.lifecycle {
 			_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
 		}
-		return nil, err
+		return err
+	}
+	var run batchRunInput
+	if err := edge.decode(input, &run); err != nil {
+		return nil, refuse(err)
 	}
 	in := run.BatchQAInput
 	if err := in.Validate(); err != nil {
-		if edge.lifecycle {
-			_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
-		}
-		return nil, badInput(err)
+		return nil, refuse(badInput(err))
 	}
 	in = in.withDefaults()
 	info := workflow.GetInfo(ctx)
 	st := run.State
 	if st != nil {
 		if err := checkCarry(ctx, st.From); err != nil {
-			if edge.lifecycle {
-				_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
-			}
-			return nil, err
+			return nil, refuse(err)
 		}
 	}
 	if st == nil {
@@ -334,17 +345,11 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		}
 	}
 	st.Runs++
-	b := &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID,
+	b = &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID,
 		prio: in.scheduling().taskPriority(ctx, PriorityBatch)}
 	b.progress.Stage = BatchStageRunning
 	if st.Expanded.WorkPrefix == "" {
 		b.progress.Stage = BatchStageExpanding
-	}
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (BatchProgress, error) {
-		b.refresh()
-		return b.progress, nil
-	}); err != nil {
-		return nil, err
 	}
 	defer func() {
 		if s := edge.closedStatus(err); s != "" && s != StageDone {

@@ -67,6 +67,16 @@ func TestBoundaryRejectsBadInput(t *testing.T) {
 			if got := u.merged()[AttrStatus]; got != StageFailed {
 				t.Errorf("%s = %v, want %q", AttrStatus, got, StageFailed)
 			}
+			// Every workflow answers its progress query for input it
+			// refused: "failed", never "unknown query type".
+			v, err := env.QueryWorkflow(ProgressQuery)
+			if err != nil {
+				t.Fatalf("progress query: %v", err)
+			}
+			var p struct{ Stage string }
+			if err := v.Get(&p); err != nil || p.Stage != StageFailed {
+				t.Errorf("progress stage = %q (%v), want %q", p.Stage, err, StageFailed)
+			}
 		})
 	}
 }

@@ -334,6 +334,16 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 			r.publish(StatusKey.ValueSet(s))
 		}
 	}()
+	// The query answers from the start, so a caller polling it sees
+	// "failed" even for input that does not decode, as DocumentQA's does.
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (ReviewProgress, error) {
+		if r.st == nil {
+			return ReviewProgress{Stage: r.stage}, nil
+		}
+		return r.progress(), nil
+	}); err != nil {
+		return nil, err
+	}
 	var run reviewRunInput
 	if err := edge.decode(input, &run); err != nil {
 		return nil, err
@@ -371,9 +381,6 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 	}
 	r.st.Runs++
 	r.inflight = make([]bool, len(in.Questions))
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (ReviewProgress, error) { return r.progress(), nil }); err != nil {
-		return nil, err
-	}
 
 	prepared := r.st.Prepared.IndexURI != ""
 	if prepared {

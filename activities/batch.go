@@ -842,7 +842,8 @@ type itemSpan struct {
 }
 
 // WriteBatchReport reads the outcome parts (streaming, through a spool file
-// on local disk, so memory stays bounded at any batch size), puts the items
+// on local disk, so that outcomes are not held in memory: what is held is
+// 16 bytes an outcome, at most MaxBatchUnits of them), puts the items
 // in manifest order and writes, under the report prefix: report.json
 // (BatchReport: the overall aggregate and one per value of every label),
 // results.jsonl and results.csv (one item a line), chart.svg (score against

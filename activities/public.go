@@ -90,9 +90,12 @@ func ParseTemplates(update, final string) (Templates, error) {
 
 // NewTokenizer returns a built-in tokenizer by name: DefaultTokenizer
 // ("qwen2.5", also "qwen" and "qwen3": the vocabulary of the published
-// MemAgent models) or "cl100k_base" (also ""). The vocabularies are in the
-// binary: it needs no download. Activities.Tokenizers is usually
-// this function.
+// MemAgent models), "cl100k_base" or "o200k_base" (also "o200k"). The
+// vocabularies are in the binary: it needs no download.
+// Activities.Tokenizers is usually this function. Note that "" here is
+// cl100k_base, while an empty options.tokenizer in a request means
+// DefaultTokenizer: ModelOptions.WithDefaults fills it before a request
+// reaches this function.
 func NewTokenizer(name string) (Tokenizer, error) { return tokenizer.New(name) }
 
 // ReviewUsage sums the model calls and tokens of a review, per question

@@ -364,11 +364,12 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 			dated = st.StartedAt.UTC().Format(DatedReportLayout)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 12 * time.Hour,
-			HeartbeatTimeout:    2 * time.Minute,
-			RetryPolicy:         retryPolicy(),
-			Priority:            b.prio,
-			Summary:             "expand manifest",
+			StartToCloseTimeout:   12 * time.Hour,
+			HeartbeatTimeout:      2 * time.Minute,
+			RetryPolicy:           retryPolicy(),
+			Priority:              b.prio,
+			DisableEagerExecution: skipsEagerExecution(b.prio),
+			Summary:               "expand manifest",
 		})
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, activities.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
@@ -394,11 +395,12 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 
 	b.publish(BatchStageReporting)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Hour,
-		HeartbeatTimeout:    2 * time.Minute,
-		RetryPolicy:         retryPolicy(),
-		Priority:            b.prio,
-		Summary:             "write report",
+		StartToCloseTimeout:   2 * time.Hour,
+		HeartbeatTimeout:      2 * time.Minute,
+		RetryPolicy:           retryPolicy(),
+		Priority:              b.prio,
+		DisableEagerExecution: skipsEagerExecution(b.prio),
+		Summary:               "write report",
 	})
 	parts := make([]string, len(st.Parts))
 	for i, p := range st.Parts {
@@ -531,11 +533,12 @@ func (b *batchRun) runItems() error {
 	stopping := false
 	resolve := func(page int) workflow.Future {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 30 * time.Minute,
-			HeartbeatTimeout:    time.Minute,
-			RetryPolicy:         retryPolicy(),
-			Priority:            b.prio,
-			Summary:             fmt.Sprintf("resolve page %d/%d", page+1, st.Expanded.Pages),
+			StartToCloseTimeout:   30 * time.Minute,
+			HeartbeatTimeout:      time.Minute,
+			RetryPolicy:           retryPolicy(),
+			Priority:              b.prio,
+			DisableEagerExecution: skipsEagerExecution(b.prio),
+			Summary:               fmt.Sprintf("resolve page %d/%d", page+1, st.Expanded.Pages),
 		})
 		opts := b.in.Options
 		opts.Model = st.Expanded.Model
@@ -683,10 +686,11 @@ func (b *batchRun) flush() error {
 	})
 	name := fmt.Sprintf("parts/run-%04d-%04d.jsonl", b.st.Runs, b.parts)
 	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:         retryPolicy(),
-		Priority:            b.prio,
-		Summary:             fmt.Sprintf("write %d outcomes", len(b.buffer)),
+		StartToCloseTimeout:   10 * time.Minute,
+		RetryPolicy:           retryPolicy(),
+		Priority:              b.prio,
+		DisableEagerExecution: skipsEagerExecution(b.prio),
+		Summary:               fmt.Sprintf("write %d outcomes", len(b.buffer)),
 	})
 	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, activities.WriteResultsInput{
 		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer,

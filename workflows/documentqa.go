@@ -91,7 +91,7 @@ type QAState struct {
 	StartedAt   time.Time                `json:"started_at"`
 	TracePrefix string                   `json:"trace_prefix"`
 	// Evidence are the chunks at which the memory changed materially
-	// (see ConvertDocumentChange's noteEvidence), at most MaxReviewEvidence.
+	// (see QAState.noteEvidence), at most MaxReviewEvidence.
 	Evidence        []report.ReviewEvidence `json:"evidence,omitempty"`
 	EvidenceDropped int                     `json:"evidence_dropped,omitempty"`
 }

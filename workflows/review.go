@@ -445,11 +445,12 @@ type reviewRun struct {
 
 func (r *reviewRun) activityOptions(summary string) workflow.Context {
 	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 15 * time.Minute,
-		HeartbeatTimeout:    r.hb,
-		RetryPolicy:         retryPolicy(),
-		Priority:            r.prio,
-		Summary:             summary,
+		StartToCloseTimeout:   15 * time.Minute,
+		HeartbeatTimeout:      r.hb,
+		RetryPolicy:           retryPolicy(),
+		Priority:              r.prio,
+		DisableEagerExecution: skipsEagerExecution(r.prio),
+		Summary:               summary,
 	})
 }
 
@@ -463,11 +464,12 @@ func (r *reviewRun) prepare() error {
 		}
 	}
 	actx := workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    r.hb,
-		RetryPolicy:         retryPolicy(),
-		Priority:            r.prio,
-		Summary:             "prepare document",
+		StartToCloseTimeout:   30 * time.Minute,
+		HeartbeatTimeout:      r.hb,
+		RetryPolicy:           retryPolicy(),
+		Priority:              r.prio,
+		DisableEagerExecution: skipsEagerExecution(r.prio),
+		Summary:               "prepare document",
 	})
 	prep := activities.PrepareInput{
 		Document: r.in.Document, Question: longest, Options: r.in.Options,

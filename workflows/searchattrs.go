@@ -29,8 +29,11 @@ const (
 	// AttrChunksTotal is the document's number of chunks (Int), set once
 	// the document is prepared.
 	AttrChunksTotal = "MemagentChunksTotal"
-	// AttrStatus is the run's stage (Keyword): one of StagePreparing,
-	// StageReading, StageAnswering, StageDone, StageFailed.
+	// AttrStatus is the run's stage (Keyword): while it runs, DocumentQA's
+	// StagePreparing, StageReading or StageAnswering, a review's also
+	// StageWriting, a batch's BatchStageExpanding, BatchStageRunning or
+	// BatchStageReporting; once closed, StageDone, StageFailed,
+	// StageCanceled, or StageContinued for a run that continued as new.
 	AttrStatus = "MemagentStatus"
 )
 

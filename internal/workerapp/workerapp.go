@@ -280,8 +280,8 @@ func adviseHostedModel(cfg config.Config, model string, maxLen int, tok memagent
 // workflows and the given activities registered. Its activity slots default
 // to twice the model pool's capacity: the extra calls wait inside the pool
 // (heartbeating), so a freed model slot goes to a waiting call at once
-// rather than after a task-queue poll (measured in bench/: 83% pool
-// utilisation with slots = capacity, 88% with twice that).
+// rather than after a task-queue poll. (An earlier bench, since removed,
+// measured the gain; no current figure in BENCHMARKS.md isolates it.)
 func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, capacity int, opts Options) worker.Worker {
 	n := opts.Concurrency
 	if n <= 0 {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,12 +24,10 @@ import (
 // that its CPU time and peak memory are the conversion's alone.
 const convertProcessEnv = "MEMAGENT_BENCH_CONVERT"
 
-// pdftotextProcessEnv makes the bench binary run pdftotext on the PDF
-// named by convertProcessEnv and report its CPU and peak memory. Linux keeps
-// a process's peak resident set across fork and exec, so pdftotext forked
-// from the bench itself (gigabytes after the scale section) would report
-// the bench's; forked from this small child, it reports its own.
-const pdftotextProcessEnv = "MEMAGENT_BENCH_PDFTOTEXT"
+// timeCommand is GNU time, which reports a command's peak resident set
+// and CPU time the way pdftotext's users would measure it
+// (/usr/bin/time -v): pdftotext runs under it, from the bench directly.
+const timeCommand = "/usr/bin/time"
 
 // convertCacheEnv overrides the child's compilation cache directory: an
 // empty one measures a cold start.
@@ -65,8 +64,8 @@ type convertChild struct {
 	Bytes       int64 `json:"bytes"`
 	FactOneLine bool  `json:"fact_one_line"`
 	// PeakRSS is the converting process's own peak resident set, bytes:
-	// VmHWM for memagent (the kernel's wait4 figure would include the
-	// bench's memory at fork), wait4's for pdftotext run from this child.
+	// VmHWM (the kernel's wait4 figure would include the bench's memory at
+	// fork).
 	PeakRSS int64 `json:"peak_rss"`
 }
 
@@ -86,32 +85,6 @@ func vmHWM() int64 {
 		}
 	}
 	return 0
-}
-
-// runPdftotextProcess is the child that runs pdftotext and reports it.
-func runPdftotextProcess(tool, pdf string) error {
-	out, err := os.CreateTemp("", "memagent-bench-pdftotext-*")
-	if err != nil {
-		return err
-	}
-	out.Close()
-	defer os.Remove(out.Name())
-	cmd := exec.Command(tool, pdf, out.Name())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	began := time.Now()
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("pdftotext: %w: %s", err, stderr.String())
-	}
-	wall := time.Since(began)
-	text, err := os.ReadFile(out.Name())
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(os.Stdout).Encode(convertChild{
-		Pages: convertPages, CPUNanos: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Nanoseconds(), WallNanos: wall.Nanoseconds(),
-		Bytes: int64(len(text)), FactOneLine: bytes.Contains(text, []byte(docgen.Fact)), PeakRSS: maxRSS(cmd),
-	})
 }
 
 // runConvertProcess is the child: convert the PDF named by the
@@ -187,8 +160,11 @@ func runConvert(ctx context.Context, rounds int) (*convertResult, error) {
 	}
 	res := &convertResult{PDFBytes: len(pdf)}
 	tool, lookErr := exec.LookPath("pdftotext")
+	if lookErr == nil {
+		_, lookErr = os.Stat(timeCommand)
+	}
 	if lookErr != nil {
-		res.Missing = "pdftotext is not installed (apt-get install -y poppler-utils)"
+		res.Missing = "pdftotext or GNU time is not installed (scripts/test-deps.sh, or apt-get install -y poppler-utils time)"
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -212,7 +188,7 @@ func runConvert(ctx context.Context, rounds int) (*convertResult, error) {
 		res.Memagent = append(res.Memagent, r)
 		fmt.Fprintf(os.Stderr, "convert round %d: memagent %.1f pages/s per core, %.0f MB\n", i+1, r.pagesPerCoreSecond(), float64(r.PeakRSS)/(1<<20))
 		if lookErr == nil {
-			r, err := pdftotextRun(ctx, self, tool, path)
+			r, err := pdftotextRun(ctx, tool, path)
 			if err != nil {
 				return nil, err
 			}
@@ -241,29 +217,74 @@ func convertChildRun(ctx context.Context, self, pdf, cache string) (convertRun, 
 		Start: time.Duration(c.StartNanos), PeakRSS: c.PeakRSS, Bytes: c.Bytes, Fact: c.FactOneLine}, nil
 }
 
-func pdftotextRun(ctx context.Context, self, tool, pdf string) (convertRun, error) {
-	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(os.Environ(), convertProcessEnv+"="+pdf, pdftotextProcessEnv+"="+tool)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+// pdftotextRun runs pdftotext on pdf under /usr/bin/time -v and reads the
+// figures GNU time prints: user and system time and the maximum resident
+// set. time is a small program, so the figure is pdftotext's own, not
+// what a large parent held when it forked.
+func pdftotextRun(ctx context.Context, tool, pdf string) (convertRun, error) {
+	out, err := os.CreateTemp("", "memagent-bench-pdftotext-*")
+	if err != nil {
+		return convertRun{}, err
+	}
+	out.Close()
+	defer os.Remove(out.Name())
+	cmd := exec.CommandContext(ctx, timeCommand, "-v", tool, pdf, out.Name())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	began := time.Now()
 	if err := cmd.Run(); err != nil {
-		return convertRun{}, fmt.Errorf("pdftotext process: %w: %s", err, stderr.String())
+		return convertRun{}, fmt.Errorf("%s -v pdftotext: %w: %s", timeCommand, err, stderr.String())
 	}
-	var c convertChild
-	if err := json.Unmarshal(stdout.Bytes(), &c); err != nil {
-		return convertRun{}, fmt.Errorf("pdftotext process printed %q: %w", stdout.String(), err)
+	wall := time.Since(began)
+	text, err := os.ReadFile(out.Name())
+	if err != nil {
+		return convertRun{}, err
 	}
-	return convertRun{Pages: c.Pages, CPU: time.Duration(c.CPUNanos), Wall: time.Duration(c.WallNanos),
-		PeakRSS: c.PeakRSS, Bytes: c.Bytes, Fact: c.FactOneLine}, nil
+	report, err := parseTimeV(stderr.String())
+	if err != nil {
+		return convertRun{}, err
+	}
+	return convertRun{Pages: convertPages, CPU: report.cpu, Wall: wall, PeakRSS: report.maxRSS,
+		Bytes: int64(len(text)), Fact: bytes.Contains(text, []byte(docgen.Fact))}, nil
 }
 
-// maxRSS is a finished child's peak resident set in bytes (Linux reports
-// KiB).
-func maxRSS(cmd *exec.Cmd) int64 {
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss << 10
+// timeV is what GNU time -v reports of a command.
+type timeV struct {
+	cpu    time.Duration
+	maxRSS int64 // bytes
+}
+
+// parseTimeV reads GNU time -v's report: "User time (seconds): 0.21",
+// "System time (seconds): 0.03", "Maximum resident set size (kbytes): 12800".
+func parseTimeV(report string) (timeV, error) {
+	var r timeV
+	found := 0
+	for _, line := range strings.Split(report, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "): ")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "User time (seconds", "System time (seconds":
+			sec, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return r, fmt.Errorf("time -v: %q: %w", line, err)
+			}
+			r.cpu += time.Duration(sec * float64(time.Second))
+			found++
+		case "Maximum resident set size (kbytes":
+			kb, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return r, fmt.Errorf("time -v: %q: %w", line, err)
+			}
+			r.maxRSS = kb << 10
+			found++
+		}
 	}
-	return 0
+	if found != 3 {
+		return r, fmt.Errorf("time -v printed no user time, system time and maximum resident set: %q", report)
+	}
+	return r, nil
 }
 
 // median returns the run with the median CPU time.
@@ -274,7 +295,7 @@ func median(runs []convertRun) convertRun {
 }
 
 func writeConvert(w io.Writer, r *convertResult) {
-	fmt.Fprintf(w, "## Document conversion\n\nA generated %d-page PDF (%.1f MB; one column of body text, a running header, footer and page number on every page, the planted fact on page 617) converted to text by memagent's converter (PDFium in WebAssembly under wazero, one instance, running headers, footers and page numbers dropped, paragraphs rejoined) and by Debian's `pdftotext` (poppler-utils, default reading-order mode) on the same file in the same run, each in its own process, %d rounds alternating; the median round by CPU time. Pages per second per core is pages over the process's user+system CPU time of the conversion (memagent's excludes PDFium's start-up, shown apart); peak memory is the process's maximum resident set. \"fact on one line\" says whether the planted sentence came out unbroken, as the simulator needs it.\n\n",
+	fmt.Fprintf(w, "## Document conversion\n\nA generated %d-page PDF (%.1f MB; one column of body text, a running header, footer and page number on every page, the planted fact on page 617) converted to text by memagent's converter (PDFium in WebAssembly under wazero, one instance, running headers, footers and page numbers dropped, paragraphs rejoined) and by Debian's `pdftotext` (poppler-utils, default reading-order mode) on the same file in the same run, each in its own process, %d rounds alternating; the median round by CPU time. Pages per second per core is pages over the process's user+system CPU time of the conversion (memagent's excludes PDFium's start-up, shown apart); peak memory is the process's maximum resident set: memagent's is its converting process's VmHWM, pdftotext's is what `/usr/bin/time -v pdftotext` reports, run from the bench directly, as pdftotext's users would measure it. \"fact on one line\" says whether the planted sentence came out unbroken, as the simulator needs it.\n\n",
 		convertPages, float64(r.PDFBytes)/(1<<20), len(r.Memagent))
 	fmt.Fprintln(w, "| converter | pages | CPU | wall | pages/s per core | peak memory | text bytes | fact on one line | start-up |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")

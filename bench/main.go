@@ -46,11 +46,7 @@ type benchEnv struct {
 
 func main() {
 	if pdf := os.Getenv(convertProcessEnv); pdf != "" {
-		run := runConvertProcess
-		if tool := os.Getenv(pdftotextProcessEnv); tool != "" {
-			run = func(pdf string) error { return runPdftotextProcess(tool, pdf) }
-		}
-		if err := run(pdf); err != nil {
+		if err := runConvertProcess(pdf); err != nil {
 			fmt.Fprintln(os.Stderr, "bench convert:", err)
 			os.Exit(1)
 		}

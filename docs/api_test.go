@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/internal/workerapp/workerapptest"
 )
 
@@ -122,9 +123,7 @@ func TestAPIExamples(t *testing.T) {
 		t.Skip("starts the embedded Temporal server")
 	}
 	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not on PATH: docs/API.md's examples need bash, curl and jq (apt-get install curl jq)", tool)
-		}
+		testdeps.Command(t, tool, "docs/API.md's examples need bash, curl and jq: apt-get install curl jq")
 	}
 	blocks, err := markedBlocks("API.md")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
@@ -22,12 +23,10 @@ const chromiumPath = "/usr/bin/chromium"
 // a run over another document, and the run's page names the document. It
 // needs Chromium, which CI does not have by default.
 func TestWebUIShowsRun(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("%s is absent, so the Web UI cannot be checked: install it (apt-get install -y chromium, as root) or run scripts/ui-check.sh", chromiumPath)
-	}
 	if testing.Short() {
 		t.Skip("starts a second dev stack with the Web UI and a browser; skipped in -short mode")
 	}
+	testdeps.File(t, chromiumPath, "the Web UI cannot be checked without Chromium: apt-get install -y chromium (as root), or run scripts/ui-check.sh")
 	// The shared stack runs without the Web UI: this test has its own.
 	d, err := workerapp.StartDev(context.Background(), workerapp.DevOptions{
 		FreePorts: true, Simulator: true,

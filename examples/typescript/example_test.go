@@ -2,13 +2,13 @@ package typescript_test
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/internal/workerapp/workerapptest"
 )
 
@@ -21,14 +21,9 @@ func TestTypeScriptExample(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded Temporal server and Node.js")
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not on PATH: install Node.js 20.3 or later, then run npm ci --prefix examples/typescript")
-	}
+	node := testdeps.Command(t, "node", "install Node.js 20.3 or later, then run npm ci --prefix examples/typescript")
 	for _, dep := range []string{"@temporalio/client", "@aws-sdk/client-s3", "typescript"} {
-		if _, err := os.Stat(filepath.Join("node_modules", dep, "package.json")); err != nil {
-			t.Skipf("%s is not installed: run npm ci --prefix examples/typescript", dep)
-		}
+		testdeps.File(t, filepath.Join("node_modules", dep, "package.json"), "run npm ci --prefix examples/typescript")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

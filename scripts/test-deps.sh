@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# test-deps: install what the tests need from outside Go, and nothing when
+# it is all there already (idempotent; .ci/run calls it, anyone may):
+#   - jq and curl: docs/API.md's examples (docs TestAPIExamples)
+#   - chromium: the Web UI check (starter TestWebUIShowsRun)
+#   - poppler-utils (pdftotext) and time (/usr/bin/time -v): the conversion
+#     benchmark measures pdftotext the way its users would
+#   - the npm modules of examples/typescript (TestTypeScriptExample)
+# Debian packages need root (apt-get); Node.js and npm must be on PATH.
+# With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v jq >/dev/null || need+=(jq)
+command -v curl >/dev/null || need+=(curl)
+command -v pdftotext >/dev/null || need+=(poppler-utils)
+[ -x /usr/bin/time ] || need+=(time)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "test-deps: missing ${need[*]}: run this script as root (it uses apt-get)" >&2
+    exit 1
+  fi
+  echo "test-deps: installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if ! command -v npm >/dev/null; then
+  echo "test-deps: npm is not on PATH: install Node.js 20.3 or later" >&2
+  exit 1
+fi
+# npm ci only when the modules are missing or older than the lock file.
+stamp=examples/typescript/node_modules/.package-lock.json
+if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; then
+  npm ci --prefix examples/typescript --no-audit --no-fund
+fi
+echo "test-deps: jq, curl, pdftotext, chromium and the TypeScript example's modules are in place"

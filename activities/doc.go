@@ -1,8 +1,17 @@
-// Package activities holds memagent's Temporal activities: PrepareDocument
-// (stream a document from S3, cut it into token-bounded chunks, store the
-// chunk index), UpdateMemory (one chunk's memory rewrite by the model) and
-// Answer (the final answer from the memory alone, scored against gold
-// answers when given).
+// Package activities holds memagent's Temporal activities. For a question
+// (DocumentQA): ConvertDocument (PDF, DOCX or HTML to text and a page map,
+// once per object version), PrepareDocument (stream a document from S3,
+// cut it into token-bounded chunks, store the chunk index), UpdateMemory
+// (one chunk's memory rewrite by the model) and Answer (the final answer
+// from the memory alone, scored against gold answers when given). For a
+// review (ReviewDocument): ReviewUpdate (UpdateMemory through the chunk
+// cache, recording evidence) and WriteReview (grid and report). For a
+// batch (BatchQA): ExpandManifest, ResolveBatchPage (with the answer
+// cache), WriteBatchResults and WriteBatchReport.
+//
+// Every activity checks what it reads and writes itself (guard.go), against
+// the worker's read and write prefixes and the areas runs own, whatever its
+// workflow handed it.
 //
 // Activities are methods on Activities, which holds the dependencies behind
 // small interfaces declared here. They are idempotent: a retried attempt

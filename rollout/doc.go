@@ -1,9 +1,14 @@
 // Package rollout exports the rollouts of a BatchQA run as training data
 // for reinforcement learning of a MemAgent model: JSON Lines with one
 // record per model turn (each memory update, then the final answer) of
-// every answered sample, carrying the exact chat messages sent, the exact
-// text returned, a loss mask (1 for a memory update, 0 for the final
+// every answered sample, carrying the exact chat messages sent, the
+// completion as the worker kept it, a loss mask (1 for a memory update, 0 for the final
 // answer) and the sample's reward spread evenly over its turns.
+//
+// The completion is the model's text after the worker's inference client
+// removed its reasoning (a <think> block; a separate reasoning_content is
+// never read): for reinforcement learning of a thinking model, whose
+// rollouts need the reasoning too, these records are not enough.
 //
 // It reads what the batch left in S3 (report.json, results.jsonl, each
 // sample's result.json and chunk traces, and the documents' chunk bytes)

@@ -1,7 +1,16 @@
 // Package workflows holds memagent's Temporal workflows. DocumentQA answers
-// one question about one document: prepare the chunk index, one durable
-// UpdateMemory activity per chunk carrying the memory forward as workflow
-// state, then one Answer activity.
+// one question about one document: convert it if it is not text, prepare
+// the chunk index, one durable UpdateMemory activity per chunk carrying the
+// memory forward as workflow state, then one Answer activity.
+// ReviewDocument asks many questions of one document, reading each chunk
+// once for all of them, and writes a grid. BatchQA runs a manifest of
+// questions as DocumentQA children in a sliding window, reusing earlier
+// answers, and writes a report.
+//
+// Each takes one JSON object, decoded strictly at the boundary
+// (boundary.go); a run hands its progress to the next after
+// continue-as-new in a state that only the workflow writes, and refuses
+// one a caller sent (carry.go).
 //
 // Everything here is deterministic workflow code: no time.Now, math/rand,
 // os, net, bare goroutines, map iteration that shapes output, or fmt.Print.

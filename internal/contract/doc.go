@@ -5,8 +5,13 @@
 // member, a wrong type or malformed JSON is reported with its JSON path
 // ("options.chunk_token: unknown field; did you mean options.chunk_tokens?")
 // instead of being dropped or defaulted. Schema generates the published
-// schemas (docs/schemas) from the same types, and SourceDocs lifts their
-// doc comments, so schemas, docs and decoding cannot drift apart.
+// schemas (docs/schemas) from the same types and their `contract` tags,
+// Check enforces those tags' ranges (every input's Validate calls it), and
+// SourceDocs lifts the types' doc comments: the shapes, the ranges of
+// single fields and the docs come from one source. What a tag cannot say
+// (sizes across fields, an alias given with its name, what a worker's
+// prefixes allow) is checked by each input's Validate and by the
+// activities, and documented in docs/API.md.
 //
 // The package is pure: no I/O but SourceDocs' reading of source files (for
 // generators and tests), no Temporal, no clocks, deterministic output, so

@@ -44,6 +44,11 @@ type benchEnv struct {
 	logger   *slog.Logger
 }
 
+// serverSettings names the settings of the Temporal server every figure
+// below was measured on; a self-hosted cluster has other defaults
+// (docs/DEPLOY.md says which it needs).
+const serverSettings = "Every figure that involves Temporal was measured on the embedded dev server (`go.temporal.io/server` v1.32.0, SQLite in memory, one process with the worker, S3 and the simulator on loopback, 2 cores) with its development settings, not a production cluster's defaults: eager activity execution on (`system.enableActivityEagerExecution`), `history.transferProcessorMaxPollRPS` 1000 (default 20, which adds up to 50 ms a step), `history.workflowIdReuseMinimalInterval` 0 (default 1 s between runs of one id, continue-as-new included), the new matcher with fairness (`matching.useNewMatcher`, `matching.enableFairness`)."
+
 func main() {
 	if pdf := os.Getenv(convertProcessEnv); pdf != "" {
 		if err := runConvertProcess(pdf); err != nil {
@@ -111,8 +116,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	var report strings.Builder
-	fmt.Fprintf(&report, "# Benchmarks\n\nCommand: `go run ./bench%s` on %s. The model is the inference simulator: these figures measure the system around the model, never a model.\n\n",
-		argsSuffix(args), time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&report, "# Benchmarks\n\nCommand: `go run ./bench%s` on %s. The model is the inference simulator: these figures measure the system around the model, never a model.\n\n%s\n\n",
+		argsSuffix(args), time.Now().UTC().Format("2006-01-02"), serverSettings)
 	want := func(s string) bool { return *only == "" || *only == s }
 	if want("tokenizer") {
 		fmt.Fprintln(&report, "## Tokenizers\n\nTokens per second on one core (one goroutine), over a generated English document of 1M tokens cut into 64 KiB pieces, as the chunk planner feeds them.")

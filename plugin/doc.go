@@ -42,8 +42,12 @@
 // options the host left at their zero value (activity slots, the task
 // queue's activity rate, the stop timeout).
 //
-// It must never dial Temporal, own the host's client or worker, or change
-// what the host set. In particular it never changes a data or failure
+// It must never own the host's client or worker, or change what the host
+// set. It dials Temporal in one case only: listed in client.Options.Plugins,
+// when the host creates a client that is not lazy, it opens one short-lived
+// connection of its own, with the host's client options less the plugins,
+// to check the namespace's search attributes (see above), and closes it at
+// once; a lazy client or worker options alone dial nothing. In particular it never changes a data or failure
 // converter unless Options.InstallConverter asks it to.
 //
 // # Encrypted payloads, and how operators read them

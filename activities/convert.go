@@ -246,7 +246,9 @@ func (a *Activities) converter() *docconv.Converter {
 	a.indexMu.Lock()
 	defer a.indexMu.Unlock()
 	if a.documents == nil {
-		a.documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir()}
+		a.documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir(), Limits: docconv.Limits{
+			MaxTextBytes: a.Limits.MaxConvertedBytes, PDFMemoryBytes: a.Limits.PDFMemoryBytes, Timeout: a.Limits.ConvertTimeout,
+		}}
 	}
 	return a.documents
 }

@@ -58,6 +58,15 @@ type Limits struct {
 	// MaxChunks bounds the chunk count of one document; default 1,000,000
 	// (5 billion tokens at the default chunk size).
 	MaxChunks int
+	// MaxConvertedBytes bounds the text converted from one PDF, DOCX or
+	// HTML document; default 64 MiB.
+	MaxConvertedBytes int64
+	// PDFMemoryBytes bounds the WebAssembly memory of each PDFium instance
+	// (a page whose layout needs more fails); default 64 MiB, enough for
+	// the 2,415 pages of R's reference manual.
+	PDFMemoryBytes int64
+	// ConvertTimeout bounds one conversion; default 10 minutes.
+	ConvertTimeout time.Duration
 }
 
 // MaxQuestionBytes bounds a question; it is part of every prompt, so a long

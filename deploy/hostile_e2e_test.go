@@ -1,13 +1,10 @@
 package deploy
 
 import (
-	"archive/zip"
 	"bytes"
-	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -36,15 +34,14 @@ type hostileInput struct {
 	settle string
 }
 
-// hostileInputs are generated here, small on the wire (all but the HTML,
-// which is large by construction), and each once took a worker past its
-// chart's 1 GiB: a 255 KB DOCX to 3.5 GB, a 4.7 KB PDF to 3.75 GB.
-var hostileInputs = []hostileInput{
-	{"DOCX: one paragraph of 256 MiB of \"a \"", func() []byte { return hugeParagraphDOCX(256 << 20) }, activities.ErrBadInput},
-	{"DOCX: 20 million nested elements", func() []byte { return nestedDOCX(20_000_000) }, activities.ErrBadInput},
-	{"PDF: a form XObject drawn 64,000 times on one page", func() []byte { return xobjectBombPDF(64000) }, activities.ErrBadInput},
-	{"HTML: 100 MiB in one <p>", func() []byte { return hugeParagraphHTML(100 << 20) }, activities.ErrBadInput},
-	{"text: 1 MiB without whitespace", func() []byte { return bytes.Repeat([]byte("a"), 1<<20) }, ""},
+// hostileInputs are docconvtest's hostile documents, each to end as
+// memagent.BadInput, and a text of 1 MiB without whitespace, to be read.
+func hostileInputs() []hostileInput {
+	var out []hostileInput
+	for _, h := range docconvtest.HostileInputs() {
+		out = append(out, hostileInput{h.Name, h.Make, activities.ErrBadInput})
+	}
+	return append(out, hostileInput{"text: 1 MiB without whitespace", func() []byte { return bytes.Repeat([]byte("a"), 1<<20) }, ""})
 }
 
 // TestHostileInputsOnTheWorkerBinary runs the worker binary as a container
@@ -108,7 +105,7 @@ func TestHostileInputsOnTheWorkerBinary(t *testing.T) {
 		err = run.Get(ctx, &res)
 		return &res, err
 	}
-	for i, in := range hostileInputs {
+	for i, in := range hostileInputs() {
 		t.Run(in.name, func(t *testing.T) {
 			doc := in.make()
 			began := time.Now()
@@ -178,102 +175,10 @@ func (w *workerProcess) peakRSS(t *testing.T) int64 {
 	return 0
 }
 
-// docx writes a DOCX whose word/document.xml is written by body.
-func docx(body func(w io.Writer)) []byte {
-	var buf bytes.Buffer
-	z := zip.NewWriter(&buf)
-	add := func(name, content string) {
-		f, _ := z.Create(name)
-		io.WriteString(f, content)
-	}
-	add("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`)
-	add("_rels/.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`)
-	f, _ := z.Create("word/document.xml")
-	io.WriteString(f, `<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`)
-	body(f)
-	io.WriteString(f, `</w:body></w:document>`)
-	z.Close()
-	return buf.Bytes()
-}
-
-// hugeParagraphDOCX is one paragraph of n bytes of "a a a …", streamed
-// into the deflater, so the file stays small.
-func hugeParagraphDOCX(n int) []byte {
-	return docx(func(w io.Writer) {
-		io.WriteString(w, `<w:p><w:r><w:t xml:space="preserve">`)
-		block := bytes.Repeat([]byte("a "), 32<<10)
-		for written := 0; written < n; written += len(block) {
-			w.Write(block)
-		}
-		io.WriteString(w, `</w:t></w:r></w:p>`)
-	})
-}
-
-// nestedDOCX nests n elements inside one another.
-func nestedDOCX(n int) []byte {
-	return docx(func(w io.Writer) {
-		open, closing := bytes.Repeat([]byte("<w:p>"), 1<<12), bytes.Repeat([]byte("</w:p>"), 1<<12)
-		for i := 0; i < n; i += 1 << 12 {
-			w.Write(open)
-		}
-		for i := 0; i < n; i += 1 << 12 {
-			w.Write(closing)
-		}
-	})
-}
-
-// hugeParagraphHTML is an HTML page of one <p> of n bytes of words.
-func hugeParagraphHTML(n int) []byte {
-	var b bytes.Buffer
-	b.Grow(n + 64)
-	b.WriteString("<!DOCTYPE html><html><body><p>")
-	word := []byte("lorem ipsum ")
-	for b.Len() < n {
-		b.Write(word)
-	}
-	b.WriteString("</p></body></html>")
-	return b.Bytes()
-}
-
-// xobjectBombPDF is a one-page PDF whose content stream draws one form
-// XObject, holding a line of text, draws times over: a few KB deflated,
-// millions of characters for a text extractor.
-func xobjectBombPDF(draws int) []byte {
-	var content bytes.Buffer
-	zw := zlib.NewWriter(&content)
-	for range draws {
-		io.WriteString(zw, "q /X1 Do Q\n")
-	}
-	zw.Close()
-	form := "BT /F1 10 Tf 20 700 Td (The quick brown fox jumps over the lazy dog, again and again and again and again.) Tj ET"
-	objs := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X1 5 0 R >> /Font << /F1 6 0 R >> >> /Contents 4 0 R >>",
-		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", content.Len(), content.Bytes()),
-		fmt.Sprintf("<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 6 0 R >> >> /Length %d >>\nstream\n%s\nendstream", len(form), form),
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
-}
-
 // TestHostileInputsAreSmall: the generators make what a hostile caller
 // would send, a few hundred KB at most (the HTML aside).
 func TestHostileInputsAreSmall(t *testing.T) {
-	for _, in := range hostileInputs {
+	for _, in := range hostileInputs() {
 		if n := len(in.make()); n > 2<<20 && !strings.HasPrefix(in.name, "HTML") {
 			t.Errorf("%s: %d bytes", in.name, n)
 		}

@@ -141,6 +141,14 @@ type Config struct {
 	// server (MEMAGENT_CODEC_CORS_ORIGINS, comma-separated).
 	CodecOrigins []string
 
+	// MaxConvertedMB bounds the text converted from one PDF, DOCX or HTML
+	// document, in MiB (MEMAGENT_MAX_CONVERTED_MB); PDFMemoryMB bounds the
+	// memory of each PDFium instance (MEMAGENT_PDF_MEMORY_MB);
+	// ConvertTimeout bounds one conversion (MEMAGENT_CONVERT_TIMEOUT). 0
+	// means the converter's defaults (64 MiB, 64 MiB, 10m).
+	MaxConvertedMB int
+	PDFMemoryMB    int
+	ConvertTimeout time.Duration
 	// StopTimeout is how long a stopping worker lets in-flight activities
 	// run before it cancels them (MEMAGENT_STOP_TIMEOUT, worker
 	// --stop-timeout); 0 means DefaultStopTimeout. A deployment's grace
@@ -336,6 +344,25 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 			return c, fmt.Errorf("MEMAGENT_RATE_LIMIT %q: want activities per second >= 0", v)
 		}
 		c.RateLimit = f
+	}
+	for _, k := range []struct {
+		name string
+		to   *int
+	}{{"MEMAGENT_MAX_CONVERTED_MB", &c.MaxConvertedMB}, {"MEMAGENT_PDF_MEMORY_MB", &c.PDFMemoryMB}} {
+		if v, ok := get(k.name); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("%s %q: want a positive number of MiB", k.name, v)
+			}
+			*k.to = n
+		}
+	}
+	if v, ok := get("MEMAGENT_CONVERT_TIMEOUT"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("MEMAGENT_CONVERT_TIMEOUT %q: want a positive duration such as 10m", v)
+		}
+		c.ConvertTimeout = d
 	}
 	if v, ok := get("MEMAGENT_STOP_TIMEOUT"); ok {
 		d, err := time.ParseDuration(v)

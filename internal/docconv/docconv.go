@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,10 @@ const (
 	FormatOLE   = "ole"
 	FormatImage = "image"
 )
+
+// errConvertTimeout is the cause of a conversion's context past
+// Limits.Timeout.
+var errConvertTimeout = errors.New("conversion timed out")
 
 // SniffBytes is how much of the start of a file Detect wants.
 const SniffBytes = 8 << 10
@@ -129,11 +134,16 @@ type Result struct {
 type textWriter struct {
 	w     *bufio.Writer
 	n     int64
+	max   int64
 	spans []memagent.PageSpan
 	open  bool
 }
 
-func newTextWriter(w io.Writer) *textWriter { return &textWriter{w: bufio.NewWriterSize(w, 64<<10)} }
+// newTextWriter writes at most max bytes of text; a document with more
+// fails as *Error.
+func newTextWriter(w io.Writer, max int64) *textWriter {
+	return &textWriter{w: bufio.NewWriterSize(w, 64<<10), max: max}
+}
 
 // begin starts page or section number (with its heading, if any); text
 // written before the next begin belongs to it.
@@ -159,6 +169,9 @@ func (t *textWriter) paragraph(p string) error {
 	p = strings.TrimSpace(strings.ToValidUTF8(p, "\uFFFD"))
 	if p == "" {
 		return nil
+	}
+	if t.n+int64(len(p))+2 > t.max {
+		return overLimit(fmt.Sprintf("has more than %d bytes of text", t.max), t.max, "bytes", "MEMAGENT_MAX_CONVERTED_MB")
 	}
 	if t.n > 0 {
 		if _, err := t.w.WriteString("\n\n"); err != nil {
@@ -194,24 +207,34 @@ func (t *textWriter) finish() error {
 // Convert converts the file at path, of a format Detect named, writing
 // UTF-8 text to w. A document that cannot be converted fails as *Error;
 // other errors are I/O or context errors.
+//
+// A conversion stays within c.Limits: over one, it fails as *Error naming
+// the limit; past Limits.Timeout, with context.DeadlineExceeded wrapped in
+// an *Error that says so.
 func (c *Converter) Convert(ctx context.Context, format, path string, w io.Writer, progress Progress) (*Result, error) {
 	if progress == nil {
 		progress = func(int64, int64) {}
 	}
+	limits := c.Limits.withDefaults()
+	ctx, cancel := context.WithTimeoutCause(ctx, limits.Timeout, errConvertTimeout)
+	defer cancel()
 	var res *Result
 	var err error
 	switch format {
 	case FormatPDF:
-		res, err = c.convertPDF(ctx, path, w, progress)
+		res, err = c.convertPDF(ctx, path, w, progress, limits)
 	case FormatZip, FormatDOCX:
-		res, err = convertDOCX(ctx, path, w, progress)
+		res, err = convertDOCX(ctx, path, w, progress, limits)
 	case FormatHTML:
-		res, err = convertHTML(ctx, path, w, progress)
+		res, err = convertHTML(ctx, path, w, progress, limits)
 	default:
 		if err := Unsupported(format); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("docconv: format %q is not converted", format)
+	}
+	if err != nil && context.Cause(ctx) == errConvertTimeout {
+		return nil, overLimit("took longer to convert than the converter allows", int64(limits.Timeout.Seconds()), "seconds", "MEMAGENT_CONVERT_TIMEOUT")
 	}
 	if err != nil {
 		return nil, err

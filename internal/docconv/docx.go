@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ const wordNS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 // paragraph whose style is a heading or title, or that has an outline
 // level). Page headers and footers live in other parts and are not read;
 // nor are comments, footnotes or tracked deletions.
-func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progress) (*Result, error) {
+func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits) (*Result, error) {
 	zr, err := zip.OpenReader(path)
 	if err != nil {
 		return nil, badf("is not a readable DOCX (a damaged zip): open it in Word and save it again")
@@ -65,21 +66,42 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 	}
 	defer rc.Close()
 	total := int64(body.UncompressedSize64)
-	cr := &countingReader{r: io.LimitReader(rc, maxDocumentBytes)}
+	cr := &countingReader{r: &runGuard{r: io.LimitReader(rc, maxDocumentBytes)}}
 	dec := xml.NewDecoder(cr)
 	res := &Result{Map: memagent.PageMap{Format: FormatDOCX, Unit: memagent.UnitSection}}
-	tw := newTextWriter(w)
+	tw := newTextWriter(w, limits.MaxTextBytes)
 	sections := newSectionCounter(tw)
-	var para strings.Builder
-	inPara, inText, deleted, heading := false, false, 0, false
+	// A heading is its paragraph's first piece; a paragraph longer than a
+	// piece goes out in several.
+	heading, first := false, true
+	para := newParagraphBuilder(func(text string) error {
+		if heading && first {
+			sections.heading(text)
+		}
+		first = false
+		return sections.paragraph(text)
+	})
+	inPara, inText, deleted, depth := false, false, 0, 0
 	lastProgress := int64(0)
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		var convErr *Error
+		if errors.As(err, &convErr) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, badf("is not a readable DOCX (word/document.xml is not well-formed XML): open it in Word and save it again")
+		}
+		switch tok.(type) {
+		case xml.StartElement:
+			if depth++; depth > maxDepth {
+				return nil, overLimit(fmt.Sprintf("nests its XML more than %d elements deep", maxDepth), maxDepth, "levels", "")
+			}
+		case xml.EndElement:
+			depth--
 		}
 		if cr.n-lastProgress > 1<<20 {
 			lastProgress = cr.n
@@ -95,8 +117,10 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 			}
 			switch t.Name.Local {
 			case "p":
-				inPara, heading = true, false
-				para.Reset()
+				if err := para.Flush(); err != nil {
+					return nil, err
+				}
+				inPara, heading, first = true, false, true
 			case "pStyle":
 				if headings[attr(t, "val")] {
 					heading = true
@@ -109,13 +133,9 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 				inText = true
 			case "del":
 				deleted++
-			case "tab":
+			case "tab", "br", "cr":
 				if inPara && deleted == 0 {
-					para.WriteByte(' ')
-				}
-			case "br", "cr":
-				if inPara && deleted == 0 {
-					para.WriteByte(' ')
+					para.WriteString(" ")
 				}
 			}
 		case xml.EndElement:
@@ -129,14 +149,7 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 				deleted--
 			case "p":
 				inPara = false
-				text := strings.Join(strings.Fields(para.String()), " ")
-				if text == "" {
-					continue
-				}
-				if heading {
-					sections.heading(text)
-				}
-				if err := sections.paragraph(text); err != nil {
+				if err := para.Flush(); err != nil {
 					return nil, err
 				}
 			}
@@ -145,6 +158,9 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 				para.Write(t)
 			}
 		}
+	}
+	if err := para.Flush(); err != nil {
+		return nil, err
 	}
 	if cr.n >= maxDocumentBytes {
 		return nil, badf("has a document body over %d bytes uncompressed: split it", int64(maxDocumentBytes))

@@ -3,6 +3,7 @@ package docconv
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -49,7 +50,7 @@ var voidTags = map[atom.Atom]bool{
 // block element, a new section at every h1–h6. Its encoding is taken from
 // a byte order mark, a <meta charset> in the first KiB, or else UTF-8 (or
 // windows-1252 where the bytes say so), as browsers do.
-func convertHTML(ctx context.Context, path string, w io.Writer, progress Progress) (*Result, error) {
+func convertHTML(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits) (*Result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -63,23 +64,29 @@ func convertHTML(ctx context.Context, path string, w io.Writer, progress Progres
 	head, _ := br.Peek(1024)
 	enc, _, _ := charset.DetermineEncoding(head, "text/html")
 	cr := &countingReader{r: br}
-	z := html.NewTokenizer(enc.NewDecoder().Reader(cr))
+	z := html.NewTokenizer(&runGuard{r: enc.NewDecoder().Reader(cr)})
 	res := &Result{Map: memagent.PageMap{Format: FormatHTML, Unit: memagent.UnitSection}}
-	tw := newTextWriter(w)
+	tw := newTextWriter(w, limits.MaxTextBytes)
 	sections := newSectionCounter(tw)
-	var para, heading strings.Builder
-	skip, pre, inHeading := 0, 0, 0
+	para := newParagraphBuilder(sections.paragraph)
+	heading := newParagraphBuilder(func(string) error { return nil })
+	skip, pre, inHeading, depth := 0, 0, 0, 0
 	var lastProgress int64
 	flush := func() error {
-		text := strings.Join(strings.Fields(para.String()), " ")
-		if pre > 0 {
-			text = strings.TrimSpace(para.String())
-		}
-		para.Reset()
-		return sections.paragraph(text)
+		err := para.Flush()
+		para.keepRaw = pre > 0
+		return err
 	}
 	for {
 		tt := z.Next()
+		switch tt {
+		case html.StartTagToken:
+			if depth++; depth > maxDepth*16 {
+				return nil, overLimit(fmt.Sprintf("nests its HTML more than %d elements deep", maxDepth*16), maxDepth*16, "levels", "")
+			}
+		case html.EndTagToken:
+			depth = max(depth-1, 0)
+		}
 		if cr.n-lastProgress > 1<<20 {
 			lastProgress = cr.n
 			progress(cr.n, st.Size())
@@ -91,6 +98,9 @@ func convertHTML(ctx context.Context, path string, w io.Writer, progress Progres
 		case html.ErrorToken:
 			if z.Err() != io.EOF {
 				return nil, z.Err()
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
 			if err := flush(); err != nil {
 				return nil, err
@@ -120,10 +130,11 @@ func convertHTML(ctx context.Context, path string, w io.Writer, progress Progres
 			}
 			if a == atom.Pre {
 				pre++
+				para.keepRaw = true
 			}
 			if headingTags[a] && tt == html.StartTagToken {
 				inHeading++
-				heading.Reset()
+				heading.Flush()
 			}
 			if a == atom.Img {
 				// Alt text stands in for an image.
@@ -151,7 +162,7 @@ func convertHTML(ctx context.Context, path string, w io.Writer, progress Progres
 			}
 			if headingTags[a] && inHeading > 0 {
 				inHeading--
-				sections.heading(strings.Join(strings.Fields(heading.String()), " "))
+				sections.heading(heading.String())
 			}
 			if blocks[a] {
 				if err := flush(); err != nil {
@@ -160,15 +171,16 @@ func convertHTML(ctx context.Context, path string, w io.Writer, progress Progres
 			}
 			if a == atom.Pre && pre > 0 {
 				pre--
+				para.keepRaw = pre > 0
 			}
 		case html.TextToken:
 			if skip > 0 {
 				continue
 			}
-			t := string(z.Text())
-			para.WriteString(t)
-			if inHeading > 0 {
-				heading.WriteString(t)
+			t := z.Text()
+			para.Write(t)
+			if inHeading > 0 && len(heading.buf) < 1<<10 {
+				heading.Write(t)
 			}
 		}
 	}

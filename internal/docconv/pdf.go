@@ -47,6 +47,8 @@ type Converter struct {
 	CacheDir string
 	// MaxPages bounds a PDF's page count; default DefaultMaxPages.
 	MaxPages int
+	// Limits bound each conversion; zero fields mean the defaults.
+	Limits Limits
 
 	once sync.Once
 	pool pdfium.Pool
@@ -61,14 +63,23 @@ func (c *Converter) start() (pdfium.Pool, error) {
 		if n <= 0 {
 			n = DefaultInstances
 		}
-		rc := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling)
+		// Each instance's memory is bounded (a page whose layout needs more
+		// fails), and a canceled conversion stops the WebAssembly code it
+		// is running (Kill cancels the instance's context).
+		pages := uint32(min(c.Limits.withDefaults().PDFMemoryBytes>>16, 65536))
+		rc := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
+			WithMemoryLimitPages(pages).WithCloseOnContextDone(true)
 		if c.CacheDir != "" {
 			if cache, err := wazero.NewCompilationCacheWithDir(c.CacheDir); err == nil {
 				rc = rc.WithCompilationCache(cache)
 			}
 		}
 		c.pool, c.err = webassembly.Init(webassembly.Config{
-			MinIdle: 0, MaxIdle: n, MaxTotal: n, ReuseWorkers: true,
+			// An instance is not reused: its memory, grown by the
+			// largest page it laid out, goes back when its conversion
+			// ends. A new one costs a few milliseconds (the module is
+			// compiled once).
+			MinIdle: 0, MaxIdle: n, MaxTotal: n, ReuseWorkers: false,
 			RuntimeConfig: rc,
 			// PDFium reads through the Go reader handed to it: no file
 			// system of the host is mounted.
@@ -108,7 +119,7 @@ type pdfPage struct {
 	Images bool `json:"i,omitempty"`
 }
 
-func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, progress Progress) (*Result, error) {
+func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits) (_ *Result, err error) {
 	pool, err := c.start()
 	if err != nil {
 		return nil, err
@@ -120,7 +131,18 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 		}
 		return nil, fmt.Errorf("pdfium instance: %w", err)
 	}
-	defer inst.Close()
+	// A conversion that ends (canceled, timed out) while PDFium works
+	// stops it at once: Kill interrupts the WebAssembly code and drops
+	// the instance. One that failed inside PDFium (out of its memory, say)
+	// drops it too, rather than hand a damaged instance to the next.
+	stop := context.AfterFunc(ctx, func() { _ = inst.Kill() })
+	defer func() {
+		if !stop() || err != nil {
+			_ = inst.Kill()
+			return
+		}
+		_ = inst.Close()
+	}()
 
 	f, err := os.Open(path)
 	if err != nil {
@@ -169,13 +191,17 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 	enc := json.NewEncoder(sw)
 	var edges EdgeCounter
 	var scanned []int
+	var chars int64
 	for i := 0; i < pages; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p, err := readPDFPage(inst, doc.Document, i)
+		p, n, err := readPDFPage(ctx, inst, doc.Document, i, limits)
 		if err != nil {
 			return nil, err
+		}
+		if chars += int64(n); chars > limits.MaxTextBytes {
+			return nil, overLimit(fmt.Sprintf("has more than %d characters of text", limits.MaxTextBytes), limits.MaxTextBytes, "characters", "MEMAGENT_MAX_CONVERTED_MB")
 		}
 		if p.Images {
 			scanned = append(scanned, i+1)
@@ -196,7 +222,7 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 		return nil, err
 	}
 	res := &Result{Map: memagent.PageMap{Format: FormatPDF, Unit: memagent.UnitPage, Pages: pages}}
-	tw := newTextWriter(w)
+	tw := newTextWriter(w, limits.MaxTextBytes)
 	dec := json.NewDecoder(bufio.NewReaderSize(spool, 64<<10))
 	for i := 0; i < pages; i++ {
 		var p pdfPage
@@ -225,33 +251,48 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 	return res, nil
 }
 
-// readPDFPage lays out page i (from 0) of doc.
-func readPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int) (pdfPage, error) {
+// readPDFPage lays out page i (from 0) of doc, and says how many
+// characters it has.
+func readPDFPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limits Limits) (pdfPage, int, error) {
+	p, n, err := layOutPDFPage(inst, doc, i, limits)
+	if err != nil && ctx.Err() != nil {
+		// The instance was killed under the call: say why, not how.
+		return p, n, ctx.Err()
+	}
+	return p, n, err
+}
+
+func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limits Limits) (pdfPage, int, error) {
 	var p pdfPage
 	page, err := inst.FPDF_LoadPage(&requests.FPDF_LoadPage{Document: doc, Index: i})
 	if err != nil {
-		return p, badf("is not a readable PDF: page %d cannot be loaded (corrupt): export it to PDF again", i+1)
+		return p, 0, badf("is not a readable PDF: page %d cannot be loaded (corrupt, or its content needs more than the converter's %d MiB; raise MEMAGENT_PDF_MEMORY_MB on the worker): export it to PDF again", i+1, limits.PDFMemoryBytes>>20)
 	}
 	defer inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: page.Page})
 	ref := requests.Page{ByReference: &page.Page}
 	width, err := inst.FPDF_GetPageWidth(&requests.FPDF_GetPageWidth{Page: ref})
 	if err != nil {
-		return p, fmt.Errorf("page %d width: %w", i+1, err)
+		return p, 0, fmt.Errorf("page %d width: %w", i+1, err)
 	}
 	text, err := inst.FPDFText_LoadPage(&requests.FPDFText_LoadPage{Page: ref})
 	if err != nil {
-		return p, fmt.Errorf("page %d text: %w", i+1, err)
+		// PDFium builds a page's text in its own memory: a page that
+		// draws millions of characters fails here, at the memory limit.
+		return p, 0, overLimit(fmt.Sprintf("has a page (%d) whose text PDFium cannot lay out in its memory", i+1), limits.PDFMemoryBytes>>20, "MiB", "MEMAGENT_PDF_MEMORY_MB")
 	}
 	defer inst.FPDFText_ClosePage(&requests.FPDFText_ClosePage{TextPage: text.TextPage})
 	n, err := inst.FPDFText_CountChars(&requests.FPDFText_CountChars{TextPage: text.TextPage})
 	if err != nil {
-		return p, fmt.Errorf("page %d chars: %w", i+1, err)
+		return p, 0, fmt.Errorf("page %d chars: %w", i+1, err)
+	}
+	if n.Count > limits.MaxPageChars {
+		return p, 0, overLimit(fmt.Sprintf("has a page (%d) of %d characters", i+1, n.Count), int64(limits.MaxPageChars), "characters a page", "")
 	}
 	glyphs := make([]Glyph, 0, n.Count)
 	for k := 0; k < n.Count; k++ {
 		u, err := inst.FPDFText_GetUnicode(&requests.FPDFText_GetUnicode{TextPage: text.TextPage, Index: k})
 		if err != nil {
-			return p, fmt.Errorf("page %d char %d: %w", i+1, k, err)
+			return p, 0, fmt.Errorf("page %d char %d: %w", i+1, k, err)
 		}
 		r := rune(u.Unicode)
 		if r == 0 || r == 0xFFFE || r == 0xFFFF || unicode.IsSpace(r) || unicode.IsControl(r) {
@@ -278,7 +319,7 @@ func readPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int) (pdfPa
 			}
 		}
 	}
-	return p, nil
+	return p, n.Count, nil
 }
 
 // pageRanges renders sorted page numbers as "page 3", "pages 3–40" or

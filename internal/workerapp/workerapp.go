@@ -226,6 +226,15 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		Metrics:       metrics,
 		Limits:        opts.Limits,
 	}
+	if acts.Limits.MaxConvertedBytes == 0 {
+		acts.Limits.MaxConvertedBytes = int64(cfg.MaxConvertedMB) << 20
+	}
+	if acts.Limits.PDFMemoryBytes == 0 {
+		acts.Limits.PDFMemoryBytes = int64(cfg.PDFMemoryMB) << 20
+	}
+	if acts.Limits.ConvertTimeout == 0 {
+		acts.Limits.ConvertTimeout = cfg.ConvertTimeout
+	}
 	switch {
 	case cfg.ChunkCacheMB < 0:
 		acts.Chunks.MaxBytes = -1

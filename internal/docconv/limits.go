@@ -1,0 +1,152 @@
+package docconv
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits bound what one conversion may take, whatever the document: its
+// text, its longest run of text, its nesting, a PDF page's characters, the
+// memory of the PDFium instance that reads it, and its time. A document
+// over a limit fails as *Error naming the limit and the knob that raises it
+// (the worker's environment variable); the zero value of a field means its
+// default. Memory stays bounded by these, never by the document's size:
+// the worker's peak for the hostile inputs of deploy's test is in
+// BENCHMARKS.md.
+type Limits struct {
+	// MaxTextBytes bounds the converted text of one document; default
+	// DefaultMaxTextBytes (MEMAGENT_MAX_CONVERTED_MB).
+	MaxTextBytes int64
+	// MaxPageChars bounds the characters of one PDF page; default
+	// DefaultMaxPageChars.
+	MaxPageChars int
+	// PDFMemoryBytes bounds the WebAssembly memory of one PDFium instance;
+	// default DefaultPDFMemoryBytes (MEMAGENT_PDF_MEMORY_MB).
+	PDFMemoryBytes int64
+	// Timeout bounds one conversion; default DefaultConvertTimeout
+	// (MEMAGENT_CONVERT_TIMEOUT).
+	Timeout time.Duration
+}
+
+// Defaults of Limits, and the bounds that have no knob: a paragraph longer
+// than maxParagraphBytes is written in pieces of that size (its memory is
+// a buffer of that size, whatever the paragraph's length), a run of text
+// with no markup longer than maxRunBytes (a DOCX or HTML file of one
+// endless text node) and nesting deeper than maxDepth are refused.
+const (
+	DefaultMaxTextBytes   = 64 << 20
+	DefaultMaxPageChars   = 200_000
+	DefaultPDFMemoryBytes = 64 << 20
+	DefaultConvertTimeout = 10 * time.Minute
+
+	maxParagraphBytes = 256 << 10
+	maxRunBytes       = 16 << 20
+	maxDepth          = 256
+)
+
+// withDefaults fills the zero fields.
+func (l Limits) withDefaults() Limits {
+	if l.MaxTextBytes <= 0 {
+		l.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if l.MaxPageChars <= 0 {
+		l.MaxPageChars = DefaultMaxPageChars
+	}
+	if l.PDFMemoryBytes <= 0 {
+		l.PDFMemoryBytes = DefaultPDFMemoryBytes
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultConvertTimeout
+	}
+	return l
+}
+
+// overLimit is the Error of a document over one of the limits.
+func overLimit(what string, limit int64, unit, knob string) error {
+	raise := "split the document"
+	if knob != "" {
+		raise = "split the document, or raise " + knob + " on the worker"
+	}
+	return badf("%s, over the converter's limit of %d %s: %s", what, limit, unit, raise)
+}
+
+// paragraphBuilder collects a paragraph's text with its white space
+// folded as strings.Fields and a join would fold it, as it arrives, and
+// writes it out in pieces of at most maxParagraphBytes: a paragraph of
+// any length costs one buffer.
+type paragraphBuilder struct {
+	buf     []byte
+	space   bool // white space seen since the last character kept
+	keepRaw bool // preformatted: keep the text as it is
+	out     func(string) error
+	err     error
+}
+
+func newParagraphBuilder(out func(string) error) *paragraphBuilder {
+	return &paragraphBuilder{out: out}
+}
+
+// WriteString adds text to the paragraph.
+func (p *paragraphBuilder) WriteString(s string) {
+	for len(s) > 0 && p.err == nil {
+		r, n := utf8.DecodeRuneInString(s)
+		chunk := s[:n]
+		s = s[n:]
+		if !p.keepRaw && unicode.IsSpace(r) {
+			p.space = true
+			continue
+		}
+		if p.space && len(p.buf) > 0 && !p.keepRaw {
+			p.buf = append(p.buf, ' ')
+		}
+		p.space = false
+		p.buf = append(p.buf, chunk...)
+		if len(p.buf) >= maxParagraphBytes {
+			p.err = p.out(string(p.buf))
+			p.buf = p.buf[:0]
+		}
+	}
+}
+
+// Write adds text to the paragraph.
+func (p *paragraphBuilder) Write(b []byte) { p.WriteString(string(b)) }
+
+// Flush writes out what the paragraph holds and starts the next.
+func (p *paragraphBuilder) Flush() error {
+	if p.err == nil && len(p.buf) > 0 {
+		p.err = p.out(string(p.buf))
+	}
+	p.buf, p.space = p.buf[:0], false
+	err := p.err
+	p.err = nil
+	return err
+}
+
+// String is the paragraph so far (for headings, which are short).
+func (p *paragraphBuilder) String() string { return strings.TrimSpace(string(p.buf)) }
+
+// runGuard fails a read once the input has run longer than maxRunBytes
+// without a '<': an XML or HTML parser holds a text node whole, so one
+// endless text node would cost its whole length in memory.
+type runGuard struct {
+	r   io.Reader
+	run int
+}
+
+func (g *runGuard) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '<'); i >= 0 {
+		g.run = n - i - 1
+	} else {
+		g.run += n
+	}
+	if g.run > maxRunBytes {
+		return n, overLimit(fmt.Sprintf("has a run of text of more than %d bytes with no markup", maxRunBytes), maxRunBytes, "bytes", "")
+	}
+	return n, err
+}

@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"fmt"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -112,7 +114,84 @@ func (t *bpeTokenizer) encode(text string) []int {
 	if t.nfc {
 		text, _ = normalizeNFC(text, false)
 	}
-	return t.enc.EncodeOrdinary(text)
+	return t.encodeOrdinary(text)
+}
+
+// Byte-pair merging is quadratic in the length of a pre-tokenized piece,
+// and the split patterns make one piece of a whole run of letters, of
+// spaces or of punctuation: a megabyte of "aaaa…" took minutes. A run of
+// one class of characters longer than maxRun bytes is therefore encoded in
+// pieces of runPiece bytes, which keeps encoding linear whatever the input.
+// Text without such runs (every ordinary text: words, CJK sentences,
+// which punctuation breaks, URLs) is encoded exactly as before; within a
+// cut run a token cannot span a cut, which changes its count by at most
+// one a cut.
+const (
+	maxRun   = 1 << 10
+	runPiece = 32
+)
+
+// encodeOrdinary is EncodeOrdinary in linear time: see maxRun.
+func (t *bpeTokenizer) encodeOrdinary(text string) []int {
+	runs := longRuns(text)
+	if runs == nil {
+		return t.enc.EncodeOrdinary(text)
+	}
+	var ids []int
+	start := 0
+	for _, r := range runs {
+		ids = append(ids, t.enc.EncodeOrdinary(text[start:r[0]])...)
+		for p := r[0]; p < r[1]; {
+			q := min(p+runPiece, r[1])
+			for q < r[1] && !utf8.RuneStart(text[q]) {
+				q++
+			}
+			ids = append(ids, t.enc.EncodeOrdinary(text[p:q])...)
+			p = q
+		}
+		start = r[1]
+	}
+	return append(ids, t.enc.EncodeOrdinary(text[start:])...)
+}
+
+// runClass is the class of character whose runs the split patterns keep
+// in one piece: letters (and their marks), white space, and other
+// symbols. Digits are split in threes by the patterns already.
+func runClass(r rune) int {
+	switch {
+	case unicode.IsLetter(r) || unicode.IsMark(r):
+		return 1
+	case unicode.IsSpace(r):
+		return 2
+	case unicode.IsNumber(r):
+		return 0
+	}
+	return 3
+}
+
+// longRuns returns the byte ranges of runs of one class (not digits)
+// longer than maxRun, or nil.
+func longRuns(text string) [][2]int {
+	var runs [][2]int
+	class, start := -1, 0
+	end := func(at int) {
+		if class > 0 && at-start > maxRun {
+			runs = append(runs, [2]int{start, at})
+		}
+	}
+	for i := 0; i < len(text); {
+		r, n := rune(text[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(text[i:])
+		}
+		if c := runClass(r); c != class {
+			end(i)
+			class, start = c, i
+		}
+		i += n
+	}
+	end(len(text))
+	return runs
 }
 
 // TokenLens returns the byte length of each token of text. Text must be
@@ -128,7 +207,7 @@ func (t *bpeTokenizer) TokenLens(text string) []int {
 	if t.nfc {
 		text, spans = normalizeNFC(text, true)
 	}
-	lens := t.lens(t.enc.EncodeOrdinary(text))
+	lens := t.lens(t.encodeOrdinary(text))
 	if spans != nil {
 		lens = mapTokenLens(lens, spans, len(orig))
 	}

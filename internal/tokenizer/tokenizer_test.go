@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
@@ -323,4 +324,64 @@ func mixedText(n int) string {
 		}
 	}
 	return b.String()
+}
+
+// TestRunsTokenizeInLinearTime plans 1 MiB of one character repeated
+// (a run the split patterns keep in one piece, which byte-pair merging
+// handles in time quadratic in its length) against 1 MiB of prose, the
+// way the chunk planner feeds them (64 KiB at a time): the run must take
+// at most twice the prose's time, for every tokenizer. Each is timed three
+// times and the fastest kept, so that a busy machine does not decide.
+func TestRunsTokenizeInLinearTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tokenizes megabytes")
+	}
+	prose := mixedText(1 << 20)
+	inputs := []struct{ name, text string }{
+		{"letters", strings.Repeat("a", 1<<20)},
+		{"spaces", strings.Repeat(" ", 1<<20)},
+		{"punctuation", strings.Repeat("!", 1<<20)},
+	}
+	timeIt := func(tok memagent.Tokenizer, text string) (time.Duration, int) {
+		best, tokens := time.Duration(1<<62), 0
+		for range 3 {
+			began := time.Now()
+			tokens = 0
+			for off := 0; off < len(text); off += 64 << 10 {
+				tokens += len(tok.TokenLens(text[off:min(off+64<<10, len(text))]))
+			}
+			best = min(best, time.Since(began))
+		}
+		return best, tokens
+	}
+	for _, name := range []string{CL100K, Qwen, O200K} {
+		tok, err := New(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, _ := timeIt(tok, prose)
+		for _, in := range inputs {
+			took, tokens := timeIt(tok, in.text)
+			t.Logf("%s, 1 MiB of %s: %v (%d tokens); 1 MiB of prose: %v", name, in.name, took, tokens, base)
+			if took > 2*base+20*time.Millisecond {
+				t.Errorf("%s: 1 MiB of %s took %v, over twice the %v of 1 MiB of prose", name, in.name, took, base)
+			}
+		}
+	}
+}
+
+// TestOrdinaryTextIsNotCut: text without a run over maxRun bytes encodes
+// exactly as the library encodes it.
+func TestOrdinaryTextIsNotCut(t *testing.T) {
+	text := mixedText(256<<10) + strings.Repeat("x", maxRun) + " " + strings.Repeat("東", maxRun/3)
+	for _, name := range []string{CL100K, Qwen, O200K} {
+		tok, err := New(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bt := tok.(*bpeTokenizer)
+		if got, want := len(bt.encodeOrdinary(text)), len(bt.enc.EncodeOrdinary(text)); got != want {
+			t.Errorf("%s: %d tokens, the library makes %d", name, got, want)
+		}
+	}
 }

@@ -128,6 +128,26 @@ func TestHostileInputsOnTheWorkerBinary(t *testing.T) {
 			}
 		})
 	}
+	t.Run("two hostile PDFs at once", func(t *testing.T) {
+		errs := make(chan error, 2)
+		for i := range 2 {
+			go func() {
+				_, err := ask(t, fmt.Sprintf("hostile-pdf-%d", i), docconvtest.XObjectBombPDF(64000+i), "What does it say?")
+				errs <- err
+			}()
+		}
+		for range 2 {
+			var appErr *temporal.ApplicationError
+			if err := <-errs; !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
+				t.Errorf("run ended with %v, want %s", err, activities.ErrBadInput)
+			}
+		}
+		peak := w.peakRSS(t)
+		t.Logf("worker peak so far %.0f MB", float64(peak)/(1<<20))
+		if peak >= 1<<30 {
+			t.Fatalf("worker peak resident set %.0f MB, over the chart's 1 GiB", float64(peak)/(1<<20))
+		}
+	})
 	t.Run("a normal question afterwards", func(t *testing.T) {
 		var b strings.Builder
 		for i := range 200 {

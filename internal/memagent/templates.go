@@ -2,7 +2,6 @@ package memagent
 
 import (
 	"errors"
-	"regexp"
 	"strings"
 )
 
@@ -97,16 +96,18 @@ func missingPlaceholders(tmpl string, placeholders ...string) string {
 
 // RenderUpdate returns the memory-update prompt for one chunk. Substitution
 // is a single pass: placeholders inside the question, memory or chunk are
-// copied literally.
+// copied literally, and whatever in them a model could read as one of the
+// template's tags is neutralized (see [NeutralizeTags]).
 func (t Templates) RenderUpdate(question, memory, chunk string) string {
 	tmpl := t.Update
 	if tmpl == "" {
 		tmpl = defaultUpdateTemplate
 	}
+	tags := TemplateTags(tmpl)
 	return strings.NewReplacer(
-		placeholderQuestion, Neutralize(question),
-		placeholderMemory, Neutralize(memory),
-		placeholderChunk, Neutralize(chunk),
+		placeholderQuestion, NeutralizeTags(question, tags),
+		placeholderMemory, NeutralizeTags(memory, tags),
+		placeholderChunk, NeutralizeTags(chunk, tags),
 	).Replace(tmpl)
 }
 
@@ -117,26 +118,12 @@ func (t Templates) RenderFinal(question, memory string) string {
 	if tmpl == "" {
 		tmpl = defaultFinalTemplate
 	}
+	tags := TemplateTags(tmpl)
 	return strings.NewReplacer(
-		placeholderQuestion, Neutralize(question),
-		placeholderMemory, Neutralize(memory),
+		placeholderQuestion, NeutralizeTags(question, tags),
+		placeholderMemory, NeutralizeTags(memory, tags),
 	).Replace(tmpl)
 }
 
-// promptTag matches anything a model could read as one of the prompt's own
-// tags: <problem>, </memory>, < SECTION >, and so on.
-var promptTag = regexp.MustCompile(`(?i)<\s*/?\s*(problem|memory|section)\s*>`)
-
-// Neutralize rewrites tag-like sequences in text that goes inside the
-// prompt (a document's chunk, a memory a model returned, a question) so that
-// they cannot close or open one of the prompt's sections: the angle brackets
-// become the look-alike ‹ and ›. Text without such sequences is returned
-// unchanged.
-func Neutralize(text string) string {
-	if !strings.Contains(text, "<") {
-		return text
-	}
-	return promptTag.ReplaceAllStringFunc(text, func(tag string) string {
-		return "‹" + tag[1:len(tag)-1] + "›"
-	})
-}
+// Neutralize is [NeutralizeTags] with the default templates' tags.
+func Neutralize(text string) string { return NeutralizeTags(text, defaultTags) }

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/memagent/memagent/internal/inference"
 )
 
 // The kinds of model call, as inference.Request.Kind labels them in
@@ -52,6 +54,20 @@ func traceChunk(ctx context.Context, chunk, chunks int) {
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int("memagent.chunk", chunk), attribute.Int("memagent.chunks", chunks))
 }
 
+// metricModel is the model's metric label: its name when the pool serves
+// it, else "other" (a request names its model, and a label per name would
+// let callers grow the metrics without bound).
+func (a *Activities) metricModel(opts ModelOptions) string {
+	name := a.modelName(opts)
+	if m, ok := a.Model.(interface{ MetricModel(string) string }); ok {
+		return m.MetricModel(name)
+	}
+	if name == a.DefaultModel {
+		return name
+	}
+	return inference.OtherModel
+}
+
 // recordChunk counts a completed memory update. Only sizes are recorded,
 // never the memory.
 func (a *Activities) recordChunk(ctx context.Context, opts ModelOptions, memory string) {
@@ -59,7 +75,7 @@ func (a *Activities) recordChunk(ctx context.Context, opts ModelOptions, memory 
 	if m == nil {
 		return
 	}
-	attrs := metric.WithAttributes(attribute.String("model", a.modelName(opts)))
+	attrs := metric.WithAttributes(attribute.String("model", a.metricModel(opts)))
 	m.chunks.Add(ctx, 1, attrs)
 	m.memBytes.Record(ctx, int64(len(memory)), attrs)
 	if tok, err := a.Tokenizers(opts.Tokenizer); err == nil {

@@ -265,6 +265,44 @@ type Pool struct {
 	closed    bool
 	stopCheck context.CancelFunc
 	checkDone chan struct{}
+	// served are the model names the endpoints listed (at most
+	// maxServedNames): the only ones that label metrics.
+	served map[string]bool
+}
+
+// maxServedNames bounds the model names kept as metric labels.
+const maxServedNames = 64
+
+// OtherModel is the metric label of a model the pool does not serve: the
+// name a request gave is the caller's choice, and a label value per name
+// would let callers grow the metrics without bound.
+const OtherModel = "other"
+
+// MetricModel is model's metric label: the model itself when the pool is
+// configured with it or an endpoint listed it at /models, else OtherModel.
+func (p *Pool) MetricModel(model string) string {
+	if model == p.model {
+		return model
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.served[model] {
+		return model
+	}
+	return OtherModel
+}
+
+// noteServed records the model names an endpoint listed; the caller holds
+// p.mu.
+func (p *Pool) noteServed(models []ModelInfo) {
+	if p.served == nil {
+		p.served = make(map[string]bool)
+	}
+	for _, m := range models {
+		if len(p.served) < maxServedNames && len(m.ID) <= 256 {
+			p.served[m.ID] = true
+		}
+	}
 }
 
 // ejectCause says why an endpoint is out of rotation.
@@ -476,11 +514,13 @@ func (p *Pool) Stats() []EndpointStats {
 func (p *Pool) Complete(ctx context.Context, req Request) (Completion, error) {
 	model := cmp.Or(req.Model, p.model)
 	ctx, span := p.tel.startChat(ctx, req, model)
-	out, err := p.complete(ctx, span, req, model)
-	p.tel.finish(ctx, span, model, req.Kind, out, err)
+	label := p.MetricModel(model)
+	out, err := p.complete(ctx, span, req, label)
+	p.tel.finish(ctx, span, label, req.Kind, out, err)
 	return out, err
 }
 
+// complete makes the call; model is the model's metric label (MetricModel).
 func (p *Pool) complete(ctx context.Context, span trace.Span, req Request, model string) (Completion, error) {
 	if err := req.validate(); err != nil {
 		return Completion{}, err
@@ -748,6 +788,7 @@ func (p *Pool) Models(ctx context.Context) ([]ModelInfo, error) {
 		if err == nil {
 			p.mu.Lock()
 			ep.maxModelLen = p.modelLen(models)
+			p.noteServed(models)
 			p.mu.Unlock()
 			return models, nil
 		}
@@ -879,6 +920,9 @@ func (p *Pool) check(ctx context.Context, ep *endpoint) (int, error) {
 	if p.model != "" && !slices.ContainsFunc(models, func(m ModelInfo) bool { return m.ID == p.model }) {
 		return 0, fmt.Errorf("model %q is not listed at /models", p.model)
 	}
+	p.mu.Lock()
+	p.noteServed(models)
+	p.mu.Unlock()
 	return p.modelLen(models), nil
 }
 

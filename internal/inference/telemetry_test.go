@@ -3,6 +3,7 @@ package inference
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -243,5 +244,41 @@ func TestPoolMetrics(t *testing.T) {
 	p.Close()
 	if got := collect(t, reader, metricInFlight); len(got) != 0 {
 		t.Errorf("%s after Close = %v, want nothing", metricInFlight, got)
+	}
+}
+
+// TestMetricLabelsAreBounded: requests naming models the pool does not
+// serve (a caller's choice, as long as it likes) count under "other", so
+// the label set stays what the pool serves whatever callers send; an
+// endpoint URL's user info never reaches a label.
+func TestMetricLabelsAreBounded(t *testing.T) {
+	f := newFakeServer(t, "a", false)
+	p, _, reader, _ := telemetryPool(t, f)
+	if _, err := p.Models(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		name := strings.Repeat("x", 1000) + fmt.Sprint(i)
+		_, _ = p.Complete(context.Background(), Request{Prompt: "p", Kind: "update", Model: name})
+	}
+	if _, err := p.Complete(context.Background(), Request{Prompt: "p", Kind: "update", Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{metricDuration, metricWait} {
+		got := collect(t, reader, name)
+		for k := range got {
+			if !strings.Contains(k, "model=m") && !strings.Contains(k, "model="+OtherModel) {
+				t.Errorf("%s has a series %q", name, k)
+			}
+		}
+		if len(got) > 4 {
+			t.Errorf("%s has %d series after 50 model names, want a handful", name, len(got))
+		}
+	}
+	if p.MetricModel("m") != "m" || p.MetricModel("not-served") != OtherModel {
+		t.Errorf("MetricModel: m → %q, not-served → %q", p.MetricModel("m"), p.MetricModel("not-served"))
+	}
+	if got := redactURL("http://user:s3cret@vllm:8000/v1"); strings.Contains(got, "s3cret") {
+		t.Errorf("endpoint label %q keeps the password", got)
 	}
 }

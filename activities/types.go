@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/contract"
+	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 )
@@ -99,7 +100,7 @@ func CheckQuestion(q string) error {
 // pointers tell "not set" from an explicit zero.
 type ModelOptions struct {
 	// Model is the served model name; empty means the worker's default.
-	Model string `json:"model,omitempty"`
+	Model string `json:"model,omitempty" contract:"maxlen=256"`
 	// Tokenizer counts chunk tokens: "qwen2.5" (the default; also "qwen",
 	// "qwen3"), "cl100k_base" (gpt-4, gpt-3.5) or "o200k_base" (gpt-4o,
 	// gpt-4.1, gpt-5, the o-series).
@@ -160,6 +161,9 @@ func (o ModelOptions) WithDefaults() ModelOptions {
 func (o ModelOptions) Validate() error {
 	if err := contract.CheckIn("options", o); err != nil {
 		return err
+	}
+	if err := inference.CheckModelName(o.Model); err != nil {
+		return fmt.Errorf("options.model: %w: name a model the server lists", err)
 	}
 	switch {
 	case o.ChunkTokens < 0 || (o.ChunkTokens > 0 && o.ChunkTokens < 64):

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -136,9 +137,12 @@ func New(cfg Config) (*Client, error) {
 	if dialect == APIAzure {
 		oc = openai.DefaultAzureConfig(cfg.APIKey, base)
 		oc.APIVersion = cmp.Or(strings.TrimSpace(cfg.APIVersion), DefaultAzureAPIVersion)
-		// The deployment is named exactly as configured (go-openai's
-		// default mapper would drop dots and colons from some names).
-		oc.AzureModelMapperFunc = func(model string) string { return model }
+		// The deployment is named as configured (go-openai's default
+		// mapper would drop dots and colons from some names), escaped as
+		// one path segment: it goes into the request's path, next to the
+		// api-key header, and checkDeployment has refused the names that
+		// could leave the segment.
+		oc.AzureModelMapperFunc = url.PathEscape
 	}
 	oc.HTTPClient = &hc
 
@@ -187,6 +191,32 @@ type Request struct {
 	Kind string
 }
 
+// MaxModelNameBytes bounds a model (or deployment) name.
+const MaxModelNameBytes = 256
+
+// CheckModelName reports a model name no server could serve: over
+// MaxModelNameBytes, or with a control character.
+func CheckModelName(name string) error {
+	switch {
+	case len(name) > MaxModelNameBytes:
+		return fmt.Errorf("model name is %d bytes, over the limit of %d", len(name), MaxModelNameBytes)
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return fmt.Errorf("model name %q has a control character", name)
+	}
+	return nil
+}
+
+// checkDeployment refuses an Azure deployment name that could name another
+// path than its own deployment's (a '/', "..", a backslash or '%') or cut the
+// request's query short ('?', '#'), or has white space: Azure's own names
+// are letters, digits, '-', '_' and '.'.
+func checkDeployment(name string) error {
+	if strings.ContainsAny(name, "/?#\\% \t") || strings.Contains(name, "..") || name == "." {
+		return fmt.Errorf("Azure deployment name %q may not contain '/', '?', '#', '%%', '\\', white space or \"..\": name the deployment as Azure lists it", name)
+	}
+	return nil
+}
+
 func (r Request) validate() error {
 	switch {
 	case r.MaxTokens < 0:
@@ -230,6 +260,14 @@ func (c *Client) Complete(ctx context.Context, req Request) (Completion, error) 
 			return Completion{}, &Error{Kind: KindBadRequest, Message: "no deployment named: set MEMAGENT_MODEL to the Azure OpenAI deployment's name"}
 		}
 		return Completion{}, &Error{Kind: KindBadRequest, Message: "no model named: set MEMAGENT_MODEL to a name the server lists at /v1/models"}
+	}
+	if err := CheckModelName(model); err != nil {
+		return Completion{}, &Error{Kind: KindBadRequest, Message: err.Error()}
+	}
+	if c.dialect == APIAzure {
+		if err := checkDeployment(model); err != nil {
+			return Completion{}, &Error{Kind: KindBadRequest, Message: err.Error()}
+		}
 	}
 	creq := openai.ChatCompletionRequest{
 		Model: model,

@@ -438,3 +438,34 @@ func TestClientSideRefusalIsBadRequest(t *testing.T) {
 }
 
 var openaiSamplingErr = clientSideErrors[4]
+
+// TestAzureDeploymentStaysInItsPath: a request naming a deployment that
+// would walk the request (and its api-key header) to another path of the
+// Azure host, or cut its api-version off, is refused before any request;
+// a name with characters a path segment escapes stays one segment.
+func TestAzureDeploymentStaysInItsPath(t *testing.T) {
+	srv := azureServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, completionBody("ok", ""))
+	})
+	c := newAzureClient(t, srv.URL, nil)
+	for _, name := range []string{
+		"qa-prod/../../../v1/attacker-chosen/path?x=",
+		"qa-prod#", "qa-prod?api-version=x", "..", "qa%2Fprod", `qa\prod`, "qa prod", "qa\x00prod",
+		strings.Repeat("d", MaxModelNameBytes+1),
+	} {
+		before := len(srv.requests())
+		_, err := c.Complete(context.Background(), Request{Prompt: "p", MaxTokens: 8, Model: name})
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != KindBadRequest {
+			t.Errorf("deployment %q: error %v, want a bad request", name, err)
+		}
+		if n := len(srv.requests()) - before; n != 0 {
+			t.Errorf("deployment %q: %d requests sent", name, n)
+		}
+	}
+	before := len(srv.requests())
+	_, _ = c.Complete(context.Background(), Request{Prompt: "p", MaxTokens: 8, Model: "gpt-4o:mini;x"})
+	if reqs := srv.requests()[before:]; len(reqs) != 1 || reqs[0].path != "/openai/deployments/gpt-4o:mini%3Bx/chat/completions" && reqs[0].path != "/openai/deployments/gpt-4o:mini;x/chat/completions" || reqs[0].apiVersion == "" {
+		t.Errorf("requests = %+v, want one to the escaped deployment's own path with its api-version", reqs)
+	}
+}

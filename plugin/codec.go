@@ -66,8 +66,17 @@ type CodecHandlerOptions struct {
 	// handler on loopback only: it decrypts for anyone who reaches it.
 	Token string
 	// AllowOrigins are the browser origins allowed to call the handler
-	// (CORS), such as the Web UI's "http://127.0.0.1:8233"; "*" allows any.
+	// with credentials (CORS), such as the Web UI's
+	// "http://127.0.0.1:8233", matched exactly; "*" lets any origin call
+	// it without credentials.
 	AllowOrigins []string
+	// AllowHosts are the Host names it answers for besides loopback ones
+	// when there is no Token (DNS-rebinding protection).
+	AllowHosts []string
+	// AllowEncode turns on …/encode, which encrypts whatever it is sent
+	// (the CLI needs it to start runs with encrypted input); off, the
+	// handler only decodes.
+	AllowEncode bool
 }
 
 // NewCodecHandler returns the codec server for c: POST …/encode and
@@ -76,7 +85,8 @@ type CodecHandlerOptions struct {
 // under a prefix, for example mux.Handle("/codec/", h), and give operators
 // that URL ("http://host:port/codec") as the codec endpoint.
 func NewCodecHandler(c converter.PayloadCodec, opts CodecHandlerOptions) http.Handler {
-	return codec.NewServer(c, codec.ServerOptions{Token: opts.Token, AllowOrigins: opts.AllowOrigins})
+	return codec.NewServer(c, codec.ServerOptions{Token: opts.Token, AllowOrigins: opts.AllowOrigins,
+		AllowHosts: opts.AllowHosts, AllowEncode: opts.AllowEncode})
 }
 
 // PayloadCodec is the plugin's codec, built from Options.CodecKeys, or nil

@@ -193,7 +193,8 @@ func optionsFromConfig(cfg config.Config) Options {
 		RateLimit:          cfg.RateLimit,
 		StopTimeout:        cfg.StopTimeout,
 		TaskQueue:          cfg.TaskQueue,
-		CodecServer:        CodecHandlerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins},
+		CodecServer: CodecHandlerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins,
+			AllowHosts: cfg.CodecHosts, AllowEncode: cfg.CodecEncode},
 	}
 	for _, u := range strings.Split(cfg.ModelBaseURL, ",") {
 		if u = strings.TrimSpace(u); u != "" {

@@ -186,3 +186,68 @@ func TestServer(t *testing.T) {
 		t.Error("CORS allowed an unlisted origin")
 	}
 }
+
+// TestServerRefusesHostileCallers performs what a web page or a caller on
+// the network could try against the codec server and checks each is
+// refused: credentials for a wildcard origin, a foreign Host without a
+// token (DNS rebinding), a text/plain body (a form a page can post without
+// a preflight), an oversized body, and encode when the operator did not
+// turn it on.
+func TestServerRefusesHostileCallers(t *testing.T) {
+	c, _ := New([]Key{key(t, "k1")})
+	enc, _ := c.Encode(payloads(t))
+	body, _ := protojson.Marshal(&commonpb.Payloads{Payloads: enc})
+	open := httptest.NewServer(NewServer(c, ServerOptions{AllowOrigins: []string{"*"}, MaxBodyBytes: 1 << 16}))
+	defer open.Close()
+	encoding := httptest.NewServer(NewServer(c, ServerOptions{AllowEncode: true}))
+	defer encoding.Close()
+
+	do := func(base, path, host, contentType, origin string, body []byte) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := do(open.URL, "/decode", "", "application/json", "http://evil.example", body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "*" || resp.Header.Get("Access-Control-Allow-Credentials") != "" {
+		t.Errorf("wildcard origin: status %d, allow-origin %q, allow-credentials %q; want 200, * and no credentials",
+			resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), resp.Header.Get("Access-Control-Allow-Credentials"))
+	}
+	for _, tt := range []struct {
+		name, base, path, host, contentType string
+		body                                []byte
+		want                                int
+	}{
+		{"a rebound host name", open.URL, "/decode", "attacker.example:9464", "application/json", body, http.StatusMisdirectedRequest},
+		{"a text/plain body", open.URL, "/decode", "", "text/plain", body, http.StatusUnsupportedMediaType},
+		{"no content type", open.URL, "/decode", "", "", body, http.StatusUnsupportedMediaType},
+		{"an oversized body", open.URL, "/decode", "", "application/json", bytes.Repeat([]byte(" "), 1<<17), http.StatusRequestEntityTooLarge},
+		{"encode, not turned on", open.URL, "/encode", "", "application/json", body, http.StatusForbidden},
+	} {
+		if got := do(tt.base, tt.path, tt.host, tt.contentType, "", tt.body).StatusCode; got != tt.want {
+			t.Errorf("%s: status %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	for _, host := range []string{"localhost:9464", "127.0.0.1", "[::1]:9464"} {
+		if got := do(open.URL, "/decode", host, "application/json", "", body).StatusCode; got != http.StatusOK {
+			t.Errorf("loopback host %s: status %d, want 200", host, got)
+		}
+	}
+	plain, _ := protojson.Marshal(&commonpb.Payloads{Payloads: payloads(t)})
+	if got := do(encoding.URL, "/encode", "", "application/json", "", plain).StatusCode; got != http.StatusOK {
+		t.Errorf("encode turned on: status %d, want 200", got)
+	}
+}

@@ -138,8 +138,15 @@ type Config struct {
 	// (MEMAGENT_CODEC_TOKEN); empty requires none.
 	CodecToken string
 	// CodecOrigins are the browser origins allowed to call the codec
-	// server (MEMAGENT_CODEC_CORS_ORIGINS, comma-separated).
+	// server (MEMAGENT_CODEC_CORS_ORIGINS, comma-separated; "*" allows any,
+	// without credentials).
 	CodecOrigins []string
+	// CodecHosts are Host names the codec server answers for besides
+	// loopback ones when it has no token (MEMAGENT_CODEC_HOSTS).
+	CodecHosts []string
+	// CodecEncode turns on the codec server's /encode
+	// (MEMAGENT_CODEC_ENCODE=true); off, it only decodes.
+	CodecEncode bool
 
 	// MaxConvertedMB bounds the text converted from one PDF, DOCX or HTML
 	// document, in MiB (MEMAGENT_MAX_CONVERTED_MB); PDFMemoryMB bounds the
@@ -393,6 +400,21 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c.CodecKeys = keys
 	if v, ok := get("MEMAGENT_CODEC_TOKEN"); ok {
 		c.CodecToken = v
+	}
+	if v, ok := get("MEMAGENT_CODEC_HOSTS"); ok {
+		c.CodecHosts = nil
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				c.CodecHosts = append(c.CodecHosts, h)
+			}
+		}
+	}
+	if v, ok := get("MEMAGENT_CODEC_ENCODE"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("MEMAGENT_CODEC_ENCODE %q: want true or false", v)
+		}
+		c.CodecEncode = b
 	}
 	if v, ok := get("MEMAGENT_CODEC_CORS_ORIGINS"); ok {
 		c.CodecOrigins = nil

@@ -397,7 +397,8 @@ func CodecServer(cfg config.Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return codec.NewServer(c, codec.ServerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins}), nil
+	return codec.NewServer(c, codec.ServerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins,
+		AllowHosts: cfg.CodecHosts, AllowEncode: cfg.CodecEncode}), nil
 }
 
 // BucketError says what to do about a bucket that cannot be used.

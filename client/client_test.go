@@ -170,7 +170,7 @@ func TestStartReviewAndBatchRejectBadInput(t *testing.T) {
 	}{
 		{"no manifest", workflows.BatchQAInput{}, "manifest is empty"},
 		{"local manifest", workflows.BatchQAInput{Manifest: "items.jsonl"}, "not an s3://bucket/key URI"},
-		{"format", workflows.BatchQAInput{Manifest: "s3://b/m.jsonl", Format: "csv"}, `format ("csv") must be one of`},
+		{"format", workflows.BatchQAInput{Manifest: "s3://b/m.jsonl", Format: "csv"}, `format "csv" must be one of`},
 	}
 	for _, tt := range batches {
 		t.Run("batch/"+tt.name, func(t *testing.T) {

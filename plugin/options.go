@@ -155,13 +155,20 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// OptionsFromEnv returns the options memagent's own worker runs with: the
-// dev stack's addresses (S3 on 127.0.0.1:9000, the model server on
-// 127.0.0.1:8000, bucket "memagent") overridden by the usual environment
-// variables (MEMAGENT_BUCKET, AWS_ENDPOINT_URL_S3, AWS_REGION,
+// OptionsFromEnv returns options from the environment memagent's own
+// worker reads: the dev stack's addresses (S3 on 127.0.0.1:9000, the model
+// server on 127.0.0.1:8000, bucket "memagent") overridden by the usual
+// environment variables (MEMAGENT_BUCKET, AWS_ENDPOINT_URL_S3, AWS_REGION,
 // OPENAI_BASE_URL, OPENAI_API_KEY, MEMAGENT_MODEL, MEMAGENT_CODEC_KEYS, ...;
 // see the README). It leaves InstallConverter false and Logger nil. An
 // error names the variable that does not parse.
+//
+// Options cannot yet say everything the worker's environment can: the
+// Azure dialect and its API version (MEMAGENT_MODEL_API,
+// AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_VERSION), the model's context
+// length and family are read by the worker binary but not carried here,
+// so an embedder configured for Azure through the environment gets the
+// OpenAI dialect.
 func OptionsFromEnv() (Options, error) {
 	cfg, err := config.Load()
 	if err != nil {
@@ -204,6 +211,9 @@ func optionsFromConfig(cfg config.Config) Options {
 	for _, k := range cfg.CodecKeys {
 		o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: k.Raw})
 	}
+	o.Limits.MaxConvertedBytes = int64(cfg.MaxConvertedMB) << 20
+	o.Limits.PDFMemoryBytes = int64(cfg.PDFMemoryMB) << 20
+	o.Limits.ConvertTimeout = cfg.ConvertTimeout
 	return o
 }
 

@@ -133,7 +133,7 @@ func checkTag(v reflect.Value, tag string) string {
 			}
 		case "enum":
 			if v.Kind() == reflect.String && v.String() != "" && !contains(strings.Split(arg, "|"), v.String()) {
-				return fmt.Sprintf("(%q) must be one of %s: set %%s to one of them", v.String(), strings.ReplaceAll(arg, "|", ", "))
+				return fmt.Sprintf("%q must be one of %s: set %%s to one of them", v.String(), strings.ReplaceAll(arg, "|", ", "))
 			}
 		}
 	}

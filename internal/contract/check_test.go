@@ -27,7 +27,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"all within", checkOuter{Name: "abc", Kind: "a", Items: []checkInner{{N: 0}, {N: 16}}, Opts: checkInner{N: 100}}, ""},
 		{"a string too long", checkOuter{Name: "abcdef"}, "name is 6 bytes, over the limit of 5: shorten name"},
-		{"an enum", checkOuter{Kind: "c"}, `kind ("c") must be one of a, b`},
+		{"an enum", checkOuter{Kind: "c"}, `kind "c" must be one of a, b`},
 		{"too many items", checkOuter{Items: make([]checkInner, 3)}, "items has 3 items, over the limit of 2"},
 		{"nested below its minimum", checkOuter{Items: []checkInner{{N: 0}, {N: 3}}}, "items[1].n (3) must be at least 16: raise items[1].n"},
 		{"nested over its maximum", checkOuter{Opts: checkInner{N: 101}}, "opts.n (101) must be at most 100: lower opts.n"},

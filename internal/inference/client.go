@@ -97,10 +97,10 @@ func New(cfg Config) (*Client, error) {
 	} else {
 		u, err := url.Parse(base)
 		if err != nil || base == "" {
-			return nil, fmt.Errorf("inference: base URL %q is not a URL: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", cfg.BaseURL)
+			return nil, fmt.Errorf("inference: base URL %q is not a URL: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", redactURL(cfg.BaseURL))
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("inference: base URL %q must be an http or https URL with a host, e.g. http://host:8000/v1", cfg.BaseURL)
+			return nil, fmt.Errorf("inference: base URL %q must be an http or https URL with a host, e.g. http://host:8000/v1", redactURL(cfg.BaseURL))
 		}
 	}
 	if cfg.ContextLength < 0 {

@@ -54,10 +54,10 @@ func normalizeAzureEndpoint(raw string) (string, error) {
 	base := strings.TrimRight(strings.TrimSpace(raw), "/")
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("Azure OpenAI endpoint %q is not an http or https URL with a host: set AZURE_OPENAI_ENDPOINT to the resource's URL, e.g. https://NAME.openai.azure.com", raw)
+		return "", fmt.Errorf("Azure OpenAI endpoint %q is not an http or https URL with a host: set AZURE_OPENAI_ENDPOINT to the resource's URL, e.g. https://NAME.openai.azure.com", redactURL(raw))
 	}
 	if strings.Contains(u.Path, "/deployments") {
-		return "", fmt.Errorf("Azure OpenAI endpoint %q names a deployment: set AZURE_OPENAI_ENDPOINT to the resource's URL (https://NAME.openai.azure.com) and MEMAGENT_MODEL to the deployment name", u.Redacted())
+		return "", fmt.Errorf("Azure OpenAI endpoint %q names a deployment: set AZURE_OPENAI_ENDPOINT to the resource's URL (https://NAME.openai.azure.com) and MEMAGENT_MODEL to the deployment name", redactURL(base))
 	}
 	return strings.TrimSuffix(base, "/openai"), nil
 }

@@ -20,6 +20,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // DefaultMaxInFlight is the number of requests the pool keeps outstanding at
@@ -108,7 +110,7 @@ func parseEndpoints(dialect API, baseURLs, apiKey string, maxInFlight int) ([]En
 				return nil, fmt.Errorf("inference: AZURE_OPENAI_ENDPOINT entry %d: %w", i+1, err)
 			}
 		} else if err != nil {
-			return nil, fmt.Errorf("inference: OPENAI_BASE_URL entry %d (%q) is not an http or https URL with a host: use e.g. http://gpu-1:8000/v1,http://gpu-2:8000/v1", i+1, raw)
+			return nil, fmt.Errorf("inference: OPENAI_BASE_URL entry %d (%q) is not an http or https URL with a host: use e.g. http://gpu-1:8000/v1,http://gpu-2:8000/v1", i+1, redactURL(raw))
 		}
 		if seen[base] {
 			return nil, fmt.Errorf("inference: %s lists %s twice: list each server once (raise its in-flight limit to send it more)", endpointsVar(dialect), redactURL(base))
@@ -140,19 +142,14 @@ func normalizeBaseURL(raw string) (string, error) {
 	base := strings.TrimRight(strings.TrimSpace(raw), "/")
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("base URL %q is not an http or https URL with a host", raw)
+		return "", fmt.Errorf("base URL %q is not an http or https URL with a host", redactURL(raw))
 	}
 	return base, nil
 }
 
-// redactURL hides a password in a URL meant for logs and errors.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return s
-	}
-	return u.Redacted()
-}
+// redactURL hides user info and query values in a URL meant for logs,
+// errors and metric labels.
+func redactURL(s string) string { return secret.URL(s) }
 
 // PoolConfig describes a pool of model servers that serve the same model.
 type PoolConfig struct {

@@ -225,15 +225,15 @@ began=$SECONDS
 
 # PostgreSQL, as the postgres image does it: POSTGRES_USER with
 # POSTGRES_PASSWORD. The server refuses to run as root.
-pg_ctl_bin=$pg_bin/pg_ctl pg_data=$work/postgres-data
+pg_ctl_bin=$pg_bin/pg_ctl pg_dir=$work/postgresql pg_data=$work/postgresql/data
 if [ "$(id -u)" = 0 ]; then as_pg=(runuser -u postgres --); fi
-mkdir -p "$pg_data" "$work/pg-socket"
-svc_var postgresql POSTGRES_PASSWORD >"$work/pg-password"
-[ "$(id -u)" = 0 ] && chown postgres "$pg_data" "$work/pg-socket" "$work/pg-password"
+mkdir -p "$pg_dir"
+svc_var postgresql POSTGRES_PASSWORD >"$pg_dir/password"
+[ "$(id -u)" = 0 ] && chown -R postgres "$pg_dir"
 "${as_pg[@]}" "$pg_bin/initdb" -D "$pg_data" -U "$(svc_var postgresql POSTGRES_USER)" \
-  --pwfile="$work/pg-password" -A scram-sha-256 >"$work/initdb.log" 2>&1
-"${as_pg[@]}" "$pg_ctl_bin" -D "$pg_data" -l "$work/postgresql.log" -w start \
-  -o "-p ${ports[postgresql]} -k $work/pg-socket -c listen_addresses=127.0.0.1" >/dev/null
+  --pwfile="$pg_dir/password" -A scram-sha-256 >"$work/initdb.log" 2>&1
+"${as_pg[@]}" "$pg_ctl_bin" -D "$pg_data" -l "$pg_dir/postgresql.log" -w start \
+  -o "-p ${ports[postgresql]} -k $pg_dir -c listen_addresses=127.0.0.1" >/dev/null
 log "postgresql on 127.0.0.1:${ports[postgresql]}"
 
 log "temporal-schema: $(svc_command temporal-schema | tr '\n' ' ')"

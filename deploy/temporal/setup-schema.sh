@@ -16,9 +16,9 @@ tool="${TEMPORAL_SQL_TOOL:-temporal-sql-tool}"
 
 setup() { # database, schema subdirectory
   if "$tool" --db "$1" create-database 2>/dev/null; then
-    echo "setup-schema: created database $1"
+    echo "setup-schema: database $1 is there"
   else
-    echo "setup-schema: database $1 not created (it exists, or the next step says why)"
+    echo "setup-schema: database $1 not created (it exists, or the next step fails saying why)"
   fi
   # Version 0.0 is the schema_version table alone; update-schema then
   # applies every versioned step above what the database already has.

@@ -209,10 +209,10 @@ run_job() {
 }
 # wait_for WHAT SECONDS COMMAND...: until COMMAND succeeds, or fail.
 wait_for() {
-  local what=$1 deadline=$((SECONDS + $2)); shift 2
+  local what=$1 limit=$2 deadline=$((SECONDS + $2)); shift 2
   until "$@" >/dev/null 2>&1; do
     if ((SECONDS > deadline)); then
-      echo "bare: $what not ready after $((SECONDS - deadline + $2))s; logs in $work (MEMAGENT_BARE_KEEP=1 keeps them)" >&2
+      echo "bare: $what not ready after ${limit}s; logs in $work (MEMAGENT_BARE_KEEP=1 keeps them)" >&2
       for f in "$work"/*.log; do echo "== $f" >&2; tail -n 15 "$f" >&2; done
       return 1
     fi
@@ -260,7 +260,7 @@ log "setup: $(tail -n 1 "$work/setup.log")"
 mapfile -t worker_argv < <(svc_command worker)
 start worker worker "${worker_argv[@]}"
 wait_for "worker" 120 curl -fsS "http://127.0.0.1:${ports[worker]}/readyz"
-log "worker ready on 127.0.0.1:${ports[worker]} (setup to ready: $((SECONDS - began))s since postgresql)"
+log "worker ready on 127.0.0.1:${ports[worker]}, $((SECONDS - began))s after PostgreSQL started"
 
 # One question about a generated document with a planted fact.
 mapfile -t starter_env < <(svc_env starter)

@@ -97,8 +97,10 @@ port_names=(postgresql temporal s3 inference otel worker
   MATCHING_GRPC_PORT MATCHING_MEMBERSHIP_PORT WORKER_GRPC_PORT WORKER_MEMBERSHIP_PORT
   INTERNAL_FRONTEND_GRPC_PORT INTERNAL_FRONTEND_HTTP_PORT INTERNAL_FRONTEND_MEMBERSHIP_PORT)
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Below 32768: Temporal's cluster_membership table keeps a membership port
+# as a PostgreSQL smallint.
 for _ in $(seq 50); do
-  base=$((20000 + RANDOM % 30000)) ok=1
+  base=$((20000 + RANDOM % (32768 - 20000 - ${#port_names[@]}))) ok=1
   for ((i = 0; i < ${#port_names[@]}; i++)); do
     port_free $((base + i)) || { ok=0; break; }
   done

@@ -92,7 +92,13 @@ type composeService struct {
 		Disable bool     `json:"disable"`
 	} `json:"healthcheck"`
 	Environment map[string]*string `json:"environment"`
-	Networks    map[string]*struct {
+	Volumes     []struct {
+		Type     string `json:"type"`
+		Source   string `json:"source"`
+		Target   string `json:"target"`
+		ReadOnly bool   `json:"read_only"`
+	} `json:"volumes"`
+	Networks map[string]*struct {
 		Aliases []string `json:"aliases"`
 	} `json:"networks"`
 	StopGracePeriod string `json:"stop_grace_period"`
@@ -176,7 +182,7 @@ func startOrder(t *testing.T, p composeProject) []string {
 }
 
 func TestComposeProfiles(t *testing.T) {
-	common := []string{"jaeger", "otel-collector", "postgresql", "s3", "setup", "temporal", "temporal-ui", "worker"}
+	common := []string{"jaeger", "otel-collector", "postgresql", "s3", "setup", "temporal", "temporal-schema", "temporal-ui", "worker"}
 	tests := []struct {
 		name     string
 		profiles []string // nil: COMPOSE_PROFILES from .env.example
@@ -228,12 +234,15 @@ func TestComposeProfiles(t *testing.T) {
 			if got := p.Services["setup"].DependsOn["temporal"].Condition; got != "service_healthy" {
 				t.Errorf("setup waits for temporal with %q, want service_healthy: search attributes need a running frontend", got)
 			}
-			if got := p.Services["temporal"].DependsOn["postgresql"].Condition; got != "service_healthy" {
-				t.Errorf("temporal waits for postgresql with %q, want service_healthy", got)
+			if got := p.Services["temporal-schema"].DependsOn["postgresql"].Condition; got != "service_healthy" {
+				t.Errorf("temporal-schema waits for postgresql with %q, want service_healthy", got)
+			}
+			if got := p.Services["temporal"].DependsOn["temporal-schema"].Condition; got != "service_completed_successfully" {
+				t.Errorf("temporal waits for temporal-schema with %q, want service_completed_successfully: the server needs its schemas", got)
 			}
 			order := startOrder(t, p)
 			pos := func(s string) int { return slices.Index(order, s) }
-			for _, before := range [][2]string{{"postgresql", "temporal"}, {"temporal", "setup"}, {"setup", "worker"}, {tt.model, "worker"}, {"s3", "worker"}, {"jaeger", "otel-collector"}} {
+			for _, before := range [][2]string{{"postgresql", "temporal-schema"}, {"temporal-schema", "temporal"}, {"temporal", "setup"}, {"setup", "worker"}, {tt.model, "worker"}, {"s3", "worker"}, {"jaeger", "otel-collector"}} {
 				if pos(before[0]) > pos(before[1]) {
 					t.Errorf("start order %v: %s after %s", order, before[0], before[1])
 				}

@@ -6,6 +6,7 @@
 #   - poppler-utils (pdftotext) and time (/usr/bin/time -v): the conversion
 #     benchmark measures pdftotext the way its users would
 #   - the npm modules of examples/typescript (TestTypeScriptExample)
+#   - postgresql: deploy/bare/run.sh (the compose topology from binaries)
 # Debian packages need root (apt-get); Node.js and npm must be on PATH.
 # With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.
 set -euo pipefail
@@ -17,6 +18,7 @@ command -v curl >/dev/null || need+=(curl)
 command -v pdftotext >/dev/null || need+=(poppler-utils)
 [ -x /usr/bin/time ] || need+=(time)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "test-deps: missing ${need[*]}: run this script as root (it uses apt-get)" >&2
@@ -36,4 +38,4 @@ stamp=examples/typescript/node_modules/.package-lock.json
 if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; then
   npm ci --prefix examples/typescript --no-audit --no-fund
 fi
-echo "test-deps: jq, curl, pdftotext, chromium and the TypeScript example's modules are in place"
+echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL and the TypeScript example's modules are in place"

@@ -141,7 +141,7 @@ until it closes, then prints its answer, its grid or its batch report.`,
   starter runs --status failed --limit 5 --output json`, bind(bindRuns)),
 		leaf("setup", "Register memagent's search attributes in the namespace",
 			"Registers memagent's search attributes in the namespace: once, before any worker.",
-			"  starter setup --namespace default", bind(bindSetup)),
+			"  starter setup --namespace default\n  starter setup --create-namespace --retention 72h   # a self-hosted cluster's first run", bind(bindSetup)),
 		leaf("simulator [flags]", "Serve the inference simulator alone",
 			`Serves the inference simulator alone: an OpenAI-compatible stand-in for a GPU
 pool, with latency, capacity and fault models. Not a model.`,

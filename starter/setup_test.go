@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/grpc"
 
 	"github.com/memagent/memagent/internal/searchattrs"
@@ -85,5 +89,57 @@ func TestRegisterSearchAttributes(t *testing.T) {
 				t.Errorf("added %v, want sorted names", added)
 			}
 		})
+	}
+}
+
+// fakeNamespaces registers namespaces as the workflow service does.
+type fakeNamespaces struct {
+	workflowservice.WorkflowServiceClient // unused methods panic
+	retention                             map[string]time.Duration
+}
+
+func (f *fakeNamespaces) RegisterNamespace(_ context.Context, req *workflowservice.RegisterNamespaceRequest, _ ...grpc.CallOption) (*workflowservice.RegisterNamespaceResponse, error) {
+	if _, ok := f.retention[req.GetNamespace()]; ok {
+		return nil, serviceerror.NewNamespaceAlreadyExists("namespace already exists")
+	}
+	f.retention[req.GetNamespace()] = req.GetWorkflowExecutionRetentionPeriod().AsDuration()
+	return &workflowservice.RegisterNamespaceResponse{}, nil
+}
+
+func TestEnsureNamespace(t *testing.T) {
+	ws := &fakeNamespaces{retention: map[string]time.Duration{"qa": 24 * time.Hour}}
+	for _, tt := range []struct {
+		name        string
+		namespace   string
+		wantCreated bool
+		wantKept    time.Duration
+	}{
+		{"new", "memagent", true, 72 * time.Hour},
+		{"again", "memagent", false, 72 * time.Hour},
+		{"existing keeps its retention", "qa", false, 24 * time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			created, err := ensureNamespace(context.Background(), ws, tt.namespace, 72*time.Hour)
+			if err != nil || created != tt.wantCreated {
+				t.Fatalf("ensureNamespace(%s) = %v, %v; want %v, nil", tt.namespace, created, err, tt.wantCreated)
+			}
+			if got := ws.retention[tt.namespace]; got != tt.wantKept {
+				t.Errorf("retention of %s = %s, want %s", tt.namespace, got, tt.wantKept)
+			}
+		})
+	}
+}
+
+func TestEnsureAttributesWaitsForANewNamespace(t *testing.T) {
+	calls := 0
+	added, err := ensureAttributes(context.Background(), func() ([]string, error) {
+		calls++
+		if calls < 2 {
+			return nil, fmt.Errorf("list search attributes of namespace qa: %w", serviceerror.NewNamespaceNotFound("qa"))
+		}
+		return []string{"MemagentStatus"}, nil
+	})
+	if err != nil || calls != 2 || len(added) != 1 {
+		t.Errorf("ensureAttributes = %v, %v after %d calls; want one attribute after 2", added, err, calls)
 	}
 }

@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# docker-compose.yml's topology from binaries, on one host, without a
+# container engine: PostgreSQL in a temporary directory, Temporal's schemas
+# created with its SQL tool, temporalio/server's binary with the compose
+# file's dynamic config, versitygw, the inference simulator and the worker
+# as separate processes, then one `starter ask` on a generated document. It
+# prints the planted answer and stops everything.
+#
+#   deploy/bare/run.sh                    # the whole run; exit 0 = the planted answer came back
+#   deploy/bare/run.sh --print-env SVC    # the environment it gives compose service SVC
+#   deploy/bare/run.sh --print-command SVC
+#
+# Every setting comes from docker-compose.yml, resolved with the env file
+# (.env if present, else .env.example; MEMAGENT_BARE_ENV_FILE overrides) by
+# deploy/composecheck, the loader `docker compose config` uses. Versions
+# too: temporal-server and temporal-sql-tool are built at the tag of the
+# compose file's temporalio/server image, versitygw at its image's tag. What
+# one host changes, and nothing else, is applied to that resolved file:
+#   - service addresses become 127.0.0.1 and free ports (other people's
+#     stacks may hold the compose ports), including Temporal's own ports
+#     (FRONTEND_GRPC_PORT and the like, which the server's template reads);
+#   - bind mounts become their files in this checkout, named volumes
+#     directories under the run's temporary directory, and admin-tools'
+#     /etc/temporal/schema the server module's schema directory;
+#   - the OpenTelemetry collector is not started: OTEL_EXPORTER_OTLP_ENDPOINT
+#     is dropped, unless MEMAGENT_BARE_OTLP names a collector (e.g. a Jaeger
+#     v2 binary's http://127.0.0.1:4318) to send traces to instead.
+# deploy/bare_test.go checks this against the compose file.
+#
+# Needs: go, jq, curl, PostgreSQL's server binaries (Debian: postgresql).
+# Binaries it builds are kept in MEMAGENT_BARE_CACHE (default
+# ~/.cache/memagent/bare); the first run builds Temporal's server (minutes).
+# MEMAGENT_BARE_KEEP=1 keeps the temporary directory (logs) after the run.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+
+mode=run service=
+case "${1:-}" in
+  --print-env | --print-command) mode=${1#--}; service=${2:?"$1 needs a compose service name"} ;;
+  "") ;;
+  *) echo "usage: $0 [--print-env SERVICE | --print-command SERVICE]" >&2; exit 2 ;;
+esac
+
+env_file=${MEMAGENT_BARE_ENV_FILE:-}
+if [ -z "$env_file" ]; then
+  env_file=.env.example
+  [ -f .env ] && env_file=.env
+fi
+cache=${MEMAGENT_BARE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/memagent/bare}
+mkdir -p "$cache/bin"
+work=$(mktemp -d "${TMPDIR:-/tmp}/memagent-bare.XXXXXX")
+chmod 755 "$work"
+
+log() { printf '%s bare: %s\n' "$(date +%T)" "$*" >&2; }
+
+pids=()
+pg_ctl_bin= pg_data= as_pg=()
+cleanup() {
+  local code=$?
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill -TERM "${pids[i]}" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ -n "$pg_data" ] && [ -f "$pg_data/postmaster.pid" ]; then
+    "${as_pg[@]}" "$pg_ctl_bin" -D "$pg_data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  if [ "${MEMAGENT_BARE_KEEP:-}" = 1 ]; then
+    log "kept $work"
+  else
+    rm -rf "$work"
+  fi
+  exit "$code"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The resolved compose project: the simulator profile (no GPU here) and the
+# cli profile, whose starter service is what `docker compose run starter` uses.
+go -C deploy/composecheck build -o "$cache/bin/composecheck" .
+compose=$work/compose.json
+"$cache/bin/composecheck" -f docker-compose.yml --env-file "$env_file" \
+  --profile simulator --profile cli >"$compose"
+
+image_tag() { jq -r --arg s "$1" '.services[$s].image | sub("^[^:]*:"; "")' "$compose"; }
+temporal_version=$(image_tag temporal)
+versitygw_version=$(image_tag s3)
+schema_module=$(go mod download -json "go.temporal.io/server@v${temporal_version#v}" | jq -r .Dir)
+
+# Free ports, a block of them: ports[name]. A port is taken when something
+# accepts a connection on it.
+declare -A ports
+port_names=(postgresql temporal s3 inference otel worker
+  FRONTEND_HTTP_PORT FRONTEND_MEMBERSHIP_PORT HISTORY_GRPC_PORT HISTORY_MEMBERSHIP_PORT
+  MATCHING_GRPC_PORT MATCHING_MEMBERSHIP_PORT WORKER_GRPC_PORT WORKER_MEMBERSHIP_PORT
+  INTERNAL_FRONTEND_GRPC_PORT INTERNAL_FRONTEND_HTTP_PORT INTERNAL_FRONTEND_MEMBERSHIP_PORT)
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Below 32768: Temporal's cluster_membership table keeps a membership port
+# as a PostgreSQL smallint.
+for _ in $(seq 50); do
+  base=$((20000 + RANDOM % (32768 - 20000 - ${#port_names[@]}))) ok=1
+  for ((i = 0; i < ${#port_names[@]}; i++)); do
+    port_free $((base + i)) || { ok=0; break; }
+  done
+  [ "$ok" = 1 ] && break
+done
+[ "$ok" = 1 ] || { echo "bare: no block of ${#port_names[@]} free ports found" >&2; exit 1; }
+for ((i = 0; i < ${#port_names[@]}; i++)); do ports[${port_names[i]}]=$((base + i)); done
+otlp=${MEMAGENT_BARE_OTLP:-}
+
+# The one-host rewrites, as jq: addresses, then paths. A value that is a
+# compose host name alone becomes 127.0.0.1; host:port and 0.0.0.0:port
+# become 127.0.0.1 and the port picked for that service.
+rewrite_jq='
+def addr($v):
+  $v
+  | gsub("(?<h>postgresql|0\\.0\\.0\\.0)?:5432\\b"; "127.0.0.1:\($p.postgresql)")
+  | gsub("\\btemporal:7233\\b"; "127.0.0.1:\($p.temporal)")
+  | gsub("(?<h>\\bs3)?:7070\\b"; "127.0.0.1:\($p.s3)")
+  | gsub("(?<h>\\binference|0\\.0\\.0\\.0):8000\\b"; "127.0.0.1:\($p.inference)")
+  | gsub("0\\.0\\.0\\.0:9464\\b"; "127.0.0.1:\($p.worker)")
+  | gsub("127\\.0\\.0\\.1:7243\\b"; "127.0.0.1:\($p.FRONTEND_HTTP_PORT)")
+  | gsub("\\bhttp://otel-collector:4318\\b"; $otlp)
+  | if . == "postgresql" or . == "0.0.0.0" then "127.0.0.1"
+    elif . == "5432" then "\($p.postgresql)" else . end;
+def path($s):
+  reduce ($s.volumes // [])[] as $m (.;
+    if $m.type == "bind" then gsub("^" + $m.target; $root + "/" + ($m.source | ltrimstr("./")))
+    elif $m.type == "volume" then gsub("^" + $m.target + "\\b"; $work + "/" + $m.source)
+    else . end)
+  | gsub("^/etc/temporal/schema"; $schema + "/schema");
+def rw($s): addr(.) | path($s);
+'
+ports_json=$(for k in "${!ports[@]}"; do printf '"%s":%s,' "$k" "${ports[$k]}"; done)
+jq_args=(--argjson p "{${ports_json%,}}" --arg otlp "$otlp" --arg root "$root" --arg work "$work" --arg schema "$schema_module")
+
+# svc_env SERVICE: KEY=VALUE lines, the compose environment rewritten for
+# this host (and Temporal's ports, for the server).
+svc_env() {
+  jq -r "${jq_args[@]}" --arg s "$1" "$rewrite_jq"'
+    .services[$s] as $svc
+    | ($svc.environment // {}) | to_entries[]
+    | select(.key != "OTEL_EXPORTER_OTLP_ENDPOINT" or $otlp != "")
+    | "\(.key)=\(.value // "" | rw($svc))"' "$compose"
+  if [ "$1" = temporal ]; then
+    echo "FRONTEND_GRPC_PORT=${ports[temporal]}"
+    for k in "${port_names[@]}"; do
+      [[ $k == *_PORT ]] && echo "$k=${ports[$k]}"
+    done
+  fi
+  return 0
+}
+
+# svc_command SERVICE: the compose command (or entrypoint and command), one
+# argument a line, rewritten; image paths of memagent's own binaries become
+# the ones built here.
+svc_command() {
+  jq -r "${jq_args[@]}" --arg s "$1" --arg bin "$cache/bin" "$rewrite_jq"'
+    .services[$s] as $svc
+    | (($svc.entrypoint // []) + ($svc.command // []))[]
+    | rw($svc) | sub("^/(?<b>starter|worker)$"; "\($bin)/\(.b)")' "$compose"
+}
+
+case $mode in
+  print-env) svc_env "$service"; exit 0 ;;
+  print-command) svc_command "$service"; exit 0 ;;
+esac
+
+for tool in jq curl; do
+  command -v "$tool" >/dev/null || { echo "bare: $tool is needed (Debian: apt-get install $tool)" >&2; exit 1; }
+done
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -x "$pg_bin/initdb" ] || { echo "bare: PostgreSQL's server binaries are needed (Debian: apt-get install postgresql)" >&2; exit 1; }
+
+# Binaries: Temporal's at the compose image's version, from the module
+# proxy (kept between runs), and memagent's from this checkout.
+build_at() { # name, package@version
+  local out=$cache/bin/$1
+  if [ ! -x "$out" ]; then
+    log "building $2 (once; kept in $cache/bin)"
+    GOBIN=$work/gobin go install "$2"
+    mv "$work/gobin/$(basename "${2%@*}")" "$out"
+  fi
+  echo "$out"
+}
+temporal_server=$(build_at "temporal-server-$temporal_version" "go.temporal.io/server/cmd/server@v${temporal_version#v}")
+sql_tool=$(build_at "temporal-sql-tool-$temporal_version" "go.temporal.io/server/cmd/tools/sql@v${temporal_version#v}")
+versitygw=$(build_at "versitygw-$versitygw_version" "github.com/versity/versitygw/cmd/versitygw@$versitygw_version")
+log "building the worker and the starter"
+go build -o "$cache/bin/worker" ./worker
+go build -o "$cache/bin/starter" ./starter
+
+# start NAME SERVICE ARGV...: runs ARGV with SERVICE's environment (and
+# nothing else from this shell but PATH and HOME), logging to $work/NAME.log.
+start() {
+  local name=$1 svc=$2; shift 2
+  local -a env=()
+  mapfile -t env < <(svc_env "$svc")
+  env -i PATH="$PATH" HOME="$HOME" "${env[@]}" "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+}
+# run_job SERVICE: runs a compose job's command to completion.
+run_job() {
+  local -a env=() argv=()
+  mapfile -t env < <(svc_env "$1")
+  mapfile -t argv < <(svc_command "$1")
+  env -i PATH="$PATH" HOME="$HOME" "${env[@]}" TEMPORAL_SQL_TOOL="$sql_tool" "${argv[@]}" >"$work/$1.log" 2>&1 ||
+    { tail -n 30 "$work/$1.log" >&2; echo "bare: $1 failed" >&2; return 1; }
+}
+# wait_for WHAT SECONDS COMMAND...: until COMMAND succeeds, or fail.
+wait_for() {
+  local what=$1 limit=$2 deadline=$((SECONDS + $2)); shift 2
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS > deadline)); then
+      echo "bare: $what not ready after ${limit}s; logs in $work (MEMAGENT_BARE_KEEP=1 keeps them)" >&2
+      for f in "$work"/*.log; do echo "== $f" >&2; tail -n 15 "$f" >&2; done
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+svc_var() { svc_env "$1" | sed -n "s/^$2=//p"; }
+
+began=$SECONDS
+
+# PostgreSQL, as the postgres image does it: POSTGRES_USER with
+# POSTGRES_PASSWORD. The server refuses to run as root.
+pg_ctl_bin=$pg_bin/pg_ctl pg_dir=$work/postgresql pg_data=$work/postgresql/data
+if [ "$(id -u)" = 0 ]; then as_pg=(runuser -u postgres --); fi
+mkdir -p "$pg_dir"
+svc_var postgresql POSTGRES_PASSWORD >"$pg_dir/password"
+[ "$(id -u)" = 0 ] && chown -R postgres "$pg_dir"
+"${as_pg[@]}" "$pg_bin/initdb" -D "$pg_data" -U "$(svc_var postgresql POSTGRES_USER)" \
+  --pwfile="$pg_dir/password" -A scram-sha-256 >"$work/initdb.log" 2>&1
+"${as_pg[@]}" "$pg_ctl_bin" -D "$pg_data" -l "$pg_dir/postgresql.log" -w start \
+  -o "-p ${ports[postgresql]} -k $pg_dir -c listen_addresses=127.0.0.1" >/dev/null
+log "postgresql on 127.0.0.1:${ports[postgresql]}"
+
+log "temporal-schema: $(svc_command temporal-schema | tr '\n' ' ')"
+run_job temporal-schema
+
+start temporal temporal "$temporal_server" start
+health=$(jq -r '.services.temporal.healthcheck.test | last' "$compose" |
+  sed "s/127\.0\.0\.1:7243/127.0.0.1:${ports[FRONTEND_HTTP_PORT]}/")
+wait_for "temporal (its compose health check, $health)" 120 curl -fsS "$health"
+log "temporal on 127.0.0.1:${ports[temporal]}, dynamic config $(svc_var temporal DYNAMIC_CONFIG_FILE_PATH)"
+
+mapfile -t s3_argv < <(svc_command s3)
+mkdir -p "$work/s3-data"
+start s3 s3 "$versitygw" "${s3_argv[@]}"
+mapfile -t sim_argv < <(svc_command simulator)
+start simulator simulator "${sim_argv[@]}"
+wait_for "simulator" 60 curl -fsS "http://127.0.0.1:${ports[inference]}/v1/models"
+wait_for "s3" 60 curl -sS -o /dev/null "http://127.0.0.1:${ports[s3]}/"
+log "versitygw on 127.0.0.1:${ports[s3]}, simulator on 127.0.0.1:${ports[inference]}"
+
+run_job setup
+log "setup: $(tail -n 1 "$work/setup.log")"
+
+mapfile -t worker_argv < <(svc_command worker)
+start worker worker "${worker_argv[@]}"
+wait_for "worker" 120 curl -fsS "http://127.0.0.1:${ports[worker]}/readyz"
+log "worker ready on 127.0.0.1:${ports[worker]}, $((SECONDS - began))s after PostgreSQL started"
+
+# One question about a generated document with a planted fact.
+mapfile -t starter_env < <(svc_env starter)
+starter() { env -i PATH="$PATH" HOME="$HOME" "${starter_env[@]}" "$cache/bin/starter" "$@"; }
+starter gen-doc --tokens "${MEMAGENT_BARE_TOKENS:-20000}" --out "$work/document.txt" >"$work/gen-doc.txt"
+question=$(sed -n 's/^question: //p' "$work/gen-doc.txt")
+answer=$(sed -n 's/^answer: *//p' "$work/gen-doc.txt")
+log "asking: $question"
+starter ask --doc "$work/document.txt" --question "$question" --answer "$answer" --output json >"$work/ask.json" 2>"$work/ask.log" ||
+  { tail -n 30 "$work/ask.log" >&2; exit 1; }
+got=$(jq -r '.answer' "$work/ask.json")
+echo "answer: $got"
+echo "planted: $answer"
+if [[ ${got,,} != *"${answer,,}"* ]]; then
+  echo "bare: the answer does not contain the planted fact" >&2
+  exit 1
+fi
+log "done in $((SECONDS - began))s after the builds; stopping everything"

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	otelsdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -21,9 +22,12 @@ import (
 	"go.temporal.io/server/common/membership/static"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives"
+	servertelemetry "go.temporal.io/server/common/telemetry"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	memtelemetry "github.com/memagent/memagent/internal/telemetry"
 )
 
 const (
@@ -218,6 +222,17 @@ func newTemporalServer(host string, p temporalPorts, sql *config.SQL, logger *sl
 	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, slogger)
 	if err != nil {
 		return nil, fmt.Errorf("temporal claim mapper: %w", err)
+	}
+	// The server's own exporter from OTEL_* speaks gRPC only, whatever
+	// OTEL_EXPORTER_OTLP_PROTOCOL says (it reads just the traces-specific
+	// variable): given memagent's, which honours it, the server's spans go
+	// where the worker's go, over the same protocol.
+	exp, err := memtelemetry.UnstartedSpanExporter()
+	if err != nil {
+		return nil, err
+	}
+	if exp != nil {
+		cfg.ExporterConfig.CustomExporters = map[servertelemetry.SpanExporterType]otelsdktrace.SpanExporter{"otlp": exp}
 	}
 	local := func(port int) static.Hosts { return static.SingleLocalHost(net.JoinHostPort(host, strconv.Itoa(port))) }
 	var srv temporal.Server

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -273,6 +274,26 @@ func describe(signal, proto string) string {
 		ep = u.Redacted()
 	}
 	return "otlp (" + proto + ", " + ep + ")"
+}
+
+// UnstartedSpanExporter is the OTLP trace exporter the OTEL_* environment
+// asks for (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL
+// grpc or http/protobuf, the endpoint), not yet started, or nil when the
+// environment asks for none. The embedded Temporal server takes it in
+// place of its own, which speaks only gRPC whatever the protocol says.
+func UnstartedSpanExporter() (sdktrace.SpanExporter, error) {
+	ok, err := otlpWanted("TRACES")
+	if err != nil || !ok {
+		return nil, err
+	}
+	proto, err := protocol("TRACES")
+	if err != nil {
+		return nil, err
+	}
+	if proto == "grpc" {
+		return otlptracegrpc.NewUnstarted(), nil
+	}
+	return otlptrace.NewUnstarted(otlptracehttp.NewClient()), nil
 }
 
 func newSpanExporter(ctx context.Context) (sdktrace.SpanExporter, string, error) {

@@ -265,7 +265,7 @@ func TestAskRejectsBadInputBeforeStarting(t *testing.T) {
 		{"empty file", []string{"--doc", write("empty.txt", ""), "--question", "q"}, "has no text"},
 		{"whitespace only", []string{"--doc", write("ws.txt", " \n\t\n"), "--question", "q"}, "has no text"},
 		{"not utf-8", []string{"--doc", write("bin.txt", "abc\xff\xfe"), "--question", "q"}, "not UTF-8 text: invalid byte at offset 3"},
-		{"bad utf-8 policy", []string{"--doc", good, "--question", "q", "--invalid-utf8", "ignore"}, `invalid_utf8 ("ignore") must be`},
+		{"bad utf-8 policy", []string{"--doc", good, "--question", "q", "--invalid-utf8", "ignore"}, `invalid_utf8 "ignore" must be`},
 		{"directory", []string{"--doc", dir, "--question", "q"}, "is a directory"},
 		{"empty question", []string{"--doc", good, "--question", "  "}, "question is empty"},
 		{"no document", []string{"--question", "q"}, "no document"},

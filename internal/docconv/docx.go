@@ -13,9 +13,9 @@ import (
 	"github.com/memagent/memagent/internal/memagent"
 )
 
-// maxXMLBytes bounds the uncompressed size of the one part of a DOCX read
-// whole (styles) and of document.xml as it streams: a zip bomb stops
-// there.
+// maxStylesBytes and maxDocumentBytes bound the uncompressed size of
+// word/styles.xml and word/document.xml as they stream: a zip bomb stops
+// there, refused.
 const (
 	maxStylesBytes   = 16 << 20
 	maxDocumentBytes = 2 << 30
@@ -174,23 +174,49 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 }
 
 // headingStyles returns the ids of paragraph styles that are headings:
-// named "heading N" or "Title", or with an outline level.
+// named "heading N" or "Title", or with an outline level. The styles part
+// is read within the bounds of the document's (maxDepth, and a run guard)
+// and tighter ones of its own (maxStylesBytes, maxStylesRunBytes,
+// maxStyles, maxStyleIDBytes): a styles part over them is refused as the
+// document would be, with the limit named, rather than skipped, for it
+// can only be hostile or broken, and a document read without its
+// headings would cite sections wrongly without saying so.
 func headingStyles(f *zip.File) (map[string]bool, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return nil, badf("is not a readable DOCX (word/styles.xml is damaged): open it in Word and save it again")
 	}
 	defer rc.Close()
-	dec := xml.NewDecoder(io.LimitReader(rc, maxStylesBytes))
+	cr := &countingReader{r: io.LimitReader(rc, maxStylesBytes+1)}
+	dec := xml.NewDecoder(&runGuard{r: cr, max: maxStylesRunBytes, styles: true})
 	out := map[string]bool{}
 	id := ""
+	depth, styles := 0, 0
 	for {
 		tok, err := dec.Token()
+		if cr.n > maxStylesBytes {
+			return nil, overStylesLimit(fmt.Sprintf("has styles (word/styles.xml) of more than %d bytes uncompressed", int64(maxStylesBytes)), maxStylesBytes, "bytes")
+		}
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
+		var convErr *Error
+		if errors.As(err, &convErr) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, badf("is not a readable DOCX (word/styles.xml is not well-formed XML): open it in Word and save it again")
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if depth++; depth > maxDepth {
+				return nil, overStylesLimit(fmt.Sprintf("nests the XML of its styles (word/styles.xml) more than %d elements deep", maxDepth), maxDepth, "levels")
+			}
+		case xml.EndElement:
+			depth--
+			if t.Name.Space == wordNS && t.Name.Local == "style" {
+				id = ""
+			}
 		}
 		st, ok := tok.(xml.StartElement)
 		if !ok || st.Name.Space != wordNS {
@@ -198,12 +224,18 @@ func headingStyles(f *zip.File) (map[string]bool, error) {
 		}
 		switch st.Name.Local {
 		case "style":
+			if styles++; styles > maxStyles {
+				return nil, overStylesLimit(fmt.Sprintf("has more than %d styles (word/styles.xml)", maxStyles), maxStyles, "styles")
+			}
 			id = attr(st, "styleId")
+			if len(id) > maxStyleIDBytes {
+				id = ""
+			}
 			if l := strings.ToLower(id); strings.HasPrefix(l, "heading") || l == "title" {
 				out[id] = true
 			}
 		case "name":
-			if n := strings.ToLower(attr(st, "val")); strings.HasPrefix(n, "heading") || n == "title" {
+			if n := strings.ToLower(attr(st, "val")); id != "" && (strings.HasPrefix(n, "heading") || n == "title") {
 				out[id] = true
 			}
 		case "outlineLvl":

@@ -38,6 +38,14 @@ type Limits struct {
 // a buffer of that size, whatever the paragraph's length), a run of text
 // with no markup longer than maxRunBytes (a DOCX or HTML file of one
 // endless text node) and nesting deeper than maxDepth are refused.
+//
+// A DOCX's styles part (word/styles.xml), read only for which styles are
+// headings, is bounded tighter, as it holds no text: a run with no '<'
+// longer than maxStylesRunBytes (one endless attribute or text node, or
+// one element of millions of attributes, which encoding/xml holds whole
+// at ~180 bytes an attribute) and more than maxStyles styles are refused,
+// and a style id longer than maxStyleIDBytes (far longer than Word
+// writes) is not kept: its paragraphs are not headings.
 const (
 	DefaultMaxTextBytes   = 64 << 20
 	DefaultMaxPageChars   = 200_000
@@ -47,6 +55,10 @@ const (
 	maxParagraphBytes = 256 << 10
 	maxRunBytes       = 16 << 20
 	maxDepth          = 256
+
+	maxStylesRunBytes = 64 << 10
+	maxStyles         = 10_000
+	maxStyleIDBytes   = 1 << 10
 )
 
 // withDefaults fills the zero fields.
@@ -73,6 +85,13 @@ func overLimit(what string, limit int64, unit, knob string) error {
 		raise = "split the document, or raise " + knob + " on the worker"
 	}
 	return badf("%s, over the converter's limit of %d %s: %s", what, limit, unit, raise)
+}
+
+// overStylesLimit is the Error of a DOCX whose styles part is over a
+// limit: a part no document needs so large, for which re-saving, not
+// splitting, is the remedy.
+func overStylesLimit(what string, limit int64, unit string) error {
+	return badf("%s, over the converter's limit of %d %s: open it in Word and save it again", what, limit, unit)
 }
 
 // paragraphBuilder collects a paragraph's text with its white space
@@ -131,11 +150,16 @@ func (p *paragraphBuilder) Flush() error {
 func (p *paragraphBuilder) String() string { return strings.TrimSpace(string(p.buf)) }
 
 // runGuard fails a read once the input has run longer than maxRunBytes
-// without a '<': an XML or HTML parser holds a text node whole, so one
-// endless text node would cost its whole length in memory.
+// (or max, if set) without a '<': an XML or HTML parser holds a text node
+// whole, and a tag with all its attributes, so one endless text node or
+// tag would cost its whole length in memory, or many times it.
 type runGuard struct {
 	r   io.Reader
 	run int
+	// max is the longest run allowed (0: maxRunBytes); styles says the
+	// input is a DOCX's styles part, for the error.
+	max    int
+	styles bool
 }
 
 func (g *runGuard) Read(p []byte) (int, error) {
@@ -145,8 +169,16 @@ func (g *runGuard) Read(p []byte) (int, error) {
 	} else {
 		g.run += n
 	}
-	if g.run > maxRunBytes {
-		return n, overLimit(fmt.Sprintf("has a run of text of more than %d bytes with no markup", maxRunBytes), maxRunBytes, "bytes", "")
+	limit := g.max
+	if limit <= 0 {
+		limit = maxRunBytes
+	}
+	switch {
+	case g.run <= limit:
+	case g.styles:
+		return n, overStylesLimit(fmt.Sprintf("has a run of more than %d bytes with no markup in its styles (word/styles.xml)", limit), int64(limit), "bytes")
+	default:
+		return n, overLimit(fmt.Sprintf("has a run of text of more than %d bytes with no markup", limit), int64(limit), "bytes", "")
 	}
 	return n, err
 }

@@ -10,31 +10,44 @@ import (
 
 // Hostile is one document a hostile caller could hand a worker, made small
 // on the wire (the HTML aside, large by construction), each of which once
-// took a worker past 1 GiB.
+// took a worker past 1 GiB, or to 600 MB from 17 KB (the styles parts).
 type Hostile struct {
 	Name string
 	// Format is what docconv.Detect calls it.
 	Format string
 	Make   func() []byte
+	// MaxPeakBytes bounds the peak resident set of converting it in a
+	// process of its own; 0 means 1 GiB, the chart's limit for a worker.
+	MaxPeakBytes int64
 }
 
 // HostileInputs are the documents of the hostile-input tests: a 255 KB
 // DOCX with one paragraph of 256 MiB of "a " (3.48 GB once), a DOCX of 20
-// million nested elements (3.58 GB), a 2 KB PDF whose one page draws a
-// form XObject 64,000 times (3.75 GB), and an HTML page of 100 MiB in one
-// <p> (1.56 GB).
+// million nested elements (3.58 GB), a 17 KB DOCX whose word/styles.xml
+// nests 5.6 million elements (599 MB: the styles part was read without
+// the document's limits), a 26 KB DOCX whose word/styles.xml has one
+// element of 3.4 million attributes (596 MB), a 2 KB PDF whose one page
+// draws a form XObject 64,000 times (3.75 GB), and an HTML page of 100
+// MiB in one <p> (1.56 GB).
 func HostileInputs() []Hostile {
 	return []Hostile{
-		{"DOCX: one paragraph of 256 MiB of \"a \"", "zip", func() []byte { return HugeParagraphDOCX(256 << 20) }},
-		{"DOCX: 20 million nested elements", "zip", func() []byte { return NestedDOCX(20_000_000) }},
-		{"PDF: a form XObject drawn 64,000 times on one page", "pdf", func() []byte { return XObjectBombPDF(64000) }},
-		{"HTML: 100 MiB in one <p>", "html", func() []byte { return HugeParagraphHTML(100 << 20) }},
+		{Name: "DOCX: one paragraph of 256 MiB of \"a \"", Format: "zip", Make: func() []byte { return HugeParagraphDOCX(256 << 20) }},
+		{Name: "DOCX: 20 million nested elements", Format: "zip", Make: func() []byte { return NestedDOCX(20_000_000) }},
+		// About 600 MB unbounded, under 1 GiB: held to what bounded takes.
+		{Name: "DOCX: styles.xml of 16 MiB of nested elements", Format: "zip", Make: func() []byte { return NestedStylesDOCX(StylesPartBytes / len("<a>")) }, MaxPeakBytes: 64 << 20},
+		{Name: "DOCX: styles.xml of one element of 3.4 million attributes", Format: "zip", Make: func() []byte { return ManyAttributesStylesDOCX(StylesPartBytes / len(`a="" `)) }, MaxPeakBytes: 64 << 20},
+		{Name: "PDF: a form XObject drawn 64,000 times on one page", Format: "pdf", Make: func() []byte { return XObjectBombPDF(64000) }},
+		{Name: "HTML: 100 MiB in one <p>", Format: "html", Make: func() []byte { return HugeParagraphHTML(100 << 20) }},
 	}
 }
 
 // docxWith writes a DOCX whose word/document.xml body is written by body,
 // deflated as it streams.
-func docxWith(body func(w io.Writer)) []byte {
+func docxWith(body func(w io.Writer)) []byte { return docxWithStyles(body, nil) }
+
+// docxWithStyles is docxWith with a word/styles.xml written by styles,
+// if not nil, before the document body (as Word orders its parts).
+func docxWithStyles(body, styles func(w io.Writer)) []byte {
 	var buf bytes.Buffer
 	z := zip.NewWriter(&buf)
 	add := func(name, content string) {
@@ -43,6 +56,12 @@ func docxWith(body func(w io.Writer)) []byte {
 	}
 	add("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`)
 	add("_rels/.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`)
+	if styles != nil {
+		f, _ := z.Create("word/styles.xml")
+		io.WriteString(f, `<?xml version="1.0" encoding="UTF-8"?><w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">`)
+		styles(f)
+		io.WriteString(f, `</w:styles>`)
+	}
 	f, _ := z.Create("word/document.xml")
 	io.WriteString(f, `<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`)
 	body(f)
@@ -74,6 +93,41 @@ func NestedDOCX(n int) []byte {
 			w.Write(closing)
 		}
 	})
+}
+
+// StylesPartBytes is the size of the hostile inputs' word/styles.xml:
+// just under the 16 MiB the converter reads of a styles part.
+const StylesPartBytes = 16<<20 - 256
+
+// NestedStylesDOCX is a DOCX of one short paragraph whose word/styles.xml
+// opens n elements <a> inside one another and never closes them: 17 KB
+// deflated for n of 5.6 million (16 MiB).
+func NestedStylesDOCX(n int) []byte {
+	return docxWithStyles(shortBody, func(w io.Writer) { writeRepeated(w, "<a>", n) })
+}
+
+// ManyAttributesStylesDOCX is a DOCX of one short paragraph whose
+// word/styles.xml is well-formed, one style with n empty attributes a=""
+// (repeated, as encoding/xml allows): 26 KB deflated for n of 3.4 million
+// (16 MiB).
+func ManyAttributesStylesDOCX(n int) []byte {
+	return docxWithStyles(shortBody, func(w io.Writer) {
+		io.WriteString(w, `<w:style w:type="paragraph" w:styleId="Heading1" `)
+		writeRepeated(w, `a="" `, n)
+		io.WriteString(w, `><w:name w:val="heading 1"/></w:style>`)
+	})
+}
+
+func shortBody(w io.Writer) { io.WriteString(w, `<w:p><w:r><w:t>Styled.</w:t></w:r></w:p>`) }
+
+// writeRepeated writes s n times, in blocks.
+func writeRepeated(w io.Writer, s string, n int) {
+	const per = 1 << 12
+	block := bytes.Repeat([]byte(s), per)
+	for ; n >= per; n -= per {
+		w.Write(block)
+	}
+	w.Write(block[:n*len(s)])
 }
 
 // HugeParagraphHTML is an HTML page of one <p> of n bytes of words.

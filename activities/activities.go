@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
@@ -145,7 +146,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		return nil, badInput(err)
 	}
 	opts := in.Options.WithDefaults()
-	if err := CheckQuestion(in.Question); err != nil {
+	if err := api.CheckQuestion(in.Question); err != nil {
 		return nil, badInput(err)
 	}
 	limits := a.Limits.withDefaults()
@@ -166,7 +167,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		return nil, badInput(err)
 	}
 	if err := CheckBudget(tok, a.Templates, in.Question, opts, a.MaxModelLen); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrPromptTooLong, nil)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrPromptTooLong, nil)
 	}
 	info, err := a.Store.Head(ctx, loc)
 	if err != nil {
@@ -226,7 +227,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 		out.Source, out.Format, out.Unit, out.Pages = c.Source, c.Format, c.Unit, c.Pages
 	}
 	if idx.Source != "" {
-		if opts.InvalidUTF8 != InvalidUTF8Replace {
+		if opts.InvalidUTF8 != api.InvalidUTF8Replace {
 			// An earlier run replaced this document's invalid bytes; this
 			// one asked to reject them.
 			return nil, badInput(fmt.Errorf("document %s is not UTF-8 text (%d invalid bytes); convert it to UTF-8 first, or ask with invalid_utf8 \"replace\"", in.Document, idx.Replaced))
@@ -240,7 +241,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 
 // plan indexes a document in one of the worker's indexing slots, guarded
 // against a document that takes its worker down (guardHeavy).
-func (a *Activities) plan(ctx context.Context, uri string, loc s3store.Location, info s3store.ObjectInfo, tok memagent.Tokenizer, opts ModelOptions) (*memagent.ChunkIndex, error) {
+func (a *Activities) plan(ctx context.Context, uri string, loc s3store.Location, info s3store.ObjectInfo, tok memagent.Tokenizer, opts api.ModelOptions) (*memagent.ChunkIndex, error) {
 	release, err := a.planSlot(ctx)
 	if err != nil {
 		return nil, err
@@ -250,7 +251,7 @@ func (a *Activities) plan(ctx context.Context, uri string, loc s3store.Location,
 	if err != nil {
 		return nil, err
 	}
-	idx, err := a.planDocument(ctx, loc, info, tok, opts.ChunkTokens, opts.InvalidUTF8 == InvalidUTF8Replace)
+	idx, err := a.planDocument(ctx, loc, info, tok, opts.ChunkTokens, opts.InvalidUTF8 == api.InvalidUTF8Replace)
 	ended()
 	return idx, err
 }
@@ -445,7 +446,7 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 // Answer asks the model for the final answer from the memory alone,
 // extracts the \boxed{} content, scores it against gold answers when there
 // are any and writes the result JSON.
-func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, error) {
+func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*api.DocumentQAResult, error) {
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
 	opts := in.Options.WithDefaults()
@@ -494,7 +495,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 	defer cancel()
 	final, err := a.putOnce(sctx, resultLoc, res.RunID, func(at s3store.Location) any {
 		res.ResultURI = at.String()
-		return StoredResult{QAResult: res, Completion: comp.Text, Kept: keep(digest, comp), PromptSHA256: PromptDigest(prompt)}
+		return StoredResult{DocumentQAResult: res, Completion: comp.Text, Kept: keep(digest, comp), PromptSHA256: PromptDigest(prompt)}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write result: %w", err)
@@ -509,7 +510,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*QAResult, err
 // complete checks the prompt against the model's context, then calls the
 // model while heartbeating, and classifies its errors. opts has its
 // defaults applied; kind labels the call in telemetry.
-func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt string, maxTokens int, kind string) (inference.Completion, error) {
+func (a *Activities) complete(ctx context.Context, opts api.ModelOptions, prompt string, maxTokens int, kind string) (inference.Completion, error) {
 	// A token is at least one byte, so a prompt with fewer bytes than the
 	// budget cannot overflow it and is not worth counting.
 	if a.MaxModelLen > 0 && len(prompt)+maxTokens > a.MaxModelLen {
@@ -520,7 +521,7 @@ func (a *Activities) complete(ctx context.Context, opts ModelOptions, prompt str
 		if n := tok.Count(prompt); n+maxTokens > a.MaxModelLen {
 			return inference.Completion{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"prompt (%d tokens) + max_tokens (%d) = %d exceed the model's context (%d): lower options.chunk_tokens or options.memory_max_tokens",
-				n, maxTokens, n+maxTokens, a.MaxModelLen), ErrPromptTooLong, nil)
+				n, maxTokens, n+maxTokens, a.MaxModelLen), api.ErrPromptTooLong, nil)
 		}
 	}
 	req := inference.Request{
@@ -582,7 +583,7 @@ func (a *Activities) startHeartbeat(ctx context.Context) func() {
 	return func() { close(done); wg.Wait() }
 }
 
-func (a *Activities) modelName(opts ModelOptions) string {
+func (a *Activities) modelName(opts api.ModelOptions) string {
 	if opts.Model != "" {
 		return opts.Model
 	}
@@ -673,8 +674,8 @@ func PromptDigest(prompt string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func usageOf(c inference.Completion) Usage {
-	return Usage{Calls: 1, PromptTokens: int64(c.PromptTokens), CompletionTokens: int64(c.CompletionTokens), CachedTokens: int64(c.CachedTokens)}
+func usageOf(c inference.Completion) api.Usage {
+	return api.Usage{Calls: 1, PromptTokens: int64(c.PromptTokens), CompletionTokens: int64(c.CompletionTokens), CachedTokens: int64(c.CachedTokens)}
 }
 
 // heartbeatReader heartbeats while a long document streams through the

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -133,7 +134,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (f *fixture) prepare(t *testing.T, opts ModelOptions) PrepareOutput {
+func (f *fixture) prepare(t *testing.T, opts api.ModelOptions) PrepareOutput {
 	t.Helper()
 	var out PrepareOutput
 	if err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: opts}, &out); err != nil {
@@ -154,7 +155,7 @@ func (f *fixture) index(t *testing.T, uri string) memagent.ChunkIndex {
 func (f *fixture) updateInput(p PrepareOutput, chunk int) UpdateInput {
 	return UpdateInput{
 		Document: p.Document, ETag: p.ETag, IndexURI: p.IndexURI, Chunk: chunk, Chunks: p.Chunks,
-		Question: testQuestion, Memory: "previous memory", Options: ModelOptions{ChunkTokens: 100},
+		Question: testQuestion, Memory: "previous memory", Options: api.ModelOptions{ChunkTokens: 100},
 		TracePrefix: tracePrefix,
 	}
 }
@@ -180,7 +181,7 @@ func appError(t *testing.T, err error) *temporal.ApplicationError {
 
 func TestPrepareDocumentWritesThenReusesIndex(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(5)))
-	opts := ModelOptions{ChunkTokens: 100}
+	opts := api.ModelOptions{ChunkTokens: 100}
 
 	first := f.prepare(t, opts)
 	if first.Reused {
@@ -222,7 +223,7 @@ func TestPrepareDocumentWritesThenReusesIndex(t *testing.T) {
 
 func TestPrepareDocumentReplacedDocumentGetsNewIndex(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
-	opts := ModelOptions{ChunkTokens: 100}
+	opts := api.ModelOptions{ChunkTokens: 100}
 	before := f.prepare(t, opts)
 
 	f.putDoc(t, []byte(makeDoc(4)))
@@ -248,17 +249,17 @@ func TestPrepareDocumentPermanentErrors(t *testing.T) {
 		wantType string
 		wantMsg  string
 	}{
-		{"invalid utf-8", []byte("abc\xff\xfe def"), ErrBadInput, "invalid byte at offset 3"},
-		{"invalid utf-8 later", []byte(makeDoc(1) + "ok \xc3\x28"), ErrBadInput, fmt.Sprintf("invalid byte at offset %d", len(makeDoc(1))+3)},
-		{"empty", []byte{}, ErrBadInput, "is empty"},
-		{"whitespace only", []byte(" \n\t\n  "), ErrBadInput, "has no text"},
-		{"missing", nil, ErrDocumentNotFound, testDocURI + " does not exist"},
+		{"invalid utf-8", []byte("abc\xff\xfe def"), api.ErrBadInput, "invalid byte at offset 3"},
+		{"invalid utf-8 later", []byte(makeDoc(1) + "ok \xc3\x28"), api.ErrBadInput, fmt.Sprintf("invalid byte at offset %d", len(makeDoc(1))+3)},
+		{"empty", []byte{}, api.ErrBadInput, "is empty"},
+		{"whitespace only", []byte(" \n\t\n  "), api.ErrBadInput, "has no text"},
+		{"missing", nil, api.ErrDocumentNotFound, testDocURI + " does not exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.doc)
 			var out PrepareOutput
-			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: ModelOptions{ChunkTokens: 100}}, &out)
+			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}, &out)
 			appErr := appError(t, err)
 			if appErr.Type() != tt.wantType || !appErr.NonRetryable() {
 				t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), tt.wantType)
@@ -277,15 +278,15 @@ func TestPrepareDocumentPermanentErrors(t *testing.T) {
 
 func TestPrepareDocumentRejectsPromptOverBudget(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
-	opts := ModelOptions{ChunkTokens: 1000, MemoryMaxTokens: 16}
+	opts := api.ModelOptions{ChunkTokens: 1000, MemoryMaxTokens: 16}
 	overhead := wordTokenizer{}.Count(memagent.DefaultTemplates().RenderUpdate(testQuestion, "", ""))
 	f.acts.MaxModelLen = overhead + 2*16 + 500
 
 	var out PrepareOutput
 	err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: opts}, &out)
 	appErr := appError(t, err)
-	if appErr.Type() != ErrPromptTooLong || !appErr.NonRetryable() {
-		t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), ErrPromptTooLong)
+	if appErr.Type() != api.ErrPromptTooLong || !appErr.NonRetryable() {
+		t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), api.ErrPromptTooLong)
 	}
 	for _, want := range []string{"chunk_tokens (1000)", "lower options.chunk_tokens to at most 500"} {
 		if !strings.Contains(appErr.Error(), want) {
@@ -302,27 +303,27 @@ func TestCheckBudget(t *testing.T) {
 	tmpl := memagent.DefaultTemplates()
 	update := tok.Count(tmpl.RenderUpdate(testQuestion, "", ""))
 	final := tok.Count(tmpl.RenderFinal(testQuestion, ""))
-	small := ModelOptions{ChunkTokens: 100, MemoryMaxTokens: 16, AnswerMaxTokens: 8}
+	small := api.ModelOptions{ChunkTokens: 100, MemoryMaxTokens: 16, AnswerMaxTokens: 8}
 	updateNeed := update + 100 + 2*16
 	finalNeed := final + 16 + 8
 	if finalNeed >= updateNeed {
 		t.Fatalf("test setup: final need %d must be below update need %d", finalNeed, updateNeed)
 	}
-	bigAnswer := ModelOptions{ChunkTokens: 100, MemoryMaxTokens: 16, AnswerMaxTokens: 1000}
+	bigAnswer := api.ModelOptions{ChunkTokens: 100, MemoryMaxTokens: 16, AnswerMaxTokens: 1000}
 	tests := []struct {
 		name        string
-		opts        ModelOptions
+		opts        api.ModelOptions
 		maxModelLen int
 		want        []string // substrings of the error; nil means no error
 	}{
-		{"unknown context passes", ModelOptions{ChunkTokens: 1 << 20}, 0, nil},
-		{"negative context passes", ModelOptions{ChunkTokens: 1 << 20}, -1, nil},
+		{"unknown context passes", api.ModelOptions{ChunkTokens: 1 << 20}, 0, nil},
+		{"negative context passes", api.ModelOptions{ChunkTokens: 1 << 20}, -1, nil},
 		{"exactly fits", small, updateNeed, nil},
 		{"one token over", small, updateNeed - 1, []string{
 			fmt.Sprintf("chunk_tokens (100) + memory_max_tokens (16) in and out + template and question (%d) = %d exceed the model's context (%d)", update, updateNeed, updateNeed-1),
 			"lower options.chunk_tokens to at most 99",
 		}},
-		{"defaults over a small context", ModelOptions{}, 4096, []string{
+		{"defaults over a small context", api.ModelOptions{}, 4096, []string{
 			"chunk_tokens (5000) + memory_max_tokens (1024)",
 			fmt.Sprintf("lower options.chunk_tokens to at most %d", 4096-update-2*1024),
 		}},
@@ -357,7 +358,7 @@ func TestCheckBudget(t *testing.T) {
 func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 	doc := makeDoc(5)
 	f := newFixture(t, []byte(doc))
-	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	idx := f.index(t, p.IndexURI)
 	ch := idx.Chunks[3]
 	chunkText := doc[ch.Start:ch.End]
@@ -384,13 +385,13 @@ func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 	if strings.Contains(calls[0].Prompt, "w002") || strings.Contains(calls[0].Prompt, "w004") {
 		t.Error("prompt carries text of a neighbouring chunk")
 	}
-	if calls[0].Model != "default-model" || calls[0].MaxTokens != DefaultMemoryMaxTokens || calls[0].Temperature != DefaultTemperature || calls[0].TopP != DefaultTopP {
+	if calls[0].Model != "default-model" || calls[0].MaxTokens != api.DefaultMemoryMaxTokens || calls[0].Temperature != api.DefaultTemperature || calls[0].TopP != api.DefaultTopP {
 		t.Errorf("request model %q max_tokens %d temperature %g top_p %g, want the worker's model and the defaults",
 			calls[0].Model, calls[0].MaxTokens, calls[0].Temperature, calls[0].TopP)
 	}
 	wantOut := UpdateOutput{
 		Memory: "memory 1", Chunk: 3, Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens,
-		Usage:        Usage{Calls: 1, PromptTokens: int64(len(wantPrompt) / 4), CompletionTokens: int64(len("memory 1") / 4)},
+		Usage:        api.Usage{Calls: 1, PromptTokens: int64(len(wantPrompt) / 4), CompletionTokens: int64(len("memory 1") / 4)},
 		FinishReason: "stop",
 	}
 	// "memory 1" has a word the old memory lacks, with a digit: the chunk
@@ -481,7 +482,7 @@ func TestUpdateMemoryNextMemory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, []byte(makeDoc(2)))
 			f.model.Respond = func(inference.Request) (string, error) { return tt.completion, nil }
-			p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+			p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 			var out UpdateOutput
 			if err := f.exec(t, UpdateMemoryName, f.updateInput(p, 0), &out); err != nil {
 				t.Fatalf("UpdateMemory: %v", err)
@@ -495,14 +496,14 @@ func TestUpdateMemoryNextMemory(t *testing.T) {
 
 func TestUpdateMemoryDocumentReplacedAfterPrepare(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
-	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	f.putDoc(t, []byte(makeDoc(3)+"one more line\n"))
 
 	var out UpdateOutput
 	err := f.exec(t, UpdateMemoryName, f.updateInput(p, 1), &out)
 	appErr := appError(t, err)
-	if appErr.Type() != ErrDocumentChanged || !appErr.NonRetryable() {
-		t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), ErrDocumentChanged)
+	if appErr.Type() != api.ErrDocumentChanged || !appErr.NonRetryable() {
+		t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), api.ErrDocumentChanged)
 	}
 	if !strings.Contains(appErr.Error(), "start a new run") {
 		t.Errorf("error %q, want it to say what to do", appErr.Error())
@@ -518,15 +519,15 @@ func TestModelErrorsAreClassified(t *testing.T) {
 		wantType     string
 		nonRetryable bool
 	}{
-		{inference.KindBadRequest, ErrModelBadRequest, true},
-		{inference.KindPromptTooLong, ErrPromptTooLong, true},
-		{inference.KindAuth, ErrModelAuth, true},
-		{inference.KindModelNotFound, ErrModelNotFound, true},
-		{inference.KindRateLimited, ErrModelUnavailable, false},
-		{inference.KindServer, ErrModelUnavailable, false},
-		{inference.KindTimeout, ErrModelUnavailable, false},
-		{inference.KindConnection, ErrModelUnavailable, false},
-		{inference.KindCanceled, ErrModelUnavailable, false},
+		{inference.KindBadRequest, api.ErrModelBadRequest, true},
+		{inference.KindPromptTooLong, api.ErrPromptTooLong, true},
+		{inference.KindAuth, api.ErrModelAuth, true},
+		{inference.KindModelNotFound, api.ErrModelNotFound, true},
+		{inference.KindRateLimited, api.ErrModelUnavailable, false},
+		{inference.KindServer, api.ErrModelUnavailable, false},
+		{inference.KindTimeout, api.ErrModelUnavailable, false},
+		{inference.KindConnection, api.ErrModelUnavailable, false},
+		{inference.KindCanceled, api.ErrModelUnavailable, false},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.kind), func(t *testing.T) {
@@ -536,7 +537,7 @@ func TestModelErrorsAreClassified(t *testing.T) {
 			}
 			f := newFixture(t, []byte(makeDoc(2)))
 			f.model.Respond = func(inference.Request) (string, error) { return "", ie }
-			p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+			p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 			var out UpdateOutput
 			err := f.exec(t, UpdateMemoryName, f.updateInput(p, 0), &out)
 			appErr := appError(t, err)
@@ -569,11 +570,11 @@ func TestModelErrorCarriesRetryAfter(t *testing.T) {
 			f.model.Respond = func(inference.Request) (string, error) {
 				return "", &inference.Error{Kind: inference.KindRateLimited, StatusCode: 429, RetryAfter: tt.retryAfter, Message: "slow down"}
 			}
-			var out QAResult
+			var out api.DocumentQAResult
 			err := f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: tracePrefix + "result.json"}, &out)
 			appErr := appError(t, err)
-			if appErr.Type() != ErrModelUnavailable || appErr.NonRetryable() {
-				t.Errorf("error type %q nonretryable=%v, want retryable %q", appErr.Type(), appErr.NonRetryable(), ErrModelUnavailable)
+			if appErr.Type() != api.ErrModelUnavailable || appErr.NonRetryable() {
+				t.Errorf("error type %q nonretryable=%v, want retryable %q", appErr.Type(), appErr.NonRetryable(), api.ErrModelUnavailable)
 			}
 			if got := appErr.NextRetryDelay(); got != tt.retryAfter {
 				t.Errorf("NextRetryDelay = %v, want %v", got, tt.retryAfter)
@@ -599,14 +600,14 @@ func TestAnswerExtractsScoresAndWritesResult(t *testing.T) {
 			started := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 			in := AnswerInput{
 				Question: testQuestion, Memory: "the capital is Paris", GoldAnswers: tt.golds,
-				Options:   ModelOptions{Model: "m1", AnswerMaxTokens: 64},
+				Options:   api.ModelOptions{Model: "m1", AnswerMaxTokens: 64},
 				ResultURI: tracePrefix + "result.json",
-				Result: QAResult{
+				Result: api.DocumentQAResult{
 					WorkflowID: "wf-1", RunID: "run-1", Chunks: 7, StartedAt: started,
-					Usage: Usage{Calls: 7, PromptTokens: 700, CompletionTokens: 70},
+					Usage: api.Usage{Calls: 7, PromptTokens: 700, CompletionTokens: 70},
 				},
 			}
-			var res QAResult
+			var res api.DocumentQAResult
 			if err := f.exec(t, AnswerName, in, &res); err != nil {
 				t.Fatalf("Answer: %v", err)
 			}
@@ -628,7 +629,7 @@ func TestAnswerExtractsScoresAndWritesResult(t *testing.T) {
 			} else if res.Scores != nil {
 				t.Errorf("scores = %+v without gold answers, want nil", res.Scores)
 			}
-			wantUsage := Usage{Calls: 8, PromptTokens: 700 + int64(len(wantPrompt)/4), CompletionTokens: 70 + int64(len(completion)/4)}
+			wantUsage := api.Usage{Calls: 8, PromptTokens: 700 + int64(len(wantPrompt)/4), CompletionTokens: 70 + int64(len(completion)/4)}
 			if res.Usage != wantUsage {
 				t.Errorf("usage = %+v, want %+v", res.Usage, wantUsage)
 			}
@@ -642,7 +643,7 @@ func TestAnswerExtractsScoresAndWritesResult(t *testing.T) {
 				t.Fatalf("no result at %s; store holds %v", in.ResultURI, f.store.Keys())
 			}
 			var stored struct {
-				QAResult
+				api.DocumentQAResult
 				Completion string `json:"completion"`
 			}
 			if err := json.Unmarshal(raw, &stored); err != nil {
@@ -652,7 +653,7 @@ func TestAnswerExtractsScoresAndWritesResult(t *testing.T) {
 				t.Errorf("stored completion = %q, want the raw completion %q", stored.Completion, completion)
 			}
 			if stored.Answer != "Paris" || stored.WorkflowID != "wf-1" || stored.Usage != wantUsage || (stored.Scores != nil) != tt.wantScored {
-				t.Errorf("stored result = %+v, want the returned result", stored.QAResult)
+				t.Errorf("stored result = %+v, want the returned result", stored.DocumentQAResult)
 			}
 		})
 	}
@@ -662,22 +663,22 @@ func TestModelOptionsValidate(t *testing.T) {
 	f32 := func(v float32) *float32 { return &v }
 	tests := []struct {
 		name string
-		opts ModelOptions
+		opts api.ModelOptions
 		want string // substring of the error; "" means valid
 	}{
-		{"zero value", ModelOptions{}, ""},
-		{"smallest values", ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 16, AnswerMaxTokens: 1, Temperature: f32(0), TopP: f32(0.01)}, ""},
-		{"largest sampling values", ModelOptions{Temperature: f32(2), TopP: f32(1)}, ""},
-		{"chunk tokens too small", ModelOptions{ChunkTokens: 63}, "chunk_tokens (63) must be at least 64: raise options.chunk_tokens"},
-		{"chunk tokens negative", ModelOptions{ChunkTokens: -1}, "chunk_tokens (-1)"},
-		{"memory tokens too small", ModelOptions{MemoryMaxTokens: 15}, "memory_max_tokens (15) must be at least 16: raise options.memory_max_tokens"},
-		{"memory tokens negative", ModelOptions{MemoryMaxTokens: -5}, "memory_max_tokens (-5)"},
-		{"answer tokens negative", ModelOptions{AnswerMaxTokens: -1}, "answer_max_tokens (-1) must be within [0, 65536]"},
-		{"chunk tokens too large", ModelOptions{ChunkTokens: 1 << 40}, "chunk_tokens (1099511627776) must be at most 1000000: lower options.chunk_tokens"},
-		{"temperature negative", ModelOptions{Temperature: f32(-0.1)}, "temperature (-0.1) must be within [0, 2]"},
-		{"temperature too high", ModelOptions{Temperature: f32(2.5)}, "temperature (2.5)"},
-		{"top_p zero", ModelOptions{TopP: f32(0)}, "top_p (0) must be within (0, 1]"},
-		{"top_p above one", ModelOptions{TopP: f32(1.5)}, "top_p (1.5)"},
+		{"zero value", api.ModelOptions{}, ""},
+		{"smallest values", api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 16, AnswerMaxTokens: 1, Temperature: f32(0), TopP: f32(0.01)}, ""},
+		{"largest sampling values", api.ModelOptions{Temperature: f32(2), TopP: f32(1)}, ""},
+		{"chunk tokens too small", api.ModelOptions{ChunkTokens: 63}, "chunk_tokens (63) must be at least 64: raise options.chunk_tokens"},
+		{"chunk tokens negative", api.ModelOptions{ChunkTokens: -1}, "chunk_tokens (-1)"},
+		{"memory tokens too small", api.ModelOptions{MemoryMaxTokens: 15}, "memory_max_tokens (15) must be at least 16: raise options.memory_max_tokens"},
+		{"memory tokens negative", api.ModelOptions{MemoryMaxTokens: -5}, "memory_max_tokens (-5)"},
+		{"answer tokens negative", api.ModelOptions{AnswerMaxTokens: -1}, "answer_max_tokens (-1) must be within [0, 65536]"},
+		{"chunk tokens too large", api.ModelOptions{ChunkTokens: 1 << 40}, "chunk_tokens (1099511627776) must be at most 1000000: lower options.chunk_tokens"},
+		{"temperature negative", api.ModelOptions{Temperature: f32(-0.1)}, "temperature (-0.1) must be within [0, 2]"},
+		{"temperature too high", api.ModelOptions{Temperature: f32(2.5)}, "temperature (2.5)"},
+		{"top_p zero", api.ModelOptions{TopP: f32(0)}, "top_p (0) must be within (0, 1]"},
+		{"top_p above one", api.ModelOptions{TopP: f32(1.5)}, "top_p (1.5)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -696,21 +697,21 @@ func TestModelOptionsWithDefaults(t *testing.T) {
 	f32 := func(v float32) *float32 { return &v }
 	tests := []struct {
 		name string
-		in   ModelOptions
-		want ModelOptions
+		in   api.ModelOptions
+		want api.ModelOptions
 	}{
-		{"zero value gets every default", ModelOptions{}, ModelOptions{
-			Tokenizer: DefaultTokenizer, ChunkTokens: DefaultChunkTokens, MemoryMaxTokens: DefaultMemoryMaxTokens,
-			AnswerMaxTokens: DefaultAnswerMaxTokens, Temperature: f32(DefaultTemperature), TopP: f32(DefaultTopP),
+		{"zero value gets every default", api.ModelOptions{}, api.ModelOptions{
+			Tokenizer: api.DefaultTokenizer, ChunkTokens: api.DefaultChunkTokens, MemoryMaxTokens: api.DefaultMemoryMaxTokens,
+			AnswerMaxTokens: api.DefaultAnswerMaxTokens, Temperature: f32(api.DefaultTemperature), TopP: f32(api.DefaultTopP),
 		}},
-		{"explicit zero temperature survives", ModelOptions{Temperature: f32(0)}, ModelOptions{
-			Tokenizer: DefaultTokenizer, ChunkTokens: DefaultChunkTokens, MemoryMaxTokens: DefaultMemoryMaxTokens,
-			AnswerMaxTokens: DefaultAnswerMaxTokens, Temperature: f32(0), TopP: f32(DefaultTopP),
+		{"explicit zero temperature survives", api.ModelOptions{Temperature: f32(0)}, api.ModelOptions{
+			Tokenizer: api.DefaultTokenizer, ChunkTokens: api.DefaultChunkTokens, MemoryMaxTokens: api.DefaultMemoryMaxTokens,
+			AnswerMaxTokens: api.DefaultAnswerMaxTokens, Temperature: f32(0), TopP: f32(api.DefaultTopP),
 		}},
-		{"explicit values kept", ModelOptions{
+		{"explicit values kept", api.ModelOptions{
 			Model: "m", Tokenizer: "o200k_base", ChunkTokens: 2000, MemoryMaxTokens: 256, AnswerMaxTokens: 32,
 			Temperature: f32(1.5), TopP: f32(0.5),
-		}, ModelOptions{
+		}, api.ModelOptions{
 			Model: "m", Tokenizer: "o200k_base", ChunkTokens: 2000, MemoryMaxTokens: 256, AnswerMaxTokens: 32,
 			Temperature: f32(1.5), TopP: f32(0.5),
 		}},
@@ -728,7 +729,7 @@ func TestModelOptionsWithDefaults(t *testing.T) {
 	}
 }
 
-func sameOptions(a, b ModelOptions) bool {
+func sameOptions(a, b api.ModelOptions) bool {
 	eq := func(x, y *float32) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	if !eq(a.Temperature, b.Temperature) || !eq(a.TopP, b.TopP) {
 		return false
@@ -737,7 +738,7 @@ func sameOptions(a, b ModelOptions) bool {
 	return a == b
 }
 
-func showOptions(o ModelOptions) string {
+func showOptions(o api.ModelOptions) string {
 	b, _ := json.Marshal(o)
 	return string(b)
 }
@@ -751,13 +752,13 @@ func TestOutputLocationNotS3IsBadInput(t *testing.T) {
 		run  func(f *fixture, t *testing.T) error
 	}{
 		{"trace prefix", func(f *fixture, t *testing.T) error {
-			in := f.updateInput(f.prepare(t, ModelOptions{ChunkTokens: 100}), 0)
+			in := f.updateInput(f.prepare(t, api.ModelOptions{ChunkTokens: 100}), 0)
 			in.TracePrefix = "runs/wf-1/"
 			var out UpdateOutput
 			return f.exec(t, UpdateMemoryName, in, &out)
 		}},
 		{"result uri", func(f *fixture, t *testing.T) error {
-			var out QAResult
+			var out api.DocumentQAResult
 			return f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: "runs/wf-1/result.json"}, &out)
 		}},
 	}
@@ -768,9 +769,9 @@ func TestOutputLocationNotS3IsBadInput(t *testing.T) {
 			if n := len(f.model.Calls()); n != 0 {
 				t.Errorf("model calls = %d, want 0: the location is checked before the model is paid", n)
 			}
-			if appErr.Type() != ErrBadInput || !appErr.NonRetryable() {
+			if appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() {
 				t.Errorf("error type %q nonretryable=%v (%v), want %q nonretryable: a retry can never fix the location, and each retry repeats the model call",
-					appErr.Type(), appErr.NonRetryable(), appErr, ErrBadInput)
+					appErr.Type(), appErr.NonRetryable(), appErr, api.ErrBadInput)
 			}
 		})
 	}
@@ -789,7 +790,7 @@ func TestPrepareDocumentIndexesOnceForConcurrentRuns(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			outs[i], errs[i] = f.acts.PrepareDocument(context.Background(), PrepareInput{
-				Document: testDocURI, Question: testQuestion, Options: ModelOptions{ChunkTokens: 100},
+				Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100},
 			})
 		}()
 	}

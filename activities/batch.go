@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
@@ -53,8 +54,6 @@ const (
 	// resolveParallel bounds the S3 requests one ResolveBatchPage makes at
 	// once.
 	resolveParallel = 8
-	// MaxSamples bounds how many times a batch answers each item.
-	MaxSamples = 64
 	// MaxBatchUnits bounds a batch's items × samples: the report keeps a
 	// small record per outcome (16 bytes), 64 MB at this bound.
 	MaxBatchUnits = 4_000_000
@@ -103,8 +102,8 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	if pageSize < 0 || pageSize > maxPageSize {
 		return nil, badInput(fmt.Errorf("page_size (%d) must be within [1, %d]", pageSize, maxPageSize))
 	}
-	if in.Samples < 0 || in.Samples > MaxSamples {
-		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, MaxSamples))
+	if in.Samples < 0 || in.Samples > api.MaxSamples {
+		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, api.MaxSamples))
 	}
 	// Each item becomes samples runs in ResolveBatchPage's output: a page
 	// holds that many times fewer items.
@@ -124,7 +123,7 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 		c := claim{WorkflowID: in.WorkflowID, FirstRunID: in.RunKey}
 		err := a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, c)
 		var appErr *temporal.ApplicationError
-		if err != nil && in.Dated != "" && errors.As(err, &appErr) && appErr.Type() == ErrForbidden && in.RunKey != "" {
+		if err != nil && in.Dated != "" && errors.As(err, &appErr) && appErr.Type() == api.ErrForbidden && in.RunKey != "" {
 			a.logger().WarnContext(ctx, "dated report prefix held by another workflow; using one that names this run", "prefix", out.ReportPrefix)
 			out.ReportPrefix = strings.TrimSuffix(out.ReportPrefix, "/") + "-" + in.RunKey + "/"
 			err = a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, c)
@@ -328,7 +327,7 @@ func (a *Activities) readPage(ctx context.Context, workPrefix string, n int) ([]
 	data, err := a.Store.ReadAll(ctx, loc)
 	if errors.Is(err, s3store.ErrNotFound) {
 		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("page %s does not exist: was the batch's work prefix deleted?", loc), ErrBadInput, err)
+			fmt.Sprintf("page %s does not exist: was the batch's work prefix deleted?", loc), api.ErrBadInput, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read page %d: %w", n, err)
@@ -351,10 +350,10 @@ func (a *Activities) readPage(ctx context.Context, workPrefix string, n int) ([]
 // with one model, option set and prompt templates: a batch finds an earlier
 // answer under s3://<bucket>/answers/<key>/result.json. opts must have its
 // defaults applied and the resolved model set.
-func AnswerKey(document, etag, question string, opts ModelOptions, templates memagent.Templates) string {
+func AnswerKey(document, etag, question string, opts api.ModelOptions, templates memagent.Templates) string {
 	b, _ := json.Marshal(struct {
 		D, E, Q string
-		O       ModelOptions
+		O       api.ModelOptions
 		U, F    string
 	}{document, etag, question, opts, templates.Update, templates.Final})
 	h := sha256.Sum256(b)
@@ -365,7 +364,7 @@ func AnswerKey(document, etag, question string, opts ModelOptions, templates mem
 // first sample (0) has the item's AnswerKey, so a batch of one sample finds
 // the answers of any earlier batch, and each later sample has a key of its
 // own, so that no sample is taken for another.
-func SampleAnswerKey(document, etag, question string, opts ModelOptions, templates memagent.Templates, sample int) string {
+func SampleAnswerKey(document, etag, question string, opts api.ModelOptions, templates memagent.Templates, sample int) string {
 	if sample == 0 {
 		return AnswerKey(document, etag, question, opts, templates)
 	}
@@ -381,7 +380,7 @@ func SampleAnswerKey(document, etag, question string, opts ModelOptions, templat
 // same document, question, model and options it was cached under (the key
 // names them, but anything written under answers/ is checked before it is
 // reused).
-func answers(res QAResult, it report.ManifestItem, opts ModelOptions) bool {
+func answers(res api.DocumentQAResult, it report.ManifestItem, opts api.ModelOptions) bool {
 	if res.Document != it.Document && res.Source != it.Document {
 		return false
 	}
@@ -417,8 +416,8 @@ func (a *Activities) poolCapacity() int {
 // With samples > 1 each item is that many units, each settled or returned
 // on its own (SampleAnswerKey).
 func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) (*ResolvePageOutput, error) {
-	if in.Samples < 0 || in.Samples > MaxSamples {
-		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, MaxSamples))
+	if in.Samples < 0 || in.Samples > api.MaxSamples {
+		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, api.MaxSamples))
 	}
 	if err := a.allowOutput(ctx, "work_prefix", in.WorkPrefix); err != nil {
 		return nil, err
@@ -472,7 +471,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 	// Unit u is sample u%samples of item u/samples.
 	units := len(items) * samples
 	keys := make([]string, units)
-	cached := make([]*QAResult, units)
+	cached := make([]*api.DocumentQAResult, units)
 	errs := make([]error, units)
 	parallel(ctx, units, func(u int) {
 		it := items[u/samples]
@@ -487,7 +486,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 		case err != nil:
 			errs[u] = err
 		default:
-			var res QAResult
+			var res api.DocumentQAResult
 			if json.Unmarshal(data, &res) == nil && res.ResultURI != "" && answers(res, it, opts) {
 				cached[u] = &res
 			}
@@ -505,24 +504,24 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 	enc := json.NewEncoder(&settled)
 	for u := range units {
 		it, sample := items[u/samples], u%samples
-		r := BatchItemResult{Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
+		r := api.BatchItemResult{Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
 			GoldAnswers: it.Answers, Labels: it.Labels}
 		switch {
 		case docs[it.Document].denied != nil:
 			var appErr *temporal.ApplicationError
 			errors.As(docs[it.Document].denied, &appErr)
-			r.Status = ItemFailed
+			r.Status = api.ItemFailed
 			r.ErrorType = appErr.Type()
 			r.Error = appErr.Message()
 			out.Failed++
 		case docs[it.Document].missing:
-			r.Status = ItemFailed
-			r.ErrorType = ErrDocumentNotFound
+			r.Status = api.ItemFailed
+			r.ErrorType = api.ErrDocumentNotFound
 			r.Error = fmt.Sprintf("%s does not exist: check the URI and that the worker's credentials can read it", it.Document)
 			out.Failed++
 		case cached[u] != nil:
 			c := cached[u]
-			r.Status = ItemReused
+			r.Status = api.ItemReused
 			r.Answer, r.AnswerFound = c.Answer, c.AnswerFound
 			if len(it.Answers) > 0 {
 				s := memagent.Score(c.Answer, it.Answers)
@@ -611,7 +610,7 @@ func (a *Activities) WriteBatchResults(ctx context.Context, in WriteResultsInput
 
 // readParts streams every part and calls f with each outcome, in part
 // order.
-func (a *Activities) readParts(ctx context.Context, parts []string, f func(r BatchItemResult, line []byte) error) error {
+func (a *Activities) readParts(ctx context.Context, parts []string, f func(r api.BatchItemResult, line []byte) error) error {
 	for _, p := range parts {
 		loc, err := s3store.ParseURI(p)
 		if err != nil {
@@ -628,7 +627,7 @@ func (a *Activities) readParts(ctx context.Context, parts []string, f func(r Bat
 		for n := 1; ; n++ {
 			line, err := br.ReadBytes('\n')
 			if len(bytes.TrimSpace(line)) > 0 {
-				var r BatchItemResult
+				var r api.BatchItemResult
 				if jerr := json.Unmarshal(line, &r); jerr != nil {
 					body.Close()
 					return badInput(fmt.Errorf("part %s line %d: %w", p, n, jerr))
@@ -699,19 +698,19 @@ const maxHTMLItems = 1000
 
 // aggregator accumulates a ScoreAggregate.
 type aggregator struct {
-	agg                 ScoreAggregate
+	agg                 api.ScoreAggregate
 	em, sub, f1, recall float64
 	tokens              float64
 	tokensItems         int
 }
 
-func (g *aggregator) add(r BatchItemResult) {
+func (g *aggregator) add(r api.BatchItemResult) {
 	a := &g.agg
 	a.Items++
 	switch r.Status {
-	case ItemAnswered:
+	case api.ItemAnswered:
 		a.Answered++
-	case ItemReused:
+	case api.ItemReused:
 		a.Reused++
 	default:
 		a.Failed++
@@ -721,7 +720,7 @@ func (g *aggregator) add(r BatchItemResult) {
 		g.tokens += float64(r.Tokens)
 		g.tokensItems++
 	}
-	if r.Status != ItemFailed && r.Scores != nil && len(r.GoldAnswers) > 0 {
+	if r.Status != api.ItemFailed && r.Scores != nil && len(r.GoldAnswers) > 0 {
 		a.Scored++
 		if r.Scores.ExactMatch {
 			g.em++
@@ -734,7 +733,7 @@ func (g *aggregator) add(r BatchItemResult) {
 	}
 }
 
-func (g *aggregator) result() ScoreAggregate {
+func (g *aggregator) result() api.ScoreAggregate {
 	a := g.agg
 	if a.Scored > 0 {
 		n := float64(a.Scored)
@@ -748,23 +747,23 @@ func (g *aggregator) result() ScoreAggregate {
 
 // groupAcc accumulates one item's samples (GroupResult).
 type groupAcc struct {
-	res         GroupResult
+	res         api.GroupResult
 	em, sub, f1 float64
 	bestSet     bool
 }
 
-func (g *groupAcc) add(r BatchItemResult) {
+func (g *groupAcc) add(r api.BatchItemResult) {
 	g.res.Samples++
 	g.res.Usage = g.res.Usage.Add(r.Usage)
 	switch r.Status {
-	case ItemAnswered:
+	case api.ItemAnswered:
 		g.res.Answered++
-	case ItemReused:
+	case api.ItemReused:
 		g.res.Reused++
 	default:
 		g.res.Failed++
 	}
-	if r.Status == ItemFailed || r.Scores == nil || len(r.GoldAnswers) == 0 {
+	if r.Status == api.ItemFailed || r.Scores == nil || len(r.GoldAnswers) == 0 {
 		return
 	}
 	g.res.Scored++
@@ -775,7 +774,7 @@ func (g *groupAcc) add(r BatchItemResult) {
 	g.res.BestF1 = max(g.res.BestF1, r.Scores.F1)
 }
 
-func (g *groupAcc) result() GroupResult {
+func (g *groupAcc) result() api.GroupResult {
 	r := g.res
 	if r.Scored > 0 {
 		n := float64(r.Scored)
@@ -794,7 +793,7 @@ func b2f(b bool) float64 {
 // groupAggregator accumulates a GroupAggregate over the items' groups.
 type groupAggregator struct {
 	samples int
-	agg     GroupAggregate
+	agg     api.GroupAggregate
 }
 
 func (a *groupAggregator) add(g *groupAcc) {
@@ -812,7 +811,7 @@ func (a *groupAggregator) add(g *groupAcc) {
 	a.agg.BestF1 += r.BestF1
 }
 
-func (a *groupAggregator) result() GroupAggregate {
+func (a *groupAggregator) result() api.GroupAggregate {
 	g := a.agg
 	g.Samples = a.samples
 	if g.Scored > 0 {
@@ -824,10 +823,10 @@ func (a *groupAggregator) result() GroupAggregate {
 	return g
 }
 
-func finishLabels(by map[string]map[string]*aggregator) map[string]map[string]ScoreAggregate {
-	out := make(map[string]map[string]ScoreAggregate, len(by))
+func finishLabels(by map[string]map[string]*aggregator) map[string]map[string]api.ScoreAggregate {
+	out := make(map[string]map[string]api.ScoreAggregate, len(by))
 	for k, vals := range by {
-		out[k] = make(map[string]ScoreAggregate, len(vals))
+		out[k] = make(map[string]api.ScoreAggregate, len(vals))
 		for v, g := range vals {
 			out[k][v] = g.result()
 		}
@@ -848,12 +847,12 @@ type itemSpan struct {
 // (BatchReport: the overall aggregate and one per value of every label),
 // results.jsonl and results.csv (one item a line), chart.svg (score against
 // document length) and report.html (a page with all of it).
-func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*BatchReport, error) {
+func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*api.BatchReport, error) {
 	if in.Items <= 0 {
 		return nil, badInput(fmt.Errorf("items (%d) must be positive", in.Items))
 	}
-	if in.Samples < 0 || in.Samples > MaxSamples {
-		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, MaxSamples))
+	if in.Samples < 0 || in.Samples > api.MaxSamples {
+		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, api.MaxSamples))
 	}
 	samples := max(in.Samples, 1)
 	if in.Items > MaxBatchUnits/samples {
@@ -888,7 +887,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	spans := make([]itemSpan, in.Items*samples)
 	var off int64
 	w := bufio.NewWriterSize(spool, 256<<10)
-	err = a.readParts(ctx, in.Parts, func(r BatchItemResult, line []byte) error {
+	err = a.readParts(ctx, in.Parts, func(r api.BatchItemResult, line []byte) error {
 		if r.Seq < 0 || r.Seq >= in.Items {
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("outcome of item %d is outside the manifest's %d items", r.Seq, in.Items), ErrBatchIncomplete, nil)
@@ -921,7 +920,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 		}
 	}
 
-	rep := &BatchReport{
+	rep := &api.BatchReport{
 		RunID: in.RunID,
 		Name:  in.Name, WorkflowID: in.WorkflowID, Manifest: in.Manifest, Model: in.Model,
 		Options: in.Options.WithDefaults(), StartedAt: in.StartedAt, FinishedAt: time.Now().UTC(),
@@ -936,7 +935,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	// First pass over the items in order: label keys and values.
 	labelValues := make(map[string]map[string]bool)
 	omitted := make(map[string]bool)
-	if err := eachSpooled(ctx, spool, spans, func(r BatchItemResult, _ []byte) error {
+	if err := eachSpooled(ctx, spool, spans, func(r api.BatchItemResult, _ []byte) error {
 		for k, v := range r.Labels {
 			if omitted[k] {
 				continue
@@ -997,7 +996,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 	var points []report.BatchChartPoint
 	var failures, rows [][]string
 	failedTotal := 0
-	if err := eachSpooled(ctx, spool, spans, func(r BatchItemResult, line []byte) error {
+	if err := eachSpooled(ctx, spool, spans, func(r api.BatchItemResult, line []byte) error {
 		all.add(r)
 		if samples > 1 {
 			if group != nil && group.res.Seq != r.Seq {
@@ -1008,7 +1007,7 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 				group = nil
 			}
 			if group == nil {
-				group = &groupAcc{res: GroupResult{Seq: r.Seq, ID: r.ID}}
+				group = &groupAcc{res: api.GroupResult{Seq: r.Seq, ID: r.ID}}
 			}
 			group.add(r)
 		}
@@ -1037,10 +1036,10 @@ func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*Bat
 		if err := cw.Write(row); err != nil {
 			return err
 		}
-		if r.Status != ItemFailed && r.Scores != nil && len(r.GoldAnswers) > 0 {
+		if r.Status != api.ItemFailed && r.Scores != nil && len(r.GoldAnswers) > 0 {
 			points = append(points, report.BatchChartPoint{Tokens: r.Tokens, F1: r.Scores.F1, Substring: r.Scores.SubstringMatch, Recall: r.Scores.Recall})
 		}
-		if r.Status == ItemFailed {
+		if r.Status == api.ItemFailed {
 			failedTotal++
 			if len(failures) < maxHTMLItems {
 				failures = append(failures, []string{strconv.Itoa(r.Seq), r.ID, r.Document, r.ErrorType, r.Error})
@@ -1138,7 +1137,7 @@ func (a *Activities) putFile(ctx context.Context, loc s3store.Location, f *os.Fi
 }
 
 // eachSpooled calls f with every item of the spool, in seq order.
-func eachSpooled(ctx context.Context, spool *os.File, spans []itemSpan, f func(r BatchItemResult, line []byte) error) error {
+func eachSpooled(ctx context.Context, spool *os.File, spans []itemSpan, f func(r api.BatchItemResult, line []byte) error) error {
 	var buf []byte
 	for seq, s := range spans {
 		if seq%5000 == 4999 && activity.IsActivity(ctx) {
@@ -1151,7 +1150,7 @@ func eachSpooled(ctx context.Context, spool *os.File, spans []itemSpan, f func(r
 		if _, err := spool.ReadAt(buf, s.off-1); err != nil {
 			return fmt.Errorf("spool: item %d: %w", seq, err)
 		}
-		var r BatchItemResult
+		var r api.BatchItemResult
 		if err := json.Unmarshal(buf, &r); err != nil {
 			return fmt.Errorf("spool: item %d: %w", seq, err)
 		}
@@ -1173,7 +1172,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // sortedValues orders label values numerically when they all are numbers
 // (context lengths), else as text.
-func sortedValues(m map[string]ScoreAggregate) []string {
+func sortedValues(m map[string]api.ScoreAggregate) []string {
 	vals := sortedKeys(m)
 	nums := make(map[string]float64, len(vals))
 	for _, v := range vals {
@@ -1187,7 +1186,7 @@ func sortedValues(m map[string]ScoreAggregate) []string {
 	return vals
 }
 
-func csvRow(r BatchItemResult) []string {
+func csvRow(r api.BatchItemResult) []string {
 	var em, sub, f1, recall string
 	if r.Scores != nil {
 		em, sub, f1 = strconv.FormatBool(r.Scores.ExactMatch), strconv.FormatBool(r.Scores.SubstringMatch), strconv.FormatFloat(r.Scores.F1, 'f', 4, 64)
@@ -1204,7 +1203,7 @@ func csvRow(r BatchItemResult) []string {
 	}
 }
 
-func htmlItemRow(r BatchItemResult) []string {
+func htmlItemRow(r api.BatchItemResult) []string {
 	f1, sub, recall := "", "", ""
 	if r.Scores != nil {
 		f1 = strconv.FormatFloat(r.Scores.F1, 'f', 2, 64)
@@ -1212,7 +1211,7 @@ func htmlItemRow(r BatchItemResult) []string {
 		recall = strconv.FormatFloat(r.Scores.Recall, 'f', 2, 64)
 	}
 	answer := r.Answer
-	if r.Status == ItemFailed {
+	if r.Status == api.ItemFailed {
 		answer = r.ErrorType + ": " + r.Error
 	}
 	return []string{strconv.Itoa(r.Seq), r.ID, r.Status, clipText(r.Question, 200), clipText(answer, 200),
@@ -1227,7 +1226,7 @@ func clipText(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func aggregateRow(name string, g ScoreAggregate) []string {
+func aggregateRow(name string, g api.ScoreAggregate) []string {
 	return []string{name, strconv.Itoa(g.Items), strconv.Itoa(g.Answered), strconv.Itoa(g.Reused),
 		strconv.Itoa(g.Failed), strconv.Itoa(g.Scored), fmt.Sprintf("%.3f", g.ExactMatch),
 		fmt.Sprintf("%.3f", g.SubstringMatch), fmt.Sprintf("%.3f", g.F1), fmt.Sprintf("%.3f", g.Recall), fmt.Sprintf("%.0f", g.MeanTokens),
@@ -1239,7 +1238,7 @@ var aggregateHeader = []string{"", "items", "answered", "reused", "failed", "sco
 var aggregateNumeric = []bool{false, true, true, true, true, true, true, true, true, true, true, true}
 
 // batchPage lays out the report's HTML page.
-func batchPage(rep *BatchReport, labelKeys []string, chart string, failures [][]string, failedTotal int, rows [][]string) report.BatchPage {
+func batchPage(rep *api.BatchReport, labelKeys []string, chart string, failures [][]string, failedTotal int, rows [][]string) report.BatchPage {
 	p := report.BatchPage{
 		Title: "Batch " + rep.Name,
 		Facts: [][2]string{

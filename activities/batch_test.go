@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
@@ -190,8 +191,8 @@ func TestExpandManifestErrors(t *testing.T) {
 	putObject(t, store, "s3://in/bad.jsonl", []byte(b.String()))
 	_, err := a.ExpandManifest(context.Background(), ExpandInput{Manifest: "s3://in/bad.jsonl", WorkflowID: "wf", RunKey: "r"})
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != ErrBadInput || !appErr.NonRetryable() {
-		t.Fatalf("error = %v, want non-retryable %s", err, ErrBadInput)
+	if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() {
+		t.Fatalf("error = %v, want non-retryable %s", err, api.ErrBadInput)
 	}
 	for _, want := range []string{"line 5: missing question", `line 11: document "file.txt" is not an s3:// URI`, "stopped checking there"} {
 		if !strings.Contains(err.Error(), want) {
@@ -258,10 +259,10 @@ func TestResolveBatchPage(t *testing.T) {
 	putObject(t, store, work+PagePath(0), page.Bytes())
 	// An earlier answer to item 0's request.
 	info, _ := store.Head(context.Background(), s3store.Location{Bucket: "docs", Key: "a.txt"})
-	opts := ModelOptions{}.WithDefaults()
+	opts := api.ModelOptions{}.WithDefaults()
 	opts.Model = "fake"
 	key := AnswerKey("s3://docs/a.txt", info.ETag, "q", opts, a.Templates)
-	earlier, _ := json.Marshal(QAResult{WorkflowID: "old/0", Answer: "paris", AnswerFound: true, Tokens: 2, Chunks: 1,
+	earlier, _ := json.Marshal(api.DocumentQAResult{WorkflowID: "old/0", Answer: "paris", AnswerFound: true, Tokens: 2, Chunks: 1,
 		Document: "s3://docs/a.txt", Question: "q", Model: "fake", Options: opts,
 		ResultURI: "s3://memagent/answers/" + key + "/result.json"})
 	putObject(t, store, "s3://memagent/answers/"+key+"/result.json", earlier)
@@ -269,7 +270,7 @@ func TestResolveBatchPage(t *testing.T) {
 	// question (or document) is not reused.
 	infoB, _ := store.Head(context.Background(), s3store.Location{Bucket: "docs", Key: "b.txt"})
 	keyB := AnswerKey("s3://docs/b.txt", infoB.ETag, "q", opts, a.Templates)
-	planted, _ := json.Marshal(QAResult{WorkflowID: "=HYPERLINK(\"x\")", Answer: "planted", AnswerFound: true,
+	planted, _ := json.Marshal(api.DocumentQAResult{WorkflowID: "=HYPERLINK(\"x\")", Answer: "planted", AnswerFound: true,
 		Document: "s3://docs/other.txt", Question: "q", Model: "fake", Options: opts,
 		ResultURI: "s3://memagent/answers/" + keyB + "/result.json"})
 	putObject(t, store, "s3://memagent/answers/"+keyB+"/result.json", planted)
@@ -284,9 +285,9 @@ func TestResolveBatchPage(t *testing.T) {
 	if !strings.HasPrefix(out.Run[0].OutputPrefix, "s3://memagent/answers/") || out.Run[0].Bytes == 0 {
 		t.Errorf("run item = %+v", out.Run[0])
 	}
-	var settled []BatchItemResult
+	var settled []api.BatchItemResult
 	for _, line := range bytes.Split(bytes.TrimSpace(getObject(t, store, out.Part)), []byte{'\n'}) {
-		var r BatchItemResult
+		var r api.BatchItemResult
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -295,10 +296,10 @@ func TestResolveBatchPage(t *testing.T) {
 	if len(settled) != 2 {
 		t.Fatalf("settled = %+v", settled)
 	}
-	if r := settled[0]; r.Status != ItemReused || r.Scores == nil || !r.Scores.ExactMatch || r.WorkflowID != "old/0" || r.Labels["k"] != "v" {
+	if r := settled[0]; r.Status != api.ItemReused || r.Scores == nil || !r.Scores.ExactMatch || r.WorkflowID != "old/0" || r.Labels["k"] != "v" {
 		t.Errorf("reused = %+v", r)
 	}
-	if r := settled[1]; r.Status != ItemFailed || r.ErrorType != ErrDocumentNotFound || !strings.Contains(r.Error, "missing.txt does not exist") {
+	if r := settled[1]; r.Status != api.ItemFailed || r.ErrorType != api.ErrDocumentNotFound || !strings.Contains(r.Error, "missing.txt does not exist") {
 		t.Errorf("failed = %+v", r)
 	}
 
@@ -315,10 +316,10 @@ func TestResolveBatchPage(t *testing.T) {
 
 // batchItems makes n outcomes of every kind, with labels, some with
 // hostile text.
-func batchItems(n int) []BatchItemResult {
-	var items []BatchItemResult
+func batchItems(n int) []api.BatchItemResult {
+	var items []api.BatchItemResult
 	for i := range n {
-		r := BatchItemResult{Seq: i, ID: fmt.Sprintf("id-%d", i), Document: fmt.Sprintf("s3://docs/d%d.txt", i%7),
+		r := api.BatchItemResult{Seq: i, ID: fmt.Sprintf("id-%d", i), Document: fmt.Sprintf("s3://docs/d%d.txt", i%7),
 			Question: fmt.Sprintf("question %d", i), Labels: map[string]string{"length": fmt.Sprint([]int{8000, 16000, 32000}[i%3]), "uniq": fmt.Sprint(i)},
 			WorkflowID: fmt.Sprintf("wf/%d", i)}
 		if i%4 != 3 {
@@ -326,20 +327,20 @@ func batchItems(n int) []BatchItemResult {
 		}
 		switch {
 		case i%11 == 5:
-			r.Status, r.Error, r.ErrorType = ItemFailed, `prompt <b>too</b> long, "quoted"`, ErrPromptTooLong
+			r.Status, r.Error, r.ErrorType = api.ItemFailed, `prompt <b>too</b> long, "quoted"`, api.ErrPromptTooLong
 		case i%5 == 0:
-			r.Status = ItemReused
+			r.Status = api.ItemReused
 		default:
-			r.Status = ItemAnswered
-			r.Usage = Usage{Calls: 3, PromptTokens: 1000, CompletionTokens: 50}
+			r.Status = api.ItemAnswered
+			r.Usage = api.Usage{Calls: 3, PromptTokens: 1000, CompletionTokens: 50}
 		}
-		if r.Status != ItemFailed {
+		if r.Status != api.ItemFailed {
 			r.Answer = fmt.Sprintf("=answer %d <script>", i)
 			r.AnswerFound = true
 			r.Tokens = int64(1000 * (i%9 + 1))
 			r.Chunks = i%9 + 1
 			if len(r.GoldAnswers) > 0 {
-				r.Scores = &memagent.Scores{ExactMatch: i%3 == 0, SubstringMatch: i%2 == 0, F1: float64(i%10) / 10, Recall: float64(i%4) / 4}
+				r.Scores = &api.Scores{ExactMatch: i%3 == 0, SubstringMatch: i%2 == 0, F1: float64(i%10) / 10, Recall: float64(i%4) / 4}
 			}
 		}
 		items = append(items, r)
@@ -349,8 +350,8 @@ func batchItems(n int) []BatchItemResult {
 
 // recompute is the aggregate of items, computed independently of the
 // report code.
-func recompute(items []BatchItemResult, keep func(BatchItemResult) bool) ScoreAggregate {
-	var a ScoreAggregate
+func recompute(items []api.BatchItemResult, keep func(api.BatchItemResult) bool) api.ScoreAggregate {
+	var a api.ScoreAggregate
 	var em, sub, f1, recall, tok float64
 	tokItems := 0
 	for _, r := range items {
@@ -359,11 +360,11 @@ func recompute(items []BatchItemResult, keep func(BatchItemResult) bool) ScoreAg
 		}
 		a.Items++
 		switch r.Status {
-		case ItemAnswered:
+		case api.ItemAnswered:
 			a.Answered++
-		case ItemReused:
+		case api.ItemReused:
 			a.Reused++
-		case ItemFailed:
+		case api.ItemFailed:
 			a.Failed++
 		}
 		a.Usage = a.Usage.Add(r.Usage)
@@ -371,7 +372,7 @@ func recompute(items []BatchItemResult, keep func(BatchItemResult) bool) ScoreAg
 			tok += float64(r.Tokens)
 			tokItems++
 		}
-		if r.Status != ItemFailed && len(r.GoldAnswers) > 0 && r.Scores != nil {
+		if r.Status != api.ItemFailed && len(r.GoldAnswers) > 0 && r.Scores != nil {
 			a.Scored++
 			if r.Scores.ExactMatch {
 				em++
@@ -393,7 +394,7 @@ func recompute(items []BatchItemResult, keep func(BatchItemResult) bool) ScoreAg
 	return a
 }
 
-func sameAggregate(a, b ScoreAggregate) bool {
+func sameAggregate(a, b api.ScoreAggregate) bool {
 	close := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
 	return a.Items == b.Items && a.Answered == b.Answered && a.Reused == b.Reused && a.Failed == b.Failed &&
 		a.Scored == b.Scored && close(a.ExactMatch, b.ExactMatch) && close(a.SubstringMatch, b.SubstringMatch) &&
@@ -401,7 +402,7 @@ func sameAggregate(a, b ScoreAggregate) bool {
 }
 
 // writeParts stores items as parts of JSON Lines, shuffled across parts.
-func writeParts(t *testing.T, store *activitiestest.Store, prefix string, items []BatchItemResult, parts int) []string {
+func writeParts(t *testing.T, store *activitiestest.Store, prefix string, items []api.BatchItemResult, parts int) []string {
 	t.Helper()
 	bufs := make([]bytes.Buffer, parts)
 	for i, r := range items {
@@ -433,18 +434,18 @@ func TestWriteBatchReport(t *testing.T) {
 
 	// report.json is what the activity returned, and its aggregates are
 	// those of the items.
-	var stored BatchReport
+	var stored api.BatchReport
 	if err := json.Unmarshal(getObject(t, store, prefix+"report.json"), &stored); err != nil {
 		t.Fatal(err)
 	}
 	if !sameAggregate(stored.Overall, rep.Overall) || stored.HTMLURI != prefix+"report.html" || stored.ReportURI != prefix+"report.json" {
 		t.Errorf("stored report differs from the returned one: %+v", stored)
 	}
-	if want := recompute(items, func(BatchItemResult) bool { return true }); !sameAggregate(rep.Overall, want) {
+	if want := recompute(items, func(api.BatchItemResult) bool { return true }); !sameAggregate(rep.Overall, want) {
 		t.Errorf("overall\n got %+v\nwant %+v", rep.Overall, want)
 	}
 	for _, v := range []string{"8000", "16000", "32000"} {
-		want := recompute(items, func(r BatchItemResult) bool { return r.Labels["length"] == v })
+		want := recompute(items, func(r api.BatchItemResult) bool { return r.Labels["length"] == v })
 		if got := rep.ByLabel["length"][v]; !sameAggregate(got, want) {
 			t.Errorf("length %s\n got %+v\nwant %+v", v, got, want)
 		}
@@ -452,7 +453,7 @@ func TestWriteBatchReport(t *testing.T) {
 	if _, ok := rep.ByLabel["uniq"]; ok || len(rep.LabelsOmitted) != 1 || rep.LabelsOmitted[0] != "uniq" {
 		t.Errorf("a label with 150 values: by_label has it %v, omitted %v", ok, rep.LabelsOmitted)
 	}
-	if !stored.StartedAt.Equal(start) || stored.Options.ChunkTokens != DefaultChunkTokens || stored.Options.Model != "fake" {
+	if !stored.StartedAt.Equal(start) || stored.Options.ChunkTokens != api.DefaultChunkTokens || stored.Options.Model != "fake" {
 		t.Errorf("report header: started %v options %+v", stored.StartedAt, stored.Options)
 	}
 
@@ -462,7 +463,7 @@ func TestWriteBatchReport(t *testing.T) {
 		t.Fatalf("results.jsonl has %d lines, want %d", len(lines), len(items))
 	}
 	for i, line := range lines {
-		var r BatchItemResult
+		var r api.BatchItemResult
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -492,7 +493,7 @@ func TestWriteBatchReport(t *testing.T) {
 	if got := rows[2][col["answer"]]; got != "'=answer 1 <script>" {
 		t.Errorf("CSV answer cell = %q, want the formula neutralised", got)
 	}
-	if got := rows[6][col["error"]]; got != `prompt <b>too</b> long, "quoted"` || rows[6][col["error_type"]] != ErrPromptTooLong {
+	if got := rows[6][col["error"]]; got != `prompt <b>too</b> long, "quoted"` || rows[6][col["error_type"]] != api.ErrPromptTooLong {
 		t.Errorf("CSV error cells = %q, %q", got, rows[6][col["error_type"]])
 	}
 	// Item 1 is scored with recall 1/4; item 3 has no gold answers and no
@@ -530,22 +531,22 @@ func TestWriteBatchReportChecksCompleteness(t *testing.T) {
 	// Item 4 is missing; item 2 appears twice (a later outcome wins and
 	// counts once).
 	dup := items[2]
-	dup.Status, dup.Scores, dup.Error, dup.ErrorType = ItemFailed, nil, "x", "T"
-	parts := writeParts(t, store, prefix+"work/r/", append(append([]BatchItemResult{}, items[:4]...), items[5:]...), 2)
-	extra := writeParts(t, store, prefix+"work/r/extra/", []BatchItemResult{dup}, 1)
+	dup.Status, dup.Scores, dup.Error, dup.ErrorType = api.ItemFailed, nil, "x", "T"
+	parts := writeParts(t, store, prefix+"work/r/", append(append([]api.BatchItemResult{}, items[:4]...), items[5:]...), 2)
+	extra := writeParts(t, store, prefix+"work/r/extra/", []api.BatchItemResult{dup}, 1)
 	_, err := a.WriteBatchReport(context.Background(), ReportInput{Name: "n", ReportPrefix: prefix, Parts: append(parts, extra...), Items: 10})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != ErrBatchIncomplete || !strings.Contains(err.Error(), "item 4 of 10 has no outcome") {
 		t.Fatalf("error = %v, want %s naming item 4", err, ErrBatchIncomplete)
 	}
-	whole := writeParts(t, store, prefix+"work/r/whole/", []BatchItemResult{items[4]}, 1)
+	whole := writeParts(t, store, prefix+"work/r/whole/", []api.BatchItemResult{items[4]}, 1)
 	rep, err := a.WriteBatchReport(context.Background(), ReportInput{Name: "n", ReportPrefix: prefix, Parts: append(append(parts, extra...), whole...), Items: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	withDup := append([]BatchItemResult{}, items...)
+	withDup := append([]api.BatchItemResult{}, items...)
 	withDup[2] = dup
-	if want := recompute(withDup, func(BatchItemResult) bool { return true }); !sameAggregate(rep.Overall, want) {
+	if want := recompute(withDup, func(api.BatchItemResult) bool { return true }); !sameAggregate(rep.Overall, want) {
 		t.Errorf("overall\n got %+v\nwant %+v", rep.Overall, want)
 	}
 }
@@ -567,13 +568,13 @@ func TestResolveBatchPageSamples(t *testing.T) {
 	// An earlier batch without samples answered item 0: that is sample 0's
 	// answer, and no other sample's.
 	info, _ := store.Head(context.Background(), s3store.Location{Bucket: "docs", Key: "a.txt"})
-	opts := ModelOptions{}.WithDefaults()
+	opts := api.ModelOptions{}.WithDefaults()
 	opts.Model = "fake"
 	key := AnswerKey("s3://docs/a.txt", info.ETag, "q", opts, a.Templates)
 	if got := SampleAnswerKey("s3://docs/a.txt", info.ETag, "q", opts, a.Templates, 0); got != key {
 		t.Fatalf("sample 0's key %s is not the item's answer key %s", got, key)
 	}
-	earlier, _ := json.Marshal(QAResult{WorkflowID: "old/0", Answer: "paris", ResultURI: "s3://memagent/answers/" + key + "/result.json",
+	earlier, _ := json.Marshal(api.DocumentQAResult{WorkflowID: "old/0", Answer: "paris", ResultURI: "s3://memagent/answers/" + key + "/result.json",
 		Document: "s3://docs/a.txt", Question: "q", Model: "fake", Options: opts})
 	putObject(t, store, "s3://memagent/answers/"+key+"/result.json", earlier)
 
@@ -600,7 +601,7 @@ func TestResolveBatchPageSamples(t *testing.T) {
 	}
 	var samples []int
 	for _, line := range bytes.Split(bytes.TrimSpace(getObject(t, store, out.Part)), []byte{'\n'}) {
-		var r BatchItemResult
+		var r api.BatchItemResult
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -609,20 +610,20 @@ func TestResolveBatchPageSamples(t *testing.T) {
 	if want := []int{0, 10, 11, 12}; !slices.Equal(samples, want) {
 		t.Errorf("settled seq*10+sample = %v, want %v", samples, want)
 	}
-	if _, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0, Samples: MaxSamples + 1}); err == nil {
+	if _, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0, Samples: api.MaxSamples + 1}); err == nil {
 		t.Error("samples over the maximum: no error")
 	}
 }
 
 func TestWriteBatchReportGroups(t *testing.T) {
 	a, store := batchActivities(t)
-	f1 := func(v float64, sub bool) *memagent.Scores { return &memagent.Scores{F1: v, SubstringMatch: sub} }
+	f1 := func(v float64, sub bool) *api.Scores { return &api.Scores{F1: v, SubstringMatch: sub} }
 	gold := []string{"Paris"}
-	results := []BatchItemResult{
-		{Seq: 0, Sample: 0, ID: "a", Status: ItemAnswered, GoldAnswers: gold, Scores: f1(1, true), Usage: Usage{Calls: 3}},
-		{Seq: 0, Sample: 1, ID: "a", Status: ItemAnswered, GoldAnswers: gold, Scores: f1(0, false), Usage: Usage{Calls: 3}},
-		{Seq: 1, Sample: 0, ID: "b", Status: ItemFailed, GoldAnswers: gold},
-		{Seq: 1, Sample: 1, ID: "b", Status: ItemAnswered, GoldAnswers: gold, Scores: f1(0.5, false), Usage: Usage{Calls: 2}},
+	results := []api.BatchItemResult{
+		{Seq: 0, Sample: 0, ID: "a", Status: api.ItemAnswered, GoldAnswers: gold, Scores: f1(1, true), Usage: api.Usage{Calls: 3}},
+		{Seq: 0, Sample: 1, ID: "a", Status: api.ItemAnswered, GoldAnswers: gold, Scores: f1(0, false), Usage: api.Usage{Calls: 3}},
+		{Seq: 1, Sample: 0, ID: "b", Status: api.ItemFailed, GoldAnswers: gold},
+		{Seq: 1, Sample: 1, ID: "b", Status: api.ItemAnswered, GoldAnswers: gold, Scores: f1(0.5, false), Usage: api.Usage{Calls: 2}},
 	}
 	prefix := "s3://memagent/batches/g/"
 	var part bytes.Buffer
@@ -641,14 +642,14 @@ func TestWriteBatchReportGroups(t *testing.T) {
 	if rep.Overall.Items != 4 || rep.Overall.Failed != 1 || rep.Overall.Scored != 3 || rep.Samples != 2 {
 		t.Errorf("overall = %+v, samples %d", rep.Overall, rep.Samples)
 	}
-	want := GroupAggregate{Items: 2, Samples: 2, Scored: 2, MeanSubstringMatch: 0.25, BestSubstringMatch: 0.5,
+	want := api.GroupAggregate{Items: 2, Samples: 2, Scored: 2, MeanSubstringMatch: 0.25, BestSubstringMatch: 0.5,
 		MeanF1: (0.5 + 0.5) / 2, BestF1: (1 + 0.5) / 2}
 	if rep.Groups == nil || *rep.Groups != want {
 		t.Errorf("groups = %+v, want %+v", rep.Groups, want)
 	}
-	var lines []GroupResult
+	var lines []api.GroupResult
 	for _, line := range bytes.Split(bytes.TrimSpace(getObject(t, store, rep.GroupsURI)), []byte{'\n'}) {
-		var g GroupResult
+		var g api.GroupResult
 		if err := json.Unmarshal(line, &g); err != nil {
 			t.Fatal(err)
 		}
@@ -660,7 +661,7 @@ func TestWriteBatchReportGroups(t *testing.T) {
 	}
 	var order []int
 	for _, line := range bytes.Split(bytes.TrimSpace(getObject(t, store, rep.ResultsURI)), []byte{'\n'}) {
-		var r BatchItemResult
+		var r api.BatchItemResult
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}

@@ -3,148 +3,8 @@ package activities
 import (
 	"time"
 
-	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/api"
 )
-
-// Outcomes of one batch item.
-const (
-	ItemAnswered = "answered"
-	// ItemReused is an item answered before with the same document
-	// (object version), question, model and options: its answer is reused.
-	ItemReused = "reused"
-	ItemFailed = "failed"
-)
-
-// BatchItemResult is one item of a BatchQA report, a line of its
-// results JSON Lines and a row of its CSV.
-type BatchItemResult struct {
-	// Seq is the item's position in the manifest, from 0.
-	Seq int `json:"seq"`
-	// Sample is which of the item's samples this is (a BatchQA with
-	// samples > 1 answers each item that many times), from 0.
-	Sample      int               `json:"sample,omitempty"`
-	ID          string            `json:"id"`
-	Document    string            `json:"document"`
-	Question    string            `json:"question"`
-	GoldAnswers []string          `json:"gold_answers,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Status      string            `json:"status"`
-	Answer      string            `json:"answer,omitempty"`
-	AnswerFound bool              `json:"answer_found,omitempty"`
-	Scores      *memagent.Scores  `json:"scores,omitempty"`
-	Chunks      int               `json:"chunks,omitempty"`
-	// Tokens is the document's length in tokens.
-	Tokens     int64  `json:"tokens,omitempty"`
-	Usage      Usage  `json:"usage"`
-	WorkflowID string `json:"workflow_id,omitempty"`
-	ResultURI  string `json:"result_uri,omitempty"`
-	// Error and ErrorType describe a failed item (ErrorType is the
-	// memagent.* error type when there is one).
-	Error     string `json:"error,omitempty"`
-	ErrorType string `json:"error_type,omitempty"`
-	// AnswerPages cites the pages (or sections) of a converted document
-	// the answer's evidence is on, as DocumentQA's result does.
-	AnswerPages string `json:"answer_pages,omitempty"`
-}
-
-// ScoreAggregate sums up a set of batch items. The score means are over the
-// items that have gold answers and an answer (answered or reused); failed
-// items count in Failed and in no mean.
-type ScoreAggregate struct {
-	Items    int `json:"items"`
-	Answered int `json:"answered"`
-	Reused   int `json:"reused"`
-	Failed   int `json:"failed"`
-	// Scored is how many items the means are over.
-	Scored         int     `json:"scored"`
-	ExactMatch     float64 `json:"exact_match"`
-	SubstringMatch float64 `json:"substring_match"`
-	F1             float64 `json:"f1"`
-	// Recall is the mean fraction of each item's gold answers found in its
-	// answer (memagent.Scores.Recall), for sets whose gold answers are all
-	// expected rather than aliases.
-	Recall float64 `json:"recall"`
-	// MeanTokens is the mean document length in tokens of the items that
-	// have one.
-	MeanTokens float64 `json:"mean_tokens"`
-	Usage      Usage   `json:"usage"`
-}
-
-// GroupAggregate sums up the rollout groups of a batch whose items were
-// answered more than once (BatchQA's samples): each item's samples are a
-// group, and each group has a mean and a best score over its scored
-// samples. The fields are means of those over the groups with at least one
-// scored sample; exact and substring match count 1 for a match.
-type GroupAggregate struct {
-	// Items is how many groups (manifest items) there are, Samples how many
-	// samples each has.
-	Items   int `json:"items"`
-	Samples int `json:"samples"`
-	// Scored is how many groups the means are over.
-	Scored             int     `json:"scored"`
-	MeanExactMatch     float64 `json:"mean_exact_match"`
-	BestExactMatch     float64 `json:"best_exact_match"`
-	MeanSubstringMatch float64 `json:"mean_substring_match"`
-	BestSubstringMatch float64 `json:"best_substring_match"`
-	MeanF1             float64 `json:"mean_f1"`
-	BestF1             float64 `json:"best_f1"`
-}
-
-// GroupResult is one item's line of groups.jsonl: its samples' outcomes
-// summed up, with the mean and best score over the scored ones.
-type GroupResult struct {
-	Seq      int    `json:"seq"`
-	ID       string `json:"id"`
-	Samples  int    `json:"samples"`
-	Answered int    `json:"answered"`
-	Reused   int    `json:"reused"`
-	Failed   int    `json:"failed"`
-	// Scored counts the samples with scores; the means and bests are over
-	// them, and zero when there are none.
-	Scored             int     `json:"scored"`
-	MeanExactMatch     float64 `json:"mean_exact_match"`
-	BestExactMatch     float64 `json:"best_exact_match"`
-	MeanSubstringMatch float64 `json:"mean_substring_match"`
-	BestSubstringMatch float64 `json:"best_substring_match"`
-	MeanF1             float64 `json:"mean_f1"`
-	BestF1             float64 `json:"best_f1"`
-	Usage              Usage   `json:"usage"`
-}
-
-// BatchReport is report.json of a BatchQA run.
-type BatchReport struct {
-	Name       string `json:"name"`
-	WorkflowID string `json:"workflow_id"`
-	// RunID is the batch run that wrote the report.
-	RunID      string         `json:"run_id,omitempty"`
-	Manifest   string         `json:"manifest"`
-	Model      string         `json:"model"`
-	Options    ModelOptions   `json:"options"`
-	StartedAt  time.Time      `json:"started_at"`
-	FinishedAt time.Time      `json:"finished_at"`
-	Overall    ScoreAggregate `json:"overall"`
-	// ByLabel maps a label name (for example "length") to its values and
-	// their aggregates.
-	ByLabel map[string]map[string]ScoreAggregate `json:"by_label,omitempty"`
-	// LabelsOmitted are labels with too many distinct values (more than
-	// 100, such as a raw token count) to get an aggregate per value.
-	LabelsOmitted []string `json:"labels_omitted,omitempty"`
-	// ResultsURI is the per-item JSON Lines; CSVURI, SVGURI and HTMLURI the
-	// CSV, the chart of score against document length and the page.
-	ResultsURI string `json:"results_uri"`
-	CSVURI     string `json:"csv_uri"`
-	SVGURI     string `json:"svg_uri"`
-	HTMLURI    string `json:"html_uri"`
-	// ReportURI is this report.json.
-	ReportURI string `json:"report_uri,omitempty"`
-	// Samples is how many times each item was answered, when more than
-	// once: Overall, ByLabel, results.jsonl and the CSV then count samples
-	// (one line each), Groups sums up the items, and GroupsURI is
-	// groups.jsonl, one line (GroupResult) per item.
-	Samples   int             `json:"samples,omitempty"`
-	Groups    *GroupAggregate `json:"groups,omitempty"`
-	GroupsURI string          `json:"groups_uri,omitempty"`
-}
 
 // ExpandInput asks ExpandManifest to check a manifest and cut it into pages.
 type ExpandInput struct {
@@ -165,7 +25,7 @@ type ExpandInput struct {
 	// PageSize is how many items go in one page; default 100.
 	PageSize int `json:"page_size,omitempty"`
 	// Options are the batch's model options; the worker resolves the model.
-	Options ModelOptions `json:"options"`
+	Options api.ModelOptions `json:"options"`
 	// Samples is how many times each item is answered (0 means 1); pages
 	// hold proportionally fewer items, so that a page's runs stay as small
 	// in history as without samples.
@@ -201,7 +61,7 @@ type ResolvePageInput struct {
 	WorkPrefix string `json:"work_prefix"`
 	Page       int    `json:"page"`
 	// Options carry the resolved model.
-	Options ModelOptions `json:"options"`
+	Options api.ModelOptions `json:"options"`
 	// Samples is how many times each item is answered (0 means 1).
 	Samples int `json:"samples,omitempty"`
 }
@@ -246,18 +106,18 @@ type ResolvePageOutput struct {
 // WriteResultsInput asks WriteBatchResults to store outcomes as one part.
 type WriteResultsInput struct {
 	// URI is the part's s3:// URI; a retry overwrites it.
-	URI     string            `json:"uri"`
-	Results []BatchItemResult `json:"results"`
+	URI     string                `json:"uri"`
+	Results []api.BatchItemResult `json:"results"`
 }
 
 // ReportInput asks WriteBatchReport to assemble the report from the parts.
 type ReportInput struct {
-	Name       string       `json:"name"`
-	WorkflowID string       `json:"workflow_id"`
-	Manifest   string       `json:"manifest"`
-	Model      string       `json:"model"`
-	Options    ModelOptions `json:"options"`
-	StartedAt  time.Time    `json:"started_at"`
+	Name       string           `json:"name"`
+	WorkflowID string           `json:"workflow_id"`
+	Manifest   string           `json:"manifest"`
+	Model      string           `json:"model"`
+	Options    api.ModelOptions `json:"options"`
+	StartedAt  time.Time        `json:"started_at"`
 	// ReportPrefix is where the report goes (ending in /).
 	ReportPrefix string `json:"report_prefix"`
 	// RunID is the batch run writing the report. A report.json of another

@@ -3,6 +3,7 @@ package activities
 import (
 	"fmt"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 )
 
@@ -10,7 +11,7 @@ import (
 // update prompt fits the model's context: the template with the question,
 // a full chunk, a full memory in the prompt and a full memory as output.
 // maxModelLen 0 means unknown and passes.
-func CheckBudget(tok memagent.Tokenizer, t memagent.Templates, question string, opts ModelOptions, maxModelLen int) error {
+func CheckBudget(tok memagent.Tokenizer, t memagent.Templates, question string, opts api.ModelOptions, maxModelLen int) error {
 	if maxModelLen <= 0 {
 		return nil
 	}

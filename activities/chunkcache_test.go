@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memagent/memagent/api"
 )
 
 func cacheTestKey(i int) chunkKey {
@@ -196,7 +198,7 @@ func TestChunkCacheBypass(t *testing.T) {
 // UpdateMemory reads straight from the store.
 func TestReviewUpdateReadsThroughChunkCache(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
-	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	for i, q := range []string{"first question?", "second question?", "third question?"} {
 		in := f.updateInput(p, 1)
 		in.Question, in.TracePrefix = q, fmt.Sprintf("%sq%d/", tracePrefix, i)

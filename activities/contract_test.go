@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/contract"
-	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 )
 
@@ -16,11 +16,11 @@ import (
 // back as the manifest of a new batch asks the same questions with the
 // same gold answers.
 func TestResultsJSONLReadsBackAsManifest(t *testing.T) {
-	results := []BatchItemResult{
+	results := []api.BatchItemResult{
 		{Seq: 0, ID: "a", Document: "s3://b/d1.txt", Question: "Who?", GoldAnswers: []string{"Ann"}, Labels: map[string]string{"task": "niah"},
-			Status: ItemAnswered, Answer: "Ann", AnswerFound: true, Scores: &memagent.Scores{ExactMatch: true}, Chunks: 3, Tokens: 900,
-			Usage: Usage{Calls: 4}, WorkflowID: "w", ResultURI: "s3://b/r.json"},
-		{Seq: 1, ID: "b", Document: "s3://b/d2.txt", Question: "What?", Status: ItemFailed, Error: "boom", ErrorType: ErrDocumentNotFound},
+			Status: api.ItemAnswered, Answer: "Ann", AnswerFound: true, Scores: &api.Scores{ExactMatch: true}, Chunks: 3, Tokens: 900,
+			Usage: api.Usage{Calls: 4}, WorkflowID: "w", ResultURI: "s3://b/r.json"},
+		{Seq: 1, ID: "b", Document: "s3://b/d2.txt", Question: "What?", Status: api.ItemFailed, Error: "boom", ErrorType: api.ErrDocumentNotFound},
 	}
 	var buf bytes.Buffer
 	for _, r := range results {
@@ -49,7 +49,7 @@ func TestResultsJSONLReadsBackAsManifest(t *testing.T) {
 // Every member of a results line is known to the manifest reader.
 func TestResultLineKeysCoverBatchItemResult(t *testing.T) {
 	manifest := []string{"id", "document", "question", "gold_answers", "labels"}
-	for _, f := range contract.Fields(reflect.TypeFor[BatchItemResult]()) {
+	for _, f := range contract.Fields(reflect.TypeFor[api.BatchItemResult]()) {
 		if !slices.Contains(manifest, f.Name) && !slices.Contains(report.ResultLineKeys, f.Name) {
 			t.Errorf("BatchItemResult member %q is not in report.ResultLineKeys: a results.jsonl line would not read back as a manifest line", f.Name)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
@@ -39,7 +40,7 @@ func TestConvertDocumentPDFOnceThenReused(t *testing.T) {
 	// of the chunk holding the fact cites page 17.
 	var prep PrepareOutput
 	if err := f.exec(t, PrepareDocumentName, PrepareInput{Document: first.Document, Question: docgen.Question,
-		Options: ModelOptions{ChunkTokens: 500}, Converted: &first}, &prep); err != nil {
+		Options: api.ModelOptions{ChunkTokens: 500}, Converted: &first}, &prep); err != nil {
 		t.Fatal(err)
 	}
 	if prep.Source != pdfURI || prep.Format != "pdf" || prep.Pages != 20 {
@@ -97,8 +98,8 @@ func TestConvertDocumentRefuses(t *testing.T) {
 			f := newFixture(t, tc.data)
 			err := f.exec(t, ConvertDocumentName, ConvertInput{Document: testDocURI}, &ConvertOutput{})
 			appErr := appError(t, err)
-			if appErr.Type() != ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Message(), tc.want) {
-				t.Errorf("error %s %q, want a non-retryable %s saying %q", appErr.Type(), appErr.Message(), ErrBadInput, tc.want)
+			if appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Message(), tc.want) {
+				t.Errorf("error %s %q, want a non-retryable %s saying %q", appErr.Type(), appErr.Message(), api.ErrBadInput, tc.want)
 			}
 			if !strings.Contains(appErr.Message(), testDocURI) {
 				t.Errorf("message %q does not name the document", appErr.Message())

@@ -6,12 +6,13 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
 func badInput(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadInput, nil)
+	return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrBadInput, nil)
 }
 
 // storeError classifies an S3 failure: a missing or replaced document is
@@ -21,11 +22,11 @@ func storeError(err error, what string) error {
 	case errors.Is(err, s3store.ErrNotFound):
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%s does not exist: check the URI and that the worker's credentials can read it", what),
-			ErrDocumentNotFound, err)
+			api.ErrDocumentNotFound, err)
 	case errors.Is(err, s3store.ErrChanged):
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%s was replaced after it was indexed: start a new run for the new version", what),
-			ErrDocumentChanged, err)
+			api.ErrDocumentChanged, err)
 	}
 	return err
 }
@@ -40,15 +41,15 @@ func modelError(err error) error {
 	msg := ie.Error()
 	switch ie.Kind {
 	case inference.KindPromptTooLong:
-		return temporal.NewNonRetryableApplicationError(msg+": lower options.chunk_tokens or options.memory_max_tokens", ErrPromptTooLong, nil)
+		return temporal.NewNonRetryableApplicationError(msg+": lower options.chunk_tokens or options.memory_max_tokens", api.ErrPromptTooLong, nil)
 	case inference.KindAuth:
-		return temporal.NewNonRetryableApplicationError(msg+": check OPENAI_API_KEY", ErrModelAuth, nil)
+		return temporal.NewNonRetryableApplicationError(msg+": check OPENAI_API_KEY", api.ErrModelAuth, nil)
 	case inference.KindModelNotFound:
-		return temporal.NewNonRetryableApplicationError(msg+": check options.model (or the worker's MEMAGENT_MODEL) against the server's /v1/models", ErrModelNotFound, nil)
+		return temporal.NewNonRetryableApplicationError(msg+": check options.model (or the worker's MEMAGENT_MODEL) against the server's /v1/models", api.ErrModelNotFound, nil)
 	case inference.KindBadRequest:
-		return temporal.NewNonRetryableApplicationError(msg, ErrModelBadRequest, nil)
+		return temporal.NewNonRetryableApplicationError(msg, api.ErrModelBadRequest, nil)
 	}
-	return temporal.NewApplicationErrorWithOptions(msg, ErrModelUnavailable, temporal.ApplicationErrorOptions{
+	return temporal.NewApplicationErrorWithOptions(msg, api.ErrModelUnavailable, temporal.ApplicationErrorOptions{
 		NextRetryDelay: ie.RetryAfter,
 	})
 }

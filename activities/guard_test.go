@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -14,7 +15,7 @@ import (
 // before any model call or write.
 func TestActivitiesCheckWhatTheyAreHanded(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
-	prep := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	prep := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	ctx := context.Background()
 	secret := s3store.Location{Bucket: "secret", Key: "secret.txt"}
 	if err := f.store.Store.Put(ctx, secret, []byte("TOP-SECRET text"), "text/plain"); err != nil {
@@ -45,13 +46,13 @@ func TestActivitiesCheckWhatTheyAreHanded(t *testing.T) {
 		edit     func(*UpdateInput)
 		wantType string
 	}{
-		{"an index the worker did not write", func(in *UpdateInput) { in.IndexURI = "s3://memagent/documents/forged.json" }, ErrForbidden},
-		{"the worker's index of another document", func(in *UpdateInput) { in.Document, in.ETag = secret.String(), secretInfo.ETag }, ErrForbidden},
-		{"no etag", func(in *UpdateInput) { in.ETag = "" }, ErrBadInput},
-		{"a range of a terabyte", func(in *UpdateInput) { in.IndexURI = "s3://memagent/" + hugeKey }, ErrBadInput},
-		{"another run's trace prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/runs/victim/run/" }, ErrForbidden},
-		{"an unclaimed prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/team/out/" }, ErrForbidden},
-		{"the worker's indexes as trace prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/indexes/" }, ErrForbidden},
+		{"an index the worker did not write", func(in *UpdateInput) { in.IndexURI = "s3://memagent/documents/forged.json" }, api.ErrForbidden},
+		{"the worker's index of another document", func(in *UpdateInput) { in.Document, in.ETag = secret.String(), secretInfo.ETag }, api.ErrForbidden},
+		{"no etag", func(in *UpdateInput) { in.ETag = "" }, api.ErrBadInput},
+		{"a range of a terabyte", func(in *UpdateInput) { in.IndexURI = "s3://memagent/" + hugeKey }, api.ErrBadInput},
+		{"another run's trace prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/runs/victim/run/" }, api.ErrForbidden},
+		{"an unclaimed prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/team/out/" }, api.ErrForbidden},
+		{"the worker's indexes as trace prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/indexes/" }, api.ErrForbidden},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := good
@@ -62,44 +63,44 @@ func TestActivitiesCheckWhatTheyAreHanded(t *testing.T) {
 		})
 	}
 	t.Run("an answer written into another run's outputs", func(t *testing.T) {
-		var out QAResult
+		var out api.DocumentQAResult
 		err := f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: "s3://memagent/runs/victim/run/result.json"}, &out)
-		assertType(t, err, ErrForbidden)
+		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a review written into the forbidden bucket", func(t *testing.T) {
 		var out WriteReviewOutput
 		err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: ReviewGrid{Document: testDocURI,
 			JSONURI: "s3://secret/out/grid.json", CSVURI: "s3://secret/out/grid.csv", HTMLURI: "s3://secret/out/report.html"}}, &out)
-		assertType(t, err, ErrForbidden)
+		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a review quoting a document the worker may not read", func(t *testing.T) {
 		p := "s3://memagent/reviews/default-test-workflow-id/run/"
 		var out WriteReviewOutput
 		err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: ReviewGrid{Document: secret.String(),
 			JSONURI: p + "grid.json", CSVURI: p + "grid.csv", HTMLURI: p + "report.html"}}, &out)
-		assertType(t, err, ErrForbidden)
+		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a batch's report over another batch's work", func(t *testing.T) {
 		err := f.exec(t, WriteBatchReportName, ReportInput{Items: 1, ReportPrefix: "s3://memagent/batches/victim/",
 			Parts: []string{"s3://memagent/batches/victim/work/r/parts/p.jsonl"}}, nil)
-		assertType(t, err, ErrForbidden)
+		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a batch's report with parts outside its work prefix", func(t *testing.T) {
 		err := f.exec(t, WriteBatchReportName, ReportInput{Items: 1, ReportPrefix: "s3://memagent/batches/default-test-workflow-id/",
 			Parts: []string{"s3://memagent/batches/victim/work/r/parts/p.jsonl"}}, nil)
-		assertType(t, err, ErrForbidden)
+		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a report of 1e11 items", func(t *testing.T) {
 		err := f.exec(t, WriteBatchReportName, ReportInput{Items: 1e11, ReportPrefix: "s3://memagent/batches/default-test-workflow-id/"}, nil)
-		assertType(t, err, ErrBadInput)
+		assertType(t, err, api.ErrBadInput)
 	})
 	t.Run("results over another batch's parts", func(t *testing.T) {
 		err := f.exec(t, WriteBatchResultsName, WriteResultsInput{URI: "s3://memagent/batches/victim/work/r/parts/run-0001-0000.jsonl"}, nil)
-		assertType(t, err, ErrForbidden)
+		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a page of another batch", func(t *testing.T) {
 		err := f.exec(t, ResolveBatchPageName, ResolvePageInput{WorkPrefix: "s3://memagent/batches/victim/work/r/"}, nil)
-		assertType(t, err, ErrForbidden)
+		assertType(t, err, api.ErrForbidden)
 	})
 	if calls := len(f.model.Calls()); calls != 0 {
 		t.Errorf("%d model calls", calls)
@@ -126,7 +127,7 @@ func TestAllowReadKeepsOutputsOut(t *testing.T) {
 	a := &Activities{Bucket: "memagent"}
 	for _, uri := range []string{"s3://memagent/runs/wf/r/result.json", "s3://memagent/answers/k/result.json",
 		"s3://memagent/converted/v1/x/text.txt", "s3://memagent/reviews/wf/r/grid.json", "s3://memagent/batches/b/report.json"} {
-		assertType(t, a.allowRead("document", uri), ErrForbidden)
+		assertType(t, a.allowRead("document", uri), api.ErrForbidden)
 	}
 	if err := a.allowRead("document", "s3://memagent/documents/sha256/ab/c.txt"); err != nil {
 		t.Errorf("an uploaded document: %v", err)

@@ -3,6 +3,8 @@ package activities
 import (
 	"strings"
 	"testing"
+
+	"github.com/memagent/memagent/api"
 )
 
 func TestPrepareDocumentLimits(t *testing.T) {
@@ -14,17 +16,17 @@ func TestPrepareDocumentLimits(t *testing.T) {
 	}{
 		{"document too large", Limits{MaxDocumentBytes: 100}, testQuestion, "over the worker's limit of 100"},
 		{"too many chunks", Limits{MaxChunks: 2}, testQuestion, "has 5 chunks, over the worker's limit of 2: raise options.chunk_tokens"},
-		{"question too long", Limits{}, strings.Repeat("why ", MaxQuestionBytes), "over the limit of 16384: shorten it"},
+		{"question too long", Limits{}, strings.Repeat("why ", api.MaxQuestionBytes), "over the limit of 16384: shorten it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, []byte(makeDoc(5)))
 			f.acts.Limits = tt.limits
 			var out PrepareOutput
-			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: tt.question, Options: ModelOptions{ChunkTokens: 100}}, &out)
+			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: tt.question, Options: api.ModelOptions{ChunkTokens: 100}}, &out)
 			appErr := appError(t, err)
-			if appErr.Type() != ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Error(), tt.want) {
-				t.Errorf("error %v (type %s), want a non-retryable %s containing %q", appErr, appErr.Type(), ErrBadInput, tt.want)
+			if appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Error(), tt.want) {
+				t.Errorf("error %v (type %s), want a non-retryable %s containing %q", appErr, appErr.Type(), api.ErrBadInput, tt.want)
 			}
 		})
 	}
@@ -38,17 +40,17 @@ func TestInvalidUTF8Policy(t *testing.T) {
 		replaced int64
 	}{
 		{"", "not UTF-8 text: invalid byte at offset", 0},
-		{InvalidUTF8Reject, "or ask with invalid_utf8", 0},
-		{InvalidUTF8Replace, "", 2},
+		{api.InvalidUTF8Reject, "or ask with invalid_utf8", 0},
+		{api.InvalidUTF8Replace, "", 2},
 	}
 	for _, tt := range tests {
 		t.Run("policy "+tt.policy, func(t *testing.T) {
 			f := newFixture(t, doc)
 			var out PrepareOutput
 			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion,
-				Options: ModelOptions{ChunkTokens: 100, InvalidUTF8: tt.policy}}, &out)
+				Options: api.ModelOptions{ChunkTokens: 100, InvalidUTF8: tt.policy}}, &out)
 			if tt.wantErr != "" {
-				if appErr := appError(t, err); appErr.Type() != ErrBadInput || !strings.Contains(appErr.Error(), tt.wantErr) {
+				if appErr := appError(t, err); appErr.Type() != api.ErrBadInput || !strings.Contains(appErr.Error(), tt.wantErr) {
 					t.Errorf("error %v, want BadInput containing %q", appErr, tt.wantErr)
 				}
 				return
@@ -71,12 +73,12 @@ func TestInvalidUTF8Policy(t *testing.T) {
 			// Asking again reuses the index and still reads the copy.
 			var again PrepareOutput
 			if err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion,
-				Options: ModelOptions{ChunkTokens: 100, InvalidUTF8: tt.policy}}, &again); err != nil || !again.Reused || again.Document != out.Document {
+				Options: api.ModelOptions{ChunkTokens: 100, InvalidUTF8: tt.policy}}, &again); err != nil || !again.Reused || again.Document != out.Document {
 				t.Errorf("second prepare = %+v, %v; want the reused index and the same copy", again, err)
 			}
 			// The reused index does not turn a later "reject" into a replace.
-			err = f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: ModelOptions{ChunkTokens: 100}}, &again)
-			if appErr := appError(t, err); appErr.Type() != ErrBadInput || !strings.Contains(appErr.Error(), "2 invalid bytes") {
+			err = f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}, &again)
+			if appErr := appError(t, err); appErr.Type() != api.ErrBadInput || !strings.Contains(appErr.Error(), "2 invalid bytes") {
 				t.Errorf("reject after replace: %v, want BadInput naming 2 invalid bytes", appErr)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/inference"
 )
 
@@ -57,7 +58,7 @@ func traceChunk(ctx context.Context, chunk, chunks int) {
 // metricModel is the model's metric label: its name when the pool serves
 // it, else "other" (a request names its model, and a label per name would
 // let callers grow the metrics without bound).
-func (a *Activities) metricModel(opts ModelOptions) string {
+func (a *Activities) metricModel(opts api.ModelOptions) string {
 	name := a.modelName(opts)
 	if m, ok := a.Model.(interface{ MetricModel(string) string }); ok {
 		return m.MetricModel(name)
@@ -70,7 +71,7 @@ func (a *Activities) metricModel(opts ModelOptions) string {
 
 // recordChunk counts a completed memory update. Only sizes are recorded,
 // never the memory.
-func (a *Activities) recordChunk(ctx context.Context, opts ModelOptions, memory string) {
+func (a *Activities) recordChunk(ctx context.Context, opts api.ModelOptions, memory string) {
 	m := a.Metrics
 	if m == nil {
 		return

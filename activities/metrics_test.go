@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/memagent/memagent/api"
 )
 
 func TestMetricsCountChunksAndMemorySize(t *testing.T) {
@@ -18,14 +20,14 @@ func TestMetricsCountChunksAndMemorySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.acts.Metrics = m
-	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	for i := range p.Chunks {
 		var out UpdateOutput
 		if err := f.exec(t, UpdateMemoryName, f.updateInput(p, i), &out); err != nil {
 			t.Fatalf("UpdateMemory %d: %v", i, err)
 		}
 	}
-	var res QAResult
+	var res api.DocumentQAResult
 	if err := f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: tracePrefix + "result.json"}, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestMetricsCountChunksAndMemorySize(t *testing.T) {
 
 func TestNilMetricsRecordNothing(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(1)))
-	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	var out UpdateOutput
 	if err := f.exec(t, UpdateMemoryName, f.updateInput(p, 0), &out); err != nil {
 		t.Fatalf("UpdateMemory without Metrics: %v", err)
@@ -94,7 +96,7 @@ func TestMetricsObserveChunkCache(t *testing.T) {
 	if err := m.ObserveChunkCache(&f.acts.Chunks); err != nil {
 		t.Fatal(err)
 	}
-	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	for _, q := range []string{"first question?", "second question?"} {
 		in := f.updateInput(p, 0)
 		in.Question, in.TracePrefix = q, tracePrefix+q[:5]+"/"

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
@@ -47,7 +48,7 @@ func (a *Activities) writePrefixes() []string {
 }
 
 func forbidden(format string, args ...any) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrForbidden, nil)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), api.ErrForbidden, nil)
 }
 
 func under(uri string, prefixes []string) bool {

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
@@ -23,7 +24,7 @@ func TestReadWritePrefixes(t *testing.T) {
 		if err := a.allowRead("document", tt.uri); (err == nil) != tt.want {
 			t.Errorf("allowRead(%s) = %v, want allowed %t", tt.uri, err, tt.want)
 		} else if err != nil {
-			assertType(t, err, ErrForbidden)
+			assertType(t, err, api.ErrForbidden)
 			if !strings.Contains(err.Error(), "MEMAGENT_READ_PREFIXES") {
 				t.Errorf("message %q does not name the setting", err)
 			}
@@ -50,24 +51,24 @@ func TestClaimPrefixKeepsOtherWorkflowsOut(t *testing.T) {
 		t.Fatalf("the owner's second claim (a retry, a reset): %v", err)
 	}
 	err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", claim{WorkflowID: "wf-2"})
-	assertType(t, err, ErrForbidden)
+	assertType(t, err, api.ErrForbidden)
 	if !strings.Contains(err.Error(), "wf-1") {
 		t.Errorf("message %q does not name the owner", err)
 	}
 	// A later workflow that reuses the owner's id (its run closed) is
 	// another workflow.
 	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", claim{WorkflowID: "wf-1", FirstRunID: "run-b"})
-	assertType(t, err, ErrForbidden)
+	assertType(t, err, api.ErrForbidden)
 	// A claim covers the prefixes inside it.
 	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/review1/questions/q1/", claim{WorkflowID: "wf-2"})
-	assertType(t, err, ErrForbidden)
+	assertType(t, err, api.ErrForbidden)
 	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/mine/", wf1); err != nil {
 		t.Errorf("the owner's claim inside its own prefix: %v", err)
 	}
 	// Another run's default outputs, the answer cache and converted text
 	// are out of reach of a caller's prefix.
 	for _, p := range []string{"s3://memagent/runs/wf-9/first/", "s3://memagent/answers/k1/", "s3://memagent/converted/v1/x/"} {
-		assertType(t, a.claimPrefix(ctx, "output_prefix", p, claim{WorkflowID: "wf-2"}), ErrForbidden)
+		assertType(t, a.claimPrefix(ctx, "output_prefix", p, claim{WorkflowID: "wf-2"}), api.ErrForbidden)
 	}
 	if len(store.Keys()) != 2 {
 		t.Errorf("S3 holds %v, want only the two owner.json of wf-1", store.Keys())
@@ -106,7 +107,7 @@ func TestPutOnceKeepsAnotherRunsResult(t *testing.T) {
 	write := func(run, answer string) s3store.Location {
 		t.Helper()
 		at, err := a.putOnce(ctx, loc, run, func(at s3store.Location) any {
-			return QAResult{RunID: run, Answer: answer, ResultURI: at.String()}
+			return api.DocumentQAResult{RunID: run, Answer: answer, ResultURI: at.String()}
 		})
 		if err != nil {
 			t.Fatal(err)

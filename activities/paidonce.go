@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -33,8 +34,8 @@ import (
 // paidCalls is what one attempt hands the next through heartbeat details.
 type paidCalls struct {
 	// Calls and Usage are every model call the attempts so far made.
-	Calls int   `json:"calls"`
-	Usage Usage `json:"usage"`
+	Calls int       `json:"calls"`
+	Usage api.Usage `json:"usage"`
 	// Kept is the last completion, for the input whose digest it names.
 	Kept *KeptCompletion `json:"kept,omitempty"`
 }
@@ -184,7 +185,7 @@ func (k *keptCalls) done(key string) {
 
 // usage is what the activity reports for the calls in p: all of them, the
 // ones before the last as repeats.
-func (p paidCalls) usage() Usage {
+func (p paidCalls) usage() api.Usage {
 	u := p.Usage
 	u.Calls = p.Calls
 	u.RepeatedCalls = max(p.Calls-1, 0)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
@@ -31,7 +32,7 @@ func TestPoisonDocumentIsRefused(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
 	store := &dyingStore{countingStore: f.store}
 	f.acts.Store = store
-	in := PrepareInput{Document: testDocURI, Question: testQuestion, Options: ModelOptions{ChunkTokens: 100}}
+	in := PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}
 	for i := range MaxUnfinishedAttempts {
 		var out PrepareOutput
 		if err := f.exec(t, PrepareDocumentName, in, &out); err == nil {
@@ -40,7 +41,7 @@ func TestPoisonDocumentIsRefused(t *testing.T) {
 	}
 	var out PrepareOutput
 	err := f.exec(t, PrepareDocumentName, in, &out)
-	assertType(t, err, ErrBadInput)
+	assertType(t, err, api.ErrBadInput)
 	if store.opens != MaxUnfinishedAttempts {
 		t.Errorf("the document was opened %d times, want %d (not again once refused)", store.opens, MaxUnfinishedAttempts)
 	}

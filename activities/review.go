@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -29,7 +30,7 @@ const (
 )
 
 // ReviewGrid is the review grid; see report.ReviewGrid.
-type ReviewGrid = report.ReviewGrid
+type ReviewGrid = api.ReviewGrid
 
 // ReviewUpdateOutput is UpdateMemory's output and how the memory changed.
 type ReviewUpdateOutput struct {
@@ -42,7 +43,7 @@ type ReviewUpdateOutput struct {
 	Added []string `json:"added,omitempty"`
 	// Passage is the chunk's sentence that best accounts for the change,
 	// as a byte range of the document, when Material and one was found.
-	Passage *report.ReviewPassage `json:"passage,omitempty"`
+	Passage *api.ReviewPassage `json:"passage,omitempty"`
 }
 
 // ReviewUpdate is UpdateMemory for one question of a review: the same read
@@ -124,11 +125,11 @@ func (a *Activities) WriteReview(ctx context.Context, in WriteReviewInput) (*Wri
 	defer stop()
 
 	// The grid came from workflow history: copy what is filled in.
-	g.Rows = append([]report.ReviewRow(nil), g.Rows...)
+	g.Rows = append([]api.ReviewRow(nil), g.Rows...)
 	texts := map[[2]int64]string{}
 	unreadable := false
 	for i := range g.Rows {
-		ev := append([]report.ReviewEvidence(nil), g.Rows[i].Evidence...)
+		ev := append([]api.ReviewEvidence(nil), g.Rows[i].Evidence...)
 		for k := range ev {
 			p := ev[k].Passage
 			if p == nil || p.End <= p.Start {
@@ -209,7 +210,7 @@ func (a *Activities) registerReview(r Registry) {
 // the same prefix): when grid.json exists and names another run, this
 // run's grid, CSV and page go under runs/<run id>/ beside it. A grid of
 // the same run (a retried activity) is rewritten in place.
-func (a *Activities) ownReviewPrefix(ctx context.Context, g *report.ReviewGrid) error {
+func (a *Activities) ownReviewPrefix(ctx context.Context, g *api.ReviewGrid) error {
 	loc, err := s3store.ParseURI(g.JSONURI)
 	if err != nil || g.RunID == "" {
 		return nil // reported with the other outputs below

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/report"
 )
 
 const reviewFact = "The north gate code is 7391-ALPHA."
@@ -55,7 +55,7 @@ func TestReviewUpdateRecordsEvidence(t *testing.T) {
 	doc := reviewDoc(4, 2)
 	f := newFixture(t, []byte(doc))
 	f.model.Respond = gateModel
-	p := f.prepare(t, ModelOptions{ChunkTokens: 100})
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	if p.Chunks != 4 {
 		t.Fatalf("chunks = %d, want 4", p.Chunks)
 	}
@@ -102,16 +102,16 @@ func TestReviewUpdateRecordsEvidence(t *testing.T) {
 
 func reviewTestGrid(doc string) ReviewGrid {
 	start := int64(strings.Index(doc, reviewFact))
-	pass := &report.ReviewPassage{Start: start, End: start + int64(len(reviewFact))}
+	pass := &api.ReviewPassage{Start: start, End: start + int64(len(reviewFact))}
 	prefix := "s3://memagent/reviews/default-test-workflow-id/run/"
 	return ReviewGrid{
-		Version: report.ReviewGridVersion, WorkflowID: "wf", RunID: "run", Document: testDocURI,
+		Version: api.ReviewGridVersion, WorkflowID: "wf", RunID: "run", Document: testDocURI,
 		Chunks: 4, Prefix: prefix, JSONURI: prefix + ReviewGridJSON, CSVURI: prefix + ReviewGridCSV, HTMLURI: prefix + ReviewHTML,
-		Rows: []report.ReviewRow{
-			{ID: "q1", Question: "What is the gate code?", Status: report.ReviewStatusDone, Answer: "7391-ALPHA", AnswerFound: true,
-				Evidence: []report.ReviewEvidence{{Chunk: 2, Start: 200, End: 300, Passage: pass, Added: []string{"7391", "gate"}, SupportsAnswer: true}}},
-			{ID: "q2", Question: "Which <b>gate</b>?", Status: report.ReviewStatusDone, Answer: "north",
-				Evidence: []report.ReviewEvidence{{Chunk: 2, Start: 200, End: 300, Passage: pass, Added: []string{"north"}}}},
+		Rows: []api.ReviewRow{
+			{ID: "q1", Question: "What is the gate code?", Status: api.ReviewStatusDone, Answer: "7391-ALPHA", AnswerFound: true,
+				Evidence: []api.ReviewEvidence{{Chunk: 2, Start: 200, End: 300, Passage: pass, Added: []string{"7391", "gate"}, SupportsAnswer: true}}},
+			{ID: "q2", Question: "Which <b>gate</b>?", Status: api.ReviewStatusDone, Answer: "north",
+				Evidence: []api.ReviewEvidence{{Chunk: 2, Start: 200, End: 300, Passage: pass, Added: []string{"north"}}}},
 		},
 	}
 }
@@ -172,7 +172,7 @@ func TestWriteReviewBadOutput(t *testing.T) {
 	g := reviewTestGrid(reviewDoc(4, 2))
 	g.HTMLURI = "/tmp/report.html"
 	err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: g}, &WriteReviewOutput{})
-	if appErr := appError(t, err); appErr.Type() != ErrBadInput || !appErr.NonRetryable() {
-		t.Errorf("error = %v, want non-retryable %s", err, ErrBadInput)
+	if appErr := appError(t, err); appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() {
+		t.Errorf("error = %v, want non-retryable %s", err, api.ErrBadInput)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"strings"
 	"testing"
+
+	"github.com/memagent/memagent/api"
 )
 
 // TestDatedReportPrefixCannotBeSquatted: another workflow that claimed the
@@ -28,13 +30,13 @@ func TestDatedReportPrefixCannotBeSquatted(t *testing.T) {
 	// Without dated_report a taken prefix is refused, as before.
 	_, err = a.ExpandManifest(context.Background(), ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "other",
 		RunKey: "run-2", ReportPrefix: "s3://reports/nightly/" + dated + "/"})
-	assertType(t, err, ErrForbidden)
+	assertType(t, err, api.ErrForbidden)
 }
 
 // TestResultsCSVEscapesEveryCallerCell: a workflow id, an id, an answer or
 // an error that starts like a spreadsheet formula is written as text.
 func TestResultsCSVEscapesEveryCallerCell(t *testing.T) {
-	row := csvRow(BatchItemResult{Seq: 1, ID: "=cmd|' /C calc'!A0", WorkflowID: `=HYPERLINK("http://x","y")`, Answer: "+1",
+	row := csvRow(api.BatchItemResult{Seq: 1, ID: "=cmd|' /C calc'!A0", WorkflowID: `=HYPERLINK("http://x","y")`, Answer: "+1",
 		Error: "@SUM(1)", ErrorType: "-x", ResultURI: "=x", Question: "q", Document: "s3://d"})
 	var b strings.Builder
 	w := csv.NewWriter(&b)

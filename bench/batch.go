@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
@@ -142,7 +142,7 @@ func runBatch(ctx context.Context, env *benchEnv, variants []batchVariant, order
 		}
 		uris[i] = loc.String()
 	}
-	batch := func(tag string, questions int) (*workflows.BatchQAResult, error) {
+	batch := func(tag string, questions int) (*api.BatchQAResult, error) {
 		var manifest bytes.Buffer
 		for i := range batchDocs * questions {
 			doc, q := i%batchDocs, i/batchDocs
@@ -160,8 +160,8 @@ func runBatch(ctx context.Context, env *benchEnv, variants []batchVariant, order
 		if err := env.store.Put(ctx, loc, manifest.Bytes(), "application/jsonl"); err != nil {
 			return nil, err
 		}
-		run, err := mc.StartBatch(ctx, workflows.BatchQAInput{Manifest: loc.String(), Name: "bench-" + tag, Concurrency: batchConcurrency,
-			Options: activities.ModelOptions{ChunkTokens: batchChunkTokens}}, memclient.StartOptions{ID: "bench-batch-" + tag})
+		run, err := mc.StartBatch(ctx, api.BatchQAInput{Manifest: loc.String(), Name: "bench-" + tag, Concurrency: batchConcurrency,
+			Options: api.ModelOptions{ChunkTokens: batchChunkTokens}}, memclient.StartOptions{ID: "bench-batch-" + tag})
 		if err != nil {
 			return nil, err
 		}

@@ -14,11 +14,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
-	"github.com/memagent/memagent/workflows"
 )
 
 // The heartbeat section counts the RPCs a worker sends to Temporal per
@@ -136,13 +135,13 @@ func heartbeatRun(ctx context.Context, env *benchEnv, counter *rpcCounter, doc s
 		return res, err
 	}
 	start := time.Now()
-	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, workflows.DocumentQAName,
-		workflows.DocumentQAInput{Document: loc.String(), Question: benchQuestion, Options: activities.ModelOptions{ChunkTokens: 5000},
+	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
+		api.DocumentQAInput{Document: loc.String(), Question: benchQuestion, Options: api.ModelOptions{ChunkTokens: 5000},
 			HeartbeatTimeoutSeconds: timeout})
 	if err != nil {
 		return res, err
 	}
-	var qa workflows.DocumentQAResult
+	var qa api.DocumentQAResult
 	if err := run.Get(ctx, &qa); err != nil {
 		return res, err
 	}

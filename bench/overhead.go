@@ -10,14 +10,13 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // writeOverhead runs the overhead section at 0 and 50 ms of simulated
@@ -97,7 +96,7 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 		return res, err
 	}
 	templates := memagent.DefaultTemplates()
-	opts := activities.ModelOptions{ChunkTokens: chunkTokens}.WithDefaults()
+	opts := api.ModelOptions{ChunkTokens: chunkTokens}.WithDefaults()
 	question := benchQuestion
 	start := time.Now()
 	idx, err := memagent.PlanChunks(strings.NewReader(doc), env.tok, chunkTokens)
@@ -139,19 +138,19 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 	if err := env.store.Put(ctx, warm, []byte(doc[:min(len(doc), 20_000)]), "text/plain"); err != nil {
 		return res, err
 	}
-	if run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, workflows.DocumentQAName,
-		workflows.DocumentQAInput{Document: warm.String(), Question: question, Options: activities.ModelOptions{ChunkTokens: chunkTokens}}); err != nil {
+	if run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
+		api.DocumentQAInput{Document: warm.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}}); err != nil {
 		return res, err
 	} else if err := run.Get(ctx, nil); err != nil {
 		return res, err
 	}
 	start = time.Now()
-	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, workflows.DocumentQAName,
-		workflows.DocumentQAInput{Document: loc.String(), Question: question, Options: activities.ModelOptions{ChunkTokens: chunkTokens}})
+	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
+		api.DocumentQAInput{Document: loc.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}})
 	if err != nil {
 		return res, err
 	}
-	var out workflows.DocumentQAResult
+	var out api.DocumentQAResult
 	if err := run.Get(ctx, &out); err != nil {
 		return res, err
 	}
@@ -188,10 +187,10 @@ func workerCPU(ctx context.Context, env *benchEnv, modelURL string, doc, warm s3
 		return 0, 0, 0, err
 	}
 	defer p.stop()
-	ask := func(loc s3store.Location) (workflows.DocumentQAResult, error) {
-		var out workflows.DocumentQAResult
-		run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.DocumentQAName,
-			workflows.DocumentQAInput{Document: loc.String(), Question: question, Options: activities.ModelOptions{ChunkTokens: chunkTokens}})
+	ask := func(loc s3store.Location) (api.DocumentQAResult, error) {
+		var out api.DocumentQAResult
+		run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, api.DocumentQAName,
+			api.DocumentQAInput{Document: loc.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}})
 		if err != nil {
 			return out, err
 		}

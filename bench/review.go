@@ -12,12 +12,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // The review comparison: 10 planted facts in a ~200K-token document, a
@@ -151,7 +151,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 
 	facts := docgen.Facts()[:reviewQuestions]
 	doc, placed := docgen.MultiNeedle(env.tok, reviewTokens, facts, 42)
-	idx, err := memagent.PlanChunks(strings.NewReader(doc), env.tok, activities.DefaultChunkTokens)
+	idx, err := memagent.PlanChunks(strings.NewReader(doc), env.tok, api.DefaultChunkTokens)
 	if err != nil {
 		return res, err
 	}
@@ -189,19 +189,19 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 	}
 	defer w.Stop()
 
-	questions := make([]workflows.ReviewQuestion, len(facts))
+	questions := make([]api.ReviewQuestion, len(facts))
 	for i, f := range facts {
-		questions[i] = workflows.ReviewQuestion{ID: fmt.Sprintf("fact%02d", i+1), Question: f.Question}
+		questions[i] = api.ReviewQuestion{ID: fmt.Sprintf("fact%02d", i+1), Question: f.Question}
 	}
 	start := func(workflow string, in any) (client.WorkflowRun, error) {
 		return env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, workflow, in)
 	}
 	// Both workflows once on a short document, so both sides run warm.
-	warmReview, err := start(workflows.ReviewDocumentName, workflows.ReviewInput{Document: warm.String(), Questions: questions[:2]})
+	warmReview, err := start(api.ReviewDocumentName, api.ReviewInput{Document: warm.String(), Questions: questions[:2]})
 	if err != nil {
 		return res, err
 	}
-	warmQA, err := start(workflows.DocumentQAName, workflows.DocumentQAInput{Document: warm.String(), Question: facts[0].Question})
+	warmQA, err := start(api.DocumentQAName, api.DocumentQAInput{Document: warm.String(), Question: facts[0].Question})
 	if err != nil {
 		return res, err
 	}
@@ -251,11 +251,11 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		return nil
 	}
 	if err := measure(locA, &res.Review, func() ([]string, error) {
-		run, err := start(workflows.ReviewDocumentName, workflows.ReviewInput{Document: locA.String(), Questions: questions})
+		run, err := start(api.ReviewDocumentName, api.ReviewInput{Document: locA.String(), Questions: questions})
 		if err != nil {
 			return nil, err
 		}
-		var grid workflows.ReviewResult
+		var grid api.ReviewResult
 		if err := run.Get(ctx, &grid); err != nil {
 			return nil, fmt.Errorf("review: %w", err)
 		}
@@ -272,7 +272,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 	if err := measure(locB, &res.Independent, func() ([]string, error) {
 		runs := make([]client.WorkflowRun, len(facts))
 		for i, f := range facts {
-			run, err := start(workflows.DocumentQAName, workflows.DocumentQAInput{Document: locB.String(), Question: f.Question})
+			run, err := start(api.DocumentQAName, api.DocumentQAInput{Document: locB.String(), Question: f.Question})
 			if err != nil {
 				return nil, err
 			}
@@ -280,7 +280,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		}
 		answers := make([]string, len(runs))
 		for i, run := range runs {
-			var out workflows.DocumentQAResult
+			var out api.DocumentQAResult
 			if err := run.Get(ctx, &out); err != nil {
 				return nil, fmt.Errorf("question %d: %w", i+1, err)
 			}

@@ -18,12 +18,12 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // workerProcessEnv makes the bench binary act as a plain worker, so that a
@@ -98,12 +98,12 @@ func runScale(ctx context.Context, env *benchEnv, tokens int) (scaleResult, erro
 
 	s3Before := env.dev.Stack.S3BytesSent()
 	start := time.Now()
-	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.DocumentQAName,
-		workflows.DocumentQAInput{Document: loc.String(), Question: docgen.Question})
+	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, api.DocumentQAName,
+		api.DocumentQAInput{Document: loc.String(), Question: docgen.Question})
 	if err != nil {
 		return res, err
 	}
-	var out workflows.DocumentQAResult
+	var out api.DocumentQAResult
 	if err := run.Get(ctx, &out); err != nil {
 		return res, err
 	}

@@ -14,11 +14,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
-	"github.com/memagent/memagent/workflows"
 )
 
 // The shared-pool sections: how well memagent keeps a GPU pool busy with a
@@ -118,7 +117,7 @@ type shareItem struct {
 
 // startShareBatch writes items as a manifest and starts a BatchQA on the
 // pool's task queue, with in's other fields, at in's start priority.
-func startShareBatch(ctx context.Context, env *benchEnv, p *sharePool, id string, items []shareItem, in workflows.BatchQAInput) (client.WorkflowRun, error) {
+func startShareBatch(ctx context.Context, env *benchEnv, p *sharePool, id string, items []shareItem, in api.BatchQAInput) (client.WorkflowRun, error) {
 	var b strings.Builder
 	for _, it := range items {
 		line, _ := json.Marshal(it)
@@ -130,7 +129,7 @@ func startShareBatch(ctx context.Context, env *benchEnv, p *sharePool, id string
 		return nil, err
 	}
 	in.Manifest, in.Name = loc.String(), id
-	return env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: p.tq, Priority: in.StartPriority()}, workflows.BatchQAName, in)
+	return env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: p.tq, Priority: in.StartPriority()}, api.BatchQAName, in)
 }
 
 // question makes a question unique to a run, so that no answer is reused
@@ -197,12 +196,12 @@ func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error
 			items[i] = shareItem{ID: fmt.Sprint(i), Document: u, Question: question(fmt.Sprintf("util %d doc", v.window), i)}
 		}
 		start := time.Now()
-		run, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-util-%d-%d", v.window, start.Unix()), items, workflows.BatchQAInput{Concurrency: v.window})
+		run, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-util-%d-%d", v.window, start.Unix()), items, api.BatchQAInput{Concurrency: v.window})
 		if err != nil {
 			p.close()
 			return rows, err
 		}
-		var res workflows.BatchQAResult
+		var res api.BatchQAResult
 		err = run.Get(ctx, &res)
 		wall := time.Since(start)
 		if err == nil && res.Succeeded != len(items) {
@@ -305,8 +304,8 @@ func runInteractive(ctx context.Context, env *benchEnv) ([]interactiveRow, error
 		name     string
 		load     bool
 		priority int
-	}{{"idle pool", false, workflows.PriorityQuestion}, {"saturating batch, questions at the batch's priority (4)", true, workflows.PriorityBatch},
-		{"saturating batch, questions at their default priority (2)", true, workflows.PriorityQuestion}} {
+	}{{"idle pool", false, api.PriorityQuestion}, {"saturating batch, questions at the batch's priority (4)", true, api.PriorityBatch},
+		{"saturating batch, questions at their default priority (2)", true, api.PriorityQuestion}} {
 		var batch client.WorkflowRun
 		if v.load {
 			var items []shareItem
@@ -316,7 +315,7 @@ func runInteractive(ctx context.Context, env *benchEnv) ([]interactiveRow, error
 				}
 			}
 			id := fmt.Sprintf("bench-load-%d-%d", vi, time.Now().Unix())
-			if batch, err = startShareBatch(ctx, env, p, id, items, workflows.BatchQAInput{}); err != nil {
+			if batch, err = startShareBatch(ctx, env, p, id, items, api.BatchQAInput{}); err != nil {
 				return rows, err
 			}
 			// Saturated: every slot busy and calls queued at the worker,
@@ -334,10 +333,10 @@ func runInteractive(ctx context.Context, env *benchEnv) ([]interactiveRow, error
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				in := workflows.DocumentQAInput{Document: u, Question: question(fmt.Sprintf("ask%d", vi), i), Priority: v.priority,
-					Options: activities.ModelOptions{ChunkTokens: 5000}}
+				in := api.DocumentQAInput{Document: u, Question: question(fmt.Sprintf("ask%d", vi), i), Priority: v.priority,
+					Options: api.ModelOptions{ChunkTokens: 5000}}
 				start := time.Now()
-				run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: p.tq, Priority: in.StartPriority()}, workflows.DocumentQAName, in)
+				run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: p.tq, Priority: in.StartPriority()}, api.DocumentQAName, in)
 				if err == nil {
 					err = run.Get(ctx, nil)
 				}
@@ -466,14 +465,14 @@ func runFairness(ctx context.Context, env *benchEnv) ([]fairnessRow, error) {
 		}
 		stamp := time.Now().Unix()
 		a, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-fair-a-%d-%d", vi, stamp), items("tenant-a"),
-			workflows.BatchQAInput{FairnessKey: "tenant-a", FairnessWeight: wa})
+			api.BatchQAInput{FairnessKey: "tenant-a", FairnessWeight: wa})
 		if err != nil {
 			p.close()
 			return rows, err
 		}
 		time.Sleep(fairGap)
 		b, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-fair-b-%d-%d", vi, stamp), items("tenant-b"),
-			workflows.BatchQAInput{FairnessKey: "tenant-b", FairnessWeight: 1})
+			api.BatchQAInput{FairnessKey: "tenant-b", FairnessWeight: 1})
 		if err != nil {
 			p.close()
 			return rows, err

@@ -9,7 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/workflows"
+	"github.com/memagent/memagent/api"
 )
 
 // BatchRun is a started BatchQA run.
@@ -25,13 +25,13 @@ type BatchRun struct {
 
 // Get waits for the batch's result: its counts, overall scores and where
 // its report is.
-func (r BatchRun) Get(ctx context.Context) (*workflows.BatchQAResult, error) {
-	return get[workflows.BatchQAResult](ctx, r.run, r.ID)
+func (r BatchRun) Get(ctx context.Context) (*api.BatchQAResult, error) {
+	return get[api.BatchQAResult](ctx, r.run, r.ID)
 }
 
 // Progress queries the batch's progress.
-func (r BatchRun) Progress(ctx context.Context) (workflows.BatchProgress, error) {
-	return query[workflows.BatchProgress](ctx, r.c, r.ID)
+func (r BatchRun) Progress(ctx context.Context) (api.BatchProgress, error) {
+	return query[api.BatchProgress](ctx, r.c, r.ID)
 }
 
 // GetBatch returns a handle on the batch with the given workflow id (and
@@ -48,7 +48,7 @@ func (c *Client) GetBatch(ctx context.Context, workflowID, runID string) BatchRu
 // The same items in another batch still reuse earlier answers (see
 // workflows.BatchQA), so starting a batch again costs no model call for
 // what was answered.
-func (c *Client) StartBatch(ctx context.Context, in workflows.BatchQAInput, opts StartOptions) (BatchRun, error) {
+func (c *Client) StartBatch(ctx context.Context, in api.BatchQAInput, opts StartOptions) (BatchRun, error) {
 	if err := in.Validate(); err != nil {
 		return BatchRun{}, fmt.Errorf("memagent: %w", err)
 	}
@@ -61,11 +61,11 @@ func (c *Client) StartBatch(ctx context.Context, in workflows.BatchQAInput, opts
 		name = id
 	}
 	s, err := c.start(ctx, startSpec{
-		id: id, workflow: workflows.BatchQAName, arg: in,
+		id: id, workflow: api.BatchQAName, arg: in,
 		reuse:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		summary:  fmt.Sprintf("batch %s · %s", name, in.Manifest),
 		memo:     memo(opts.Memo, nil),
-		attrs:    workflows.BatchStartSearchAttributes(in, id),
+		attrs:    api.BatchStartSearchAttributes(in, id),
 		priority: in.StartPriority(),
 	})
 	switch {
@@ -78,7 +78,7 @@ func (c *Client) StartBatch(ctx context.Context, in workflows.BatchQAInput, opts
 }
 
 // Batch starts a batch for in and waits for its result.
-func (c *Client) Batch(ctx context.Context, in workflows.BatchQAInput) (*workflows.BatchQAResult, error) {
+func (c *Client) Batch(ctx context.Context, in api.BatchQAInput) (*api.BatchQAResult, error) {
 	run, err := c.StartBatch(ctx, in, StartOptions{})
 	if err != nil {
 		return nil, err
@@ -88,8 +88,8 @@ func (c *Client) Batch(ctx context.Context, in workflows.BatchQAInput) (*workflo
 
 // BatchProgress queries the progress of the batch with the given workflow
 // id.
-func (c *Client) BatchProgress(ctx context.Context, workflowID string) (workflows.BatchProgress, error) {
-	return query[workflows.BatchProgress](ctx, c.c, workflowID)
+func (c *Client) BatchProgress(ctx context.Context, workflowID string) (api.BatchProgress, error) {
+	return query[api.BatchProgress](ctx, c.c, workflowID)
 }
 
 // batchNameBytes bounds the part of a batch id taken from its name.

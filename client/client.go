@@ -16,14 +16,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/workflows"
+	"github.com/memagent/memagent/api"
 )
 
 // Options configure a Client.
 type Options struct {
 	// TaskQueue is where runs are started: the task queue of the workers
-	// running the memagent plugin. Default workflows.DefaultTaskQueue.
+	// running the memagent plugin. Default api.DefaultTaskQueue.
 	TaskQueue string
 }
 
@@ -54,7 +53,7 @@ type Client struct {
 // New returns a Client over c, which the caller keeps and closes.
 func New(c client.Client, opts Options) *Client {
 	if opts.TaskQueue == "" {
-		opts.TaskQueue = workflows.DefaultTaskQueue
+		opts.TaskQueue = api.DefaultTaskQueue
 	}
 	return &Client{c: c, taskQueue: opts.TaskQueue}
 }
@@ -74,13 +73,13 @@ type Run struct {
 }
 
 // Get waits for the run's result.
-func (r Run) Get(ctx context.Context) (*workflows.DocumentQAResult, error) {
-	return get[workflows.DocumentQAResult](ctx, r.run, r.ID)
+func (r Run) Get(ctx context.Context) (*api.DocumentQAResult, error) {
+	return get[api.DocumentQAResult](ctx, r.run, r.ID)
 }
 
 // Progress queries the run's progress.
-func (r Run) Progress(ctx context.Context) (workflows.Progress, error) {
-	return query[workflows.Progress](ctx, r.c, r.ID)
+func (r Run) Progress(ctx context.Context) (api.Progress, error) {
+	return query[api.Progress](ctx, r.c, r.ID)
 }
 
 // GetRun returns a handle on the DocumentQA run with the given workflow id
@@ -94,20 +93,20 @@ func (c *Client) GetRun(ctx context.Context, workflowID, runID string) Run {
 // request started while a run of it is going joins that run; started after
 // it completed, it returns the completed run, unless opts.Fresh; either
 // way Run.Existing is set. A request whose run failed starts again.
-func (c *Client) Start(ctx context.Context, in workflows.DocumentQAInput, opts StartOptions) (Run, error) {
+func (c *Client) Start(ctx context.Context, in api.DocumentQAInput, opts StartOptions) (Run, error) {
 	if err := in.Validate(); err != nil {
 		return Run{}, fmt.Errorf("memagent: %w", err)
 	}
 	id := derivedID(opts, func() string { return WorkflowID(in) })
 	s, err := c.start(ctx, startSpec{
-		id: id, workflow: workflows.DocumentQAName, arg: in,
+		id: id, workflow: api.DocumentQAName, arg: in,
 		// A request that already succeeded is answered from its run; a
 		// failed one may start again.
 		reuse: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		// The question stays out of the summary, which is not encrypted.
-		summary:  fmt.Sprintf("Q#%s · %s", workflows.QuestionDigest(in.Question), in.Document),
+		summary:  fmt.Sprintf("Q#%s · %s", api.QuestionDigest(in.Question), in.Document),
 		memo:     memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults()}),
-		attrs:    workflows.StartSearchAttributes(in),
+		attrs:    api.StartSearchAttributes(in),
 		priority: in.StartPriority(),
 	})
 	if err != nil {
@@ -117,7 +116,7 @@ func (c *Client) Start(ctx context.Context, in workflows.DocumentQAInput, opts S
 }
 
 // Ask starts (or joins) the run for in and waits for its result.
-func (c *Client) Ask(ctx context.Context, in workflows.DocumentQAInput) (*workflows.DocumentQAResult, error) {
+func (c *Client) Ask(ctx context.Context, in api.DocumentQAInput) (*api.DocumentQAResult, error) {
 	run, err := c.Start(ctx, in, StartOptions{})
 	if err != nil {
 		return nil, err
@@ -127,13 +126,13 @@ func (c *Client) Ask(ctx context.Context, in workflows.DocumentQAInput) (*workfl
 
 // Progress queries the progress of the DocumentQA run with the given
 // workflow id.
-func (c *Client) Progress(ctx context.Context, workflowID string) (workflows.Progress, error) {
-	return query[workflows.Progress](ctx, c.c, workflowID)
+func (c *Client) Progress(ctx context.Context, workflowID string) (api.Progress, error) {
+	return query[api.Progress](ctx, c.c, workflowID)
 }
 
 // WorkflowType returns the workflow type of the latest run of workflowID:
-// workflows.DocumentQAName, workflows.ReviewDocumentName,
-// workflows.BatchQAName, or the type of a workflow memagent did not start.
+// api.DocumentQAName, api.ReviewDocumentName,
+// api.BatchQAName, or the type of a workflow memagent did not start.
 // It tells which progress query result and which result a run has.
 func (c *Client) WorkflowType(ctx context.Context, workflowID string) (string, error) {
 	d, err := c.c.DescribeWorkflowExecution(ctx, workflowID, "")
@@ -149,11 +148,11 @@ func (c *Client) WorkflowType(ctx context.Context, workflowID string) (string, e
 // runs are its own: the same question in another batch is another run; ids
 // without a batch do not depend on the batch field. The derivation is part
 // of the wire format: changing it splits running requests from their runs.
-func WorkflowID(in workflows.DocumentQAInput) string {
+func WorkflowID(in api.DocumentQAInput) string {
 	b, _ := json.Marshal(struct {
 		D, Q string
 		G    []string
-		O    activities.ModelOptions
+		O    api.ModelOptions
 		B    string `json:",omitempty"`
 	}{in.Document, in.Question, in.GoldAnswers, in.Options.WithDefaults(), in.BatchID})
 	h := sha256.Sum256(b)
@@ -250,7 +249,7 @@ func get[T any](ctx context.Context, run client.WorkflowRun, id string) (*T, err
 // query runs the progress query of the latest run of id.
 func query[T any](ctx context.Context, c client.Client, id string) (T, error) {
 	var p T
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+	v, err := c.QueryWorkflow(ctx, id, "", api.ProgressQuery)
 	if err != nil {
 		return p, fmt.Errorf("memagent: progress of %s: %w", id, err)
 	}

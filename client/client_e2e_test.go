@@ -13,7 +13,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
@@ -21,7 +21,6 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // TestReviewAndBatchEndToEnd drives a review of two questions and a batch
@@ -62,16 +61,16 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 	if err := w.Activities.Store.Put(ctx, doc, []byte(text), "text/plain"); err != nil {
 		t.Fatal(err)
 	}
-	opts := activities.ModelOptions{ChunkTokens: 1000}
+	opts := api.ModelOptions{ChunkTokens: 1000}
 	idx, err := memagent.PlanChunks(strings.NewReader(text), tok, opts.ChunkTokens)
 	if err != nil || len(idx.Chunks) != 3 {
 		t.Fatalf("the document has %d chunks (%v), want 3", len(idx.Chunks), err)
 	}
 
 	t.Run("review", func(t *testing.T) {
-		in := workflows.ReviewInput{Document: doc.String(), Options: opts}
+		in := api.ReviewInput{Document: doc.String(), Options: opts}
 		for _, f := range facts {
-			in.Questions = append(in.Questions, workflows.ReviewQuestion{Question: f.Question, GoldAnswers: []string{f.Answer}})
+			in.Questions = append(in.Questions, api.ReviewQuestion{Question: f.Question, GoldAnswers: []string{f.Answer}})
 		}
 		run, err := mc.StartReview(ctx, in, memclient.StartOptions{Memo: map[string]any{"document_sha256": "test"}})
 		if err != nil {
@@ -115,10 +114,10 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ReviewProgress: %v", err)
 		}
-		if p.Stage != workflows.StageDone || p.ChunksDone != 3 || p.UpdatesDone != 6 || len(p.Questions) != 2 || p.Questions[1].Status != workflows.QuestionDone {
+		if p.Stage != api.StageDone || p.ChunksDone != 3 || p.UpdatesDone != 6 || len(p.Questions) != 2 || p.Questions[1].Status != api.QuestionDone {
 			t.Errorf("progress = %+v, want done, 3 chunks, 6 updates, both questions done", p)
 		}
-		checkType(ctx, t, mc, run.ID, workflows.ReviewDocumentName)
+		checkType(ctx, t, mc, run.ID, api.ReviewDocumentName)
 		desc, err := w.Client.DescribeWorkflow(ctx, run.ID, "")
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +143,7 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 		if err := w.Activities.Store.Put(ctx, mloc, manifest.Bytes(), "application/x-ndjson"); err != nil {
 			t.Fatal(err)
 		}
-		in := workflows.BatchQAInput{Manifest: mloc.String(), Name: "client e2e", Options: opts, Concurrency: 2}
+		in := api.BatchQAInput{Manifest: mloc.String(), Name: "client e2e", Options: opts, Concurrency: 2}
 		run, err := mc.StartBatch(ctx, in, memclient.StartOptions{})
 		if err != nil {
 			t.Fatalf("StartBatch: %v", err)
@@ -166,11 +165,11 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("BatchProgress: %v", err)
 		}
-		if p.Stage != workflows.BatchStageDone || p.Done != 3 || p.Answered != 2 || p.Failed != 1 || p.Running != 0 {
+		if p.Stage != api.BatchStageDone || p.Done != 3 || p.Answered != 2 || p.Failed != 1 || p.Running != 0 {
 			t.Errorf("progress = %+v, want done with 3 items settled", p)
 		}
-		checkType(ctx, t, mc, run.ID, workflows.BatchQAName)
-		checkType(ctx, t, mc, run.ID+"/0", workflows.DocumentQAName)
+		checkType(ctx, t, mc, run.ID, api.BatchQAName)
+		checkType(ctx, t, mc, run.ID+"/0", api.DocumentQAName)
 
 		// A batch is never joined: its id taken is an error.
 		_, err = mc.StartBatch(ctx, in, memclient.StartOptions{ID: run.ID})
@@ -180,7 +179,7 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 		}
 
 		// Again under another id: the answered items are reused.
-		again, err := mc.Batch(ctx, workflows.BatchQAInput{Manifest: mloc.String(), Options: opts})
+		again, err := mc.Batch(ctx, api.BatchQAInput{Manifest: mloc.String(), Options: opts})
 		if err != nil {
 			t.Fatalf("Batch: %v", err)
 		}

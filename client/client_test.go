@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/workflows"
+	"github.com/memagent/memagent/api"
 )
 
 // TestWorkflowID pins the derivation: ids of requests already started must
@@ -17,12 +16,12 @@ func TestWorkflowID(t *testing.T) {
 	temp := float32(0.3)
 	tests := []struct {
 		name string
-		in   workflows.DocumentQAInput
+		in   api.DocumentQAInput
 		want string
 	}{
-		{"defaults", workflows.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?"}, "memagent-qa-105a1ff7419ddc9d"},
-		{"golds and batch", workflows.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?", GoldAnswers: []string{"a"}, BatchID: "x"}, "memagent-qa-4dd3a475bf2e2ced"},
-		{"options", workflows.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?", Options: activities.ModelOptions{ChunkTokens: 3000, Temperature: &temp}}, "memagent-qa-68f93f57081653db"},
+		{"defaults", api.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?"}, "memagent-qa-105a1ff7419ddc9d"},
+		{"golds and batch", api.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?", GoldAnswers: []string{"a"}, BatchID: "x"}, "memagent-qa-4dd3a475bf2e2ced"},
+		{"options", api.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?", Options: api.ModelOptions{ChunkTokens: 3000, Temperature: &temp}}, "memagent-qa-68f93f57081653db"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,7 +33,7 @@ func TestWorkflowID(t *testing.T) {
 }
 
 func TestWorkflowIDIgnoresWhatDoesNotChangeTheRequest(t *testing.T) {
-	base := workflows.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?"}
+	base := api.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?"}
 	// Explicit defaults are the same request as implicit ones.
 	explicit := base
 	explicit.Options = base.Options.WithDefaults()
@@ -60,12 +59,12 @@ func TestStartRejectsBadInput(t *testing.T) {
 	c := New(nil, Options{})
 	tests := []struct {
 		name string
-		in   workflows.DocumentQAInput
+		in   api.DocumentQAInput
 		want string
 	}{
-		{"no document", workflows.DocumentQAInput{Question: "q?"}, "document is empty"},
-		{"local path", workflows.DocumentQAInput{Document: "/tmp/d.txt", Question: "q?"}, "not an s3:// URI"},
-		{"no question", workflows.DocumentQAInput{Document: "s3://b/d.txt"}, "question"},
+		{"no document", api.DocumentQAInput{Question: "q?"}, "document is empty"},
+		{"local path", api.DocumentQAInput{Document: "/tmp/d.txt", Question: "q?"}, "not an s3:// URI"},
+		{"no question", api.DocumentQAInput{Document: "s3://b/d.txt"}, "question"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,8 +77,8 @@ func TestStartRejectsBadInput(t *testing.T) {
 }
 
 func TestNewDefaultsTaskQueue(t *testing.T) {
-	if got := New(nil, Options{}).taskQueue; got != workflows.DefaultTaskQueue {
-		t.Errorf("task queue = %q, want %q", got, workflows.DefaultTaskQueue)
+	if got := New(nil, Options{}).taskQueue; got != api.DefaultTaskQueue {
+		t.Errorf("task queue = %q, want %q", got, api.DefaultTaskQueue)
 	}
 }
 
@@ -89,16 +88,16 @@ func TestReviewWorkflowID(t *testing.T) {
 	temp := float32(0.2)
 	tests := []struct {
 		name string
-		in   workflows.ReviewInput
+		in   api.ReviewInput
 		want string
 	}{
-		{"defaults", workflows.ReviewInput{Document: "s3://b/d.txt", Questions: []workflows.ReviewQuestion{{Question: "Who?"}, {Question: "When?"}}},
+		{"defaults", api.ReviewInput{Document: "s3://b/d.txt", Questions: []api.ReviewQuestion{{Question: "Who?"}, {Question: "When?"}}},
 			"memagent-review-1dd9c5306867301d"},
-		{"ids, golds, options and prefix", workflows.ReviewInput{Document: "s3://b/d.txt",
-			Questions: []workflows.ReviewQuestion{{ID: "x", Question: "Who?", GoldAnswers: []string{"Ann"}}},
-			Options:   activities.ModelOptions{ChunkTokens: 3000, Temperature: &temp}, OutputPrefix: "s3://o/p/"},
+		{"ids, golds, options and prefix", api.ReviewInput{Document: "s3://b/d.txt",
+			Questions: []api.ReviewQuestion{{ID: "x", Question: "Who?", GoldAnswers: []string{"Ann"}}},
+			Options:   api.ModelOptions{ChunkTokens: 3000, Temperature: &temp}, OutputPrefix: "s3://o/p/"},
 			"memagent-review-01dce25780230557"},
-		{"one question", workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{Question: "Why?"}}},
+		{"one question", api.ReviewInput{Document: "s3://b/d", Questions: []api.ReviewQuestion{{Question: "Why?"}}},
 			"memagent-review-c9dd3eeb87d3a9d8"},
 	}
 	for _, tt := range tests {
@@ -111,16 +110,16 @@ func TestReviewWorkflowID(t *testing.T) {
 }
 
 func TestReviewWorkflowIDIgnoresSchedulingKnobs(t *testing.T) {
-	in := workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{Question: "Why?"}}}
+	in := api.ReviewInput{Document: "s3://b/d", Questions: []api.ReviewQuestion{{Question: "Why?"}}}
 	base := ReviewWorkflowID(in)
 	knobs := in
 	knobs.Parallelism, knobs.MaxChunksAhead, knobs.ActivitiesPerRun, knobs.HeartbeatTimeoutSeconds = 7, 2, 30, 90
-	knobs.Questions = []workflows.ReviewQuestion{{ID: "q1", Question: "Why?"}} // the default id, spelt out
+	knobs.Questions = []api.ReviewQuestion{{ID: "q1", Question: "Why?"}} // the default id, spelt out
 	if got := ReviewWorkflowID(knobs); got != base {
 		t.Errorf("scheduling knobs or a spelt-out default id changed the id: %s, want %s", got, base)
 	}
 	other := in
-	other.Questions = []workflows.ReviewQuestion{{Question: "Why?", GoldAnswers: []string{"because"}}}
+	other.Questions = []api.ReviewQuestion{{Question: "Why?", GoldAnswers: []string{"because"}}}
 	if got := ReviewWorkflowID(other); got == base {
 		t.Errorf("gold answers did not change the id %s", got)
 	}
@@ -148,12 +147,12 @@ func TestStartReviewAndBatchRejectBadInput(t *testing.T) {
 	ctx := context.Background()
 	reviews := []struct {
 		name string
-		in   workflows.ReviewInput
+		in   api.ReviewInput
 		want string
 	}{
-		{"no document", workflows.ReviewInput{Questions: []workflows.ReviewQuestion{{Question: "q?"}}}, "document is empty"},
-		{"no questions", workflows.ReviewInput{Document: "s3://b/d"}, "questions is empty"},
-		{"duplicate ids", workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{ID: "a", Question: "x?"}, {ID: "a", Question: "y?"}}}, `both have id "a"`},
+		{"no document", api.ReviewInput{Questions: []api.ReviewQuestion{{Question: "q?"}}}, "document is empty"},
+		{"no questions", api.ReviewInput{Document: "s3://b/d"}, "questions is empty"},
+		{"duplicate ids", api.ReviewInput{Document: "s3://b/d", Questions: []api.ReviewQuestion{{ID: "a", Question: "x?"}, {ID: "a", Question: "y?"}}}, `both have id "a"`},
 	}
 	for _, tt := range reviews {
 		t.Run("review/"+tt.name, func(t *testing.T) {
@@ -165,12 +164,12 @@ func TestStartReviewAndBatchRejectBadInput(t *testing.T) {
 	}
 	batches := []struct {
 		name string
-		in   workflows.BatchQAInput
+		in   api.BatchQAInput
 		want string
 	}{
-		{"no manifest", workflows.BatchQAInput{}, "manifest is empty"},
-		{"local manifest", workflows.BatchQAInput{Manifest: "items.jsonl"}, "not an s3://bucket/key URI"},
-		{"format", workflows.BatchQAInput{Manifest: "s3://b/m.jsonl", Format: "csv"}, `format "csv" must be one of`},
+		{"no manifest", api.BatchQAInput{}, "manifest is empty"},
+		{"local manifest", api.BatchQAInput{Manifest: "items.jsonl"}, "not an s3://bucket/key URI"},
+		{"format", api.BatchQAInput{Manifest: "s3://b/m.jsonl", Format: "csv"}, `format "csv" must be one of`},
 	}
 	for _, tt := range batches {
 		t.Run("batch/"+tt.name, func(t *testing.T) {

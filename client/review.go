@@ -10,8 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/workflows"
+	"github.com/memagent/memagent/api"
 )
 
 // ReviewRun is a started (or joined) ReviewDocument run.
@@ -29,13 +28,13 @@ type ReviewRun struct {
 }
 
 // Get waits for the review's grid.
-func (r ReviewRun) Get(ctx context.Context) (*workflows.ReviewResult, error) {
-	return get[workflows.ReviewResult](ctx, r.run, r.ID)
+func (r ReviewRun) Get(ctx context.Context) (*api.ReviewResult, error) {
+	return get[api.ReviewResult](ctx, r.run, r.ID)
 }
 
 // Progress queries the review's progress.
-func (r ReviewRun) Progress(ctx context.Context) (workflows.ReviewProgress, error) {
-	return query[workflows.ReviewProgress](ctx, r.c, r.ID)
+func (r ReviewRun) Progress(ctx context.Context) (api.ReviewProgress, error) {
+	return query[api.ReviewProgress](ctx, r.c, r.ID)
 }
 
 // GetReview returns a handle on the review with the given workflow id (and
@@ -50,20 +49,20 @@ func (c *Client) GetReview(ctx context.Context, workflowID, runID string) Review
 // completed (ReviewRun.Existing), unless opts.Fresh; a review whose run
 // failed starts again. The input is sent with its defaults filled in
 // (question ids q1, q2, ...), which name the questions in the grid.
-func (c *Client) StartReview(ctx context.Context, in workflows.ReviewInput, opts StartOptions) (ReviewRun, error) {
+func (c *Client) StartReview(ctx context.Context, in api.ReviewInput, opts StartOptions) (ReviewRun, error) {
 	if err := in.Validate(); err != nil {
 		return ReviewRun{}, fmt.Errorf("memagent: %w", err)
 	}
 	in = in.WithDefaults()
 	id := derivedID(opts, func() string { return ReviewWorkflowID(in) })
 	s, err := c.start(ctx, startSpec{
-		id: id, workflow: workflows.ReviewDocumentName, arg: in,
+		id: id, workflow: api.ReviewDocumentName, arg: in,
 		reuse: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		// The questions stay out of the summary: with payload encryption
 		// they are confidential, and there may be a hundred of them.
 		summary:  fmt.Sprintf("Review · %d questions · %s", len(in.Questions), in.Document),
 		memo:     memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults(), "questions": len(in.Questions)}),
-		attrs:    workflows.ReviewStartSearchAttributes(in),
+		attrs:    api.ReviewStartSearchAttributes(in),
 		priority: in.StartPriority(),
 	})
 	if err != nil {
@@ -73,7 +72,7 @@ func (c *Client) StartReview(ctx context.Context, in workflows.ReviewInput, opts
 }
 
 // Review starts (or joins) the review of in and waits for its grid.
-func (c *Client) Review(ctx context.Context, in workflows.ReviewInput) (*workflows.ReviewResult, error) {
+func (c *Client) Review(ctx context.Context, in api.ReviewInput) (*api.ReviewResult, error) {
 	run, err := c.StartReview(ctx, in, StartOptions{})
 	if err != nil {
 		return nil, err
@@ -83,8 +82,8 @@ func (c *Client) Review(ctx context.Context, in workflows.ReviewInput) (*workflo
 
 // ReviewProgress queries the progress of the review with the given
 // workflow id.
-func (c *Client) ReviewProgress(ctx context.Context, workflowID string) (workflows.ReviewProgress, error) {
-	return query[workflows.ReviewProgress](ctx, c.c, workflowID)
+func (c *Client) ReviewProgress(ctx context.Context, workflowID string) (api.ReviewProgress, error) {
+	return query[api.ReviewProgress](ctx, c.c, workflowID)
 }
 
 // ReviewWorkflowID derives a stable workflow id,
@@ -94,11 +93,11 @@ func (c *Client) ReviewProgress(ctx context.Context, workflowID string) (workflo
 // (parallelism, chunks ahead, activities per run) do not change the grid,
 // so asking again with other ones joins the same run. Like WorkflowID, the
 // derivation is part of the wire format.
-func ReviewWorkflowID(in workflows.ReviewInput) string {
+func ReviewWorkflowID(in api.ReviewInput) string {
 	b, _ := json.Marshal(struct {
 		D string
-		Q []workflows.ReviewQuestion
-		O activities.ModelOptions
+		Q []api.ReviewQuestion
+		O api.ModelOptions
 		P string `json:",omitempty"`
 	}{in.Document, in.WithDefaults().Questions, in.Options.WithDefaults(), in.OutputPrefix})
 	h := sha256.Sum256(b)

@@ -15,14 +15,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // hostileInput is one document a hostile caller could hand a worker.
@@ -39,7 +38,7 @@ type hostileInput struct {
 func hostileInputs() []hostileInput {
 	var out []hostileInput
 	for _, h := range docconvtest.HostileInputs() {
-		out = append(out, hostileInput{h.Name, h.Make, activities.ErrBadInput})
+		out = append(out, hostileInput{h.Name, h.Make, api.ErrBadInput})
 	}
 	return append(out, hostileInput{"text: 1 MiB without whitespace", func() []byte { return bytes.Repeat([]byte("a"), 1<<20) }, ""})
 }
@@ -90,18 +89,18 @@ func TestHostileInputsOnTheWorkerBinary(t *testing.T) {
 		"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "MEMAGENT_CODEC_KEYS": "", "MEMAGENT_CODEC_KEYS_FILE": "",
 	})
 
-	ask := func(t *testing.T, id string, doc []byte, question string) (*workflows.DocumentQAResult, error) {
+	ask := func(t *testing.T, id string, doc []byte, question string) (*api.DocumentQAResult, error) {
 		t.Helper()
 		loc := s3store.Location{Bucket: d.Stack.Bucket, Key: "hostile/" + id}
 		if err := store.Put(ctx, loc, doc, "application/octet-stream"); err != nil {
 			t.Fatal(err)
 		}
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.DocumentQAName,
-			workflows.DocumentQAInput{Document: loc.String(), Question: question, HeartbeatTimeoutSeconds: 5})
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, api.DocumentQAName,
+			api.DocumentQAInput{Document: loc.String(), Question: question, HeartbeatTimeoutSeconds: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res workflows.DocumentQAResult
+		var res api.DocumentQAResult
 		err = run.Get(ctx, &res)
 		return &res, err
 	}
@@ -138,8 +137,8 @@ func TestHostileInputsOnTheWorkerBinary(t *testing.T) {
 		}
 		for range 2 {
 			var appErr *temporal.ApplicationError
-			if err := <-errs; !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
-				t.Errorf("run ended with %v, want %s", err, activities.ErrBadInput)
+			if err := <-errs; !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput {
+				t.Errorf("run ended with %v, want %s", err, api.ErrBadInput)
 			}
 		}
 		peak := w.peakRSS(t)

@@ -20,13 +20,12 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 var (
@@ -243,9 +242,9 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 			}
 			w := startWorkerProcess(t, env)
 
-			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: queue, TaskQueue: queue}, workflows.DocumentQAName, workflows.DocumentQAInput{
+			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: queue, TaskQueue: queue}, api.DocumentQAName, api.DocumentQAInput{
 				Document: doc.String(), Question: "What is the courier's password?",
-				Options:                 activities.ModelOptions{ChunkTokens: chunkTokens},
+				Options:                 api.ModelOptions{ChunkTokens: chunkTokens},
 				HeartbeatTimeoutSeconds: 2,
 			})
 			if err != nil {
@@ -297,7 +296,7 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 
 			// Another worker finishes the run; only a cut-off call is asked again.
 			w2 := startWorkerProcess(t, env)
-			var res workflows.DocumentQAResult
+			var res api.DocumentQAResult
 			if err := run.Get(ctx, &res); err != nil {
 				t.Fatalf("run after the restart: %v\nworker output:\n%s", err, w2.out)
 			}

@@ -21,10 +21,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/docgen"
-	"github.com/memagent/memagent/workflows"
 )
 
 // hostMark is the metadata key the host's own codec (markCodec) adds to
@@ -144,9 +143,9 @@ func TestPluginPlacement(t *testing.T) {
 			}
 
 			mc := memclient.New(c, memclient.Options{TaskQueue: taskQueue})
-			in := workflows.DocumentQAInput{
+			in := api.DocumentQAInput{
 				Document: st.doc, Question: docgen.Question, GoldAnswers: []string{docgen.Answer},
-				Options: activities.ModelOptions{ChunkTokens: 2000},
+				Options: api.ModelOptions{ChunkTokens: 2000},
 			}
 			run, err := mc.Start(ctx, in, memclient.StartOptions{Fresh: true})
 			if err != nil {

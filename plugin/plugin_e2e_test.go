@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/docgen"
-	"github.com/memagent/memagent/workflows"
 )
 
 func TestPluginOnPlainWorker(t *testing.T) {
@@ -46,9 +46,9 @@ func TestPluginOnPlainWorker(t *testing.T) {
 		}
 
 		mc := memclient.New(c, memclient.Options{TaskQueue: taskQueue})
-		in := workflows.DocumentQAInput{
+		in := api.DocumentQAInput{
 			Document: docURI, Question: docgen.Question, GoldAnswers: []string{docgen.Answer},
-			Options: activities.ModelOptions{ChunkTokens: 2000},
+			Options: api.ModelOptions{ChunkTokens: 2000},
 		}
 		res, err := mc.Ask(ctx, in)
 		if err != nil {
@@ -80,14 +80,14 @@ func TestPluginOnPlainWorker(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Progress: %v", err)
 		}
-		if prog.Stage != workflows.StageDone || prog.ChunksDone != res.Chunks {
-			t.Errorf("progress = %s %d/%d, want %s %d/%d", prog.Stage, prog.ChunksDone, prog.ChunksTotal, workflows.StageDone, res.Chunks, res.Chunks)
+		if prog.Stage != api.StageDone || prog.ChunksDone != res.Chunks {
+			t.Errorf("progress = %s %d/%d, want %s %d/%d", prog.Stage, prog.ChunksDone, prog.ChunksTotal, api.StageDone, res.Chunks, res.Chunks)
 		}
 
 		// The plugin registers the review and the batch too: a review of two
 		// questions and a batch of three items, one of them on a missing
 		// document, through the same worker.
-		g, err := mc.Review(ctx, workflows.ReviewInput{Document: docURI, Options: in.Options, Questions: []workflows.ReviewQuestion{
+		g, err := mc.Review(ctx, api.ReviewInput{Document: docURI, Options: in.Options, Questions: []api.ReviewQuestion{
 			{Question: docgen.Question, GoldAnswers: []string{docgen.Answer}}, {ID: "other", Question: "Who mended the willow baskets?"},
 		}})
 		if err != nil {
@@ -101,7 +101,7 @@ func TestPluginOnPlainWorker(t *testing.T) {
 {"document": "`+docURI+`", "question": "Who mended the willow baskets?"}
 {"document": "s3://`+opts.Bucket+`/plugin-e2e/missing.txt", "question": "Who?"}
 `)
-		b, err := mc.Batch(ctx, workflows.BatchQAInput{Manifest: manifest.String(), Name: "plugin-e2e", Options: in.Options})
+		b, err := mc.Batch(ctx, api.BatchQAInput{Manifest: manifest.String(), Name: "plugin-e2e", Options: in.Options})
 		if err != nil {
 			t.Fatalf("Batch: %v", err)
 		}

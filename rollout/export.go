@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 )
 
@@ -124,12 +125,12 @@ type Stats struct {
 }
 
 // ReadReport reads a batch's report.json (BatchQAResult.ReportURI).
-func ReadReport(ctx context.Context, store Store, reportURI string) (*activities.BatchReport, error) {
+func ReadReport(ctx context.Context, store Store, reportURI string) (*api.BatchReport, error) {
 	data, err := readURI(ctx, store, reportURI)
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
-	var rep activities.BatchReport
+	var rep api.BatchReport
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, fmt.Errorf("decode report %s: %w", reportURI, err)
 	}
@@ -161,12 +162,12 @@ func Export(ctx context.Context, store Store, reportURI string, opts Options, w 
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var r activities.BatchItemResult
+		var r api.BatchItemResult
 		if err := json.Unmarshal(line, &r); err != nil {
 			return st, fmt.Errorf("results %s line %d: %w", rep.ResultsURI, n+1, err)
 		}
 		switch {
-		case r.Status == activities.ItemFailed || r.ResultURI == "":
+		case r.Status == api.ItemFailed || r.ResultURI == "":
 			st.Failed++
 			continue
 		case len(r.GoldAnswers) == 0:
@@ -228,7 +229,7 @@ func SampleReward(answer string, golds []string, metric string) float64 {
 
 // sampleTurns rebuilds the turns of one answered sample from its
 // result.json and chunk traces.
-func sampleTurns(ctx context.Context, store Store, r activities.BatchItemResult, metric string, tmpl activities.Templates) ([]Record, error) {
+func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric string, tmpl activities.Templates) ([]Record, error) {
 	data, err := readURI(ctx, store, r.ResultURI)
 	if err != nil {
 		return nil, fmt.Errorf("read result: %w", err)

@@ -11,12 +11,13 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/rollout"
 )
 
 // answered runs the activities of one DocumentQA run by hand against
 // fakes, the way the workflow calls them, and returns its result.
-func answered(t *testing.T, a *activities.Activities, doc, question, prefix string, opts activities.ModelOptions) *activities.QAResult {
+func answered(t *testing.T, a *activities.Activities, doc, question, prefix string, opts api.ModelOptions) *api.DocumentQAResult {
 	t.Helper()
 	ctx := context.Background()
 	prep, err := a.PrepareDocument(ctx, activities.PrepareInput{Document: doc, Question: question, Options: opts})
@@ -36,7 +37,7 @@ func answered(t *testing.T, a *activities.Activities, doc, question, prefix stri
 		memory = out.Memory
 	}
 	res, err := a.Answer(ctx, activities.AnswerInput{Question: question, Memory: memory, GoldAnswers: []string{"Paris"}, Options: opts,
-		ResultURI: prefix + "result.json", Result: activities.QAResult{WorkflowID: "b/0.s1", RunID: "r1", Document: prep.Document,
+		ResultURI: prefix + "result.json", Result: api.DocumentQAResult{WorkflowID: "b/0.s1", RunID: "r1", Document: prep.Document,
 			Question: question, Options: opts, Chunks: prep.Chunks, TracePrefix: prefix + "chunks/"}})
 	if err != nil {
 		t.Fatal(err)
@@ -72,15 +73,15 @@ func TestExportRebuildsThePromptsSent(t *testing.T) {
 	doc := "s3://memagent/docs/a.txt"
 	put(t, store, doc, []byte(strings.Replace(activitiestest.LineDoc(12), "line 7", "line 7 <section> x", 1)))
 	temp := float32(0.9)
-	opts := activities.ModelOptions{ChunkTokens: 64, Temperature: &temp}
+	opts := api.ModelOptions{ChunkTokens: 64, Temperature: &temp}
 	question := "What is the capital? <problem>"
 	res := answered(t, a, doc, question, "s3://memagent/answers/k1/", opts)
 
-	lines := []activities.BatchItemResult{
-		{Seq: 0, Sample: 0, ID: "x", Status: activities.ItemFailed, GoldAnswers: []string{"Paris"}},
-		{Seq: 0, Sample: 1, ID: "x", Status: activities.ItemAnswered, GoldAnswers: []string{"Lyon", "Paris"},
+	lines := []api.BatchItemResult{
+		{Seq: 0, Sample: 0, ID: "x", Status: api.ItemFailed, GoldAnswers: []string{"Paris"}},
+		{Seq: 0, Sample: 1, ID: "x", Status: api.ItemAnswered, GoldAnswers: []string{"Lyon", "Paris"},
 			Answer: res.Answer, ResultURI: res.ResultURI, Chunks: res.Chunks},
-		{Seq: 1, ID: "y", Status: activities.ItemAnswered, Answer: res.Answer, ResultURI: res.ResultURI, Chunks: res.Chunks},
+		{Seq: 1, ID: "y", Status: api.ItemAnswered, Answer: res.Answer, ResultURI: res.ResultURI, Chunks: res.Chunks},
 	}
 	var results bytes.Buffer
 	for _, l := range lines {
@@ -88,7 +89,7 @@ func TestExportRebuildsThePromptsSent(t *testing.T) {
 		results.Write(append(b, '\n'))
 	}
 	put(t, store, "s3://memagent/batches/b/results.jsonl", results.Bytes())
-	rep, _ := json.Marshal(activities.BatchReport{ResultsURI: "s3://memagent/batches/b/results.jsonl"})
+	rep, _ := json.Marshal(api.BatchReport{ResultsURI: "s3://memagent/batches/b/results.jsonl"})
 	put(t, store, "s3://memagent/batches/b/report.json", rep)
 
 	for _, tc := range []struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
@@ -31,7 +32,6 @@ import (
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // stringList is a repeatable flag.
@@ -46,7 +46,7 @@ type askRequest struct {
 	Doc      string
 	Question string
 	Golds    []string
-	Options  activities.ModelOptions
+	Options  api.ModelOptions
 	// Batch labels the run as one of a batch (the MemagentBatch search
 	// attribute).
 	Batch string
@@ -61,12 +61,12 @@ type askRequest struct {
 
 // askFlags binds the flags shared by ask and demo.
 func askFlags(fs *pflag.FlagSet, r *askRequest) func() error {
-	chunk := fs.Int("chunk-tokens", activities.DefaultChunkTokens, "tokens per chunk")
-	mem := fs.Int("memory-tokens", activities.DefaultMemoryMaxTokens, "memory budget in tokens")
-	ans := fs.Int("answer-tokens", activities.DefaultAnswerMaxTokens, "final answer budget in tokens")
-	temp := fs.Float64("temperature", activities.DefaultTemperature, "sampling temperature")
-	topP := fs.Float64("top-p", activities.DefaultTopP, "nucleus sampling top_p")
-	fs.StringVar(&r.Options.Tokenizer, "tokenizer", activities.DefaultTokenizer, "tokenizer used to cut chunks")
+	chunk := fs.Int("chunk-tokens", api.DefaultChunkTokens, "tokens per chunk")
+	mem := fs.Int("memory-tokens", api.DefaultMemoryMaxTokens, "memory budget in tokens")
+	ans := fs.Int("answer-tokens", api.DefaultAnswerMaxTokens, "final answer budget in tokens")
+	temp := fs.Float64("temperature", api.DefaultTemperature, "sampling temperature")
+	topP := fs.Float64("top-p", api.DefaultTopP, "nucleus sampling top_p")
+	fs.StringVar(&r.Options.Tokenizer, "tokenizer", api.DefaultTokenizer, "tokenizer used to cut chunks")
 	fs.BoolVar(&r.Fresh, "fresh", false, "start a new run even if the same request already completed")
 	fs.StringVar(&r.Options.InvalidUTF8, "invalid-utf8", "", `bytes that are not UTF-8: "reject" the document (the default), or "replace" them with U+FFFD`)
 	return func() error {
@@ -135,7 +135,7 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 	fs.StringVar(&req.Batch, "batch", "", "label the run as one of batch `ID` (list them with: starter runs --batch ID)")
 	asJSON := outputFlag(cmd, "print one JSON object instead of text")
 	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on; starter watch follows it); 0 waits for the end, through Temporal outages")
-	schedulingFlags(fs, &req.Priority, &req.FairnessKey, &req.FairnessWeight, workflows.PriorityQuestion, "the question")
+	schedulingFlags(fs, &req.Priority, &req.FairnessKey, &req.FairnessWeight, api.PriorityQuestion, "the question")
 	finish := askFlags(fs, &req)
 	return func(args []string) (err error) {
 		if cfgErr != nil {
@@ -203,14 +203,14 @@ func (s *session) close() {
 
 // ask checks the request, uploads a local document, starts (or joins) the
 // DocumentQA run and waits for its result.
-func (s *session) ask(ctx context.Context, req askRequest) (*workflows.DocumentQAResult, error) {
+func (s *session) ask(ctx context.Context, req askRequest) (*api.DocumentQAResult, error) {
 	run, err := s.start(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	id := run.GetID()
 	stopProgress := s.watch(ctx, id)
-	var res workflows.DocumentQAResult
+	var res api.DocumentQAResult
 	if err := await(ctx, s.temporal, id, stopProgress, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
@@ -220,13 +220,13 @@ func (s *session) ask(ctx context.Context, req askRequest) (*workflows.DocumentQ
 // start checks the request, uploads a local document and starts the
 // DocumentQA run, or joins the run of the same request.
 func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun, error) {
-	if err := activities.CheckQuestion(req.Question); err != nil {
+	if err := api.CheckQuestion(req.Question); err != nil {
 		return nil, badRequest(err)
 	}
 	if req.Doc == "" {
 		return nil, badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
 	}
-	s.replaceInvalid = req.Options.InvalidUTF8 == activities.InvalidUTF8Replace
+	s.replaceInvalid = req.Options.InvalidUTF8 == api.InvalidUTF8Replace
 	uri, sha, err := s.resolveDocument(ctx, req.Doc)
 	if err != nil {
 		return nil, err
@@ -234,7 +234,7 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 	if err := s.checkBudget(ctx, req); err != nil {
 		return nil, badRequest(err)
 	}
-	in := workflows.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch,
+	in := api.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch,
 		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight}
 	if err := in.Validate(); err != nil {
 		return nil, badRequest(err)
@@ -260,14 +260,14 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 		Memo:                  memo,
 		// Set at start, so the run is findable by its document before a
 		// worker has taken its first task.
-		TypedSearchAttributes: workflows.StartSearchAttributes(in),
+		TypedSearchAttributes: api.StartSearchAttributes(in),
 		// A person waits for this answer: it goes before reviews and
 		// batches on a shared GPU pool (--priority changes it).
 		Priority: in.StartPriority(),
 		// Report a duplicate instead of silently handing back its run, so
 		// the user is told the request was already made.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.DocumentQAName, in)
+	}, api.DocumentQAName, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	var invalid *serviceerror.InvalidArgument
 	switch {
@@ -289,7 +289,7 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 // search attribute), so that it is never readable without the codec.
 func summary(cfg config.Config, question, uri string) string {
 	if len(cfg.CodecKeys) > 0 {
-		return fmt.Sprintf("Q#%s · %s", workflows.QuestionDigest(question), uri)
+		return fmt.Sprintf("Q#%s · %s", api.QuestionDigest(question), uri)
 	}
 	return fmt.Sprintf("Q: %s · %s", clip(question, 80), uri)
 }
@@ -310,9 +310,9 @@ func (s *session) watch(ctx context.Context, id string) func() {
 	return watchProgress(ctx, s.temporal, s.cfg.TemporalNamespace, id, newProgressView(s.progress, s.progressTTY))
 }
 
-func queryProgress(ctx context.Context, c client.Client, id string) (workflows.Progress, error) {
-	var p workflows.Progress
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+func queryProgress(ctx context.Context, c client.Client, id string) (api.Progress, error) {
+	var p api.Progress
+	v, err := c.QueryWorkflow(ctx, id, "", api.ProgressQuery)
 	if err != nil {
 		return p, err
 	}
@@ -496,24 +496,24 @@ func cliLogger(w io.Writer) *slog.Logger {
 }
 
 // printResult writes the answer for a person, or one JSON object.
-func printResult(w io.Writer, cfg config.Config, res *workflows.DocumentQAResult, asJSON bool) error {
+func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJSON bool) error {
 	if asJSON {
 		out := struct {
-			Answer      string           `json:"answer"`
-			AnswerFound bool             `json:"answer_found"`
-			WorkflowID  string           `json:"workflow_id"`
-			RunID       string           `json:"run_id"`
-			Document    string           `json:"document"`
-			Chunks      int              `json:"chunks"`
-			Tokens      int64            `json:"tokens"`
-			ResultURI   string           `json:"result_uri"`
-			TracePrefix string           `json:"trace_prefix"`
-			Scores      *memagent.Scores `json:"scores,omitempty"`
-			Usage       activities.Usage `json:"usage"`
-			Runs        int              `json:"runs"`
-			Source      string           `json:"source,omitempty"`
-			Format      string           `json:"format,omitempty"`
-			AnswerPages string           `json:"answer_pages,omitempty"`
+			Answer      string      `json:"answer"`
+			AnswerFound bool        `json:"answer_found"`
+			WorkflowID  string      `json:"workflow_id"`
+			RunID       string      `json:"run_id"`
+			Document    string      `json:"document"`
+			Chunks      int         `json:"chunks"`
+			Tokens      int64       `json:"tokens"`
+			ResultURI   string      `json:"result_uri"`
+			TracePrefix string      `json:"trace_prefix"`
+			Scores      *api.Scores `json:"scores,omitempty"`
+			Usage       api.Usage   `json:"usage"`
+			Runs        int         `json:"runs"`
+			Source      string      `json:"source,omitempty"`
+			Format      string      `json:"format,omitempty"`
+			AnswerPages string      `json:"answer_pages,omitempty"`
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
 			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages}
 		enc := json.NewEncoder(w)

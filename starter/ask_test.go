@@ -1,21 +1,20 @@
 package main
 
 import (
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/workflows"
 )
 
 // Workflow ids are how a second ask joins the first: a request without a
 // batch keeps the id it had before batches existed.
 func TestWorkflowID(t *testing.T) {
-	in := workflows.DocumentQAInput{Document: "s3://memagent/documents/sha256/ab/contract.txt", Question: "Who may terminate the agreement?",
-		GoldAnswers: []string{"the licensee"}, Options: activities.ModelOptions{ChunkTokens: 2000}}
+	in := api.DocumentQAInput{Document: "s3://memagent/documents/sha256/ab/contract.txt", Question: "Who may terminate the agreement?",
+		GoldAnswers: []string{"the licensee"}, Options: api.ModelOptions{ChunkTokens: 2000}}
 	if got, want := memclient.WorkflowID(in), "memagent-qa-560b2fc39e0b968f"; got != want {
 		t.Errorf("workflowID without a batch = %s, want %s, the id it always had", got, want)
 	}
@@ -52,7 +51,7 @@ func TestSummary(t *testing.T) {
 	enc := config.Default()
 	enc.CodecKeys = config.CodecKeys{{ID: "k1", Raw: make([]byte, 32)}}
 	got := summary(enc, q, uri)
-	if strings.Contains(got, "terminate") || !strings.Contains(got, workflows.QuestionDigest(q)) || !strings.Contains(got, uri) {
+	if strings.Contains(got, "terminate") || !strings.Contains(got, api.QuestionDigest(q)) || !strings.Contains(got, uri) {
 		t.Errorf("summary with codec keys = %q, want the question's digest and the document, not the question", got)
 	}
 }

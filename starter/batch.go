@@ -18,12 +18,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // maxReportedItemErrors bounds the item errors a manifest check lists.
@@ -144,7 +144,7 @@ func itemErrors(errs []string, bad int) error {
 // workflow id id; an empty id derives memagent-batch-<name>-<UTC time>
 // (memclient.BatchWorkflowID). An id already in use is an error (a batch is
 // never joined by accident).
-func startBatch(ctx context.Context, c client.Client, taskQueue, id string, in workflows.BatchQAInput) (client.WorkflowRun, error) {
+func startBatch(ctx context.Context, c client.Client, taskQueue, id string, in api.BatchQAInput) (client.WorkflowRun, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -163,12 +163,12 @@ func startBatch(ctx context.Context, c client.Client, taskQueue, id string, in w
 // across continue-as-new) and returns its result. When w is not nil it
 // prints the batch's progress there: redrawn in place on a terminal,
 // otherwise a line per change at most every 5 seconds.
-func awaitBatch(ctx context.Context, c client.Client, namespace, id string, w io.Writer) (*workflows.BatchQAResult, error) {
+func awaitBatch(ctx context.Context, c client.Client, namespace, id string, w io.Writer) (*api.BatchQAResult, error) {
 	stop := func() {}
 	if w != nil {
-		stop = watchRun(ctx, readerFor(c, namespace, workflows.BatchQAName, id), newProgressView(w, isTerminal(w)))
+		stop = watchRun(ctx, readerFor(c, namespace, api.BatchQAName, id), newProgressView(w, isTerminal(w)))
 	}
-	var res workflows.BatchQAResult
+	var res api.BatchQAResult
 	if err := await(ctx, c, id, stop, &res, w); err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ type reportReader interface {
 
 // readBatchReport reads a batch's report.json from its s3:// URI
 // (BatchQAResult.ReportURI).
-func readBatchReport(ctx context.Context, store reportReader, uri string) (*activities.BatchReport, error) {
+func readBatchReport(ctx context.Context, store reportReader, uri string) (*api.BatchReport, error) {
 	loc, err := s3store.ParseURI(uri)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
@@ -191,7 +191,7 @@ func readBatchReport(ctx context.Context, store reportReader, uri string) (*acti
 	if err != nil {
 		return nil, fmt.Errorf("read report %s: %w", uri, err)
 	}
-	var rep activities.BatchReport
+	var rep api.BatchReport
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, fmt.Errorf("decode report %s: %w", uri, err)
 	}
@@ -201,7 +201,7 @@ func readBatchReport(ctx context.Context, store reportReader, uri string) (*acti
 // runBatchAndReport starts a BatchQA run for in on the session's task
 // queue, waits for it with progress on s.progress (if any) and reads its
 // report.
-func runBatchAndReport(ctx context.Context, s *session, in workflows.BatchQAInput) (*workflows.BatchQAResult, *activities.BatchReport, error) {
+func runBatchAndReport(ctx context.Context, s *session, in api.BatchQAInput) (*api.BatchQAResult, *api.BatchReport, error) {
 	run, err := startBatch(ctx, s.temporal, s.cfg.TaskQueue, "", in)
 	if err != nil {
 		return nil, nil, err
@@ -211,7 +211,7 @@ func runBatchAndReport(ctx context.Context, s *session, in workflows.BatchQAInpu
 
 // followBatch shows a started batch's progress until it ends, then reads its
 // report.json.
-func (s *session) followBatch(ctx context.Context, id string) (*workflows.BatchQAResult, *activities.BatchReport, error) {
+func (s *session) followBatch(ctx context.Context, id string) (*api.BatchQAResult, *api.BatchReport, error) {
 	fmt.Fprintf(s.progressOut(), "started batch %s\n", id)
 	res, err := awaitBatch(ctx, s.temporal, s.cfg.TemporalNamespace, id, s.progress)
 	if err != nil {
@@ -230,15 +230,15 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	connectionFlags(cmd, &cfg)
 	manifest := fs.String("manifest", "", "manifest: a local file or s3://bucket/key, JSON Lines or MemAgent JSON (required)")
 	format := fs.String("format", "", `manifest format: "jsonl" or "memagent"; default detected from the first byte`)
-	concurrency := fs.Int("concurrency", 0, fmt.Sprintf("DocumentQA runs at once (0 = twice the model pool's capacity as the worker reports it, at most %d; %d when it does not say)", workflows.MaxDefaultWindow, workflows.DefaultBatchConcurrency))
-	var sched workflows.BatchQAInput
-	schedulingFlags(fs, &sched.Priority, &sched.FairnessKey, &sched.FairnessWeight, workflows.PriorityBatch, "the batch")
+	concurrency := fs.Int("concurrency", 0, fmt.Sprintf("DocumentQA runs at once (0 = twice the model pool's capacity as the worker reports it, at most %d; %d when it does not say)", api.MaxDefaultWindow, api.DefaultBatchConcurrency))
+	var sched api.BatchQAInput
+	schedulingFlags(fs, &sched.Priority, &sched.FairnessKey, &sched.FairnessWeight, api.PriorityBatch, "the batch")
 	name := fs.String("name", "", "batch name, in the report and the MemagentBatch search attribute; default the workflow id")
 	id := fs.String("id", "", "workflow id of the batch; default memagent-batch-<name>-<time>")
 	prefix := fs.String("report-prefix", "", "s3:// prefix of the report; default s3://<bucket>/batches/<workflow id>/")
 	dated := fs.Bool("dated", false, "put the report under a folder named after the batch's UTC start time")
 	chunk := fs.Int("chunk-tokens", 0, "tokens per chunk (0: the default, 5000)")
-	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", activities.MaxSamples))
+	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", api.MaxSamples))
 	temperature := fs.Float64("temperature", -1, "sampling temperature within [0, 2] (default the options' default, 0.7)")
 	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`")
 	asJSON := outputFlag(cmd, "print the result and the report as one JSON object")
@@ -253,15 +253,15 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		if *manifest == "" {
 			return errors.New("no manifest: pass --manifest FILE.jsonl, a MemAgent .json file, or s3://bucket/key")
 		}
-		if *concurrency < 0 || *concurrency > workflows.MaxBatchConcurrency {
-			return fmt.Errorf("--concurrency (%d) must be within [1, %d], or 0 for the default", *concurrency, workflows.MaxBatchConcurrency)
+		if *concurrency < 0 || *concurrency > api.MaxBatchConcurrency {
+			return fmt.Errorf("--concurrency (%d) must be within [1, %d], or 0 for the default", *concurrency, api.MaxBatchConcurrency)
 		}
 		if *chunk < 0 {
 			return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunk)
 		}
-		in := workflows.BatchQAInput{
+		in := api.BatchQAInput{
 			Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
-			Options:  activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
+			Options:  api.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
 			Samples:  *samples,
 			Priority: sched.Priority, FairnessKey: sched.FairnessKey, FairnessWeight: sched.FairnessWeight,
 		}
@@ -304,8 +304,8 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		}
 		if *asJSON {
 			return json.NewEncoder(stdout).Encode(struct {
-				Result *workflows.BatchQAResult `json:"result"`
-				Report *activities.BatchReport  `json:"report"`
+				Result *api.BatchQAResult `json:"result"`
+				Report *api.BatchReport   `json:"report"`
 			}{res, rep})
 		}
 		printBatchReport(stdout, res, rep)
@@ -339,7 +339,7 @@ func saveObject(ctx context.Context, store *s3store.Store, uri, path string) err
 // printBatchReport prints the overall aggregate and where the report is.
 // rep, report.json, may be nil: the result has the aggregate and the
 // report's prefix, under which its files have fixed names.
-func printBatchReport(w io.Writer, res *workflows.BatchQAResult, rep *activities.BatchReport) {
+func printBatchReport(w io.Writer, res *api.BatchQAResult, rep *api.BatchReport) {
 	name, model, o := res.Name, res.Model, res.Overall
 	html := res.HTMLURI
 	results := res.ReportPrefix + activities.ReportResultsName

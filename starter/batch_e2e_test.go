@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
@@ -30,8 +30,8 @@ import (
 
 // batchJSON is what `starter batch --json` prints.
 type batchJSON struct {
-	Result workflows.BatchQAResult `json:"result"`
-	Report activities.BatchReport  `json:"report"`
+	Result api.BatchQAResult `json:"result"`
+	Report api.BatchReport   `json:"report"`
 }
 
 // runBatchCLI runs `starter batch` with a deadline of its own: a batch
@@ -133,17 +133,17 @@ func TestBatchEndToEnd(t *testing.T) {
 		case r.Seq != i:
 			t.Fatalf("results line %d has seq %d", i, r.Seq)
 		case i == missingSeq:
-			if r.Status != activities.ItemFailed || r.ErrorType != activities.ErrDocumentNotFound || !strings.Contains(r.Error, "missing.txt") {
+			if r.Status != api.ItemFailed || r.ErrorType != api.ErrDocumentNotFound || !strings.Contains(r.Error, "missing.txt") {
 				t.Errorf("missing document item = %+v", r)
 			}
-		case r.Status != activities.ItemAnswered || r.Scores == nil || r.Chunks < 2 || r.Tokens == 0:
+		case r.Status != api.ItemAnswered || r.Scores == nil || r.Chunks < 2 || r.Tokens == 0:
 			t.Errorf("item %d = status %s scores %+v chunks %d: %s", i, r.Status, r.Scores, r.Chunks, r.Error)
 		}
 	}
 	// One update per chunk and one answer per answered item, nothing more.
 	wantCalls := 0
 	for _, r := range items {
-		if r.Status == activities.ItemAnswered {
+		if r.Status == api.ItemAnswered {
 			wantCalls += r.Chunks + 1
 		}
 	}
@@ -181,7 +181,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	}
 	again := readResults(t, store, second.Report.ResultsURI)
 	for i, r := range again {
-		if i != missingSeq && (r.Answer != items[i].Answer || r.Status != activities.ItemReused) {
+		if i != missingSeq && (r.Answer != items[i].Answer || r.Status != api.ItemReused) {
 			t.Errorf("re-run item %d: status %s answer %q, first run answered %q", i, r.Status, r.Answer, items[i].Answer)
 			break
 		}
@@ -238,7 +238,7 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func readResults(t *testing.T, store *s3store.Store, uri string) []activities.BatchItemResult {
+func readResults(t *testing.T, store *s3store.Store, uri string) []api.BatchItemResult {
 	t.Helper()
 	loc, err := s3store.ParseURI(uri)
 	if err != nil {
@@ -248,9 +248,9 @@ func readResults(t *testing.T, store *s3store.Store, uri string) []activities.Ba
 	if err != nil {
 		t.Fatal(err)
 	}
-	var items []activities.BatchItemResult
+	var items []api.BatchItemResult
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte{'\n'}) {
-		var r activities.BatchItemResult
+		var r api.BatchItemResult
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -261,25 +261,25 @@ func readResults(t *testing.T, store *s3store.Store, uri string) []activities.Ba
 
 // checkAggregates recomputes the report's aggregates from the per-item
 // results, overall and by every label.
-func checkAggregates(t *testing.T, rep *activities.BatchReport, items []activities.BatchItemResult) {
+func checkAggregates(t *testing.T, rep *api.BatchReport, items []api.BatchItemResult) {
 	t.Helper()
 	type sums struct {
 		items, answered, reused, failed, scored int
 		em, sub, f1, recall                     float64
 		calls                                   int
 	}
-	add := func(s *sums, r activities.BatchItemResult) {
+	add := func(s *sums, r api.BatchItemResult) {
 		s.items++
 		s.calls += r.Usage.Calls
 		switch r.Status {
-		case activities.ItemAnswered:
+		case api.ItemAnswered:
 			s.answered++
-		case activities.ItemReused:
+		case api.ItemReused:
 			s.reused++
 		default:
 			s.failed++
 		}
-		if r.Status != activities.ItemFailed && r.Scores != nil {
+		if r.Status != api.ItemFailed && r.Scores != nil {
 			s.scored++
 			if r.Scores.ExactMatch {
 				s.em++
@@ -291,7 +291,7 @@ func checkAggregates(t *testing.T, rep *activities.BatchReport, items []activiti
 			s.recall += r.Scores.Recall
 		}
 	}
-	check := func(what string, got activities.ScoreAggregate, s sums) {
+	check := func(what string, got api.ScoreAggregate, s sums) {
 		mean := func(x float64) float64 {
 			if s.scored == 0 {
 				return 0

@@ -33,7 +33,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/devstack"
 	"github.com/memagent/memagent/internal/memagent"
@@ -41,7 +41,6 @@ import (
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // The chaos suite's separate processes are this binary re-executed (or, in
@@ -299,9 +298,9 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 	if err := h.store.Put(ctx, loc, []byte(doc), "text/plain"); err != nil {
 		return nil, fmt.Errorf("upload the document: %w", err)
 	}
-	h.in = workflows.DocumentQAInput{
+	h.in = api.DocumentQAInput{
 		Document: loc.String(), Question: chaosQuestion,
-		Options:                 activities.ModelOptions{ChunkTokens: o.ChunkTokens},
+		Options:                 api.ModelOptions{ChunkTokens: o.ChunkTokens},
 		HeartbeatTimeoutSeconds: 2,
 		ChunksPerRun:            50,
 	}
@@ -372,7 +371,7 @@ type chaosHarness struct {
 	cfg      config.Config
 	temporal client.Client
 	store    *s3store.Store
-	in       workflows.DocumentQAInput
+	in       api.DocumentQAInput
 	chunks   int
 
 	mu    sync.Mutex
@@ -567,7 +566,7 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	}
 	if s.namespace != "" {
 		// Another service starts the run before any worker is up.
-		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, workflows.DocumentQAName, h.in); err != nil {
+		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, api.DocumentQAName, h.in); err != nil {
 			row.Err = fmt.Errorf("start workflow: %w", err)
 			return row
 		}
@@ -619,7 +618,7 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		return row
 	}
 	if s.namespace == "" {
-		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, workflows.DocumentQAName, h.in); err != nil {
+		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: s.id}, api.DocumentQAName, h.in); err != nil {
 			row.Err = fmt.Errorf("start workflow: %w", err)
 			return row
 		}
@@ -627,7 +626,7 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	// Wait for the result as `ask` does, from the start: through the
 	// disturbances, the server's outages included.
 	type outcome struct {
-		res workflows.DocumentQAResult
+		res api.DocumentQAResult
 		err error
 	}
 	awaited := make(chan outcome, 1)
@@ -664,8 +663,8 @@ func (h *chaosHarness) freshNamespace(ctx context.Context, namespace string) (cl
 	for {
 		resp, err := h.temporal.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 		if err == nil {
-			if _, has := resp.GetCustomAttributes()[workflows.AttrStatus]; has {
-				return nil, fmt.Errorf("namespace %s already has %s", namespace, workflows.AttrStatus)
+			if _, has := resp.GetCustomAttributes()[api.AttrStatus]; has {
+				return nil, fmt.Errorf("namespace %s already has %s", namespace, api.AttrStatus)
 			}
 			break
 		}
@@ -785,18 +784,18 @@ func (h *chaosHarness) restartStack(ctx context.Context, s *chaosScenario) error
 func chaosWaitChunks(ctx context.Context, c client.Client, id string, target int) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	var last workflows.Progress
+	var last api.Progress
 	for {
 		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
-		v, err := c.QueryWorkflow(qctx, id, "", workflows.ProgressQuery)
+		v, err := c.QueryWorkflow(qctx, id, "", api.ProgressQuery)
 		if err == nil {
-			var p workflows.Progress
+			var p api.Progress
 			if v.Get(&p) == nil {
 				last = p
 			}
 		}
 		qcancel()
-		if last.ChunksDone >= target || last.Stage == workflows.StageAnswering || last.Stage == workflows.StageDone {
+		if last.ChunksDone >= target || last.Stage == api.StageAnswering || last.Stage == api.StageDone {
 			return nil
 		}
 		select {
@@ -809,8 +808,8 @@ func chaosWaitChunks(ctx context.Context, c client.Client, id string, target int
 
 // chaosAwait waits for the run's result the way `ask` and `watch` do
 // (waitResult), through the server's outages.
-func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer) (workflows.DocumentQAResult, error) {
-	var res workflows.DocumentQAResult
+func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer) (api.DocumentQAResult, error) {
+	var res api.DocumentQAResult
 	if err := waitResult(ctx, c, id, &res, say); err != nil {
 		return res, fmt.Errorf("run %s: %w", id, err)
 	}
@@ -1045,8 +1044,8 @@ func (s *chaosScenario) workflowID() string {
 // askThrough asks the scenario's question with a `starter ask` process,
 // finds the run it started, disturbs it, and checks that ask exits 0 with
 // the answer. It returns the run's full result.
-func (h *chaosHarness) askThrough(ctx context.Context, s *chaosScenario, disturb func(context.Context, *chaosScenario) error) (workflows.DocumentQAResult, error) {
-	var res workflows.DocumentQAResult
+func (h *chaosHarness) askThrough(ctx context.Context, s *chaosScenario, disturb func(context.Context, *chaosScenario) error) (api.DocumentQAResult, error) {
+	var res api.DocumentQAResult
 	args, _ := json.Marshal([]string{"--doc", h.in.Document, "--question", h.in.Question,
 		"--chunk-tokens", strconv.Itoa(h.o.ChunkTokens), "--batch", s.id, "--fresh", "--json"})
 	env := map[string]string{chaosAskArgsEnv: string(args), "MEMAGENT_LOG_LEVEL": "error"}
@@ -1103,7 +1102,7 @@ func (h *chaosHarness) findByBatch(ctx context.Context, batch string) (string, e
 	defer cancel()
 	for {
 		resp, err := h.temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("%s = %q", workflows.AttrBatch, batch), PageSize: 1})
+			Query: fmt.Sprintf("%s = %q", api.AttrBatch, batch), PageSize: 1})
 		if err == nil && len(resp.GetExecutions()) > 0 {
 			return resp.GetExecutions()[0].GetExecution().GetWorkflowId(), nil
 		}

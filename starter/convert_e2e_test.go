@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // convertedJSON is the part of `starter ask --json` these tests read.
@@ -83,7 +82,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 			}
 			// The stored result: the evidence that supports the answer is
 			// the fact's sentence, on its page.
-			var stored activities.QAResult
+			var stored api.DocumentQAResult
 			readJSON(t, store, res.ResultURI, &stored)
 			found := false
 			for _, e := range stored.Evidence {
@@ -150,7 +149,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("review: %v\n%s", err, stderr)
 	}
-	var grid workflows.ReviewResult
+	var grid api.ReviewResult
 	if err := json.Unmarshal([]byte(out), &grid); err != nil {
 		t.Fatalf("review --json printed %q: %v", out, err)
 	}
@@ -232,7 +231,7 @@ func TestAskRefusesUnconvertibleDocuments(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("ask: error %v, want it to say %q", err, tc.want)
 			}
-			if !strings.Contains(err.Error(), "failed ("+activities.ErrBadInput+")") || exitCode(err) != ExitBadInput {
+			if !strings.Contains(err.Error(), "failed ("+api.ErrBadInput+")") || exitCode(err) != ExitBadInput {
 				t.Errorf("error %v is not a memagent.BadInput with exit code %d", err, ExitBadInput)
 			}
 			if n := len(d.Simulator.Calls()); n != 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/evalgen"
 	"github.com/memagent/memagent/internal/memagent"
 )
@@ -121,7 +121,7 @@ func (p paperSum) cell() paperCell {
 // the paper's lengths as columns whether measured or not. Failed items,
 // like the scripts' items without output, are in no mean; items without a
 // gold answer cannot be scored.
-func buildPaperTable(items []activities.BatchItemResult) paperTable {
+func buildPaperTable(items []api.BatchItemResult) paperTable {
 	t := paperTable{Protocol: protocolPaper, Metric: "sub_em", Items: len(items),
 		Note: `the MemAgent evaluation scripts' scoring: each answer against the first gold answer only, Python's SQuAD normalisation, sub_em the headline; an answer that normalises to "" counts as contained in its gold`}
 	type column struct {
@@ -183,7 +183,7 @@ func buildPaperTable(items []activities.BatchItemResult) paperTable {
 	rows := map[string]*acc{}
 	var tasks []string
 	for _, it := range items {
-		if it.Status == activities.ItemFailed {
+		if it.Status == api.ItemFailed {
 			t.Failed++
 			continue
 		}

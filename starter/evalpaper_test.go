@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/workflows"
+	"github.com/memagent/memagent/api"
 )
 
 func TestEvalScore(t *testing.T) {
@@ -68,8 +67,8 @@ func TestEvalRunPaperChecksFlags(t *testing.T) {
 	}
 }
 
-func paperItem(length, answer string, golds ...string) activities.BatchItemResult {
-	return activities.BatchItemResult{Status: activities.ItemAnswered, Answer: answer, GoldAnswers: golds,
+func paperItem(length, answer string, golds ...string) api.BatchItemResult {
+	return api.BatchItemResult{Status: api.ItemAnswered, Answer: answer, GoldAnswers: golds,
 		Labels: map[string]string{"task": "hqa", "length": length}}
 }
 
@@ -77,15 +76,15 @@ func paperItem(length, answer string, golds ...string) activities.BatchItemResul
 // the paper's lengths as columns whether measured or not, the published
 // cells the project's sources give, and the sample count per length.
 func TestPaperTable(t *testing.T) {
-	items := []activities.BatchItemResult{
+	items := []api.BatchItemResult{
 		paperItem("7168", "Greenwich Village", "Greenwich Village, New York City"), // sub_em 1, f1 0.57
 		paperItem("7168", "Paris", "London", "Paris"),                              // first gold only: 0
 		paperItem("7168", "The", "Athens"),                                         // normalises to "": sub_em 1
 		paperItem("229376", "yes", "yes"),
 		paperItem("229376", "", "no"), // no answer extracted: 0
 		paperItem("5000", "x", "x"),   // a length the paper does not have
-		{Status: activities.ItemFailed, Labels: map[string]string{"task": "hqa", "length": "7168"}},
-		{Status: activities.ItemAnswered, Answer: "a", Labels: map[string]string{"task": "hqa", "length": "7168"}},
+		{Status: api.ItemFailed, Labels: map[string]string{"task": "hqa", "length": "7168"}},
+		{Status: api.ItemAnswered, Answer: "a", Labels: map[string]string{"task": "hqa", "length": "7168"}},
 	}
 	tab := buildPaperTable(items)
 	wantCols := []string{"5000", "7K", "14K", "28K", "56K", "112K", "224K", "448K", "896K", "1.75M", "3.5M"}
@@ -151,9 +150,9 @@ func TestEvalRunPaperEndToEnd(t *testing.T) {
 		t.Fatalf("eval run --protocol paper: %v\n%s", err, stderr)
 	}
 	var res struct {
-		Protocol string                   `json:"protocol"`
-		Table    paperTable               `json:"table"`
-		Result   *workflows.BatchQAResult `json:"result"`
+		Protocol string             `json:"protocol"`
+		Table    paperTable         `json:"table"`
+		Result   *api.BatchQAResult `json:"result"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("eval run printed %q: %v", out, err)

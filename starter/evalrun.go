@@ -17,13 +17,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/evalgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/workflows"
 )
 
 // Labels of MemAgent's evaluation format that the score table reads.
@@ -116,8 +115,8 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		if _, ok := metricTitle[*metric]; !ok {
 			return fmt.Errorf("--metric %q: use %s, %s, %s, %s or %s", *metric, metricAuto, metricSubstring, metricExact, metricF1, metricRecall)
 		}
-		if *concurrency < 0 || *concurrency > workflows.MaxBatchConcurrency {
-			return fmt.Errorf("--concurrency (%d) must be within [1, %d] (0 = the default, %d)", *concurrency, workflows.MaxBatchConcurrency, workflows.DefaultBatchConcurrency)
+		if *concurrency < 0 || *concurrency > api.MaxBatchConcurrency {
+			return fmt.Errorf("--concurrency (%d) must be within [1, %d] (0 = the default, %d)", *concurrency, api.MaxBatchConcurrency, api.DefaultBatchConcurrency)
 		}
 		if *chunkTokens < 0 {
 			return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunkTokens)
@@ -138,10 +137,10 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		if *name == "" {
 			*name = "eval-" + evalSetName(*set)
 		}
-		in := workflows.BatchQAInput{
-			Format:      workflows.ManifestMemAgent,
+		in := api.BatchQAInput{
+			Format:      api.ManifestMemAgent,
 			Name:        *name,
-			Options:     activities.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens, Tokenizer: *tok},
+			Options:     api.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens, Tokenizer: *tok},
 			Concurrency: *concurrency,
 		}
 		// Everything but the set is checked before anything connects.
@@ -171,9 +170,9 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		table := buildEvalTable(rep, items, *metric)
 		if *asJSON {
 			out := struct {
-				Table  evalTable                `json:"table"`
-				Result *workflows.BatchQAResult `json:"result"`
-				Report evalReportURIs           `json:"report"`
+				Table  evalTable          `json:"table"`
+				Result *api.BatchQAResult `json:"result"`
+				Report evalReportURIs     `json:"report"`
 			}{table, res, reportURIs(rep, res)}
 			return printJSON(stdout, out)
 		}
@@ -199,16 +198,16 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 
 // printPaperRun prints a batch scored under the paper's protocol: as one
 // JSON object, or as the table with the report's URIs.
-func printPaperRun(stdout io.Writer, asJSON bool, rep *activities.BatchReport, res *workflows.BatchQAResult, items []activities.BatchItemResult) error {
+func printPaperRun(stdout io.Writer, asJSON bool, rep *api.BatchReport, res *api.BatchQAResult, items []api.BatchItemResult) error {
 	table := buildPaperTable(items)
 	u := reportURIs(rep, res)
 	if asJSON {
 		out := struct {
-			Protocol string                   `json:"protocol"`
-			Model    string                   `json:"model"`
-			Table    paperTable               `json:"table"`
-			Result   *workflows.BatchQAResult `json:"result"`
-			Report   evalReportURIs           `json:"report"`
+			Protocol string             `json:"protocol"`
+			Model    string             `json:"model"`
+			Table    paperTable         `json:"table"`
+			Result   *api.BatchQAResult `json:"result"`
+			Report   evalReportURIs     `json:"report"`
 		}{protocolPaper, rep.Model, table, res, u}
 		return printJSON(stdout, out)
 	}
@@ -235,7 +234,7 @@ type evalReportURIs struct {
 	SVG     string `json:"svg,omitempty"`
 }
 
-func reportURIs(rep *activities.BatchReport, res *workflows.BatchQAResult) evalReportURIs {
+func reportURIs(rep *api.BatchReport, res *api.BatchQAResult) evalReportURIs {
 	u := evalReportURIs{Report: res.ReportURI, HTML: rep.HTMLURI, Results: rep.ResultsURI, CSV: rep.CSVURI, SVG: rep.SVGURI}
 	if u.HTML == "" {
 		u.HTML = res.HTMLURI
@@ -287,7 +286,7 @@ func evalSetName(set string) string {
 }
 
 // readBatchItems reads a report's per-item JSON Lines.
-func readBatchItems(ctx context.Context, store *s3store.Store, uri string) ([]activities.BatchItemResult, error) {
+func readBatchItems(ctx context.Context, store *s3store.Store, uri string) ([]api.BatchItemResult, error) {
 	if uri == "" {
 		return nil, nil
 	}
@@ -302,8 +301,8 @@ func readBatchItems(ctx context.Context, store *s3store.Store, uri string) ([]ac
 	return parseBatchItems(data)
 }
 
-func parseBatchItems(data []byte) ([]activities.BatchItemResult, error) {
-	var items []activities.BatchItemResult
+func parseBatchItems(data []byte) ([]api.BatchItemResult, error) {
+	var items []api.BatchItemResult
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 64<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -311,7 +310,7 @@ func parseBatchItems(data []byte) ([]activities.BatchItemResult, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var it activities.BatchItemResult
+		var it api.BatchItemResult
 		if err := json.Unmarshal(line, &it); err != nil {
 			return nil, fmt.Errorf("results line %d: %w", n, err)
 		}
@@ -359,8 +358,8 @@ type evalCell struct {
 // itemScore is an item's score under metric, and whether it has one.
 // Like the report's means, only answered or reused items with gold answers
 // are scored.
-func itemScore(it activities.BatchItemResult, metric string) (float64, bool) {
-	if it.Scores == nil || it.Status == activities.ItemFailed {
+func itemScore(it api.BatchItemResult, metric string) (float64, bool) {
+	if it.Scores == nil || it.Status == api.ItemFailed {
 		return 0, false
 	}
 	switch metric {
@@ -375,7 +374,7 @@ func itemScore(it activities.BatchItemResult, metric string) (float64, bool) {
 	}
 }
 
-func aggregateScore(a activities.ScoreAggregate, metric string) evalCell {
+func aggregateScore(a api.ScoreAggregate, metric string) evalCell {
 	c := evalCell{N: a.Scored}
 	switch metric {
 	case metricExact:
@@ -402,7 +401,7 @@ func b2f(b bool) float64 {
 // falls back to the report's aggregates, which give the "all" row by length
 // and each task's overall score. Under metricAuto each task's row has its
 // own metric and "all" scores every item under its task's.
-func buildEvalTable(rep *activities.BatchReport, items []activities.BatchItemResult, metric string) evalTable {
+func buildEvalTable(rep *api.BatchReport, items []api.BatchItemResult, metric string) evalTable {
 	t := evalTable{Metric: metric, Failed: rep.Overall.Failed, Items: rep.Overall.Items}
 	switch metric {
 	case metricAuto:
@@ -454,7 +453,7 @@ func buildEvalTable(rep *activities.BatchReport, items []activities.BatchItemRes
 		}
 		var tasks []string
 		for _, it := range items {
-			if it.Status == activities.ItemFailed {
+			if it.Status == api.ItemFailed {
 				t.Failed++
 			}
 			task := it.Labels[evalLabelTask]

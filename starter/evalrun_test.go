@@ -10,14 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/evalgen"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 func TestFormatLength(t *testing.T) {
@@ -52,22 +51,22 @@ func TestCompareLengths(t *testing.T) {
 // evalItem is a batch item with labels and scores, as results.jsonl holds it.
 // Its recall is 1 when it is a substring match, else 0, as with one gold
 // answer the prediction contains.
-func evalItem(task, length string, exact, substring bool, f1 float64) activities.BatchItemResult {
+func evalItem(task, length string, exact, substring bool, f1 float64) api.BatchItemResult {
 	return evalItemRecall(task, length, exact, substring, f1, b2f(substring))
 }
 
-func evalItemRecall(task, length string, exact, substring bool, f1, recall float64) activities.BatchItemResult {
-	return activities.BatchItemResult{
-		Status: activities.ItemAnswered,
+func evalItemRecall(task, length string, exact, substring bool, f1, recall float64) api.BatchItemResult {
+	return api.BatchItemResult{
+		Status: api.ItemAnswered,
 		Labels: map[string]string{"task": task, "length": length},
-		Scores: &memagent.Scores{ExactMatch: exact, SubstringMatch: substring, F1: f1, Recall: recall},
+		Scores: &api.Scores{ExactMatch: exact, SubstringMatch: substring, F1: f1, Recall: recall},
 	}
 }
 
 // evalFixture is a report of two tasks at two lengths, and its items: a
 // failed item at 16K is in no mean.
-func evalFixture() (*activities.BatchReport, []activities.BatchItemResult) {
-	items := []activities.BatchItemResult{
+func evalFixture() (*api.BatchReport, []api.BatchItemResult) {
+	items := []api.BatchItemResult{
 		evalItem("niah", "8192", true, true, 1),
 		evalItem("niah", "8192", false, true, 0.5),
 		evalItem("niah", "16384", false, false, 0),
@@ -75,15 +74,15 @@ func evalFixture() (*activities.BatchReport, []activities.BatchItemResult) {
 		evalItem("hqa", "8192", false, true, 0.4),
 		evalItem("hqa", "8192", false, false, 0),
 		evalItem("hqa", "16384", false, false, 0.2),
-		{Status: activities.ItemFailed, Labels: map[string]string{"task": "hqa", "length": "16384"}},
+		{Status: api.ItemFailed, Labels: map[string]string{"task": "hqa", "length": "16384"}},
 	}
-	agg := func(n, scored, failed int, em, sm, f1 float64) activities.ScoreAggregate {
-		return activities.ScoreAggregate{Items: n, Answered: n - failed, Failed: failed, Scored: scored, ExactMatch: em, SubstringMatch: sm, F1: f1, Recall: sm}
+	agg := func(n, scored, failed int, em, sm, f1 float64) api.ScoreAggregate {
+		return api.ScoreAggregate{Items: n, Answered: n - failed, Failed: failed, Scored: scored, ExactMatch: em, SubstringMatch: sm, F1: f1, Recall: sm}
 	}
-	rep := &activities.BatchReport{
+	rep := &api.BatchReport{
 		Name:    "eval-tiny",
 		Overall: agg(8, 7, 1, 2.0/7, 4.0/7, 3.1/7),
-		ByLabel: map[string]map[string]activities.ScoreAggregate{
+		ByLabel: map[string]map[string]api.ScoreAggregate{
 			"length": {"8192": agg(4, 4, 0, 0.25, 0.75, 1.9/4), "16384": agg(4, 3, 1, 1.0/3, 1.0/3, 1.2/3)},
 			"task":   {"niah": agg(4, 4, 0, 0.5, 0.75, 2.5/4), "hqa": agg(4, 3, 1, 0, 1.0/3, 0.6/3)},
 		},
@@ -124,7 +123,7 @@ func TestEvalTableMetrics(t *testing.T) {
 		t.Run(tc.metric, func(t *testing.T) {
 			for _, source := range []struct {
 				name  string
-				items []activities.BatchItemResult
+				items []api.BatchItemResult
 			}{{"items", items}, {"report", nil}} {
 				tab := buildEvalTable(rep, source.items, tc.metric)
 				if !strings.HasPrefix(tab.Title, tc.title+" ") && !strings.HasPrefix(tab.Title, tc.title+",") {
@@ -151,8 +150,8 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 // are aliases (hqa), at two lengths, and its items; a failed hqa item at
 // 16K is in no mean. Every multi-value answer but one holds some value, so
 // substring match would call them right.
-func rulerFixture() (*activities.BatchReport, []activities.BatchItemResult) {
-	items := []activities.BatchItemResult{
+func rulerFixture() (*api.BatchReport, []api.BatchItemResult) {
+	items := []api.BatchItemResult{
 		evalItemRecall(evalgen.TaskNIAHMultiValue, "8192", false, true, 0.3, 0.25),
 		evalItemRecall(evalgen.TaskNIAHMultiValue, "8192", false, true, 0.9, 1),
 		evalItemRecall(evalgen.TaskNIAHMultiValue, "16384", false, false, 0, 0),
@@ -160,15 +159,15 @@ func rulerFixture() (*activities.BatchReport, []activities.BatchItemResult) {
 		evalItem(evalgen.TaskHQA, "8192", true, true, 1),
 		evalItem(evalgen.TaskHQA, "8192", false, false, 0),
 		evalItem(evalgen.TaskHQA, "16384", false, true, 0.5),
-		{Status: activities.ItemFailed, Labels: map[string]string{"task": evalgen.TaskHQA, "length": "16384"}},
+		{Status: api.ItemFailed, Labels: map[string]string{"task": evalgen.TaskHQA, "length": "16384"}},
 	}
-	agg := func(n, scored, failed int, sm, recall float64) activities.ScoreAggregate {
-		return activities.ScoreAggregate{Items: n, Answered: n - failed, Failed: failed, Scored: scored, SubstringMatch: sm, Recall: recall}
+	agg := func(n, scored, failed int, sm, recall float64) api.ScoreAggregate {
+		return api.ScoreAggregate{Items: n, Answered: n - failed, Failed: failed, Scored: scored, SubstringMatch: sm, Recall: recall}
 	}
-	rep := &activities.BatchReport{
+	rep := &api.BatchReport{
 		Name:    "eval-ruler",
 		Overall: agg(8, 7, 1, 5.0/7, 4.0/7),
-		ByLabel: map[string]map[string]activities.ScoreAggregate{
+		ByLabel: map[string]map[string]api.ScoreAggregate{
 			"length": {"8192": agg(4, 4, 0, 0.75, 2.25/4), "16384": agg(4, 3, 1, 2.0/3, 1.75/3)},
 			"task": {
 				evalgen.TaskNIAHMultiValue: agg(4, 4, 0, 0.75, 0.5),
@@ -245,14 +244,14 @@ substring: share of items whose answer contains a gold answer, or the reverse (a
 // When every task is of one kind, "all" uses that kind's metric, from the
 // items or from the report's aggregates alike.
 func TestEvalTableAutoOneKind(t *testing.T) {
-	items := []activities.BatchItemResult{
+	items := []api.BatchItemResult{
 		evalItemRecall(evalgen.TaskVT, "8192", false, true, 0.5, 0.5),
 		evalItemRecall(evalgen.TaskFWE, "8192", false, true, 0.4, 1.0/3),
 		evalItemRecall(evalgen.TaskNIAHMultiQuery, "8192", false, false, 0, 0),
 	}
-	rep := &activities.BatchReport{
-		Overall: activities.ScoreAggregate{Items: 3, Scored: 3, SubstringMatch: 2.0 / 3, Recall: (0.5 + 1.0/3) / 3},
-		ByLabel: map[string]map[string]activities.ScoreAggregate{
+	rep := &api.BatchReport{
+		Overall: api.ScoreAggregate{Items: 3, Scored: 3, SubstringMatch: 2.0 / 3, Recall: (0.5 + 1.0/3) / 3},
+		ByLabel: map[string]map[string]api.ScoreAggregate{
 			"length": {"8192": {Items: 3, Scored: 3, SubstringMatch: 2.0 / 3, Recall: (0.5 + 1.0/3) / 3}},
 			"task": {
 				evalgen.TaskVT:             {Items: 1, Scored: 1, SubstringMatch: 1, Recall: 0.5},
@@ -263,7 +262,7 @@ func TestEvalTableAutoOneKind(t *testing.T) {
 	}
 	for _, source := range []struct {
 		name  string
-		items []activities.BatchItemResult
+		items []api.BatchItemResult
 	}{{"items", items}, {"report", nil}} {
 		tab := buildEvalTable(rep, source.items, metricAuto)
 		all := tab.Rows[len(tab.Rows)-1]
@@ -279,7 +278,7 @@ func TestEvalTableAutoOneKind(t *testing.T) {
 	// Items without a task label are not RULER's multi-answer tasks.
 	it := evalItemRecall("", "8192", false, true, 0.5, 0.5)
 	delete(it.Labels, "task")
-	if r := buildEvalTable(&activities.BatchReport{}, []activities.BatchItemResult{it}, metricAuto).Rows; len(r) != 1 || r[0].Metric != metricSubstring || r[0].Overall.Mean != 1 {
+	if r := buildEvalTable(&api.BatchReport{}, []api.BatchItemResult{it}, metricAuto).Rows; len(r) != 1 || r[0].Metric != metricSubstring || r[0].Overall.Mean != 1 {
 		t.Errorf("rows without a task = %+v, want one substring row at 1", r)
 	}
 }
@@ -307,13 +306,13 @@ all   75.0  33.3     57.1
 // A set without task labels has one row, "all"; lengths sort numerically
 // whatever order they come in.
 func TestEvalTableOneTask(t *testing.T) {
-	var items []activities.BatchItemResult
+	var items []api.BatchItemResult
 	for _, l := range []string{"4096", "2048", "1048576", "2048"} {
 		it := evalItem("", l, false, true, 1)
 		delete(it.Labels, "task")
 		items = append(items, it)
 	}
-	tab := buildEvalTable(&activities.BatchReport{}, items, metricSubstring)
+	tab := buildEvalTable(&api.BatchReport{}, items, metricSubstring)
 	if !slices.Equal(tab.Columns, []string{"2K", "4K", "1M"}) {
 		t.Errorf("columns = %q, want [2K 4K 1M]", tab.Columns)
 	}
@@ -428,9 +427,9 @@ func TestEvalRunEndToEnd(t *testing.T) {
 		t.Fatalf("eval run: %v\n%s", err, stderr)
 	}
 	var res struct {
-		Table  evalTable                `json:"table"`
-		Result *workflows.BatchQAResult `json:"result"`
-		Report evalReportURIs           `json:"report"`
+		Table  evalTable          `json:"table"`
+		Result *api.BatchQAResult `json:"result"`
+		Report evalReportURIs     `json:"report"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("eval run --json printed %q: %v", out, err)

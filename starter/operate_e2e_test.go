@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/workflows"
 )
@@ -85,7 +85,7 @@ func TestOperatingRuns(t *testing.T) {
 	chunks := len(chunkHashes(t, text, 2000))
 	batch := "batch-" + time.Now().UTC().Format("150405.000000")
 	run, err := s.start(ctx, askRequest{Doc: path, Question: demoQuestion, Golds: []string{demoAnswer}, Batch: batch,
-		Options: activities.ModelOptions{ChunkTokens: 2000}})
+		Options: api.ModelOptions{ChunkTokens: 2000}})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -97,11 +97,11 @@ func TestOperatingRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, _ := desc.TypedSearchAttributes.GetKeyword(workflows.DocumentKey)
+	doc, _ := desc.TypedSearchAttributes.GetKeyword(api.DocumentKey)
 	if !strings.HasPrefix(doc, "s3://"+cfg.Bucket+"/documents/sha256/") {
-		t.Fatalf("%s = %q, want the uploaded document's URI", workflows.AttrDocument, doc)
+		t.Fatalf("%s = %q, want the uploaded document's URI", api.AttrDocument, doc)
 	}
-	var opts activities.ModelOptions
+	var opts api.ModelOptions
 	var sha string
 	if err := converterFrom(desc.Memo.GetFields()["model_options"], &opts); err != nil || opts.ChunkTokens != 2000 || opts.MemoryMaxTokens == 0 {
 		t.Errorf("memo model_options = %+v (%v), want chunk_tokens 2000 and the defaults filled in", opts, err)
@@ -111,7 +111,7 @@ func TestOperatingRuns(t *testing.T) {
 	}
 	eventually(t, "the started run listed by its document", func() (bool, string) {
 		rows := listJSON(t, "--document", doc)
-		return len(rows) == 1 && rows[0].WorkflowID == id && rows[0].Status == workflows.StagePreparing, fmt.Sprintf("%+v", rows)
+		return len(rows) == 1 && rows[0].WorkflowID == id && rows[0].Status == api.StagePreparing, fmt.Sprintf("%+v", rows)
 	})
 
 	startWorker(t)
@@ -144,7 +144,7 @@ func TestOperatingRuns(t *testing.T) {
 	// A run that fails says so, whoever started it.
 	missing := "s3://" + cfg.Bucket + "/missing/" + batch + ".txt"
 	failing, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: os.Getenv("MEMAGENT_TASK_QUEUE")},
-		workflows.DocumentQAName, workflows.DocumentQAInput{Document: missing, Question: "q?"})
+		api.DocumentQAName, api.DocumentQAInput{Document: missing, Question: "q?"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,14 +13,13 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // putDoc uploads a generated document and returns its URI.
@@ -43,10 +42,10 @@ func putDoc(t *testing.T, key string, tokens int, seed uint64) string {
 }
 
 // runQA runs DocumentQA on the test's task queue and returns its result.
-func runQA(ctx context.Context, t *testing.T, c client.Client, in workflows.DocumentQAInput) (workflows.DocumentQAResult, error) {
+func runQA(ctx context.Context, t *testing.T, c client.Client, in api.DocumentQAInput) (api.DocumentQAResult, error) {
 	t.Helper()
-	var res workflows.DocumentQAResult
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: os.Getenv("MEMAGENT_TASK_QUEUE")}, workflows.DocumentQAName, in)
+	var res api.DocumentQAResult
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: os.Getenv("MEMAGENT_TASK_QUEUE")}, api.DocumentQAName, in)
 	if err != nil {
 		return res, err
 	}
@@ -103,7 +102,7 @@ func TestPoolWithAFailingEndpoint(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := runQA(ctx, t, c, workflows.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(500)})
+			res, err := runQA(ctx, t, c, api.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(500)})
 			errs[i], answers[i] = err, res.Answer
 		}()
 	}
@@ -142,7 +141,7 @@ func TestFaultsOfEveryKind(t *testing.T) {
 	t.Cleanup(cleanSrv.Close)
 
 	uri := putDoc(t, "faults/doc.txt", 20_000, 99)
-	in := workflows.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(100)}
+	in := api.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(100)}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
@@ -181,4 +180,4 @@ func TestFaultsOfEveryKind(t *testing.T) {
 	t.Logf("%d chunks: %d faults injected %v, %d calls answered, %s", got.Chunks, injected, st.Faults, st.Requests["ok"], time.Since(start).Round(time.Second))
 }
 
-func optsChunk(n int) activities.ModelOptions { return activities.ModelOptions{ChunkTokens: n} }
+func optsChunk(n int) api.ModelOptions { return api.ModelOptions{ChunkTokens: n} }

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/term"
 
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/workflows"
 )
 
 // isTerminal reports whether w is a terminal, where progress is redrawn in
@@ -68,21 +68,21 @@ type snapshot struct {
 }
 
 // qaSnapshot is a DocumentQA run's progress as a snapshot.
-func qaSnapshot(p workflows.Progress, knownTokens bool) snapshot {
+func qaSnapshot(p api.Progress, knownTokens bool) snapshot {
 	return snapshot{
 		stage: p.Stage, unit: unitChunks, done: p.ChunksDone, total: p.ChunksTotal,
 		tokensDone: p.TokensDone, tokensTotal: p.TokensTotal, knownTokens: knownTokens,
-		busy: p.Stage == workflows.StageReading,
+		busy: p.Stage == api.StageReading,
 	}
 }
 
 // reviewSnapshot is a review's progress as a snapshot: the chunks every
 // question still going has read, and how many questions are answered.
-func reviewSnapshot(p workflows.ReviewProgress) snapshot {
+func reviewSnapshot(p api.ReviewProgress) snapshot {
 	s := snapshot{
 		stage: p.Stage, unit: unitChunks, done: p.ChunksDone, total: p.ChunksTotal,
 		tokensDone: p.TokensDone, tokensTotal: p.TokensTotal, knownTokens: true,
-		busy: p.Stage == workflows.StageReading,
+		busy: p.Stage == api.StageReading,
 	}
 	if len(p.Questions) == 0 {
 		return s
@@ -90,9 +90,9 @@ func reviewSnapshot(p workflows.ReviewProgress) snapshot {
 	done, failed := 0, 0
 	for _, q := range p.Questions {
 		switch q.Status {
-		case workflows.QuestionDone:
+		case api.QuestionDone:
 			done++
-		case workflows.QuestionFailed:
+		case api.QuestionFailed:
 			failed++
 		}
 	}
@@ -105,8 +105,8 @@ func reviewSnapshot(p workflows.ReviewProgress) snapshot {
 
 // batchSnapshot is a batch's progress as a snapshot: items with an outcome
 // of the items in the manifest, and what the window holds.
-func batchSnapshot(p workflows.BatchProgress) snapshot {
-	s := snapshot{stage: p.Stage, unit: unitItems, done: p.Done, total: p.Items, busy: p.Stage == workflows.BatchStageRunning}
+func batchSnapshot(p api.BatchProgress) snapshot {
+	s := snapshot{stage: p.Stage, unit: unitItems, done: p.Done, total: p.Items, busy: p.Stage == api.BatchStageRunning}
 	if p.Items == 0 {
 		return s
 	}
@@ -162,7 +162,7 @@ func (v *progressView) pollInterval() time.Duration {
 // update records a DocumentQA run's progress p, read now. knownTokens is
 // false when p came from search attributes, which carry chunks but not
 // tokens.
-func (v *progressView) update(p workflows.Progress, knownTokens bool) {
+func (v *progressView) update(p api.Progress, knownTokens bool) {
 	v.show(qaSnapshot(p, knownTokens))
 }
 
@@ -402,7 +402,7 @@ const queryTimeout = 3 * time.Second
 // readProgress returns a DocumentQA run's progress from its progress query
 // or, when no worker answers, from its search attributes (chunks and
 // status, no tokens). knownTokens says which.
-func readProgress(ctx context.Context, c client.Client, id string) (p workflows.Progress, knownTokens bool, err error) {
+func readProgress(ctx context.Context, c client.Client, id string) (p api.Progress, knownTokens bool, err error) {
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	p, qerr := queryProgress(qctx, c, id)
 	cancel()
@@ -415,16 +415,16 @@ func readProgress(ctx context.Context, c client.Client, id string) (p workflows.
 
 // attrProgress reads what the search attributes say of a run's progress:
 // its status and, for documents and reviews, its chunks.
-func attrProgress(ctx context.Context, c client.Client, id string, qerr error) (workflows.Progress, error) {
-	var p workflows.Progress
+func attrProgress(ctx context.Context, c client.Client, id string, qerr error) (api.Progress, error) {
+	var p api.Progress
 	d, err := c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		return p, fmt.Errorf("progress of %s: query: %v; describe: %w", id, qerr, err)
 	}
 	sa := d.TypedSearchAttributes
-	p.Stage, _ = sa.GetKeyword(workflows.StatusKey)
-	done, _ := sa.GetInt64(workflows.ChunksDoneKey)
-	total, _ := sa.GetInt64(workflows.ChunksTotalKey)
+	p.Stage, _ = sa.GetKeyword(api.StatusKey)
+	done, _ := sa.GetInt64(api.ChunksDoneKey)
+	total, _ := sa.GetInt64(api.ChunksTotalKey)
 	p.ChunksDone, p.ChunksTotal = int(done), int(total)
 	if p.Stage == "" {
 		p.Stage = strings.ToLower(d.Status.String())
@@ -454,7 +454,7 @@ func readerFor(c client.Client, namespace, kind, id string) progressReader {
 func progressOf(c client.Client, kind, id string) progressReader {
 	mc := memclient.New(c, memclient.Options{})
 	switch kind {
-	case workflows.ReviewDocumentName:
+	case api.ReviewDocumentName:
 		return func(ctx context.Context) (snapshot, error) {
 			qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 			p, qerr := mc.ReviewProgress(qctx, id)
@@ -465,7 +465,7 @@ func progressOf(c client.Client, kind, id string) progressReader {
 			ap, err := attrProgress(ctx, c, id, qerr)
 			return qaSnapshot(ap, false), err
 		}
-	case workflows.BatchQAName:
+	case api.BatchQAName:
 		return func(ctx context.Context) (snapshot, error) {
 			qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 			p, qerr := mc.BatchProgress(qctx, id)
@@ -487,7 +487,7 @@ func progressOf(c client.Client, kind, id string) progressReader {
 // returned stop is called; stop reads the progress once more, so the view
 // ends on the final state, and closes the view.
 func watchProgress(ctx context.Context, c client.Client, namespace, id string, view *progressView) (stop func()) {
-	return watchRun(ctx, readerFor(c, namespace, workflows.DocumentQAName, id), view)
+	return watchRun(ctx, readerFor(c, namespace, api.DocumentQAName, id), view)
 }
 
 // watchRun shows what read returns on view until the returned stop is

@@ -8,19 +8,19 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memagent/memagent/workflows"
+	"github.com/memagent/memagent/api"
 )
 
 // clock is a fake time source that tests move by hand.
 type clock struct{ t time.Time }
 
-func (c *clock) now() time.Time           { return c.t }
-func (c *clock) advance(d time.Duration)  { c.t = c.t.Add(d) }
-func reading(done int) workflows.Progress { return progressAt(workflows.StageReading, done) }
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+func reading(done int) api.Progress      { return progressAt(api.StageReading, done) }
 
 // progressAt is a 10-chunk, 10,000-token run with done chunks read.
-func progressAt(stage string, done int) workflows.Progress {
-	return workflows.Progress{Stage: stage, ChunksDone: done, ChunksTotal: 10, TokensDone: int64(done) * 1000, TokensTotal: 10_000}
+func progressAt(stage string, done int) api.Progress {
+	return api.Progress{Stage: stage, ChunksDone: done, ChunksTotal: 10, TokensDone: int64(done) * 1000, TokensTotal: 10_000}
 }
 
 func TestProgressViewPlainLines(t *testing.T) {
@@ -31,11 +31,11 @@ func TestProgressViewPlainLines(t *testing.T) {
 
 	steps := []struct {
 		after time.Duration
-		p     workflows.Progress
+		p     api.Progress
 		known bool
 		want  string // the line printed, "" for none
 	}{
-		{0, workflows.Progress{Stage: workflows.StagePreparing}, true, "preparing"},
+		{0, api.Progress{Stage: api.StagePreparing}, true, "preparing"},
 		{time.Second, reading(0), true, "reading: chunk 0/10, 0/10K tokens, ETA --"},
 		{2 * time.Second, reading(1), true, ""}, // a change, but within 5 s of the last line
 		{2 * time.Second, reading(2), true, ""},
@@ -44,10 +44,10 @@ func TestProgressViewPlainLines(t *testing.T) {
 		// Read from search attributes: chunks, no tokens. The token rate
 		// keeps to the samples whose tokens are known (3,000 tokens in
 		// 8 s); the ETA follows the chunks (5 in 16 s, 5 left).
-		{8 * time.Second, workflows.Progress{Stage: workflows.StageReading, ChunksDone: 5, ChunksTotal: 10}, false,
+		{8 * time.Second, api.Progress{Stage: api.StageReading, ChunksDone: 5, ChunksTotal: 10}, false,
 			"reading: chunk 5/10, 3K/10K tokens, 375 tokens/s, ETA 16s"},
-		{time.Second, progressAt(workflows.StageAnswering, 10), true, "answering: chunk 10/10, 10K/10K tokens"},
-		{time.Second, progressAt(workflows.StageDone, 10), true, "done: chunk 10/10, 10K/10K tokens"},
+		{time.Second, progressAt(api.StageAnswering, 10), true, "answering: chunk 10/10, 10K/10K tokens"},
+		{time.Second, progressAt(api.StageDone, 10), true, "done: chunk 10/10, 10K/10K tokens"},
 	}
 	for i, s := range steps {
 		out.Reset()
@@ -126,7 +126,7 @@ func TestProgressViewTerminalBar(t *testing.T) {
 		v := newProgressView(&out, true)
 		v.now, v.width = c.now, tt.width
 		for _, done := range []int{1400, 1500} {
-			v.update(workflows.Progress{Stage: workflows.StageReading, ChunksDone: done, ChunksTotal: 2000,
+			v.update(api.Progress{Stage: api.StageReading, ChunksDone: done, ChunksTotal: 2000,
 				TokensDone: int64(done) * 1000, TokensTotal: 2_000_000}, true)
 			c.advance(2 * time.Second)
 		}
@@ -172,40 +172,40 @@ func TestFormatting(t *testing.T) {
 
 // reviewAt is a review of two questions over 10 chunks, the slowest at
 // chunk done, with answered questions done.
-func reviewAt(stage string, done, answered int) workflows.ReviewProgress {
-	p := workflows.ReviewProgress{Stage: stage, ChunksDone: done, ChunksTotal: 10, TokensDone: int64(done) * 1000, TokensTotal: 10_000,
+func reviewAt(stage string, done, answered int) api.ReviewProgress {
+	p := api.ReviewProgress{Stage: stage, ChunksDone: done, ChunksTotal: 10, TokensDone: int64(done) * 1000, TokensTotal: 10_000,
 		UpdatesDone: 2 * done, UpdatesTotal: 20, Run: 1}
 	for i := range 2 {
-		st := workflows.QuestionReading
+		st := api.QuestionReading
 		if i < answered {
-			st = workflows.QuestionDone
+			st = api.QuestionDone
 		}
-		p.Questions = append(p.Questions, workflows.ReviewQuestionProgress{ID: fmt.Sprintf("q%d", i+1), Status: st, ChunksDone: done})
+		p.Questions = append(p.Questions, api.ReviewQuestionProgress{ID: fmt.Sprintf("q%d", i+1), Status: st, ChunksDone: done})
 	}
 	return p
 }
 
 func TestProgressViewReviewAndBatchLines(t *testing.T) {
-	failed := reviewAt(workflows.StageAnswering, 10, 1)
-	failed.Questions[1].Status = workflows.QuestionFailed
+	failed := reviewAt(api.StageAnswering, 10, 1)
+	failed.Questions[1].Status = api.QuestionFailed
 	tests := []struct {
 		name  string
 		steps []snapshot // shown 2 s apart
 		want  string     // the last line printed
 	}{
-		{"review reading", []snapshot{reviewSnapshot(reviewAt(workflows.StageReading, 2, 0)), reviewSnapshot(reviewAt(workflows.StageReading, 4, 0))},
+		{"review reading", []snapshot{reviewSnapshot(reviewAt(api.StageReading, 2, 0)), reviewSnapshot(reviewAt(api.StageReading, 4, 0))},
 			"reading: chunk 4/10, 0/2 questions done, 4K/10K tokens, 1K tokens/s, ETA 6s"},
 		{"review answering, one failed", []snapshot{reviewSnapshot(failed)},
 			"answering: chunk 10/10, 1/2 questions done, 1 failed, 10K/10K tokens"},
-		{"review writing", []snapshot{reviewSnapshot(reviewAt(workflows.StageWriting, 10, 2))},
+		{"review writing", []snapshot{reviewSnapshot(reviewAt(api.StageWriting, 10, 2))},
 			"writing: chunk 10/10, 2/2 questions done, 10K/10K tokens"},
-		{"batch expanding", []snapshot{batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageExpanding})},
+		{"batch expanding", []snapshot{batchSnapshot(api.BatchProgress{Stage: api.BatchStageExpanding})},
 			"expanding"},
 		{"batch running", []snapshot{
-			batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageRunning, Items: 100, Done: 10, Running: 16, Run: 1}),
-			batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageRunning, Items: 100, Done: 20, Answered: 17, Reused: 2, Failed: 1, Running: 16, Run: 2}),
+			batchSnapshot(api.BatchProgress{Stage: api.BatchStageRunning, Items: 100, Done: 10, Running: 16, Run: 1}),
+			batchSnapshot(api.BatchProgress{Stage: api.BatchStageRunning, Items: 100, Done: 20, Answered: 17, Reused: 2, Failed: 1, Running: 16, Run: 2}),
 		}, "running: 20/100 items, 16 running, 1 failed, 2 reused, run 2, ETA 16s"},
-		{"batch done", []snapshot{batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageDone, Items: 3, Done: 3, Answered: 3, Run: 1})},
+		{"batch done", []snapshot{batchSnapshot(api.BatchProgress{Stage: api.BatchStageDone, Items: 3, Done: 3, Answered: 3, Run: 1})},
 			"done: 3/3 items, 0 running, 0 failed, 0 reused"},
 	}
 	for _, tt := range tests {
@@ -243,7 +243,7 @@ func TestProgressViewBatchBar(t *testing.T) {
 		v := newProgressView(&out, true)
 		v.now, v.width = c.now, tt.width
 		for _, done := range []int{40, 50} {
-			v.show(batchSnapshot(workflows.BatchProgress{Stage: workflows.BatchStageRunning, Items: 200, Done: done, Running: 8, Failed: 2, Run: 1}))
+			v.show(batchSnapshot(api.BatchProgress{Stage: api.BatchStageRunning, Items: 200, Done: done, Running: 8, Failed: 2, Run: 1}))
 			c.advance(time.Second)
 		}
 		frames := strings.Split(out.String(), "\r")
@@ -276,9 +276,9 @@ func TestProgressViewPrintsNoteChanges(t *testing.T) {
 	c := &clock{t: time.Unix(0, 0)}
 	v := newProgressView(&out, false)
 	v.now = c.now
-	v.show(reviewSnapshot(reviewAt(workflows.StageAnswering, 10, 0)))
+	v.show(reviewSnapshot(reviewAt(api.StageAnswering, 10, 0)))
 	c.advance(10 * time.Second)
-	v.show(reviewSnapshot(reviewAt(workflows.StageAnswering, 10, 1)))
+	v.show(reviewSnapshot(reviewAt(api.StageAnswering, 10, 1)))
 	if got := strings.Count(out.String(), "\n"); got != 2 {
 		t.Errorf("printed %d lines, want 2 (the answered question changes the line):\n%s", got, out.String())
 	}

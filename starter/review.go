@@ -16,18 +16,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/workflows"
 )
 
 // reviewQuestionFlags collects --question and --answer in command-line
 // order: an --answer is a gold answer of the --question before it.
 type reviewQuestionFlags struct {
-	questions []workflows.ReviewQuestion
+	questions []api.ReviewQuestion
 	err       error
 }
 
@@ -36,7 +35,7 @@ type reviewQuestionFlag struct{ f *reviewQuestionFlags }
 func (v reviewQuestionFlag) String() string { return "" }
 func (v reviewQuestionFlag) Type() string   { return "string" }
 func (v reviewQuestionFlag) Set(q string) error {
-	v.f.questions = append(v.f.questions, workflows.ReviewQuestion{Question: q})
+	v.f.questions = append(v.f.questions, api.ReviewQuestion{Question: q})
 	return nil
 }
 
@@ -63,14 +62,14 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 	fs.Var(reviewQuestionFlag{qf}, "question", "a question (repeatable)")
 	fs.Var(reviewAnswerFlag{qf}, "answer", "a gold answer of the --question before it (repeatable)")
 	questionsFile := fs.String("questions", "", "`FILE` of questions: one a line (# comments), or a JSON array of {\"id\", \"question\", \"answers\"}")
-	in := workflows.ReviewInput{}
-	fs.IntVar(&in.Parallelism, "parallelism", 0, fmt.Sprintf("memory updates in flight at once (default min(questions, %d))", workflows.DefaultReviewParallelism))
-	fs.IntVar(&in.MaxChunksAhead, "max-chunks-ahead", 0, fmt.Sprintf("how many chunks a question may read ahead of the slowest (default %d; 1 = lockstep)", workflows.DefaultReviewChunksAhead))
-	fs.IntVar(&in.ActivitiesPerRun, "activities-per-run", 0, fmt.Sprintf("activities per run before continue-as-new (default %d)", workflows.DefaultReviewActivitiesPerRun))
+	in := api.ReviewInput{}
+	fs.IntVar(&in.Parallelism, "parallelism", 0, fmt.Sprintf("memory updates in flight at once (default min(questions, %d))", api.DefaultReviewParallelism))
+	fs.IntVar(&in.MaxChunksAhead, "max-chunks-ahead", 0, fmt.Sprintf("how many chunks a question may read ahead of the slowest (default %d; 1 = lockstep)", api.DefaultReviewChunksAhead))
+	fs.IntVar(&in.ActivitiesPerRun, "activities-per-run", 0, fmt.Sprintf("activities per run before continue-as-new (default %d)", api.DefaultReviewActivitiesPerRun))
 	fs.StringVar(&in.OutputPrefix, "output-prefix", "", "s3:// prefix for traces, results, grid and report (default s3://BUCKET/reviews/<workflow id>/<run id>/)")
 	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`")
 	asJSON := outputFlag(cmd, "print the grid as one JSON object instead of a table")
-	schedulingFlags(fs, &in.Priority, &in.FairnessKey, &in.FairnessWeight, workflows.PriorityReview, "the review")
+	schedulingFlags(fs, &in.Priority, &in.FairnessKey, &in.FairnessWeight, api.PriorityReview, "the review")
 	finish := askFlags(fs, &req)
 	return func(args []string) (err error) {
 		if cfgErr != nil {
@@ -138,8 +137,8 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 
 // review uploads a local document, checks the budget, starts (or joins)
 // the ReviewDocument run and waits for its grid.
-func (s *session) review(ctx context.Context, in workflows.ReviewInput, doc string, fresh bool) (*workflows.ReviewResult, error) {
-	s.replaceInvalid = in.Options.InvalidUTF8 == activities.InvalidUTF8Replace
+func (s *session) review(ctx context.Context, in api.ReviewInput, doc string, fresh bool) (*api.ReviewResult, error) {
+	s.replaceInvalid = in.Options.InvalidUTF8 == api.InvalidUTF8Replace
 	uri, sha, err := s.resolveDocument(ctx, doc)
 	if err != nil {
 		return nil, err
@@ -170,9 +169,9 @@ func (s *session) review(ctx context.Context, in workflows.ReviewInput, doc stri
 	}
 	stop := func() {}
 	if s.progress != nil {
-		stop = watchRun(ctx, readerFor(s.temporal, s.cfg.TemporalNamespace, workflows.ReviewDocumentName, run.ID), newProgressView(s.progress, s.progressTTY))
+		stop = watchRun(ctx, readerFor(s.temporal, s.cfg.TemporalNamespace, api.ReviewDocumentName, run.ID), newProgressView(s.progress, s.progressTTY))
 	}
-	var res workflows.ReviewResult
+	var res api.ReviewResult
 	if err := await(ctx, s.temporal, run.ID, stop, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
@@ -192,7 +191,7 @@ func documentMemo(sha string) map[string]any {
 // {"id", "question", "gold_answers"} ("answers" is its alias), or plain text with one
 // question a line, where empty lines and lines starting with '#' are
 // skipped.
-func readReviewQuestions(path string) ([]workflows.ReviewQuestion, error) {
+func readReviewQuestions(path string) ([]api.ReviewQuestion, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("questions: %w", err)
@@ -200,7 +199,7 @@ func readReviewQuestions(path string) ([]workflows.ReviewQuestion, error) {
 	if !utf8.Valid(data) {
 		return nil, fmt.Errorf("questions file %s is not UTF-8 text", path)
 	}
-	var qs []workflows.ReviewQuestion
+	var qs []api.ReviewQuestion
 	if trimmed := bytes.TrimSpace(data); bytes.HasPrefix(trimmed, []byte("[")) {
 		// The same strict decoding as the workflow's, so a questions file
 		// is exactly the review input's "questions" array.
@@ -209,13 +208,13 @@ func readReviewQuestions(path string) ([]workflows.ReviewQuestion, error) {
 		}
 	} else {
 		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 64<<10), activities.MaxQuestionBytes+1024)
+		sc.Buffer(make([]byte, 64<<10), api.MaxQuestionBytes+1024)
 		for sc.Scan() {
 			line := strings.TrimSpace(sc.Text())
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			qs = append(qs, workflows.ReviewQuestion{Question: line})
+			qs = append(qs, api.ReviewQuestion{Question: line})
 		}
 		if err := sc.Err(); err != nil {
 			return nil, fmt.Errorf("questions file %s: %w", path, err)
@@ -250,7 +249,7 @@ const reviewTableEvidence = 3
 // printReviewGrid prints the grid as a table for a person. Answers and
 // questions are untrusted text: they are clipped to one line and control
 // characters (terminal escapes) are replaced.
-func printReviewGrid(w io.Writer, g *workflows.ReviewResult) {
+func printReviewGrid(w io.Writer, g *api.ReviewResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tANSWER\tSCORE\tEVIDENCE (chunk@bytes, ✓ = in final memory)\tCALLS\tTOKENS")
 	for _, r := range g.Rows {

@@ -16,17 +16,16 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // rangeCounter counts the worker's ranged S3 reads by object and range,
@@ -96,7 +95,7 @@ func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, c
 func TestReviewEndToEnd(t *testing.T) {
 	d := stack(t)
 	counter, acts, c := startCountingWorker(t)
-	const tokens, chunkTokens = 500_000, activities.DefaultChunkTokens
+	const tokens, chunkTokens = 500_000, api.DefaultChunkTokens
 	tok, err := tokenizer.New(tokenizer.Qwen)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +143,7 @@ func TestReviewEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("review: %v\nstderr: %s", err, stderr)
 	}
-	var res workflows.ReviewResult
+	var res api.ReviewResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("review --json printed %q: %v", out, err)
 	}
@@ -256,7 +255,7 @@ func TestReviewEndToEnd(t *testing.T) {
 		t.Errorf("--html saved %d bytes (%v), want the report with the first fact's passage marked", len(page), err)
 	}
 	if res.Runs < 2 {
-		t.Errorf("runs = %d: %d activities in runs of %d should have continued as new", res.Runs, updates+finals, workflows.DefaultReviewActivitiesPerRun)
+		t.Errorf("runs = %d: %d activities in runs of %d should have continued as new", res.Runs, updates+finals, api.DefaultReviewActivitiesPerRun)
 	}
 	// Each run's history is bounded by the activities it ran, not by the
 	// document.
@@ -289,7 +288,7 @@ func TestReviewEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second review: %v\n%s", err, stderr)
 	}
-	var res2 workflows.ReviewResult
+	var res2 api.ReviewResult
 	if err := json.Unmarshal([]byte(out2), &res2); err != nil || res2.WorkflowID != res.WorkflowID || len(d.Simulator.Calls()) != before {
 		t.Errorf("asking again: workflow %q (first %q), %d new model calls; want the same run and none", res2.WorkflowID, res.WorkflowID, len(d.Simulator.Calls())-before)
 	}
@@ -358,7 +357,7 @@ func TestReadReviewQuestions(t *testing.T) {
 }
 
 func TestReviewWorkflowIDIsStable(t *testing.T) {
-	in := workflows.ReviewInput{Document: "s3://b/d", Questions: []workflows.ReviewQuestion{{Question: "Why?"}}}
+	in := api.ReviewInput{Document: "s3://b/d", Questions: []api.ReviewQuestion{{Question: "Why?"}}}
 	a := memclient.ReviewWorkflowID(in)
 	in.Parallelism, in.MaxChunksAhead = 7, 2
 	in.Questions[0].ID = "q1" // the default, spelt out
@@ -372,7 +371,7 @@ func TestReviewWorkflowIDIsStable(t *testing.T) {
 }
 
 func TestPrintReviewGridIsOneLinePerQuestion(t *testing.T) {
-	g := &workflows.ReviewResult{Rows: []report.ReviewRow{{ID: "q1", Status: "done", Answer: "line one\nline two \x1b[2J", AnswerFound: true}}}
+	g := &api.ReviewResult{Rows: []api.ReviewRow{{ID: "q1", Status: "done", Answer: "line one\nline two \x1b[2J", AnswerFound: true}}}
 	var b strings.Builder
 	printReviewGrid(&b, g)
 	if strings.Contains(b.String(), "\x1b") || !strings.Contains(b.String(), "line one line two") {

@@ -18,9 +18,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // runFilter selects runs by their search attributes; empty fields match
@@ -30,27 +30,27 @@ type runFilter struct {
 }
 
 // statuses are the values of MemagentStatus.
-var statuses = []string{workflows.StagePreparing, workflows.StageReading, workflows.StageAnswering, workflows.StageDone, workflows.StageFailed}
+var statuses = []string{api.StagePreparing, api.StageReading, api.StageAnswering, api.StageDone, api.StageFailed}
 
 // query renders the filter as a visibility query. Runs that continued as
 // new are left out: the chain's latest run stands for it, carrying the same
 // attributes.
 func (f runFilter) query() string {
 	q := []string{
-		fmt.Sprintf("WorkflowType = %s", quote(workflows.DocumentQAName)),
+		fmt.Sprintf("WorkflowType = %s", quote(api.DocumentQAName)),
 		"ExecutionStatus != 'ContinuedAsNew'",
 	}
 	add := func(attr, v string) {
 		if v != "" {
-			q = append(q, fmt.Sprintf("%s = %s", attr, quote(workflows.KeywordValue(v))))
+			q = append(q, fmt.Sprintf("%s = %s", attr, quote(api.KeywordValue(v))))
 		}
 	}
-	add(workflows.AttrDocument, f.Document)
-	add(workflows.AttrModel, f.Model)
-	add(workflows.AttrStatus, f.Status)
-	add(workflows.AttrBatch, f.Batch)
+	add(api.AttrDocument, f.Document)
+	add(api.AttrModel, f.Model)
+	add(api.AttrStatus, f.Status)
+	add(api.AttrBatch, f.Batch)
 	if f.Question != "" {
-		add(workflows.AttrQuestionDigest, workflows.QuestionDigest(f.Question))
+		add(api.AttrQuestionDigest, api.QuestionDigest(f.Question))
 	}
 	return strings.Join(q, " AND ")
 }
@@ -175,18 +175,18 @@ func newRunRow(e *workflowpb.WorkflowExecutionInfo) runRow {
 		RunID:           e.GetExecution().GetRunId(),
 		ExecutionStatus: e.GetStatus().String(),
 		StartedAt:       e.GetStartTime().AsTime(),
-		Document:        keyword(sa, workflows.AttrDocument),
-		Model:           keyword(sa, workflows.AttrModel),
-		Batch:           keyword(sa, workflows.AttrBatch),
-		QuestionDigest:  keyword(sa, workflows.AttrQuestionDigest),
-		ChunksDone:      integer(sa, workflows.AttrChunksDone),
-		ChunksTotal:     integer(sa, workflows.AttrChunksTotal),
+		Document:        keyword(sa, api.AttrDocument),
+		Model:           keyword(sa, api.AttrModel),
+		Batch:           keyword(sa, api.AttrBatch),
+		QuestionDigest:  keyword(sa, api.AttrQuestionDigest),
+		ChunksDone:      integer(sa, api.AttrChunksDone),
+		ChunksTotal:     integer(sa, api.AttrChunksTotal),
 	}
 	if e.GetCloseTime() != nil {
 		t := e.GetCloseTime().AsTime()
 		r.ClosedAt = &t
 	}
-	r.Status = displayStatus(keyword(sa, workflows.AttrStatus), e.GetStatus())
+	r.Status = displayStatus(keyword(sa, api.AttrStatus), e.GetStatus())
 	return r
 }
 
@@ -203,9 +203,9 @@ func displayStatus(attr string, st enumspb.WorkflowExecutionStatus) string {
 	}
 	switch st {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		return workflows.StageDone
+		return api.StageDone
 	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
-		return workflows.StageFailed
+		return api.StageFailed
 	}
 	return strings.ToLower(st.String())
 }

@@ -26,10 +26,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // Wire names of a schedule's memo fields. The spec as the user wrote it is
@@ -112,8 +111,8 @@ func (c *scheduleCreate) validate() error {
 		return err
 	}
 	c.overlap = p
-	if c.Concurrency < 0 || c.Concurrency > workflows.MaxBatchConcurrency {
-		return fmt.Errorf("--concurrency (%d) must be within [1, %d] (0 = the workflow's default, %d)", c.Concurrency, workflows.MaxBatchConcurrency, workflows.DefaultBatchConcurrency)
+	if c.Concurrency < 0 || c.Concurrency > api.MaxBatchConcurrency {
+		return fmt.Errorf("--concurrency (%d) must be within [1, %d] (0 = the workflow's default, %d)", c.Concurrency, api.MaxBatchConcurrency, api.DefaultBatchConcurrency)
 	}
 	if c.ChunkTokens < 0 {
 		return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", c.ChunkTokens)
@@ -137,9 +136,9 @@ func (c *scheduleCreate) validate() error {
 		}
 	}
 	switch c.Format {
-	case "", workflows.ManifestJSONL, workflows.ManifestMemAgent:
+	case "", api.ManifestJSONL, api.ManifestMemAgent:
 	default:
-		return fmt.Errorf("--format %q is not a manifest format: use %s or %s (empty: detected)", c.Format, workflows.ManifestJSONL, workflows.ManifestMemAgent)
+		return fmt.Errorf("--format %q is not a manifest format: use %s or %s (empty: detected)", c.Format, api.ManifestJSONL, api.ManifestMemAgent)
 	}
 	if c.ReportPrefix != "" {
 		p, err := normalizePrefix(c.ReportPrefix)
@@ -399,7 +398,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 	fs.StringVar(&c.Every, "every", "", "run at a fixed interval instead, e.g. 24h, 90m, 7d (counted from the epoch, UTC)")
 	fs.StringVar(&c.Overlap, "overlap", "skip", "when a run is due while the last one still runs: "+overlapNames())
 	fs.IntVar(&c.Concurrency, "concurrency", 0, "DocumentQA runs at once per batch (0 = the workflow's default: twice the model pool's capacity)")
-	schedulingFlags(fs, &c.Priority, &c.FairnessKey, &c.FairnessWeight, workflows.PriorityBatch, "each batch")
+	schedulingFlags(fs, &c.Priority, &c.FairnessKey, &c.FairnessWeight, api.PriorityBatch, "each batch")
 	fs.IntVar(&c.ChunkTokens, "chunk-tokens", 0, "tokens per chunk (0 = the default, 5000)")
 	fs.StringVar(&c.ReportPrefix, "report-prefix", "", "s3:// prefix of the reports, each run under <prefix><UTC start time>/ (default s3://BUCKET/reports/NAME/)")
 	fs.BoolVar(&c.Paused, "paused", false, "create the schedule paused")
@@ -445,10 +444,10 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		if err != nil {
 			return err
 		}
-		in := workflows.BatchQAInput{
+		in := api.BatchQAInput{
 			Manifest:     manifest,
 			Format:       c.Format,
-			Options:      activities.ModelOptions{Model: cfg.Model, ChunkTokens: c.ChunkTokens},
+			Options:      api.ModelOptions{Model: cfg.Model, ChunkTokens: c.ChunkTokens},
 			Concurrency:  c.Concurrency,
 			ReportPrefix: c.ReportPrefix,
 			DatedReport:  true,
@@ -460,9 +459,9 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		// Like `starter batch`, each run is findable by status (and model) from
 		// its start; BatchQA sets MemagentBatch to its workflow id, which
 		// Temporal completes only when it starts the run.
-		sa := []temporal.SearchAttributeUpdate{workflows.StatusKey.ValueSet(workflows.BatchStageExpanding)}
+		sa := []temporal.SearchAttributeUpdate{api.StatusKey.ValueSet(api.BatchStageExpanding)}
 		if in.Options.Model != "" {
-			sa = append(sa, workflows.ModelKey.ValueSet(workflows.KeywordValue(in.Options.Model)))
+			sa = append(sa, api.ModelKey.ValueSet(api.KeywordValue(in.Options.Model)))
 		}
 		opts := client.ScheduleOptions{
 			ID:            c.ID,
@@ -478,7 +477,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 			},
 			Action: &client.ScheduleWorkflowAction{
 				ID:                    scheduleWorkflowPrefix + c.ID,
-				Workflow:              workflows.BatchQAName,
+				Workflow:              api.BatchQAName,
 				Args:                  []any{in},
 				TaskQueue:             cfg.TaskQueue,
 				Memo:                  map[string]any{scheduleRunMemoID: c.ID},
@@ -556,7 +555,7 @@ func bindScheduleList(ctx context.Context, cmd *cobra.Command, stdout, stderr io
 			if err != nil {
 				return fmt.Errorf("list schedules: %w", err)
 			}
-			if !*all && e.WorkflowType.Name != workflows.BatchQAName {
+			if !*all && e.WorkflowType.Name != api.BatchQAName {
 				continue
 			}
 			r := scheduleRow{ID: e.ID, Paused: e.Paused, Note: e.Note, Workflow: e.WorkflowType.Name}
@@ -704,26 +703,26 @@ func renderRanges(rs []client.ScheduleRange, empty string) string {
 
 // scheduleView is a schedule as `schedule describe` shows it.
 type scheduleView struct {
-	ID            string                  `json:"id"`
-	Spec          string                  `json:"spec"`
-	TimeZone      string                  `json:"time_zone,omitempty"`
-	Jitter        string                  `json:"jitter,omitempty"`
-	Paused        bool                    `json:"paused"`
-	Note          string                  `json:"note,omitempty"`
-	Overlap       string                  `json:"overlap"`
-	CatchupWindow string                  `json:"catchup_window,omitempty"`
-	Workflow      string                  `json:"workflow"`
-	WorkflowID    string                  `json:"workflow_id_prefix"`
-	TaskQueue     string                  `json:"task_queue"`
-	Input         *workflows.BatchQAInput `json:"input,omitempty"`
-	Actions       int                     `json:"actions"`
-	Skipped       int                     `json:"skipped_overlap"`
-	Missed        int                     `json:"missed_catchup_window"`
-	Running       []string                `json:"running,omitempty"`
-	RecentActions []scheduleActionView    `json:"recent_actions"`
-	NextRuns      []time.Time             `json:"next_runs"`
-	CreatedAt     time.Time               `json:"created_at"`
-	UpdatedAt     *time.Time              `json:"updated_at,omitempty"`
+	ID            string               `json:"id"`
+	Spec          string               `json:"spec"`
+	TimeZone      string               `json:"time_zone,omitempty"`
+	Jitter        string               `json:"jitter,omitempty"`
+	Paused        bool                 `json:"paused"`
+	Note          string               `json:"note,omitempty"`
+	Overlap       string               `json:"overlap"`
+	CatchupWindow string               `json:"catchup_window,omitempty"`
+	Workflow      string               `json:"workflow"`
+	WorkflowID    string               `json:"workflow_id_prefix"`
+	TaskQueue     string               `json:"task_queue"`
+	Input         *api.BatchQAInput    `json:"input,omitempty"`
+	Actions       int                  `json:"actions"`
+	Skipped       int                  `json:"skipped_overlap"`
+	Missed        int                  `json:"missed_catchup_window"`
+	Running       []string             `json:"running,omitempty"`
+	RecentActions []scheduleActionView `json:"recent_actions"`
+	NextRuns      []time.Time          `json:"next_runs"`
+	CreatedAt     time.Time            `json:"created_at"`
+	UpdatedAt     *time.Time           `json:"updated_at,omitempty"`
 	raw           *client.ScheduleDescription
 }
 
@@ -769,9 +768,9 @@ func describeSchedule(ctx context.Context, tc client.Client, dc converter.DataCo
 	}
 	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
 		v.Workflow, v.WorkflowID, v.TaskQueue = fmt.Sprint(a.Workflow), a.ID, a.TaskQueue
-		if len(a.Args) == 1 && v.Workflow == workflows.BatchQAName {
+		if len(a.Args) == 1 && v.Workflow == api.BatchQAName {
 			if p, ok := a.Args[0].(*commonpb.Payload); ok {
-				var in workflows.BatchQAInput
+				var in api.BatchQAInput
 				if err := dc.FromPayload(p, &in); err == nil {
 					v.Input = &in
 				}

@@ -15,11 +15,10 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // TestScheduleEndToEnd drives a schedule through its life on the embedded
@@ -69,7 +68,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			if e.ID == id && e.WorkflowType.Name == workflows.BatchQAName {
+			if e.ID == id && e.WorkflowType.Name == api.BatchQAName {
 				return true, ""
 			}
 			seen = append(seen, e.ID)
@@ -104,7 +103,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("schedule trigger --wait: %v\n%s", err, stderr)
 	}
-	var res workflows.BatchQAResult
+	var res api.BatchQAResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("trigger --json printed %q: %v", out, err)
 	}
@@ -124,8 +123,8 @@ func TestScheduleEndToEnd(t *testing.T) {
 	if !ok || file != "report.json" {
 		t.Fatalf("report at %q, want %s<date>/report.json", res.ReportURI, prefix)
 	}
-	if _, err := time.Parse(workflows.DatedReportLayout, folder); err != nil {
-		t.Errorf("report folder %q is not a UTC start time (%s): %v", folder, workflows.DatedReportLayout, err)
+	if _, err := time.Parse(api.DatedReportLayout, folder); err != nil {
+		t.Errorf("report folder %q is not a UTC start time (%s): %v", folder, api.DatedReportLayout, err)
 	}
 	store, err := workerapp.NewStore(context.Background(), cfg)
 	if err != nil {
@@ -136,7 +135,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read %s: %v", res.ReportURI, err)
 	}
-	var rep activities.BatchReport
+	var rep api.BatchReport
 	if err := json.Unmarshal(data, &rep); err != nil || rep.Overall.Items != 3 || !strings.HasPrefix(rep.WorkflowID, "batch-"+id+"-") {
 		t.Errorf("report.json: %v, %d items, workflow %q; want 3 items from a batch-%s-… run", err, rep.Overall.Items, rep.WorkflowID, id)
 	}
@@ -157,7 +156,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("describe --json printed %q: %v", out, err)
 	}
-	if !v.Paused || v.Note != "maintenance window" || v.Overlap != "skip" || v.Workflow != workflows.BatchQAName {
+	if !v.Paused || v.Note != "maintenance window" || v.Overlap != "skip" || v.Workflow != api.BatchQAName {
 		t.Errorf("describe = paused %v, note %q, overlap %q, workflow %q", v.Paused, v.Note, v.Overlap, v.Workflow)
 	}
 	if v.Input == nil || !v.Input.DatedReport || v.Input.ReportPrefix != prefix || v.Input.Concurrency != 3 || v.Input.Options.ChunkTokens != 2000 {

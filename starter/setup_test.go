@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/grpc"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/searchattrs"
 	"github.com/memagent/memagent/workflows"
 )
@@ -49,12 +50,12 @@ func TestRegisterSearchAttributes(t *testing.T) {
 		{"fresh namespace", map[string]enumspb.IndexedValueType{}, nil, len(all), ""},
 		{"already registered", maps.Clone(all), nil, 0, ""},
 		{"some registered, others kept", map[string]enumspb.IndexedValueType{
-			workflows.AttrDocument: enumspb.INDEXED_VALUE_TYPE_KEYWORD, "CustomerId": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+			api.AttrDocument: enumspb.INDEXED_VALUE_TYPE_KEYWORD, "CustomerId": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		}, nil, len(all) - 1, ""},
-		{"same name, other type", map[string]enumspb.IndexedValueType{workflows.AttrChunksDone: enumspb.INDEXED_VALUE_TYPE_TEXT},
+		{"same name, other type", map[string]enumspb.IndexedValueType{api.AttrChunksDone: enumspb.INDEXED_VALUE_TYPE_TEXT},
 			nil, 0, "MemagentChunksDone exists in namespace qa as Text, memagent needs Int"},
 		{"a system attribute's name", map[string]enumspb.IndexedValueType{},
-			map[string]enumspb.IndexedValueType{workflows.AttrStatus: enumspb.INDEXED_VALUE_TYPE_KEYWORD}, 0, "MemagentStatus is a system attribute"},
+			map[string]enumspb.IndexedValueType{api.AttrStatus: enumspb.INDEXED_VALUE_TYPE_KEYWORD}, 0, "MemagentStatus is a system attribute"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

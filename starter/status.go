@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
@@ -44,8 +44,8 @@ func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		if err != nil {
 			return err
 		}
-		if *showMemory && kind != workflows.DocumentQAName {
-			return fmt.Errorf("--memory shows the memory of a %s run; %s is a %s, whose memories are in its per-question traces", workflows.DocumentQAName, id, kind)
+		if *showMemory && kind != api.DocumentQAName {
+			return fmt.Errorf("--memory shows the memory of a %s run; %s is a %s, whose memories are in its per-question traces", api.DocumentQAName, id, kind)
 		}
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		p, err := queryStatus(qctx, s.temporal, kind, id)
@@ -73,11 +73,11 @@ func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 			defer fmt.Fprintf(stdout, "trouble: %s\n", why)
 		}
 		switch p := p.(type) {
-		case workflows.ReviewProgress:
+		case api.ReviewProgress:
 			printReviewStatus(stdout, p)
-		case workflows.BatchProgress:
+		case api.BatchProgress:
 			printBatchStatus(stdout, p)
-		case workflows.Progress:
+		case api.Progress:
 			printQAStatus(stdout, p)
 			if *showMemory {
 				fmt.Fprintf(stdout, "memory:\n%s\n", p.Memory)
@@ -104,9 +104,9 @@ func oneWorkflowID(name string, args []string) (string, error) {
 func queryStatus(ctx context.Context, c client.Client, kind, id string) (any, error) {
 	mc := memclient.New(c, memclient.Options{})
 	switch kind {
-	case workflows.ReviewDocumentName:
+	case api.ReviewDocumentName:
 		return mc.ReviewProgress(ctx, id)
-	case workflows.BatchQAName:
+	case api.BatchQAName:
 		return mc.BatchProgress(ctx, id)
 	}
 	return queryProgress(ctx, c, id)
@@ -128,7 +128,7 @@ func writeStatusJSON(w io.Writer, kind string, p any) error {
 }
 
 // printQAStatus prints a DocumentQA run's progress.
-func printQAStatus(w io.Writer, p workflows.Progress) {
+func printQAStatus(w io.Writer, p api.Progress) {
 	fmt.Fprintf(w, "stage:  %s (run %d)\nchunks: %d/%d\ntokens: %d/%d (%.1f%%)\ncalls:  %d (%d prompt + %d completion tokens)\n",
 		p.Stage, p.Run, p.ChunksDone, p.ChunksTotal, p.TokensDone, p.TokensTotal, percent(p.TokensDone, p.TokensTotal),
 		p.Usage.Calls, p.Usage.PromptTokens, p.Usage.CompletionTokens)
@@ -140,13 +140,13 @@ func printQAStatus(w io.Writer, p workflows.Progress) {
 // printReviewStatus prints a review's progress and a line per question.
 // Answers are untrusted text, printed on one line without control
 // characters.
-func printReviewStatus(w io.Writer, p workflows.ReviewProgress) {
+func printReviewStatus(w io.Writer, p api.ReviewProgress) {
 	counts := map[string]int{}
 	for _, q := range p.Questions {
 		counts[q.Status]++
 	}
 	var tally []string
-	for _, st := range []string{workflows.QuestionDone, workflows.QuestionAnswering, workflows.QuestionReading, workflows.QuestionFailed} {
+	for _, st := range []string{api.QuestionDone, api.QuestionAnswering, api.QuestionReading, api.QuestionFailed} {
 		if counts[st] > 0 {
 			tally = append(tally, fmt.Sprintf("%d %s", counts[st], st))
 		}
@@ -165,9 +165,9 @@ func printReviewStatus(w io.Writer, p workflows.ReviewProgress) {
 	for _, q := range p.Questions {
 		answer := q.Answer
 		switch {
-		case q.Status == workflows.QuestionFailed:
+		case q.Status == api.QuestionFailed:
 			answer = "FAILED: " + q.ErrorType
-		case q.Status == workflows.QuestionDone && !q.AnswerFound:
+		case q.Status == api.QuestionDone && !q.AnswerFound:
 			answer = "(no \\boxed{}) " + answer
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%s\n", reviewPrintable(q.ID, 24), q.Status, q.ChunksDone, p.ChunksTotal,
@@ -177,7 +177,7 @@ func printReviewStatus(w io.Writer, p workflows.ReviewProgress) {
 }
 
 // printBatchStatus prints a batch's progress.
-func printBatchStatus(w io.Writer, p workflows.BatchProgress) {
+func printBatchStatus(w io.Writer, p api.BatchProgress) {
 	fmt.Fprintf(w, "batch:   %s\n", p.Name)
 	fmt.Fprintf(w, "stage:   %s (run %d)\n", p.Stage, p.Run)
 	fmt.Fprintf(w, "items:   %d/%d done: %d answered, %d reused, %d failed\n", p.Done, p.Items, p.Answered, p.Reused, p.Failed)

@@ -6,16 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/workflows"
+	"github.com/memagent/memagent/api"
 )
 
 func TestPrintReviewStatus(t *testing.T) {
-	p := reviewAt(workflows.StageAnswering, 10, 1)
+	p := reviewAt(api.StageAnswering, 10, 1)
 	p.InFlight = 1
 	p.Questions[0].Answer, p.Questions[0].AnswerFound, p.Questions[0].Evidence = "7391-ALPHA\n\x1b[2J", true, 2
-	p.Questions[1].Status = workflows.QuestionAnswering
-	p.Questions = append(p.Questions, workflows.ReviewQuestionProgress{ID: "bad", Status: workflows.QuestionFailed, ChunksDone: 3, ErrorType: activities.ErrPromptTooLong})
+	p.Questions[1].Status = api.QuestionAnswering
+	p.Questions = append(p.Questions, api.ReviewQuestionProgress{ID: "bad", Status: api.QuestionFailed, ChunksDone: 3, ErrorType: api.ErrPromptTooLong})
 	var out bytes.Buffer
 	printReviewStatus(&out, p)
 	got := out.String()
@@ -26,7 +25,7 @@ func TestPrintReviewStatus(t *testing.T) {
 		"questions: 3 (1 done, 1 answering, 1 failed)\n",
 		"  q1   done       10/10   2         7391-ALPHA \uFFFD[2J\n",
 		"  q2   answering  10/10   0         -\n",
-		"  bad  failed     3/10    0         FAILED: " + activities.ErrPromptTooLong + "\n",
+		"  bad  failed     3/10    0         FAILED: " + api.ErrPromptTooLong + "\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status lacks %q:\n%s", want, got)
@@ -39,7 +38,7 @@ func TestPrintReviewStatus(t *testing.T) {
 
 func TestPrintBatchStatus(t *testing.T) {
 	var out bytes.Buffer
-	printBatchStatus(&out, workflows.BatchProgress{Name: "nightly", Stage: workflows.BatchStageRunning, Items: 1000, Started: 340, Running: 16,
+	printBatchStatus(&out, api.BatchProgress{Name: "nightly", Stage: api.BatchStageRunning, Items: 1000, Started: 340, Running: 16,
 		Done: 324, Answered: 312, Reused: 10, Failed: 2, Pages: 10, PagesResolved: 4, Run: 2, ReportPrefix: "s3://b/batches/x/"})
 	want := `batch:   nightly
 stage:   running (run 2)
@@ -56,7 +55,7 @@ report:  s3://b/batches/x/
 
 func TestWriteStatusJSONNamesTheType(t *testing.T) {
 	var out bytes.Buffer
-	if err := writeStatusJSON(&out, workflows.BatchQAName, workflows.BatchProgress{Name: "n", Items: 3, Done: 1}); err != nil {
+	if err := writeStatusJSON(&out, api.BatchQAName, api.BatchProgress{Name: "n", Items: 3, Done: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -65,20 +64,20 @@ func TestWriteStatusJSONNamesTheType(t *testing.T) {
 		Items int    `json:"items"`
 		Done  int    `json:"done"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Type != workflows.BatchQAName || got.Name != "n" || got.Items != 3 || got.Done != 1 {
-		t.Errorf("printed %s (%v), want the progress with workflow_type %s", out.String(), err, workflows.BatchQAName)
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Type != api.BatchQAName || got.Name != "n" || got.Items != 3 || got.Done != 1 {
+		t.Errorf("printed %s (%v), want the progress with workflow_type %s", out.String(), err, api.BatchQAName)
 	}
 }
 
 // TestPrintBatchReportFromResult: without report.json (starter watch), the
 // result alone gives the aggregate and the report's files.
 func TestPrintBatchReportFromResult(t *testing.T) {
-	res := &workflows.BatchQAResult{Name: "nightly", Items: 3, Succeeded: 2, Failed: 1, WorkflowID: "memagent-batch-nightly-x", Runs: 2, Model: "sim",
+	res := &api.BatchQAResult{Name: "nightly", Items: 3, Succeeded: 2, Failed: 1, WorkflowID: "memagent-batch-nightly-x", Runs: 2, Model: "sim",
 		ReportPrefix: "s3://b/batches/x/", ReportURI: "s3://b/batches/x/report.json", HTMLURI: "s3://b/batches/x/report.html",
-		Overall: activities.ScoreAggregate{Items: 3, Answered: 2, Failed: 1, Scored: 2, ExactMatch: 0.5, SubstringMatch: 1, F1: 0.75, Usage: activities.Usage{Calls: 8}}}
+		Overall: api.ScoreAggregate{Items: 3, Answered: 2, Failed: 1, Scored: 2, ExactMatch: 0.5, SubstringMatch: 1, F1: 0.75, Usage: api.Usage{Calls: 8}}}
 	var fromResult, fromReport bytes.Buffer
 	printBatchReport(&fromResult, res, nil)
-	printBatchReport(&fromReport, res, &activities.BatchReport{Name: res.Name, Model: res.Model, Overall: res.Overall, HTMLURI: res.HTMLURI,
+	printBatchReport(&fromReport, res, &api.BatchReport{Name: res.Name, Model: res.Model, Overall: res.Overall, HTMLURI: res.HTMLURI,
 		ResultsURI: "s3://b/batches/x/results.jsonl", CSVURI: "s3://b/batches/x/results.csv"})
 	want := `Batch:     nightly (memagent-batch-nightly-x, 2 run(s))
 Items:     3: 2 answered, 0 reused, 1 failed

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 )
 
 // Exit codes of the starter, for scripts.
@@ -139,7 +139,7 @@ func runFailed(id string, err error) error {
 	}
 	code := ExitFailed
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && (appErr.Type() == activities.ErrBadInput || appErr.Type() == activities.ErrForbidden) {
+	if errors.As(err, &appErr) && (appErr.Type() == api.ErrBadInput || appErr.Type() == api.ErrForbidden) {
 		code = ExitBadInput
 	}
 	return &exitError{code: code, err: runError(id, err)}

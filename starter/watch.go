@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // runWatch follows one run, a question, a review or a batch, until it
@@ -51,20 +51,20 @@ func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		}
 		stop := watchRun(ctx, readerFor(c, cfg.TemporalNamespace, kind, id), newProgressView(stdout, isTerminal(stdout)))
 		switch kind {
-		case workflows.ReviewDocumentName:
-			var g workflows.ReviewResult
+		case api.ReviewDocumentName:
+			var g api.ReviewResult
 			if err := await(ctx, c, id, stop, &g, stderr); err != nil {
 				return err
 			}
 			printReviewGrid(stdout, &g)
-		case workflows.BatchQAName:
-			var res workflows.BatchQAResult
+		case api.BatchQAName:
+			var res api.BatchQAResult
 			if err := await(ctx, c, id, stop, &res, stderr); err != nil {
 				return err
 			}
 			printBatchReport(stdout, &res, nil)
 		default:
-			var res workflows.DocumentQAResult
+			var res api.DocumentQAResult
 			if err := await(ctx, c, id, stop, &res, stderr); err != nil {
 				return err
 			}
@@ -86,11 +86,11 @@ func runKind(ctx context.Context, c client.Client, id string) (string, error) {
 		return "", err
 	}
 	switch kind {
-	case workflows.DocumentQAName, workflows.ReviewDocumentName, workflows.BatchQAName:
+	case api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName:
 		return kind, nil
 	}
 	return "", fmt.Errorf("%s is a %s workflow, not a memagent run (%s, %s or %s)",
-		id, kind, workflows.DocumentQAName, workflows.ReviewDocumentName, workflows.BatchQAName)
+		id, kind, api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName)
 }
 
 // await waits for the result of id's run (following continue-as-new) into

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
@@ -18,7 +18,6 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // syncBuffer is a bytes.Buffer that a watch writes to while the test reads.
@@ -68,7 +67,7 @@ func TestWatchReviewAndBatch(t *testing.T) {
 	}
 	facts := docgen.Facts()[2:4]
 	text, _ := docgen.MultiNeedle(tok, 1700, facts, 9)
-	opts := activities.ModelOptions{ChunkTokens: 600}
+	opts := api.ModelOptions{ChunkTokens: 600}
 	idx, err := memagent.PlanChunks(strings.NewReader(text), tok, opts.ChunkTokens)
 	if err != nil {
 		t.Fatal(err)
@@ -89,15 +88,15 @@ func TestWatchReviewAndBatch(t *testing.T) {
 	}
 
 	mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
-	rin := workflows.ReviewInput{Document: doc.String(), Options: opts}
+	rin := api.ReviewInput{Document: doc.String(), Options: opts}
 	for _, f := range facts {
-		rin.Questions = append(rin.Questions, workflows.ReviewQuestion{Question: f.Question, GoldAnswers: []string{f.Answer}})
+		rin.Questions = append(rin.Questions, api.ReviewQuestion{Question: f.Question, GoldAnswers: []string{f.Answer}})
 	}
 	review, err := mc.StartReview(ctx, rin, memclient.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := mc.StartBatch(ctx, workflows.BatchQAInput{Manifest: mloc.String(), Name: "watch-e2e", Options: opts}, memclient.StartOptions{})
+	batch, err := mc.StartBatch(ctx, api.BatchQAInput{Manifest: mloc.String(), Name: "watch-e2e", Options: opts}, memclient.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,7 @@ func TestWatchReviewAndBatch(t *testing.T) {
 	// attributes set at start.
 	eventually(t, "both watches showing the stage set at start", func() (bool, string) {
 		r, b := watches[review.ID].out.String(), watches[batch.ID].out.String()
-		return strings.HasPrefix(r, workflows.StagePreparing+"\n") && strings.HasPrefix(b, workflows.BatchStageExpanding+"\n"),
+		return strings.HasPrefix(r, api.StagePreparing+"\n") && strings.HasPrefix(b, api.BatchStageExpanding+"\n"),
 			fmt.Sprintf("review %q, batch %q", r, b)
 	})
 	startWorker(t)
@@ -170,10 +169,10 @@ func TestWatchReviewAndBatch(t *testing.T) {
 	}
 	st, stderr, err = runCLI(t, "status", batch.ID, "--json")
 	var bp struct {
-		workflows.BatchProgress
+		api.BatchProgress
 		Type string `json:"workflow_type"`
 	}
-	if err != nil || json.Unmarshal([]byte(st), &bp) != nil || bp.Type != workflows.BatchQAName || bp.Done != 3 || bp.Failed != 1 || bp.Stage != workflows.BatchStageDone {
+	if err != nil || json.Unmarshal([]byte(st), &bp) != nil || bp.Type != api.BatchQAName || bp.Done != 3 || bp.Failed != 1 || bp.Stage != api.BatchStageDone {
 		t.Errorf("status --json of the batch: %v\n%s%s", err, st, stderr)
 	}
 	if _, _, err := runCLI(t, "status", review.ID, "--memory"); err == nil || !strings.Contains(err.Error(), "--memory shows the memory of a memagent.DocumentQA run") {

@@ -14,11 +14,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/workflows"
 )
 
 const (
@@ -147,12 +146,12 @@ func TestDevWorkerAnswersThroughAzure(t *testing.T) {
 	}
 	defer c.Close()
 	wf, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "azure-e2e", TaskQueue: "azure-e2e"},
-		workflows.DocumentQAName, workflows.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
-			Options: activities.ModelOptions{ChunkTokens: 1000}})
+		api.DocumentQAName, api.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
+			Options: api.ModelOptions{ChunkTokens: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.DocumentQAResult
+	var res api.DocumentQAResult
 	if err := wf.Get(ctx, &res); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr)
 	}

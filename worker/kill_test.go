@@ -16,13 +16,12 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // subprocessEnv makes the test binary act as the worker command, so the
@@ -110,9 +109,9 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	in := workflows.DocumentQAInput{
+	in := api.DocumentQAInput{
 		Document: docLoc.String(), Question: "What is the vault combination?",
-		Options:                 activities.ModelOptions{ChunkTokens: 400},
+		Options:                 api.ModelOptions{ChunkTokens: 400},
 		HeartbeatTimeoutSeconds: 2,
 		ChunksPerRun:            15,
 	}
@@ -127,9 +126,9 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 		}
 		return cmd, out
 	}
-	progress := func(id string) workflows.Progress {
-		var p workflows.Progress
-		v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+	progress := func(id string) api.Progress {
+		var p api.Progress
+		v, err := c.QueryWorkflow(ctx, id, "", api.ProgressQuery)
 		if err == nil {
 			_ = v.Get(&p)
 		}
@@ -138,11 +137,11 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 
 	// The clean run.
 	w, out := startWorkerProcess()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "clean", TaskQueue: "kill-test"}, workflows.DocumentQAName, in)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "clean", TaskQueue: "kill-test"}, api.DocumentQAName, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var clean workflows.DocumentQAResult
+	var clean api.DocumentQAResult
 	if err := run.Get(ctx, &clean); err != nil {
 		t.Fatalf("clean run: %v\nworker output:\n%s", err, out)
 	}
@@ -153,7 +152,7 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 	sim.Reset()
 
 	// The killed run.
-	run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "killed", TaskQueue: "kill-test"}, workflows.DocumentQAName, in)
+	run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "killed", TaskQueue: "kill-test"}, api.DocumentQAName, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +174,7 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 		t.Logf("kill %d: SIGKILL at chunk %d/%d", k+1, at, chunks)
 		w, out = startWorkerProcess()
 	}
-	var killed workflows.DocumentQAResult
+	var killed api.DocumentQAResult
 	if err := run.Get(ctx, &killed); err != nil {
 		t.Fatalf("killed run: %v\nworker output:\n%s", err, out)
 	}

@@ -12,125 +12,19 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/contract"
+	"github.com/memagent/memagent/api"
 )
-
-// BatchQAName is the registered name of BatchQA.
-const BatchQAName = "memagent.BatchQA"
-
-// Manifest formats BatchQA reads.
-const (
-	// ManifestJSONL is JSON Lines of {"id", "document", "question",
-	// "answers" (optional gold answers), "labels" (optional string map)}.
-	ManifestJSONL = "jsonl"
-	// ManifestMemAgent is MemAgent's evaluation JSON: an array of objects
-	// with the document text in "context", the question in "input" and the
-	// gold answers in "answers"; other scalar fields become labels.
-	ManifestMemAgent = "memagent"
-)
-
-// Defaults and bounds of BatchQAInput.
-const (
-	// DefaultBatchConcurrency is the window when the pool's capacity is
-	// unknown.
-	DefaultBatchConcurrency = 16
-	// MaxDefaultWindow bounds the window sized from the pool, as MemAgent's
-	// own evaluation harness keeps 256 samples in flight.
-	MaxDefaultWindow = 256
-	// MaxBatchConcurrency stays well below Temporal's default limit of
-	// pending child workflows per run (2,000).
-	MaxBatchConcurrency = 1000
-	// DefaultItemsPerRun is how many items one run handles before it
-	// continues-as-new (at the next page boundary), unless Temporal
-	// suggests it earlier.
-	DefaultItemsPerRun = 500
-	// DefaultPageSize is how many manifest items go in one page; a page is
-	// the unit one ResolveBatchPage activity settles.
-	DefaultPageSize = 100
-	MaxPageSize     = 500
-	// DefaultResultsPerPart is how many outcomes are buffered before they
-	// are written to S3 as one part.
-	DefaultResultsPerPart = 200
-)
-
-// Stages of a batch, reported by BatchProgress and, as the MemagentStatus
-// search attribute, on the batch's own run.
-const (
-	BatchStageExpanding = "expanding"
-	BatchStageRunning   = "running"
-	BatchStageReporting = "reporting"
-	BatchStageDone      = StageDone
-	BatchStageFailed    = StageFailed
-)
-
-// DatedReportLayout formats the batch's UTC start time as the folder of a
-// dated report.
-const DatedReportLayout = "2006-01-02T150405Z"
 
 // partBytes bounds the outcomes buffered for one part (and so one activity
 // input in history), whatever their count.
 const partBytes = 512 << 10
-
-// BatchQAInput starts a BatchQA run. It is JSON on the wire.
-type BatchQAInput struct {
-	// Manifest is the s3:// URI of the manifest.
-	Manifest string `json:"manifest" contract:"required,maxlen=1024"`
-	// Format is ManifestJSONL or ManifestMemAgent; empty means detected
-	// from the content.
-	Format string `json:"format,omitempty" contract:"enum=jsonl|memagent"`
-	// Name labels the batch in reports and in the MemagentBatch search
-	// attribute of its runs; default the workflow id.
-	Name    string                  `json:"name,omitempty" contract:"maxlen=255"`
-	Options activities.ModelOptions `json:"options"`
-	// Concurrency is how many DocumentQA children run at once; default
-	// twice the model pool's capacity as the worker reports it (each child
-	// has one model call at a time, and the second half waits at the pool
-	// ready for a free slot), at most 256; 16 when the pool does not say.
-	Concurrency int `json:"concurrency,omitempty" contract:"min=0,max=1000"`
-	// ReportPrefix is the s3:// prefix of the report; default
-	// s3://<worker bucket>/batches/<workflow id>/.
-	ReportPrefix string `json:"report_prefix,omitempty" contract:"maxlen=1024"`
-	// DatedReport puts the report under <ReportPrefix><UTC start time of
-	// the batch, 2006-01-02T150405Z>/, so that each run of a schedule keeps
-	// its own report.
-	DatedReport bool `json:"dated_report,omitempty"`
-	// ItemsPerRun overrides DefaultItemsPerRun.
-	ItemsPerRun int `json:"items_per_run,omitempty" contract:"min=0,max=100000"`
-	// PageSize overrides DefaultPageSize (at most MaxPageSize).
-	PageSize int `json:"page_size,omitempty" contract:"min=0,max=500"`
-	// ResultsPerPart overrides DefaultResultsPerPart.
-	ResultsPerPart int `json:"results_per_part,omitempty" contract:"min=0,max=100000"`
-	// ChunksPerRun is passed to every DocumentQA child (0: its default).
-	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0,max=10000"`
-	// Priority orders this run's tasks on a shared task queue that is
-	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
-	// started with, else 4. Its children and their activities carry it.
-	Priority int `json:"priority,omitempty" contract:"min=0,max=5"`
-	// FairnessKey shares the task queue fairly between keys of the same
-	// priority (a tenant, a client, a matter); default the key the run was
-	// started with. Children inherit it unless their manifest item
-	// sets its own. At most 64 bytes.
-	FairnessKey string `json:"fairness_key,omitempty" contract:"maxlen=64"`
-	// FairnessWeight is the key's share relative to other keys (default 1,
-	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
-	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
-	// Samples is how many times each item is answered, independently, at
-	// the options' temperature (a rollout group, as GRPO samples it); 0
-	// means 1, at most 64. Each sample is a DocumentQA run of its own
-	// (workflow id <batch id>/<seq> for sample 0, <batch id>/<seq>.s<k>
-	// for sample k), with its own output prefix, scores and usage; the
-	// report has a line per sample and sums up each item's samples
-	// (BatchReport.Groups). Items per run, the window and the counts of
-	// the progress and result count samples.
-	Samples int `json:"samples,omitempty" contract:"min=0,max=64"`
-}
 
 // batchRunInput is what a BatchQA run decodes: the published input and, on
 // a run the workflow continued as new itself, the state its previous run
 // handed over. The state is not part of the contract; checkCarry refuses
 // one a caller sent.
 type batchRunInput struct {
-	BatchQAInput
+	api.BatchQAInput
 	State *BatchState `json:"state,omitempty"`
 }
 
@@ -154,139 +48,10 @@ type BatchState struct {
 	Reused   int `json:"reused"`
 	Failed   int `json:"failed"`
 	// Usage sums the model usage of the children that answered.
-	Usage activities.Usage `json:"usage"`
+	Usage api.Usage `json:"usage"`
 	// Parts are the outcome parts, relative to Expanded.WorkPrefix.
 	Parts []string `json:"parts,omitempty"`
 	Runs  int      `json:"runs"`
-}
-
-// BatchQAResult is BatchQA's result.
-type BatchQAResult struct {
-	Name string `json:"name"`
-	// Items is how many items the manifest has; Succeeded, Failed and
-	// Skipped count samples, Items × Samples in all.
-	Items     int `json:"items"`
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-	// Skipped counts items answered before with the same document,
-	// question, model and options, whose earlier answer was reused.
-	Skipped int `json:"skipped"`
-	// ReportPrefix is the s3:// prefix the report was written under;
-	// ReportURI is its JSON (report.json), HTMLURI its page (report.html).
-	ReportPrefix string `json:"report_prefix"`
-	ReportURI    string `json:"report_uri"`
-	HTMLURI      string `json:"html_uri"`
-	// WorkflowID is the batch's workflow id, Runs how many runs it took
-	// (continue-as-new), Model the model the items were answered with.
-	WorkflowID string `json:"workflow_id"`
-	Runs       int    `json:"runs"`
-	Model      string `json:"model"`
-	// Overall is the report's overall aggregate (report.json has the rest).
-	Overall activities.ScoreAggregate `json:"overall"`
-	// Samples is how many times each item was answered, when more than
-	// once, and Groups the report's aggregate of the items' samples.
-	Samples int                        `json:"samples,omitempty"`
-	Groups  *activities.GroupAggregate `json:"groups,omitempty"`
-}
-
-// BatchProgress is what BatchQA's progress query (ProgressQuery) returns.
-// Done counts items with an outcome: Answered + Reused + Failed. With
-// samples > 1 the counts are of samples, Items × Samples in all.
-type BatchProgress struct {
-	Name     string `json:"name"`
-	Stage    string `json:"stage"`
-	Items    int    `json:"items"`
-	Samples  int    `json:"samples,omitempty"`
-	Started  int    `json:"started"`
-	Running  int    `json:"running"`
-	Done     int    `json:"done"`
-	Answered int    `json:"answered"`
-	Reused   int    `json:"reused"`
-	Failed   int    `json:"failed"`
-	Pages    int    `json:"pages"`
-	// PagesResolved counts pages whose items have been started or settled.
-	PagesResolved int              `json:"pages_resolved"`
-	Run           int              `json:"run"`
-	Usage         activities.Usage `json:"usage"`
-	ReportPrefix  string           `json:"report_prefix,omitempty"`
-}
-
-// Validate reports input that can never succeed.
-func (in BatchQAInput) Validate() error {
-	// workflowcheck flags the reflection contract.Check walks the
-	// input with; the check is a pure function of the input.
-	//workflowcheck:ignore
-	if err := contract.Check(in); err != nil {
-		return err
-	}
-	if strings.TrimSpace(in.Manifest) == "" {
-		return errors.New("manifest is empty: set manifest to an s3:// URI")
-	}
-	if !validS3Object(in.Manifest) {
-		return fmt.Errorf("manifest %q is not an s3://bucket/key URI", in.Manifest)
-	}
-	switch in.Format {
-	case "", ManifestJSONL, ManifestMemAgent:
-	default:
-		return fmt.Errorf("format %q is not %q or %q (or empty, to detect it)", in.Format, ManifestJSONL, ManifestMemAgent)
-	}
-	if in.Concurrency < 0 || in.Concurrency > MaxBatchConcurrency {
-		return fmt.Errorf("concurrency (%d) must be within [1, %d]", in.Concurrency, MaxBatchConcurrency)
-	}
-	if in.ReportPrefix != "" {
-		if rest, ok := strings.CutPrefix(in.ReportPrefix, "s3://"); !ok || rest == "" || strings.HasPrefix(rest, "/") {
-			return fmt.Errorf("report_prefix %q is not an s3://bucket/prefix URI", in.ReportPrefix)
-		}
-	}
-	if in.ItemsPerRun < 0 {
-		return fmt.Errorf("items_per_run (%d) must not be negative", in.ItemsPerRun)
-	}
-	if in.PageSize < 0 || in.PageSize > MaxPageSize {
-		return fmt.Errorf("page_size (%d) must be within [1, %d]", in.PageSize, MaxPageSize)
-	}
-	if in.ResultsPerPart < 0 {
-		return fmt.Errorf("results_per_part (%d) must not be negative", in.ResultsPerPart)
-	}
-	if in.ChunksPerRun < 0 {
-		return fmt.Errorf("chunks_per_run (%d) must not be negative", in.ChunksPerRun)
-	}
-	if in.Samples < 0 || in.Samples > activities.MaxSamples {
-		return fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, activities.MaxSamples)
-	}
-	if len(in.Name) > MaxKeywordBytes {
-		return fmt.Errorf("name is %d bytes, over %d: shorten it", len(in.Name), MaxKeywordBytes)
-	}
-	if err := in.scheduling().validate(); err != nil {
-		return err
-	}
-	return in.Options.Validate()
-}
-
-func (in BatchQAInput) scheduling() scheduling {
-	return scheduling{Priority: in.Priority, FairnessKey: in.FairnessKey, FairnessWeight: in.FairnessWeight}
-}
-
-func validS3Object(uri string) bool {
-	rest, ok := strings.CutPrefix(uri, "s3://")
-	if !ok {
-		return false
-	}
-	b, k, ok := strings.Cut(rest, "/")
-	return ok && b != "" && k != ""
-}
-
-// withDefaults fills the zero knobs.
-func (in BatchQAInput) withDefaults() BatchQAInput {
-	if in.ItemsPerRun == 0 {
-		in.ItemsPerRun = DefaultItemsPerRun
-	}
-	if in.PageSize == 0 {
-		in.PageSize = DefaultPageSize
-	}
-	if in.ResultsPerPart == 0 {
-		in.ResultsPerPart = DefaultResultsPerPart
-	}
-	return in
 }
 
 // BatchQA answers the questions of a manifest, one DocumentQA child per item.
@@ -303,15 +68,15 @@ func (in BatchQAInput) withDefaults() BatchQAInput {
 //
 // Its one argument is a BatchQAInput as JSON, decoded strictly like
 // DocumentQA's; start it by name (BatchQAName).
-func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, err error) {
+func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResult, err error) {
 	edge := newBoundary(ctx)
 	// The query answers from the start, so a caller polling it sees
 	// "failed" even for input that does not decode, as DocumentQA's does.
 	var b *batchRun
-	early := BatchStageExpanding
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (BatchProgress, error) {
+	early := api.BatchStageExpanding
+	if err := workflow.SetQueryHandler(ctx, api.ProgressQuery, func() (api.BatchProgress, error) {
 		if b == nil {
-			return BatchProgress{Stage: early}, nil
+			return api.BatchProgress{Stage: early}, nil
 		}
 		b.refresh()
 		return b.progress, nil
@@ -319,9 +84,9 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		return nil, err
 	}
 	refuse := func(err error) error {
-		early = StageFailed
+		early = api.StageFailed
 		if edge.lifecycle {
-			_ = workflow.UpsertTypedSearchAttributes(ctx, StatusKey.ValueSet(StageFailed))
+			_ = workflow.UpsertTypedSearchAttributes(ctx, api.StatusKey.ValueSet(api.StageFailed))
 		}
 		return err
 	}
@@ -333,7 +98,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 	if err := in.Validate(); err != nil {
 		return nil, refuse(badInput(err))
 	}
-	in = in.withDefaults()
+	in = in.WithDefaults()
 	info := workflow.GetInfo(ctx)
 	st := run.State
 	if st != nil {
@@ -349,22 +114,22 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 	}
 	st.Runs++
 	b = &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID,
-		prio: in.scheduling().taskPriority(ctx, PriorityBatch)}
-	b.progress.Stage = BatchStageRunning
+		prio: taskPriority(ctx, in.Scheduling(), api.PriorityBatch)}
+	b.progress.Stage = api.BatchStageRunning
 	if st.Expanded.WorkPrefix == "" {
-		b.progress.Stage = BatchStageExpanding
+		b.progress.Stage = api.BatchStageExpanding
 	}
 	defer func() {
-		if s := edge.closedStatus(err); s != "" && s != StageDone {
+		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
 			b.publish(s)
 		}
 	}()
-	b.publish(b.progress.Stage, BatchKey.ValueSet(KeywordValue(st.Name)))
+	b.publish(b.progress.Stage, api.BatchKey.ValueSet(api.KeywordValue(st.Name)))
 
 	if st.Expanded.WorkPrefix == "" {
 		dated := ""
 		if in.DatedReport {
-			dated = st.StartedAt.UTC().Format(DatedReportLayout)
+			dated = st.StartedAt.UTC().Format(api.DatedReportLayout)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout:   12 * time.Hour,
@@ -383,9 +148,9 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 		}
 		updates := []temporal.SearchAttributeUpdate{}
 		if st.Expanded.Model != "" {
-			updates = append(updates, ModelKey.ValueSet(KeywordValue(st.Expanded.Model)))
+			updates = append(updates, api.ModelKey.ValueSet(api.KeywordValue(st.Expanded.Model)))
 		}
-		b.publish(BatchStageRunning, updates...)
+		b.publish(api.BatchStageRunning, updates...)
 	}
 
 	if err := b.runItems(); err != nil {
@@ -393,10 +158,10 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 	}
 	if st.NextPage < st.Expanded.Pages {
 		st.From = info.WorkflowExecution.RunID
-		return nil, workflow.NewContinueAsNewError(ctx, BatchQAName, batchRunInput{BatchQAInput: in, State: st})
+		return nil, workflow.NewContinueAsNewError(ctx, api.BatchQAName, batchRunInput{BatchQAInput: in, State: st})
 	}
 
-	b.publish(BatchStageReporting)
+	b.publish(api.BatchStageReporting)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:   2 * time.Hour,
 		HeartbeatTimeout:      2 * time.Minute,
@@ -409,7 +174,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 	for i, p := range st.Parts {
 		parts[i] = st.Expanded.WorkPrefix + p
 	}
-	var rep activities.BatchReport
+	var rep api.BatchReport
 	if err := workflow.ExecuteActivity(actx, activities.WriteBatchReportName, activities.ReportInput{
 		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: in.Manifest,
 		Model: st.Expanded.Model, Options: in.Options, StartedAt: st.StartedAt,
@@ -418,13 +183,13 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 	}).Get(ctx, &rep); err != nil {
 		return nil, stageError("write report", err)
 	}
-	b.publish(BatchStageDone)
+	b.publish(api.BatchStageDone)
 	// A report kept from an earlier run moves this one to runs/<run id>/.
 	reportPrefix := st.Expanded.ReportPrefix
 	if p, ok := strings.CutSuffix(rep.ReportURI, "report.json"); ok && p != "" {
 		reportPrefix = p
 	}
-	return &BatchQAResult{
+	return &api.BatchQAResult{
 		Name: st.Name, Items: st.Expanded.Items, Succeeded: st.Answered, Failed: st.Failed, Skipped: st.Reused,
 		ReportPrefix: reportPrefix, ReportURI: reportPrefix + "report.json",
 		HTMLURI: rep.HTMLURI, WorkflowID: info.WorkflowExecution.ID, Runs: st.Runs, Model: st.Expanded.Model,
@@ -435,18 +200,18 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *BatchQAResult, 
 // batchRun is one run of BatchQA: its state and the window of children.
 type batchRun struct {
 	ctx        workflow.Context
-	in         BatchQAInput
+	in         api.BatchQAInput
 	st         *BatchState
 	workflowID string
 	// prio is what the batch's activities and children carry; an item's
 	// own fairness key replaces the batch's for its child.
 	prio     temporal.Priority
-	progress BatchProgress
+	progress api.BatchProgress
 	// status is the MemagentStatus last upserted.
 	status string
 
 	running  int
-	buffer   []activities.BatchItemResult
+	buffer   []api.BatchItemResult
 	bufBytes int
 	parts    int // parts written by this run
 }
@@ -459,9 +224,9 @@ func (b *batchRun) window() int {
 	case b.in.Concurrency > 0:
 		return b.in.Concurrency
 	case c > 0:
-		return min(2*c, MaxDefaultWindow)
+		return min(2*c, api.MaxDefaultWindow)
 	}
-	return DefaultBatchConcurrency
+	return api.DefaultBatchConcurrency
 }
 
 // refresh copies the state into the progress.
@@ -485,7 +250,7 @@ func (b *batchRun) publish(stage string, updates ...temporal.SearchAttributeUpda
 	b.refresh()
 	workflow.SetCurrentDetails(b.ctx, batchDetails(b.progress))
 	if stage != b.status {
-		updates = append(updates, StatusKey.ValueSet(stage))
+		updates = append(updates, api.StatusKey.ValueSet(stage))
 		b.status = stage
 	}
 	if len(updates) == 0 {
@@ -498,7 +263,7 @@ func (b *batchRun) publish(stage string, updates ...temporal.SearchAttributeUpda
 
 // batchDetails renders progress as one markdown line, such as
 // "**running** · 340/1000 items · 16 running · 2 failed · 10 reused".
-func batchDetails(p BatchProgress) string {
+func batchDetails(p api.BatchProgress) string {
 	line := fmt.Sprintf("**%s**", p.Stage)
 	switch {
 	case p.Items > 0 && p.Samples > 1:
@@ -588,7 +353,7 @@ func (b *batchRun) runItems() error {
 			if st.NextPage < st.Expanded.Pages && handled+len(queue) < b.in.ItemsPerRun {
 				ahead = &pageFuture{page: st.NextPage, f: resolve(st.NextPage)}
 			}
-			b.publish(BatchStageRunning)
+			b.publish(api.BatchStageRunning)
 		}
 		if b.running == 0 {
 			break
@@ -618,41 +383,41 @@ func (b *batchRun) startChild(sel workflow.Selector, it activities.BatchRunItem)
 	if it.FairnessKey != "" && it.FairnessKey != prio.FairnessKey {
 		prio.FairnessKey, prio.FairnessWeight = it.FairnessKey, 0
 	}
-	in := DocumentQAInput{
+	in := api.DocumentQAInput{
 		Document: it.Document, Question: it.Question, GoldAnswers: it.GoldAnswers, Options: opts,
 		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun,
 		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
 	id := SampleWorkflowID(b.workflowID, it.Seq, it.Sample)
-	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, QuestionDigest(it.Question), it.Document)
+	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, api.QuestionDigest(it.Question), it.Document)
 	if it.Sample > 0 {
-		summary = fmt.Sprintf("%s #%d sample %d · Q#%s · %s", st.Name, it.Seq, it.Sample, QuestionDigest(it.Question), it.Document)
+		summary = fmt.Sprintf("%s #%d sample %d · Q#%s · %s", st.Name, it.Seq, it.Sample, api.QuestionDigest(it.Question), it.Document)
 	}
 	cctx := workflow.WithChildOptions(b.ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
 		Priority:              prio,
-		TypedSearchAttributes: StartSearchAttributes(in),
+		TypedSearchAttributes: api.StartSearchAttributes(in),
 		Memo:                  map[string]any{"model_options": opts.WithDefaults()},
 		// The question stays out of the summary, which is not encrypted.
 		StaticSummary: summary,
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, DocumentQAName, in)
+	f := workflow.ExecuteChildWorkflow(cctx, api.DocumentQAName, in)
 	b.running++
 	st.Started++
 	sel.AddFuture(f, func(f workflow.Future) {
 		b.running--
 		var res DocumentQAResult
 		err := f.Get(b.ctx, &res)
-		r := activities.BatchItemResult{
+		r := api.BatchItemResult{
 			Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Question: it.Question,
 			GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
 		}
 		if err != nil {
-			r.Status = activities.ItemFailed
+			r.Status = api.ItemFailed
 			r.Error, r.ErrorType = childFailure(err)
 			st.Failed++
 		} else {
-			r.Status = activities.ItemAnswered
+			r.Status = api.ItemAnswered
 			r.Answer, r.AnswerFound, r.Scores = res.Answer, res.AnswerFound, res.Scores
 			r.Chunks, r.Tokens, r.Usage, r.ResultURI = res.Chunks, res.Tokens, res.Usage, res.ResultURI
 			r.AnswerPages = res.AnswerPages
@@ -681,7 +446,7 @@ func (b *batchRun) flush() error {
 	if len(b.buffer) == 0 {
 		return nil
 	}
-	slices.SortFunc(b.buffer, func(x, y activities.BatchItemResult) int {
+	slices.SortFunc(b.buffer, func(x, y api.BatchItemResult) int {
 		if x.Seq != y.Seq {
 			return x.Seq - y.Seq
 		}
@@ -709,7 +474,7 @@ func (b *batchRun) flush() error {
 // resultSize estimates an outcome's size in history from the size of its
 // item (measured by the activity, as ranging over labels here would not be
 // deterministic) and what the run added.
-func resultSize(r activities.BatchItemResult, itemBytes int) int {
+func resultSize(r api.BatchItemResult, itemBytes int) int {
 	return 256 + itemBytes + len(r.Answer) + len(r.Error) + len(r.ResultURI) + len(r.WorkflowID)
 }
 
@@ -731,22 +496,4 @@ func childFailure(err error) (msg, typ string) {
 		return "terminated", "Terminated"
 	}
 	return err.Error(), ""
-}
-
-// BatchStartSearchAttributes are the search attributes a BatchQA run has
-// from its start, so that it is findable by its name (MemagentBatch, the
-// name or else the workflow id) before a worker has taken its first task.
-func BatchStartSearchAttributes(in BatchQAInput, workflowID string) temporal.SearchAttributes {
-	name := in.Name
-	if name == "" {
-		name = workflowID
-	}
-	u := []temporal.SearchAttributeUpdate{
-		BatchKey.ValueSet(KeywordValue(name)),
-		StatusKey.ValueSet(BatchStageExpanding),
-	}
-	if in.Options.Model != "" {
-		u = append(u, ModelKey.ValueSet(KeywordValue(in.Options.Model)))
-	}
-	return temporal.NewSearchAttributes(u...)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -30,7 +31,7 @@ type batchFixture struct {
 	model *activitiestest.Model
 	acts  *activities.Activities
 	// child, when set, is registered as DocumentQA instead of the real one.
-	child func(workflow.Context, DocumentQAInput) (*DocumentQAResult, error)
+	child func(workflow.Context, api.DocumentQAInput) (*DocumentQAResult, error)
 	// setup runs on each environment before the workflow starts.
 	setup func(*testsuite.TestWorkflowEnvironment)
 }
@@ -99,7 +100,7 @@ func (f *batchFixture) jsonlManifest(t *testing.T, name string, n int, edit func
 	return uri
 }
 
-func (f *batchFixture) run(t *testing.T, id string, in BatchQAInput) (*testsuite.TestWorkflowEnvironment, error) {
+func (f *batchFixture) run(t *testing.T, id string, in api.BatchQAInput) (*testsuite.TestWorkflowEnvironment, error) {
 	t.Helper()
 	return f.runWith(t, id, batchRunInput{BatchQAInput: in})
 }
@@ -113,17 +114,17 @@ func (f *batchFixture) runWith(t *testing.T, id string, in batchRunInput) (*test
 	if in.State != nil {
 		env.SetContinuedExecutionRunID(testRunID)
 	}
-	env.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: BatchQAName})
+	env.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: api.BatchQAName})
 	if f.child != nil {
-		env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: DocumentQAName})
+		env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: api.DocumentQAName})
 	} else {
-		env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
+		env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	}
 	f.acts.Register(env)
 	if f.setup != nil {
 		f.setup(env)
 	}
-	env.ExecuteWorkflow(BatchQAName, in)
+	env.ExecuteWorkflow(api.BatchQAName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -132,7 +133,7 @@ func (f *batchFixture) runWith(t *testing.T, id string, in batchRunInput) (*test
 
 // runToEnd follows continue-as-new until BatchQA returns, and returns its
 // result and every run's input.
-func (f *batchFixture) runToEnd(t *testing.T, id string, first BatchQAInput) (*BatchQAResult, []batchRunInput) {
+func (f *batchFixture) runToEnd(t *testing.T, id string, first api.BatchQAInput) (*api.BatchQAResult, []batchRunInput) {
 	t.Helper()
 	var inputs []batchRunInput
 	in := batchRunInput{BatchQAInput: first}
@@ -141,7 +142,7 @@ func (f *batchFixture) runToEnd(t *testing.T, id string, first BatchQAInput) (*B
 		env, err := f.runWith(t, id, in)
 		var can *workflow.ContinueAsNewError
 		if errors.As(err, &can) {
-			if can.WorkflowType.Name != BatchQAName {
+			if can.WorkflowType.Name != api.BatchQAName {
 				t.Fatalf("continue-as-new to %q", can.WorkflowType.Name)
 			}
 			in = batchRunInput{}
@@ -153,7 +154,7 @@ func (f *batchFixture) runToEnd(t *testing.T, id string, first BatchQAInput) (*B
 		if err != nil {
 			t.Fatalf("workflow error: %v", err)
 		}
-		var res BatchQAResult
+		var res api.BatchQAResult
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
@@ -164,15 +165,15 @@ func (f *batchFixture) runToEnd(t *testing.T, id string, first BatchQAInput) (*B
 }
 
 // results reads a finished batch's report and its per-item results.
-func (f *batchFixture) results(t *testing.T, res *BatchQAResult) (activities.BatchReport, []activities.BatchItemResult) {
+func (f *batchFixture) results(t *testing.T, res *api.BatchQAResult) (api.BatchReport, []api.BatchItemResult) {
 	t.Helper()
-	var rep activities.BatchReport
+	var rep api.BatchReport
 	if err := json.Unmarshal(f.get(t, res.ReportURI), &rep); err != nil {
 		t.Fatal(err)
 	}
-	var items []activities.BatchItemResult
+	var items []api.BatchItemResult
 	for _, line := range bytes.Split(bytes.TrimSpace(f.get(t, rep.ResultsURI)), []byte{'\n'}) {
-		var r activities.BatchItemResult
+		var r api.BatchItemResult
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,7 @@ func (f *batchFixture) results(t *testing.T, res *BatchQAResult) (activities.Bat
 func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 	f := newBatchFixture(t)
 	running, maxRunning, started := 0, 0, 0
-	f.child = func(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, error) {
+	f.child = func(ctx workflow.Context, in api.DocumentQAInput) (*DocumentQAResult, error) {
 		running++
 		started++
 		maxRunning = max(maxRunning, running)
@@ -201,13 +202,13 @@ func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 			return nil, err
 		}
 		if strings.Contains(in.Question, "fail") {
-			return nil, temporal.NewNonRetryableApplicationError("prompt too long", activities.ErrPromptTooLong, nil)
+			return nil, temporal.NewNonRetryableApplicationError("prompt too long", api.ErrPromptTooLong, nil)
 		}
 		if in.BatchID != "window" || !strings.HasPrefix(in.OutputPrefix, "s3://memagent/answers/") || in.Options.Model != "fake" {
 			return nil, fmt.Errorf("child input batch=%q output=%q model=%q", in.BatchID, in.OutputPrefix, in.Options.Model)
 		}
 		return &DocumentQAResult{Answer: "w000", AnswerFound: true, Tokens: 100, Chunks: 1,
-			Usage: activities.Usage{Calls: 2}, ResultURI: in.OutputPrefix + "result.json"}, nil
+			Usage: api.Usage{Calls: 2}, ResultURI: in.OutputPrefix + "result.json"}, nil
 	}
 	manifest := f.jsonlManifest(t, "window.jsonl", 60, func(i int, item map[string]any) {
 		switch i {
@@ -217,10 +218,10 @@ func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 			item["document"] = "s3://docs/missing.txt"
 		}
 	})
-	var mid BatchProgress
+	var mid api.BatchProgress
 	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
 		env.RegisterDelayedCallback(func() {
-			v, err := env.QueryWorkflow(ProgressQuery)
+			v, err := env.QueryWorkflow(api.ProgressQuery)
 			if err != nil {
 				t.Errorf("query: %v", err)
 				return
@@ -230,7 +231,7 @@ func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 			}
 		}, 150*time.Second)
 	}
-	res, inputs := f.runToEnd(t, "batch-window", BatchQAInput{
+	res, inputs := f.runToEnd(t, "batch-window", api.BatchQAInput{
 		Manifest: manifest, Name: "window", Concurrency: 7, PageSize: 10,
 	})
 	if len(inputs) != 1 {
@@ -242,7 +243,7 @@ func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 	if started != 58 {
 		t.Errorf("children started = %d, want 58 (60 items, 2 with missing documents)", started)
 	}
-	if mid.Stage != BatchStageRunning || mid.Items != 60 || mid.Running < 1 || mid.Running > 7 || mid.Done == 0 || mid.Done >= 60 {
+	if mid.Stage != api.BatchStageRunning || mid.Items != 60 || mid.Running < 1 || mid.Running > 7 || mid.Done == 0 || mid.Done >= 60 {
 		t.Errorf("progress mid-run = %+v", mid)
 	}
 	if res.Items != 60 || res.Succeeded != 55 || res.Failed != 5 || res.Skipped != 0 {
@@ -251,14 +252,14 @@ func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 	rep, items := f.results(t, res)
 	byType := map[string]int{}
 	for _, r := range items {
-		if r.Status == activities.ItemFailed {
+		if r.Status == api.ItemFailed {
 			byType[r.ErrorType]++
 			if r.Error == "" {
 				t.Errorf("item %d failed without a message", r.Seq)
 			}
 		}
 	}
-	if byType[activities.ErrPromptTooLong] != 3 || byType[activities.ErrDocumentNotFound] != 2 {
+	if byType[api.ErrPromptTooLong] != 3 || byType[api.ErrDocumentNotFound] != 2 {
 		t.Errorf("failed items by type = %v", byType)
 	}
 	if rep.Overall.Failed != 5 || rep.Overall.Answered != 55 || rep.Overall.Usage.Calls != 110 {
@@ -271,9 +272,9 @@ func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 
 func TestBatchQAContinueAsNewCarriesState(t *testing.T) {
 	f := newBatchFixture(t)
-	res, inputs := f.runToEnd(t, "batch-can", BatchQAInput{
+	res, inputs := f.runToEnd(t, "batch-can", api.BatchQAInput{
 		Manifest: f.jsonlManifest(t, "can.jsonl", 23, nil), Concurrency: 3, PageSize: 5, ItemsPerRun: 10,
-		Options: activities.ModelOptions{ChunkTokens: 100},
+		Options: api.ModelOptions{ChunkTokens: 100},
 	})
 	// Pages of 5; a run stops at the first page boundary after 10 items:
 	// 10 + 10 + 3.
@@ -296,7 +297,7 @@ func TestBatchQAContinueAsNewCarriesState(t *testing.T) {
 	}
 	ids := map[string]bool{}
 	for _, r := range items {
-		if r.Status != activities.ItemAnswered || r.Scores == nil || !r.Scores.ExactMatch {
+		if r.Status != api.ItemAnswered || r.Scores == nil || !r.Scores.ExactMatch {
 			t.Errorf("item %d: status %s answer %q scores %+v", r.Seq, r.Status, r.Answer, r.Scores)
 		}
 		if ids[r.WorkflowID] {
@@ -323,8 +324,8 @@ func TestBatchQAContinueAsNewCarriesState(t *testing.T) {
 
 func TestBatchQAReusesAnswers(t *testing.T) {
 	f := newBatchFixture(t)
-	opts := activities.ModelOptions{ChunkTokens: 100}
-	first, _ := f.runToEnd(t, "batch-1", BatchQAInput{Manifest: f.jsonlManifest(t, "a.jsonl", 12, nil), Options: opts})
+	opts := api.ModelOptions{ChunkTokens: 100}
+	first, _ := f.runToEnd(t, "batch-1", api.BatchQAInput{Manifest: f.jsonlManifest(t, "a.jsonl", 12, nil), Options: opts})
 	if first.Succeeded != 12 {
 		t.Fatalf("first batch = %+v", first)
 	}
@@ -338,7 +339,7 @@ func TestBatchQAReusesAnswers(t *testing.T) {
 			item["answers"] = []string{"something else"}
 		}
 	})
-	second, _ := f.runToEnd(t, "batch-2", BatchQAInput{Manifest: again, Options: opts})
+	second, _ := f.runToEnd(t, "batch-2", api.BatchQAInput{Manifest: again, Options: opts})
 	if second.Skipped != 12 || second.Succeeded != 0 || second.Failed != 0 {
 		t.Errorf("second batch = %+v, want all 12 reused", second)
 	}
@@ -347,7 +348,7 @@ func TestBatchQAReusesAnswers(t *testing.T) {
 	}
 	_, items := f.results(t, second)
 	for _, r := range items {
-		if r.Status != activities.ItemReused || r.ResultURI == "" || !strings.HasPrefix(r.WorkflowID, "batch-1/") {
+		if r.Status != api.ItemReused || r.ResultURI == "" || !strings.HasPrefix(r.WorkflowID, "batch-1/") {
 			t.Errorf("item %d: status %s result %q workflow %q", r.Seq, r.Status, r.ResultURI, r.WorkflowID)
 		}
 		wantEM := r.Seq != 3
@@ -357,7 +358,7 @@ func TestBatchQAReusesAnswers(t *testing.T) {
 	}
 
 	// Other options are another answer: nothing is reused.
-	third, _ := f.runToEnd(t, "batch-3", BatchQAInput{Manifest: again, Options: activities.ModelOptions{ChunkTokens: 120}})
+	third, _ := f.runToEnd(t, "batch-3", api.BatchQAInput{Manifest: again, Options: api.ModelOptions{ChunkTokens: 120}})
 	if third.Skipped != 0 || third.Succeeded != 12 {
 		t.Errorf("batch with other options = %+v, want nothing reused", third)
 	}
@@ -373,9 +374,9 @@ func TestBatchQAMemAgentManifest(t *testing.T) {
 	}
 	data, _ := json.Marshal(items)
 	f.put(t, "s3://manifests/eval.json", string(data))
-	res, _ := f.runToEnd(t, "batch-eval", BatchQAInput{
+	res, _ := f.runToEnd(t, "batch-eval", api.BatchQAInput{
 		Manifest: "s3://manifests/eval.json", DatedReport: true, ReportPrefix: "s3://reports/nightly",
-		Options: activities.ModelOptions{ChunkTokens: 100},
+		Options: api.ModelOptions{ChunkTokens: 100},
 	})
 	contexts := 0
 	for _, k := range f.store.Keys() {
@@ -407,7 +408,7 @@ func TestBatchQAMemAgentManifest(t *testing.T) {
 func TestBatchQABadManifestFailsBeforeAnyChild(t *testing.T) {
 	f := newBatchFixture(t)
 	started := 0
-	f.child = func(ctx workflow.Context, in DocumentQAInput) (*DocumentQAResult, error) {
+	f.child = func(ctx workflow.Context, in api.DocumentQAInput) (*DocumentQAResult, error) {
 		started++
 		return &DocumentQAResult{}, nil
 	}
@@ -421,10 +422,10 @@ func TestBatchQABadManifestFailsBeforeAnyChild(t *testing.T) {
 			item["document"] = "docs/d1.txt"
 		}
 	})
-	_, err := f.run(t, "batch-bad", BatchQAInput{Manifest: manifest})
+	_, err := f.run(t, "batch-bad", api.BatchQAInput{Manifest: manifest})
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
-		t.Fatalf("error = %v, want %s", err, activities.ErrBadInput)
+	if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput {
+		t.Fatalf("error = %v, want %s", err, api.ErrBadInput)
 	}
 	for _, want := range []string{"3 bad item(s)", "line 3: missing question", `line 6: duplicate id "item-1" (first at line 2)`, `line 7: document "docs/d1.txt" is not an s3:// URI`} {
 		if !strings.Contains(appErr.Error(), want) {
@@ -435,22 +436,22 @@ func TestBatchQABadManifestFailsBeforeAnyChild(t *testing.T) {
 		t.Errorf("%d children started for a bad manifest", started)
 	}
 
-	_, err = f.run(t, "batch-none", BatchQAInput{Manifest: "s3://manifests/none.jsonl"})
-	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !strings.Contains(appErr.Error(), "does not exist") {
+	_, err = f.run(t, "batch-none", api.BatchQAInput{Manifest: "s3://manifests/none.jsonl"})
+	if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !strings.Contains(appErr.Error(), "does not exist") {
 		t.Errorf("missing manifest: error = %v", err)
 	}
-	_, err = f.run(t, "batch-invalid", BatchQAInput{Manifest: "manifest.jsonl", Concurrency: -1})
-	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
+	_, err = f.run(t, "batch-invalid", api.BatchQAInput{Manifest: "manifest.jsonl", Concurrency: -1})
+	if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput {
 		t.Errorf("invalid input: error = %v", err)
 	}
 }
 
 func TestBatchQASamples(t *testing.T) {
 	f := newBatchFixture(t)
-	opts := activities.ModelOptions{ChunkTokens: 100}
+	opts := api.ModelOptions{ChunkTokens: 100}
 	manifest := f.jsonlManifest(t, "s.jsonl", 5, nil)
 	// A batch without samples answers sample 0 of each item first.
-	one, _ := f.runToEnd(t, "batch-1", BatchQAInput{Manifest: manifest, Options: opts})
+	one, _ := f.runToEnd(t, "batch-1", api.BatchQAInput{Manifest: manifest, Options: opts})
 	if one.Succeeded != 5 || one.Samples != 0 || one.Groups != nil {
 		t.Fatalf("batch without samples = %+v", one)
 	}
@@ -458,7 +459,7 @@ func TestBatchQASamples(t *testing.T) {
 
 	// Three samples with items per run of 4: samples 1 and 2 of every item
 	// run, over more than one run; sample 0 is the earlier batch's.
-	res, _ := f.runToEnd(t, "batch-3", BatchQAInput{Manifest: manifest, Options: opts, Samples: 3, ItemsPerRun: 4, PageSize: 6})
+	res, _ := f.runToEnd(t, "batch-3", api.BatchQAInput{Manifest: manifest, Options: opts, Samples: 3, ItemsPerRun: 4, PageSize: 6})
 	if res.Items != 5 || res.Succeeded != 10 || res.Skipped != 5 || res.Failed != 0 || res.Samples != 3 || res.Runs < 2 {
 		t.Errorf("result = %+v", res)
 	}
@@ -485,7 +486,7 @@ func TestBatchQASamples(t *testing.T) {
 	if got := SampleWorkflowID("b", 7, 2); got != "b/7.s2" {
 		t.Errorf("SampleWorkflowID = %q", got)
 	}
-	if err := (BatchQAInput{Manifest: manifest, Samples: 65}).Validate(); err == nil {
+	if err := (api.BatchQAInput{Manifest: manifest, Samples: 65}).Validate(); err == nil {
 		t.Error("65 samples: no error")
 	}
 }

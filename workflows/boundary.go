@@ -8,18 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/contract"
-)
-
-// Closed statuses, the MemagentStatus of a run that has ended. Every
-// workflow uses them; the stages before them are each workflow's own.
-const (
-	// StageCanceled is a run that was canceled.
-	StageCanceled = "canceled"
-	// StageContinued is a run that continued as new: its work goes on in
-	// the next run of the same workflow id.
-	StageContinued = "continued"
 )
 
 // StatusLifecycleChange is the workflow.GetVersion change id under which
@@ -75,18 +65,18 @@ func (b boundary) closedStatus(err error) string {
 	var can *workflow.ContinueAsNewError
 	switch {
 	case err == nil:
-		return StageDone
+		return api.StageDone
 	case errors.As(err, &can):
 		if b.lifecycle {
-			return StageContinued
+			return api.StageContinued
 		}
 		return ""
 	case temporal.IsCanceledError(err) && b.lifecycle:
-		return StageCanceled
+		return api.StageCanceled
 	}
-	return StageFailed
+	return api.StageFailed
 }
 
 func badInput(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadInput, nil)
+	return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrBadInput, nil)
 }

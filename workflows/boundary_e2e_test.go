@@ -9,7 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/workflows"
 )
@@ -50,12 +50,12 @@ func TestBoundaryAgainstHostileCallers(t *testing.T) {
 	// The victims: a question with the run's own prefix, and one with a
 	// claimed prefix.
 	var victim workflows.DocumentQAResult
-	if err := s.start(t, "victim", workflows.DocumentQAName,
+	if err := s.start(t, "victim", api.DocumentQAName,
 		`{"document":"`+s.doc+`","question":"What is the vault code?","options":{"chunk_tokens":2000}}`).Get(ctx, &victim); err != nil {
 		t.Fatal(err)
 	}
 	claimed := fmt.Sprintf("s3://%s/team/review1/", bucket)
-	if err := s.start(t, "victim-claimed", workflows.DocumentQAName,
+	if err := s.start(t, "victim-claimed", api.DocumentQAName,
 		`{"document":"`+s.doc+`","question":"What is the vault code?","output_prefix":"`+claimed+`","options":{"chunk_tokens":2000}}`).Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -69,35 +69,35 @@ func TestBoundaryAgainstHostileCallers(t *testing.T) {
 	for _, tt := range []struct {
 		name, workflow, input, wantType, wantMessage string
 	}{
-		{"DocumentQA with its own state", workflows.DocumentQAName,
+		{"DocumentQA with its own state", api.DocumentQAName,
 			`{"document":"` + s.doc + `","question":"What does it say?","state":{"prepared":` + prepared +
 				`,"cursor":0,"memory":"m","runs":1,"trace_prefix":"` + victimPrefix + `"}}`,
-			activities.ErrBadInput, stateRefused},
-		{"DocumentQA with a state naming a run", workflows.DocumentQAName,
+			api.ErrBadInput, stateRefused},
+		{"DocumentQA with a state naming a run", api.DocumentQAName,
 			`{"document":"` + s.doc + `","question":"What does it say?","state":{"from":"` + victim.RunID + `","prepared":` + prepared +
 				`,"cursor":0,"memory":"m","runs":1,"trace_prefix":"` + victimPrefix + `"}}`,
-			activities.ErrBadInput, stateRefused},
-		{"ReviewDocument with an answered question quoting the secret", workflows.ReviewDocumentName,
+			api.ErrBadInput, stateRefused},
+		{"ReviewDocument with an answered question quoting the secret", api.ReviewDocumentName,
 			`{"document":"` + s.doc + `","questions":[{"question":"What does it say?"}],"state":{"prepared":` + prepared +
 				`,"prefix":"s3://secret/out/","runs":1,"questions":[{"cursor":1,"memory":"m","answered":true,"answer":"x",` +
 				`"evidence":[{"chunk":0,"start":0,"end":58,"passage":{"start":0,"end":58},"supports_answer":true}]}]}}`,
-			activities.ErrBadInput, stateRefused},
-		{"BatchQA with an expanded manifest of its own", workflows.BatchQAName,
+			api.ErrBadInput, stateRefused},
+		{"BatchQA with an expanded manifest of its own", api.BatchQAName,
 			`{"manifest":"s3://` + bucket + `/docs/none.jsonl","state":{"name":"b","next_page":1,"runs":1,"expanded":{"format":"jsonl",` +
 				`"items":100000000000,"pages":1,"report_prefix":"s3://secret/report/","work_prefix":"` + victimPrefix + `work/"}}}`,
-			activities.ErrBadInput, stateRefused},
-		{"the answer cache as an output prefix", workflows.DocumentQAName,
+			api.ErrBadInput, stateRefused},
+		{"the answer cache as an output prefix", api.DocumentQAName,
 			`{"document":"` + s.doc + `","question":"What is the vault code?","output_prefix":"s3://` + bucket + `/answers/0123456789abcdef0123456789abcdef/"}`,
-			activities.ErrForbidden, "answers/"},
-		{"a claim inside another workflow's claimed prefix", workflows.DocumentQAName,
+			api.ErrForbidden, "answers/"},
+		{"a claim inside another workflow's claimed prefix", api.DocumentQAName,
 			`{"document":"` + s.doc + `","question":"What is the vault code?","output_prefix":"` + claimed + `questions/q1/"}`,
-			activities.ErrForbidden, "victim-claimed"},
-		{"another run's result as the document", workflows.DocumentQAName,
+			api.ErrForbidden, "victim-claimed"},
+		{"another run's result as the document", api.DocumentQAName,
 			`{"document":"` + victim.ResultURI + `","question":"What was the answer?"}`,
-			activities.ErrForbidden, "where runs keep their outputs"},
-		{"a document path with ..", workflows.DocumentQAName,
+			api.ErrForbidden, "where runs keep their outputs"},
+		{"a document path with ..", api.DocumentQAName,
 			`{"document":"s3://` + bucket + `/docs/../` + strings.TrimPrefix(victim.ResultURI, "s3://"+bucket+"/") + `","question":"What was the answer?"}`,
-			activities.ErrBadInput, `".."`},
+			api.ErrBadInput, `".."`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			id := "attack-" + strings.ReplaceAll(tt.name, " ", "-")
@@ -115,8 +115,8 @@ func TestBoundaryAgainstHostileCallers(t *testing.T) {
 		if err := s.store.Put(ctx, mustLoc(manifest), []byte(`{"id":"steal","document":"s3://secret/secret.txt","question":"What does it say?"}`+"\n"), "application/x-ndjson"); err != nil {
 			t.Fatal(err)
 		}
-		var res workflows.BatchQAResult
-		if err := s.start(t, "attack-manifest", workflows.BatchQAName, `{"manifest":"`+manifest+`"}`).Get(ctx, &res); err != nil {
+		var res api.BatchQAResult
+		if err := s.start(t, "attack-manifest", api.BatchQAName, `{"manifest":"`+manifest+`"}`).Get(ctx, &res); err != nil {
 			t.Fatal(err)
 		}
 		if res.Failed != 1 || res.Succeeded != 0 {
@@ -126,8 +126,8 @@ func TestBoundaryAgainstHostileCallers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(line), activities.ErrForbidden) || strings.Contains(string(line), `"document_bytes"`) {
-			t.Errorf("results.jsonl = %s, want the item failed as %s", line, activities.ErrForbidden)
+		if !strings.Contains(string(line), api.ErrForbidden) || strings.Contains(string(line), `"document_bytes"`) {
+			t.Errorf("results.jsonl = %s, want the item failed as %s", line, api.ErrForbidden)
 		}
 	})
 
@@ -150,7 +150,7 @@ func TestBoundaryAgainstHostileCallers(t *testing.T) {
 	}
 	// The worker is alive and answers a normal question.
 	var ok workflows.DocumentQAResult
-	if err := s.start(t, "after-attacks", workflows.DocumentQAName,
+	if err := s.start(t, "after-attacks", api.DocumentQAName,
 		`{"document":"`+s.doc+`","question":"What is the vault code?","options":{"chunk_tokens":2000}}`).Get(ctx, &ok); err != nil || !strings.Contains(ok.Answer, "7391-ALPHA") {
 		t.Fatalf("a normal question after the attacks: %q, %v", ok.Answer, err)
 	}

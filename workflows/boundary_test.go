@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 )
 
 // rawJSON is a payload as a client in any language sends it.
@@ -29,20 +29,20 @@ func TestBoundaryRejectsBadInput(t *testing.T) {
 		input          converter.RawValue
 		want           string
 	}{
-		{"typo", DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","options":{"chunk_token":1000}}`),
+		{"typo", api.DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","options":{"chunk_token":1000}}`),
 			"input: options.chunk_token: unknown field; did you mean options.chunk_tokens?"},
-		{"wrong type", DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","options":{"chunk_tokens":"1000"}}`),
+		{"wrong type", api.DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","options":{"chunk_tokens":"1000"}}`),
 			`input: options.chunk_tokens: expected an integer, got a string ("1000")`},
-		{"gold answers under both names", DocumentQAName, rawJSON(`{"document":"s3://d/x","question":"q","answers":["a"],"gold_answers":["b"]}`),
+		{"gold answers under both names", api.DocumentQAName, rawJSON(`{"document":"s3://d/x","question":"q","answers":["a"],"gold_answers":["b"]}`),
 			"answers is an alias of gold_answers"},
-		{"missing question names the field", DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt"}`),
+		{"missing question names the field", api.DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt"}`),
 			"question is empty: set question"},
-		{"not JSON", DocumentQAName, converter.NewRawValue(&commonpb.Payload{
+		{"not JSON", api.DocumentQAName, converter.NewRawValue(&commonpb.Payload{
 			Metadata: map[string][]byte{converter.MetadataEncoding: []byte("binary/plain")}, Data: []byte("x")}),
 			`input is encoded as "binary/plain"`},
-		{"questions as strings", ReviewDocumentName, rawJSON(`{"document":"s3://docs/doc.txt","questions":["Who?","What?"]}`),
+		{"questions as strings", api.ReviewDocumentName, rawJSON(`{"document":"s3://docs/doc.txt","questions":["Who?","What?"]}`),
 			`input: questions[0]: expected an object {"id", "question", "gold_answers"}, got a string ("Who?")`},
-		{"batch typo", BatchQAName, rawJSON(`{"manifest":"s3://m/x.jsonl","concurrancy":4}`),
+		{"batch typo", api.BatchQAName, rawJSON(`{"manifest":"s3://m/x.jsonl","concurrancy":4}`),
 			"input: concurrancy: unknown field; did you mean concurrency?"},
 	}
 	for _, tt := range tests {
@@ -55,8 +55,8 @@ func TestBoundaryRejectsBadInput(t *testing.T) {
 			env.ExecuteWorkflow(tt.workflow, tt.input)
 			err := env.GetWorkflowError()
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !appErr.NonRetryable() {
-				t.Fatalf("error %v, want a non-retryable %s", err, activities.ErrBadInput)
+			if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() {
+				t.Fatalf("error %v, want a non-retryable %s", err, api.ErrBadInput)
 			}
 			if !strings.Contains(appErr.Error(), tt.want) {
 				t.Errorf("message %q lacks %q", appErr.Error(), tt.want)
@@ -64,18 +64,18 @@ func TestBoundaryRejectsBadInput(t *testing.T) {
 			if strings.Contains(appErr.Error(), "--") {
 				t.Errorf("message %q names a CLI flag", appErr.Error())
 			}
-			if got := u.merged()[AttrStatus]; got != StageFailed {
-				t.Errorf("%s = %v, want %q", AttrStatus, got, StageFailed)
+			if got := u.merged()[api.AttrStatus]; got != api.StageFailed {
+				t.Errorf("%s = %v, want %q", api.AttrStatus, got, api.StageFailed)
 			}
 			// Every workflow answers its progress query for input it
 			// refused: "failed", never "unknown query type".
-			v, err := env.QueryWorkflow(ProgressQuery)
+			v, err := env.QueryWorkflow(api.ProgressQuery)
 			if err != nil {
 				t.Fatalf("progress query: %v", err)
 			}
 			var p struct{ Stage string }
-			if err := v.Get(&p); err != nil || p.Stage != StageFailed {
-				t.Errorf("progress stage = %q (%v), want %q", p.Stage, err, StageFailed)
+			if err := v.Get(&p); err != nil || p.Stage != api.StageFailed {
+				t.Errorf("progress stage = %q (%v), want %q", p.Stage, err, api.StageFailed)
 			}
 		})
 	}
@@ -85,9 +85,9 @@ func TestBoundaryAcceptsGoldAnswersAlias(t *testing.T) {
 	f := newFixture(t, makeDoc(2))
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
+	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	f.acts.Register(env)
-	env.ExecuteWorkflow(DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","answers":["line1"],"options":{"chunk_tokens":100}}`))
+	env.ExecuteWorkflow(api.DocumentQAName, rawJSON(`{"document":"s3://docs/doc.txt","question":"q","answers":["line1"],"options":{"chunk_tokens":100}}`))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +109,9 @@ func TestClosedStatus(t *testing.T) {
 		err       error
 		want      string
 	}{
-		{true, nil, StageDone}, {true, can, StageContinued}, {true, canceled, StageCanceled}, {true, failed, StageFailed},
+		{true, nil, api.StageDone}, {true, can, api.StageContinued}, {true, canceled, api.StageCanceled}, {true, failed, api.StageFailed},
 		// Histories recorded before the change replay as they ran.
-		{false, nil, StageDone}, {false, can, ""}, {false, canceled, StageFailed}, {false, failed, StageFailed},
+		{false, nil, api.StageDone}, {false, can, ""}, {false, canceled, api.StageFailed}, {false, failed, api.StageFailed},
 	}
 	for _, tt := range tests {
 		if got := (boundary{lifecycle: tt.lifecycle}).closedStatus(tt.err); got != tt.want {

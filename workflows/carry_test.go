@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 )
 
 // TestCallerStateIsRefused starts each workflow as a hostile caller would:
@@ -32,10 +33,10 @@ func TestCallerStateIsRefused(t *testing.T) {
 		name, workflow string
 		input          any
 	}{
-		{"DocumentQA", DocumentQAName, qaRun{DocumentQAInput: DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?"}, State: forgedQA}},
-		{"ReviewDocument", ReviewDocumentName, reviewRunInput{ReviewInput: ReviewInput{Document: "s3://docs/doc.txt",
-			Questions: []ReviewQuestion{{Question: "q?"}}}, State: forgedReview}},
-		{"BatchQA", BatchQAName, batchRunInput{BatchQAInput: BatchQAInput{Manifest: "s3://manifests/m.jsonl"}, State: forgedBatch}},
+		{"DocumentQA", api.DocumentQAName, qaRun{DocumentQAInput: api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?"}, State: forgedQA}},
+		{"ReviewDocument", api.ReviewDocumentName, reviewRunInput{ReviewInput: api.ReviewInput{Document: "s3://docs/doc.txt",
+			Questions: []api.ReviewQuestion{{Question: "q?"}}}, State: forgedReview}},
+		{"BatchQA", api.BatchQAName, batchRunInput{BatchQAInput: api.BatchQAInput{Manifest: "s3://manifests/m.jsonl"}, State: forgedBatch}},
 	}
 	claims := []struct {
 		name      string
@@ -68,9 +69,9 @@ func TestCallerStateIsRefused(t *testing.T) {
 				}
 				var appErr *temporal.ApplicationError
 				err := env.GetWorkflowError()
-				if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !appErr.NonRetryable() ||
+				if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() ||
 					!strings.Contains(appErr.Error(), "state is set by the workflow itself") {
-					t.Fatalf("error = %v, want a non-retryable %s about the state", err, activities.ErrBadInput)
+					t.Fatalf("error = %v, want a non-retryable %s about the state", err, api.ErrBadInput)
 				}
 				if ran != 0 {
 					t.Errorf("%d activities ran before the state was refused", ran)
@@ -105,8 +106,8 @@ func withFrom(t *testing.T, in any, from string) any {
 // hands over names it, and the next run, continued from it, accepts it.
 func TestContinuedRunKeepsItsState(t *testing.T) {
 	f := newFixture(t, makeDoc(4))
-	in := DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker came last?", ChunksPerRun: 2,
-		Options: activities.ModelOptions{ChunkTokens: 100}}
+	in := api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker came last?", ChunksPerRun: 2,
+		Options: api.ModelOptions{ChunkTokens: 100}}
 	_, err := f.run(t, in)
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/workerapp/workerapptest"
 	"github.com/memagent/memagent/workflows"
@@ -56,7 +56,7 @@ func startContractStack(t *testing.T) *contractStack {
 
 func (s *contractStack) start(t *testing.T, id, workflow, input string) client.WorkflowRun {
 	t.Helper()
-	run, err := s.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.DefaultTaskQueue},
+	run, err := s.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: api.DefaultTaskQueue},
 		workflow, workflows.RawJSON(input))
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +103,11 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 
 	t.Run("bad input fails fast as BadInput naming the JSON field", func(t *testing.T) {
 		for i, tt := range []struct{ workflow, input, want string }{
-			{workflows.DocumentQAName, `{"document":"` + s.doc + `","question":"What is the vault code?","options":{"chunk_token":1000}}`,
+			{api.DocumentQAName, `{"document":"` + s.doc + `","question":"What is the vault code?","options":{"chunk_token":1000}}`,
 				"options.chunk_token: unknown field; did you mean options.chunk_tokens?"},
-			{workflows.DocumentQAName, `{"document":"` + s.doc + `","question":"What is the vault code?","options":{"chunk_tokens":"1000"}}`,
+			{api.DocumentQAName, `{"document":"` + s.doc + `","question":"What is the vault code?","options":{"chunk_tokens":"1000"}}`,
 				`options.chunk_tokens: expected an integer, got a string ("1000")`},
-			{workflows.ReviewDocumentName, `{"document":"` + s.doc + `","questions":["Who?","What?"]}`,
+			{api.ReviewDocumentName, `{"document":"` + s.doc + `","questions":["Who?","What?"]}`,
 				`questions[0]: expected an object {"id", "question", "gold_answers"}, got a string ("Who?")`},
 		} {
 			began := time.Now()
@@ -115,8 +115,8 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 			err := run.Get(ctx, nil)
 			took := time.Since(began)
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput {
-				t.Fatalf("%s: error %v, want %s", tt.workflow, err, activities.ErrBadInput)
+			if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput {
+				t.Fatalf("%s: error %v, want %s", tt.workflow, err, api.ErrBadInput)
 			}
 			if !strings.Contains(appErr.Message(), tt.want) || strings.Contains(appErr.Message(), "--") || strings.Contains(appErr.Message(), "(type:") {
 				t.Errorf("message %q: want it to contain %q and name no CLI flag", appErr.Message(), tt.want)
@@ -130,7 +130,7 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 
 	t.Run("outputs of another run and documents outside the prefixes are forbidden", func(t *testing.T) {
 		prefix := fmt.Sprintf("s3://%s/team/out/", s.Dev.Stack.Bucket)
-		first := s.start(t, "contract-owner", workflows.DocumentQAName,
+		first := s.start(t, "contract-owner", api.DocumentQAName,
 			`{"document":"`+s.doc+`","question":"What is the vault code?","output_prefix":"`+prefix+`","options":{"chunk_tokens":2000}}`)
 		if err := first.Get(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -146,10 +146,10 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 			"contract-intruder": `{"document":"` + s.doc + `","question":"Who signed?","output_prefix":"` + prefix + `"}`,
 			"contract-outside":  `{"document":"` + other + `","question":"Who signed?"}`,
 		} {
-			err := s.start(t, id, workflows.DocumentQAName, input).Get(ctx, nil)
+			err := s.start(t, id, api.DocumentQAName, input).Get(ctx, nil)
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrForbidden {
-				t.Fatalf("%s: error %v, want %s", id, err, activities.ErrForbidden)
+			if !errors.As(err, &appErr) || appErr.Type() != api.ErrForbidden {
+				t.Fatalf("%s: error %v, want %s", id, err, api.ErrForbidden)
 			}
 			if msg := appErr.Message(); strings.Contains(msg, "(type:") || len(msg) > 400 {
 				t.Errorf("%s: top-level message is not one short line: %q", id, msg)
@@ -169,7 +169,7 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 	})
 
 	t.Run("a reset keeps the first run's result", func(t *testing.T) {
-		run := s.start(t, "contract-reset", workflows.DocumentQAName,
+		run := s.start(t, "contract-reset", api.DocumentQAName,
 			`{"document":"`+s.doc+`","question":"What is the vault code?","options":{"chunk_tokens":500}}`)
 		var first workflows.DocumentQAResult
 		if err := run.Get(ctx, &first); err != nil {
@@ -200,7 +200,7 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 	})
 
 	t.Run("a reset keeps the first review's grid", func(t *testing.T) {
-		run := s.start(t, "contract-review-reset", workflows.ReviewDocumentName,
+		run := s.start(t, "contract-review-reset", api.ReviewDocumentName,
 			`{"document":"`+s.doc+`","questions":[{"question":"What is the vault code?"},{"question":"What do the paragraphs tell of?"}],"options":{"chunk_tokens":500}}`)
 		var first workflows.ReviewResult
 		if err := run.Get(ctx, &first); err != nil {
@@ -233,8 +233,8 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 		if err := s.store.Put(ctx, mustLoc(manifest), []byte(lines), "application/x-ndjson"); err != nil {
 			t.Fatal(err)
 		}
-		run := s.start(t, "contract-batch-reset", workflows.BatchQAName, `{"manifest":"`+manifest+`","options":{"chunk_tokens":500}}`)
-		var first workflows.BatchQAResult
+		run := s.start(t, "contract-batch-reset", api.BatchQAName, `{"manifest":"`+manifest+`","options":{"chunk_tokens":500}}`)
+		var first api.BatchQAResult
 		if err := run.Get(ctx, &first); err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 			t.Fatal(err)
 		}
 		newRun := s.resetToStart(t, "contract-batch-reset", run.GetRunID())
-		var second workflows.BatchQAResult
+		var second api.BatchQAResult
 		if err := s.c.GetWorkflow(ctx, "contract-batch-reset", newRun).Get(ctx, &second); err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +261,7 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 	t.Run("status: canceled, and a continue-as-new chain leaves nothing reading", func(t *testing.T) {
 		// Three runs of 2 chunks each: chunk_tokens 100 over about 2,000
 		// tokens is 20 chunks, so chunks_per_run 7.
-		chain := s.start(t, "contract-chain", workflows.DocumentQAName,
+		chain := s.start(t, "contract-chain", api.DocumentQAName,
 			`{"document":"`+s.doc+`","question":"What is the vault code?","chunks_per_run":7,"options":{"chunk_tokens":100}}`)
 		var res workflows.DocumentQAResult
 		if err := chain.Get(ctx, &res); err != nil {
@@ -287,7 +287,7 @@ func TestContractOnTheEmbeddedStack(t *testing.T) {
 		if err := s.store.Put(ctx, bigLoc, []byte(strings.Repeat(string(small), 20)), "text/plain"); err != nil {
 			t.Fatal(err)
 		}
-		long := s.start(t, "contract-cancel", workflows.DocumentQAName,
+		long := s.start(t, "contract-cancel", api.DocumentQAName,
 			`{"document":"`+bigLoc.String()+`","question":"What is the vault code?","options":{"chunk_tokens":64}}`)
 		s.waitCount(t, `WorkflowId="contract-cancel" AND MemagentStatus="reading"`, 1)
 		if err := s.c.CancelWorkflow(ctx, "contract-cancel", ""); err != nil {

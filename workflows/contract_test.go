@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/contract"
 )
 
@@ -26,23 +27,24 @@ var published = []struct {
 	t           reflect.Type
 	dir         contract.Direction
 }{
-	{"documentqa.input", "memagent.DocumentQA input", reflect.TypeFor[DocumentQAInput](), contract.Input},
+	{"documentqa.input", "memagent.DocumentQA input", reflect.TypeFor[api.DocumentQAInput](), contract.Input},
 	{"documentqa.result", "memagent.DocumentQA result (and result.json)", reflect.TypeFor[DocumentQAResult](), contract.Output},
 	{"documentqa.result-object", "result.json of DocumentQA and of each review question", reflect.TypeFor[activities.StoredResult](), contract.Output},
-	{"documentqa.progress", "memagent.DocumentQA progress query", reflect.TypeFor[Progress](), contract.Output},
-	{"review.input", "memagent.ReviewDocument input", reflect.TypeFor[ReviewInput](), contract.Input},
+	{"documentqa.progress", "memagent.DocumentQA progress query", reflect.TypeFor[api.Progress](), contract.Output},
+	{"review.input", "memagent.ReviewDocument input", reflect.TypeFor[api.ReviewInput](), contract.Input},
 	{"review.result", "memagent.ReviewDocument result (and grid.json)", reflect.TypeFor[ReviewResult](), contract.Output},
-	{"review.progress", "memagent.ReviewDocument progress query", reflect.TypeFor[ReviewProgress](), contract.Output},
-	{"batch.input", "memagent.BatchQA input", reflect.TypeFor[BatchQAInput](), contract.Input},
-	{"batch.result", "memagent.BatchQA result", reflect.TypeFor[BatchQAResult](), contract.Output},
-	{"batch.progress", "memagent.BatchQA progress query", reflect.TypeFor[BatchProgress](), contract.Output},
-	{"batch.report", "BatchQA report.json", reflect.TypeFor[activities.BatchReport](), contract.Output},
-	{"batch.results-line", "BatchQA results.jsonl line (also a manifest line)", reflect.TypeFor[activities.BatchItemResult](), contract.Output},
+	{"review.progress", "memagent.ReviewDocument progress query", reflect.TypeFor[api.ReviewProgress](), contract.Output},
+	{"batch.input", "memagent.BatchQA input", reflect.TypeFor[api.BatchQAInput](), contract.Input},
+	{"batch.result", "memagent.BatchQA result", reflect.TypeFor[api.BatchQAResult](), contract.Output},
+	{"batch.progress", "memagent.BatchQA progress query", reflect.TypeFor[api.BatchProgress](), contract.Output},
+	{"batch.report", "BatchQA report.json", reflect.TypeFor[api.BatchReport](), contract.Output},
+	{"batch.results-line", "BatchQA results.jsonl line (also a manifest line)", reflect.TypeFor[api.BatchItemResult](), contract.Output},
 }
 
 func describer(t *testing.T) contract.Describer {
 	t.Helper()
 	d, err := contract.SourceDocs(map[string]string{
+		"github.com/memagent/memagent/api":               "../api",
 		"github.com/memagent/memagent/workflows":         ".",
 		"github.com/memagent/memagent/activities":        "../activities",
 		"github.com/memagent/memagent/internal/report":   "../internal/report",
@@ -198,11 +200,11 @@ func typeName(t reflect.Type) string {
 // checks are one source.
 func TestValidateEnforcesTheSchemaRanges(t *testing.T) {
 	bases := map[reflect.Type]func() any{
-		reflect.TypeFor[DocumentQAInput](): func() any { return &DocumentQAInput{Document: "s3://b/d.txt", Question: "q?"} },
-		reflect.TypeFor[ReviewInput](): func() any {
-			return &ReviewInput{Document: "s3://b/d.txt", Questions: []ReviewQuestion{{Question: "q?"}}}
+		reflect.TypeFor[api.DocumentQAInput](): func() any { return &api.DocumentQAInput{Document: "s3://b/d.txt", Question: "q?"} },
+		reflect.TypeFor[api.ReviewInput](): func() any {
+			return &api.ReviewInput{Document: "s3://b/d.txt", Questions: []api.ReviewQuestion{{Question: "q?"}}}
 		},
-		reflect.TypeFor[BatchQAInput](): func() any { return &BatchQAInput{Manifest: "s3://b/m.jsonl"} },
+		reflect.TypeFor[api.BatchQAInput](): func() any { return &api.BatchQAInput{Manifest: "s3://b/m.jsonl"} },
 	}
 	checked := 0
 	for _, p := range published {

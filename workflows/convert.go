@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/report"
 )
 
@@ -52,6 +53,6 @@ func (st *QAState) noteEvidence(out activities.UpdateOutput) {
 	}
 	st.Evidence = append(st.Evidence, *out.Evidence)
 	var dropped int
-	st.Evidence, dropped = report.ReviewPruneEvidence(st.Evidence, out.Memory, MaxReviewEvidence)
+	st.Evidence, dropped = report.ReviewPruneEvidence(st.Evidence, out.Memory, api.MaxReviewEvidence)
 	st.EvidenceDropped += dropped
 }

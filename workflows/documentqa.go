@@ -11,17 +11,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/contract"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/report"
-)
-
-// Names under which workflows, queries and the default task queue are
-// registered. They are part of the wire format.
-const (
-	DocumentQAName   = "memagent.DocumentQA"
-	ProgressQuery    = "progress"
-	DefaultTaskQueue = "memagent"
 )
 
 // DefaultHeartbeatTimeout is how soon a worker lost mid-activity is
@@ -34,47 +25,12 @@ const DefaultHeartbeatTimeout = 15 * time.Second
 // continues-as-new, unless Temporal suggests it earlier.
 const DefaultChunksPerRun = 200
 
-// DocumentQAInput starts a DocumentQA run. It is JSON on the wire, so any
-// Temporal client can start one.
-type DocumentQAInput struct {
-	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
-	// document, converted to text first (see docs/DOCUMENTS.md).
-	Document string `json:"document" contract:"required,maxlen=1024"`
-	// Question is asked of the document; at most 16 KiB.
-	Question string `json:"question" contract:"required,maxlen=16384"`
-	// GoldAnswers, when given, are used to score the answer.
-	GoldAnswers []string                `json:"gold_answers,omitempty" contract:"alias=answers"`
-	Options     activities.ModelOptions `json:"options"`
-	// ChunksPerRun overrides DefaultChunksPerRun.
-	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0,max=10000"`
-	// OutputPrefix overrides the s3:// prefix of traces and result
-	// (default s3://<worker bucket>/runs/<workflow id>/<first run id>/).
-	OutputPrefix string `json:"output_prefix,omitempty" contract:"maxlen=1024"`
-	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
-	// noticed and its activity retried elsewhere; default 15.
-	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0,max=3600"`
-	// BatchID, when set, labels the run as one of a batch: it becomes the
-	// MemagentBatch search attribute, so a batch's runs can be listed.
-	BatchID string `json:"batch_id,omitempty" contract:"maxlen=255"`
-	// Priority orders this run's tasks on a shared task queue that is
-	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
-	// started with, else 2 (a batch passes its own).
-	Priority int `json:"priority,omitempty" contract:"min=0,max=5"`
-	// FairnessKey shares the task queue fairly between keys of the same
-	// priority (a tenant, a client, a matter); default the key the run was
-	// started with. At most 64 bytes.
-	FairnessKey string `json:"fairness_key,omitempty" contract:"maxlen=64"`
-	// FairnessWeight is the key's share relative to other keys (default 1,
-	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
-	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
-}
-
 // qaRun is what a DocumentQA run decodes: the published input and, on a
 // run the workflow continued as new itself, the state its previous run
 // handed over ("state" beside the input's members). The state is not part
 // of the contract; checkCarry refuses one a caller sent.
 type qaRun struct {
-	DocumentQAInput
+	api.DocumentQAInput
 	State *QAState `json:"state,omitempty"`
 }
 
@@ -86,85 +42,24 @@ type QAState struct {
 	Cursor      int                      `json:"cursor"`
 	Memory      string                   `json:"memory"`
 	TokensDone  int64                    `json:"tokens_done"`
-	Usage       activities.Usage         `json:"usage"`
+	Usage       api.Usage                `json:"usage"`
 	Runs        int                      `json:"runs"`
 	StartedAt   time.Time                `json:"started_at"`
 	TracePrefix string                   `json:"trace_prefix"`
 	// Evidence are the chunks at which the memory changed materially
 	// (see QAState.noteEvidence), at most MaxReviewEvidence.
-	Evidence        []report.ReviewEvidence `json:"evidence,omitempty"`
-	EvidenceDropped int                     `json:"evidence_dropped,omitempty"`
+	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
+	EvidenceDropped int                  `json:"evidence_dropped,omitempty"`
 }
 
 // DocumentQAResult is the workflow's result.
-type DocumentQAResult = activities.QAResult
-
-// Progress is what the progress query returns.
-type Progress struct {
-	Stage       string           `json:"stage"`
-	ChunksDone  int              `json:"chunks_done"`
-	ChunksTotal int              `json:"chunks_total"`
-	TokensDone  int64            `json:"tokens_done"`
-	TokensTotal int64            `json:"tokens_total"`
-	Run         int              `json:"run"`
-	Usage       activities.Usage `json:"usage"`
-	Memory      string           `json:"memory"`
-	Answer      string           `json:"answer,omitempty"`
-}
-
-// Stages reported by Progress and, as the MemagentStatus search attribute,
-// to visibility queries.
-const (
-	StagePreparing = "preparing"
-	StageReading   = "reading"
-	StageAnswering = "answering"
-	StageDone      = "done"
-	StageFailed    = "failed"
-)
+type DocumentQAResult = api.DocumentQAResult
 
 // SearchAttributesChange is the workflow.GetVersion change id under which
 // DocumentQA upserts its search attributes. Runs recorded before it replay
 // as workflow.DefaultVersion and upsert nothing; runs at version 1 upsert at
 // the start of every run, after prepare, after every chunk and at the end.
 const SearchAttributesChange = "search-attributes"
-
-// Validate reports input that can never succeed.
-func (in DocumentQAInput) Validate() error {
-	// workflowcheck flags the reflection contract.Check walks the
-	// input with; the check is a pure function of the input.
-	//workflowcheck:ignore
-	if err := contract.Check(in); err != nil {
-		return err
-	}
-	if strings.TrimSpace(in.Document) == "" {
-		return errors.New("document is empty: set document to an s3:// URI")
-	}
-	if !strings.HasPrefix(in.Document, "s3://") {
-		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
-	}
-	if err := activities.CheckQuestion(in.Question); err != nil {
-		return err
-	}
-	if in.OutputPrefix != "" {
-		if rest, ok := strings.CutPrefix(in.OutputPrefix, "s3://"); !ok || strings.HasPrefix(rest, "/") || rest == "" {
-			return fmt.Errorf("output_prefix %q is not an s3://bucket/prefix URI", in.OutputPrefix)
-		}
-	}
-	if in.HeartbeatTimeoutSeconds < 0 {
-		return fmt.Errorf("heartbeat_timeout_seconds (%d) must not be negative", in.HeartbeatTimeoutSeconds)
-	}
-	if in.ChunksPerRun < 0 {
-		return fmt.Errorf("chunks_per_run (%d) must not be negative", in.ChunksPerRun)
-	}
-	if err := in.scheduling().validate(); err != nil {
-		return err
-	}
-	return in.Options.Validate()
-}
-
-func (in DocumentQAInput) scheduling() scheduling {
-	return scheduling{Priority: in.Priority, FairnessKey: in.FairnessKey, FairnessWeight: in.FairnessWeight}
-}
 
 // DocumentQA is the memagent.DocumentQA workflow: it answers one question
 // about one document with MemAgent. Its one argument is a DocumentQAInput
@@ -177,16 +72,16 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	// run did.
 	vis := newVisibility(ctx, workflow.GetVersion(ctx, SearchAttributesChange, workflow.DefaultVersion, 1))
 	edge := newBoundary(ctx)
-	progress := Progress{Stage: StagePreparing}
+	progress := api.Progress{Stage: api.StagePreparing}
 	defer func() {
-		if s := edge.closedStatus(err); s != "" && s != StageDone {
+		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
 			progress.Stage = s
-			vis.publish(progress, StatusKey.ValueSet(s))
+			vis.publish(progress, api.StatusKey.ValueSet(s))
 		}
 	}()
 	// The query answers from the start, so a caller polling it sees
 	// "failed" even for input that does not decode.
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, api.ProgressQuery, func() (api.Progress, error) { return progress, nil }); err != nil {
 		return nil, err
 	}
 	var run qaRun
@@ -211,32 +106,32 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			st.TracePrefix += "/"
 		}
 	}
-	prio := in.scheduling().taskPriority(ctx, PriorityQuestion)
+	prio := taskPriority(ctx, in.Scheduling(), api.PriorityQuestion)
 	lazy := skipsEagerExecution(prio)
 	hb := DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
 	}
 	st.Runs++
-	progress.Stage, progress.Run = StageReading, st.Runs
+	progress.Stage, progress.Run = api.StageReading, st.Runs
 	refresh := func() {
 		progress.ChunksDone, progress.ChunksTotal = st.Cursor, st.Prepared.Chunks
 		progress.TokensDone, progress.TokensTotal = st.TokensDone, st.Prepared.Tokens
 		progress.Usage, progress.Memory = st.Usage, st.Memory
 	}
 	if st.Prepared.IndexURI == "" {
-		progress.Stage = StagePreparing
+		progress.Stage = api.StagePreparing
 	}
 	refresh()
 	// Search attributes carry over a continue-as-new, but a run continued
 	// from one at DefaultVersion starts without them: set them all.
-	start := startUpdates(in, progress.Stage)
+	start := api.StatusUpdates(in, progress.Stage)
 	if in.Options.Model == "" && st.Prepared.Model != "" {
-		start = append(start, ModelKey.ValueSet(KeywordValue(st.Prepared.Model)))
+		start = append(start, api.ModelKey.ValueSet(api.KeywordValue(st.Prepared.Model)))
 	}
-	start = append(start, ChunksDoneKey.ValueSet(int64(st.Cursor)))
+	start = append(start, api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
 	if st.Prepared.Chunks > 0 {
-		start = append(start, ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks)))
+		start = append(start, api.ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks)))
 	}
 	vis.publish(progress, start...)
 
@@ -265,12 +160,12 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			// prefix from the index location, which lives in that bucket.
 			st.TracePrefix = fmt.Sprintf("s3://%s/runs/%s/%s/", bucketOf(st.Prepared.IndexURI), info.WorkflowExecution.ID, chainID(info))
 		}
-		progress.Stage = StageReading
+		progress.Stage = api.StageReading
 		refresh()
-		prepared := []temporal.SearchAttributeUpdate{StatusKey.ValueSet(StageReading),
-			ChunksDoneKey.ValueSet(int64(st.Cursor)), ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks))}
+		prepared := []temporal.SearchAttributeUpdate{api.StatusKey.ValueSet(api.StageReading),
+			api.ChunksDoneKey.ValueSet(int64(st.Cursor)), api.ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks))}
 		if in.Options.Model == "" && st.Prepared.Model != "" {
-			prepared = append(prepared, ModelKey.ValueSet(KeywordValue(st.Prepared.Model)))
+			prepared = append(prepared, api.ModelKey.ValueSet(api.KeywordValue(st.Prepared.Model)))
 		}
 		vis.publish(progress, prepared...)
 	}
@@ -288,7 +183,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			st.From = info.WorkflowExecution.RunID
 			next := qaRun{DocumentQAInput: in, State: st}
 			workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
-			return nil, workflow.NewContinueAsNewError(ctx, DocumentQAName, next)
+			return nil, workflow.NewContinueAsNewError(ctx, api.DocumentQAName, next)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout:   15 * time.Minute,
@@ -317,12 +212,12 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		if st.Cursor < st.Prepared.Chunks {
 			// The last chunk's count goes with the answering status below,
 			// in the same upsert.
-			vis.publish(progress, ChunksDoneKey.ValueSet(int64(st.Cursor)))
+			vis.publish(progress, api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
 		}
 	}
 
-	progress.Stage = StageAnswering
-	vis.publish(progress, StatusKey.ValueSet(StageAnswering), ChunksDoneKey.ValueSet(int64(st.Cursor)))
+	progress.Stage = api.StageAnswering
+	vis.publish(progress, api.StatusKey.ValueSet(api.StageAnswering), api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:   15 * time.Minute,
 		HeartbeatTimeout:      hb,
@@ -335,7 +230,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	err = workflow.ExecuteActivity(actx, activities.AnswerName, activities.AnswerInput{
 		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
 		ResultURI: st.TracePrefix + "result.json",
-		Result: activities.QAResult{
+		Result: api.DocumentQAResult{
 			WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID, FirstRunID: info.FirstRunID,
 			Document: st.Prepared.Document, DocumentSHA256: st.Prepared.SHA256,
 			Question: in.Question, Model: opts.Model, Options: opts.WithDefaults(),
@@ -348,8 +243,8 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	if err != nil {
 		return nil, stageError("answer", err)
 	}
-	progress.Stage, progress.Answer, progress.Usage = StageDone, res.Answer, res.Usage
-	vis.publish(progress, StatusKey.ValueSet(StageDone))
+	progress.Stage, progress.Answer, progress.Usage = api.StageDone, res.Answer, res.Usage
+	vis.publish(progress, api.StatusKey.ValueSet(api.StageDone))
 	workflow.GetLogger(ctx).Info("answered", "chunks", res.Chunks, "runs", res.Runs, "model_calls", res.Usage.Calls,
 		"repeated_calls", res.Usage.RepeatedCalls, "answer_found", res.AnswerFound)
 	return &res, nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -71,7 +72,7 @@ func newFixture(t *testing.T, doc string) *fixture {
 	return f
 }
 
-func (f *fixture) run(t *testing.T, in DocumentQAInput) (*testsuite.TestWorkflowEnvironment, error) {
+func (f *fixture) run(t *testing.T, in api.DocumentQAInput) (*testsuite.TestWorkflowEnvironment, error) {
 	t.Helper()
 	return f.runWith(t, qaRun{DocumentQAInput: in})
 }
@@ -84,12 +85,12 @@ func (f *fixture) runWith(t *testing.T, in qaRun) (*testsuite.TestWorkflowEnviro
 	if in.State != nil {
 		env.SetContinuedExecutionRunID(testRunID)
 	}
-	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
+	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	f.acts.Register(env)
 	if f.setup != nil {
 		f.setup(env)
 	}
-	env.ExecuteWorkflow(DocumentQAName, in)
+	env.ExecuteWorkflow(api.DocumentQAName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -98,15 +99,15 @@ func (f *fixture) runWith(t *testing.T, in qaRun) (*testsuite.TestWorkflowEnviro
 
 // runToEnd follows continue-as-new generations until a result, returning
 // the result and the number of runs.
-func (f *fixture) runToEnd(t *testing.T, first DocumentQAInput) (*DocumentQAResult, int) {
+func (f *fixture) runToEnd(t *testing.T, first api.DocumentQAInput) (*DocumentQAResult, int) {
 	t.Helper()
 	in := qaRun{DocumentQAInput: first}
 	for runs := 1; runs <= 50; runs++ {
 		env, err := f.runWith(t, in)
 		var can *workflow.ContinueAsNewError
 		if errors.As(err, &can) {
-			if can.WorkflowType.Name != DocumentQAName {
-				t.Fatalf("continue-as-new to %q, want %q", can.WorkflowType.Name, DocumentQAName)
+			if can.WorkflowType.Name != api.DocumentQAName {
+				t.Fatalf("continue-as-new to %q, want %q", can.WorkflowType.Name, api.DocumentQAName)
 			}
 			in = qaRun{}
 			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
@@ -139,10 +140,10 @@ func TestDocumentQAReadsEveryChunkOnceInOrder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, makeDoc(10))
-			res, runs := f.runToEnd(t, DocumentQAInput{
+			res, runs := f.runToEnd(t, api.DocumentQAInput{
 				Document: "s3://docs/doc.txt", Question: "Which marker came last?",
 				GoldAnswers: []string{"w009"}, ChunksPerRun: tt.chunksPerRun,
-				Options: activities.ModelOptions{ChunkTokens: 100},
+				Options: api.ModelOptions{ChunkTokens: 100},
 			})
 			if runs != tt.wantRuns {
 				t.Errorf("runs = %d, want %d", runs, tt.wantRuns)
@@ -209,7 +210,7 @@ func TestDocumentQAReadsEveryChunkOnceInOrder(t *testing.T) {
 
 func TestDocumentQAReusesIndex(t *testing.T) {
 	f := newFixture(t, makeDoc(4))
-	in := DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: activities.ModelOptions{ChunkTokens: 100}}
+	in := api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: api.ModelOptions{ChunkTokens: 100}}
 	first, _ := f.runToEnd(t, in)
 	second, _ := f.runToEnd(t, in)
 	if first.IndexURI != second.IndexURI {
@@ -219,19 +220,19 @@ func TestDocumentQAReusesIndex(t *testing.T) {
 
 func TestDocumentQAProgressQuery(t *testing.T) {
 	f := newFixture(t, makeDoc(3))
-	env, err := f.run(t, DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: activities.ModelOptions{ChunkTokens: 100}})
+	env, err := f.run(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: api.ModelOptions{ChunkTokens: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := env.QueryWorkflow(ProgressQuery)
+	v, err := env.QueryWorkflow(api.ProgressQuery)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p Progress
+	var p api.Progress
 	if err := v.Get(&p); err != nil {
 		t.Fatal(err)
 	}
-	if p.Stage != StageDone || p.ChunksDone != 3 || p.ChunksTotal != 3 || p.TokensDone != p.TokensTotal || p.Memory == "" {
+	if p.Stage != api.StageDone || p.ChunksDone != 3 || p.ChunksTotal != 3 || p.TokensDone != p.TokensTotal || p.Memory == "" {
 		t.Errorf("progress = %+v, want done with 3/3 chunks and all tokens", p)
 	}
 }
@@ -239,22 +240,22 @@ func TestDocumentQAProgressQuery(t *testing.T) {
 func TestDocumentQAPermanentErrors(t *testing.T) {
 	tests := []struct {
 		name     string
-		in       DocumentQAInput
+		in       api.DocumentQAInput
 		respond  func(inference.Request) (string, error)
 		wantType string
 	}{
-		{"empty question", DocumentQAInput{Document: "s3://docs/doc.txt"}, nil, activities.ErrBadInput},
-		{"not an s3 uri", DocumentQAInput{Document: "/tmp/doc.txt", Question: "q"}, nil, activities.ErrBadInput},
-		{"output prefix not s3", DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q", OutputPrefix: "runs/x/"}, nil, activities.ErrBadInput},
-		{"missing document", DocumentQAInput{Document: "s3://docs/missing.txt", Question: "q"}, nil, activities.ErrDocumentNotFound},
-		{"auth", DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"},
+		{"empty question", api.DocumentQAInput{Document: "s3://docs/doc.txt"}, nil, api.ErrBadInput},
+		{"not an s3 uri", api.DocumentQAInput{Document: "/tmp/doc.txt", Question: "q"}, nil, api.ErrBadInput},
+		{"output prefix not s3", api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q", OutputPrefix: "runs/x/"}, nil, api.ErrBadInput},
+		{"missing document", api.DocumentQAInput{Document: "s3://docs/missing.txt", Question: "q"}, nil, api.ErrDocumentNotFound},
+		{"auth", api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"},
 			func(inference.Request) (string, error) {
 				return "", &inference.Error{Kind: inference.KindAuth, StatusCode: 401, Message: "invalid key"}
-			}, activities.ErrModelAuth},
-		{"prompt too long", DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"},
+			}, api.ErrModelAuth},
+		{"prompt too long", api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"},
 			func(inference.Request) (string, error) {
 				return "", &inference.Error{Kind: inference.KindPromptTooLong, StatusCode: 400, Message: "maximum context length is 8192 tokens"}
-			}, activities.ErrPromptTooLong},
+			}, api.ErrPromptTooLong},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,7 +289,7 @@ func TestDocumentQARetriesTransientModelErrors(t *testing.T) {
 		}
 		return base(req)
 	}
-	res, _ := f.runToEnd(t, DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q", Options: activities.ModelOptions{ChunkTokens: 100}})
+	res, _ := f.runToEnd(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q", Options: api.ModelOptions{ChunkTokens: 100}})
 	if res.Answer != "w001" {
 		t.Errorf("answer = %q, want w001 after retries", res.Answer)
 	}

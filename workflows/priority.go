@@ -2,56 +2,20 @@ package workflows
 
 import (
 	"cmp"
-	"fmt"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/api"
 )
-
-// Default priorities of memagent's runs on a shared task queue (1 highest,
-// 5 lowest): a person waiting for one answer goes before a review, which
-// goes before a batch.
-const (
-	PriorityQuestion = 2
-	PriorityReview   = 3
-	PriorityBatch    = 4
-	// MaxPriority is the lowest priority (the largest number) accepted.
-	MaxPriority = 5
-	// MaxFairnessKeyBytes is Temporal's limit on a fairness key.
-	MaxFairnessKeyBytes = 64
-	// MaxFairnessWeight is the largest weight Temporal honours.
-	MaxFairnessWeight = 1000
-)
-
-// scheduling is the priority part of a workflow input, as given.
-type scheduling struct {
-	Priority       int
-	FairnessKey    string
-	FairnessWeight float64
-}
-
-// validate reports values Temporal would refuse or ignore.
-func (s scheduling) validate() error {
-	switch {
-	case s.Priority < 0 || s.Priority > MaxPriority:
-		return fmt.Errorf("priority (%d) must be within [1, %d] (1 is highest), or 0 for the default", s.Priority, MaxPriority)
-	case len(s.FairnessKey) > MaxFairnessKeyBytes:
-		return fmt.Errorf("fairness_key is %d bytes: at most %d", len(s.FairnessKey), MaxFairnessKeyBytes)
-	case s.FairnessWeight < 0 || s.FairnessWeight > MaxFairnessWeight:
-		return fmt.Errorf("fairness_weight (%g) must be within (0, %d], or 0 for the default (1)", s.FairnessWeight, MaxFairnessWeight)
-	case s.FairnessWeight > 0 && s.FairnessKey == "":
-		return fmt.Errorf("fairness_weight (%g) needs a fairness_key to weigh", s.FairnessWeight)
-	}
-	return nil
-}
 
 // taskPriority is the priority every activity and child of the run carries:
 // the input's fields, else what the run was started with, else def for the
 // level. Fairness has no default: without a key, every task of a priority
 // is in one queue, first come first served.
-func (s scheduling) taskPriority(ctx workflow.Context, def int) temporal.Priority {
+func taskPriority(ctx workflow.Context, s api.Scheduling, def int) temporal.Priority {
 	started := workflow.GetInfo(ctx).Priority
-	p := s.start(cmp.Or(started.PriorityKey, def))
+	p := s.Start(cmp.Or(started.PriorityKey, def))
 	if p.FairnessKey == "" {
 		p.FairnessKey = started.FairnessKey
 		if p.FairnessWeight == 0 {
@@ -67,35 +31,4 @@ func (s scheduling) taskPriority(ctx workflow.Context, def int) temporal.Priorit
 // priority: a batch that keeps every activity slot of a worker busy would
 // take each freed slot before a waiting question could. Runs at batch
 // priority or lower go through the queue.
-func skipsEagerExecution(p temporal.Priority) bool { return p.PriorityKey >= PriorityBatch }
-
-// start is the priority to start a run with: the given fields, the level
-// defaulting to def. Fairness has no default key.
-func (s scheduling) start(def int) temporal.Priority {
-	p := temporal.Priority{PriorityKey: s.Priority, FairnessKey: s.FairnessKey, FairnessWeight: float32(s.FairnessWeight)}
-	if p.PriorityKey == 0 {
-		p.PriorityKey = def
-	}
-	return p
-}
-
-// StartPriority is the temporal.Priority to start the run with
-// (client.StartWorkflowOptions.Priority): its priority, default
-// PriorityQuestion, and fairness key and weight. Starting with it orders
-// the run's own workflow tasks too; the workflow gives its activities the
-// same.
-func (in DocumentQAInput) StartPriority() temporal.Priority {
-	return in.scheduling().start(PriorityQuestion)
-}
-
-// StartPriority is the temporal.Priority to start the review with; the
-// level defaults to PriorityReview.
-func (in ReviewInput) StartPriority() temporal.Priority {
-	return in.scheduling().start(PriorityReview)
-}
-
-// StartPriority is the temporal.Priority to start the batch with; the
-// level defaults to PriorityBatch.
-func (in BatchQAInput) StartPriority() temporal.Priority {
-	return in.scheduling().start(PriorityBatch)
-}
+func skipsEagerExecution(p temporal.Priority) bool { return p.PriorityKey >= api.PriorityBatch }

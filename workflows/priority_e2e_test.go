@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/workflows"
 )
@@ -53,7 +53,7 @@ func TestPriorityOnTheEmbeddedStack(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("DocumentQA from raw JSON", func(t *testing.T) {
-		run := s.start(t, "prio-qa", workflows.DocumentQAName, fmt.Sprintf(
+		run := s.start(t, "prio-qa", api.DocumentQAName, fmt.Sprintf(
 			`{"document": %q, "question": "What is the vault code?", "priority": 1, "fairness_key": "tenant-a", "fairness_weight": 2}`, s.doc))
 		var res workflows.DocumentQAResult
 		if err := run.Get(ctx, &res); err != nil {
@@ -75,13 +75,13 @@ func TestPriorityOnTheEmbeddedStack(t *testing.T) {
 	})
 
 	t.Run("DocumentQA defaults to the question level", func(t *testing.T) {
-		run := s.start(t, "prio-qa-default", workflows.DocumentQAName, fmt.Sprintf(`{"document": %q, "question": "What is the vault code?"}`, s.doc))
+		run := s.start(t, "prio-qa-default", api.DocumentQAName, fmt.Sprintf(`{"document": %q, "question": "What is the vault code?"}`, s.doc))
 		if err := run.Get(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range priorities(t, s.c, "prio-qa-default") {
-			if p != fmt.Sprintf("activity:%d//0", workflows.PriorityQuestion) {
-				t.Fatalf("activity priority %s, want level %d and no key", p, workflows.PriorityQuestion)
+			if p != fmt.Sprintf("activity:%d//0", api.PriorityQuestion) {
+				t.Fatalf("activity priority %s, want level %d and no key", p, api.PriorityQuestion)
 			}
 		}
 	})
@@ -93,8 +93,8 @@ func TestPriorityOnTheEmbeddedStack(t *testing.T) {
 		if err := s.store.Put(ctx, loc, []byte(manifest), "application/x-ndjson"); err != nil {
 			t.Fatal(err)
 		}
-		run := s.start(t, "prio-batch", workflows.BatchQAName, fmt.Sprintf(`{"manifest": %q, "fairness_key": "tenant-x"}`, loc.String()))
-		var res workflows.BatchQAResult
+		run := s.start(t, "prio-batch", api.BatchQAName, fmt.Sprintf(`{"manifest": %q, "fairness_key": "tenant-x"}`, loc.String()))
+		var res api.BatchQAResult
 		if err := run.Get(ctx, &res); err != nil {
 			t.Fatal(err)
 		}
@@ -125,10 +125,10 @@ func TestPriorityOnTheEmbeddedStack(t *testing.T) {
 			{fmt.Sprintf(`{"document": %q, "question": "Q?", "fairness_weight": 2}`, s.doc), "fairness_key"},
 			{fmt.Sprintf(`{"document": %q, "question": "Q?", "fairness_key": %q}`, s.doc, strings.Repeat("k", 65)), "fairness_key"},
 		} {
-			err := s.start(t, fmt.Sprintf("prio-bad-%d", i), workflows.DocumentQAName, tt.input).Get(ctx, nil)
+			err := s.start(t, fmt.Sprintf("prio-bad-%d", i), api.DocumentQAName, tt.input).Get(ctx, nil)
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !strings.Contains(appErr.Message(), tt.want) {
-				t.Errorf("%s: error %v, want %s naming %s", tt.input, err, activities.ErrBadInput, tt.want)
+			if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !strings.Contains(appErr.Message(), tt.want) {
+				t.Errorf("%s: error %v, want %s naming %s", tt.input, err, api.ErrBadInput, tt.want)
 			}
 		}
 	})

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/api"
 )
 
 // Registry is the part of a worker (or of a plugin's registry, or a
@@ -14,7 +16,7 @@ type Registry interface {
 // worker command, the plugin and the replay tests all use it, so a new
 // workflow is registered in one place.
 func Register(r Registry) {
-	r.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: DocumentQAName})
-	r.RegisterWorkflowWithOptions(ReviewDocument, workflow.RegisterOptions{Name: ReviewDocumentName})
-	r.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: BatchQAName})
+	r.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
+	r.RegisterWorkflowWithOptions(ReviewDocument, workflow.RegisterOptions{Name: api.ReviewDocumentName})
+	r.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: api.BatchQAName})
 }

@@ -66,6 +66,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -128,7 +129,7 @@ func replayGeneration(t *testing.T, g generation) {
 	}
 
 	replayer := worker.NewWorkflowReplayer()
-	replayer.RegisterWorkflowWithOptions(workflows.DocumentQA, workflow.RegisterOptions{Name: workflows.DocumentQAName})
+	replayer.RegisterWorkflowWithOptions(workflows.DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 
 	histories := make([]*historypb.History, len(files))
@@ -198,10 +199,10 @@ func checkVersion(t *testing.T, g generation, files []string, histories []*histo
 				version, marked = v, true
 			}
 			if u := e.GetUpsertWorkflowSearchAttributesEventAttributes(); u != nil {
-				if p, ok := u.GetSearchAttributes().GetIndexedFields()[workflows.AttrStatus]; ok {
+				if p, ok := u.GetSearchAttributes().GetIndexedFields()[api.AttrStatus]; ok {
 					var s string
 					if err := dc.FromPayload(p, &s); err != nil {
-						t.Fatalf("%s: %s: %v", files[i], workflows.AttrStatus, err)
+						t.Fatalf("%s: %s: %v", files[i], api.AttrStatus, err)
 					}
 					statuses = append(statuses, s)
 				}
@@ -212,18 +213,18 @@ func checkVersion(t *testing.T, g generation, files []string, histories []*histo
 		}
 		switch {
 		case g.version == workflow.DefaultVersion && len(statuses) > 0:
-			t.Errorf("%s: %s upserted as %q before version 1", files[i], workflows.AttrStatus, statuses)
+			t.Errorf("%s: %s upserted as %q before version 1", files[i], api.AttrStatus, statuses)
 		case g.version >= 1 && len(statuses) == 0:
-			t.Errorf("%s: no upsert of %s", files[i], workflows.AttrStatus)
-		case g.version >= 1 && i == len(histories)-1 && statuses[len(statuses)-1] != workflows.StageDone:
-			t.Errorf("%s: %s upserts %q, want the last to be %q", files[i], workflows.AttrStatus, statuses, workflows.StageDone)
+			t.Errorf("%s: no upsert of %s", files[i], api.AttrStatus)
+		case g.version >= 1 && i == len(histories)-1 && statuses[len(statuses)-1] != api.StageDone:
+			t.Errorf("%s: %s upserts %q, want the last to be %q", files[i], api.AttrStatus, statuses, api.StageDone)
 		}
 	}
 }
 
 func loadHistory(t *testing.T, path string) *historypb.History {
 	t.Helper()
-	return loadHistoryOf(t, path, workflows.DocumentQAName)
+	return loadHistoryOf(t, path, api.DocumentQAName)
 }
 
 // loadHistoryOf reads a whole history of a workflow of type workflowType.
@@ -288,7 +289,7 @@ func recordHistories(t *testing.T, g generation) {
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, replayWorkflow)
 
-	opts := activities.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32}
+	opts := api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32}
 	doc := replayDocument()
 	chunks := countChunks(t, doc, opts.ChunkTokens)
 	if chunks <= (minRuns-1)*replayChunks {
@@ -305,7 +306,7 @@ func recordHistories(t *testing.T, g generation) {
 	}
 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: replayWorkflow, TaskQueue: cfg.TaskQueue},
-		workflows.DocumentQAName, workflows.DocumentQAInput{
+		api.DocumentQAName, api.DocumentQAInput{
 			Document: docLoc.String(), Question: replayQuestion, GoldAnswers: []string{replayAnswer},
 			Options: opts, ChunksPerRun: replayChunks,
 		})
@@ -414,7 +415,7 @@ func fetchHistory(ctx context.Context, t *testing.T, c client.Client, id, runID 
 
 func countChunks(t *testing.T, doc string, chunkTokens int) int {
 	t.Helper()
-	tok, err := tokenizer.New(activities.DefaultTokenizer)
+	tok, err := tokenizer.New(api.DefaultTokenizer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +481,7 @@ func TestReplayBatch(t *testing.T) {
 	histories := make([]*historypb.History, len(files))
 	for i, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			hist := loadHistoryOf(t, path, workflows.BatchQAName)
+			hist := loadHistoryOf(t, path, api.BatchQAName)
 			histories[i] = hist
 			started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
 			// Child ids derive from the workflow id: replay under the real one.
@@ -518,7 +519,7 @@ func checkBatchCoverage(t *testing.T, histories []*historypb.History) {
 			case e.GetChildWorkflowExecutionFailedEventAttributes() != nil:
 				childrenFailed++
 			case e.GetUpsertWorkflowSearchAttributesEventAttributes() != nil:
-				if p, ok := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()[workflows.AttrStatus]; ok {
+				if p, ok := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()[api.AttrStatus]; ok {
 					var s string
 					if err := dc.FromPayload(p, &s); err != nil {
 						t.Fatal(err)
@@ -539,8 +540,8 @@ func checkBatchCoverage(t *testing.T, histories []*historypb.History) {
 	if childrenDone < 2 || childrenFailed < 1 || childrenStarted != childrenDone+childrenFailed {
 		t.Errorf("children: %d started, %d completed, %d failed; want at least 2 completed and 1 failed, all closed", childrenStarted, childrenDone, childrenFailed)
 	}
-	if len(statuses) == 0 || statuses[0] != workflows.BatchStageExpanding || statuses[len(statuses)-1] != workflows.BatchStageDone {
-		t.Errorf("%s upserts %q, want %q first and %q last", workflows.AttrStatus, statuses, workflows.BatchStageExpanding, workflows.BatchStageDone)
+	if len(statuses) == 0 || statuses[0] != api.BatchStageExpanding || statuses[len(statuses)-1] != api.BatchStageDone {
+		t.Errorf("%s upserts %q, want %q first and %q last", api.AttrStatus, statuses, api.BatchStageExpanding, api.BatchStageDone)
 	}
 }
 
@@ -584,15 +585,15 @@ func recordBatchHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: batchReplayID, TaskQueue: cfg.TaskQueue},
-		workflows.BatchQAName, workflows.BatchQAInput{
+		api.BatchQAName, api.BatchQAInput{
 			Manifest: mloc.String(), Name: "replay", Concurrency: 2, PageSize: 2, ItemsPerRun: 2,
-			Options: activities.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+			Options: api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
 		})
 	if err != nil {
 		t.Fatalf("start BatchQA: %v", err)
 	}
 	runID := run.GetRunID()
-	var res workflows.BatchQAResult
+	var res api.BatchQAResult
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("BatchQA: %v", err)
 	}

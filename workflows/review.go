@@ -11,109 +11,17 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/contract"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 )
-
-// ReviewDocumentName is the registered name of ReviewDocument.
-const ReviewDocumentName = "memagent.ReviewDocument"
-
-// Bounds and defaults of a review.
-const (
-	// MaxReviewQuestions bounds the questions of one review.
-	MaxReviewQuestions = 100
-	// MaxReviewQuestionBytes bounds all questions together: they travel
-	// in every continue-as-new.
-	MaxReviewQuestionBytes = 256 << 10
-	// MaxReviewMemoryTokens bounds questions × memory_max_tokens: every
-	// memory travels in every continue-as-new, whose input must stay well
-	// under Temporal's 2 MB payload limit.
-	MaxReviewMemoryTokens = 200_000
-	// MaxReviewIDBytes bounds a question id, which names an S3 prefix.
-	MaxReviewIDBytes = 64
-	// DefaultReviewParallelism caps the default parallelism, which is
-	// otherwise one memory update in flight per question.
-	DefaultReviewParallelism = 16
-	MaxReviewParallelism     = 256
-	// DefaultReviewChunksAhead is how many chunks the fastest question may
-	// read ahead of the slowest.
-	DefaultReviewChunksAhead = 4
-	// DefaultReviewActivitiesPerRun is how many activities one run starts
-	// before it continues-as-new, unless Temporal suggests it earlier.
-	DefaultReviewActivitiesPerRun = 200
-	MaxReviewActivitiesPerRun     = 1000
-	// MaxReviewEvidence bounds the evidence kept per question; see
-	// report.ReviewPruneEvidence for which entries go first.
-	MaxReviewEvidence = 32
-)
-
-// StageWriting is the stage in which a review writes its grid and report.
-const StageWriting = "writing"
-
-// Statuses of one question in ReviewProgress.
-const (
-	QuestionReading   = "reading"
-	QuestionAnswering = "answering"
-	QuestionDone      = "done"
-	QuestionFailed    = "failed"
-)
-
-// ReviewQuestion is one question of a review.
-type ReviewQuestion struct {
-	// ID names the question in the grid and in S3 keys
-	// (questions/<id>/...): at most 64 letters, digits, '.', '_' and '-',
-	// not starting with '.'; default q1, q2, ... by position.
-	ID string `json:"id,omitempty" contract:"pattern=^$|^[A-Za-z0-9_-][A-Za-z0-9._-]*$,maxlen=64"`
-	// Question is asked of the document; at most 16 KiB.
-	Question string `json:"question" contract:"required,maxlen=16384"`
-	// GoldAnswers, when given, score the answer.
-	GoldAnswers []string `json:"gold_answers,omitempty" contract:"alias=answers"`
-}
-
-// ReviewInput starts a ReviewDocument run. It is JSON on the wire.
-type ReviewInput struct {
-	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
-	// document, converted to text first (see docs/DOCUMENTS.md).
-	Document  string                  `json:"document" contract:"required,maxlen=1024"`
-	Questions []ReviewQuestion        `json:"questions" contract:"required,maxitems=100"`
-	Options   activities.ModelOptions `json:"options"`
-	// Parallelism is the most memory updates (and answers) in flight at
-	// once; default min(questions, DefaultReviewParallelism).
-	Parallelism int `json:"parallelism,omitempty" contract:"min=0,max=256"`
-	// MaxChunksAhead is how far, in chunks, a question may read ahead of
-	// the slowest one, so that one slow call does not hold all the others
-	// while the chunks they share stay in the workers' caches; default
-	// DefaultReviewChunksAhead, 1 reads in lockstep.
-	MaxChunksAhead int `json:"max_chunks_ahead,omitempty" contract:"min=0,max=100000"`
-	// ActivitiesPerRun is how many activities a run starts before it
-	// continues-as-new; default DefaultReviewActivitiesPerRun.
-	ActivitiesPerRun int `json:"activities_per_run,omitempty" contract:"min=0,max=1000"`
-	// OutputPrefix overrides the s3:// prefix of traces, results, grid and
-	// report (default s3://<worker bucket>/reviews/<workflow id>/<first run id>/).
-	OutputPrefix string `json:"output_prefix,omitempty" contract:"maxlen=1024"`
-	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
-	// noticed; default 15.
-	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0,max=3600"`
-	// Priority orders this run's tasks on a shared task queue that is
-	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
-	// started with, else 3.
-	Priority int `json:"priority,omitempty" contract:"min=0,max=5"`
-	// FairnessKey shares the task queue fairly between keys of the same
-	// priority (a tenant, a client, a matter); default the key the run was
-	// started with. At most 64 bytes.
-	FairnessKey string `json:"fairness_key,omitempty" contract:"maxlen=64"`
-	// FairnessWeight is the key's share relative to other keys (default 1,
-	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
-	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
-}
 
 // reviewRunInput is what a ReviewDocument run decodes: the published input
 // and, on a run the workflow continued as new itself, the state its
 // previous run handed over. The state is not part of the contract;
 // checkCarry refuses one a caller sent.
 type reviewRunInput struct {
-	ReviewInput
+	api.ReviewInput
 	State *ReviewState `json:"state,omitempty"`
 }
 
@@ -133,20 +41,20 @@ type ReviewState struct {
 // ReviewQuestionState is one question's memory, cursor and outcome.
 type ReviewQuestionState struct {
 	// Cursor is the next chunk to read.
-	Cursor     int              `json:"cursor"`
-	Memory     string           `json:"memory"`
-	TokensDone int64            `json:"tokens_done"`
-	Usage      activities.Usage `json:"usage"`
+	Cursor     int       `json:"cursor"`
+	Memory     string    `json:"memory"`
+	TokensDone int64     `json:"tokens_done"`
+	Usage      api.Usage `json:"usage"`
 	// Evidence are the chunks at which the memory changed materially,
 	// without SupportsAnswer (known at the end), at most MaxReviewEvidence.
-	Evidence        []report.ReviewEvidence `json:"evidence,omitempty"`
-	EvidenceDropped int                     `json:"evidence_dropped,omitempty"`
-	Answered        bool                    `json:"answered,omitempty"`
-	Answer          string                  `json:"answer,omitempty"`
-	AnswerFound     bool                    `json:"answer_found,omitempty"`
-	AnswerMethod    string                  `json:"answer_method,omitempty"`
-	Scores          *memagent.Scores        `json:"scores,omitempty"`
-	ResultURI       string                  `json:"result_uri,omitempty"`
+	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
+	EvidenceDropped int                  `json:"evidence_dropped,omitempty"`
+	Answered        bool                 `json:"answered,omitempty"`
+	Answer          string               `json:"answer,omitempty"`
+	AnswerFound     bool                 `json:"answer_found,omitempty"`
+	AnswerMethod    string               `json:"answer_method,omitempty"`
+	Scores          *api.Scores          `json:"scores,omitempty"`
+	ResultURI       string               `json:"result_uri,omitempty"`
 	// Error and ErrorType are set when the question failed; it is then
 	// left out of the rest of the review.
 	Error     string `json:"error,omitempty"`
@@ -157,161 +65,7 @@ func (q ReviewQuestionState) failed() bool { return q.Error != "" }
 
 // ReviewResult is ReviewDocument's result: the grid it wrote, without the
 // passages' text (which grid.json has).
-type ReviewResult = report.ReviewGrid
-
-// ReviewProgress is what the progress query of a review returns. Its first
-// fields are those of Progress, so tools that follow a DocumentQA run
-// (starter watch, status) follow a review too.
-type ReviewProgress struct {
-	Stage string `json:"stage"`
-	// ChunksDone and TokensDone are what every question still going has
-	// read.
-	ChunksDone  int              `json:"chunks_done"`
-	ChunksTotal int              `json:"chunks_total"`
-	TokensDone  int64            `json:"tokens_done"`
-	TokensTotal int64            `json:"tokens_total"`
-	Run         int              `json:"run"`
-	Usage       activities.Usage `json:"usage"`
-	// UpdatesDone counts memory updates done over all questions, of
-	// UpdatesTotal (questions × chunks); InFlight the activities running.
-	UpdatesDone  int                      `json:"updates_done"`
-	UpdatesTotal int                      `json:"updates_total"`
-	InFlight     int                      `json:"in_flight"`
-	Questions    []ReviewQuestionProgress `json:"questions"`
-}
-
-// ReviewQuestionProgress is one question's part of ReviewProgress.
-type ReviewQuestionProgress struct {
-	ID          string `json:"id"`
-	Status      string `json:"status"`
-	ChunksDone  int    `json:"chunks_done"`
-	Evidence    int    `json:"evidence"`
-	Answer      string `json:"answer,omitempty"`
-	AnswerFound bool   `json:"answer_found,omitempty"`
-	ErrorType   string `json:"error_type,omitempty"`
-}
-
-// WithDefaults fills the question ids and the numeric defaults. It is
-// deterministic and safe to call from workflow code.
-func (in ReviewInput) WithDefaults() ReviewInput {
-	qs := make([]ReviewQuestion, len(in.Questions))
-	for i, q := range in.Questions {
-		if q.ID == "" {
-			q.ID = fmt.Sprintf("q%d", i+1)
-		}
-		qs[i] = q
-	}
-	in.Questions = qs
-	if in.Parallelism == 0 {
-		in.Parallelism = max(1, min(len(in.Questions), DefaultReviewParallelism))
-	}
-	if in.MaxChunksAhead == 0 {
-		in.MaxChunksAhead = DefaultReviewChunksAhead
-	}
-	if in.ActivitiesPerRun == 0 {
-		in.ActivitiesPerRun = DefaultReviewActivitiesPerRun
-	}
-	return in
-}
-
-// Validate reports input that can never succeed, phrased as what to change.
-// Question ids are checked after WithDefaults.
-func (in ReviewInput) Validate() error {
-	// workflowcheck flags the reflection contract.Check walks the
-	// input with; the check is a pure function of the input.
-	//workflowcheck:ignore
-	if err := contract.Check(in); err != nil {
-		return err
-	}
-	if strings.TrimSpace(in.Document) == "" {
-		return errors.New("document is empty: set document to an s3:// URI")
-	}
-	if !strings.HasPrefix(in.Document, "s3://") {
-		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
-	}
-	if in.OutputPrefix != "" {
-		if rest, ok := strings.CutPrefix(in.OutputPrefix, "s3://"); !ok || strings.HasPrefix(rest, "/") || rest == "" {
-			return fmt.Errorf("output_prefix %q is not an s3://bucket/prefix URI", in.OutputPrefix)
-		}
-	}
-	switch n := len(in.Questions); {
-	case n == 0:
-		return errors.New("questions is empty: give at least one question")
-	case n > MaxReviewQuestions:
-		return fmt.Errorf("%d questions, over the limit of %d: split them into several reviews", n, MaxReviewQuestions)
-	}
-	in = in.WithDefaults()
-	seen := make(map[string]int, len(in.Questions))
-	total := 0
-	for i, q := range in.Questions {
-		if err := activities.CheckQuestion(q.Question); err != nil {
-			return fmt.Errorf("questions[%d] (%s): %w", i, q.ID, err)
-		}
-		if err := checkReviewID(q.ID); err != nil {
-			return fmt.Errorf("questions[%d].%w", i, err)
-		}
-		if j, dup := seen[q.ID]; dup {
-			return fmt.Errorf("questions[%d] and questions[%d] both have id %q: give each question its own id", j, i, q.ID)
-		}
-		seen[q.ID] = i
-		total += len(q.Question)
-	}
-	if total > MaxReviewQuestionBytes {
-		return fmt.Errorf("the questions total %d bytes, over the limit of %d: shorten them or split the review", total, MaxReviewQuestionBytes)
-	}
-	if mem := len(in.Questions) * in.Options.WithDefaults().MemoryMaxTokens; mem > MaxReviewMemoryTokens {
-		return fmt.Errorf("%d questions × memory_max_tokens (%d) = %d memory tokens, over the limit of %d: lower options.memory_max_tokens or split the review",
-			len(in.Questions), in.Options.WithDefaults().MemoryMaxTokens, mem, MaxReviewMemoryTokens)
-	}
-	switch {
-	case in.Parallelism < 0 || in.Parallelism > MaxReviewParallelism:
-		return fmt.Errorf("parallelism (%d) must be within [1, %d]", in.Parallelism, MaxReviewParallelism)
-	case in.MaxChunksAhead < 0:
-		return fmt.Errorf("max_chunks_ahead (%d) must be at least 1", in.MaxChunksAhead)
-	case in.ActivitiesPerRun < 0 || in.ActivitiesPerRun > MaxReviewActivitiesPerRun:
-		return fmt.Errorf("activities_per_run (%d) must be within [1, %d]", in.ActivitiesPerRun, MaxReviewActivitiesPerRun)
-	case in.HeartbeatTimeoutSeconds < 0:
-		return fmt.Errorf("heartbeat_timeout_seconds (%d) must not be negative", in.HeartbeatTimeoutSeconds)
-	}
-	if err := in.scheduling().validate(); err != nil {
-		return err
-	}
-	return in.Options.Validate()
-}
-
-func (in ReviewInput) scheduling() scheduling {
-	return scheduling{Priority: in.Priority, FairnessKey: in.FairnessKey, FairnessWeight: in.FairnessWeight}
-}
-
-// checkReviewID accepts ids that are safe as one S3 key segment and as
-// CSV and HTML text.
-func checkReviewID(id string) error {
-	ok := len(id) <= MaxReviewIDBytes && !strings.HasPrefix(id, ".")
-	for _, r := range id {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
-			ok = false
-		}
-	}
-	if !ok {
-		return fmt.Errorf("id %q must be 1 to %d letters, digits, '.', '_' or '-', not starting with '.'", id, MaxReviewIDBytes)
-	}
-	return nil
-}
-
-// ReviewStartSearchAttributes are the search attributes a review has from
-// its start: what a client passes in StartWorkflowOptions so the run is
-// findable by its document before a worker takes it.
-func ReviewStartSearchAttributes(in ReviewInput) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(reviewStartUpdates(in, StagePreparing)...)
-}
-
-func reviewStartUpdates(in ReviewInput, status string) []temporal.SearchAttributeUpdate {
-	u := []temporal.SearchAttributeUpdate{DocumentKey.ValueSet(KeywordValue(in.Document)), StatusKey.ValueSet(status)}
-	if in.Options.Model != "" {
-		u = append(u, ModelKey.ValueSet(KeywordValue(in.Options.Model)))
-	}
-	return u
-}
+type ReviewResult = api.ReviewGrid
 
 // ReviewDocument asks many questions of one document, reading it once:
 // each question keeps its own MemAgent memory, and at each chunk the
@@ -330,18 +84,18 @@ func reviewStartUpdates(in ReviewInput, status string) []temporal.SearchAttribut
 // DocumentQA's; start it by name (ReviewDocumentName).
 func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewResult, err error) {
 	edge := newBoundary(ctx)
-	r := &reviewRun{ctx: ctx, vis: newVisibility(ctx, 1), stage: StagePreparing}
+	r := &reviewRun{ctx: ctx, vis: newVisibility(ctx, 1), stage: api.StagePreparing}
 	defer func() {
-		if s := edge.closedStatus(err); s != "" && s != StageDone {
+		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
 			r.stage = s
-			r.publish(StatusKey.ValueSet(s))
+			r.publish(api.StatusKey.ValueSet(s))
 		}
 	}()
 	// The query answers from the start, so a caller polling it sees
 	// "failed" even for input that does not decode, as DocumentQA's does.
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (ReviewProgress, error) {
+	if err := workflow.SetQueryHandler(ctx, api.ProgressQuery, func() (api.ReviewProgress, error) {
 		if r.st == nil {
-			return ReviewProgress{Stage: r.stage}, nil
+			return api.ReviewProgress{Stage: r.stage}, nil
 		}
 		return r.progress(), nil
 	}); err != nil {
@@ -357,7 +111,7 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 	}
 	r.in = in
 	r.info = workflow.GetInfo(ctx)
-	r.prio = in.scheduling().taskPriority(ctx, PriorityReview)
+	r.prio = taskPriority(ctx, in.Scheduling(), api.PriorityReview)
 	r.hb = DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		r.hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
@@ -368,7 +122,7 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 		}
 		if len(run.State.Questions) != len(in.Questions) {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("state holds %d questions, the input %d: start the review without a state",
-				len(run.State.Questions), len(in.Questions)), activities.ErrBadInput, nil)
+				len(run.State.Questions), len(in.Questions)), api.ErrBadInput, nil)
 		}
 	}
 	r.st = run.State
@@ -387,16 +141,16 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 
 	prepared := r.st.Prepared.IndexURI != ""
 	if prepared {
-		r.stage = StageReading
+		r.stage = api.StageReading
 		if r.chunksDone() >= r.st.Prepared.Chunks {
-			r.stage = StageAnswering
+			r.stage = api.StageAnswering
 		}
 	}
-	start := reviewStartUpdates(in, r.stage)
+	start := api.ReviewStatusUpdates(in, r.stage)
 	if prepared {
-		start = append(start, ChunksDoneKey.ValueSet(int64(r.chunksDone())), ChunksTotalKey.ValueSet(int64(r.st.Prepared.Chunks)))
+		start = append(start, api.ChunksDoneKey.ValueSet(int64(r.chunksDone())), api.ChunksTotalKey.ValueSet(int64(r.st.Prepared.Chunks)))
 		if in.Options.Model == "" && r.st.Prepared.Model != "" {
-			start = append(start, ModelKey.ValueSet(KeywordValue(r.st.Prepared.Model)))
+			start = append(start, api.ModelKey.ValueSet(api.KeywordValue(r.st.Prepared.Model)))
 		}
 	}
 	r.publish(start...)
@@ -419,7 +173,7 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 			return nil, errors.New("review scheduler made no progress: this is a bug in ReviewDocument")
 		}
 		r.st.From = r.info.WorkflowExecution.RunID
-		return nil, workflow.NewContinueAsNewError(ctx, ReviewDocumentName, reviewRunInput{ReviewInput: in, State: r.st})
+		return nil, workflow.NewContinueAsNewError(ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: in, State: r.st})
 	}
 	if err := r.allFailed(); err != nil {
 		return nil, err
@@ -430,10 +184,10 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 // reviewRun is one run of ReviewDocument.
 type reviewRun struct {
 	ctx  workflow.Context
-	in   ReviewInput
+	in   api.ReviewInput
 	info *workflow.Info
 	st   *ReviewState
-	opts activities.ModelOptions
+	opts api.ModelOptions
 	hb   time.Duration
 	prio temporal.Priority
 	vis  *visibility
@@ -488,11 +242,11 @@ func (r *reviewRun) prepare() error {
 	if r.st.Prefix == "" {
 		r.st.Prefix = fmt.Sprintf("s3://%s/reviews/%s/%s/", bucketOf(r.st.Prepared.IndexURI), r.info.WorkflowExecution.ID, chainID(r.info))
 	}
-	r.stage = StageReading
-	u := []temporal.SearchAttributeUpdate{StatusKey.ValueSet(StageReading), ChunksDoneKey.ValueSet(0),
-		ChunksTotalKey.ValueSet(int64(r.st.Prepared.Chunks))}
+	r.stage = api.StageReading
+	u := []temporal.SearchAttributeUpdate{api.StatusKey.ValueSet(api.StageReading), api.ChunksDoneKey.ValueSet(0),
+		api.ChunksTotalKey.ValueSet(int64(r.st.Prepared.Chunks))}
 	if r.in.Options.Model == "" && r.st.Prepared.Model != "" {
-		u = append(u, ModelKey.ValueSet(KeywordValue(r.st.Prepared.Model)))
+		u = append(u, api.ModelKey.ValueSet(api.KeywordValue(r.st.Prepared.Model)))
 	}
 	r.publish(u...)
 	return nil
@@ -579,12 +333,12 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 		qs.Usage = qs.Usage.Add(out.Usage)
 		qs.Cursor = chunk + 1
 		if out.Material {
-			qs.Evidence = append(qs.Evidence, report.ReviewEvidence{
+			qs.Evidence = append(qs.Evidence, api.ReviewEvidence{
 				Chunk: out.Chunk, Start: out.Start, End: out.End, Passage: out.Passage, Added: out.Added,
 				Pages: out.Pages,
 			})
 			var dropped int
-			qs.Evidence, dropped = report.ReviewPruneEvidence(qs.Evidence, qs.Memory, MaxReviewEvidence)
+			qs.Evidence, dropped = report.ReviewPruneEvidence(qs.Evidence, qs.Memory, api.MaxReviewEvidence)
 			qs.EvidenceDropped += dropped
 		}
 	})
@@ -596,7 +350,7 @@ func (r *reviewRun) launchAnswer(sel workflow.Selector, i int) {
 	f := workflow.ExecuteActivity(r.activityOptions(q.ID+" · final answer"), activities.AnswerName, activities.AnswerInput{
 		Question: q.Question, Memory: qs.Memory, GoldAnswers: q.GoldAnswers, Options: r.opts,
 		ResultURI: r.questionPrefix(i) + "result.json",
-		Result: activities.QAResult{
+		Result: api.DocumentQAResult{
 			WorkflowID: r.info.WorkflowExecution.ID, RunID: r.info.WorkflowExecution.RunID, FirstRunID: r.info.FirstRunID,
 			Document: p.Document, DocumentSHA256: p.SHA256, Question: q.Question, Model: r.opts.Model,
 			Options: r.opts.WithDefaults(), Chunks: p.Chunks, Tokens: p.Tokens, Bytes: p.Bytes,
@@ -607,7 +361,7 @@ func (r *reviewRun) launchAnswer(sel workflow.Selector, i int) {
 	r.started(i)
 	sel.AddFuture(f, func(f workflow.Future) {
 		r.finished(i)
-		var res activities.QAResult
+		var res api.DocumentQAResult
 		if err := f.Get(r.ctx, &res); err != nil {
 			r.fail(i, "answer", err)
 			return
@@ -654,11 +408,11 @@ func (r *reviewRun) afterCompletion() {
 	var u []temporal.SearchAttributeUpdate
 	if done := r.chunksDone(); done != r.published {
 		r.published = done
-		u = append(u, ChunksDoneKey.ValueSet(int64(done)))
+		u = append(u, api.ChunksDoneKey.ValueSet(int64(done)))
 	}
-	if r.stage == StageReading && r.chunksDone() >= r.st.Prepared.Chunks {
-		r.stage = StageAnswering
-		u = append(u, StatusKey.ValueSet(StageAnswering))
+	if r.stage == api.StageReading && r.chunksDone() >= r.st.Prepared.Chunks {
+		r.stage = api.StageAnswering
+		u = append(u, api.StatusKey.ValueSet(api.StageAnswering))
 	}
 	if len(u) > 0 {
 		r.publish(u...)
@@ -702,29 +456,29 @@ func (r *reviewRun) chunksDone() int {
 	return done
 }
 
-func (r *reviewRun) progress() ReviewProgress {
-	p := ReviewProgress{
+func (r *reviewRun) progress() api.ReviewProgress {
+	p := api.ReviewProgress{
 		Stage: r.stage, ChunksDone: r.chunksDone(), ChunksTotal: r.st.Prepared.Chunks,
 		TokensTotal: r.st.Prepared.Tokens, Run: r.st.Runs, InFlight: r.running,
 		UpdatesTotal: len(r.st.Questions) * r.st.Prepared.Chunks,
 	}
 	first := true
 	for i, q := range r.st.Questions {
-		status := QuestionReading
+		status := api.QuestionReading
 		switch {
 		case q.failed():
-			status = QuestionFailed
+			status = api.QuestionFailed
 		case q.Answered:
-			status = QuestionDone
+			status = api.QuestionDone
 		case q.Cursor >= r.st.Prepared.Chunks && r.st.Prepared.Chunks > 0:
-			status = QuestionAnswering
+			status = api.QuestionAnswering
 		}
 		if !q.failed() && (first || q.TokensDone < p.TokensDone) {
 			p.TokensDone, first = q.TokensDone, false
 		}
 		p.UpdatesDone += q.Cursor
 		p.Usage = p.Usage.Add(q.Usage)
-		p.Questions = append(p.Questions, ReviewQuestionProgress{
+		p.Questions = append(p.Questions, api.ReviewQuestionProgress{
 			ID: r.in.Questions[i].ID, Status: status, ChunksDone: q.Cursor, Evidence: len(q.Evidence),
 			Answer: q.Answer, AnswerFound: q.AnswerFound, ErrorType: q.ErrorType,
 		})
@@ -738,7 +492,7 @@ func (r *reviewRun) publish(updates ...temporal.SearchAttributeUpdate) {
 	if r.st != nil {
 		chunks, tokens = r.st.Prepared.Chunks, r.st.Prepared.Tokens
 	}
-	p := Progress{Stage: r.stage, ChunksTotal: chunks, TokensTotal: tokens}
+	p := api.Progress{Stage: r.stage, ChunksTotal: chunks, TokensTotal: tokens}
 	if r.st != nil {
 		pr := r.progress()
 		p.ChunksDone, p.TokensDone, p.Run = pr.ChunksDone, pr.TokensDone, pr.Run
@@ -752,11 +506,11 @@ func (r *reviewRun) publish(updates ...temporal.SearchAttributeUpdate) {
 // write assembles the grid, has WriteReview write it with the report, and
 // returns it.
 func (r *reviewRun) write() (*ReviewResult, error) {
-	r.stage = StageWriting
-	r.publish(StatusKey.ValueSet(StageWriting), ChunksDoneKey.ValueSet(int64(r.st.Prepared.Chunks)))
+	r.stage = api.StageWriting
+	r.publish(api.StatusKey.ValueSet(api.StageWriting), api.ChunksDoneKey.ValueSet(int64(r.st.Prepared.Chunks)))
 	p := r.st.Prepared
-	g := &report.ReviewGrid{
-		Version: report.ReviewGridVersion, WorkflowID: r.info.WorkflowExecution.ID,
+	g := &api.ReviewGrid{
+		Version: api.ReviewGridVersion, WorkflowID: r.info.WorkflowExecution.ID,
 		RunID: r.info.WorkflowExecution.RunID, FirstRunID: r.info.FirstRunID,
 		Document: p.Document, DocumentSHA256: p.SHA256, Bytes: p.Bytes, Tokens: p.Tokens, Chunks: p.Chunks,
 		InvalidBytesReplaced: p.InvalidBytesReplaced, Model: r.opts.Model, Tokenizer: p.Tokenizer,
@@ -766,18 +520,18 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		Prefix: r.st.Prefix, JSONURI: r.st.Prefix + activities.ReviewGridJSON,
 		CSVURI: r.st.Prefix + activities.ReviewGridCSV, HTMLURI: r.st.Prefix + activities.ReviewHTML,
 	}
-	var total activities.Usage
+	var total api.Usage
 	for i, q := range r.in.Questions {
 		qs := r.st.Questions[i]
-		row := report.ReviewRow{
-			ID: q.ID, Question: q.Question, GoldAnswers: q.GoldAnswers, Status: report.ReviewStatusDone,
+		row := api.ReviewRow{
+			ID: q.ID, Question: q.Question, GoldAnswers: q.GoldAnswers, Status: api.ReviewStatusDone,
 			Answer: qs.Answer, AnswerFound: qs.AnswerFound, AnswerMethod: qs.AnswerMethod, Scores: qs.Scores,
-			Evidence: make([]report.ReviewEvidence, 0, len(qs.Evidence)), EvidenceDropped: qs.EvidenceDropped,
-			ChunksRead: qs.Cursor, Usage: report.ReviewUsage(qs.Usage), ResultURI: qs.ResultURI,
+			Evidence: make([]api.ReviewEvidence, 0, len(qs.Evidence)), EvidenceDropped: qs.EvidenceDropped,
+			ChunksRead: qs.Cursor, Usage: api.ReviewUsage(qs.Usage), ResultURI: qs.ResultURI,
 			TracePrefix: r.questionPrefix(i) + "chunks/", Error: qs.Error, ErrorType: qs.ErrorType,
 		}
 		if qs.failed() {
-			row.Status = report.ReviewStatusFailed
+			row.Status = api.ReviewStatusFailed
 		}
 		for _, e := range qs.Evidence {
 			e.SupportsAnswer = !qs.failed() && report.ReviewSupports(e.Added, qs.Memory)
@@ -786,7 +540,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		total = total.Add(qs.Usage)
 		g.Rows = append(g.Rows, row)
 	}
-	g.Usage = report.ReviewUsage(total)
+	g.Usage = api.ReviewUsage(total)
 	g.FinishedAt = workflow.Now(r.ctx)
 	var out activities.WriteReviewOutput
 	if err := workflow.ExecuteActivity(r.activityOptions("write grid and report"), activities.WriteReviewName,
@@ -798,7 +552,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		g.JSONURI, g.CSVURI, g.HTMLURI = out.JSONURI, out.CSVURI, out.HTMLURI
 		g.Prefix = strings.TrimSuffix(out.JSONURI, activities.ReviewGridJSON)
 	}
-	r.stage = StageDone
-	r.publish(StatusKey.ValueSet(StageDone))
+	r.stage = api.StageDone
+	r.publish(api.StatusKey.ValueSet(api.StageDone))
 	return g, nil
 }

@@ -32,10 +32,10 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -60,8 +60,8 @@ func reviewDocument(lines int) string {
 	return b.String()
 }
 
-func reviewQuestions() []workflows.ReviewQuestion {
-	return []workflows.ReviewQuestion{
+func reviewQuestions() []api.ReviewQuestion {
+	return []api.ReviewQuestion{
 		{Question: "What is the gate code?", GoldAnswers: []string{"7391"}},
 		{ID: "vault", Question: "Which vault key?", GoldAnswers: []string{"5512"}},
 		{Question: "Who is the ferry captain?"},
@@ -221,7 +221,7 @@ func (f *reviewFixture) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 
 // run follows continue-as-new generations to the end, returning the last
 // environment, its error and the number of runs.
-func (f *reviewFixture) run(t *testing.T, first workflows.ReviewInput) (*testsuite.TestWorkflowEnvironment, error, int) {
+func (f *reviewFixture) run(t *testing.T, first api.ReviewInput) (*testsuite.TestWorkflowEnvironment, error, int) {
 	t.Helper()
 	return f.runFrom(t, workflows.ReviewRunInput{ReviewInput: first})
 }
@@ -235,7 +235,7 @@ func (f *reviewFixture) runFrom(t *testing.T, in workflows.ReviewRunInput) (*tes
 		if in.State != nil {
 			env.SetContinuedExecutionRunID(workflows.TestRunID)
 		}
-		env.ExecuteWorkflow(workflows.ReviewDocumentName, in)
+		env.ExecuteWorkflow(api.ReviewDocumentName, in)
 		if !env.IsWorkflowCompleted() {
 			t.Fatal("workflow did not complete")
 		}
@@ -244,7 +244,7 @@ func (f *reviewFixture) runFrom(t *testing.T, in workflows.ReviewRunInput) (*tes
 		if !errors.As(err, &can) {
 			return env, err, runs
 		}
-		if can.WorkflowType.Name != workflows.ReviewDocumentName {
+		if can.WorkflowType.Name != api.ReviewDocumentName {
 			t.Fatalf("continue-as-new to %q", can.WorkflowType.Name)
 		}
 		in = workflows.ReviewRunInput{}
@@ -259,7 +259,7 @@ func (f *reviewFixture) runFrom(t *testing.T, in workflows.ReviewRunInput) (*tes
 	return nil, nil, 0
 }
 
-func (f *reviewFixture) result(t *testing.T, in workflows.ReviewInput) (*workflows.ReviewResult, int) {
+func (f *reviewFixture) result(t *testing.T, in api.ReviewInput) (*workflows.ReviewResult, int) {
 	t.Helper()
 	env, err, runs := f.run(t, in)
 	if err != nil {
@@ -279,8 +279,8 @@ func (w reviewTestWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func reviewInput() workflows.ReviewInput {
-	return workflows.ReviewInput{Document: reviewDocURI, Questions: reviewQuestions(), Options: activities.ModelOptions{ChunkTokens: 100}}
+func reviewInput() api.ReviewInput {
+	return api.ReviewInput{Document: reviewDocURI, Questions: reviewQuestions(), Options: api.ModelOptions{ChunkTokens: 100}}
 }
 
 // checkReview checks the outcome of the standard review of a 6-chunk
@@ -309,7 +309,7 @@ func checkReview(t *testing.T, f *reviewFixture, res *workflows.ReviewResult, do
 	wantEvidence := map[string]int{"q1": 1, "vault": 4, "q3": -1}
 	wantAnswer := map[string]string{"q1": "7391", "vault": "5512", "q3": "unknown"}
 	for _, row := range res.Rows {
-		if row.Status != report.ReviewStatusDone || row.Answer != wantAnswer[row.ID] || row.ChunksRead != chunks {
+		if row.Status != api.ReviewStatusDone || row.Answer != wantAnswer[row.ID] || row.ChunksRead != chunks {
 			t.Errorf("%s: status %s, answer %q, chunks read %d; want done, %q, %d", row.ID, row.Status, row.Answer, row.ChunksRead, wantAnswer[row.ID], chunks)
 		}
 		want := wantEvidence[row.ID]
@@ -420,27 +420,27 @@ func TestReviewDocumentLockstep(t *testing.T) {
 func TestReviewDocumentProgressQuery(t *testing.T) {
 	f := newReviewFixture(t, reviewDocument(6))
 	env := f.env(t)
-	env.ExecuteWorkflow(workflows.ReviewDocumentName, reviewInput())
+	env.ExecuteWorkflow(api.ReviewDocumentName, reviewInput())
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	v, err := env.QueryWorkflow(workflows.ProgressQuery)
+	v, err := env.QueryWorkflow(api.ProgressQuery)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p workflows.ReviewProgress
+	var p api.ReviewProgress
 	if err := v.Get(&p); err != nil {
 		t.Fatal(err)
 	}
-	if p.Stage != workflows.StageDone || p.ChunksDone != 6 || p.ChunksTotal != 6 || p.UpdatesDone != 18 || p.UpdatesTotal != 18 || p.Usage.Calls != 21 {
+	if p.Stage != api.StageDone || p.ChunksDone != 6 || p.ChunksTotal != 6 || p.UpdatesDone != 18 || p.UpdatesTotal != 18 || p.Usage.Calls != 21 {
 		t.Errorf("progress = %+v", p)
 	}
-	if len(p.Questions) != 3 || p.Questions[1].ID != "vault" || p.Questions[1].Status != workflows.QuestionDone || p.Questions[1].Evidence != 1 {
+	if len(p.Questions) != 3 || p.Questions[1].ID != "vault" || p.Questions[1].Status != api.QuestionDone || p.Questions[1].Evidence != 1 {
 		t.Errorf("questions = %+v", p.Questions)
 	}
 	// A DocumentQA watcher reads the same query.
-	var common workflows.Progress
-	if err := v.Get(&common); err != nil || common.Stage != workflows.StageDone || common.ChunksTotal != 6 {
+	var common api.Progress
+	if err := v.Get(&common); err != nil || common.Stage != api.StageDone || common.ChunksTotal != 6 {
 		t.Errorf("read as Progress: %+v, %v", common, err)
 	}
 }
@@ -459,11 +459,11 @@ func TestReviewDocumentQuestionFailures(t *testing.T) {
 		for _, row := range res.Rows {
 			switch row.ID {
 			case "vault":
-				if row.Status != report.ReviewStatusFailed || row.ErrorType != activities.ErrModelBadRequest || !strings.Contains(row.Error, "chunk 0") {
-					t.Errorf("vault: status %s, error %s %q; want failed with %s at chunk 0", row.Status, row.ErrorType, row.Error, activities.ErrModelBadRequest)
+				if row.Status != api.ReviewStatusFailed || row.ErrorType != api.ErrModelBadRequest || !strings.Contains(row.Error, "chunk 0") {
+					t.Errorf("vault: status %s, error %s %q; want failed with %s at chunk 0", row.Status, row.ErrorType, row.Error, api.ErrModelBadRequest)
 				}
 			default:
-				if row.Status != report.ReviewStatusDone || row.ChunksRead != 6 {
+				if row.Status != api.ReviewStatusDone || row.ChunksRead != 6 {
 					t.Errorf("%s: status %s after %d chunks, want done after 6", row.ID, row.Status, row.ChunksRead)
 				}
 			}
@@ -474,34 +474,34 @@ func TestReviewDocumentQuestionFailures(t *testing.T) {
 		f.model.fail = func(string) error { return badRequest }
 		_, err, _ := f.run(t, reviewInput())
 		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != activities.ErrModelBadRequest || !strings.Contains(appErr.Error(), "all 3 questions failed") {
-			t.Errorf("error = %v, want %s saying all questions failed", err, activities.ErrModelBadRequest)
+		if !errors.As(err, &appErr) || appErr.Type() != api.ErrModelBadRequest || !strings.Contains(appErr.Error(), "all 3 questions failed") {
+			t.Errorf("error = %v, want %s saying all questions failed", err, api.ErrModelBadRequest)
 		}
 	})
 }
 
 func TestReviewDocumentBadInput(t *testing.T) {
-	many := make([]workflows.ReviewQuestion, workflows.MaxReviewQuestions+1)
+	many := make([]api.ReviewQuestion, api.MaxReviewQuestions+1)
 	for i := range many {
 		many[i].Question = "Why?"
 	}
 	tests := []struct {
 		name string
-		edit func(*workflows.ReviewInput)
+		edit func(*api.ReviewInput)
 		want string
 	}{
-		{"no questions", func(in *workflows.ReviewInput) { in.Questions = nil }, "questions is empty"},
-		{"too many questions", func(in *workflows.ReviewInput) { in.Questions = many }, "over the limit of 100"},
-		{"empty question", func(in *workflows.ReviewInput) { in.Questions[2].Question = "  " }, "questions[2] (q3): question is empty"},
-		{"duplicate ids", func(in *workflows.ReviewInput) { in.Questions[1].ID = "q1" }, `questions[0] and questions[1] both have id "q1"`},
-		{"default id taken", func(in *workflows.ReviewInput) { in.Questions[0].ID = "q3" }, `both have id "q3"`},
-		{"id with a slash", func(in *workflows.ReviewInput) { in.Questions[0].ID = "../x" }, "must be 1 to 64 letters"},
-		{"document not in S3", func(in *workflows.ReviewInput) { in.Document = "/tmp/doc.txt" }, "not an s3:// URI"},
-		{"bad output prefix", func(in *workflows.ReviewInput) { in.OutputPrefix = "s3:///x" }, "output_prefix"},
-		{"parallelism too high", func(in *workflows.ReviewInput) { in.Parallelism = 1000 }, "parallelism (1000)"},
-		{"negative activities per run", func(in *workflows.ReviewInput) { in.ActivitiesPerRun = -1 }, "activities_per_run"},
-		{"bad options", func(in *workflows.ReviewInput) { in.Options.ChunkTokens = 10 }, "chunk_tokens (10)"},
-		{"memories too large to carry", func(in *workflows.ReviewInput) {
+		{"no questions", func(in *api.ReviewInput) { in.Questions = nil }, "questions is empty"},
+		{"too many questions", func(in *api.ReviewInput) { in.Questions = many }, "over the limit of 100"},
+		{"empty question", func(in *api.ReviewInput) { in.Questions[2].Question = "  " }, "questions[2] (q3): question is empty"},
+		{"duplicate ids", func(in *api.ReviewInput) { in.Questions[1].ID = "q1" }, `questions[0] and questions[1] both have id "q1"`},
+		{"default id taken", func(in *api.ReviewInput) { in.Questions[0].ID = "q3" }, `both have id "q3"`},
+		{"id with a slash", func(in *api.ReviewInput) { in.Questions[0].ID = "../x" }, "must be 1 to 64 letters"},
+		{"document not in S3", func(in *api.ReviewInput) { in.Document = "/tmp/doc.txt" }, "not an s3:// URI"},
+		{"bad output prefix", func(in *api.ReviewInput) { in.OutputPrefix = "s3:///x" }, "output_prefix"},
+		{"parallelism too high", func(in *api.ReviewInput) { in.Parallelism = 1000 }, "parallelism (1000)"},
+		{"negative activities per run", func(in *api.ReviewInput) { in.ActivitiesPerRun = -1 }, "activities_per_run"},
+		{"bad options", func(in *api.ReviewInput) { in.Options.ChunkTokens = 10 }, "chunk_tokens (10)"},
+		{"memories too large to carry", func(in *api.ReviewInput) {
 			in.Questions = many[:100]
 			for i := range in.Questions {
 				in.Questions[i].ID = fmt.Sprintf("x%d", i)
@@ -519,8 +519,8 @@ func TestReviewDocumentBadInput(t *testing.T) {
 			}
 			_, err, _ := f.run(t, in)
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !appErr.NonRetryable() {
-				t.Fatalf("error = %v, want a non-retryable %s", err, activities.ErrBadInput)
+			if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() {
+				t.Fatalf("error = %v, want a non-retryable %s", err, api.ErrBadInput)
 			}
 			if calls := len(f.model.Calls()); calls != 0 || f.store.Ranges != 0 {
 				t.Errorf("%d model calls and %d reads before the input was rejected", calls, f.store.Ranges)
@@ -534,13 +534,13 @@ func TestReviewDocumentRejectsAStateOfOtherQuestions(t *testing.T) {
 	in := workflows.ReviewRunInput{ReviewInput: reviewInput(), State: &workflows.ReviewState{Questions: make([]workflows.ReviewQuestionState, 5)}}
 	_, err, _ := f.runFrom(t, in)
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrBadInput || !strings.Contains(appErr.Error(), "state holds 5 questions") {
-		t.Errorf("error = %v, want %s about the state", err, activities.ErrBadInput)
+	if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !strings.Contains(appErr.Error(), "state holds 5 questions") {
+		t.Errorf("error = %v, want %s about the state", err, api.ErrBadInput)
 	}
 }
 
 func TestReviewInputWithDefaults(t *testing.T) {
-	in := workflows.ReviewInput{Questions: make([]workflows.ReviewQuestion, 20)}
+	in := api.ReviewInput{Questions: make([]api.ReviewQuestion, 20)}
 	in.Questions[3].ID = "mine"
 	got := in.WithDefaults()
 	if got.Questions[0].ID != "q1" || got.Questions[3].ID != "mine" || got.Questions[19].ID != "q20" {
@@ -549,10 +549,10 @@ func TestReviewInputWithDefaults(t *testing.T) {
 	if in.Questions[0].ID != "" {
 		t.Error("WithDefaults modified its receiver's questions")
 	}
-	if got.Parallelism != workflows.DefaultReviewParallelism || got.MaxChunksAhead != workflows.DefaultReviewChunksAhead || got.ActivitiesPerRun != workflows.DefaultReviewActivitiesPerRun {
+	if got.Parallelism != api.DefaultReviewParallelism || got.MaxChunksAhead != api.DefaultReviewChunksAhead || got.ActivitiesPerRun != api.DefaultReviewActivitiesPerRun {
 		t.Errorf("defaults = %d, %d, %d", got.Parallelism, got.MaxChunksAhead, got.ActivitiesPerRun)
 	}
-	if p := (workflows.ReviewInput{Questions: make([]workflows.ReviewQuestion, 3)}).WithDefaults().Parallelism; p != 3 {
+	if p := (api.ReviewInput{Questions: make([]api.ReviewQuestion, 3)}).WithDefaults().Parallelism; p != 3 {
 		t.Errorf("parallelism for 3 questions = %d, want 3", p)
 	}
 }
@@ -600,7 +600,7 @@ func TestReplayReview(t *testing.T) {
 				t.Fatal(err)
 			}
 			started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
-			if got := started.GetWorkflowType().GetName(); got != workflows.ReviewDocumentName {
+			if got := started.GetWorkflowType().GetName(); got != api.ReviewDocumentName {
 				t.Fatalf("%s is a history of %q", path, got)
 			}
 			if err := replayer.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
@@ -654,13 +654,13 @@ func recordReviewHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: reviewReplayID, TaskQueue: cfg.TaskQueue},
-		workflows.ReviewDocumentName, workflows.ReviewInput{
+		api.ReviewDocumentName, api.ReviewInput{
 			Document: docLoc.String(),
-			Questions: []workflows.ReviewQuestion{
+			Questions: []api.ReviewQuestion{
 				{Question: replayQuestion, GoldAnswers: []string{replayAnswer}},
 				{ID: "other", Question: "Who mended the willow baskets?"},
 			},
-			Options:          activities.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+			Options:          api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
 			ActivitiesPerRun: 6, Parallelism: 2,
 		})
 	if err != nil {

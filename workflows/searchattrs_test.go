@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 )
 
 // upserts records every UpsertTypedSearchAttributes call of the runs it is
@@ -53,15 +54,15 @@ func TestDocumentQAUpsertsSearchAttributes(t *testing.T) {
 			f := newFixture(t, makeDoc(tt.chunks))
 			var u upserts
 			f.setup = u.install
-			in := DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", BatchID: "eval-7",
-				Options: activities.ModelOptions{ChunkTokens: 100}, ChunksPerRun: tt.perRun}
+			in := api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", BatchID: "eval-7",
+				Options: api.ModelOptions{ChunkTokens: 100}, ChunksPerRun: tt.perRun}
 			_, runs := f.runToEnd(t, in)
 			if runs != tt.wantRuns {
 				t.Fatalf("runs = %d, want %d", runs, tt.wantRuns)
 			}
 			want := map[string]any{
-				AttrDocument: "s3://docs/doc.txt", AttrModel: "fake", AttrQuestionDigest: QuestionDigest("q?"),
-				AttrBatch: "eval-7", AttrChunksDone: int64(tt.chunks), AttrChunksTotal: int64(tt.chunks), AttrStatus: StageDone,
+				api.AttrDocument: "s3://docs/doc.txt", api.AttrModel: "fake", api.AttrQuestionDigest: api.QuestionDigest("q?"),
+				api.AttrBatch: "eval-7", api.AttrChunksDone: int64(tt.chunks), api.AttrChunksTotal: int64(tt.chunks), api.AttrStatus: api.StageDone,
 			}
 			if got := u.merged(); !maps.Equal(got, want) {
 				t.Errorf("search attributes = %v, want %v", got, want)
@@ -75,17 +76,17 @@ func TestDocumentQAUpsertsSearchAttributes(t *testing.T) {
 			var statuses []any
 			last := int64(-1)
 			for _, c := range u.calls {
-				if s, ok := c[AttrStatus]; ok {
+				if s, ok := c[api.AttrStatus]; ok {
 					statuses = append(statuses, s)
 				}
-				if n, ok := c[AttrChunksDone].(int64); ok {
+				if n, ok := c[api.AttrChunksDone].(int64); ok {
 					if n < last {
 						t.Errorf("chunks done went from %d back to %d", last, n)
 					}
 					last = n
 				}
 			}
-			if statuses[0] != StagePreparing || statuses[len(statuses)-1] != StageDone {
+			if statuses[0] != api.StagePreparing || statuses[len(statuses)-1] != api.StageDone {
 				t.Errorf("statuses %v, want preparing first and done last", statuses)
 			}
 		})
@@ -96,12 +97,12 @@ func TestDocumentQAUpsertsFailedStatus(t *testing.T) {
 	f := newFixture(t, makeDoc(2))
 	var u upserts
 	f.setup = u.install
-	_, err := f.run(t, DocumentQAInput{Document: "s3://docs/missing.txt", Question: "q"})
+	_, err := f.run(t, api.DocumentQAInput{Document: "s3://docs/missing.txt", Question: "q"})
 	if err == nil {
 		t.Fatal("run of a missing document succeeded")
 	}
-	if got := u.merged()[AttrStatus]; got != StageFailed {
-		t.Errorf("%s = %v, want %q; upserts %v", AttrStatus, got, StageFailed, u.calls)
+	if got := u.merged()[api.AttrStatus]; got != api.StageFailed {
+		t.Errorf("%s = %v, want %q; upserts %v", api.AttrStatus, got, api.StageFailed, u.calls)
 	}
 }
 
@@ -114,7 +115,7 @@ func TestDocumentQAAtDefaultVersionUpsertsNothing(t *testing.T) {
 		env.OnGetVersion(SearchAttributesChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 		u.install(env)
 	}
-	res, _ := f.runToEnd(t, DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: activities.ModelOptions{ChunkTokens: 100}})
+	res, _ := f.runToEnd(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: api.ModelOptions{ChunkTokens: 100}})
 	if res.Answer != "w002" {
 		t.Errorf("answer = %q, want w002", res.Answer)
 	}
@@ -136,7 +137,7 @@ func TestSearchAttributesFitSQLVisibility(t *testing.T) {
 	if counts["Int"] > 3 || counts["Keyword"] > 10 || len(counts) != 2 {
 		t.Errorf("search attribute types %v, want at most 3 Int and 10 Keyword and nothing else", counts)
 	}
-	for _, k := range []temporal.SearchAttributeKey{DocumentKey, ModelKey, QuestionDigestKey, BatchKey, ChunksDoneKey, ChunksTotalKey, StatusKey} {
+	for _, k := range []temporal.SearchAttributeKey{api.DocumentKey, api.ModelKey, api.QuestionDigestKey, api.BatchKey, api.ChunksDoneKey, api.ChunksTotalKey, api.StatusKey} {
 		typ, ok := SearchAttributes()[k.GetName()]
 		if !ok || typ != k.GetValueType() {
 			t.Errorf("key %s has type %v, SearchAttributes lists %v", k.GetName(), k.GetValueType(), typ)
@@ -151,12 +152,12 @@ func TestKeywordValue(t *testing.T) {
 		wantLen  int
 	}{
 		{"short", "s3://b/k.txt", len("s3://b/k.txt")},
-		{"exactly the limit", strings.Repeat("a", MaxKeywordBytes), MaxKeywordBytes},
-		{"clipped at a character boundary", long, MaxKeywordBytes - 1},
+		{"exactly the limit", strings.Repeat("a", api.MaxKeywordBytes), api.MaxKeywordBytes},
+		{"clipped at a character boundary", long, api.MaxKeywordBytes - 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := KeywordValue(tt.in)
+			got := api.KeywordValue(tt.in)
 			if len(got) != tt.wantLen || !strings.HasPrefix(tt.in, got) || !utf8.ValidString(got) {
 				t.Errorf("KeywordValue(%d bytes) = %d bytes (valid UTF-8: %v), want a %d-byte prefix", len(tt.in), len(got), utf8.ValidString(got), tt.wantLen)
 			}
@@ -166,20 +167,20 @@ func TestKeywordValue(t *testing.T) {
 
 func TestQuestionDigest(t *testing.T) {
 	// The first 16 hex digits of sha256("What is the access code?").
-	if got, want := QuestionDigest("What is the access code?"), "79c8cc29c4c8616a"; got != want {
+	if got, want := api.QuestionDigest("What is the access code?"), "79c8cc29c4c8616a"; got != want {
 		t.Errorf("QuestionDigest = %q, want %q", got, want)
 	}
 }
 
 func TestDetails(t *testing.T) {
 	tests := []struct {
-		p    Progress
+		p    api.Progress
 		want string
 	}{
-		{Progress{Stage: StagePreparing, Run: 1}, "**preparing**"},
-		{Progress{Stage: StageReading, Run: 1, ChunksDone: 17, ChunksTotal: 700, TokensDone: 85_000, TokensTotal: 3_500_000},
+		{api.Progress{Stage: api.StagePreparing, Run: 1}, "**preparing**"},
+		{api.Progress{Stage: api.StageReading, Run: 1, ChunksDone: 17, ChunksTotal: 700, TokensDone: 85_000, TokensTotal: 3_500_000},
 			"**reading** · chunk 17/700 · 85K/3.5M tokens"},
-		{Progress{Stage: StageReading, Run: 3, ChunksDone: 417, ChunksTotal: 700, TokensDone: 2_085_000, TokensTotal: 3_500_000},
+		{api.Progress{Stage: api.StageReading, Run: 3, ChunksDone: 417, ChunksTotal: 700, TokensDone: 2_085_000, TokensTotal: 3_500_000},
 			"**reading** · chunk 417/700 · 2.1M/3.5M tokens · run 3"},
 	}
 	for _, tt := range tests {
@@ -199,11 +200,11 @@ func TestDocumentQAUpsertsCanceledStatus(t *testing.T) {
 			After(time.Hour).Return(activities.PrepareOutput{}, nil)
 		env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
 	}
-	_, err := f.run(t, DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"})
+	_, err := f.run(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"})
 	if !temporal.IsCanceledError(err) {
 		t.Fatalf("workflow error %v, want a cancellation", err)
 	}
-	if got := u.merged()[AttrStatus]; got != StageCanceled {
-		t.Errorf("%s = %v, want %q; upserts %v", AttrStatus, got, StageCanceled, u.calls)
+	if got := u.merged()[api.AttrStatus]; got != api.StageCanceled {
+		t.Errorf("%s = %v, want %q; upserts %v", api.AttrStatus, got, api.StageCanceled, u.calls)
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/api"
 )
 
 // visibility keeps what operators see of a run in step with its progress:
@@ -23,7 +25,7 @@ func newVisibility(ctx workflow.Context, version workflow.Version) *visibility {
 
 // publish sets the current details from p and upserts updates. A rejected
 // upsert is logged, not returned: what operators see must never fail a run.
-func (v *visibility) publish(p Progress, updates ...temporal.SearchAttributeUpdate) {
+func (v *visibility) publish(p api.Progress, updates ...temporal.SearchAttributeUpdate) {
 	workflow.SetCurrentDetails(v.ctx, details(p))
 	if !v.upserts || len(updates) == 0 {
 		return
@@ -35,7 +37,7 @@ func (v *visibility) publish(p Progress, updates ...temporal.SearchAttributeUpda
 
 // details renders progress as one markdown line, such as
 // "**reading** · chunk 17/700 · 85K/3.5M tokens".
-func details(p Progress) string {
+func details(p api.Progress) string {
 	line := fmt.Sprintf("**%s**", p.Stage)
 	if p.ChunksTotal > 0 {
 		line += fmt.Sprintf(" · chunk %d/%d · %s/%s tokens", p.ChunksDone, p.ChunksTotal,

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/docgen"
-	"github.com/memagent/memagent/internal/memagent"
 )
 
 // One converter for the package's tests: PDFium starts once.
@@ -70,7 +70,7 @@ func TestPDFPagesHeadersAndFact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Map.Unit != memagent.UnitPage || res.Map.Pages != 30 || len(res.Map.Spans) != 30 {
+	if res.Map.Unit != api.UnitPage || res.Map.Pages != 30 || len(res.Map.Spans) != 30 {
 		t.Fatalf("page map: unit %q, pages %d, spans %d; want page, 30, 30", res.Map.Unit, res.Map.Pages, len(res.Map.Spans))
 	}
 	if int64(len(text)) != res.Bytes {
@@ -169,7 +169,7 @@ func TestHTMLSections(t *testing.T) {
 
 func checkSections(t *testing.T, text string, res *docconv.Result, secs []docconvtest.Section) {
 	t.Helper()
-	if res.Map.Unit != memagent.UnitSection {
+	if res.Map.Unit != api.UnitSection {
 		t.Fatalf("unit %q, want section", res.Map.Unit)
 	}
 	// Section 1 is the title; the clauses follow.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 )
 
@@ -68,7 +69,7 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 	total := int64(body.UncompressedSize64)
 	cr := &countingReader{r: &runGuard{r: io.LimitReader(rc, maxDocumentBytes)}}
 	dec := xml.NewDecoder(cr)
-	res := &Result{Map: memagent.PageMap{Format: FormatDOCX, Unit: memagent.UnitSection}}
+	res := &Result{Map: memagent.PageMap{Format: FormatDOCX, Unit: api.UnitSection}}
 	tw := newTextWriter(w, limits.MaxTextBytes)
 	sections := newSectionCounter(tw)
 	// A heading is its paragraph's first piece; a paragraph longer than a

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 )
 
@@ -65,7 +66,7 @@ func convertHTML(ctx context.Context, path string, w io.Writer, progress Progres
 	enc, _, _ := charset.DetermineEncoding(head, "text/html")
 	cr := &countingReader{r: br}
 	z := html.NewTokenizer(&runGuard{r: enc.NewDecoder().Reader(cr)})
-	res := &Result{Map: memagent.PageMap{Format: FormatHTML, Unit: memagent.UnitSection}}
+	res := &Result{Map: memagent.PageMap{Format: FormatHTML, Unit: api.UnitSection}}
 	tw := newTextWriter(w, limits.MaxTextBytes)
 	sections := newSectionCounter(tw)
 	para := newParagraphBuilder(sections.paragraph)

@@ -20,9 +20,10 @@ import (
 	"github.com/klippa-app/go-pdfium/requests"
 	"github.com/klippa-app/go-pdfium/webassembly"
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
+	wazeroapi "github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 )
 
@@ -67,7 +68,7 @@ func (c *Converter) start() (pdfium.Pool, error) {
 		// fails), and a canceled conversion stops the WebAssembly code it
 		// is running (Kill cancels the instance's context).
 		pages := uint32(min(c.Limits.withDefaults().PDFMemoryBytes>>16, 65536))
-		rc := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
+		rc := wazero.NewRuntimeConfig().WithCoreFeatures(wazeroapi.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
 			WithMemoryLimitPages(pages).WithCloseOnContextDone(true)
 		if c.CacheDir != "" {
 			if cache, err := wazero.NewCompilationCacheWithDir(c.CacheDir); err == nil {
@@ -221,7 +222,7 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	res := &Result{Map: memagent.PageMap{Format: FormatPDF, Unit: memagent.UnitPage, Pages: pages}}
+	res := &Result{Map: memagent.PageMap{Format: FormatPDF, Unit: api.UnitPage, Pages: pages}}
 	tw := newTextWriter(w, limits.MaxTextBytes)
 	dec := json.NewDecoder(bufio.NewReaderSize(spool, 64<<10))
 	for i := 0; i < pages; i++ {

@@ -11,9 +11,10 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memagent/memagent/api"
 )
 
 // DefaultRequestTimeout bounds one HTTP request to the model server when
@@ -192,19 +193,11 @@ type Request struct {
 }
 
 // MaxModelNameBytes bounds a model (or deployment) name.
-const MaxModelNameBytes = 256
+const MaxModelNameBytes = api.MaxModelNameBytes
 
 // CheckModelName reports a model name no server could serve: over
 // MaxModelNameBytes, or with a control character.
-func CheckModelName(name string) error {
-	switch {
-	case len(name) > MaxModelNameBytes:
-		return fmt.Errorf("model name is %d bytes, over the limit of %d", len(name), MaxModelNameBytes)
-	case strings.ContainsFunc(name, unicode.IsControl):
-		return fmt.Errorf("model name %q has a control character", name)
-	}
-	return nil
-}
+func CheckModelName(name string) error { return api.CheckModelName(name) }
 
 // checkDeployment refuses an Azure deployment name that could name another
 // path than its own deployment's (a '/', "..", a backslash or '%') or cut the

@@ -4,13 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-)
 
-// Units of a [PageMap]: pages of a paginated format (PDF), or sections
-// opened by headings where a format has no pages (DOCX, HTML).
-const (
-	UnitPage    = "page"
-	UnitSection = "section"
+	"github.com/memagent/memagent/api"
 )
 
 // PageMapVersion is the current [PageMap.Version].
@@ -41,42 +36,9 @@ type PageSpan struct {
 	End   int64  `json:"end"`
 }
 
-// PageRef names where a byte range of a converted document came from: a
-// page or a range of pages, or a section or a range of sections.
-type PageRef struct {
-	// Unit is UnitPage or UnitSection.
-	Unit  string `json:"unit"`
-	First int    `json:"first"`
-	Last  int    `json:"last"`
-	// Label is the heading of section First, when it has one.
-	Label string `json:"label,omitempty"`
-}
-
-// String renders r as a reader cites it: "p. 17", "pp. 16–17", "§ 3
-// Payment terms", "§§ 3–4 Payment terms". A nil ref renders as "".
-func (r *PageRef) String() string {
-	if r == nil || r.First <= 0 {
-		return ""
-	}
-	if r.Unit == UnitSection {
-		s := fmt.Sprintf("§ %d", r.First)
-		if r.Last > r.First {
-			s = fmt.Sprintf("§§ %d–%d", r.First, r.Last)
-		}
-		if r.Label != "" {
-			s += " " + r.Label
-		}
-		return s
-	}
-	if r.Last > r.First {
-		return fmt.Sprintf("pp. %d–%d", r.First, r.Last)
-	}
-	return fmt.Sprintf("p. %d", r.First)
-}
-
 // Ref returns the pages (or sections) that the byte range [start, end) of
 // the text touches, or nil when m is nil or the range lies in no span.
-func (m *PageMap) Ref(start, end int64) *PageRef {
+func (m *PageMap) Ref(start, end int64) *api.PageRef {
 	if m == nil || len(m.Spans) == 0 || end <= start {
 		return nil
 	}
@@ -89,16 +51,16 @@ func (m *PageMap) Ref(start, end int64) *PageRef {
 	for j+1 < len(m.Spans) && m.Spans[j+1].Start < end {
 		j++
 	}
-	return &PageRef{Unit: m.Unit, First: m.Spans[i].Number, Last: m.Spans[j].Number, Label: m.Spans[i].Label}
+	return &api.PageRef{Unit: m.Unit, First: m.Spans[i].Number, Last: m.Spans[j].Number, Label: m.Spans[i].Label}
 }
 
 // JoinPageRefs renders refs as one citation, in order of first page, with
 // duplicates dropped: "p. 17", "pp. 3, 17", "§ 2 Access; § 5 Terms".
-func JoinPageRefs(refs []*PageRef) string {
+func JoinPageRefs(refs []*api.PageRef) string {
 	var pages []string
 	var sections []string
 	seen := map[string]bool{}
-	sorted := make([]*PageRef, 0, len(refs))
+	sorted := make([]*api.PageRef, 0, len(refs))
 	for _, r := range refs {
 		if r != nil && r.First > 0 {
 			sorted = append(sorted, r)
@@ -106,7 +68,7 @@ func JoinPageRefs(refs []*PageRef) string {
 	}
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].First < sorted[j].First })
 	for _, r := range sorted {
-		if r.Unit == UnitSection {
+		if r.Unit == api.UnitSection {
 			s := r.String()
 			if !seen[s] {
 				seen[s] = true

@@ -1,12 +1,16 @@
 package memagent
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/memagent/memagent/api"
+)
 
 func TestPageMapRef(t *testing.T) {
-	pdf := &PageMap{Unit: UnitPage, Spans: []PageSpan{
+	pdf := &PageMap{Unit: api.UnitPage, Spans: []PageSpan{
 		{Number: 1, Start: 0, End: 100}, {Number: 2, Start: 102, End: 200}, {Number: 4, Start: 202, End: 300},
 	}}
-	doc := &PageMap{Unit: UnitSection, Spans: []PageSpan{
+	doc := &PageMap{Unit: api.UnitSection, Spans: []PageSpan{
 		{Number: 1, Start: 0, End: 50}, {Number: 2, Label: "Payment terms", Start: 52, End: 90},
 		{Number: 3, Label: "Termination", Start: 92, End: 120},
 	}}
@@ -36,21 +40,21 @@ func TestPageMapRef(t *testing.T) {
 }
 
 func TestJoinPageRefs(t *testing.T) {
-	p := func(first, last int) *PageRef { return &PageRef{Unit: UnitPage, First: first, Last: last} }
-	s := func(n int, label string) *PageRef {
-		return &PageRef{Unit: UnitSection, First: n, Last: n, Label: label}
+	p := func(first, last int) *api.PageRef { return &api.PageRef{Unit: api.UnitPage, First: first, Last: last} }
+	s := func(n int, label string) *api.PageRef {
+		return &api.PageRef{Unit: api.UnitSection, First: n, Last: n, Label: label}
 	}
 	for _, tc := range []struct {
 		name string
-		refs []*PageRef
+		refs []*api.PageRef
 		want string
 	}{
 		{"none", nil, ""},
-		{"one page", []*PageRef{p(17, 17)}, "p. 17"},
-		{"repeated", []*PageRef{p(17, 17), p(17, 17)}, "p. 17"},
-		{"sorted", []*PageRef{p(17, 17), p(3, 3)}, "pp. 3, 17"},
-		{"a range", []*PageRef{p(16, 17)}, "pp. 16–17"},
-		{"sections", []*PageRef{s(5, "Terms"), s(2, "Access"), nil}, "§ 2 Access; § 5 Terms"},
+		{"one page", []*api.PageRef{p(17, 17)}, "p. 17"},
+		{"repeated", []*api.PageRef{p(17, 17), p(17, 17)}, "p. 17"},
+		{"sorted", []*api.PageRef{p(17, 17), p(3, 3)}, "pp. 3, 17"},
+		{"a range", []*api.PageRef{p(16, 17)}, "pp. 16–17"},
+		{"sections", []*api.PageRef{s(5, "Terms"), s(2, "Access"), nil}, "§ 2 Access; § 5 Terms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := JoinPageRefs(tc.refs); got != tc.want {

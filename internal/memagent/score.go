@@ -4,33 +4,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-)
 
-// Scores compares one prediction with a set of reference answers. Exact
-// match, substring match and F1 treat the references as aliases and keep the
-// best over them (any one right answer is enough, as in SQuAD or HotpotQA);
-// Recall treats them as a list whose members are all expected (as RULER's
-// multi-value, multi-query, variable-tracking and word-frequency tasks do).
-type Scores struct {
-	// ExactMatch reports whether the normalized prediction equals a
-	// normalized reference.
-	ExactMatch bool `json:"exact_match"`
-	// SubstringMatch reports whether, for some reference, one normalized
-	// string contains the other. An empty normalized string matches nothing.
-	SubstringMatch bool `json:"substring_match"`
-	// F1 is the best token-level F1 over the references, in [0, 1].
-	F1 float64 `json:"f1"`
-	// BestGold is the reference that scored best: an exact match if there is
-	// one, else the highest F1, else a substring match, else the first
-	// reference. Ties go to the earlier reference.
-	BestGold string `json:"best_gold"`
-	// Recall is the fraction of the distinct normalized references that the
-	// normalized prediction contains, in [0, 1]: RULER's string_match_all
-	// for one item. References that normalize to the same string count
-	// once, and ones that normalize to "" not at all; with no reference left,
-	// or an empty prediction, Recall is 0.
-	Recall float64 `json:"recall"`
-}
+	"github.com/memagent/memagent/api"
+)
 
 // Normalize prepares an answer for comparison the way SQuAD-style
 // evaluations do: lowercase, delete ASCII punctuation, drop the words "a",
@@ -93,8 +69,8 @@ func isWordRune(r rune) bool {
 // match, substring match and F1, and counts for Recall the golds the
 // prediction contains. An empty (after normalization) prediction scores zero
 // everywhere; so does an empty list of golds.
-func Score(prediction string, golds []string) Scores {
-	var best Scores
+func Score(prediction string, golds []string) api.Scores {
+	var best api.Scores
 	var bestKey goldRank
 	first := true
 	pred := Normalize(prediction)

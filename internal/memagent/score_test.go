@@ -3,6 +3,8 @@ package memagent
 import (
 	"math"
 	"testing"
+
+	"github.com/memagent/memagent/api"
 )
 
 func TestNormalize(t *testing.T) {
@@ -34,34 +36,34 @@ func TestScore(t *testing.T) {
 		name  string
 		pred  string
 		golds []string
-		want  Scores
+		want  api.Scores
 	}{
 		{"exact after normalization", "The Eiffel Tower.", []string{"eiffel tower"},
-			Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "eiffel tower", Recall: 1}},
+			api.Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "eiffel tower", Recall: 1}},
 		{"prediction contains gold", "It is the Eiffel Tower in Paris", []string{"Eiffel Tower"},
-			Scores{SubstringMatch: true, F1: 0.5, BestGold: "Eiffel Tower", Recall: 1}},
+			api.Scores{SubstringMatch: true, F1: 0.5, BestGold: "Eiffel Tower", Recall: 1}},
 		{"gold contains prediction", "Tower", []string{"The Eiffel Tower"},
-			Scores{SubstringMatch: true, F1: 2 * 1 * 0.5 / 1.5, BestGold: "The Eiffel Tower"}},
-		{"no overlap", "Louvre", []string{"Eiffel Tower"}, Scores{BestGold: "Eiffel Tower"}},
+			api.Scores{SubstringMatch: true, F1: 2 * 1 * 0.5 / 1.5, BestGold: "The Eiffel Tower"}},
+		{"no overlap", "Louvre", []string{"Eiffel Tower"}, api.Scores{BestGold: "Eiffel Tower"}},
 		{"repeated tokens count once each", "paris paris paris", []string{"paris france"},
-			Scores{SubstringMatch: false, F1: 2 * (1.0 / 3) * 0.5 / (1.0/3 + 0.5), BestGold: "paris france"}},
+			api.Scores{SubstringMatch: false, F1: 2 * (1.0 / 3) * 0.5 / (1.0/3 + 0.5), BestGold: "paris france"}},
 		{"best of several golds", "Athens", []string{"Paris", "Athens, Greece", "athens"},
-			Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "athens", Recall: 1.0 / 3}},
+			api.Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "athens", Recall: 1.0 / 3}},
 		{"best F1 gold", "New York City", []string{"York", "New York"},
-			Scores{SubstringMatch: true, F1: 0.8, BestGold: "New York", Recall: 1}},
-		{"yes vs no", "yes", []string{"no"}, Scores{BestGold: "no"}},
+			api.Scores{SubstringMatch: true, F1: 0.8, BestGold: "New York", Recall: 1}},
+		{"yes vs no", "yes", []string{"no"}, api.Scores{BestGold: "no"}},
 		{"yes vs longer gold", "yes", []string{"yes indeed"},
-			Scores{SubstringMatch: true, F1: 0, BestGold: "yes indeed"}},
+			api.Scores{SubstringMatch: true, F1: 0, BestGold: "yes indeed"}},
 		{"gold no vs prediction", "no way", []string{"no"},
-			Scores{SubstringMatch: true, F1: 0, BestGold: "no", Recall: 1}},
+			api.Scores{SubstringMatch: true, F1: 0, BestGold: "no", Recall: 1}},
 		{"yes matches yes", "Yes.", []string{"yes"},
-			Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "yes", Recall: 1}},
-		{"noanswer", "noanswer", []string{"Athens"}, Scores{BestGold: "Athens"}},
-		{"empty prediction matches nothing", "", []string{"Athens", ""}, Scores{BestGold: "Athens"}},
-		{"punctuation-only prediction", "...", []string{"Athens"}, Scores{BestGold: "Athens"}},
-		{"article-only prediction", "The", []string{"the end"}, Scores{BestGold: "the end"}},
-		{"empty gold does not match", "Athens", []string{""}, Scores{BestGold: ""}},
-		{"no golds", "Athens", nil, Scores{}},
+			api.Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "yes", Recall: 1}},
+		{"noanswer", "noanswer", []string{"Athens"}, api.Scores{BestGold: "Athens"}},
+		{"empty prediction matches nothing", "", []string{"Athens", ""}, api.Scores{BestGold: "Athens"}},
+		{"punctuation-only prediction", "...", []string{"Athens"}, api.Scores{BestGold: "Athens"}},
+		{"article-only prediction", "The", []string{"the end"}, api.Scores{BestGold: "the end"}},
+		{"empty gold does not match", "Athens", []string{""}, api.Scores{BestGold: ""}},
+		{"no golds", "Athens", nil, api.Scores{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

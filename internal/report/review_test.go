@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/api"
 )
 
 var updateReview = flag.Bool("update-review", false, "rewrite testdata/review_grid.* from the current renderers")
@@ -22,48 +22,48 @@ const hostile = `<script>alert("x")</script>`
 // sampleGrid has a done row with evidence, a row with hostile text
 // everywhere a document, a question or a model can put text, and a failed
 // row.
-func sampleGrid() ReviewGrid {
+func sampleGrid() api.ReviewGrid {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	return ReviewGrid{
-		Version: ReviewGridVersion, WorkflowID: "memagent-review-0123456789abcdef", RunID: "run-1",
+	return api.ReviewGrid{
+		Version: api.ReviewGridVersion, WorkflowID: "memagent-review-0123456789abcdef", RunID: "run-1",
 		Document: "s3://memagent/converted/v1/ab/text.txt", DocumentSHA256: "ab12",
 		Source: "s3://memagent/documents/sha256/ab/contract.pdf", Format: "pdf",
 		Bytes: 2486695, Tokens: 500076, Chunks: 101, Model: "memagent-simulator", Tokenizer: "qwen2.5",
 		ChunkTokens: 5000, MemoryMaxTokens: 1024, EvidenceRule: ReviewEvidenceRule, Runs: 6,
 		StartedAt: at, FinishedAt: at.Add(42 * time.Second),
-		Usage:  ReviewUsage{Calls: 23, PromptTokens: 120000, CompletionTokens: 900},
+		Usage:  api.ReviewUsage{Calls: 23, PromptTokens: 120000, CompletionTokens: 900},
 		Prefix: "s3://memagent/reviews/w/r/", JSONURI: "s3://memagent/reviews/w/r/grid.json",
 		CSVURI: "s3://memagent/reviews/w/r/grid.csv", HTMLURI: "s3://memagent/reviews/w/r/report.html",
-		Rows: []ReviewRow{
+		Rows: []api.ReviewRow{
 			{
 				ID: "q1", Question: "What is the access code for the north gate?", GoldAnswers: []string{"7391-ALPHA"},
-				Status: ReviewStatusDone, Answer: "7391-ALPHA", AnswerFound: true, AnswerMethod: "boxed",
-				Scores: &memagent.Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "7391-ALPHA"},
-				Evidence: []ReviewEvidence{{
+				Status: api.ReviewStatusDone, Answer: "7391-ALPHA", AnswerFound: true, AnswerMethod: "boxed",
+				Scores: &api.Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "7391-ALPHA"},
+				Evidence: []api.ReviewEvidence{{
 					Chunk: 17, Start: 420000, End: 445000,
-					Passage: &ReviewPassage{Start: 431000, End: 431079, Text: "The access code for the north gate is 7391-ALPHA.",
-						Pages: &memagent.PageRef{Unit: memagent.UnitPage, First: 17, Last: 17}},
+					Passage: &api.ReviewPassage{Start: 431000, End: 431079, Text: "The access code for the north gate is 7391-ALPHA.",
+						Pages: &api.PageRef{Unit: api.UnitPage, First: 17, Last: 17}},
 					Added:          []string{"7391", "alpha", "access", "code"},
 					SupportsAnswer: true,
-					Pages:          &memagent.PageRef{Unit: memagent.UnitPage, First: 16, Last: 17},
+					Pages:          &api.PageRef{Unit: api.UnitPage, First: 16, Last: 17},
 				}, {Chunk: 40, Start: 990000, End: 1010000, Added: []string{"gate", "lantern"},
-					Pages: &memagent.PageRef{Unit: memagent.UnitPage, First: 38, Last: 39}}},
-				ChunksRead: 101, Usage: ReviewUsage{Calls: 102, PromptTokens: 60000, CompletionTokens: 450},
+					Pages: &api.PageRef{Unit: api.UnitPage, First: 38, Last: 39}}},
+				ChunksRead: 101, Usage: api.ReviewUsage{Calls: 102, PromptTokens: 60000, CompletionTokens: 450},
 				ResultURI: "s3://memagent/reviews/w/r/questions/q1/result.json", TracePrefix: "s3://memagent/reviews/w/r/questions/q1/chunks/",
 			},
 			{
 				ID: "q2", Question: "=HYPERLINK(\"http://x\") " + hostile, GoldAnswers: []string{"-1", `"><img src=x onerror=alert(1)>`},
-				Status: ReviewStatusDone, Answer: `@SUM(A1) </td></tr></table>` + hostile, AnswerFound: false,
-				Evidence: []ReviewEvidence{{
+				Status: api.ReviewStatusDone, Answer: `@SUM(A1) </td></tr></table>` + hostile, AnswerFound: false,
+				Evidence: []api.ReviewEvidence{{
 					Chunk: 3, Start: 10, End: 20,
-					Passage: &ReviewPassage{Start: 12, End: 18, Text: "code " + hostile + " <b>bold</b> & more"},
+					Passage: &api.ReviewPassage{Start: 12, End: 18, Text: "code " + hostile + " <b>bold</b> & more"},
 					Added:   []string{"code", "script"},
 				}},
-				ChunksRead: 101, Usage: ReviewUsage{Calls: 102},
+				ChunksRead: 101, Usage: api.ReviewUsage{Calls: 102},
 				TracePrefix: "s3://memagent/reviews/w/r/questions/q2/chunks/",
 			},
 			{
-				ID: "q3", Question: "Who signs?", Status: ReviewStatusFailed, ChunksRead: 4,
+				ID: "q3", Question: "Who signs?", Status: api.ReviewStatusFailed, ChunksRead: 4,
 				Error: "update memory at chunk 4: bad request " + hostile, ErrorType: "memagent.ModelBadRequest",
 				TracePrefix: "s3://memagent/reviews/w/r/questions/q3/chunks/",
 			},
@@ -97,7 +97,7 @@ func TestWriteReviewJSON(t *testing.T) {
 	if err := WriteReviewJSON(&buf, g); err != nil {
 		t.Fatal(err)
 	}
-	var back ReviewGrid
+	var back api.ReviewGrid
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memagent/memagent/api"
 )
 
 // ReviewEvidenceRule names the rule by which ReviewMaterialChange decides
@@ -97,14 +99,14 @@ func ReviewSupports(added []string, memory string) bool {
 // holds least (the oldest on a tie), since what the memory has since
 // forgotten shaped nothing that remains. It returns the entries kept, in
 // their order, and how many it dropped. It does not modify ev.
-func ReviewPruneEvidence(ev []ReviewEvidence, memory string, max int) ([]ReviewEvidence, int) {
+func ReviewPruneEvidence(ev []api.ReviewEvidence, memory string, max int) ([]api.ReviewEvidence, int) {
 	if max < 0 {
 		max = 0
 	}
 	if len(ev) <= max {
 		return ev, 0
 	}
-	kept := append([]ReviewEvidence(nil), ev...)
+	kept := append([]api.ReviewEvidence(nil), ev...)
 	support := make([]float64, len(kept))
 	for i, e := range kept {
 		support[i] = ReviewSupport(e.Added, memory)

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memagent/memagent/api"
 )
 
 func TestReviewMaterialChange(t *testing.T) {
@@ -85,7 +87,7 @@ func validUTF8(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 func TestReviewSupportAndPrune(t *testing.T) {
 	memory := "The code is 7391-ALPHA. The chemist is Marquardt."
-	ev := []ReviewEvidence{
+	ev := []api.ReviewEvidence{
 		{Chunk: 1, Added: []string{"lantern", "meadow"}},          // forgotten
 		{Chunk: 2, Added: []string{"7391", "alpha", "code"}},      // kept
 		{Chunk: 3, Added: []string{"chemist", "marquardt", "ox"}}, // mostly kept

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memagent/memagent/api"
 )
 
 // WriteReviewHTML writes g as one self-contained HTML page (report.html):
@@ -16,7 +18,7 @@ import (
 // in its context, and the page's Content-Security-Policy allows no script,
 // no fetch and no external resource, so an answer or passage crafted as
 // markup stays text. The page needs nothing but a browser.
-func WriteReviewHTML(w io.Writer, g ReviewGrid) error {
+func WriteReviewHTML(w io.Writer, g api.ReviewGrid) error {
 	page := reviewPage{Grid: g}
 	for i, r := range g.Rows {
 		pr := reviewPageRow{ReviewRow: r, Anchor: fmt.Sprintf("q%d", i+1)}
@@ -27,7 +29,7 @@ func WriteReviewHTML(w io.Writer, g ReviewGrid) error {
 			}
 			pr.Evidence = append(pr.Evidence, pe)
 		}
-		if r.Status == ReviewStatusFailed {
+		if r.Status == api.ReviewStatusFailed {
 			page.Failed++
 		}
 		page.Rows = append(page.Rows, pr)
@@ -36,19 +38,19 @@ func WriteReviewHTML(w io.Writer, g ReviewGrid) error {
 }
 
 type reviewPage struct {
-	Grid   ReviewGrid
+	Grid   api.ReviewGrid
 	Rows   []reviewPageRow
 	Failed int
 }
 
 type reviewPageRow struct {
-	ReviewRow
+	api.ReviewRow
 	Anchor   string
 	Evidence []reviewPageEvidence
 }
 
 type reviewPageEvidence struct {
-	ReviewEvidence
+	api.ReviewEvidence
 	Anchor   string
 	Segments []reviewSegment
 }

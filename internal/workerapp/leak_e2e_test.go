@@ -30,7 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
@@ -39,7 +39,6 @@ import (
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // Markers that must never leave the process in plaintext: the API key, and
@@ -148,9 +147,9 @@ func TestNothingLeaks(t *testing.T) {
 	}
 	t.Cleanup(starter.Close)
 
-	opts := activities.ModelOptions{ChunkTokens: 2000}
-	in := workflows.DocumentQAInput{Document: docLoc.String(), Question: docgen.Question, Options: opts, ChunksPerRun: 2}
-	start := func(c client.Client, queue, id string, in workflows.DocumentQAInput) client.WorkflowRun {
+	opts := api.ModelOptions{ChunkTokens: 2000}
+	in := api.DocumentQAInput{Document: docLoc.String(), Question: docgen.Question, Options: opts, ChunksPerRun: 2}
+	start := func(c client.Client, queue, id string, in api.DocumentQAInput) client.WorkflowRun {
 		t.Helper()
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: id, TaskQueue: queue,
@@ -159,8 +158,8 @@ func TestNothingLeaks(t *testing.T) {
 			// here like every other payload.
 			StaticSummary:         "Q: " + in.Question,
 			Memo:                  map[string]any{"model_options": in.Options.WithDefaults()},
-			TypedSearchAttributes: workflows.StartSearchAttributes(in),
-		}, workflows.DocumentQAName, in)
+			TypedSearchAttributes: api.StartSearchAttributes(in),
+		}, api.DocumentQAName, in)
 		if err != nil {
 			t.Fatalf("ExecuteWorkflow: %v", err)
 		}
@@ -169,7 +168,7 @@ func TestNothingLeaks(t *testing.T) {
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	run := start(starter, cfg.TaskQueue, "leak-e2e-"+suffix, in)
 	firstRunID := run.GetRunID() // Get follows the run's continuations
-	var res workflows.DocumentQAResult
+	var res api.DocumentQAResult
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("run: %v", err)
 	}

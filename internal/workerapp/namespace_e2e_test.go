@@ -8,11 +8,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // A worker on a namespace where `starter setup` never ran registers
@@ -48,15 +47,15 @@ func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "fresh-1", TaskQueue: workflows.DefaultTaskQueue},
-		workflows.DocumentQAName, workflows.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
-			Options: activities.ModelOptions{ChunkTokens: 64}})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "fresh-1", TaskQueue: api.DefaultTaskQueue},
+		api.DocumentQAName, api.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
+			Options: api.ModelOptions{ChunkTokens: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
-	var res workflows.DocumentQAResult
+	var res api.DocumentQAResult
 	if err := run.Get(runCtx, &res); err != nil {
 		t.Fatalf("run on the fresh namespace: %v", err)
 	}

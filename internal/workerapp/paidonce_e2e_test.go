@@ -15,11 +15,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // writeFaults forwards S3 requests and fails the first failures writes of
@@ -97,13 +96,13 @@ func TestModelCallPaidOnceThroughS3WriteFailures(t *testing.T) {
 	}
 	defer c.Close()
 	d.Simulator.Reset()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "paid-once", TaskQueue: workflows.DefaultTaskQueue},
-		workflows.DocumentQAName, workflows.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
-			Options: activities.ModelOptions{ChunkTokens: 200}})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "paid-once", TaskQueue: api.DefaultTaskQueue},
+		api.DocumentQAName, api.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
+			Options: api.ModelOptions{ChunkTokens: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.DocumentQAResult
+	var res api.DocumentQAResult
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}

@@ -20,13 +20,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // apiKeyMarker stands in for a real API key: it must reach no span.
@@ -112,17 +112,17 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 	t.Cleanup(starterClient.Close)
 	rec.Reset() // only the run's spans from here
 	rootCtx, root := tel.TracerProvider.Tracer("test").Start(ctx, "starter ask")
-	in := workflows.DocumentQAInput{
+	in := api.DocumentQAInput{
 		Document: docLoc.String(), Question: docgen.Question, GoldAnswers: []string{docgen.Answer},
-		Options: activities.ModelOptions{ChunkTokens: 2000},
+		Options: api.ModelOptions{ChunkTokens: 2000},
 	}
 	run, err := starterClient.ExecuteWorkflow(rootCtx, client.StartWorkflowOptions{
 		ID: "telemetry-e2e-" + strconv.FormatInt(time.Now().UnixNano(), 36), TaskQueue: cfg.TaskQueue,
-	}, workflows.DocumentQAName, in)
+	}, api.DocumentQAName, in)
 	if err != nil {
 		t.Fatalf("ExecuteWorkflow: %v", err)
 	}
-	var res workflows.DocumentQAResult
+	var res api.DocumentQAResult
 	err = run.Get(rootCtx, &res)
 	root.End()
 	if err != nil {
@@ -220,7 +220,7 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 	if s3Spans < 2*res.Chunks+2 {
 		t.Errorf("%d S3 spans, want at least %d", s3Spans, 2*res.Chunks+2)
 	}
-	for _, want := range []string{"StartWorkflow:" + workflows.DocumentQAName, "RunWorkflow:" + workflows.DocumentQAName,
+	for _, want := range []string{"StartWorkflow:" + api.DocumentQAName, "RunWorkflow:" + api.DocumentQAName,
 		"RunActivity:" + activities.PrepareDocumentName, "RunActivity:" + activities.AnswerName} {
 		if countPrefix(spans, want) == 0 {
 			t.Errorf("no span %q", want)

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
@@ -199,7 +200,7 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	if tokenizers == nil {
 		tokenizers = tokenizer.New
 	}
-	tok, err := tokenizers(activities.DefaultTokenizer)
+	tok, err := tokenizers(api.DefaultTokenizer)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err

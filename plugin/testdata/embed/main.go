@@ -28,9 +28,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/plugin"
-	"github.com/memagent/memagent/workflows"
 )
 
 // config is what the flags say.
@@ -139,9 +139,9 @@ func run(ctx context.Context, c config) (*Result, error) {
 		return nil, err
 	}
 	mc := memclient.New(tc, memclient.Options{TaskQueue: c.taskQueue})
-	out, err := mc.Ask(ctx, workflows.DocumentQAInput{
+	out, err := mc.Ask(ctx, api.DocumentQAInput{
 		Document: doc.String(), Question: c.question,
-		Options: activities.ModelOptions{ChunkTokens: 2000},
+		Options: api.ModelOptions{ChunkTokens: 2000},
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,169 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memagent/memagent/internal/contract"
+)
+
+// DocumentQAResult is the outcome of one DocumentQA run, returned by the workflow and
+// written to S3 as JSON.
+type DocumentQAResult struct {
+	WorkflowID string `json:"workflow_id"`
+	// RunID is the run that produced this result (after continue-as-new
+	// or a reset, not the first); FirstRunID the first run of its chain,
+	// which names the default output prefix.
+	RunID          string       `json:"run_id"`
+	FirstRunID     string       `json:"first_run_id,omitempty"`
+	Document       string       `json:"document"`
+	DocumentSHA256 string       `json:"document_sha256"`
+	Question       string       `json:"question"`
+	Model          string       `json:"model"`
+	Options        ModelOptions `json:"options"`
+	Answer         string       `json:"answer"`
+	AnswerFound    bool         `json:"answer_found"`
+	AnswerMethod   string       `json:"answer_method,omitempty"`
+	GoldAnswers    []string     `json:"gold_answers,omitempty"`
+	Scores         *Scores      `json:"scores,omitempty"`
+	Chunks         int          `json:"chunks"`
+	Tokens         int64        `json:"tokens"`
+	Bytes          int64        `json:"bytes"`
+	Usage          Usage        `json:"usage"`
+	Runs           int          `json:"runs"`
+	FinalMemory    string       `json:"final_memory"`
+	IndexURI       string       `json:"index_uri"`
+	TracePrefix    string       `json:"trace_prefix"`
+	ResultURI      string       `json:"result_uri"`
+	StartedAt      time.Time    `json:"started_at"`
+	FinishedAt     time.Time    `json:"finished_at"`
+	// Source is the PDF, DOCX or HTML document asked about when Document
+	// is the text converted from it; Format is its format.
+	Source string `json:"source,omitempty"`
+	Format string `json:"format,omitempty"`
+	// Evidence lists, in document order, the chunks at which the memory
+	// changed materially, with their pages and passages (at most
+	// MaxReviewEvidence: past it, the entry the current memory holds least
+	// is dropped); SupportsAnswer marks those the final memory still holds.
+	Evidence []ReviewEvidence `json:"evidence,omitempty"`
+	// AnswerPages cites the pages (or sections) of the evidence that
+	// supports the answer: "p. 17", "pp. 3, 17", "§ 2 Access".
+	AnswerPages string `json:"answer_pages,omitempty"`
+}
+
+// Names under which workflows, queries and the default task queue are
+// registered. They are part of the wire format.
+const (
+	DocumentQAName   = "memagent.DocumentQA"
+	ProgressQuery    = "progress"
+	DefaultTaskQueue = "memagent"
+)
+
+// DocumentQAInput starts a DocumentQA run. It is JSON on the wire, so any
+// Temporal client can start one.
+type DocumentQAInput struct {
+	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
+	// document, converted to text first (see docs/DOCUMENTS.md).
+	Document string `json:"document" contract:"required,maxlen=1024"`
+	// Question is asked of the document; at most 16 KiB.
+	Question string `json:"question" contract:"required,maxlen=16384"`
+	// GoldAnswers, when given, are used to score the answer.
+	GoldAnswers []string     `json:"gold_answers,omitempty" contract:"alias=answers"`
+	Options     ModelOptions `json:"options"`
+	// ChunksPerRun overrides DefaultChunksPerRun.
+	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0,max=10000"`
+	// OutputPrefix overrides the s3:// prefix of traces and result
+	// (default s3://<worker bucket>/runs/<workflow id>/<first run id>/).
+	OutputPrefix string `json:"output_prefix,omitempty" contract:"maxlen=1024"`
+	// HeartbeatTimeoutSeconds is how soon a worker that died mid-activity is
+	// noticed and its activity retried elsewhere; default 15.
+	HeartbeatTimeoutSeconds int `json:"heartbeat_timeout_seconds,omitempty" contract:"min=0,max=3600"`
+	// BatchID, when set, labels the run as one of a batch: it becomes the
+	// MemagentBatch search attribute, so a batch's runs can be listed.
+	BatchID string `json:"batch_id,omitempty" contract:"maxlen=255"`
+	// Priority orders this run's tasks on a shared task queue that is
+	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
+	// started with, else 2 (a batch passes its own).
+	Priority int `json:"priority,omitempty" contract:"min=0,max=5"`
+	// FairnessKey shares the task queue fairly between keys of the same
+	// priority (a tenant, a client, a matter); default the key the run was
+	// started with. At most 64 bytes.
+	FairnessKey string `json:"fairness_key,omitempty" contract:"maxlen=64"`
+	// FairnessWeight is the key's share relative to other keys (default 1,
+	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
+	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
+}
+
+// Progress is what the progress query returns.
+type Progress struct {
+	Stage       string `json:"stage"`
+	ChunksDone  int    `json:"chunks_done"`
+	ChunksTotal int    `json:"chunks_total"`
+	TokensDone  int64  `json:"tokens_done"`
+	TokensTotal int64  `json:"tokens_total"`
+	Run         int    `json:"run"`
+	Usage       Usage  `json:"usage"`
+	Memory      string `json:"memory"`
+	Answer      string `json:"answer,omitempty"`
+}
+
+// Stages reported by Progress and, as the MemagentStatus search attribute,
+// to visibility queries.
+const (
+	StagePreparing = "preparing"
+	StageReading   = "reading"
+	StageAnswering = "answering"
+	StageDone      = "done"
+	StageFailed    = "failed"
+)
+
+// Validate reports input that can never succeed.
+func (in DocumentQAInput) Validate() error {
+	// workflowcheck flags the reflection contract.Check walks the
+	// input with; the check is a pure function of the input.
+	//workflowcheck:ignore
+	if err := contract.Check(in); err != nil {
+		return err
+	}
+	if strings.TrimSpace(in.Document) == "" {
+		return errors.New("document is empty: set document to an s3:// URI")
+	}
+	if !strings.HasPrefix(in.Document, "s3://") {
+		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
+	}
+	if err := CheckQuestion(in.Question); err != nil {
+		return err
+	}
+	if in.OutputPrefix != "" {
+		if rest, ok := strings.CutPrefix(in.OutputPrefix, "s3://"); !ok || strings.HasPrefix(rest, "/") || rest == "" {
+			return fmt.Errorf("output_prefix %q is not an s3://bucket/prefix URI", in.OutputPrefix)
+		}
+	}
+	if in.HeartbeatTimeoutSeconds < 0 {
+		return fmt.Errorf("heartbeat_timeout_seconds (%d) must not be negative", in.HeartbeatTimeoutSeconds)
+	}
+	if in.ChunksPerRun < 0 {
+		return fmt.Errorf("chunks_per_run (%d) must not be negative", in.ChunksPerRun)
+	}
+	if err := in.Scheduling().Validate(); err != nil {
+		return err
+	}
+	return in.Options.Validate()
+}
+
+// Scheduling returns the input's priority, fairness key and weight.
+func (in DocumentQAInput) Scheduling() Scheduling {
+	return Scheduling{Priority: in.Priority, FairnessKey: in.FairnessKey, FairnessWeight: in.FairnessWeight}
+}
+
+// Closed statuses, the MemagentStatus of a run that has ended. Every
+// workflow uses them; the stages before them are each workflow's own.
+const (
+	// StageCanceled is a run that was canceled.
+	StageCanceled = "canceled"
+	// StageContinued is a run that continued as new: its work goes on in
+	// the next run of the same workflow id.
+	StageContinued = "continued"
+)

@@ -1,0 +1,69 @@
+package api
+
+import "fmt"
+
+// Scores compares one prediction with a set of reference answers. Exact
+// match, substring match and F1 treat the references as aliases and keep the
+// best over them (any one right answer is enough, as in SQuAD or HotpotQA);
+// Recall treats them as a list whose members are all expected (as RULER's
+// multi-value, multi-query, variable-tracking and word-frequency tasks do).
+type Scores struct {
+	// ExactMatch reports whether the normalized prediction equals a
+	// normalized reference.
+	ExactMatch bool `json:"exact_match"`
+	// SubstringMatch reports whether, for some reference, one normalized
+	// string contains the other. An empty normalized string matches nothing.
+	SubstringMatch bool `json:"substring_match"`
+	// F1 is the best token-level F1 over the references, in [0, 1].
+	F1 float64 `json:"f1"`
+	// BestGold is the reference that scored best: an exact match if there is
+	// one, else the highest F1, else a substring match, else the first
+	// reference. Ties go to the earlier reference.
+	BestGold string `json:"best_gold"`
+	// Recall is the fraction of the distinct normalized references that the
+	// normalized prediction contains, in [0, 1]: RULER's string_match_all
+	// for one item. References that normalize to the same string count
+	// once, and ones that normalize to "" not at all; with no reference left,
+	// or an empty prediction, Recall is 0.
+	Recall float64 `json:"recall"`
+}
+
+// PageRef names where a byte range of a converted document came from: a
+// page or a range of pages, or a section or a range of sections.
+type PageRef struct {
+	// Unit is UnitPage or UnitSection.
+	Unit  string `json:"unit"`
+	First int    `json:"first"`
+	Last  int    `json:"last"`
+	// Label is the heading of section First, when it has one.
+	Label string `json:"label,omitempty"`
+}
+
+// String renders r as a reader cites it: "p. 17", "pp. 16–17", "§ 3
+// Payment terms", "§§ 3–4 Payment terms". A nil ref renders as "".
+func (r *PageRef) String() string {
+	if r == nil || r.First <= 0 {
+		return ""
+	}
+	if r.Unit == UnitSection {
+		s := fmt.Sprintf("§ %d", r.First)
+		if r.Last > r.First {
+			s = fmt.Sprintf("§§ %d–%d", r.First, r.Last)
+		}
+		if r.Label != "" {
+			s += " " + r.Label
+		}
+		return s
+	}
+	if r.Last > r.First {
+		return fmt.Sprintf("pp. %d–%d", r.First, r.Last)
+	}
+	return fmt.Sprintf("p. %d", r.First)
+}
+
+// Units of a PageRef: pages of a paginated format (PDF), or sections
+// opened by headings where a format has no pages (DOCX, HTML).
+const (
+	UnitPage    = "page"
+	UnitSection = "section"
+)

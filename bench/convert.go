@@ -17,7 +17,7 @@ import (
 
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/docgen"
 )
 
 // convertProcessEnv makes the bench binary convert one PDF and report, so

@@ -8,7 +8,7 @@
 #   bench/longdoc.sh [TOKENS ...]        default: 120000 3500000
 #
 # Uses the dev stack's default ports (7233, 8233, 9000, 8000): stop any
-# running `worker --dev` first. The simulator answers instantly, so wall
+# running `devstack` first. The simulator answers instantly, so wall
 # time measures the system's own overhead, not a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +18,9 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 go build -o "$work/worker" ./worker
 go build -o "$work/starter" ./starter
+go build -o "$work/devstack" ./devstack
 
-"$work/worker" --dev-stack --in-memory >"$work/stack.log" 2>&1 &
+"$work/devstack" --no-worker --in-memory >"$work/stack.log" 2>&1 &
 stack_pid=$!
 for _ in $(seq 300); do grep -q "dev stack ready" "$work/stack.log" && break; sleep 0.1; done
 grep -q "dev stack ready" "$work/stack.log" || { cat "$work/stack.log"; exit 1; }

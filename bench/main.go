@@ -25,7 +25,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -36,7 +37,7 @@ const benchQuestion = docgen.Question
 
 // benchEnv is the embedded stack and the clients every section shares.
 type benchEnv struct {
-	dev      *workerapp.Dev
+	dev      *devenv.Env
 	cfg      config.Config
 	store    *s3store.Store
 	temporal client.Client
@@ -245,7 +246,7 @@ func argsSuffix(args []string) string {
 
 func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	dev, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, DisableUI: true, Logger: logger})
+	dev, err := devenv.Start(ctx, devenv.Options{FreePorts: true, DisableUI: true, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ func TestMarkedBlocks(t *testing.T) {
 
 // TestAPIExamples runs the marked shell blocks of docs/API.md, in order and
 // as one bash script, against the embedded stack with a worker, in the
-// environment that `worker --dev` prints: the curl commands that start,
+// environment that `devstack` prints: the curl commands that start,
 // follow and read DocumentQA, ReviewDocument and BatchQA through Temporal's
 // HTTP API, and the S3 uploads.
 func TestAPIExamples(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 

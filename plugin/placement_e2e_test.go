@@ -23,7 +23,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/docgen"
 )
 
 // hostMark is the metadata key the host's own codec (markCodec) adds to

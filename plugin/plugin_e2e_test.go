@@ -11,7 +11,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/docgen"
 )
 
 func TestPluginOnPlainWorker(t *testing.T) {

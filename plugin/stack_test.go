@@ -12,7 +12,8 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
@@ -22,7 +23,7 @@ import (
 // share (a real Temporal server, a real S3 server and the simulator over
 // HTTP), with a document holding docgen's planted fact.
 type stack struct {
-	dev    *workerapp.Dev
+	dev    *devenv.Env
 	cfg    config.Config
 	store  *s3store.Store
 	doc    string // s3:// URI of the document
@@ -61,7 +62,7 @@ func startStack() (*stack, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
+	d, err := devenv.Start(ctx, devenv.Options{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

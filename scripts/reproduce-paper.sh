@@ -59,7 +59,7 @@ OUT=${OUT:-paper-repro}
 mkdir -p "$OUT/bin"
 
 echo "--- build"
-go build -o "$OUT/bin/worker" ./worker
+go build -o "$OUT/bin/devstack" ./devstack
 go build -o "$OUT/bin/starter" ./starter
 
 set_file="$OUT/ruler-hqa-$SAMPLES-seed$SEED-$TOKENIZER.json"
@@ -80,7 +80,7 @@ else
 fi
 
 echo "--- worker on the dev stack (log: $OUT/worker.log)"
-"$OUT/bin/worker" --dev --free-ports --data-dir "$OUT/stack" --http-addr "" ${templates[@]+"${templates[@]}"} >"$OUT/worker.log" 2>&1 &
+"$OUT/bin/devstack" --free-ports --data-dir "$OUT/stack" --http-addr "" ${templates[@]+"${templates[@]}"} >"$OUT/worker.log" 2>&1 &
 worker_pid=$!
 trap 'kill "$worker_pid" 2>/dev/null || true; wait "$worker_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do

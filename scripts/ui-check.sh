@@ -4,7 +4,7 @@
 #
 #   scripts/ui-check.sh [OUT_DIR]        (default OUT_DIR: a new temporary directory)
 #
-# Builds and starts `worker --dev --in-memory` (Temporal :7233, Web UI :8233,
+# Builds and starts `devstack --in-memory` (Temporal :7233, Web UI :8233,
 # S3 :9000, simulator :8000, which must be free), asks one question about a
 # generated document and one about another document, then loads in headless
 # Chromium the workflow list filtered by the first document's
@@ -52,11 +52,11 @@ cleanup() {
 trap cleanup EXIT
 
 echo "--- building worker and starter"
-go build -o "$bin/worker" ./worker
+go build -o "$bin/devstack" ./devstack
 go build -o "$bin/starter" ./starter
 
 echo "--- starting the dev stack and a worker (log: $out/worker.log)"
-"$bin/worker" --dev --in-memory >"$out/worker.log" 2>&1 &
+"$bin/devstack" --in-memory >"$out/worker.log" 2>&1 &
 worker_pid=$!
 deadline=$((SECONDS + 120))
 until grep -q "worker polling" "$out/worker.log" && curl -sf -o /dev/null "$ui/"; do

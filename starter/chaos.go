@@ -35,10 +35,11 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/devstack"
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -1001,7 +1002,7 @@ func runChaosRole(ctx context.Context, role string, stdout, stderr io.Writer) er
 		if _, err := fmt.Sscanf(os.Getenv(chaosPortsEnv), "%d,%d", &tp, &sp); err != nil {
 			return fmt.Errorf("%s: %w", chaosPortsEnv, err)
 		}
-		d, err := workerapp.StartDev(ctx, workerapp.DevOptions{
+		d, err := devenv.Start(ctx, devenv.Options{
 			DataDir: os.Getenv(chaosDataDirEnv), TemporalPort: tp, S3Port: sp, DisableUI: true, Logger: logger,
 		})
 		if err != nil {

@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -49,7 +50,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		logger := cliLogger(stderr)
 		_, modelSet := os.LookupEnv("OPENAI_BASE_URL")
 		fmt.Fprintln(stdout, "starting the embedded stack (Temporal server, Web UI, S3 server, inference simulator) ...")
-		d, err := workerapp.StartDev(ctx, workerapp.DevOptions{DataDir: dir, FreePorts: !*keep, Simulator: !modelSet, Logger: logger})
+		d, err := devenv.Start(ctx, devenv.Options{DataDir: dir, FreePorts: !*keep, Simulator: !modelSet, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -100,7 +101,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			fmt.Fprintf(stdout, "Web UI:   %s%s\nThe stack keeps running; Ctrl-C stops it.\n", d.Stack.UIURL, runPath)
 			<-ctx.Done()
 		case dir != "":
-			fmt.Fprintf(stdout, "To browse this run in the Temporal Web UI:\n  go run ./worker --dev-stack --data-dir %s\n  then open %s%s\n", dir, config.DevUIURL, runPath)
+			fmt.Fprintf(stdout, "To browse this run in the Temporal Web UI:\n  go run ./devstack --no-worker --data-dir %s\n  then open %s%s\n", dir, config.DevUIURL, runPath)
 		}
 		return nil
 	}

@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -30,7 +31,7 @@ import (
 
 var (
 	devOnce sync.Once
-	dev     *workerapp.Dev
+	dev     *devenv.Env
 	devErr  error
 )
 
@@ -63,10 +64,10 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 // stack returns the shared dev stack and points this test's environment at
 // it, with its own task queue so tests do not share workers.
-func stack(t *testing.T) *workerapp.Dev {
+func stack(t *testing.T) *devenv.Env {
 	t.Helper()
 	devOnce.Do(func() {
-		dev, devErr = workerapp.StartDev(context.Background(), workerapp.DevOptions{
+		dev, devErr = devenv.Start(context.Background(), devenv.Options{
 			FreePorts: true, Simulator: true, DisableUI: true,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memagent/memagent/internal/evalgen"
+	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/internal/evalgen"
+	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 
@@ -41,7 +41,7 @@ func TestEvalGenCommand(t *testing.T) {
 	out := filepath.Join(dir, "set.json")
 	args := []string{"--task", "niah_single,niah_multikey,niah_multivalue,niah_multiquery,vt,fwe,hqa",
 		"--lengths", "0.5K,1K", "--samples", "2", "--seed", "3", "--out", out,
-		"--hotpotqa", "../internal/evalgen/testdata/hotpot_tiny.json", "--value-type", "uuids"}
+		"--hotpotqa", "../internal/dev/evalgen/testdata/hotpot_tiny.json", "--value-type", "uuids"}
 	stdout, stderr, err := runEvalGenCmd(t, args...)
 	if err != nil {
 		t.Fatalf("eval gen: %v\n%s", err, stderr)

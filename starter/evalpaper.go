@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/evalgen"
+	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/memagent"
 )
 

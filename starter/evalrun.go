@@ -19,9 +19,9 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/evalgen"
+	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 

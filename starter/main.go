@@ -12,7 +12,7 @@
 //	starter eval gen|run|score        RULER-style evaluation sets, their scores by length, one answer's score
 //	starter gen-doc --tokens N --out PATH   the demo's document, at any length
 //
-// Without environment it finds the dev stack (`worker --dev`) at its
+// Without environment it finds the dev stack (`devstack`) at its
 // default addresses.
 package main
 
@@ -88,7 +88,7 @@ func newRoot(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Start and inspect memagent runs",
 		Long: `Starts and inspects memagent runs: questions about documents of any length,
 reviews, batches and their schedules, evaluation sets. Without environment it
-finds the dev stack (worker --dev) at its default addresses.`,
+finds the dev stack (devstack) at its default addresses.`,
 		Example: `  starter demo
   starter ask --doc contract.txt --question "Who may terminate the agreement?"
   starter status memagent-qa-1f2e3d4c5b6a7980 --history

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/testdeps"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // chromiumPath is Debian's chromium; scripts/ui-check.sh installs it.
@@ -28,7 +28,7 @@ func TestWebUIShowsRun(t *testing.T) {
 	}
 	testdeps.File(t, chromiumPath, "the Web UI cannot be checked without Chromium: apt-get install -y chromium (as root), or run scripts/ui-check.sh")
 	// The shared stack runs without the Web UI: this test has its own.
-	d, err := workerapp.StartDev(context.Background(), workerapp.DevOptions{
+	d, err := devenv.Start(context.Background(), devenv.Options{
 		FreePorts: true, Simulator: true,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})

@@ -18,8 +18,9 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -60,7 +61,7 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, DisableUI: true, Logger: logger})
+	d, err := devenv.Start(ctx, devenv.Options{FreePorts: true, DisableUI: true, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

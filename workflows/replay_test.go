@@ -68,6 +68,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -333,7 +334,7 @@ func recordHistories(t *testing.T, g generation) {
 func startReplayWorker(ctx context.Context, t *testing.T, taskQueue string) (config.Config, client.Client) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dev, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, DisableUI: true, Simulator: true, Logger: logger})
+	dev, err := devenv.Start(ctx, devenv.Options{FreePorts: true, DisableUI: true, Simulator: true, Logger: logger})
 	if err != nil {
 		t.Fatalf("start dev stack: %v", err)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -619,7 +620,7 @@ func recordReviewHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(reviewTestWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dev, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, DisableUI: true, Simulator: true, Logger: logger})
+	dev, err := devenv.Start(ctx, devenv.Options{FreePorts: true, DisableUI: true, Simulator: true, Logger: logger})
 	if err != nil {
 		t.Fatalf("start dev stack: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 // TestTypeScriptExample builds the TypeScript example with its own tsc and
 // runs it against the embedded stack with a worker, in the environment that
-// `worker --dev` prints: it uploads a document, runs DocumentQA following
+// `devstack` prints: it uploads a document, runs DocumentQA following
 // its progress query, a review with two questions and a batch over a
 // manifest it uploads, and prints every answer.
 func TestTypeScriptExample(t *testing.T) {

@@ -107,7 +107,7 @@ type Config struct {
 	// other servers report; 0 means what the server reports.
 	ModelContext int
 	// ModelConfigured says the environment names a model server
-	// (OPENAI_BASE_URL, or MEMAGENT_MODEL_API=azure): `worker --dev` then
+	// (OPENAI_BASE_URL, or MEMAGENT_MODEL_API=azure): `devstack` then
 	// uses it instead of starting the simulator.
 	ModelConfigured bool
 	ModelTimeout    time.Duration

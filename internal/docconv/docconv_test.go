@@ -13,7 +13,7 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/docgen"
 )
 
 // One converter for the package's tests: PDFium starts once.

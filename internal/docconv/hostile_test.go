@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/docgen"
 )
 
 // hostileChildEnv makes the test binary convert one hostile input (by its

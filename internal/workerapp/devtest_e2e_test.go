@@ -6,17 +6,17 @@ import (
 	"os"
 	"testing"
 
+	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // startDev starts the dev stack with the simulator for an external test,
 // and returns it with an S3 store on it (bypassing any proxy the test puts
 // in front of the worker) and a logger quiet below errors.
-func startDev(ctx context.Context, t *testing.T) (*workerapp.Dev, *s3store.Store, *slog.Logger) {
+func startDev(ctx context.Context, t *testing.T) (*devenv.Env, *s3store.Store, *slog.Logger) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
+	d, err := devenv.Start(ctx, devenv.Options{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

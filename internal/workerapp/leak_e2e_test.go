@@ -33,9 +33,10 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/docgen"
+	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
@@ -81,7 +82,7 @@ func TestNothingLeaks(t *testing.T) {
 	}
 	t.Cleanup(func() { tel.Shutdown(context.Background()) })
 
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: quiet})
+	d, err := devenv.Start(ctx, devenv.Options{FreePorts: true, Simulator: true, DisableUI: true, Logger: quiet})
 	if err != nil {
 		t.Fatalf("StartDev: %v", err)
 	}

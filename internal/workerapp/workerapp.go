@@ -360,7 +360,7 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 	})
 	if err != nil {
 		if cfg.TemporalAddress == config.DevTemporalAddress {
-			return nil, fmt.Errorf("connect to Temporal at %s: %w (is the dev stack up? start it with `go run ./worker --dev`, or set TEMPORAL_ADDRESS)", cfg.TemporalAddress, err)
+			return nil, fmt.Errorf("connect to Temporal at %s: %w (is the dev stack up? start it with `go run ./devstack`, or set TEMPORAL_ADDRESS)", cfg.TemporalAddress, err)
 		}
 		return nil, fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w: check that the server is up and reachable from here", cfg.TemporalAddress, err)
 	}

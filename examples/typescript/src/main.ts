@@ -2,7 +2,7 @@
 // question with DocumentQA while following its progress query, review the
 // document with two questions, and run a batch over a JSON Lines manifest.
 //
-// Configuration comes from the environment that `go run ./worker --dev`
+// Configuration comes from the environment that `go run ./devstack`
 // prints: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL_S3, AWS_REGION, MEMAGENT_BUCKET
 // (and MEMAGENT_TASK_QUEUE). The optional argument is a UTF-8 text file to

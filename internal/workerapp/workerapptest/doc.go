@@ -1,6 +1,6 @@
 // Package workerapptest starts, for a test, the embedded dev stack with the
 // inference simulator and a memagent worker polling task queue "memagent",
-// as `worker --dev` does, on free loopback ports, so that a test can drive it
+// as `devstack` does, on free loopback ports, so that a test can drive it
 // from outside Go (curl, a Node.js program) through the environment the dev
 // stack prints.
 //

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // Stack is a running dev stack with a worker.
 type Stack struct {
-	Dev    *workerapp.Dev
+	Dev    *devenv.Env
 	Worker *workerapp.Running
 	Config config.Config
 }
@@ -26,7 +27,7 @@ func Start(t testing.TB) *Stack {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := workerapp.StartDev(ctx, workerapp.DevOptions{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
+	d, err := devenv.Start(ctx, devenv.Options{FreePorts: true, Simulator: true, DisableUI: true, Logger: logger})
 	if err != nil {
 		t.Fatalf("start dev stack: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 func TestTokenize(t *testing.T) {

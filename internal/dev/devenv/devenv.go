@@ -1,4 +1,4 @@
-package workerapp
+package devenv
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/dev/devstack"
 	"github.com/memagent/memagent/internal/inference"
-	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/workflows"
 )
@@ -22,8 +22,8 @@ import (
 // usual port.
 const DefaultSimulatorPort = 8000
 
-// DevOptions configures StartDev.
-type DevOptions struct {
+// Options configures Start.
+type Options struct {
 	// DataDir persists Temporal's and S3's state; empty keeps it in memory.
 	DataDir string
 	// FreePorts picks free loopback ports instead of the defaults.
@@ -41,19 +41,19 @@ type DevOptions struct {
 	Logger    *slog.Logger
 }
 
-// Dev is a running dev stack with, optionally, the simulator.
-type Dev struct {
+// Env is a running dev stack with, optionally, the simulator.
+type Env struct {
 	Stack        *devstack.Stack
 	Simulator    *simulator.Server
 	SimulatorURL string // base URL including /v1; empty without simulator
 	simSrv       *http.Server
 }
 
-// StartDev starts the embedded Temporal server, Web UI and S3 server, and
+// Start starts the embedded Temporal server, Web UI and S3 server, and
 // the simulator when asked. It registers DocumentQA's search attributes
 // before it returns: a run that upserts an unregistered attribute would
 // block until they were.
-func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
+func Start(ctx context.Context, opts Options) (*Env, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -79,7 +79,7 @@ func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
 		stack.Close()
 		return nil, fmt.Errorf("start dev stack: %w", err)
 	}
-	d := &Dev{Stack: stack}
+	d := &Env{Stack: stack}
 	if !opts.Simulator {
 		return d, nil
 	}
@@ -111,7 +111,7 @@ func StartDev(ctx context.Context, opts DevOptions) (*Dev, error) {
 // Configure points cfg at the stack: Temporal, S3 (with the stack's
 // credentials) and, when the simulator runs, the model (replacing every
 // model setting; without the simulator cfg's model is left as it is).
-func (d *Dev) Configure(cfg config.Config) config.Config {
+func (d *Env) Configure(cfg config.Config) config.Config {
 	cfg.TemporalAddress = d.Stack.TemporalAddress
 	cfg.TemporalNamespace = d.Stack.Namespace
 	cfg.S3Endpoint = d.Stack.S3Endpoint
@@ -132,7 +132,7 @@ func (d *Dev) Configure(cfg config.Config) config.Config {
 }
 
 // Close stops the simulator and the stack.
-func (d *Dev) Close() error {
+func (d *Env) Close() error {
 	var errs []error
 	if d.simSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // updatePrompt is a memory-update prompt whose answer is some 30 words.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,8 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 
@@ -68,7 +69,7 @@ func (a *azureFront) seen() []string {
 	return append([]string(nil), a.requests...)
 }
 
-// TestDevWorkerAnswersThroughAzure runs `worker --dev` with the Azure
+// TestDevWorkerAnswersThroughAzure runs `devstack` (what `worker --dev` runs) with the Azure
 // OpenAI variables set and a local server speaking Azure's dialect (the
 // simulator's answers behind Azure's paths, key header and api-version):
 // the dev stack starts without the simulator, and a question is answered
@@ -104,14 +105,14 @@ func TestDevWorkerAnswersThroughAzure(t *testing.T) {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(workerCtx, []string{"--dev", "--in-memory", "--free-ports", "--http-addr", ""}, stdout, stderr)
+		done <- run(workerCtx, []string{"--in-memory", "--free-ports", "--http-addr", ""}, stdout, stderr)
 	}()
 	for !strings.Contains(stdout.String(), "worker polling task queue") {
 		select {
 		case err := <-done:
-			t.Fatalf("worker --dev ended before polling: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+			t.Fatalf("devstack ended before polling: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 		case <-ctx.Done():
-			t.Fatalf("worker --dev did not start polling\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+			t.Fatalf("devstack did not start polling\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -174,10 +175,10 @@ func TestDevWorkerAnswersThroughAzure(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("worker --dev: %v", err)
+			t.Errorf("devstack: %v", err)
 		}
 	case <-time.After(time.Minute):
-		t.Error("worker --dev did not stop within a minute of its context ending")
+		t.Error("devstack did not stop within a minute of its context ending")
 	}
 }
 
@@ -201,3 +202,16 @@ func bannerExports(t *testing.T, banner string) map[string]string {
 	}
 	return out
 }
+
+// syncBuffer collects the command's output while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

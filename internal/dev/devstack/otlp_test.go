@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/dev/devstack"
 )
 
 // TestServerSpansFollowTheOTLPProtocol: with OTEL_EXPORTER_OTLP_PROTOCOL

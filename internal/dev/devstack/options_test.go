@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/dev/devstack"
 )
 
 // TestStartRejects checks that bad options and busy ports fail fast with a

@@ -19,7 +19,7 @@ import (
 
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // memagent.Tokenizer must be usable as the simulator's Tokenizer.

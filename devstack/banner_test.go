@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/dev/devstack"
 )
 
 // TestPrintDevStack checks the dev stack's banner: every address, including

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/memagent/memagent/internal/devstack"
+	"github.com/memagent/memagent/internal/dev/devstack"
 )
 
 // printDevStack writes where the dev stack listens and the shell exports a

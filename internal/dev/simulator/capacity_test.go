@@ -13,7 +13,7 @@ import (
 
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // waitFor polls cond until it holds or ten seconds pass.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/simulator"
+	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // validBody is a chat completion request the simulator answers.

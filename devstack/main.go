@@ -1,0 +1,121 @@
+// Command devstack runs memagent's development environment in one process:
+// the embedded dev stack (a real Temporal server with its Web UI, an
+// S3-compatible server and, unless a model server is configured —
+// OPENAI_BASE_URL, or Azure OpenAI with MEMAGENT_MODEL_API=azure — the
+// inference simulator) and a memagent worker on it. With --no-worker it
+// runs only the stack, so that workers started on their own can be killed
+// and restarted against it.
+//
+//	go run ./devstack                  # the stack and a worker (what `worker --dev` starts)
+//	go run ./devstack --no-worker      # the stack only (`worker --dev-stack`)
+//
+// It links the Temporal server; the production worker (./worker) does not,
+// and hands `worker --dev` over to this command.
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/workerapp"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// The first signal starts a graceful stop; a second one ends the
+		// process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "devstack:", err)
+		}
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts workerapp.Options
+	workerapp.RegisterFlags(fs, &cfg, &opts)
+	var (
+		noWorker = fs.Bool("no-worker", false, "start only the dev stack (no worker); Ctrl-C stops it")
+		dataDir  = fs.String("data-dir", defaultDataDir(), "where the dev stack keeps Temporal's SQLite file and S3 objects")
+		inMemory = fs.Bool("in-memory", false, "keep the dev stack's state in memory only")
+		free     = fs.Bool("free-ports", false, "listen on free loopback ports instead of the usual ones (7233, 8233, 9000, 8000); the banner prints them")
+		// The worker's --dev and --dev-stack, which hand over to this
+		// command with their arguments as they are.
+		_        = fs.Bool("dev", false, "accepted for `worker --dev`; no effect")
+		devStack = fs.Bool("dev-stack", false, "the same as --no-worker (for `worker --dev-stack`)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	opts.Logger = logger
+	cfg.Normalize()
+
+	dir := *dataDir
+	if *inMemory {
+		dir = ""
+	}
+	// A model server named in the environment or on the command line
+	// replaces the simulator.
+	modelSet := cfg.ModelConfigured
+	fs.Visit(func(f *flag.Flag) { modelSet = modelSet || f.Name == "model-url" || f.Name == "model-api" })
+	d, err := devenv.Start(ctx, devenv.Options{DataDir: dir, FreePorts: *free, Simulator: !modelSet, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	cfg = d.Configure(cfg)
+	printDevStack(stdout, d.Stack, d.SimulatorURL, describeModel(cfg), dir)
+	if *noWorker || *devStack {
+		fmt.Fprintln(stdout, "dev stack ready; Ctrl-C stops it")
+		<-ctx.Done()
+		return nil
+	}
+	return workerapp.Serve(ctx, cfg, opts, stdout)
+}
+
+// describeModel names the configured model server for the dev stack's
+// banner, without its key.
+func describeModel(cfg config.Config) string {
+	if cfg.ModelAPI == inference.APIAzure {
+		return fmt.Sprintf("%s (Azure OpenAI deployment %q, api-version %s)", cfg.ModelBaseURL, cfg.Model,
+			cmp.Or(cfg.ModelAPIVersion, inference.DefaultAzureAPIVersion))
+	}
+	if cfg.Model != "" {
+		return fmt.Sprintf("%s (model %q)", cfg.ModelBaseURL, cfg.Model)
+	}
+	return cfg.ModelBaseURL
+}
+
+// defaultDataDir is where the dev stack keeps its state between runs.
+func defaultDataDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "memagent", "dev")
+	}
+	return filepath.Join(os.TempDir(), "memagent-dev")
+}

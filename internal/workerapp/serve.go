@@ -1,0 +1,85 @@
+package workerapp
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/telemetry"
+)
+
+// RegisterFlags adds the worker's own flags (beyond cfg's) to fs: the
+// worker binary and the devstack command share them.
+func RegisterFlags(fs *flag.FlagSet, cfg *config.Config, opts *Options) {
+	cfg.RegisterFlags(fs)
+	fs.StringVar(&opts.UpdateTemplate, "update-template", "", "file with the memory-update prompt ({question} {memory} {chunk})")
+	fs.StringVar(&opts.FinalTemplate, "final-template", "", "file with the final-answer prompt ({question} {memory})")
+	fs.IntVar(&opts.Concurrency, "concurrency", 0, "activities running at once in this worker; 0 = twice the model pool's capacity")
+	fs.DurationVar(&cfg.StopTimeout, "stop-timeout", cfg.StopTimeout, "on SIGTERM, how long in-flight activities may run before they are cancelled and handed back to Temporal (MEMAGENT_STOP_TIMEOUT)")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, `serve /metrics, /healthz, /readyz (and /codec with codec keys) on this host:port; "" turns it off (MEMAGENT_HTTP_ADDR)`)
+}
+
+// Serve runs a worker for cfg until ctx ends: telemetry, the HTTP endpoint
+// (metrics, health, codec), the worker itself; then it stops the worker,
+// letting in-flight activities finish within the stop timeout. It writes
+// what it serves where to stdout.
+func Serve(ctx context.Context, cfg config.Config, opts Options, stdout io.Writer) error {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+		opts.Logger = logger
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "memagent-worker", Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(ctx); err != nil {
+			logger.Warn("telemetry not flushed", "err", err)
+		}
+	}()
+	logger.Info("telemetry", "traces", tel.Traces, "metrics", tel.Metrics)
+	var probe Probe
+	codecServer, err := CodecServer(cfg)
+	if err != nil {
+		return err
+	}
+	logger.Info("payload encryption", "codec_keys", cfg.CodecKeys, "s3_sse", cfg.S3SSE)
+	if cfg.HTTPAddr != "" {
+		addr, stopHTTP, err := ServeHTTP(cfg.HTTPAddr, Handler(tel.Prometheus, &probe, WithCodecServer(codecServer)), logger)
+		if err != nil {
+			// Observability must not keep a worker from working.
+			logger.Warn(`no /metrics, /healthz or /readyz: set --http-addr to a free host:port, or to "" to turn the endpoint off`, "err", err)
+		} else {
+			defer stopHTTP()
+			fmt.Fprintf(stdout, "metrics and health on http://%s (/metrics, /healthz, /readyz)\n", addr)
+			if codecServer != nil {
+				fmt.Fprintf(stdout, "codec server on http://%s%s (set it as the Temporal UI's codec endpoint)\n", addr, CodecPath)
+			}
+		}
+	}
+	run, err := Start(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		began := time.Now()
+		run.Stop()
+		logger.Info("worker stopped", "took", time.Since(began).Round(time.Millisecond))
+	}()
+	probe.Started(run.Client, run.Pool)
+	fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
+	<-ctx.Done()
+	probe.Stopping()
+	logger.Info("stopping: no new tasks; waiting for in-flight activities", "stop_timeout", cfg.WorkerStopTimeout())
+	return nil
+}

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
 )
 

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
-	"github.com/memagent/memagent/internal/dev/docgen"
 )
 
 // convertProcessEnv makes the bench binary convert one PDF and report, so

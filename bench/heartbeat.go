@@ -16,8 +16,8 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/docgen"
-	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/s3store"
 )
 
 // The heartbeat section counts the RPCs a worker sends to Temporal per

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
-	"github.com/memagent/memagent/internal/dev/docgen"
 )
 
 // One converter for the package's tests: PDFium starts once.

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
 )
 
 // hostileChildEnv makes the test binary convert one hostile input (by its

@@ -12,8 +12,8 @@ import (
 
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devstack"
-	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/workflows"
 )

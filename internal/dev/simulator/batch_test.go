@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // updatePrompt is a memory-update prompt whose answer is some 30 words.

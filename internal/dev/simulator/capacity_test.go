@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // waitFor polls cond until it holds or ten seconds pass.

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 func TestTokenize(t *testing.T) {

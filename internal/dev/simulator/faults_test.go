@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // validBody is a chat completion request the simulator answers.

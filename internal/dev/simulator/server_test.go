@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // memagent.Tokenizer must be usable as the simulator's Tokenizer.

@@ -1,22 +1,38 @@
 # syntax=docker/dockerfile:1
-# The worker and the starter as static binaries on a minimal non-root base.
-#   docker build -t memagent .                       # the worker (default)
-#   docker run --rm memagent /starter ask --help     # the starter, same image
+# Two images from one build, each a static binary on a minimal non-root base:
+#   docker build -t memagent .                          # the production worker (default target)
+#   docker build --target cli -t memagent-cli .         # the CLI: setup, simulator, ask, ...
+#   docker run --rm memagent-cli /starter ask --help
+# The worker links no Temporal server (go list -deps ./worker); the CLI
+# does, for its demo, so it stays out of the worker's image.
 FROM golang:1.26.8 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ENV CGO_ENABLED=0
+
+FROM build AS build-worker
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags='-s -w' -o /out/worker ./worker && \
+    go build -trimpath -ldflags='-s -w' -o /out/worker ./worker
+
+FROM build AS build-cli
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     go build -trimpath -ldflags='-s -w' -o /out/starter ./starter
 
 # A static busybox for container health checks (wget), which distroless lacks.
 FROM busybox:1.37.0-musl AS busybox
 
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/worker /out/starter /
+FROM gcr.io/distroless/static-debian12:nonroot AS cli
+COPY --from=build-cli /out/starter /
+COPY --from=busybox /bin/busybox /busybox
+USER nonroot:nonroot
+ENTRYPOINT []
+CMD ["/starter", "--help"]
+
+# The default target, last: the production worker.
+FROM gcr.io/distroless/static-debian12:nonroot AS worker
+COPY --from=build-worker /out/worker /
 COPY --from=busybox /bin/busybox /busybox
 USER nonroot:nonroot
 # The worker's /healthz, /readyz and Prometheus /metrics.

@@ -65,6 +65,16 @@ app.kubernetes.io/component: worker
 {{- end -}}
 {{- end -}}
 
+{{/* The CLI image the setup Job runs. */}}
+{{- define "memagent.setupImage" -}}
+{{- $i := .Values.setup.image -}}
+{{- if $i.digest -}}
+{{- printf "%s@%s" $i.repository $i.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $i.repository (default .Chart.AppVersion $i.tag) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Seconds the kubelet waits between preStop+SIGTERM and SIGKILL. */}}
 {{- define "memagent.terminationGracePeriodSeconds" -}}
 {{- $s := .Values.shutdown -}}

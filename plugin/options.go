@@ -84,8 +84,25 @@ type Options struct {
 	// pool, balanced by requests in flight. Required.
 	ModelURLs []string
 	// ModelAPIKey is sent as a bearer token to every model server
-	// (OPENAI_API_KEY); empty sends none.
+	// (OPENAI_API_KEY), or as Azure's api-key header with ModelAPI
+	// "azure" (AZURE_OPENAI_API_KEY); empty sends none.
 	ModelAPIKey string
+	// ModelAPI is the servers' dialect: "openai" (the default: OpenAI and
+	// compatible servers such as vLLM and SGLang) or "azure" (Azure
+	// OpenAI: ModelURLs is the resource endpoint, AZURE_OPENAI_ENDPOINT,
+	// and Model the deployment) (MEMAGENT_MODEL_API).
+	ModelAPI string
+	// ModelAPIVersion is Azure OpenAI's api-version; empty means the
+	// client's default (OPENAI_API_VERSION).
+	ModelAPIVersion string
+	// ModelContext is the model's context length in tokens, for servers
+	// that do not report it (Azure, most hosted APIs); 0 means what the
+	// server reports (MEMAGENT_MODEL_CONTEXT).
+	ModelContext int
+	// ModelFamily names the model's family when the served name does not
+	// (an Azure deployment called "prod", say), so the tokenizer check
+	// knows it: "gpt-4o", "qwen2.5", ... (MEMAGENT_MODEL_FAMILY).
+	ModelFamily string
 	// Model is the served model name requests use when they name none
 	// (MEMAGENT_MODEL); empty means the first one the server lists.
 	Model string
@@ -163,12 +180,10 @@ type Options struct {
 // see the README). It leaves InstallConverter false and Logger nil. An
 // error names the variable that does not parse.
 //
-// Options cannot yet say everything the worker's environment can: the
-// Azure dialect and its API version (MEMAGENT_MODEL_API,
-// AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_VERSION), the model's context
-// length and family are read by the worker binary but not carried here,
-// so an embedder configured for Azure through the environment gets the
-// OpenAI dialect.
+// It carries every setting memagent's worker reads that is not the host's
+// own (the Temporal connection, the task queue's worker options, logging
+// and the worker's HTTP endpoint): a test checks that each one survives
+// the way from the environment to the activities.
 func OptionsFromEnv() (Options, error) {
 	cfg, err := config.Load()
 	if err != nil {
@@ -193,6 +208,10 @@ func optionsFromConfig(cfg config.Config) Options {
 		S3SSE:              cfg.S3SSE,
 		S3KMSKeyID:         cfg.S3KMSKeyID,
 		ModelAPIKey:        cfg.ModelAPIKey,
+		ModelAPI:           string(cfg.ModelAPI),
+		ModelAPIVersion:    cfg.ModelAPIVersion,
+		ModelContext:       cfg.ModelContext,
+		ModelFamily:        cfg.ModelFamily,
 		Model:              cfg.Model,
 		ModelTimeout:       cfg.ModelTimeout,
 		ModelMaxInFlight:   cfg.ModelMaxInFlight,
@@ -234,6 +253,10 @@ func (o Options) config() config.Config {
 		S3KMSKeyID:       o.S3KMSKeyID,
 		ModelBaseURL:     strings.Join(o.ModelURLs, ","),
 		ModelAPIKey:      o.ModelAPIKey,
+		ModelAPI:         inference.API(o.ModelAPI),
+		ModelAPIVersion:  o.ModelAPIVersion,
+		ModelContext:     o.ModelContext,
+		ModelFamily:      o.ModelFamily,
 		Model:            o.Model,
 		ModelTimeout:     o.ModelTimeout,
 		ModelMaxInFlight: o.ModelMaxInFlight,
@@ -288,6 +311,12 @@ func (o Options) validate() error {
 	case config.SSEKMS:
 	default:
 		errs = append(errs, fmt.Errorf("S3SSE %q: use AES256, aws:kms, or empty for the bucket's default (Options.S3SSE, MEMAGENT_S3_SSE)", o.S3SSE))
+	}
+	if _, err := inference.ParseAPI(o.ModelAPI); err != nil {
+		errs = append(errs, fmt.Errorf("ModelAPI %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Options.ModelAPI, MEMAGENT_MODEL_API)", o.ModelAPI))
+	}
+	if o.ModelContext < 0 {
+		errs = append(errs, errors.New("ModelContext must not be negative: the model's context length in tokens, or 0 for what the server reports (Options.ModelContext, MEMAGENT_MODEL_CONTEXT)"))
 	}
 	if len(o.ModelURLs) == 0 {
 		errs = append(errs, errors.New("ModelURLs is empty: set Options.ModelURLs (OPENAI_BASE_URL) to the model servers' base URLs, e.g. http://gpu-1:8000/v1"))

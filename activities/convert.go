@@ -332,3 +332,17 @@ func markEvidence(ev []api.ReviewEvidence, memory string) string {
 	}
 	return memagent.JoinPageRefs(refs)
 }
+
+// Close releases what the activities started for the worker's life: the
+// PDFium runtime (about 200 MB once a PDF has been converted). Call it
+// after the worker has stopped; a later ConvertDocument of a PDF fails.
+// The plugin and memagent's worker call it when a worker stops.
+func (a *Activities) Close() error {
+	a.indexMu.Lock()
+	defer a.indexMu.Unlock()
+	if a.documents == nil {
+		// Nothing started; a later conversion must not start it either.
+		a.documents = &docconv.Converter{}
+	}
+	return a.documents.Close()
+}

@@ -107,3 +107,33 @@ func TestConvertDocumentRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseStopsPDFium: Close stops the PDF runtime a conversion started,
+// is safe to call twice and on activities that converted nothing, and a
+// conversion after it fails instead of starting the runtime again.
+func TestCloseStopsPDFium(t *testing.T) {
+	if err := (&Activities{}).Close(); err != nil {
+		t.Errorf("Close of unused activities: %v", err)
+	}
+	f := newFixture(t, nil)
+	pdf := docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, FactPage: 1, Fact: docgen.Fact, Seed: 5})
+	if err := f.store.Store.Put(context.Background(), s3store.Location{Bucket: "docs", Key: "contract.pdf"}, pdf, "application/pdf"); err != nil {
+		t.Fatal(err)
+	}
+	var out ConvertOutput
+	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: pdfURI}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.acts.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := f.acts.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := f.store.Store.Put(context.Background(), s3store.Location{Bucket: "docs", Key: "contract.pdf"}, append(pdf, '\n'), "application/pdf"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: pdfURI}, &out); err == nil {
+		t.Error("a PDF converted after Close")
+	}
+}

@@ -36,14 +36,21 @@ type Plugin struct {
 	codec *codec.Codec
 
 	mu sync.Mutex
-	// workers are the workers this plugin set up, by instance key; an
-	// entry with a nil pool is a worker being set up.
-	workers map[string]*inference.Pool
+	// workers are the workers this plugin set up, by instance key; a nil
+	// entry is a worker being set up.
+	workers map[string]*workerParts
 	// clientConfigured records that a client was built with this plugin.
 	clientConfigured bool
 	// attrsChecked records that a client with this plugin checked the
 	// namespace's search attributes (NewClient).
 	attrsChecked bool
+}
+
+// workerParts are what the plugin started for one worker and closes when
+// it stops: the model pool and the activities (their PDFium runtime).
+type workerParts struct {
+	pool *inference.Pool
+	acts *activities.Activities
 }
 
 var (
@@ -66,7 +73,7 @@ func New(opts Options) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memagent plugin: %w", err)
 	}
-	p := &Plugin{opts: opts, codec: c, workers: make(map[string]*inference.Pool)}
+	p := &Plugin{opts: opts, codec: c, workers: make(map[string]*workerParts)}
 	sp, err := temporal.NewSimplePlugin(temporal.SimplePluginOptions{
 		Name:                      Name,
 		ConfigureClient:           p.configureClient,
@@ -229,7 +236,7 @@ func (p *Plugin) setUp(ctx context.Context, key string, r registry) error {
 		return err
 	}
 	p.mu.Lock()
-	p.workers[key] = pool
+	p.workers[key] = &workerParts{pool: pool, acts: acts}
 	p.mu.Unlock()
 	// The health checks outlive this call: they stop when the pool closes.
 	pool.Start(context.WithoutCancel(ctx))
@@ -240,25 +247,29 @@ func (p *Plugin) setUp(ctx context.Context, key string, r registry) error {
 
 // StopWorker runs the worker's own stop, which lets in-flight activities
 // finish (worker.Options.WorkerStopTimeout), and then closes the worker's
-// model pool. Listed twice, the second call only passes through.
+// model pool and activities. Listed twice, the second call only passes
+// through.
 func (p *Plugin) StopWorker(ctx context.Context, o worker.PluginStopWorkerOptions, next func(context.Context, worker.PluginStopWorkerOptions)) {
 	next(ctx, o)
 	p.forget(o.WorkerInstanceKey)
 }
 
-// forget closes the pool of the worker with key, if this plugin set it
-// up, and releases the worker.
+// forget closes the pool and activities of the worker with key, if this
+// plugin set it up, and releases the worker.
 func (p *Plugin) forget(key string) {
 	p.mu.Lock()
-	pool, ok := p.workers[key]
+	parts, ok := p.workers[key]
 	delete(p.workers, key)
 	p.mu.Unlock()
 	if !ok {
 		return
 	}
 	owners.CompareAndDelete(key, p)
-	if pool != nil {
-		pool.Close()
+	if parts != nil {
+		parts.pool.Close()
+		if err := parts.acts.Close(); err != nil {
+			p.opts.Logger.Warn("memagent plugin: closing the PDF converter", "err", err)
+		}
 	}
 }
 
@@ -267,8 +278,8 @@ func (p *Plugin) openPools() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
-	for _, pool := range p.workers {
-		if pool != nil {
+	for _, parts := range p.workers {
+		if parts != nil {
 			n++
 		}
 	}

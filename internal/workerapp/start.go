@@ -57,6 +57,9 @@ func (r *Running) Stop() {
 	r.Worker.Stop()
 	r.Client.Close()
 	r.Pool.Close()
+	if err := r.Activities.Close(); err != nil {
+		slog.Warn("closing the PDF converter", "err", err)
+	}
 }
 
 // CheckSearchAttributes makes sure the namespace has memagent's search

@@ -479,7 +479,7 @@ func TestRenderAllFeatures(t *testing.T) {
 				secrets[dig(v, "name").(string)] = s
 			}
 		}
-		for variable, vol := range map[string]string{"TEMPORAL_TLS_CERT": "temporal-tls", "TEMPORAL_TLS_KEY": "temporal-tls", "TEMPORAL_TLS_CA": "temporal-tls", "MEMAGENT_CODEC_KEYS_FILE": "codec-keys"} {
+		for variable, vol := range map[string]string{"TEMPORAL_TLS_CLIENT_CERT_PATH": "temporal-tls", "TEMPORAL_TLS_CLIENT_KEY_PATH": "temporal-tls", "TEMPORAL_TLS_SERVER_CA_CERT_PATH": "temporal-tls", "MEMAGENT_CODEC_KEYS_FILE": "codec-keys"} {
 			path, _ := dig(env[variable], "value").(string)
 			if mounts[vol] == "" || !strings.HasPrefix(path, mounts[vol]+"/") {
 				t.Errorf("%s = %q is not in volume %s mounted at %q", variable, path, vol, mounts[vol])

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/inference"
@@ -36,6 +38,18 @@ const (
 )
 
 // Config is everything a worker or starter needs to reach its services.
+//
+// The Temporal connection settings are read as the Temporal SDK's
+// contrib/envconfig and the temporal CLI read them: a profile of the TOML
+// file (TEMPORAL_CONFIG_FILE, default ~/.config/temporalio/temporal.toml;
+// TEMPORAL_PROFILE, default "default") overridden by TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS,
+// TEMPORAL_TLS_CLIENT_CERT_PATH (or _DATA), TEMPORAL_TLS_CLIENT_KEY_PATH
+// (or _DATA), TEMPORAL_TLS_SERVER_CA_CERT_PATH (or _DATA),
+// TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION,
+// TEMPORAL_CLIENT_AUTHORITY and TEMPORAL_GRPC_META_*. memagent's older
+// names TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and TEMPORAL_TLS_CA still work,
+// with a deprecation in Deprecations.
 type Config struct {
 	TemporalAddress   string
 	TemporalNamespace string
@@ -45,11 +59,20 @@ type Config struct {
 	// API key, turns it on too.
 	TemporalTLS bool
 	// TemporalTLSCert and TemporalTLSKey are the paths of a PEM client
-	// certificate and key for mTLS (TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY).
+	// certificate and key for mTLS (TEMPORAL_TLS_CLIENT_CERT_PATH,
+	// TEMPORAL_TLS_CLIENT_KEY_PATH).
 	TemporalTLSCert, TemporalTLSKey string
 	// TemporalTLSCA is the path of PEM roots to verify the frontend with
-	// instead of the system's (TEMPORAL_TLS_CA).
+	// instead of the system's (TEMPORAL_TLS_SERVER_CA_CERT_PATH).
 	TemporalTLSCA string
+	// TemporalProfile is the envconfig profile the fields above were read
+	// from: it also carries what they cannot say (inline PEM data, host
+	// verification, the :authority, gRPC metadata), which
+	// TemporalConnection and TemporalHeaders apply.
+	TemporalProfile envconfig.ClientConfigProfile
+	// Deprecations are one-line notes on deprecated settings in use, for
+	// the process to log at start.
+	Deprecations []string
 	// TemporalTLSServerName overrides the name verified in the frontend's
 	// certificate (TEMPORAL_TLS_SERVER_NAME).
 	TemporalTLSServerName string
@@ -235,36 +258,11 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 		return "", false
 	}
-	if v, ok := get("TEMPORAL_ADDRESS"); ok {
-		c.TemporalAddress = v
-	}
-	if v, ok := get("TEMPORAL_NAMESPACE"); ok {
-		c.TemporalNamespace = v
+	if err := c.loadTemporal(get); err != nil {
+		return c, err
 	}
 	if v, ok := get("MEMAGENT_TASK_QUEUE"); ok {
 		c.TaskQueue = v
-	}
-	if v, ok := get("TEMPORAL_TLS"); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, fmt.Errorf("TEMPORAL_TLS %q: use true or false", v)
-		}
-		c.TemporalTLS = b
-	}
-	if v, ok := get("TEMPORAL_TLS_CERT"); ok {
-		c.TemporalTLSCert = v
-	}
-	if v, ok := get("TEMPORAL_TLS_KEY"); ok {
-		c.TemporalTLSKey = v
-	}
-	if v, ok := get("TEMPORAL_TLS_CA"); ok {
-		c.TemporalTLSCA = v
-	}
-	if v, ok := get("TEMPORAL_TLS_SERVER_NAME"); ok {
-		c.TemporalTLSServerName = v
-	}
-	if v, ok := get("TEMPORAL_API_KEY"); ok {
-		c.TemporalAPIKey = v
 	}
 	if v, ok := get("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"); ok {
 		c.S3Endpoint = v
@@ -434,6 +432,85 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	return c, nil
 }
 
+// envLookup gives envconfig the variables get sees: set and empty is unset,
+// as for every other setting here.
+type envLookup func(names ...string) (string, bool)
+
+func (e envLookup) LookupEnv(name string) (string, bool) { return e(name) }
+
+// Environ lists the TEMPORAL_GRPC_META_* variables, from this process's
+// environment (a map in tests has none).
+func (e envLookup) Environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "TEMPORAL_GRPC_META_") {
+			if v, ok := e(name); ok {
+				out = append(out, name+"="+v)
+			}
+		}
+	}
+	return out
+}
+
+// deprecatedTLS are memagent's former names of envconfig's TLS variables.
+var deprecatedTLS = []struct{ old, now string }{
+	{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_CLIENT_CERT_PATH"},
+	{"TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CLIENT_KEY_PATH"},
+	{"TEMPORAL_TLS_CA", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
+}
+
+// loadTemporal reads the Temporal connection the way envconfig does (the
+// profile of the config file, then the environment), then memagent's
+// deprecated names where envconfig's are not set.
+func (c *Config) loadTemporal(get func(names ...string) (string, bool)) error {
+	lookup := envLookup(get)
+	p, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{EnvLookup: lookup})
+	if err != nil {
+		return fmt.Errorf("Temporal connection settings (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE, TEMPORAL_*): %w", err)
+	}
+	if v, ok := get("TEMPORAL_TLS"); ok {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("TEMPORAL_TLS %q: use true or false", v)
+		}
+	}
+	for _, d := range deprecatedTLS {
+		v, ok := get(d.old)
+		if !ok {
+			continue
+		}
+		if _, set := get(d.now); set {
+			c.Deprecations = append(c.Deprecations, fmt.Sprintf("%s is ignored: %s, its replacement, is set too", d.old, d.now))
+			continue
+		}
+		c.Deprecations = append(c.Deprecations, fmt.Sprintf("%s is deprecated: name it %s, as the Temporal SDKs and CLI do", d.old, d.now))
+		if p.TLS == nil {
+			p.TLS = &envconfig.ClientConfigTLS{}
+		}
+		switch d.old {
+		case "TEMPORAL_TLS_CERT":
+			p.TLS.ClientCertPath = v
+		case "TEMPORAL_TLS_KEY":
+			p.TLS.ClientKeyPath = v
+		case "TEMPORAL_TLS_CA":
+			p.TLS.ServerCACertPath = v
+		}
+	}
+	c.TemporalProfile = p
+	if p.Address != "" {
+		c.TemporalAddress = p.Address
+	}
+	if p.Namespace != "" {
+		c.TemporalNamespace = p.Namespace
+	}
+	c.TemporalAPIKey = p.APIKey
+	if t := p.TLS; t != nil {
+		c.TemporalTLS = !t.Disabled
+		c.TemporalTLSCert, c.TemporalTLSKey, c.TemporalTLSCA = t.ClientCertPath, t.ClientKeyPath, t.ServerCACertPath
+		c.TemporalTLSServerName = t.ServerName
+	}
+	return nil
+}
+
 // Load reads the environment of this process.
 func Load() (Config, error) { return FromEnv(os.LookupEnv) }
 
@@ -578,27 +655,48 @@ func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentia
 	var (
 		conn  client.ConnectionOptions
 		creds client.Credentials
+		pt    envconfig.ClientConfigTLS
 	)
-	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
-		return conn, nil, errors.New("Temporal mTLS needs both a client certificate and its key: set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY together")
+	if c.TemporalProfile.TLS != nil {
+		pt = *c.TemporalProfile.TLS
 	}
-	if c.TemporalTLS || c.TemporalTLSCert != "" || c.TemporalTLSCA != "" || c.TemporalTLSServerName != "" || c.TemporalAPIKey != "" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName}
-		if c.TemporalTLSCert != "" {
+	conn.Authority = c.TemporalProfile.Authority
+	certData, keyData := len(pt.ClientCertData) > 0, len(pt.ClientKeyData) > 0
+	if (c.TemporalTLSCert == "" && !certData) != (c.TemporalTLSKey == "" && !keyData) {
+		return conn, nil, errors.New("Temporal mTLS needs both a client certificate and its key: set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together")
+	}
+	// TEMPORAL_TLS=false (or tls.disabled in the profile) keeps TLS off
+	// even with an API key, as envconfig does; flags turn it back on.
+	disabled := pt.Disabled && !c.TemporalTLS
+	if !disabled && (c.TemporalTLS || c.TemporalTLSCert != "" || certData || c.TemporalTLSCA != "" || len(pt.ServerCACertData) > 0 ||
+		c.TemporalTLSServerName != "" || c.TemporalAPIKey != "") {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName, InsecureSkipVerify: pt.DisableHostVerification}
+		switch {
+		case certData:
+			cert, err := tls.X509KeyPair(pt.ClientCertData, pt.ClientKeyData)
+			if err != nil {
+				return conn, nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_DATA, TEMPORAL_TLS_CLIENT_KEY_DATA): %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		case c.TemporalTLSCert != "":
 			cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
 			if err != nil {
-				return conn, nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY): %w", err)
+				return conn, nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH): %w", err)
 			}
 			tc.Certificates = []tls.Certificate{cert}
 		}
-		if c.TemporalTLSCA != "" {
-			pem, err := os.ReadFile(c.TemporalTLSCA)
-			if err != nil {
-				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_CA): %w", err)
+		pem, from := pt.ServerCACertData, "TEMPORAL_TLS_SERVER_CA_CERT_DATA"
+		if len(pem) == 0 && c.TemporalTLSCA != "" {
+			var err error
+			if pem, err = os.ReadFile(c.TemporalTLSCA); err != nil {
+				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %w", err)
 			}
+			from = c.TemporalTLSCA
+		}
+		if len(pem) > 0 {
 			roots := x509.NewCertPool()
 			if !roots.AppendCertsFromPEM(pem) {
-				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_CA): %s holds no PEM certificate", c.TemporalTLSCA)
+				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %s holds no PEM certificate", from)
 			}
 			tc.RootCAs = roots
 		}
@@ -609,6 +707,21 @@ func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentia
 	}
 	return conn, creds, nil
 }
+
+// TemporalHeaders is the gRPC metadata the profile adds to every Temporal
+// call (TEMPORAL_GRPC_META_*, grpc_meta in the config file), or nil.
+func (c Config) TemporalHeaders() interface {
+	GetHeaders(context.Context) (map[string]string, error)
+} {
+	if len(c.TemporalProfile.GRPCMeta) == 0 {
+		return nil
+	}
+	return fixedHeaders(c.TemporalProfile.GRPCMeta)
+}
+
+type fixedHeaders map[string]string
+
+func (h fixedHeaders) GetHeaders(context.Context) (map[string]string, error) { return h, nil }
 
 // loopback reports whether host:port listens on loopback only.
 func loopback(addr string) bool {

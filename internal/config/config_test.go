@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -284,10 +285,10 @@ func TestTemporalConnection(t *testing.T) {
 		{"TLS with system roots", map[string]string{"TEMPORAL_TLS": "true"}, true, 0, false, false, ""},
 		{"mTLS with a CA", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": cert, "TEMPORAL_TLS_SERVER_NAME": "temporal.internal"}, true, 1, true, false, ""},
 		{"API key turns TLS on", map[string]string{"TEMPORAL_API_KEY": apiKey}, true, 0, false, true, ""},
-		{"certificate without key", map[string]string{"TEMPORAL_TLS_CERT": cert}, false, 0, false, false, "TEMPORAL_TLS_KEY together"},
-		{"missing CA file", map[string]string{"TEMPORAL_TLS_CA": filepath.Join(dir, "nope.pem")}, false, 0, false, false, "TEMPORAL_TLS_CA"},
+		{"certificate without key", map[string]string{"TEMPORAL_TLS_CERT": cert}, false, 0, false, false, "TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together"},
+		{"missing CA file", map[string]string{"TEMPORAL_TLS_CA": filepath.Join(dir, "nope.pem")}, false, 0, false, false, "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
 		{"CA file without PEM", map[string]string{"TEMPORAL_TLS_CA": notPEM}, false, 0, false, false, "no PEM certificate"},
-		{"key that is not a key", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": notPEM}, false, 0, false, false, "TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY"},
+		{"key that is not a key", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": notPEM}, false, 0, false, false, "TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -460,5 +461,73 @@ func TestModelFlags(t *testing.T) {
 	c.ModelAPI = "vertex"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "MEMAGENT_MODEL_API") {
 		t.Errorf("Validate with an unknown API: %v, want an error naming MEMAGENT_MODEL_API", err)
+	}
+}
+
+// TestTemporalSettingsFollowEnvconfig: the Temporal connection is read as
+// the SDK's envconfig and the temporal CLI read it (a TOML profile, then
+// the environment, with envconfig's names), and memagent's former TLS names
+// still work with a one-line deprecation each.
+func TestTemporalSettingsFollowEnvconfig(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeCert(t, dir)
+	file := filepath.Join(dir, "temporal.toml")
+	toml := "[profile.default]\naddress = \"default.example:7233\"\n\n" +
+		"[profile.prod]\naddress = \"prod.example:7233\"\nnamespace = \"prod-ns\"\n" +
+		"[profile.prod.tls]\nclient_cert_path = \"" + cert + "\"\nclient_key_path = \"" + key + "\"\nserver_name = \"prod.internal\"\n" +
+		"[profile.prod.grpc_meta]\nx-team = \"legal\"\n"
+	if err := os.WriteFile(file, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name                       string
+		env                        map[string]string
+		addr, ns, certPath, server string
+		tls                        bool
+		deprecations               int
+		meta                       string
+	}{
+		{"the file's default profile", map[string]string{"TEMPORAL_CONFIG_FILE": file}, "default.example:7233", "default", "", "", false, 0, ""},
+		{"a named profile", map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "prod"}, "prod.example:7233", "prod-ns", cert, "prod.internal", true, 0, "legal"},
+		{"the environment over the profile", map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "prod", "TEMPORAL_ADDRESS": "env.example:7233", "TEMPORAL_NAMESPACE": "env-ns"},
+			"env.example:7233", "env-ns", cert, "prod.internal", true, 0, "legal"},
+		{"envconfig's names", map[string]string{"TEMPORAL_TLS_CLIENT_CERT_PATH": cert, "TEMPORAL_TLS_CLIENT_KEY_PATH": key, "TEMPORAL_TLS_SERVER_CA_CERT_PATH": cert},
+			DevTemporalAddress, "default", cert, "", true, 0, ""},
+		{"the former names, deprecated", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": cert},
+			DevTemporalAddress, "default", cert, "", true, 3, ""},
+		{"a former name beside its replacement", map[string]string{"TEMPORAL_TLS_CERT": "/ignored.pem", "TEMPORAL_TLS_CLIENT_CERT_PATH": cert, "TEMPORAL_TLS_CLIENT_KEY_PATH": key},
+			DevTemporalAddress, "default", cert, "", true, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := FromEnv(env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.TemporalAddress != tc.addr || c.TemporalNamespace != tc.ns || c.TemporalTLSCert != tc.certPath || c.TemporalTLSServerName != tc.server {
+				t.Errorf("address %q namespace %q cert %q server name %q; want %q %q %q %q", c.TemporalAddress, c.TemporalNamespace,
+					c.TemporalTLSCert, c.TemporalTLSServerName, tc.addr, tc.ns, tc.certPath, tc.server)
+			}
+			if len(c.Deprecations) != tc.deprecations {
+				t.Errorf("deprecations %q, want %d", c.Deprecations, tc.deprecations)
+			}
+			conn, _, err := c.TemporalConnection()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (conn.TLS != nil) != tc.tls {
+				t.Errorf("TLS on = %v, want %v", conn.TLS != nil, tc.tls)
+			}
+			var meta string
+			if h := c.TemporalHeaders(); h != nil {
+				m, _ := h.GetHeaders(context.Background())
+				meta = m["x_team"] + m["x-team"]
+			}
+			if meta != tc.meta {
+				t.Errorf("gRPC metadata x-team = %q, want %q", meta, tc.meta)
+			}
+		})
+	}
+	if _, err := FromEnv(env(map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "nope"})); err == nil || !strings.Contains(err.Error(), "TEMPORAL_PROFILE") {
+		t.Errorf("an unknown profile: %v, want an error naming TEMPORAL_PROFILE", err)
 	}
 }

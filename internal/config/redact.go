@@ -16,6 +16,20 @@ type plainConfig Config
 func (c Config) redacted() plainConfig {
 	p := plainConfig(c)
 	p.TemporalAPIKey = secret.String(c.TemporalAPIKey)
+	p.TemporalProfile.APIKey = secret.String(c.TemporalProfile.APIKey)
+	if t := c.TemporalProfile.TLS; t != nil && len(t.ClientKeyData) > 0 {
+		tc := *t
+		tc.ClientKeyData = []byte(secret.String(string(t.ClientKeyData)))
+		p.TemporalProfile.TLS = &tc
+	}
+	if m := c.TemporalProfile.GRPCMeta; len(m) > 0 {
+		// Metadata often carries tokens: keep the keys only.
+		red := make(map[string]string, len(m))
+		for k, v := range m {
+			red[k] = secret.String(v)
+		}
+		p.TemporalProfile.GRPCMeta = red
+	}
 	p.S3SecretKey = secret.String(c.S3SecretKey)
 	p.ModelAPIKey = secret.String(c.ModelAPIKey)
 	p.CodecToken = secret.String(c.CodecToken)

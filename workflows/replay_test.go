@@ -29,8 +29,9 @@ package workflows_test
 // history saved that way from a production run can be added under the name
 // pattern of its generation.
 //
-// BatchQA's histories, testdata/batch_run{N}.json, are recorded the same
-// way by
+// BatchQA's histories come in generations too (batchGenerations:
+// testdata/batch_run{N}.json, then testdata/batch_v1_run{N}.json); the
+// current one is recorded the same way by
 //
 //	go test ./workflows -run 'TestReplayBatch$' -update
 //
@@ -455,9 +456,18 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// batchGenerations are BatchQA's recorded chains, oldest first, each kept
+// replaying for good; -update records the last.
+var batchGenerations = []generation{
+	// Before the status lifecycle, priorities and samples.
+	{name: "v0", prefix: "batch_run"},
+	// The status lifecycle (StatusLifecycleChange), task priorities and
+	// the samples field.
+	{name: "v1", prefix: "batch_v1_run"},
+}
+
 const (
-	batchHistoryPrefix = "batch_run"
-	batchReplayID      = "replay-batch"
+	batchReplayID = "replay-batch"
 	// batchMinRuns: children answering, items settled without a child,
 	// a child failing and the report.
 	batchMinRuns = 3
@@ -469,12 +479,18 @@ const (
 // ResolveBatchPage alone, outcomes written, the report, continue-as-new.
 func TestReplayBatch(t *testing.T) {
 	if *update {
-		recordBatchHistories(t)
+		recordBatchHistories(t, batchGenerations[len(batchGenerations)-1].prefix)
 	}
-	files := historyFiles(t, generation{prefix: batchHistoryPrefix})
+	for _, g := range batchGenerations {
+		t.Run(g.name, func(t *testing.T) { replayBatchGeneration(t, g) })
+	}
+}
+
+func replayBatchGeneration(t *testing.T, g generation) {
+	files := historyFiles(t, g)
 	if len(files) < batchMinRuns {
 		t.Fatalf("found %d histories matching %s/%s{N}.json, want at least %d; record them with: go test ./workflows -run 'TestReplayBatch$' -update",
-			len(files), historyDir, batchHistoryPrefix, batchMinRuns)
+			len(files), historyDir, g.prefix, batchMinRuns)
 	}
 	replayer := worker.NewWorkflowReplayer()
 	workflows.Register(replayer)
@@ -549,7 +565,7 @@ func checkBatchCoverage(t *testing.T, histories []*historypb.History) {
 // recordBatchHistories runs a batch of five items on the embedded dev
 // stack, in pages of two and two items a run, and writes the history of
 // each of its runs.
-func recordBatchHistories(t *testing.T) {
+func recordBatchHistories(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, batchReplayID)
@@ -588,6 +604,7 @@ func recordBatchHistories(t *testing.T) {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: batchReplayID, TaskQueue: cfg.TaskQueue},
 		api.BatchQAName, api.BatchQAInput{
 			Manifest: mloc.String(), Name: "replay", Concurrency: 2, PageSize: 2, ItemsPerRun: 2,
+			Priority: api.PriorityBatch, FairnessKey: "replay", FairnessWeight: 2,
 			Options: api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
 		})
 	if err != nil {
@@ -601,5 +618,5 @@ func recordBatchHistories(t *testing.T) {
 	if res.Items != 5 || res.Succeeded != 2 || res.Skipped != 1 || res.Failed != 2 || res.Runs < batchMinRuns || res.Overall.ExactMatch != 1 {
 		t.Fatalf("result %+v: want 5 items (2 answered, 1 reused, 2 failed, all scored items exact) in at least %d runs", res, batchMinRuns)
 	}
-	writeChain(ctx, t, c, batchReplayID, runID, batchHistoryPrefix)
+	writeChain(ctx, t, c, batchReplayID, runID, prefix)
 }

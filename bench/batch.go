@@ -21,6 +21,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -94,7 +95,7 @@ func (r batchResult) mean(v int) (wall, cpu time.Duration) {
 // the same options as workerapp.NewWorker except the number of workflow
 // task pollers, so that only that differs between variants.
 func startPollerWorker(ctx context.Context, env *benchEnv, cfg config.Config, pollers int) (stop func(), err error) {
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: env.logger})
+	acts, pool, err := assemble.NewActivities(ctx, cfg, workerapp.Options{Logger: env.logger})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -59,7 +60,7 @@ func nothing(context.Context, floorActivityInput) error { return nil }
 // run on one worker with one configuration.
 func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (stop func(), err error) {
 	opts := workerapp.Options{Logger: env.logger}
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, opts)
+	acts, pool, err := assemble.NewActivities(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (st
 		pool.Close()
 		return nil, err
 	}
-	if err := workerapp.CheckSearchAttributes(ctx, c, cfg.TemporalNamespace, env.logger); err != nil {
+	if err := assemble.CheckSearchAttributes(ctx, c, cfg.TemporalNamespace, env.logger); err != nil {
 		c.Close()
 		pool.Close()
 		return nil, err
@@ -82,8 +83,12 @@ func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (st
 		pool.Close()
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	r := &workerapp.Running{Activities: acts, Pool: pool, Client: c, Worker: w}
-	return r.Stop, nil
+	return func() {
+		w.Stop()
+		c.Close()
+		pool.Close()
+		acts.Close()
+	}, nil
 }
 
 // runFloor runs the floor workflow with n activities on queue and returns

@@ -24,6 +24,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
@@ -252,7 +253,7 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 	}
 	env := &benchEnv{dev: dev, logger: logger}
 	env.cfg = dev.Configure(config.Default())
-	if env.store, err = workerapp.NewStore(ctx, env.cfg); err != nil {
+	if env.store, err = assemble.NewStore(ctx, env.cfg); err != nil {
 		dev.Close()
 		return nil, err
 	}

@@ -11,12 +11,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // writeOverhead runs the overhead section at 0 and 50 ms of simulated
@@ -91,7 +91,7 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 	cfg.TaskQueue = fmt.Sprintf("bench-overhead-%d", latency.Milliseconds())
 
 	// (a) The plain loop: plan, then one call per chunk and the final call.
-	model, err := workerapp.NewModelPool(cfg, env.logger)
+	model, err := assemble.NewModelPool(cfg, env.logger)
 	if err != nil {
 		return res, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
@@ -170,7 +171,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		}
 	}
 
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: env.logger})
+	acts, pool, err := assemble.NewActivities(ctx, cfg, workerapp.Options{Logger: env.logger})
 	if err != nil {
 		return res, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
@@ -59,7 +60,11 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 	facts := docgen.Facts()[:2]
 	text, _ := docgen.MultiNeedle(tok, 2800, facts, 5)
 	doc := s3store.Location{Bucket: cfg.Bucket, Key: "client-e2e/doc.txt"}
-	if err := w.Activities.Store.Put(ctx, doc, []byte(text), "text/plain"); err != nil {
+	store, err := assemble.NewStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(ctx, doc, []byte(text), "text/plain"); err != nil {
 		t.Fatal(err)
 	}
 	opts := api.ModelOptions{ChunkTokens: 1000}
@@ -141,7 +146,7 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 		}
 		manifest.WriteString(`{"id": "gone", "document": "s3://` + cfg.Bucket + `/client-e2e/missing.txt", "question": "Who?"}` + "\n")
 		mloc := s3store.Location{Bucket: cfg.Bucket, Key: "client-e2e/manifest.jsonl"}
-		if err := w.Activities.Store.Put(ctx, mloc, manifest.Bytes(), "application/x-ndjson"); err != nil {
+		if err := store.Put(ctx, mloc, manifest.Bytes(), "application/x-ndjson"); err != nil {
 			t.Fatal(err)
 		}
 		in := api.BatchQAInput{Manifest: mloc.String(), Name: "client e2e", Options: opts, Concurrency: 2}

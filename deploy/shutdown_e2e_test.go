@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -206,7 +207,7 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 	cfg := config.Default()
 	cfg.TemporalAddress, cfg.TemporalNamespace = d.Stack.TemporalAddress, d.Stack.Namespace
 	cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey, cfg.S3Region, cfg.Bucket = d.Stack.S3Endpoint, d.Stack.S3AccessKey, d.Stack.S3SecretKey, d.Stack.Region, d.Stack.Bucket
-	store, err := workerapp.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,11 +189,14 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil {
 		return Options{}, fmt.Errorf("memagent plugin: %w", err)
 	}
-	return optionsFromConfig(cfg), nil
+	return OptionsFromConfig(cfg), nil
 }
 
-// optionsFromConfig maps a worker configuration to Options.
-func optionsFromConfig(cfg config.Config) Options {
+// OptionsFromConfig maps memagent's worker configuration to Options, as
+// OptionsFromEnv does after reading the environment. memagent's own worker,
+// a host of the plugin, calls it with the configuration its flags changed;
+// other programs use OptionsFromEnv.
+func OptionsFromConfig(cfg config.Config) Options {
 	cfg.Normalize()
 	o := Options{
 		Bucket:             cfg.Bucket,

@@ -71,7 +71,7 @@ func TestOptionsFromEnvCarriesEveryWorkerSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Normalize()
-	o := optionsFromConfig(cfg)
+	o := OptionsFromConfig(cfg)
 	got := o.config()
 	// What config() leaves to other parts of the plugin.
 	got.MaxConvertedMB = int(o.Limits.MaxConvertedBytes >> 20)

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,9 +12,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/inference"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -132,24 +133,7 @@ func (p *Plugin) configureReplayer(_ context.Context, o worker.PluginConfigureWo
 // where the host left them unset. It checks nothing: an error here would be
 // a panic in worker.New. Listed twice, it runs twice, to the same effect.
 func (p *Plugin) configureWorker(_ context.Context, o worker.PluginConfigureWorkerOptions) error {
-	wo := o.WorkerOptions
-	if wo.MaxConcurrentActivityExecutionSize == 0 {
-		n := p.opts.Concurrency
-		if n <= 0 {
-			n = 2 * p.opts.capacity()
-		}
-		if n <= 0 {
-			n = 8
-		}
-		wo.MaxConcurrentActivityExecutionSize = n
-	}
-	if wo.TaskQueueActivitiesPerSecond == 0 {
-		wo.TaskQueueActivitiesPerSecond = p.opts.RateLimit
-	}
-	if wo.WorkerStopTimeout == 0 {
-		// Let in-flight model calls finish on a graceful stop.
-		wo.WorkerStopTimeout = p.opts.StopTimeout
-	}
+	assemble.FillWorkerOptions(o.WorkerOptions, p.opts.capacity(), p.opts.Concurrency, p.opts.RateLimit, p.opts.StopTimeout)
 	if p.opts.TaskQueue != "" && o.TaskQueue != p.opts.TaskQueue {
 		p.opts.Logger.Info("memagent plugin on a task queue other than the configured one: start runs on this one",
 			"task_queue", o.TaskQueue, "configured_task_queue", p.opts.TaskQueue)
@@ -223,7 +207,7 @@ func (p *Plugin) setUp(ctx context.Context, key string, r registry) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	acts, pool, err := workerapp.NewActivities(ctx, p.opts.config(), workerapp.Options{
+	acts, pool, err := assemble.NewActivities(ctx, p.opts.config(), assemble.Options{
 		UpdateTemplate: p.opts.UpdateTemplate,
 		FinalTemplate:  p.opts.FinalTemplate,
 		Logger:         p.opts.Logger,
@@ -271,6 +255,29 @@ func (p *Plugin) forget(key string) {
 			p.opts.Logger.Warn("memagent plugin: closing the PDF converter", "err", err)
 		}
 	}
+}
+
+// ModelReady reports whether the workers this plugin set up can call the
+// model: nil when every one of them has a model endpoint in rotation, an
+// error saying which is not otherwise, or when none has started. It is for
+// a host's readiness probe (memagent's worker serves it on /readyz).
+func (p *Plugin) ModelReady() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	started := 0
+	for _, parts := range p.workers {
+		if parts == nil {
+			continue
+		}
+		started++
+		if err := parts.pool.Ready(); err != nil {
+			return err
+		}
+	}
+	if started == 0 {
+		return errors.New("memagent plugin: no worker has started")
+	}
+	return nil
 }
 
 // openPools is how many model pools are open, for tests.

@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/searchattrs"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // NewClient runs when a client that lists the plugin connects. Once it
@@ -40,7 +40,7 @@ func (p *Plugin) NewClient(ctx context.Context, o client.PluginNewClientOptions,
 		defer dialed.Close()
 		c = dialed
 	}
-	err := workerapp.CheckSearchAttributes(ctx, c, namespaceOf(o.ClientOptions), p.opts.Logger)
+	err := assemble.CheckSearchAttributes(ctx, c, namespaceOf(o.ClientOptions), p.opts.Logger)
 	var missing *searchattrs.MissingError
 	switch {
 	case errors.As(err, &missing):

@@ -11,12 +11,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // stack is the embedded dev stack the end-to-end tests of this package
@@ -67,7 +67,7 @@ func startStack() (*stack, error) {
 		return nil, err
 	}
 	st := &stack{dev: d, cfg: d.Configure(config.Default()), logger: logger}
-	if st.store, err = workerapp.NewStore(ctx, st.cfg); err != nil {
+	if st.store, err = assemble.NewStore(ctx, st.cfg); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func startStack() (*stack, error) {
 // options are plugin options for the stack, as OptionsFromEnv would give
 // them with the stack's addresses in the environment.
 func (st *stack) options() Options {
-	o := optionsFromConfig(st.cfg)
+	o := OptionsFromConfig(st.cfg)
 	o.Logger = st.logger
 	return o
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
@@ -182,7 +183,7 @@ type session struct {
 }
 
 func (s *session) connect(ctx context.Context) error {
-	store, err := workerapp.NewStore(ctx, s.cfg)
+	store, err := assemble.NewStore(ctx, s.cfg)
 	if err != nil {
 		return err
 	}
@@ -413,7 +414,7 @@ func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha str
 		return loc.String(), text.SHA256, nil
 	}
 	if err := s.store.EnsureBucket(ctx, s.cfg.Bucket, s.cfg.CreateBucket); err != nil {
-		return "", "", workerapp.BucketError(s.cfg.Bucket, err)
+		return "", "", assemble.BucketError(s.cfg.Bucket, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", "", err
@@ -431,7 +432,7 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 	if err != nil {
 		return err
 	}
-	m, err := workerapp.NewModelPool(s.cfg, s.logger)
+	m, err := assemble.NewModelPool(s.cfg, s.logger)
 	if err != nil {
 		return err
 	}
@@ -443,7 +444,7 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 		s.logger.Debug("model server not reachable from the starter; the worker checks the budget", "err", err)
 		return nil
 	}
-	mi, err := workerapp.FindModel(models, req.Options.Model)
+	mi, err := assemble.FindModel(models, req.Options.Model)
 	if err != nil {
 		return err
 	}

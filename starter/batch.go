@@ -20,10 +20,10 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // maxReportedItemErrors bounds the item errors a manifest check lists.
@@ -81,7 +81,7 @@ func uploadManifest(ctx context.Context, store *s3store.Store, bucket string, cr
 		return loc.String(), nil
 	}
 	if err := store.EnsureBucket(ctx, bucket, createBucket); err != nil {
-		return "", workerapp.BucketError(bucket, err)
+		return "", assemble.BucketError(bucket, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err

@@ -34,6 +34,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/devstack"
@@ -495,7 +496,7 @@ func (h *chaosHarness) connect(ctx context.Context) error {
 	cfg.Bucket = devstack.DefaultBucket
 	h.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if h.store, err = workerapp.NewStore(ctx, cfg); err != nil {
+	if h.store, err = assemble.NewStore(ctx, cfg); err != nil {
 		return err
 	}
 	h.temporal, err = workerapp.Dial(ctx, cfg, logger)

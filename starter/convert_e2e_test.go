@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // convertedJSON is the part of `starter ask --json` these tests read.
@@ -55,7 +55,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 		{"html", write("agreement.html", docconvtest.HTML("Supply agreement", secs)), "html", clause3},
 	}
 	cfg, _ := config.Load()
-	store, err := workerapp.NewStore(context.Background(), cfg)
+	store, err := assemble.NewStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
@@ -204,7 +205,7 @@ func TestAskEndToEnd(t *testing.T) {
 
 	// The result and one trace per chunk are in S3.
 	cfg, _ := config.Load()
-	store, err := workerapp.NewStore(context.Background(), cfg)
+	store, err := assemble.NewStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 func TestFormatLength(t *testing.T) {
@@ -455,7 +455,7 @@ func TestEvalRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := workerapp.NewStore(context.Background(), cfg)
+	store, err := assemble.NewStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/rollout"
 )
 
@@ -42,7 +42,7 @@ func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		if *out == "" {
 			return errors.New("no --out: pass the file to write, such as --out rollouts.jsonl")
 		}
-		tmpl, err := workerapp.LoadTemplates(*update, *final)
+		tmpl, err := assemble.LoadTemplates(*update, *final)
 		if err != nil {
 			return err
 		}

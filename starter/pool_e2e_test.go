@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -29,7 +30,7 @@ func putDoc(t *testing.T, key string, tokens int, seed uint64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := workerapp.NewStore(context.Background(), cfg)
+	store, err := assemble.NewStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

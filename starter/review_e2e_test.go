@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -66,7 +67,7 @@ func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, c
 		t.Fatal(err)
 	}
 	opts := workerapp.Options{Logger: testLogger(t)}
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, opts)
+	acts, pool, err := assemble.NewActivities(ctx, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/rollout"
 	"github.com/memagent/memagent/workflows"
 )
@@ -35,7 +35,7 @@ func TestRolloutExportEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := workerapp.NewStore(context.Background(), cfg)
+	store, err := assemble.NewStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

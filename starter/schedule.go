@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -436,7 +437,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		} else if !isNotFound(err) {
 			return fmt.Errorf("schedule %s: %w", c.ID, err)
 		}
-		store, err := workerapp.NewStore(ctx, *cfg)
+		store, err := assemble.NewStore(ctx, *cfg)
 		if err != nil {
 			return err
 		}

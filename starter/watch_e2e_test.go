@@ -12,6 +12,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/memagent"
@@ -57,7 +58,7 @@ func TestWatchReviewAndBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	store, err := workerapp.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

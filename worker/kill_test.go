@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -88,7 +89,7 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := workerapp.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/memagent"
@@ -298,7 +299,7 @@ func recordHistories(t *testing.T, g generation) {
 		t.Fatalf("the replay document has %d chunks, want more than %d for %d runs of %d chunks",
 			chunks, (minRuns-1)*replayChunks, minRuns, replayChunks)
 	}
-	store, err := workerapp.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func startReplayWorker(ctx context.Context, t *testing.T, taskQueue string) (con
 	cfg := dev.Configure(config.Default())
 	cfg.TaskQueue = taskQueue
 
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	acts, pool, err := assemble.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		t.Fatalf("NewActivities: %v", err)
 	}
@@ -569,7 +570,7 @@ func recordBatchHistories(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, batchReplayID)
-	store, err := workerapp.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/inference"
@@ -627,7 +628,7 @@ func recordReviewHistories(t *testing.T) {
 	t.Cleanup(func() { dev.Close() })
 	cfg := dev.Configure(config.Default())
 	cfg.TaskQueue = reviewReplayID
-	acts, pool, err := workerapp.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	acts, pool, err := assemble.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +647,7 @@ func recordReviewHistories(t *testing.T) {
 	}
 	t.Cleanup(w.Stop)
 
-	store, err := workerapp.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

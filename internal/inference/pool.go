@@ -957,3 +957,17 @@ func (p *Pool) applyCheck(ep *endpoint, maxLen int, err error) {
 		p.dispatchLocked()
 	}
 }
+
+// Ready returns nil when the pool can take calls (at least one endpoint is
+// in rotation), and otherwise says why.
+func (p *Pool) Ready() error { return ReadyOf(p.Stats()) }
+
+// ReadyOf is Ready for a pool whose endpoints report stats.
+func ReadyOf(stats []EndpointStats) error {
+	for _, s := range stats {
+		if s.Ejected.IsZero() {
+			return nil
+		}
+	}
+	return fmt.Errorf("model pool: all %d endpoints are out of rotation after failures", len(stats))
+}

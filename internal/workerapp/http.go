@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-
-	"github.com/memagent/memagent/internal/inference"
 )
 
 // readyTimeout bounds the Temporal health check behind one /readyz.
@@ -23,9 +21,10 @@ type HealthChecker interface {
 	CheckHealth(ctx context.Context, req *client.CheckHealthRequest) (*client.CheckHealthResponse, error)
 }
 
-// ModelPool is the part of the model pool that Probe uses.
+// ModelPool is what Probe asks of the worker's model pools (the plugin's
+// ModelReady): nil when they can take calls.
 type ModelPool interface {
-	Stats() []inference.EndpointStats
+	ModelReady() error
 }
 
 // Probe says whether a worker is alive and ready. Its zero value is a
@@ -70,13 +69,7 @@ func (p *Probe) Ready(ctx context.Context) error {
 	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
 		return fmt.Errorf("temporal health check: %w", err)
 	}
-	stats := pool.Stats()
-	for _, s := range stats {
-		if s.Ejected.IsZero() {
-			return nil
-		}
-	}
-	return fmt.Errorf("model pool: all %d endpoints are out of rotation after failures", len(stats))
+	return pool.ModelReady()
 }
 
 // HandlerOption adds an endpoint to Handler.

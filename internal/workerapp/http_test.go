@@ -23,7 +23,7 @@ func (f fakeTemporal) CheckHealth(context.Context, *client.CheckHealthRequest) (
 
 type fakePool []inference.EndpointStats
 
-func (f fakePool) Stats() []inference.EndpointStats { return f }
+func (f fakePool) ModelReady() error { return inference.ReadyOf(f) }
 
 func TestProbe(t *testing.T) {
 	ejected := inference.EndpointStats{URL: "http://gpu-1:8000/v1", Ejected: time.Now().Add(time.Minute)}

@@ -31,6 +31,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
@@ -124,7 +125,7 @@ func TestNothingLeaks(t *testing.T) {
 	if !strings.Contains(doc, leakMemoryMarker) {
 		t.Fatal("the marker is not in the document")
 	}
-	store, err := workerapp.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestNothingLeaks(t *testing.T) {
 	ctl := d.Configure(plainBase)
 	ctl.TaskQueue = "leak-e2e-control"
 	ctl.HTTPAddr = ""
-	ctlActs, ctlPool, err := workerapp.NewActivities(ctx, ctl, workerapp.Options{Logger: quiet})
+	ctlActs, ctlPool, err := assemble.NewActivities(ctx, ctl, workerapp.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

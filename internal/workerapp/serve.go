@@ -76,7 +76,7 @@ func Serve(ctx context.Context, cfg config.Config, opts Options, stdout io.Write
 		run.Stop()
 		logger.Info("worker stopped", "took", time.Since(began).Round(time.Millisecond))
 	}()
-	probe.Started(run.Client, run.Pool)
+	probe.Started(run.Client, run.Plugin)
 	fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
 	<-ctx.Done()
 	probe.Stopping()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
@@ -80,7 +81,7 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := docgen.Needle(tok, 12_000, 0.5, 7)
-	store, err := workerapp.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 		t.Fatalf("start worker: %v", err)
 	}
 	t.Cleanup(wk.Stop)
-	probe.Started(wk.Client, wk.Pool)
+	probe.Started(wk.Client, wk.Plugin)
 
 	// The starter: its own client, and the root span around the run.
 	starterClient, err := workerapp.Dial(ctx, cfg, logger)

@@ -30,7 +30,9 @@
 # Needs: go, jq, curl, PostgreSQL's server binaries (Debian: postgresql).
 # Binaries it builds are kept in MEMAGENT_BARE_CACHE (default
 # ~/.cache/memagent/bare); the first run builds Temporal's server (minutes).
-# MEMAGENT_BARE_KEEP=1 keeps the temporary directory (logs) after the run.
+# MEMAGENT_BARE_KEEP=1 keeps the temporary directory (logs) after the run;
+# MEMAGENT_BARE_RESULT=FILE copies the ask's JSON result (workflow_id,
+# chunks, answer, ...) to FILE.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -273,6 +275,7 @@ answer=$(sed -n 's/^answer: *//p' "$work/gen-doc.txt")
 log "asking: $question"
 starter ask --doc "$work/document.txt" --question "$question" --answer "$answer" --output json >"$work/ask.json" 2>"$work/ask.log" ||
   { tail -n 30 "$work/ask.log" >&2; exit 1; }
+[ -z "${MEMAGENT_BARE_RESULT:-}" ] || cp "$work/ask.json" "$MEMAGENT_BARE_RESULT"
 got=$(jq -r '.answer' "$work/ask.json")
 echo "answer: $got"
 echo "planted: $answer"

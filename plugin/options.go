@@ -194,8 +194,9 @@ func OptionsFromEnv() (Options, error) {
 
 // OptionsFromConfig maps memagent's worker configuration to Options, as
 // OptionsFromEnv does after reading the environment. memagent's own worker,
-// a host of the plugin, calls it with the configuration its flags changed;
-// other programs use OptionsFromEnv.
+// a host of the plugin, calls it with the configuration its flags changed.
+// Its argument's type is internal to memagent, so other programs cannot
+// call it: they use OptionsFromEnv.
 func OptionsFromConfig(cfg config.Config) Options {
 	cfg.Normalize()
 	o := Options{

@@ -18,7 +18,7 @@ func TestDialUsesTemporalTLSSettings(t *testing.T) {
 	}
 	cfg.TemporalTLSCert = "/nonexistent/client.pem"
 	_, err = workerapp.Dial(context.Background(), cfg, nil)
-	if err == nil || !strings.Contains(err.Error(), "TEMPORAL_TLS_KEY") {
-		t.Fatalf("Dial = %v, want an error naming TEMPORAL_TLS_KEY", err)
+	if err == nil || !strings.Contains(err.Error(), "TEMPORAL_TLS_CLIENT_KEY_PATH") {
+		t.Fatalf("Dial = %v, want an error naming TEMPORAL_TLS_CLIENT_KEY_PATH", err)
 	}
 }

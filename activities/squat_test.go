@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/report"
 )
 
 // TestDatedReportPrefixCannotBeSquatted: another workflow that claimed the
@@ -36,7 +37,7 @@ func TestDatedReportPrefixCannotBeSquatted(t *testing.T) {
 // TestResultsCSVEscapesEveryCallerCell: a workflow id, an id, an answer or
 // an error that starts like a spreadsheet formula is written as text.
 func TestResultsCSVEscapesEveryCallerCell(t *testing.T) {
-	row := csvRow(api.BatchItemResult{Seq: 1, ID: "=cmd|' /C calc'!A0", WorkflowID: `=HYPERLINK("http://x","y")`, Answer: "+1",
+	row := report.BatchCSVRow(api.BatchItemResult{Seq: 1, ID: "=cmd|' /C calc'!A0", WorkflowID: `=HYPERLINK("http://x","y")`, Answer: "+1",
 		Error: "@SUM(1)", ErrorType: "-x", ResultURI: "=x", Question: "q", Document: "s3://d"})
 	var b strings.Builder
 	w := csv.NewWriter(&b)

@@ -408,3 +408,14 @@ type BatchReport struct {
 
 // MaxSamples bounds how many times a batch answers each item.
 const MaxSamples = 64
+
+// Report files under the report prefix.
+const (
+	ReportJSONName    = "report.json"
+	ReportResultsName = "results.jsonl"
+	ReportCSVName     = "results.csv"
+	ReportSVGName     = "chart.svg"
+	ReportHTMLName    = "report.html"
+	// ReportGroupsName is the per-item summary of a batch with samples > 1.
+	ReportGroupsName = "groups.jsonl"
+)

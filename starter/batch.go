@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
@@ -342,8 +341,8 @@ func saveObject(ctx context.Context, store *s3store.Store, uri, path string) err
 func printBatchReport(w io.Writer, res *api.BatchQAResult, rep *api.BatchReport) {
 	name, model, o := res.Name, res.Model, res.Overall
 	html := res.HTMLURI
-	results := res.ReportPrefix + activities.ReportResultsName
-	csv := res.ReportPrefix + activities.ReportCSVName
+	results := res.ReportPrefix + api.ReportResultsName
+	csv := res.ReportPrefix + api.ReportCSVName
 	if rep != nil {
 		name, model, o = rep.Name, rep.Model, rep.Overall
 		html, results, csv = rep.HTMLURI, rep.ResultsURI, rep.CSVURI

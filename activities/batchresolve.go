@@ -1,0 +1,289 @@
+package activities
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// readPage reads the items of one page.
+func (a *Activities) readPage(ctx context.Context, workPrefix string, n int) ([]report.ManifestItem, error) {
+	loc, err := s3store.ParseURI(workPrefix + PagePath(n))
+	if err != nil {
+		return nil, badInput(err)
+	}
+	data, err := a.Store.ReadAll(ctx, loc)
+	if errors.Is(err, s3store.ErrNotFound) {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("page %s does not exist: was the batch's work prefix deleted?", loc), api.ErrBadInput, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read page %d: %w", n, err)
+	}
+	var items []report.ManifestItem
+	for i, line := range bytes.Split(data, []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var it report.ManifestItem
+		if err := json.Unmarshal(line, &it); err != nil {
+			return nil, badInput(fmt.Errorf("page %s line %d: %w", loc, i+1, err))
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// AnswerKey names the answer to one question about one document version
+// with one model, option set and prompt templates: a batch finds an earlier
+// answer under s3://<bucket>/answers/<key>/result.json. opts must have its
+// defaults applied and the resolved model set.
+func AnswerKey(document, etag, question string, opts api.ModelOptions, templates memagent.Templates) string {
+	b, _ := json.Marshal(struct {
+		D, E, Q string
+		O       api.ModelOptions
+		U, F    string
+	}{document, etag, question, opts, templates.Update, templates.Final})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:16])
+}
+
+// SampleAnswerKey is AnswerKey of one of a batch's samples of an item: the
+// first sample (0) has the item's AnswerKey, so a batch of one sample finds
+// the answers of any earlier batch, and each later sample has a key of its
+// own, so that no sample is taken for another.
+func SampleAnswerKey(document, etag, question string, opts api.ModelOptions, templates memagent.Templates, sample int) string {
+	if sample == 0 {
+		return AnswerKey(document, etag, question, opts, templates)
+	}
+	b, _ := json.Marshal(struct {
+		K string
+		S int
+	}{AnswerKey(document, etag, question, opts, templates), sample})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:16])
+}
+
+// answers reports whether a cached result is an answer to the item: the
+// same document, question, model and options it was cached under (the key
+// names them, but anything written under answers/ is checked before it is
+// reused).
+func answers(res api.DocumentQAResult, it report.ManifestItem, opts api.ModelOptions) bool {
+	if res.Document != it.Document && res.Source != it.Document {
+		return false
+	}
+	got, _ := json.Marshal(res.Options)
+	want, _ := json.Marshal(opts)
+	return res.Question == it.Question && res.Model == opts.Model && string(got) == string(want)
+}
+
+// docState is what a HEAD says about one document.
+type docState struct {
+	// denied is why the worker may not read the document (then no HEAD).
+	denied  error
+	etag    string
+	size    int64
+	missing bool
+	err     error
+}
+
+// poolCapacity is the model pool's capacity when the model reports one.
+func (a *Activities) poolCapacity() int {
+	if c, ok := a.Model.(interface{ Capacity() int }); ok {
+		return max(c.Capacity(), 0)
+	}
+	return 0
+}
+
+// ResolveBatchPage settles what it can of one page at once: items whose
+// answer is already in the bucket (same document version, question, model,
+// options and templates) are reused, with their scores computed against
+// this item's gold answers; items whose document does not exist fail with
+// memagent.DocumentNotFound. Their outcomes go to one part; the other items
+// are returned, each with the output prefix its DocumentQA run writes to.
+// With samples > 1 each item is that many units, each settled or returned
+// on its own (SampleAnswerKey).
+func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) (*ResolvePageOutput, error) {
+	if in.Samples < 0 || in.Samples > api.MaxSamples {
+		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, api.MaxSamples))
+	}
+	if err := a.allowOutput(ctx, "work_prefix", in.WorkPrefix); err != nil {
+		return nil, err
+	}
+	items, err := a.readPage(ctx, in.WorkPrefix, in.Page)
+	if err != nil {
+		return nil, err
+	}
+	opts := in.Options.WithDefaults()
+	opts.Model = a.modelName(in.Options)
+
+	// One HEAD per distinct document, then one GET per item's answer key,
+	// each at most resolveParallel at once.
+	docs := make(map[string]*docState)
+	var uris []string
+	for _, it := range items {
+		if docs[it.Document] == nil {
+			// A document this worker may not read is never looked at:
+			// not even a HEAD, whose answer (it exists, its size) would
+			// tell the caller something.
+			docs[it.Document] = &docState{denied: a.allowRead("document", it.Document)}
+			uris = append(uris, it.Document)
+		}
+	}
+	parallel(ctx, len(uris), func(i int) {
+		st := docs[uris[i]]
+		if st.denied != nil {
+			return
+		}
+		loc, err := s3store.ParseURI(uris[i])
+		if err != nil {
+			st.missing = true
+			return
+		}
+		info, err := a.Store.Head(ctx, loc)
+		switch {
+		case errors.Is(err, s3store.ErrNotFound):
+			st.missing = true
+		case err != nil:
+			st.err = err
+		default:
+			st.etag, st.size = info.ETag, info.Size
+		}
+	})
+	for _, u := range uris {
+		if err := docs[u].err; err != nil {
+			return nil, fmt.Errorf("check document %s: %w", u, err)
+		}
+	}
+	samples := max(in.Samples, 1)
+	// Unit u is sample u%samples of item u/samples.
+	units := len(items) * samples
+	keys := make([]string, units)
+	cached := make([]*api.DocumentQAResult, units)
+	errs := make([]error, units)
+	parallel(ctx, units, func(u int) {
+		it := items[u/samples]
+		st := docs[it.Document]
+		if st.missing || st.denied != nil {
+			return
+		}
+		keys[u] = SampleAnswerKey(it.Document, st.etag, it.Question, opts, a.Templates, u%samples)
+		data, err := a.Store.ReadAll(ctx, s3store.Location{Bucket: a.Bucket, Key: "answers/" + keys[u] + "/result.json"})
+		switch {
+		case errors.Is(err, s3store.ErrNotFound):
+		case err != nil:
+			errs[u] = err
+		default:
+			var res api.DocumentQAResult
+			if json.Unmarshal(data, &res) == nil && res.ResultURI != "" && answers(res, it, opts) {
+				cached[u] = &res
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("look up earlier answers: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	out := &ResolvePageOutput{}
+	var settled bytes.Buffer
+	enc := json.NewEncoder(&settled)
+	for u := range units {
+		it, sample := items[u/samples], u%samples
+		r := api.BatchItemResult{Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
+			GoldAnswers: it.Answers, Labels: it.Labels}
+		switch {
+		case docs[it.Document].denied != nil:
+			var appErr *temporal.ApplicationError
+			errors.As(docs[it.Document].denied, &appErr)
+			r.Status = api.ItemFailed
+			r.ErrorType = appErr.Type()
+			r.Error = appErr.Message()
+			out.Failed++
+		case docs[it.Document].missing:
+			r.Status = api.ItemFailed
+			r.ErrorType = api.ErrDocumentNotFound
+			r.Error = fmt.Sprintf("%s does not exist: check the URI and that the worker's credentials can read it", it.Document)
+			out.Failed++
+		case cached[u] != nil:
+			c := cached[u]
+			r.Status = api.ItemReused
+			r.Answer, r.AnswerFound = c.Answer, c.AnswerFound
+			if len(it.Answers) > 0 {
+				s := memagent.Score(c.Answer, it.Answers)
+				r.Scores = &s
+			}
+			r.Chunks, r.Tokens, r.WorkflowID, r.ResultURI = c.Chunks, c.Tokens, c.WorkflowID, c.ResultURI
+			r.AnswerPages = c.AnswerPages
+			out.Reused++
+		default:
+			out.Run = append(out.Run, BatchRunItem{
+				Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
+				GoldAnswers: it.Answers, Labels: it.Labels,
+				OutputPrefix: a.answersPrefix() + keys[u] + "/",
+				FairnessKey:  it.FairnessKey, DocumentBytes: docs[it.Document].size,
+			})
+			if b, err := json.Marshal(out.Run[len(out.Run)-1]); err == nil {
+				out.Run[len(out.Run)-1].Bytes = len(b)
+			}
+			continue
+		}
+		if err := enc.Encode(r); err != nil {
+			return nil, fmt.Errorf("encode outcome of item %d: %w", it.Seq, err)
+		}
+	}
+	// Longest first: a long document started last would run alone at the
+	// end while the pool idles.
+	slices.SortStableFunc(out.Run, func(x, y BatchRunItem) int { return cmp.Compare(y.DocumentBytes, x.DocumentBytes) })
+	if settled.Len() > 0 {
+		out.Part = in.WorkPrefix + fmt.Sprintf("parts/page-%06d.jsonl", in.Page)
+		loc, err := s3store.ParseURI(out.Part)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		if err := a.Store.Put(ctx, loc, settled.Bytes(), "application/x-ndjson"); err != nil {
+			return nil, fmt.Errorf("write outcomes of page %d: %w", in.Page, err)
+		}
+	}
+	a.logger().InfoContext(ctx, "batch page resolved", "page", in.Page, "items", len(items),
+		"run", len(out.Run), "reused", out.Reused, "failed", out.Failed)
+	return out, nil
+}
+
+// parallel calls f(0..n-1) with at most resolveParallel calls at once.
+func parallel(ctx context.Context, n int, f func(i int)) {
+	sem := make(chan struct{}, resolveParallel)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+			if activity.IsActivity(ctx) {
+				activity.RecordHeartbeat(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,110 @@
+package activities
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// WriteBatchResults writes outcomes as one part of JSON Lines. A retry
+// overwrites the same part.
+func (a *Activities) WriteBatchResults(ctx context.Context, in WriteResultsInput) error {
+	loc, err := s3store.ParseURI(in.URI)
+	if err != nil {
+		return badInput(err)
+	}
+	if err := a.allowOutput(ctx, "uri", in.URI); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range in.Results {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("encode outcome of item %d: %w", r.Seq, err)
+		}
+	}
+	if err := a.Store.Put(ctx, loc, buf.Bytes(), "application/x-ndjson"); err != nil {
+		return fmt.Errorf("write outcomes: %w", err)
+	}
+	return nil
+}
+
+// readParts streams every part and calls f with each outcome, in part
+// order.
+func (a *Activities) readParts(ctx context.Context, parts []string, f func(r api.BatchItemResult, line []byte) error) error {
+	for _, p := range parts {
+		loc, err := s3store.ParseURI(p)
+		if err != nil {
+			return badInput(err)
+		}
+		body, err := a.Store.Open(ctx, loc, "")
+		if err != nil {
+			if errors.Is(err, s3store.ErrNotFound) {
+				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("outcome part %s does not exist", p), ErrBatchIncomplete, err)
+			}
+			return fmt.Errorf("read part %s: %w", p, err)
+		}
+		br := bufio.NewReaderSize(body, 64<<10)
+		for n := 1; ; n++ {
+			line, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				var r api.BatchItemResult
+				if jerr := json.Unmarshal(line, &r); jerr != nil {
+					body.Close()
+					return badInput(fmt.Errorf("part %s line %d: %w", p, n, jerr))
+				}
+				if ferr := f(r, bytes.TrimSpace(line)); ferr != nil {
+					body.Close()
+					return ferr
+				}
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				body.Close()
+				return fmt.Errorf("read part %s: %w", p, err)
+			}
+		}
+		body.Close()
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx)
+		}
+	}
+	return nil
+}
+
+// progressReader heartbeats, with the activity's resume point, while a
+// long manifest streams through, and remembers a read error so it is not
+// mistaken for bad input.
+type progressReader struct {
+	ctx     context.Context
+	r       io.Reader
+	every   time.Duration
+	last    time.Time
+	details func() any
+	err     error
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if err != nil && err != io.EOF {
+		p.err = err
+	}
+	if now := time.Now(); now.Sub(p.last) >= p.every && activity.IsActivity(p.ctx) {
+		p.last = now
+		activity.RecordHeartbeat(p.ctx, p.details())
+	}
+	return n, err
+}

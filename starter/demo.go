@@ -136,3 +136,13 @@ func bindGenDoc(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		return nil
 	}
 }
+
+// bindChaosMoved answers `starter chaos`, which moved to its own command:
+// a usage error (exit 2) saying where it went. Its flags are accepted so
+// that an old command line gets this message and not a flag error.
+func bindChaosMoved(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	cmd.DisableFlagParsing = true
+	return func(args []string) error {
+		return badRequest(errors.New("the chaos suite moved out of the starter: run `go run ./chaos` (the same flags) in a memagent checkout"))
+	}
+}

@@ -37,14 +37,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(chaosRoleEnv); role != "" {
-		// A worker or stack process of TestChaos.
-		if err := runChaosRole(context.Background(), role, os.Stdout, os.Stderr); err != nil {
-			fmt.Fprintln(os.Stderr, "chaos", role+":", err)
-			os.Exit(max(exitCode(err), 1))
-		}
-		os.Exit(0)
-	}
 	code := m.Run()
 	if dev != nil {
 		dev.Close()

@@ -44,10 +44,6 @@ func main() {
 // run runs one command. Its errors name JSON fields where the workflows
 // do, with the flags that set them added (withFlags).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if role := os.Getenv(chaosRoleEnv); role != "" && len(args) > 0 && args[0] == "chaos" {
-		// A worker or stack process of the chaos suite.
-		return runChaosRole(ctx, role, stdout, stderr)
-	}
 	err := runCommand(ctx, args, stdout, stderr)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return err
@@ -228,11 +224,9 @@ See docs/ROLLOUTS.md.`,
 		leaf("gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]", "Write the demo's generated document to a file",
 			"Writes the demo's generated document (filler with one planted fact) to a file.",
 			"  starter gen-doc --tokens 1000000 --out big.txt", bind(bindGenDoc)),
-		leaf("chaos [flags]", "SIGKILL workers and the server, inject model and S3 faults, and check nothing is lost",
-			`Runs the chaos suite: SIGKILLs workers and the Temporal server, injects model and
-S3 faults, and checks that every run completes with the clean run's answer.
-It re-executes this program as its worker and stack processes.`,
-			"  starter chaos --kills 10 --out docs/CHAOS.md", bind(bindChaos)),
+		leaf("chaos", "Moved: the chaos suite is its own command, go run ./chaos",
+			"The chaos suite is a developer's tool and no longer part of this CLI: run `go run ./chaos --help` in a memagent checkout.",
+			"  go run ./chaos --kills 10 --out docs/CHAOS.md", bind(bindChaosMoved)),
 	)
 	root.InitDefaultCompletionCmd()
 	return root

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -21,9 +23,13 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts stack and worker processes and kills them")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	o := chaosOptions{
+	starter, err := buildStarter(ctx, t.TempDir(), "../starter", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := chaosOptions{Starter: starter,
 		Chunks: 60, ChunkTokens: 200, Kills: 3, Restarts: 1, FaultRate: 0.2, S3FaultRate: 0.05, Seed: 3,
 		SimLatency: 50 * time.Millisecond, ModelTimeout: 2 * time.Second, Downtime: 2 * time.Second, S3Hang: 5 * time.Second, ScenarioTimeout: 2 * time.Minute,
 		Exe: os.Args[0], Args: []string{"-test.run=^$"}, Progress: tWriter{t},
@@ -50,5 +56,34 @@ func TestChaos(t *testing.T) {
 	}
 	if f := rows[3]; f.ModelFaults == 0 || f.S3Faults == 0 {
 		t.Errorf("faults: %d model and %d S3 faults injected, want some of each", f.ModelFaults, f.S3Faults)
+	}
+}
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(chaosRoleEnv); role != "" {
+		// A worker or stack process of TestChaos.
+		if err := runChaosRole(context.Background(), role, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos", role+":", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// tWriter writes the suite's progress lines to the test log.
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestFlags: bad numbers are refused before anything starts.
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{{"--chunks", "5"}, {"--kills", "-1"}, {"--fault-rate", "1"}} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--chunks must be") {
+			t.Errorf("chaos %v: %v, want the flags refused", args, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -17,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,11 +27,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
-
-	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
@@ -56,10 +56,6 @@ const (
 	chaosPortsEnv   = "MEMAGENT_CHAOS_PORTS" // "<temporal base port>,<s3 port>"
 	chaosRoleWorker = "worker"
 	chaosRoleStack  = "stack"
-	// chaosRoleAsk runs `starter ask` with the JSON array of arguments in
-	// chaosAskArgsEnv, exiting with its exit code.
-	chaosRoleAsk    = "ask"
-	chaosAskArgsEnv = "MEMAGENT_CHAOS_ASK_ARGS"
 	// chaosReady is the line a stack process prints once it serves.
 	chaosReady = "chaos-stack-ready"
 )
@@ -93,6 +89,9 @@ type chaosOptions struct {
 	// Exe and Args start a child process; chaosRoleEnv says which.
 	Exe  string
 	Args []string
+	// Starter is the starter binary the ask scenario runs `starter ask`
+	// with, as a user would.
+	Starter string
 	// Progress receives one line per step.
 	Progress io.Writer
 }
@@ -116,55 +115,6 @@ type chaosRow struct {
 	Err          error
 	answer       string
 	memory       string
-}
-
-func bindChaos(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
-	fs := cmd.Flags()
-	o := chaosOptions{ChunkTokens: 200, Seed: 1, SimLatency: 100 * time.Millisecond, ModelTimeout: 2 * time.Second, ScenarioTimeout: 15 * time.Minute, Progress: stdout}
-	fs.DurationVar(&o.Downtime, "downtime", 3*time.Second, "how long the server stays down at each restart")
-	fs.DurationVar(&o.SimLatency, "latency", o.SimLatency, "service time of every simulated model call")
-	fs.DurationVar(&o.S3Hang, "s3-hang", 12*time.Second, "how long S3 stops answering in the s3-hang scenario (longer than the 2 s heartbeat timeout and the 10 s S3 operation deadline)")
-	fs.IntVar(&o.Chunks, "chunks", 200, "chunks in the generated document")
-	fs.IntVar(&o.Kills, "kills", 10, "SIGKILLs of the worker process during the kill scenario")
-	fs.IntVar(&o.Restarts, "restarts", 1, "SIGKILLs and restarts of the Temporal server and S3 during the restart scenario")
-	fs.Float64Var(&o.FaultRate, "fault-rate", 0.2, "share of model calls failing (429, 500, 503, slow, malformed) in the faults scenario")
-	fs.Float64Var(&o.S3FaultRate, "s3-fault-rate", 0.05, "share of S3 requests answered 503 SlowDown or 500 InternalError in the faults scenario")
-	fs.Uint64Var(&o.Seed, "seed", 1, "seed of kill points and injected faults")
-	out := fs.String("out", "docs/CHAOS.md", `markdown report; "" writes none`)
-	return func(args []string) (err error) {
-		if o.Chunks < 10 || o.Kills < 0 || o.Restarts < 0 || o.FaultRate < 0 || o.FaultRate >= 1 || o.S3FaultRate < 0 || o.S3FaultRate >= 1 {
-			return errors.New("--chunks must be at least 10, --kills and --restarts not negative, the fault rates within [0, 1)")
-		}
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find this program to re-execute as worker and stack: %w", err)
-		}
-		o.Exe, o.Args = exe, []string{"chaos"}
-		command := fmt.Sprintf("starter chaos --chunks %d --latency %s --kills %d --restarts %d --downtime %s --s3-hang %s --fault-rate %g --s3-fault-rate %g --seed %d",
-			o.Chunks, o.SimLatency, o.Kills, o.Restarts, o.Downtime, o.S3Hang, o.FaultRate, o.S3FaultRate, o.Seed)
-		began := time.Now()
-		rows, err := runChaosSuite(ctx, o)
-		if len(rows) > 0 {
-			fmt.Fprintln(stdout)
-			fmt.Fprint(stdout, chaosTable(rows))
-		}
-		if *out != "" && len(rows) > 0 {
-			report := fmt.Sprintf("# Chaos suite\n\n`%s`, %s, %s/%s, %d CPUs, %s in all.\n\n%s\n%s",
-				command, began.UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
-				time.Since(began).Round(time.Second), chaosTable(rows), chaosNotes(o))
-			if werr := os.MkdirAll(filepath.Dir(*out), 0o755); werr != nil {
-				return errors.Join(err, werr)
-			}
-			if werr := os.WriteFile(*out, []byte(report), 0o644); werr != nil {
-				return errors.Join(err, fmt.Errorf("write report: %w", werr))
-			}
-			fmt.Fprintf(stdout, "\nreport written to %s\n", *out)
-		}
-		if err != nil {
-			return err
-		}
-		return chaosCheck(rows, o)
-	}
 }
 
 // chaosCheck returns what the rows show went wrong: a scenario that did not
@@ -415,12 +365,22 @@ func (p *chaosProc) kill() {
 }
 
 func (h *chaosHarness) start(role string, env map[string]string) (*chaosProc, io.Reader, error) {
-	cmd := exec.Command(h.o.Exe, h.o.Args...)
+	env = maps.Clone(env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[chaosRoleEnv] = role
+	return h.startCommand(role, h.o.Exe, h.o.Args, env)
+}
+
+// startCommand starts exe with args and env added to this process's,
+// keeping its stderr's tail for error messages; name says what it is.
+func (h *chaosHarness) startCommand(name, exe string, args []string, env map[string]string) (*chaosProc, io.Reader, error) {
+	cmd := exec.Command(exe, args...)
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Env = append(cmd.Env, chaosRoleEnv+"="+role)
 	p := &chaosProc{cmd: cmd, out: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
 	cmd.Stderr = p.out
 	stdout, err := cmd.StdoutPipe()
@@ -428,7 +388,7 @@ func (h *chaosHarness) start(role string, env map[string]string) (*chaosProc, io
 		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start %s process: %w", role, err)
+		return nil, nil, fmt.Errorf("start %s process: %w", name, err)
 	}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	h.mu.Lock()
@@ -808,14 +768,36 @@ func chaosWaitChunks(ctx context.Context, c client.Client, id string, target int
 	}
 }
 
-// chaosAwait waits for the run's result the way `ask` and `watch` do
-// (waitResult), through the server's outages.
+// chaosAwait waits for the run's result through the server's outages:
+// anything but the run's own end (a result, or its failure, cancellation,
+// termination or timeout) is an outage, said once and tried again until the
+// run ends or ctx does.
 func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer) (api.DocumentQAResult, error) {
 	var res api.DocumentQAResult
-	if err := waitResult(ctx, c, id, &res, say); err != nil {
-		return res, fmt.Errorf("run %s: %w", id, err)
+	said := false
+	for {
+		err := c.GetWorkflow(ctx, id, "").Get(ctx, &res)
+		var (
+			we  *temporal.WorkflowExecutionError
+			nf  *serviceerror.NotFound
+			app *temporal.ApplicationError
+		)
+		switch {
+		case err == nil:
+			return res, nil
+		case ctx.Err() != nil || errors.As(err, &we) || errors.As(err, &nf) || errors.As(err, &app):
+			return res, fmt.Errorf("run %s: %w", id, err)
+		}
+		if !said && say != nil {
+			fmt.Fprintf(say, "chaos: Temporal is unreachable (%v); waiting for run %s\n", err, id)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("run %s: %w", id, ctx.Err())
+		case <-time.After(time.Second):
+		}
 	}
-	return res, nil
 }
 
 // chaosRetries sums the activity attempts beyond the first over every run
@@ -1013,12 +995,6 @@ func runChaosRole(ctx context.Context, role string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stdout, chaosReady)
 		<-ctx.Done()
 		return nil
-	case chaosRoleAsk:
-		var args []string
-		if err := json.Unmarshal([]byte(os.Getenv(chaosAskArgsEnv)), &args); err != nil {
-			return fmt.Errorf("%s: %w", chaosAskArgsEnv, err)
-		}
-		return run(ctx, append([]string{"ask"}, args...), stdout, stderr)
 	case chaosRoleWorker:
 		if err := cfg.Validate(); err != nil {
 			return err
@@ -1048,15 +1024,15 @@ func (s *chaosScenario) workflowID() string {
 // the answer. It returns the run's full result.
 func (h *chaosHarness) askThrough(ctx context.Context, s *chaosScenario, disturb func(context.Context, *chaosScenario) error) (api.DocumentQAResult, error) {
 	var res api.DocumentQAResult
-	args, _ := json.Marshal([]string{"--doc", h.in.Document, "--question", h.in.Question,
-		"--chunk-tokens", strconv.Itoa(h.o.ChunkTokens), "--batch", s.id, "--fresh", "--json"})
-	env := map[string]string{chaosAskArgsEnv: string(args), "MEMAGENT_LOG_LEVEL": "error"}
+	args := []string{"ask", "--doc", h.in.Document, "--question", h.in.Question,
+		"--chunk-tokens", strconv.Itoa(h.o.ChunkTokens), "--batch", s.id, "--fresh", "--json"}
+	env := map[string]string{"MEMAGENT_LOG_LEVEL": "error"}
 	for k, v := range s.env {
 		if _, set := env[k]; !set {
 			env[k] = v
 		}
 	}
-	p, stdout, err := h.start(chaosRoleAsk, env)
+	p, stdout, err := h.startCommand("starter ask", h.o.Starter, args, env)
 	if err != nil {
 		return res, err
 	}

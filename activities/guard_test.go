@@ -69,14 +69,14 @@ func TestActivitiesCheckWhatTheyAreHanded(t *testing.T) {
 	})
 	t.Run("a review written into the forbidden bucket", func(t *testing.T) {
 		var out WriteReviewOutput
-		err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: ReviewGrid{Document: testDocURI,
+		err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: api.ReviewGrid{Document: testDocURI,
 			JSONURI: "s3://secret/out/grid.json", CSVURI: "s3://secret/out/grid.csv", HTMLURI: "s3://secret/out/report.html"}}, &out)
 		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a review quoting a document the worker may not read", func(t *testing.T) {
 		p := "s3://memagent/reviews/default-test-workflow-id/run/"
 		var out WriteReviewOutput
-		err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: ReviewGrid{Document: secret.String(),
+		err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: api.ReviewGrid{Document: secret.String(),
 			JSONURI: p + "grid.json", CSVURI: p + "grid.csv", HTMLURI: p + "report.html"}}, &out)
 		assertType(t, err, api.ErrForbidden)
 	})

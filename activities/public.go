@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -41,33 +40,12 @@ type Templates = memagent.Templates
 // counted with it. NewTokenizer returns the built-in ones.
 type Tokenizer = memagent.Tokenizer
 
-// Scores compare an answer with gold answers: exact match, substring
-// match, token F1 and recall, after normalisation (JSON: exact_match,
-// substring_match, f1, best_gold, recall).
-type Scores = api.Scores
-
-// ReviewPassage is the byte range of a document that a review question's
-// memory took its new content from.
-type ReviewPassage = api.ReviewPassage
-
-// ReviewEvidence is one chunk that changed a review question's memory,
-// with the passage it came from when one was located.
-type ReviewEvidence = api.ReviewEvidence
-
-// ReviewRow is one question's row of a ReviewGrid: its answer, scores,
-// evidence and status.
-type ReviewRow = api.ReviewRow
-
 // PageMap says which byte range of a converted document's text came from
 // which page (PDF) or section (DOCX, HTML).
 type PageMap = memagent.PageMap
 
 // PageSpan is one page's or section's byte range of the text.
 type PageSpan = memagent.PageSpan
-
-// PageRef names the page, pages or section a chunk or passage came from;
-// its String is "p. 17", "pp. 16–17" or "§ 3 Payment terms".
-type PageRef = api.PageRef
 
 // ErrNotFound is the error (matched with errors.Is) an ObjectStore returns
 // for a missing bucket or object; the activities turn it into a
@@ -97,10 +75,6 @@ func ParseTemplates(update, final string) (Templates, error) {
 // DefaultTokenizer: ModelOptions.WithDefaults fills it before a request
 // reaches this function.
 func NewTokenizer(name string) (Tokenizer, error) { return tokenizer.New(name) }
-
-// ReviewUsage sums the model calls and tokens of a review, per question
-// and in total; it has the fields and JSON of Usage.
-type ReviewUsage = api.ReviewUsage
 
 // ParseURI parses an s3://bucket/key URI into a Location.
 func ParseURI(uri string) (Location, error) { return s3store.ParseURI(uri) }

@@ -29,9 +29,6 @@ const (
 	ReviewHTML     = "report.html"
 )
 
-// ReviewGrid is the review grid; see report.ReviewGrid.
-type ReviewGrid = api.ReviewGrid
-
 // ReviewUpdateOutput is UpdateMemory's output and how the memory changed.
 type ReviewUpdateOutput struct {
 	UpdateOutput
@@ -71,7 +68,7 @@ func (a *Activities) ReviewUpdate(ctx context.Context, in UpdateInput) (*ReviewU
 type WriteReviewInput struct {
 	// Grid is written as it is, with each evidence passage's text added;
 	// its JSONURI, CSVURI and HTMLURI say where.
-	Grid ReviewGrid `json:"grid"`
+	Grid api.ReviewGrid `json:"grid"`
 	// ETag pins the passage reads to the document version the review read.
 	ETag string `json:"etag"`
 }

@@ -100,11 +100,11 @@ func TestReviewUpdateRecordsEvidence(t *testing.T) {
 	}
 }
 
-func reviewTestGrid(doc string) ReviewGrid {
+func reviewTestGrid(doc string) api.ReviewGrid {
 	start := int64(strings.Index(doc, reviewFact))
 	pass := &api.ReviewPassage{Start: start, End: start + int64(len(reviewFact))}
 	prefix := "s3://memagent/reviews/default-test-workflow-id/run/"
-	return ReviewGrid{
+	return api.ReviewGrid{
 		Version: api.ReviewGridVersion, WorkflowID: "wf", RunID: "run", Document: testDocURI,
 		Chunks: 4, Prefix: prefix, JSONURI: prefix + ReviewGridJSON, CSVURI: prefix + ReviewGridCSV, HTMLURI: prefix + ReviewHTML,
 		Rows: []api.ReviewRow{
@@ -132,7 +132,7 @@ func TestWriteReviewWritesGridAndReport(t *testing.T) {
 	if out.Passages != 1 || f.store.Ranges != 1 {
 		t.Errorf("passages = %d, ranged reads = %d; want 1 and 1", out.Passages, f.store.Ranges)
 	}
-	var back ReviewGrid
+	var back api.ReviewGrid
 	if err := json.Unmarshal(f.store.Object(mustLoc(t, g.JSONURI)), &back); err != nil {
 		t.Fatalf("grid.json: %v", err)
 	}

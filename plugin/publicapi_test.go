@@ -3,12 +3,15 @@ package plugin
 import (
 	"bufio"
 	"bytes"
+	"flag"
+	"fmt"
 	"go/importer"
 	"go/token"
 	"go/types"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -16,10 +19,12 @@ import (
 
 // publicPackages are the packages another module builds on.
 var publicPackages = []string{
+	"github.com/memagent/memagent/api",
 	"github.com/memagent/memagent/plugin",
 	"github.com/memagent/memagent/client",
 	"github.com/memagent/memagent/workflows",
 	"github.com/memagent/memagent/activities",
+	"github.com/memagent/memagent/rollout",
 }
 
 // ownWorkerOnly are exported names that only memagent's own worker calls:
@@ -178,4 +183,51 @@ func loadExported(t *testing.T, paths []string) []*types.Package {
 		pkgs = append(pkgs, p)
 	}
 	return pkgs
+}
+
+var updateAPI = flag.Bool("update-api", false, "rewrite testdata/publicapi.txt from the public packages")
+
+// TestPublicAPISurface lists every exported name of the public packages,
+// with its type, in testdata/publicapi.txt: a change to the surface other
+// modules build on shows in review as a change to that file
+// (go test ./plugin -run PublicAPISurface -update-api).
+func TestPublicAPISurface(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the public packages")
+	}
+	var b strings.Builder
+	qual := func(p *types.Package) string { return p.Name() }
+	for _, p := range loadExported(t, publicPackages) {
+		fmt.Fprintf(&b, "package %s\n", p.Path())
+		sc := p.Scope()
+		for _, n := range sc.Names() {
+			o := sc.Lookup(n)
+			if !o.Exported() {
+				continue
+			}
+			fmt.Fprintf(&b, "\t%s\n", types.ObjectString(o, qual))
+			if tn, ok := o.(*types.TypeName); ok && !tn.IsAlias() {
+				if named, ok := tn.Type().(*types.Named); ok {
+					for i := range named.NumMethods() {
+						if m := named.Method(i); m.Exported() {
+							fmt.Fprintf(&b, "\t\t%s\n", types.ObjectString(m, qual))
+						}
+					}
+				}
+			}
+		}
+	}
+	path := filepath.Join("testdata", "publicapi.txt")
+	if *updateAPI {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v: run go test ./plugin -run PublicAPISurface -update-api", err)
+	}
+	if string(want) != b.String() {
+		t.Errorf("the public API differs from %s: review the change, then go test ./plugin -run PublicAPISurface -update-api", path)
+	}
 }

@@ -25,12 +25,12 @@ const partBytes = 512 << 10
 // one a caller sent.
 type batchRunInput struct {
 	api.BatchQAInput
-	State *BatchState `json:"state,omitempty"`
+	State *batchState `json:"state,omitempty"`
 }
 
-// BatchState is what one BatchQA run hands to the next. Items never enter
+// batchState is what one BatchQA run hands to the next. Items never enter
 // it: they stay in S3 pages, and the state holds counts and locations.
-type BatchState struct {
+type batchState struct {
 	// From is the run id of the run that handed this state over.
 	From string `json:"from,omitempty"`
 	// StartedAt is the first run's start; it names a dated report.
@@ -107,7 +107,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		}
 	}
 	if st == nil {
-		st = &BatchState{StartedAt: workflow.Now(ctx), Name: in.Name}
+		st = &batchState{StartedAt: workflow.Now(ctx), Name: in.Name}
 		if st.Name == "" {
 			st.Name = info.WorkflowExecution.ID
 		}
@@ -201,7 +201,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 type batchRun struct {
 	ctx        workflow.Context
 	in         api.BatchQAInput
-	st         *BatchState
+	st         *batchState
 	workflowID string
 	// prio is what the batch's activities and children carry; an item's
 	// own fairness key replaces the batch's for its child.

@@ -47,7 +47,7 @@ func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority
 
 // noteEvidence keeps a chunk's evidence entry, if it has one, pruned to
 // MaxReviewEvidence as a review's are.
-func (st *QAState) noteEvidence(out activities.UpdateOutput) {
+func (st *qaState) noteEvidence(out activities.UpdateOutput) {
 	if out.Evidence == nil {
 		return
 	}

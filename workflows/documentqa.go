@@ -31,11 +31,11 @@ const DefaultChunksPerRun = 200
 // of the contract; checkCarry refuses one a caller sent.
 type qaRun struct {
 	api.DocumentQAInput
-	State *QAState `json:"state,omitempty"`
+	State *qaState `json:"state,omitempty"`
 }
 
-// QAState is what one run hands to the next.
-type QAState struct {
+// qaState is what one run hands to the next.
+type qaState struct {
 	// From is the run id of the run that handed this state over.
 	From        string                   `json:"from,omitempty"`
 	Prepared    activities.PrepareOutput `json:"prepared"`
@@ -47,7 +47,7 @@ type QAState struct {
 	StartedAt   time.Time                `json:"started_at"`
 	TracePrefix string                   `json:"trace_prefix"`
 	// Evidence are the chunks at which the memory changed materially
-	// (see QAState.noteEvidence), at most MaxReviewEvidence.
+	// (see qaState.noteEvidence), at most MaxReviewEvidence.
 	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
 	EvidenceDropped int                  `json:"evidence_dropped,omitempty"`
 }
@@ -100,7 +100,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		}
 	}
 	if st == nil {
-		st = &QAState{Memory: memagent.InitialMemory, StartedAt: workflow.Now(ctx)}
+		st = &qaState{Memory: memagent.InitialMemory, StartedAt: workflow.Now(ctx)}
 		st.TracePrefix = in.OutputPrefix
 		if st.TracePrefix != "" && !strings.HasSuffix(st.TracePrefix, "/") {
 			st.TracePrefix += "/"

@@ -14,3 +14,10 @@ type ReviewRunInput = reviewRunInput
 
 // TestRunID is testRunID for the external tests.
 const TestRunID = testRunID
+
+// ReviewState and ReviewQuestionState let the external tests build a
+// review's carried state.
+type (
+	ReviewState         = reviewState
+	ReviewQuestionState = reviewQuestionState
+)

@@ -22,24 +22,24 @@ import (
 // checkCarry refuses one a caller sent.
 type reviewRunInput struct {
 	api.ReviewInput
-	State *ReviewState `json:"state,omitempty"`
+	State *reviewState `json:"state,omitempty"`
 }
 
-// ReviewState is what one ReviewDocument run hands to the next.
-type ReviewState struct {
+// reviewState is what one ReviewDocument run hands to the next.
+type reviewState struct {
 	// From is the run id of the run that handed this state over.
 	From     string                   `json:"from,omitempty"`
 	Prepared activities.PrepareOutput `json:"prepared"`
 	// Prefix is the output prefix, ending in '/'.
 	Prefix string `json:"prefix"`
 	// Questions are in the order of ReviewInput.Questions.
-	Questions []ReviewQuestionState `json:"questions"`
+	Questions []reviewQuestionState `json:"questions"`
 	Runs      int                   `json:"runs"`
 	StartedAt time.Time             `json:"started_at"`
 }
 
-// ReviewQuestionState is one question's memory, cursor and outcome.
-type ReviewQuestionState struct {
+// reviewQuestionState is one question's memory, cursor and outcome.
+type reviewQuestionState struct {
 	// Cursor is the next chunk to read.
 	Cursor     int       `json:"cursor"`
 	Memory     string    `json:"memory"`
@@ -61,7 +61,7 @@ type ReviewQuestionState struct {
 	ErrorType string `json:"error_type,omitempty"`
 }
 
-func (q ReviewQuestionState) failed() bool { return q.Error != "" }
+func (q reviewQuestionState) failed() bool { return q.Error != "" }
 
 // ReviewResult is ReviewDocument's result: the grid it wrote, without the
 // passages' text (which grid.json has).
@@ -127,7 +127,7 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 	}
 	r.st = run.State
 	if r.st == nil {
-		r.st = &ReviewState{StartedAt: workflow.Now(ctx), Questions: make([]ReviewQuestionState, len(in.Questions))}
+		r.st = &reviewState{StartedAt: workflow.Now(ctx), Questions: make([]reviewQuestionState, len(in.Questions))}
 		for i := range r.st.Questions {
 			r.st.Questions[i].Memory = memagent.InitialMemory
 		}
@@ -186,7 +186,7 @@ type reviewRun struct {
 	ctx  workflow.Context
 	in   api.ReviewInput
 	info *workflow.Info
-	st   *ReviewState
+	st   *reviewState
 	opts api.ModelOptions
 	hb   time.Duration
 	prio temporal.Priority

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
@@ -134,10 +135,10 @@ func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
 	return 10 * time.Second
 }
 
-// PrepareDocument streams the document once, cuts it into chunks and stores
+// prepareDocument streams the document once, cuts it into chunks and stores
 // the chunk index in S3, or reuses the index of the same object version,
 // tokenizer and chunk size.
-func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*PrepareOutput, error) {
+func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInput) (*actwire.PrepareOutput, error) {
 	// Heartbeats for the whole activity: the index write after a long
 	// read must not look like a dead worker.
 	ctx, hb := a.beginHeartbeat(ctx)
@@ -179,7 +180,7 @@ func (a *Activities) PrepareDocument(ctx context.Context, in PrepareInput) (*Pre
 	if info.Size > limits.MaxDocumentBytes {
 		return nil, badInput(fmt.Errorf("document %s is %d bytes, over the worker's limit of %d: split it, or raise the limit on the worker", in.Document, info.Size, limits.MaxDocumentBytes))
 	}
-	out := &PrepareOutput{
+	out := &actwire.PrepareOutput{
 		Document:    in.Document,
 		ETag:        info.ETag,
 		Tokenizer:   tok.Name(),
@@ -340,19 +341,20 @@ func (a *Activities) planReplaced(ctx context.Context, loc s3store.Location, inf
 	return idx, nil
 }
 
-// UpdateMemory reads one chunk's byte range, asks the model to rewrite the
+// updateMemory reads one chunk's byte range, asks the model to rewrite the
 // memory, writes the chunk's trace and returns the new memory.
-func (a *Activities) UpdateMemory(ctx context.Context, in UpdateInput) (*UpdateOutput, error) {
-	return a.updateMemory(ctx, in, a.Store.ReadRange)
+func (a *Activities) updateMemory(ctx context.Context, in actwire.UpdateInput) (*actwire.UpdateOutput, error) {
+	return a.updateMemoryReading(ctx, in, a.Store.ReadRange)
 }
 
 // readRange reads a byte range of an object pinned to its ETag.
 type readRange func(ctx context.Context, loc s3store.Location, start, end int64, etag string) ([]byte, error)
 
-// updateMemory is UpdateMemory reading its chunk with read: straight from
-// S3 for a single question, whose chunks are each read once anyway, or
-// through the chunk cache for the questions of a review, which share them.
-func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read readRange) (*UpdateOutput, error) {
+// updateMemoryReading is updateMemory reading its chunk with read:
+// straight from S3 for a single question, whose chunks are each read once
+// anyway, or through the chunk cache for the questions of a review, which
+// share them.
+func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateInput, read readRange) (*actwire.UpdateOutput, error) {
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
 	opts := in.Options.WithDefaults()
@@ -408,7 +410,7 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 	}
 	memory, kept := nextMemory(in.Memory, comp.Text)
 	pages := idx.PageMap.Ref(ch.Start, ch.End)
-	out := &UpdateOutput{
+	out := &actwire.UpdateOutput{
 		Memory:       memory,
 		Chunk:        in.Chunk,
 		Start:        ch.Start,
@@ -443,10 +445,10 @@ func (a *Activities) updateMemory(ctx context.Context, in UpdateInput, read read
 	return out, nil
 }
 
-// Answer asks the model for the final answer from the memory alone,
+// answer asks the model for the final answer from the memory alone,
 // extracts the \boxed{} content, scores it against gold answers when there
 // are any and writes the result JSON.
-func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*api.DocumentQAResult, error) {
+func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.DocumentQAResult, error) {
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
 	opts := in.Options.WithDefaults()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -134,10 +135,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (f *fixture) prepare(t *testing.T, opts api.ModelOptions) PrepareOutput {
+func (f *fixture) prepare(t *testing.T, opts api.ModelOptions) actwire.PrepareOutput {
 	t.Helper()
-	var out PrepareOutput
-	if err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: opts}, &out); err != nil {
+	var out actwire.PrepareOutput
+	if err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: testDocURI, Question: testQuestion, Options: opts}, &out); err != nil {
 		t.Fatalf("PrepareDocument: %v", err)
 	}
 	return out
@@ -152,8 +153,8 @@ func (f *fixture) index(t *testing.T, uri string) memagent.ChunkIndex {
 	return idx
 }
 
-func (f *fixture) updateInput(p PrepareOutput, chunk int) UpdateInput {
-	return UpdateInput{
+func (f *fixture) updateInput(p actwire.PrepareOutput, chunk int) actwire.UpdateInput {
+	return actwire.UpdateInput{
 		Document: p.Document, ETag: p.ETag, IndexURI: p.IndexURI, Chunk: chunk, Chunks: p.Chunks,
 		Question: testQuestion, Memory: "previous memory", Options: api.ModelOptions{ChunkTokens: 100},
 		TracePrefix: tracePrefix,
@@ -258,8 +259,8 @@ func TestPrepareDocumentPermanentErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.doc)
-			var out PrepareOutput
-			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}, &out)
+			var out actwire.PrepareOutput
+			err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}, &out)
 			appErr := appError(t, err)
 			if appErr.Type() != tt.wantType || !appErr.NonRetryable() {
 				t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), tt.wantType)
@@ -282,8 +283,8 @@ func TestPrepareDocumentRejectsPromptOverBudget(t *testing.T) {
 	overhead := wordTokenizer{}.Count(memagent.DefaultTemplates().RenderUpdate(testQuestion, "", ""))
 	f.acts.MaxModelLen = overhead + 2*16 + 500
 
-	var out PrepareOutput
-	err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: opts}, &out)
+	var out actwire.PrepareOutput
+	err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: testDocURI, Question: testQuestion, Options: opts}, &out)
 	appErr := appError(t, err)
 	if appErr.Type() != api.ErrPromptTooLong || !appErr.NonRetryable() {
 		t.Errorf("error type %q nonretryable=%v, want %q nonretryable", appErr.Type(), appErr.NonRetryable(), api.ErrPromptTooLong)
@@ -367,7 +368,7 @@ func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 	}
 
 	in := f.updateInput(p, 3)
-	var out UpdateOutput
+	var out actwire.UpdateOutput
 	if err := f.exec(t, UpdateMemoryName, in, &out); err != nil {
 		t.Fatalf("UpdateMemory: %v", err)
 	}
@@ -389,7 +390,7 @@ func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 		t.Errorf("request model %q max_tokens %d temperature %g top_p %g, want the worker's model and the defaults",
 			calls[0].Model, calls[0].MaxTokens, calls[0].Temperature, calls[0].TopP)
 	}
-	wantOut := UpdateOutput{
+	wantOut := actwire.UpdateOutput{
 		Memory: "memory 1", Chunk: 3, Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens,
 		Usage:        api.Usage{Calls: 1, PromptTokens: int64(len(wantPrompt) / 4), CompletionTokens: int64(len("memory 1") / 4)},
 		FinishReason: "stop",
@@ -483,7 +484,7 @@ func TestUpdateMemoryNextMemory(t *testing.T) {
 			f := newFixture(t, []byte(makeDoc(2)))
 			f.model.Respond = func(inference.Request) (string, error) { return tt.completion, nil }
 			p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
-			var out UpdateOutput
+			var out actwire.UpdateOutput
 			if err := f.exec(t, UpdateMemoryName, f.updateInput(p, 0), &out); err != nil {
 				t.Fatalf("UpdateMemory: %v", err)
 			}
@@ -499,7 +500,7 @@ func TestUpdateMemoryDocumentReplacedAfterPrepare(t *testing.T) {
 	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	f.putDoc(t, []byte(makeDoc(3)+"one more line\n"))
 
-	var out UpdateOutput
+	var out actwire.UpdateOutput
 	err := f.exec(t, UpdateMemoryName, f.updateInput(p, 1), &out)
 	appErr := appError(t, err)
 	if appErr.Type() != api.ErrDocumentChanged || !appErr.NonRetryable() {
@@ -538,7 +539,7 @@ func TestModelErrorsAreClassified(t *testing.T) {
 			f := newFixture(t, []byte(makeDoc(2)))
 			f.model.Respond = func(inference.Request) (string, error) { return "", ie }
 			p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
-			var out UpdateOutput
+			var out actwire.UpdateOutput
 			err := f.exec(t, UpdateMemoryName, f.updateInput(p, 0), &out)
 			appErr := appError(t, err)
 			if appErr.Type() != tt.wantType || appErr.NonRetryable() != tt.nonRetryable {
@@ -571,7 +572,7 @@ func TestModelErrorCarriesRetryAfter(t *testing.T) {
 				return "", &inference.Error{Kind: inference.KindRateLimited, StatusCode: 429, RetryAfter: tt.retryAfter, Message: "slow down"}
 			}
 			var out api.DocumentQAResult
-			err := f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: tracePrefix + "result.json"}, &out)
+			err := f.exec(t, AnswerName, actwire.AnswerInput{Question: testQuestion, Memory: "m", ResultURI: tracePrefix + "result.json"}, &out)
 			appErr := appError(t, err)
 			if appErr.Type() != api.ErrModelUnavailable || appErr.NonRetryable() {
 				t.Errorf("error type %q nonretryable=%v, want retryable %q", appErr.Type(), appErr.NonRetryable(), api.ErrModelUnavailable)
@@ -598,7 +599,7 @@ func TestAnswerExtractsScoresAndWritesResult(t *testing.T) {
 			f := newFixture(t, nil)
 			f.model.Respond = func(inference.Request) (string, error) { return completion, nil }
 			started := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-			in := AnswerInput{
+			in := actwire.AnswerInput{
 				Question: testQuestion, Memory: "the capital is Paris", GoldAnswers: tt.golds,
 				Options:   api.ModelOptions{Model: "m1", AnswerMaxTokens: 64},
 				ResultURI: tracePrefix + "result.json",
@@ -754,12 +755,12 @@ func TestOutputLocationNotS3IsBadInput(t *testing.T) {
 		{"trace prefix", func(f *fixture, t *testing.T) error {
 			in := f.updateInput(f.prepare(t, api.ModelOptions{ChunkTokens: 100}), 0)
 			in.TracePrefix = "runs/wf-1/"
-			var out UpdateOutput
+			var out actwire.UpdateOutput
 			return f.exec(t, UpdateMemoryName, in, &out)
 		}},
 		{"result uri", func(f *fixture, t *testing.T) error {
 			var out api.DocumentQAResult
-			return f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: "runs/wf-1/result.json"}, &out)
+			return f.exec(t, AnswerName, actwire.AnswerInput{Question: testQuestion, Memory: "m", ResultURI: "runs/wf-1/result.json"}, &out)
 		}},
 	}
 	for _, tt := range tests {
@@ -782,14 +783,14 @@ func TestOutputLocationNotS3IsBadInput(t *testing.T) {
 func TestPrepareDocumentIndexesOnceForConcurrentRuns(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(20)))
 	const runs = 8
-	outs := make([]*PrepareOutput, runs)
+	outs := make([]*actwire.PrepareOutput, runs)
 	errs := make([]error, runs)
 	var wg sync.WaitGroup
 	for i := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], errs[i] = f.acts.PrepareDocument(context.Background(), PrepareInput{
+			outs[i], errs[i] = f.acts.prepareDocument(context.Background(), actwire.PrepareInput{
 				Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100},
 			})
 		}()

@@ -38,10 +38,10 @@ const (
 
 // registerBatch registers the activities of the BatchQA workflow.
 func (a *Activities) registerBatch(r Registry) {
-	r.RegisterActivityWithOptions(a.ExpandManifest, activity.RegisterOptions{Name: ExpandManifestName})
-	r.RegisterActivityWithOptions(a.ResolveBatchPage, activity.RegisterOptions{Name: ResolveBatchPageName})
-	r.RegisterActivityWithOptions(a.WriteBatchResults, activity.RegisterOptions{Name: WriteBatchResultsName})
-	r.RegisterActivityWithOptions(a.WriteBatchReport, activity.RegisterOptions{Name: WriteBatchReportName})
+	r.RegisterActivityWithOptions(a.expandManifest, activity.RegisterOptions{Name: ExpandManifestName})
+	r.RegisterActivityWithOptions(a.resolveBatchPage, activity.RegisterOptions{Name: ResolveBatchPageName})
+	r.RegisterActivityWithOptions(a.writeBatchResults, activity.RegisterOptions{Name: WriteBatchResultsName})
+	r.RegisterActivityWithOptions(a.writeBatchReport, activity.RegisterOptions{Name: WriteBatchReportName})
 }
 
 // PagePath is the path of page n under a batch's work prefix.

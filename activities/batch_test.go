@@ -20,6 +20,7 @@ import (
 
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
@@ -80,13 +81,13 @@ func TestExpandManifestPages(t *testing.T) {
 		fmt.Fprintf(&b, `{"document": "s3://docs/d%d.txt", "question": "q%d"}`+"\n", i%3, i)
 	}
 	putObject(t, store, "s3://in/m.jsonl", []byte(b.String()))
-	out, err := a.ExpandManifest(context.Background(), ExpandInput{
+	out, err := a.expandManifest(context.Background(), actwire.ExpandInput{
 		Manifest: "s3://in/m.jsonl", WorkflowID: "wf", RunKey: "r1", PageSize: 10,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ExpandOutput{Format: "jsonl", Items: 23, Pages: 3, ReportPrefix: "s3://memagent/batches/wf/",
+	want := actwire.ExpandOutput{Format: "jsonl", Items: 23, Pages: 3, ReportPrefix: "s3://memagent/batches/wf/",
 		WorkPrefix: "s3://memagent/batches/wf/work/r1/", Model: "fake"}
 	if *out != want {
 		t.Errorf("output\n got %+v\nwant %+v", *out, want)
@@ -114,7 +115,7 @@ func TestExpandManifestBoundsPageBytes(t *testing.T) {
 		fmt.Fprintf(&b, `{"document": "s3://docs/d.txt", "question": "%s %d"}`+"\n", q, i)
 	}
 	putObject(t, store, "s3://in/m.jsonl", []byte(b.String()))
-	out, err := a.ExpandManifest(context.Background(), ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "wf", RunKey: "r", PageSize: 100})
+	out, err := a.expandManifest(context.Background(), actwire.ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "wf", RunKey: "r", PageSize: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestExpandManifestMemAgentContexts(t *testing.T) {
 		{"_id": 4, "context": "Second context.", "input": "q4", "length": 2000},
 	})
 	putObject(t, store, "s3://in/eval.json", manifest)
-	out, err := a.ExpandManifest(context.Background(), ExpandInput{Manifest: "s3://in/eval.json", WorkflowID: "wf", RunKey: "r", Dated: "2025-01-02T030405Z"})
+	out, err := a.expandManifest(context.Background(), actwire.ExpandInput{Manifest: "s3://in/eval.json", WorkflowID: "wf", RunKey: "r", Dated: "2025-01-02T030405Z"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestExpandManifestErrors(t *testing.T) {
 		}
 	}
 	putObject(t, store, "s3://in/bad.jsonl", []byte(b.String()))
-	_, err := a.ExpandManifest(context.Background(), ExpandInput{Manifest: "s3://in/bad.jsonl", WorkflowID: "wf", RunKey: "r"})
+	_, err := a.expandManifest(context.Background(), actwire.ExpandInput{Manifest: "s3://in/bad.jsonl", WorkflowID: "wf", RunKey: "r"})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() {
 		t.Fatalf("error = %v, want non-retryable %s", err, api.ErrBadInput)
@@ -222,11 +223,11 @@ func TestExpandManifestResumesFromHeartbeat(t *testing.T) {
 	env := s.NewTestActivityEnvironment()
 	env.SetHeartbeatDetails(expandProgress{Pages: 2, Items: 20})
 	a.Register(env)
-	v, err := env.ExecuteActivity(ExpandManifestName, ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "wf", RunKey: "r", PageSize: 10})
+	v, err := env.ExecuteActivity(ExpandManifestName, actwire.ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "wf", RunKey: "r", PageSize: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out ExpandOutput
+	var out actwire.ExpandOutput
 	if err := v.Get(&out); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestResolveBatchPage(t *testing.T) {
 		ResultURI: "s3://memagent/answers/" + keyB + "/result.json"})
 	putObject(t, store, "s3://memagent/answers/"+keyB+"/result.json", planted)
 
-	out, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0})
+	out, err := a.resolveBatchPage(context.Background(), actwire.ResolvePageInput{WorkPrefix: work, Page: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestResolveBatchPage(t *testing.T) {
 
 	// A new version of document a is a new key: no longer reused.
 	putObject(t, store, "s3://docs/a.txt", []byte("document a, second edition"))
-	out, err = a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0})
+	out, err = a.resolveBatchPage(context.Background(), actwire.ResolvePageInput{WorkPrefix: work, Page: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +425,7 @@ func TestWriteBatchReport(t *testing.T) {
 	prefix := "s3://memagent/batches/wf/"
 	parts := writeParts(t, store, prefix+"work/r/", items, 4)
 	start := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
-	rep, err := a.WriteBatchReport(context.Background(), ReportInput{
+	rep, err := a.writeBatchReport(context.Background(), actwire.ReportInput{
 		Name: `nightly <b>`, WorkflowID: "wf", Manifest: "s3://in/m.jsonl", Model: "fake", StartedAt: start,
 		ReportPrefix: prefix, Parts: parts, Items: len(items),
 	})
@@ -534,13 +535,13 @@ func TestWriteBatchReportChecksCompleteness(t *testing.T) {
 	dup.Status, dup.Scores, dup.Error, dup.ErrorType = api.ItemFailed, nil, "x", "T"
 	parts := writeParts(t, store, prefix+"work/r/", append(append([]api.BatchItemResult{}, items[:4]...), items[5:]...), 2)
 	extra := writeParts(t, store, prefix+"work/r/extra/", []api.BatchItemResult{dup}, 1)
-	_, err := a.WriteBatchReport(context.Background(), ReportInput{Name: "n", ReportPrefix: prefix, Parts: append(parts, extra...), Items: 10})
+	_, err := a.writeBatchReport(context.Background(), actwire.ReportInput{Name: "n", ReportPrefix: prefix, Parts: append(parts, extra...), Items: 10})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != ErrBatchIncomplete || !strings.Contains(err.Error(), "item 4 of 10 has no outcome") {
 		t.Fatalf("error = %v, want %s naming item 4", err, ErrBatchIncomplete)
 	}
 	whole := writeParts(t, store, prefix+"work/r/whole/", []api.BatchItemResult{items[4]}, 1)
-	rep, err := a.WriteBatchReport(context.Background(), ReportInput{Name: "n", ReportPrefix: prefix, Parts: append(append(parts, extra...), whole...), Items: 10})
+	rep, err := a.writeBatchReport(context.Background(), actwire.ReportInput{Name: "n", ReportPrefix: prefix, Parts: append(append(parts, extra...), whole...), Items: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +579,7 @@ func TestResolveBatchPageSamples(t *testing.T) {
 		Document: "s3://docs/a.txt", Question: "q", Model: "fake", Options: opts})
 	putObject(t, store, "s3://memagent/answers/"+key+"/result.json", earlier)
 
-	out, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0, Samples: 3})
+	out, err := a.resolveBatchPage(context.Background(), actwire.ResolvePageInput{WorkPrefix: work, Page: 0, Samples: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -610,7 +611,7 @@ func TestResolveBatchPageSamples(t *testing.T) {
 	if want := []int{0, 10, 11, 12}; !slices.Equal(samples, want) {
 		t.Errorf("settled seq*10+sample = %v, want %v", samples, want)
 	}
-	if _, err := a.ResolveBatchPage(context.Background(), ResolvePageInput{WorkPrefix: work, Page: 0, Samples: api.MaxSamples + 1}); err == nil {
+	if _, err := a.resolveBatchPage(context.Background(), actwire.ResolvePageInput{WorkPrefix: work, Page: 0, Samples: api.MaxSamples + 1}); err == nil {
 		t.Error("samples over the maximum: no error")
 	}
 }
@@ -633,9 +634,9 @@ func TestWriteBatchReportGroups(t *testing.T) {
 		part.Write(append(line, '\n'))
 	}
 	putObject(t, store, prefix+"work/r/parts/p.jsonl", part.Bytes())
-	in := ReportInput{Name: "g", WorkflowID: "g", Model: "fake", ReportPrefix: prefix,
+	in := actwire.ReportInput{Name: "g", WorkflowID: "g", Model: "fake", ReportPrefix: prefix,
 		Parts: []string{prefix + "work/r/parts/p.jsonl"}, Items: 2, Samples: 2}
-	rep, err := a.WriteBatchReport(context.Background(), in)
+	rep, err := a.writeBatchReport(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,7 +682,7 @@ func TestWriteBatchReportGroups(t *testing.T) {
 	// A missing sample fails the report, naming it.
 	in.Parts = []string{prefix + "work/r/parts/p.jsonl"}
 	in.Samples = 3
-	if _, err := a.WriteBatchReport(context.Background(), in); err == nil || !strings.Contains(err.Error(), "sample 2 of item 0") {
+	if _, err := a.writeBatchReport(context.Background(), in); err == nil || !strings.Contains(err.Error(), "sample 2 of item 0") {
 		t.Errorf("a missing sample: err = %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -27,13 +28,13 @@ type expandProgress struct {
 	Items int `json:"items"`
 }
 
-// ExpandManifest streams the manifest once: it checks every item (errors
+// expandManifest streams the manifest once: it checks every item (errors
 // name the line or item number, and fail the batch as memagent.BadInput
 // before any item runs), stores each distinct context of a MemAgent
 // manifest once under its SHA-256 (s3://<bucket>/contexts/sha256/<hex>.txt,
 // skipping those already there), and writes the items in pages of JSON
 // Lines under the batch's work prefix.
-func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*ExpandOutput, error) {
+func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput) (*actwire.ExpandOutput, error) {
 	loc, err := s3store.ParseURI(in.Manifest)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("manifest: %w", err))
@@ -59,7 +60,7 @@ func (a *Activities) ExpandManifest(ctx context.Context, in ExpandInput) (*Expan
 	samples := max(in.Samples, 1)
 	pageSize = max(pageSize/samples, 1)
 	maxPageBytes := pageBytes / samples
-	out := &ExpandOutput{Model: a.modelName(in.Options), PoolCapacity: a.poolCapacity()}
+	out := &actwire.ExpandOutput{Model: a.modelName(in.Options), PoolCapacity: a.poolCapacity()}
 	if out.ReportPrefix, err = a.reportPrefix(in); err != nil {
 		return nil, badInput(err)
 	}
@@ -223,7 +224,7 @@ func manifestError(uri string, problems []string, bad int, complete bool) error 
 }
 
 // reportPrefix resolves the report's prefix, ending in "/".
-func (a *Activities) reportPrefix(in ExpandInput) (string, error) {
+func (a *Activities) reportPrefix(in actwire.ExpandInput) (string, error) {
 	p := in.ReportPrefix
 	if p == "" {
 		if a.Bucket == "" {

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -32,14 +33,14 @@ type itemSpan struct {
 	n   int32
 }
 
-// WriteBatchReport reads the outcome parts (streaming, through a spool file
+// writeBatchReport reads the outcome parts (streaming, through a spool file
 // on local disk, so that outcomes are not held in memory: what is held is
 // 16 bytes an outcome, at most MaxBatchUnits of them), puts the items
 // in manifest order and writes, under the report prefix: report.json
 // (BatchReport: the overall aggregate and one per value of every label),
 // results.jsonl and results.csv (one item a line), chart.svg (score against
 // document length) and report.html (a page with all of it).
-func (a *Activities) WriteBatchReport(ctx context.Context, in ReportInput) (*api.BatchReport, error) {
+func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInput) (*api.BatchReport, error) {
 	if in.Items <= 0 {
 		return nil, badInput(fmt.Errorf("items (%d) must be positive", in.Items))
 	}

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
@@ -110,7 +111,7 @@ func (a *Activities) poolCapacity() int {
 	return 0
 }
 
-// ResolveBatchPage settles what it can of one page at once: items whose
+// resolveBatchPage settles what it can of one page at once: items whose
 // answer is already in the bucket (same document version, question, model,
 // options and templates) are reused, with their scores computed against
 // this item's gold answers; items whose document does not exist fail with
@@ -118,7 +119,7 @@ func (a *Activities) poolCapacity() int {
 // are returned, each with the output prefix its DocumentQA run writes to.
 // With samples > 1 each item is that many units, each settled or returned
 // on its own (SampleAnswerKey).
-func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) (*ResolvePageOutput, error) {
+func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePageInput) (*actwire.ResolvePageOutput, error) {
 	if in.Samples < 0 || in.Samples > api.MaxSamples {
 		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, api.MaxSamples))
 	}
@@ -202,7 +203,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 		return nil, err
 	}
 
-	out := &ResolvePageOutput{}
+	out := &actwire.ResolvePageOutput{}
 	var settled bytes.Buffer
 	enc := json.NewEncoder(&settled)
 	for u := range units {
@@ -234,7 +235,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 			r.AnswerPages = c.AnswerPages
 			out.Reused++
 		default:
-			out.Run = append(out.Run, BatchRunItem{
+			out.Run = append(out.Run, actwire.BatchRunItem{
 				Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
 				GoldAnswers: it.Answers, Labels: it.Labels,
 				OutputPrefix: a.answersPrefix() + keys[u] + "/",
@@ -251,7 +252,7 @@ func (a *Activities) ResolveBatchPage(ctx context.Context, in ResolvePageInput) 
 	}
 	// Longest first: a long document started last would run alone at the
 	// end while the pool idles.
-	slices.SortStableFunc(out.Run, func(x, y BatchRunItem) int { return cmp.Compare(y.DocumentBytes, x.DocumentBytes) })
+	slices.SortStableFunc(out.Run, func(x, y actwire.BatchRunItem) int { return cmp.Compare(y.DocumentBytes, x.DocumentBytes) })
 	if settled.Len() > 0 {
 		out.Part = in.WorkPrefix + fmt.Sprintf("parts/page-%06d.jsonl", in.Page)
 		loc, err := s3store.ParseURI(out.Part)

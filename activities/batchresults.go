@@ -14,12 +14,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
-// WriteBatchResults writes outcomes as one part of JSON Lines. A retry
+// writeBatchResults writes outcomes as one part of JSON Lines. A retry
 // overwrites the same part.
-func (a *Activities) WriteBatchResults(ctx context.Context, in WriteResultsInput) error {
+func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResultsInput) error {
 	loc, err := s3store.ParseURI(in.URI)
 	if err != nil {
 		return badInput(err)

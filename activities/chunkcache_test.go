@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 func cacheTestKey(i int) chunkKey {
@@ -193,21 +194,21 @@ func TestChunkCacheBypass(t *testing.T) {
 	}
 }
 
-// ReviewUpdate reads its chunk through the cache: the same chunk asked by
+// reviewUpdate reads its chunk through the cache: the same chunk asked by
 // several questions is one ranged read of the store. DocumentQA's
-// UpdateMemory reads straight from the store.
+// updateMemory reads straight from the store.
 func TestReviewUpdateReadsThroughChunkCache(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
 	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	for i, q := range []string{"first question?", "second question?", "third question?"} {
 		in := f.updateInput(p, 1)
 		in.Question, in.TracePrefix = q, fmt.Sprintf("%sq%d/", tracePrefix, i)
-		var out ReviewUpdateOutput
+		var out actwire.ReviewUpdateOutput
 		if err := f.exec(t, ReviewUpdateName, in, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var plain UpdateOutput
+	var plain actwire.UpdateOutput
 	if err := f.exec(t, UpdateMemoryName, f.updateInput(p, 1), &plain); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
@@ -28,65 +29,19 @@ const ConvertDocumentName = "memagent.ConvertDocument"
 // made by the old ones.
 const ConverterVersion = "v1"
 
-// ConvertInput asks for a document as text.
-type ConvertInput struct {
-	// Document is the s3:// URI asked about.
-	Document string `json:"document"`
-}
-
-// ConvertOutput says what to index. For a text document it names the
-// document itself and nothing is written.
-type ConvertOutput struct {
-	// Document is what to index: the converted text, or the document
-	// itself when it is text.
-	Document string `json:"document"`
-	// Format is the document's format by content: "text", "pdf", "docx"
-	// or "html".
-	Format string `json:"format"`
-	// Source and SourceETag are the converted document and the version
-	// converted; empty for text.
-	Source     string `json:"source,omitempty"`
-	SourceETag string `json:"source_etag,omitempty"`
-	// PageMapURI is the stored ConvertedDocument, with the page map.
-	PageMapURI string `json:"page_map_uri,omitempty"`
-	// Unit is "page" (PDF) or "section" (DOCX, HTML); Pages counts them.
-	Unit  string `json:"unit,omitempty"`
-	Pages int    `json:"pages,omitempty"`
-	// Bytes is the length of the converted text.
-	Bytes int64 `json:"bytes,omitempty"`
-	// Reused is true when an earlier conversion of the same version was
-	// found and nothing was converted.
-	Reused bool `json:"reused,omitempty"`
-}
-
-// ConvertedDocument is pages.json, written beside the converted text
-// once the text is in place: its presence means the conversion is done.
-type ConvertedDocument struct {
-	Source      string           `json:"source"`
-	SourceETag  string           `json:"source_etag"`
-	SourceSize  int64            `json:"source_size"`
-	Converter   string           `json:"converter"`
-	Text        string           `json:"text"`
-	TextETag    string           `json:"text_etag"`
-	Bytes       int64            `json:"bytes"`
-	Dropped     int              `json:"dropped_lines"`
-	PageMap     memagent.PageMap `json:"page_map"`
-	ConvertedAt time.Time        `json:"converted_at"`
-}
-
 // convertedPrefix is where one version of a source's conversion lives.
 func (a *Activities) convertedPrefix(uri string, info s3store.ObjectInfo) string {
 	return "converted/" + ConverterVersion + "/" + versionID(uri, info) + "/"
 }
 
-// ConvertDocument detects the document's format by its first bytes and,
+// convertDocument detects the document's format by its first bytes and,
 // for PDF, DOCX or HTML, converts it to UTF-8 text and a page map, stored
 // under converted/<version>/<object version>/ in the worker's bucket: a
 // second question about the same object version reuses them. Text is left
 // as it is. A document that cannot be converted (encrypted, scanned
 // without a text layer, corrupt, a format not supported) fails as
 // memagent.BadInput saying which and what to do.
-func (a *Activities) ConvertDocument(ctx context.Context, in ConvertInput) (*ConvertOutput, error) {
+func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInput) (*actwire.ConvertOutput, error) {
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
 	loc, err := s3store.ParseURI(in.Document)
@@ -100,7 +55,7 @@ func (a *Activities) ConvertDocument(ctx context.Context, in ConvertInput) (*Con
 	if err != nil {
 		return nil, storeError(err, in.Document)
 	}
-	text := &ConvertOutput{Document: in.Document, Format: docconv.FormatText}
+	text := &actwire.ConvertOutput{Document: in.Document, Format: docconv.FormatText}
 	if info.Size == 0 {
 		return text, nil // PrepareDocument says it is empty
 	}
@@ -155,8 +110,8 @@ func (a *Activities) ConvertDocument(ctx context.Context, in ConvertInput) (*Con
 	return convertOutput(done, mapLoc), nil
 }
 
-func convertOutput(d *ConvertedDocument, mapLoc s3store.Location) *ConvertOutput {
-	return &ConvertOutput{
+func convertOutput(d *actwire.ConvertedDocument, mapLoc s3store.Location) *actwire.ConvertOutput {
+	return &actwire.ConvertOutput{
 		Document: d.Text, Format: d.PageMap.Format, Source: d.Source, SourceETag: d.SourceETag,
 		PageMapURI: mapLoc.String(), Unit: d.PageMap.Unit, Pages: d.PageMap.Pages, Bytes: d.Bytes,
 	}
@@ -164,12 +119,12 @@ func convertOutput(d *ConvertedDocument, mapLoc s3store.Location) *ConvertOutput
 
 // readConverted returns an earlier conversion whose text is still there,
 // unchanged.
-func (a *Activities) readConverted(ctx context.Context, mapLoc, textLoc s3store.Location) (*ConvertedDocument, bool) {
+func (a *Activities) readConverted(ctx context.Context, mapLoc, textLoc s3store.Location) (*actwire.ConvertedDocument, bool) {
 	data, err := a.Store.ReadAll(ctx, mapLoc)
 	if err != nil {
 		return nil, false
 	}
-	var d ConvertedDocument
+	var d actwire.ConvertedDocument
 	if json.Unmarshal(data, &d) != nil || d.Text != textLoc.String() {
 		return nil, false
 	}
@@ -183,7 +138,7 @@ func (a *Activities) readConverted(ctx context.Context, mapLoc, textLoc s3store.
 // convert downloads the source to a temporary file (PDF and DOCX need
 // random access), converts it into another, and uploads the text: memory
 // holds a page at a time, never the document.
-func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, format string, textLoc s3store.Location) (*ConvertedDocument, error) {
+func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, format string, textLoc s3store.Location) (*actwire.ConvertedDocument, error) {
 	src, err := os.CreateTemp("", "memagent-src-*")
 	if err != nil {
 		return nil, fmt.Errorf("convert: %w", err)
@@ -235,7 +190,7 @@ func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3s
 	if err != nil {
 		return nil, fmt.Errorf("upload text of %s: %w", loc, err)
 	}
-	return &ConvertedDocument{
+	return &actwire.ConvertedDocument{
 		Source: loc.String(), SourceETag: info.ETag, SourceSize: info.Size, Converter: ConverterVersion,
 		Text: textLoc.String(), TextETag: textInfo.ETag, Bytes: res.Bytes, Dropped: res.Dropped,
 		PageMap: res.Map, ConvertedAt: time.Now().UTC(),
@@ -268,7 +223,7 @@ func (a *Activities) loadPageMap(ctx context.Context, uri, text string) (*memage
 	if err != nil {
 		return nil, storeError(err, uri)
 	}
-	var d ConvertedDocument
+	var d actwire.ConvertedDocument
 	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, fmt.Errorf("decode page map %s: %w", uri, err)
 	}
@@ -281,7 +236,7 @@ func (a *Activities) loadPageMap(ctx context.Context, uri, text string) (*memage
 // allowReadDocument checks the document a PrepareDocument reads: for
 // converted text, the source it came from (the text is the worker's own,
 // under converted/ in its bucket).
-func (a *Activities) allowReadDocument(in PrepareInput) error {
+func (a *Activities) allowReadDocument(in actwire.PrepareInput) error {
 	if in.Converted == nil {
 		return a.allowRead("document", in.Document)
 	}
@@ -292,7 +247,7 @@ func (a *Activities) allowReadDocument(in PrepareInput) error {
 }
 
 // pageMapOf is the page map of converted text, or nil for a text document.
-func (a *Activities) pageMapOf(ctx context.Context, in PrepareInput) (*memagent.PageMap, error) {
+func (a *Activities) pageMapOf(ctx context.Context, in actwire.PrepareInput) (*memagent.PageMap, error) {
 	if in.Converted == nil || in.Converted.PageMapURI == "" {
 		return nil, nil
 	}
@@ -302,7 +257,7 @@ func (a *Activities) pageMapOf(ctx context.Context, in PrepareInput) (*memagent.
 // evidenceOf is a chunk's evidence entry when it changed the memory
 // materially: the chunk, its pages, and the sentence the change came
 // from with that sentence's pages.
-func evidenceOf(in UpdateInput, ch memagent.Chunk, pm *memagent.PageMap, pages *api.PageRef, memory string, text []byte) *api.ReviewEvidence {
+func evidenceOf(in actwire.UpdateInput, ch memagent.Chunk, pm *memagent.PageMap, pages *api.PageRef, memory string, text []byte) *api.ReviewEvidence {
 	change := report.ReviewMaterialChange(in.Memory, memory)
 	if !change.Material {
 		return nil

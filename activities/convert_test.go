@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
@@ -19,8 +20,8 @@ func TestConvertDocumentPDFOnceThenReused(t *testing.T) {
 	if err := f.store.Store.Put(context.Background(), s3store.Location{Bucket: "docs", Key: "contract.pdf"}, pdf, "application/pdf"); err != nil {
 		t.Fatal(err)
 	}
-	var first, second ConvertOutput
-	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: pdfURI}, &first); err != nil {
+	var first, second actwire.ConvertOutput
+	if err := f.exec(t, ConvertDocumentName, actwire.ConvertInput{Document: pdfURI}, &first); err != nil {
 		t.Fatal(err)
 	}
 	if first.Format != "pdf" || first.Source != pdfURI || first.Pages != 20 || first.Unit != "page" || first.Reused {
@@ -29,7 +30,7 @@ func TestConvertDocumentPDFOnceThenReused(t *testing.T) {
 	if !strings.HasPrefix(first.Document, "s3://memagent/converted/"+ConverterVersion+"/") {
 		t.Errorf("text at %s, want under the worker's converted/ prefix", first.Document)
 	}
-	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: pdfURI}, &second); err != nil {
+	if err := f.exec(t, ConvertDocumentName, actwire.ConvertInput{Document: pdfURI}, &second); err != nil {
 		t.Fatal(err)
 	}
 	if !second.Reused || second.Document != first.Document || second.PageMapURI != first.PageMapURI {
@@ -38,8 +39,8 @@ func TestConvertDocumentPDFOnceThenReused(t *testing.T) {
 
 	// PrepareDocument indexes the text with its page map, and the update
 	// of the chunk holding the fact cites page 17.
-	var prep PrepareOutput
-	if err := f.exec(t, PrepareDocumentName, PrepareInput{Document: first.Document, Question: docgen.Question,
+	var prep actwire.PrepareOutput
+	if err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: first.Document, Question: docgen.Question,
 		Options: api.ModelOptions{ChunkTokens: 500}, Converted: &first}, &prep); err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +58,8 @@ func TestConvertDocumentPDFOnceThenReused(t *testing.T) {
 	at := int64(strings.Index(string(text), docgen.Fact))
 	for i, ch := range idx.Chunks {
 		if ch.Start <= at && at < ch.End {
-			var out UpdateOutput
-			if err := f.exec(t, UpdateMemoryName, UpdateInput{Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI,
+			var out actwire.UpdateOutput
+			if err := f.exec(t, UpdateMemoryName, actwire.UpdateInput{Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI,
 				Chunk: i, Chunks: len(idx.Chunks), Question: docgen.Question, Memory: "No previous memory",
 				TracePrefix: tracePrefix}, &out); err != nil {
 				t.Fatal(err)
@@ -72,8 +73,8 @@ func TestConvertDocumentPDFOnceThenReused(t *testing.T) {
 
 func TestConvertDocumentLeavesTextAlone(t *testing.T) {
 	f := newFixture(t, []byte("Plain text.\n"))
-	var out ConvertOutput
-	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: testDocURI}, &out); err != nil {
+	var out actwire.ConvertOutput
+	if err := f.exec(t, ConvertDocumentName, actwire.ConvertInput{Document: testDocURI}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if out.Document != testDocURI || out.Format != "text" || out.Source != "" {
@@ -96,7 +97,7 @@ func TestConvertDocumentRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.data)
-			err := f.exec(t, ConvertDocumentName, ConvertInput{Document: testDocURI}, &ConvertOutput{})
+			err := f.exec(t, ConvertDocumentName, actwire.ConvertInput{Document: testDocURI}, &actwire.ConvertOutput{})
 			appErr := appError(t, err)
 			if appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Message(), tc.want) {
 				t.Errorf("error %s %q, want a non-retryable %s saying %q", appErr.Type(), appErr.Message(), api.ErrBadInput, tc.want)
@@ -120,8 +121,8 @@ func TestCloseStopsPDFium(t *testing.T) {
 	if err := f.store.Store.Put(context.Background(), s3store.Location{Bucket: "docs", Key: "contract.pdf"}, pdf, "application/pdf"); err != nil {
 		t.Fatal(err)
 	}
-	var out ConvertOutput
-	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: pdfURI}, &out); err != nil {
+	var out actwire.ConvertOutput
+	if err := f.exec(t, ConvertDocumentName, actwire.ConvertInput{Document: pdfURI}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.acts.Close(); err != nil {
@@ -133,7 +134,7 @@ func TestCloseStopsPDFium(t *testing.T) {
 	if err := f.store.Store.Put(context.Background(), s3store.Location{Bucket: "docs", Key: "contract.pdf"}, append(pdf, '\n'), "application/pdf"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.exec(t, ConvertDocumentName, ConvertInput{Document: pdfURI}, &out); err == nil {
+	if err := f.exec(t, ConvertDocumentName, actwire.ConvertInput{Document: pdfURI}, &out); err == nil {
 		t.Error("a PDF converted after Close")
 	}
 }

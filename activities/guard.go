@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -68,7 +69,7 @@ func workflowID(ctx context.Context) string {
 // this document version (its key is derived from the document's URI and
 // ETag), and the document must be readable by this worker or derived from
 // one that is. The range must lie inside the indexed document.
-func (a *Activities) allowChunkRead(in UpdateInput, indexLoc s3store.Location, idx *memagent.ChunkIndex, ch memagent.Chunk) error {
+func (a *Activities) allowChunkRead(in actwire.UpdateInput, indexLoc s3store.Location, idx *memagent.ChunkIndex, ch memagent.Chunk) error {
 	if in.ETag == "" {
 		return badInput(errors.New("etag is empty: chunks are read from the document version that was indexed"))
 	}

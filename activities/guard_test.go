@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -37,69 +38,69 @@ func TestActivitiesCheckWhatTheyAreHanded(t *testing.T) {
 	}
 	f.acts.ReadPrefixes = []string{"s3://docs/"}
 	f.acts.WritePrefixes = []string{"s3://memagent/"}
-	good := UpdateInput{Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI, Chunks: prep.Chunks,
+	good := actwire.UpdateInput{Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI, Chunks: prep.Chunks,
 		Question: testQuestion, Memory: "m", TracePrefix: tracePrefix}
 	writesBefore := len(f.store.puts)
 
 	for _, tt := range []struct {
 		name     string
-		edit     func(*UpdateInput)
+		edit     func(*actwire.UpdateInput)
 		wantType string
 	}{
-		{"an index the worker did not write", func(in *UpdateInput) { in.IndexURI = "s3://memagent/documents/forged.json" }, api.ErrForbidden},
-		{"the worker's index of another document", func(in *UpdateInput) { in.Document, in.ETag = secret.String(), secretInfo.ETag }, api.ErrForbidden},
-		{"no etag", func(in *UpdateInput) { in.ETag = "" }, api.ErrBadInput},
-		{"a range of a terabyte", func(in *UpdateInput) { in.IndexURI = "s3://memagent/" + hugeKey }, api.ErrBadInput},
-		{"another run's trace prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/runs/victim/run/" }, api.ErrForbidden},
-		{"an unclaimed prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/team/out/" }, api.ErrForbidden},
-		{"the worker's indexes as trace prefix", func(in *UpdateInput) { in.TracePrefix = "s3://memagent/indexes/" }, api.ErrForbidden},
+		{"an index the worker did not write", func(in *actwire.UpdateInput) { in.IndexURI = "s3://memagent/documents/forged.json" }, api.ErrForbidden},
+		{"the worker's index of another document", func(in *actwire.UpdateInput) { in.Document, in.ETag = secret.String(), secretInfo.ETag }, api.ErrForbidden},
+		{"no etag", func(in *actwire.UpdateInput) { in.ETag = "" }, api.ErrBadInput},
+		{"a range of a terabyte", func(in *actwire.UpdateInput) { in.IndexURI = "s3://memagent/" + hugeKey }, api.ErrBadInput},
+		{"another run's trace prefix", func(in *actwire.UpdateInput) { in.TracePrefix = "s3://memagent/runs/victim/run/" }, api.ErrForbidden},
+		{"an unclaimed prefix", func(in *actwire.UpdateInput) { in.TracePrefix = "s3://memagent/team/out/" }, api.ErrForbidden},
+		{"the worker's indexes as trace prefix", func(in *actwire.UpdateInput) { in.TracePrefix = "s3://memagent/indexes/" }, api.ErrForbidden},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := good
 			tt.edit(&in)
-			var out UpdateOutput
+			var out actwire.UpdateOutput
 			err := f.exec(t, UpdateMemoryName, in, &out)
 			assertType(t, err, tt.wantType)
 		})
 	}
 	t.Run("an answer written into another run's outputs", func(t *testing.T) {
 		var out api.DocumentQAResult
-		err := f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: "s3://memagent/runs/victim/run/result.json"}, &out)
+		err := f.exec(t, AnswerName, actwire.AnswerInput{Question: testQuestion, Memory: "m", ResultURI: "s3://memagent/runs/victim/run/result.json"}, &out)
 		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a review written into the forbidden bucket", func(t *testing.T) {
-		var out WriteReviewOutput
-		err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: api.ReviewGrid{Document: testDocURI,
+		var out actwire.WriteReviewOutput
+		err := f.exec(t, WriteReviewName, actwire.WriteReviewInput{Grid: api.ReviewGrid{Document: testDocURI,
 			JSONURI: "s3://secret/out/grid.json", CSVURI: "s3://secret/out/grid.csv", HTMLURI: "s3://secret/out/report.html"}}, &out)
 		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a review quoting a document the worker may not read", func(t *testing.T) {
 		p := "s3://memagent/reviews/default-test-workflow-id/run/"
-		var out WriteReviewOutput
-		err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: api.ReviewGrid{Document: secret.String(),
+		var out actwire.WriteReviewOutput
+		err := f.exec(t, WriteReviewName, actwire.WriteReviewInput{Grid: api.ReviewGrid{Document: secret.String(),
 			JSONURI: p + "grid.json", CSVURI: p + "grid.csv", HTMLURI: p + "report.html"}}, &out)
 		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a batch's report over another batch's work", func(t *testing.T) {
-		err := f.exec(t, WriteBatchReportName, ReportInput{Items: 1, ReportPrefix: "s3://memagent/batches/victim/",
+		err := f.exec(t, WriteBatchReportName, actwire.ReportInput{Items: 1, ReportPrefix: "s3://memagent/batches/victim/",
 			Parts: []string{"s3://memagent/batches/victim/work/r/parts/p.jsonl"}}, nil)
 		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a batch's report with parts outside its work prefix", func(t *testing.T) {
-		err := f.exec(t, WriteBatchReportName, ReportInput{Items: 1, ReportPrefix: "s3://memagent/batches/default-test-workflow-id/",
+		err := f.exec(t, WriteBatchReportName, actwire.ReportInput{Items: 1, ReportPrefix: "s3://memagent/batches/default-test-workflow-id/",
 			Parts: []string{"s3://memagent/batches/victim/work/r/parts/p.jsonl"}}, nil)
 		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a report of 1e11 items", func(t *testing.T) {
-		err := f.exec(t, WriteBatchReportName, ReportInput{Items: 1e11, ReportPrefix: "s3://memagent/batches/default-test-workflow-id/"}, nil)
+		err := f.exec(t, WriteBatchReportName, actwire.ReportInput{Items: 1e11, ReportPrefix: "s3://memagent/batches/default-test-workflow-id/"}, nil)
 		assertType(t, err, api.ErrBadInput)
 	})
 	t.Run("results over another batch's parts", func(t *testing.T) {
-		err := f.exec(t, WriteBatchResultsName, WriteResultsInput{URI: "s3://memagent/batches/victim/work/r/parts/run-0001-0000.jsonl"}, nil)
+		err := f.exec(t, WriteBatchResultsName, actwire.WriteResultsInput{URI: "s3://memagent/batches/victim/work/r/parts/run-0001-0000.jsonl"}, nil)
 		assertType(t, err, api.ErrForbidden)
 	})
 	t.Run("a page of another batch", func(t *testing.T) {
-		err := f.exec(t, ResolveBatchPageName, ResolvePageInput{WorkPrefix: "s3://memagent/batches/victim/work/r/"}, nil)
+		err := f.exec(t, ResolveBatchPageName, actwire.ResolvePageInput{WorkPrefix: "s3://memagent/batches/victim/work/r/"}, nil)
 		assertType(t, err, api.ErrForbidden)
 	})
 	if calls := len(f.model.Calls()); calls != 0 {

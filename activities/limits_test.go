@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 func TestPrepareDocumentLimits(t *testing.T) {
@@ -22,8 +23,8 @@ func TestPrepareDocumentLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, []byte(makeDoc(5)))
 			f.acts.Limits = tt.limits
-			var out PrepareOutput
-			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: tt.question, Options: api.ModelOptions{ChunkTokens: 100}}, &out)
+			var out actwire.PrepareOutput
+			err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: testDocURI, Question: tt.question, Options: api.ModelOptions{ChunkTokens: 100}}, &out)
 			appErr := appError(t, err)
 			if appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Error(), tt.want) {
 				t.Errorf("error %v (type %s), want a non-retryable %s containing %q", appErr, appErr.Type(), api.ErrBadInput, tt.want)
@@ -46,8 +47,8 @@ func TestInvalidUTF8Policy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("policy "+tt.policy, func(t *testing.T) {
 			f := newFixture(t, doc)
-			var out PrepareOutput
-			err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion,
+			var out actwire.PrepareOutput
+			err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: testDocURI, Question: testQuestion,
 				Options: api.ModelOptions{ChunkTokens: 100, InvalidUTF8: tt.policy}}, &out)
 			if tt.wantErr != "" {
 				if appErr := appError(t, err); appErr.Type() != api.ErrBadInput || !strings.Contains(appErr.Error(), tt.wantErr) {
@@ -62,7 +63,7 @@ func TestInvalidUTF8Policy(t *testing.T) {
 				t.Fatalf("prepare = %+v, want %d bytes replaced and a cleaned copy", out, tt.replaced)
 			}
 			// The chunks are read from the copy, which is valid UTF-8.
-			var up UpdateOutput
+			var up actwire.UpdateOutput
 			in := f.updateInput(out, out.Chunks-1)
 			if err := f.exec(t, UpdateMemoryName, in, &up); err != nil {
 				t.Fatalf("update of the last chunk: %v", err)
@@ -71,13 +72,13 @@ func TestInvalidUTF8Policy(t *testing.T) {
 				t.Errorf("the last chunk's prompt does not carry the replaced bytes")
 			}
 			// Asking again reuses the index and still reads the copy.
-			var again PrepareOutput
-			if err := f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion,
+			var again actwire.PrepareOutput
+			if err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: testDocURI, Question: testQuestion,
 				Options: api.ModelOptions{ChunkTokens: 100, InvalidUTF8: tt.policy}}, &again); err != nil || !again.Reused || again.Document != out.Document {
 				t.Errorf("second prepare = %+v, %v; want the reused index and the same copy", again, err)
 			}
 			// The reused index does not turn a later "reject" into a replace.
-			err = f.exec(t, PrepareDocumentName, PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}, &again)
+			err = f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}, &again)
 			if appErr := appError(t, err); appErr.Type() != api.ErrBadInput || !strings.Contains(appErr.Error(), "2 invalid bytes") {
 				t.Errorf("reject after replace: %v, want BadInput naming 2 invalid bytes", appErr)
 			}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 func TestMetricsCountChunksAndMemorySize(t *testing.T) {
@@ -22,13 +23,13 @@ func TestMetricsCountChunksAndMemorySize(t *testing.T) {
 	f.acts.Metrics = m
 	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
 	for i := range p.Chunks {
-		var out UpdateOutput
+		var out actwire.UpdateOutput
 		if err := f.exec(t, UpdateMemoryName, f.updateInput(p, i), &out); err != nil {
 			t.Fatalf("UpdateMemory %d: %v", i, err)
 		}
 	}
 	var res api.DocumentQAResult
-	if err := f.exec(t, AnswerName, AnswerInput{Question: testQuestion, Memory: "m", ResultURI: tracePrefix + "result.json"}, &res); err != nil {
+	if err := f.exec(t, AnswerName, actwire.AnswerInput{Question: testQuestion, Memory: "m", ResultURI: tracePrefix + "result.json"}, &res); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,7 +81,7 @@ func TestMetricsCountChunksAndMemorySize(t *testing.T) {
 func TestNilMetricsRecordNothing(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(1)))
 	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
-	var out UpdateOutput
+	var out actwire.UpdateOutput
 	if err := f.exec(t, UpdateMemoryName, f.updateInput(p, 0), &out); err != nil {
 		t.Fatalf("UpdateMemory without Metrics: %v", err)
 	}
@@ -100,7 +101,7 @@ func TestMetricsObserveChunkCache(t *testing.T) {
 	for _, q := range []string{"first question?", "second question?"} {
 		in := f.updateInput(p, 0)
 		in.Question, in.TracePrefix = q, tracePrefix+q[:5]+"/"
-		var out ReviewUpdateOutput
+		var out actwire.ReviewUpdateOutput
 		if err := f.exec(t, ReviewUpdateName, in, &out); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
@@ -32,14 +33,14 @@ func TestPoisonDocumentIsRefused(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
 	store := &dyingStore{countingStore: f.store}
 	f.acts.Store = store
-	in := PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}
+	in := actwire.PrepareInput{Document: testDocURI, Question: testQuestion, Options: api.ModelOptions{ChunkTokens: 100}}
 	for i := range MaxUnfinishedAttempts {
-		var out PrepareOutput
+		var out actwire.PrepareOutput
 		if err := f.exec(t, PrepareDocumentName, in, &out); err == nil {
 			t.Fatalf("attempt %d succeeded", i+1)
 		}
 	}
-	var out PrepareOutput
+	var out actwire.PrepareOutput
 	err := f.exec(t, PrepareDocumentName, in, &out)
 	assertType(t, err, api.ErrBadInput)
 	if store.opens != MaxUnfinishedAttempts {

@@ -13,10 +13,10 @@ type Registry interface {
 // Register registers every memagent activity under its stable name. The
 // worker command and the plugin both use it.
 func (a *Activities) Register(r Registry) {
-	r.RegisterActivityWithOptions(a.ConvertDocument, activity.RegisterOptions{Name: ConvertDocumentName})
-	r.RegisterActivityWithOptions(a.PrepareDocument, activity.RegisterOptions{Name: PrepareDocumentName})
-	r.RegisterActivityWithOptions(a.UpdateMemory, activity.RegisterOptions{Name: UpdateMemoryName})
-	r.RegisterActivityWithOptions(a.Answer, activity.RegisterOptions{Name: AnswerName})
+	r.RegisterActivityWithOptions(a.convertDocument, activity.RegisterOptions{Name: ConvertDocumentName})
+	r.RegisterActivityWithOptions(a.prepareDocument, activity.RegisterOptions{Name: PrepareDocumentName})
+	r.RegisterActivityWithOptions(a.updateMemory, activity.RegisterOptions{Name: UpdateMemoryName})
+	r.RegisterActivityWithOptions(a.answer, activity.RegisterOptions{Name: AnswerName})
 	a.registerReview(r)
 	a.registerBatch(r)
 }

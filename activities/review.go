@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -29,33 +30,19 @@ const (
 	ReviewHTML     = "report.html"
 )
 
-// ReviewUpdateOutput is UpdateMemory's output and how the memory changed.
-type ReviewUpdateOutput struct {
-	UpdateOutput
-	// Material reports that the chunk changed the memory materially
-	// (report.ReviewMaterialChange, rule report.ReviewEvidenceRule).
-	Material bool `json:"material"`
-	// Added are the new content words, when Material: the evidence
-	// entry's fingerprint.
-	Added []string `json:"added,omitempty"`
-	// Passage is the chunk's sentence that best accounts for the change,
-	// as a byte range of the document, when Material and one was found.
-	Passage *api.ReviewPassage `json:"passage,omitempty"`
-}
-
-// ReviewUpdate is UpdateMemory for one question of a review: the same read
+// reviewUpdate is UpdateMemory for one question of a review: the same read
 // (through the chunk cache, so that the review's questions share one S3
 // read per chunk), model call, budget check, trace and metrics, plus the
 // evidence the review records: whether the memory changed materially and,
 // if it did, which sentence of the chunk the change came from. The chunk's
 // text is at hand only here, so the passage is found here rather than by
 // reading chunks again at the end.
-func (a *Activities) ReviewUpdate(ctx context.Context, in UpdateInput) (*ReviewUpdateOutput, error) {
-	out, err := a.updateMemory(ctx, in, a.readChunk)
+func (a *Activities) reviewUpdate(ctx context.Context, in actwire.UpdateInput) (*actwire.ReviewUpdateOutput, error) {
+	out, err := a.updateMemoryReading(ctx, in, a.readChunk)
 	if err != nil {
 		return nil, err
 	}
-	res := &ReviewUpdateOutput{UpdateOutput: *out}
+	res := &actwire.ReviewUpdateOutput{UpdateOutput: *out}
 	// The review keeps its evidence in its own fields, as before pages.
 	res.UpdateOutput.Evidence = nil
 	if ev := out.Evidence; ev != nil {
@@ -64,38 +51,20 @@ func (a *Activities) ReviewUpdate(ctx context.Context, in UpdateInput) (*ReviewU
 	return res, nil
 }
 
-// WriteReviewInput asks for a review's grid and report.
-type WriteReviewInput struct {
-	// Grid is written as it is, with each evidence passage's text added;
-	// its JSONURI, CSVURI and HTMLURI say where.
-	Grid api.ReviewGrid `json:"grid"`
-	// ETag pins the passage reads to the document version the review read.
-	ETag string `json:"etag"`
-}
-
-// WriteReviewOutput says where the grid and report were written.
-type WriteReviewOutput struct {
-	JSONURI string `json:"json_uri"`
-	CSVURI  string `json:"csv_uri"`
-	HTMLURI string `json:"html_uri"`
-	// Passages is how many distinct passages were read for the report.
-	Passages int `json:"passages"`
-}
-
 // maxPassageRead bounds the bytes read for one passage's text.
 const maxPassageRead = 2 * report.ReviewMaxPassageBytes
 
-// WriteReview reads the text of every evidence passage (one small ranged
+// writeReview reads the text of every evidence passage (one small ranged
 // read each, shared by questions that cite the same one) and writes the
 // grid as JSON and CSV and the HTML report. A passage that can no longer be
 // read (the document was deleted or replaced) is left without text; the
 // page says where it was. Writes overwrite, so a retry is harmless.
-func (a *Activities) WriteReview(ctx context.Context, in WriteReviewInput) (*WriteReviewOutput, error) {
+func (a *Activities) writeReview(ctx context.Context, in actwire.WriteReviewInput) (*actwire.WriteReviewOutput, error) {
 	g := in.Grid
 	if err := a.ownReviewPrefix(ctx, &g); err != nil {
 		return nil, err
 	}
-	out := &WriteReviewOutput{JSONURI: g.JSONURI, CSVURI: g.CSVURI, HTMLURI: g.HTMLURI}
+	out := &actwire.WriteReviewOutput{JSONURI: g.JSONURI, CSVURI: g.CSVURI, HTMLURI: g.HTMLURI}
 	var locs [3]s3store.Location
 	for i, uri := range []string{g.JSONURI, g.CSVURI, g.HTMLURI} {
 		loc, err := s3store.ParseURI(uri)
@@ -199,8 +168,8 @@ func (a *Activities) readPassage(ctx context.Context, doc s3store.Location, star
 
 // registerReview registers the activities of the ReviewDocument workflow.
 func (a *Activities) registerReview(r Registry) {
-	r.RegisterActivityWithOptions(a.ReviewUpdate, activity.RegisterOptions{Name: ReviewUpdateName})
-	r.RegisterActivityWithOptions(a.WriteReview, activity.RegisterOptions{Name: WriteReviewName})
+	r.RegisterActivityWithOptions(a.reviewUpdate, activity.RegisterOptions{Name: ReviewUpdateName})
+	r.RegisterActivityWithOptions(a.writeReview, activity.RegisterOptions{Name: WriteReviewName})
 }
 
 // ownReviewPrefix keeps a grid of another run (a reset, or a re-run into

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 )
@@ -61,11 +62,11 @@ func TestReviewUpdateRecordsEvidence(t *testing.T) {
 	}
 	prefix := "s3://memagent/reviews/default-test-workflow-id/run/questions/q1/"
 	memory := memagent.InitialMemory
-	var outs []ReviewUpdateOutput
+	var outs []actwire.ReviewUpdateOutput
 	for chunk := range p.Chunks {
 		in := f.updateInput(p, chunk)
 		in.Question, in.Memory, in.TracePrefix = "What is the gate code?", memory, prefix
-		var out ReviewUpdateOutput
+		var out actwire.ReviewUpdateOutput
 		if err := f.exec(t, ReviewUpdateName, in, &out); err != nil {
 			t.Fatalf("chunk %d: %v", chunk, err)
 		}
@@ -121,8 +122,8 @@ func TestWriteReviewWritesGridAndReport(t *testing.T) {
 	f := newFixture(t, []byte(doc))
 	info, _ := f.store.Head(context.Background(), docLoc)
 	g := reviewTestGrid(doc)
-	var out WriteReviewOutput
-	if err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: g, ETag: info.ETag}, &out); err != nil {
+	var out actwire.WriteReviewOutput
+	if err := f.exec(t, WriteReviewName, actwire.WriteReviewInput{Grid: g, ETag: info.ETag}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if out.JSONURI != g.JSONURI || out.CSVURI != g.CSVURI || out.HTMLURI != g.HTMLURI {
@@ -158,8 +159,8 @@ func TestWriteReviewWritesGridAndReport(t *testing.T) {
 func TestWriteReviewWithoutTheDocument(t *testing.T) {
 	doc := reviewDoc(4, 2)
 	f := newFixture(t, nil) // the document is gone
-	var out WriteReviewOutput
-	if err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: reviewTestGrid(doc), ETag: `"x"`}, &out); err != nil {
+	var out actwire.WriteReviewOutput
+	if err := f.exec(t, WriteReviewName, actwire.WriteReviewInput{Grid: reviewTestGrid(doc), ETag: `"x"`}, &out); err != nil {
 		t.Fatalf("a report whose passages cannot be read must still be written: %v", err)
 	}
 	if out.Passages != 0 || f.store.Object(mustLoc(t, out.HTMLURI)) == nil {
@@ -171,7 +172,7 @@ func TestWriteReviewBadOutput(t *testing.T) {
 	f := newFixture(t, nil)
 	g := reviewTestGrid(reviewDoc(4, 2))
 	g.HTMLURI = "/tmp/report.html"
-	err := f.exec(t, WriteReviewName, WriteReviewInput{Grid: g}, &WriteReviewOutput{})
+	err := f.exec(t, WriteReviewName, actwire.WriteReviewInput{Grid: g}, &actwire.WriteReviewOutput{})
 	if appErr := appError(t, err); appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() {
 		t.Errorf("error = %v, want non-retryable %s", err, api.ErrBadInput)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/report"
 )
 
@@ -20,7 +21,7 @@ func TestDatedReportPrefixCannotBeSquatted(t *testing.T) {
 	if err := a.claimPrefix(context.Background(), "output_prefix", "s3://reports/nightly/"+dated+"/", claim{WorkflowID: "squatter"}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := a.ExpandManifest(context.Background(), ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "nightly-2026-11-25",
+	out, err := a.expandManifest(context.Background(), actwire.ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "nightly-2026-11-25",
 		RunKey: "run-1", ReportPrefix: "s3://reports/nightly/", Dated: dated})
 	if err != nil {
 		t.Fatalf("a squatted dated prefix stopped the batch: %v", err)
@@ -29,7 +30,7 @@ func TestDatedReportPrefixCannotBeSquatted(t *testing.T) {
 		t.Errorf("report prefix = %q, want %q", out.ReportPrefix, want)
 	}
 	// Without dated_report a taken prefix is refused, as before.
-	_, err = a.ExpandManifest(context.Background(), ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "other",
+	_, err = a.expandManifest(context.Background(), actwire.ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "other",
 		RunKey: "run-2", ReportPrefix: "s3://reports/nightly/" + dated + "/"})
 	assertType(t, err, api.ErrForbidden)
 }

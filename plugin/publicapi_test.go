@@ -205,7 +205,7 @@ func TestPublicAPISurface(t *testing.T) {
 			if !o.Exported() {
 				continue
 			}
-			fmt.Fprintf(&b, "\t%s\n", types.ObjectString(o, qual))
+			fmt.Fprintf(&b, "\t%s\n", surfaceString(o, qual))
 			if tn, ok := o.(*types.TypeName); ok && !tn.IsAlias() {
 				if named, ok := tn.Type().(*types.Named); ok {
 					for i := range named.NumMethods() {
@@ -230,4 +230,29 @@ func TestPublicAPISurface(t *testing.T) {
 	if string(want) != b.String() {
 		t.Errorf("the public API differs from %s: review the change, then go test ./plugin -run PublicAPISurface -update-api", path)
 	}
+}
+
+// surfaceString is o as the surface shows it: a struct type with its
+// exported fields only (unexported ones are no one else's business), every
+// other object as go/types prints it.
+func surfaceString(o types.Object, qual types.Qualifier) string {
+	tn, ok := o.(*types.TypeName)
+	if !ok || tn.IsAlias() {
+		return types.ObjectString(o, qual)
+	}
+	st, ok := tn.Type().Underlying().(*types.Struct)
+	if !ok {
+		return types.ObjectString(o, qual)
+	}
+	var fields []string
+	for i := range st.NumFields() {
+		if f := st.Field(i); f.Exported() {
+			name := f.Name() + " "
+			if f.Embedded() {
+				name = ""
+			}
+			fields = append(fields, name+types.TypeString(f.Type(), qual))
+		}
+	}
+	return "type " + qual(tn.Pkg()) + "." + tn.Name() + " struct{" + strings.Join(fields, "; ") + "}"
 }

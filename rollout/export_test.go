@@ -12,37 +12,46 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/rollout"
+	"go.temporal.io/sdk/testsuite"
 )
 
-// answered runs the activities of one DocumentQA run by hand against
-// fakes, the way the workflow calls them, and returns its result.
+// answered runs the activities of one DocumentQA run against fakes, the way
+// the workflow calls them (by name, in the SDK's test activity
+// environment), and returns its result.
 func answered(t *testing.T, a *activities.Activities, doc, question, prefix string, opts api.ModelOptions) *api.DocumentQAResult {
 	t.Helper()
-	ctx := context.Background()
-	prep, err := a.PrepareDocument(ctx, activities.PrepareInput{Document: doc, Question: question, Options: opts})
-	if err != nil {
-		t.Fatal(err)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	a.Register(env)
+	exec := func(name string, in, out any) {
+		t.Helper()
+		v, err := env.ExecuteActivity(name, in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := v.Get(out); err != nil {
+			t.Fatal(err)
+		}
 	}
+	var prep actwire.PrepareOutput
+	exec(activities.PrepareDocumentName, actwire.PrepareInput{Document: doc, Question: question, Options: opts}, &prep)
 	if prep.Chunks < 3 {
 		t.Fatalf("the document has %d chunks, want at least 3", prep.Chunks)
 	}
 	memory := "No previous memory"
 	for i := range prep.Chunks {
-		out, err := a.UpdateMemory(ctx, activities.UpdateInput{Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI,
-			Chunk: i, Chunks: prep.Chunks, Question: question, Memory: memory, Options: opts, TracePrefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
+		var out actwire.UpdateOutput
+		exec(activities.UpdateMemoryName, actwire.UpdateInput{Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI,
+			Chunk: i, Chunks: prep.Chunks, Question: question, Memory: memory, Options: opts, TracePrefix: prefix}, &out)
 		memory = out.Memory
 	}
-	res, err := a.Answer(ctx, activities.AnswerInput{Question: question, Memory: memory, GoldAnswers: []string{"Paris"}, Options: opts,
+	var res api.DocumentQAResult
+	exec(activities.AnswerName, actwire.AnswerInput{Question: question, Memory: memory, GoldAnswers: []string{"Paris"}, Options: opts,
 		ResultURI: prefix + "result.json", Result: api.DocumentQAResult{WorkflowID: "b/0.s1", RunID: "r1", Document: prep.Document,
-			Question: question, Options: opts, Chunks: prep.Chunks, TracePrefix: prefix + "chunks/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+			Question: question, Options: opts, Chunks: prep.Chunks, TracePrefix: prefix + "chunks/"}}, &res)
+	return &res
 }
 
 func put(t *testing.T, s *activitiestest.Store, uri string, data []byte) {

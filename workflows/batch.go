@@ -13,6 +13,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 // partBytes bounds the outcomes buffered for one part (and so one activity
@@ -38,7 +39,7 @@ type batchState struct {
 	Name      string    `json:"name"`
 	// Expanded is ExpandManifest's output; empty until the manifest is
 	// expanded.
-	Expanded activities.ExpandOutput `json:"expanded"`
+	Expanded actwire.ExpandOutput `json:"expanded"`
 	// NextPage is the first page not yet resolved. Every item of the
 	// pages before it has an outcome in one of Parts: a run drains its
 	// children before it continues-as-new.
@@ -139,7 +140,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 			DisableEagerExecution: skipsEagerExecution(b.prio),
 			Summary:               "expand manifest",
 		})
-		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, activities.ExpandInput{
+		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
 			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), PageSize: in.PageSize,
 			Options: in.Options, Samples: in.Samples,
@@ -175,7 +176,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		parts[i] = st.Expanded.WorkPrefix + p
 	}
 	var rep api.BatchReport
-	if err := workflow.ExecuteActivity(actx, activities.WriteBatchReportName, activities.ReportInput{
+	if err := workflow.ExecuteActivity(actx, activities.WriteBatchReportName, actwire.ReportInput{
 		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: in.Manifest,
 		Model: st.Expanded.Model, Options: in.Options, StartedAt: st.StartedAt,
 		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
@@ -295,7 +296,7 @@ type pageFuture struct {
 func (b *batchRun) runItems() error {
 	ctx, st := b.ctx, b.st
 	sel := workflow.NewSelector(ctx)
-	var queue []activities.BatchRunItem
+	var queue []actwire.BatchRunItem
 	var ahead *pageFuture
 	handled := 0 // items started or settled by this run
 	stopping := false
@@ -310,7 +311,7 @@ func (b *batchRun) runItems() error {
 		})
 		opts := b.in.Options
 		opts.Model = st.Expanded.Model
-		return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, activities.ResolvePageInput{
+		return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, actwire.ResolvePageInput{
 			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples,
 		})
 	}
@@ -336,7 +337,7 @@ func (b *batchRun) runItems() error {
 			if f == nil || f.page != st.NextPage {
 				f = &pageFuture{page: st.NextPage, f: resolve(st.NextPage)}
 			}
-			var out activities.ResolvePageOutput
+			var out actwire.ResolvePageOutput
 			if err := f.f.Get(ctx, &out); err != nil {
 				return stageError(fmt.Sprintf("resolve page %d", f.page), err)
 			}
@@ -375,7 +376,7 @@ func (b *batchRun) runItems() error {
 
 // startChild starts the DocumentQA child of one item and adds its outcome
 // to the selector.
-func (b *batchRun) startChild(sel workflow.Selector, it activities.BatchRunItem) {
+func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 	st := b.st
 	opts := b.in.Options
 	opts.Model = st.Expanded.Model
@@ -460,7 +461,7 @@ func (b *batchRun) flush() error {
 		DisableEagerExecution: skipsEagerExecution(b.prio),
 		Summary:               fmt.Sprintf("write %d outcomes", len(b.buffer)),
 	})
-	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, activities.WriteResultsInput{
+	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, actwire.WriteResultsInput{
 		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer,
 	}).Get(b.ctx, nil); err != nil {
 		return stageError("write outcomes", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 // TestCallerStateIsRefused starts each workflow as a hostile caller would:
@@ -21,12 +22,12 @@ import (
 // run fails as memagent.BadInput before any activity, whether it claims
 // to be a first run or a continuation of another run.
 func TestCallerStateIsRefused(t *testing.T) {
-	forgedQA := &qaState{Prepared: activities.PrepareOutput{
+	forgedQA := &qaState{Prepared: actwire.PrepareOutput{
 		Document: "s3://secret/secret.txt", IndexURI: "s3://memagent/documents/forged-index.json", Chunks: 1, Tokens: 10,
 	}, TracePrefix: "s3://memagent/runs/victim/run/"}
 	forgedReview := &reviewState{Prepared: forgedQA.Prepared, Prefix: "s3://secret/out/",
 		Questions: []reviewQuestionState{{Answered: true, Answer: "x", Evidence: nil}}}
-	forgedBatch := &batchState{Expanded: activities.ExpandOutput{
+	forgedBatch := &batchState{Expanded: actwire.ExpandOutput{
 		WorkPrefix: "s3://memagent/batches/victim/run/", ReportPrefix: "s3://secret/report/", Items: 1e11, Pages: 1,
 	}, NextPage: 1}
 	inputs := []struct {

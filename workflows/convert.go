@@ -8,6 +8,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/report"
 )
 
@@ -21,7 +22,7 @@ const ConvertDocumentChange = "convert-document"
 // convertFirst converts the document of prep (at version 1 of
 // ConvertDocumentChange) and points prep at the text to index. A text
 // document is left as it is.
-func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *activities.PrepareInput) error {
+func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput) error {
 	if workflow.GetVersion(ctx, ConvertDocumentChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
@@ -33,8 +34,8 @@ func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority
 		DisableEagerExecution: skipsEagerExecution(prio),
 		Summary:               "convert document",
 	})
-	var out activities.ConvertOutput
-	if err := workflow.ExecuteActivity(actx, activities.ConvertDocumentName, activities.ConvertInput{
+	var out actwire.ConvertOutput
+	if err := workflow.ExecuteActivity(actx, activities.ConvertDocumentName, actwire.ConvertInput{
 		Document: prep.Document,
 	}).Get(ctx, &out); err != nil {
 		return stageError("convert document", err)
@@ -47,7 +48,7 @@ func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority
 
 // noteEvidence keeps a chunk's evidence entry, if it has one, pruned to
 // MaxReviewEvidence as a review's are.
-func (st *qaState) noteEvidence(out activities.UpdateOutput) {
+func (st *qaState) noteEvidence(out actwire.UpdateOutput) {
 	if out.Evidence == nil {
 		return
 	}

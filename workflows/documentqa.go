@@ -12,6 +12,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
 )
 
@@ -37,15 +38,15 @@ type qaRun struct {
 // qaState is what one run hands to the next.
 type qaState struct {
 	// From is the run id of the run that handed this state over.
-	From        string                   `json:"from,omitempty"`
-	Prepared    activities.PrepareOutput `json:"prepared"`
-	Cursor      int                      `json:"cursor"`
-	Memory      string                   `json:"memory"`
-	TokensDone  int64                    `json:"tokens_done"`
-	Usage       api.Usage                `json:"usage"`
-	Runs        int                      `json:"runs"`
-	StartedAt   time.Time                `json:"started_at"`
-	TracePrefix string                   `json:"trace_prefix"`
+	From        string                `json:"from,omitempty"`
+	Prepared    actwire.PrepareOutput `json:"prepared"`
+	Cursor      int                   `json:"cursor"`
+	Memory      string                `json:"memory"`
+	TokensDone  int64                 `json:"tokens_done"`
+	Usage       api.Usage             `json:"usage"`
+	Runs        int                   `json:"runs"`
+	StartedAt   time.Time             `json:"started_at"`
+	TracePrefix string                `json:"trace_prefix"`
 	// Evidence are the chunks at which the memory changed materially
 	// (see qaState.noteEvidence), at most MaxReviewEvidence.
 	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
@@ -144,7 +145,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			DisableEagerExecution: lazy,
 			Summary:               "prepare document",
 		})
-		prep := activities.PrepareInput{
+		prep := actwire.PrepareInput{
 			Document: in.Document, Question: in.Question, Options: in.Options,
 			OutputPrefix: ownPrefix(in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
 			FirstRunID: chainID(info), BatchChild: info.ParentWorkflowExecution != nil,
@@ -194,8 +195,8 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Summary: fmt.Sprintf("chunk %d/%d · %s/%s tokens", st.Cursor+1, st.Prepared.Chunks,
 				humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens)),
 		})
-		var out activities.UpdateOutput
-		err := workflow.ExecuteActivity(actx, activities.UpdateMemoryName, activities.UpdateInput{
+		var out actwire.UpdateOutput
+		err := workflow.ExecuteActivity(actx, activities.UpdateMemoryName, actwire.UpdateInput{
 			Document: st.Prepared.Document, ETag: st.Prepared.ETag, IndexURI: st.Prepared.IndexURI,
 			Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: in.Question, Memory: st.Memory,
 			Options: opts, TracePrefix: st.TracePrefix,
@@ -227,7 +228,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		Summary:               "final answer",
 	})
 	var res DocumentQAResult
-	err = workflow.ExecuteActivity(actx, activities.AnswerName, activities.AnswerInput{
+	err = workflow.ExecuteActivity(actx, activities.AnswerName, actwire.AnswerInput{
 		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
 		ResultURI: st.TracePrefix + "result.json",
 		Result: api.DocumentQAResult{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 )
@@ -28,8 +29,8 @@ type reviewRunInput struct {
 // reviewState is what one ReviewDocument run hands to the next.
 type reviewState struct {
 	// From is the run id of the run that handed this state over.
-	From     string                   `json:"from,omitempty"`
-	Prepared activities.PrepareOutput `json:"prepared"`
+	From     string                `json:"from,omitempty"`
+	Prepared actwire.PrepareOutput `json:"prepared"`
 	// Prefix is the output prefix, ending in '/'.
 	Prefix string `json:"prefix"`
 	// Questions are in the order of ReviewInput.Questions.
@@ -228,7 +229,7 @@ func (r *reviewRun) prepare() error {
 		DisableEagerExecution: skipsEagerExecution(r.prio),
 		Summary:               "prepare document",
 	})
-	prep := activities.PrepareInput{
+	prep := actwire.PrepareInput{
 		Document: r.in.Document, Question: longest, Options: r.in.Options,
 		OutputPrefix: ownPrefix(r.in.OutputPrefix, r.st.Prefix), WorkflowID: r.info.WorkflowExecution.ID,
 		FirstRunID: chainID(r.info),
@@ -315,7 +316,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 	q, qs := r.in.Questions[i], &r.st.Questions[i]
 	chunk, chunks := qs.Cursor, r.st.Prepared.Chunks
 	f := workflow.ExecuteActivity(r.activityOptions(fmt.Sprintf("%s · chunk %d/%d", q.ID, chunk+1, chunks)),
-		activities.ReviewUpdateName, activities.UpdateInput{
+		activities.ReviewUpdateName, actwire.UpdateInput{
 			Document: r.st.Prepared.Document, ETag: r.st.Prepared.ETag, IndexURI: r.st.Prepared.IndexURI,
 			Chunk: chunk, Chunks: chunks, Question: q.Question, Memory: qs.Memory,
 			Options: r.opts, TracePrefix: r.questionPrefix(i),
@@ -323,7 +324,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 	r.started(i)
 	sel.AddFuture(f, func(f workflow.Future) {
 		r.finished(i)
-		var out activities.ReviewUpdateOutput
+		var out actwire.ReviewUpdateOutput
 		if err := f.Get(r.ctx, &out); err != nil {
 			r.fail(i, fmt.Sprintf("update memory at chunk %d", chunk), err)
 			return
@@ -347,7 +348,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 func (r *reviewRun) launchAnswer(sel workflow.Selector, i int) {
 	q, qs := r.in.Questions[i], &r.st.Questions[i]
 	p := r.st.Prepared
-	f := workflow.ExecuteActivity(r.activityOptions(q.ID+" · final answer"), activities.AnswerName, activities.AnswerInput{
+	f := workflow.ExecuteActivity(r.activityOptions(q.ID+" · final answer"), activities.AnswerName, actwire.AnswerInput{
 		Question: q.Question, Memory: qs.Memory, GoldAnswers: q.GoldAnswers, Options: r.opts,
 		ResultURI: r.questionPrefix(i) + "result.json",
 		Result: api.DocumentQAResult{
@@ -542,9 +543,9 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 	}
 	g.Usage = api.ReviewUsage(total)
 	g.FinishedAt = workflow.Now(r.ctx)
-	var out activities.WriteReviewOutput
+	var out actwire.WriteReviewOutput
 	if err := workflow.ExecuteActivity(r.activityOptions("write grid and report"), activities.WriteReviewName,
-		activities.WriteReviewInput{Grid: *g, ETag: p.ETag}).Get(r.ctx, &out); err != nil {
+		actwire.WriteReviewInput{Grid: *g, ETag: p.ETag}).Get(r.ctx, &out); err != nil {
 		return nil, stageError("write review", err)
 	}
 	if out.JSONURI != "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 // upserts records every UpsertTypedSearchAttributes call of the runs it is
@@ -197,7 +198,7 @@ func TestDocumentQAUpsertsCanceledStatus(t *testing.T) {
 		u.install(env)
 		// Prepare never finishes before the cancellation at one second.
 		env.OnActivity(activities.PrepareDocumentName, mock.Anything, mock.Anything).
-			After(time.Hour).Return(activities.PrepareOutput{}, nil)
+			After(time.Hour).Return(actwire.PrepareOutput{}, nil)
 		env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
 	}
 	_, err := f.run(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"})

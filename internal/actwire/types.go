@@ -1,0 +1,317 @@
+package actwire
+
+import (
+	"time"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/memagent"
+)
+
+// ExpandInput asks ExpandManifest to check a manifest and cut it into pages.
+type ExpandInput struct {
+	// Manifest is the manifest's s3:// URI.
+	Manifest string `json:"manifest"`
+	// Format is "jsonl", "memagent" or empty (detected from the content).
+	Format string `json:"format,omitempty"`
+	// ReportPrefix is the report's s3:// prefix; empty means
+	// s3://<worker bucket>/batches/<WorkflowID>/.
+	ReportPrefix string `json:"report_prefix,omitempty"`
+	// Dated, when set, is appended to the prefix as a folder (the batch's
+	// UTC start time, 2006-01-02T150405Z).
+	Dated string `json:"dated,omitempty"`
+	// WorkflowID names the default report prefix; RunKey (the batch's first
+	// run id) separates the working files of two batches that share a prefix.
+	WorkflowID string `json:"workflow_id"`
+	RunKey     string `json:"run_key"`
+	// PageSize is how many items go in one page; default 100.
+	PageSize int `json:"page_size,omitempty"`
+	// Options are the batch's model options; the worker resolves the model.
+	Options api.ModelOptions `json:"options"`
+	// Samples is how many times each item is answered (0 means 1); pages
+	// hold proportionally fewer items, so that a page's runs stay as small
+	// in history as without samples.
+	Samples int `json:"samples,omitempty"`
+}
+
+// ExpandOutput describes an expanded manifest. The items themselves stay
+// in S3, in pages <WorkPrefix>items/000000.jsonl, …; only counts and
+// locations enter workflow history.
+type ExpandOutput struct {
+	Format string `json:"format"`
+	Items  int    `json:"items"`
+	Pages  int    `json:"pages"`
+	// Contexts counts the distinct contexts of a MemAgent manifest and
+	// ContextsWritten those that were not in the bucket yet.
+	Contexts        int `json:"contexts,omitempty"`
+	ContextsWritten int `json:"contexts_written,omitempty"`
+	// ReportPrefix is the resolved report prefix (ending in /), WorkPrefix
+	// the prefix of the batch's working files (pages and result parts).
+	ReportPrefix string `json:"report_prefix"`
+	WorkPrefix   string `json:"work_prefix"`
+	// Model is the model the items are answered with: the options' model,
+	// or the worker's default.
+	Model string `json:"model"`
+	// PoolCapacity is how many model requests the expanding worker's pool
+	// serves at once (endpoints × in-flight cap), 0 when unknown; a batch
+	// without a concurrency sizes its window from it.
+	PoolCapacity int `json:"pool_capacity,omitempty"`
+}
+
+// ResolvePageInput asks ResolveBatchPage which items of a page need a run.
+type ResolvePageInput struct {
+	WorkPrefix string `json:"work_prefix"`
+	Page       int    `json:"page"`
+	// Options carry the resolved model.
+	Options api.ModelOptions `json:"options"`
+	// Samples is how many times each item is answered (0 means 1).
+	Samples int `json:"samples,omitempty"`
+}
+
+// BatchRunItem is a batch item that needs a DocumentQA run.
+type BatchRunItem struct {
+	Seq int `json:"seq"`
+	// Sample is which of the item's samples this run is, from 0.
+	Sample      int               `json:"sample,omitempty"`
+	ID          string            `json:"id"`
+	Document    string            `json:"document"`
+	Question    string            `json:"question"`
+	GoldAnswers []string          `json:"gold_answers,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	// OutputPrefix is where the run writes its traces and result.json:
+	// s3://<bucket>/answers/<answer key>/, which is also the cache a later
+	// batch finds the answer in (the key of a sample after the first
+	// includes its index, so samples never reuse each other's answers).
+	OutputPrefix string `json:"output_prefix"`
+	// Bytes is the item's size as JSON, for the workflow to bound the
+	// outcomes it buffers.
+	Bytes int `json:"bytes,omitempty"`
+	// FairnessKey is the manifest item's own fairness key, if any.
+	FairnessKey string `json:"fairness_key,omitempty"`
+	// DocumentBytes is the document's size; a page's items to run come
+	// longest first, so the long documents do not make the batch's tail.
+	DocumentBytes int64 `json:"document_bytes,omitempty"`
+}
+
+// ResolvePageOutput splits a page: the items that need a run, and the
+// counts of those settled at once (reused answers, missing documents), whose
+// outcomes were written to Part.
+type ResolvePageOutput struct {
+	Run    []BatchRunItem `json:"run,omitempty"`
+	Reused int            `json:"reused"`
+	Failed int            `json:"failed"`
+	// Part is the s3:// URI of the settled items' outcomes (JSON Lines of
+	// BatchItemResult), or empty when there were none.
+	Part string `json:"part,omitempty"`
+}
+
+// WriteResultsInput asks WriteBatchResults to store outcomes as one part.
+type WriteResultsInput struct {
+	// URI is the part's s3:// URI; a retry overwrites it.
+	URI     string                `json:"uri"`
+	Results []api.BatchItemResult `json:"results"`
+}
+
+// ReportInput asks WriteBatchReport to assemble the report from the parts.
+type ReportInput struct {
+	Name       string           `json:"name"`
+	WorkflowID string           `json:"workflow_id"`
+	Manifest   string           `json:"manifest"`
+	Model      string           `json:"model"`
+	Options    api.ModelOptions `json:"options"`
+	StartedAt  time.Time        `json:"started_at"`
+	// ReportPrefix is where the report goes (ending in /).
+	ReportPrefix string `json:"report_prefix"`
+	// RunID is the batch run writing the report. A report.json of another
+	// run already under ReportPrefix (a reset, or a re-run of the same id)
+	// is kept, and this report goes under ReportPrefix + runs/<RunID>/.
+	RunID string `json:"run_id,omitempty"`
+	// Parts are the s3:// URIs of the outcome parts, in any order.
+	Parts []string `json:"parts"`
+	// Items is how many items the manifest has; an item missing from the
+	// parts fails the activity.
+	Items int `json:"items"`
+	// Samples is how many times each item was answered (0 means 1); every
+	// sample of every item must have an outcome.
+	Samples int `json:"samples,omitempty"`
+}
+
+// ConvertInput asks for a document as text.
+type ConvertInput struct {
+	// Document is the s3:// URI asked about.
+	Document string `json:"document"`
+}
+
+// ConvertOutput says what to index. For a text document it names the
+// document itself and nothing is written.
+type ConvertOutput struct {
+	// Document is what to index: the converted text, or the document
+	// itself when it is text.
+	Document string `json:"document"`
+	// Format is the document's format by content: "text", "pdf", "docx"
+	// or "html".
+	Format string `json:"format"`
+	// Source and SourceETag are the converted document and the version
+	// converted; empty for text.
+	Source     string `json:"source,omitempty"`
+	SourceETag string `json:"source_etag,omitempty"`
+	// PageMapURI is the stored ConvertedDocument, with the page map.
+	PageMapURI string `json:"page_map_uri,omitempty"`
+	// Unit is "page" (PDF) or "section" (DOCX, HTML); Pages counts them.
+	Unit  string `json:"unit,omitempty"`
+	Pages int    `json:"pages,omitempty"`
+	// Bytes is the length of the converted text.
+	Bytes int64 `json:"bytes,omitempty"`
+	// Reused is true when an earlier conversion of the same version was
+	// found and nothing was converted.
+	Reused bool `json:"reused,omitempty"`
+}
+
+// ConvertedDocument is pages.json, written beside the converted text
+// once the text is in place: its presence means the conversion is done.
+type ConvertedDocument struct {
+	Source      string           `json:"source"`
+	SourceETag  string           `json:"source_etag"`
+	SourceSize  int64            `json:"source_size"`
+	Converter   string           `json:"converter"`
+	Text        string           `json:"text"`
+	TextETag    string           `json:"text_etag"`
+	Bytes       int64            `json:"bytes"`
+	Dropped     int              `json:"dropped_lines"`
+	PageMap     memagent.PageMap `json:"page_map"`
+	ConvertedAt time.Time        `json:"converted_at"`
+}
+
+// ReviewUpdateOutput is UpdateMemory's output and how the memory changed.
+type ReviewUpdateOutput struct {
+	UpdateOutput
+	// Material reports that the chunk changed the memory materially
+	// (report.ReviewMaterialChange, rule report.ReviewEvidenceRule).
+	Material bool `json:"material"`
+	// Added are the new content words, when Material: the evidence
+	// entry's fingerprint.
+	Added []string `json:"added,omitempty"`
+	// Passage is the chunk's sentence that best accounts for the change,
+	// as a byte range of the document, when Material and one was found.
+	Passage *api.ReviewPassage `json:"passage,omitempty"`
+}
+
+// WriteReviewInput asks for a review's grid and report.
+type WriteReviewInput struct {
+	// Grid is written as it is, with each evidence passage's text added;
+	// its JSONURI, CSVURI and HTMLURI say where.
+	Grid api.ReviewGrid `json:"grid"`
+	// ETag pins the passage reads to the document version the review read.
+	ETag string `json:"etag"`
+}
+
+// WriteReviewOutput says where the grid and report were written.
+type WriteReviewOutput struct {
+	JSONURI string `json:"json_uri"`
+	CSVURI  string `json:"csv_uri"`
+	HTMLURI string `json:"html_uri"`
+	// Passages is how many distinct passages were read for the report.
+	Passages int `json:"passages"`
+}
+
+// PrepareInput asks for a document's chunk index.
+type PrepareInput struct {
+	// Document is an s3:// URI.
+	Document string           `json:"document"`
+	Question string           `json:"question"`
+	Options  api.ModelOptions `json:"options"`
+	// OutputPrefix is the caller's output_prefix, if any: it is checked
+	// against the worker's write prefixes and claimed for WorkflowID
+	// before any model call.
+	OutputPrefix string `json:"output_prefix,omitempty"`
+	WorkflowID   string `json:"workflow_id,omitempty"`
+	// FirstRunID is the first run of the workflow's chain: a claim is the
+	// chain's, not every later workflow's that reuses the id.
+	FirstRunID string `json:"first_run_id,omitempty"`
+	// BatchChild is set by a DocumentQA run that a BatchQA started (the
+	// workflow knows it from Temporal): only those write into the shared
+	// answer cache.
+	BatchChild bool `json:"batch_child,omitempty"`
+	// Converted is set when Document is the text ConvertDocument made:
+	// the index then keeps the page map, and the read check applies to
+	// the converted source.
+	Converted *ConvertOutput `json:"converted,omitempty"`
+}
+
+// PrepareOutput describes the prepared document. The chunk byte ranges stay
+// in the index object; only its location enters workflow history.
+type PrepareOutput struct {
+	Document    string `json:"document"`
+	ETag        string `json:"etag"`
+	IndexURI    string `json:"index_uri"`
+	SHA256      string `json:"sha256"`
+	Bytes       int64  `json:"bytes"`
+	Tokens      int64  `json:"tokens"`
+	Chunks      int    `json:"chunks"`
+	Tokenizer   string `json:"tokenizer"`
+	ChunkTokens int    `json:"chunk_tokens"`
+	// Model is the model name the worker resolved (the request's, or the
+	// worker's default).
+	Model string `json:"model"`
+	// InvalidBytesReplaced counts the bytes replaced under the "replace"
+	// UTF-8 policy; Document is then the cleaned copy.
+	InvalidBytesReplaced int64 `json:"invalid_bytes_replaced,omitempty"`
+	// Reused is true when an existing index for the same object version,
+	// tokenizer and chunk size was found.
+	Reused bool `json:"reused"`
+	// Source is the PDF, DOCX or HTML document that Document was
+	// converted from, Format its format, and Pages how many pages (Unit
+	// "page") or sections (Unit "section") it has; empty for text.
+	Source string `json:"source,omitempty"`
+	Format string `json:"format,omitempty"`
+	Unit   string `json:"unit,omitempty"`
+	Pages  int    `json:"pages,omitempty"`
+}
+
+// UpdateInput asks for one chunk's memory update.
+type UpdateInput struct {
+	Document string           `json:"document"`
+	ETag     string           `json:"etag"`
+	IndexURI string           `json:"index_uri"`
+	Chunk    int              `json:"chunk"`
+	Chunks   int              `json:"chunks"`
+	Question string           `json:"question"`
+	Memory   string           `json:"memory"`
+	Options  api.ModelOptions `json:"options"`
+	// TracePrefix is the s3:// prefix under which chunks/NNNNNN.json is written.
+	TracePrefix string `json:"trace_prefix"`
+}
+
+// UpdateOutput is the new memory and what it cost.
+type UpdateOutput struct {
+	Memory       string    `json:"memory"`
+	Chunk        int       `json:"chunk"`
+	Start        int64     `json:"start"`
+	End          int64     `json:"end"`
+	ChunkTokens  int       `json:"chunk_tokens"`
+	Usage        api.Usage `json:"usage"`
+	FinishReason string    `json:"finish_reason"`
+	// MemoryKept is true when the model returned no usable memory and the
+	// previous one was carried forward.
+	MemoryKept bool  `json:"memory_kept,omitempty"`
+	LatencyMS  int64 `json:"latency_ms"`
+	// Pages are the pages (or sections) of a converted document the chunk
+	// came from.
+	Pages *api.PageRef `json:"pages,omitempty"`
+	// Evidence is set when the chunk changed the memory materially
+	// (report.ReviewMaterialChange): the chunk, its pages, and the
+	// passage the change came from.
+	Evidence *api.ReviewEvidence `json:"evidence,omitempty"`
+}
+
+// AnswerInput asks for the final answer and carries the run's summary so the
+// activity can write the complete result object.
+type AnswerInput struct {
+	Question    string           `json:"question"`
+	Memory      string           `json:"memory"`
+	GoldAnswers []string         `json:"gold_answers,omitempty"`
+	Options     api.ModelOptions `json:"options"`
+	// ResultURI is where the result JSON is written.
+	ResultURI string `json:"result_uri"`
+	// Result is the run summary so far; Answer fills in the answer fields.
+	Result api.DocumentQAResult `json:"result"`
+}

@@ -16,15 +16,12 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
@@ -32,23 +29,7 @@ import (
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// The first signal starts a graceful stop; a second one ends the
-		// process at once.
-		<-ctx.Done()
-		stop()
-	}()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "devstack:", err)
-		}
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { workerapp.Main("devstack", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load()

@@ -9,15 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // devstackBinary is the devstack command's installed name.
 const devstackBinary = "memagent-devstack"
-
-// usageError is a command line this binary cannot run: exit code 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
 
 // execDevstack replaces this process with the devstack command, given
 // args as they are (it accepts --dev and reads --dev-stack as
@@ -47,7 +44,7 @@ func findDevstack(stderr io.Writer) (string, error) {
 	goBin, goErr := exec.LookPath("go")
 	mod, modErr := os.ReadFile("go.mod")
 	if goErr != nil || modErr != nil || !strings.Contains(string(mod), "module github.com/memagent/memagent\n") {
-		return "", &usageError{"--dev and --dev-stack need the devstack command, which this worker binary does not include (it links no Temporal server): run `go run ./devstack` in a memagent checkout, or install it beside the worker (go build -o " + devstackBinary + " ./devstack)"}
+		return "", &workerapp.UsageError{Msg: "--dev and --dev-stack need the devstack command, which this worker binary does not include (it links no Temporal server): run `go run ./devstack` in a memagent checkout, or install it beside the worker (go build -o " + devstackBinary + " ./devstack)"}
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {

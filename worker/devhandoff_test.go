@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // TestDevWithoutDevstackIsAUsageError: a worker binary outside a checkout,
@@ -17,7 +19,7 @@ func TestDevWithoutDevstackIsAUsageError(t *testing.T) {
 	for _, flag := range []string{"--dev", "--dev-stack"} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), []string{flag, "--in-memory"}, &stdout, &stderr)
-		var usage *usageError
+		var usage *workerapp.UsageError
 		if !errors.As(err, &usage) {
 			t.Fatalf("worker %s: got %v, want a usage error", flag, err)
 		}

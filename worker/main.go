@@ -10,40 +10,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// The first signal starts a graceful stop; a second one ends the
-		// process at once.
-		<-ctx.Done()
-		stop()
-	}()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "worker:", err)
-		}
-		stop()
-		var usage *usageError
-		if errors.As(err, &usage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-}
+func main() { workerapp.Main("worker", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load()

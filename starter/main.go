@@ -131,6 +131,15 @@ or a memagent.BatchQA run (items done, running, answered, reused, failed).`,
 until it closes, then prints its answer, its grid or its batch report.`,
 			`  starter watch memagent-qa-1f2e3d4c5b6a7980
   starter watch memagent-batch-nightly --timeout 10m`, bind(bindWatch)),
+		leaf("cancel [flags] WORKFLOW_ID", "Ask a run, a review or a batch to stop",
+			`Asks a run, a review or a batch to stop: it cancels its model calls and children and
+closes as canceled, keeping what it wrote. A worker must take the run to act on the request;
+with none polling its task queue, cancel says so and names terminate.`,
+			"  starter cancel memagent-qa-1f2e3d4c5b6a7980", bind(bindCancel)),
+		leaf("terminate [flags] WORKFLOW_ID --reason TEXT", "End a run, a review or a batch at once, without a worker",
+			`Ends a run, a review or a batch at once, with the reason recorded in its history. No
+worker is needed; a batch's children end with it. What it wrote to S3 stays.`,
+			`  starter terminate memagent-qa-1f2e3d4c5b6a7980 --reason "started on the wrong task queue"`, bind(bindTerminate)),
 		leaf("runs [flags]", "List runs by document, model, status or batch, newest first",
 			"Lists runs by their search attributes, newest first.",
 			`  starter runs --batch nightly

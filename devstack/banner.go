@@ -10,7 +10,8 @@ import (
 
 // printDevStack writes where the dev stack listens and the shell exports a
 // client in any language needs to reach it: Temporal's gRPC and HTTP API
-// addresses, and the S3 endpoint with its full credentials. simulatorURL is
+// addresses, the S3 endpoint with its full credentials and, with the
+// simulator, the model server's URL (OPENAI_BASE_URL). simulatorURL is
 // empty when the model is modelURL instead; dir is empty in memory.
 func printDevStack(w io.Writer, s *devstack.Stack, simulatorURL, modelURL, dir string) {
 	fmt.Fprintf(w, "memagent dev stack\n")
@@ -38,6 +39,11 @@ func printDevStack(w io.Writer, s *devstack.Stack, simulatorURL, modelURL, dir s
 		}
 	}
 	fmt.Fprintf(w, "  %s\n  %s\n", exportLine(temporal), exportLine(s3))
+	if simulatorURL != "" {
+		// A worker or ask started on its own must reach the simulator
+		// too, and it listens on a port of its own (--free-ports).
+		fmt.Fprintf(w, "  %s\n", exportLine([]devstack.EnvVar{{Name: "OPENAI_BASE_URL", Value: simulatorURL}}))
+	}
 }
 
 // exportLine renders vars as one POSIX shell export command.

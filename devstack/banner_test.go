@@ -34,6 +34,7 @@ func TestPrintDevStack(t *testing.T) {
 			"  Data:      /home/u/.cache/memagent/dev\n",
 			"  export TEMPORAL_ADDRESS=127.0.0.1:7233 TEMPORAL_NAMESPACE=default TEMPORAL_HTTP=http://127.0.0.1:7243\n",
 			"  export AWS_ACCESS_KEY_ID=memagent AWS_SECRET_ACCESS_KEY=memagent-dev-secret AWS_ENDPOINT_URL_S3=http://127.0.0.1:9000 AWS_REGION=us-east-1 MEMAGENT_BUCKET=memagent\n",
+			"  export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n",
 		}},
 		{"model server", "", "http://vllm:8000/v1", "", []string{
 			"  Model:     http://vllm:8000/v1\n",

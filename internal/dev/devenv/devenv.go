@@ -96,7 +96,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		stack.Close()
-		return nil, fmt.Errorf("simulator: listen on %s: %w (is something else, e.g. vLLM, on that port? set OPENAI_BASE_URL to use it instead)", addr, err)
+		return nil, fmt.Errorf("simulator: listen on %s: %w (is something else, e.g. vLLM, on that port? set OPENAI_BASE_URL to use it instead, or run with --free-ports)", addr, err)
 	}
 	d.simSrv = &http.Server{Handler: d.Simulator, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -87,7 +87,7 @@ func listen(name, host string, port int) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("%s port %s is in use (another dev stack or Temporal server?): stop it or choose another port: %w", name, addr, err)
+			return nil, fmt.Errorf("%s port %s is in use (another dev stack or Temporal server?): stop it, or run with --free-ports to listen on free ports (the banner prints them): %w", name, addr, err)
 		}
 		return nil, fmt.Errorf("listen %s on %s: %w", name, addr, err)
 	}

@@ -2,12 +2,15 @@ package typescript_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/internal/workerapp/workerapptest"
 )
@@ -56,6 +59,28 @@ func TestTypeScriptExample(t *testing.T) {
 	} {
 		if !regexp.MustCompile(want).Match(out) {
 			t.Errorf("the output has no line matching %q", want)
+		}
+	}
+
+	// A PDF is uploaded byte for byte, under its own name, and answered.
+	pdf := docconvtest.PDF(docconvtest.PDFOptions{Pages: 6, FactPage: 4, Fact: "The vault combination is 4417-ORCHID.", Seed: 9})
+	pdfPath := filepath.Join(t.TempDir(), "vault.pdf")
+	if err := os.WriteFile(pdfPath, pdf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.CommandContext(ctx, node, filepath.Join("dist", "main.js"), pdfPath)
+	cmd.Env = st.Env()
+	out, err = cmd.CombinedOutput()
+	t.Logf("the example on a PDF:\n%s", out)
+	if err != nil {
+		t.Fatalf("the example failed on a PDF: %v (output above)", err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`(?m)^uploaded s3://%s/examples/typescript/[0-9a-f]{64}/vault.pdf \(%d bytes\)$`, regexp.QuoteMeta(st.Config.Bucket), len(pdf)),
+		`(?m)^DocumentQA answer: 4417-ORCHID \(found true`,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("the output on a PDF has no line matching %q", want)
 		}
 	}
 }

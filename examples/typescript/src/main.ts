@@ -10,6 +10,7 @@
 
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { basename, extname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
 import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
@@ -72,8 +73,8 @@ class Store {
     readonly bucket: string,
   ) {}
 
-  /** put uploads body under key and returns its s3:// URI. */
-  async put(key: string, body: string, contentType: string): Promise<string> {
+  /** put uploads body, as it is, under key and returns its s3:// URI. */
+  async put(key: string, body: string | Uint8Array, contentType: string): Promise<string> {
     await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType }));
     return `s3://${this.bucket}/${key}`;
   }
@@ -129,13 +130,16 @@ async function main(): Promise<void> {
     const client = new Client({ connection, namespace: cfg.namespace });
     const options = { chunk_tokens: 500 };
 
-    // 1. Upload the document, under its SHA-256 so that a re-upload of the
-    // same text reuses the chunk index memagent built for it.
+    // 1. Upload the document's bytes as they are (a PDF or DOCX is not
+    // text: decoding it as UTF-8 would corrupt it), under its SHA-256 and
+    // its own name, so that a re-upload reuses the conversion and chunk
+    // index memagent built for it.
     const path = process.argv[2];
-    const text = path ? await readFile(path, "utf-8") : demoDocument();
-    const sha = createHash("sha256").update(text).digest("hex");
-    const doc = await store.put(`examples/typescript/${sha}/document.txt`, text, "text/plain; charset=utf-8");
-    console.log(`uploaded ${doc} (${Buffer.byteLength(text)} bytes)`);
+    const body: Uint8Array = path ? await readFile(path) : Buffer.from(demoDocument(), "utf-8");
+    const name = path ? basename(path) : "document.txt";
+    const sha = createHash("sha256").update(body).digest("hex");
+    const doc = await store.put(`examples/typescript/${sha}/${name}`, body, contentTypeOf(name));
+    console.log(`uploaded ${doc} (${body.byteLength} bytes)`);
 
     // 2. DocumentQA, following its progress query.
     const qaInput: DocumentQAInput = {
@@ -216,3 +220,20 @@ main().catch((err: unknown) => {
   }
   process.exit(1);
 });
+
+/** contentTypeOf names a document's media type from its file name. memagent
+ * detects the format from the bytes; the type is for other readers of the
+ * bucket. */
+function contentTypeOf(name: string): string {
+  switch (extname(name).toLowerCase()) {
+    case ".pdf":
+      return "application/pdf";
+    case ".docx":
+      return "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+    case ".html":
+    case ".htm":
+      return "text/html";
+    default:
+      return "text/plain; charset=utf-8";
+  }
+}

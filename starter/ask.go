@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -155,10 +156,15 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 			ctx, cancel = context.WithTimeout(ctx, *timeout)
 			defer cancel()
 		}
+		checked, err := checkDocumentFirst(req.Doc, req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
+		if err != nil {
+			return err
+		}
 		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter ask")
 		if err != nil {
 			return err
 		}
+		s.checked = checked
 		defer func() { end(err) }()
 		res, err := s.ask(ctx, req)
 		if err != nil {
@@ -166,6 +172,20 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 		}
 		return printResult(stdout, cfg, res, *asJSON)
 	}
+}
+
+// checkDocumentFirst checks a local document before the command connects
+// to anything, so that a missing, empty or unreadable file is bad input
+// (exit 2) even when Temporal is down.
+func checkDocumentFirst(doc string, replaceInvalid bool) (map[string]localDocument, error) {
+	if doc == "" || strings.HasPrefix(doc, "s3://") {
+		return nil, nil
+	}
+	ld, err := checkLocalDocument(doc, replaceInvalid)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]localDocument{doc: ld}, nil
 }
 
 // session holds the clients one CLI command uses.
@@ -178,6 +198,9 @@ type session struct {
 	// replaceInvalid lets a document with invalid UTF-8 through, for the
 	// worker to replace.
 	replaceInvalid bool
+	// checked are the local documents checked before the command
+	// connected, by path.
+	checked map[string]localDocument
 	// progressTTY redraws progress in place on progress, a terminal.
 	progressTTY bool
 }
@@ -342,87 +365,117 @@ func sniffFile(f *os.File) (string, error) {
 	return docconv.Detect(head[:n]), nil
 }
 
+// localDocument is what checkLocalDocument learnt of a local file: its
+// content hash, size and the media type to upload it with.
+type localDocument struct {
+	text        memagent.TextInfo
+	contentType string
+}
+
+// checkLocalDocument checks, before anything is started or uploaded, that
+// a local document exists and is text (UTF-8, unless replaceInvalid), PDF,
+// DOCX or HTML (which the worker converts), and not empty. Its errors are
+// bad input (exit 2).
+func checkLocalDocument(doc string, replaceInvalid bool) (localDocument, error) {
+	f, err := os.Open(doc)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return localDocument{}, badRequest(fmt.Errorf("document %s does not exist: check the path", doc))
+		}
+		return localDocument{}, badRequest(fmt.Errorf("document: %w", err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return localDocument{}, badRequest(fmt.Errorf("document: %w", err))
+	}
+	if st.IsDir() {
+		return localDocument{}, badRequest(fmt.Errorf("document %s is a directory: pass a text file", doc))
+	}
+	format, err := sniffFile(f)
+	if err != nil {
+		return localDocument{}, fmt.Errorf("read document %s: %w", doc, err)
+	}
+	if err := docconv.Unsupported(format); err != nil {
+		return localDocument{}, badRequest(fmt.Errorf("document %s %w", doc, err))
+	}
+	ld := localDocument{contentType: "text/plain; charset=utf-8"}
+	var bad *memagent.InvalidUTF8Error
+	if ct, ok := convertedTypes[format]; ok {
+		// The worker converts it (ConvertDocument); upload it as it is.
+		ld.contentType = ct
+		ld.text, err = hashFile(f)
+		if err == nil && ld.text.Bytes == 0 {
+			err = memagent.ErrEmptyDocument
+		}
+	} else {
+		ld.text, err = memagent.ScanText(f)
+	}
+	switch {
+	case errors.Is(err, memagent.ErrEmptyDocument):
+		return ld, badRequest(fmt.Errorf("document %s has no text (empty or only whitespace)", doc))
+	case ld.contentType != "text/plain; charset=utf-8" && err != nil:
+		return ld, fmt.Errorf("read document %s: %w", doc, err)
+	case errors.As(err, &bad) && replaceInvalid:
+		// The worker replaces the invalid bytes; upload the file as it is.
+		if ld.text, err = hashFile(f); err != nil {
+			return ld, fmt.Errorf("read document %s: %w", doc, err)
+		}
+	case errors.As(err, &bad):
+		return ld, badRequest(fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first, or pass --invalid-utf8 replace", doc, bad.Offset))
+	case err != nil:
+		return ld, fmt.Errorf("read document %s: %w", doc, err)
+	}
+	return ld, nil
+}
+
 // resolveDocument checks that the document exists and is text, PDF, DOCX
 // or HTML (which the worker converts to text), uploading a
 // local file to the bucket under its content hash. It returns the
 // document's s3:// URI and, when known, its SHA-256: always for a local
-// file, and for an object under the content-addressed upload prefix.
+// file, and for an object under the content-addressed upload prefix. A
+// local file checked before the command connected (s.checked) is not read
+// twice.
 func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha string, err error) {
 	if strings.HasPrefix(doc, "s3://") {
 		loc, err := s3store.ParseURI(doc)
 		if err != nil {
-			return "", "", err
+			return "", "", badRequest(err)
 		}
 		info, err := s.store.Head(ctx, loc)
 		if errors.Is(err, s3store.ErrNotFound) {
-			return "", "", fmt.Errorf("document %s does not exist: check the bucket and key", doc)
+			return "", "", badRequest(fmt.Errorf("document %s does not exist: check the bucket and key", doc))
 		}
 		if err != nil {
 			return "", "", fmt.Errorf("document %s: %w", doc, err)
 		}
 		if info.Size == 0 {
-			return "", "", fmt.Errorf("document %s is empty", doc)
+			return "", "", badRequest(fmt.Errorf("document %s is empty", doc))
 		}
 		return doc, uploadedSHA256(loc.Key), nil
+	}
+	ld, ok := s.checked[doc]
+	if !ok {
+		if ld, err = checkLocalDocument(doc, s.replaceInvalid); err != nil {
+			return "", "", err
+		}
+	}
+	loc := s3store.Location{Bucket: s.cfg.Bucket, Key: "documents/sha256/" + ld.text.SHA256 + "/" + sanitizeName(filepath.Base(doc))}
+	if _, err := s.store.Head(ctx, loc); err == nil {
+		return loc.String(), ld.text.SHA256, nil
+	}
+	if err := s.store.EnsureBucket(ctx, s.cfg.Bucket, s.cfg.CreateBucket); err != nil {
+		return "", "", assemble.BucketError(s.cfg.Bucket, err)
 	}
 	f, err := os.Open(doc)
 	if err != nil {
 		return "", "", fmt.Errorf("document: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", "", fmt.Errorf("document: %w", err)
-	}
-	if st.IsDir() {
-		return "", "", fmt.Errorf("document %s is a directory: pass a text file", doc)
-	}
-	format, err := sniffFile(f)
-	if err != nil {
-		return "", "", fmt.Errorf("read document %s: %w", doc, err)
-	}
-	if err := docconv.Unsupported(format); err != nil {
-		return "", "", fmt.Errorf("document %s %w", doc, err)
-	}
-	contentType := "text/plain; charset=utf-8"
-	var text memagent.TextInfo
-	var bad *memagent.InvalidUTF8Error
-	if ct, ok := convertedTypes[format]; ok {
-		// The worker converts it (ConvertDocument); upload it as it is.
-		contentType = ct
-		text, err = hashFile(f)
-	} else {
-		text, err = memagent.ScanText(f)
-	}
-	switch {
-	case contentType != "text/plain; charset=utf-8" && err != nil:
-		return "", "", fmt.Errorf("read document %s: %w", doc, err)
-	case errors.Is(err, memagent.ErrEmptyDocument):
-		return "", "", fmt.Errorf("document %s has no text (empty or only whitespace)", doc)
-	case errors.As(err, &bad) && s.replaceInvalid:
-		// The worker replaces the invalid bytes; upload the file as it is.
-		if text, err = hashFile(f); err != nil {
-			return "", "", fmt.Errorf("read document %s: %w", doc, err)
-		}
-	case errors.As(err, &bad):
-		return "", "", fmt.Errorf("document %s is not UTF-8 text: invalid byte at offset %d; convert it to UTF-8 first, or pass --invalid-utf8 replace", doc, bad.Offset)
-	case err != nil:
-		return "", "", fmt.Errorf("read document %s: %w", doc, err)
-	}
-	loc := s3store.Location{Bucket: s.cfg.Bucket, Key: "documents/sha256/" + text.SHA256 + "/" + sanitizeName(filepath.Base(doc))}
-	if _, err := s.store.Head(ctx, loc); err == nil {
-		return loc.String(), text.SHA256, nil
-	}
-	if err := s.store.EnsureBucket(ctx, s.cfg.Bucket, s.cfg.CreateBucket); err != nil {
-		return "", "", assemble.BucketError(s.cfg.Bucket, err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", "", err
-	}
-	if err := s.store.PutReader(ctx, loc, f, text.Bytes, contentType); err != nil {
+	if err := s.store.PutReader(ctx, loc, f, ld.text.Bytes, ld.contentType); err != nil {
 		return "", "", fmt.Errorf("upload document: %w", err)
 	}
-	return loc.String(), text.SHA256, nil
+	return loc.String(), ld.text.SHA256, nil
 }
 
 // checkBudget fails early when the model server reports a context length

@@ -255,7 +255,7 @@ func TestAskRejectsBadInputBeforeStarting(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"missing file", []string{"--doc", filepath.Join(dir, "nope.txt"), "--question", "q"}, "no such file"},
+		{"missing file", []string{"--doc", filepath.Join(dir, "nope.txt"), "--question", "q"}, "does not exist: check the path"},
 		{"empty file", []string{"--doc", write("empty.txt", ""), "--question", "q"}, "has no text"},
 		{"whitespace only", []string{"--doc", write("ws.txt", " \n\t\n"), "--question", "q"}, "has no text"},
 		{"not utf-8", []string{"--doc", write("bin.txt", "abc\xff\xfe"), "--question", "q"}, "not UTF-8 text: invalid byte at offset 3"},
@@ -276,6 +276,9 @@ func TestAskRejectsBadInputBeforeStarting(t *testing.T) {
 			_, _, err := runCLI(t, append([]string{"ask"}, tt.args...)...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ask %v: error %v, want it to contain %q", tt.args, err, tt.want)
+			}
+			if code := exitCode(err); code != ExitBadInput {
+				t.Errorf("ask %v: exit %d, want %d (bad input)", tt.args, code, ExitBadInput)
 			}
 			if n := len(d.Simulator.Calls()); n != 0 {
 				t.Errorf("%d model calls before the error, want 0", n)

@@ -319,7 +319,7 @@ func TestReviewRejectsBadInputBeforeStarting(t *testing.T) {
 		{"misspelt field", []string{"--doc", good, "--questions", write("typo.json", `[{"questoin":"x?"}]`)}, `[0].questoin: unknown field; did you mean [0].question?`},
 		{"empty question", []string{"--doc", good, "--question", "What?", "--question", " "}, "questions[1] (q2): question is empty"},
 		{"no document", []string{"--question", "q"}, "no document"},
-		{"missing file", []string{"--doc", filepath.Join(dir, "nope.txt"), "--question", "q"}, "no such file"},
+		{"missing file", []string{"--doc", filepath.Join(dir, "nope.txt"), "--question", "q"}, "does not exist: check the path"},
 		{"too parallel", []string{"--doc", good, "--question", "q", "--parallelism", "1000"}, "parallelism (1000)"},
 		{"over the model context", []string{"--doc", good, "--question", "q", "--chunk-tokens", "40000"}, "exceed the model's context (32768)"},
 	}

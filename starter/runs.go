@@ -27,18 +27,46 @@ import (
 // everything.
 type runFilter struct {
 	Document, Model, Status, Batch, Question string
+	// Type is "question", "review" or "batch"; empty means all three.
+	Type string
 }
 
-// statuses are the values of MemagentStatus.
-var statuses = []string{api.StagePreparing, api.StageReading, api.StageAnswering, api.StageDone, api.StageFailed}
+// runTypes are the --type values and the workflow types they select.
+var runTypes = map[string]string{"question": api.DocumentQAName, "review": api.ReviewDocumentName, "batch": api.BatchQAName}
+
+// openStages are the MemagentStatus values of a run still going, over the
+// three workflows; closedStatuses are how a run ended, as Temporal records
+// it (a terminated or timed-out run cannot update its MemagentStatus, so
+// these match on the execution status).
+var (
+	// A batch's own stage "running" is left out: --status running is
+	// every open run, batches in that stage among them.
+	openStages = []string{api.StagePreparing, api.StageReading, api.StageAnswering, api.StageWriting,
+		api.BatchStageExpanding, api.BatchStageReporting}
+	closedStatuses = map[string]string{api.StageDone: "Completed", api.StageFailed: "Failed", api.StageCanceled: "Canceled",
+		"terminated": "Terminated", "timed_out": "TimedOut"}
+	statuses = append(append([]string{"running"}, openStages...), api.StageDone, api.StageFailed, api.StageCanceled, "terminated", "timed_out")
+)
 
 // query renders the filter as a visibility query. Runs that continued as
 // new are left out: the chain's latest run stands for it, carrying the same
 // attributes.
 func (f runFilter) query() string {
+	types := []string{quote(api.DocumentQAName), quote(api.ReviewDocumentName), quote(api.BatchQAName)}
+	if t, ok := runTypes[f.Type]; ok {
+		types = []string{quote(t)}
+	}
 	q := []string{
-		fmt.Sprintf("WorkflowType = %s", quote(api.DocumentQAName)),
+		fmt.Sprintf("WorkflowType IN (%s)", strings.Join(types, ", ")),
 		"ExecutionStatus != 'ContinuedAsNew'",
+	}
+	switch st, closed := closedStatuses[f.Status]; {
+	case f.Status == "running":
+		q = append(q, "ExecutionStatus = 'Running'")
+	case closed:
+		q = append(q, fmt.Sprintf("ExecutionStatus = '%s'", st))
+	case f.Status != "":
+		q = append(q, "ExecutionStatus = 'Running'")
 	}
 	add := func(attr, v string) {
 		if v != "" {
@@ -47,7 +75,9 @@ func (f runFilter) query() string {
 	}
 	add(api.AttrDocument, f.Document)
 	add(api.AttrModel, f.Model)
-	add(api.AttrStatus, f.Status)
+	if slices.Contains(openStages, f.Status) {
+		add(api.AttrStatus, f.Status)
+	}
 	add(api.AttrBatch, f.Batch)
 	if f.Question != "" {
 		add(api.AttrQuestionDigest, api.QuestionDigest(f.Question))
@@ -63,6 +93,7 @@ func quote(s string) string {
 // runRow is one run as `runs` prints it.
 type runRow struct {
 	WorkflowID      string     `json:"workflow_id"`
+	WorkflowType    string     `json:"workflow_type"`
 	RunID           string     `json:"run_id"`
 	Status          string     `json:"status"`
 	ExecutionStatus string     `json:"execution_status"`
@@ -83,6 +114,7 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 	var f runFilter
 	fs.StringVar(&f.Document, "document", "", "only runs over this document `URI` (s3://bucket/key)")
 	fs.StringVar(&f.Status, "status", "", "only runs in this status: "+strings.Join(statuses, ", "))
+	fs.StringVar(&f.Type, "type", "", "only runs of this kind: question, review or batch (default all)")
 	fs.StringVar(&f.Batch, "batch", "", "only runs of this batch `ID`")
 	fs.StringVar(&f.Question, "question", "", "only runs asking exactly this question (matched by its digest)")
 	limit := fs.Int("limit", 20, "list at most `N` runs")
@@ -102,10 +134,13 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			}
 		})
 		if f.Status != "" && !slices.Contains(statuses, f.Status) {
-			return fmt.Errorf("--status %q is not a status: use one of %s", f.Status, strings.Join(statuses, ", "))
+			return badRequest(fmt.Errorf("--status %q is not a status: use one of %s", f.Status, strings.Join(statuses, ", ")))
+		}
+		if _, ok := runTypes[f.Type]; f.Type != "" && !ok {
+			return badRequest(fmt.Errorf("--type %q is not a kind of run: use question, review or batch", f.Type))
 		}
 		if *limit <= 0 {
-			return fmt.Errorf("--limit (%d) must be positive", *limit)
+			return badRequest(fmt.Errorf("--limit (%d) must be positive", *limit))
 		}
 		cfg.Normalize()
 		c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
@@ -128,9 +163,9 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "WORKFLOW ID\tSTATUS\tCHUNKS\tSTARTED\tMODEL\tDOCUMENT")
+		fmt.Fprintln(tw, "WORKFLOW ID\tTYPE\tSTATUS\tCHUNKS\tSTARTED\tMODEL\tDOCUMENT")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\n", r.WorkflowID, r.Status, count(r.ChunksDone), count(r.ChunksTotal),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", r.WorkflowID, runTypeName(r.WorkflowType), r.Status, count(r.ChunksDone), count(r.ChunksTotal),
 				r.StartedAt.Local().Format("2006-01-02 15:04:05"), orDash(r.Model), orDash(r.Document))
 		}
 		return tw.Flush()
@@ -172,6 +207,7 @@ func newRunRow(e *workflowpb.WorkflowExecutionInfo) runRow {
 	sa := e.GetSearchAttributes().GetIndexedFields()
 	r := runRow{
 		WorkflowID:      e.GetExecution().GetWorkflowId(),
+		WorkflowType:    e.GetType().GetName(),
 		RunID:           e.GetExecution().GetRunId(),
 		ExecutionStatus: e.GetStatus().String(),
 		StartedAt:       e.GetStartTime().AsTime(),
@@ -244,4 +280,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// runTypeName is a workflow type as --type names it.
+func runTypeName(workflowType string) string {
+	for name, t := range runTypes {
+		if t == workflowType {
+			return name
+		}
+	}
+	return workflowType
 }

@@ -8,7 +8,8 @@ import (
 )
 
 func TestRunFilterQuery(t *testing.T) {
-	base := "WorkflowType = 'memagent.DocumentQA' AND ExecutionStatus != 'ContinuedAsNew'"
+	base := "WorkflowType IN ('memagent.DocumentQA', 'memagent.ReviewDocument', 'memagent.BatchQA') AND ExecutionStatus != 'ContinuedAsNew'"
+	questions := "WorkflowType IN ('memagent.DocumentQA') AND ExecutionStatus != 'ContinuedAsNew'"
 	tests := []struct {
 		name string
 		f    runFilter
@@ -16,7 +17,13 @@ func TestRunFilterQuery(t *testing.T) {
 	}{
 		{"everything", runFilter{}, base},
 		{"document and status", runFilter{Document: "s3://b/k.txt", Status: "reading"},
-			base + " AND MemagentDocument = 's3://b/k.txt' AND MemagentStatus = 'reading'"},
+			base + " AND ExecutionStatus = 'Running' AND MemagentDocument = 's3://b/k.txt' AND MemagentStatus = 'reading'"},
+		{"questions only", runFilter{Type: "question"}, questions},
+		{"running, whatever the stage", runFilter{Status: "running"}, base + " AND ExecutionStatus = 'Running'"},
+		{"terminated by the execution status", runFilter{Status: "terminated"}, base + " AND ExecutionStatus = 'Terminated'"},
+		{"canceled", runFilter{Status: "canceled", Type: "batch"},
+			"WorkflowType IN ('memagent.BatchQA') AND ExecutionStatus != 'ContinuedAsNew' AND ExecutionStatus = 'Canceled'"},
+		{"done", runFilter{Status: "done"}, base + " AND ExecutionStatus = 'Completed'"},
 		{"quotes and backslashes escaped", runFilter{Document: `s3://b/it's\a.txt`},
 			base + ` AND MemagentDocument = 's3://b/it\'s\\a.txt'`},
 		{"question by digest", runFilter{Question: "What is the access code?", Batch: "b1", Model: "m"},

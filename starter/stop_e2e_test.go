@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,20 @@ func TestCancelAndTerminate(t *testing.T) {
 	out, stderr, err = runCLI(t, "terminate", id, "--reason", "started on a queue no worker polls")
 	if err != nil || !strings.Contains(out, "terminated: started on a queue no worker polls") {
 		t.Fatalf("terminate: %v\n%s%s", err, out, stderr)
+	}
+	eventually(t, "the terminated run listed as terminated, not as the stage it had", func() (bool, string) {
+		rows := listJSON(t, "--status", "terminated", "--type", "question")
+		for _, r := range rows {
+			if r.WorkflowID == id {
+				return r.Status == "terminated" && r.WorkflowType == api.DocumentQAName, fmt.Sprintf("%+v", r)
+			}
+		}
+		return false, fmt.Sprintf("%d rows", len(rows))
+	})
+	for _, r := range listJSON(t, "--status", "preparing") {
+		if r.WorkflowID == id {
+			t.Errorf("runs --status preparing lists the terminated run %s", id)
+		}
 	}
 	if _, _, err := runCLI(t, "cancel", id); exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "already closed (terminated)") {
 		t.Errorf("cancel of a terminated run: %v (exit %d), want exit %d saying it is terminated", err, exitCode(err), ExitBadInput)

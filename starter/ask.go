@@ -296,6 +296,9 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 	var invalid *serviceerror.InvalidArgument
 	switch {
 	case errors.As(err, &started):
+		if err := s.joinable(ctx, id); err != nil {
+			return nil, err
+		}
 		fmt.Fprintf(s.progressOut(), "the same request is already running or done as %s; joining it (--fresh runs it again)\n", id)
 		return s.temporal.GetWorkflow(ctx, id, started.RunId), nil
 	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
@@ -476,6 +479,21 @@ func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha str
 		return "", "", fmt.Errorf("upload document: %w", err)
 	}
 	return loc.String(), ld.text.SHA256, nil
+}
+
+// joinable refuses to join a running run that no worker is polling for:
+// waiting on it would wait forever. It says how to end it.
+func (s *session) joinable(ctx context.Context, id string) error {
+	resp, err := s.temporal.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil || resp.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil
+	}
+	tq := resp.GetExecutionConfig().GetTaskQueue().GetName()
+	if tq == "" || !newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id).noPollers(ctx, tq) {
+		return nil
+	}
+	return fmt.Errorf("the same request is already running as %s, but no worker is polling its task queue %s: start one (go run ./worker with MEMAGENT_TASK_QUEUE=%s) and ask again, or end the run with starter cancel %s (starter terminate %s --reason ... without a worker)",
+		id, tq, tq, id, id)
 }
 
 // checkBudget fails early when the model server reports a context length

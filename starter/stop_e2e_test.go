@@ -33,11 +33,16 @@ func TestCancelAndTerminate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.close()
-	run, err := s.start(ctx, askRequest{Doc: path, Question: demoQuestion, Fresh: true, Options: api.ModelOptions{ChunkTokens: 500}})
+	run, err := s.start(ctx, askRequest{Doc: path, Question: demoQuestion, Options: api.ModelOptions{ChunkTokens: 500}})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	id := run.GetID()
+	// Asking the same again does not wait forever on the stranded run.
+	_, _, err = runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--chunk-tokens", "500", "--task-queue", stranded.TaskQueue)
+	if err == nil || !strings.Contains(err.Error(), "no worker is polling its task queue "+stranded.TaskQueue) || !strings.Contains(err.Error(), "starter cancel "+id) {
+		t.Errorf("ask joining a run no worker polls for: %v, want a refusal naming the queue and starter cancel", err)
+	}
 	out, stderr, err := runCLI(t, "cancel", "--wait", "1s", id)
 	if err != nil {
 		t.Fatalf("cancel: %v\n%s", err, stderr)

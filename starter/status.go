@@ -55,9 +55,13 @@ func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 			// workflow task, no worker polling.
 			d := newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id)
 			d.noPollerSince = time.Now().Add(-noPollerGrace)
-			if why := d.trouble(ctx); why != "" {
+			switch why := d.trouble(ctx); {
+			case strings.Contains(why, "no worker is polling"):
+				// The query's own error is a transport detail here.
+				err = fmt.Errorf("%s is running, but %s; its progress needs a worker to answer. To end it: starter cancel %s (a worker acts on it), or starter terminate %s --reason ... (at once)", id, why, id, id)
+			case why != "":
 				err = fmt.Errorf("query %s: %w (%s)", id, err, why)
-			} else {
+			default:
 				err = fmt.Errorf("query %s: %w (queries need a worker polling the run's task queue)", id, err)
 			}
 			if !*showHistory {

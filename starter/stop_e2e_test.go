@@ -43,6 +43,10 @@ func TestCancelAndTerminate(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no worker is polling its task queue "+stranded.TaskQueue) || !strings.Contains(err.Error(), "starter cancel "+id) {
 		t.Errorf("ask joining a run no worker polls for: %v, want a refusal naming the queue and starter cancel", err)
 	}
+	if _, _, err := runCLI(t, "status", id); err == nil || !strings.Contains(err.Error(), "no worker is polling task queue "+stranded.TaskQueue) ||
+		strings.Contains(err.Error(), "RST_STREAM") || strings.Contains(err.Error(), "deadline") {
+		t.Errorf("status of a run no worker polls for: %v, want the missing worker and no transport error", err)
+	}
 	out, stderr, err := runCLI(t, "cancel", "--wait", "1s", id)
 	if err != nil {
 		t.Fatalf("cancel: %v\n%s", err, stderr)

@@ -27,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/temporal"
 )
 
 func main() {
@@ -52,9 +53,56 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = badRequest(err)
 	}
 	if msg := withFlags(err.Error()); msg != err.Error() {
-		return &flagged{msg: msg, err: err}
+		err = &flagged{msg: msg, err: err}
+	}
+	if jsonRequested(args) {
+		// --json promises one JSON object on stdout, a failure included.
+		_ = printJSON(stdout, failureJSON(err))
 	}
 	return err
+}
+
+// failureOutput is what --json prints when a command fails.
+type failureOutput struct {
+	// Status is "failed", "bad_input" or "stopped_waiting", as the exit
+	// code says (1, 2, 3).
+	Status   string `json:"status"`
+	ExitCode int    `json:"exit_code"`
+	// FailureType is the run's failure type (memagent.BadInput,
+	// memagent.ModelUnavailable, ...) when the run failed with one.
+	FailureType string `json:"failure_type,omitempty"`
+	Message     string `json:"message"`
+}
+
+func failureJSON(err error) failureOutput {
+	out := failureOutput{Status: "failed", ExitCode: exitCode(err), Message: err.Error()}
+	switch out.ExitCode {
+	case ExitBadInput:
+		out.Status = "bad_input"
+	case ExitStoppedWaiting:
+		out.Status = "stopped_waiting"
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		out.FailureType = app.Type()
+	}
+	return out
+}
+
+// jsonRequested reports whether args ask for JSON output (--json, -o json,
+// --output json and their = forms).
+func jsonRequested(args []string) bool {
+	for i, a := range args {
+		switch a {
+		case "--json", "-json", "--json=true", "--output=json", "-output=json", "-o=json", "-ojson":
+			return true
+		case "--output", "-output", "-o":
+			if i+1 < len(args) && args[i+1] == "json" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // flagged is an error whose message gained flag names; errors.Is and As

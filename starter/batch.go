@@ -302,14 +302,31 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			}
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(struct {
+			if err := json.NewEncoder(stdout).Encode(struct {
 				Result *api.BatchQAResult `json:"result"`
 				Report *api.BatchReport   `json:"report"`
-			}{res, rep})
+			}{res, rep}); err != nil {
+				return err
+			}
+		} else {
+			printBatchReport(stdout, res, rep)
 		}
-		printBatchReport(stdout, res, rep)
+		if res.Failed > 0 {
+			return &itemsFailed{failed: res.Failed, of: res.Items * max(res.Samples, 1), report: res.HTMLURI}
+		}
 		return nil
 	}
+}
+
+// itemsFailed is a batch that finished with failed items: exit 1, so that
+// a script notices, after the report (and the JSON) has been printed.
+type itemsFailed struct {
+	failed, of int
+	report     string
+}
+
+func (e *itemsFailed) Error() string {
+	return fmt.Sprintf("%d of %d items failed: see the report (%s)", e.failed, e.of, e.report)
 }
 
 func orName(name, id string) string {

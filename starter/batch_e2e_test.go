@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -45,7 +46,12 @@ func runBatchCLI(t *testing.T, args ...string) (batchJSON, time.Duration) {
 	start := time.Now()
 	err := run(ctx, append([]string{"batch"}, args...), &stdout, &stderr)
 	took := time.Since(start)
-	if err != nil {
+	// A batch with failed items exits 1 after printing its result.
+	var partial *itemsFailed
+	if errors.As(err, &partial) && exitCode(err) != ExitFailed {
+		t.Errorf("batch with failed items: exit %d, want %d", exitCode(err), ExitFailed)
+	}
+	if err != nil && !errors.As(err, &partial) {
 		t.Fatalf("batch: %v\nstderr: %s", err, stderr.String())
 	}
 	var out batchJSON

@@ -278,7 +278,12 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			return err
 		}
 		defer func() { end(err) }()
-		if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, *manifest); err != nil {
+		manifestPath, cleanup, err := s.localizeManifest(ctx, *manifest)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, manifestPath); err != nil {
 			return err
 		}
 		run, err := startBatch(ctx, s.temporal, cfg.TaskQueue, *id, in)

@@ -383,3 +383,42 @@ func TestBatchChecksBeforeStarting(t *testing.T) {
 		t.Errorf("BatchWorkflowID = %q", id)
 	}
 }
+
+// TestBatchUploadsLocalDocuments: a local JSON Lines manifest may name
+// local documents, relative to its folder or absolute; starter batch
+// uploads each once, as ask does, and the batch answers them.
+func TestBatchUploadsLocalDocuments(t *testing.T) {
+	stack(t)
+	startWorker(t)
+	doc, _ := writeDoc(t, 3_000)
+	dir := t.TempDir()
+	if err := os.Rename(doc, filepath.Join(dir, "doc.txt")); err != nil {
+		t.Fatal(err)
+	}
+	var manifest bytes.Buffer
+	for i, d := range []string{"doc.txt", filepath.Join(dir, "doc.txt")} {
+		line, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("local-%d", i), "document": d,
+			"question": fmt.Sprintf("%s (%d)", demoQuestion, i), "answers": []string{demoAnswer}})
+		manifest.Write(append(line, '\n'))
+	}
+	path := filepath.Join(dir, "manifest.jsonl")
+	if err := os.WriteFile(path, manifest.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := runBatchCLI(t, "--manifest", path, "--name", "local-docs", "--chunk-tokens", "1000", "--json")
+	if r := out.Result; r.Items != 2 || r.Succeeded != 2 || r.Failed != 0 || r.Overall.ExactMatch != 1 {
+		t.Errorf("result %+v, want both items answered exactly", r)
+	}
+	if _, _, err := runCLI(t, "batch", "--manifest", writeManifest(t, `{"id":"x","document":"nope.txt","question":"q"}`)); exitCode(err) != ExitBadInput {
+		t.Errorf("a manifest naming a missing local file: %v (exit %d), want exit %d", err, exitCode(err), ExitBadInput)
+	}
+}
+
+func writeManifest(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "m.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

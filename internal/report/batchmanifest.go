@@ -228,7 +228,7 @@ func (m *ManifestReader) check(it *ManifestItem) error {
 func manifestS3URI(uri string) error {
 	rest, ok := strings.CutPrefix(uri, "s3://")
 	if !ok {
-		return errors.New("is not an s3:// URI: upload the document and give its s3://bucket/key")
+		return errors.New("is not an s3:// URI: give its s3://bucket/key (a local manifest given to starter batch may name local files: starter uploads them)")
 	}
 	b, k, ok := strings.Cut(rest, "/")
 	if !ok || b == "" || k == "" {

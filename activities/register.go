@@ -17,6 +17,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.prepareDocument, activity.RegisterOptions{Name: PrepareDocumentName})
 	r.RegisterActivityWithOptions(a.updateMemory, activity.RegisterOptions{Name: UpdateMemoryName})
 	r.RegisterActivityWithOptions(a.answer, activity.RegisterOptions{Name: AnswerName})
+	r.RegisterActivityWithOptions(a.estimateCost, activity.RegisterOptions{Name: EstimateCostName})
 	a.registerReview(r)
 	a.registerBatch(r)
 }

@@ -180,6 +180,13 @@ or a memagent.BatchQA run (items done, running, answered, reused, failed).`,
 until it closes, then prints its answer, its grid or its batch report.`,
 			`  starter watch memagent-qa-1f2e3d4c5b6a7980
   starter watch memagent-batch-nightly --timeout 10m`, bind(bindWatch)),
+		leaf("estimate --doc PATH|s3://bucket/key --question TEXT [--question TEXT ...] [flags]", "Say what a question (or a review) will cost, without calling the model",
+			`Indexes the document as a run would (the index is the one the run then reuses) and prints
+the model calls and the prompt and completion tokens the questions would take: upper bounds
+and typical figures, priced with --price-in and --price-out (per million tokens). It runs the
+memagent.Estimate workflow, which other services can start too (docs/API.md); no model is called.`,
+			`  starter estimate --doc contract.pdf --question "Who may terminate the agreement?" -o json
+  starter estimate --doc case.txt --question Q1 --question Q2 --price-in 0.15 --price-out 0.60`, bind(bindEstimate)),
 		leaf("cancel [flags] WORKFLOW_ID", "Ask a run, a review or a batch to stop",
 			`Asks a run, a review or a batch to stop: it cancels its model calls and children and
 closes as canceled, keeping what it wrote. A worker must take the run to act on the request;

@@ -19,4 +19,5 @@ func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	r.RegisterWorkflowWithOptions(ReviewDocument, workflow.RegisterOptions{Name: api.ReviewDocumentName})
 	r.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: api.BatchQAName})
+	r.RegisterWorkflowWithOptions(Estimate, workflow.RegisterOptions{Name: api.EstimateName})
 }

@@ -315,3 +315,16 @@ type AnswerInput struct {
 	// Result is the run summary so far; Answer fills in the answer fields.
 	Result api.DocumentQAResult `json:"result"`
 }
+
+// EstimateCostInput asks the EstimateCost activity to price the questions
+// over a prepared document: the prompts' fixed part is counted with the
+// worker's templates and tokenizer.
+type EstimateCostInput struct {
+	Questions []string         `json:"questions"`
+	Options   api.ModelOptions `json:"options"`
+	Samples   int              `json:"samples,omitempty"`
+	Chunks    int              `json:"chunks"`
+	Tokens    int64            `json:"tokens"`
+	PriceIn   float64          `json:"price_in,omitempty"`
+	PriceOut  float64          `json:"price_out,omitempty"`
+}

@@ -1,0 +1,88 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/memagent/memagent/internal/contract"
+)
+
+// EstimateName is the registered name of the Estimate workflow: what a
+// question, a review or a batch item over one document will cost, worked
+// out without calling the model.
+const EstimateName = "memagent.Estimate"
+
+// MaxEstimateQuestions bounds the questions of one estimate, as a review's.
+const MaxEstimateQuestions = MaxReviewQuestions
+
+// EstimateInput starts an Estimate run. It is JSON on the wire.
+type EstimateInput struct {
+	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
+	// document; it is converted and indexed as a run would, and the index
+	// is the one a later run with the same options reuses.
+	Document string `json:"document" contract:"required,maxlen=1024"`
+	// Questions are the questions to be asked: one for DocumentQA, a
+	// review's questions, or a batch item's.
+	Questions []string     `json:"questions" contract:"required,maxitems=100"`
+	Options   ModelOptions `json:"options"`
+	// Samples is how many times each question is answered (a batch's
+	// samples); 0 means 1.
+	Samples int `json:"samples,omitempty" contract:"min=0,max=64"`
+	// PriceInPerMillion and PriceOutPerMillion, when set, price the
+	// prompt and completion tokens (any currency, per million tokens).
+	PriceInPerMillion  float64 `json:"price_in_per_million,omitempty" contract:"min=0,max=1000000"`
+	PriceOutPerMillion float64 `json:"price_out_per_million,omitempty" contract:"min=0,max=1000000"`
+}
+
+// Validate reports input that can never succeed.
+func (in EstimateInput) Validate() error {
+	// workflowcheck flags the reflection contract.Check walks the
+	// input with; the check is a pure function of the input.
+	//workflowcheck:ignore
+	if err := contract.Check(in); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(in.Document, "s3://") {
+		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
+	}
+	if len(in.Questions) == 0 {
+		return errors.New("questions is empty: give the question (or the questions) to estimate")
+	}
+	for i, q := range in.Questions {
+		if err := CheckQuestion(q); err != nil {
+			return fmt.Errorf("questions[%d]: %w", i, err)
+		}
+	}
+	return in.Options.Validate()
+}
+
+// Estimate is what the questions over the document will cost, worked out
+// from its chunk index and the prompts without calling the model. Each
+// question makes one memory update per chunk and one final answer. Upper
+// bounds assume every memory and answer at its token limit; typical
+// figures assume memories half full and answers at a quarter of their
+// limit, as a guide only.
+type Estimate struct {
+	Document string `json:"document"`
+	// Source is the PDF, DOCX or HTML document when Document is its text.
+	Source    string `json:"source,omitempty"`
+	Chunks    int    `json:"chunks"`
+	Tokens    int64  `json:"tokens"`
+	Questions int    `json:"questions"`
+	Samples   int    `json:"samples"`
+	// Calls is (Chunks + 1) × Questions × Samples.
+	Calls                   int64 `json:"calls"`
+	PromptTokensMax         int64 `json:"prompt_tokens_max"`
+	PromptTokensTypical     int64 `json:"prompt_tokens_typical"`
+	CompletionTokensMax     int64 `json:"completion_tokens_max"`
+	CompletionTokensTypical int64 `json:"completion_tokens_typical"`
+	// PriceMax and PriceTypical are set when the input priced tokens.
+	PriceMax     float64 `json:"price_max,omitempty"`
+	PriceTypical float64 `json:"price_typical,omitempty"`
+	// Model is the model the worker would call, Tokenizer the one chunks
+	// were counted with.
+	Model     string `json:"model,omitempty"`
+	Tokenizer string `json:"tokenizer"`
+	IndexURI  string `json:"index_uri"`
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/config"
+)
+
+// bindEstimate prints what asking the questions of the document would
+// cost, without calling the model: the memagent.Estimate workflow indexes
+// the document as a run would and counts the calls and tokens.
+func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
+	var req askRequest
+	var questions stringList
+	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
+	fs.Var(&questions, "question", "a question to estimate (repeatable: a review's questions)")
+	samples := fs.Int("samples", 1, "times each question is answered (a batch's --samples)")
+	priceIn := fs.Float64("price-in", 0, "price of a million prompt tokens, to price the estimate")
+	priceOut := fs.Float64("price-out", 0, "price of a million completion tokens")
+	asJSON := outputFlag(cmd, "print the estimate as one JSON object")
+	finish := askFlags(fs, &req)
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		if len(args) > 0 {
+			return badRequest(fmt.Errorf("unexpected arguments %q: quote the question", args))
+		}
+		req.Options.Model = cfg.Model
+		if err := finish(); err != nil {
+			return badRequest(err)
+		}
+		if req.Doc == "" {
+			return badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
+		}
+		in := api.EstimateInput{Document: "s3://check/document", Questions: questions, Options: req.Options,
+			Samples: *samples, PriceInPerMillion: *priceIn, PriceOutPerMillion: *priceOut}
+		if err := in.Validate(); err != nil {
+			return badRequest(err)
+		}
+		checked, err := checkDocumentFirst(req.Doc, req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
+		if err != nil {
+			return err
+		}
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter estimate")
+		if err != nil {
+			return err
+		}
+		s.checked = checked
+		defer func() { end(err) }()
+		s.replaceInvalid = req.Options.InvalidUTF8 == api.InvalidUTF8Replace
+		if in.Document, _, err = s.resolveDocument(ctx, req.Doc); err != nil {
+			return err
+		}
+		run, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID:        fmt.Sprintf("memagent-estimate-%s", time.Now().UTC().Format("20060102T150405.000000")),
+			TaskQueue: s.cfg.TaskQueue,
+			Priority:  api.DocumentQAInput{}.StartPriority(),
+		}, api.EstimateName, in)
+		if err != nil {
+			return fmt.Errorf("start estimate: %w", err)
+		}
+		var est api.Estimate
+		if err := run.Get(ctx, &est); err != nil {
+			return runFailed(run.GetID(), err)
+		}
+		if *asJSON {
+			return printJSON(stdout, est)
+		}
+		printEstimate(stdout, est)
+		return nil
+	}
+}
+
+func printEstimate(w io.Writer, e api.Estimate) {
+	fmt.Fprintf(w, "Document:    %s\n", e.Document)
+	fmt.Fprintf(w, "Chunks:      %d (%s tokens, %s)\n", e.Chunks, groupDigits(e.Tokens), e.Tokenizer)
+	fmt.Fprintf(w, "Calls:       %d (%d question(s) × %d sample(s) × (%d chunks + 1))\n", e.Calls, e.Questions, e.Samples, e.Chunks)
+	fmt.Fprintf(w, "Prompt:      at most %s tokens, typically %s\n", groupDigits(e.PromptTokensMax), groupDigits(e.PromptTokensTypical))
+	fmt.Fprintf(w, "Completion:  at most %s tokens, typically %s\n", groupDigits(e.CompletionTokensMax), groupDigits(e.CompletionTokensTypical))
+	if e.PriceMax > 0 {
+		fmt.Fprintf(w, "Price:       at most %.4f, typically %.4f (at the prices given)\n", e.PriceMax, e.PriceTypical)
+	}
+	fmt.Fprintln(w, "No model was called; typical figures assume memories half full and short answers.")
+}
+
+// groupDigits writes n with thousands separators: 1,234,567.
+func groupDigits(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

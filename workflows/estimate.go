@@ -1,0 +1,64 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+)
+
+// Estimate is the memagent.Estimate workflow: it converts and indexes the
+// document as a run would (ConvertDocument, PrepareDocument: the index is
+// the one a later run with the same options reuses, and a prompt that
+// cannot fit the model fails here as memagent.PromptTooLong), then counts
+// what the questions would cost (EstimateCost). It never calls the model.
+// Its one argument is an api.EstimateInput as JSON, decoded strictly; it
+// returns an api.Estimate.
+func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, error) {
+	edge := newBoundary(ctx)
+	var in api.EstimateInput
+	if err := edge.decode(input, &in); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, badInput(err)
+	}
+	prio := taskPriority(ctx, api.Scheduling{}, api.PriorityQuestion)
+	longest := in.Questions[0]
+	for _, q := range in.Questions {
+		if len(q) > len(longest) {
+			longest = q
+		}
+	}
+	prep := actwire.PrepareInput{Document: in.Document, Question: longest, Options: in.Options}
+	if err := convertFirst(ctx, DefaultHeartbeatTimeout, prio, &prep); err != nil {
+		return nil, err
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:   30 * time.Minute,
+		HeartbeatTimeout:      DefaultHeartbeatTimeout,
+		RetryPolicy:           retryPolicy(),
+		Priority:              prio,
+		DisableEagerExecution: skipsEagerExecution(prio),
+		Summary:               "prepare document",
+	})
+	var prepared actwire.PrepareOutput
+	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(ctx, &prepared); err != nil {
+		return nil, stageError("prepare document", err)
+	}
+	var est api.Estimate
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: retryPolicy(), Priority: prio, Summary: "count the cost",
+	}), activities.EstimateCostName, actwire.EstimateCostInput{
+		Questions: in.Questions, Options: in.Options, Samples: in.Samples, Chunks: prepared.Chunks, Tokens: prepared.Tokens,
+		PriceIn: in.PriceInPerMillion, PriceOut: in.PriceOutPerMillion,
+	}).Get(ctx, &est); err != nil {
+		return nil, stageError("count the cost", err)
+	}
+	est.Document, est.Source, est.Model, est.IndexURI = in.Document, prepared.Source, prepared.Model, prepared.IndexURI
+	return &est, nil
+}

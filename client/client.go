@@ -208,7 +208,7 @@ type started struct {
 // error here: the run holding it is returned with existing set; the
 // caller decides whether that is a join or a conflict.
 func (c *Client) start(ctx context.Context, s startSpec) (started, error) {
-	run, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	run, err := ExecuteWorkflow(ctx, c.c, client.StartWorkflowOptions{
 		ID:                    s.id,
 		TaskQueue:             c.taskQueue,
 		WorkflowIDReusePolicy: s.reuse,

@@ -274,7 +274,7 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 	if sha != "" {
 		memo["document_sha256"] = sha
 	}
-	run, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	run, err := memclient.ExecuteWorkflow(ctx, s.temporal, client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: s.cfg.TaskQueue,
 		// A request that already succeeded is answered from its run; a

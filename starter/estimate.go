@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 )
 
@@ -63,7 +64,7 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 		if in.Document, _, err = s.resolveDocument(ctx, req.Doc); err != nil {
 			return err
 		}
-		run, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		run, err := memclient.ExecuteWorkflow(ctx, s.temporal, client.StartWorkflowOptions{
 			ID:        fmt.Sprintf("memagent-estimate-%s", time.Now().UTC().Format("20060102T150405.000000")),
 			TaskQueue: s.cfg.TaskQueue,
 			Priority:  api.DocumentQAInput{}.StartPriority(),

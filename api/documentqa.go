@@ -94,7 +94,29 @@ type DocumentQAInput struct {
 	// FairnessWeight is the key's share relative to other keys (default 1,
 	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
 	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
+	// Budget bounds what the run may spend. A run whose document alone
+	// exceeds max_tokens fails at once as memagent.OverBudget; a run that
+	// reaches its budget stops before the call that would pass it,
+	// keeping all it did, shows the status paused, and goes on when the
+	// raise-budget Update raises it (or ends when canceled).
+	Budget *Budget `json:"budget,omitempty"`
 }
+
+// Budget bounds a run's model calls and tokens (prompt and completion
+// together); a zero field is no bound.
+type Budget struct {
+	MaxCalls  int   `json:"max_calls,omitempty" contract:"min=0,max=100000000"`
+	MaxTokens int64 `json:"max_tokens,omitempty" contract:"min=0,max=1000000000000"`
+}
+
+// RaiseBudgetUpdate is the name of the Update that replaces a paused (or
+// running) DocumentQA run's budget; its argument is the new Budget, which
+// must not be below what the run has spent.
+const RaiseBudgetUpdate = "raise-budget"
+
+// StagePaused is the status of a run that reached its budget and waits
+// for the raise-budget Update.
+const StagePaused = "paused"
 
 // Progress is what the progress query returns.
 type Progress struct {

@@ -18,4 +18,7 @@ const (
 	// ErrModelUnavailable is retryable: rate limits, 5xx, timeouts and
 	// refused connections.
 	ErrModelUnavailable = "memagent.ModelUnavailable"
+	// ErrOverBudget is a run whose budget cannot cover even what it must
+	// send (its document's tokens): raise the budget.
+	ErrOverBudget = "memagent.OverBudget"
 )

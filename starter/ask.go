@@ -59,6 +59,8 @@ type askRequest struct {
 	Priority       int
 	FairnessKey    string
 	FairnessWeight float64
+	// Budget bounds the run's calls and tokens; nil is no bound.
+	Budget *api.Budget
 }
 
 // askFlags binds the flags shared by ask and demo.
@@ -138,6 +140,8 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 	asJSON := outputFlag(cmd, "print one JSON object instead of text")
 	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on; starter watch follows it); 0 waits for the end, through Temporal outages")
 	schedulingFlags(fs, &req.Priority, &req.FairnessKey, &req.FairnessWeight, api.PriorityQuestion, "the question")
+	maxCalls := fs.Int("max-calls", 0, "budget: the most model calls the run may make; it pauses before the next (exit 4) until starter budget raises it (0: no bound)")
+	maxTokens := fs.Int64("max-tokens", 0, "budget: the most prompt and completion tokens the run may spend (0: no bound)")
 	finish := askFlags(fs, &req)
 	return func(args []string) (err error) {
 		if cfgErr != nil {
@@ -148,6 +152,12 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 		}
 		req.Golds = golds
 		req.Options.Model = cfg.Model
+		if *maxCalls < 0 || *maxTokens < 0 {
+			return badRequest(fmt.Errorf("--max-calls (%d) and --max-tokens (%d) must not be negative (0 is no bound)", *maxCalls, *maxTokens))
+		}
+		if *maxCalls > 0 || *maxTokens > 0 {
+			req.Budget = &api.Budget{MaxCalls: *maxCalls, MaxTokens: *maxTokens}
+		}
 		if err := finish(); err != nil {
 			return badRequest(err)
 		}
@@ -234,8 +244,20 @@ func (s *session) ask(ctx context.Context, req askRequest) (*api.DocumentQAResul
 	}
 	id := run.GetID()
 	stopProgress := s.watch(ctx, id)
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	paused := make(chan api.Progress, 1)
+	if req.Budget != nil {
+		go watchPause(waitCtx, s.temporal, id, paused, stopWaiting)
+	}
 	var res api.DocumentQAResult
-	if err := await(ctx, s.temporal, id, stopProgress, &res, s.progressOut()); err != nil {
+	if err := await(waitCtx, s.temporal, id, stopProgress, &res, s.progressOut()); err != nil {
+		select {
+		case p := <-paused:
+			return nil, &exitError{code: ExitPaused, err: fmt.Errorf("run %s paused at its budget after %d model calls (%d tokens), %d of %d chunks read: raise it with starter budget %s --max-calls N (or --max-tokens N), or end it with starter cancel %s",
+				id, p.Usage.Calls, p.Usage.PromptTokens+p.Usage.CompletionTokens, p.ChunksDone, p.ChunksTotal, id, id)}
+		default:
+		}
 		return nil, err
 	}
 	return &res, nil
@@ -259,7 +281,7 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 		return nil, badRequest(err)
 	}
 	in := api.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch,
-		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight}
+		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight, Budget: req.Budget}
 	if err := in.Validate(); err != nil {
 		return nil, badRequest(err)
 	}
@@ -624,4 +646,24 @@ func hashFile(f *os.File) (memagent.TextInfo, error) {
 		return memagent.TextInfo{}, err
 	}
 	return memagent.TextInfo{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// watchPause polls a run's progress and, when it is paused at its budget,
+// sends the progress on paused and calls stop.
+func watchPause(ctx context.Context, c client.Client, id string, paused chan<- api.Progress, stop func()) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		v, err := c.QueryWorkflow(ctx, id, "", api.ProgressQuery)
+		var p api.Progress
+		if err != nil || v.Get(&p) != nil || p.Stage != api.StagePaused {
+			continue
+		}
+		paused <- p
+		stop()
+		return
+	}
 }

@@ -65,8 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // failureOutput is what --json prints when a command fails.
 type failureOutput struct {
-	// Status is "failed", "bad_input" or "stopped_waiting", as the exit
-	// code says (1, 2, 3).
+	// Status is "failed", "bad_input", "stopped_waiting" or "paused", as
+	// the exit code says (1, 2, 3, 4).
 	Status   string `json:"status"`
 	ExitCode int    `json:"exit_code"`
 	// FailureType is the run's failure type (memagent.BadInput,
@@ -82,6 +82,8 @@ func failureJSON(err error) failureOutput {
 		out.Status = "bad_input"
 	case ExitStoppedWaiting:
 		out.Status = "stopped_waiting"
+	case ExitPaused:
+		out.Status = "paused"
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
@@ -187,6 +189,10 @@ and typical figures, priced with --price-in and --price-out (per million tokens)
 memagent.Estimate workflow, which other services can start too (docs/API.md); no model is called.`,
 			`  starter estimate --doc contract.pdf --question "Who may terminate the agreement?" -o json
   starter estimate --doc case.txt --question Q1 --question Q2 --price-in 0.15 --price-out 0.60`, bind(bindEstimate)),
+		leaf("budget WORKFLOW_ID [--max-calls N] [--max-tokens N]", "Raise the budget of a question, which lets a paused run go on",
+			`Replaces a question's budget (raise-budget Update): a run paused at its budget goes on at
+once, and nothing it did is paid again. A budget below what the run has spent is refused.`,
+			"  starter budget memagent-qa-1f2e3d4c5b6a7980 --max-calls 100", bind(bindBudget)),
 		leaf("cancel [flags] WORKFLOW_ID", "Ask a run, a review or a batch to stop",
 			`Asks a run, a review or a batch to stop: it cancels its model calls and children and
 closes as canceled, keeping what it wrote. A worker must take the run to act on the request;

@@ -41,7 +41,7 @@ var runTypes = map[string]string{"question": api.DocumentQAName, "review": api.R
 var (
 	// A batch's own stage "running" is left out: --status running is
 	// every open run, batches in that stage among them.
-	openStages = []string{api.StagePreparing, api.StageReading, api.StageAnswering, api.StageWriting,
+	openStages = []string{api.StagePreparing, api.StageReading, api.StageAnswering, api.StagePaused, api.StageWriting,
 		api.BatchStageExpanding, api.BatchStageReporting}
 	closedStatuses = map[string]string{api.StageDone: "Completed", api.StageFailed: "Failed", api.StageCanceled: "Canceled",
 		"terminated": "Terminated", "timed_out": "TimedOut"}

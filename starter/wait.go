@@ -28,6 +28,9 @@ const (
 	// ExitStoppedWaiting: the starter stopped waiting (--timeout, Ctrl-C)
 	// while the run goes on; `starter watch ID` follows it again.
 	ExitStoppedWaiting = 3
+	// ExitPaused: the run reached its budget and waits, paused, for
+	// `starter budget ID` to raise it (or for a cancel).
+	ExitPaused = 4
 )
 
 // exitError carries an exit code with an error.

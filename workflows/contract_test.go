@@ -207,6 +207,9 @@ func TestValidateEnforcesTheSchemaRanges(t *testing.T) {
 			return &api.ReviewInput{Document: "s3://b/d.txt", Questions: []api.ReviewQuestion{{Question: "q?"}}}
 		},
 		reflect.TypeFor[api.BatchQAInput](): func() any { return &api.BatchQAInput{Manifest: "s3://b/m.jsonl"} },
+		reflect.TypeFor[api.EstimateInput](): func() any {
+			return &api.EstimateInput{Document: "s3://b/d.txt", Questions: []string{"q?"}}
+		},
 	}
 	checked := 0
 	for _, p := range published {

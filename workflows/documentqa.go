@@ -107,6 +107,16 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			st.TracePrefix += "/"
 		}
 	}
+	// The budget can be raised while the run reads, and must be to let a
+	// paused run go on.
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, b api.Budget) (api.Budget, error) {
+		in.Budget = &b
+		return b, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, b api.Budget) error {
+		return checkRaise(b, st.Usage)
+	}}); err != nil {
+		return nil, err
+	}
 	prio := taskPriority(ctx, in.Scheduling(), api.PriorityQuestion)
 	lazy := skipsEagerExecution(prio)
 	hb := DefaultHeartbeatTimeout
@@ -171,6 +181,11 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		vis.publish(progress, prepared...)
 	}
 
+	if b := in.Budget; b != nil && b.MaxTokens > 0 && st.Prepared.Tokens > b.MaxTokens {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"budget.max_tokens (%d) is below the document's own %d tokens, which every reading sends: raise budget.max_tokens (starter estimate says what the run takes)",
+			b.MaxTokens, st.Prepared.Tokens), api.ErrOverBudget, nil)
+	}
 	chunksPerRun := in.ChunksPerRun
 	if chunksPerRun == 0 {
 		chunksPerRun = DefaultChunksPerRun
@@ -185,6 +200,9 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			next := qaRun{DocumentQAInput: in, State: st}
 			workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
 			return nil, workflow.NewContinueAsNewError(ctx, api.DocumentQAName, next)
+		}
+		if err := awaitBudget(ctx, &in, st, &progress, vis); err != nil {
+			return nil, err
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout:   15 * time.Minute,
@@ -217,6 +235,9 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		}
 	}
 
+	if err := awaitBudget(ctx, &in, st, &progress, vis); err != nil {
+		return nil, err
+	}
 	progress.Stage = api.StageAnswering
 	vis.publish(progress, api.StatusKey.ValueSet(api.StageAnswering), api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -300,4 +321,44 @@ func ownPrefix(callers, normalized string) string {
 		return ""
 	}
 	return normalized
+}
+
+// overBudget reports whether usage has reached b: the next model call
+// would pass it.
+func overBudget(b *api.Budget, u api.Usage) bool {
+	if b == nil {
+		return false
+	}
+	return (b.MaxCalls > 0 && u.Calls >= b.MaxCalls) || (b.MaxTokens > 0 && u.PromptTokens+u.CompletionTokens >= b.MaxTokens)
+}
+
+// checkRaise refuses a new budget that the run has already spent.
+func checkRaise(b api.Budget, spent api.Usage) error {
+	switch {
+	case b.MaxCalls < 0 || b.MaxTokens < 0:
+		return fmt.Errorf("max_calls (%d) and max_tokens (%d) must not be negative (0 is no bound)", b.MaxCalls, b.MaxTokens)
+	case overBudget(&b, spent):
+		return fmt.Errorf("the run has made %d calls and spent %d tokens: give a budget above that (0 is no bound)", spent.Calls, spent.PromptTokens+spent.CompletionTokens)
+	}
+	return nil
+}
+
+// awaitBudget stops the run before a model call that its budget does not
+// cover: it shows the status paused and waits until the raise-budget
+// Update lifts the budget (or the run is canceled), then resumes the stage
+// it was in. Everything done so far is kept.
+func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, progress *api.Progress, vis *visibility) error {
+	if !overBudget(in.Budget, st.Usage) {
+		return nil
+	}
+	stage := progress.Stage
+	progress.Stage = api.StagePaused
+	vis.publish(*progress, api.StatusKey.ValueSet(api.StagePaused))
+	workflow.GetLogger(ctx).Info("paused at the budget", "calls", st.Usage.Calls, "tokens", st.Usage.PromptTokens+st.Usage.CompletionTokens)
+	if err := workflow.Await(ctx, func() bool { return !overBudget(in.Budget, st.Usage) }); err != nil {
+		return err
+	}
+	progress.Stage = stage
+	vis.publish(*progress, api.StatusKey.ValueSet(stage))
+	return nil
 }

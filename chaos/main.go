@@ -21,24 +21,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"time"
+
+	"github.com/memagent/memagent/internal/workerapp"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "chaos:", err)
-		}
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { workerapp.Main("chaos", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if role := os.Getenv(chaosRoleEnv); role != "" {

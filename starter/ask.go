@@ -166,15 +166,10 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 			ctx, cancel = context.WithTimeout(ctx, *timeout)
 			defer cancel()
 		}
-		checked, err := checkDocumentFirst(req.Doc, req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
+		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter ask", req.Doc, req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
 		if err != nil {
 			return err
 		}
-		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter ask")
-		if err != nil {
-			return err
-		}
-		s.checked = checked
 		defer func() { end(err) }()
 		res, err := s.ask(ctx, req)
 		if err != nil {
@@ -184,18 +179,25 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 	}
 }
 
-// checkDocumentFirst checks a local document before the command connects
-// to anything, so that a missing, empty or unreadable file is bad input
-// (exit 2) even when Temporal is down.
-func checkDocumentFirst(doc string, replaceInvalid bool) (map[string]localDocument, error) {
-	if doc == "" || strings.HasPrefix(doc, "s3://") {
-		return nil, nil
+// startWithDocument is startCommand for a command about one document: a
+// local document is checked before the command connects to anything, so
+// that a missing, empty or unreadable file is bad input (exit 2) even when
+// Temporal is down, and what the check learnt is kept for the upload.
+func startWithDocument(ctx context.Context, cfg config.Config, stderr io.Writer, asJSON bool, name, doc string, replaceInvalid bool) (context.Context, *session, func(error), error) {
+	var checked map[string]localDocument
+	if doc != "" && !strings.HasPrefix(doc, "s3://") {
+		ld, err := checkLocalDocument(doc, replaceInvalid)
+		if err != nil {
+			return ctx, nil, nil, err
+		}
+		checked = map[string]localDocument{doc: ld}
 	}
-	ld, err := checkLocalDocument(doc, replaceInvalid)
+	ctx, s, end, err := startCommand(ctx, cfg, stderr, asJSON, name)
 	if err != nil {
-		return nil, err
+		return ctx, nil, nil, err
 	}
-	return map[string]localDocument{doc: ld}, nil
+	s.checked, s.replaceInvalid = checked, replaceInvalid
+	return ctx, s, end, nil
 }
 
 // session holds the clients one CLI command uses.

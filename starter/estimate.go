@@ -50,17 +50,11 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 		if err := in.Validate(); err != nil {
 			return badRequest(err)
 		}
-		checked, err := checkDocumentFirst(req.Doc, req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
+		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter estimate", req.Doc, req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
 		if err != nil {
 			return err
 		}
-		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter estimate")
-		if err != nil {
-			return err
-		}
-		s.checked = checked
 		defer func() { end(err) }()
-		s.replaceInvalid = req.Options.InvalidUTF8 == api.InvalidUTF8Replace
 		if in.Document, _, err = s.resolveDocument(ctx, req.Doc); err != nil {
 			return err
 		}

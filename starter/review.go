@@ -110,15 +110,10 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 			return err
 		}
 
-		checked, err := checkDocumentFirst(req.Doc, in.Options.InvalidUTF8 == api.InvalidUTF8Replace)
+		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter review", req.Doc, in.Options.InvalidUTF8 == api.InvalidUTF8Replace)
 		if err != nil {
 			return err
 		}
-		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter review")
-		if err != nil {
-			return err
-		}
-		s.checked = checked
 		defer func() { end(err) }()
 		res, err := s.review(ctx, in, req.Doc, req.Fresh)
 		if err != nil {

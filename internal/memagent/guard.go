@@ -69,7 +69,23 @@ func tagPattern(tags []string) *regexp.Regexp {
 // tags (see the package's guard notes): its brackets become ‹ and ›, and
 // its disguise (invisible characters, look-alikes, character references)
 // is dropped. Text with nothing of the kind is returned unchanged.
+//
+// Rewriting one tag can complete another around it ("<section <doc>>"
+// becomes "<section ‹doc›>", a section tag), so the rewrite is repeated
+// until nothing is left to rewrite. Each round turns at least one '<'
+// into '‹', so the rounds are bounded by the text's brackets.
 func NeutralizeTags(text string, tags []string) string {
+	for {
+		out := neutralizeOnce(text, tags)
+		if out == text {
+			return out
+		}
+		text = out
+	}
+}
+
+// neutralizeOnce is one round of NeutralizeTags.
+func neutralizeOnce(text string, tags []string) string {
 	if !strings.ContainsAny(text, "<&\uFF1C\uFE64\u2329\u3008\u27E8\u02C2") {
 		return text
 	}

@@ -115,6 +115,17 @@ type BatchQAInput struct {
 	// (BatchReport.Groups). Items per run, the window and the counts of
 	// the progress and result count samples.
 	Samples int `json:"samples,omitempty" contract:"min=0,max=64"`
+	// Budget bounds what the whole batch may spend, over all its items
+	// and samples (items reused from an earlier report cost nothing). The
+	// batch hands its children the budget in grants, a few calls at a
+	// time, so the calls of all children together never pass max_calls;
+	// a batch that has granted all of it shows the status paused, with
+	// the children that wait for a grant paused too, and goes on when the
+	// raise-budget Update raises it (or ends when canceled). A failed
+	// child counts as its whole grant. max_tokens is checked against the
+	// tokens each child has spent before each call, so the calls in
+	// flight (at most one per running child) may pass it.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // BatchQAResult is BatchQA's result.

@@ -105,7 +105,11 @@ type DocumentQAInput struct {
 // Budget bounds a run's model calls and tokens (prompt and completion
 // together); a zero field is no bound.
 type Budget struct {
-	MaxCalls  int   `json:"max_calls,omitempty" contract:"min=0,max=100000000"`
+	// MaxCalls is the most model calls (memory updates and final
+	// answers) the run may make; 0 is no bound.
+	MaxCalls int `json:"max_calls,omitempty" contract:"min=0,max=100000000"`
+	// MaxTokens is the most prompt and completion tokens, together, the
+	// run may spend; 0 is no bound.
 	MaxTokens int64 `json:"max_tokens,omitempty" contract:"min=0,max=1000000000000"`
 }
 
@@ -113,6 +117,22 @@ type Budget struct {
 // running) DocumentQA run's budget; its argument is the new Budget, which
 // must not be below what the run has spent.
 const RaiseBudgetUpdate = "raise-budget"
+
+// BudgetRequestSignal is the signal a paused DocumentQA child of a batch
+// with a budget sends its batch to ask for more of it; its argument is a
+// BudgetRequest. BudgetGrantSignal is the batch's answer to the child: the
+// child's new Budget. Both pass between memagent's own workflows.
+const (
+	BudgetRequestSignal = "memagent.budget-request"
+	BudgetGrantSignal   = "memagent.budget-grant"
+)
+
+// BudgetRequest is a batch child's request for more budget: its workflow id
+// and what it has spent.
+type BudgetRequest struct {
+	WorkflowID string `json:"workflow_id"`
+	Usage      Usage  `json:"usage"`
+}
 
 // StagePaused is the status of a run that reached its budget and waits
 // for the raise-budget Update.

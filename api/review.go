@@ -101,6 +101,16 @@ type ReviewInput struct {
 	// FairnessWeight is the key's share relative to other keys (default 1,
 	// at most 1000): a key of weight 2 gets twice the tasks of a key of 1.
 	FairnessWeight float64 `json:"fairness_weight,omitempty" contract:"min=0,max=1000"`
+	// Budget bounds what the whole review may spend, over all its
+	// questions. A review whose reading alone (the document's tokens times
+	// its questions) exceeds max_tokens fails at once as
+	// memagent.OverBudget; a review that reaches max_calls starts no call
+	// that would pass it, lets the calls in flight finish, shows the
+	// status paused, and goes on when the raise-budget Update raises it
+	// (or ends when canceled). max_tokens is checked against the tokens
+	// spent before each call, so the calls in flight (at most parallelism)
+	// may pass it.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // ReviewProgress is what the progress query of a review returns. Its first

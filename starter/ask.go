@@ -140,8 +140,7 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 	asJSON := outputFlag(cmd, "print one JSON object instead of text")
 	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on; starter watch follows it); 0 waits for the end, through Temporal outages")
 	schedulingFlags(fs, &req.Priority, &req.FairnessKey, &req.FairnessWeight, api.PriorityQuestion, "the question")
-	maxCalls := fs.Int("max-calls", 0, "budget: the most model calls the run may make; it pauses before the next (exit 4) until starter budget raises it (0: no bound)")
-	maxTokens := fs.Int64("max-tokens", 0, "budget: the most prompt and completion tokens the run may spend (0: no bound)")
+	budget := budgetFlags(fs, "the run")
 	finish := askFlags(fs, &req)
 	return func(args []string) (err error) {
 		if cfgErr != nil {
@@ -152,11 +151,8 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 		}
 		req.Golds = golds
 		req.Options.Model = cfg.Model
-		if *maxCalls < 0 || *maxTokens < 0 {
-			return badRequest(fmt.Errorf("--max-calls (%d) and --max-tokens (%d) must not be negative (0 is no bound)", *maxCalls, *maxTokens))
-		}
-		if *maxCalls > 0 || *maxTokens > 0 {
-			req.Budget = &api.Budget{MaxCalls: *maxCalls, MaxTokens: *maxTokens}
+		if req.Budget, err = budget(); err != nil {
+			return err
 		}
 		if err := finish(); err != nil {
 			return badRequest(err)
@@ -246,20 +242,8 @@ func (s *session) ask(ctx context.Context, req askRequest) (*api.DocumentQAResul
 	}
 	id := run.GetID()
 	stopProgress := s.watch(ctx, id)
-	waitCtx, stopWaiting := context.WithCancel(ctx)
-	defer stopWaiting()
-	paused := make(chan api.Progress, 1)
-	if req.Budget != nil {
-		go watchPause(waitCtx, s.temporal, id, paused, stopWaiting)
-	}
 	var res api.DocumentQAResult
-	if err := await(waitCtx, s.temporal, id, stopProgress, &res, s.progressOut()); err != nil {
-		select {
-		case p := <-paused:
-			return nil, &exitError{code: ExitPaused, err: fmt.Errorf("run %s paused at its budget after %d model calls (%d tokens), %d of %d chunks read: raise it with starter budget %s --max-calls N (or --max-tokens N), or end it with starter cancel %s",
-				id, p.Usage.Calls, p.Usage.PromptTokens+p.Usage.CompletionTokens, p.ChunksDone, p.ChunksTotal, id, id)}
-		default:
-		}
+	if err := awaitBudgeted(ctx, s.temporal, id, req.Budget, stopProgress, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
 	return &res, nil

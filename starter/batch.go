@@ -39,23 +39,23 @@ func uploadManifest(ctx context.Context, store *s3store.Store, bucket string, cr
 	if strings.HasPrefix(path, "s3://") {
 		loc, err := s3store.ParseURI(path)
 		if err != nil {
-			return "", fmt.Errorf("manifest: %w", err)
+			return "", badRequest(fmt.Errorf("manifest: %w", err))
 		}
 		info, err := store.Head(ctx, loc)
 		if errors.Is(err, s3store.ErrNotFound) {
-			return "", fmt.Errorf("manifest %s does not exist: check the bucket and key", path)
+			return "", badRequest(fmt.Errorf("manifest %s does not exist: check the bucket and key", path))
 		}
 		if err != nil {
 			return "", fmt.Errorf("manifest %s: %w", path, err)
 		}
 		if info.Size == 0 {
-			return "", fmt.Errorf("manifest %s is empty: it has no items", path)
+			return "", badRequest(fmt.Errorf("manifest %s is empty: it has no items", path))
 		}
 		return path, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("manifest: %w", err)
+		return "", badRequest(fmt.Errorf("manifest: %w", err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -63,11 +63,11 @@ func uploadManifest(ctx context.Context, store *s3store.Store, bucket string, cr
 		return "", fmt.Errorf("manifest: %w", err)
 	}
 	if st.IsDir() {
-		return "", fmt.Errorf("manifest %s is a directory: pass a .jsonl or MemAgent .json file", path)
+		return "", badRequest(fmt.Errorf("manifest %s is a directory: pass a .jsonl or MemAgent .json file", path))
 	}
 	h := sha256.New()
 	if _, err := checkManifest(io.TeeReader(f, h), ""); err != nil {
-		return "", fmt.Errorf("manifest %s: %w", path, err)
+		return "", badRequest(fmt.Errorf("manifest %s: %w", path, err))
 	}
 	// The check may stop before the end (after the closing bracket); hash
 	// whatever is left too.
@@ -162,13 +162,13 @@ func startBatch(ctx context.Context, c client.Client, taskQueue, id string, in a
 // across continue-as-new) and returns its result. When w is not nil it
 // prints the batch's progress there: redrawn in place on a terminal,
 // otherwise a line per change at most every 5 seconds.
-func awaitBatch(ctx context.Context, c client.Client, namespace, id string, w io.Writer) (*api.BatchQAResult, error) {
+func awaitBatch(ctx context.Context, c client.Client, namespace, id string, budget *api.Budget, w io.Writer) (*api.BatchQAResult, error) {
 	stop := func() {}
 	if w != nil {
 		stop = watchRun(ctx, readerFor(c, namespace, api.BatchQAName, id), newProgressView(w, isTerminal(w)))
 	}
 	var res api.BatchQAResult
-	if err := await(ctx, c, id, stop, &res, w); err != nil {
+	if err := awaitBudgeted(ctx, c, id, budget, stop, &res, w); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -205,14 +205,14 @@ func runBatchAndReport(ctx context.Context, s *session, in api.BatchQAInput) (*a
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.followBatch(ctx, run.GetID())
+	return s.followBatch(ctx, run.GetID(), in.Budget)
 }
 
 // followBatch shows a started batch's progress until it ends, then reads its
 // report.json.
-func (s *session) followBatch(ctx context.Context, id string) (*api.BatchQAResult, *api.BatchReport, error) {
+func (s *session) followBatch(ctx context.Context, id string, budget *api.Budget) (*api.BatchQAResult, *api.BatchReport, error) {
 	fmt.Fprintf(s.progressOut(), "started batch %s\n", id)
-	res, err := awaitBatch(ctx, s.temporal, s.cfg.TemporalNamespace, id, s.progress)
+	res, err := awaitBatch(ctx, s.temporal, s.cfg.TemporalNamespace, id, budget, s.progress)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -242,21 +242,22 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`")
 	asJSON := outputFlag(cmd, "print the result and the report as one JSON object")
 	noWait := fs.Bool("no-wait", false, "start the batch and print its workflow id, without waiting")
+	budget := budgetFlags(fs, "the batch")
 	return func(args []string) (err error) {
 		if cfgErr != nil {
 			return cfgErr
 		}
 		if len(args) > 0 {
-			return fmt.Errorf("unexpected arguments %q: batch takes only flags", args)
+			return badRequest(fmt.Errorf("unexpected arguments %q: batch takes only flags", args))
 		}
 		if *manifest == "" {
-			return errors.New("no manifest: pass --manifest FILE.jsonl, a MemAgent .json file, or s3://bucket/key")
+			return badRequest(errors.New("no manifest: pass --manifest FILE.jsonl, a MemAgent .json file, or s3://bucket/key"))
 		}
 		if *concurrency < 0 || *concurrency > api.MaxBatchConcurrency {
-			return fmt.Errorf("--concurrency (%d) must be within [1, %d], or 0 for the default", *concurrency, api.MaxBatchConcurrency)
+			return badRequest(fmt.Errorf("--concurrency (%d) must be within [1, %d], or 0 for the default", *concurrency, api.MaxBatchConcurrency))
 		}
 		if *chunk < 0 {
-			return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunk)
+			return badRequest(fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunk))
 		}
 		in := api.BatchQAInput{
 			Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
@@ -268,10 +269,13 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			t := float32(*temperature)
 			in.Options.Temperature = &t
 		}
+		if in.Budget, err = budget(); err != nil {
+			return err
+		}
 		// Everything but the manifest is checked before anything is uploaded.
 		in.Manifest = "s3://check/manifest"
 		if err := in.Validate(); err != nil {
-			return err
+			return badRequest(err)
 		}
 		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter batch")
 		if err != nil {
@@ -297,7 +301,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			fmt.Fprintf(stdout, "started batch %s (manifest %s)\nfollow it with: starter runs --batch %s\n", run.GetID(), in.Manifest, orName(in.Name, run.GetID()))
 			return nil
 		}
-		res, rep, err := s.followBatch(ctx, run.GetID())
+		res, rep, err := s.followBatch(ctx, run.GetID(), in.Budget)
 		if err != nil {
 			return err
 		}

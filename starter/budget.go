@@ -7,11 +7,56 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 )
+
+// budgetFlags adds --max-calls and --max-tokens to fs, for what ("the
+// run", "the review", "the batch"); the function it returns reads them: nil
+// when neither is set, a bad-input error when one is negative.
+func budgetFlags(fs *pflag.FlagSet, what string) func() (*api.Budget, error) {
+	maxCalls := fs.Int("max-calls", 0, "budget: the most model calls "+what+" may make; it pauses before the next (exit 4) until starter budget raises it (0: no bound)")
+	maxTokens := fs.Int64("max-tokens", 0, "budget: the most prompt and completion tokens "+what+" may spend (0: no bound)")
+	return func() (*api.Budget, error) {
+		if *maxCalls < 0 || *maxTokens < 0 {
+			return nil, badRequest(fmt.Errorf("--max-calls (%d) and --max-tokens (%d) must not be negative (0 is no bound)", *maxCalls, *maxTokens))
+		}
+		if *maxCalls == 0 && *maxTokens == 0 {
+			return nil, nil
+		}
+		return &api.Budget{MaxCalls: *maxCalls, MaxTokens: *maxTokens}, nil
+	}
+}
+
+// awaitBudgeted waits like await; with a budget it also polls the run's
+// progress and, once the run shows paused, stops waiting with exit code 4
+// and the commands that resume or end it.
+func awaitBudgeted(ctx context.Context, c client.Client, id string, budget *api.Budget, stop func(), out any, say io.Writer) error {
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	paused := make(chan api.Progress, 1)
+	if budget != nil {
+		go watchPause(waitCtx, c, id, paused, stopWaiting)
+	}
+	err := await(waitCtx, c, id, stop, out, say)
+	if err == nil {
+		return nil
+	}
+	select {
+	case p := <-paused:
+		where := ""
+		if p.ChunksTotal > 0 {
+			where = fmt.Sprintf(", %d of %d chunks read", p.ChunksDone, p.ChunksTotal)
+		}
+		return &exitError{code: ExitPaused, err: fmt.Errorf("run %s paused at its budget after %d model calls (%d tokens)%s: raise it with starter budget %s --max-calls N (or --max-tokens N), or end it with starter cancel %s",
+			id, p.Usage.Calls, p.Usage.PromptTokens+p.Usage.CompletionTokens, where, id, id)}
+	default:
+	}
+	return err
+}
 
 // bindBudget replaces a question's budget through the raise-budget Update:
 // a run paused at its budget goes on, and nothing it did is paid again.
@@ -37,8 +82,10 @@ func bindBudget(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 			return err
 		}
 		defer s.close()
-		if kind != api.DocumentQAName {
-			return badRequest(fmt.Errorf("%s is a %s: budgets are on %s runs", id, kind, api.DocumentQAName))
+		switch kind {
+		case api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName:
+		default:
+			return badRequest(fmt.Errorf("%s is a %s: budgets are on questions, reviews and batches", id, kind))
 		}
 		h, err := s.temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID: id, UpdateName: api.RaiseBudgetUpdate, Args: []any{b}, WaitForStage: client.WorkflowUpdateStageCompleted,

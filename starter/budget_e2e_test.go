@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/dev/devenv"
 )
 
 // TestBudgetPausesAndResumes: ask --max-calls 3 on a document of more
@@ -66,5 +71,134 @@ func TestBudgetPausesAndResumes(t *testing.T) {
 	_, _, err = runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--chunk-tokens", "1000", "--max-tokens", "10", "--fresh")
 	if err == nil || !strings.Contains(err.Error(), api.ErrOverBudget) {
 		t.Errorf("ask --max-tokens 10: %v, want %s", err, api.ErrOverBudget)
+	}
+}
+
+// pausedRun runs a starter command that must pause at its budget (exit 4)
+// and returns the run's workflow id from the message.
+func pausedRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, stderr, err := runCLI(t, args...)
+	if exitCode(err) != ExitPaused {
+		t.Fatalf("%s: %v (exit %d), want exit %d\n%s%s", args[0], err, exitCode(err), ExitPaused, out, stderr)
+	}
+	m := regexp.MustCompile(`run (\S+) paused`).FindStringSubmatch(err.Error())
+	if m == nil || !strings.Contains(err.Error(), "starter budget "+m[1]) {
+		t.Fatalf("the pause %q does not name the run and starter budget", err)
+	}
+	return m[1]
+}
+
+// paidCalls counts the simulator's memory updates and final answers,
+// and fails the test if a call (the same question, chunk and memory) was
+// paid twice.
+func paidCalls(t *testing.T, d *devenv.Env) (updates, finals int) {
+	t.Helper()
+	type key struct{ kind, question, memory, chunk string }
+	seen := map[key]bool{}
+	for _, c := range d.Simulator.Calls() {
+		k := key{c.Kind, c.Question, c.MemoryIn, c.ChunkSHA256}
+		if seen[k] {
+			t.Errorf("a call was paid twice: %s of chunk %s", c.Kind, c.ChunkSHA256)
+		}
+		seen[k] = true
+		if c.ChunkSHA256 == "" {
+			finals++
+		} else {
+			updates++
+		}
+	}
+	return updates, finals
+}
+
+// waitCalls waits until the simulator has answered n calls.
+func waitCalls(t *testing.T, d *devenv.Env, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for len(d.Simulator.Calls()) < n && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// awaitResult waits for workflow id's result.
+func awaitResult(t *testing.T, id string, out any) {
+	t.Helper()
+	cfg, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := &session{cfg: cfg, logger: testLogger(t)}
+	if err := s.connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if err := s.temporal.GetWorkflow(ctx, id, "").Get(ctx, out); err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+}
+
+// TestReviewBudgetPausesAndResumes: a review of two questions with
+// --max-calls 5 makes exactly 5 calls, pauses (exit 4, status paused), and
+// after starter budget finishes with every question's chunks + 1 calls,
+// none paid twice.
+func TestReviewBudgetPausesAndResumes(t *testing.T) {
+	d := stack(t)
+	startWorker(t)
+	path, _ := writeDoc(t, 8_000)
+	d.Simulator.Reset()
+	id := pausedRun(t, "review", "--doc", path, "--question", demoQuestion, "--question", "What is the vault code?",
+		"--chunk-tokens", "1000", "--max-calls", "5", "--fresh", "--json")
+	waitCalls(t, d, 5)
+	time.Sleep(2 * time.Second) // no call may follow the fifth
+	if n := len(d.Simulator.Calls()); n != 5 {
+		t.Fatalf("%d model calls while paused at a budget of 5", n)
+	}
+	if out, stderr, err := runCLI(t, "budget", id, "--max-calls", "1000"); err != nil {
+		t.Fatalf("budget: %v\n%s%s", err, out, stderr)
+	}
+	var g api.ReviewGrid
+	awaitResult(t, id, &g)
+	updates, finals := paidCalls(t, d)
+	if finals != 2 || updates != 2*g.Chunks || g.Usage.Calls != 2*(g.Chunks+1) {
+		t.Errorf("review: %d updates and %d finals at the simulator, usage %d calls, %d chunks; want 2 × chunks updates, 2 finals, 2 × (chunks + 1) calls",
+			updates, finals, g.Usage.Calls, g.Chunks)
+	}
+}
+
+// TestBatchBudgetPausesAndResumes: a batch of three items with
+// --max-calls 20 hands its children grants that never sum past 20 calls,
+// pauses (exit 4, status paused) with the children paused, and after
+// starter budget finishes every item with chunks + 1 calls, none paid twice.
+func TestBatchBudgetPausesAndResumes(t *testing.T) {
+	d := stack(t)
+	startWorker(t)
+	path, _ := writeDoc(t, 8_000)
+	var manifest bytes.Buffer
+	for i := range 3 {
+		line, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("i%d", i), "document": path,
+			"question": fmt.Sprintf("%s (variant %d)", demoQuestion, i)})
+		manifest.Write(append(line, '\n'))
+	}
+	mpath := filepath.Join(t.TempDir(), "manifest.jsonl")
+	if err := os.WriteFile(mpath, manifest.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.Simulator.Reset()
+	id := pausedRun(t, "batch", "--manifest", mpath, "--chunk-tokens", "1000", "--concurrency", "2", "--max-calls", "20", "--json")
+	waitCalls(t, d, 20)
+	time.Sleep(2 * time.Second) // no call may follow the twentieth
+	if n := len(d.Simulator.Calls()); n != 20 {
+		t.Fatalf("%d model calls while paused at a budget of 20", n)
+	}
+	if out, stderr, err := runCLI(t, "budget", id, "--max-calls", "1000"); err != nil {
+		t.Fatalf("budget: %v\n%s%s", err, out, stderr)
+	}
+	var res api.BatchQAResult
+	awaitResult(t, id, &res)
+	updates, finals := paidCalls(t, d)
+	if res.Succeeded != 3 || finals != 3 || updates%3 != 0 {
+		t.Fatalf("batch: %d of 3 answered, %d final calls, %d memory updates; want 3, 3 and the same count per item", res.Succeeded, finals, updates)
 	}
 }

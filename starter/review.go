@@ -70,32 +70,36 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`")
 	asJSON := outputFlag(cmd, "print the grid as one JSON object instead of a table")
 	schedulingFlags(fs, &in.Priority, &in.FairnessKey, &in.FairnessWeight, api.PriorityReview, "the review")
+	budget := budgetFlags(fs, "the review")
 	finish := askFlags(fs, &req)
 	return func(args []string) (err error) {
 		if cfgErr != nil {
 			return cfgErr
 		}
 		if len(args) > 0 {
-			return fmt.Errorf("unexpected arguments %q: quote each question", args)
+			return badRequest(fmt.Errorf("unexpected arguments %q: quote each question", args))
 		}
 		req.Options.Model = cfg.Model
 		if err := finish(); err != nil {
+			return badRequest(err)
+		}
+		if in.Budget, err = budget(); err != nil {
 			return err
 		}
 		switch {
 		case *questionsFile != "" && len(qf.questions) > 0:
-			return errors.New("pass questions with --question or --questions FILE, not both")
+			return badRequest(errors.New("pass questions with --question or --questions FILE, not both"))
 		case *questionsFile != "":
 			if in.Questions, err = readReviewQuestions(*questionsFile); err != nil {
-				return err
+				return badRequest(err)
 			}
 		case len(qf.questions) == 0:
-			return errors.New("no questions: pass --question (repeatable) or --questions FILE")
+			return badRequest(errors.New("no questions: pass --question (repeatable) or --questions FILE"))
 		default:
 			in.Questions = qf.questions
 		}
 		if req.Doc == "" {
-			return errors.New("no document: pass --doc PATH or --doc s3://bucket/key")
+			return badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
 		}
 		in.Options = req.Options
 		cfg.Normalize()
@@ -107,7 +111,7 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		probe := in
 		probe.Document = "s3://check/document"
 		if err := probe.Validate(); err != nil {
-			return err
+			return badRequest(err)
 		}
 
 		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter review", req.Doc, in.Options.InvalidUTF8 == api.InvalidUTF8Replace)
@@ -172,7 +176,7 @@ func (s *session) review(ctx context.Context, in api.ReviewInput, doc string, fr
 		stop = watchRun(ctx, readerFor(s.temporal, s.cfg.TemporalNamespace, api.ReviewDocumentName, run.ID), newProgressView(s.progress, s.progressTTY))
 	}
 	var res api.ReviewResult
-	if err := await(ctx, s.temporal, run.ID, stop, &res, s.progressOut()); err != nil {
+	if err := awaitBudgeted(ctx, s.temporal, run.ID, in.Budget, stop, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -975,7 +975,7 @@ func bindScheduleTrigger(ctx context.Context, cmd *cobra.Command, stdout, stderr
 			fmt.Fprintf(stdout, "%s\n", wfID)
 			return nil
 		}
-		res, err := awaitBatch(ctx, tc, cfg.TemporalNamespace, wfID, stderr)
+		res, err := awaitBatch(ctx, tc, cfg.TemporalNamespace, wfID, nil, stderr)
 		if err != nil {
 			return err
 		}

@@ -50,6 +50,9 @@ type batchState struct {
 	Failed   int `json:"failed"`
 	// Usage sums the model usage of the children that answered.
 	Usage api.Usage `json:"usage"`
+	// Charged is what the budget counts as spent by finished children:
+	// an answered child's usage, a failed child's whole grant.
+	Charged api.Usage `json:"charged,omitempty"`
 	// Parts are the outcome parts, relative to Expanded.WorkPrefix.
 	Parts []string `json:"parts,omitempty"`
 	Runs  int      `json:"runs"`
@@ -116,6 +119,18 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	st.Runs++
 	b = &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID,
 		prio: taskPriority(ctx, in.Scheduling(), api.PriorityBatch)}
+	b.grants, b.raised = map[string]api.Budget{}, workflow.NewBufferedChannel(ctx, 1)
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, nb api.Budget) (api.Budget, error) {
+		b.in.Budget = &nb
+		if b.raised.Len() == 0 {
+			b.raised.Send(ctx, true)
+		}
+		return nb, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, nb api.Budget) error {
+		return checkRaise(nb, b.st.Charged)
+	}}); err != nil {
+		return nil, refuse(err)
+	}
 	b.progress.Stage = api.BatchStageRunning
 	if st.Expanded.WorkPrefix == "" {
 		b.progress.Stage = api.BatchStageExpanding
@@ -211,7 +226,13 @@ type batchRun struct {
 	// status is the MemagentStatus last upserted.
 	status string
 
-	running  int
+	running int
+	// grants are the budgets handed to the running children, by workflow
+	// id; waiting are the children that asked for more and wait for room.
+	grants  map[string]api.Budget
+	waiting []api.BudgetRequest
+	raised  workflow.Channel
+
 	buffer   []api.BatchItemResult
 	bufBytes int
 	parts    int // parts written by this run
@@ -315,8 +336,21 @@ func (b *batchRun) runItems() error {
 			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples,
 		})
 	}
+	if b.in.Budget != nil {
+		// Children that ran out of their grant ask for more; a raised
+		// budget serves the ones waiting.
+		sel.AddReceive(workflow.GetSignalChannel(ctx, api.BudgetRequestSignal), func(c workflow.ReceiveChannel, _ bool) {
+			var req api.BudgetRequest
+			c.Receive(ctx, &req)
+			b.request(req)
+		})
+		sel.AddReceive(b.raised, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			b.serveWaiting()
+		})
+	}
 	for {
-		for b.running < b.window() && !stopping {
+		for b.running < b.window() && !stopping && b.room() {
 			if len(queue) > 0 {
 				b.startChild(sel, queue[0])
 				queue = queue[1:]
@@ -357,6 +391,12 @@ func (b *batchRun) runItems() error {
 			b.publish(api.BatchStageRunning)
 		}
 		if b.running == 0 {
+			if (len(queue) > 0 || (!stopping && st.NextPage < st.Expanded.Pages)) && !b.room() {
+				if err := b.pause(); err != nil {
+					return err
+				}
+				continue
+			}
 			break
 		}
 		sel.Select(ctx)
@@ -390,6 +430,11 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
 	id := SampleWorkflowID(b.workflowID, it.Seq, it.Sample)
+	if b.in.Budget != nil {
+		g := b.grant(api.Usage{})
+		in.Budget = &g
+		b.grants[id] = g
+	}
 	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, api.QuestionDigest(it.Question), it.Document)
 	if it.Sample > 0 {
 		summary = fmt.Sprintf("%s #%d sample %d · Q#%s · %s", st.Name, it.Seq, it.Sample, api.QuestionDigest(it.Question), it.Document)
@@ -413,6 +458,17 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 			Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Question: it.Question,
 			GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
 		}
+		if g, ok := b.grants[id]; ok {
+			delete(b.grants, id)
+			b.waiting = slices.DeleteFunc(b.waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == id })
+			if err != nil {
+				st.Charged = st.Charged.Add(api.Usage{Calls: g.MaxCalls, PromptTokens: g.MaxTokens})
+			} else {
+				st.Charged = st.Charged.Add(res.Usage)
+			}
+			// What the child left of its grant goes to those waiting.
+			b.serveWaiting()
+		}
 		if err != nil {
 			r.Status = api.ItemFailed
 			r.Error, r.ErrorType = childFailure(err)
@@ -430,6 +486,102 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		b.refresh()
 		workflow.SetCurrentDetails(b.ctx, batchDetails(b.progress))
 	})
+}
+
+// grantCalls is how many calls the batch hands a child at a time when it
+// has a budget: few enough that the window shares the budget, enough that
+// a child asks seldom.
+const grantCalls = 16
+
+// available is the budget not yet spent nor granted: calls and tokens,
+// each unbounded (-1) when the budget does not bound it.
+func (b *batchRun) available() (calls int, tokens int64) {
+	bud := b.in.Budget
+	calls, tokens = -1, -1
+	if bud.MaxCalls > 0 {
+		calls = bud.MaxCalls - b.st.Charged.Calls
+	}
+	if bud.MaxTokens > 0 {
+		tokens = bud.MaxTokens - b.st.Charged.PromptTokens - b.st.Charged.CompletionTokens
+	}
+	for _, g := range b.grants {
+		calls -= g.MaxCalls
+		tokens -= g.MaxTokens
+	}
+	return calls, tokens
+}
+
+// room reports whether the budget has a call left to grant.
+func (b *batchRun) room() bool {
+	if b.in.Budget == nil {
+		return true
+	}
+	calls, tokens := b.available()
+	return (b.in.Budget.MaxCalls == 0 || calls > 0) && (b.in.Budget.MaxTokens == 0 || tokens > 0)
+}
+
+// grant is a child's budget after spending spent: what it spent and a
+// share of what is available (grantCalls calls, and their tokens at the
+// options' bounds). Call it only when room reports true.
+func (b *batchRun) grant(spent api.Usage) api.Budget {
+	calls, tokens := b.available()
+	var g api.Budget
+	if b.in.Budget.MaxCalls > 0 {
+		g.MaxCalls = spent.Calls + min(grantCalls, calls)
+	}
+	if b.in.Budget.MaxTokens > 0 {
+		o := b.in.Options.WithDefaults()
+		perCall := int64(o.ChunkTokens + 2*o.MemoryMaxTokens + o.AnswerMaxTokens + 1024)
+		g.MaxTokens = spent.PromptTokens + spent.CompletionTokens + min(grantCalls*perCall, tokens)
+	}
+	return g
+}
+
+// request takes a child's request for more budget: it counts the child's
+// grant as what it spent, then grants it more when there is room, else
+// keeps it waiting and shows the batch paused.
+func (b *batchRun) request(req api.BudgetRequest) {
+	if _, ok := b.grants[req.WorkflowID]; !ok {
+		return // not a running child of this batch
+	}
+	b.waiting = slices.DeleteFunc(b.waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == req.WorkflowID })
+	b.grants[req.WorkflowID] = api.Budget{MaxCalls: req.Usage.Calls, MaxTokens: req.Usage.PromptTokens + req.Usage.CompletionTokens}
+	b.waiting = append(b.waiting, req)
+	b.serveWaiting()
+}
+
+// serveWaiting grants the waiting children more budget, first come first
+// served, while there is room; the batch shows paused while any waits.
+func (b *batchRun) serveWaiting() {
+	for len(b.waiting) > 0 && b.room() {
+		req := b.waiting[0]
+		b.waiting = b.waiting[1:]
+		g := b.grant(req.Usage)
+		b.grants[req.WorkflowID] = g
+		// A child that ended meanwhile cannot take it: the failed signal is
+		// of no consequence, its completion returns the grant.
+		workflow.SignalExternalWorkflow(b.ctx, req.WorkflowID, "", api.BudgetGrantSignal, g)
+	}
+	switch {
+	case len(b.waiting) > 0 && b.progress.Stage == api.BatchStageRunning:
+		b.publish(api.StagePaused)
+	case len(b.waiting) == 0 && b.progress.Stage == api.StagePaused:
+		b.publish(api.BatchStageRunning)
+	}
+}
+
+// pause waits, with no child running, until the raise-budget Update gives
+// the batch room to start one (or the batch is canceled).
+func (b *batchRun) pause() error {
+	b.publish(api.StagePaused)
+	workflow.GetLogger(b.ctx).Info("paused at the budget", "calls", b.st.Charged.Calls)
+	if err := workflow.Await(b.ctx, b.room); err != nil {
+		return err
+	}
+	for b.raised.ReceiveAsync(nil) {
+	}
+	b.publish(api.BatchStageRunning)
+	return nil
 }
 
 // SampleWorkflowID is the workflow id of the DocumentQA run of one sample

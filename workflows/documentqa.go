@@ -117,6 +117,17 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	}}); err != nil {
 		return nil, err
 	}
+	if grantedByBatch(ctx, in) {
+		// The batch answers a request for more budget with a grant.
+		grants := workflow.GetSignalChannel(ctx, api.BudgetGrantSignal)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			for {
+				var b api.Budget
+				grants.Receive(ctx, &b)
+				in.Budget = &b
+			}
+		})
+	}
 	prio := taskPriority(ctx, in.Scheduling(), api.PriorityQuestion)
 	lazy := skipsEagerExecution(prio)
 	hb := DefaultHeartbeatTimeout
@@ -181,7 +192,9 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		vis.publish(progress, prepared...)
 	}
 
-	if b := in.Budget; b != nil && b.MaxTokens > 0 && st.Prepared.Tokens > b.MaxTokens {
+	// A batch child's budget is a grant, raised on request: only a budget
+	// of the run's own must cover the whole document.
+	if b := in.Budget; b != nil && b.MaxTokens > 0 && st.Prepared.Tokens > b.MaxTokens && !grantedByBatch(ctx, in) {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"budget.max_tokens (%d) is below the document's own %d tokens, which every reading sends: raise budget.max_tokens (starter estimate says what the run takes)",
 			b.MaxTokens, st.Prepared.Tokens), api.ErrOverBudget, nil)
@@ -355,10 +368,27 @@ func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, pro
 	progress.Stage = api.StagePaused
 	vis.publish(*progress, api.StatusKey.ValueSet(api.StagePaused))
 	workflow.GetLogger(ctx).Info("paused at the budget", "calls", st.Usage.Calls, "tokens", st.Usage.PromptTokens+st.Usage.CompletionTokens)
+	if grantedByBatch(ctx, *in) {
+		// Ask the batch for more; it grants it when its own budget has
+		// room, else it pauses too. A request that fails leaves the run
+		// paused, for an operator's raise-budget.
+		info := workflow.GetInfo(ctx)
+		req := api.BudgetRequest{WorkflowID: info.WorkflowExecution.ID, Usage: st.Usage}
+		if err := workflow.SignalExternalWorkflow(ctx, info.ParentWorkflowExecution.ID, "", api.BudgetRequestSignal, req).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("ask the batch for budget", "error", err)
+		}
+	}
 	if err := workflow.Await(ctx, func() bool { return !overBudget(in.Budget, st.Usage) }); err != nil {
 		return err
 	}
 	progress.Stage = stage
 	vis.publish(*progress, api.StatusKey.ValueSet(stage))
 	return nil
+}
+
+// grantedByBatch reports whether the run's budget is a grant of its
+// batch's: a child of a BatchQA with a budget, which asks the batch for
+// more when it runs out.
+func grantedByBatch(ctx workflow.Context, in api.DocumentQAInput) bool {
+	return in.Budget != nil && in.BatchID != "" && workflow.GetInfo(ctx).ParentWorkflowExecution != nil
 }

@@ -139,6 +139,16 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 	}
 	r.st.Runs++
 	r.inflight = make([]bool, len(in.Questions))
+	// The budget can be raised while the review reads, and must be to let
+	// a paused review go on.
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, b api.Budget) (api.Budget, error) {
+		r.in.Budget = &b
+		return b, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, b api.Budget) error {
+		return checkRaise(b, r.spent())
+	}}); err != nil {
+		return nil, err
+	}
 
 	prepared := r.st.Prepared.IndexURI != ""
 	if prepared {
@@ -158,6 +168,11 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 	if !prepared {
 		if err := r.prepare(); err != nil {
 			return nil, err
+		}
+		if b := in.Budget; b != nil && b.MaxTokens > 0 && r.st.Prepared.Tokens*int64(len(in.Questions)) > b.MaxTokens {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"budget.max_tokens (%d) is below the %d tokens that reading the document (%d tokens) once per question (%d) sends: raise budget.max_tokens (starter estimate says what the review takes)",
+				b.MaxTokens, r.st.Prepared.Tokens*int64(len(in.Questions)), r.st.Prepared.Tokens, len(in.Questions)), api.ErrOverBudget, nil)
 		}
 	}
 	r.opts = in.Options
@@ -262,17 +277,60 @@ func (r *reviewRun) schedule() {
 	r.published = r.chunksDone()
 	for {
 		for r.running < r.in.Parallelism && r.launched < r.in.ActivitiesPerRun && r.canceled == nil &&
-			!(r.launched > 0 && workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()) {
+			!(r.launched > 0 && workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()) && r.budgetRoom() {
 			if !r.launchNext(sel) {
 				break
 			}
 		}
 		if r.running == 0 {
+			if r.canceled == nil && r.remaining() && !r.budgetRoom() && r.launched < r.in.ActivitiesPerRun {
+				r.pause()
+				continue
+			}
 			return
 		}
 		sel.Select(r.ctx)
 		r.afterCompletion()
 	}
+}
+
+// spent is what the review's questions have spent so far.
+func (r *reviewRun) spent() api.Usage {
+	var u api.Usage
+	for _, q := range r.st.Questions {
+		u = u.Add(q.Usage)
+	}
+	return u
+}
+
+// budgetRoom reports whether the budget lets one more call start: the
+// calls spent and in flight stay below max_calls, the tokens spent below
+// max_tokens.
+func (r *reviewRun) budgetRoom() bool {
+	b := r.in.Budget
+	if b == nil {
+		return true
+	}
+	u := r.spent()
+	u.Calls += r.running
+	return !overBudget(b, u)
+}
+
+// pause shows the review paused at its budget and waits until the
+// raise-budget Update makes room (or the review is canceled); everything
+// done is kept.
+func (r *reviewRun) pause() {
+	stage := r.stage
+	r.stage = api.StagePaused
+	r.publish(api.StatusKey.ValueSet(api.StagePaused))
+	u := r.spent()
+	workflow.GetLogger(r.ctx).Info("paused at the budget", "calls", u.Calls, "tokens", u.PromptTokens+u.CompletionTokens)
+	if err := workflow.Await(r.ctx, r.budgetRoom); err != nil {
+		r.canceled = err
+		return
+	}
+	r.stage = stage
+	r.publish(api.StatusKey.ValueSet(stage))
 }
 
 // launchNext starts the most urgent task: the memory update of the

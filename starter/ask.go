@@ -157,6 +157,14 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 		if err := finish(); err != nil {
 			return badRequest(err)
 		}
+		// What can be checked without the services is checked before
+		// connecting to them.
+		if req.Doc == "" {
+			return badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
+		}
+		if err := api.CheckQuestion(req.Question); err != nil {
+			return badRequest(err)
+		}
 		if *timeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, *timeout)

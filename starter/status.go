@@ -98,7 +98,7 @@ func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 // before or after it (starter status ID --history as well as --history ID).
 func oneWorkflowID(name string, args []string) (string, error) {
 	if len(args) != 1 {
-		return "", fmt.Errorf("usage: starter %s [flags] WORKFLOW_ID (got %d arguments)", name, len(args))
+		return "", badRequest(fmt.Errorf("usage: starter %s [flags] WORKFLOW_ID (got %d arguments)", name, len(args)))
 	}
 	return args[0], nil
 }

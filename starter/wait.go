@@ -23,7 +23,8 @@ const (
 	// ExitFailed: the run failed, or the command could not do its work.
 	ExitFailed = 1
 	// ExitBadInput: the request is wrong (flags, the document, a run that
-	// failed as memagent.BadInput or memagent.Forbidden): change it.
+	// failed as memagent.BadInput, Forbidden, DocumentNotFound,
+	// PromptTooLong or OverBudget): change it.
 	ExitBadInput = 2
 	// ExitStoppedWaiting: the starter stopped waiting (--timeout, Ctrl-C)
 	// while the run goes on; `starter watch ID` follows it again.
@@ -32,6 +33,13 @@ const (
 	// `starter budget ID` to raise it (or for a cancel).
 	ExitPaused = 4
 )
+
+// callersToFix are the failure types of a run that the caller fixes by
+// changing the request: they exit 2, like bad flags.
+var callersToFix = map[string]bool{
+	api.ErrBadInput: true, api.ErrForbidden: true, api.ErrDocumentNotFound: true,
+	api.ErrPromptTooLong: true, api.ErrOverBudget: true,
+}
 
 // exitError carries an exit code with an error.
 type exitError struct {
@@ -142,7 +150,7 @@ func runFailed(id string, err error) error {
 	}
 	code := ExitFailed
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && (appErr.Type() == api.ErrBadInput || appErr.Type() == api.ErrForbidden) {
+	if errors.As(err, &appErr) && callersToFix[appErr.Type()] {
 		code = ExitBadInput
 	}
 	return &exitError{code: code, err: runError(id, err)}

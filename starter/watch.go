@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -82,15 +83,19 @@ func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 // memagent's.
 func runKind(ctx context.Context, c client.Client, id string) (string, error) {
 	kind, err := memclient.New(c, memclient.Options{}).WorkflowType(ctx, id)
-	if err != nil {
+	var missing *serviceerror.NotFound
+	switch {
+	case errors.As(err, &missing):
+		return "", badRequest(fmt.Errorf("no workflow %s: check the id (starter runs lists the runs)", id))
+	case err != nil:
 		return "", err
 	}
 	switch kind {
 	case api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName:
 		return kind, nil
 	}
-	return "", fmt.Errorf("%s is a %s workflow, not a memagent run (%s, %s or %s)",
-		id, kind, api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName)
+	return "", badRequest(fmt.Errorf("%s is a %s workflow, not a memagent run (%s, %s or %s)",
+		id, kind, api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName))
 }
 
 // await waits for the result of id's run (following continue-as-new) into

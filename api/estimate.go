@@ -85,4 +85,17 @@ type Estimate struct {
 	Model     string `json:"model,omitempty"`
 	Tokenizer string `json:"tokenizer"`
 	IndexURI  string `json:"index_uri"`
+	// GPUSeconds is the time the calls would hold the pool's slots, at
+	// the mean time per memory update and per final answer that the
+	// estimating worker measured of its own calls; WallSeconds is the
+	// least wall time on an idle pool: the longer of GPUSeconds over the
+	// pool's slots and one question's chain of calls, which run one after
+	// another. Both are absent before the worker has made a call.
+	GPUSeconds  float64 `json:"gpu_seconds,omitempty"`
+	WallSeconds float64 `json:"wall_seconds,omitempty"`
+	// PoolSlots is the calls the worker's pool runs at once (the sum of
+	// its endpoints' max in flight); MeasuredCalls how many calls the
+	// mean times come from.
+	PoolSlots     int   `json:"pool_slots,omitempty"`
+	MeasuredCalls int64 `json:"measured_calls,omitempty"`
 }

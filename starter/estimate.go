@@ -87,6 +87,13 @@ func printEstimate(w io.Writer, e api.Estimate) {
 	if e.PriceMax > 0 {
 		fmt.Fprintf(w, "Price:       at most %.4f, typically %.4f (at the prices given)\n", e.PriceMax, e.PriceTypical)
 	}
+	switch {
+	case e.GPUSeconds > 0:
+		fmt.Fprintf(w, "GPU time:    %s of pool slot time, at least %s wall time on an idle pool of %d slots (from %s calls the worker measured)\n",
+			seconds(e.GPUSeconds), seconds(e.WallSeconds), e.PoolSlots, groupDigits(e.MeasuredCalls))
+	default:
+		fmt.Fprintln(w, "GPU time:    unknown until the worker has made a call (it times its own calls)")
+	}
 	fmt.Fprintln(w, "No model was called; typical figures assume memories half full and short answers.")
 }
 
@@ -97,4 +104,16 @@ func groupDigits(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// seconds renders a duration in seconds as 4.2s, 3m20s or 2h5m0s.
+func seconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
 }

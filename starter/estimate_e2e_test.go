@@ -56,4 +56,26 @@ func TestEstimateCallsNoModel(t *testing.T) {
 	if n := len(d.Simulator.Calls()); n != 0 {
 		t.Errorf("the estimates made %d model calls, want none", n)
 	}
+	if est.GPUSeconds != 0 || !strings.Contains(text, "GPU time:    unknown") {
+		t.Errorf("before any call the GPU time is %.3fs, text %q; want it unknown", est.GPUSeconds, text)
+	}
+
+	// Once the worker has timed its own calls, the estimate says what the
+	// calls will hold the pool and how long they take at least.
+	if _, _, err := runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--chunk-tokens", "1000", "--fresh"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLI(t, "estimate", "--doc", path, "--question", demoQuestion, "--question", "Who mended the baskets?",
+		"--chunk-tokens", "1000", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timed api.Estimate
+	if err := json.Unmarshal([]byte(out), &timed); err != nil {
+		t.Fatal(err)
+	}
+	if timed.MeasuredCalls < int64(est.Chunks+1) || timed.PoolSlots < 1 || timed.GPUSeconds <= 0 ||
+		timed.WallSeconds <= 0 || timed.WallSeconds > timed.GPUSeconds {
+		t.Errorf("estimate after a run: %+v; want the calls measured, the pool's slots, GPU time and a wall time of at most the GPU time", timed)
+	}
 }

@@ -265,6 +265,36 @@ type Pool struct {
 	// served are the model names the endpoints listed (at most
 	// maxServedNames): the only ones that label metrics.
 	served map[string]bool
+	// service sums the time successful calls held a slot, by call kind.
+	service map[string]ServiceTime
+}
+
+// ServiceTime is what the pool measured of the successful calls of one
+// kind (Request.Kind: "update", "final"): how many, and the time they
+// held a slot.
+type ServiceTime struct {
+	Calls int64
+	Total time.Duration
+}
+
+// Mean is the mean time a call held a slot, or zero before any call.
+func (s ServiceTime) Mean() time.Duration {
+	if s.Calls == 0 {
+		return 0
+	}
+	return s.Total / time.Duration(s.Calls)
+}
+
+// ServiceTimes returns what the pool has measured since it started, by
+// call kind: the throughput an estimate of GPU time starts from.
+func (p *Pool) ServiceTimes() map[string]ServiceTime {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]ServiceTime, len(p.service))
+	for k, v := range p.service {
+		out[k] = v
+	}
+	return out
 }
 
 // maxServedNames bounds the model names kept as metric labels.
@@ -532,6 +562,17 @@ func (p *Pool) complete(ctx context.Context, span trace.Span, req Request, model
 	start := p.now()
 	callStart := time.Now()
 	out, err := ep.client.Complete(ctx, req)
+	if err == nil {
+		p.mu.Lock()
+		if p.service == nil {
+			p.service = map[string]ServiceTime{}
+		}
+		st := p.service[req.Kind]
+		st.Calls++
+		st.Total += time.Since(callStart)
+		p.service[req.Kind] = st
+		p.mu.Unlock()
+	}
 	p.release(ep, start, err)
 	p.tel.called(ctx, model, req.Kind, time.Since(callStart), out, err)
 	return out, err

@@ -403,7 +403,9 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 		}
 		return nil
 	}, func() (inference.Completion, error) {
-		return a.complete(ctx, opts, prompt, opts.MemoryMaxTokens, callUpdate)
+		// This chunk's update, the later chunks' and the final answer.
+		left := len(idx.Chunks) - in.Chunk + 1
+		return a.complete(context.WithValue(ctx, remainingKey{}, left), opts, prompt, opts.MemoryMaxTokens, callUpdate)
 	})
 	if err != nil {
 		return nil, err
@@ -546,15 +548,24 @@ func (a *Activities) complete(ctx context.Context, opts api.ModelOptions, prompt
 	return comp, nil
 }
 
+// remainingKey carries, in a model call's context, the calls its run has
+// left, this one included.
+type remainingKey struct{}
+
 // withTaskPriority hands the activity's Temporal priority and fairness
 // key to the model pool, whose queue of calls waiting for a slot orders by
-// them as the task queue does.
+// them as the task queue does, and within a key by the calls each run has
+// left (a final answer has 1), longest first.
 func withTaskPriority(ctx context.Context) context.Context {
 	if !activity.IsActivity(ctx) {
 		return ctx
 	}
 	p := activity.GetInfo(ctx).Priority
-	return inference.WithPriority(ctx, inference.Priority{Level: p.PriorityKey, Key: p.FairnessKey, Weight: float64(p.FairnessWeight)})
+	left, ok := ctx.Value(remainingKey{}).(int)
+	if !ok {
+		left = 1
+	}
+	return inference.WithPriority(ctx, inference.Priority{Level: p.PriorityKey, Key: p.FairnessKey, Weight: float64(p.FairnessWeight), Remaining: left})
 }
 
 // startHeartbeat records heartbeats until the returned func is called, so a

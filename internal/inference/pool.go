@@ -369,9 +369,10 @@ func (ep *endpoint) ejected(now time.Time) bool { return now.Before(ep.ejectedUn
 // waiter is a caller waiting for a slot. The dispatcher takes it off the
 // queue and sends it an endpoint whose slot is already counted as its own.
 type waiter struct {
-	ch   chan *endpoint // buffered: sending never blocks
-	prio Priority
-	elem *list.Element
+	ch    chan *endpoint // buffered: sending never blocks
+	prio  Priority
+	since time.Time // when it started waiting
+	elem  *list.Element
 }
 
 // NewPool checks cfg and returns a pool. It makes no request and starts no
@@ -591,7 +592,7 @@ func (p *Pool) acquire(ctx context.Context) (*endpoint, error) {
 			return ep, nil
 		}
 	}
-	w := &waiter{ch: make(chan *endpoint, 1), prio: priorityFrom(ctx)}
+	w := &waiter{ch: make(chan *endpoint, 1), prio: priorityFrom(ctx), since: p.now()}
 	p.waiters.push(w)
 	p.dispatchLocked()
 	p.mu.Unlock()
@@ -684,7 +685,7 @@ func (p *Pool) dispatchLocked() {
 		if ep == nil {
 			break
 		}
-		w := p.waiters.pop()
+		w := p.waiters.pop(now)
 		p.takeLocked(ep)
 		w.ch <- ep
 	}

@@ -3,6 +3,7 @@ package inference
 import (
 	"container/list"
 	"context"
+	"time"
 )
 
 // Priority orders a request among those waiting for a slot of a busy pool:
@@ -14,7 +15,18 @@ type Priority struct {
 	Level  int
 	Key    string
 	Weight float64 // 0 counts as 1
+	// Remaining is the calls the caller's run has left, this one
+	// included (0: unknown). Among the waiters of one level and key, the
+	// one with the most goes first (critical path first: the run with the
+	// longest chain of calls ahead decides when the work ends), unless a
+	// waiter has waited MaxBypass or longer: those go first, oldest first,
+	// so that a short run is never starved by long ones.
+	Remaining int
 }
+
+// MaxBypass bounds how long a call may be passed over by calls of runs
+// with more work left.
+const MaxBypass = 30 * time.Second
 
 type priorityKey struct{}
 
@@ -82,8 +94,8 @@ func (q *fairQueue) remove(w *waiter) {
 	q.prune(w.prio.Level, w.prio.Key, l)
 }
 
-// pop returns the next waiter, or nil.
-func (q *fairQueue) pop() *waiter {
+// pop returns the next waiter at now, or nil.
+func (q *fairQueue) pop(now time.Time) *waiter {
 	if q.n == 0 {
 		return nil
 	}
@@ -103,7 +115,7 @@ func (q *fairQueue) pop() *waiter {
 		}
 	}
 	l := keys[best]
-	w := l.Remove(l.Front()).(*waiter)
+	w := l.Remove(nextOfKey(l, now)).(*waiter)
 	w.elem = nil
 	q.n--
 	q.vtime = bestTag
@@ -126,4 +138,21 @@ func (q *fairQueue) prune(level int, key string, l *list.List) {
 		}
 	}
 	delete(q.tags, key)
+}
+
+// nextOfKey is the element of one key's waiters (oldest first) to serve at now:
+// the oldest if it has waited MaxBypass or longer, else the one whose run
+// has the most calls left, the oldest of those on a tie.
+func nextOfKey(l *list.List, now time.Time) *list.Element {
+	front := l.Front()
+	if now.Sub(front.Value.(*waiter).since) >= MaxBypass {
+		return front
+	}
+	best := front
+	for e := front.Next(); e != nil; e = e.Next() {
+		if e.Value.(*waiter).prio.Remaining > best.Value.(*waiter).prio.Remaining {
+			best = e
+		}
+	}
+	return best
 }

@@ -3,6 +3,7 @@ package inference
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 func pushN(q *fairQueue, n int, level int, key string, weight float64) {
@@ -17,7 +18,7 @@ func TestFairQueueLevelsFirst(t *testing.T) {
 	pushN(&q, 2, 2, "", 1)
 	var got []int
 	for q.Len() > 0 {
-		got = append(got, q.pop().prio.Level)
+		got = append(got, q.pop(time.Time{}).prio.Level)
 	}
 	if fmt.Sprint(got) != "[2 2 4 4 4]" {
 		t.Fatalf("levels served %v, want the two of level 2 first", got)
@@ -36,7 +37,7 @@ func TestFairQueueShares(t *testing.T) {
 		pushN(&q, 100, 4, "b", tc.wb)
 		a := 0
 		for range 30 {
-			if q.pop().prio.Key == "a" {
+			if q.pop(time.Time{}).prio.Key == "a" {
 				a++
 			}
 		}
@@ -52,13 +53,13 @@ func TestFairQueueLateKey(t *testing.T) {
 	var q fairQueue
 	pushN(&q, 100, 4, "a", 1)
 	for range 20 {
-		q.pop()
+		q.pop(time.Time{})
 		pushN(&q, 1, 4, "a", 1)
 	}
 	pushN(&q, 100, 4, "b", 1)
 	b := 0
 	for range 10 {
-		if q.pop().prio.Key == "b" {
+		if q.pop(time.Time{}).prio.Key == "b" {
 			b++
 		}
 	}
@@ -75,7 +76,42 @@ func TestFairQueueRemove(t *testing.T) {
 	q.push(w2)
 	q.remove(w1)
 	q.remove(w1) // a second remove does nothing
-	if q.Len() != 1 || q.pop() != w2 || q.Len() != 0 || len(q.tags) != 0 || len(q.levels) != 0 {
+	if q.Len() != 1 || q.pop(time.Time{}) != w2 || q.Len() != 0 || len(q.tags) != 0 || len(q.levels) != 0 {
 		t.Fatalf("queue after removes: len %d, tags %v, levels %v", q.Len(), q.tags, q.levels)
+	}
+}
+
+// TestCriticalPathFirst: among the waiters of one key, the run with the
+// most calls left goes first; a waiter passed over for MaxBypass goes
+// before any, so a short run is never starved.
+func TestCriticalPathFirst(t *testing.T) {
+	var q fairQueue
+	t0 := time.Unix(1000, 0)
+	for i, left := range []int{1, 40, 5, 40, 12} {
+		q.push(&waiter{prio: Priority{Level: 4, Key: "k", Remaining: left}, since: t0.Add(time.Duration(i) * time.Second)})
+	}
+	var got []int
+	for q.Len() > 0 {
+		got = append(got, q.pop(t0.Add(10*time.Second)).prio.Remaining)
+	}
+	if fmt.Sprint(got) != "[40 40 12 5 1]" {
+		t.Errorf("served %v, want the most calls left first: [40 40 12 5 1]", got)
+	}
+
+	// The short run's call has waited MaxBypass: it goes first.
+	q.push(&waiter{prio: Priority{Level: 4, Key: "k", Remaining: 1}, since: t0})
+	q.push(&waiter{prio: Priority{Level: 4, Key: "k", Remaining: 40}, since: t0.Add(time.Second)})
+	if w := q.pop(t0.Add(MaxBypass)); w.prio.Remaining != 1 {
+		t.Errorf("after MaxBypass the run with %d calls left went first, want the one passed over", w.prio.Remaining)
+	}
+	q.pop(t0)
+
+	// Keys still share by weight: the critical path orders within a key.
+	q.push(&waiter{prio: Priority{Level: 4, Key: "a", Remaining: 1}, since: t0})
+	q.push(&waiter{prio: Priority{Level: 4, Key: "b", Remaining: 99}, since: t0})
+	q.push(&waiter{prio: Priority{Level: 4, Key: "b", Remaining: 98}, since: t0})
+	first, second := q.pop(t0), q.pop(t0)
+	if first.prio.Key == second.prio.Key {
+		t.Errorf("two calls of key %s in a row while key %s waited", first.prio.Key, map[string]string{"a": "b", "b": "a"}[first.prio.Key])
 	}
 }

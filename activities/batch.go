@@ -12,6 +12,7 @@ const (
 	ResolveBatchPageName  = "memagent.ResolveBatchPage"
 	WriteBatchResultsName = "memagent.WriteBatchResults"
 	WriteBatchReportName  = "memagent.WriteBatchReport"
+	CheckChildrenName     = "memagent.CheckBatchChildren"
 )
 
 // ErrBatchIncomplete is the type of WriteBatchReport's failure when an item
@@ -42,6 +43,7 @@ func (a *Activities) registerBatch(r Registry) {
 	r.RegisterActivityWithOptions(a.resolveBatchPage, activity.RegisterOptions{Name: ResolveBatchPageName})
 	r.RegisterActivityWithOptions(a.writeBatchResults, activity.RegisterOptions{Name: WriteBatchResultsName})
 	r.RegisterActivityWithOptions(a.writeBatchReport, activity.RegisterOptions{Name: WriteBatchReportName})
+	r.RegisterActivityWithOptions(a.checkBatchChildren, activity.RegisterOptions{Name: CheckChildrenName})
 }
 
 // PagePath is the path of page n under a batch's work prefix.

@@ -430,3 +430,20 @@ const (
 	// ReportGroupsName is the per-item summary of a batch with samples > 1.
 	ReportGroupsName = "groups.jsonl"
 )
+
+// ItemDoneSignal is the signal a batch's DocumentQA child sends its batch
+// as it closes, answered or failed; its argument is an ItemDone. It only
+// wakes the batch: the batch reads the child's outcome from Temporal, so a
+// signal from anyone else can neither add nor change an outcome.
+const ItemDoneSignal = "memagent.item-done"
+
+// CarriedSignal is the signal a batch sends each DocumentQA child it
+// carries over a continue-as-new of its own (no argument): the child then
+// sends ItemDoneSignal as it closes. A child the batch never carried closes
+// as the child of the run that awaits it, and sends nothing.
+const CarriedSignal = "memagent.carried"
+
+// ItemDone names the child that is closing.
+type ItemDone struct {
+	WorkflowID string `json:"workflow_id"`
+}

@@ -10,7 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 )
 
@@ -91,6 +94,15 @@ func bindTerminate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 			return fmt.Errorf("terminate %s: %w", id, err)
 		}
 		fmt.Fprintf(stdout, "%s %s terminated: %s\n", kind, id, *reason)
+		if kind == api.BatchQAName {
+			// A batch's children outlive the run that started them (they
+			// run on across its continue-as-new): end them with it.
+			n, err := terminateChildren(ctx, s, id, *reason)
+			if err != nil {
+				return fmt.Errorf("terminate the children of %s: %w", id, err)
+			}
+			fmt.Fprintf(stdout, "%d running children of %s terminated\n", n, id)
+		}
 		return nil
 	}
 }
@@ -144,4 +156,30 @@ func waitClosed(ctx context.Context, s *session, id string, d time.Duration) (en
 // "terminated", "completed", ...
 func statusWord(st enumspb.WorkflowExecutionStatus) string {
 	return strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_"))
+}
+
+// terminateChildren terminates the open workflows whose parent is the
+// batch id (any of its runs), and returns how many it terminated.
+func terminateChildren(ctx context.Context, s *session, id, reason string) (int, error) {
+	query := fmt.Sprintf("ParentWorkflowId = %q AND ExecutionStatus = 'Running'", id)
+	n := 0
+	var token []byte
+	for {
+		resp, err := s.temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: s.cfg.TemporalNamespace, Query: query, NextPageToken: token})
+		if err != nil {
+			return n, err
+		}
+		for _, e := range resp.GetExecutions() {
+			err := s.temporal.TerminateWorkflow(ctx, e.GetExecution().GetWorkflowId(), "", "with batch "+id+": "+reason)
+			var gone *serviceerror.NotFound
+			if err != nil && !errors.As(err, &gone) {
+				return n, err
+			}
+			n++
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return n, nil
+		}
+	}
 }

@@ -1,8 +1,9 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,21 @@ type batchState struct {
 	// Parts are the outcome parts, relative to Expanded.WorkPrefix.
 	Parts []string `json:"parts,omitempty"`
 	Runs  int      `json:"runs"`
+	// Carried are the children still running when the run continued as
+	// new (BatchCarryChange): the next run keeps them in its window and
+	// settles them when they close. Grants and Waiting carry their budget.
+	Carried []carriedChild        `json:"carried,omitempty"`
+	Grants  map[string]api.Budget `json:"grants,omitempty"`
+	Waiting []api.BudgetRequest   `json:"waiting,omitempty"`
+	// Finishing are carried children that said they are closing.
+	Finishing []string `json:"finishing,omitempty"`
+}
+
+// carriedChild is a running child handed from one run to the next: its
+// item, without what the child itself holds.
+type carriedChild struct {
+	WorkflowID string               `json:"workflow_id"`
+	Item       actwire.BatchRunItem `json:"item"`
 }
 
 // BatchQA answers the questions of a manifest, one DocumentQA child per item.
@@ -120,6 +136,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	b = &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID,
 		prio: taskPriority(ctx, in.Scheduling(), api.PriorityBatch)}
 	b.grants, b.raised = map[string]api.Budget{}, workflow.NewBufferedChannel(ctx, 1)
+	b.live, b.carried = map[string]actwire.BatchRunItem{}, map[string]bool{}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, nb api.Budget) (api.Budget, error) {
 		b.in.Budget = &nb
 		if b.raised.Len() == 0 {
@@ -136,6 +153,9 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		b.progress.Stage = api.BatchStageExpanding
 	}
 	defer func() {
+		if b.carry && temporal.IsCanceledError(err) {
+			b.cancelLive()
+		}
 		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
 			b.publish(s)
 		}
@@ -169,10 +189,14 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		b.publish(api.BatchStageRunning, updates...)
 	}
 
+	b.carry = workflow.GetVersion(ctx, BatchCarryChange, workflow.DefaultVersion, 1) >= 1
+	if b.carry {
+		b.restore()
+	}
 	if err := b.runItems(); err != nil {
 		return nil, err
 	}
-	if st.NextPage < st.Expanded.Pages {
+	if st.NextPage < st.Expanded.Pages || len(st.Carried) > 0 {
 		st.From = info.WorkflowExecution.RunID
 		return nil, workflow.NewContinueAsNewError(ctx, api.BatchQAName, batchRunInput{BatchQAInput: in, State: st})
 	}
@@ -227,6 +251,20 @@ type batchRun struct {
 	status string
 
 	running int
+	// carry is BatchCarryChange at version 1: children run on across
+	// continue-as-new. live are the running children by workflow id (in
+	// both modes); carried those of them a previous run started, settled
+	// when they close (ItemDoneSignal, then CheckBatchChildren) rather than
+	// by a future.
+	carry    bool
+	live     map[string]actwire.BatchRunItem
+	carried  map[string]bool
+	starting []startingChild
+	// checking is a CheckBatchChildren in flight; finishing the carried
+	// children that said they are closing and wait for it; ticking a
+	// timer for the next periodic check.
+	checking, ticking bool
+	finishing         []string
 	// grants are the budgets handed to the running children, by workflow
 	// id; waiting are the children that asked for more and wait for room.
 	grants  map[string]api.Budget
@@ -349,6 +387,15 @@ func (b *batchRun) runItems() error {
 			b.serveWaiting()
 		})
 	}
+	if b.carry {
+		// A carried child says it is closing; its outcome is then read
+		// from Temporal (CheckBatchChildren), never taken from the signal.
+		sel.AddReceive(workflow.GetSignalChannel(ctx, api.ItemDoneSignal), func(c workflow.ReceiveChannel, _ bool) {
+			var done api.ItemDone
+			c.Receive(ctx, &done)
+			b.noteDone(done)
+		})
+	}
 	for {
 		for b.running < b.window() && !stopping && b.room() {
 			if len(queue) > 0 {
@@ -399,6 +446,15 @@ func (b *batchRun) runItems() error {
 			}
 			break
 		}
+		if b.carry && stopping && b.liveBytes() <= carryBytes {
+			// The window goes on in the next run: the children still
+			// running are carried over, none is waited for.
+			break
+		}
+		b.watchCarried(sel)
+		if b.running == 0 {
+			continue // settled by watchCarried
+		}
 		sel.Select(ctx)
 		if len(b.buffer) >= b.in.ResultsPerPart || b.bufBytes >= partBytes {
 			if err := b.flush(); err != nil {
@@ -410,6 +466,9 @@ func (b *batchRun) runItems() error {
 		// Let a look-ahead that will not be used finish, so it never writes
 		// while the next run resolves the same page.
 		_ = ahead.f.Get(ctx, nil)
+	}
+	if b.carry {
+		return b.handOver()
 	}
 	return b.flush()
 }
@@ -439,21 +498,58 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 	if it.Sample > 0 {
 		summary = fmt.Sprintf("%s #%d sample %d · Q#%s · %s", st.Name, it.Seq, it.Sample, api.QuestionDigest(it.Question), it.Document)
 	}
-	cctx := workflow.WithChildOptions(b.ctx, workflow.ChildWorkflowOptions{
+	copts := workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
 		Priority:              prio,
 		TypedSearchAttributes: api.StartSearchAttributes(in),
 		Memo:                  map[string]any{"model_options": opts.WithDefaults()},
 		// The question stays out of the summary, which is not encrypted.
 		StaticSummary: summary,
-	})
-	f := workflow.ExecuteChildWorkflow(cctx, api.DocumentQAName, in)
+	}
+	if b.carry {
+		// The child outlives the run that started it: the next run of
+		// the batch settles it.
+		copts.ParentClosePolicy = enumspb.PARENT_CLOSE_POLICY_ABANDON
+	}
+	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(b.ctx, copts), api.DocumentQAName, in)
 	b.running++
 	st.Started++
+	b.live[id] = it
+	if b.carry {
+		b.starting = append(b.starting, startingChild{id: id, f: f})
+	}
 	sel.AddFuture(f, func(f workflow.Future) {
-		b.running--
 		var res DocumentQAResult
 		err := f.Get(b.ctx, &res)
+		o := actwire.ChildOutcome{WorkflowID: id, Result: &res}
+		if err != nil {
+			o.Result = nil
+			o.Error, o.ErrorType = childFailure(err)
+		}
+		b.settle(o)
+	})
+}
+
+// settle records the outcome of a running child, once: a child settled
+// already (by its future, or by a check after its signal) is left as it is.
+func (b *batchRun) settle(o actwire.ChildOutcome) {
+	st := b.st
+	it, ok := b.live[o.WorkflowID]
+	if !ok {
+		return
+	}
+	delete(b.live, o.WorkflowID)
+	delete(b.carried, o.WorkflowID)
+	b.running--
+	id := o.WorkflowID
+	var err error
+	var res DocumentQAResult
+	if o.Result != nil {
+		res = *o.Result
+	} else {
+		err = fmt.Errorf("%s", o.Error)
+	}
+	{
 		r := api.BatchItemResult{
 			Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Question: it.Question,
 			GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
@@ -471,7 +567,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		}
 		if err != nil {
 			r.Status = api.ItemFailed
-			r.Error, r.ErrorType = childFailure(err)
+			r.Error, r.ErrorType = o.Error, o.ErrorType
 			st.Failed++
 		} else {
 			r.Status = api.ItemAnswered
@@ -485,7 +581,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		b.bufBytes += resultSize(r, it.Bytes)
 		b.refresh()
 		workflow.SetCurrentDetails(b.ctx, batchDetails(b.progress))
-	})
+	}
 }
 
 // grantCalls is how many calls the batch hands a child at a time when it
@@ -504,6 +600,8 @@ func (b *batchRun) available() (calls int, tokens int64) {
 	if bud.MaxTokens > 0 {
 		tokens = bud.MaxTokens - b.st.Charged.PromptTokens - b.st.Charged.CompletionTokens
 	}
+	// A sum: the order of the map walk does not show.
+	//workflowcheck:ignore
 	for _, g := range b.grants {
 		calls -= g.MaxCalls
 		tokens -= g.MaxTokens
@@ -633,20 +731,4 @@ func resultSize(r api.BatchItemResult, itemBytes int) int {
 
 // childFailure turns a child's failure into the item's error message and
 // type: the memagent.* type of the activity that failed when there is one.
-func childFailure(err error) (msg, typ string) {
-	var appErr *temporal.ApplicationError
-	var timeout *temporal.TimeoutError
-	var canceled *temporal.CanceledError
-	var terminated *temporal.TerminatedError
-	switch {
-	case errors.As(err, &appErr):
-		return appErr.Message(), appErr.Type()
-	case errors.As(err, &timeout):
-		return timeout.Error(), "Timeout"
-	case errors.As(err, &canceled):
-		return "canceled", "Canceled"
-	case errors.As(err, &terminated):
-		return "terminated", "Terminated"
-	}
-	return err.Error(), ""
-}
+func childFailure(err error) (msg, typ string) { return actwire.ChildFailure(err) }

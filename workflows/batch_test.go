@@ -19,8 +19,10 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/stretchr/testify/mock"
 )
 
 // batchFixture runs BatchQA in the SDK's test environment with the real
@@ -34,6 +36,8 @@ type batchFixture struct {
 	child func(workflow.Context, api.DocumentQAInput) (*DocumentQAResult, error)
 	// setup runs on each environment before the workflow starts.
 	setup func(*testsuite.TestWorkflowEnvironment)
+	// carry runs the batch at BatchCarryChange version 1.
+	carry bool
 }
 
 func newBatchFixture(t *testing.T) *batchFixture {
@@ -121,6 +125,14 @@ func (f *batchFixture) runWith(t *testing.T, id string, in batchRunInput) (*test
 		env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	}
 	f.acts.Register(env)
+	// A test environment runs one run at a time: the children a run
+	// carries over to the next one live in no environment. These tests
+	// therefore run the batch as runs recorded before BatchCarryChange do
+	// (each run waits for its children); the carried window is tested on
+	// the dev stack (TestBatchCarriesWindowAcrossContinueAsNew).
+	if !f.carry {
+		env.OnGetVersion(BatchCarryChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
 	if f.setup != nil {
 		f.setup(env)
 	}
@@ -488,5 +500,70 @@ func TestBatchQASamples(t *testing.T) {
 	}
 	if err := (api.BatchQAInput{Manifest: manifest, Samples: 65}).Validate(); err == nil {
 		t.Error("65 samples: no error")
+	}
+}
+
+// TestBatchQACarriedChildrenSettleOnce: at BatchCarryChange version 1 a
+// run continues as new without waiting for its children, and the next run
+// settles the carried ones from CheckBatchChildren (here a stand-in that
+// answers from what the children returned, and "terminated" for a child
+// the test environment never finished). Every item gets exactly one
+// outcome, whatever path settled it.
+func TestBatchQACarriedChildrenSettleOnce(t *testing.T) {
+	f := newBatchFixture(t)
+	f.carry = true
+	done := map[string]*DocumentQAResult{}
+	f.child = func(ctx workflow.Context, in api.DocumentQAInput) (*DocumentQAResult, error) {
+		// Slow children: a run reaches its boundary while they read.
+		if err := workflow.Sleep(ctx, 10*time.Second); err != nil {
+			return nil, err
+		}
+		res := &DocumentQAResult{Answer: "w000", AnswerFound: true, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}
+		done[res.WorkflowID] = res
+		return res, nil
+	}
+	checks := 0
+	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+		// The children of one run live in no later run's environment.
+		env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, api.CarriedSignal, mock.Anything).Return(nil)
+		env.OnActivity(activities.CheckChildrenName, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in actwire.CheckChildrenInput) (*actwire.CheckChildrenOutput, error) {
+				checks++
+				out := &actwire.CheckChildrenOutput{}
+				for _, id := range in.IDs {
+					o := actwire.ChildOutcome{WorkflowID: id, Result: done[id]}
+					if o.Result == nil {
+						o.Error, o.ErrorType = "terminated", "Terminated"
+					}
+					out.Closed = append(out.Closed, o)
+				}
+				return out, nil
+			})
+	}
+	res, inputs := f.runToEnd(t, "batch-carry", api.BatchQAInput{
+		Manifest: f.jsonlManifest(t, "carry.jsonl", 9, nil), Concurrency: 4, PageSize: 2, ItemsPerRun: 2,
+		Options: api.ModelOptions{ChunkTokens: 100},
+	})
+	carried := 0
+	for _, in := range inputs {
+		if in.State != nil {
+			carried += len(in.State.Carried)
+		}
+	}
+	if carried == 0 || checks == 0 {
+		t.Fatalf("no run carried a child (%d) or checked one (%d): the test does not exercise the carried window", carried, checks)
+	}
+	t.Logf("%d runs, %d children carried, %d checks, %d answered, %d failed", len(inputs), carried, checks, res.Succeeded, res.Failed)
+	if res.Items != 9 || res.Succeeded+res.Failed != 9 {
+		t.Errorf("result %+v: want 9 items, each answered or failed once", res)
+	}
+	_, items := f.results(t, res)
+	if len(items) != 9 {
+		t.Fatalf("results has %d items, want 9", len(items))
+	}
+	for _, r := range items {
+		if r.Status == api.ItemAnswered && done[r.WorkflowID] == nil {
+			t.Errorf("item %d answered without its child having answered", r.Seq)
+		}
 	}
 }

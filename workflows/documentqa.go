@@ -51,6 +51,9 @@ type qaState struct {
 	// (see qaState.noteEvidence), at most MaxReviewEvidence.
 	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
 	EvidenceDropped int                  `json:"evidence_dropped,omitempty"`
+	// Carried says the run's batch carried it over a continue-as-new of
+	// its own: the run tells the batch when it closes (ItemDoneSignal).
+	Carried bool `json:"carried,omitempty"`
 }
 
 // DocumentQAResult is the workflow's result.
@@ -61,6 +64,30 @@ type DocumentQAResult = api.DocumentQAResult
 // as workflow.DefaultVersion and upsert nothing; runs at version 1 upsert at
 // the start of every run, after prepare, after every chunk and at the end.
 const SearchAttributesChange = "search-attributes"
+
+// ReportToBatchChange is the workflow.GetVersion change id under which a
+// batch's DocumentQA child that its batch carried over a continue-as-new
+// (CarriedSignal) tells the batch that it is closing (ItemDoneSignal), so
+// that the batch settles the item at once. Runs recorded before it replay
+// as workflow.DefaultVersion and send nothing.
+const ReportToBatchChange = "report-to-batch"
+
+// tellBatch signals the batch that started this run that the run is
+// closing, unless it continues as new. A failed signal (the batch is gone)
+// changes nothing: the batch also checks its children from time to time.
+func tellBatch(ctx workflow.Context, err error) {
+	if workflow.IsContinueAsNewError(err) {
+		return
+	}
+	sctx := ctx
+	if ctx.Err() != nil {
+		sctx, _ = workflow.NewDisconnectedContext(ctx)
+	}
+	info := workflow.GetInfo(ctx)
+	done := api.ItemDone{WorkflowID: info.WorkflowExecution.ID}
+	// Waited for: a signal still pending when the run closes is dropped.
+	_ = workflow.SignalExternalWorkflow(sctx, info.ParentWorkflowExecution.ID, "", api.ItemDoneSignal, done).Get(sctx, nil)
+}
 
 // DocumentQA is the memagent.DocumentQA workflow: it answers one question
 // about one document with MemAgent. Its one argument is a DocumentQAInput
@@ -92,6 +119,24 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	in := run.DocumentQAInput
 	if err := in.Validate(); err != nil {
 		return nil, badInput(err)
+	}
+	// A batch that continues as new while this run reads carries it over
+	// and says so (CarriedSignal); the run then tells the batch when it
+	// closes. A run its batch never carried closes as the batch's own
+	// child, which the batch sees without a signal.
+	var carriedCh workflow.ReceiveChannel
+	carried := run.State != nil && run.State.Carried
+	if in.BatchID != "" && workflow.GetInfo(ctx).ParentWorkflowExecution != nil &&
+		workflow.GetVersion(ctx, ReportToBatchChange, workflow.DefaultVersion, 1) >= 1 {
+		carriedCh = workflow.GetSignalChannel(ctx, api.CarriedSignal)
+		defer func() {
+			for carriedCh.ReceiveAsync(nil) {
+				carried = true
+			}
+			if carried {
+				tellBatch(ctx, err)
+			}
+		}()
 	}
 	info := workflow.GetInfo(ctx)
 	st := run.State
@@ -210,6 +255,10 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
 		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			st.From = info.WorkflowExecution.RunID
+			for carriedCh != nil && carriedCh.ReceiveAsync(nil) {
+				carried = true
+			}
+			st.Carried = carried
 			next := qaRun{DocumentQAInput: in, State: st}
 			workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
 			return nil, workflow.NewContinueAsNewError(ctx, api.DocumentQAName, next)

@@ -30,8 +30,9 @@ package workflows_test
 // pattern of its generation.
 //
 // BatchQA's histories come in generations too (batchGenerations:
-// testdata/batch_run{N}.json, then testdata/batch_v1_run{N}.json); the
-// current one is recorded the same way by
+// testdata/batch_run{N}.json, then testdata/batch_v1_run{N}.json, then
+// testdata/batch_carry_run{N}.json); the current one is recorded the same
+// way by
 //
 //	go test ./workflows -run 'TestReplayBatch$' -update
 //
@@ -465,6 +466,9 @@ var batchGenerations = []generation{
 	// The status lifecycle (StatusLifecycleChange), task priorities and
 	// the samples field.
 	{name: "v1", prefix: "batch_v1_run"},
+	// BatchCarryChange at version 1: children run on across
+	// continue-as-new, carried in the state, and report by signal.
+	{name: "v2-carry", prefix: "batch_carry_run"},
 }
 
 const (

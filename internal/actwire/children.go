@@ -1,0 +1,69 @@
+package actwire
+
+import (
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/api"
+)
+
+// CheckChildrenInput asks CheckBatchChildren how the DocumentQA children of
+// a batch that a run carried over from its previous run are doing.
+type CheckChildrenInput struct {
+	// IDs are the children's workflow ids.
+	IDs []string `json:"ids"`
+	// WaitSeconds is how long to wait for a child that is still open to
+	// close: a child that has just said it is finishing closes in moments.
+	// 0 reports open children at once.
+	WaitSeconds int `json:"wait_seconds,omitempty"`
+}
+
+// CheckChildrenOutput lists the children that have closed, with their
+// outcome; the others are still running.
+type CheckChildrenOutput struct {
+	Closed []ChildOutcome `json:"closed,omitempty"`
+}
+
+// ChildOutcome is a closed child's outcome as the batch records it: the
+// parts of its DocumentQAResult an item's result keeps, or its failure.
+type ChildOutcome struct {
+	WorkflowID string                `json:"workflow_id"`
+	Result     *api.DocumentQAResult `json:"result,omitempty"`
+	Error      string                `json:"error,omitempty"`
+	ErrorType  string                `json:"error_type,omitempty"`
+}
+
+// Trim keeps of a child's result what an item's result uses, so that the
+// outcome stays small in the batch's history.
+func (o ChildOutcome) Trim() ChildOutcome {
+	if o.Result == nil {
+		return o
+	}
+	r := *o.Result
+	o.Result = &api.DocumentQAResult{
+		WorkflowID: r.WorkflowID, Answer: r.Answer, AnswerFound: r.AnswerFound, Scores: r.Scores,
+		Chunks: r.Chunks, Tokens: r.Tokens, Usage: r.Usage, ResultURI: r.ResultURI, AnswerPages: r.AnswerPages,
+	}
+	return o
+}
+
+// ChildFailure turns a child's failure into the item's error message and
+// type: the memagent.* type of the activity that failed when there is one.
+func ChildFailure(err error) (msg, typ string) {
+	var appErr *temporal.ApplicationError
+	var timeout *temporal.TimeoutError
+	var canceled *temporal.CanceledError
+	var terminated *temporal.TerminatedError
+	switch {
+	case errors.As(err, &appErr):
+		return appErr.Message(), appErr.Type()
+	case errors.As(err, &timeout):
+		return timeout.Error(), "Timeout"
+	case errors.As(err, &canceled):
+		return "canceled", "Canceled"
+	case errors.As(err, &terminated):
+		return "terminated", "Terminated"
+	}
+	return err.Error(), ""
+}

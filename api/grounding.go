@@ -48,8 +48,8 @@ func (g *Grounding) Found() bool {
 	return g != nil && (g.Status == GroundingVerbatim || g.Status == GroundingNormalized)
 }
 
-// String renders g as the text output prints it: `verbatim, p. 4:
-// "…quote…"`, `not_found`; "" for nil.
+// String renders g as the text output prints it, the quote on one line:
+// `verbatim, p. 4: "the code is 7391-ALPHA."`, `not_found`; "" for nil.
 func (g *Grounding) String() string {
 	if g == nil {
 		return ""
@@ -83,5 +83,5 @@ func quoteLine(q string) string {
 	if len(out) > 0 && out[len(out)-1] == ' ' {
 		out = out[:len(out)-1]
 	}
-	return "…" + string(out) + "…"
+	return string(out)
 }

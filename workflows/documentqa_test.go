@@ -195,6 +195,14 @@ func TestDocumentQAReadsEveryChunkOnceInOrder(t *testing.T) {
 			if stored["answer"] != "w009" || stored["completion"] == nil {
 				t.Errorf("stored result answer=%v completion=%v", stored["answer"], stored["completion"])
 			}
+			// The answer is the last chunk's word: grounded verbatim, in
+			// the result and in result.json.
+			if g := res.Grounding; g == nil || g.Status != api.GroundingVerbatim || !strings.Contains(g.Quote, "w009") {
+				t.Errorf("grounding = %+v, want verbatim with w009 quoted", g)
+			}
+			if g, _ := stored["grounding"].(map[string]any); g == nil || g["status"] != api.GroundingVerbatim {
+				t.Errorf("stored grounding = %v, want verbatim", stored["grounding"])
+			}
 			traces := 0
 			for _, k := range f.store.Keys() {
 				if strings.Contains(k.Key, "/chunks/") {

@@ -313,3 +313,40 @@ func TestHumanTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentQAGrounding runs DocumentQA with final answers that are in
+// the document, nowhere in it, and no answer at all.
+func TestDocumentQAGrounding(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		found        bool
+		status       string
+	}{
+		{"in the document", "w004", true, api.GroundingVerbatim},
+		{"normalised", "W004.", true, api.GroundingNormalized},
+		{"nowhere", "Bremen", true, api.GroundingNotFound},
+		{"unknown", "unknown", false, api.GroundingNoAnswer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, makeDoc(10))
+			inner := f.model.Respond
+			f.model.Respond = func(req inference.Request) (string, error) {
+				if sectionRE.MatchString(req.Prompt) {
+					return inner(req)
+				}
+				return `so the answer is \boxed{` + tc.answer + `}`, nil
+			}
+			res, _ := f.runToEnd(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker?",
+				GoldAnswers: []string{"w004"}, Options: api.ModelOptions{ChunkTokens: 100}})
+			if res.AnswerFound != tc.found || res.Grounding == nil || res.Grounding.Status != tc.status {
+				t.Fatalf("answer %q found %v grounding %+v; want found %v, %s", res.Answer, res.AnswerFound, res.Grounding, tc.found, tc.status)
+			}
+			if g := res.Grounding; g.Found() != strings.Contains(g.Quote, "w004") {
+				t.Errorf("quote %q", g.Quote)
+			}
+			if !tc.found && (res.AnswerPages != "" || res.Scores == nil || res.Scores.F1 != 0) {
+				t.Errorf("no answer: pages %q scores %+v, want none and zero", res.AnswerPages, res.Scores)
+			}
+		})
+	}
+}

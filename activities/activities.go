@@ -482,13 +482,19 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 	}
 	res := in.Result
 	ans := memagent.ExtractAnswer(comp.Text)
-	res.Answer, res.AnswerFound, res.AnswerMethod = ans.Text, ans.Found, ans.Method
+	// An answer that says it cannot answer ("unknown", "not mentioned")
+	// is no answer: not found, no citations, scored as empty.
+	noAnswer := ans.Found && memagent.IsNoAnswer(ans.Text)
+	res.Answer, res.AnswerFound, res.AnswerMethod = ans.Text, ans.Found && !noAnswer, ans.Method
 	res.Usage = res.Usage.Add(paid.usage())
 	res.FinalMemory = in.Memory
 	res.AnswerPages = markEvidence(res.Evidence, in.Memory)
+	if !res.AnswerFound {
+		res.AnswerPages = ""
+	}
 	res.GoldAnswers = in.GoldAnswers
 	if len(in.GoldAnswers) > 0 {
-		s := memagent.Score(ans.Text, in.GoldAnswers)
+		s := memagent.Score(scoredAnswer(res.Answer, res.AnswerFound), in.GoldAnswers)
 		res.Scores = &s
 	}
 	res.FinishedAt = time.Now().UTC()
@@ -506,9 +512,18 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 	}
 	res.ResultURI = final.String()
 	a.kept.done(resultLoc.String() + "#" + in.Result.RunID)
-	a.logger().InfoContext(ctx, "answered", "answer_found", ans.Found, "method", ans.Method,
+	a.logger().InfoContext(ctx, "answered", "answer_found", res.AnswerFound, "no_answer", noAnswer, "method", ans.Method,
 		"completion_tokens", comp.CompletionTokens)
 	return &res, nil
+}
+
+// scoredAnswer is the answer that is scored: an answer that was not
+// found, or says it cannot answer, counts as empty.
+func scoredAnswer(answer string, found bool) string {
+	if !found {
+		return ""
+	}
+	return answer
 }
 
 // complete checks the prompt against the model's context, then calls the

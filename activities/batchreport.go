@@ -170,7 +170,7 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 	cw := csv.NewWriter(bufio.NewWriterSize(csvFile, 256<<10))
 	header := []string{"seq", "id", "status", "document", "question", "gold_answers", "answer", "answer_found",
 		"exact_match", "substring_match", "f1", "recall", "chunks", "tokens", "calls", "prompt_tokens", "completion_tokens",
-		"error_type", "error", "workflow_id", "result_uri", "answer_pages"}
+		"error_type", "error", "workflow_id", "result_uri", "answer_pages", "grounding", "grounding_pages", "grounding_quote"}
 	if samples > 1 {
 		header = slices.Insert(header, 1, "sample")
 	}

@@ -227,12 +227,16 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 			c := cached[u]
 			r.Status = api.ItemReused
 			r.Answer, r.AnswerFound = c.Answer, c.AnswerFound
+			if r.AnswerFound && memagent.IsNoAnswer(r.Answer) {
+				// An answer kept from before the no-answer rule.
+				r.AnswerFound, c.AnswerPages, c.Grounding = false, "", &api.Grounding{Status: api.GroundingNoAnswer}
+			}
 			if len(it.Answers) > 0 {
-				s := memagent.Score(c.Answer, it.Answers)
+				s := memagent.Score(scoredAnswer(c.Answer, c.AnswerFound), it.Answers)
 				r.Scores = &s
 			}
 			r.Chunks, r.Tokens, r.WorkflowID, r.ResultURI = c.Chunks, c.Tokens, c.WorkflowID, c.ResultURI
-			r.AnswerPages = c.AnswerPages
+			r.AnswerPages, r.Grounding = c.AnswerPages, c.Grounding
 			out.Reused++
 		default:
 			out.Run = append(out.Run, actwire.BatchRunItem{

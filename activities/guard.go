@@ -70,20 +70,8 @@ func workflowID(ctx context.Context) string {
 // ETag), and the document must be readable by this worker or derived from
 // one that is. The range must lie inside the indexed document.
 func (a *Activities) allowChunkRead(in actwire.UpdateInput, indexLoc s3store.Location, idx *memagent.ChunkIndex, ch memagent.Chunk) error {
-	if in.ETag == "" {
-		return badInput(errors.New("etag is empty: chunks are read from the document version that was indexed"))
-	}
-	bound := idx.Source == in.Document && idx.SourceETag == in.ETag
-	if idx.Source == "" {
-		bound = indexLoc.Key == indexKey(in.Document, s3store.ObjectInfo{ETag: in.ETag, Size: idx.Bytes}, idx.Tokenizer, idx.ChunkTokens)
-	}
-	if !bound {
-		return forbidden("index %s does not describe %s at ETag %s", in.IndexURI, in.Document, in.ETag)
-	}
-	if !a.derivedDocument(in.Document) {
-		if err := a.allowRead("document", in.Document); err != nil {
-			return err
-		}
+	if err := a.allowIndexedRead(in.Document, in.ETag, in.IndexURI, indexLoc, idx); err != nil {
+		return err
 	}
 	if ch.Start < 0 || ch.End <= ch.Start || ch.End-ch.Start > maxChunkBytes || (idx.Bytes > 0 && ch.End > idx.Bytes) {
 		return badInput(fmt.Errorf("chunk %d's range [%d,%d) is not inside the document (%d bytes) or over %d bytes", in.Chunk, ch.Start, ch.End, idx.Bytes, maxChunkBytes))
@@ -197,4 +185,27 @@ func ancestors(key string) []string {
 		dirs = append(dirs, key[:i+1])
 	}
 	return dirs
+}
+
+// allowIndexedRead checks a read of document at etag through its index
+// (which the caller checked is one this worker wrote): the index must
+// describe this document version, and the document must be readable by
+// this worker or derived from one that is.
+func (a *Activities) allowIndexedRead(document, etag, indexURI string, indexLoc s3store.Location, idx *memagent.ChunkIndex) error {
+	if etag == "" {
+		return badInput(errors.New("etag is empty: chunks are read from the document version that was indexed"))
+	}
+	bound := idx.Source == document && idx.SourceETag == etag
+	if idx.Source == "" {
+		bound = indexLoc.Key == indexKey(document, s3store.ObjectInfo{ETag: etag, Size: idx.Bytes}, idx.Tokenizer, idx.ChunkTokens)
+	}
+	if !bound {
+		return forbidden("index %s does not describe %s at ETag %s", indexURI, document, etag)
+	}
+	if !a.derivedDocument(document) {
+		if err := a.allowRead("document", document); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.updateMemory, activity.RegisterOptions{Name: UpdateMemoryName})
 	r.RegisterActivityWithOptions(a.answer, activity.RegisterOptions{Name: AnswerName})
 	r.RegisterActivityWithOptions(a.estimateCost, activity.RegisterOptions{Name: EstimateCostName})
+	r.RegisterActivityWithOptions(a.groundAnswer, activity.RegisterOptions{Name: GroundAnswerName})
 	a.registerReview(r)
 	a.registerBatch(r)
 }

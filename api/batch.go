@@ -316,6 +316,9 @@ type BatchItemResult struct {
 	// AnswerPages cites the pages (or sections) of a converted document
 	// the answer's evidence is on, as DocumentQA's result does.
 	AnswerPages string `json:"answer_pages,omitempty"`
+	// Grounding says whether and where the answer occurs in the
+	// document's text, as DocumentQA's result does.
+	Grounding *Grounding `json:"grounding,omitempty"`
 }
 
 // ScoreAggregate sums up a set of batch items. The score means are over the
@@ -339,6 +342,9 @@ type ScoreAggregate struct {
 	// have one.
 	MeanTokens float64 `json:"mean_tokens"`
 	Usage      Usage   `json:"usage"`
+	// NotFound counts the answered or reused items whose answer's
+	// grounding is not_found: an answer that is nowhere in the document.
+	NotFound int `json:"not_found,omitempty"`
 }
 
 // GroupAggregate sums up the rollout groups of a batch whose items were

@@ -51,6 +51,9 @@ type DocumentQAResult struct {
 	// AnswerPages cites the pages (or sections) of the evidence that
 	// supports the answer: "p. 17", "pp. 3, 17", "§ 2 Access".
 	AnswerPages string `json:"answer_pages,omitempty"`
+	// Grounding says whether and where the answer occurs in the
+	// document's text; absent on results of runs from before grounding.
+	Grounding *Grounding `json:"grounding,omitempty"`
 }
 
 // Names under which workflows, queries and the default task queue are

@@ -354,6 +354,10 @@ type ReviewRow struct {
 	// Error and ErrorType say why a failed question failed.
 	Error     string `json:"error,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
+	// Grounding says whether and where the answer occurs in the
+	// document's text (a done row of a review from before grounding has
+	// none).
+	Grounding *Grounding `json:"grounding,omitempty"`
 }
 
 // ReviewEvidence is one chunk at which a question's memory changed

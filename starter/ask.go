@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -583,37 +584,49 @@ func cliLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
+// answerText is the answer as the text output shows it: an answer that
+// was not found, or says it cannot answer, is shown as such.
+func answerText(answer string, found bool) string {
+	switch {
+	case found:
+		return answer
+	case answer != "":
+		return "(no answer: the model replied " + strconv.Quote(answer) + ")"
+	}
+	return "(no answer found in the model's reply)"
+}
+
 // printResult writes the answer for a person, or one JSON object.
 func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJSON bool) error {
 	if asJSON {
 		out := struct {
-			Answer      string      `json:"answer"`
-			AnswerFound bool        `json:"answer_found"`
-			WorkflowID  string      `json:"workflow_id"`
-			RunID       string      `json:"run_id"`
-			Document    string      `json:"document"`
-			Chunks      int         `json:"chunks"`
-			Tokens      int64       `json:"tokens"`
-			ResultURI   string      `json:"result_uri"`
-			TracePrefix string      `json:"trace_prefix"`
-			Scores      *api.Scores `json:"scores,omitempty"`
-			Usage       api.Usage   `json:"usage"`
-			Runs        int         `json:"runs"`
-			Source      string      `json:"source,omitempty"`
-			Format      string      `json:"format,omitempty"`
-			AnswerPages string      `json:"answer_pages,omitempty"`
+			Answer      string         `json:"answer"`
+			AnswerFound bool           `json:"answer_found"`
+			WorkflowID  string         `json:"workflow_id"`
+			RunID       string         `json:"run_id"`
+			Document    string         `json:"document"`
+			Chunks      int            `json:"chunks"`
+			Tokens      int64          `json:"tokens"`
+			ResultURI   string         `json:"result_uri"`
+			TracePrefix string         `json:"trace_prefix"`
+			Scores      *api.Scores    `json:"scores,omitempty"`
+			Usage       api.Usage      `json:"usage"`
+			Runs        int            `json:"runs"`
+			Source      string         `json:"source,omitempty"`
+			Format      string         `json:"format,omitempty"`
+			AnswerPages string         `json:"answer_pages,omitempty"`
+			Grounding   *api.Grounding `json:"grounding,omitempty"`
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
-			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages}
+			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages, res.Grounding}
 		enc := json.NewEncoder(w)
 		return enc.Encode(out)
 	}
-	answer := res.Answer
-	if !res.AnswerFound {
-		answer = "(no answer found in the model's reply)"
-	}
-	fmt.Fprintf(w, "Answer:   %s\n", answer)
+	fmt.Fprintf(w, "Answer:   %s\n", answerText(res.Answer, res.AnswerFound))
 	if res.AnswerPages != "" {
 		fmt.Fprintf(w, "Found on: %s\n", res.AnswerPages)
+	}
+	if res.Grounding != nil {
+		fmt.Fprintf(w, "Grounding: %s\n", res.Grounding)
 	}
 	if res.Scores != nil {
 		fmt.Fprintf(w, "Score:    exact=%v substring=%v f1=%.2f\n", res.Scores.ExactMatch, res.Scores.SubstringMatch, res.Scores.F1)

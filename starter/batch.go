@@ -375,6 +375,9 @@ func printBatchReport(w io.Writer, res *api.BatchQAResult, rep *api.BatchReport)
 	}
 	fmt.Fprintf(w, "Batch:     %s (%s, %d run(s))\n", name, res.WorkflowID, res.Runs)
 	fmt.Fprintf(w, "Items:     %d: %d answered, %d reused, %d failed\n", o.Items, o.Answered, o.Reused, o.Failed)
+	if o.NotFound > 0 {
+		fmt.Fprintf(w, "Grounding: %d answer(s) not found in their document\n", o.NotFound)
+	}
 	if o.Scored > 0 {
 		fmt.Fprintf(w, "Scores:    exact %.3f · substring %.3f · F1 %.3f (over %d items with gold answers)\n",
 			o.ExactMatch, o.SubstringMatch, o.F1, o.Scored)

@@ -22,10 +22,11 @@ import (
 // convertedJSON is the part of `starter ask --json` these tests read.
 type convertedJSON struct {
 	askJSON
-	Source      string `json:"source"`
-	Format      string `json:"format"`
-	ResultURI   string `json:"result_uri"`
-	AnswerPages string `json:"answer_pages"`
+	Source      string         `json:"source"`
+	Format      string         `json:"format"`
+	ResultURI   string         `json:"result_uri"`
+	AnswerPages string         `json:"answer_pages"`
+	Grounding   *api.Grounding `json:"grounding"`
 }
 
 // TestAskConvertedDocumentsEndToEnd is the done-means of document
@@ -80,6 +81,9 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 			if res.AnswerPages != doc.cite {
 				t.Errorf("answer_pages %q, want %q", res.AnswerPages, doc.cite)
 			}
+			if g := res.Grounding; g == nil || g.Status != api.GroundingVerbatim || g.Pages.String() != doc.cite || !strings.Contains(g.Quote, docgen.Answer) {
+				t.Errorf("grounding %+v, want verbatim on %s with a quote holding %q", g, doc.cite, docgen.Answer)
+			}
 			// The stored result: the evidence that supports the answer is
 			// the fact's sentence, on its page.
 			var stored api.DocumentQAResult
@@ -93,11 +97,14 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 			if !found {
 				t.Errorf("result.json evidence %+v has no supporting passage on %s", stored.Evidence, doc.cite)
 			}
+			if stored.Grounding == nil || stored.Grounding.Status != api.GroundingVerbatim {
+				t.Errorf("result.json grounding %+v, want verbatim", stored.Grounding)
+			}
 
 			// The text version of the human output says where too.
 			d.Simulator.Reset()
 			human, _, err := runCLI(t, "ask", "--doc", doc.path, "--question", docgen.Question, "--answer", docgen.Answer, "--chunk-tokens", "800")
-			if err != nil || !strings.Contains(human, "Found on: "+doc.cite) {
+			if err != nil || !strings.Contains(human, "Found on: "+doc.cite) || !strings.Contains(human, "Grounding: verbatim, "+doc.cite+": \"") {
 				t.Errorf("ask (text): %v\n%s", err, human)
 			}
 		})

@@ -33,24 +33,29 @@ var paperLengths = []string{"7K", "14K", "28K", "56K", "112K", "224K", "448K", "
 
 // publishedRow is one model's published RULER-HQA accuracy (sub_em, in
 // percent) by length column. A length missing from SubEM is one the
-// project's sources do not give: it is shown as unknown, never guessed.
+// source has no number for: it is shown as unknown, never guessed.
 type publishedRow struct {
 	Model  string             `json:"model"`
 	SubEM  map[string]float64 `json:"sub_em"`
 	Source string             `json:"source"`
 }
 
+// paperSource is where the published rows come from (the project's copy
+// with its cross-checks is ../shared/paper-results.md).
+const paperSource = "Yu et al., \"MemAgent: Reshaping Long-Context LLM with Multi-Conv RL-based Memory Agent\", arXiv 2507.02259 (2025), Table 2 (RULER-HQA, sub_em over the 128 dev questions, first gold answer only), the main-results figure of the MemAgent repository's README"
+
 // paperPublished are the published rows the table sets beside the
-// measured one. The project's copy of the MemAgent material (the
-// repository's README, the paper's abstract page, an article about it)
-// has the paper's results table only as an image; the article quotes
-// three of RL-MemAgent-14B's cells, to one decimal. The rest stay unknown
-// until someone copies them from the paper itself (docs/EVAL.md).
+// measured one: the paper's Table 2, every cell. A length missing from a
+// row is one the paper did not run.
 var paperPublished = []publishedRow{
-	{Model: "RL-MemAgent-14B", SubEM: map[string]float64{"224K": 81.3, "896K": 77.3, "3.5M": 78.1},
-		Source: "224K, 896K and 3.5M as quoted, to one decimal, by an article on the paper; the other lengths are not in the project's sources"},
-	{Model: "RL-MemAgent-7B", SubEM: map[string]float64{},
-		Source: "not in the project's sources (the paper's table is an image there)"},
+	{Model: "RL-MemAgent-14B", Source: paperSource, SubEM: map[string]float64{"7K": 83.59, "14K": 82.03, "28K": 84.38, "56K": 80.47, "112K": 76.56, "224K": 81.25, "448K": 75.00, "896K": 77.34, "1.75M": 76.56, "3.5M": 78.12}},
+	{Model: "RL-MemAgent-7B", Source: paperSource, SubEM: map[string]float64{"7K": 82.03, "14K": 79.69, "28K": 78.91, "56K": 77.34, "112K": 79.69, "224K": 72.66, "448K": 74.22, "896K": 76.56, "1.75M": 75.78, "3.5M": 71.09}},
+	{Model: "QwenLong-L1-32B", Source: paperSource, SubEM: map[string]float64{"7K": 72.66, "14K": 75.00, "28K": 72.66, "56K": 60.94, "112K": 31.25, "224K": 17.19, "448K": 13.28, "896K": 11.72}},
+	{Model: "Qwen2.5-Instruct-14B-1M", Source: paperSource, SubEM: map[string]float64{"7K": 60.16, "14K": 60.94, "28K": 50.00, "56K": 57.03, "112K": 50.00, "224K": 37.50, "448K": 8.59, "896K": 0.00}},
+	{Model: "Qwen2.5-Instruct-7B-1M", Source: paperSource, SubEM: map[string]float64{"7K": 61.72, "14K": 56.25, "28K": 53.91, "56K": 55.47, "112K": 51.56, "224K": 33.59, "448K": 12.50, "896K": 0.00}},
+	{Model: "DS-Distill-Qwen-32B", Source: paperSource, SubEM: map[string]float64{"7K": 70.31, "14K": 66.41, "28K": 65.62, "56K": 46.88, "112K": 23.44, "224K": 13.28, "448K": 7.81, "896K": 7.03}},
+	{Model: "DS-Distill-Qwen-14B", Source: paperSource, SubEM: map[string]float64{"7K": 64.06, "14K": 64.84, "28K": 57.03, "56K": 40.62, "112K": 14.84, "224K": 8.59, "448K": 3.12, "896K": 6.25}},
+	{Model: "DS-Distill-Qwen-7B", Source: paperSource, SubEM: map[string]float64{"7K": 30.47, "14K": 12.50, "28K": 3.12, "56K": 0.00, "112K": 0.00, "224K": 0.78, "448K": 0.00, "896K": 0.00}},
 }
 
 // paperTable is a batch scored under the paper's protocol, by document
@@ -233,7 +238,7 @@ func renderPaperTable(w io.Writer, t paperTable, model string) {
 			if v == nil {
 				row = append(row, "?")
 			} else {
-				row = append(row, strconv.FormatFloat(*v, 'f', 1, 64))
+				row = append(row, strconv.FormatFloat(*v, 'f', 2, 64))
 			}
 		}
 		grid = append(grid, append(row, ""))
@@ -270,9 +275,13 @@ func renderPaperTable(w io.Writer, t paperTable, model string) {
 		}
 	}
 	writeGrid(w, grid, 1)
-	fmt.Fprintln(w, `?: a published number the project's sources do not give (docs/EVAL.md, "The paper's protocol"); -: no scored item at that length`)
+	fmt.Fprintln(w, `?: no published number (the paper did not run that model at that length, past its context, or has no such column); -: no scored item at that length`)
+	var sources []string
 	for _, p := range t.Published {
-		fmt.Fprintf(w, "%s: %s\n", p.Model, p.Source)
+		if !slices.Contains(sources, p.Source) {
+			sources = append(sources, p.Source)
+			fmt.Fprintf(w, "Published rows: %s\n", p.Source)
+		}
 	}
 	if t.Failed > 0 {
 		fmt.Fprintf(w, "%d of %d items failed and are in no mean (the scripts skip items without output); see the report\n", t.Failed, t.Items)
@@ -288,6 +297,9 @@ func bindEvalScore(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 	pred := fs.String("pred", "", "the answer to score (an empty one scores 0)")
 	var golds stringList
 	fs.Var(&golds, "gold", "a gold answer; repeat for several (the paper protocol uses the first)")
+	// JSON is the default, as it was before --output.
+	format := &outputFormat{json: true}
+	fs.VarP(format, "output", "o", "output format: json (the default; values unrounded) or text (two decimals)")
 	return func(args []string) (err error) {
 		if len(args) > 0 {
 			return fmt.Errorf("eval score: unexpected argument %q: pass the answer with --pred and gold answers with --gold", args[0])
@@ -301,13 +313,29 @@ func bindEvalScore(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 			return errors.New("eval score: at least one --gold is required")
 		}
 		var out any
+		var text string
 		switch *protocol {
 		case protocolDefault:
-			out = memagent.Score(*pred, golds)
+			s := memagent.Score(*pred, golds)
+			out = s
+			text = fmt.Sprintf("exact_match %t\nsubstring_match %t\nf1 %.2f\nbest_gold %s\nrecall %.2f\n", s.ExactMatch, s.SubstringMatch, s.F1, s.BestGold, s.Recall)
 		case protocolPaper:
-			out = memagent.ScorePaper(*pred, golds[0])
+			// JSON carries the F1 as it is; the scripts round each item's
+			// to two decimals before averaging, which f1_rounded is.
+			s := memagent.ScorePaper(*pred, golds[0])
+			out = struct {
+				EM        float64 `json:"em"`
+				SubEM     float64 `json:"sub_em"`
+				F1        float64 `json:"f1"`
+				F1Rounded float64 `json:"f1_rounded"`
+			}{s.EM, s.SubEM, memagent.PaperF1(*pred, golds[0]), s.F1}
+			text = fmt.Sprintf("em %g\nsub_em %g\nf1 %.2f\n", s.EM, s.SubEM, s.F1)
 		default:
 			return fmt.Errorf("eval score: --protocol %q: use default or paper", *protocol)
+		}
+		if !format.json {
+			_, err := io.WriteString(stdout, text)
+			return err
 		}
 		return json.NewEncoder(stdout).Encode(out)
 	}

@@ -18,11 +18,14 @@ func TestEvalScore(t *testing.T) {
 	}{
 		// The prediction normalises to "", which Python's `in` finds in
 		// any gold.
-		{[]string{"--protocol", "paper", "--pred", "The", "--gold", "Greenwich Village, New York City"}, `{"em":0,"sub_em":1,"f1":0}`},
-		{[]string{"--protocol", "paper", "--pred", "It is the Eiffel Tower.", "--gold", "Eiffel Tower"}, `{"em":0,"sub_em":1,"f1":0.67}`},
+		{[]string{"--protocol", "paper", "--pred", "The", "--gold", "Greenwich Village, New York City"}, `{"em":0,"sub_em":1,"f1":0,"f1_rounded":0}`},
+		// JSON carries F1 unrounded; f1_rounded is the scripts' two decimals.
+		{[]string{"--protocol", "paper", "--pred", "It is the Eiffel Tower.", "--gold", "Eiffel Tower"}, `{"em":0,"sub_em":1,"f1":0.6666666666666666,"f1_rounded":0.67}`},
+		{[]string{"--protocol", "paper", "--output", "json", "--pred", "w x y z", "--gold", "w x y z q r s t u v"}, `{"em":0,"sub_em":1,"f1":0.5714285714285715,"f1_rounded":0.57}`},
+		{[]string{"--protocol", "paper", "--output", "text", "--pred", "w x y z", "--gold", "w x y z q r s t u v"}, "em 0\nsub_em 1\nf1 0.57"},
 		// Only the first gold counts under the paper's protocol ...
-		{[]string{"--protocol", "paper", "--pred", "Athens", "--gold", "Paris", "--gold", "Athens"}, `{"em":0,"sub_em":0,"f1":0}`},
-		{[]string{"--protocol", "paper", "--pred", "", "--gold", "Athens"}, `{"em":0,"sub_em":0,"f1":0}`},
+		{[]string{"--protocol", "paper", "--pred", "Athens", "--gold", "Paris", "--gold", "Athens"}, `{"em":0,"sub_em":0,"f1":0,"f1_rounded":0}`},
+		{[]string{"--protocol", "paper", "--pred", "", "--gold", "Athens"}, `{"em":0,"sub_em":0,"f1":0,"f1_rounded":0}`},
 		// ... and every gold under the default one, where "" matches nothing.
 		{[]string{"--pred", "Athens", "--gold", "Paris", "--gold", "Athens"}, `{"exact_match":true,"substring_match":true,"f1":1,"best_gold":"Athens","recall":0.5}`},
 		{[]string{"--protocol", "default", "--pred", "The", "--gold", "Greenwich Village"}, `{"exact_match":false,"substring_match":false,"f1":0,"best_gold":"Greenwich Village","recall":0}`},
@@ -110,21 +113,28 @@ func TestPaperTable(t *testing.T) {
 	if o := tab.Measured[0].Overall; o.N != 6 {
 		t.Errorf("overall %+v, want 6 scored", o)
 	}
+	if len(tab.Published) != 8 {
+		t.Fatalf("%d published rows, want the paper's 8", len(tab.Published))
+	}
 	p14 := tab.Published[0]
-	if p14.Model != "RL-MemAgent-14B" || p14.SubEM[6] == nil || *p14.SubEM[6] != 81.3 || p14.SubEM[1] != nil || p14.SubEM[10] == nil || *p14.SubEM[10] != 78.1 {
+	if p14.Model != "RL-MemAgent-14B" || p14.SubEM[6] == nil || *p14.SubEM[6] != 81.25 || p14.SubEM[1] == nil || *p14.SubEM[1] != 83.59 ||
+		p14.SubEM[10] == nil || *p14.SubEM[10] != 78.12 || p14.SubEM[0] != nil || !strings.Contains(p14.Source, "arXiv 2507.02259") {
 		t.Errorf("published 14B row %+v", p14)
 	}
 	for i, v := range tab.Published[1].SubEM {
-		if v != nil {
-			t.Errorf("published 7B cell %s = %v: the project's sources give none", tab.Columns[i], *v)
+		if paper := slices.Contains(paperLengths, tab.Columns[i]); paper == (v == nil) {
+			t.Errorf("published 7B cell %s: %v; want a number at the paper's lengths (all of them), none elsewhere", tab.Columns[i], v)
 		}
+	}
+	if q := tab.Published[2]; q.Model != "QwenLong-L1-32B" || q.SubEM[9] != nil || q.SubEM[10] != nil || q.SubEM[8] == nil || *q.SubEM[8] != 11.72 {
+		t.Errorf("published QwenLong row %+v: want 896K 11.72 and no 1.75M or 3.5M (not run)", q)
 	}
 
 	var out bytes.Buffer
 	renderPaperTable(&out, tab, "RL-MemoryAgent-14B")
 	text := out.String()
-	for _, want := range []string{"protocol: paper", "RL-MemAgent-14B (paper, sub_em)", "81.3", "78.1", "measured hqa (RL-MemoryAgent-14B), sub_em",
-		"  samples", "66.67", "?: a published number", "1 of 8 items failed", "1 items have no gold answer"} {
+	for _, want := range []string{"protocol: paper", "RL-MemAgent-14B (paper, sub_em)", "81.25", "78.12", "measured hqa (RL-MemoryAgent-14B), sub_em",
+		"  samples", "66.67", "?: no published number", "Published rows: Yu et al.", "1 of 8 items failed", "1 items have no gold answer"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %q:\n%s", want, text)
 		}
@@ -168,7 +178,7 @@ func TestEvalRunPaperEndToEnd(t *testing.T) {
 	if row.Cells[0].N != 2 || row.Cells[1].N != 2 || row.Cells[2].N != 0 || row.Overall.N != 4 {
 		t.Errorf("samples per length %d, %d, %d (overall %d), want 2, 2, 0 (4)", row.Cells[0].N, row.Cells[1].N, row.Cells[2].N, row.Overall.N)
 	}
-	if len(tab.Published) != 2 || *tab.Published[0].SubEM[slices.Index(tab.Columns, "896K")] != 77.3 {
+	if len(tab.Published) != 8 || *tab.Published[0].SubEM[slices.Index(tab.Columns, "896K")] != 77.34 {
 		t.Errorf("published rows %+v", tab.Published)
 	}
 

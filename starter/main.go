@@ -279,7 +279,10 @@ Lengths are tokens of --tokenizer, with K = 1024 and M = 1048576 (1.75M =
                       {"exact_match":…,"substring_match":…,"f1":…,"best_gold":…,"recall":…}
   --protocol paper    as the MemAgent evaluation scripts: against the first --gold only,
                       Python's normalisation, empty strings included:
-                      {"em":…,"sub_em":…,"f1":…}`,
+                      {"em":…,"sub_em":…,"f1":…,"f1_rounded":…}
+
+JSON (--output json, the default) carries the values unrounded; f1_rounded is
+the paper protocol's F1 to two decimals, as its scripts average it.`,
 				`  starter eval score --pred "Paris" --gold "Paris, France" --protocol paper`, bind(bindEvalScore)),
 		),
 		group("export", "Export a batch's turns", "Exports data from finished runs.",

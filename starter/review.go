@@ -255,14 +255,14 @@ const reviewTableEvidence = 3
 // characters (terminal escapes) are replaced.
 func printReviewGrid(w io.Writer, g *api.ReviewResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tANSWER\tSCORE\tEVIDENCE (chunk@bytes, ✓ = in final memory)\tCALLS\tTOKENS")
+	fmt.Fprintln(tw, "ID\tANSWER\tSCORE\tGROUNDING\tEVIDENCE (chunk@bytes, ✓ = in final memory)\tCALLS\tTOKENS")
 	for _, r := range g.Rows {
 		answer := r.Answer
 		switch {
 		case r.Status == "failed":
 			answer = "FAILED: " + r.ErrorType
 		case !r.AnswerFound:
-			answer = "(no \\boxed{}) " + answer
+			answer = "(no answer) " + answer
 		}
 		score := "-"
 		if r.Scores != nil {
@@ -293,8 +293,15 @@ func printReviewGrid(w io.Writer, g *api.ReviewResult) {
 		if evidence == "" {
 			evidence = "none"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d+%d\n", reviewPrintable(r.ID, 24), reviewPrintable(answer, 40), score,
-			reviewPrintable(evidence, 80), r.Usage.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens)
+		grounding := "-"
+		if g := r.Grounding; g != nil {
+			grounding = g.Status
+			if p := g.Pages.String(); p != "" {
+				grounding += " " + p
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d+%d\n", reviewPrintable(r.ID, 24), reviewPrintable(answer, 40), score,
+			reviewPrintable(grounding, 30), reviewPrintable(evidence, 80), r.Usage.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nDocument: %s (%d chunks, %d tokens, %d bytes)\n", g.Document, g.Chunks, g.Tokens, g.Bytes)

@@ -180,9 +180,26 @@ func TestReviewEndToEnd(t *testing.T) {
 	} else {
 		t.Errorf("the format sniff [0,%d) read %d times, want 1", docconv.SniffBytes, n)
 	}
+	// GroundAnswer streams the document once (unranged) and reads the
+	// quote around each answer it finds: every planted fact's answer is
+	// in the document as it is.
+	for _, r := range res.Rows {
+		g := r.Grounding
+		if g == nil || g.Status != api.GroundingVerbatim || !strings.Contains(g.Quote, r.Answer) {
+			t.Errorf("%s: answer %q grounding %+v, want verbatim with a quote holding it", r.ID, r.Answer, g)
+			continue
+		}
+		q := [2]int64{max(0, g.Start-api.MaxGroundingQuoteBytes), min(res.Bytes, g.End+api.MaxGroundingQuoteBytes)}
+		if reads[q] > 0 {
+			reads[q]--
+			if reads[q] == 0 {
+				delete(reads, q)
+			}
+		}
+	}
 	for r, n := range reads {
 		if !passages[r] || n != 1 {
-			t.Errorf("read [%d,%d) %d times: not a chunk, nor a passage read once for the report", r[0], r[1], n)
+			t.Errorf("read [%d,%d) %d times: not a chunk, a quote, nor a passage read once for the report", r[0], r[1], n)
 		}
 	}
 

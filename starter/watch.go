@@ -69,11 +69,7 @@ func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			if err := await(ctx, c, id, stop, &res, stderr); err != nil {
 				return err
 			}
-			answer := res.Answer
-			if !res.AnswerFound {
-				answer = "(no answer found in the model's reply)"
-			}
-			fmt.Fprintf(stdout, "answer: %s\n", answer)
+			fmt.Fprintf(stdout, "answer: %s\n", answerText(res.Answer, res.AnswerFound))
 		}
 		return nil
 	}

@@ -573,7 +573,7 @@ func (b *batchRun) settle(o actwire.ChildOutcome) {
 			r.Status = api.ItemAnswered
 			r.Answer, r.AnswerFound, r.Scores = res.Answer, res.AnswerFound, res.Scores
 			r.Chunks, r.Tokens, r.Usage, r.ResultURI = res.Chunks, res.Tokens, res.Usage, res.ResultURI
-			r.AnswerPages = res.AnswerPages
+			r.AnswerPages, r.Grounding = res.AnswerPages, res.Grounding
 			st.Answered++
 			st.Usage = st.Usage.Add(res.Usage)
 		}

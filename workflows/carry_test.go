@@ -57,7 +57,7 @@ func TestCallerStateIsRefused(t *testing.T) {
 				ran := 0
 				for _, name := range []string{activities.ConvertDocumentName, activities.PrepareDocumentName, activities.UpdateMemoryName,
 					activities.AnswerName, activities.ReviewUpdateName, activities.WriteReviewName, activities.ExpandManifestName,
-					activities.ResolveBatchPageName, activities.WriteBatchResultsName, activities.WriteBatchReportName} {
+					activities.ResolveBatchPageName, activities.WriteBatchResultsName, activities.WriteBatchReportName, activities.GroundAnswerName} {
 					env.RegisterActivityWithOptions(func() error { ran++; return nil }, activity.RegisterOptions{Name: name})
 				}
 				if c.continued != "" {

@@ -327,6 +327,14 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	if err != nil {
 		return nil, stageError("answer", err)
 	}
+	gs, err := groundAnswers(ctx, st.Prepared, info.WorkflowExecution.RunID, hb, prio,
+		[]actwire.GroundItem{{Answer: res.Answer, AnswerFound: res.AnswerFound, ResultURI: res.ResultURI}})
+	if err != nil {
+		return nil, err
+	}
+	if len(gs) == 1 {
+		res.Grounding = gs[0]
+	}
 	progress.Stage, progress.Answer, progress.Usage = api.StageDone, res.Answer, res.Usage
 	vis.publish(progress, api.StatusKey.ValueSet(api.StageDone))
 	workflow.GetLogger(ctx).Info("answered", "chunks", res.Chunks, "runs", res.Runs, "model_calls", res.Usage.Calls,

@@ -195,6 +195,14 @@ func TestDocumentQAReadsEveryChunkOnceInOrder(t *testing.T) {
 			if stored["answer"] != "w009" || stored["completion"] == nil {
 				t.Errorf("stored result answer=%v completion=%v", stored["answer"], stored["completion"])
 			}
+			// The answer is the last chunk's word: grounded verbatim, in
+			// the result and in result.json.
+			if g := res.Grounding; g == nil || g.Status != api.GroundingVerbatim || !strings.Contains(g.Quote, "w009") {
+				t.Errorf("grounding = %+v, want verbatim with w009 quoted", g)
+			}
+			if g, _ := stored["grounding"].(map[string]any); g == nil || g["status"] != api.GroundingVerbatim {
+				t.Errorf("stored grounding = %v, want verbatim", stored["grounding"])
+			}
 			traces := 0
 			for _, k := range f.store.Keys() {
 				if strings.Contains(k.Key, "/chunks/") {
@@ -303,5 +311,42 @@ func TestHumanTokens(t *testing.T) {
 		if got := humanTokens(n); got != want {
 			t.Errorf("humanTokens(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestDocumentQAGrounding runs DocumentQA with final answers that are in
+// the document, nowhere in it, and no answer at all.
+func TestDocumentQAGrounding(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		found        bool
+		status       string
+	}{
+		{"in the document", "w004", true, api.GroundingVerbatim},
+		{"normalised", "W004.", true, api.GroundingNormalized},
+		{"nowhere", "Bremen", true, api.GroundingNotFound},
+		{"unknown", "unknown", false, api.GroundingNoAnswer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, makeDoc(10))
+			inner := f.model.Respond
+			f.model.Respond = func(req inference.Request) (string, error) {
+				if sectionRE.MatchString(req.Prompt) {
+					return inner(req)
+				}
+				return `so the answer is \boxed{` + tc.answer + `}`, nil
+			}
+			res, _ := f.runToEnd(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker?",
+				GoldAnswers: []string{"w004"}, Options: api.ModelOptions{ChunkTokens: 100}})
+			if res.AnswerFound != tc.found || res.Grounding == nil || res.Grounding.Status != tc.status {
+				t.Fatalf("answer %q found %v grounding %+v; want found %v, %s", res.Answer, res.AnswerFound, res.Grounding, tc.found, tc.status)
+			}
+			if g := res.Grounding; g.Found() != strings.Contains(g.Quote, "w004") {
+				t.Errorf("quote %q", g.Quote)
+			}
+			if !tc.found && (res.AnswerPages != "" || res.Scores == nil || res.Scores.F1 != 0) {
+				t.Errorf("no answer: pages %q scores %+v, want none and zero", res.AnswerPages, res.Scores)
+			}
+		})
 	}
 }

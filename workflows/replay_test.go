@@ -12,7 +12,8 @@ package workflows_test
 //
 //	testdata/documentqa_run{N}.json      before search attributes (DefaultVersion); frozen
 //	testdata/documentqa_v1_run{N}.json   version 1 of SearchAttributesChange
-//	testdata/documentqa_convert_run{N}.json  and version 1 of ConvertDocumentChange; the current code
+//	testdata/documentqa_convert_run{N}.json  and version 1 of ConvertDocumentChange
+//	testdata/documentqa_ground_run{N}.json   and version 1 of GroundingChange; the current code
 //
 // To record the current generation again (after adding a workflow feature
 // that its histories do not exercise), run
@@ -23,7 +24,7 @@ package workflows_test
 // simulator, in memory, on free loopback ports) with a small generated
 // document and three chunks per run, so that the run continues-as-new at
 // least three times, and writes the history of every run of the chain to
-// testdata/documentqa_convert_run{N}.json in the format of
+// testdata/documentqa_ground_run{N}.json in the format of
 // `temporal workflow show --output json`. Older generations are never
 // rewritten: they are what runs started by older workers look like. A
 // history saved that way from a production run can be added under the name
@@ -99,6 +100,8 @@ var generations = []generation{
 	// v1 with ConvertDocumentChange at version 1: ConvertDocument before
 	// PrepareDocument.
 	{name: "v1-convert", prefix: "documentqa_convert_run", version: 1},
+	// and GroundingChange at version 1: GroundAnswer after Answer.
+	{name: "v1-ground", prefix: "documentqa_ground_run", version: 1},
 }
 
 const (
@@ -326,6 +329,9 @@ func recordHistories(t *testing.T, g generation) {
 	if res.Chunks != chunks || res.Runs < minRuns || res.Answer != replayAnswer {
 		t.Fatalf("result: %d chunks in %d runs, answer %q; want %d chunks in at least %d runs, answer %q",
 			res.Chunks, res.Runs, res.Answer, chunks, minRuns, replayAnswer)
+	}
+	if g := res.Grounding; g == nil || g.Status != api.GroundingVerbatim || !strings.Contains(g.Quote, replayAnswer) {
+		t.Fatalf("grounding %+v, want verbatim with a quote holding %q", g, replayAnswer)
 	}
 
 	writeChain(ctx, t, c, replayWorkflow, runID, g.prefix)

@@ -600,6 +600,9 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		g.Rows = append(g.Rows, row)
 	}
 	g.Usage = api.ReviewUsage(total)
+	if err := r.ground(g); err != nil {
+		return nil, err
+	}
 	g.FinishedAt = workflow.Now(r.ctx)
 	var out actwire.WriteReviewOutput
 	if err := workflow.ExecuteActivity(r.activityOptions("write grid and report"), activities.WriteReviewName,
@@ -614,4 +617,22 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 	r.stage = api.StageDone
 	r.publish(api.StatusKey.ValueSet(api.StageDone))
 	return g, nil
+}
+
+// ground grounds the answers of the grid's done rows in one reading of
+// the document.
+func (r *reviewRun) ground(g *api.ReviewGrid) error {
+	var items []actwire.GroundItem
+	var rows []int
+	for i, row := range g.Rows {
+		if row.Status == api.ReviewStatusDone {
+			items = append(items, actwire.GroundItem{Answer: row.Answer, AnswerFound: row.AnswerFound, ResultURI: row.ResultURI})
+			rows = append(rows, i)
+		}
+	}
+	gs, err := groundAnswers(r.ctx, r.st.Prepared, r.info.WorkflowExecution.RunID, r.hb, r.prio, items)
+	for k, gr := range gs {
+		g.Rows[rows[k]].Grounding = gr
+	}
+	return err
 }

@@ -3,7 +3,8 @@ package workflows_test
 // ReviewDocument's tests: unit tests on the SDK's test environment with
 // in-memory fakes (activitiestest), and the replay test of its recorded
 // histories (testdata/review_run{N}.json, frozen, from before
-// ConvertDocumentChange, and testdata/review_convert_run{N}.json, the
+// ConvertDocumentChange, testdata/review_convert_run{N}.json, frozen,
+// from before GroundingChange, and testdata/review_ground_run{N}.json, the
 // current generation; record that again with
 // go test ./workflows -run TestReplayReview -update).
 
@@ -362,9 +363,23 @@ func TestReviewDocument(t *testing.T) {
 	checkReview(t, f, res, doc)
 	// One worker's cache: every chunk was read from the store once, plus
 	// one small read per evidence passage for the report, plus the first
-	// bytes ConvertDocument reads to tell the format.
-	if want := 6 + 2 + 1; f.store.Ranges != want {
-		t.Errorf("%d ranged reads, want %d (6 chunks + 2 passages + 1 format sniff)", f.store.Ranges, want)
+	// bytes ConvertDocument reads to tell the format, plus one quote per
+	// answer found in the document (GroundAnswer streams the document
+	// once, unranged).
+	quotes := 0
+	for _, r := range res.Rows {
+		if r.Status == api.ReviewStatusDone && r.Grounding == nil {
+			t.Errorf("question %s has no grounding", r.ID)
+		}
+		if r.Grounding.Found() {
+			quotes++
+		}
+	}
+	if quotes == 0 {
+		t.Error("no answer of the review was found in its document")
+	}
+	if want := 6 + 2 + 1 + quotes; f.store.Ranges != want {
+		t.Errorf("%d ranged reads, want %d (6 chunks + 2 passages + 1 format sniff + %d quotes)", f.store.Ranges, want, quotes)
 	}
 }
 
@@ -565,8 +580,9 @@ func TestReviewInputWithDefaults(t *testing.T) {
 
 const (
 	// reviewHistoryPrefix is the current generation, the one -update
-	// records: ConvertDocument before PrepareDocument.
-	reviewHistoryPrefix = "review_convert_run"
+	// records: ConvertDocument before PrepareDocument, GroundAnswer before
+	// WriteReview.
+	reviewHistoryPrefix = "review_ground_run"
 	reviewReplayID      = "replay-review"
 	reviewMinRuns       = 3
 )
@@ -575,9 +591,10 @@ func TestReplayReview(t *testing.T) {
 	if *update {
 		recordReviewHistories(t)
 	}
-	// review_run{N}: recorded before ConvertDocumentChange (frozen).
+	// review_run{N}: recorded before ConvertDocumentChange (frozen);
+	// review_convert_run{N}: before GroundingChange (frozen).
 	var paths []string
-	for _, prefix := range []string{"review_run", reviewHistoryPrefix} {
+	for _, prefix := range []string{"review_run", "review_convert_run", reviewHistoryPrefix} {
 		gen, err := filepath.Glob(filepath.Join(historyDir, prefix+"[0-9]*.json"))
 		if err != nil {
 			t.Fatal(err)

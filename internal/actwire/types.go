@@ -328,3 +328,30 @@ type EstimateCostInput struct {
 	PriceIn   float64          `json:"price_in,omitempty"`
 	PriceOut  float64          `json:"price_out,omitempty"`
 }
+
+// GroundInput asks GroundAnswer where answers occur in the text a run
+// read: the document and index of its PrepareOutput.
+type GroundInput struct {
+	Document string `json:"document"`
+	ETag     string `json:"etag"`
+	IndexURI string `json:"index_uri"`
+	// Answers are grounded in one reading of the document.
+	Answers []GroundItem `json:"answers"`
+	// RunID is the run whose result.json objects get the grounding: one
+	// that names another run is left as it is.
+	RunID string `json:"run_id,omitempty"`
+}
+
+// GroundItem is one answer to ground.
+type GroundItem struct {
+	Answer      string `json:"answer"`
+	AnswerFound bool   `json:"answer_found"`
+	// ResultURI, when set, is the answer's result.json, which gets the
+	// grounding too (so that a batch reusing the answer has it).
+	ResultURI string `json:"result_uri,omitempty"`
+}
+
+// GroundOutput is one grounding per answer, in order.
+type GroundOutput struct {
+	Groundings []api.Grounding `json:"groundings"`
+}

@@ -45,6 +45,15 @@ func ScorePaper(prediction, gold string) PaperScores {
 	return out
 }
 
+// PaperF1 is ScorePaper's F1 before the scripts' rounding to two
+// decimals: 4/7 rather than 0.57.
+func PaperF1(prediction, gold string) float64 {
+	if prediction == "" {
+		return 0
+	}
+	return tokenF1(NormalizePaper(prediction), NormalizePaper(gold))
+}
+
 // NormalizePaper is the SQuAD normalize_answer of the MemAgent evaluation
 // scripts, with Python 3's string semantics: str.lower() (full case
 // mapping, so "İ" becomes "i̇" and a word-final "Σ" becomes "ς"), deletion

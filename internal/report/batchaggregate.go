@@ -16,9 +16,9 @@ import (
 const MaxBatchLabelValues = 100
 
 var aggregateHeader = []string{"", "items", "answered", "reused", "failed", "scored", "exact match",
-	"substring match", "F1", "recall", "mean tokens", "model calls"}
+	"substring match", "F1", "recall", "mean tokens", "model calls", "not found"}
 
-var aggregateNumeric = []bool{false, true, true, true, true, true, true, true, true, true, true, true}
+var aggregateNumeric = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true}
 
 // BatchAggregator accumulates a ScoreAggregate.
 type BatchAggregator struct {
@@ -41,6 +41,9 @@ func (g *BatchAggregator) Add(r api.BatchItemResult) {
 		a.Failed++
 	}
 	a.Usage = a.Usage.Add(r.Usage)
+	if r.Status != api.ItemFailed && r.Grounding != nil && r.Grounding.Status == api.GroundingNotFound {
+		a.NotFound++
+	}
 	if r.Tokens > 0 {
 		g.tokens += float64(r.Tokens)
 		g.tokensItems++
@@ -219,8 +222,41 @@ func BatchCSVRow(r api.BatchItemResult) []string {
 		strconv.Itoa(r.Chunks), strconv.FormatInt(r.Tokens, 10), strconv.Itoa(r.Usage.Calls),
 		strconv.FormatInt(r.Usage.PromptTokens, 10), strconv.FormatInt(r.Usage.CompletionTokens, 10),
 		CSVText(r.ErrorType), CSVText(r.Error), CSVText(r.WorkflowID), CSVText(r.ResultURI),
-		CSVText(r.AnswerPages),
+		CSVText(r.AnswerPages), groundingStatus(r.Grounding), groundingPages(r.Grounding), CSVText(groundingQuote(r.Grounding)),
 	}
+}
+
+func groundingStatus(g *api.Grounding) string {
+	if g == nil {
+		return ""
+	}
+	return g.Status
+}
+
+func groundingPages(g *api.Grounding) string {
+	if g == nil {
+		return ""
+	}
+	return g.Pages.String()
+}
+
+func groundingQuote(g *api.Grounding) string {
+	if g == nil {
+		return ""
+	}
+	return g.Quote
+}
+
+// GroundingCell is how a page shows an answer's grounding: its status,
+// with the page (or section) it was found on.
+func GroundingCell(g *api.Grounding) string {
+	if g == nil {
+		return ""
+	}
+	if p := g.Pages.String(); p != "" {
+		return g.Status + ", " + p
+	}
+	return g.Status
 }
 
 // BatchHTMLItemRow is an outcome's row of report.html's item table, its long texts clipped.
@@ -236,7 +272,8 @@ func BatchHTMLItemRow(r api.BatchItemResult) []string {
 		answer = r.ErrorType + ": " + r.Error
 	}
 	return []string{strconv.Itoa(r.Seq), r.ID, r.Status, clipText(r.Question, 200), clipText(answer, 200),
-		clipText(strings.Join(r.GoldAnswers, " | "), 120), sub, f1, recall, strconv.FormatInt(r.Tokens, 10)}
+		clipText(strings.Join(r.GoldAnswers, " | "), 120), sub, f1, recall, strconv.FormatInt(r.Tokens, 10),
+		r.AnswerPages, GroundingCell(r.Grounding)}
 }
 
 func clipText(s string, n int) string {
@@ -252,7 +289,7 @@ func BatchAggregateRow(name string, g api.ScoreAggregate) []string {
 	return []string{name, strconv.Itoa(g.Items), strconv.Itoa(g.Answered), strconv.Itoa(g.Reused),
 		strconv.Itoa(g.Failed), strconv.Itoa(g.Scored), fmt.Sprintf("%.3f", g.ExactMatch),
 		fmt.Sprintf("%.3f", g.SubstringMatch), fmt.Sprintf("%.3f", g.F1), fmt.Sprintf("%.3f", g.Recall), fmt.Sprintf("%.0f", g.MeanTokens),
-		strconv.Itoa(g.Usage.Calls)}
+		strconv.Itoa(g.Usage.Calls), strconv.Itoa(g.NotFound)}
 }
 
 // NewBatchPage lays out the report's HTML page.
@@ -273,7 +310,7 @@ func NewBatchPage(rep *api.BatchReport, labelKeys []string, chart string, failur
 	}
 	p.Tables = append(p.Tables, BatchTable{
 		Title: "Overall", Header: aggregateHeader, Numeric: aggregateNumeric,
-		Note: "Scores are means over the items with gold answers that were answered or reused; exact and substring match are after normalisation (lowercase, no punctuation or articles), F1 over tokens, each the best over the gold answers (any one is right); recall is the fraction of the gold answers found in the answer (all are expected, as in RULER's multi-value tasks).",
+		Note: "Scores are means over the items with gold answers that were answered or reused; exact and substring match are after normalisation (lowercase, no punctuation or articles), F1 over tokens, each the best over the gold answers (any one is right); recall is the fraction of the gold answers found in the answer (all are expected, as in RULER's multi-value tasks). An answer that says it cannot answer (unknown, not mentioned) is scored as empty. Not found counts the answers whose text is nowhere in their document, even normalised.",
 		Rows: [][]string{BatchAggregateRow("all", rep.Overall)},
 	})
 	if g := rep.Groups; g != nil {
@@ -308,10 +345,11 @@ func NewBatchPage(rep *api.BatchReport, labelKeys []string, chart string, failur
 		}
 		p.Tables = append(p.Tables, t)
 	}
-	t := BatchTable{Title: "Items", Header: []string{"seq", "id", "status", "question", "answer (or error)", "gold answers", "substring match", "F1", "recall", "tokens"},
-		Numeric: []bool{true, false, false, false, false, false, false, true, true, true}, Rows: rows}
+	t := BatchTable{Title: "Items", Header: []string{"seq", "id", "status", "question", "answer (or error)", "gold answers", "substring match", "F1", "recall", "tokens", "pages", "grounding"},
+		Numeric: []bool{true, false, false, false, false, false, false, true, true, true, false, false}, Rows: rows,
+		Note: "pages: where the answer's evidence is (a converted document's pages or sections); grounding: whether the answer's text is in the document (verbatim, normalized: after the scoring normalisation, not_found: nowhere, no_answer: none given), and the page it is on."}
 	if rep.Overall.Items > len(rows) {
-		t.Note = fmt.Sprintf("The first %d of %d; results.csv has them all.", len(rows), rep.Overall.Items)
+		t.Note += fmt.Sprintf(" The first %d of %d; results.csv has them all.", len(rows), rep.Overall.Items)
 	}
 	p.Tables = append(p.Tables, t)
 	return p

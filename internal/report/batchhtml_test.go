@@ -3,7 +3,9 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
+	"github.com/memagent/memagent/api"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,6 +127,43 @@ func TestCSVText(t *testing.T) {
 	} {
 		if got := CSVText(in); got != want {
 			t.Errorf("CSVText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBatchPageGrounding checks that the items table shows each answer's
+// pages and grounding, and the aggregates count the answers not found.
+func TestBatchPageGrounding(t *testing.T) {
+	items := []api.BatchItemResult{
+		{Seq: 0, ID: "a", Status: api.ItemAnswered, Answer: "7391-ALPHA", AnswerFound: true, AnswerPages: "p. 17",
+			Grounding: &api.Grounding{Status: api.GroundingVerbatim, Pages: &api.PageRef{Unit: api.UnitPage, First: 17, Last: 17}, Quote: "code is 7391-ALPHA."}},
+		{Seq: 1, ID: "b", Status: api.ItemAnswered, Answer: "Bremen", AnswerFound: true, Grounding: &api.Grounding{Status: api.GroundingNotFound}},
+		{Seq: 2, ID: "c", Status: api.ItemReused, Answer: "unknown", Grounding: &api.Grounding{Status: api.GroundingNoAnswer}},
+	}
+	var agg BatchAggregator
+	var rows [][]string
+	for _, it := range items {
+		agg.Add(it)
+		rows = append(rows, BatchHTMLItemRow(it))
+	}
+	overall := agg.Result()
+	if overall.NotFound != 1 {
+		t.Errorf("not found = %d, want 1", overall.NotFound)
+	}
+	if got := BatchCSVRow(items[0]); !slices.Contains(got, "verbatim") || !slices.Contains(got, "p. 17") || !slices.Contains(got, "code is 7391-ALPHA.") {
+		t.Errorf("CSV row %q lacks the grounding", got)
+	}
+	temp, topP := float32(0.7), float32(0.95)
+	rep := &api.BatchReport{Name: "n", Overall: overall, Options: api.ModelOptions{Temperature: &temp, TopP: &topP}}
+	var buf bytes.Buffer
+	if err := WriteBatchHTML(&buf, NewBatchPage(rep, nil, "", nil, 0, rows)); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{"<th>pages</th>", "<th>grounding</th>", "<td>p. 17</td>", "<td>verbatim, p. 17</td>", "<td>not_found</td>",
+		"<th>not found</th>", `<td class="n">1</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
 		}
 	}
 }

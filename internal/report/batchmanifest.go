@@ -258,7 +258,7 @@ var jsonlItemKeys = []string{"id", "document", "question", "gold_answers", "answ
 // them, and they are ignored, so that results.jsonl reads back as the
 // manifest of a new batch; any other member is an error.
 var ResultLineKeys = []string{"seq", "sample", "status", "answer", "answer_found", "scores", "chunks", "tokens",
-	"usage", "workflow_id", "result_uri", "error", "error_type", "answer_pages"}
+	"usage", "workflow_id", "result_uri", "error", "error_type", "answer_pages", "grounding"}
 
 // checkJSONLKeys reports a member of a manifest line that is neither a
 // manifest field nor a results.jsonl field.

@@ -25,13 +25,15 @@ var ReviewCSVHeader = []string{
 	"exact_match", "substring_match", "f1",
 	"evidence_chunks", "evidence_ranges", "passage_ranges", "supporting_chunks", "evidence_dropped",
 	"chunks_read", "calls", "prompt_tokens", "completion_tokens", "result_uri", "error_type", "error",
-	"evidence_pages",
+	"evidence_pages", "grounding", "grounding_pages", "grounding_range", "grounding_quote",
 }
 
 // WriteReviewCSV writes g as CSV (RFC 4180), one row per question, with
 // ReviewCSVHeader. Lists within a cell are separated by "; " (gold answers
 // by " | "); a byte range is "start-end", end exclusive; evidence_pages
-// cites each evidence entry's page ("p. 17") or section, empty for text. Text cells that a
+// cites each evidence entry's page ("p. 17") or section, empty for text;
+// grounding is the answer's grounding status, with the page, byte range
+// and quote of where it was found. Text cells that a
 // spreadsheet would run as a formula (starting with =, +, -, @, tab or
 // carriage return) get a leading apostrophe.
 func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
@@ -70,6 +72,7 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 			strconv.FormatInt(r.Usage.PromptTokens, 10), strconv.FormatInt(r.Usage.CompletionTokens, 10),
 			r.ResultURI, r.ErrorType, CSVText(r.Error),
 			CSVText(strings.Join(pages, "; ")),
+			groundingStatus(r.Grounding), groundingPages(r.Grounding), groundingRange(r.Grounding), CSVText(groundingQuote(r.Grounding)),
 		}
 		if err := cw.Write(row); err != nil {
 			return err
@@ -88,4 +91,11 @@ func CSVText(s string) string {
 		return "'" + s
 	}
 	return s
+}
+
+func groundingRange(g *api.Grounding) string {
+	if !g.Found() {
+		return ""
+	}
+	return fmt.Sprintf("%d-%d", g.Start, g.End)
 }

@@ -50,6 +50,8 @@ func sampleGrid() api.ReviewGrid {
 					Pages: &api.PageRef{Unit: api.UnitPage, First: 38, Last: 39}}},
 				ChunksRead: 101, Usage: api.ReviewUsage{Calls: 102, PromptTokens: 60000, CompletionTokens: 450},
 				ResultURI: "s3://memagent/reviews/w/r/questions/q1/result.json", TracePrefix: "s3://memagent/reviews/w/r/questions/q1/chunks/",
+				Grounding: &api.Grounding{Status: api.GroundingVerbatim, Start: 431040, End: 431050,
+					Pages: &api.PageRef{Unit: api.UnitPage, First: 17, Last: 17}, Quote: "The access code for the north gate is 7391-ALPHA."},
 			},
 			{
 				ID: "q2", Question: "=HYPERLINK(\"http://x\") " + hostile, GoldAnswers: []string{"-1", `"><img src=x onerror=alert(1)>`},
@@ -61,6 +63,7 @@ func sampleGrid() api.ReviewGrid {
 				}},
 				ChunksRead: 101, Usage: api.ReviewUsage{Calls: 102},
 				TracePrefix: "s3://memagent/reviews/w/r/questions/q2/chunks/",
+				Grounding:   &api.Grounding{Status: api.GroundingNotFound},
 			},
 			{
 				ID: "q3", Question: "Who signs?", Status: api.ReviewStatusFailed, ChunksRead: 4,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,18 @@ func WriteReviewHTML(w io.Writer, g api.ReviewGrid) error {
 		if r.Status == api.ReviewStatusFailed {
 			page.Failed++
 		}
+		if r.Grounding != nil && r.Grounding.Status == api.GroundingNotFound {
+			page.NotFound++
+		}
+		if r.AnswerFound {
+			var cites []string
+			for _, e := range r.Evidence {
+				if c := e.Cite(); e.SupportsAnswer && c != "" && !slices.Contains(cites, c) {
+					cites = append(cites, c)
+				}
+			}
+			pr.FoundOn = strings.Join(cites, "; ")
+		}
 		page.Rows = append(page.Rows, pr)
 	}
 	return reviewTemplate.Execute(w, page)
@@ -41,12 +54,17 @@ type reviewPage struct {
 	Grid   api.ReviewGrid
 	Rows   []reviewPageRow
 	Failed int
+	// NotFound counts the answers whose text is nowhere in the document.
+	NotFound int
 }
 
 type reviewPageRow struct {
 	api.ReviewRow
 	Anchor   string
 	Evidence []reviewPageEvidence
+	// FoundOn cites the pages (or sections) of the evidence the answer
+	// came from, as DocumentQA's answer_pages does.
+	FoundOn string
 }
 
 type reviewPageEvidence struct {
@@ -155,9 +173,10 @@ mark{background:#ffe98a}
 </head>
 <body>
 <h1>Document review</h1>
-<p class="sub">{{len .Rows}} question(s) over one document, each answered from its own MemAgent memory{{if .Failed}}; <span class="err">{{.Failed}} failed</span>{{end}}.
+<p class="sub">{{len .Rows}} question(s) over one document, each answered from its own MemAgent memory{{if .Failed}}; <span class="err">{{.Failed}} failed</span>{{end}}{{if .NotFound}}; <span class="no">{{.NotFound}} answer(s) not found in the document</span>{{end}}.
 Evidence lists the chunks at which a question's memory changed materially (rule <code>{{.Grid.EvidenceRule}}</code>);
-<span class="support">✓</span> marks those whose words are still in the memory the answer came from.</p>
+<span class="support">✓</span> marks those whose words are still in the memory the answer came from.
+Grounding says whether the answer's text is in the document, read from its bytes: verbatim, normalized (after the scoring normalisation), not_found, or no_answer.</p>
 <dl class="meta">
 {{- if .Grid.Source}}
 <dt>Source</dt><dd><code>{{.Grid.Source}}</code> ({{.Grid.Format}}), converted to text; byte ranges below are of that text, pages and sections of the source</dd>
@@ -179,7 +198,9 @@ Evidence lists the chunks at which a question's memory changed materially (rule 
 <td class="id"><a href="#{{.Anchor}}-detail">{{.ID}}</a></td>
 <td>{{.Question}}</td>
 <td>{{if eq .Status "failed"}}<span class="err">failed{{if .ErrorType}} ({{.ErrorType}}){{end}}</span>
-{{.Error}}{{else if .AnswerFound}}{{.Answer}}{{else}}<span class="faint">no \boxed{} answer:</span> {{.Answer}}{{end}}</td>
+{{.Error}}{{else if .AnswerFound}}{{.Answer}}{{else}}<span class="faint">no answer:</span> {{.Answer}}{{end}}
+{{- with .FoundOn}}<div class="where">Found on: <strong class="page">{{.}}</strong></div>{{end}}
+{{- with .Grounding}}<div class="where grounding {{.Status}}">Grounding: <strong>{{.Status}}</strong>{{with .Pages.String}}, {{.}}{{end}}{{with .Quote}}<blockquote>{{.}}</blockquote>{{end}}</div>{{end}}</td>
 <td>{{if .GoldAnswers}}{{join .GoldAnswers " | "}}{{if .Scores}}
 {{if .Scores.ExactMatch}}<span class="ok">exact</span>{{else if .Scores.SubstringMatch}}<span class="ok">substring</span>{{else}}<span class="no">no match</span>{{end}} · F1 {{pct .Scores.F1}}{{end}}{{else}}<span class="faint">–</span>{{end}}</td>
 <td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">{{with .Cite}}{{.}} · {{end}}chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>

@@ -1,0 +1,57 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+)
+
+// GroundingChange is the workflow.GetVersion change id under which
+// DocumentQA and ReviewDocument ground their answers (GroundAnswer) once
+// they are known: DocumentQA after Answer, ReviewDocument before
+// WriteReview. Runs recorded before it replay as workflow.DefaultVersion
+// and have no grounding.
+const GroundingChange = "ground-answers"
+
+// groundAnswers has GroundAnswer find the answers in the document that
+// prep describes, one reading for all, and returns one grounding per
+// answer, or nil on a run at DefaultVersion. Grounding adds to an answer
+// already paid for: when it fails for good the answers stay, without
+// grounding (the failure is logged); only a cancellation fails the run.
+func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID string, hb time.Duration, prio temporal.Priority, answers []actwire.GroundItem) ([]*api.Grounding, error) {
+	if workflow.GetVersion(ctx, GroundingChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion || len(answers) == 0 {
+		return nil, nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:   30 * time.Minute,
+		HeartbeatTimeout:      hb,
+		RetryPolicy:           retryPolicy(),
+		Priority:              prio,
+		DisableEagerExecution: skipsEagerExecution(prio),
+		Summary:               "ground answers",
+	})
+	var out actwire.GroundOutput
+	err := workflow.ExecuteActivity(actx, activities.GroundAnswerName, actwire.GroundInput{
+		Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI, Answers: answers, RunID: runID,
+	}).Get(ctx, &out)
+	if err != nil {
+		if temporal.IsCanceledError(err) {
+			return nil, err
+		}
+		workflow.GetLogger(ctx).Warn("answers not grounded", "error", err)
+		return make([]*api.Grounding, len(answers)), nil
+	}
+	gs := make([]*api.Grounding, len(answers))
+	for i := range gs {
+		if i < len(out.Groundings) {
+			g := out.Groundings[i]
+			gs[i] = &g
+		}
+	}
+	return gs, nil
+}

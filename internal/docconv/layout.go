@@ -14,6 +14,10 @@ import (
 type Glyph struct {
 	R                        rune
 	Left, Bottom, Right, Top float64
+	// Size is the font size in points and Baseline the y of the glyph's
+	// origin, when known (0 and 0 otherwise): a footnote mark is a digit
+	// set smaller and raised above the line's baseline.
+	Size, Baseline float64
 }
 
 // Line is one line of a page's text in reading order, with the facts the
@@ -57,6 +61,10 @@ func LayoutPage(glyphs []Glyph, width float64) []Line {
 	if len(rows) == 0 {
 		return nil
 	}
+	notes := footnoteNumbers(rows)
+	for i := range rows {
+		rows[i].notes = notes
+	}
 	// Each row split at wide horizontal gaps into segments: a two-column
 	// page has two segments on most rows, with the gutter between them.
 	var segs []segment
@@ -97,6 +105,41 @@ func markEdges(lines []Line) {
 type row struct {
 	glyphs      []Glyph
 	top, bottom float64
+	// notes is the numbers of the page's footnotes (see footnoteNumbers).
+	notes map[string]bool
+}
+
+// footnoteNumbers finds the numbers the page's footnotes begin with: a
+// row that starts with digits set in a font at most 80% of the page's
+// usual size.
+func footnoteNumbers(rows []row) map[string]bool {
+	var sizes []float64
+	for _, r := range rows {
+		for _, g := range r.glyphs {
+			if g.Size > 0 {
+				sizes = append(sizes, g.Size)
+			}
+		}
+	}
+	if len(sizes) == 0 {
+		return nil
+	}
+	sort.Float64s(sizes)
+	size := sizes[len(sizes)/2]
+	notes := map[string]bool{}
+	for _, r := range rows {
+		var n strings.Builder
+		for _, g := range r.glyphs {
+			if !unicode.IsDigit(g.R) || g.Size <= 0 || g.Size > 0.8*size {
+				break
+			}
+			n.WriteRune(g.R)
+		}
+		if n.Len() > 0 {
+			notes[n.String()] = true
+		}
+	}
+	return notes
 }
 
 // groupRows clusters glyphs into rows by vertical overlap, top to bottom,
@@ -147,14 +190,44 @@ func (r row) height() float64 { return r.top - r.bottom }
 
 // text joins the row's glyphs (those keep accepts, or all), with a space
 // where the gap between two glyphs is wider than a fifth of the row's
-// height.
+// height. Footnote reference marks are dropped: superscripts (see
+// r.superscripts) glued to the end of a word or of punctuation, such as
+// "OpenMP³⁵" or "error,⁵¹", and after a digit when the page has a
+// footnote of that number ("C99³"); otherwise a superscript after a digit
+// is an exponent, kept as "2^31".
 func (r row) text(keep func(Glyph) bool) string {
 	var b strings.Builder
 	h := r.height()
+	sup := r.superscripts()
 	var prev *Glyph
-	for i := range r.glyphs {
+	for i := 0; i < len(r.glyphs); i++ {
 		g := r.glyphs[i]
 		if keep != nil && !keep(g) {
+			continue
+		}
+		if sup[i] && prev != nil && g.Left-prev.Right <= h*0.2 {
+			j := i
+			for j < len(r.glyphs) && sup[j] && (keep == nil || keep(r.glyphs[j])) {
+				j++
+			}
+			var mark strings.Builder
+			for _, s := range r.glyphs[i:j] {
+				mark.WriteRune(s.R)
+			}
+			switch {
+			case unicode.IsDigit(prev.R) && !r.notes[mark.String()]:
+				b.WriteByte('^')
+				b.WriteString(mark.String())
+			case unicode.IsDigit(prev.R):
+				// A footnote mark after a number.
+			case unicode.IsLetter(prev.R) || strings.ContainsRune(".,;:!?)]}'\"’”", prev.R):
+				// A footnote mark: dropped, and the next glyph spaced
+				// from the word as if it were not there.
+			default:
+				b.WriteString(mark.String())
+			}
+			prev = &r.glyphs[j-1]
+			i = j - 1
 			continue
 		}
 		if prev != nil && g.Left-prev.Right > h*0.2 {
@@ -164,6 +237,38 @@ func (r row) text(keep func(Glyph) bool) string {
 		prev = &r.glyphs[i]
 	}
 	return b.String()
+}
+
+// superscripts marks the row's digits that are set as superscripts: in a
+// font at most 80% of the row's usual size, with the baseline raised by
+// at least a fifth of that size. The usual size and baseline are those
+// of most of the row's glyphs. Glyphs without a known size are never
+// superscripts.
+func (r row) superscripts() []bool {
+	var sizes []float64
+	for _, g := range r.glyphs {
+		if g.Size > 0 {
+			sizes = append(sizes, g.Size)
+		}
+	}
+	if len(sizes) < 3 {
+		return make([]bool, len(r.glyphs))
+	}
+	sort.Float64s(sizes)
+	size := sizes[len(sizes)/2]
+	var bases []float64
+	for _, g := range r.glyphs {
+		if g.Size > 0 && alike(g.Size, size) {
+			bases = append(bases, g.Baseline)
+		}
+	}
+	sort.Float64s(bases)
+	base := bases[len(bases)/2]
+	sup := make([]bool, len(r.glyphs))
+	for i, g := range r.glyphs {
+		sup[i] = g.Size > 0 && unicode.IsDigit(g.R) && g.Size <= 0.8*size && g.Baseline-base >= 0.2*size
+	}
+	return sup
 }
 
 // line makes a Line of the row's glyphs that keep accepts (or all).
@@ -384,54 +489,135 @@ func IsPageNumber(text string) bool {
 	return pageNumberLine.MatchString(strings.TrimSpace(text))
 }
 
+// romanNumeral matches a roman numeral of front-matter page numbers
+// (i to mmmcmxcix), lowercase.
+var romanNumeral = regexp.MustCompile(`^m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})$`)
+
 // edgeKey is how a running header or footer is recognised across pages:
-// its text with digits folded (page numbers and dates in it change), and
-// whether it sits at the top or the bottom.
-func edgeKey(l Line) string {
+// its text with each number (a run of digits, or a word that is a roman
+// numeral) masked as "#", since page numbers, and their width, change
+// from page to page, and whether it sits at the top or the bottom. nums
+// is the masked numbers, in order.
+func edgeKey(l Line) (key, nums string) {
 	if l.Edge == 0 {
-		return ""
+		return "", ""
 	}
-	var b strings.Builder
+	var b, n strings.Builder
 	if l.Edge < 0 {
 		b.WriteString("top:")
 	} else {
 		b.WriteString("bottom:")
 	}
-	for _, r := range strings.ToLower(strings.Join(strings.Fields(l.Text), " ")) {
-		if unicode.IsDigit(r) {
-			r = '#'
+	text := strings.ToLower(strings.Join(strings.Fields(l.Text), " "))
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case unicode.IsDigit(r):
+			j := i
+			for j < len(text) && text[j] >= '0' && text[j] <= '9' {
+				j++
+			}
+			if j == i { // a digit outside ASCII
+				j = i + size
+			}
+			b.WriteByte('#')
+			n.WriteString(text[i:j])
+			n.WriteByte(' ')
+			i = j
+			continue
+		case unicode.IsLetter(r) && !endsWord(text[:i]):
+			j := i
+			for j < len(text) {
+				r2, s2 := utf8.DecodeRuneInString(text[j:])
+				if !unicode.IsLetter(r2) {
+					break
+				}
+				j += s2
+			}
+			w := text[i:j]
+			if romanNumeral.MatchString(w) && !startsWord(text[j:]) {
+				b.WriteByte('#')
+				n.WriteString(w)
+				n.WriteByte(' ')
+			} else {
+				b.WriteString(w)
+			}
+			i = j
+			continue
 		}
 		b.WriteRune(r)
+		i += size
 	}
-	return b.String()
+	return b.String(), n.String()
+}
+
+// endsWord reports whether s ends with a letter or digit; startsWord,
+// whether it starts with one.
+func endsWord(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+func startsWord(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return s != "" && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+// edgeStat is what EdgeCounter knows of one masked edge line.
+type edgeStat struct {
+	pages       int // pages it is on
+	first, last int // the first and last of them, from 1
+	nums        string
+	// changing is set when its numbers differ between two pages: a page
+	// number, not a version or a year.
+	changing bool
 }
 
 // EdgeCounter counts, across a document's pages, the top and bottom lines
 // that repeat: running headers and footers.
 type EdgeCounter struct {
-	pages  int
-	counts map[string]int
+	pages int
+	stats map[string]*edgeStat
 }
 
 // Add records one page's lines.
 func (c *EdgeCounter) Add(lines []Line) {
 	c.pages++
-	if c.counts == nil {
-		c.counts = map[string]int{}
+	if c.stats == nil {
+		c.stats = map[string]*edgeStat{}
 	}
 	seen := map[string]bool{}
 	for _, l := range lines {
-		if k := edgeKey(l); k != "" && !seen[k] {
-			seen[k] = true
-			c.counts[k]++
+		k, nums := edgeKey(l)
+		if k == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		st := c.stats[k]
+		if st == nil {
+			st = &edgeStat{first: c.pages, nums: nums}
+			c.stats[k] = st
+		}
+		st.pages++
+		st.last = c.pages
+		if nums != st.nums {
+			st.changing = true
 		}
 	}
 }
 
-// Drop reports whether a line is a running header, footer or page number:
-// a page's top or bottom line that is only a page number, or whose text
-// (digits aside) is the top or bottom line of at least half the pages, and
-// of at least three.
+// Drop reports whether a line is a running header, footer or page number,
+// as a reader's eye skips them: a page's top or bottom line (one of two at
+// each edge) that
+//   - is only a page number; or
+//   - with its numbers masked, is at the same edge of at least a quarter
+//     of the pages, and of at least three; or
+//   - with its numbers masked, repeats with a changing number on at least
+//     three pages and on at least a third of the pages of its run (from
+//     the first page it is on to the last): a chapter's running header,
+//     or one of the two of a book printed on both sides; or
+//   - without a changing number, repeats on at least four pages and on
+//     half the pages of its run (a chapter title above each page).
 func (c *EdgeCounter) Drop(l Line) bool {
 	if l.Edge == 0 {
 		return false
@@ -439,6 +625,19 @@ func (c *EdgeCounter) Drop(l Line) bool {
 	if IsPageNumber(l.Text) {
 		return true
 	}
-	n := c.counts[edgeKey(l)]
-	return n >= 3 && n*2 >= c.pages
+	k, _ := edgeKey(l)
+	st := c.stats[k]
+	if st == nil {
+		return false
+	}
+	n, run := st.pages, st.last-st.first+1
+	switch {
+	case n >= 3 && n*4 >= c.pages:
+		return true
+	case st.changing && n >= 3 && n*3 >= run:
+		return true
+	case n >= 4 && n*2 >= run:
+		return true
+	}
+	return false
 }

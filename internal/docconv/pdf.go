@@ -304,7 +304,17 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limi
 			continue // a generated character has no box
 		}
 		b := box.Rect
-		glyphs = append(glyphs, Glyph{R: r, Left: float64(b.Left), Bottom: float64(b.Bottom), Right: float64(b.Right), Top: float64(b.Top)})
+		gl := Glyph{R: r, Left: float64(b.Left), Bottom: float64(b.Bottom), Right: float64(b.Right), Top: float64(b.Top)}
+		// Size and baseline tell a footnote mark (a raised, smaller
+		// digit) from the text around it.
+		{
+			if fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: text.TextPage, Index: k}); err == nil {
+				if o, err := inst.FPDFText_GetCharOrigin(&requests.FPDFText_GetCharOrigin{TextPage: text.TextPage, Index: k}); err == nil {
+					gl.Size, gl.Baseline = fs.FontSize, o.Y
+				}
+			}
+		}
+		glyphs = append(glyphs, gl)
 	}
 	p.Lines = LayoutPage(glyphs, width.Width)
 	if len(p.Lines) == 0 {

@@ -181,7 +181,7 @@ func checkSections(t *testing.T, text string, res *docconv.Result, secs []doccon
 		t.Fatalf("the fact is not in the text:\n%s", text)
 	}
 	ref := res.Map.Ref(int64(at), int64(at+len(docgen.Fact)))
-	if want := "§ 4 " + secs[2].Heading; ref.String() != want {
+	if want := "§ " + secs[2].Heading; ref.String() != want {
 		t.Errorf("fact cites %q, want %q", ref, want)
 	}
 	for i, s := range secs {

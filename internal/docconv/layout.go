@@ -18,6 +18,14 @@ type Glyph struct {
 	// origin, when known (0 and 0 otherwise): a footnote mark is a digit
 	// set smaller and raised above the line's baseline.
 	Size, Baseline float64
+	// Index is the glyph's place in the page's text stream, from 1 (0
+	// when unknown), and SpaceBefore whether a space (the PDF's own, or
+	// one PDFium inferred) came between it and the glyph before it in the
+	// stream. A space there breaks words that the gap alone would join:
+	// typesetters justify lines with word spaces narrower than a fifth of
+	// the line's height.
+	Index       int
+	SpaceBefore bool
 }
 
 // Line is one line of a page's text in reading order, with the facts the
@@ -200,6 +208,7 @@ func (r row) text(keep func(Glyph) bool) string {
 	h := r.height()
 	sup := r.superscripts()
 	var prev *Glyph
+	afterMark := false
 	for i := 0; i < len(r.glyphs); i++ {
 		g := r.glyphs[i]
 		if keep != nil && !keep(g) {
@@ -228,15 +237,32 @@ func (r row) text(keep func(Glyph) bool) string {
 			}
 			prev = &r.glyphs[j-1]
 			i = j - 1
+			afterMark = true
 			continue
 		}
-		if prev != nil && g.Left-prev.Right > h*0.2 {
+		if prev != nil && afterMark {
+			// PDFium may see a space where the baseline drops back
+			// after a superscript: only a real gap counts.
+			if gap := g.Left - prev.Right; gap > h*0.2 || g.SpaceBefore && gap > h*0.05 {
+				b.WriteByte(' ')
+			}
+		} else if prev != nil && spaced(*prev, g, h) {
 			b.WriteByte(' ')
 		}
 		b.WriteRune(g.R)
 		prev = &r.glyphs[i]
+		afterMark = false
 	}
 	return b.String()
+}
+
+// spaced reports whether a word break lies between glyphs a and b of a
+// row of height h, b right of a: a gap wider than a fifth of h, or a
+// space in the text stream between them (the PDF's own, or one PDFium
+// inferred) where they do not overlap.
+func spaced(a, b Glyph, h float64) bool {
+	gap := b.Left - a.Right
+	return gap > h*0.2 || b.SpaceBefore && b.Index > a.Index && gap > -h*0.1
 }
 
 // superscripts marks the row's digits that are set as superscripts: in a

@@ -1,6 +1,7 @@
 package memagent
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/memagent/memagent/api"
@@ -71,5 +72,18 @@ func TestJoinPageRefs(t *testing.T) {
 				t.Errorf("JoinPageRefs = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPageMapVersion1 reads a page map written before page labels: it
+// loads, and cites physical pages.
+func TestPageMapVersion1(t *testing.T) {
+	const v1 = `{"version":1,"format":"pdf","unit":"page","pages":20,"spans":[{"number":17,"start":0,"end":100}]}`
+	var m PageMap
+	if err := json.Unmarshal([]byte(v1), &m); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Ref(10, 20).String(), "p. 17"; got != want {
+		t.Errorf("Ref = %q, want %q", got, want)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 // TestEdgeCounter runs the running-header rules over made-up books.
 func TestEdgeCounter(t *testing.T) {
-	top := func(text string) Line { return Line{Text: text, Edge: -1} }
+	top := func(text string) Line { return Line{Text: text, Edge: -1, Outer: true} }
 	body := func(n int) Line { return Line{Text: fmt.Sprintf("body text %d of the page", n)} }
 	for _, tc := range []struct {
 		name  string
@@ -30,6 +30,15 @@ func TestEdgeCounter(t *testing.T) {
 			}
 			return []Line{top(fmt.Sprintf("Chapter 1: Rivers %d", i)), body(i)}
 		}, top("Chapter 1: Rivers 7"), true},
+		{"a page's topic and its number", func(i int) []Line {
+			return []Line{top(fmt.Sprintf("topic%d %d", i, i+6)), body(i)}
+		}, top("topic50 56"), true},
+		{"a heading with the page's number below the header", func(i int) []Line {
+			if i != 50 {
+				return []Line{top(fmt.Sprintf("Book %d", i)), body(i)}
+			}
+			return []Line{top(fmt.Sprintf("Book %d", i)), {Text: "Chapter 50", Edge: -1}, body(i)}
+		}, Line{Text: "Chapter 50", Edge: -1}, false},
 		{"a version repeated twice", func(i int) []Line {
 			if i > 2 {
 				return []Line{body(i)}
@@ -51,7 +60,7 @@ func TestEdgeCounter(t *testing.T) {
 			for i := 1; i <= 100; i++ {
 				c.Add(tc.pages(i))
 			}
-			if got := c.Drop(tc.line); got != tc.want {
+			if got := c.Drop(tc.line, 50, ""); got != tc.want {
 				t.Errorf("Drop(%q) = %v, want %v", tc.line.Text, got, tc.want)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -48,6 +49,8 @@ type Line struct {
 	// bottom-most, 0 otherwise: the places where running headers, footers
 	// and page numbers sit.
 	Edge int `json:"e,omitempty"`
+	// Outer marks the topmost and the bottom-most line.
+	Outer bool `json:"o,omitempty"`
 }
 
 func (l Line) height() float64 { return l.Top - l.Bottom }
@@ -106,6 +109,9 @@ func markEdges(lines []Line) {
 	for k := 0; k < edgeLines && k < len(order); k++ {
 		lines[order[k]].Edge = -1
 		lines[order[len(order)-1-k]].Edge = 1
+	}
+	if len(order) > 1 {
+		lines[order[0]].Outer, lines[order[len(order)-1]].Outer = true, true
 	}
 }
 
@@ -604,6 +610,27 @@ type edgeStat struct {
 type EdgeCounter struct {
 	pages int
 	stats map[string]*edgeStat
+	// offsets counts, for each difference between a number that begins
+	// or ends an edge line and its page's index, the pages that have it:
+	// the printed page numbers are the index plus the commonest.
+	offsets map[int]int
+	offset  *int
+}
+
+// endNumbers returns the numbers that begin and end text, if they are
+// whole words of digits.
+func endNumbers(text string) []int {
+	f := strings.Fields(text)
+	if len(f) < 2 {
+		return nil
+	}
+	var out []int
+	for _, w := range []string{f[0], f[len(f)-1]} {
+		if n, err := strconv.Atoi(w); err == nil && n >= 0 && n < 1_000_000 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Add records one page's lines.
@@ -612,8 +639,20 @@ func (c *EdgeCounter) Add(lines []Line) {
 	if c.stats == nil {
 		c.stats = map[string]*edgeStat{}
 	}
+	if c.offsets == nil {
+		c.offsets = map[int]int{}
+	}
 	seen := map[string]bool{}
+	seenOffset := map[int]bool{}
 	for _, l := range lines {
+		if l.Edge != 0 {
+			for _, n := range endNumbers(l.Text) {
+				if d := n - c.pages; !seenOffset[d] {
+					seenOffset[d] = true
+					c.offsets[d]++
+				}
+			}
+		}
 		k, nums := edgeKey(l)
 		if k == "" || seen[k] {
 			continue
@@ -632,10 +671,56 @@ func (c *EdgeCounter) Add(lines []Line) {
 	}
 }
 
-// Drop reports whether a line is a running header, footer or page number,
-// as a reader's eye skips them: a page's top or bottom line (one of two at
+// pageOffset returns the difference between the document's printed page
+// numbers and its page indexes, when at least a quarter of its pages (and
+// three) have an edge line that begins or ends with their index plus it.
+func (c *EdgeCounter) pageOffset() (int, bool) {
+	if c.offset == nil {
+		best, bestN := 0, 0
+		for d, n := range c.offsets {
+			if n > bestN || n == bestN && d < best {
+				best, bestN = d, n
+			}
+		}
+		if bestN < 3 || bestN*4 < c.pages {
+			best = math.MinInt
+		}
+		c.offset = &best
+	}
+	return *c.offset, *c.offset != math.MinInt
+}
+
+// numbered reports whether text begins or ends with page's printed number:
+// its label, or its index plus the document's page offset. (Only for a
+// page's outermost lines: "Chapter 1" below page 1's running header is a
+// heading.)
+func (c *EdgeCounter) numbered(text string, page int, label string) bool {
+	f := strings.Fields(text)
+	if len(f) < 2 {
+		return false
+	}
+	if label != "" && (f[0] == label || f[len(f)-1] == label) {
+		return true
+	}
+	if d, ok := c.pageOffset(); ok {
+		for _, n := range endNumbers(text) {
+			if n == page+d {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Drop reports whether a line of page (from 1, labelled label in the
+// PDF's page labels, or "") is a running header, footer or page number, as
+// a reader's eye skips them: a page's top or bottom line (one of two at
 // each edge) that
 //   - is only a page number; or
+//   - is the page's topmost or bottom-most line and begins or ends with
+//     the page's number: its label, or its index plus the offset most of
+//     the document's edge lines show (a header that names the topic of
+//     one page, "abbreviate 7"); or
 //   - with its numbers masked, is at the same edge of at least a quarter
 //     of the pages, and of at least three; or
 //   - with its numbers masked, repeats with a changing number on at least
@@ -644,11 +729,14 @@ func (c *EdgeCounter) Add(lines []Line) {
 //     or one of the two of a book printed on both sides; or
 //   - without a changing number, repeats on at least four pages and on
 //     half the pages of its run (a chapter title above each page).
-func (c *EdgeCounter) Drop(l Line) bool {
+func (c *EdgeCounter) Drop(l Line, page int, label string) bool {
 	if l.Edge == 0 {
 		return false
 	}
 	if IsPageNumber(l.Text) {
+		return true
+	}
+	if l.Outer && c.numbered(l.Text, page, label) {
 		return true
 	}
 	k, _ := edgeKey(l)

@@ -235,7 +235,7 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 		}
 		kept := p.Lines[:0]
 		for _, l := range p.Lines {
-			if edges.Drop(l) {
+			if edges.Drop(l, i+1, p.Label) {
 				res.Dropped++
 				continue
 			}

@@ -123,31 +123,55 @@ type row struct {
 	notes map[string]bool
 }
 
+// sameSet reports whether two glyphs are set in the same size on the same
+// baseline.
+func sameSet(a, b Glyph) bool {
+	return math.Abs(a.Size-b.Size) <= 0.1*math.Max(a.Size, b.Size) && math.Abs(a.Baseline-b.Baseline) <= 0.1*math.Max(a.Size, b.Size)
+}
+
 // footnoteNumbers finds the numbers the page's footnotes begin with: a
-// row that starts with digits set in a font at most 80% of the page's
-// usual size.
+// row that starts with superscript digits (see row.superscripts), or a
+// row of digits alone (raised above its footnote's line, it is a row of
+// its own) set at most 80% of the size of the glyph after it in the text
+// stream.
 func footnoteNumbers(rows []row) map[string]bool {
-	var sizes []float64
+	var stream []Glyph
 	for _, r := range rows {
 		for _, g := range r.glyphs {
-			if g.Size > 0 {
-				sizes = append(sizes, g.Size)
+			if g.Index > 0 {
+				stream = append(stream, g)
 			}
 		}
 	}
-	if len(sizes) == 0 {
-		return nil
+	sort.Slice(stream, func(i, j int) bool { return stream[i].Index < stream[j].Index })
+	// next is the glyph after g in the text stream.
+	next := func(g Glyph) (Glyph, bool) {
+		k := sort.Search(len(stream), func(k int) bool { return stream[k].Index > g.Index })
+		if g.Index <= 0 || k == len(stream) {
+			return Glyph{}, false
+		}
+		return stream[k], true
 	}
-	sort.Float64s(sizes)
-	size := sizes[len(sizes)/2]
 	notes := map[string]bool{}
 	for _, r := range rows {
+		sup := r.superscripts()
 		var n strings.Builder
-		for _, g := range r.glyphs {
-			if !unicode.IsDigit(g.R) || g.Size <= 0 || g.Size > 0.8*size {
-				break
+		alone := true
+		for i, g := range r.glyphs {
+			if !unicode.IsDigit(g.R) {
+				alone = false
 			}
-			n.WriteRune(g.R)
+			if sup[i] && alone {
+				n.WriteRune(g.R)
+			}
+		}
+		if alone && n.Len() == 0 {
+			last := r.glyphs[len(r.glyphs)-1]
+			if next, ok := next(last); ok && last.Size > 0 && next.Size > 0 && last.Size <= 0.8*next.Size {
+				for _, g := range r.glyphs {
+					n.WriteRune(g.R)
+				}
+			}
 		}
 		if n.Len() > 0 {
 			notes[n.String()] = true
@@ -271,34 +295,38 @@ func spaced(a, b Glyph, h float64) bool {
 	return gap > h*0.2 || b.SpaceBefore && b.Index > a.Index && gap > -h*0.1
 }
 
-// superscripts marks the row's digits that are set as superscripts: in a
-// font at most 80% of the row's usual size, with the baseline raised by
-// at least a fifth of that size. The usual size and baseline are those
-// of most of the row's glyphs. Glyphs without a known size are never
+// superscripts marks the row's digits that are set as superscripts: a
+// run of digits set alike, in a font at most 80% of the size of the glyph before the
+// run (or, at the row's start, after it), with its baseline raised by at
+// least a fifth of that size. Glyphs without a known size are never
 // superscripts.
 func (r row) superscripts() []bool {
-	var sizes []float64
-	for _, g := range r.glyphs {
-		if g.Size > 0 {
-			sizes = append(sizes, g.Size)
-		}
-	}
-	if len(sizes) < 3 {
-		return make([]bool, len(r.glyphs))
-	}
-	sort.Float64s(sizes)
-	size := sizes[len(sizes)/2]
-	var bases []float64
-	for _, g := range r.glyphs {
-		if g.Size > 0 && alike(g.Size, size) {
-			bases = append(bases, g.Baseline)
-		}
-	}
-	sort.Float64s(bases)
-	base := bases[len(bases)/2]
 	sup := make([]bool, len(r.glyphs))
-	for i, g := range r.glyphs {
-		sup[i] = g.Size > 0 && unicode.IsDigit(g.R) && g.Size <= 0.8*size && g.Baseline-base >= 0.2*size
+	for i := 0; i < len(r.glyphs); {
+		if !unicode.IsDigit(r.glyphs[i].R) {
+			i++
+			continue
+		}
+		// A run of digits set alike: "2³¹" is two runs.
+		j := i + 1
+		for j < len(r.glyphs) && unicode.IsDigit(r.glyphs[j].R) && sameSet(r.glyphs[i], r.glyphs[j]) {
+			j++
+		}
+		var ref Glyph
+		switch {
+		case i > 0:
+			ref = r.glyphs[i-1]
+		case j < len(r.glyphs):
+			ref = r.glyphs[j]
+		}
+		raised := ref.Size > 0
+		for _, g := range r.glyphs[i:j] {
+			raised = raised && g.Size > 0 && g.Size <= 0.8*ref.Size && g.Baseline-ref.Baseline >= 0.2*ref.Size
+		}
+		for k := i; k < j; k++ {
+			sup[k] = raised
+		}
+		i = j
 	}
 	return sup
 }

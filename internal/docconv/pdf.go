@@ -321,16 +321,30 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limi
 		gl := Glyph{R: r, Left: float64(b.Left), Bottom: float64(b.Bottom), Right: float64(b.Right), Top: float64(b.Top),
 			Index: k + 1, SpaceBefore: space}
 		space = false
-		// Size and baseline tell a footnote mark (a raised, smaller
-		// digit) from the text around it.
-		{
-			if fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: text.TextPage, Index: k}); err == nil {
-				if o, err := inst.FPDFText_GetCharOrigin(&requests.FPDFText_GetCharOrigin{TextPage: text.TextPage, Index: k}); err == nil {
-					gl.Size, gl.Baseline = fs.FontSize, o.Y
-				}
-			}
-		}
 		glyphs = append(glyphs, gl)
+	}
+	// Font size and baseline tell a footnote mark (a raised, smaller
+	// digit) from the word it is glued to: they are read for digits and
+	// the glyphs on either side of them only, as each costs PDFium a call.
+	for j := range glyphs {
+		if !unicode.IsDigit(glyphs[j].R) {
+			continue
+		}
+		for _, k := range []int{j - 1, j, j + 1} {
+			if k < 0 || k >= len(glyphs) || glyphs[k].Size > 0 {
+				continue
+			}
+			g := &glyphs[k]
+			fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: text.TextPage, Index: g.Index - 1})
+			if err != nil {
+				continue
+			}
+			o, err := inst.FPDFText_GetCharOrigin(&requests.FPDFText_GetCharOrigin{TextPage: text.TextPage, Index: g.Index - 1})
+			if err != nil {
+				continue
+			}
+			g.Size, g.Baseline = fs.FontSize, o.Y
+		}
 	}
 	p.Lines = LayoutPage(glyphs, width.Width)
 	if len(p.Lines) == 0 {

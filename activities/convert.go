@@ -27,7 +27,10 @@ const ConvertDocumentName = "memagent.ConvertDocument"
 // ConverterVersion names the conversion rules; converted text is stored
 // under it, so that changed rules convert again instead of reusing text
 // made by the old ones.
-const ConverterVersion = "v1"
+//
+// v2: running headers with changing page numbers and footnote marks
+// dropped, word spaces from the text stream, page labels in the map.
+const ConverterVersion = "v2"
 
 // convertedPrefix is where one version of a source's conversion lives.
 func (a *Activities) convertedPrefix(uri string, info s3store.ObjectInfo) string {

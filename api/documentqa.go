@@ -49,7 +49,8 @@ type DocumentQAResult struct {
 	// is dropped); SupportsAnswer marks those the final memory still holds.
 	Evidence []ReviewEvidence `json:"evidence,omitempty"`
 	// AnswerPages cites the pages (or sections) of the evidence that
-	// supports the answer: "p. 17", "pp. 3, 17", "§ 2 Access".
+	// supports the answer: "p. 17", "pp. 3, 17", "p. 13 (PDF p. 17)" where
+	// the printed page label differs from the physical page, "§ Access".
 	AnswerPages string `json:"answer_pages,omitempty"`
 	// Grounding says whether and where the answer occurs in the
 	// document's text; absent on results of runs from before grounding.

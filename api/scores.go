@@ -37,28 +37,67 @@ type PageRef struct {
 	Last  int    `json:"last"`
 	// Label is the heading of section First, when it has one.
 	Label string `json:"label,omitempty"`
+	// FirstLabel and LastLabel are the page labels printed on pages First
+	// and Last ("xii", "13"), when the PDF has page labels (/PageLabels);
+	// First and Last stay the physical page indexes, from 1.
+	FirstLabel string `json:"first_label,omitempty"`
+	LastLabel  string `json:"last_label,omitempty"`
 }
 
-// String renders r as a reader cites it: "p. 17", "pp. 16–17", "§ 3
-// Payment terms", "§§ 3–4 Payment terms". A nil ref renders as "".
+// String renders r as a reader cites it: "p. 17", "pp. 16–17",
+// "p. 13 (PDF p. 17)" where the printed page label differs from the
+// physical page, "§ 3 Payment terms" (a section by its heading, "§ 3"
+// when it has none), "§ 3 Payment terms and following" for a range of
+// sections. A nil ref renders as "".
 func (r *PageRef) String() string {
 	if r == nil || r.First <= 0 {
 		return ""
 	}
 	if r.Unit == UnitSection {
-		s := fmt.Sprintf("§ %d", r.First)
-		if r.Last > r.First {
-			s = fmt.Sprintf("§§ %d–%d", r.First, r.Last)
-		}
 		if r.Label != "" {
-			s += " " + r.Label
+			if r.Last > r.First {
+				return "§ " + r.Label + " and following"
+			}
+			return "§ " + r.Label
 		}
-		return s
+		if r.Last > r.First {
+			return fmt.Sprintf("§§ %d–%d", r.First, r.Last)
+		}
+		return fmt.Sprintf("§ %d", r.First)
 	}
+	pages, ranged := r.Pages()
+	if ranged {
+		return "pp. " + pages
+	}
+	return "p. " + pages
+}
+
+// Pages renders r's pages without the "p." in front: "17", "16–17",
+// "13 (PDF p. 17)", "12–13 (PDF pp. 16–17)"; ranged reports a range.
+func (r *PageRef) Pages() (text string, ranged bool) {
+	physical := fmt.Sprint(r.First)
 	if r.Last > r.First {
-		return fmt.Sprintf("pp. %d–%d", r.First, r.Last)
+		physical = fmt.Sprintf("%d–%d", r.First, r.Last)
 	}
-	return fmt.Sprintf("p. %d", r.First)
+	first, last := r.FirstLabel, r.LastLabel
+	if first == "" {
+		first = fmt.Sprint(r.First)
+	}
+	if last == "" {
+		last = fmt.Sprint(r.Last)
+	}
+	printed := first
+	if r.Last > r.First {
+		printed = first + "–" + last
+	}
+	switch {
+	case printed == physical:
+		return physical, r.Last > r.First
+	case r.Last > r.First:
+		return printed + " (PDF pp. " + physical + ")", true
+	default:
+		return printed + " (PDF p. " + physical + ")", false
+	}
 }
 
 // Units of a PageRef: pages of a paginated format (PDF), or sections

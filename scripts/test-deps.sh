@@ -7,6 +7,9 @@
 #     benchmark measures pdftotext the way its users would
 #   - the npm modules of examples/typescript (TestTypeScriptExample)
 #   - postgresql: deploy/bare/run.sh (the compose topology from binaries)
+#   - groff with its PDF output (gropdf; groff-base has none): the PDF
+#     tests typeset a book with running headers, footnotes and roman front
+#     matter (docconv TestTypesetBook)
 # Debian packages need root (apt-get); Node.js and npm must be on PATH.
 # With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.
 set -euo pipefail
@@ -19,6 +22,7 @@ command -v pdftotext >/dev/null || need+=(poppler-utils)
 [ -x /usr/bin/time ] || need+=(time)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v gropdf >/dev/null || need+=(groff)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "test-deps: missing ${need[*]}: run this script as root (it uses apt-get)" >&2
@@ -38,4 +42,4 @@ stamp=examples/typescript/node_modules/.package-lock.json
 if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; then
   npm ci --prefix examples/typescript --no-audit --no-fund
 fi
-echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL and the TypeScript example's modules are in place"
+echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff and the TypeScript example's modules are in place"

@@ -181,7 +181,7 @@ func checkSections(t *testing.T, text string, res *docconv.Result, secs []doccon
 		t.Fatalf("the fact is not in the text:\n%s", text)
 	}
 	ref := res.Map.Ref(int64(at), int64(at+len(docgen.Fact)))
-	if want := "§ 4 " + secs[2].Heading; ref.String() != want {
+	if want := "§ " + secs[2].Heading; ref.String() != want {
 		t.Errorf("fact cites %q, want %q", ref, want)
 	}
 	for i, s := range secs {
@@ -212,4 +212,22 @@ func pageText(text string, res *docconv.Result, page int) string {
 		}
 	}
 	return ""
+}
+
+// TestAdmonitionHeading: a "Tip" heading inside a section opens no
+// section; its text is cited with the section around it.
+func TestAdmonitionHeading(t *testing.T) {
+	page := `<!DOCTYPE html><html><body><h2>5.2 Bash Variables</h2><p>Variables hold strings.</p>
+<h3>Tip</h3><p>Quote every expansion of a variable.</p><h2>5.3 Arrays</h2><p>Arrays hold lists.</p></body></html>`
+	text, res, err := convert(t, []byte(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(text, "Quote every")
+	if at < 0 {
+		t.Fatalf("tip text missing: %q", text)
+	}
+	if got, want := res.Map.Ref(int64(at), int64(at+5)).String(), "§ 5.2 Bash Variables"; got != want {
+		t.Errorf("tip cited as %q, want %q", got, want)
+	}
 }

@@ -313,8 +313,20 @@ func newSectionCounter(tw *textWriter) *sectionCounter {
 	return &sectionCounter{tw: tw, number: 1}
 }
 
-// heading opens a section labelled with the heading's text.
+// admonitions are headings that label a box inside a section ("Tip",
+// "Note"), not a section a reader could find by its heading: they open no
+// section, and their text stays in the section around them.
+var admonitions = map[string]bool{
+	"tip": true, "note": true, "notes": true, "warning": true, "caution": true, "important": true,
+	"hint": true, "example": true, "danger": true, "attention": true, "see also": true,
+}
+
+// heading opens a section labelled with the heading's text, unless the
+// heading is an admonition (see admonitions).
 func (s *sectionCounter) heading(text string) {
+	if admonitions[strings.ToLower(strings.Trim(strings.Join(strings.Fields(text), " "), ":. "))] {
+		return
+	}
 	if s.hasText {
 		s.number++
 	}

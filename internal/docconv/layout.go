@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,6 +15,18 @@ import (
 type Glyph struct {
 	R                        rune
 	Left, Bottom, Right, Top float64
+	// Size is the font size in points and Baseline the y of the glyph's
+	// origin, when known (0 and 0 otherwise): a footnote mark is a digit
+	// set smaller and raised above the line's baseline.
+	Size, Baseline float64
+	// Index is the glyph's place in the page's text stream, from 1 (0
+	// when unknown), and SpaceBefore whether a space (the PDF's own, or
+	// one PDFium inferred) came between it and the glyph before it in the
+	// stream. A space there breaks words that the gap alone would join:
+	// typesetters justify lines with word spaces narrower than a fifth of
+	// the line's height.
+	Index       int
+	SpaceBefore bool
 }
 
 // Line is one line of a page's text in reading order, with the facts the
@@ -36,6 +49,8 @@ type Line struct {
 	// bottom-most, 0 otherwise: the places where running headers, footers
 	// and page numbers sit.
 	Edge int `json:"e,omitempty"`
+	// Outer marks the topmost and the bottom-most line.
+	Outer bool `json:"o,omitempty"`
 }
 
 func (l Line) height() float64 { return l.Top - l.Bottom }
@@ -56,6 +71,10 @@ func LayoutPage(glyphs []Glyph, width float64) []Line {
 	rows := groupRows(glyphs)
 	if len(rows) == 0 {
 		return nil
+	}
+	notes := footnoteNumbers(rows)
+	for i := range rows {
+		rows[i].notes = notes
 	}
 	// Each row split at wide horizontal gaps into segments: a two-column
 	// page has two segments on most rows, with the gutter between them.
@@ -91,12 +110,74 @@ func markEdges(lines []Line) {
 		lines[order[k]].Edge = -1
 		lines[order[len(order)-1-k]].Edge = 1
 	}
+	if len(order) > 1 {
+		lines[order[0]].Outer, lines[order[len(order)-1]].Outer = true, true
+	}
 }
 
 // row is the glyphs that share a baseline band, left to right.
 type row struct {
 	glyphs      []Glyph
 	top, bottom float64
+	// notes is the numbers of the page's footnotes (see footnoteNumbers).
+	notes map[string]bool
+}
+
+// sameSet reports whether two glyphs are set in the same size on the same
+// baseline.
+func sameSet(a, b Glyph) bool {
+	return math.Abs(a.Size-b.Size) <= 0.1*math.Max(a.Size, b.Size) && math.Abs(a.Baseline-b.Baseline) <= 0.1*math.Max(a.Size, b.Size)
+}
+
+// footnoteNumbers finds the numbers the page's footnotes begin with: a
+// row that starts with superscript digits (see row.superscripts), or a
+// row of digits alone (raised above its footnote's line, it is a row of
+// its own) set at most 80% of the size of the glyph after it in the text
+// stream.
+func footnoteNumbers(rows []row) map[string]bool {
+	var stream []Glyph
+	for _, r := range rows {
+		for _, g := range r.glyphs {
+			if g.Index > 0 {
+				stream = append(stream, g)
+			}
+		}
+	}
+	sort.Slice(stream, func(i, j int) bool { return stream[i].Index < stream[j].Index })
+	// next is the glyph after g in the text stream.
+	next := func(g Glyph) (Glyph, bool) {
+		k := sort.Search(len(stream), func(k int) bool { return stream[k].Index > g.Index })
+		if g.Index <= 0 || k == len(stream) {
+			return Glyph{}, false
+		}
+		return stream[k], true
+	}
+	notes := map[string]bool{}
+	for _, r := range rows {
+		sup := r.superscripts()
+		var n strings.Builder
+		alone := true
+		for i, g := range r.glyphs {
+			if !unicode.IsDigit(g.R) {
+				alone = false
+			}
+			if sup[i] && alone {
+				n.WriteRune(g.R)
+			}
+		}
+		if alone && n.Len() == 0 {
+			last := r.glyphs[len(r.glyphs)-1]
+			if next, ok := next(last); ok && last.Size > 0 && next.Size > 0 && last.Size <= 0.8*next.Size {
+				for _, g := range r.glyphs {
+					n.WriteRune(g.R)
+				}
+			}
+		}
+		if n.Len() > 0 {
+			notes[n.String()] = true
+		}
+	}
+	return notes
 }
 
 // groupRows clusters glyphs into rows by vertical overlap, top to bottom,
@@ -147,23 +228,107 @@ func (r row) height() float64 { return r.top - r.bottom }
 
 // text joins the row's glyphs (those keep accepts, or all), with a space
 // where the gap between two glyphs is wider than a fifth of the row's
-// height.
+// height. Footnote reference marks are dropped: superscripts (see
+// r.superscripts) glued to the end of a word or of punctuation, such as
+// "OpenMP³⁵" or "error,⁵¹", and after a digit when the page has a
+// footnote of that number ("C99³"); otherwise a superscript after a digit
+// is an exponent, kept as "2^31".
 func (r row) text(keep func(Glyph) bool) string {
 	var b strings.Builder
 	h := r.height()
+	sup := r.superscripts()
 	var prev *Glyph
-	for i := range r.glyphs {
+	afterMark := false
+	for i := 0; i < len(r.glyphs); i++ {
 		g := r.glyphs[i]
 		if keep != nil && !keep(g) {
 			continue
 		}
-		if prev != nil && g.Left-prev.Right > h*0.2 {
+		if sup[i] && prev != nil && g.Left-prev.Right <= h*0.2 {
+			j := i
+			for j < len(r.glyphs) && sup[j] && (keep == nil || keep(r.glyphs[j])) {
+				j++
+			}
+			var mark strings.Builder
+			for _, s := range r.glyphs[i:j] {
+				mark.WriteRune(s.R)
+			}
+			switch {
+			case unicode.IsDigit(prev.R) && !r.notes[mark.String()]:
+				b.WriteByte('^')
+				b.WriteString(mark.String())
+			case unicode.IsDigit(prev.R):
+				// A footnote mark after a number.
+			case unicode.IsLetter(prev.R) || strings.ContainsRune(".,;:!?)]}'\"’”", prev.R):
+				// A footnote mark: dropped, and the next glyph spaced
+				// from the word as if it were not there.
+			default:
+				b.WriteString(mark.String())
+			}
+			prev = &r.glyphs[j-1]
+			i = j - 1
+			afterMark = true
+			continue
+		}
+		if prev != nil && afterMark {
+			// PDFium may see a space where the baseline drops back
+			// after a superscript: only a real gap counts.
+			if gap := g.Left - prev.Right; gap > h*0.2 || g.SpaceBefore && gap > h*0.05 {
+				b.WriteByte(' ')
+			}
+		} else if prev != nil && spaced(*prev, g, h) {
 			b.WriteByte(' ')
 		}
 		b.WriteRune(g.R)
 		prev = &r.glyphs[i]
+		afterMark = false
 	}
 	return b.String()
+}
+
+// spaced reports whether a word break lies between glyphs a and b of a
+// row of height h, b right of a: a gap wider than a fifth of h, or a
+// space in the text stream between them (the PDF's own, or one PDFium
+// inferred) where they do not overlap.
+func spaced(a, b Glyph, h float64) bool {
+	gap := b.Left - a.Right
+	return gap > h*0.2 || b.SpaceBefore && b.Index > a.Index && gap > -h*0.1
+}
+
+// superscripts marks the row's digits that are set as superscripts: a
+// run of digits set alike, in a font at most 80% of the size of the glyph before the
+// run (or, at the row's start, after it), with its baseline raised by at
+// least a fifth of that size. Glyphs without a known size are never
+// superscripts.
+func (r row) superscripts() []bool {
+	sup := make([]bool, len(r.glyphs))
+	for i := 0; i < len(r.glyphs); {
+		if !unicode.IsDigit(r.glyphs[i].R) {
+			i++
+			continue
+		}
+		// A run of digits set alike: "2³¹" is two runs.
+		j := i + 1
+		for j < len(r.glyphs) && unicode.IsDigit(r.glyphs[j].R) && sameSet(r.glyphs[i], r.glyphs[j]) {
+			j++
+		}
+		var ref Glyph
+		switch {
+		case i > 0:
+			ref = r.glyphs[i-1]
+		case j < len(r.glyphs):
+			ref = r.glyphs[j]
+		}
+		raised := ref.Size > 0
+		for _, g := range r.glyphs[i:j] {
+			raised = raised && g.Size > 0 && g.Size <= 0.8*ref.Size && g.Baseline-ref.Baseline >= 0.2*ref.Size
+		}
+		for k := i; k < j; k++ {
+			sup[k] = raised
+		}
+		i = j
+	}
+	return sup
 }
 
 // line makes a Line of the row's glyphs that keep accepts (or all).
@@ -384,61 +549,237 @@ func IsPageNumber(text string) bool {
 	return pageNumberLine.MatchString(strings.TrimSpace(text))
 }
 
+// romanNumeral matches a roman numeral of front-matter page numbers
+// (i to mmmcmxcix), lowercase.
+var romanNumeral = regexp.MustCompile(`^m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})$`)
+
 // edgeKey is how a running header or footer is recognised across pages:
-// its text with digits folded (page numbers and dates in it change), and
-// whether it sits at the top or the bottom.
-func edgeKey(l Line) string {
+// its text with each number (a run of digits, or a word that is a roman
+// numeral) masked as "#", since page numbers, and their width, change
+// from page to page, and whether it sits at the top or the bottom. nums
+// is the masked numbers, in order.
+func edgeKey(l Line) (key, nums string) {
 	if l.Edge == 0 {
-		return ""
+		return "", ""
 	}
-	var b strings.Builder
+	var b, n strings.Builder
 	if l.Edge < 0 {
 		b.WriteString("top:")
 	} else {
 		b.WriteString("bottom:")
 	}
-	for _, r := range strings.ToLower(strings.Join(strings.Fields(l.Text), " ")) {
-		if unicode.IsDigit(r) {
-			r = '#'
+	text := strings.ToLower(strings.Join(strings.Fields(l.Text), " "))
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case unicode.IsDigit(r):
+			j := i
+			for j < len(text) && text[j] >= '0' && text[j] <= '9' {
+				j++
+			}
+			if j == i { // a digit outside ASCII
+				j = i + size
+			}
+			b.WriteByte('#')
+			n.WriteString(text[i:j])
+			n.WriteByte(' ')
+			i = j
+			continue
+		case unicode.IsLetter(r) && !endsWord(text[:i]):
+			j := i
+			for j < len(text) {
+				r2, s2 := utf8.DecodeRuneInString(text[j:])
+				if !unicode.IsLetter(r2) {
+					break
+				}
+				j += s2
+			}
+			w := text[i:j]
+			if romanNumeral.MatchString(w) && !startsWord(text[j:]) {
+				b.WriteByte('#')
+				n.WriteString(w)
+				n.WriteByte(' ')
+			} else {
+				b.WriteString(w)
+			}
+			i = j
+			continue
 		}
 		b.WriteRune(r)
+		i += size
 	}
-	return b.String()
+	return b.String(), n.String()
+}
+
+// endsWord reports whether s ends with a letter or digit; startsWord,
+// whether it starts with one.
+func endsWord(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+func startsWord(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return s != "" && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+// edgeStat is what EdgeCounter knows of one masked edge line.
+type edgeStat struct {
+	pages       int // pages it is on
+	first, last int // the first and last of them, from 1
+	nums        string
+	// changing is set when its numbers differ between two pages: a page
+	// number, not a version or a year.
+	changing bool
 }
 
 // EdgeCounter counts, across a document's pages, the top and bottom lines
 // that repeat: running headers and footers.
 type EdgeCounter struct {
-	pages  int
-	counts map[string]int
+	pages int
+	stats map[string]*edgeStat
+	// offsets counts, for each difference between a number that begins
+	// or ends an edge line and its page's index, the pages that have it:
+	// the printed page numbers are the index plus the commonest.
+	offsets map[int]int
+	offset  *int
+}
+
+// endNumbers returns the numbers that begin and end text, if they are
+// whole words of digits.
+func endNumbers(text string) []int {
+	f := strings.Fields(text)
+	if len(f) < 2 {
+		return nil
+	}
+	var out []int
+	for _, w := range []string{f[0], f[len(f)-1]} {
+		if n, err := strconv.Atoi(w); err == nil && n >= 0 && n < 1_000_000 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Add records one page's lines.
 func (c *EdgeCounter) Add(lines []Line) {
 	c.pages++
-	if c.counts == nil {
-		c.counts = map[string]int{}
+	if c.stats == nil {
+		c.stats = map[string]*edgeStat{}
+	}
+	if c.offsets == nil {
+		c.offsets = map[int]int{}
 	}
 	seen := map[string]bool{}
+	seenOffset := map[int]bool{}
 	for _, l := range lines {
-		if k := edgeKey(l); k != "" && !seen[k] {
-			seen[k] = true
-			c.counts[k]++
+		if l.Edge != 0 {
+			for _, n := range endNumbers(l.Text) {
+				if d := n - c.pages; !seenOffset[d] {
+					seenOffset[d] = true
+					c.offsets[d]++
+				}
+			}
+		}
+		k, nums := edgeKey(l)
+		if k == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		st := c.stats[k]
+		if st == nil {
+			st = &edgeStat{first: c.pages, nums: nums}
+			c.stats[k] = st
+		}
+		st.pages++
+		st.last = c.pages
+		if nums != st.nums {
+			st.changing = true
 		}
 	}
 }
 
-// Drop reports whether a line is a running header, footer or page number:
-// a page's top or bottom line that is only a page number, or whose text
-// (digits aside) is the top or bottom line of at least half the pages, and
-// of at least three.
-func (c *EdgeCounter) Drop(l Line) bool {
+// pageOffset returns the difference between the document's printed page
+// numbers and its page indexes, when at least a quarter of its pages (and
+// three) have an edge line that begins or ends with their index plus it.
+func (c *EdgeCounter) pageOffset() (int, bool) {
+	if c.offset == nil {
+		best, bestN := 0, 0
+		for d, n := range c.offsets {
+			if n > bestN || n == bestN && d < best {
+				best, bestN = d, n
+			}
+		}
+		if bestN < 3 || bestN*4 < c.pages {
+			best = math.MinInt
+		}
+		c.offset = &best
+	}
+	return *c.offset, *c.offset != math.MinInt
+}
+
+// numbered reports whether text begins or ends with page's printed number:
+// its label, or its index plus the document's page offset. (Only for a
+// page's outermost lines: "Chapter 1" below page 1's running header is a
+// heading.)
+func (c *EdgeCounter) numbered(text string, page int, label string) bool {
+	f := strings.Fields(text)
+	if len(f) < 2 {
+		return false
+	}
+	if label != "" && (f[0] == label || f[len(f)-1] == label) {
+		return true
+	}
+	if d, ok := c.pageOffset(); ok {
+		for _, n := range endNumbers(text) {
+			if n == page+d {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Drop reports whether a line of page (from 1, labelled label in the
+// PDF's page labels, or "") is a running header, footer or page number, as
+// a reader's eye skips them: a page's top or bottom line (one of two at
+// each edge) that
+//   - is only a page number; or
+//   - is the page's topmost or bottom-most line and begins or ends with
+//     the page's number: its label, or its index plus the offset most of
+//     the document's edge lines show (a header that names the topic of
+//     one page, "abbreviate 7"); or
+//   - with its numbers masked, is at the same edge of at least a quarter
+//     of the pages, and of at least three; or
+//   - with its numbers masked, repeats with a changing number on at least
+//     three pages and on at least a third of the pages of its run (from
+//     the first page it is on to the last): a chapter's running header,
+//     or one of the two of a book printed on both sides; or
+//   - without a changing number, repeats on at least four pages and on
+//     half the pages of its run (a chapter title above each page).
+func (c *EdgeCounter) Drop(l Line, page int, label string) bool {
 	if l.Edge == 0 {
 		return false
 	}
 	if IsPageNumber(l.Text) {
 		return true
 	}
-	n := c.counts[edgeKey(l)]
-	return n >= 3 && n*2 >= c.pages
+	if l.Outer && c.numbered(l.Text, page, label) {
+		return true
+	}
+	k, _ := edgeKey(l)
+	st := c.stats[k]
+	if st == nil {
+		return false
+	}
+	n, run := st.pages, st.last-st.first+1
+	switch {
+	case n >= 3 && n*4 >= c.pages:
+		return true
+	case st.changing && n >= 3 && n*3 >= run:
+		return true
+	case n >= 4 && n*2 >= run:
+		return true
+	}
+	return false
 }

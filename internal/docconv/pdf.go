@@ -118,6 +118,8 @@ type pdfPage struct {
 	Lines []Line `json:"l,omitempty"`
 	// Images is set on a page without text that draws images: a scan.
 	Images bool `json:"i,omitempty"`
+	// Label is the page's label (/PageLabels), when the PDF has them.
+	Label string `json:"p,omitempty"`
 }
 
 func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits) (_ *Result, err error) {
@@ -204,6 +206,7 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 		if chars += int64(n); chars > limits.MaxTextBytes {
 			return nil, overLimit(fmt.Sprintf("has more than %d characters of text", limits.MaxTextBytes), limits.MaxTextBytes, "characters", "MEMAGENT_MAX_CONVERTED_MB")
 		}
+		p.Label = pageLabel(inst, doc.Document, i)
 		if p.Images {
 			scanned = append(scanned, i+1)
 		}
@@ -232,13 +235,14 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 		}
 		kept := p.Lines[:0]
 		for _, l := range p.Lines {
-			if edges.Drop(l) {
+			if edges.Drop(l, i+1, p.Label) {
 				res.Dropped++
 				continue
 			}
 			kept = append(kept, l)
 		}
 		tw.begin(i+1, "")
+		tw.spans[len(tw.spans)-1].PageLabel = p.Label
 		for _, para := range Paragraphs(kept) {
 			if err := tw.paragraph(para); err != nil {
 				return nil, err
@@ -290,13 +294,23 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limi
 		return p, 0, overLimit(fmt.Sprintf("has a page (%d) of %d characters", i+1, n.Count), int64(limits.MaxPageChars), "characters a page", "")
 	}
 	glyphs := make([]Glyph, 0, n.Count)
+	space := false // a space (the PDF's, or one PDFium made) since the last glyph
 	for k := 0; k < n.Count; k++ {
 		u, err := inst.FPDFText_GetUnicode(&requests.FPDFText_GetUnicode{TextPage: text.TextPage, Index: k})
 		if err != nil {
 			return p, 0, fmt.Errorf("page %d char %d: %w", i+1, k, err)
 		}
 		r := rune(u.Unicode)
-		if r == 0 || r == 0xFFFE || r == 0xFFFF || unicode.IsSpace(r) || unicode.IsControl(r) {
+		if r == 2 {
+			// PDFium's mark for a hyphen that breaks a word at a
+			// line's end: a hyphen, for Paragraphs to join the halves.
+			r = '-'
+		}
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if r == 0 || r == 0xFFFE || r == 0xFFFF || unicode.IsControl(r) {
 			continue
 		}
 		box, err := inst.FPDFText_GetLooseCharBox(&requests.FPDFText_GetLooseCharBox{TextPage: text.TextPage, Index: k})
@@ -304,7 +318,33 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limi
 			continue // a generated character has no box
 		}
 		b := box.Rect
-		glyphs = append(glyphs, Glyph{R: r, Left: float64(b.Left), Bottom: float64(b.Bottom), Right: float64(b.Right), Top: float64(b.Top)})
+		gl := Glyph{R: r, Left: float64(b.Left), Bottom: float64(b.Bottom), Right: float64(b.Right), Top: float64(b.Top),
+			Index: k + 1, SpaceBefore: space}
+		space = false
+		glyphs = append(glyphs, gl)
+	}
+	// Font size and baseline tell a footnote mark (a raised, smaller
+	// digit) from the word it is glued to: they are read for digits and
+	// the glyphs on either side of them only, as each costs PDFium a call.
+	for j := range glyphs {
+		if !unicode.IsDigit(glyphs[j].R) {
+			continue
+		}
+		for _, k := range []int{j - 1, j, j + 1} {
+			if k < 0 || k >= len(glyphs) || glyphs[k].Size > 0 {
+				continue
+			}
+			g := &glyphs[k]
+			fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: text.TextPage, Index: g.Index - 1})
+			if err != nil {
+				continue
+			}
+			o, err := inst.FPDFText_GetCharOrigin(&requests.FPDFText_GetCharOrigin{TextPage: text.TextPage, Index: g.Index - 1})
+			if err != nil {
+				continue
+			}
+			g.Size, g.Baseline = fs.FontSize, o.Y
+		}
 	}
 	p.Lines = LayoutPage(glyphs, width.Width)
 	if len(p.Lines) == 0 {
@@ -321,6 +361,16 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limi
 		}
 	}
 	return p, n.Count, nil
+}
+
+// pageLabel returns the label of page i (from 0), as /PageLabels gives
+// it ("xii", "13", "A-3"), or "" when the PDF has none.
+func pageLabel(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int) string {
+	l, err := inst.FPDF_GetPageLabel(&requests.FPDF_GetPageLabel{Document: doc, Page: i})
+	if err != nil {
+		return ""
+	}
+	return clipLabel(strings.TrimSpace(l.Label))
 }
 
 // pageRanges renders sorted page numbers as "page 3", "pages 3–40" or

@@ -1,15 +1,15 @@
 package memagent
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/memagent/memagent/api"
 )
 
-// PageMapVersion is the current [PageMap.Version].
-const PageMapVersion = 1
+// PageMapVersion is the current [PageMap.Version]. Version 2 added
+// [PageSpan.PageLabel]; a version 1 map reads as one without labels.
+const PageMapVersion = 2
 
 // PageMap says where each page (or section) of a converted document lies
 // in its extracted text. Spans are in order, do not overlap and may leave
@@ -32,8 +32,11 @@ type PageSpan struct {
 	Number int `json:"number"`
 	// Label is a section's heading, when it has one.
 	Label string `json:"label,omitempty"`
-	Start int64  `json:"start"`
-	End   int64  `json:"end"`
+	// PageLabel is the label printed on a PDF page ("xii", "13"), when
+	// the PDF has page labels; Number stays the physical page index.
+	PageLabel string `json:"page_label,omitempty"`
+	Start     int64  `json:"start"`
+	End       int64  `json:"end"`
 }
 
 // Ref returns the pages (or sections) that the byte range [start, end) of
@@ -51,14 +54,17 @@ func (m *PageMap) Ref(start, end int64) *api.PageRef {
 	for j+1 < len(m.Spans) && m.Spans[j+1].Start < end {
 		j++
 	}
-	return &api.PageRef{Unit: m.Unit, First: m.Spans[i].Number, Last: m.Spans[j].Number, Label: m.Spans[i].Label}
+	return &api.PageRef{Unit: m.Unit, First: m.Spans[i].Number, Last: m.Spans[j].Number, Label: m.Spans[i].Label,
+		FirstLabel: m.Spans[i].PageLabel, LastLabel: m.Spans[j].PageLabel}
 }
 
 // JoinPageRefs renders refs as one citation, in order of first page, with
-// duplicates dropped: "p. 17", "pp. 3, 17", "§ 2 Access; § 5 Terms".
+// duplicates dropped: "p. 17", "pp. 3, 17", "p. 13 (PDF p. 17)",
+// "pp. 3, 13 (PDF p. 17)", "§ 2 Access; § 5 Terms".
 func JoinPageRefs(refs []*api.PageRef) string {
 	var pages []string
 	var sections []string
+	anyRange := false
 	seen := map[string]bool{}
 	sorted := make([]*api.PageRef, 0, len(refs))
 	for _, r := range refs {
@@ -76,18 +82,16 @@ func JoinPageRefs(refs []*api.PageRef) string {
 			}
 			continue
 		}
-		s := fmt.Sprint(r.First)
-		if r.Last > r.First {
-			s = fmt.Sprintf("%d–%d", r.First, r.Last)
-		}
+		s, ranged := r.Pages()
 		if !seen[s] {
 			seen[s] = true
 			pages = append(pages, s)
+			anyRange = anyRange || ranged
 		}
 	}
 	var out []string
 	switch {
-	case len(pages) == 1 && !strings.Contains(pages[0], "–"):
+	case len(pages) == 1 && !anyRange:
 		out = append(out, "p. "+pages[0])
 	case len(pages) > 0:
 		out = append(out, "pp. "+strings.Join(pages, ", "))

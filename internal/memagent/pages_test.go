@@ -1,6 +1,7 @@
 package memagent
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/memagent/memagent/api"
@@ -9,6 +10,10 @@ import (
 func TestPageMapRef(t *testing.T) {
 	pdf := &PageMap{Unit: api.UnitPage, Spans: []PageSpan{
 		{Number: 1, Start: 0, End: 100}, {Number: 2, Start: 102, End: 200}, {Number: 4, Start: 202, End: 300},
+	}}
+	book := &PageMap{Unit: api.UnitPage, Spans: []PageSpan{
+		{Number: 4, PageLabel: "iv", Start: 0, End: 100}, {Number: 5, PageLabel: "1", Start: 102, End: 200},
+		{Number: 17, PageLabel: "13", Start: 202, End: 300}, {Number: 18, PageLabel: "18", Start: 302, End: 400},
 	}}
 	doc := &PageMap{Unit: api.UnitSection, Spans: []PageSpan{
 		{Number: 1, Start: 0, End: 50}, {Number: 2, Label: "Payment terms", Start: 52, End: 90},
@@ -27,8 +32,12 @@ func TestPageMapRef(t *testing.T) {
 		{"past the end", pdf, 300, 310, ""},
 		{"empty range", pdf, 10, 10, ""},
 		{"nil map", nil, 0, 10, ""},
-		{"a section", doc, 60, 70, "§ 2 Payment terms"},
-		{"two sections", doc, 60, 100, "§§ 2–3 Payment terms"},
+		{"a labelled page", book, 210, 220, "p. 13 (PDF p. 17)"},
+		{"a label equal to the index", book, 310, 320, "p. 18"},
+		{"labelled pages", book, 0, 150, "pp. iv–1 (PDF pp. 4–5)"},
+		{"a section", doc, 60, 70, "§ Payment terms"},
+		{"two sections", doc, 60, 100, "§ Payment terms and following"},
+		{"unlabelled sections", doc, 0, 60, "§§ 1–2"},
 		{"an unlabelled section", doc, 0, 10, "§ 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,12 +63,27 @@ func TestJoinPageRefs(t *testing.T) {
 		{"repeated", []*api.PageRef{p(17, 17), p(17, 17)}, "p. 17"},
 		{"sorted", []*api.PageRef{p(17, 17), p(3, 3)}, "pp. 3, 17"},
 		{"a range", []*api.PageRef{p(16, 17)}, "pp. 16–17"},
-		{"sections", []*api.PageRef{s(5, "Terms"), s(2, "Access"), nil}, "§ 2 Access; § 5 Terms"},
+		{"sections", []*api.PageRef{s(5, "Terms"), s(2, "Access"), nil}, "§ Access; § Terms"},
+		{"a labelled page", []*api.PageRef{{Unit: api.UnitPage, First: 17, Last: 17, FirstLabel: "13", LastLabel: "13"}}, "p. 13 (PDF p. 17)"},
+		{"labelled and not", []*api.PageRef{{Unit: api.UnitPage, First: 17, Last: 17, FirstLabel: "13", LastLabel: "13"}, p(3, 3)}, "pp. 3, 13 (PDF p. 17)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := JoinPageRefs(tc.refs); got != tc.want {
 				t.Errorf("JoinPageRefs = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPageMapVersion1 reads a page map written before page labels: it
+// loads, and cites physical pages.
+func TestPageMapVersion1(t *testing.T) {
+	const v1 = `{"version":1,"format":"pdf","unit":"page","pages":20,"spans":[{"number":17,"start":0,"end":100}]}`
+	var m PageMap
+	if err := json.Unmarshal([]byte(v1), &m); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Ref(10, 20).String(), "p. 17"; got != want {
+		t.Errorf("Ref = %q, want %q", got, want)
 	}
 }

@@ -146,8 +146,10 @@ type utilisationRow struct {
 	Calls        int
 	Wall         time.Duration
 	ModelSeconds float64
-	LongestChain float64 // seconds of model time the longest document needs, one call after another
+	LongestChain float64 // seconds of model time the longest item needs, one call after another
 	Slots        int
+	Runs         int    // the batch's runs (continue-as-new chain)
+	Line         string // what its "utilisation:" line says it is; empty: none
 }
 
 // ideal is the shortest possible makespan: the pool's slots all busy, or
@@ -162,9 +164,31 @@ const (
 	utilDocs     = 64
 )
 
-// runUtilisation answers one question on each of 64 documents of 20K–200K
-// tokens as one BatchQA, with the old constant window of 16 and with the
-// default window sized from the pool.
+// utilVariant is one batch of the utilisation section.
+type utilVariant struct {
+	name   string
+	window int // 0: the default, sized from the pool
+	// docs picks the document set: utilDocs documents of 20K–200K tokens,
+	// or mixedDocs documents of 2K–60K tokens for the many-item batch.
+	mixed bool
+	items int // 0: one item per document
+	// itemsPerRun and pageSize, when set, make the batch continue as new.
+	itemsPerRun, pageSize int
+	// line is what the variant's "utilisation:" line says it is; empty
+	// for a comparison that prints none.
+	line string
+}
+
+const (
+	mixedDocs  = 40
+	mixedItems = 2000
+)
+
+// runUtilisation runs the utilisation batches: 64 documents of 20K–200K
+// tokens, one question each, with the old constant window of 16, with the
+// default window sized from the pool, and with the default window across
+// continue-as-new every 16 items; then 2,000 questions over 40 documents
+// of 2K–60K tokens at the default window.
 func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error) {
 	tokens := make([]int, utilDocs)
 	for i := range tokens {
@@ -174,29 +198,42 @@ func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error
 	if err != nil {
 		return nil, err
 	}
-	longest := 0 // the index of the longest document
-	for i, n := range tokens {
-		if n > tokens[longest] {
-			longest = i
-		}
+	mixed := make([]int, mixedDocs)
+	for i := range mixed {
+		mixed[i] = 2_000 + (i*7919)%58_001
+	}
+	mixedURIs, err := shareDocs(ctx, env, "mixed", mixed)
+	if err != nil {
+		return nil, err
 	}
 	var rows []utilisationRow
-	for _, v := range []struct {
-		name   string
-		window int
-	}{{"window 16 (the former default)", 16}, {"window from the pool (default)", 0}} {
-		p, err := newSharePool(ctx, env, fmt.Sprintf("util-%d", v.window), utilReplicas, utilSlots, shareBase)
+	for vi, v := range []utilVariant{
+		{name: "window 16 (the former default)", window: 16},
+		{name: "window from the pool (default)", line: "the default window"},
+		{name: "default window, continue-as-new every 16 items", itemsPerRun: 16, pageSize: 8, line: "default window across continue-as-new every 16 items"},
+		{name: "2,000 items of mixed lengths (2K–60K tokens), default window", mixed: true, items: mixedItems, line: "2,000 items of mixed lengths, default window"},
+	} {
+		p, err := newSharePool(ctx, env, fmt.Sprintf("util-%d", vi), utilReplicas, utilSlots, shareBase)
 		if err != nil {
 			return rows, err
 		}
-		// A question of its own for each document, so that the longest
-		// document's calls can be told apart.
-		items := make([]shareItem, len(uris))
-		for i, u := range uris {
-			items[i] = shareItem{ID: fmt.Sprint(i), Document: u, Question: question(fmt.Sprintf("util %d doc", v.window), i)}
+		docs := uris
+		if v.mixed {
+			docs = mixedURIs
+		}
+		n := v.items
+		if n == 0 {
+			n = len(docs)
+		}
+		// A question of its own for each item, so that each item's chain
+		// of calls can be told apart.
+		items := make([]shareItem, n)
+		for i := range items {
+			items[i] = shareItem{ID: fmt.Sprint(i), Document: docs[i%len(docs)], Question: question(fmt.Sprintf("util %d item", vi), i)}
 		}
 		start := time.Now()
-		run, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-util-%d-%d", v.window, start.Unix()), items, api.BatchQAInput{Concurrency: v.window})
+		run, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-util-%d-%d", vi, start.Unix()), items,
+			api.BatchQAInput{Concurrency: v.window, ItemsPerRun: v.itemsPerRun, PageSize: v.pageSize})
 		if err != nil {
 			p.close()
 			return rows, err
@@ -207,17 +244,19 @@ func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error
 		if err == nil && res.Succeeded != len(items) {
 			err = fmt.Errorf("%d of %d items answered", res.Succeeded, len(items))
 		}
-		r := utilisationRow{Variant: v.name, Window: v.window, Calls: p.sim.Stats().Latency.Count, Wall: wall, ModelSeconds: p.modelSeconds(), Slots: utilReplicas * utilSlots}
+		r := utilisationRow{Variant: v.name, Window: v.window, Calls: p.sim.Stats().Latency.Count, Wall: wall,
+			ModelSeconds: p.modelSeconds(), Slots: utilReplicas * utilSlots, Runs: res.Runs, Line: v.line}
 		if r.Window == 0 {
 			r.Window = 2 * r.Slots
 		}
-		// The longest document's chain: the service time of each of its
-		// calls (its chunks and the answer), as the simulator recorded it.
-		longestQ := question(fmt.Sprintf("util %d doc", v.window), longest)
+		// The longest chain of one item's calls (its chunks and the
+		// answer), at the service times the simulator recorded.
+		chains := map[string]float64{}
 		for _, c := range p.sim.Calls() {
-			if c.Question == longestQ {
-				r.LongestChain += c.Service.Seconds()
-			}
+			chains[c.Question] += c.Service.Seconds()
+		}
+		for _, sec := range chains {
+			r.LongestChain = max(r.LongestChain, sec)
 		}
 		p.close()
 		if err != nil {
@@ -229,16 +268,19 @@ func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error
 }
 
 func writeUtilisation(w io.Writer, rows []utilisationRow) {
-	fmt.Fprintf(w, "## Pool utilisation\n\n%d documents of 20K–200K tokens (chunks of 5,000), one question each, as one `BatchQA` against a simulated pool of %d replicas × %d slots (each call: %d ms + prompt at %d tokens/s + completion at %d tokens/s), the worker's in-flight cap set to the pool's %d slots. A document's calls run one after another (each chunk needs the memory of the one before), so no schedule can finish before the longest document's own calls have run: the ideal makespan is the longer of the model time over the slots and the longest document's chain of calls. *utilisation* is that ideal over the measured makespan; *slot utilisation* is the model time over the slot time the run held (wall × slots).\n\n",
+	fmt.Fprintf(w, "## Pool utilisation\n\n%d documents of 20K–200K tokens (chunks of 5,000), one question each, as one `BatchQA` (then the same across continue-as-new every 16 items, pages of 8, and 2,000 questions over 40 documents of 2K–60K tokens) against a simulated pool of %d replicas × %d slots (each call: %d ms + prompt at %d tokens/s + completion at %d tokens/s), the worker's in-flight cap set to the pool's %d slots. A document's calls run one after another (each chunk needs the memory of the one before), so no schedule can finish before the longest document's own calls have run: the ideal makespan is the longer of the model time over the slots and the longest item's chain of calls. *utilisation* is that ideal over the measured makespan; *slot utilisation* is the model time over the slot time the run held (wall × slots).\n\n",
 		utilDocs, utilReplicas, utilSlots, shareBase.Milliseconds(), sharePrefillTPS, shareDecodeTPS, utilReplicas*utilSlots)
-	fmt.Fprintln(w, "| batch | window | model calls | model time | makespan | model time ÷ slots | longest document's chain | utilisation | slot utilisation |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| batch | window | runs | model calls | model time | makespan | model time ÷ slots | longest item's chain | utilisation | slot utilisation |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %d | %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f%% | %.1f%% |\n", r.Variant, r.Window, r.Calls, r.ModelSeconds, r.Wall.Seconds(),
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f%% | %.1f%% |\n", r.Variant, r.Window, r.Runs, r.Calls, r.ModelSeconds, r.Wall.Seconds(),
 			r.ModelSeconds/float64(r.Slots), r.LongestChain, 100*r.ideal()/r.Wall.Seconds(), 100*r.ModelSeconds/(r.Wall.Seconds()*float64(r.Slots)))
 	}
-	if n := len(rows); n > 0 {
-		fmt.Fprintf(w, "\nutilisation: %.1f%% (the default window; makespan %.2f× the ideal).\n", 100*rows[n-1].ideal()/rows[n-1].Wall.Seconds(), rows[n-1].Wall.Seconds()/rows[n-1].ideal())
+	fmt.Fprintln(w)
+	for _, r := range rows {
+		if r.Line != "" {
+			fmt.Fprintf(w, "utilisation: %.1f%% (%s; %d runs; makespan %.2f× the ideal).\n", 100*r.ideal()/r.Wall.Seconds(), r.Line, r.Runs, r.Wall.Seconds()/r.ideal())
+		}
 	}
 	fmt.Fprintln(w)
 }

@@ -65,6 +65,17 @@ type DocumentQAResult = api.DocumentQAResult
 // the start of every run, after prepare, after every chunk and at the end.
 const SearchAttributesChange = "search-attributes"
 
+// CoalesceUpsertsChange is the workflow.GetVersion change id under which
+// DocumentQA and ReviewDocument upsert their chunk count
+// (MemagentChunksDone) at most every progressUpsertEvery, not after every
+// chunk; stage changes still upsert at once. Runs recorded before it
+// replay as workflow.DefaultVersion and upsert after every chunk.
+const CoalesceUpsertsChange = "coalesce-progress-upserts"
+
+// progressUpsertEvery is the least time between two upserts of a run's
+// chunk count.
+const progressUpsertEvery = 5 * time.Second
+
 // ReportToBatchChange is the workflow.GetVersion change id under which a
 // batch's DocumentQA child that its batch carried over a continue-as-new
 // (CarriedSignal) tells the batch that it is closing (ItemDoneSignal), so
@@ -252,6 +263,11 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	if opts.Model == "" {
 		opts.Model = st.Prepared.Model
 	}
+	// Chunk counts go to the search attributes at most every
+	// progressUpsertEvery (the query and the current details still move
+	// with every chunk): an upsert is a visibility write per chunk.
+	coalesce := workflow.GetVersion(ctx, CoalesceUpsertsChange, workflow.DefaultVersion, 1) >= 1
+	lastUpsert := workflow.Now(ctx)
 	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
 		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			st.From = info.WorkflowExecution.RunID
@@ -290,10 +306,15 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		st.Usage = st.Usage.Add(out.Usage)
 		st.Cursor++
 		refresh()
-		if st.Cursor < st.Prepared.Chunks {
+		switch {
+		case st.Cursor >= st.Prepared.Chunks:
 			// The last chunk's count goes with the answering status below,
 			// in the same upsert.
+		case coalesce && workflow.Now(ctx).Sub(lastUpsert) < progressUpsertEvery:
+			vis.publish(progress)
+		default:
 			vis.publish(progress, api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
+			lastUpsert = workflow.Now(ctx)
 		}
 	}
 

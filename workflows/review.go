@@ -180,6 +180,8 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 		r.opts.Model = r.st.Prepared.Model
 	}
 
+	r.coalesce = workflow.GetVersion(ctx, CoalesceUpsertsChange, workflow.DefaultVersion, 1) >= 1
+	r.lastUpsert = workflow.Now(ctx)
 	r.schedule()
 	if r.canceled != nil {
 		return nil, r.canceled
@@ -213,6 +215,10 @@ type reviewRun struct {
 	running   int
 	launched  int
 	published int // the chunks_done last upserted
+	// coalesce is CoalesceUpsertsChange at version 1: chunks_done is
+	// upserted at most every progressUpsertEvery, last at lastUpsert.
+	coalesce   bool
+	lastUpsert time.Time
 	canceled  error
 }
 
@@ -465,11 +471,13 @@ func (r *reviewRun) fail(i int, stage string, err error) {
 // afterCompletion moves the stage on and publishes chunk progress.
 func (r *reviewRun) afterCompletion() {
 	var u []temporal.SearchAttributeUpdate
-	if done := r.chunksDone(); done != r.published {
+	answering := r.stage == api.StageReading && r.chunksDone() >= r.st.Prepared.Chunks
+	if done := r.chunksDone(); done != r.published && (!r.coalesce || answering || workflow.Now(r.ctx).Sub(r.lastUpsert) >= progressUpsertEvery) {
 		r.published = done
+		r.lastUpsert = workflow.Now(r.ctx)
 		u = append(u, api.ChunksDoneKey.ValueSet(int64(done)))
 	}
-	if r.stage == api.StageReading && r.chunksDone() >= r.st.Prepared.Chunks {
+	if answering {
 		r.stage = api.StageAnswering
 		u = append(u, api.StatusKey.ValueSet(api.StageAnswering))
 	}

@@ -4,8 +4,10 @@ package workflows_test
 // in-memory fakes (activitiestest), and the replay test of its recorded
 // histories (testdata/review_run{N}.json, frozen, from before
 // ConvertDocumentChange, testdata/review_convert_run{N}.json, frozen,
-// from before GroundingChange, and testdata/review_ground_run{N}.json, the
-// current generation; record that again with
+// from before GroundingChange, testdata/review_ground_run{N}.json, frozen,
+// from before CoalesceUpsertsChange, and
+// testdata/review_coalesce_run{N}.json, the current generation; record that
+// again with
 // go test ./workflows -run TestReplayReview -update).
 
 import (
@@ -581,8 +583,8 @@ func TestReviewInputWithDefaults(t *testing.T) {
 const (
 	// reviewHistoryPrefix is the current generation, the one -update
 	// records: ConvertDocument before PrepareDocument, GroundAnswer before
-	// WriteReview.
-	reviewHistoryPrefix = "review_ground_run"
+	// WriteReview, the chunk count upserted at most every few seconds.
+	reviewHistoryPrefix = "review_coalesce_run"
 	reviewReplayID      = "replay-review"
 	reviewMinRuns       = 3
 )
@@ -592,9 +594,10 @@ func TestReplayReview(t *testing.T) {
 		recordReviewHistories(t)
 	}
 	// review_run{N}: recorded before ConvertDocumentChange (frozen);
-	// review_convert_run{N}: before GroundingChange (frozen).
+	// review_convert_run{N}: before GroundingChange (frozen);
+	// review_ground_run{N}: before CoalesceUpsertsChange (frozen).
 	var paths []string
-	for _, prefix := range []string{"review_run", "review_convert_run", reviewHistoryPrefix} {
+	for _, prefix := range []string{"review_run", "review_convert_run", "review_ground_run", reviewHistoryPrefix} {
 		gen, err := filepath.Glob(filepath.Join(historyDir, prefix+"[0-9]*.json"))
 		if err != nil {
 			t.Fatal(err)

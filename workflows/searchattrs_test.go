@@ -46,15 +46,27 @@ func TestDocumentQAUpsertsSearchAttributes(t *testing.T) {
 		chunks   int
 		perRun   int
 		wantRuns int
+		// perChunk runs the workflow as recorded before
+		// CoalesceUpsertsChange: a chunk count upsert after every chunk.
+		// Else the chunks, all read within progressUpsertEvery, upsert no
+		// count of their own.
+		perChunk bool
 	}{
-		{"one run", 5, 0, 1},
-		{"continued as new every 2 chunks", 5, 2, 3},
+		{"one run", 5, 0, 1, false},
+		{"continued as new every 2 chunks", 5, 2, 3, false},
+		{"one run, before coalescing", 5, 0, 1, true},
+		{"continued as new every 2 chunks, before coalescing", 5, 2, 3, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, makeDoc(tt.chunks))
 			var u upserts
-			f.setup = u.install
+			f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+				u.install(env)
+				if tt.perChunk {
+					env.OnGetVersion(CoalesceUpsertsChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+				}
+			}
 			in := api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", BatchID: "eval-7",
 				Options: api.ModelOptions{ChunkTokens: 100}, ChunksPerRun: tt.perRun}
 			_, runs := f.runToEnd(t, in)
@@ -69,9 +81,14 @@ func TestDocumentQAUpsertsSearchAttributes(t *testing.T) {
 				t.Errorf("search attributes = %v, want %v", got, want)
 			}
 			// Per run: one at its start and, but for the last, "continued"
-			// at its end; in the first, one after prepare; one per chunk
-			// but the last, whose count goes with "answering"; and "done".
-			if want := tt.wantRuns + (tt.wantRuns - 1) + 1 + (tt.chunks - 1) + 2; len(u.calls) != want {
+			// at its end; in the first, one after prepare; before
+			// coalescing, one per chunk but the last, whose count goes with
+			// "answering"; and "done".
+			perChunk := 0
+			if tt.perChunk {
+				perChunk = tt.chunks - 1
+			}
+			if want := tt.wantRuns + (tt.wantRuns - 1) + 1 + perChunk + 2; len(u.calls) != want {
 				t.Errorf("%d upserts, want %d: %v", len(u.calls), want, u.calls)
 			}
 			var statuses []any

@@ -219,7 +219,7 @@ type reviewRun struct {
 	// upserted at most every progressUpsertEvery, last at lastUpsert.
 	coalesce   bool
 	lastUpsert time.Time
-	canceled  error
+	canceled   error
 }
 
 func (r *reviewRun) activityOptions(summary string) workflow.Context {

@@ -16,11 +16,39 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
+
+// slowWorker starts the stack and a worker whose model is a simulator of
+// its own that takes latency a call.
+func slowWorker(t *testing.T, latency time.Duration) (memagent.Tokenizer, *simulator.Server) {
+	t.Helper()
+	stack(t)
+	tok, _ := tokenizer.New(tokenizer.Qwen)
+	sim := simulator.New(simulator.Options{Tokenizer: tok, Latency: latency})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	startWorker(t)
+	return tok, sim
+}
+
+// putManifest uploads a manifest as starter batch does and returns its URI.
+func putManifest(ctx context.Context, t *testing.T, s *session, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "manifest.jsonl")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uri, err := uploadManifest(ctx, s.store, s.cfg.Bucket, s.cfg.CreateBucket, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uri
+}
 
 // TestBatchCarriesWindowAcrossContinueAsNew: a batch of one long document
 // and seven short ones, two items a run, continues as new at least three
@@ -29,25 +57,9 @@ import (
 // item is answered once, and the model answers each chunk of each
 // document once.
 func TestBatchCarriesWindowAcrossContinueAsNew(t *testing.T) {
-	stack(t)
-	tok, _ := tokenizer.New(tokenizer.Qwen)
-	sim := simulator.New(simulator.Options{Tokenizer: tok, Latency: 40 * time.Millisecond})
-	srv := httptest.NewServer(sim)
-	t.Cleanup(srv.Close)
-	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
-	startWorker(t)
-
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	s := &session{cfg: cfg, logger: testLogger(t)}
-	if err := s.connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	tok, sim := slowWorker(t, 40*time.Millisecond)
+	ctx, s := testSession(t, 4*time.Minute)
+	cfg := s.cfg
 
 	const chunkTokens = 300
 	dir := t.TempDir()
@@ -72,14 +84,7 @@ func TestBatchCarriesWindowAcrossContinueAsNew(t *testing.T) {
 			"question": fmt.Sprintf("%s (carry %d)", docgen.Question, i), "answers": []string{docgen.Answer}})
 		manifest.Write(append(line, '\n'))
 	}
-	mpath := filepath.Join(dir, "manifest.jsonl")
-	if err := os.WriteFile(mpath, manifest.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	muri, err := uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, mpath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	muri := putManifest(ctx, t, s, manifest.Bytes())
 	id := fmt.Sprintf("carry-%d", time.Now().UnixNano())
 	run, err := startBatch(ctx, s.temporal, cfg.TaskQueue, id, api.BatchQAInput{
 		Manifest: muri, PageSize: 2, ItemsPerRun: 2, Concurrency: 4, Options: api.ModelOptions{ChunkTokens: chunkTokens},
@@ -120,20 +125,7 @@ func TestBatchCarriesWindowAcrossContinueAsNew(t *testing.T) {
 	}
 
 	// Each chunk of each document paid once, each item answered once.
-	seen := map[string]bool{}
-	updates, finals := 0, 0
-	for _, c := range sim.Calls() {
-		k := c.Kind + "|" + c.Question + "|" + c.MemoryIn + "|" + c.ChunkSHA256
-		if seen[k] {
-			t.Errorf("a call was paid twice: %s of chunk %s", c.Kind, c.ChunkSHA256)
-		}
-		seen[k] = true
-		if c.ChunkSHA256 == "" {
-			finals++
-		} else {
-			updates++
-		}
-	}
+	updates, finals := paidOnce(t, sim)
 	if finals != 8 || updates != wantUpdates {
 		t.Errorf("%d memory updates and %d answers, want %d and 8", updates, finals, wantUpdates)
 	}
@@ -143,24 +135,9 @@ func TestBatchCarriesWindowAcrossContinueAsNew(t *testing.T) {
 // later run is not a child of that run, yet canceling the batch cancels
 // it and terminating the batch terminates it.
 func TestStopBatchReachesCarriedChildren(t *testing.T) {
-	stack(t)
-	tok, _ := tokenizer.New(tokenizer.Qwen)
-	sim := simulator.New(simulator.Options{Tokenizer: tok, Latency: 300 * time.Millisecond})
-	srv := httptest.NewServer(sim)
-	t.Cleanup(srv.Close)
-	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
-	startWorker(t)
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	s := &session{cfg: cfg, logger: testLogger(t)}
-	if err := s.connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	tok, _ := slowWorker(t, 300*time.Millisecond)
+	ctx, s := testSession(t, 3*time.Minute)
+	cfg := s.cfg
 	dir := t.TempDir()
 	var manifest bytes.Buffer
 	for i := range 3 {
@@ -179,14 +156,7 @@ func TestStopBatchReachesCarriedChildren(t *testing.T) {
 		line, _ := json.Marshal(map[string]any{"document": uri, "question": fmt.Sprintf("%s (stop %d)", docgen.Question, i)})
 		manifest.Write(append(line, '\n'))
 	}
-	mpath := filepath.Join(dir, "manifest.jsonl")
-	if err := os.WriteFile(mpath, manifest.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	muri, err := uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, mpath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	muri := putManifest(ctx, t, s, manifest.Bytes())
 	for _, how := range []string{"cancel", "terminate"} {
 		id := fmt.Sprintf("stop-%s-%d", how, time.Now().UnixNano())
 		if _, err := startBatch(ctx, s.temporal, cfg.TaskQueue, id, api.BatchQAInput{

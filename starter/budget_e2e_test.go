@@ -15,6 +15,7 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // TestBudgetPausesAndResumes: ask --max-calls 3 on a document of more
@@ -48,21 +49,8 @@ func TestBudgetPausesAndResumes(t *testing.T) {
 	if out, stderr, err := runCLI(t, "budget", id, "--max-calls", "100"); err != nil {
 		t.Fatalf("budget: %v\n%s%s", err, out, stderr)
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s := &session{cfg: cfg, logger: testLogger(t)}
-	if err := s.connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
 	var res api.DocumentQAResult
-	if err := s.temporal.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
-		t.Fatalf("the resumed run: %v", err)
-	}
+	awaitResult(t, id, &res)
 	if res.Usage.Calls != res.Chunks+1 || res.Usage.RepeatedCalls != 0 || len(d.Simulator.Calls()) != res.Chunks+1 || res.Answer != demoAnswer {
 		t.Errorf("resumed run: %d calls (%d repeated), simulator %d, chunks %d, answer %q; want chunks + 1 calls, none repeated, and %s",
 			res.Usage.Calls, res.Usage.RepeatedCalls, len(d.Simulator.Calls()), res.Chunks, res.Answer, demoAnswer)
@@ -94,9 +82,15 @@ func pausedRun(t *testing.T, args ...string) string {
 // paid twice.
 func paidCalls(t *testing.T, d *devenv.Env) (updates, finals int) {
 	t.Helper()
+	return paidOnce(t, d.Simulator)
+}
+
+// paidOnce is paidCalls of one simulator.
+func paidOnce(t *testing.T, sim *simulator.Server) (updates, finals int) {
+	t.Helper()
 	type key struct{ kind, question, memory, chunk string }
 	seen := map[key]bool{}
-	for _, c := range d.Simulator.Calls() {
+	for _, c := range sim.Calls() {
 		k := key{c.Kind, c.Question, c.MemoryIn, c.ChunkSHA256}
 		if seen[k] {
 			t.Errorf("a call was paid twice: %s of chunk %s", c.Kind, c.ChunkSHA256)
@@ -111,6 +105,20 @@ func paidCalls(t *testing.T, d *devenv.Env) (updates, finals int) {
 	return updates, finals
 }
 
+// holdsAndRaises checks that the paused run id made exactly calls model
+// calls and makes no more, then raises its budget with starter budget.
+func holdsAndRaises(t *testing.T, d *devenv.Env, id string, calls int) {
+	t.Helper()
+	waitCalls(t, d, calls)
+	time.Sleep(2 * time.Second) // no call may follow the last one allowed
+	if n := len(d.Simulator.Calls()); n != calls {
+		t.Fatalf("%d model calls while paused at a budget of %d", n, calls)
+	}
+	if out, stderr, err := runCLI(t, "budget", id, "--max-calls", "1000"); err != nil {
+		t.Fatalf("budget: %v\n%s%s", err, out, stderr)
+	}
+}
+
 // waitCalls waits until the simulator has answered n calls.
 func waitCalls(t *testing.T, d *devenv.Env, n int) {
 	t.Helper()
@@ -120,20 +128,28 @@ func waitCalls(t *testing.T, d *devenv.Env, n int) {
 	}
 }
 
-// awaitResult waits for workflow id's result.
-func awaitResult(t *testing.T, id string, out any) {
+// testSession is a session connected to the test's stack (Temporal and
+// S3), closed when the test ends, with a context that bounds the test.
+func testSession(t *testing.T, limit time.Duration) (context.Context, *session) {
 	t.Helper()
 	cfg, err := config.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
 	s := &session{cfg: cfg, logger: testLogger(t)}
 	if err := s.connect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
+	t.Cleanup(s.close)
+	return ctx, s
+}
+
+// awaitResult waits for workflow id's result.
+func awaitResult(t *testing.T, id string, out any) {
+	t.Helper()
+	ctx, s := testSession(t, 3*time.Minute)
 	if err := s.temporal.GetWorkflow(ctx, id, "").Get(ctx, out); err != nil {
 		t.Fatalf("%s: %v", id, err)
 	}
@@ -150,14 +166,7 @@ func TestReviewBudgetPausesAndResumes(t *testing.T) {
 	d.Simulator.Reset()
 	id := pausedRun(t, "review", "--doc", path, "--question", demoQuestion, "--question", "What is the vault code?",
 		"--chunk-tokens", "1000", "--max-calls", "5", "--fresh", "--json")
-	waitCalls(t, d, 5)
-	time.Sleep(2 * time.Second) // no call may follow the fifth
-	if n := len(d.Simulator.Calls()); n != 5 {
-		t.Fatalf("%d model calls while paused at a budget of 5", n)
-	}
-	if out, stderr, err := runCLI(t, "budget", id, "--max-calls", "1000"); err != nil {
-		t.Fatalf("budget: %v\n%s%s", err, out, stderr)
-	}
+	holdsAndRaises(t, d, id, 5)
 	var g api.ReviewGrid
 	awaitResult(t, id, &g)
 	updates, finals := paidCalls(t, d)
@@ -187,14 +196,7 @@ func TestBatchBudgetPausesAndResumes(t *testing.T) {
 	}
 	d.Simulator.Reset()
 	id := pausedRun(t, "batch", "--manifest", mpath, "--chunk-tokens", "1000", "--concurrency", "2", "--max-calls", "20", "--json")
-	waitCalls(t, d, 20)
-	time.Sleep(2 * time.Second) // no call may follow the twentieth
-	if n := len(d.Simulator.Calls()); n != 20 {
-		t.Fatalf("%d model calls while paused at a budget of 20", n)
-	}
-	if out, stderr, err := runCLI(t, "budget", id, "--max-calls", "1000"); err != nil {
-		t.Fatalf("budget: %v\n%s%s", err, out, stderr)
-	}
+	holdsAndRaises(t, d, id, 20)
 	var res api.BatchQAResult
 	awaitResult(t, id, &res)
 	updates, finals := paidCalls(t, d)

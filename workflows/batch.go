@@ -42,8 +42,9 @@ type batchState struct {
 	// expanded.
 	Expanded actwire.ExpandOutput `json:"expanded"`
 	// NextPage is the first page not yet resolved. Every item of the
-	// pages before it has an outcome in one of Parts: a run drains its
-	// children before it continues-as-new.
+	// pages before it has an outcome in one of Parts or a child in
+	// Carried (before BatchCarryChange a run drained its children before
+	// it continued as new).
 	NextPage int `json:"next_page"`
 	Started  int `json:"started"`
 	Answered int `json:"answered"`
@@ -83,8 +84,10 @@ type carriedChild struct {
 // DocumentQA children, at most Concurrency at a time, in a sliding window.
 // A child's failure is the item's outcome, never the batch's. Outcomes are
 // written to S3 in parts; a run continues-as-new at a page boundary after
-// ItemsPerRun items (or when Temporal suggests it), once its children have
-// finished. The last run writes the report (WriteBatchReport).
+// ItemsPerRun items (or when Temporal suggests it) without waiting for its
+// children: the next run carries them in its window (BatchCarryChange; see
+// batchcarry.go). The last run waits for the children still running and
+// writes the report (WriteBatchReport).
 //
 // Its one argument is a BatchQAInput as JSON, decoded strictly like
 // DocumentQA's; start it by name (BatchQAName).

@@ -94,6 +94,13 @@ type BatchQAInput struct {
 	ResultsPerPart int `json:"results_per_part,omitempty" contract:"min=0,max=100000"`
 	// ChunksPerRun is passed to every DocumentQA child (0: its default).
 	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0,max=10000"`
+	// CarryAfterSeconds is how long a run waits, at the page boundary
+	// where it continues as new, for the children it started itself
+	// before it carries the ones still running over to the next run
+	// (default DefaultCarryAfterSeconds). Children that finish meanwhile
+	// settle in the run that started them; a long document's child does
+	// not hold the window.
+	CarryAfterSeconds int `json:"carry_after_seconds,omitempty" contract:"min=0,max=3600"`
 	// Priority orders this run's tasks on a shared task queue that is
 	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
 	// started with, else 4. Its children and their activities carry it.
@@ -436,6 +443,9 @@ const (
 	// ReportGroupsName is the per-item summary of a batch with samples > 1.
 	ReportGroupsName = "groups.jsonl"
 )
+
+// DefaultCarryAfterSeconds is BatchQAInput.CarryAfterSeconds's default.
+const DefaultCarryAfterSeconds = 15
 
 // ItemDoneSignal is the signal a batch's DocumentQA child sends its batch
 // as it closes, answered or failed; its argument is an ItemDone. It only

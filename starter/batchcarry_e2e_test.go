@@ -57,7 +57,7 @@ func putManifest(ctx context.Context, t *testing.T, s *session, data []byte) str
 // item is answered once, and the model answers each chunk of each
 // document once.
 func TestBatchCarriesWindowAcrossContinueAsNew(t *testing.T) {
-	tok, sim := slowWorker(t, 40*time.Millisecond)
+	tok, sim := slowWorker(t, 100*time.Millisecond)
 	ctx, s := testSession(t, 4*time.Minute)
 	cfg := s.cfg
 
@@ -88,6 +88,7 @@ func TestBatchCarriesWindowAcrossContinueAsNew(t *testing.T) {
 	id := fmt.Sprintf("carry-%d", time.Now().UnixNano())
 	run, err := startBatch(ctx, s.temporal, cfg.TaskQueue, id, api.BatchQAInput{
 		Manifest: muri, PageSize: 2, ItemsPerRun: 2, Concurrency: 4, Options: api.ModelOptions{ChunkTokens: chunkTokens},
+		CarryAfterSeconds: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +162,7 @@ func TestStopBatchReachesCarriedChildren(t *testing.T) {
 		id := fmt.Sprintf("stop-%s-%d", how, time.Now().UnixNano())
 		if _, err := startBatch(ctx, s.temporal, cfg.TaskQueue, id, api.BatchQAInput{
 			Manifest: muri, PageSize: 1, ItemsPerRun: 1, Concurrency: 3, Options: api.ModelOptions{ChunkTokens: 300},
+			CarryAfterSeconds: 1,
 		}); err != nil {
 			t.Fatal(err)
 		}

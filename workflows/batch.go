@@ -268,6 +268,9 @@ type batchRun struct {
 	// timer for the next periodic check.
 	checking, ticking bool
 	finishing         []string
+	// graceOver says the run has waited CarryAfterSeconds at its
+	// boundary for its own children.
+	graceOver bool
 	// grants are the budgets handed to the running children, by workflow
 	// id; waiting are the children that asked for more and wait for room.
 	grants  map[string]api.Budget
@@ -414,6 +417,9 @@ func (b *batchRun) runItems() error {
 			// fresh page and no item is carried in the state.
 			if handled >= b.in.ItemsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 				stopping = true
+				if b.carry {
+					b.startGrace(sel)
+				}
 				break
 			}
 			f := ahead
@@ -449,7 +455,7 @@ func (b *batchRun) runItems() error {
 			}
 			break
 		}
-		if b.carry && stopping && b.liveBytes() <= carryBytes {
+		if b.carry && stopping && b.liveBytes() <= carryBytes && (b.graceOver || b.running == len(b.carried)) {
 			// The window goes on in the next run: the children still
 			// running are carried over, none is waited for.
 			break

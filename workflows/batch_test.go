@@ -542,7 +542,8 @@ func TestBatchQACarriedChildrenSettleOnce(t *testing.T) {
 	}
 	res, inputs := f.runToEnd(t, "batch-carry", api.BatchQAInput{
 		Manifest: f.jsonlManifest(t, "carry.jsonl", 9, nil), Concurrency: 4, PageSize: 2, ItemsPerRun: 2,
-		Options: api.ModelOptions{ChunkTokens: 100},
+		CarryAfterSeconds: 1,
+		Options:           api.ModelOptions{ChunkTokens: 100},
 	})
 	carried := 0
 	for _, in := range inputs {

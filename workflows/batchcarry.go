@@ -40,6 +40,20 @@ type startingChild struct {
 	f  workflow.ChildWorkflowFuture
 }
 
+// startGrace starts the wait, at the boundary, for the children this run
+// started itself: each closes into the run that started it, and a run
+// that continued as new while they close would have its continue-as-new
+// refused (UnhandledCommand) and retried, at the cost of a whole replay,
+// for as long as they keep closing. Those still running after
+// CarryAfterSeconds are carried: long ones, which close seldom.
+func (b *batchRun) startGrace(sel workflow.Selector) {
+	wait := b.in.CarryAfterSeconds
+	if wait == 0 {
+		wait = api.DefaultCarryAfterSeconds
+	}
+	sel.AddFuture(workflow.NewTimer(b.ctx, time.Duration(wait)*time.Second), func(workflow.Future) { b.graceOver = true })
+}
+
 // restore takes over the children the previous run carried, with their
 // budget grants and the requests that wait for one.
 func (b *batchRun) restore() {

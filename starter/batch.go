@@ -239,7 +239,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	chunk := fs.Int("chunk-tokens", 0, "tokens per chunk (0: the default, 5000)")
 	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", api.MaxSamples))
 	temperature := fs.Float64("temperature", -1, "sampling temperature within [0, 2] (default the options' default, 0.7)")
-	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`")
+	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`, with the files it links in file_files/ beside it so that it works offline")
 	asJSON := outputFlag(cmd, "print the result and the report as one JSON object")
 	noWait := fs.Bool("no-wait", false, "start the batch and print its workflow id, without waiting")
 	budget := budgetFlags(fs, "the batch")
@@ -305,8 +305,9 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
+		var saved savedPage
 		if *htmlOut != "" {
-			if err := saveObject(ctx, s.store, rep.HTMLURI, *htmlOut); err != nil {
+			if saved, err = savePage(ctx, s.store, rep.HTMLURI, *htmlOut); err != nil {
 				return err
 			}
 		}
@@ -319,6 +320,9 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			}
 		} else {
 			printBatchReport(stdout, res, rep)
+			if *htmlOut != "" {
+				fmt.Fprintf(stdout, "Saved:     %s\n", saved)
+			}
 		}
 		if res.Failed > 0 {
 			return &itemsFailed{failed: res.Failed, of: res.Items * max(res.Samples, 1), report: res.HTMLURI}
@@ -343,22 +347,6 @@ func orName(name, id string) string {
 		return name
 	}
 	return id
-}
-
-// saveObject copies an S3 object to a local file.
-func saveObject(ctx context.Context, store *s3store.Store, uri, path string) error {
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		return err
-	}
-	data, err := store.ReadAll(ctx, loc)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", uri, err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("save %s: %w", uri, err)
-	}
-	return nil
 }
 
 // printBatchReport prints the overall aggregate and where the report is.

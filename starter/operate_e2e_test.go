@@ -120,10 +120,11 @@ func TestOperatingRuns(t *testing.T) {
 		t.Fatalf("watch: %v\n%s", err, stderr)
 	}
 	t.Logf("watch %s:\n%s", id, out)
-	if !strings.Contains(out, fmt.Sprintf("done: chunk %d/%d", chunks, chunks)) || !strings.HasSuffix(out, "answer: "+demoAnswer+"\n") {
-		t.Errorf("watch printed\n%s\nwant the last state, done with %d/%d chunks, and the answer", out, chunks, chunks)
+	if !strings.Contains(out, fmt.Sprintf("done: chunk %d/%d", chunks, chunks)) || !strings.Contains(out, "\nAnswer:   "+demoAnswer+"\n") ||
+		!strings.Contains(out, "\nWorkflow: "+id+" ") || !strings.Contains(out, "\nResult:   s3://") {
+		t.Errorf("watch printed\n%s\nwant the last state, done with %d/%d chunks, and what ask prints: the answer, the workflow and the result", out, chunks, chunks)
 	}
-	if lines := strings.Count(out, "\n"); lines > 12 {
+	if lines := strings.Count(out, "\n"); lines > 20 {
 		t.Errorf("watch printed %d lines off a terminal, want a few:\n%s", lines, out)
 	}
 

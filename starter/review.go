@@ -20,7 +20,6 @@ import (
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/contract"
-	"github.com/memagent/memagent/internal/s3store"
 )
 
 // reviewQuestionFlags collects --question and --answer in command-line
@@ -67,7 +66,7 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 	fs.IntVar(&in.MaxChunksAhead, "max-chunks-ahead", 0, fmt.Sprintf("how many chunks a question may read ahead of the slowest (default %d; 1 = lockstep)", api.DefaultReviewChunksAhead))
 	fs.IntVar(&in.ActivitiesPerRun, "activities-per-run", 0, fmt.Sprintf("activities per run before continue-as-new (default %d)", api.DefaultReviewActivitiesPerRun))
 	fs.StringVar(&in.OutputPrefix, "output-prefix", "", "s3:// prefix for traces, results, grid and report (default s3://BUCKET/reviews/<workflow id>/<run id>/)")
-	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`")
+	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`, with the files it links in PATH_files/ beside it so that it works offline")
 	asJSON := outputFlag(cmd, "print the grid as one JSON object instead of a table")
 	schedulingFlags(fs, &in.Priority, &in.FairnessKey, &in.FairnessWeight, api.PriorityReview, "the review")
 	budget := budgetFlags(fs, "the review")
@@ -123,8 +122,9 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		if err != nil {
 			return err
 		}
+		var saved savedPage
 		if *htmlOut != "" {
-			if err := s.saveReviewHTML(ctx, res.HTMLURI, *htmlOut); err != nil {
+			if saved, err = savePage(ctx, s.store, res.HTMLURI, *htmlOut); err != nil {
 				return err
 			}
 		}
@@ -133,7 +133,7 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		}
 		printReviewGrid(stdout, res)
 		if *htmlOut != "" {
-			fmt.Fprintf(stdout, "Saved:    %s\n", *htmlOut)
+			fmt.Fprintf(stdout, "Saved:    %s\n", saved)
 		}
 		return nil
 	}
@@ -228,22 +228,6 @@ func readReviewQuestions(path string) ([]api.ReviewQuestion, error) {
 		return nil, fmt.Errorf("questions file %s has no questions", path)
 	}
 	return qs, nil
-}
-
-// saveReviewHTML copies the report from S3 to a local file.
-func (s *session) saveReviewHTML(ctx context.Context, uri, path string) error {
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		return err
-	}
-	page, err := s.store.ReadAll(ctx, loc)
-	if err != nil {
-		return fmt.Errorf("read report %s: %w", uri, err)
-	}
-	if err := os.WriteFile(path, page, 0o644); err != nil {
-		return fmt.Errorf("save report: %w", err)
-	}
-	return nil
 }
 
 // reviewTableEvidence is how many evidence entries a table row lists; the

@@ -20,8 +20,10 @@ import (
 )
 
 // runWatch follows one run, a question, a review or a batch, until it
-// closes: a live bar on a terminal, progress lines elsewhere, then the
-// answer, the grid or the batch's scores, or the failure.
+// closes: a live bar on a terminal, progress lines elsewhere, then what
+// ask, review or batch prints at the end (the answer with its pages,
+// grounding and result link; the grid; the batch's scores and report
+// links), or the failure.
 func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
 	cfg, cfgErr := config.Load()
@@ -69,7 +71,7 @@ func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			if err := await(ctx, c, id, stop, &res, stderr); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "answer: %s\n", answerText(res.Answer, res.AnswerFound))
+			return printResult(stdout, cfg, &res, false)
 		}
 		return nil
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -179,7 +182,41 @@ func TestWatchReviewAndBatch(t *testing.T) {
 	if _, _, err := runCLI(t, "status", review.ID, "--memory"); err == nil || !strings.Contains(err.Error(), "--memory shows the memory of a memagent.DocumentQA run") {
 		t.Errorf("status --memory of a review: %v, want it refused", err)
 	}
-	if _, _, err := runCLI(t, "watch", "no-such-workflow"); err == nil || !strings.Contains(err.Error(), "not found") {
-		t.Errorf("watch of an unknown id: %v, want not found", err)
+	if _, _, err := runCLI(t, "watch", "no-such-workflow"); err == nil || !strings.Contains(err.Error(), "no workflow no-such-workflow") {
+		t.Errorf("watch of an unknown id: %v, want no workflow", err)
+	}
+}
+
+// TestWatchQuestionEndsLikeAsk follows a question about a PDF with
+// `starter watch` and checks that it ends with exactly the lines ask
+// printed for it: the answer, the pages, the grounding and the result link.
+func TestWatchQuestionEndsLikeAsk(t *testing.T) {
+	stack(t)
+	startWorker(t)
+	pdf := filepath.Join(t.TempDir(), "agreement.pdf")
+	if err := os.WriteFile(pdf, docconvtest.PDF(docconvtest.PDFOptions{Pages: 12, FactPage: 7, Fact: docgen.Fact, Seed: 5}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	asked, stderr, err := runCLI(t, "ask", "--doc", pdf, "--question", docgen.Question, "--chunk-tokens", "800")
+	if err != nil {
+		t.Fatalf("ask: %v\n%s", err, stderr)
+	}
+	_, rest, _ := strings.Cut(asked, "Workflow: ")
+	id, _, _ := strings.Cut(rest, " ")
+	if id == "" {
+		t.Fatalf("ask printed no workflow id:\n%s", asked)
+	}
+	watched, stderr, err := runCLI(t, "watch", id)
+	if err != nil {
+		t.Fatalf("watch: %v\n%s", err, stderr)
+	}
+	t.Logf("watch %s:\n%s", id, watched)
+	if !strings.HasSuffix(watched, asked) {
+		t.Errorf("watch does not end with what ask printed:\nwatch:\n%s\nask:\n%s", watched, asked)
+	}
+	for _, want := range []string{"Answer:   " + docgen.Answer, "Found on: p. 7", "Grounding: verbatim, p. 7: \"", "Result:   s3://"} {
+		if !strings.Contains(watched, want) {
+			t.Errorf("watch lacks %q", want)
+		}
 	}
 }

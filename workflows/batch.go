@@ -533,7 +533,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		o := actwire.ChildOutcome{WorkflowID: id, Result: &res}
 		if err != nil {
 			o.Result = nil
-			o.Error, o.ErrorType = childFailure(err)
+			o.Error, o.ErrorType = actwire.ChildFailure(err)
 		}
 		b.settle(o)
 	})
@@ -551,46 +551,37 @@ func (b *batchRun) settle(o actwire.ChildOutcome) {
 	delete(b.carried, o.WorkflowID)
 	b.running--
 	id := o.WorkflowID
-	var err error
-	var res DocumentQAResult
-	if o.Result != nil {
-		res = *o.Result
-	} else {
-		err = fmt.Errorf("%s", o.Error)
+	r := api.BatchItemResult{
+		Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Question: it.Question,
+		GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
 	}
-	{
-		r := api.BatchItemResult{
-			Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Question: it.Question,
-			GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
-		}
-		if g, ok := b.grants[id]; ok {
-			delete(b.grants, id)
-			b.waiting = slices.DeleteFunc(b.waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == id })
-			if err != nil {
-				st.Charged = st.Charged.Add(api.Usage{Calls: g.MaxCalls, PromptTokens: g.MaxTokens})
-			} else {
-				st.Charged = st.Charged.Add(res.Usage)
-			}
-			// What the child left of its grant goes to those waiting.
-			b.serveWaiting()
-		}
-		if err != nil {
-			r.Status = api.ItemFailed
-			r.Error, r.ErrorType = o.Error, o.ErrorType
-			st.Failed++
+	if g, ok := b.grants[id]; ok {
+		delete(b.grants, id)
+		b.waiting = slices.DeleteFunc(b.waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == id })
+		if o.Result == nil {
+			st.Charged = st.Charged.Add(api.Usage{Calls: g.MaxCalls, PromptTokens: g.MaxTokens})
 		} else {
-			r.Status = api.ItemAnswered
-			r.Answer, r.AnswerFound, r.Scores = res.Answer, res.AnswerFound, res.Scores
-			r.Chunks, r.Tokens, r.Usage, r.ResultURI = res.Chunks, res.Tokens, res.Usage, res.ResultURI
-			r.AnswerPages, r.Grounding = res.AnswerPages, res.Grounding
-			st.Answered++
-			st.Usage = st.Usage.Add(res.Usage)
+			st.Charged = st.Charged.Add(o.Result.Usage)
 		}
-		b.buffer = append(b.buffer, r)
-		b.bufBytes += resultSize(r, it.Bytes)
-		b.refresh()
-		workflow.SetCurrentDetails(b.ctx, batchDetails(b.progress))
+		// What the child left of its grant goes to those waiting.
+		b.serveWaiting()
 	}
+	if res := o.Result; res == nil {
+		r.Status = api.ItemFailed
+		r.Error, r.ErrorType = o.Error, o.ErrorType
+		st.Failed++
+	} else {
+		r.Status = api.ItemAnswered
+		r.Answer, r.AnswerFound, r.Scores = res.Answer, res.AnswerFound, res.Scores
+		r.Chunks, r.Tokens, r.Usage, r.ResultURI = res.Chunks, res.Tokens, res.Usage, res.ResultURI
+		r.AnswerPages, r.Grounding = res.AnswerPages, res.Grounding
+		st.Answered++
+		st.Usage = st.Usage.Add(res.Usage)
+	}
+	b.buffer = append(b.buffer, r)
+	b.bufBytes += resultSize(r, it.Bytes)
+	b.refresh()
+	workflow.SetCurrentDetails(b.ctx, batchDetails(b.progress))
 }
 
 // grantCalls is how many calls the batch hands a child at a time when it
@@ -737,7 +728,3 @@ func (b *batchRun) flush() error {
 func resultSize(r api.BatchItemResult, itemBytes int) int {
 	return 256 + itemBytes + len(r.Answer) + len(r.Error) + len(r.ResultURI) + len(r.WorkflowID)
 }
-
-// childFailure turns a child's failure into the item's error message and
-// type: the memagent.* type of the activity that failed when there is one.
-func childFailure(err error) (msg, typ string) { return actwire.ChildFailure(err) }

@@ -181,7 +181,7 @@ func (b *batchRun) handOver() error {
 		}
 		if err := c.f.GetChildWorkflowExecution().Get(b.ctx, nil); err != nil {
 			o := actwire.ChildOutcome{WorkflowID: c.id}
-			o.Error, o.ErrorType = childFailure(err)
+			o.Error, o.ErrorType = actwire.ChildFailure(err)
 			b.settle(o)
 		}
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
+	"go.temporal.io/sdk/client"
 )
 
 // maxCheckChildren bounds the children one CheckBatchChildren looks at.
@@ -29,48 +27,10 @@ func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChi
 		return nil, badInput(fmt.Errorf("%d children to check: at most %d at once", len(in.IDs), maxCheckChildren))
 	}
 	c := activity.GetClient(ctx)
-	var mu sync.Mutex
-	out := &actwire.CheckChildrenOutput{}
+	closed := make([]*actwire.ChildOutcome, len(in.IDs))
 	errs := make([]error, len(in.IDs))
 	parallel(ctx, len(in.IDs), func(i int) {
-		id := in.IDs[i]
-		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-		var missing *serviceerror.NotFound
-		switch {
-		case errors.As(err, &missing):
-			mu.Lock()
-			out.Closed = append(out.Closed, actwire.ChildOutcome{WorkflowID: id, Error: "the child workflow does not exist", ErrorType: "NotFound"})
-			mu.Unlock()
-			return
-		case err != nil:
-			errs[i] = err
-			return
-		}
-		wctx := ctx
-		if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			if in.WaitSeconds <= 0 {
-				return
-			}
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, time.Duration(in.WaitSeconds)*time.Second)
-			defer cancel()
-		}
-		var res api.DocumentQAResult
-		err = c.GetWorkflow(wctx, id, "").Get(wctx, &res)
-		switch {
-		case err == nil:
-			o := actwire.ChildOutcome{WorkflowID: id, Result: &res}
-			mu.Lock()
-			out.Closed = append(out.Closed, o.Trim())
-			mu.Unlock()
-		case wctx.Err() != nil && ctx.Err() == nil:
-			// Still open after the wait: a later check settles it.
-		default:
-			msg, typ := actwire.ChildFailure(err)
-			mu.Lock()
-			out.Closed = append(out.Closed, actwire.ChildOutcome{WorkflowID: id, Error: msg, ErrorType: typ})
-			mu.Unlock()
-		}
+		closed[i], errs[i] = checkChild(ctx, c, in.IDs[i], time.Duration(in.WaitSeconds)*time.Second)
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -78,6 +38,44 @@ func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out.Closed, func(x, y actwire.ChildOutcome) int { return strings.Compare(x.WorkflowID, y.WorkflowID) })
+	out := &actwire.CheckChildrenOutput{}
+	for _, o := range closed {
+		if o != nil {
+			out.Closed = append(out.Closed, *o)
+		}
+	}
 	return out, nil
+}
+
+// checkChild returns the outcome of child id once it has closed, waiting
+// up to wait for one still open; nil when it is still open.
+func checkChild(ctx context.Context, c client.Client, id string, wait time.Duration) (*actwire.ChildOutcome, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	var missing *serviceerror.NotFound
+	switch {
+	case errors.As(err, &missing):
+		return &actwire.ChildOutcome{WorkflowID: id, Error: "the child workflow does not exist", ErrorType: "NotFound"}, nil
+	case err != nil:
+		return nil, err
+	}
+	wctx := ctx
+	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if wait <= 0 {
+			return nil, nil
+		}
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	var res api.DocumentQAResult
+	err = c.GetWorkflow(wctx, id, "").Get(wctx, &res)
+	switch {
+	case err == nil:
+		o := actwire.ChildOutcome{WorkflowID: id, Result: &res}.Trim()
+		return &o, nil
+	case wctx.Err() != nil && ctx.Err() == nil:
+		return nil, nil // still open after the wait: a later check settles it
+	}
+	msg, typ := actwire.ChildFailure(err)
+	return &actwire.ChildOutcome{WorkflowID: id, Error: msg, ErrorType: typ}, nil
 }

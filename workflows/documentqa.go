@@ -266,8 +266,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	// Chunk counts go to the search attributes at most every
 	// progressUpsertEvery (the query and the current details still move
 	// with every chunk): an upsert is a visibility write per chunk.
-	coalesce := workflow.GetVersion(ctx, CoalesceUpsertsChange, workflow.DefaultVersion, 1) >= 1
-	lastUpsert := workflow.Now(ctx)
+	vis.coalesceChunks()
 	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
 		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			st.From = info.WorkflowExecution.RunID
@@ -310,11 +309,10 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		case st.Cursor >= st.Prepared.Chunks:
 			// The last chunk's count goes with the answering status below,
 			// in the same upsert.
-		case coalesce && workflow.Now(ctx).Sub(lastUpsert) < progressUpsertEvery:
-			vis.publish(progress)
-		default:
+		case vis.chunksDue():
 			vis.publish(progress, api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
-			lastUpsert = workflow.Now(ctx)
+		default:
+			vis.publish(progress)
 		}
 	}
 

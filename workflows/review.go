@@ -180,8 +180,7 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 		r.opts.Model = r.st.Prepared.Model
 	}
 
-	r.coalesce = workflow.GetVersion(ctx, CoalesceUpsertsChange, workflow.DefaultVersion, 1) >= 1
-	r.lastUpsert = workflow.Now(ctx)
+	r.vis.coalesceChunks()
 	r.schedule()
 	if r.canceled != nil {
 		return nil, r.canceled
@@ -215,11 +214,7 @@ type reviewRun struct {
 	running   int
 	launched  int
 	published int // the chunks_done last upserted
-	// coalesce is CoalesceUpsertsChange at version 1: chunks_done is
-	// upserted at most every progressUpsertEvery, last at lastUpsert.
-	coalesce   bool
-	lastUpsert time.Time
-	canceled   error
+	canceled  error
 }
 
 func (r *reviewRun) activityOptions(summary string) workflow.Context {
@@ -472,9 +467,8 @@ func (r *reviewRun) fail(i int, stage string, err error) {
 func (r *reviewRun) afterCompletion() {
 	var u []temporal.SearchAttributeUpdate
 	answering := r.stage == api.StageReading && r.chunksDone() >= r.st.Prepared.Chunks
-	if done := r.chunksDone(); done != r.published && (!r.coalesce || answering || workflow.Now(r.ctx).Sub(r.lastUpsert) >= progressUpsertEvery) {
+	if done := r.chunksDone(); done != r.published && (answering || r.vis.chunksDue()) {
 		r.published = done
-		r.lastUpsert = workflow.Now(r.ctx)
 		u = append(u, api.ChunksDoneKey.ValueSet(int64(done)))
 	}
 	if answering {

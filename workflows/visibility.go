@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -17,6 +18,29 @@ import (
 type visibility struct {
 	ctx     workflow.Context
 	upserts bool
+	// coalesce is CoalesceUpsertsChange at version 1 (coalesceChunks):
+	// chunk counts are upserted at most every progressUpsertEvery, the
+	// last at lastChunks.
+	coalesce   bool
+	lastChunks time.Time
+}
+
+// coalesceChunks decides, once per run where the caller has always asked
+// it, whether chunk counts are coalesced (CoalesceUpsertsChange).
+func (v *visibility) coalesceChunks() {
+	v.coalesce = workflow.GetVersion(v.ctx, CoalesceUpsertsChange, workflow.DefaultVersion, 1) >= 1
+	v.lastChunks = workflow.Now(v.ctx)
+}
+
+// chunksDue reports whether a chunk count may be upserted now, and if so
+// counts it as upserted.
+func (v *visibility) chunksDue() bool {
+	now := workflow.Now(v.ctx)
+	if v.coalesce && now.Sub(v.lastChunks) < progressUpsertEvery {
+		return false
+	}
+	v.lastChunks = now
+	return true
 }
 
 func newVisibility(ctx workflow.Context, version workflow.Version) *visibility {

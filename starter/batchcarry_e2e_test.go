@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -39,10 +37,7 @@ func slowWorker(t *testing.T, latency time.Duration) (memagent.Tokenizer, *simul
 // putManifest uploads a manifest as starter batch does and returns its URI.
 func putManifest(ctx context.Context, t *testing.T, s *session, data []byte) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "manifest.jsonl")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeFile(t, t.TempDir(), "manifest.jsonl", data)
 	uri, err := uploadManifest(ctx, s.store, s.cfg.Bucket, s.cfg.CreateBucket, path)
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +66,7 @@ func TestBatchCarriesWindowAcrossContinueAsNew(t *testing.T) {
 			tokens = 12_000
 		}
 		doc := docgen.Needle(tok, tokens, 0.5, uint64(100+i))
-		path := filepath.Join(dir, fmt.Sprintf("doc%d.txt", i))
-		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := writeFile(t, dir, fmt.Sprintf("doc%d.txt", i), []byte(doc))
 		uri, _, err := s.resolveDocument(ctx, path)
 		if err != nil {
 			t.Fatal(err)
@@ -146,10 +138,7 @@ func TestStopBatchReachesCarriedChildren(t *testing.T) {
 		if i == 0 {
 			tokens = 20_000 // about 70 chunks of 300 tokens: 20 s at 300 ms a call
 		}
-		path := filepath.Join(dir, fmt.Sprintf("stop%d.txt", i))
-		if err := os.WriteFile(path, []byte(docgen.Needle(tok, tokens, 0.5, uint64(200+i))), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := writeFile(t, dir, fmt.Sprintf("stop%d.txt", i), []byte(docgen.Needle(tok, tokens, 0.5, uint64(200+i))))
 		uri, _, err := s.resolveDocument(ctx, path)
 		if err != nil {
 			t.Fatal(err)

@@ -39,21 +39,14 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 	d := stack(t)
 	startWorker(t)
 	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	secs := docconvtest.Sections(6, 3, docgen.Fact, 7)
 	clause3 := "§ " + secs[2].Heading // section 1 is the title
 	docs := []struct {
 		name, path, format, cite string
 	}{
-		{"pdf", write("agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 30, FactPage: 17, Fact: docgen.Fact, Seed: 3})), "pdf", "p. 17"},
-		{"docx", write("agreement.docx", docconvtest.DOCX("Supply agreement", secs)), "docx", clause3},
-		{"html", write("agreement.html", docconvtest.HTML("Supply agreement", secs)), "html", clause3},
+		{"pdf", writeFile(t, dir, "agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 30, FactPage: 17, Fact: docgen.Fact, Seed: 3})), "pdf", "p. 17"},
+		{"docx", writeFile(t, dir, "agreement.docx", docconvtest.DOCX("Supply agreement", secs)), "docx", clause3},
+		{"html", writeFile(t, dir, "agreement.html", docconvtest.HTML("Supply agreement", secs)), "html", clause3},
 	}
 	cfg, _ := config.Load()
 	store, err := assemble.NewStore(context.Background(), cfg)
@@ -198,7 +191,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 			"question": fmt.Sprintf("%s (%s item)", docgen.Question, doc.name), "answers": []string{docgen.Answer}})
 		manifest.Write(append(line, '\n'))
 	}
-	mpath := write("manifest.jsonl", manifest.Bytes())
+	mpath := writeFile(t, dir, "manifest.jsonl", manifest.Bytes())
 	b, _ := runBatchCLI(t, "--manifest", mpath, "--chunk-tokens", "800", "--json")
 	items := readResults(t, store, b.Report.ResultsURI)
 	if len(items) != len(docs) {

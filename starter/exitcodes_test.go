@@ -52,17 +52,20 @@ func readExitCases(t *testing.T) []exitCase {
 	return cases
 }
 
+// writeFile writes data to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // exitFixtures makes the files the table's placeholders name.
 func exitFixtures(t *testing.T, doc string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	var q101 strings.Builder
 	for i := range 101 {
 		q101.WriteString("What is item " + strconv.Itoa(i) + "?\n")
@@ -74,12 +77,12 @@ func exitFixtures(t *testing.T, doc string) map[string]string {
 	return map[string]string{
 		"$DOC":         doc,
 		"$MISSING":     filepath.Join(dir, "no-such-file.txt"),
-		"$EMPTY":       write("empty.txt", nil),
-		"$BINARY":      write("image.bin", []byte{0x89, 'P', 'N', 'G', 0, 0, 0, 0x0d, 0xff, 0xfe, 0, 1, 2, 3}),
-		"$LATIN1":      write("latin1.txt", []byte("Caf\xe9 cr\xe8me, na\xefve r\xe9sum\xe9, and more text in ISO-8859-1.\n")),
+		"$EMPTY":       writeFile(t, dir, "empty.txt", nil),
+		"$BINARY":      writeFile(t, dir, "image.bin", []byte{0x89, 'P', 'N', 'G', 0, 0, 0, 0x0d, 0xff, 0xfe, 0, 1, 2, 3}),
+		"$LATIN1":      writeFile(t, dir, "latin1.txt", []byte("Caf\xe9 cr\xe8me, na\xefve r\xe9sum\xe9, and more text in ISO-8859-1.\n")),
 		"$DIR":         sub,
-		"$Q101":        write("questions.txt", []byte(q101.String())),
-		"$BADMANIFEST": write("manifest.jsonl", []byte(`{"document": "s3://b/k.txt", "question": "Q"}`+"\n{not json\n")),
+		"$Q101":        writeFile(t, dir, "questions.txt", []byte(q101.String())),
+		"$BADMANIFEST": writeFile(t, dir, "manifest.jsonl", []byte(`{"document": "s3://b/k.txt", "question": "Q"}`+"\n{not json\n")),
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
@@ -155,7 +156,12 @@ func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInpu
 	if err != nil {
 		return nil, badInput(err)
 	}
-	if err := a.allowReadDocument(in); err != nil {
+	var corpus *memagent.CorpusMap
+	if in.Converted != nil && in.Converted.Format == actwire.FormatCorpus {
+		if corpus, err = a.allowReadCorpus(ctx, in); err != nil {
+			return nil, err
+		}
+	} else if err := a.allowReadDocument(in); err != nil {
 		return nil, err
 	}
 	if in.OutputPrefix != "" {
@@ -200,13 +206,15 @@ func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInpu
 	defer unlock()
 	idx, err := a.readIndex(ctx, indexLoc)
 	switch {
-	case err == nil && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && (idx.Bytes == info.Size || idx.Source != ""):
+	case err == nil && idx.Version == memagent.ChunkIndexVersion && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && (idx.Bytes == info.Size || idx.Source != ""):
 		out.Reused = true
 	case err == nil || errors.Is(err, s3store.ErrNotFound):
 		if idx, err = a.plan(ctx, in.Document, loc, info, tok, opts); err != nil {
 			return nil, err
 		}
-		if idx.PageMap, err = a.pageMapOf(ctx, in); err != nil {
+		if corpus != nil {
+			idx.Corpus = corpus
+		} else if idx.PageMap, err = a.pageMapOf(ctx, in); err != nil {
 			return nil, err
 		}
 		data, err := json.Marshal(idx)
@@ -425,6 +433,7 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 		Pages:        pages,
 		Evidence:     evidenceOf(in, ch, idx.PageMap, pages, memory, text),
 	}
+	citeCorpus(idx.Corpus, out)
 	trace := ChunkTrace{
 		Chunk: in.Chunk, Chunks: len(idx.Chunks), Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens,
 		Model: comp.Model, PromptTokens: comp.PromptTokens, CompletionTokens: comp.CompletionTokens,
@@ -437,6 +446,13 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
+	}
+	if in.Checkpoint {
+		// After the trace, which keeps the completion: a failed write is
+		// retried without a second model call.
+		if err := a.writeCheckpoint(ctx, in, ch, opts, out, workflowID(ctx), runID(ctx)); err != nil {
+			return nil, err
+		}
 	}
 	a.kept.done(traceLoc.String())
 	a.recordChunk(ctx, opts, memory)
@@ -489,8 +505,9 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 	res.Usage = res.Usage.Add(paid.usage())
 	res.FinalMemory = in.Memory
 	res.AnswerPages = markEvidence(res.Evidence, in.Memory)
+	res.AnswerSources = report.AnswerSources(res.Evidence)
 	if !res.AnswerFound {
-		res.AnswerPages = ""
+		res.AnswerPages, res.AnswerSources = "", nil
 	}
 	res.GoldAnswers = in.GoldAnswers
 	if len(in.GoldAnswers) > 0 {

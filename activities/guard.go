@@ -26,7 +26,7 @@ import (
 // write: a document or manifest is never read from them, so that one
 // caller cannot have a run quote another caller's results, traces,
 // grids, reports, cached answers or converted text.
-var outputAreas = []string{"runs/", "reviews/", "batches/", "answers/", "converted/", "indexes/", guardsArea}
+var outputAreas = []string{"runs/", "reviews/", "batches/", "answers/", "converted/", "indexes/", checkpointArea, guardsArea}
 
 // ownAreas are the output areas whose next path segment is the workflow id
 // that writes there: a run writes only into its own.
@@ -61,6 +61,14 @@ func workflowID(ctx context.Context) string {
 		return ""
 	}
 	return activity.GetInfo(ctx).WorkflowExecution.ID
+}
+
+// runID is the run the activity runs for, or "" outside an activity.
+func runID(ctx context.Context) string {
+	if !activity.IsActivity(ctx) {
+		return ""
+	}
+	return activity.GetInfo(ctx).WorkflowExecution.RunID
 }
 
 // allowChunkRead checks what UpdateMemory and ReviewUpdate read: the index

@@ -14,6 +14,8 @@ type Registry interface {
 // worker command and the plugin both use it.
 func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.convertDocument, activity.RegisterOptions{Name: ConvertDocumentName})
+	r.RegisterActivityWithOptions(a.assembleCorpus, activity.RegisterOptions{Name: AssembleCorpusName})
+	r.RegisterActivityWithOptions(a.findCheckpoint, activity.RegisterOptions{Name: FindCheckpointName})
 	r.RegisterActivityWithOptions(a.prepareDocument, activity.RegisterOptions{Name: PrepareDocumentName})
 	r.RegisterActivityWithOptions(a.updateMemory, activity.RegisterOptions{Name: UpdateMemoryName})
 	r.RegisterActivityWithOptions(a.answer, activity.RegisterOptions{Name: AnswerName})

@@ -46,7 +46,7 @@ func (a *Activities) reviewUpdate(ctx context.Context, in actwire.UpdateInput) (
 	// The review keeps its evidence in its own fields, as before pages.
 	res.UpdateOutput.Evidence = nil
 	if ev := out.Evidence; ev != nil {
-		res.Material, res.Added, res.Passage = true, ev.Added, ev.Passage
+		res.Material, res.Added, res.Passage, res.Document = true, ev.Added, ev.Passage, ev.Document
 	}
 	return res, nil
 }

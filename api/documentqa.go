@@ -55,6 +55,70 @@ type DocumentQAResult struct {
 	// Grounding says whether and where the answer occurs in the
 	// document's text; absent on results of runs from before grounding.
 	Grounding *Grounding `json:"grounding,omitempty"`
+	// Documents is the corpus asked about, in reading order, when the
+	// input named documents; Document is then the stream read.
+	Documents []string `json:"documents,omitempty"`
+	// AnswerSources cites the evidence that supports the answer by
+	// document and page: [{document, pages}], in stream order; set for a
+	// corpus (and for a single converted document, beside AnswerPages).
+	AnswerSources []SourceRef `json:"answer_sources,omitempty"`
+	// ChunksReused is how many chunks the run did not read because it
+	// started from a memory checkpoint of an earlier reading of the same
+	// chunks (see DocumentQAInput.Reuse); ReusedFrom names that reading.
+	// Usage counts only the calls this run made.
+	ChunksReused int         `json:"chunks_reused,omitempty"`
+	ReusedFrom   *ReusedFrom `json:"reused_from,omitempty"`
+}
+
+// ReusedFrom names the workflow run whose memory checkpoint a run started
+// from.
+type ReusedFrom struct {
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+	// Chunk is how many chunks the checkpoint had read.
+	Chunk int `json:"chunk"`
+}
+
+// Reuse modes (DocumentQAInput.Reuse).
+const (
+	ReuseAuto = "auto"
+	ReuseNone = "none"
+)
+
+// MaxCorpusDocuments bounds DocumentQAInput.Documents.
+const MaxCorpusDocuments = 1000
+
+// CheckDocuments checks that exactly one of document and documents is set,
+// and that each names an s3:// object.
+func CheckDocuments(document string, documents []string) error {
+	switch {
+	case strings.TrimSpace(document) == "" && len(documents) == 0:
+		return errors.New("document is empty and so is documents: set document to an s3:// URI, or documents to a list of them for a corpus")
+	case document != "" && len(documents) > 0:
+		return errors.New("document and documents are both set: set exactly one (documents for a corpus read as one stream)")
+	case len(documents) > MaxCorpusDocuments:
+		return fmt.Errorf("documents has %d entries, over %d: split the corpus", len(documents), MaxCorpusDocuments)
+	}
+	uris := documents
+	field := "documents[%d]"
+	if document != "" {
+		uris, field = []string{document}, "document"
+	}
+	for i, u := range uris {
+		name := field
+		if document == "" {
+			name = fmt.Sprintf(field, i)
+		}
+		rest, ok := strings.CutPrefix(u, "s3://")
+		bucket, key, _ := strings.Cut(rest, "/")
+		if len(u) > 1024 {
+			return fmt.Errorf("%s is %d bytes, over the limit of 1024: shorten it", name, len(u))
+		}
+		if !ok || bucket == "" || key == "" || strings.HasSuffix(key, "/") {
+			return fmt.Errorf("%s %q is not an s3:// URI of one object (s3://bucket/key)", name, u)
+		}
+	}
+	return nil
 }
 
 // Names under which workflows, queries and the default task queue are
@@ -69,8 +133,23 @@ const (
 // Temporal client can start one.
 type DocumentQAInput struct {
 	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
-	// document, converted to text first (see docs/DOCUMENTS.md).
-	Document string `json:"document" contract:"required,maxlen=1024"`
+	// document, converted to text first (see docs/DOCUMENTS.md). Exactly
+	// one of Document and Documents is set.
+	Document string `json:"document,omitempty" contract:"maxlen=1024"`
+	// Documents is a corpus: s3:// URIs of documents (each text, PDF, DOCX
+	// or HTML) read in this order as one stream, each opened by a header
+	// line that names it; chunks may span documents, and citations name
+	// the document (docs/CORPORA.md). At most MaxCorpusDocuments.
+	Documents []string `json:"documents,omitempty" contract:"maxitems=1000"`
+	// Reuse is ReuseAuto (the default: start from the deepest memory
+	// checkpoint of an earlier reading of the same chunks with the same
+	// question, prompts, model and options) or ReuseNone (read from the
+	// first chunk; the run still leaves checkpoints for later runs).
+	Reuse string `json:"reuse,omitempty" contract:"enum=auto|none"`
+	// Sample is which independent sample of a rollout group this run is
+	// (a batch sets it for samples > 1): checkpoints are kept per sample,
+	// so that sample 2 never starts from sample 1's memory.
+	Sample int `json:"sample,omitempty" contract:"min=0,max=64"`
 	// Question is asked of the document; at most 16 KiB.
 	Question string `json:"question" contract:"required,maxlen=16384"`
 	// GoldAnswers, when given, are used to score the answer.
@@ -173,11 +252,8 @@ func (in DocumentQAInput) Validate() error {
 	if err := contract.Check(in); err != nil {
 		return err
 	}
-	if strings.TrimSpace(in.Document) == "" {
-		return errors.New("document is empty: set document to an s3:// URI")
-	}
-	if !strings.HasPrefix(in.Document, "s3://") {
-		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
+	if err := CheckDocuments(in.Document, in.Documents); err != nil {
+		return err
 	}
 	if err := CheckQuestion(in.Question); err != nil {
 		return err

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/memagent/memagent/internal/contract"
 )
@@ -21,7 +20,10 @@ type EstimateInput struct {
 	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
 	// document; it is converted and indexed as a run would, and the index
 	// is the one a later run with the same options reuses.
-	Document string `json:"document" contract:"required,maxlen=1024"`
+	Document string `json:"document,omitempty" contract:"maxlen=1024"`
+	// Documents is a corpus read as one stream, as DocumentQAInput's;
+	// exactly one of Document and Documents is set.
+	Documents []string `json:"documents,omitempty" contract:"maxitems=1000"`
 	// Questions are the questions to be asked: one for DocumentQA, a
 	// review's questions, or a batch item's.
 	Questions []string     `json:"questions" contract:"required,maxitems=100"`
@@ -43,8 +45,8 @@ func (in EstimateInput) Validate() error {
 	if err := contract.Check(in); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(in.Document, "s3://") {
-		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
+	if err := CheckDocuments(in.Document, in.Documents); err != nil {
+		return err
 	}
 	if len(in.Questions) == 0 {
 		return errors.New("questions is empty: give the question (or the questions) to estimate")
@@ -65,6 +67,8 @@ func (in EstimateInput) Validate() error {
 // limit, as a guide only.
 type Estimate struct {
 	Document string `json:"document"`
+	// Documents is the corpus priced, when the input named one.
+	Documents []string `json:"documents,omitempty"`
 	// Source is the PDF, DOCX or HTML document when Document is its text.
 	Source    string `json:"source,omitempty"`
 	Chunks    int    `json:"chunks"`

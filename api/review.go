@@ -69,10 +69,16 @@ type ReviewQuestion struct {
 // ReviewInput starts a ReviewDocument run. It is JSON on the wire.
 type ReviewInput struct {
 	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
-	// document, converted to text first (see docs/DOCUMENTS.md).
-	Document  string           `json:"document" contract:"required,maxlen=1024"`
+	// document, converted to text first (see docs/DOCUMENTS.md). Exactly
+	// one of Document and Documents is set.
+	Document string `json:"document,omitempty" contract:"maxlen=1024"`
+	// Documents is a corpus read as one stream, as DocumentQAInput's.
+	Documents []string         `json:"documents,omitempty" contract:"maxitems=1000"`
 	Questions []ReviewQuestion `json:"questions" contract:"required,maxitems=100"`
-	Options   ModelOptions     `json:"options"`
+	// Reuse is DocumentQAInput's, for every question: each starts from
+	// its own deepest checkpoint.
+	Reuse   string       `json:"reuse,omitempty" contract:"enum=auto|none"`
+	Options ModelOptions `json:"options"`
 	// Parallelism is the most memory updates (and answers) in flight at
 	// once; default min(questions, DefaultReviewParallelism).
 	Parallelism int `json:"parallelism,omitempty" contract:"min=0,max=256"`
@@ -177,11 +183,8 @@ func (in ReviewInput) Validate() error {
 	if err := contract.Check(in); err != nil {
 		return err
 	}
-	if strings.TrimSpace(in.Document) == "" {
-		return errors.New("document is empty: set document to an s3:// URI")
-	}
-	if !strings.HasPrefix(in.Document, "s3://") {
-		return fmt.Errorf("document %q is not an s3:// URI", in.Document)
+	if err := CheckDocuments(in.Document, in.Documents); err != nil {
+		return err
 	}
 	if in.OutputPrefix != "" {
 		if rest, ok := strings.CutPrefix(in.OutputPrefix, "s3://"); !ok || strings.HasPrefix(rest, "/") || rest == "" {
@@ -263,7 +266,11 @@ func ReviewStartSearchAttributes(in ReviewInput) temporal.SearchAttributes {
 // ReviewStatusUpdates are the search attributes a review upserts at the
 // start of every run, with status as its MemagentStatus.
 func ReviewStatusUpdates(in ReviewInput, status string) []temporal.SearchAttributeUpdate {
-	u := []temporal.SearchAttributeUpdate{DocumentKey.ValueSet(KeywordValue(in.Document)), StatusKey.ValueSet(status)}
+	doc := in.Document
+	if doc == "" && len(in.Documents) > 0 {
+		doc = in.Documents[0]
+	}
+	u := []temporal.SearchAttributeUpdate{DocumentKey.ValueSet(KeywordValue(doc)), StatusKey.ValueSet(status)}
 	if in.Options.Model != "" {
 		u = append(u, ModelKey.ValueSet(KeywordValue(in.Options.Model)))
 	}
@@ -302,6 +309,8 @@ type ReviewGrid struct {
 	// InvalidBytesReplaced counts the bytes replaced under the "replace"
 	// UTF-8 policy.
 	InvalidBytesReplaced int64 `json:"invalid_bytes_replaced,omitempty"`
+	// Documents is the corpus asked about, when the input named one.
+	Documents []string `json:"documents,omitempty"`
 	// Source is the PDF, DOCX or HTML document Document was converted
 	// from, and Format its format; empty for text.
 	Source          string `json:"source,omitempty"`
@@ -344,9 +353,15 @@ type ReviewRow struct {
 	// EvidenceDropped counts entries dropped to keep the evidence bounded
 	// (those the memory had forgotten since, first).
 	EvidenceDropped int `json:"evidence_dropped,omitempty"`
-	// ChunksRead is how many chunks the question's memory read.
-	ChunksRead int         `json:"chunks_read"`
-	Usage      ReviewUsage `json:"usage"`
+	// ChunksRead is how many chunks the question's memory read, of them
+	// ChunksReused from a checkpoint of an earlier reading (ReusedFrom).
+	ChunksRead   int         `json:"chunks_read"`
+	ChunksReused int         `json:"chunks_reused,omitempty"`
+	ReusedFrom   *ReusedFrom `json:"reused_from,omitempty"`
+	// AnswerSources cites, for a corpus, the documents and pages of the
+	// evidence that supports the answer, as DocumentQA's result does.
+	AnswerSources []SourceRef `json:"answer_sources,omitempty"`
+	Usage         ReviewUsage `json:"usage"`
 	// ResultURI is the question's result.json; TracePrefix holds its
 	// per-chunk traces (NNNNNN.json).
 	ResultURI   string `json:"result_uri,omitempty"`
@@ -364,6 +379,10 @@ type ReviewRow struct {
 // materially.
 type ReviewEvidence struct {
 	Chunk int `json:"chunk"`
+	// Document is the corpus document the entry's passage (else its
+	// chunk's start) is in, as the caller named it; empty for a single
+	// document.
+	Document string `json:"document,omitempty"`
 	// Start and End are the chunk's byte range [Start, End) in the
 	// document.
 	Start int64 `json:"start"`

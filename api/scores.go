@@ -1,6 +1,9 @@
 package api
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Scores compares one prediction with a set of reference answers. Exact
 // match, substring match and F1 treat the references as aliases and keep the
@@ -106,3 +109,39 @@ const (
 	UnitPage    = "page"
 	UnitSection = "section"
 )
+
+// SourceRef cites a place in a corpus (DocumentQAInput.Documents): the
+// document and, for a PDF, DOCX or HTML one, its pages or sections.
+type SourceRef struct {
+	// Document is the document's s3:// URI as the caller named it, Name
+	// the last element of its key, as citations print it.
+	Document string   `json:"document"`
+	Name     string   `json:"name,omitempty"`
+	Pages    *PageRef `json:"pages,omitempty"`
+}
+
+// String renders r as a reader cites it: "exhibit-3.docx § 2",
+// "deposition-12.pdf p. 4", or the name alone for a text document.
+func (r SourceRef) String() string {
+	name := r.Name
+	if name == "" {
+		name = r.Document
+	}
+	if p := r.Pages.String(); p != "" {
+		return name + " " + p
+	}
+	return name
+}
+
+// CiteSources renders sources as one citation, "deposition-12.pdf p. 4;
+// exhibit-3.docx § 2", merging the pages of one document that appear more
+// than once in a row.
+func CiteSources(sources []SourceRef) string {
+	parts := make([]string, 0, len(sources))
+	for _, s := range sources {
+		if c := s.String(); c != "" && (len(parts) == 0 || parts[len(parts)-1] != c) {
+			parts = append(parts, c)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

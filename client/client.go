@@ -153,8 +153,11 @@ func WorkflowID(in api.DocumentQAInput) string {
 		D, Q string
 		G    []string
 		O    api.ModelOptions
-		B    string `json:",omitempty"`
-	}{in.Document, in.Question, in.GoldAnswers, in.Options.WithDefaults(), in.BatchID})
+		B    string   `json:",omitempty"`
+		Ds   []string `json:",omitempty"`
+		R    string   `json:",omitempty"`
+		S    int      `json:",omitempty"`
+	}{in.Document, in.Question, in.GoldAnswers, in.Options.WithDefaults(), in.BatchID, in.Documents, in.Reuse, in.Sample})
 	h := sha256.Sum256(b)
 	return "memagent-qa-" + hex.EncodeToString(h[:8])
 }

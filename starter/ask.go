@@ -46,7 +46,12 @@ func (s *stringList) Type() string       { return "string" }
 
 // askRequest is one question about one document, as the CLI takes it.
 type askRequest struct {
-	Doc      string
+	// Doc is the one document asked about, or Docs the documents of a
+	// corpus (local paths, s3:// URIs and prefixes).
+	Doc  string
+	Docs []string
+	// Reuse is DocumentQAInput.Reuse.
+	Reuse    string
 	Question string
 	Golds    []string
 	Options  api.ModelOptions
@@ -73,6 +78,7 @@ func askFlags(fs *pflag.FlagSet, r *askRequest) func() error {
 	topP := fs.Float64("top-p", api.DefaultTopP, "nucleus sampling top_p")
 	fs.StringVar(&r.Options.Tokenizer, "tokenizer", api.DefaultTokenizer, "tokenizer used to cut chunks")
 	fs.BoolVar(&r.Fresh, "fresh", false, "start a new run even if the same request already completed")
+	fs.StringVar(&r.Reuse, "reuse", api.ReuseAuto, `"auto": start from the deepest memory checkpoint of an earlier reading of the same chunks with the same question and options; "none": read from the first chunk`)
 	fs.StringVar(&r.Options.InvalidUTF8, "invalid-utf8", "", `bytes that are not UTF-8: "reject" the document (the default), or "replace" them with U+FFFD`)
 	return func() error {
 		if *chunk <= 0 {
@@ -84,6 +90,9 @@ func askFlags(fs *pflag.FlagSet, r *askRequest) func() error {
 		t, p := float32(*temp), float32(*topP)
 		r.Options.ChunkTokens, r.Options.MemoryMaxTokens, r.Options.AnswerMaxTokens = *chunk, *mem, *ans
 		r.Options.Temperature, r.Options.TopP = &t, &p
+		if r.Reuse != api.ReuseAuto && r.Reuse != api.ReuseNone {
+			return fmt.Errorf("--reuse is %q: set it to auto or none", r.Reuse)
+		}
 		return r.Options.Validate()
 	}
 }
@@ -134,7 +143,8 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 	connectionFlags(cmd, &cfg)
 	var req askRequest
 	var golds stringList
-	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
+	var docs docFlags
+	fs.Var(&docs.values, "doc", docUsage)
 	fs.StringVar(&req.Question, "question", "", "the question (required)")
 	fs.Var(&golds, "answer", "a gold answer to score against (repeatable)")
 	fs.StringVar(&req.Batch, "batch", "", "label the run as one of batch `ID` (list them with: starter runs --batch ID)")
@@ -160,8 +170,8 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 		}
 		// What can be checked without the services is checked before
 		// connecting to them.
-		if req.Doc == "" {
-			return badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
+		if err := req.setDocs(&docs); err != nil {
+			return err
 		}
 		if err := api.CheckQuestion(req.Question); err != nil {
 			return badRequest(err)
@@ -171,7 +181,7 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 			ctx, cancel = context.WithTimeout(ctx, *timeout)
 			defer cancel()
 		}
-		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter ask", req.Doc, req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
+		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter ask", req.localDocs(), req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
 		if err != nil {
 			return err
 		}
@@ -188,14 +198,17 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 // local document is checked before the command connects to anything, so
 // that a missing, empty or unreadable file is bad input (exit 2) even when
 // Temporal is down, and what the check learnt is kept for the upload.
-func startWithDocument(ctx context.Context, cfg config.Config, stderr io.Writer, asJSON bool, name, doc string, replaceInvalid bool) (context.Context, *session, func(error), error) {
-	var checked map[string]localDocument
-	if doc != "" && !strings.HasPrefix(doc, "s3://") {
+func startWithDocument(ctx context.Context, cfg config.Config, stderr io.Writer, asJSON bool, name string, docs []string, replaceInvalid bool) (context.Context, *session, func(error), error) {
+	checked := map[string]localDocument{}
+	for _, doc := range docs {
+		if doc == "" || strings.HasPrefix(doc, "s3://") {
+			continue
+		}
 		ld, err := checkLocalDocument(doc, replaceInvalid)
 		if err != nil {
 			return ctx, nil, nil, err
 		}
-		checked = map[string]localDocument{doc: ld}
+		checked[doc] = ld
 	}
 	ctx, s, end, err := startCommand(ctx, cfg, stderr, asJSON, name)
 	if err != nil {
@@ -264,19 +277,34 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 	if err := api.CheckQuestion(req.Question); err != nil {
 		return nil, badRequest(err)
 	}
-	if req.Doc == "" {
+	if req.Doc == "" && len(req.Docs) == 0 {
 		return nil, badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
 	}
 	s.replaceInvalid = req.Options.InvalidUTF8 == api.InvalidUTF8Replace
-	uri, sha, err := s.resolveDocument(ctx, req.Doc)
-	if err != nil {
+	var uri, sha string
+	var uris []string
+	var err error
+	if len(req.Docs) > 0 {
+		if uris, err = s.resolveDocuments(ctx, req.Docs); err != nil {
+			return nil, err
+		}
+		uri = fmt.Sprintf("%s and %d more", uris[0], len(uris)-1)
+	} else if uri, sha, err = s.resolveDocument(ctx, req.Doc); err != nil {
 		return nil, err
 	}
 	if err := s.checkBudget(ctx, req); err != nil {
 		return nil, badRequest(err)
 	}
-	in := api.DocumentQAInput{Document: uri, Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch,
+	in := api.DocumentQAInput{Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch,
 		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight, Budget: req.Budget}
+	if len(uris) > 0 {
+		in.Documents = uris
+	} else {
+		in.Document = uri
+	}
+	if req.Reuse == api.ReuseNone {
+		in.Reuse = req.Reuse
+	}
 	if err := in.Validate(); err != nil {
 		return nil, badRequest(err)
 	}
@@ -600,29 +628,37 @@ func answerText(answer string, found bool) string {
 func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJSON bool) error {
 	if asJSON {
 		out := struct {
-			Answer      string         `json:"answer"`
-			AnswerFound bool           `json:"answer_found"`
-			WorkflowID  string         `json:"workflow_id"`
-			RunID       string         `json:"run_id"`
-			Document    string         `json:"document"`
-			Chunks      int            `json:"chunks"`
-			Tokens      int64          `json:"tokens"`
-			ResultURI   string         `json:"result_uri"`
-			TracePrefix string         `json:"trace_prefix"`
-			Scores      *api.Scores    `json:"scores,omitempty"`
-			Usage       api.Usage      `json:"usage"`
-			Runs        int            `json:"runs"`
-			Source      string         `json:"source,omitempty"`
-			Format      string         `json:"format,omitempty"`
-			AnswerPages string         `json:"answer_pages,omitempty"`
-			Grounding   *api.Grounding `json:"grounding,omitempty"`
+			Answer      string               `json:"answer"`
+			AnswerFound bool                 `json:"answer_found"`
+			WorkflowID  string               `json:"workflow_id"`
+			RunID       string               `json:"run_id"`
+			Document    string               `json:"document"`
+			Chunks      int                  `json:"chunks"`
+			Tokens      int64                `json:"tokens"`
+			ResultURI   string               `json:"result_uri"`
+			TracePrefix string               `json:"trace_prefix"`
+			Scores      *api.Scores          `json:"scores,omitempty"`
+			Usage       api.Usage            `json:"usage"`
+			Runs        int                  `json:"runs"`
+			Source      string               `json:"source,omitempty"`
+			Format      string               `json:"format,omitempty"`
+			AnswerPages string               `json:"answer_pages,omitempty"`
+			Grounding   *api.Grounding       `json:"grounding,omitempty"`
+			Documents   []string             `json:"documents,omitempty"`
+			Sources     []api.SourceRef      `json:"answer_sources,omitempty"`
+			Evidence    []api.ReviewEvidence `json:"evidence,omitempty"`
+			Reused      int                  `json:"chunks_reused,omitempty"`
+			ReusedFrom  *api.ReusedFrom      `json:"reused_from,omitempty"`
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
-			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages, res.Grounding}
+			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages, res.Grounding,
+			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom}
 		enc := json.NewEncoder(w)
 		return enc.Encode(out)
 	}
 	fmt.Fprintf(w, "Answer:   %s\n", answerText(res.Answer, res.AnswerFound))
-	if res.AnswerPages != "" {
+	if len(res.AnswerSources) > 0 {
+		fmt.Fprintf(w, "Found on: %s\n", api.CiteSources(res.AnswerSources))
+	} else if res.AnswerPages != "" {
 		fmt.Fprintf(w, "Found on: %s\n", res.AnswerPages)
 	}
 	if res.Grounding != nil {
@@ -634,7 +670,14 @@ func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJS
 	if res.Source != "" {
 		fmt.Fprintf(w, "Source:   %s (%s, converted to the text below)\n", res.Source, strings.ToUpper(res.Format))
 	}
-	fmt.Fprintf(w, "Document: %s (%d chunks, %d tokens, %d bytes)\n", res.Document, res.Chunks, res.Tokens, res.Bytes)
+	if len(res.Documents) > 0 {
+		fmt.Fprintf(w, "Corpus:   %d documents, read as one stream: %s (%d chunks, %d tokens, %d bytes)\n", len(res.Documents), res.Document, res.Chunks, res.Tokens, res.Bytes)
+	} else {
+		fmt.Fprintf(w, "Document: %s (%d chunks, %d tokens, %d bytes)\n", res.Document, res.Chunks, res.Tokens, res.Bytes)
+	}
+	if res.ChunksReused > 0 && res.ReusedFrom != nil {
+		fmt.Fprintf(w, "Reused:   %d of %d chunks from the memory checkpoint of %s (run %s); --reuse none reads them again\n", res.ChunksReused, res.Chunks, res.ReusedFrom.WorkflowID, res.ReusedFrom.RunID)
+	}
 	fmt.Fprintf(w, "Model:    %s, %d calls, %d prompt + %d completion tokens\n", res.Model, res.Usage.Calls, res.Usage.PromptTokens, res.Usage.CompletionTokens)
 	fmt.Fprintf(w, "Workflow: %s (%d run(s))\n", res.WorkflowID, res.Runs)
 	fmt.Fprintf(w, "Result:   %s\n", res.ResultURI)
@@ -673,4 +716,26 @@ func watchPause(ctx context.Context, c client.Client, id string, paused chan<- a
 		stop()
 		return
 	}
+}
+
+// setDocs sets the request's document, or its corpus, from --doc.
+func (r *askRequest) setDocs(d *docFlags) error {
+	docs, corpus, err := d.local()
+	if err != nil {
+		return err
+	}
+	if corpus {
+		r.Docs = docs
+	} else {
+		r.Doc = docs[0]
+	}
+	return nil
+}
+
+// localDocs are the request's local documents, checked before connecting.
+func (r *askRequest) localDocs() []string {
+	if len(r.Docs) > 0 {
+		return r.Docs
+	}
+	return []string{r.Doc}
 }

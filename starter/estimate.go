@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -24,7 +23,8 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 	connectionFlags(cmd, &cfg)
 	var req askRequest
 	var questions stringList
-	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
+	var docs docFlags
+	fs.Var(&docs.values, "doc", docUsage)
 	fs.Var(&questions, "question", "a question to estimate (repeatable: a review's questions)")
 	samples := fs.Int("samples", 1, "times each question is answered (a batch's --samples)")
 	priceIn := fs.Float64("price-in", 0, "price of a million prompt tokens, to price the estimate")
@@ -42,20 +42,25 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 		if err := finish(); err != nil {
 			return badRequest(err)
 		}
-		if req.Doc == "" {
-			return badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
+		if err := req.setDocs(&docs); err != nil {
+			return err
 		}
 		in := api.EstimateInput{Document: "s3://check/document", Questions: questions, Options: req.Options,
 			Samples: *samples, PriceInPerMillion: *priceIn, PriceOutPerMillion: *priceOut}
 		if err := in.Validate(); err != nil {
 			return badRequest(err)
 		}
-		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter estimate", req.Doc, req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
+		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter estimate", req.localDocs(), req.Options.InvalidUTF8 == api.InvalidUTF8Replace)
 		if err != nil {
 			return err
 		}
 		defer func() { end(err) }()
-		if in.Document, _, err = s.resolveDocument(ctx, req.Doc); err != nil {
+		if len(req.Docs) > 0 {
+			in.Document = ""
+			if in.Documents, err = s.resolveDocuments(ctx, req.Docs); err != nil {
+				return err
+			}
+		} else if in.Document, _, err = s.resolveDocument(ctx, req.Doc); err != nil {
 			return err
 		}
 		run, err := memclient.ExecuteWorkflow(ctx, s.temporal, client.StartWorkflowOptions{

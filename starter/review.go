@@ -57,7 +57,8 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 	connectionFlags(cmd, &cfg)
 	var req askRequest
 	qf := &reviewQuestionFlags{}
-	fs.StringVar(&req.Doc, "doc", "", "document: a local file or s3://bucket/key (required)")
+	var docs docFlags
+	fs.Var(&docs.values, "doc", docUsage)
 	fs.Var(reviewQuestionFlag{qf}, "question", "a question (repeatable)")
 	fs.Var(reviewAnswerFlag{qf}, "answer", "a gold answer of the --question before it (repeatable)")
 	questionsFile := fs.String("questions", "", "`FILE` of questions: one a line (# comments), or a JSON array of {\"id\", \"question\", \"answers\"}")
@@ -97,10 +98,13 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		default:
 			in.Questions = qf.questions
 		}
-		if req.Doc == "" {
-			return badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
+		if err := req.setDocs(&docs); err != nil {
+			return err
 		}
 		in.Options = req.Options
+		if req.Reuse == api.ReuseNone {
+			in.Reuse = req.Reuse
+		}
 		cfg.Normalize()
 		if err := cfg.Validate(); err != nil {
 			return err
@@ -113,12 +117,12 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 			return badRequest(err)
 		}
 
-		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter review", req.Doc, in.Options.InvalidUTF8 == api.InvalidUTF8Replace)
+		ctx, s, end, err := startWithDocument(ctx, cfg, stderr, *asJSON, "starter review", req.localDocs(), in.Options.InvalidUTF8 == api.InvalidUTF8Replace)
 		if err != nil {
 			return err
 		}
 		defer func() { end(err) }()
-		res, err := s.review(ctx, in, req.Doc, req.Fresh)
+		res, err := s.review(ctx, in, req)
 		if err != nil {
 			return err
 		}
@@ -141,13 +145,18 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 
 // review uploads a local document, checks the budget, starts (or joins)
 // the ReviewDocument run and waits for its grid.
-func (s *session) review(ctx context.Context, in api.ReviewInput, doc string, fresh bool) (*api.ReviewResult, error) {
+func (s *session) review(ctx context.Context, in api.ReviewInput, req askRequest) (*api.ReviewResult, error) {
 	s.replaceInvalid = in.Options.InvalidUTF8 == api.InvalidUTF8Replace
-	uri, sha, err := s.resolveDocument(ctx, doc)
-	if err != nil {
+	fresh := req.Fresh
+	var sha string
+	var err error
+	if len(req.Docs) > 0 {
+		if in.Documents, err = s.resolveDocuments(ctx, req.Docs); err != nil {
+			return nil, err
+		}
+	} else if in.Document, sha, err = s.resolveDocument(ctx, req.Doc); err != nil {
 		return nil, err
 	}
-	in.Document = uri
 	in = in.WithDefaults()
 	if err := in.Validate(); err != nil {
 		return nil, err

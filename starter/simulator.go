@@ -39,6 +39,7 @@ func bindSimulator(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 	faultRate := fs.Float64("fault-rate", 0, "probability of a fault per completion, spread evenly over 429, 500, 503, slow and malformed")
 	seed := fs.Uint64("seed", 0, "seed of the fault draws")
 	failAll := fs.Int("fail-all", 0, "answer every completion with this HTTP status, e.g. 503 (0: off)")
+	policy := fs.String("policy", simulator.PolicyExtractive, `how completions are made: "extractive" (keep sentences that share words with the question) or "chain" (each memory a hash of the one before and the chunk: answers that depend on every chunk read, in order, for checking that checkpoint reuse equals a full reading)`)
 	return func(args []string) (err error) {
 		switch {
 		case *replicas < 1:
@@ -57,6 +58,8 @@ func bindSimulator(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 			return fmt.Errorf("simulator: --max-queue is %d: set it to 0 (unbounded) or more", *maxQueue)
 		case *faultRate < 0 || *faultRate > 1:
 			return fmt.Errorf("simulator: --fault-rate is %g: set it between 0 and 1, e.g. 0.2", *faultRate)
+		case *policy != simulator.PolicyExtractive && *policy != simulator.PolicyChain:
+			return fmt.Errorf("simulator: --policy is %q: set it to extractive or chain", *policy)
 		case *failAll != 0 && (*failAll < 400 || *failAll > 599):
 			return fmt.Errorf("simulator: --fail-all is %d: set it to an HTTP error status (400 to 599) or 0", *failAll)
 		}
@@ -73,7 +76,7 @@ func bindSimulator(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 			Replicas: *replicas, Capacity: simulator.CapacityMode(*capacity),
 			Slots: *slots, PrefillTokensPerSec: *prefill, DecodeTokensPerSec: *decode,
 			Batch:    simulator.BatchOptions{MaxNumSeqs: *maxSeqs, MaxNumBatchedTokens: *maxBatched, StepBase: *stepBase, StepPerSeq: perSeq, PrefillTokensPerSec: *batchPrefill},
-			MaxQueue: *maxQueue, FaultRate: *faultRate, Faults: simulator.Faults{Seed: *seed}, FailAll: *failAll})
+			MaxQueue: *maxQueue, FaultRate: *faultRate, Faults: simulator.Faults{Seed: *seed}, FailAll: *failAll, Policy: *policy})
 		l, err := net.Listen("tcp", *addr)
 		if err != nil {
 			return fmt.Errorf("simulator: %w", err)

@@ -107,8 +107,10 @@ func withFrom(t *testing.T, in any, from string) any {
 // hands over names it, and the next run, continued from it, accepts it.
 func TestContinuedRunKeepsItsState(t *testing.T) {
 	f := newFixture(t, makeDoc(4))
+	// Reuse none: the second reading must not start from the first's
+	// checkpoints, which would hide what the continued run carries.
 	in := api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker came last?", ChunksPerRun: 2,
-		Options: api.ModelOptions{ChunkTokens: 100}}
+		Options: api.ModelOptions{ChunkTokens: 100}, Reuse: api.ReuseNone}
 	_, err := f.run(t, in)
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {

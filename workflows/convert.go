@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -56,4 +57,57 @@ func (st *qaState) noteEvidence(out actwire.UpdateOutput) {
 	var dropped int
 	st.Evidence, dropped = report.ReviewPruneEvidence(st.Evidence, out.Memory, api.MaxReviewEvidence)
 	st.EvidenceDropped += dropped
+}
+
+// assembleCorpus has the documents of a corpus converted and written as
+// one stream (AssembleCorpus), and points prep at it.
+func assembleCorpus(ctx workflow.Context, hb time.Duration, prio temporal.Priority, documents []string, opts api.ModelOptions, prep *actwire.PrepareInput) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		// Every document is converted first, each within the converter's
+		// own time limit; conversions done are kept for a retry.
+		StartToCloseTimeout:   2 * time.Hour,
+		HeartbeatTimeout:      hb,
+		RetryPolicy:           retryPolicy(),
+		Priority:              prio,
+		DisableEagerExecution: skipsEagerExecution(prio),
+		Summary:               fmt.Sprintf("assemble %d documents", len(documents)),
+	})
+	var out actwire.ConvertOutput
+	if err := workflow.ExecuteActivity(actx, activities.AssembleCorpusName, actwire.CorpusInput{
+		Documents: documents, InvalidUTF8: opts.InvalidUTF8,
+	}).Get(ctx, &out); err != nil {
+		return stageError("assemble corpus", err)
+	}
+	prep.Document, prep.Converted = out.Document, &out
+	return nil
+}
+
+// findCheckpoint asks for the deepest memory checkpoint of an earlier
+// reading of the prepared chunks with the same question and options.
+func findCheckpoint(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int) (actwire.FindCheckpointOutput, error) {
+	var out actwire.FindCheckpointOutput
+	if err := findCheckpointAsync(ctx, hb, prio, prepared, question, opts, sample).Get(ctx, &out); err != nil {
+		return out, stageError("find checkpoint", err)
+	}
+	return out, nil
+}
+
+// findCheckpointAsync starts FindCheckpoint; its future's value is a
+// FindCheckpointOutput.
+func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int) workflow.Future {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:   10 * time.Minute,
+		HeartbeatTimeout:      hb,
+		RetryPolicy:           retryPolicy(),
+		Priority:              prio,
+		DisableEagerExecution: skipsEagerExecution(prio),
+		Summary:               "find checkpoint",
+	})
+	if opts.Model == "" {
+		opts.Model = prepared.Model
+	}
+	return workflow.ExecuteActivity(actx, activities.FindCheckpointName, actwire.FindCheckpointInput{
+		Document: prepared.Document, ETag: prepared.ETag, IndexURI: prepared.IndexURI,
+		Question: question, Options: opts, Sample: sample,
+	})
 }

@@ -54,6 +54,11 @@ type qaState struct {
 	// Carried says the run's batch carried it over a continue-as-new of
 	// its own: the run tells the batch when it closes (ItemDoneSignal).
 	Carried bool `json:"carried,omitempty"`
+	// Checkpoints says the run keeps a memory checkpoint after each chunk
+	// (CheckpointsChange); ChunksReused and ReusedFrom say where it started.
+	Checkpoints  bool            `json:"checkpoints,omitempty"`
+	ChunksReused int             `json:"chunks_reused,omitempty"`
+	ReusedFrom   *api.ReusedFrom `json:"reused_from,omitempty"`
 }
 
 // DocumentQAResult is the workflow's result.
@@ -75,6 +80,15 @@ const CoalesceUpsertsChange = "coalesce-progress-upserts"
 // progressUpsertEvery is the least time between two upserts of a run's
 // chunk count.
 const progressUpsertEvery = 5 * time.Second
+
+// CheckpointsChange is the workflow.GetVersion change id under which
+// DocumentQA and ReviewDocument read a corpus (input documents, assembled
+// by AssembleCorpus into one stream), keep a memory checkpoint after each
+// chunk, and start from the deepest checkpoint of an earlier reading of
+// the same chunks (FindCheckpoint) unless the input says reuse "none".
+// Runs recorded before it replay as workflow.DefaultVersion and do none
+// of it.
+const CheckpointsChange = "corpus-checkpoints"
 
 // ReportToBatchChange is the workflow.GetVersion change id under which a
 // batch's DocumentQA child that its batch carried over a continue-as-new
@@ -227,11 +241,31 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			OutputPrefix: ownPrefix(in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
 			FirstRunID: chainID(info), BatchChild: info.ParentWorkflowExecution != nil,
 		}
-		if err := convertFirst(ctx, hb, prio, &prep); err != nil {
+		st.Checkpoints = workflow.GetVersion(ctx, CheckpointsChange, workflow.DefaultVersion, 1) >= 1
+		if len(in.Documents) > 0 {
+			if !st.Checkpoints {
+				return nil, badInput(errors.New("documents: this run's history predates corpora"))
+			}
+			if err := assembleCorpus(ctx, hb, prio, in.Documents, in.Options, &prep); err != nil {
+				return nil, err
+			}
+		} else if err := convertFirst(ctx, hb, prio, &prep); err != nil {
 			return nil, err
 		}
 		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(ctx, &st.Prepared); err != nil {
 			return nil, stageError("prepare document", err)
+		}
+		if st.Checkpoints && in.Reuse != api.ReuseNone {
+			cp, err := findCheckpoint(ctx, hb, prio, st.Prepared, in.Question, in.Options, in.Sample)
+			if err != nil {
+				return nil, err
+			}
+			if cp.Chunks > 0 {
+				st.Cursor, st.Memory, st.ChunksReused = cp.Chunks, cp.Memory, cp.Chunks
+				st.Evidence, st.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
+				st.ReusedFrom = &api.ReusedFrom{WorkflowID: cp.WorkflowID, RunID: cp.RunID, Chunk: cp.Chunks}
+				workflow.GetLogger(ctx).Info("starting from a checkpoint", "chunks_reused", cp.Chunks, "chunks", st.Prepared.Chunks)
+			}
 		}
 		if st.TracePrefix == "" {
 			// The worker's bucket is only known to the worker: derive the
@@ -294,7 +328,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		err := workflow.ExecuteActivity(actx, activities.UpdateMemoryName, actwire.UpdateInput{
 			Document: st.Prepared.Document, ETag: st.Prepared.ETag, IndexURI: st.Prepared.IndexURI,
 			Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: in.Question, Memory: st.Memory,
-			Options: opts, TracePrefix: st.TracePrefix,
+			Options: opts, TracePrefix: st.TracePrefix, Checkpoint: st.Checkpoints, Sample: in.Sample,
 		}).Get(ctx, &out)
 		if err != nil {
 			return nil, stageError(fmt.Sprintf("update memory at chunk %d", st.Cursor), err)
@@ -341,6 +375,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Usage: st.Usage, Runs: st.Runs, IndexURI: st.Prepared.IndexURI,
 			TracePrefix: st.TracePrefix + "chunks/", StartedAt: st.StartedAt,
 			Source: st.Prepared.Source, Format: st.Prepared.Format, Evidence: st.Evidence,
+			Documents: in.Documents, ChunksReused: st.ChunksReused, ReusedFrom: st.ReusedFrom,
 		},
 	}).Get(ctx, &res)
 	if err != nil {

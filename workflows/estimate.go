@@ -35,7 +35,12 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 		}
 	}
 	prep := actwire.PrepareInput{Document: in.Document, Question: longest, Options: in.Options}
-	if err := convertFirst(ctx, DefaultHeartbeatTimeout, prio, &prep); err != nil {
+	if len(in.Documents) > 0 {
+		// A corpus is priced as the stream a run reads.
+		if err := assembleCorpus(ctx, DefaultHeartbeatTimeout, prio, in.Documents, in.Options, &prep); err != nil {
+			return nil, err
+		}
+	} else if err := convertFirst(ctx, DefaultHeartbeatTimeout, prio, &prep); err != nil {
 		return nil, err
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -60,5 +65,6 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 		return nil, stageError("count the cost", err)
 	}
 	est.Document, est.Source, est.Model, est.IndexURI = in.Document, prepared.Source, prepared.Model, prepared.IndexURI
+	est.Documents = in.Documents
 	return &est, nil
 }

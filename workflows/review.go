@@ -37,6 +37,9 @@ type reviewState struct {
 	Questions []reviewQuestionState `json:"questions"`
 	Runs      int                   `json:"runs"`
 	StartedAt time.Time             `json:"started_at"`
+	// Checkpoints is DocumentQA's: the questions keep memory checkpoints
+	// (CheckpointsChange).
+	Checkpoints bool `json:"checkpoints,omitempty"`
 }
 
 // reviewQuestionState is one question's memory, cursor and outcome.
@@ -60,6 +63,9 @@ type reviewQuestionState struct {
 	// left out of the rest of the review.
 	Error     string `json:"error,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
+	// ChunksReused and ReusedFrom say where the question started.
+	ChunksReused int             `json:"chunks_reused,omitempty"`
+	ReusedFrom   *api.ReusedFrom `json:"reused_from,omitempty"`
 }
 
 func (q reviewQuestionState) failed() bool { return q.Error != "" }
@@ -250,11 +256,39 @@ func (r *reviewRun) prepare() error {
 		OutputPrefix: ownPrefix(r.in.OutputPrefix, r.st.Prefix), WorkflowID: r.info.WorkflowExecution.ID,
 		FirstRunID: chainID(r.info),
 	}
-	if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
+	r.st.Checkpoints = workflow.GetVersion(r.ctx, CheckpointsChange, workflow.DefaultVersion, 1) >= 1
+	if len(r.in.Documents) > 0 {
+		if !r.st.Checkpoints {
+			return badInput(errors.New("documents: this run's history predates corpora"))
+		}
+		if err := assembleCorpus(r.ctx, r.hb, r.prio, r.in.Documents, r.in.Options, &prep); err != nil {
+			return err
+		}
+	} else if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
 		return err
 	}
 	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(r.ctx, &r.st.Prepared); err != nil {
 		return stageError("prepare document", err)
+	}
+	if r.st.Checkpoints && r.in.Reuse != api.ReuseNone {
+		// Each question starts from its own deepest checkpoint; the
+		// questions are found together.
+		futures := make([]workflow.Future, len(r.in.Questions))
+		for i, q := range r.in.Questions {
+			futures[i] = findCheckpointAsync(r.ctx, r.hb, r.prio, r.st.Prepared, q.Question, r.in.Options, 0)
+		}
+		for i, f := range futures {
+			var cp actwire.FindCheckpointOutput
+			if err := f.Get(r.ctx, &cp); err != nil {
+				return stageError("find checkpoint", err)
+			}
+			if cp.Chunks > 0 {
+				qs := &r.st.Questions[i]
+				qs.Cursor, qs.Memory, qs.ChunksReused = cp.Chunks, cp.Memory, cp.Chunks
+				qs.Evidence, qs.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
+				qs.ReusedFrom = &api.ReusedFrom{WorkflowID: cp.WorkflowID, RunID: cp.RunID, Chunk: cp.Chunks}
+			}
+		}
 	}
 	if r.st.Prefix == "" {
 		r.st.Prefix = fmt.Sprintf("s3://%s/reviews/%s/%s/", bucketOf(r.st.Prepared.IndexURI), r.info.WorkflowExecution.ID, chainID(r.info))
@@ -378,7 +412,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 		activities.ReviewUpdateName, actwire.UpdateInput{
 			Document: r.st.Prepared.Document, ETag: r.st.Prepared.ETag, IndexURI: r.st.Prepared.IndexURI,
 			Chunk: chunk, Chunks: chunks, Question: q.Question, Memory: qs.Memory,
-			Options: r.opts, TracePrefix: r.questionPrefix(i),
+			Options: r.opts, TracePrefix: r.questionPrefix(i), Checkpoint: r.st.Checkpoints,
 		})
 	r.started(i)
 	sel.AddFuture(f, func(f workflow.Future) {
@@ -395,7 +429,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 		if out.Material {
 			qs.Evidence = append(qs.Evidence, api.ReviewEvidence{
 				Chunk: out.Chunk, Start: out.Start, End: out.End, Passage: out.Passage, Added: out.Added,
-				Pages: out.Pages,
+				Pages: out.Pages, Document: out.Document,
 			})
 			var dropped int
 			qs.Evidence, dropped = report.ReviewPruneEvidence(qs.Evidence, qs.Memory, api.MaxReviewEvidence)
@@ -575,7 +609,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		RunID: r.info.WorkflowExecution.RunID, FirstRunID: r.info.FirstRunID,
 		Document: p.Document, DocumentSHA256: p.SHA256, Bytes: p.Bytes, Tokens: p.Tokens, Chunks: p.Chunks,
 		InvalidBytesReplaced: p.InvalidBytesReplaced, Model: r.opts.Model, Tokenizer: p.Tokenizer,
-		Source: p.Source, Format: p.Format,
+		Source: p.Source, Format: p.Format, Documents: r.in.Documents,
 		ChunkTokens: p.ChunkTokens, MemoryMaxTokens: r.opts.WithDefaults().MemoryMaxTokens,
 		EvidenceRule: report.ReviewEvidenceRule, Runs: r.st.Runs, StartedAt: r.st.StartedAt,
 		Prefix: r.st.Prefix, JSONURI: r.st.Prefix + activities.ReviewGridJSON,
@@ -590,6 +624,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 			Evidence: make([]api.ReviewEvidence, 0, len(qs.Evidence)), EvidenceDropped: qs.EvidenceDropped,
 			ChunksRead: qs.Cursor, Usage: api.ReviewUsage(qs.Usage), ResultURI: qs.ResultURI,
 			TracePrefix: r.questionPrefix(i) + "chunks/", Error: qs.Error, ErrorType: qs.ErrorType,
+			ChunksReused: qs.ChunksReused, ReusedFrom: qs.ReusedFrom,
 		}
 		if qs.failed() {
 			row.Status = api.ReviewStatusFailed
@@ -597,6 +632,9 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		for _, e := range qs.Evidence {
 			e.SupportsAnswer = !qs.failed() && report.ReviewSupports(e.Added, qs.Memory)
 			row.Evidence = append(row.Evidence, e)
+		}
+		if qs.AnswerFound {
+			row.AnswerSources = report.AnswerSources(row.Evidence)
 		}
 		total = total.Add(qs.Usage)
 		g.Rows = append(g.Rows, row)

@@ -5,8 +5,9 @@ package workflows_test
 // histories (testdata/review_run{N}.json, frozen, from before
 // ConvertDocumentChange, testdata/review_convert_run{N}.json, frozen,
 // from before GroundingChange, testdata/review_ground_run{N}.json, frozen,
-// from before CoalesceUpsertsChange, and
-// testdata/review_coalesce_run{N}.json, the current generation; record that
+// from before CoalesceUpsertsChange, testdata/review_coalesce_run{N}.json,
+// frozen, from before CheckpointsChange, and
+// testdata/review_checkpoints_run{N}.json, the current generation; record that
 // again with
 // go test ./workflows -run TestReplayReview -update).
 
@@ -583,8 +584,9 @@ func TestReviewInputWithDefaults(t *testing.T) {
 const (
 	// reviewHistoryPrefix is the current generation, the one -update
 	// records: ConvertDocument before PrepareDocument, GroundAnswer before
-	// WriteReview, the chunk count upserted at most every few seconds.
-	reviewHistoryPrefix = "review_coalesce_run"
+	// WriteReview, the chunk count upserted at most every few seconds,
+	// FindCheckpoint for each question after PrepareDocument.
+	reviewHistoryPrefix = "review_checkpoints_run"
 	reviewReplayID      = "replay-review"
 	reviewMinRuns       = 3
 )
@@ -595,9 +597,10 @@ func TestReplayReview(t *testing.T) {
 	}
 	// review_run{N}: recorded before ConvertDocumentChange (frozen);
 	// review_convert_run{N}: before GroundingChange (frozen);
-	// review_ground_run{N}: before CoalesceUpsertsChange (frozen).
+	// review_ground_run{N}: before CoalesceUpsertsChange (frozen);
+	// review_coalesce_run{N}: before CheckpointsChange (frozen).
 	var paths []string
-	for _, prefix := range []string{"review_run", "review_convert_run", "review_ground_run", reviewHistoryPrefix} {
+	for _, prefix := range []string{"review_run", "review_convert_run", "review_ground_run", "review_coalesce_run", reviewHistoryPrefix} {
 		gen, err := filepath.Glob(filepath.Join(historyDir, prefix+"[0-9]*.json"))
 		if err != nil {
 			t.Fatal(err)

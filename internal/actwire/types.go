@@ -135,6 +135,19 @@ type ReportInput struct {
 	Samples int `json:"samples,omitempty"`
 }
 
+// CorpusInput asks AssembleCorpus for one stream of text made of
+// documents, in order.
+type CorpusInput struct {
+	Documents []string `json:"documents"`
+	// InvalidUTF8 is the run's option of that name: "replace" replaces a
+	// text document's invalid bytes instead of refusing it.
+	InvalidUTF8 string `json:"invalid_utf8,omitempty"`
+}
+
+// FormatCorpus is the ConvertOutput.Format of a corpus assembled into one
+// stream; its PageMapURI is then the corpus map.
+const FormatCorpus = "corpus"
+
 // ConvertInput asks for a document as text.
 type ConvertInput struct {
 	// Document is the s3:// URI asked about.
@@ -193,6 +206,8 @@ type ReviewUpdateOutput struct {
 	// Passage is the chunk's sentence that best accounts for the change,
 	// as a byte range of the document, when Material and one was found.
 	Passage *api.ReviewPassage `json:"passage,omitempty"`
+	// Document is the corpus document of the change, when Material.
+	Document string `json:"document,omitempty"`
 }
 
 // WriteReviewInput asks for a review's grid and report.
@@ -279,6 +294,34 @@ type UpdateInput struct {
 	Options  api.ModelOptions `json:"options"`
 	// TracePrefix is the s3:// prefix under which chunks/NNNNNN.json is written.
 	TracePrefix string `json:"trace_prefix"`
+	// Checkpoint asks for the memory after the chunk to be kept as a
+	// checkpoint for later runs (FindCheckpoint), keyed with Sample.
+	Checkpoint bool `json:"checkpoint,omitempty"`
+	Sample     int  `json:"sample,omitempty"`
+}
+
+// FindCheckpointInput asks for the deepest memory checkpoint of the
+// chunks of a prepared document (its PrepareOutput's document, ETag and
+// index) for a question.
+type FindCheckpointInput struct {
+	Document string           `json:"document"`
+	ETag     string           `json:"etag"`
+	IndexURI string           `json:"index_uri"`
+	Question string           `json:"question"`
+	Options  api.ModelOptions `json:"options"`
+	Sample   int              `json:"sample,omitempty"`
+}
+
+// FindCheckpointOutput is where a run can start: after Chunks chunks, with
+// Memory and the evidence of those chunks; Chunks is 0 when there is no
+// checkpoint. WorkflowID and RunID name the run that wrote it.
+type FindCheckpointOutput struct {
+	Chunks          int                  `json:"chunks"`
+	Memory          string               `json:"memory,omitempty"`
+	WorkflowID      string               `json:"workflow_id,omitempty"`
+	RunID           string               `json:"run_id,omitempty"`
+	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
+	EvidenceDropped int                  `json:"evidence_dropped,omitempty"`
 }
 
 // UpdateOutput is the new memory and what it cost.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -35,10 +36,26 @@ type Chunk struct {
 	End int64 `json:"end"`
 	// Tokens is the number of tokens in the chunk as counted while planning.
 	Tokens int `json:"tokens"`
+	// Chain is the lowercase hex hash chain over the bytes of chunks
+	// 0..Index (ChainNext): two texts whose chunks agree up to and
+	// including this one have the same Chain here, and only those. A
+	// memory checkpoint after this chunk is keyed by it.
+	Chain string `json:"chain,omitempty"`
 }
 
-// ChunkIndexVersion is the current [ChunkIndex.Version].
-const ChunkIndexVersion = 1
+// ChainNext is the hash chain's next link: SHA-256 over the previous
+// link's bytes (none for the first chunk) and the SHA-256 of the chunk's
+// bytes.
+func ChainNext(prev []byte, chunkSum [sha256.Size]byte) []byte {
+	h := sha256.New()
+	h.Write(prev)
+	h.Write(chunkSum[:])
+	return h.Sum(nil)
+}
+
+// ChunkIndexVersion is the current [ChunkIndex.Version]. Version 2 adds
+// each chunk's Chain.
+const ChunkIndexVersion = 2
 
 // ChunkIndex describes how a document is cut into chunks. Chunks are in
 // order, contiguous, and cover [0, Bytes) exactly; no chunk boundary falls
@@ -68,6 +85,9 @@ type ChunkIndex struct {
 	// document: it maps byte ranges of the text to the source's pages or
 	// sections.
 	PageMap *PageMap `json:"page_map,omitempty"`
+	// Corpus is set when the text is several documents read as one
+	// stream: which byte ranges came from which document, and their pages.
+	Corpus *CorpusMap `json:"corpus,omitempty"`
 }
 
 // ErrEmptyDocument is returned by [PlanChunks] for a document that is empty
@@ -126,8 +146,9 @@ func planChunks(r io.Reader, tok Tokenizer, chunkTokens, blockSize, maxPiece int
 		return nil, fmt.Errorf("plan chunks: chunk_tokens must be positive, got %d", chunkTokens)
 	}
 	p := &planner{
-		tok:   tok,
-		limit: chunkTokens,
+		tok:       tok,
+		limit:     chunkTokens,
+		chunkHash: sha256.New(),
 		index: &ChunkIndex{
 			Version:     ChunkIndexVersion,
 			Tokenizer:   tok.Name(),
@@ -260,6 +281,10 @@ type planner struct {
 	start    int64 // start of the open chunk
 	tokens   int   // tokens in the open chunk
 	nonSpace bool  // seen a character that is not whitespace
+	// chunkHash hashes the open chunk's bytes as they are tokenized,
+	// chain is the last closed chunk's Chain link.
+	chunkHash hash.Hash
+	chain     []byte
 }
 
 // add tokenizes one piece, which starts and ends on character boundaries.
@@ -281,7 +306,8 @@ func (p *planner) add(piece string) error {
 
 	// A unit is a run of tokens ending on a character boundary (byte-level
 	// BPE may split one character across tokens); chunks hold whole units.
-	unitStart, pos, unitTokens := 0, 0, 0
+	// hashed is how much of the piece went into the open chunk's hash.
+	unitStart, pos, unitTokens, hashed := 0, 0, 0, 0
 	for _, n := range lens {
 		pos += n
 		unitTokens++
@@ -289,12 +315,15 @@ func (p *planner) add(piece string) error {
 			continue
 		}
 		if p.tokens > 0 && p.tokens+unitTokens > p.limit {
+			p.chunkHash.Write([]byte(piece[hashed:unitStart]))
+			hashed = unitStart
 			p.closeChunk(p.offset + int64(unitStart))
 		}
 		p.tokens += unitTokens
 		p.index.Tokens += int64(unitTokens)
 		unitStart, unitTokens = pos, 0
 	}
+	p.chunkHash.Write([]byte(piece[hashed:]))
 	p.offset += int64(len(piece))
 	return nil
 }
@@ -304,11 +333,16 @@ func (p *planner) closeChunk(end int64) {
 	if end == p.start {
 		return
 	}
+	var sum [sha256.Size]byte
+	p.chunkHash.Sum(sum[:0])
+	p.chunkHash.Reset()
+	p.chain = ChainNext(p.chain, sum)
 	p.index.Chunks = append(p.index.Chunks, Chunk{
 		Index:  len(p.index.Chunks),
 		Start:  p.start,
 		End:    end,
 		Tokens: p.tokens,
+		Chain:  hex.EncodeToString(p.chain),
 	})
 	p.start, p.tokens = end, 0
 }

@@ -80,13 +80,14 @@ func checkIndex(t *testing.T, doc []byte, tok Tokenizer, chunkTokens int, idx *C
 	if got, want := idx.SHA256, hex.EncodeToString(sum[:]); got != want {
 		t.Errorf("SHA256 = %s, want %s", got, want)
 	}
-	if idx.Version != 1 || idx.Tokenizer != tok.Name() || idx.ChunkTokens != chunkTokens {
-		t.Errorf("header = (version %d, tokenizer %q, chunk_tokens %d), want (1, %q, %d)",
-			idx.Version, idx.Tokenizer, idx.ChunkTokens, tok.Name(), chunkTokens)
+	if idx.Version != ChunkIndexVersion || idx.Tokenizer != tok.Name() || idx.ChunkTokens != chunkTokens {
+		t.Errorf("header = (version %d, tokenizer %q, chunk_tokens %d), want (%d, %q, %d)",
+			idx.Version, idx.Tokenizer, idx.ChunkTokens, ChunkIndexVersion, tok.Name(), chunkTokens)
 	}
 	if got, want := idx.Bytes, int64(len(doc)); got != want {
 		t.Errorf("Bytes = %d, want %d", got, want)
 	}
+	checkChains(t, string(doc), idx)
 	if len(idx.Chunks) == 0 {
 		t.Fatalf("no chunks for a %d-byte document", len(doc))
 	}
@@ -227,20 +228,20 @@ func TestPlanChunksExact(t *testing.T) {
 		{
 			name: "words", doc: "aaa bb cc dd", tok: wordTokenizer{}, chunkTokens: 3,
 			// tokens: "aaa" " " "bb" | " " "cc" " " | "dd"
-			want: []Chunk{{0, 0, 6, 3}, {1, 6, 10, 3}, {2, 10, 12, 1}},
+			want: []Chunk{{0, 0, 6, 3, ""}, {1, 6, 10, 3, ""}, {2, 10, 12, 1, ""}},
 		},
 		{
 			name: "split character stays whole", doc: "aé", tok: byteTokenizer{}, chunkTokens: 2,
 			// "é" is two byte tokens and does not fit after "a".
-			want: []Chunk{{0, 0, 1, 1}, {1, 1, 3, 2}},
+			want: []Chunk{{0, 0, 1, 1, ""}, {1, 1, 3, 2, ""}},
 		},
 		{
 			name: "oversized character alone", doc: "a😀b", tok: byteTokenizer{}, chunkTokens: 2,
-			want: []Chunk{{0, 0, 1, 1}, {1, 1, 5, 4}, {2, 5, 6, 1}},
+			want: []Chunk{{0, 0, 1, 1, ""}, {1, 1, 5, 4, ""}, {2, 5, 6, 1, ""}},
 		},
 		{
 			name: "single chunk", doc: "hello world", tok: runeTokenizer{}, chunkTokens: 5000,
-			want: []Chunk{{0, 0, 11, 11}},
+			want: []Chunk{{0, 0, 11, 11, ""}},
 		},
 	}
 	for _, tt := range tests {
@@ -249,10 +250,79 @@ func TestPlanChunksExact(t *testing.T) {
 			if err != nil {
 				t.Fatalf("PlanChunks: %v", err)
 			}
+			checkChains(t, tt.doc, idx)
+			for i := range idx.Chunks {
+				idx.Chunks[i].Chain = ""
+			}
 			if fmt.Sprint(idx.Chunks) != fmt.Sprint(tt.want) {
 				t.Errorf("chunks = %v, want %v", idx.Chunks, tt.want)
 			}
 		})
+	}
+}
+
+// checkChains checks each chunk's Chain against one computed from the
+// chunk's bytes of doc.
+func checkChains(t *testing.T, doc string, idx *ChunkIndex) {
+	t.Helper()
+	var link []byte
+	for _, c := range idx.Chunks {
+		link = ChainNext(link, sha256.Sum256([]byte(doc[c.Start:c.End])))
+		if want := hex.EncodeToString(link); c.Chain != want {
+			t.Fatalf("chunk %d: chain %s, want %s", c.Index, c.Chain, want)
+		}
+	}
+}
+
+// TestPlanChunksChain checks the hash chain that memory checkpoints are
+// keyed by: right at every block and piece size, equal for the chunks an
+// appended text leaves as they were, different from the first chunk an
+// edit touches on.
+func TestPlanChunksChain(t *testing.T) {
+	var b strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&b, "Sentence %d of the first document says something.\n", i)
+		if i%7 == 0 {
+			b.WriteString("\n")
+		}
+	}
+	doc := b.String()
+	for _, sizes := range [][2]int{{1 << 20, 64 << 10}, {100, 37}, {4096, 512}} {
+		idx, err := planChunks(strings.NewReader(doc), wordTokenizer{}, 50, sizes[0], sizes[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkChains(t, doc, idx)
+	}
+	plan := func(text string) *ChunkIndex {
+		t.Helper()
+		idx, err := PlanChunks(strings.NewReader(text), wordTokenizer{}, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return idx
+	}
+	base := plan(doc)
+	grown := plan(doc + "\n\n=== Document 2: b.txt ===\n\nMore text arrives.\n")
+	n := len(base.Chunks)
+	for i := 0; i < n-1; i++ {
+		if base.Chunks[i].Chain != grown.Chunks[i].Chain {
+			t.Fatalf("appended text changed chunk %d's chain", i)
+		}
+	}
+	mid := strings.Index(doc, "Sentence 200 ")
+	edited := plan(doc[:mid] + "Sentence two hundred" + doc[mid+len("Sentence 200"):])
+	first := -1
+	for i, c := range base.Chunks {
+		if c.Start <= int64(mid) && int64(mid) < c.End {
+			first = i
+		}
+	}
+	for i := range base.Chunks {
+		same := base.Chunks[i].Chain == edited.Chunks[i].Chain
+		if same != (i < first) {
+			t.Fatalf("chunk %d (edit in chunk %d): same chain %v", i, first, same)
+		}
 	}
 }
 

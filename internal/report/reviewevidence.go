@@ -1,6 +1,7 @@
 package report
 
 import (
+	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -288,3 +289,25 @@ var reviewPlaceholderWords = reviewSet(`previous memory memories relevant inform
 currently current nothing none unknown available mentioned mention mentions provided given found
 section sections document documents text context problem question questions answer answers
 known unclear unable determine determined related regarding`)
+
+// AnswerSources cites, by document, the corpus evidence that supports an
+// answer (SupportsAnswer set), in stream order, the passage's pages before
+// the chunk's; nil for a single document, whose entries name none.
+func AnswerSources(ev []api.ReviewEvidence) []api.SourceRef {
+	var refs []api.SourceRef
+	for _, e := range ev {
+		if !e.SupportsAnswer || e.Document == "" {
+			continue
+		}
+		pages := e.Pages
+		if e.Passage != nil && e.Passage.Pages != nil {
+			pages = e.Passage.Pages
+		}
+		r := api.SourceRef{Document: e.Document, Name: path.Base(e.Document), Pages: pages}
+		if n := len(refs); n > 0 && refs[n-1].String() == r.String() {
+			continue
+		}
+		refs = append(refs, r)
+	}
+	return refs
+}

@@ -36,6 +36,8 @@ type Options struct {
 	Simulator bool
 	// SimulatorLatency is added to every simulated call.
 	SimulatorLatency time.Duration
+	// SimulatorPolicy is the simulator's Options.Policy.
+	SimulatorPolicy string
 	// DisableUI skips the Temporal Web UI.
 	DisableUI bool
 	Logger    *slog.Logger
@@ -88,7 +90,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		stack.Close()
 		return nil, err
 	}
-	d.Simulator = simulator.New(simulator.Options{Tokenizer: tok, Latency: opts.SimulatorLatency, Logger: logger})
+	d.Simulator = simulator.New(simulator.Options{Tokenizer: tok, Latency: opts.SimulatorLatency, Logger: logger, Policy: opts.SimulatorPolicy})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultSimulatorPort))
 	if opts.FreePorts {
 		addr = "127.0.0.1:0"

@@ -1,6 +1,8 @@
 package simulator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"sort"
 	"strings"
@@ -331,4 +333,28 @@ func finalReply(answer string) string {
 		return `The memory does not hold the answer to the problem, so the answer is \boxed{unknown}.`
 	}
 	return `After reviewing the memory, the answer is \boxed{` + answer + `}.`
+}
+
+// Policies (Options.Policy).
+const (
+	// PolicyExtractive keeps the sentences that share words with the
+	// question (updateMemory) and answers from them (answerFrom).
+	PolicyExtractive = "extractive"
+	// PolicyChain makes each memory a hash of the question, the memory
+	// before and the chunk, and answers with the memory: the answer
+	// depends on every chunk read, in order, and on nothing else. It is
+	// deterministic, so two readings agree exactly when they read the same
+	// chunks in the same order from the same start: what a test of
+	// checkpoint reuse compares.
+	PolicyChain = "chain"
+)
+
+// chainMemory is PolicyChain's memory after a chunk.
+func chainMemory(question, memory, section string) string {
+	h := sha256.New()
+	for _, s := range []string{question, memory, section} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return "chain-" + hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -103,6 +103,10 @@ type Options struct {
 	// seconds; zero means DefaultRetryAfter.
 	RetryAfter time.Duration
 
+	// Policy is how completions are made: PolicyExtractive (the default,
+	// also "") or PolicyChain.
+	Policy string
+
 	// Faults injects failures at given rates.
 	Faults Faults
 	// FaultRate is added evenly over the transient fault kinds (429, 500,
@@ -445,7 +449,13 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	if p.hasSection {
 		sum := sha256.Sum256([]byte(p.section))
 		call.Kind, call.ChunkSHA256 = KindUpdate, hex.EncodeToString(sum[:])
-		out, truncated = updateMemory(p.question, p.memory, p.section, budget, s.count)
+		if s.opts.Policy == PolicyChain {
+			out = chainMemory(p.question, p.memory, p.section)
+		} else {
+			out, truncated = updateMemory(p.question, p.memory, p.section, budget, s.count)
+		}
+	} else if s.opts.Policy == PolicyChain {
+		out = finalReply(p.memory)
 	} else {
 		out, truncated = fitBudget(finalReply(answerFrom(p.question, p.memory)), budget, s.count)
 	}

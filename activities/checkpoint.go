@@ -1,0 +1,220 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// FindCheckpointName is the activity that finds where a run can start
+// reading: the deepest memory checkpoint of an earlier reading of the
+// same chunks.
+const FindCheckpointName = "memagent.FindCheckpoint"
+
+// checkpointArea holds the memory checkpoints, in the worker's bucket:
+// checkpoints/<key>/<chain>.json, where key covers everything but the
+// text that shaped a memory (checkpointKey) and chain is the hash chain
+// of the chunks read (memagent.Chunk.Chain). An operator expires them
+// with a lifecycle rule on the prefix; a missing one costs a reading.
+const checkpointArea = "checkpoints/"
+
+// checkpointVersion is checkpoint.Version; a checkpoint of another
+// version is not used.
+const checkpointVersion = 1
+
+// checkpoint is the memory after a chunk, as UpdateMemory left it.
+type checkpoint struct {
+	Version int `json:"version"`
+	// Chunks is how many chunks the memory has read; Chain is the last
+	// one's chain link.
+	Chunks int    `json:"chunks"`
+	Chain  string `json:"chain"`
+	Memory string `json:"memory"`
+	// Evidence is the chunk's evidence entry, when it changed the memory
+	// materially: a run that starts from a later checkpoint rebuilds the
+	// evidence of the chunks it skips from those of the checkpoints.
+	Evidence *api.ReviewEvidence `json:"evidence,omitempty"`
+	// WorkflowID and RunID are the run that wrote it.
+	WorkflowID string    `json:"workflow_id"`
+	RunID      string    `json:"run_id"`
+	WrittenAt  time.Time `json:"written_at"`
+}
+
+// checkpointKey covers everything besides the chunks' text that shapes a
+// memory: the question, the update prompt's template (the final prompt
+// does not touch the memory), the model, its sampling options and memory
+// budget, the tokenizer and chunk size (also in the chain, through the
+// chunk boundaries), and the sample of a rollout group, so that
+// independent samples never share a memory.
+func (a *Activities) checkpointKey(question string, opts api.ModelOptions, model string, sample int) string {
+	opts = opts.WithDefaults()
+	tmpl := a.Templates.Update
+	if tmpl == "" {
+		tmpl = memagent.DefaultTemplates().Update
+	}
+	b, _ := json.Marshal(struct {
+		V           int     `json:"v"`
+		Question    string  `json:"question"`
+		Template    string  `json:"template"`
+		Model       string  `json:"model"`
+		Temperature float32 `json:"temperature"`
+		TopP        float32 `json:"top_p"`
+		MemoryMax   int     `json:"memory_max_tokens"`
+		Tokenizer   string  `json:"tokenizer"`
+		ChunkTokens int     `json:"chunk_tokens"`
+		Sample      int     `json:"sample"`
+	}{checkpointVersion, question, tmpl, model, *opts.Temperature, *opts.TopP, opts.MemoryMaxTokens, opts.Tokenizer, opts.ChunkTokens, sample})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:16])
+}
+
+func (a *Activities) checkpointLoc(key, chain string) s3store.Location {
+	return s3store.Location{Bucket: a.Bucket, Key: checkpointArea + key + "/" + chain + ".json"}
+}
+
+// writeCheckpoint keeps the memory after chunk ch for later runs.
+func (a *Activities) writeCheckpoint(ctx context.Context, in actwire.UpdateInput, ch memagent.Chunk, opts api.ModelOptions, out *actwire.UpdateOutput, wf, run string) error {
+	if ch.Chain == "" {
+		return nil // an index from before chains: nothing to key it by
+	}
+	key := a.checkpointKey(in.Question, opts, a.modelName(opts), in.Sample)
+	cp := checkpoint{Version: checkpointVersion, Chunks: ch.Index + 1, Chain: ch.Chain, Memory: out.Memory,
+		Evidence: out.Evidence, WorkflowID: wf, RunID: run, WrittenAt: time.Now().UTC()}
+	sctx, cancel := a.s3ctx(ctx)
+	defer cancel()
+	if err := a.putJSON(sctx, a.checkpointLoc(key, ch.Chain), cp); err != nil {
+		return fmt.Errorf("write checkpoint of chunk %d: %w", ch.Index, err)
+	}
+	return nil
+}
+
+// findCheckpoint looks for the deepest checkpoint whose chain is the
+// run's own chunks' chain, with the run's key. The chain comes from the
+// index of the document the run reads, which the worker made from bytes
+// the run may read (the check is the one chunk reads get), so that a
+// checkpoint never carries text across a read boundary.
+//
+// Checkpoints of one reading are written chunk after chunk, so whether
+// one exists for the first k chunks is, but for expired ones, true up to
+// some depth and false past it: the search checks the last chunk, then
+// halves. A checkpoint it misses costs chunks read again, never a wrong
+// memory.
+func (a *Activities) findCheckpoint(ctx context.Context, in actwire.FindCheckpointInput) (*actwire.FindCheckpointOutput, error) {
+	ctx, hb := a.beginHeartbeat(ctx)
+	defer hb.stop()
+	indexLoc, err := s3store.ParseURI(in.IndexURI)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("index uri: %w", err))
+	}
+	if indexLoc.Bucket != a.Bucket || !strings.HasPrefix(indexLoc.Key, "indexes/") {
+		return nil, forbidden("index %s is not one this worker made (under s3://%s/indexes/)", in.IndexURI, a.Bucket)
+	}
+	idx, err := a.loadIndex(ctx, indexLoc)
+	if err != nil {
+		return nil, storeError(err, in.IndexURI)
+	}
+	if err := a.allowIndexedRead(in.Document, in.ETag, in.IndexURI, indexLoc, idx); err != nil {
+		return nil, err
+	}
+	out := &actwire.FindCheckpointOutput{}
+	n := len(idx.Chunks)
+	if n == 0 || idx.Chunks[n-1].Chain == "" {
+		return out, nil
+	}
+	opts := in.Options.WithDefaults()
+	key := a.checkpointKey(in.Question, opts, a.modelName(opts), in.Sample)
+	read := func(i int) (*checkpoint, error) {
+		sctx, cancel := a.s3ctx(ctx)
+		defer cancel()
+		data, err := a.Store.ReadAll(sctx, a.checkpointLoc(key, idx.Chunks[i].Chain))
+		if errors.Is(err, s3store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint: %w", err)
+		}
+		var cp checkpoint
+		if json.Unmarshal(data, &cp) != nil || cp.Version != checkpointVersion || cp.Chain != idx.Chunks[i].Chain || cp.Chunks != i+1 {
+			return nil, nil // not one this worker wrote for these chunks: read again
+		}
+		return &cp, nil
+	}
+	// lo is the deepest chunk known to have a checkpoint (-1: none), hi
+	// the shallowest known to have none.
+	lo, hi := -1, n
+	var found *checkpoint
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if found == nil && lo == -1 && hi == n {
+			mid = n - 1 // a question asked again of the same text
+		}
+		cp, err := read(mid)
+		if err != nil {
+			return nil, err
+		}
+		if cp != nil {
+			lo, found = mid, cp
+		} else {
+			hi = mid
+		}
+	}
+	if found == nil {
+		return out, nil
+	}
+	out.Chunks, out.Memory = found.Chunks, found.Memory
+	out.WorkflowID, out.RunID = found.WorkflowID, found.RunID
+	out.Evidence, out.EvidenceDropped, err = a.rebuildEvidence(ctx, read, found)
+	if err != nil {
+		return nil, err
+	}
+	a.logger().InfoContext(ctx, "checkpoint found", "chunks", out.Chunks, "of", n, "from_workflow", found.WorkflowID)
+	return out, nil
+}
+
+// rebuildEvidence is the evidence a reading of the checkpoint's chunks
+// kept, from the evidence entries of the checkpoints before it: appended
+// and pruned in chunk order against each chunk's memory, as the run
+// itself does. A checkpoint that is gone leaves its entry out.
+func (a *Activities) rebuildEvidence(ctx context.Context, read func(int) (*checkpoint, error), last *checkpoint) ([]api.ReviewEvidence, int, error) {
+	cps := make([]*checkpoint, last.Chunks)
+	cps[last.Chunks-1] = last
+	errs := make([]error, last.Chunks)
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range last.Chunks - 1 {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cps[i], errs[i] = read(i)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	var ev []api.ReviewEvidence
+	dropped := 0
+	for _, cp := range cps {
+		if cp == nil || cp.Evidence == nil {
+			continue
+		}
+		var d int
+		ev, d = report.ReviewPruneEvidence(append(ev, *cp.Evidence), cp.Memory, api.MaxReviewEvidence)
+		dropped += d
+	}
+	return ev, dropped, nil
+}

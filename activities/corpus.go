@@ -1,0 +1,278 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// AssembleCorpusName is the activity that turns a corpus (several
+// documents asked about as one) into one stream of text to index.
+const AssembleCorpusName = "memagent.AssembleCorpus"
+
+// corpusArea is where assembled corpora live, inside the converted text
+// area (derived text, never read as a caller's document).
+const corpusArea = "converted/corpora/"
+
+// corpusObject is corpus.json: the corpus map of an assembled stream,
+// written once the stream is in place.
+type corpusObject struct {
+	Text     string             `json:"text"`
+	TextETag string             `json:"text_etag"`
+	Bytes    int64              `json:"bytes"`
+	Map      memagent.CorpusMap `json:"map"`
+}
+
+// assembleCorpus converts each document of a corpus (PDF, DOCX and HTML
+// to text, as ConvertDocument does, reusing earlier conversions) and
+// writes them, in order, as one stream of text: each document opened by
+// its header line (memagent.CorpusHeader) and closed by a blank line. The
+// stream and its map are stored under converted/corpora/<hash of the
+// documents' versions>/, so the same versions are assembled once; the
+// output describes the stream as a converted document whose page map is
+// the corpus map. Every document is checked against the worker's read
+// prefixes before anything is read.
+func (a *Activities) assembleCorpus(ctx context.Context, in actwire.CorpusInput) (*actwire.ConvertOutput, error) {
+	ctx, hb := a.beginHeartbeat(ctx)
+	defer hb.stop()
+	if err := api.CheckDocuments("", in.Documents); err != nil {
+		return nil, badInput(err)
+	}
+	for i, d := range in.Documents {
+		if err := a.allowRead(fmt.Sprintf("documents[%d]", i), d); err != nil {
+			return nil, err
+		}
+	}
+	// What each document reads as: its converted text, or itself.
+	type part struct {
+		uri, name, format string
+		etag              string // of the document asked about
+		text              s3store.Location
+		textETag          string
+		pages             *memagent.PageMap
+	}
+	parts := make([]part, len(in.Documents))
+	key := sha256.New()
+	fmt.Fprintf(key, "corpus v1\x00%s\x00", ConverterVersion)
+	for i, d := range in.Documents {
+		conv, err := a.convertDocument(ctx, actwire.ConvertInput{Document: d})
+		if err != nil {
+			return nil, err
+		}
+		p := part{uri: d, name: memagent.CorpusName(d), format: conv.Format}
+		loc, _ := s3store.ParseURI(conv.Document)
+		info, err := a.Store.Head(ctx, loc)
+		if err != nil {
+			return nil, storeError(err, conv.Document)
+		}
+		if info.Size == 0 {
+			return nil, badInput(fmt.Errorf("documents[%d] %s is empty", i, d))
+		}
+		p.text, p.textETag, p.etag = loc, info.ETag, info.ETag
+		if conv.Source != "" {
+			p.etag = conv.SourceETag
+			if p.pages, err = a.loadPageMap(ctx, conv.PageMapURI, conv.Document); err != nil {
+				return nil, err
+			}
+		}
+		fmt.Fprintf(key, "%s\x00%s\x00%s\x00%d\x00", d, p.etag, p.textETag, info.Size)
+		parts[i] = p
+	}
+	id := hex.EncodeToString(key.Sum(nil)[:16])
+	textLoc := s3store.Location{Bucket: a.Bucket, Key: corpusArea + id + "/text.txt"}
+	mapLoc := s3store.Location{Bucket: a.Bucket, Key: corpusArea + id + "/corpus.json"}
+	unlock, err := a.lockPlan(ctx, mapLoc.String())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if c, err := a.loadCorpus(ctx, mapLoc.String()); err == nil {
+		if info, err := a.Store.Head(ctx, textLoc); err == nil && info.ETag == c.TextETag {
+			return corpusOutput(c, mapLoc, true), nil
+		}
+	}
+
+	f, err := os.CreateTemp("", "memagent-corpus-*")
+	if err != nil {
+		return nil, fmt.Errorf("assemble corpus: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	limit := a.Limits.withDefaults().MaxDocumentBytes
+	var offset int64
+	c := &corpusObject{Text: textLoc.String()}
+	for i, p := range parts {
+		header := memagent.CorpusHeader(i+1, p.name)
+		doc := memagent.CorpusDocument{Document: p.uri, Name: p.name, ETag: p.etag, Format: p.format, Start: offset}
+		if _, err := io.WriteString(f, header); err != nil {
+			return nil, fmt.Errorf("assemble corpus: %w", err)
+		}
+		textStart := offset + int64(len(header))
+		n, last, err := a.copyText(ctx, f, p.text, p.textETag, in.InvalidUTF8 == api.InvalidUTF8Replace, p.uri)
+		if err != nil {
+			return nil, err
+		}
+		offset = textStart + n
+		// A blank line between documents, so that no sentence runs on.
+		sep := "\n\n"
+		if last == '\n' {
+			sep = "\n"
+		}
+		if _, err := io.WriteString(f, sep); err != nil {
+			return nil, fmt.Errorf("assemble corpus: %w", err)
+		}
+		offset += int64(len(sep))
+		if offset > limit {
+			return nil, badInput(fmt.Errorf("the corpus is over %d bytes by documents[%d] %s, the worker's limit for one document: ask about fewer documents at once, or raise the limit on the worker", limit, i, p.uri))
+		}
+		doc.End = offset
+		if p.pages != nil {
+			pm := *p.pages
+			pm.Spans = make([]memagent.PageSpan, len(p.pages.Spans))
+			for j, s := range p.pages.Spans {
+				s.Start += textStart
+				s.End += textStart
+				pm.Spans[j] = s
+			}
+			doc.PageMap = &pm
+		}
+		c.Map.Documents = append(c.Map.Documents, doc)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	if err := a.Store.PutReader(ctx, textLoc, f, offset, "text/plain; charset=utf-8"); err != nil {
+		return nil, fmt.Errorf("upload corpus text: %w", err)
+	}
+	info, err := a.Store.Head(ctx, textLoc)
+	if err != nil {
+		return nil, fmt.Errorf("upload corpus text: %w", err)
+	}
+	c.TextETag, c.Bytes = info.ETag, offset
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode corpus map: %w", err)
+	}
+	if err := a.Store.Put(ctx, mapLoc, data, "application/json"); err != nil {
+		return nil, fmt.Errorf("write corpus map: %w", err)
+	}
+	a.logger().InfoContext(ctx, "corpus assembled", "documents", len(parts), "bytes", offset, "corpus", mapLoc.String())
+	return corpusOutput(c, mapLoc, false), nil
+}
+
+// copyText appends one document's text to w: valid UTF-8, or with its
+// invalid bytes replaced when replace is set. It returns the bytes written
+// and the last of them.
+func (a *Activities) copyText(ctx context.Context, w io.Writer, loc s3store.Location, etag string, replace bool, uri string) (int64, byte, error) {
+	body, err := a.Store.Open(ctx, loc, etag)
+	if err != nil {
+		return 0, 0, storeError(err, uri)
+	}
+	defer body.Close()
+	r := &heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery(ctx)}
+	rep := memagent.NewUTF8Replacer(r)
+	lw := &lastByteWriter{w: w}
+	n, err := io.Copy(lw, rep)
+	switch {
+	case r.err != nil:
+		return 0, 0, storeError(r.err, uri)
+	case err != nil:
+		return 0, 0, fmt.Errorf("assemble corpus: copy %s: %w", uri, err)
+	case rep.Replaced() > 0 && !replace:
+		return 0, 0, badInput(fmt.Errorf("document %s is not UTF-8 text (%d invalid bytes); convert it to UTF-8 first, or ask with invalid_utf8 \"replace\"", uri, rep.Replaced()))
+	}
+	return n, lw.last, nil
+}
+
+// lastByteWriter remembers the last byte written through it.
+type lastByteWriter struct {
+	w    io.Writer
+	last byte
+}
+
+func (l *lastByteWriter) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		l.last = p[len(p)-1]
+	}
+	return l.w.Write(p)
+}
+
+func corpusOutput(c *corpusObject, mapLoc s3store.Location, reused bool) *actwire.ConvertOutput {
+	return &actwire.ConvertOutput{Document: c.Text, Format: actwire.FormatCorpus, PageMapURI: mapLoc.String(),
+		Pages: len(c.Map.Documents), Bytes: c.Bytes, Reused: reused}
+}
+
+// loadCorpus reads a corpus map the worker wrote.
+func (a *Activities) loadCorpus(ctx context.Context, uri string) (*corpusObject, error) {
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("corpus map uri: %w", err))
+	}
+	if loc.Bucket != a.Bucket || !strings.HasPrefix(loc.Key, corpusArea) {
+		return nil, forbidden("corpus map %s is not one this worker assembled (under s3://%s/%s)", uri, a.Bucket, corpusArea)
+	}
+	data, err := a.Store.ReadAll(ctx, loc)
+	if err != nil {
+		return nil, storeError(err, uri)
+	}
+	var c corpusObject
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("decode corpus map %s: %w", uri, err)
+	}
+	return &c, nil
+}
+
+// allowReadCorpus checks a corpus PrepareDocument indexes: the stream is
+// the one its map describes, and every document of it is one this worker
+// may read.
+func (a *Activities) allowReadCorpus(ctx context.Context, in actwire.PrepareInput) (*memagent.CorpusMap, error) {
+	c, err := a.loadCorpus(ctx, in.Converted.PageMapURI)
+	if err != nil {
+		return nil, err
+	}
+	if c.Text != in.Document {
+		return nil, badInput(fmt.Errorf("corpus map %s describes %s, not %s", in.Converted.PageMapURI, c.Text, in.Document))
+	}
+	for i, d := range c.Map.Documents {
+		if err := a.allowRead(fmt.Sprintf("documents[%d]", i), d.Document); err != nil {
+			return nil, err
+		}
+	}
+	return &c.Map, nil
+}
+
+// citeCorpus names the corpus document of a chunk's evidence entry (the
+// document its passage is in, else the one its chunk starts in) and cites
+// that document's pages.
+func citeCorpus(c *memagent.CorpusMap, out *actwire.UpdateOutput) {
+	if c == nil {
+		return
+	}
+	if refs := c.Refs(out.Start, out.End); len(refs) > 0 {
+		out.Pages = refs[0].Pages
+	}
+	ev := out.Evidence
+	if ev == nil {
+		return
+	}
+	start, end := ev.Start, ev.Start+1
+	if p := ev.Passage; p != nil {
+		start, end = p.Start, p.End
+		if refs := c.Refs(p.Start, p.End); len(refs) > 0 {
+			p.Pages = refs[0].Pages
+		}
+	}
+	if refs := c.Refs(start, end); len(refs) > 0 {
+		ev.Document, ev.Pages = refs[0].Document, refs[0].Pages
+	}
+}

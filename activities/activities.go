@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -105,6 +106,11 @@ type Activities struct {
 	// planning holds a lock per index location being prepared, so that
 	// runs asking about one new document at once index it once.
 	planning map[string]*planLock
+
+	// Notifier POSTs batch change notifications (NotifyChanges); default
+	// a client with a 30-second timeout that follows no redirect. It must
+	// not record the URL it is given, which may hold a token.
+	Notifier *http.Client
 
 	// owners remembers the owners of claimed output prefixes (allowOutput).
 	owners ownerCache

@@ -27,7 +27,11 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 )
 
-// ObjectStore is the part of S3 the activities use.
+// ObjectStore is the part of S3 the activities use. A store that also has
+// ListFolders(ctx, bucket, prefix string) ([]string, error), as
+// s3store's does, lets a batch find its previous dated report
+// (compare_with "previous", and a Schedule's own comparison); without it,
+// only an explicit compare_with prefix compares.
 type ObjectStore interface {
 	Head(ctx context.Context, loc s3store.Location) (s3store.ObjectInfo, error)
 	Open(ctx context.Context, loc s3store.Location, etag string) (io.ReadCloser, error)

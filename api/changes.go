@@ -137,8 +137,8 @@ func checkCompareWith(in BatchQAInput) error {
 	switch c := in.CompareWith; {
 	case c == "":
 	case c == CompareWithPrevious:
-		if !in.DatedReport {
-			return errors.New(`compare_with "previous" needs dated_report: the previous report is the latest earlier dated folder under report_prefix`)
+		if !in.DatedReport || in.ReportPrefix == "" {
+			return errors.New(`compare_with "previous" needs dated_report and a report_prefix: the previous report is the latest earlier dated folder under report_prefix`)
 		}
 	default:
 		if rest, ok := strings.CutPrefix(c, "s3://"); !ok || rest == "" || strings.HasPrefix(rest, "/") || !strings.Contains(rest, "/") {

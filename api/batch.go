@@ -138,11 +138,10 @@ type BatchQAInput struct {
 	// "What changed" section in report.html, the counts in the result
 	// and the MemagentChangedItems search attribute. It is the s3://
 	// prefix of the earlier report (the folder of its report.json), or
-	// CompareWithPrevious ("previous", with dated_report and
-	// report_prefix): the latest
-	// earlier dated report under report_prefix. A batch started by a
-	// Temporal Schedule with dated_report compares with the previous one
-	// unless this is set. The earlier report is read under the worker's
+	// CompareWithPrevious ("previous", with dated_report and a
+	// report_prefix): the latest earlier dated report under report_prefix.
+	// A batch started by a Temporal Schedule with dated_report and a
+	// report_prefix compares with the previous one unless this is set. The earlier report is read under the worker's
 	// read prefixes, like a manifest; none there means every item is new.
 	CompareWith string `json:"compare_with,omitempty" contract:"maxlen=1024"`
 	// NotifyURL, an http or https URL, gets a POST of a

@@ -89,6 +89,12 @@ func TestScheduleReportsChanges(t *testing.T) {
 		"--chunk-tokens", "2000", "--notify-url", hook.URL+"/hook?token="+secret); err != nil {
 		t.Fatalf("schedule create: %v\n%s", err, stderr)
 	}
+	for _, args := range [][]string{{"schedule", "describe", id}, {"schedule", "describe", id, "--json"}} {
+		out, stderr, err := runCLI(t, args...)
+		if err != nil || strings.Contains(out, secret) || !strings.Contains(out, hook.URL+"/…") {
+			t.Errorf("%s: %v; want the notify_url's scheme and host, not its token:\n%s%s", strings.Join(args, " "), err, out, stderr)
+		}
+	}
 	trigger := func() api.BatchQAResult {
 		t.Helper()
 		out, stderr, err := runCLI(t, "schedule", "trigger", id, "--wait", "--json")

@@ -793,6 +793,10 @@ func describeSchedule(ctx context.Context, tc client.Client, dc converter.DataCo
 			if p, ok := a.Args[0].(*commonpb.Payload); ok {
 				var in api.BatchQAInput
 				if err := dc.FromPayload(p, &in); err == nil {
+					if in.NotifyURL != "" {
+						// Its path, query or userinfo may hold a token.
+						in.NotifyURL = api.NotifyHost(in.NotifyURL) + "/…"
+					}
 					v.Input = &in
 				}
 			}
@@ -872,6 +876,15 @@ func printScheduleView(w io.Writer, v *scheduleView) {
 		}
 		if len(opts) > 0 {
 			fmt.Fprintf(w, "Options:   %s\n", strings.Join(opts, ", "))
+		}
+		switch {
+		case in.CompareWith != "" && in.CompareWith != api.CompareWithPrevious:
+			fmt.Fprintf(w, "Changes:   compared with %s\n", in.CompareWith)
+		case in.DatedReport && in.ReportPrefix != "":
+			fmt.Fprintln(w, "Changes:   compared with the previous run's report")
+		}
+		if in.NotifyURL != "" {
+			fmt.Fprintf(w, "Notify:    %s\n", in.NotifyURL)
 		}
 	}
 	fmt.Fprintf(w, "Runs:      %d started, %d skipped (overlap), %d missed (catch-up window)\n", v.Actions, v.Skipped, v.Missed)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -27,7 +28,11 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 )
 
-// ObjectStore is the part of S3 the activities use.
+// ObjectStore is the part of S3 the activities use. A store that also has
+// ListFolders(ctx, bucket, prefix string) ([]string, error), as
+// s3store's does, lets a batch find its previous dated report
+// (compare_with "previous", and a Schedule's own comparison); without it,
+// only an explicit compare_with prefix compares.
 type ObjectStore interface {
 	Head(ctx context.Context, loc s3store.Location) (s3store.ObjectInfo, error)
 	Open(ctx context.Context, loc s3store.Location, etag string) (io.ReadCloser, error)
@@ -106,6 +111,11 @@ type Activities struct {
 	// planning holds a lock per index location being prepared, so that
 	// runs asking about one new document at once index it once.
 	planning map[string]*planLock
+
+	// Notifier POSTs batch change notifications (NotifyChanges); default
+	// a client with a 30-second timeout that follows no redirect. It must
+	// not record the URL it is given, which may hold a token.
+	Notifier *http.Client
 
 	// owners remembers the owners of claimed output prefixes (allowOutput).
 	owners ownerCache

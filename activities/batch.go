@@ -13,6 +13,9 @@ const (
 	WriteBatchResultsName = "memagent.WriteBatchResults"
 	WriteBatchReportName  = "memagent.WriteBatchReport"
 	CheckChildrenName     = "memagent.CheckBatchChildren"
+	// NotifyChangesName POSTs a batch's change notification to its
+	// notify_url.
+	NotifyChangesName = "memagent.NotifyChanges"
 )
 
 // ErrBatchIncomplete is the type of WriteBatchReport's failure when an item
@@ -44,6 +47,7 @@ func (a *Activities) registerBatch(r Registry) {
 	r.RegisterActivityWithOptions(a.writeBatchResults, activity.RegisterOptions{Name: WriteBatchResultsName})
 	r.RegisterActivityWithOptions(a.writeBatchReport, activity.RegisterOptions{Name: WriteBatchReportName})
 	r.RegisterActivityWithOptions(a.checkBatchChildren, activity.RegisterOptions{Name: CheckChildrenName})
+	r.RegisterActivityWithOptions(a.notifyChanges, activity.RegisterOptions{Name: NotifyChangesName})
 }
 
 // PagePath is the path of page n under a batch's work prefix.

@@ -82,6 +82,9 @@ func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput)
 			return nil, err
 		}
 	}
+	if err := a.allowCompare(in.CompareWith, out.ReportPrefix); err != nil {
+		return nil, err
+	}
 	out.WorkPrefix = out.ReportPrefix + "work/" + in.RunKey + "/"
 	info, err := a.Store.Head(ctx, loc)
 	if errors.Is(err, s3store.ErrNotFound) {

@@ -66,7 +66,14 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 			return nil, forbidden("outcome part %s is not under the batch's work prefix (%swork/)", p, prefix)
 		}
 	}
-	prefix, err := a.ownReportPrefix(ctx, prefix, in.RunID)
+	// The comparison looks beside the prefix the batch claimed, before a
+	// report kept there moves this one to runs/<run id>/.
+	cmp, err := a.startComparison(ctx, in.CompareWith, in.CompareAuto, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer cmp.close()
+	prefix, err = a.ownReportPrefix(ctx, prefix, in.RunID)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +245,11 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 				failures = append(failures, []string{strconv.Itoa(r.Seq), r.ID, r.Document, r.ErrorType, r.Error})
 			}
 		}
+		if cmp != nil {
+			if err := cmp.add(r); err != nil {
+				return err
+			}
+		}
 		if len(rows) < maxHTMLItems {
 			row := report.BatchHTMLItemRow(r)
 			if samples > 1 {
@@ -271,9 +283,25 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 		rep.ByLabel = report.FinishBatchLabels(by)
 	}
 
+	var changes *os.File
+	if cmp != nil {
+		if changes, err = cmp.finish(prefix+api.ReportChangesName, rep.ReportURI); err != nil {
+			return nil, fmt.Errorf("changes: %w", err)
+		}
+		defer os.Remove(changes.Name())
+		defer changes.Close()
+		sum := cmp.summary
+		rep.Changes = &sum
+	}
+
 	chart := report.BatchChart(fmt.Sprintf("%s: score against document length", in.Name), points)
 	var page bytes.Buffer
-	if err := report.WriteBatchHTML(&page, report.NewBatchPage(rep, labelKeys, chart, failures, failedTotal, rows)); err != nil {
+	bp := report.NewBatchPage(rep, labelKeys, chart, failures, failedTotal, rows)
+	if cmp != nil {
+		bp.Changes = cmp.section.Section(cmp.summary)
+		bp.Links = append(bp.Links, report.BatchLink{Name: api.ReportChangesName, Href: api.ReportChangesName})
+	}
+	if err := report.WriteBatchHTML(&page, bp); err != nil {
 		return nil, fmt.Errorf("render report page: %w", err)
 	}
 	repJSON, err := json.MarshalIndent(rep, "", "  ")
@@ -288,6 +316,9 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 	var groupFiles []reportFile
 	if samples > 1 {
 		groupFiles = append(groupFiles, reportFile{api.ReportGroupsName, "application/x-ndjson", nil, groupLines.Bytes()})
+	}
+	if changes != nil {
+		groupFiles = append(groupFiles, reportFile{api.ReportChangesName, "application/json", changes, nil})
 	}
 	for _, f := range append(groupFiles, []reportFile{
 		{api.ReportResultsName, "application/x-ndjson", results, nil},
@@ -311,6 +342,10 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 	}
 	a.logger().InfoContext(ctx, "batch report written", "report", rep.ReportURI, "items", rep.Overall.Items,
 		"answered", rep.Overall.Answered, "reused", rep.Overall.Reused, "failed", rep.Overall.Failed)
+	if c := rep.Changes; c != nil {
+		a.logger().InfoContext(ctx, "batch compared with the previous report", "previous", c.PreviousReport,
+			"new", c.New, "changed", c.Changed, "unchanged", c.Unchanged, "removed", c.Removed, "failed", c.Failed)
+	}
 	return rep, nil
 }
 

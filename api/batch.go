@@ -133,6 +133,23 @@ type BatchQAInput struct {
 	// tokens each child has spent before each call, so the calls in
 	// flight (at most one per running child) may pass it.
 	Budget *Budget `json:"budget,omitempty"`
+	// CompareWith compares the report with an earlier one, item by item
+	// (by manifest id and sample): changes.json beside the report, a
+	// "What changed" section in report.html, the counts in the result
+	// and the MemagentChangedItems search attribute. It is the s3://
+	// prefix of the earlier report (the folder of its report.json), or
+	// CompareWithPrevious ("previous", with dated_report and a
+	// report_prefix): the latest earlier dated report under report_prefix.
+	// A batch started by a Temporal Schedule with dated_report and a
+	// report_prefix compares with the previous one unless this is set. The earlier report is read under the worker's
+	// read prefixes, like a manifest; none there means every item is new.
+	CompareWith string `json:"compare_with,omitempty" contract:"maxlen=1024"`
+	// NotifyURL, an http or https URL, gets a POST of a
+	// ChangeNotification (JSON) once the report is written, retried for
+	// up to an hour; a batch whose notification never succeeds still
+	// completes, with notify "failed" in its result. The URL may hold a
+	// token: only its scheme and host are ever logged or shown.
+	NotifyURL string `json:"notify_url,omitempty" contract:"maxlen=2048"`
 }
 
 // BatchQAResult is BatchQA's result.
@@ -162,6 +179,12 @@ type BatchQAResult struct {
 	// once, and Groups the report's aggregate of the items' samples.
 	Samples int             `json:"samples,omitempty"`
 	Groups  *GroupAggregate `json:"groups,omitempty"`
+	// Changes compares the report with the previous one (compare_with, or
+	// a scheduled dated batch); absent when the batch compared with none.
+	Changes *ChangeSummary `json:"changes,omitempty"`
+	// Notify is NotifySent or NotifyFailed when the input has a
+	// notify_url.
+	Notify string `json:"notify,omitempty"`
 }
 
 // BatchProgress is what BatchQA's progress query (ProgressQuery) returns.
@@ -230,6 +253,14 @@ func (in BatchQAInput) Validate() error {
 	}
 	if len(in.Name) > MaxKeywordBytes {
 		return fmt.Errorf("name is %d bytes, over %d: shorten it", len(in.Name), MaxKeywordBytes)
+	}
+	if err := checkCompareWith(in); err != nil {
+		return err
+	}
+	if in.NotifyURL != "" {
+		if err := CheckNotifyURL(in.NotifyURL); err != nil {
+			return err
+		}
 	}
 	if err := in.Scheduling().Validate(); err != nil {
 		return err
@@ -428,6 +459,9 @@ type BatchReport struct {
 	Samples   int             `json:"samples,omitempty"`
 	Groups    *GroupAggregate `json:"groups,omitempty"`
 	GroupsURI string          `json:"groups_uri,omitempty"`
+	// Changes compares this report with the previous one; its ChangesURI
+	// is changes.json. Absent when the batch compared with none.
+	Changes *ChangeSummary `json:"changes,omitempty"`
 }
 
 // MaxSamples bounds how many times a batch answers each item.

@@ -34,6 +34,10 @@ const (
 	// BatchStageReporting; once closed, StageDone, StageFailed,
 	// StageCanceled, or StageContinued for a run that continued as new.
 	AttrStatus = "MemagentStatus"
+	// AttrChangedItems is, on a BatchQA run that compared its report with
+	// the previous one, how many items are new, changed or removed
+	// (ChangeSummary.Differences; Int), set when the report is written.
+	AttrChangedItems = "MemagentChangedItems"
 )
 
 // Typed keys of the search attributes, for workflow.UpsertTypedSearchAttributes,

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -243,6 +244,8 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	asJSON := outputFlag(cmd, "print the result and the report as one JSON object")
 	noWait := fs.Bool("no-wait", false, "start the batch and print its workflow id, without waiting")
 	budget := budgetFlags(fs, "the batch")
+	compare := fs.String("compare-with", "", `compare the report with an earlier one, item by item (changes.json, a "What changed" section): its s3:// report prefix, or "previous" with --dated and --report-prefix (the latest earlier dated report there)`)
+	notify := fs.String("notify-url", "", "POST the change summary as JSON to this http(s) `URL` once the report is written (retried for up to an hour); only its scheme and host are ever shown")
 	return func(args []string) (err error) {
 		if cfgErr != nil {
 			return cfgErr
@@ -261,8 +264,9 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		}
 		in := api.BatchQAInput{
 			Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
-			Options:  api.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
-			Samples:  *samples,
+			Options:     api.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
+			Samples:     *samples,
+			CompareWith: *compare, NotifyURL: *notify,
 			Priority: sched.Priority, FairnessKey: sched.FairnessKey, FairnessWeight: sched.FairnessWeight,
 		}
 		if *temperature >= 0 {
@@ -377,6 +381,17 @@ func printBatchReport(w io.Writer, res *api.BatchQAResult, rep *api.BatchReport)
 			g.Samples, g.MeanSubstringMatch, g.BestSubstringMatch, g.MeanF1, g.BestF1, g.Scored)
 	}
 	fmt.Fprintf(w, "Model:     %s, %d calls, %d prompt + %d completion tokens\n", orDash(model), o.Usage.Calls, o.Usage.PromptTokens, o.Usage.CompletionTokens)
+	if c := res.Changes; c != nil {
+		since := "no previous report"
+		if c.PreviousReport != "" {
+			since = "since " + c.Since.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "Changes:   %s: %d new, %d changed, %d unchanged, %d removed, %d failed (%s)\n",
+			since, c.New, c.Changed, c.Unchanged, c.Removed, c.Failed, c.ChangesURI)
+	}
+	if res.Notify != "" {
+		fmt.Fprintf(w, "Notify:    %s\n", res.Notify)
+	}
 	fmt.Fprintf(w, "Report:    %s\n", res.ReportURI)
 	fmt.Fprintf(w, "Page:      %s\n", html)
 	fmt.Fprintf(w, "Results:   %s (CSV %s)\n", results, csv)

@@ -73,6 +73,11 @@ type scheduleCreate struct {
 	Priority       int
 	FairnessKey    string
 	FairnessWeight float64
+	// CompareWith replaces the comparison with the previous run's report
+	// (an s3:// report prefix: a fixed baseline); NotifyURL gets each
+	// run's change summary.
+	CompareWith string
+	NotifyURL   string
 
 	// Set by validate.
 	every   time.Duration
@@ -147,6 +152,18 @@ func (c *scheduleCreate) validate() error {
 			return fmt.Errorf("--report-prefix: %w", err)
 		}
 		c.ReportPrefix = p
+	}
+	if c.CompareWith != "" && c.CompareWith != api.CompareWithPrevious {
+		p, err := normalizePrefix(c.CompareWith)
+		if err != nil {
+			return badRequest(fmt.Errorf("--compare-with: %w (or \"previous\", the default)", err))
+		}
+		c.CompareWith = p
+	}
+	if c.NotifyURL != "" {
+		if err := api.CheckNotifyURL(c.NotifyURL); err != nil {
+			return badRequest(fmt.Errorf("--notify-url: %w", err))
+		}
 	}
 	return nil
 }
@@ -407,6 +424,8 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 	fs.DurationVar(&c.Jitter, "jitter", 0, "start each run up to this much later, at random (spreads load)")
 	fs.StringVar(&c.TimeZone, "timezone", "", "IANA time zone of --cron, e.g. Europe/Paris (default UTC)")
 	fs.DurationVar(&c.CatchupWindow, "catchup-window", defaultCatchupWindow, "after an outage, start missed runs at most this late")
+	fs.StringVar(&c.CompareWith, "compare-with", "", `what each run's report is compared with (changes.json, a "What changed" section): "previous" (the default: the previous run's report) or the s3:// prefix of a fixed baseline report`)
+	fs.StringVar(&c.NotifyURL, "notify-url", "", "POST each run's change summary as JSON to this http(s) `URL` once its report is written; only its scheme and host are ever shown")
 	return func(args []string) (err error) {
 		if cfgErr != nil {
 			return cfgErr
@@ -453,6 +472,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 			ReportPrefix: c.ReportPrefix,
 			DatedReport:  true,
 			Priority:     c.Priority, FairnessKey: c.FairnessKey, FairnessWeight: c.FairnessWeight,
+			CompareWith: c.CompareWith, NotifyURL: c.NotifyURL,
 		}
 		if err := in.Validate(); err != nil {
 			return err
@@ -773,6 +793,10 @@ func describeSchedule(ctx context.Context, tc client.Client, dc converter.DataCo
 			if p, ok := a.Args[0].(*commonpb.Payload); ok {
 				var in api.BatchQAInput
 				if err := dc.FromPayload(p, &in); err == nil {
+					if in.NotifyURL != "" {
+						// Its path, query or userinfo may hold a token.
+						in.NotifyURL = api.NotifyHost(in.NotifyURL) + "/…"
+					}
 					v.Input = &in
 				}
 			}
@@ -852,6 +876,15 @@ func printScheduleView(w io.Writer, v *scheduleView) {
 		}
 		if len(opts) > 0 {
 			fmt.Fprintf(w, "Options:   %s\n", strings.Join(opts, ", "))
+		}
+		switch {
+		case in.CompareWith != "" && in.CompareWith != api.CompareWithPrevious:
+			fmt.Fprintf(w, "Changes:   compared with %s\n", in.CompareWith)
+		case in.DatedReport && in.ReportPrefix != "":
+			fmt.Fprintln(w, "Changes:   compared with the previous run's report")
+		}
+		if in.NotifyURL != "" {
+			fmt.Fprintf(w, "Notify:    %s\n", in.NotifyURL)
 		}
 	}
 	fmt.Fprintf(w, "Runs:      %d started, %d skipped (overlap), %d missed (catch-up window)\n", v.Actions, v.Skipped, v.Missed)

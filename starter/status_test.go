@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memagent/memagent/api"
 )
@@ -92,6 +93,31 @@ Results:   s3://b/batches/x/results.jsonl (CSV s3://b/batches/x/results.csv)
 	}
 	if got := fromReport.String(); got != want {
 		t.Errorf("from the report:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestPrintBatchReportChanges: a batch that compared prints its changes
+// and how its notification went.
+func TestPrintBatchReportChanges(t *testing.T) {
+	res := &api.BatchQAResult{Name: "nightly", Items: 20, Succeeded: 5, Skipped: 15, WorkflowID: "batch-n", Runs: 1, Notify: api.NotifyFailed,
+		ReportURI: "s3://b/r/2026-01-02T020000Z/report.json",
+		Changes: &api.ChangeSummary{Since: time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC), PreviousReport: "s3://b/r/2026-01-01T020000Z/report.json",
+			Changed: 5, Unchanged: 15, ChangesURI: "s3://b/r/2026-01-02T020000Z/changes.json"}}
+	var out bytes.Buffer
+	printBatchReport(&out, res, nil)
+	for _, want := range []string{
+		"Changes:   since 2026-01-01T02:00:00Z: 0 new, 5 changed, 15 unchanged, 0 removed, 0 failed (s3://b/r/2026-01-02T020000Z/changes.json)\n",
+		"Notify:    failed\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printed\n%s\nwant a line %q", out.String(), want)
+		}
+	}
+	res.Changes = &api.ChangeSummary{New: 20}
+	out.Reset()
+	printBatchReport(&out, res, nil)
+	if !strings.Contains(out.String(), "Changes:   no previous report: 20 new,") {
+		t.Errorf("without a previous report, printed\n%s", out.String())
 	}
 }
 

@@ -66,6 +66,13 @@ type batchState struct {
 	Waiting []api.BudgetRequest   `json:"waiting,omitempty"`
 	// Finishing are carried children that said they are closing.
 	Finishing []string `json:"finishing,omitempty"`
+	// Changes says the first run took BatchChangesChange at version 1:
+	// the report compares with CompareWith (when set) and the batch
+	// notifies its notify_url. CompareAuto says a Schedule implied the
+	// comparison (decideChanges).
+	Changes     bool   `json:"changes,omitempty"`
+	CompareWith string `json:"compare_with,omitempty"`
+	CompareAuto bool   `json:"compare_auto,omitempty"`
 }
 
 // carriedChild is a running child handed from one run to the next: its
@@ -166,6 +173,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	b.publish(b.progress.Stage, api.BatchKey.ValueSet(api.KeywordValue(st.Name)))
 
 	if st.Expanded.WorkPrefix == "" {
+		decideChanges(ctx, in, st)
 		dated := ""
 		if in.DatedReport {
 			dated = st.StartedAt.UTC().Format(api.DatedReportLayout)
@@ -181,7 +189,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
 			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), PageSize: in.PageSize,
-			Options: in.Options, Samples: in.Samples,
+			Options: in.Options, Samples: in.Samples, CompareWith: st.explicitCompare(),
 		}).Get(ctx, &st.Expanded); err != nil {
 			return nil, stageError("expand manifest", err)
 		}
@@ -223,21 +231,33 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		Model: st.Expanded.Model, Options: in.Options, StartedAt: st.StartedAt,
 		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
 		RunID: info.WorkflowExecution.RunID, Samples: in.Samples,
+		CompareWith: st.CompareWith, CompareAuto: st.CompareAuto,
 	}).Get(ctx, &rep); err != nil {
 		return nil, stageError("write report", err)
 	}
-	b.publish(api.BatchStageDone)
 	// A report kept from an earlier run moves this one to runs/<run id>/.
 	reportPrefix := st.Expanded.ReportPrefix
 	if p, ok := strings.CutSuffix(rep.ReportURI, "report.json"); ok && p != "" {
 		reportPrefix = p
 	}
-	return &api.BatchQAResult{
+	res := &api.BatchQAResult{
 		Name: st.Name, Items: st.Expanded.Items, Succeeded: st.Answered, Failed: st.Failed, Skipped: st.Reused,
 		ReportPrefix: reportPrefix, ReportURI: reportPrefix + "report.json",
 		HTMLURI: rep.HTMLURI, WorkflowID: info.WorkflowExecution.ID, Runs: st.Runs, Model: st.Expanded.Model,
 		Overall: rep.Overall, Samples: rep.Samples, Groups: rep.Groups,
-	}, nil
+	}
+	if st.Changes {
+		res.Changes = rep.Changes
+		if rep.Changes != nil {
+			// Findable before the notification, which may take its time.
+			b.publish(api.BatchStageReporting, api.ChangedItemsKey.ValueSet(int64(rep.Changes.Differences())))
+		}
+		if in.NotifyURL != "" {
+			res.Notify = b.notifyChanges(res)
+		}
+	}
+	b.publish(api.BatchStageDone)
+	return res, nil
 }
 
 // batchRun is one run of BatchQA: its state and the window of children.

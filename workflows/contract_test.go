@@ -39,6 +39,8 @@ var published = []struct {
 	{"batch.progress", "memagent.BatchQA progress query", reflect.TypeFor[api.BatchProgress](), contract.Output},
 	{"batch.report", "BatchQA report.json", reflect.TypeFor[api.BatchReport](), contract.Output},
 	{"batch.results-line", "BatchQA results.jsonl line (also a manifest line)", reflect.TypeFor[api.BatchItemResult](), contract.Output},
+	{"batch.changes", "BatchQA changes.json", reflect.TypeFor[api.ChangesReport](), contract.Output},
+	{"batch.notification", "BatchQA notify_url POST body", reflect.TypeFor[api.ChangeNotification](), contract.Output},
 	{"estimate.input", "memagent.Estimate input", reflect.TypeFor[api.EstimateInput](), contract.Input},
 	{"estimate.result", "memagent.Estimate result", reflect.TypeFor[api.Estimate](), contract.Output},
 }

@@ -34,15 +34,17 @@ package workflows_test
 //
 // BatchQA's histories come in generations too (batchGenerations:
 // testdata/batch_run{N}.json, then testdata/batch_v1_run{N}.json, then
-// testdata/batch_carry_run{N}.json); the current one is recorded the same
-// way by
+// testdata/batch_carry_run{N}.json, then testdata/batch_changes_run{N}.json);
+// the current one is recorded the same way by
 //
 //	go test ./workflows -run 'TestReplayBatch$' -update
 //
 // from a batch of five items in pages of two, two items a run, so that it
 // continues-as-new twice: one run whose children answer, one whose items
 // settle without a child (an earlier answer reused, a missing document)
-// and one whose child fails, which then writes the report. -update
+// and one whose child fails, which then writes the report, compares it
+// with an earlier report (compare_with, a prefix that holds none: every
+// item is new) and POSTs its notify_url (a server of the test). -update
 // records what every replay test selected by -run records: select one.
 
 import (
@@ -52,12 +54,15 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -483,6 +488,9 @@ var batchGenerations = []generation{
 	// BatchCarryChange at version 1: children run on across
 	// continue-as-new, carried in the state, and report by signal.
 	{name: "v2-carry", prefix: "batch_carry_run"},
+	// BatchChangesChange at version 1: the report compared (compare_with),
+	// MemagentChangedItems upserted and notify_url POSTed.
+	{name: "v3-changes", prefix: "batch_changes_run"},
 }
 
 const (
@@ -530,6 +538,39 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	}
 	checkChain(t, files, histories)
 	checkBatchCoverage(t, histories)
+	if g.name == "v3-changes" {
+		checkChangesCoverage(t, histories)
+	}
+}
+
+// checkChangesCoverage asserts that a chain of BatchChangesChange at
+// version 1 compared its report and notified once.
+func checkChangesCoverage(t *testing.T, histories []*historypb.History) {
+	t.Helper()
+	notified, changed, marker := 0, 0, 0
+	for _, hist := range histories {
+		if hist == nil {
+			return
+		}
+		for _, e := range hist.GetEvents() {
+			switch {
+			case e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.NotifyChangesName:
+				notified++
+			case e.GetUpsertWorkflowSearchAttributesEventAttributes() != nil:
+				if _, ok := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()[api.AttrChangedItems]; ok {
+					changed++
+				}
+			case e.GetMarkerRecordedEventAttributes() != nil:
+				if strings.Contains(e.GetMarkerRecordedEventAttributes().String(), workflows.BatchChangesChange) {
+					marker++
+				}
+			}
+		}
+	}
+	if notified != 1 || changed != 1 || marker != 1 {
+		t.Errorf("%s marker %d, %s upserted %d times, %s scheduled %d times; want 1 each",
+			workflows.BatchChangesChange, marker, api.AttrChangedItems, changed, activities.NotifyChangesName, notified)
+	}
 }
 
 // checkBatchCoverage asserts that the chain exercised every path of
@@ -620,11 +661,15 @@ func recordBatchHistories(t *testing.T, prefix string) {
 	if err := store.Put(ctx, mloc, []byte(manifest.String()), "application/x-ndjson"); err != nil {
 		t.Fatal(err)
 	}
+	var posts atomic.Int32
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posts.Add(1) }))
+	defer hook.Close()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: batchReplayID, TaskQueue: cfg.TaskQueue},
 		api.BatchQAName, api.BatchQAInput{
 			Manifest: mloc.String(), Name: "replay", Concurrency: 2, PageSize: 2, ItemsPerRun: 2,
 			Priority: api.PriorityBatch, FairnessKey: "replay", FairnessWeight: 2,
-			Options: api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+			Options:     api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+			CompareWith: "s3://" + cfg.Bucket + "/replay/baseline/", NotifyURL: hook.URL + "/hook",
 		})
 	if err != nil {
 		t.Fatalf("start BatchQA: %v", err)
@@ -636,6 +681,9 @@ func recordBatchHistories(t *testing.T, prefix string) {
 	}
 	if res.Items != 5 || res.Succeeded != 2 || res.Skipped != 1 || res.Failed != 2 || res.Runs < batchMinRuns || res.Overall.ExactMatch != 1 {
 		t.Fatalf("result %+v: want 5 items (2 answered, 1 reused, 2 failed, all scored items exact) in at least %d runs", res, batchMinRuns)
+	}
+	if res.Changes == nil || res.Changes.New != 5 || res.Notify != api.NotifySent || posts.Load() != 1 {
+		t.Fatalf("changes %+v, notify %q, %d POSTs: want all 5 new (no earlier report), one POST", res.Changes, res.Notify, posts.Load())
 	}
 	writeChain(ctx, t, c, batchReplayID, runID, prefix)
 }

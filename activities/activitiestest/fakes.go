@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/memagent/memagent/internal/inference"
@@ -99,6 +101,27 @@ func (s *Store) PutReader(ctx context.Context, loc s3store.Location, body io.Rea
 		return err
 	}
 	return s.Put(ctx, loc, data, contentType)
+}
+
+// ListFolders lists the folders right under prefix, as s3store.Store
+// does: sorted names relative to prefix, each ending in '/'.
+func (s *Store) ListFolders(_ context.Context, bucket, prefix string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[string]bool{}
+	var folders []string
+	for loc := range s.objects {
+		rest, ok := strings.CutPrefix(loc.Key, prefix)
+		if loc.Bucket != bucket || !ok {
+			continue
+		}
+		if i := strings.IndexByte(rest, '/'); i >= 0 && !seen[rest[:i+1]] {
+			seen[rest[:i+1]] = true
+			folders = append(folders, rest[:i+1])
+		}
+	}
+	sort.Strings(folders)
+	return folders, nil
 }
 
 // Object returns an object's bytes, or nil.

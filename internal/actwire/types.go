@@ -31,6 +31,9 @@ type ExpandInput struct {
 	// hold proportionally fewer items, so that a page's runs stay as small
 	// in history as without samples.
 	Samples int `json:"samples,omitempty"`
+	// CompareWith is the input's compare_with, checked against the
+	// worker's read prefixes before any item runs.
+	CompareWith string `json:"compare_with,omitempty"`
 }
 
 // ExpandOutput describes an expanded manifest. The items themselves stay
@@ -133,6 +136,22 @@ type ReportInput struct {
 	// Samples is how many times each item was answered (0 means 1); every
 	// sample of every item must have an outcome.
 	Samples int `json:"samples,omitempty"`
+	// CompareWith compares the report with an earlier one (changes.json):
+	// an s3:// report prefix, or api.CompareWithPrevious for the latest
+	// earlier dated folder beside ReportPrefix. Empty compares with none.
+	CompareWith string `json:"compare_with,omitempty"`
+	// CompareAuto says the batch compares because a Schedule started it,
+	// not because its caller asked: an earlier report it may not read (or
+	// a store that cannot list) then means no comparison, not a failure.
+	CompareAuto bool `json:"compare_auto,omitempty"`
+}
+
+// NotifyInput is a batch's change notification and where to POST it.
+type NotifyInput struct {
+	// URL is the input's notify_url; it may hold a token, so it is never
+	// logged.
+	URL          string                 `json:"url"`
+	Notification api.ChangeNotification `json:"notification"`
 }
 
 // CorpusInput asks AssembleCorpus for one stream of text made of

@@ -16,6 +16,9 @@ type BatchPage struct {
 	Tables []BatchTable
 	// Chart is an SVG from BatchChart.
 	Chart string
+	// Changes is the "What changed" section (ChangesSection), nil when the
+	// batch compared with no earlier report.
+	Changes *BatchChanges
 }
 
 // BatchLink is one link of the page.
@@ -40,7 +43,7 @@ var batchPageTemplate = template.Must(template.New("batch").Funcs(template.FuncM
 <title>{{.Title}}</title>
 <style>
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; max-width: 80rem; }
-h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
+h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin-top: 2rem; } h3 { font-size: 1rem; }
 table { border-collapse: collapse; margin: .5rem 0; font-size: .9rem; }
 th, td { border: 1px solid #ccc; padding: .25rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
@@ -56,6 +59,19 @@ p.note { color: #555; font-size: .85rem; }
 <dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}
 </dl>
 {{if .Links}}<p>{{range $i, $l := .Links}}{{if $i}} · {{end}}<a href="{{$l.Href}}">{{$l.Name}}</a>{{end}}</p>{{end}}
+{{with .Changes}}<section id="changes">
+<h2>{{.Title}}</h2>
+<p class="note">{{.Note}}</p>
+{{range $t := .Tables}}<h3>{{$t.Title}}</h3>
+{{if $t.Note}}<p class="note">{{$t.Note}}</p>{{end}}
+<table>
+<thead><tr>{{range $t.Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range $t.Rows}}
+<tr>{{range $i, $c := .}}<td{{if numeric $t $i}} class="n"{{end}}>{{$c}}</td>{{end}}</tr>{{end}}
+</tbody>
+</table>
+{{end}}</section>
+{{end}}
 {{if .Chart}}<h2>Score against document length</h2>
 <figure>{{.Chart}}</figure>{{end}}
 {{range $t := .Tables}}<h2>{{$t.Title}}</h2>

@@ -426,6 +426,25 @@ func (s *Store) List(ctx context.Context, bucket, prefix string, limit int) ([]s
 	return keys, nil
 }
 
+// ListFolders returns the names of the "folders" right under a prefix
+// (ending in '/'): the common prefixes of a delimited listing, without the
+// prefix itself, each ending in '/'. It lists one level, however many
+// objects each folder holds.
+func (s *Store) ListFolders(ctx context.Context, bucket, prefix string) ([]string, error) {
+	var folders []string
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, Delimiter: aws.String("/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("s3: list s3://%s/%s: %w", bucket, prefix, classify(err))
+		}
+		for _, cp := range page.CommonPrefixes {
+			folders = append(folders, strings.TrimPrefix(aws.ToString(cp.Prefix), prefix))
+		}
+	}
+	return folders, nil
+}
+
 // classify maps the SDK's typed and HTTP-status errors onto ErrNotFound and
 // ErrChanged, keeping the original error in the chain.
 func classify(err error) error {

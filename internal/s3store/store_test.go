@@ -68,6 +68,15 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || len(keys) != 1 || keys[0] != "docs/a.txt" {
 		t.Errorf("List = %v, %v; want [docs/a.txt]", keys, err)
 	}
+	for _, k := range []string{"reports/n/2026-01-01T020000Z/report.json", "reports/n/2026-01-01T020000Z/work/x/items/000000.jsonl", "reports/n/2026-01-02T020000Z/report.json", "reports/n/top.json"} {
+		if err := s.Put(ctx, Location{Bucket: "bkt", Key: k}, []byte("{}"), "application/json"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folders, err := s.ListFolders(ctx, "bkt", "reports/n/")
+	if err != nil || strings.Join(folders, " ") != "2026-01-01T020000Z/ 2026-01-02T020000Z/" {
+		t.Errorf("ListFolders = %q, %v; want the two dated folders", folders, err)
+	}
 }
 
 func TestErrors(t *testing.T) {

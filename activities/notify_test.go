@@ -1,0 +1,113 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+)
+
+func TestNotifyChanges(t *testing.T) {
+	const secret = "s3cr3t-token"
+	tests := []struct {
+		name          string
+		status        int
+		wantErr       bool
+		wantRetryable bool
+	}{
+		{"ok", http.StatusOK, false, false},
+		{"accepted", http.StatusAccepted, false, false},
+		{"server error", http.StatusBadGateway, true, true},
+		{"request timeout", http.StatusRequestTimeout, true, true},
+		{"rate limited", http.StatusTooManyRequests, true, true},
+		{"not found", http.StatusNotFound, true, false},
+		{"unauthorized", http.StatusUnauthorized, true, false},
+		{"redirect", http.StatusFound, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got api.ChangeNotification
+			var key string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || r.URL.Query().Get("token") != secret {
+					t.Errorf("request %s %s %q", r.Method, r.Header.Get("Content-Type"), r.URL.RawQuery)
+				}
+				key = r.Header.Get("Idempotency-Key")
+				_ = json.NewDecoder(r.Body).Decode(&got)
+				if tt.status == http.StatusFound {
+					w.Header().Set("Location", "http://elsewhere.invalid/")
+				}
+				w.WriteHeader(tt.status)
+			}))
+			defer srv.Close()
+			var logs bytes.Buffer
+			a := &Activities{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+			url := strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1) + "/hook/" + secret + "?token=" + secret
+			n := api.ChangeNotification{Name: "nightly", WorkflowID: "w", RunID: "r", Items: 20, Changes: &api.ChangeSummary{Changed: 5, Unchanged: 15}}
+			err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: url, Notification: n})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if got.Changes == nil || got.Changes.Changed != 5 || got.Name != "nightly" || key != "w/r" {
+				t.Errorf("server got %+v, key %q", got, key)
+			}
+			if err != nil {
+				var appErr *temporal.ApplicationError
+				nonRetryable := errors.As(err, &appErr) && appErr.NonRetryable()
+				if nonRetryable == tt.wantRetryable {
+					t.Errorf("err = %v: non-retryable %v, want retryable %v", err, nonRetryable, tt.wantRetryable)
+				}
+				if !strings.Contains(err.Error(), srv.URL) {
+					t.Errorf("err = %v: want the scheme and host %s", err, srv.URL)
+				}
+			}
+			for what, s := range map[string]string{"error": errText(err), "logs": logs.String()} {
+				if strings.Contains(s, secret) {
+					t.Errorf("%s leak the URL's secret: %s", what, s)
+				}
+			}
+		})
+	}
+}
+
+// TestNotifyChangesConnectionError: a refused connection is retried, and
+// its error (which net/http makes quote the URL) keeps the secret out.
+func TestNotifyChangesConnectionError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	url := srv.URL + "/hook?token=s3cr3t"
+	srv.Close()
+	a := &Activities{}
+	err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: url})
+	var appErr *temporal.ApplicationError
+	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("err = %v, want a retryable error without the token", err)
+	}
+	for _, bad := range []string{"ftp://host/x", "/relative", "http://"} {
+		err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: bad})
+		if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput {
+			t.Errorf("notify_url %q: err = %v, want %s", bad, err, api.ErrBadInput)
+		}
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	var b strings.Builder
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		io.WriteString(&b, e.Error()+"\n")
+	}
+	return b.String()
+}

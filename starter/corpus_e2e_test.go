@@ -226,3 +226,51 @@ func TestCorpusReuseEqualsFreshReading(t *testing.T) {
 		t.Errorf("asked again: %d calls, %d of %d chunks reused; want 1 call", calls, again.ChunksReused, again.Chunks)
 	}
 }
+
+// TestReviewCorpusThenAsk reviews a corpus with two questions, then asks
+// one of them alone: the review's rows cite the corpus document, and the
+// question asked alone starts from the review's last checkpoint (one
+// call, the answer), answering as the review did.
+func TestReviewCorpusThenAsk(t *testing.T) {
+	stack(t)
+	startWorker(t)
+	dir := t.TempDir()
+	a := writeFile(t, dir, "minutes.txt", fillerText(5, 8))
+	b := writeFile(t, dir, "agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 20, FactPage: 12, Fact: docgen.Fact, Seed: 4}))
+	out, stderr, err := runCLI(t, "review", "--doc", a, "--doc", b, "--question", docgen.Question, "--question", "Who signed the minutes?",
+		"--chunk-tokens", "800", "--json")
+	if err != nil {
+		t.Fatalf("review: %v\nstderr: %s", err, stderr)
+	}
+	var grid api.ReviewGrid
+	if err := json.Unmarshal([]byte(out), &grid); err != nil {
+		t.Fatalf("review --json printed %q: %v", out, err)
+	}
+	if len(grid.Documents) != 2 || len(grid.Rows) != 2 {
+		t.Fatalf("grid: %d documents, %d rows", len(grid.Documents), len(grid.Rows))
+	}
+	row := grid.Rows[0]
+	if row.Answer != docgen.Answer || api.CiteSources(row.AnswerSources) != "agreement.pdf p. 12" {
+		t.Errorf("row 1: answer %q cited %q, want %q on agreement.pdf p. 12", row.Answer, api.CiteSources(row.AnswerSources), docgen.Answer)
+	}
+	for _, e := range row.Evidence {
+		if e.Document == "" {
+			t.Errorf("row 1: evidence at chunk %d names no document", e.Chunk)
+		}
+	}
+	out, stderr, err = runCLI(t, "ask", "--doc", a, "--doc", b, "--question", docgen.Question, "--chunk-tokens", "800", "--json")
+	if err != nil {
+		t.Fatalf("ask: %v\nstderr: %s", err, stderr)
+	}
+	var res corpusJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.ChunksReused != res.Chunks || res.Usage.Calls != 1 || res.ReusedFrom == nil || res.ReusedFrom.WorkflowID != grid.WorkflowID {
+		t.Errorf("ask after the review: %d of %d chunks reused from %+v with %d calls; want all, from %s, 1 call",
+			res.ChunksReused, res.Chunks, res.ReusedFrom, res.Usage.Calls, grid.WorkflowID)
+	}
+	if res.Answer != row.Answer || api.CiteSources(res.AnswerSources) != "agreement.pdf p. 12" {
+		t.Errorf("ask after the review: %q cited %q", res.Answer, api.CiteSources(res.AnswerSources))
+	}
+}

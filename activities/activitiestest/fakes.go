@@ -124,6 +124,13 @@ func (s *Store) ListFolders(_ context.Context, bucket, prefix string) ([]string,
 	return folders, nil
 }
 
+// Delete removes an object, as an expiry rule would.
+func (s *Store) Delete(loc s3store.Location) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.objects, loc)
+}
+
 // Object returns an object's bytes, or nil.
 func (s *Store) Object(loc s3store.Location) []byte {
 	s.mu.Lock()

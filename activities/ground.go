@@ -80,6 +80,9 @@ func (a *Activities) groundAnswer(ctx context.Context, in actwire.GroundInput) (
 			if g.Found() {
 				g.Start, g.End = m.Start, m.End
 				g.Pages = idx.PageMap.Ref(m.Start, m.End)
+				if refs := idx.Corpus.Refs(m.Start, m.End); len(refs) > 0 {
+					g.Document, g.Pages = refs[0].Document, refs[0].Pages
+				}
 				g.Quote, err = a.quote(ctx, docLoc, in.ETag, idx.Bytes, m)
 				if err != nil {
 					return nil, storeError(err, in.Document)

@@ -1,5 +1,7 @@
 package api
 
+import "path"
+
 // Grounding statuses: whether an answer's text is in the source.
 const (
 	// GroundingVerbatim: the answer's text occurs in the document's text,
@@ -37,6 +39,9 @@ type Grounding struct {
 	// Pages are the page (or pages, or section) of a converted document
 	// the occurrence is on.
 	Pages *PageRef `json:"pages,omitempty"`
+	// Document is the corpus document the occurrence is in, as the
+	// caller named it; empty for a single document.
+	Document string `json:"document,omitempty"`
 	// Quote is the text around the occurrence, at most
 	// MaxGroundingQuoteBytes of valid UTF-8: the occurrence with as much
 	// context on either side as fits (its first bytes when it is longer).
@@ -55,7 +60,9 @@ func (g *Grounding) String() string {
 		return ""
 	}
 	s := g.Status
-	if p := g.Pages.String(); p != "" {
+	if g.Document != "" {
+		s += ", " + SourceRef{Document: g.Document, Name: path.Base(g.Document), Pages: g.Pages}.String()
+	} else if p := g.Pages.String(); p != "" {
 		s += ", " + p
 	}
 	if g.Quote != "" {

@@ -75,6 +75,9 @@ func TestAskCorpusEndToEnd(t *testing.T) {
 	if got := api.CiteSources(res.AnswerSources); got != "agreement.pdf p. 17" {
 		t.Errorf("answer_sources cite %q, want agreement.pdf p. 17 (%+v)", got, res.AnswerSources)
 	}
+	if g := res.Grounding; g == nil || !strings.HasPrefix(g.String(), "verbatim, agreement.pdf p. 17: ") {
+		t.Errorf("grounding %q, want verbatim on agreement.pdf p. 17", g)
+	}
 	if len(res.Evidence) == 0 {
 		t.Fatal("no evidence")
 	}

@@ -68,13 +68,18 @@ type corpusCase struct {
 	Fresh     corpusReading
 }
 
+// corpusResult is the three states of the corpus: as first asked, grown
+// and edited.
 type corpusResult struct {
-	Docs           int
-	Tokens, Bytes  int64
-	EditDepth      float64 // of the edited sentence, as a fraction of the grown stream
-	First          corpusCase
-	Grown, Edited  corpusCase
+	Docs int
+	// Tokens and Bytes are the first state's stream.
+	Tokens, Bytes int64
+	// AppendedTokens is the grown state's new document.
 	AppendedTokens int64
+	// EditDepth is the first changed byte of the edited state's stream,
+	// as a fraction of the stream.
+	EditDepth            float64
+	First, Grown, Edited corpusCase
 }
 
 // corpusText is filler of about the given number of tokens, deterministic

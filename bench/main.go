@@ -2,7 +2,7 @@
 // tables to BENCHMARKS.md:
 //
 //	go run ./bench                 # everything
-//	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, batch, convert
+//	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, corpus, batch, convert
 //
 // Figures are ratios of runs made in the same process on the same machine,
 // because absolute times on shared machines are noisy. The model is the
@@ -74,7 +74,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, batch or convert")
+	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch or convert")
 	out := fs.String("out", "BENCHMARKS.md", "markdown report to write ('' = stdout only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
 	overheadTokens := fs.Int("overhead-tokens", 500_000, "document length for the overhead comparison")
@@ -86,9 +86,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	switch *only {
-	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "batch", "convert":
+	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "corpus", "batch", "convert":
 	default:
-		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, batch or convert", *only)
+		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch or convert", *only)
 	}
 	variants, err := parseBatchVariants(*batchPollers)
 	if err != nil {
@@ -196,6 +196,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("review: %w", err)
 		}
 		writeReview(&report, r)
+	}
+	if want("corpus") {
+		r, err := runCorpus(ctx, env)
+		if err != nil {
+			return fmt.Errorf("corpus: %w", err)
+		}
+		writeCorpus(&report, r)
 	}
 	if want("batch") {
 		r, err := runBatch(ctx, env, variants, alternate(len(variants), *batchRounds))

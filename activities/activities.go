@@ -450,19 +450,29 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 		CachedTokens: comp.CachedTokens, LatencyMS: out.LatencyMS, FinishReason: comp.FinishReason,
 		Attempt: attempt(ctx), MemoryKept: kept, MemoryAfter: memory, WrittenAt: time.Now().UTC(),
 		Calls: paid.Calls, Kept: keep(digest, comp), Pages: pages, PromptSHA256: PromptDigest(prompt),
+		Sources: idx.Corpus.Refs(ch.Start, ch.End),
+	}
+	// The checkpoint is written beside the trace, at once: the trace keeps
+	// the completion, so either write failing is retried without a second
+	// model call.
+	var cpErr error
+	var wg sync.WaitGroup
+	if in.Checkpoint {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cpErr = a.writeCheckpoint(ctx, in, ch, opts, out, workflowID(ctx), runID(ctx))
+		}()
 	}
 	sctx, cancel = a.s3ctx(ctx)
 	err = a.putJSON(sctx, traceLoc, trace)
 	cancel()
+	wg.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
 	}
-	if in.Checkpoint {
-		// After the trace, which keeps the completion: a failed write is
-		// retried without a second model call.
-		if err := a.writeCheckpoint(ctx, in, ch, opts, out, workflowID(ctx), runID(ctx)); err != nil {
-			return nil, err
-		}
+	if cpErr != nil {
+		return nil, cpErr
 	}
 	a.kept.done(traceLoc.String())
 	a.recordChunk(ctx, opts, memory)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -437,7 +438,7 @@ func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 		PromptTokens: len(wantPrompt) / 4, CompletionTokens: len("memory 1") / 4, FinishReason: "stop",
 		Attempt: 1, MemoryAfter: "memory 1", Calls: 1, PromptSHA256: PromptDigest(wantPrompt),
 	}
-	if trace != wantTrace {
+	if !reflect.DeepEqual(trace, wantTrace) {
 		t.Errorf("trace = %+v, want %+v", trace, wantTrace)
 	}
 

@@ -43,9 +43,13 @@ type checkpoint struct {
 	Chain  string `json:"chain"`
 	Memory string `json:"memory"`
 	// Evidence is the chunk's evidence entry, when it changed the memory
-	// materially: a run that starts from a later checkpoint rebuilds the
-	// evidence of the chunks it skips from those of the checkpoints.
-	Evidence *api.ReviewEvidence `json:"evidence,omitempty"`
+	// materially. EvidenceChunks are the chunks of the evidence the run
+	// kept before this one, EvidenceDropped how many entries it had
+	// dropped: a run that starts here rebuilds the evidence from those
+	// chunks' checkpoints, at most MaxReviewEvidence reads.
+	Evidence        *api.ReviewEvidence `json:"evidence,omitempty"`
+	EvidenceChunks  []int               `json:"evidence_chunks,omitempty"`
+	EvidenceDropped int                 `json:"evidence_dropped,omitempty"`
 	// WorkflowID and RunID are the run that wrote it.
 	WorkflowID string    `json:"workflow_id"`
 	RunID      string    `json:"run_id"`
@@ -91,7 +95,8 @@ func (a *Activities) writeCheckpoint(ctx context.Context, in actwire.UpdateInput
 	}
 	key := a.checkpointKey(in.Question, opts, a.modelName(opts), in.Sample)
 	cp := checkpoint{Version: checkpointVersion, Chunks: ch.Index + 1, Chain: ch.Chain, Memory: out.Memory,
-		Evidence: out.Evidence, WorkflowID: wf, RunID: run, WrittenAt: time.Now().UTC()}
+		Evidence: out.Evidence, EvidenceChunks: in.EvidenceChunks, EvidenceDropped: in.EvidenceDropped,
+		WorkflowID: wf, RunID: run, WrittenAt: time.Now().UTC()}
 	sctx, cancel := a.s3ctx(ctx)
 	defer cancel()
 	if err := a.putJSON(sctx, a.checkpointLoc(key, ch.Chain), cp); err != nil {
@@ -183,23 +188,25 @@ func (a *Activities) findCheckpoint(ctx context.Context, in actwire.FindCheckpoi
 	return out, nil
 }
 
-// rebuildEvidence is the evidence a reading of the checkpoint's chunks
-// kept, from the evidence entries of the checkpoints before it: appended
-// and pruned in chunk order against each chunk's memory, as the run
-// itself does. A checkpoint that is gone leaves its entry out.
+// rebuildEvidence is the evidence the reading that wrote the checkpoint
+// had after its chunk: the entries it kept before (from their chunks'
+// checkpoints) and the chunk's own, pruned against the chunk's memory as
+// the run itself does. A checkpoint that is gone leaves its entry out.
 func (a *Activities) rebuildEvidence(ctx context.Context, read func(int) (*checkpoint, error), last *checkpoint) ([]api.ReviewEvidence, int, error) {
-	cps := make([]*checkpoint, last.Chunks)
-	cps[last.Chunks-1] = last
-	errs := make([]error, last.Chunks)
-	sem := make(chan struct{}, 16)
+	if len(last.EvidenceChunks) > 2*api.MaxReviewEvidence {
+		return nil, 0, nil // more than a run keeps: not one this worker wrote
+	}
+	kept := make([]*checkpoint, len(last.EvidenceChunks))
+	errs := make([]error, len(kept))
 	var wg sync.WaitGroup
-	for i := range last.Chunks - 1 {
+	for i, c := range last.EvidenceChunks {
+		if c < 0 || c >= last.Chunks-1 {
+			continue // not a chunk before this one: not one this worker wrote
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			cps[i], errs[i] = read(i)
+			kept[i], errs[i] = read(c)
 		}()
 	}
 	wg.Wait()
@@ -207,13 +214,15 @@ func (a *Activities) rebuildEvidence(ctx context.Context, read func(int) (*check
 		return nil, 0, err
 	}
 	var ev []api.ReviewEvidence
-	dropped := 0
-	for _, cp := range cps {
-		if cp == nil || cp.Evidence == nil {
-			continue
+	for _, cp := range kept {
+		if cp != nil && cp.Evidence != nil {
+			ev = append(ev, *cp.Evidence)
 		}
+	}
+	dropped := last.EvidenceDropped
+	if last.Evidence != nil {
 		var d int
-		ev, d = report.ReviewPruneEvidence(append(ev, *cp.Evidence), cp.Memory, api.MaxReviewEvidence)
+		ev, d = report.ReviewPruneEvidence(append(ev, *last.Evidence), last.Memory, api.MaxReviewEvidence)
 		dropped += d
 	}
 	return ev, dropped, nil

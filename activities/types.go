@@ -63,6 +63,9 @@ type ChunkTrace struct {
 	// Pages are the pages (or sections) of a converted document the chunk
 	// came from.
 	Pages *api.PageRef `json:"pages,omitempty"`
+	// Sources are the corpus documents the chunk spans, each with its
+	// pages, when the run reads a corpus.
+	Sources []api.SourceRef `json:"sources,omitempty"`
 	// Calls is how many model calls this chunk's update took (more than 1
 	// when a completion was lost and paid for again).
 	Calls int `json:"calls,omitempty"`

@@ -136,7 +136,7 @@ func heartbeatRun(ctx context.Context, env *benchEnv, counter *rpcCounter, doc s
 	}
 	start := time.Now()
 	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
-		api.DocumentQAInput{Document: loc.String(), Question: benchQuestion, Options: api.ModelOptions{ChunkTokens: 5000},
+		api.DocumentQAInput{Reuse: api.ReuseNone, Document: loc.String(), Question: benchQuestion, Options: api.ModelOptions{ChunkTokens: 5000},
 			HeartbeatTimeoutSeconds: timeout})
 	if err != nil {
 		return res, err

@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	var report strings.Builder
-	fmt.Fprintf(&report, "# Benchmarks\n\nCommand: `go run ./bench%s` on %s. The model is the inference simulator: these figures measure the system around the model, never a model.\n\n%s\n\n",
+	fmt.Fprintf(&report, "# Benchmarks\n\nCommand: `go run ./bench%s` on %s. The model is the inference simulator: these figures measure the system around the model, never a model. Every run reads all its chunks (`reuse: none`), except in the corpus section, which measures what memory checkpoints save.\n\n%s\n\n",
 		argsSuffix(args), time.Now().UTC().Format("2006-01-02"), serverSettings)
 	want := func(s string) bool { return *only == "" || *only == s }
 	if want("tokenizer") {

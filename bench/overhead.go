@@ -139,14 +139,14 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 		return res, err
 	}
 	if run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
-		api.DocumentQAInput{Document: warm.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}}); err != nil {
+		api.DocumentQAInput{Reuse: api.ReuseNone, Document: warm.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}}); err != nil {
 		return res, err
 	} else if err := run.Get(ctx, nil); err != nil {
 		return res, err
 	}
 	start = time.Now()
 	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
-		api.DocumentQAInput{Document: loc.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}})
+		api.DocumentQAInput{Reuse: api.ReuseNone, Document: loc.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}})
 	if err != nil {
 		return res, err
 	}
@@ -190,7 +190,7 @@ func workerCPU(ctx context.Context, env *benchEnv, modelURL string, doc, warm s3
 	ask := func(loc s3store.Location) (api.DocumentQAResult, error) {
 		var out api.DocumentQAResult
 		run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, api.DocumentQAName,
-			api.DocumentQAInput{Document: loc.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}})
+			api.DocumentQAInput{Reuse: api.ReuseNone, Document: loc.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}})
 		if err != nil {
 			return out, err
 		}

@@ -198,11 +198,11 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		return env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, workflow, in)
 	}
 	// Both workflows once on a short document, so both sides run warm.
-	warmReview, err := start(api.ReviewDocumentName, api.ReviewInput{Document: warm.String(), Questions: questions[:2]})
+	warmReview, err := start(api.ReviewDocumentName, api.ReviewInput{Reuse: api.ReuseNone, Document: warm.String(), Questions: questions[:2]})
 	if err != nil {
 		return res, err
 	}
-	warmQA, err := start(api.DocumentQAName, api.DocumentQAInput{Document: warm.String(), Question: facts[0].Question})
+	warmQA, err := start(api.DocumentQAName, api.DocumentQAInput{Reuse: api.ReuseNone, Document: warm.String(), Question: facts[0].Question})
 	if err != nil {
 		return res, err
 	}
@@ -252,7 +252,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		return nil
 	}
 	if err := measure(locA, &res.Review, func() ([]string, error) {
-		run, err := start(api.ReviewDocumentName, api.ReviewInput{Document: locA.String(), Questions: questions})
+		run, err := start(api.ReviewDocumentName, api.ReviewInput{Reuse: api.ReuseNone, Document: locA.String(), Questions: questions})
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +273,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 	if err := measure(locB, &res.Independent, func() ([]string, error) {
 		runs := make([]client.WorkflowRun, len(facts))
 		for i, f := range facts {
-			run, err := start(api.DocumentQAName, api.DocumentQAInput{Document: locB.String(), Question: f.Question})
+			run, err := start(api.DocumentQAName, api.DocumentQAInput{Reuse: api.ReuseNone, Document: locB.String(), Question: f.Question})
 			if err != nil {
 				return nil, err
 			}

@@ -99,7 +99,7 @@ func runScale(ctx context.Context, env *benchEnv, tokens int) (scaleResult, erro
 	s3Before := env.dev.Stack.S3BytesSent()
 	start := time.Now()
 	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, api.DocumentQAName,
-		api.DocumentQAInput{Document: loc.String(), Question: docgen.Question})
+		api.DocumentQAInput{Reuse: api.ReuseNone, Document: loc.String(), Question: docgen.Question})
 	if err != nil {
 		return res, err
 	}

@@ -255,6 +255,9 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 		Options:                 api.ModelOptions{ChunkTokens: o.ChunkTokens},
 		HeartbeatTimeoutSeconds: 2,
 		ChunksPerRun:            50,
+		// Every scenario reads the whole document under its faults: none
+		// starts from the memory checkpoints an earlier scenario left.
+		Reuse: api.ReuseNone,
 	}
 	h.chunks = chunks
 	step("document: %d chunks of %d tokens", chunks, o.ChunkTokens)

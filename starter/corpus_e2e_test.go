@@ -212,6 +212,8 @@ func TestCorpusReuseEqualsFreshReading(t *testing.T) {
 			t.Errorf("%s: the fresh reading reused %d chunks and made %d calls for %d chunks", name, fresh.ChunksReused, freshCalls, fresh.Chunks)
 		case resumed.Answer != fresh.Answer:
 			t.Errorf("%s: resumed answer %q, fresh reading's %q", name, resumed.Answer, fresh.Answer)
+		case fmt.Sprint(evidenceAt(resumed.Evidence)) != fmt.Sprint(evidenceAt(fresh.Evidence)):
+			t.Errorf("%s: resumed evidence at chunks %v, fresh reading's at %v", name, evidenceAt(resumed.Evidence), evidenceAt(fresh.Evidence))
 		}
 	}
 	grown := append(append([]string{}, docs...), writeFile(t, dir, "doc-6.txt", fillerText(99, 3)))
@@ -276,4 +278,13 @@ func TestReviewCorpusThenAsk(t *testing.T) {
 	if res.Answer != row.Answer || api.CiteSources(res.AnswerSources) != "agreement.pdf p. 12" {
 		t.Errorf("ask after the review: %q cited %q", res.Answer, api.CiteSources(res.AnswerSources))
 	}
+}
+
+// evidenceAt lists the chunks and documents of evidence entries.
+func evidenceAt(ev []api.ReviewEvidence) []string {
+	var at []string
+	for _, e := range ev {
+		at = append(at, fmt.Sprintf("%d:%s", e.Chunk, filepath.Base(e.Document)))
+	}
+	return at
 }

@@ -111,3 +111,16 @@ func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.P
 		Question: question, Options: opts, Sample: sample,
 	})
 }
+
+// evidenceChunks are the chunks of a run's evidence entries, which its
+// checkpoints keep (nil without checkpoints).
+func evidenceChunks(checkpoints bool, ev []api.ReviewEvidence) []int {
+	if !checkpoints || len(ev) == 0 {
+		return nil
+	}
+	chunks := make([]int, len(ev))
+	for i, e := range ev {
+		chunks[i] = e.Chunk
+	}
+	return chunks
+}

@@ -329,6 +329,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Document: st.Prepared.Document, ETag: st.Prepared.ETag, IndexURI: st.Prepared.IndexURI,
 			Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: in.Question, Memory: st.Memory,
 			Options: opts, TracePrefix: st.TracePrefix, Checkpoint: st.Checkpoints, Sample: in.Sample,
+			EvidenceChunks: evidenceChunks(st.Checkpoints, st.Evidence), EvidenceDropped: st.EvidenceDropped,
 		}).Get(ctx, &out)
 		if err != nil {
 			return nil, stageError(fmt.Sprintf("update memory at chunk %d", st.Cursor), err)

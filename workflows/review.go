@@ -413,6 +413,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 			Document: r.st.Prepared.Document, ETag: r.st.Prepared.ETag, IndexURI: r.st.Prepared.IndexURI,
 			Chunk: chunk, Chunks: chunks, Question: q.Question, Memory: qs.Memory,
 			Options: r.opts, TracePrefix: r.questionPrefix(i), Checkpoint: r.st.Checkpoints,
+			EvidenceChunks: evidenceChunks(r.st.Checkpoints, qs.Evidence), EvidenceDropped: qs.EvidenceDropped,
 		})
 	r.started(i)
 	sel.AddFuture(f, func(f workflow.Future) {

@@ -317,6 +317,12 @@ type UpdateInput struct {
 	// checkpoint for later runs (FindCheckpoint), keyed with Sample.
 	Checkpoint bool `json:"checkpoint,omitempty"`
 	Sample     int  `json:"sample,omitempty"`
+	// EvidenceChunks are the chunks of the run's evidence entries before
+	// this chunk, and EvidenceDropped how many it dropped: kept in the
+	// checkpoint, so that a run starting there rebuilds its evidence from
+	// those chunks' checkpoints alone.
+	EvidenceChunks  []int `json:"evidence_chunks,omitempty"`
+	EvidenceDropped int   `json:"evidence_dropped,omitempty"`
 }
 
 // FindCheckpointInput asks for the deepest memory checkpoint of the

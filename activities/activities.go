@@ -359,6 +359,23 @@ func (a *Activities) planReplaced(ctx context.Context, loc s3store.Location, inf
 	return idx, nil
 }
 
+// workerIndex loads a chunk index the worker made: one under indexes/ in
+// its bucket, whatever else a caller names.
+func (a *Activities) workerIndex(ctx context.Context, uri string) (s3store.Location, *memagent.ChunkIndex, error) {
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return loc, nil, badInput(fmt.Errorf("index uri: %w", err))
+	}
+	if loc.Bucket != a.Bucket || !strings.HasPrefix(loc.Key, "indexes/") {
+		return loc, nil, forbidden("index %s is not one this worker made (under s3://%s/indexes/)", uri, a.Bucket)
+	}
+	idx, err := a.loadIndex(ctx, loc)
+	if err != nil {
+		return loc, nil, storeError(err, uri)
+	}
+	return loc, idx, nil
+}
+
 // updateMemory reads one chunk's byte range, asks the model to rewrite the
 // memory, writes the chunk's trace and returns the new memory.
 func (a *Activities) updateMemory(ctx context.Context, in actwire.UpdateInput) (*actwire.UpdateOutput, error) {
@@ -380,16 +397,9 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 	if err != nil {
 		return nil, badInput(fmt.Errorf("trace prefix: %w", err))
 	}
-	indexLoc, err := s3store.ParseURI(in.IndexURI)
+	indexLoc, idx, err := a.workerIndex(ctx, in.IndexURI)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("index uri: %w", err))
-	}
-	if indexLoc.Bucket != a.Bucket || !strings.HasPrefix(indexLoc.Key, "indexes/") {
-		return nil, forbidden("index %s is not one this worker made (under s3://%s/indexes/)", in.IndexURI, a.Bucket)
-	}
-	idx, err := a.loadIndex(ctx, indexLoc)
-	if err != nil {
-		return nil, storeError(err, in.IndexURI)
+		return nil, err
 	}
 	if in.Chunk < 0 || in.Chunk >= len(idx.Chunks) {
 		return nil, badInput(fmt.Errorf("chunk %d out of range: the index has %d chunks", in.Chunk, len(idx.Chunks)))

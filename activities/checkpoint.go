@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -119,16 +118,9 @@ func (a *Activities) writeCheckpoint(ctx context.Context, in actwire.UpdateInput
 func (a *Activities) findCheckpoint(ctx context.Context, in actwire.FindCheckpointInput) (*actwire.FindCheckpointOutput, error) {
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
-	indexLoc, err := s3store.ParseURI(in.IndexURI)
+	indexLoc, idx, err := a.workerIndex(ctx, in.IndexURI)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("index uri: %w", err))
-	}
-	if indexLoc.Bucket != a.Bucket || !strings.HasPrefix(indexLoc.Key, "indexes/") {
-		return nil, forbidden("index %s is not one this worker made (under s3://%s/indexes/)", in.IndexURI, a.Bucket)
-	}
-	idx, err := a.loadIndex(ctx, indexLoc)
-	if err != nil {
-		return nil, storeError(err, in.IndexURI)
+		return nil, err
 	}
 	if err := a.allowIndexedRead(in.Document, in.ETag, in.IndexURI, indexLoc, idx); err != nil {
 		return nil, err

@@ -18,7 +18,6 @@ import (
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
 )
 
 // corpusJSON is the part of `starter ask --json` the corpus tests read.
@@ -146,15 +145,7 @@ func chainWorker(t *testing.T) *simulator.Server {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatalf("start worker: %v", err)
-	}
-	t.Cleanup(run.Stop)
+	startWorker(t)
 	return sim
 }
 

@@ -165,7 +165,7 @@ func TestReviewBudgetPausesAndResumes(t *testing.T) {
 	path, _ := writeDoc(t, 8_000)
 	d.Simulator.Reset()
 	id := pausedRun(t, "review", "--doc", path, "--question", demoQuestion, "--question", "What is the vault code?",
-		"--chunk-tokens", "1000", "--max-calls", "5", "--fresh", "--json")
+		"--chunk-tokens", "1000", "--max-calls", "5", "--fresh", "--reuse", "none", "--json")
 	holdsAndRaises(t, d, id, 5)
 	var g api.ReviewGrid
 	awaitResult(t, id, &g)

@@ -62,7 +62,7 @@ func TestEstimateCallsNoModel(t *testing.T) {
 
 	// Once the worker has timed its own calls, the estimate says what the
 	// calls will hold the pool and how long they take at least.
-	if _, _, err := runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--chunk-tokens", "1000", "--fresh"); err != nil {
+	if _, _, err := runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--chunk-tokens", "1000", "--fresh", "--reuse", "none"); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = runCLI(t, "estimate", "--doc", path, "--question", demoQuestion, "--question", "Who mended the baskets?",

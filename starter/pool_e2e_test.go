@@ -103,7 +103,7 @@ func TestPoolWithAFailingEndpoint(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := runQA(ctx, t, c, api.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(500)})
+			res, err := runQA(ctx, t, c, api.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(500), Reuse: api.ReuseNone})
 			errs[i], answers[i] = err, res.Answer
 		}()
 	}
@@ -142,7 +142,7 @@ func TestFaultsOfEveryKind(t *testing.T) {
 	t.Cleanup(cleanSrv.Close)
 
 	uri := putDoc(t, "faults/doc.txt", 20_000, 99)
-	in := api.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(100)}
+	in := api.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(100), Reuse: api.ReuseNone}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 

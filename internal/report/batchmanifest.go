@@ -18,8 +18,8 @@ import (
 
 // Manifest formats.
 const (
-	// FormatJSONL is JSON Lines, one item a line: {"id", "document",
-	// "question", "gold_answers", "labels"} ("answers" is accepted for
+	// FormatJSONL is JSON Lines, one item a line: {"id", "document" (or
+	// "documents", a corpus), "question", "gold_answers", "labels"} ("answers" is accepted for
 	// "gold_answers"; the fields of a results.jsonl line are ignored, so a
 	// batch's results read back as a manifest).
 	FormatJSONL = "jsonl"

@@ -184,6 +184,7 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 	for _, k := range labelKeys {
 		header = append(header, "label:"+k)
 	}
+	header = append(header, report.BatchCSVExtraHeader...)
 	if err := cw.Write(header); err != nil {
 		return nil, err
 	}
@@ -233,6 +234,7 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 		for _, k := range labelKeys {
 			row = append(row, report.CSVText(r.Labels[k]))
 		}
+		row = append(row, report.BatchCSVExtra(r)...)
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -242,7 +244,7 @@ func (a *Activities) writeBatchReport(ctx context.Context, in actwire.ReportInpu
 		if r.Status == api.ItemFailed {
 			failedTotal++
 			if len(failures) < maxHTMLItems {
-				failures = append(failures, []string{strconv.Itoa(r.Seq), r.ID, r.Document, r.ErrorType, r.Error})
+				failures = append(failures, []string{strconv.Itoa(r.Seq), r.ID, report.BatchDocument(r), r.ErrorType, r.Error})
 			}
 		}
 		if cmp != nil {

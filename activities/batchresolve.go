@@ -69,13 +69,43 @@ func AnswerKey(document, etag, question string, opts api.ModelOptions, templates
 // the answers of any earlier batch, and each later sample has a key of its
 // own, so that no sample is taken for another.
 func SampleAnswerKey(document, etag, question string, opts api.ModelOptions, templates memagent.Templates, sample int) string {
+	return sampleKey(AnswerKey(document, etag, question, opts, templates), sample)
+}
+
+// sampleKey is the key of sample of the answer whose first sample's key is
+// key.
+func sampleKey(key string, sample int) string {
 	if sample == 0 {
-		return AnswerKey(document, etag, question, opts, templates)
+		return key
 	}
 	b, _ := json.Marshal(struct {
 		K string
 		S int
-	}{AnswerKey(document, etag, question, opts, templates), sample})
+	}{key, sample})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:16])
+}
+
+// DocumentVersion is one document of a corpus as a HEAD saw it.
+type DocumentVersion struct {
+	URI  string `json:"u"`
+	ETag string `json:"e"`
+	Size int64  `json:"s"`
+}
+
+// CorpusAnswerKey names the answer to one question about a corpus (a
+// manifest item's documents) as AnswerKey does about one document: it
+// covers every document's URI, ETag and size, in reading order, so that a
+// changed, added, removed or reordered document never finds an earlier
+// answer. Its hashed value has a shape of its own, so it never equals a
+// single document's key.
+func CorpusAnswerKey(docs []DocumentVersion, question string, opts api.ModelOptions, templates memagent.Templates) string {
+	b, _ := json.Marshal(struct {
+		C    []DocumentVersion
+		Q    string
+		O    api.ModelOptions
+		U, F string
+	}{docs, question, opts, templates.Update, templates.Final})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:16])
 }
@@ -85,7 +115,11 @@ func SampleAnswerKey(document, etag, question string, opts api.ModelOptions, tem
 // names them, but anything written under answers/ is checked before it is
 // reused).
 func answers(res api.DocumentQAResult, it report.ManifestItem, opts api.ModelOptions) bool {
-	if res.Document != it.Document && res.Source != it.Document {
+	if len(it.Documents) > 0 {
+		if !slices.Equal(res.Documents, it.Documents) {
+			return false
+		}
+	} else if res.Document != it.Document && res.Source != it.Document {
 		return false
 	}
 	got, _ := json.Marshal(res.Options)
@@ -133,17 +167,20 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 	opts := in.Options.WithDefaults()
 	opts.Model = a.modelName(in.Options)
 
-	// One HEAD per distinct document, then one GET per item's answer key,
-	// each at most resolveParallel at once.
+	// One HEAD per distinct document (of a single-document item or of a
+	// corpus), then one GET per item's answer key, each at most
+	// resolveParallel at once.
 	docs := make(map[string]*docState)
 	var uris []string
 	for _, it := range items {
-		if docs[it.Document] == nil {
-			// A document this worker may not read is never looked at:
-			// not even a HEAD, whose answer (it exists, its size) would
-			// tell the caller something.
-			docs[it.Document] = &docState{denied: a.allowRead("document", it.Document)}
-			uris = append(uris, it.Document)
+		for _, d := range itemDocuments(it) {
+			if docs[d] == nil {
+				// A document this worker may not read is never looked at:
+				// not even a HEAD, whose answer (it exists, its size) would
+				// tell the caller something.
+				docs[d] = &docState{denied: a.allowRead("document", d)}
+				uris = append(uris, d)
+			}
 		}
 	}
 	parallel(ctx, len(uris), func(i int) {
@@ -179,11 +216,10 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 	errs := make([]error, units)
 	parallel(ctx, units, func(u int) {
 		it := items[u/samples]
-		st := docs[it.Document]
-		if st.missing || st.denied != nil {
+		if _, bad := itemDocState(it, docs); bad != nil {
 			return
 		}
-		keys[u] = SampleAnswerKey(it.Document, st.etag, it.Question, opts, a.Templates, u%samples)
+		keys[u] = sampleKey(itemAnswerKey(it, docs, opts, a.Templates), u%samples)
 		data, err := a.Store.ReadAll(ctx, s3store.Location{Bucket: a.Bucket, Key: "answers/" + keys[u] + "/result.json"})
 		switch {
 		case errors.Is(err, s3store.ErrNotFound):
@@ -208,20 +244,21 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 	enc := json.NewEncoder(&settled)
 	for u := range units {
 		it, sample := items[u/samples], u%samples
-		r := api.BatchItemResult{Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
-			GoldAnswers: it.Answers, Labels: it.Labels}
+		r := api.BatchItemResult{Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Documents: it.Documents,
+			Question: it.Question, GoldAnswers: it.Answers, Labels: it.Labels}
+		badURI, bad := itemDocState(it, docs)
 		switch {
-		case docs[it.Document].denied != nil:
+		case bad != nil && bad.denied != nil:
 			var appErr *temporal.ApplicationError
-			errors.As(docs[it.Document].denied, &appErr)
+			errors.As(bad.denied, &appErr)
 			r.Status = api.ItemFailed
 			r.ErrorType = appErr.Type()
 			r.Error = appErr.Message()
 			out.Failed++
-		case docs[it.Document].missing:
+		case bad != nil:
 			r.Status = api.ItemFailed
 			r.ErrorType = api.ErrDocumentNotFound
-			r.Error = fmt.Sprintf("%s does not exist: check the URI and that the worker's credentials can read it", it.Document)
+			r.Error = fmt.Sprintf("%s does not exist: check the URI and that the worker's credentials can read it", badURI)
 			out.Failed++
 		case cached[u] != nil:
 			c := cached[u]
@@ -236,14 +273,14 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 				r.Scores = &s
 			}
 			r.Chunks, r.Tokens, r.WorkflowID, r.ResultURI = c.Chunks, c.Tokens, c.WorkflowID, c.ResultURI
-			r.AnswerPages, r.Grounding = c.AnswerPages, c.Grounding
+			r.AnswerPages, r.Grounding, r.AnswerSources = c.AnswerPages, c.Grounding, c.AnswerSources
 			out.Reused++
 		default:
 			out.Run = append(out.Run, actwire.BatchRunItem{
-				Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Question: it.Question,
-				GoldAnswers: it.Answers, Labels: it.Labels,
+				Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Documents: it.Documents,
+				Question: it.Question, GoldAnswers: it.Answers, Labels: it.Labels,
 				OutputPrefix: a.answersPrefix() + keys[u] + "/",
-				FairnessKey:  it.FairnessKey, DocumentBytes: docs[it.Document].size,
+				FairnessKey:  it.FairnessKey, DocumentBytes: itemBytes(it, docs),
 			})
 			if b, err := json.Marshal(out.Run[len(out.Run)-1]); err == nil {
 				out.Run[len(out.Run)-1].Bytes = len(b)
@@ -270,6 +307,57 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 	a.logger().InfoContext(ctx, "batch page resolved", "page", in.Page, "items", len(items),
 		"run", len(out.Run), "reused", out.Reused, "failed", out.Failed)
 	return out, nil
+}
+
+// itemDocuments are the documents an item reads: its corpus, or its one
+// document.
+func itemDocuments(it report.ManifestItem) []string {
+	if len(it.Documents) > 0 {
+		return it.Documents
+	}
+	return []string{it.Document}
+}
+
+// itemDocState is the first document of an item that the worker may not
+// read or that does not exist, with its state; nil when all are readable.
+// A denied document is reported before a missing one, so that an item's
+// outcome never depends on the existence of a document it may not read.
+func itemDocState(it report.ManifestItem, docs map[string]*docState) (string, *docState) {
+	ds := itemDocuments(it)
+	for _, d := range ds {
+		if docs[d].denied != nil {
+			return d, docs[d]
+		}
+	}
+	for _, d := range ds {
+		if docs[d].missing {
+			return d, docs[d]
+		}
+	}
+	return "", nil
+}
+
+// itemAnswerKey is the answer key of an item's first sample: AnswerKey of
+// its document, or CorpusAnswerKey of its documents' versions.
+func itemAnswerKey(it report.ManifestItem, docs map[string]*docState, opts api.ModelOptions, templates memagent.Templates) string {
+	if len(it.Documents) == 0 {
+		return AnswerKey(it.Document, docs[it.Document].etag, it.Question, opts, templates)
+	}
+	vs := make([]DocumentVersion, len(it.Documents))
+	for i, d := range it.Documents {
+		vs[i] = DocumentVersion{URI: d, ETag: docs[d].etag, Size: docs[d].size}
+	}
+	return CorpusAnswerKey(vs, it.Question, opts, templates)
+}
+
+// itemBytes is the size of what an item reads: its document's, or the sum
+// of its documents'.
+func itemBytes(it report.ManifestItem, docs map[string]*docState) int64 {
+	var n int64
+	for _, d := range itemDocuments(it) {
+		n += docs[d].size
+	}
+	return n
 }
 
 // parallel calls f(0..n-1) with at most resolveParallel calls at once.

@@ -21,6 +21,8 @@ func TestResultsJSONLReadsBackAsManifest(t *testing.T) {
 			Status: api.ItemAnswered, Answer: "Ann", AnswerFound: true, Scores: &api.Scores{ExactMatch: true}, Chunks: 3, Tokens: 900,
 			Usage: api.Usage{Calls: 4}, WorkflowID: "w", ResultURI: "s3://b/r.json"},
 		{Seq: 1, ID: "b", Document: "s3://b/d2.txt", Question: "What?", Status: api.ItemFailed, Error: "boom", ErrorType: api.ErrDocumentNotFound},
+		{Seq: 2, ID: "c", Documents: []string{"s3://b/d1.txt", "s3://b/d2.txt"}, Question: "Where?", Status: api.ItemAnswered,
+			Answer: "Rome", AnswerFound: true, AnswerSources: []api.SourceRef{{Document: "s3://b/d2.txt", Name: "d2.txt"}}},
 	}
 	var buf bytes.Buffer
 	for _, r := range results {
@@ -39,7 +41,7 @@ func TestResultsJSONLReadsBackAsManifest(t *testing.T) {
 		if err != nil {
 			t.Fatalf("item %s: %v", want.ID, err)
 		}
-		if it.ID != want.ID || it.Document != want.Document || it.Question != want.Question ||
+		if it.ID != want.ID || it.Document != want.Document || !slices.Equal(it.Documents, want.Documents) || it.Question != want.Question ||
 			!slices.Equal(it.Answers, want.GoldAnswers) || !reflect.DeepEqual(it.Labels, want.Labels) {
 			t.Errorf("read back %+v, want the manifest fields of %+v", it, want)
 		}
@@ -48,7 +50,7 @@ func TestResultsJSONLReadsBackAsManifest(t *testing.T) {
 
 // Every member of a results line is known to the manifest reader.
 func TestResultLineKeysCoverBatchItemResult(t *testing.T) {
-	manifest := []string{"id", "document", "question", "gold_answers", "labels"}
+	manifest := []string{"id", "document", "documents", "question", "gold_answers", "labels"}
 	for _, f := range contract.Fields(reflect.TypeFor[api.BatchItemResult]()) {
 		if !slices.Contains(manifest, f.Name) && !slices.Contains(report.ResultLineKeys, f.Name) {
 			t.Errorf("BatchItemResult member %q is not in report.ResultLineKeys: a results.jsonl line would not read back as a manifest line", f.Name)

@@ -357,6 +357,13 @@ type BatchItemResult struct {
 	// Grounding says whether and where the answer occurs in the
 	// document's text, as DocumentQA's result does.
 	Grounding *Grounding `json:"grounding,omitempty"`
+	// Documents is the item's corpus, in reading order, when the manifest
+	// line named documents (Document is then empty).
+	Documents []string `json:"documents,omitempty"`
+	// AnswerSources cites the evidence that supports the answer by
+	// document and page, as DocumentQA's result does (CiteSources renders
+	// it).
+	AnswerSources []SourceRef `json:"answer_sources,omitempty"`
 }
 
 // ScoreAggregate sums up a set of batch items. The score means are over the

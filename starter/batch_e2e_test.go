@@ -386,7 +386,8 @@ func TestBatchChecksBeforeStarting(t *testing.T) {
 
 // TestBatchUploadsLocalDocuments: a local JSON Lines manifest may name
 // local documents, relative to its folder or absolute; starter batch
-// uploads each once, as ask does, and the batch answers them.
+// uploads each once, as ask does (a corpus's documents too), and the
+// batch answers them.
 func TestBatchUploadsLocalDocuments(t *testing.T) {
 	stack(t)
 	startWorker(t)
@@ -401,13 +402,31 @@ func TestBatchUploadsLocalDocuments(t *testing.T) {
 			"question": fmt.Sprintf("%s (%d)", demoQuestion, i), "answers": []string{demoAnswer}})
 		manifest.Write(append(line, '\n'))
 	}
+	// A corpus of local documents, one relative and one absolute.
+	notes := writeFile(t, t.TempDir(), "notes.txt", fillerText(7, 2))
+	line, _ := json.Marshal(map[string]any{"id": "local-corpus", "documents": []string{"doc.txt", notes},
+		"question": demoQuestion + " (corpus)"})
+	manifest.Write(append(line, '\n'))
 	path := filepath.Join(dir, "manifest.jsonl")
 	if err := os.WriteFile(path, manifest.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := runBatchCLI(t, "--manifest", path, "--name", "local-docs", "--chunk-tokens", "1000", "--json")
-	if r := out.Result; r.Items != 2 || r.Succeeded != 2 || r.Failed != 0 || r.Overall.ExactMatch != 1 {
-		t.Errorf("result %+v, want both items answered exactly", r)
+	if r := out.Result; r.Items != 3 || r.Succeeded != 3 || r.Failed != 0 || r.Overall.ExactMatch != 1 {
+		t.Errorf("result %+v, want the three items answered, the two scored exactly", r)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := assemble.NewStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := readResults(t, store, out.Report.ResultsURI)
+	if c := items[len(items)-1]; len(c.Documents) != 2 || !strings.HasPrefix(c.Documents[0], "s3://") ||
+		!strings.HasSuffix(c.Documents[0], "/doc.txt") || !strings.HasSuffix(c.Documents[1], "/notes.txt") {
+		t.Errorf("corpus item documents %q, want the two uploads in order", c.Documents)
 	}
 	if _, _, err := runCLI(t, "batch", "--manifest", writeManifest(t, `{"id":"x","document":"nope.txt","question":"q"}`)); exitCode(err) != ExitBadInput {
 		t.Errorf("a manifest naming a missing local file: %v (exit %d), want exit %d", err, exitCode(err), ExitBadInput)

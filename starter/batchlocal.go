@@ -9,13 +9,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/memagent/memagent/internal/report"
 )
 
 // localizeManifest lets a local JSON Lines manifest name local documents:
-// each "document" that is not an s3:// URI is a path (relative to the
+// each "document" (and each of a corpus's "documents") that is not an s3://
+// URI is a path (relative to the
 // manifest's folder), checked and uploaded as `ask` uploads a document
 // (under its content hash, once however many items name it), and the
 // manifest is rewritten with their s3:// URIs into a temporary file, whose
@@ -40,27 +42,59 @@ func (s *session) localizeManifest(ctx context.Context, path string) (string, fu
 	changed := false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), report.MaxLineBytes+1)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		var item map[string]json.RawMessage
-		var doc string
-		if json.Unmarshal(line, &item) != nil || json.Unmarshal(item["document"], &doc) != nil || doc == "" || strings.HasPrefix(doc, "s3://") {
-			out.Write(line) // the manifest check says what is wrong with it
-			out.WriteByte('\n')
-			continue
-		}
+	upload := func(n int, doc string) (string, error) {
 		local := doc
 		if !filepath.IsAbs(local) {
 			local = filepath.Join(dir, local)
 		}
 		uri, ok := uploaded[local]
 		if !ok {
+			var err error
 			if uri, _, err = s.resolveDocument(ctx, local); err != nil {
-				return "", keep, fmt.Errorf("manifest %s line %d: %w", path, n, err)
+				return "", fmt.Errorf("manifest %s line %d: %w", path, n, err)
 			}
 			uploaded[local] = uri
 		}
-		item["document"], _ = json.Marshal(uri)
+		return uri, nil
+	}
+	local := func(doc string) bool { return doc != "" && !strings.HasPrefix(doc, "s3://") }
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		var item map[string]json.RawMessage
+		var doc string
+		var docs []string
+		if json.Unmarshal(line, &item) != nil {
+			out.Write(line) // the manifest check says what is wrong with it
+			out.WriteByte('\n')
+			continue
+		}
+		lineChanged := false
+		if json.Unmarshal(item["document"], &doc) == nil && local(doc) {
+			uri, err := upload(n, doc)
+			if err != nil {
+				return "", keep, err
+			}
+			item["document"], _ = json.Marshal(uri)
+			lineChanged = true
+		}
+		// A corpus's documents, each local one uploaded as a document is.
+		if json.Unmarshal(item["documents"], &docs) == nil && slices.ContainsFunc(docs, local) {
+			for i, d := range docs {
+				if !local(d) {
+					continue
+				}
+				if docs[i], err = upload(n, d); err != nil {
+					return "", keep, err
+				}
+			}
+			item["documents"], _ = json.Marshal(docs)
+			lineChanged = true
+		}
+		if !lineChanged {
+			out.Write(line)
+			out.WriteByte('\n')
+			continue
+		}
 		b, err := json.Marshal(item)
 		if err != nil {
 			return "", keep, err

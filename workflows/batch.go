@@ -513,7 +513,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		prio.FairnessKey, prio.FairnessWeight = it.FairnessKey, 0
 	}
 	in := api.DocumentQAInput{
-		Document: it.Document, Question: it.Question, GoldAnswers: it.GoldAnswers, Options: opts,
+		Document: it.Document, Documents: it.Documents, Question: it.Question, GoldAnswers: it.GoldAnswers, Options: opts,
 		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun, Sample: it.Sample,
 		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
@@ -523,9 +523,13 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		in.Budget = &g
 		b.grants[id] = g
 	}
-	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, api.QuestionDigest(it.Question), it.Document)
+	doc := it.Document
+	if len(it.Documents) > 0 {
+		doc = fmt.Sprintf("%s (+%d documents)", it.Documents[0], len(it.Documents)-1)
+	}
+	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, api.QuestionDigest(it.Question), doc)
 	if it.Sample > 0 {
-		summary = fmt.Sprintf("%s #%d sample %d · Q#%s · %s", st.Name, it.Seq, it.Sample, api.QuestionDigest(it.Question), it.Document)
+		summary = fmt.Sprintf("%s #%d sample %d · Q#%s · %s", st.Name, it.Seq, it.Sample, api.QuestionDigest(it.Question), doc)
 	}
 	copts := workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
@@ -572,7 +576,7 @@ func (b *batchRun) settle(o actwire.ChildOutcome) {
 	b.running--
 	id := o.WorkflowID
 	r := api.BatchItemResult{
-		Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Question: it.Question,
+		Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Documents: it.Documents, Question: it.Question,
 		GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
 	}
 	if g, ok := b.grants[id]; ok {
@@ -594,7 +598,7 @@ func (b *batchRun) settle(o actwire.ChildOutcome) {
 		r.Status = api.ItemAnswered
 		r.Answer, r.AnswerFound, r.Scores = res.Answer, res.AnswerFound, res.Scores
 		r.Chunks, r.Tokens, r.Usage, r.ResultURI = res.Chunks, res.Tokens, res.Usage, res.ResultURI
-		r.AnswerPages, r.Grounding = res.AnswerPages, res.Grounding
+		r.AnswerPages, r.Grounding, r.AnswerSources = res.AnswerPages, res.Grounding, res.AnswerSources
 		st.Answered++
 		st.Usage = st.Usage.Add(res.Usage)
 	}
@@ -746,5 +750,9 @@ func (b *batchRun) flush() error {
 // item (measured by the activity, as ranging over labels here would not be
 // deterministic) and what the run added.
 func resultSize(r api.BatchItemResult, itemBytes int) int {
-	return 256 + itemBytes + len(r.Answer) + len(r.Error) + len(r.ResultURI) + len(r.WorkflowID)
+	n := 256 + itemBytes + len(r.Answer) + len(r.Error) + len(r.ResultURI) + len(r.WorkflowID)
+	for _, s := range r.AnswerSources {
+		n += 64 + 2*len(s.Document)
+	}
+	return n
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -566,5 +567,49 @@ func TestBatchQACarriedChildrenSettleOnce(t *testing.T) {
 		if r.Status == api.ItemAnswered && done[r.WorkflowID] == nil {
 			t.Errorf("item %d answered without its child having answered", r.Seq)
 		}
+	}
+}
+
+// TestBatchQACorpusItems: a manifest line's documents reach the child's
+// DocumentQAInput.Documents (a single document's line sends none), and the
+// item's result carries the documents and the child's answer_sources.
+func TestBatchQACorpusItems(t *testing.T) {
+	f := newBatchFixture(t)
+	corpus := []string{"s3://docs/d1.txt", "s3://docs/d2.txt", "s3://docs/d3.txt"}
+	inputs := map[string]api.DocumentQAInput{}
+	f.child = func(ctx workflow.Context, in api.DocumentQAInput) (*DocumentQAResult, error) {
+		inputs[in.Question] = in
+		res := &DocumentQAResult{Answer: "w001", AnswerFound: true, Documents: in.Documents}
+		if len(in.Documents) > 0 {
+			res.AnswerSources = []api.SourceRef{{Document: in.Documents[1], Name: "d2.txt"}}
+		}
+		return res, nil
+	}
+	manifest := f.jsonlManifest(t, "corpus.jsonl", 2, func(i int, item map[string]any) {
+		if i == 0 {
+			delete(item, "document")
+			item["documents"] = corpus
+		}
+	})
+	res, _ := f.runToEnd(t, "batch-corpus", api.BatchQAInput{Manifest: manifest})
+	if res.Succeeded != 2 {
+		t.Fatalf("batch = %+v", res)
+	}
+	for q, in := range inputs {
+		switch {
+		case strings.HasSuffix(q, "(0)"):
+			if in.Document != "" || !slices.Equal(in.Documents, corpus) {
+				t.Errorf("corpus child input: document %q documents %q, want documents %q", in.Document, in.Documents, corpus)
+			}
+		case in.Document != "s3://docs/d2.txt" || in.Documents != nil:
+			t.Errorf("single child input: document %q documents %q", in.Document, in.Documents)
+		}
+	}
+	_, items := f.results(t, res)
+	if r := items[0]; !slices.Equal(r.Documents, corpus) || api.CiteSources(r.AnswerSources) != "d2.txt" {
+		t.Errorf("corpus item: documents %q answer_sources %+v", r.Documents, r.AnswerSources)
+	}
+	if r := items[1]; r.Documents != nil || r.AnswerSources != nil {
+		t.Errorf("single item: documents %q answer_sources %+v", r.Documents, r.AnswerSources)
 	}
 }

@@ -44,7 +44,7 @@ func (o ChildOutcome) Trim() ChildOutcome {
 	o.Result = &api.DocumentQAResult{
 		WorkflowID: r.WorkflowID, Answer: r.Answer, AnswerFound: r.AnswerFound, Scores: r.Scores,
 		Chunks: r.Chunks, Tokens: r.Tokens, Usage: r.Usage, ResultURI: r.ResultURI, AnswerPages: r.AnswerPages,
-		Grounding: r.Grounding,
+		Grounding: r.Grounding, Documents: r.Documents, AnswerSources: r.AnswerSources,
 	}
 	return o
 }

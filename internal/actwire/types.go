@@ -74,9 +74,12 @@ type ResolvePageInput struct {
 type BatchRunItem struct {
 	Seq int `json:"seq"`
 	// Sample is which of the item's samples this run is, from 0.
-	Sample      int               `json:"sample,omitempty"`
-	ID          string            `json:"id"`
-	Document    string            `json:"document"`
+	Sample   int    `json:"sample,omitempty"`
+	ID       string `json:"id"`
+	Document string `json:"document"`
+	// Documents is the item's corpus, set instead of Document; the child's
+	// DocumentQAInput.Documents.
+	Documents   []string          `json:"documents,omitempty"`
 	Question    string            `json:"question"`
 	GoldAnswers []string          `json:"gold_answers,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
@@ -90,7 +93,8 @@ type BatchRunItem struct {
 	Bytes int `json:"bytes,omitempty"`
 	// FairnessKey is the manifest item's own fairness key, if any.
 	FairnessKey string `json:"fairness_key,omitempty"`
-	// DocumentBytes is the document's size; a page's items to run come
+	// DocumentBytes is the document's size (a corpus's, the sum of its
+	// documents' sizes); a page's items to run come
 	// longest first, so the long documents do not make the batch's tail.
 	DocumentBytes int64 `json:"document_bytes,omitempty"`
 }

@@ -226,6 +226,40 @@ func BatchCSVRow(r api.BatchItemResult) []string {
 	}
 }
 
+// BatchCSVExtraHeader names the columns of results.csv that come after the
+// label columns, so that every earlier column keeps its place: the item's
+// corpus (empty for one document) and where its answer was found
+// (BatchCitation).
+var BatchCSVExtraHeader = []string{"documents", "found_on"}
+
+// BatchCSVExtra is an outcome's cells of BatchCSVExtraHeader.
+func BatchCSVExtra(r api.BatchItemResult) []string {
+	return []string{CSVText(strings.Join(r.Documents, " | ")), CSVText(BatchCitation(r))}
+}
+
+// BatchCitation is where an outcome's answer was found, as a reader cites
+// it: its answer_sources, which name the document ("deposition-12.pdf
+// p. 4; exhibit-3.docx § 2"), else its answer_pages.
+func BatchCitation(r api.BatchItemResult) string {
+	if len(r.AnswerSources) > 0 {
+		return api.CiteSources(r.AnswerSources)
+	}
+	return r.AnswerPages
+}
+
+// BatchDocument is what an outcome asked about as a table shows it: its
+// document, or its corpus's first document and how many follow.
+func BatchDocument(r api.BatchItemResult) string {
+	switch n := len(r.Documents); {
+	case r.Document != "" || n == 0:
+		return r.Document
+	case n == 1:
+		return r.Documents[0]
+	default:
+		return fmt.Sprintf("%s (+%d documents)", r.Documents[0], n-1)
+	}
+}
+
 func groundingStatus(g *api.Grounding) string {
 	if g == nil {
 		return ""
@@ -273,7 +307,7 @@ func BatchHTMLItemRow(r api.BatchItemResult) []string {
 	}
 	return []string{strconv.Itoa(r.Seq), r.ID, r.Status, clipText(r.Question, 200), clipText(answer, 200),
 		clipText(strings.Join(r.GoldAnswers, " | "), 120), sub, f1, recall, strconv.FormatInt(r.Tokens, 10),
-		r.AnswerPages, GroundingCell(r.Grounding)}
+		BatchCitation(r), GroundingCell(r.Grounding)}
 }
 
 func clipText(s string, n int) string {
@@ -345,7 +379,7 @@ func NewBatchPage(rep *api.BatchReport, labelKeys []string, chart string, failur
 		}
 		p.Tables = append(p.Tables, t)
 	}
-	t := BatchTable{Title: "Items", Header: []string{"seq", "id", "status", "question", "answer (or error)", "gold answers", "substring match", "F1", "recall", "tokens", "pages", "grounding"},
+	t := BatchTable{Title: "Items", Header: []string{"seq", "id", "status", "question", "answer (or error)", "gold answers", "substring match", "F1", "recall", "tokens", "found on", "grounding"},
 		Numeric: []bool{true, false, false, false, false, false, false, true, true, true, false, false}, Rows: rows,
 		Note: "pages: where the answer's evidence is (a converted document's pages or sections); grounding: whether the answer's text is in the document (verbatim, normalized: after the scoring normalisation, not_found: nowhere, no_answer: none given), and the page it is on."}
 	if rep.Overall.Items > len(rows) {

@@ -160,10 +160,45 @@ func TestBatchPageGrounding(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{"<th>pages</th>", "<th>grounding</th>", "<td>p. 17</td>", "<td>verbatim, p. 17</td>", "<td>not_found</td>",
+	for _, want := range []string{"<th>found on</th>", "<th>grounding</th>", "<td>p. 17</td>", "<td>verbatim, p. 17</td>", "<td>not_found</td>",
 		"<th>not found</th>", `<td class="n">1</td>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+func TestBatchCitation(t *testing.T) {
+	p4 := &api.PageRef{Unit: api.UnitPage, First: 4, Last: 4}
+	sources := []api.SourceRef{{Document: "s3://m/deposition-12.pdf", Name: "deposition-12.pdf", Pages: p4},
+		{Document: "s3://m/notes.txt", Name: "notes.txt"}}
+	tests := []struct {
+		name      string
+		r         api.BatchItemResult
+		citation  string
+		document  string
+		documents string
+	}{
+		{"one document", api.BatchItemResult{Document: "s3://m/a.pdf", AnswerPages: "p. 17"}, "p. 17", "s3://m/a.pdf", ""},
+		{"text document", api.BatchItemResult{Document: "s3://m/a.txt"}, "", "s3://m/a.txt", ""},
+		{"corpus", api.BatchItemResult{Documents: []string{"s3://m/notes.txt", "s3://m/deposition-12.pdf", "s3://m/x.txt"}, AnswerSources: sources,
+			AnswerPages: "p. 4"}, "deposition-12.pdf p. 4; notes.txt", "s3://m/notes.txt (+2 documents)", "s3://m/notes.txt | s3://m/deposition-12.pdf | s3://m/x.txt"},
+		{"corpus of one", api.BatchItemResult{Documents: []string{"s3://m/notes.txt"}}, "", "s3://m/notes.txt", "s3://m/notes.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := BatchCitation(tt.r); got != tt.citation {
+				t.Errorf("citation %q, want %q", got, tt.citation)
+			}
+			if got := BatchDocument(tt.r); got != tt.document {
+				t.Errorf("document %q, want %q", got, tt.document)
+			}
+			if got := BatchCSVExtra(tt.r); len(got) != len(BatchCSVExtraHeader) || got[0] != tt.documents || got[1] != tt.citation {
+				t.Errorf("CSV cells %q, want [%q %q]", got, tt.documents, tt.citation)
+			}
+			if got := BatchHTMLItemRow(tt.r); tt.citation != "" && !slices.Contains(got, tt.citation) {
+				t.Errorf("HTML row %q lacks %q", got, tt.citation)
+			}
+		})
 	}
 }

@@ -12,12 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/memagent/memagent/api"
 )
 
 // Manifest formats.
 const (
-	// FormatJSONL is JSON Lines, one item a line: {"id", "document",
-	// "question", "gold_answers", "labels"} ("answers" is accepted for
+	// FormatJSONL is JSON Lines, one item a line: {"id", "document" (or
+	// "documents", a corpus), "question", "gold_answers", "labels"} ("answers" is accepted for
 	// "gold_answers"; the fields of a results.jsonl line are ignored, so a
 	// batch's results read back as a manifest).
 	FormatJSONL = "jsonl"
@@ -44,12 +46,15 @@ type ManifestItem struct {
 	Seq int `json:"seq"`
 	// Line is the item's line (JSON Lines) or number (MemAgent JSON), from
 	// 1, as error messages name it.
-	Line     int               `json:"line"`
-	ID       string            `json:"id"`
-	Document string            `json:"document,omitempty"`
-	Question string            `json:"question"`
-	Answers  []string          `json:"answers,omitempty"`
-	Labels   map[string]string `json:"labels,omitempty"`
+	Line     int    `json:"line"`
+	ID       string `json:"id"`
+	Document string `json:"document,omitempty"`
+	// Documents is a corpus read as one stream (DocumentQAInput.Documents),
+	// set instead of Document.
+	Documents []string          `json:"documents,omitempty"`
+	Question  string            `json:"question"`
+	Answers   []string          `json:"answers,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
 	// FairnessKey, when set, replaces the batch's fairness key for this
 	// item's run (a client or a matter sharing the GPU pool).
 	FairnessKey string `json:"fairness_key,omitempty"`
@@ -205,11 +210,22 @@ func (m *ManifestReader) check(it *ManifestItem) error {
 		return m.itemError("fairness_key is %d bytes, over Temporal's limit of %d", len(it.FairnessKey), MaxFairnessKeyBytes)
 	}
 	if m.format == FormatJSONL {
-		if it.Document == "" {
-			return m.itemError(`missing document: set "document" to an s3://bucket/key URI`)
+		switch {
+		case it.Document == "" && len(it.Documents) == 0:
+			return m.itemError(`missing document: set "document" to an s3://bucket/key URI, or "documents" to an array of them for a corpus`)
+		case it.Document != "" && len(it.Documents) > 0:
+			return m.itemError(`document and documents are both set: set exactly one ("documents" for a corpus read as one stream)`)
+		case len(it.Documents) > api.MaxCorpusDocuments:
+			return m.itemError("documents has %d entries, over %d: split the corpus", len(it.Documents), api.MaxCorpusDocuments)
+		case it.Document != "":
+			if err := manifestS3URI(it.Document); err != nil {
+				return m.itemError("document %q %s", manifestClip(it.Document, 200), err)
+			}
 		}
-		if err := manifestS3URI(it.Document); err != nil {
-			return m.itemError("document %q %s", manifestClip(it.Document, 200), err)
+		for i, d := range it.Documents {
+			if err := manifestS3URI(d); err != nil {
+				return m.itemError("documents[%d] %q %s", i, manifestClip(d, 200), err)
+			}
 		}
 	} else if strings.TrimSpace(it.Context) == "" {
 		return m.itemError(`missing context: set "context" to the document text`)
@@ -243,6 +259,7 @@ func manifestS3URI(uri string) error {
 type jsonlItem struct {
 	ID          json.RawMessage            `json:"id"`
 	Document    string                     `json:"document"`
+	Documents   json.RawMessage            `json:"documents"`
 	Question    string                     `json:"question"`
 	GoldAnswers json.RawMessage            `json:"gold_answers"`
 	Answers     json.RawMessage            `json:"answers"`
@@ -251,14 +268,15 @@ type jsonlItem struct {
 }
 
 // jsonlItemKeys are the members a JSON Lines manifest line may have.
-var jsonlItemKeys = []string{"id", "document", "question", "gold_answers", "answers", "labels", "fairness_key"}
+var jsonlItemKeys = []string{"id", "document", "documents", "question", "gold_answers", "answers", "labels", "fairness_key"}
 
 // ResultLineKeys are the other members of a line of a batch's
 // results.jsonl (activities.BatchItemResult). A manifest line may carry
 // them, and they are ignored, so that results.jsonl reads back as the
 // manifest of a new batch; any other member is an error.
 var ResultLineKeys = []string{"seq", "sample", "status", "answer", "answer_found", "scores", "chunks", "tokens",
-	"usage", "workflow_id", "result_uri", "error", "error_type", "answer_pages", "grounding"}
+	"usage", "workflow_id", "result_uri", "error", "error_type", "answer_pages", "grounding",
+	"answer_sources"}
 
 // checkJSONLKeys reports a member of a manifest line that is neither a
 // manifest field nor a results.jsonl field.
@@ -277,8 +295,8 @@ func checkJSONLKeys(line []byte) error {
 				return fmt.Errorf("%s: unknown field; did you mean %s?", k, known)
 			}
 		}
-		return fmt.Errorf("%s: unknown field; a line has {%q, %q, %q, %q, %q, %q}", k,
-			"id", "document", "question", "gold_answers", "labels", "fairness_key")
+		return fmt.Errorf("%s: unknown field; a line has {%q, %q, %q, %q, %q, %q, %q}", k,
+			"id", "document", "documents", "question", "gold_answers", "labels", "fairness_key")
 	}
 	return nil
 }
@@ -303,6 +321,9 @@ func (m *ManifestReader) nextLine() (ManifestItem, error) {
 		}
 		if err := checkJSONLKeys(line); err != nil {
 			return ManifestItem{}, m.itemError("%v", err)
+		}
+		if it.Documents, err = manifestDocuments(raw.Documents); err != nil {
+			return ManifestItem{}, m.itemError("documents: %v", err)
 		}
 		answers, key := raw.GoldAnswers, "gold_answers"
 		if len(raw.Answers) > 0 {
@@ -499,6 +520,27 @@ func manifestScalar(raw json.RawMessage) (string, error) {
 	}
 	// A number or a boolean: its JSON text.
 	return string(raw), nil
+}
+
+// manifestDocuments reads a corpus: an array of s3:// URIs, in reading
+// order. null and absent are none; an empty array is none too, which the
+// caller reports as a missing document.
+func manifestDocuments(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var docs []string
+	if err := json.Unmarshal(raw, &docs); err != nil {
+		return nil, errors.New(`want an array of s3:// URIs, ["s3://bucket/a.pdf", "s3://bucket/b.pdf"]`)
+	}
+	for i, d := range docs {
+		docs[i] = strings.TrimSpace(d)
+	}
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	return docs, nil
 }
 
 // answers reads gold answers: an array of strings (numbers are taken as

@@ -229,3 +229,68 @@ func TestManifestMemAgentStreams(t *testing.T) {
 		t.Errorf("read %d items, want %d", count, n)
 	}
 }
+
+func TestManifestDocuments(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		want    []string // the item's documents, when it is good
+		wantErr string   // a piece of the item's error, when it is bad
+	}{
+		{name: "corpus", line: `{"documents": ["s3://b/a.txt", " s3://b/b.pdf "], "question": "Q?"}`,
+			want: []string{"s3://b/a.txt", "s3://b/b.pdf"}},
+		{name: "one document in a list", line: `{"documents": ["s3://b/a.txt"], "question": "Q?"}`,
+			want: []string{"s3://b/a.txt"}},
+		{name: "empty list beside a document", line: `{"document": "s3://b/a.txt", "documents": [], "question": "Q?"}`},
+		{name: "both", line: `{"document": "s3://b/a.txt", "documents": ["s3://b/b.txt"], "question": "Q?"}`,
+			wantErr: "line 1: document and documents are both set"},
+		{name: "neither", line: `{"question": "Q?"}`,
+			wantErr: `line 1: missing document: set "document" to an s3://bucket/key URI, or "documents"`},
+		{name: "empty list", line: `{"documents": [], "question": "Q?"}`,
+			wantErr: "line 1: missing document"},
+		{name: "not an array", line: `{"documents": "s3://b/a.txt", "question": "Q?"}`,
+			wantErr: "line 1: documents: want an array of s3:// URIs"},
+		{name: "not strings", line: `{"documents": [1, 2], "question": "Q?"}`,
+			wantErr: "line 1: documents: want an array of s3:// URIs"},
+		{name: "bad uri", line: `{"documents": ["s3://b/a.txt", "b.txt"], "question": "Q?"}`,
+			wantErr: `line 1: documents[1] "b.txt" is not an s3:// URI`},
+		{name: "no key", line: `{"documents": ["s3://b/a.txt", "s3://b"], "question": "Q?"}`,
+			wantErr: `line 1: documents[1] "s3://b" names no object`},
+		{name: "misspelt", line: `{"document": "s3://b/a.txt", "documnets": ["s3://b/b.txt"], "question": "Q?"}`,
+			wantErr: `line 1: documnets: unknown field; a line has {"id", "document", "documents",`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items, errs, err := readManifest(t, tt.line+"\n", FormatJSONL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantErr != "" {
+				if len(errs) != 1 || !strings.Contains(errs[0], tt.wantErr) {
+					t.Fatalf("errors %q, want one containing %q", errs, tt.wantErr)
+				}
+				return
+			}
+			if len(errs) > 0 || len(items) != 1 {
+				t.Fatalf("items %+v, errors %q: want one item", items, errs)
+			}
+			if !reflect.DeepEqual(items[0].Documents, tt.want) {
+				t.Errorf("documents %q, want %q", items[0].Documents, tt.want)
+			}
+		})
+	}
+}
+
+// TestManifestDocumentsResultsReadBack: a corpus item's results.jsonl line
+// (document empty, documents and answer_sources set) reads back as a
+// manifest line.
+func TestManifestDocumentsResultsReadBack(t *testing.T) {
+	line := `{"seq":0,"id":"c","document":"","documents":["s3://b/a.txt","s3://b/b.txt"],"question":"Q?","status":"answered","answer":"x","answer_sources":[{"document":"s3://b/b.txt","name":"b.txt"}],"usage":{"calls":2}}`
+	items, errs, err := readManifest(t, line+"\n", "")
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("err %v, item errors %v", err, errs)
+	}
+	if want := []string{"s3://b/a.txt", "s3://b/b.txt"}; len(items) != 1 || !reflect.DeepEqual(items[0].Documents, want) || items[0].Document != "" {
+		t.Errorf("items %+v, want one with documents %q", items, want)
+	}
+}

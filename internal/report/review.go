@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,7 @@ var ReviewCSVHeader = []string{
 	"evidence_chunks", "evidence_ranges", "passage_ranges", "supporting_chunks", "evidence_dropped",
 	"chunks_read", "calls", "prompt_tokens", "completion_tokens", "result_uri", "error_type", "error",
 	"evidence_pages", "grounding", "grounding_pages", "grounding_range", "grounding_quote",
+	"evidence_documents", "answer_sources",
 }
 
 // WriteReviewCSV writes g as CSV (RFC 4180), one row per question, with
@@ -33,7 +35,10 @@ var ReviewCSVHeader = []string{
 // by " | "); a byte range is "start-end", end exclusive; evidence_pages
 // cites each evidence entry's page ("p. 17") or section, empty for text;
 // grounding is the answer's grounding status, with the page, byte range
-// and quote of where it was found. Text cells that a
+// and quote of where it was found; evidence_documents names each evidence
+// entry's corpus document (empty for one document) beside evidence_pages,
+// and answer_sources cites the answer's evidence by document and page
+// (api.CiteSources, "deposition-12.pdf p. 4; exhibit-3.docx § 2"). Text cells that a
 // spreadsheet would run as a formula (starting with =, +, -, @, tab or
 // carriage return) get a leading apostrophe.
 func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
@@ -42,9 +47,10 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 		return err
 	}
 	for _, r := range g.Rows {
-		var chunks, ranges, passages, supporting, pages []string
+		var chunks, ranges, passages, supporting, pages, docs []string
 		for _, e := range r.Evidence {
 			pages = append(pages, e.Cite())
+			docs = append(docs, EvidenceDocumentName(e))
 			c := strconv.Itoa(e.Chunk)
 			chunks = append(chunks, c)
 			ranges = append(ranges, fmt.Sprintf("%d-%d", e.Start, e.End))
@@ -73,6 +79,7 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 			r.ResultURI, r.ErrorType, CSVText(r.Error),
 			CSVText(strings.Join(pages, "; ")),
 			groundingStatus(r.Grounding), groundingPages(r.Grounding), groundingRange(r.Grounding), CSVText(groundingQuote(r.Grounding)),
+			CSVText(strings.Join(docs, "; ")), CSVText(api.CiteSources(r.AnswerSources)),
 		}
 		if err := cw.Write(row); err != nil {
 			return err
@@ -80,6 +87,35 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// EvidenceDocumentName is the name (the last element of the key) of the
+// corpus document an evidence entry is in, empty for a single document's
+// entries, which name none.
+func EvidenceDocumentName(e api.ReviewEvidence) string {
+	if e.Document == "" {
+		return ""
+	}
+	return path.Base(e.Document)
+}
+
+// EvidenceCite cites an evidence entry as a reader reads it: its
+// document's name, when it has one, and its pages or section
+// ("deposition-12.pdf p. 4", "notes.txt"), else its pages alone (e.Cite).
+func EvidenceCite(e api.ReviewEvidence) string {
+	if e.Document == "" {
+		return e.Cite()
+	}
+	return api.SourceRef{Document: e.Document, Name: EvidenceDocumentName(e), Pages: evidencePages(e)}.String()
+}
+
+// evidencePages are the pages e.Cite cites: the passage's, else the
+// chunk's.
+func evidencePages(e api.ReviewEvidence) *api.PageRef {
+	if e.Passage != nil && e.Passage.Pages != nil {
+		return e.Passage.Pages
+	}
+	return e.Pages
 }
 
 // CSVText is s as a CSV cell that a spreadsheet shows as text: a cell

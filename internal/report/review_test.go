@@ -219,3 +219,52 @@ func TestReviewHighlight(t *testing.T) {
 		t.Errorf("reviewHighlight = %+v, want %+v", got, want)
 	}
 }
+
+// TestReviewCorpusCitations: a corpus grid's CSV and HTML name each
+// evidence entry's document beside its pages, and cite the row's answer
+// by document.
+func TestReviewCorpusCitations(t *testing.T) {
+	p4 := &api.PageRef{Unit: api.UnitPage, First: 4, Last: 4}
+	g := api.ReviewGrid{Version: api.ReviewGridVersion, Documents: []string{"s3://m/notes.txt", "s3://m/deposition-12.pdf"},
+		Rows: []api.ReviewRow{{
+			ID: "q1", Question: "When?", Status: api.ReviewStatusDone, Answer: "1999", AnswerFound: true,
+			Evidence: []api.ReviewEvidence{
+				{Chunk: 0, Start: 0, End: 10, Document: "s3://m/notes.txt"},
+				{Chunk: 1, Start: 10, End: 20, Document: "s3://m/deposition-12.pdf", Pages: p4, SupportsAnswer: true},
+			},
+			AnswerSources: []api.SourceRef{{Document: "s3://m/deposition-12.pdf", Name: "deposition-12.pdf", Pages: p4}},
+		}}}
+	var buf bytes.Buffer
+	if err := WriteReviewCSV(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range records[0] {
+		col[h] = i
+	}
+	row := records[1]
+	for _, c := range []struct{ name, want string }{
+		{"evidence_documents", "notes.txt; deposition-12.pdf"},
+		{"evidence_pages", "; p. 4"},
+		{"answer_sources", "deposition-12.pdf p. 4"},
+	} {
+		if got := row[col[c.name]]; got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, got, c.want)
+		}
+	}
+	buf.Reset()
+	if err := WriteReviewHTML(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`Found on: <strong class="page">deposition-12.pdf p. 4</strong>`,
+		`<strong class="page">notes.txt</strong> · chunk 0`, `deposition-12.pdf p. 4 · chunk 1</a>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}

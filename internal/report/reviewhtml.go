@@ -24,7 +24,7 @@ func WriteReviewHTML(w io.Writer, g api.ReviewGrid) error {
 	for i, r := range g.Rows {
 		pr := reviewPageRow{ReviewRow: r, Anchor: fmt.Sprintf("q%d", i+1)}
 		for k, e := range r.Evidence {
-			pe := reviewPageEvidence{ReviewEvidence: e, Anchor: fmt.Sprintf("q%d-e%d", i+1, k+1)}
+			pe := reviewPageEvidence{ReviewEvidence: e, Anchor: fmt.Sprintf("q%d-e%d", i+1, k+1), Where: EvidenceCite(e)}
 			if e.Passage != nil {
 				pe.Segments = reviewHighlight(e.Passage.Text, e.Added)
 			}
@@ -44,6 +44,10 @@ func WriteReviewHTML(w io.Writer, g api.ReviewGrid) error {
 				}
 			}
 			pr.FoundOn = strings.Join(cites, "; ")
+			if len(r.AnswerSources) > 0 {
+				// A corpus: the citation names the document.
+				pr.FoundOn = api.CiteSources(r.AnswerSources)
+			}
 		}
 		page.Rows = append(page.Rows, pr)
 	}
@@ -69,7 +73,10 @@ type reviewPageRow struct {
 
 type reviewPageEvidence struct {
 	api.ReviewEvidence
-	Anchor   string
+	Anchor string
+	// Where cites the entry: its document's name, for a corpus, and its
+	// pages or section (EvidenceCite).
+	Where    string
 	Segments []reviewSegment
 }
 
@@ -203,7 +210,7 @@ Grounding says whether the answer's text is in the document, read from its bytes
 {{- with .Grounding}}<div class="where grounding {{.Status}}">Grounding: <strong>{{.Status}}</strong>{{with .Pages.String}}, {{.}}{{end}}{{with .Quote}}<blockquote>{{.}}</blockquote>{{end}}</div>{{end}}</td>
 <td>{{if .GoldAnswers}}{{join .GoldAnswers " | "}}{{if .Scores}}
 {{if .Scores.ExactMatch}}<span class="ok">exact</span>{{else if .Scores.SubstringMatch}}<span class="ok">substring</span>{{else}}<span class="no">no match</span>{{end}} · F1 {{pct .Scores.F1}}{{end}}{{else}}<span class="faint">–</span>{{end}}</td>
-<td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">{{with .Cite}}{{.}} · {{end}}chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>
+<td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">{{with .Where}}{{.}} · {{end}}chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>
 <td class="n">{{num .Usage.Calls}}</td>
 <td class="n">{{num .Usage.PromptTokens}}</td>
 <td class="n">{{num .Usage.CompletionTokens}}</td>
@@ -218,7 +225,7 @@ Grounding says whether the answer's text is in the document, read from its bytes
 <p>{{if eq .Status "failed"}}<span class="err">failed</span>{{else}}Answer: <strong>{{.Answer}}</strong>{{end}} · {{.ChunksRead}} chunks read · traces <code>{{.TracePrefix}}</code>{{if .ResultURI}} · result <code>{{.ResultURI}}</code>{{end}}</p>
 {{- range .Evidence}}
 <div class="ev{{if .SupportsAnswer}} kept{{end}}" id="{{.Anchor}}">
-<div class="where">{{with .Cite}}<strong class="page">{{.}}</strong> · {{end}}chunk {{.Chunk}} · bytes {{num .Start}}–{{num .End}}{{with .Passage}} · passage {{num .Start}}–{{num .End}}{{end}} · {{if .SupportsAnswer}}<span class="support">✓ still in the final memory</span>{{else}}no longer in the final memory{{end}}{{if .Added}} · new words: {{join .Added ", "}}{{end}}</div>
+<div class="where">{{with .Where}}<strong class="page">{{.}}</strong> · {{end}}chunk {{.Chunk}} · bytes {{num .Start}}–{{num .End}}{{with .Passage}} · passage {{num .Start}}–{{num .End}}{{end}} · {{if .SupportsAnswer}}<span class="support">✓ still in the final memory</span>{{else}}no longer in the final memory{{end}}{{if .Added}} · new words: {{join .Added ", "}}{{end}}</div>
 {{- if .Segments}}
 <blockquote>{{range .Segments}}{{if .Mark}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</blockquote>
 {{- else if .Passage}}

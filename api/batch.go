@@ -101,6 +101,11 @@ type BatchQAInput struct {
 	// settle in the run that started them; a long document's child does
 	// not hold the window.
 	CarryAfterSeconds int `json:"carry_after_seconds,omitempty" contract:"min=0,max=3600"`
+	// Reuse is passed to every DocumentQA child (DocumentQAInput.Reuse):
+	// "none" has each read its document from the first chunk instead of
+	// starting from a memory checkpoint. Answers reused whole from an
+	// earlier report are not affected.
+	Reuse string `json:"reuse,omitempty" contract:"enum=auto|none"`
 	// Priority orders this run's tasks on a shared task queue that is
 	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
 	// started with, else 4. Its children and their activities carry it.

@@ -90,7 +90,10 @@ type ItemChange struct {
 	Seq         *int   `json:"seq,omitempty"`
 	PreviousSeq *int   `json:"previous_seq,omitempty"`
 	Document    string `json:"document"`
-	Question    string `json:"question"`
+	// Documents is a corpus item's documents, in order (Document is then
+	// empty).
+	Documents []string `json:"documents,omitempty"`
+	Question  string   `json:"question"`
 	// OldAnswer and OldAnswerFound are the previous report's; NewAnswer and
 	// NewAnswerFound this one's.
 	OldAnswer      string `json:"old_answer,omitempty"`

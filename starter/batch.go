@@ -238,6 +238,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	prefix := fs.String("report-prefix", "", "s3:// prefix of the report; default s3://<bucket>/batches/<workflow id>/")
 	dated := fs.Bool("dated", false, "put the report under a folder named after the batch's UTC start time")
 	chunk := fs.Int("chunk-tokens", 0, "tokens per chunk (0: the default, 5000)")
+	reuse := fs.String("reuse", api.ReuseAuto, `"auto": each item starts from the deepest memory checkpoint of an earlier reading of its chunks; "none": each reads from the first chunk`)
 	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", api.MaxSamples))
 	temperature := fs.Float64("temperature", -1, "sampling temperature within [0, 2] (default the options' default, 0.7)")
 	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`, with the files it links in file_files/ beside it so that it works offline")
@@ -267,6 +268,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			Options:     api.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
 			Samples:     *samples,
 			CompareWith: *compare, NotifyURL: *notify,
+			Reuse:    *reuse,
 			Priority: sched.Priority, FairnessKey: sched.FairnessKey, FairnessWeight: sched.FairnessWeight,
 		}
 		if *temperature >= 0 {

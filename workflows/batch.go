@@ -514,7 +514,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 	}
 	in := api.DocumentQAInput{
 		Document: it.Document, Documents: it.Documents, Question: it.Question, GoldAnswers: it.GoldAnswers, Options: opts,
-		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun, Sample: it.Sample,
+		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun, Sample: it.Sample, Reuse: b.in.Reuse,
 		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
 	id := SampleWorkflowID(b.workflowID, it.Seq, it.Sample)

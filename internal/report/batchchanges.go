@@ -31,7 +31,7 @@ func CompareItem(old, cur *api.BatchItemResult) api.ItemChange {
 	if src == nil {
 		return c
 	}
-	c.ID, c.Sample, c.Document, c.Question = src.ID, src.Sample, src.Document, src.Question
+	c.ID, c.Sample, c.Document, c.Documents, c.Question = src.ID, src.Sample, src.Document, src.Documents, src.Question
 	if cur != nil {
 		seq := cur.Seq
 		c.Seq, c.NewStatus, c.NewAnswer, c.NewAnswerFound = &seq, cur.Status, cur.Answer, cur.AnswerFound
@@ -109,6 +109,9 @@ func NewChangesSection() *ChangesSection {
 // Add adds one item's comparison.
 func (s *ChangesSection) Add(c api.ItemChange) {
 	id := c.ID
+	if c.Document == "" && len(c.Documents) > 0 {
+		c.Document = fmt.Sprintf("%s (+%d documents)", c.Documents[0], len(c.Documents)-1)
+	}
 	if c.Sample > 0 {
 		id = fmt.Sprintf("%s #%d", c.ID, c.Sample)
 	}

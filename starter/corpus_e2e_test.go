@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,10 +14,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
+	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 
@@ -90,8 +93,32 @@ func TestAskCorpusEndToEnd(t *testing.T) {
 		t.Errorf("ask (text): %v\n%s", err, human)
 	}
 
-	// A raw JSON client: the input is a plain JSON object with documents.
+	// An s3:// prefix stands for its objects in name order.
 	cfg, _ := config.Load()
+	store, err := assemble.NewStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{c, a} { // written out of order
+		data, _ := os.ReadFile(p)
+		loc := s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("matters/%s/%d-%s", t.Name(), 2-i, filepath.Base(p))}
+		if err := store.Put(context.Background(), loc, data, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, stderr, err = runCLI(t, "ask", "--doc", "s3://"+cfg.Bucket+"/matters/"+t.Name()+"/", "--question", docgen.Question, "--chunk-tokens", "800", "--json")
+	if err != nil {
+		t.Fatalf("ask of a prefix: %v\nstderr: %s", err, stderr)
+	}
+	var prefixed corpusJSON
+	if err := json.Unmarshal([]byte(out), &prefixed); err != nil {
+		t.Fatal(err)
+	}
+	if len(prefixed.Documents) != 2 || !strings.HasSuffix(prefixed.Documents[0], "/1-notes.txt") || !strings.HasSuffix(prefixed.Documents[1], "/2-annex.docx") {
+		t.Errorf("documents of the prefix: %q, want 1-notes.txt then 2-annex.docx", prefixed.Documents)
+	}
+
+	// A raw JSON client: the input is a plain JSON object with documents.
 	c2, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace})
 	if err != nil {
 		t.Fatal(err)

@@ -98,7 +98,7 @@ func TestHostileInputsOnTheWorkerBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, api.DocumentQAName,
-			api.DocumentQAInput{Document: loc.String(), Question: question, HeartbeatTimeoutSeconds: 5})
+			api.DocumentQAInput{Reuse: api.ReuseNone, Document: loc.String(), Question: question, HeartbeatTimeoutSeconds: 5})
 		if err != nil {
 			t.Fatal(err)
 		}

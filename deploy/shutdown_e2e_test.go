@@ -245,6 +245,8 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 			w := startWorkerProcess(t, env)
 
 			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: queue, TaskQueue: queue}, api.DocumentQAName, api.DocumentQAInput{
+				// Every chunk read: no checkpoint of an earlier test run is used.
+				Reuse:    api.ReuseNone,
 				Document: doc.String(), Question: "What is the courier's password?",
 				Options:                 api.ModelOptions{ChunkTokens: chunkTokens},
 				HeartbeatTimeoutSeconds: 2,

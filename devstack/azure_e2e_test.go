@@ -147,7 +147,7 @@ func TestDevWorkerAnswersThroughAzure(t *testing.T) {
 	}
 	defer c.Close()
 	wf, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "azure-e2e", TaskQueue: "azure-e2e"},
-		api.DocumentQAName, api.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
+		api.DocumentQAName, api.DocumentQAInput{Reuse: api.ReuseNone, Document: doc.String(), Question: "What is the vault code?",
 			Options: api.ModelOptions{ChunkTokens: 1000}})
 	if err != nil {
 		t.Fatal(err)

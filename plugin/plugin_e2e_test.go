@@ -47,6 +47,8 @@ func TestPluginOnPlainWorker(t *testing.T) {
 
 		mc := memclient.New(c, memclient.Options{TaskQueue: taskQueue})
 		in := api.DocumentQAInput{
+			// Every chunk read: no checkpoint of an earlier test run is used.
+			Reuse:    api.ReuseNone,
 			Document: docURI, Question: docgen.Question, GoldAnswers: []string{docgen.Answer},
 			Options: api.ModelOptions{ChunkTokens: 2000},
 		}

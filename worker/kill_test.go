@@ -112,6 +112,8 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 	}
 	defer c.Close()
 	in := api.DocumentQAInput{
+		// Every chunk read: no checkpoint of an earlier test run is used.
+		Reuse:    api.ReuseNone,
 		Document: docLoc.String(), Question: "What is the vault combination?",
 		Options:                 api.ModelOptions{ChunkTokens: 400},
 		HeartbeatTimeoutSeconds: 2,

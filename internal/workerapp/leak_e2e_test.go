@@ -150,7 +150,7 @@ func TestNothingLeaks(t *testing.T) {
 	t.Cleanup(starter.Close)
 
 	opts := api.ModelOptions{ChunkTokens: 2000}
-	in := api.DocumentQAInput{Document: docLoc.String(), Question: docgen.Question, Options: opts, ChunksPerRun: 2}
+	in := api.DocumentQAInput{Reuse: api.ReuseNone, Document: docLoc.String(), Question: docgen.Question, Options: opts, ChunksPerRun: 2}
 	start := func(c client.Client, queue, id string, in api.DocumentQAInput) client.WorkflowRun {
 		t.Helper()
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{

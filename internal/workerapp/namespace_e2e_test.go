@@ -48,7 +48,7 @@ func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 	}
 	defer c.Close()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "fresh-1", TaskQueue: api.DefaultTaskQueue},
-		api.DocumentQAName, api.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
+		api.DocumentQAName, api.DocumentQAInput{Reuse: api.ReuseNone, Document: doc.String(), Question: "What is the vault code?",
 			Options: api.ModelOptions{ChunkTokens: 64}})
 	if err != nil {
 		t.Fatal(err)

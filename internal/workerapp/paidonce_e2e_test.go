@@ -97,7 +97,7 @@ func TestModelCallPaidOnceThroughS3WriteFailures(t *testing.T) {
 	defer c.Close()
 	d.Simulator.Reset()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "paid-once", TaskQueue: api.DefaultTaskQueue},
-		api.DocumentQAName, api.DocumentQAInput{Document: doc.String(), Question: "What is the vault code?",
+		api.DocumentQAName, api.DocumentQAInput{Reuse: api.ReuseNone, Document: doc.String(), Question: "What is the vault code?",
 			Options: api.ModelOptions{ChunkTokens: 200}})
 	if err != nil {
 		t.Fatal(err)

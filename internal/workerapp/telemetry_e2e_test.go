@@ -115,6 +115,8 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 	rec.Reset() // only the run's spans from here
 	rootCtx, root := tel.TracerProvider.Tracer("test").Start(ctx, "starter ask")
 	in := api.DocumentQAInput{
+		// Every chunk read: no checkpoint of an earlier test run is used.
+		Reuse:    api.ReuseNone,
 		Document: docLoc.String(), Question: docgen.Question, GoldAnswers: []string{docgen.Answer},
 		Options: api.ModelOptions{ChunkTokens: 2000},
 	}

@@ -453,14 +453,17 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 		Pages:        pages,
 		Evidence:     evidenceOf(in, ch, idx.PageMap, pages, memory, text),
 	}
-	citeCorpus(idx.Corpus, out)
+	// A corpus chunk's documents (and their pages), for the evidence and
+	// the trace.
+	sources := idx.Corpus.Refs(ch.Start, ch.End)
+	citeCorpus(idx.Corpus, sources, out)
 	trace := ChunkTrace{
 		Chunk: in.Chunk, Chunks: len(idx.Chunks), Start: ch.Start, End: ch.End, ChunkTokens: ch.Tokens,
 		Model: comp.Model, PromptTokens: comp.PromptTokens, CompletionTokens: comp.CompletionTokens,
 		CachedTokens: comp.CachedTokens, LatencyMS: out.LatencyMS, FinishReason: comp.FinishReason,
 		Attempt: attempt(ctx), MemoryKept: kept, MemoryAfter: memory, WrittenAt: time.Now().UTC(),
 		Calls: paid.Calls, Kept: keep(digest, comp), Pages: pages, PromptSHA256: PromptDigest(prompt),
-		Sources: idx.Corpus.Refs(ch.Start, ch.End),
+		Sources: sources,
 	}
 	// The checkpoint is written beside the trace, at once: the trace keeps
 	// the completion, so either write failing is retried without a second

@@ -251,16 +251,15 @@ func (a *Activities) allowReadCorpus(ctx context.Context, in actwire.PrepareInpu
 	return &c.Map, nil
 }
 
-// citeCorpus names the corpus document of a chunk's evidence entry (the
-// document its passage is in, else the one its chunk starts in) and cites
-// that document's pages.
-func citeCorpus(c *memagent.CorpusMap, out *actwire.UpdateOutput) {
-	if c == nil {
+// citeCorpus cites a corpus chunk by the first of its sources (its
+// documents, c.Refs of its range), and names the document of its evidence
+// entry: the one its passage is in (citing the passage's pages), else the
+// one the chunk starts in (citing the page it starts on).
+func citeCorpus(c *memagent.CorpusMap, sources []api.SourceRef, out *actwire.UpdateOutput) {
+	if len(sources) == 0 {
 		return
 	}
-	if refs := c.Refs(out.Start, out.End); len(refs) > 0 {
-		out.Pages = refs[0].Pages
-	}
+	out.Pages = sources[0].Pages
 	ev := out.Evidence
 	if ev == nil {
 		return
@@ -268,11 +267,11 @@ func citeCorpus(c *memagent.CorpusMap, out *actwire.UpdateOutput) {
 	start, end := ev.Start, ev.Start+1
 	if p := ev.Passage; p != nil {
 		start, end = p.Start, p.End
-		if refs := c.Refs(p.Start, p.End); len(refs) > 0 {
-			p.Pages = refs[0].Pages
-		}
 	}
 	if refs := c.Refs(start, end); len(refs) > 0 {
 		ev.Document, ev.Pages = refs[0].Document, refs[0].Pages
+		if p := ev.Passage; p != nil {
+			p.Pages = refs[0].Pages
+		}
 	}
 }

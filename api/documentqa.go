@@ -85,6 +85,25 @@ const (
 	ReuseNone = "none"
 )
 
+// LeadDocument is the document a run is found by (MemagentDocument):
+// document, or a corpus's first document.
+func LeadDocument(document string, documents []string) string {
+	if document == "" && len(documents) > 0 {
+		return documents[0]
+	}
+	return document
+}
+
+// DocumentSubject names what a run reads, for summaries and tables:
+// document, or a corpus's first document and how many follow
+// ("s3://m/a.txt (+2 documents)").
+func DocumentSubject(document string, documents []string) string {
+	if document != "" || len(documents) <= 1 {
+		return LeadDocument(document, documents)
+	}
+	return fmt.Sprintf("%s (+%d documents)", documents[0], len(documents)-1)
+}
+
 // MaxCorpusDocuments bounds DocumentQAInput.Documents.
 const MaxCorpusDocuments = 1000
 

@@ -266,11 +266,7 @@ func ReviewStartSearchAttributes(in ReviewInput) temporal.SearchAttributes {
 // ReviewStatusUpdates are the search attributes a review upserts at the
 // start of every run, with status as its MemagentStatus.
 func ReviewStatusUpdates(in ReviewInput, status string) []temporal.SearchAttributeUpdate {
-	doc := in.Document
-	if doc == "" && len(in.Documents) > 0 {
-		doc = in.Documents[0]
-	}
-	u := []temporal.SearchAttributeUpdate{DocumentKey.ValueSet(KeywordValue(doc)), StatusKey.ValueSet(status)}
+	u := []temporal.SearchAttributeUpdate{DocumentKey.ValueSet(KeywordValue(LeadDocument(in.Document, in.Documents))), StatusKey.ValueSet(status)}
 	if in.Options.Model != "" {
 		u = append(u, ModelKey.ValueSet(KeywordValue(in.Options.Model)))
 	}

@@ -91,13 +91,8 @@ func StartSearchAttributes(in DocumentQAInput) temporal.SearchAttributes {
 // StatusUpdates are the search attributes a DocumentQA run upserts at the
 // start of every run, with status as its MemagentStatus.
 func StatusUpdates(in DocumentQAInput, status string) []temporal.SearchAttributeUpdate {
-	// A corpus is found by its first document.
-	doc := in.Document
-	if doc == "" && len(in.Documents) > 0 {
-		doc = in.Documents[0]
-	}
 	u := []temporal.SearchAttributeUpdate{
-		DocumentKey.ValueSet(KeywordValue(doc)),
+		DocumentKey.ValueSet(KeywordValue(LeadDocument(in.Document, in.Documents))),
 		QuestionDigestKey.ValueSet(QuestionDigest(in.Question)),
 		StatusKey.ValueSet(status),
 	}

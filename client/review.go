@@ -60,7 +60,7 @@ func (c *Client) StartReview(ctx context.Context, in api.ReviewInput, opts Start
 		reuse: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		// The questions stay out of the summary: with payload encryption
 		// they are confidential, and there may be a hundred of them.
-		summary:  fmt.Sprintf("Review · %d questions · %s", len(in.Questions), reviewSubject(in)),
+		summary:  fmt.Sprintf("Review · %d questions · %s", len(in.Questions), api.DocumentSubject(in.Document, in.Documents)),
 		memo:     memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults(), "questions": len(in.Questions)}),
 		attrs:    api.ReviewStartSearchAttributes(in),
 		priority: in.StartPriority(),
@@ -104,13 +104,4 @@ func ReviewWorkflowID(in api.ReviewInput) string {
 	}{in.Document, in.WithDefaults().Questions, in.Options.WithDefaults(), in.OutputPrefix, in.Documents, in.Reuse})
 	h := sha256.Sum256(b)
 	return "memagent-review-" + hex.EncodeToString(h[:8])
-}
-
-// reviewSubject names what a review reads: its document, or its corpus
-// by the first document and the count.
-func reviewSubject(in api.ReviewInput) string {
-	if len(in.Documents) > 0 {
-		return fmt.Sprintf("%s and %d more", in.Documents[0], len(in.Documents)-1)
-	}
-	return in.Document
 }

@@ -288,7 +288,7 @@ func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun
 		if uris, err = s.resolveDocuments(ctx, req.Docs); err != nil {
 			return nil, err
 		}
-		uri = fmt.Sprintf("%s and %d more", uris[0], len(uris)-1)
+		uri = api.DocumentSubject("", uris)
 	} else if uri, sha, err = s.resolveDocument(ctx, req.Doc); err != nil {
 		return nil, err
 	}

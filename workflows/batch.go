@@ -3,10 +3,11 @@ package workflows
 import (
 	"fmt"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"slices"
 	"strings"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -523,10 +524,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		in.Budget = &g
 		b.grants[id] = g
 	}
-	doc := it.Document
-	if len(it.Documents) > 0 {
-		doc = fmt.Sprintf("%s (+%d documents)", it.Documents[0], len(it.Documents)-1)
-	}
+	doc := api.DocumentSubject(it.Document, it.Documents)
 	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, api.QuestionDigest(it.Question), doc)
 	if it.Sample > 0 {
 		summary = fmt.Sprintf("%s #%d sample %d · Q#%s · %s", st.Name, it.Seq, it.Sample, api.QuestionDigest(it.Question), doc)

@@ -124,3 +124,12 @@ func evidenceChunks(checkpoints bool, ev []api.ReviewEvidence) []int {
 	}
 	return chunks
 }
+
+// chunksReused is how many chunks a run took from the checkpoint it
+// started from (none without one).
+func chunksReused(from *api.ReusedFrom) int {
+	if from == nil {
+		return 0
+	}
+	return from.Chunk
+}

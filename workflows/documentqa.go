@@ -55,10 +55,9 @@ type qaState struct {
 	// its own: the run tells the batch when it closes (ItemDoneSignal).
 	Carried bool `json:"carried,omitempty"`
 	// Checkpoints says the run keeps a memory checkpoint after each chunk
-	// (CheckpointsChange); ChunksReused and ReusedFrom say where it started.
-	Checkpoints  bool            `json:"checkpoints,omitempty"`
-	ChunksReused int             `json:"chunks_reused,omitempty"`
-	ReusedFrom   *api.ReusedFrom `json:"reused_from,omitempty"`
+	// (CheckpointsChange); ReusedFrom says where it started.
+	Checkpoints bool            `json:"checkpoints,omitempty"`
+	ReusedFrom  *api.ReusedFrom `json:"reused_from,omitempty"`
 }
 
 // DocumentQAResult is the workflow's result.
@@ -261,7 +260,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 				return nil, err
 			}
 			if cp.Chunks > 0 {
-				st.Cursor, st.Memory, st.ChunksReused = cp.Chunks, cp.Memory, cp.Chunks
+				st.Cursor, st.Memory = cp.Chunks, cp.Memory
 				st.Evidence, st.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
 				st.ReusedFrom = &api.ReusedFrom{WorkflowID: cp.WorkflowID, RunID: cp.RunID, Chunk: cp.Chunks}
 				workflow.GetLogger(ctx).Info("starting from a checkpoint", "chunks_reused", cp.Chunks, "chunks", st.Prepared.Chunks)
@@ -376,7 +375,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Usage: st.Usage, Runs: st.Runs, IndexURI: st.Prepared.IndexURI,
 			TracePrefix: st.TracePrefix + "chunks/", StartedAt: st.StartedAt,
 			Source: st.Prepared.Source, Format: st.Prepared.Format, Evidence: st.Evidence,
-			Documents: in.Documents, ChunksReused: st.ChunksReused, ReusedFrom: st.ReusedFrom,
+			Documents: in.Documents, ChunksReused: chunksReused(st.ReusedFrom), ReusedFrom: st.ReusedFrom,
 		},
 	}).Get(ctx, &res)
 	if err != nil {

@@ -63,9 +63,8 @@ type reviewQuestionState struct {
 	// left out of the rest of the review.
 	Error     string `json:"error,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
-	// ChunksReused and ReusedFrom say where the question started.
-	ChunksReused int             `json:"chunks_reused,omitempty"`
-	ReusedFrom   *api.ReusedFrom `json:"reused_from,omitempty"`
+	// ReusedFrom says where the question started.
+	ReusedFrom *api.ReusedFrom `json:"reused_from,omitempty"`
 }
 
 func (q reviewQuestionState) failed() bool { return q.Error != "" }
@@ -284,7 +283,7 @@ func (r *reviewRun) prepare() error {
 			}
 			if cp.Chunks > 0 {
 				qs := &r.st.Questions[i]
-				qs.Cursor, qs.Memory, qs.ChunksReused = cp.Chunks, cp.Memory, cp.Chunks
+				qs.Cursor, qs.Memory = cp.Chunks, cp.Memory
 				qs.Evidence, qs.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
 				qs.ReusedFrom = &api.ReusedFrom{WorkflowID: cp.WorkflowID, RunID: cp.RunID, Chunk: cp.Chunks}
 			}
@@ -625,7 +624,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 			Evidence: make([]api.ReviewEvidence, 0, len(qs.Evidence)), EvidenceDropped: qs.EvidenceDropped,
 			ChunksRead: qs.Cursor, Usage: api.ReviewUsage(qs.Usage), ResultURI: qs.ResultURI,
 			TracePrefix: r.questionPrefix(i) + "chunks/", Error: qs.Error, ErrorType: qs.ErrorType,
-			ChunksReused: qs.ChunksReused, ReusedFrom: qs.ReusedFrom,
+			ChunksReused: chunksReused(qs.ReusedFrom), ReusedFrom: qs.ReusedFrom,
 		}
 		if qs.failed() {
 			row.Status = api.ReviewStatusFailed

@@ -250,14 +250,7 @@ func BatchCitation(r api.BatchItemResult) string {
 // BatchDocument is what an outcome asked about as a table shows it: its
 // document, or its corpus's first document and how many follow.
 func BatchDocument(r api.BatchItemResult) string {
-	switch n := len(r.Documents); {
-	case r.Document != "" || n == 0:
-		return r.Document
-	case n == 1:
-		return r.Documents[0]
-	default:
-		return fmt.Sprintf("%s (+%d documents)", r.Documents[0], n-1)
-	}
+	return api.DocumentSubject(r.Document, r.Documents)
 }
 
 func groundingStatus(g *api.Grounding) string {

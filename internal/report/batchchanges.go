@@ -109,9 +109,7 @@ func NewChangesSection() *ChangesSection {
 // Add adds one item's comparison.
 func (s *ChangesSection) Add(c api.ItemChange) {
 	id := c.ID
-	if c.Document == "" && len(c.Documents) > 0 {
-		c.Document = fmt.Sprintf("%s (+%d documents)", c.Documents[0], len(c.Documents)-1)
-	}
+	c.Document = api.DocumentSubject(c.Document, c.Documents)
 	if c.Sample > 0 {
 		id = fmt.Sprintf("%s #%d", c.ID, c.Sample)
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
@@ -72,14 +71,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	}
 	d := stack(t)
 	startWorker(t)
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, store := testStore(t)
 
 	// 25 distinct documents of 1.2K or 1.8K tokens (2 or 3 chunks of 600
 	// tokens), 40 questions each.
@@ -415,14 +407,7 @@ func TestBatchUploadsLocalDocuments(t *testing.T) {
 	if r := out.Result; r.Items != 3 || r.Succeeded != 3 || r.Failed != 0 || r.Overall.ExactMatch != 1 {
 		t.Errorf("result %+v, want the three items answered, the two scored exactly", r)
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := testStore(t)
 	items := readResults(t, store, out.Report.ResultsURI)
 	if c := items[len(items)-1]; len(c.Documents) != 2 || !strings.HasPrefix(c.Documents[0], "s3://") ||
 		!strings.HasSuffix(c.Documents[0], "/doc.txt") || !strings.HasSuffix(c.Documents[1], "/notes.txt") {

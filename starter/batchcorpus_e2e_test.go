@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -28,14 +26,7 @@ import (
 func TestBatchCorpusEndToEnd(t *testing.T) {
 	d := stack(t)
 	startWorker(t)
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, store := testStore(t)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("batch-corpus-%d/", time.Now().UnixNano())
 	put := func(name string, data []byte) string {

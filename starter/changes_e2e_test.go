@@ -16,8 +16,6 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
@@ -33,14 +31,7 @@ func TestScheduleReportsChanges(t *testing.T) {
 	const id = "e2e-changes"
 	c := dialTest(t)
 	t.Cleanup(func() { _ = c.ScheduleClient().GetHandle(context.Background(), id).Delete(context.Background()) })
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, store := testStore(t)
 
 	var mu sync.Mutex
 	var posts []api.ChangeNotification

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
@@ -48,11 +46,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 		{"docx", writeFile(t, dir, "agreement.docx", docconvtest.DOCX("Supply agreement", secs)), "docx", clause3},
 		{"html", writeFile(t, dir, "agreement.html", docconvtest.HTML("Supply agreement", secs)), "html", clause3},
 	}
-	cfg, _ := config.Load()
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, store := testStore(t)
 	for _, doc := range docs {
 		t.Run(doc.name, func(t *testing.T) {
 			d.Simulator.Reset()

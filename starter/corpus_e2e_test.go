@@ -14,8 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
@@ -94,11 +92,7 @@ func TestAskCorpusEndToEnd(t *testing.T) {
 	}
 
 	// An s3:// prefix stands for its objects in name order.
-	cfg, _ := config.Load()
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, store := testStore(t)
 	for i, p := range []string{c, a} { // written out of order
 		data, _ := os.ReadFile(p)
 		loc := s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("matters/%s/%d-%s", t.Name(), 2-i, filepath.Base(p))}

@@ -99,6 +99,21 @@ func startWorker(t *testing.T) {
 	t.Cleanup(run.Stop)
 }
 
+// testStore is the configuration stack(t) put in the environment and an
+// S3 client of the stack's store.
+func testStore(t *testing.T) (config.Config, *s3store.Store) {
+	t.Helper()
+	cfg, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := assemble.NewStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, store
+}
+
 // writeDoc writes a generated document with the demo's planted fact.
 func writeDoc(t *testing.T, tokens int) (string, string) {
 	t.Helper()
@@ -196,11 +211,7 @@ func TestAskEndToEnd(t *testing.T) {
 	}
 
 	// The result and one trace per chunk are in S3.
-	cfg, _ := config.Load()
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := testStore(t)
 	loc, err := s3store.ParseURI(res.ResultURI)
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -451,14 +449,7 @@ func TestEvalRunEndToEnd(t *testing.T) {
 	if res.Result == nil || res.Result.Items != 4 || res.Result.Name != "eval-tiny" {
 		t.Errorf("result = %+v, want 4 items of batch eval-tiny", res.Result)
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := testStore(t)
 	for _, uri := range []string{res.Report.Report, res.Report.Results, res.Report.HTML} {
 		loc, err := s3store.ParseURI(uri)
 		if err != nil {

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -26,14 +25,7 @@ import (
 // putDoc uploads a generated document and returns its URI.
 func putDoc(t *testing.T, key string, tokens int, seed uint64) string {
 	t.Helper()
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, store := testStore(t)
 	tok, _ := tokenizer.New(tokenizer.Qwen)
 	loc := s3store.Location{Bucket: cfg.Bucket, Key: key}
 	if err := store.Put(context.Background(), loc, []byte(docgen.Needle(tok, tokens, 0.5, seed)), "text/plain"); err != nil {

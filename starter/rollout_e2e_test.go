@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -31,14 +29,7 @@ import (
 func TestRolloutExportEndToEnd(t *testing.T) {
 	d := stack(t)
 	startWorker(t)
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := assemble.NewStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, store := testStore(t)
 	tok, _ := tokenizer.New(tokenizer.Qwen)
 	var manifest bytes.Buffer
 	for i := range 2 {

@@ -49,7 +49,7 @@ type benchEnv struct {
 // serverSettings names the settings of the Temporal server every figure
 // below was measured on; a self-hosted cluster has other defaults
 // (docs/DEPLOY.md says which it needs).
-const serverSettings = "Every figure that involves Temporal was measured on the embedded dev server (`go.temporal.io/server` v1.32.0, SQLite in memory, one process with the worker, S3 and the simulator on loopback, 2 cores) with its development settings, not a production cluster's defaults: eager activity execution on (`system.enableActivityEagerExecution`), `history.transferProcessorMaxPollRPS` 1000 (default 20, which adds up to 50 ms a step), `history.workflowIdReuseMinimalInterval` 0 (default 1 s between runs of one id, continue-as-new included), the new matcher with fairness (`matching.useNewMatcher`, `matching.enableFairness`)."
+const serverSettings = "Every figure that involves Temporal was measured on the embedded dev server (`go.temporal.io/server` v1.32.0, SQLite in memory, one process with the worker, S3 and the simulator on loopback, 2 cores) with its development settings, not a production cluster's defaults: eager activity execution on (`system.enableActivityEagerExecution`), `history.transferProcessorMaxPollRPS` 1000 (default 20, which adds up to 50 ms a step), `history.workflowIdReuseMinimalInterval` 0 (default 1 s between runs of one id, continue-as-new included), the new matcher with fairness (`matching.useNewMatcher`, `matching.enableFairness`), one partition a task queue (`matching.numTaskqueueReadPartitions` and `matching.numTaskqueueWritePartitions` 1, default 4; from 2026-11-25)."
 
 func main() {
 	if pdf := os.Getenv(convertProcessEnv); pdf != "" {
@@ -82,6 +82,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	batchPollers := fs.String("batch-pollers", "2,8", "workflow task pollers of the batch section's variants; the first is the baseline")
 	batchRounds := fs.Int("batch-rounds", 2, "runs of each batch variant, in alternating order")
 	convertRounds := fs.Int("convert-rounds", 3, "conversions of the 1,000-page PDF by each converter, alternating")
+	poolCases := fs.String("pool-cases", "", "the pool section's batches to run, by index from 0 (comma-separated; default all)")
+	poolMixed := fs.Int("pool-mixed-items", mixedItems, "items of the pool section's batch of mixed lengths")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -149,7 +151,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		writeHeartbeat(&report, rows)
 	}
 	if want("pool") {
-		rows, err := runUtilisation(ctx, env)
+		cases, err := parseIndexes(*poolCases)
+		if err != nil {
+			return fmt.Errorf("-pool-cases: %w", err)
+		}
+		rows, err := runUtilisation(ctx, env, cases, *poolMixed)
 		if err != nil {
 			return fmt.Errorf("pool: %w", err)
 		}

@@ -290,8 +290,16 @@ type batchRun struct {
 	checking, ticking bool
 	finishing         []string
 	// graceOver says the run has waited CarryAfterSeconds at its
-	// boundary for its own children.
+	// boundary for its own children, or (BatchQuietCarryChange) that
+	// nothing has come to it for quietFor.
 	graceOver bool
+	// quiet is BatchQuietCarryChange at version 1; lastEvent is when the
+	// stopping run last heard from a child or a signal; quietChecked says
+	// the callback the selector ran was its own quiet check.
+	quiet        bool
+	quietFor     time.Duration
+	lastEvent    time.Time
+	quietChecked bool
 	// grants are the budgets handed to the running children, by workflow
 	// id; waiting are the children that asked for more and wait for room.
 	grants  map[string]api.Budget
@@ -486,6 +494,9 @@ func (b *batchRun) runItems() error {
 			continue // settled by watchCarried
 		}
 		sel.Select(ctx)
+		if stopping && b.quiet {
+			b.heard()
+		}
 		if len(b.buffer) >= b.in.ResultsPerPart || b.bufBytes >= partBytes {
 			if err := b.flush(); err != nil {
 				return err

@@ -20,6 +20,32 @@ import (
 // workflow.DefaultVersion and wait for every child before continuing.
 const BatchCarryChange = "batch-carry-window"
 
+// BatchQuietCarryChange is the change id under which a run at its
+// boundary carries its children as soon as none has closed (and no signal
+// has come) for a quiet period, instead of waiting CarryAfterSeconds for
+// its own children to close: the window is refilled by the next run within
+// about a second, not 15. The quiet period is what makes it safe: an event
+// that reaches the run while its continue-as-new is in flight gets the
+// continue-as-new refused and the run replayed, and a run that has heard
+// nothing for the quiet period is one whose children close seldom. The
+// period grows with the run's history (what a refusal costs to replay).
+// CarryAfterSeconds still bounds the wait. Runs recorded before it replay
+// as workflow.DefaultVersion and wait as before.
+const BatchQuietCarryChange = "batch-quiet-carry"
+
+// quietPeriod is how long a stopping run must hear nothing before it
+// carries its children: quietPerEvent per event of its history, between
+// quietMin and quietMax.
+func quietPeriod(historyLength int) time.Duration {
+	return min(max(time.Duration(historyLength)*quietPerEvent, quietMin), quietMax)
+}
+
+const (
+	quietMin      = 250 * time.Millisecond
+	quietMax      = 2 * time.Second
+	quietPerEvent = 100 * time.Microsecond
+)
+
 // carryBytes bounds the items a run hands to the next one in its
 // continue-as-new input; a run whose running children's items are larger
 // waits for some of them to close first.
@@ -52,6 +78,36 @@ func (b *batchRun) startGrace(sel workflow.Selector) {
 		wait = api.DefaultCarryAfterSeconds
 	}
 	sel.AddFuture(workflow.NewTimer(b.ctx, time.Duration(wait)*time.Second), func(workflow.Future) { b.graceOver = true })
+	b.quiet = workflow.GetVersion(b.ctx, BatchQuietCarryChange, workflow.DefaultVersion, 1) >= 1
+	if b.quiet {
+		b.quietFor = quietPeriod(workflow.GetInfo(b.ctx).GetCurrentHistoryLength())
+		b.lastEvent = workflow.Now(b.ctx)
+		b.armQuiet(sel, b.quietFor)
+	}
+}
+
+// armQuiet adds a quiet check after d: the grace is over if nothing has
+// come since lastEvent for quietFor, else the check is armed again for
+// the rest of the period.
+func (b *batchRun) armQuiet(sel workflow.Selector, d time.Duration) {
+	sel.AddFuture(workflow.NewTimer(b.ctx, d), func(workflow.Future) {
+		b.quietChecked = true
+		since := workflow.Now(b.ctx).Sub(b.lastEvent)
+		if since >= b.quietFor {
+			b.graceOver = true
+			return
+		}
+		b.armQuiet(sel, b.quietFor-since)
+	})
+}
+
+// heard notes, after the selector has run a callback, that something came
+// to the stopping run, unless it was its own quiet check.
+func (b *batchRun) heard() {
+	if !b.quietChecked {
+		b.lastEvent = workflow.Now(b.ctx)
+	}
+	b.quietChecked = false
 }
 
 // restore takes over the children the previous run carried, with their

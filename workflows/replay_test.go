@@ -491,6 +491,9 @@ var batchGenerations = []generation{
 	// BatchChangesChange at version 1: the report compared (compare_with),
 	// MemagentChangedItems upserted and notify_url POSTed.
 	{name: "v3-changes", prefix: "batch_changes_run"},
+	// BatchQuietCarryChange at version 1: a run at its boundary carries
+	// its children once it has heard nothing for a quiet period.
+	{name: "v4-quiet", prefix: "batch_quiet_run"},
 }
 
 const (

@@ -50,13 +50,19 @@ func priorityFrom(ctx context.Context) Priority {
 // queueing between keys (each key has a virtual finish tag that grows by
 // 1/weight per request served; the key with the smallest goes next, and a
 // key that starts waiting joins at the current virtual time so it cannot
-// claim the past), then oldest first within a key. Not safe for concurrent
+// claim the past, or at the tag it had reached if that is later, so that
+// a key whose queue runs dry between two of its calls cannot claim the
+// future either), then oldest first within a key. Not safe for concurrent
 // use: the pool's mutex guards it.
 type fairQueue struct {
 	n      int
 	levels map[int]map[string]*list.List // level → key → waiters, oldest first
 	tags   map[string]float64            // key → virtual tag, while it has waiters
-	vtime  float64                       // the tag of the key served last
+	// idle holds the tags of keys without waiters that are still ahead of
+	// vtime: a key that comes back before vtime reaches its tag resumes at
+	// it. Entries are dropped once vtime has caught up with them.
+	idle  map[string]float64
+	vtime float64 // the tag of the key served last
 }
 
 func (q *fairQueue) Len() int { return q.n }
@@ -76,7 +82,8 @@ func (q *fairQueue) push(w *waiter) {
 		keys[w.prio.Key] = l
 	}
 	if _, ok := q.tags[w.prio.Key]; !ok {
-		q.tags[w.prio.Key] = q.vtime
+		q.tags[w.prio.Key] = max(q.vtime, q.idle[w.prio.Key])
+		delete(q.idle, w.prio.Key)
 	}
 	w.elem = l.PushBack(w)
 	q.n++
@@ -120,6 +127,11 @@ func (q *fairQueue) pop(now time.Time) *waiter {
 	q.n--
 	q.vtime = bestTag
 	q.tags[best] = bestTag + 1/w.prio.Weight
+	for k, t := range q.idle {
+		if t <= q.vtime {
+			delete(q.idle, k)
+		}
+	}
 	q.prune(level, best, l)
 	return w
 }
@@ -136,6 +148,12 @@ func (q *fairQueue) prune(level int, key string, l *list.List) {
 		if keys[key] != nil {
 			return
 		}
+	}
+	if t := q.tags[key]; t > q.vtime {
+		if q.idle == nil {
+			q.idle = map[string]float64{}
+		}
+		q.idle[key] = t
 	}
 	delete(q.tags, key)
 }

@@ -115,3 +115,36 @@ func TestCriticalPathFirst(t *testing.T) {
 		t.Errorf("two calls of key %s in a row while key %s waited", first.prio.Key, map[string]string{"a": "b", "b": "a"}[first.prio.Key])
 	}
 }
+
+// TestFairQueueRefilledKey: a key whose queue runs dry and fills again
+// keeps the tag it had reached, so it gets its share and no more. Key b
+// joins after a has been served for a while and never has more than one
+// call waiting: each is replaced as soon as it is served, before the next
+// slot frees (a tenant whose calls come back quickly). Forgetting b's tag
+// when its queue emptied put its next call at the virtual time of the call
+// just served, ahead of a, so b took every slot.
+func TestFairQueueRefilledKey(t *testing.T) {
+	for _, tc := range []struct {
+		wa, wb float64
+		want   int // of 30 served after b joins, those of b
+	}{{1, 1, 15}, {2, 1, 10}} {
+		var q fairQueue
+		pushN(&q, 100, 4, "a", tc.wa)
+		for range 20 {
+			q.pop(time.Time{})
+			pushN(&q, 1, 4, "a", tc.wa)
+		}
+		pushN(&q, 1, 4, "b", tc.wb)
+		b := 0
+		for range 30 {
+			w := q.pop(time.Time{})
+			pushN(&q, 1, 4, w.prio.Key, w.prio.Weight)
+			if w.prio.Key == "b" {
+				b++
+			}
+		}
+		if b < tc.want-1 || b > tc.want+1 {
+			t.Errorf("weights %g:%g: b, refilled as soon as served, got %d of 30, want %d±1", tc.wa, tc.wb, b, tc.want)
+		}
+	}
+}

@@ -267,9 +267,9 @@ func runUtilisation(ctx context.Context, env *benchEnv) ([]utilisationRow, error
 	return rows, nil
 }
 
-func writeUtilisation(w io.Writer, rows []utilisationRow) {
-	fmt.Fprintf(w, "## Pool utilisation\n\n%d documents of 20K–200K tokens (chunks of 5,000), one question each, as one `BatchQA` (then the same across continue-as-new every 16 items, pages of 8, and 2,000 questions over 40 documents of 2K–60K tokens) against a simulated pool of %d replicas × %d slots (each call: %d ms + prompt at %d tokens/s + completion at %d tokens/s), the worker's in-flight cap set to the pool's %d slots. A document's calls run one after another (each chunk needs the memory of the one before), so no schedule can finish before the longest document's own calls have run: the ideal makespan is the longer of the model time over the slots and the longest item's chain of calls. *utilisation* is that ideal over the measured makespan; *slot utilisation* is the model time over the slot time the run held (wall × slots).\n\n",
-		utilDocs, utilReplicas, utilSlots, shareBase.Milliseconds(), sharePrefillTPS, shareDecodeTPS, utilReplicas*utilSlots)
+func writeUtilisation(w io.Writer, rows []utilisationRow, heading string) {
+	fmt.Fprintf(w, "## %s\n\n%d documents of 20K–200K tokens (chunks of 5,000), one question each, as one `BatchQA` (then the same across continue-as-new every 16 items, pages of 8, and 2,000 questions over 40 documents of 2K–60K tokens) against a simulated pool of %d replicas × %d slots (each call: %d ms + prompt at %d tokens/s + completion at %d tokens/s), the worker's in-flight cap set to the pool's %d slots. A document's calls run one after another (each chunk needs the memory of the one before), so no schedule can finish before the longest document's own calls have run: the ideal makespan is the longer of the model time over the slots and the longest item's chain of calls. *utilisation* is that ideal over the measured makespan; *slot utilisation* is the model time over the slot time the run held (wall × slots).\n\n",
+		heading, utilDocs, utilReplicas, utilSlots, shareBase.Milliseconds(), sharePrefillTPS, shareDecodeTPS, utilReplicas*utilSlots)
 	fmt.Fprintln(w, "| batch | window | runs | model calls | model time | makespan | model time ÷ slots | longest item's chain | utilisation | slot utilisation |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {

@@ -3,6 +3,7 @@
 //
 //	go run ./bench                 # everything
 //	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, corpus, batch, convert
+//	bench/postgres.sh overhead pool  # those sections on Temporal with PostgreSQL (-temporal)
 //
 // Figures are ratios of runs made in the same process on the same machine,
 // because absolute times on shared machines are noisy. The model is the
@@ -17,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +46,8 @@ type benchEnv struct {
 	temporal client.Client
 	tok      memagent.Tokenizer
 	logger   *slog.Logger
+	// server says which Temporal server the figures come from.
+	server benchServer
 }
 
 // serverSettings names the settings of the Temporal server every figure
@@ -84,6 +88,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	convertRounds := fs.Int("convert-rounds", 3, "conversions of the 1,000-page PDF by each converter, alternating")
 	poolCases := fs.String("pool-cases", "", "the pool section's batches to run, by index from 0 (comma-separated; default all)")
 	poolMixed := fs.Int("pool-mixed-items", mixedItems, "items of the pool section's batch of mixed lengths")
+	var ext externalTemporal
+	fs.StringVar(&ext.Address, "temporal", "", "host:port of a Temporal server to measure on instead of the embedded one (with -only overhead or pool; bench/postgres.sh starts one on PostgreSQL); S3, the simulator and the workers stay in process")
+	fs.StringVar(&ext.Namespace, "temporal-namespace", "default", "namespace on the -temporal server (registered there; its search attributes are added)")
+	fs.StringVar(&ext.DB, "temporal-db", "", "the -temporal server's database as the report names it, e.g. 'PostgreSQL 15.18' (default: the store the server reports)")
+	fs.StringVar(&ext.DynamicConfig, "temporal-dynamic-config", "", "the dynamic config file the -temporal server runs with, whose settings the report names")
+	command := fs.String("command", "", "the command the report's header names (default: go run ./bench and these arguments)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,6 +101,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "corpus", "batch", "convert":
 	default:
 		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch or convert", *only)
+	}
+	if ext.Address != "" && !slices.Contains(externalSections, *only) {
+		return fmt.Errorf("-temporal needs -only %s: the other sections describe the embedded stack", strings.Join(externalSections, " or -only "))
 	}
 	variants, err := parseBatchVariants(*batchPollers)
 	if err != nil {
@@ -113,15 +126,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// Conversion needs no stack.
 	var env *benchEnv
 	if *only != "convert" {
-		if env, err = newBenchEnv(ctx); err != nil {
+		if env, err = newBenchEnv(ctx, ext); err != nil {
 			return err
 		}
 		defer env.close()
 	}
 
+	settings := serverSettings
+	if env != nil {
+		settings = env.server.Settings
+	}
+	if *command == "" {
+		*command = "go run ./bench" + argsSuffix(args)
+	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "# Benchmarks\n\nCommand: `go run ./bench%s` on %s. The model is the inference simulator: these figures measure the system around the model, never a model. Every run reads all its chunks (`reuse: none`), except in the corpus section, which measures what memory checkpoints save.\n\n%s\n\n",
-		argsSuffix(args), time.Now().UTC().Format("2006-01-02"), serverSettings)
+	fmt.Fprintf(&report, "# Benchmarks\n\nCommand: `%s` on %s. The model is the inference simulator: these figures measure the system around the model, never a model. Every run reads all its chunks (`reuse: none`), except in the corpus section, which measures what memory checkpoints save.\n\n%s\n\n",
+		*command, time.Now().UTC().Format("2006-01-02"), settings)
 	want := func(s string) bool { return *only == "" || *only == s }
 	if want("tokenizer") {
 		fmt.Fprintln(&report, "## Tokenizers\n\nTokens per second on one core (one goroutine), over a generated English document of 1M tokens cut into 64 KiB pieces, as the chunk planner feeds them.")
@@ -159,7 +179,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("pool: %w", err)
 		}
-		writeUtilisation(&report, rows)
+		writeUtilisation(&report, rows, env.server.heading("Pool utilisation"))
 	}
 	if want("interactive") {
 		rows, err := runInteractive(ctx, env)
@@ -258,13 +278,16 @@ func argsSuffix(args []string) string {
 	return " " + strings.Join(args, " ")
 }
 
-func newBenchEnv(ctx context.Context) (*benchEnv, error) {
+// newBenchEnv starts the embedded stack, or with ext.Address everything but
+// Temporal, which is then the server at ext.Address.
+func newBenchEnv(ctx context.Context, ext externalTemporal) (*benchEnv, error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	dev, err := devenv.Start(ctx, devenv.Options{FreePorts: true, DisableUI: true, Logger: logger})
+	dev, err := devenv.Start(ctx, devenv.Options{FreePorts: true, DisableUI: true, Logger: logger,
+		ExternalTemporal: ext.Address, Namespace: ext.Namespace})
 	if err != nil {
 		return nil, err
 	}
-	env := &benchEnv{dev: dev, logger: logger}
+	env := &benchEnv{dev: dev, logger: logger, server: embeddedServer}
 	env.cfg = dev.Configure(config.Default())
 	if env.store, err = assemble.NewStore(ctx, env.cfg); err != nil {
 		dev.Close()
@@ -277,6 +300,12 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 	if env.tok, err = tokenizer.New(tokenizer.Qwen); err != nil {
 		env.close()
 		return nil, err
+	}
+	if ext.Address != "" {
+		if env.server, err = externalServer(ctx, env.temporal.WorkflowService(), ext); err != nil {
+			env.close()
+			return nil, err
+		}
 	}
 	return env, nil
 }

@@ -31,14 +31,15 @@ func writeOverhead(ctx context.Context, env *benchEnv, w io.Writer, tokens int) 
 		}
 		rs = append(rs, r)
 	}
-	fmt.Fprintf(w, "## Orchestration overhead\n\nThe same %d-token document (chunks of 5,000 tokens) answered by (a) a plain sequential loop calling the simulator over HTTP and (b) the durable DocumentQA workflow on the embedded stack (Temporal with SQLite in memory, S3 on loopback), same simulator, same chunking.\n\n", tokens)
+	fmt.Fprintf(w, "## %s\n\nThe same %d-token document (chunks of 5,000 tokens) answered by (a) a plain sequential loop calling the simulator over HTTP and (b) the durable DocumentQA workflow on %s, same simulator, same chunking.\n\n",
+		env.server.heading("Orchestration overhead"), tokens, env.server.Stack)
 	fmt.Fprintln(w, "| simulated latency | chunks | plain loop (a) | durable (b) | b/a | overhead per model call |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, r := range rs {
 		fmt.Fprintf(w, "| %d ms | %d | %.2f s | %.2f s | %.3f× | %.1f ms |\n", r.Latency.Milliseconds(), r.Chunks, r.Plain.Seconds(), r.Durable.Seconds(), r.ratio(), r.overheadPerChunkMS())
 	}
 	r := rs[0]
-	fmt.Fprintf(w, "\nThe floor under it: (c) a bare Temporal workflow that runs %d trivial activities one after another (one per model call of (b); each returns at once), on the same embedded server and the same worker as (b) (one worker with memagent's settings, both workflows registered), next to (b) at 0 ms. Worker CPU is the user and system CPU of (b)'s worker run again in a process of its own (/proc/PID/stat, 10 ms resolution), over the whole run (indexing the document, every chunk, the answer), divided by the chunks: what one GPU's stream of chunks costs a worker.\n\n", r.FloorActivities)
+	fmt.Fprintf(w, "\nThe floor under it: (c) a bare Temporal workflow that runs %d trivial activities one after another (one per model call of (b); each returns at once), on the same %s and the same worker as (b) (one worker with memagent's settings, both workflows registered), next to (b) at 0 ms. Worker CPU is the user and system CPU of (b)'s worker run again in a process of its own (/proc/PID/stat, 10 ms resolution), over the whole run (indexing the document, every chunk, the answer), divided by the chunks: what one GPU's stream of chunks costs a worker.\n\n", r.FloorActivities, env.server.Server)
 	fmt.Fprintln(w, "| bare loop (c) | per bare activity | DocumentQA (b) per model call | (b) overhead per model call | (b) overhead ÷ bare activity | worker CPU per chunk |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	fmt.Fprintf(w, "| %.2f s | %.1f ms | %.1f ms | %.1f ms | %.2f | %.1f ms (%.2f s CPU over %d chunks in %.2f s) |\n\n",
@@ -121,7 +122,7 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 	res.Chunks = len(idx.Chunks)
 	plainAnswer := memagent.ExtractAnswer(final.Text).Text
 
-	// (b) The durable workflow on the embedded stack, same simulator, on
+	// (b) The durable workflow on the stack's Temporal, same simulator, on
 	// a worker that can run (c) too.
 	stop, err := startFloorWorker(ctx, env, cfg)
 	if err != nil {

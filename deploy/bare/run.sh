@@ -9,6 +9,15 @@
 #   deploy/bare/run.sh                    # the whole run; exit 0 = the planted answer came back
 #   deploy/bare/run.sh --print-env SVC    # the environment it gives compose service SVC
 #   deploy/bare/run.sh --print-command SVC
+#   deploy/bare/run.sh --temporal CMD ARGS...   # PostgreSQL and Temporal only, then CMD
+#
+# --temporal starts PostgreSQL, the schema job, the server and the setup job
+# (namespace and search attributes) as the whole run does, none of the rest,
+# and runs CMD with the server in its environment: MEMAGENT_BARE_TEMPORAL
+# (host:port), MEMAGENT_BARE_NAMESPACE, MEMAGENT_BARE_DYNAMIC_CONFIG (the
+# server's file) and MEMAGENT_BARE_POSTGRES (e.g. "PostgreSQL 15.18"). It
+# exits with CMD's status, after stopping everything. bench/postgres.sh uses
+# it.
 #
 # Every setting comes from docker-compose.yml, resolved with the env file
 # (.env if present, else .env.example; MEMAGENT_BARE_ENV_FILE overrides) by
@@ -39,11 +48,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 
-mode=run service=
+mode=run service= inner=()
 case "${1:-}" in
   --print-env | --print-command) mode=${1#--}; service=${2:?"$1 needs a compose service name"} ;;
+  --temporal) mode=temporal; shift; inner=("$@"); [ ${#inner[@]} -gt 0 ] || { echo "$0: --temporal needs a command" >&2; exit 2; } ;;
   "") ;;
-  *) echo "usage: $0 [--print-env SERVICE | --print-command SERVICE]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--print-env SERVICE | --print-command SERVICE | --temporal CMD ARGS...]" >&2; exit 2 ;;
 esac
 
 env_file=${MEMAGENT_BARE_ENV_FILE:-}
@@ -189,9 +199,13 @@ build_at() { # name, package@version
 }
 temporal_server=$(build_at "temporal-server-$temporal_version" "go.temporal.io/server/cmd/server@v${temporal_version#v}")
 sql_tool=$(build_at "temporal-sql-tool-$temporal_version" "go.temporal.io/server/cmd/tools/sql@v${temporal_version#v}")
-versitygw=$(build_at "versitygw-$versitygw_version" "github.com/versity/versitygw/cmd/versitygw@$versitygw_version")
-log "building the worker and the starter"
-go build -o "$cache/bin/worker" ./worker
+if [ "$mode" = run ]; then
+  versitygw=$(build_at "versitygw-$versitygw_version" "github.com/versity/versitygw/cmd/versitygw@$versitygw_version")
+  log "building the worker and the starter"
+  go build -o "$cache/bin/worker" ./worker
+else
+  log "building the starter (its setup job registers the namespace and the search attributes)"
+fi
 go build -o "$cache/bin/starter" ./starter
 
 # start NAME SERVICE ARGV...: runs ARGV with SERVICE's environment (and
@@ -248,6 +262,19 @@ health=$(jq -r '.services.temporal.healthcheck.test | last' "$compose" |
   sed "s/127\.0\.0\.1:7243/127.0.0.1:${ports[FRONTEND_HTTP_PORT]}/")
 wait_for "temporal (its compose health check, $health)" 120 curl -fsS "$health"
 log "temporal on 127.0.0.1:${ports[temporal]}, dynamic config $(svc_var temporal DYNAMIC_CONFIG_FILE_PATH)"
+
+if [ "$mode" = temporal ]; then
+  run_job setup
+  log "setup: $(tail -n 1 "$work/setup.log"); running ${inner[*]}"
+  code=0
+  MEMAGENT_BARE_TEMPORAL=127.0.0.1:${ports[temporal]} \
+    MEMAGENT_BARE_NAMESPACE=$(svc_var setup TEMPORAL_NAMESPACE) \
+    MEMAGENT_BARE_DYNAMIC_CONFIG=$(svc_var temporal DYNAMIC_CONFIG_FILE_PATH) \
+    MEMAGENT_BARE_POSTGRES="PostgreSQL $("$pg_bin/postgres" --version | sed -E 's/^[^0-9]*([0-9][0-9.]*).*/\1/')" \
+    "${inner[@]}" || code=$?
+  log "${inner[0]} exited $code after $((SECONDS - began))s; stopping everything"
+  exit "$code"
+fi
 
 mapfile -t s3_argv < <(svc_command s3)
 mkdir -p "$work/s3-data"

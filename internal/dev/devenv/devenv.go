@@ -40,7 +40,12 @@ type Options struct {
 	SimulatorPolicy string
 	// DisableUI skips the Temporal Web UI.
 	DisableUI bool
-	Logger    *slog.Logger
+	// ExternalTemporal and Namespace: see devstack.Options. With
+	// ExternalTemporal no Temporal server is started; the search attributes
+	// are registered in Namespace on that server all the same.
+	ExternalTemporal, Namespace string
+
+	Logger *slog.Logger
 }
 
 // Env is a running dev stack with, optionally, the simulator.
@@ -60,7 +65,8 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	sopts := devstack.Options{DataDir: opts.DataDir, DisableUI: opts.DisableUI, Logger: logger}
+	sopts := devstack.Options{DataDir: opts.DataDir, DisableUI: opts.DisableUI, Logger: logger,
+		ExternalTemporal: opts.ExternalTemporal, Namespace: opts.Namespace}
 	if opts.FreePorts {
 		sopts.TemporalPort, sopts.UIPort, sopts.S3Port = devstack.FreePort, devstack.FreePort, devstack.FreePort
 	}

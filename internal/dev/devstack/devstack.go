@@ -75,6 +75,12 @@ type Options struct {
 	Bucket string
 	// DisableUI skips the Web UI.
 	DisableUI bool
+	// ExternalTemporal, when set, is the host:port of a Temporal frontend
+	// the stack uses instead of starting its own server (TemporalPort is
+	// then ignored): the stack serves S3 (and the UI) only, and Start waits
+	// for Namespace, which must already be registered there. Benchmarks use
+	// it to measure against a cluster with another persistence.
+	ExternalTemporal string
 	// Logger receives the stack's messages and the embedded servers'
 	// warnings and errors; default slog.Default().
 	Logger *slog.Logger
@@ -85,7 +91,8 @@ type Options struct {
 type Stack struct {
 	// TemporalAddress is the frontend's gRPC host:port.
 	TemporalAddress string
-	// TemporalHTTPAddress is the frontend's HTTP API host:port.
+	// TemporalHTTPAddress is the frontend's HTTP API host:port; empty with
+	// Options.ExternalTemporal.
 	TemporalHTTPAddress string
 	// Namespace is the registered namespace.
 	Namespace string
@@ -224,9 +231,11 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	ports, err := planTemporalPorts(opts.Host, opts.TemporalPort)
-	if err != nil {
-		return err
+	var ports temporalPorts
+	if opts.ExternalTemporal == "" {
+		if ports, err = planTemporalPorts(opts.Host, opts.TemporalPort); err != nil {
+			return err
+		}
 	}
 
 	// S3.
@@ -239,19 +248,23 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 	s.serve("s3", s.s3, s3Listener)
 	s3Listener = nil
 
-	// Temporal.
-	sql, err := sqlConfig(opts.DataDir)
-	if err != nil {
-		return err
+	// Temporal: the embedded server, or the one at ExternalTemporal.
+	if opts.ExternalTemporal != "" {
+		s.TemporalAddress = opts.ExternalTemporal
+	} else {
+		sql, err := sqlConfig(opts.DataDir)
+		if err != nil {
+			return err
+		}
+		if err := prepareDatabase(sql, opts.DataDir != "", opts.Namespace); err != nil {
+			return err
+		}
+		if ports, err = s.startTemporal(opts, ports, sql); err != nil {
+			return err
+		}
+		s.TemporalAddress = net.JoinHostPort(opts.Host, strconv.Itoa(ports.frontend))
+		s.TemporalHTTPAddress = net.JoinHostPort(opts.Host, strconv.Itoa(ports.frontendHTTP))
 	}
-	if err := prepareDatabase(sql, opts.DataDir != "", opts.Namespace); err != nil {
-		return err
-	}
-	if ports, err = s.startTemporal(opts, ports, sql); err != nil {
-		return err
-	}
-	s.TemporalAddress = net.JoinHostPort(opts.Host, strconv.Itoa(ports.frontend))
-	s.TemporalHTTPAddress = net.JoinHostPort(opts.Host, strconv.Itoa(ports.frontendHTTP))
 
 	// The UI proxies its API to the frontend, which is up by now.
 	if uiListener != nil {

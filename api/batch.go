@@ -94,10 +94,13 @@ type BatchQAInput struct {
 	ResultsPerPart int `json:"results_per_part,omitempty" contract:"min=0,max=100000"`
 	// ChunksPerRun is passed to every DocumentQA child (0: its default).
 	ChunksPerRun int `json:"chunks_per_run,omitempty" contract:"min=0,max=10000"`
-	// CarryAfterSeconds is how long a run waits, at the page boundary
+	// CarryAfterSeconds is the longest a run waits, at the page boundary
 	// where it continues as new, for the children it started itself
 	// before it carries the ones still running over to the next run
-	// (default DefaultCarryAfterSeconds). Children that finish meanwhile
+	// (default DefaultCarryAfterSeconds). It carries them sooner once no
+	// child has closed and no signal has come for a quiet period (250 ms
+	// to 2 s, longer for a longer run history), so the next run refills
+	// the window within about a second. Children that finish meanwhile
 	// settle in the run that started them; a long document's child does
 	// not hold the window.
 	CarryAfterSeconds int `json:"carry_after_seconds,omitempty" contract:"min=0,max=3600"`

@@ -130,7 +130,7 @@ type Options struct {
 
 	// Concurrency caps activities running at once in a worker when the
 	// host left worker.Options.MaxConcurrentActivityExecutionSize unset;
-	// default twice the model pool's capacity.
+	// default four times the model pool's capacity.
 	Concurrency int
 	// RateLimit caps activities started per second on the task queue,
 	// across workers, when the host left

@@ -34,7 +34,7 @@ type Options struct {
 	// means the built-in prompts.
 	UpdateTemplate, FinalTemplate string
 	// Concurrency caps activities running at once in this worker; default
-	// twice the model pool's capacity.
+	// four times the model pool's capacity (ActivitySlotsPerModelSlot).
 	Concurrency int
 	Logger      *slog.Logger
 
@@ -318,10 +318,24 @@ func CheckSearchAttributes(ctx context.Context, c client.Client, namespace strin
 // capacity is unknown.
 const DefaultActivitySlots = 8
 
+// ActivitySlotsPerModelSlot is a worker's activity slots for each slot of
+// its model pool, by default: a quarter of them call the model, the rest
+// wait in the pool's queue, heartbeating. That queue decides who gets a
+// freed model slot (by priority, then the fairness keys' weights, then the
+// run with the most work left), so it must see the calls it orders. With
+// twice the capacity (until 2026-11-27) it held only the handful the
+// server had just handed it: two tenants at weight 2:1 got 59–62% and
+// 40–38% of the calls instead of 67% and 33%, and at 1:1 one of them up
+// to 54%. At four times, with the default batch window of twice the
+// capacity, it holds the waiting calls of two batches, and the shares are
+// the weights' (bench -only fairness).
+const ActivitySlotsPerModelSlot = 4
+
 // FillWorkerOptions sets the worker options memagent decides, where wo
-// leaves them unset: activity slots (concurrency, else twice the model
-// pool's capacity: the extra calls wait inside the pool, heartbeating, so a
-// freed model slot goes to a waiting call at once rather than after a
+// leaves them unset: activity slots (concurrency, else
+// ActivitySlotsPerModelSlot times the model pool's capacity: the extra
+// calls wait inside the pool, heartbeating, so a freed model slot goes at
+// once to the waiting call the pool's queue puts first rather than after a
 // task-queue poll), the task queue's activity rate limit, and the stop
 // timeout that lets in-flight model calls finish on a graceful stop (what
 // does not finish is cancelled, fails its attempt as retryable and runs
@@ -331,7 +345,7 @@ func FillWorkerOptions(wo *worker.Options, capacity, concurrency int, rateLimit 
 	if wo.MaxConcurrentActivityExecutionSize == 0 {
 		n := concurrency
 		if n <= 0 {
-			n = 2 * capacity
+			n = ActivitySlotsPerModelSlot * capacity
 		}
 		if n <= 0 {
 			n = DefaultActivitySlots

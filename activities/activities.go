@@ -102,6 +102,9 @@ type Activities struct {
 
 	// kept remembers paid completions until their activity completes.
 	kept keptCalls
+	// ahead holds the next chunks of single questions' runs, read while
+	// the model works on the current ones.
+	ahead readAhead
 
 	planOnce sync.Once
 	planSem  chan struct{}
@@ -379,7 +382,7 @@ func (a *Activities) workerIndex(ctx context.Context, uri string) (s3store.Locat
 // updateMemory reads one chunk's byte range, asks the model to rewrite the
 // memory, writes the chunk's trace and returns the new memory.
 func (a *Activities) updateMemory(ctx context.Context, in actwire.UpdateInput) (*actwire.UpdateOutput, error) {
-	return a.updateMemoryReading(ctx, in, a.Store.ReadRange)
+	return a.updateMemoryReading(ctx, in, a.Store.ReadRange, true)
 }
 
 // readRange reads a byte range of an object pinned to its ETag.
@@ -388,8 +391,9 @@ type readRange func(ctx context.Context, loc s3store.Location, start, end int64,
 // updateMemoryReading is updateMemory reading its chunk with read:
 // straight from S3 for a single question, whose chunks are each read once
 // anyway, or through the chunk cache for the questions of a review, which
-// share them.
-func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateInput, read readRange) (*actwire.UpdateOutput, error) {
+// share them. With ahead, the run's next chunk is read while the model
+// works on this one (readAhead).
+func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateInput, read readRange, ahead bool) (*actwire.UpdateOutput, error) {
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
 	opts := in.Options.WithDefaults()
@@ -416,11 +420,23 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 		return nil, err
 	}
 	traceChunk(ctx, in.Chunk, len(idx.Chunks))
-	sctx, cancel := a.s3ctx(ctx)
-	text, err := read(sctx, docLoc, ch.Start, ch.End, in.ETag)
-	cancel()
-	if err != nil {
-		return nil, storeError(err, in.Document)
+	text, found := []byte(nil), false
+	if ahead {
+		text, found = a.ahead.take(ctx, chunkKey{doc: in.Document, etag: in.ETag, start: ch.Start, end: ch.End})
+	}
+	if !found {
+		sctx, cancel := a.s3ctx(ctx)
+		text, err = read(sctx, docLoc, ch.Start, ch.End, in.ETag)
+		cancel()
+		if err != nil {
+			return nil, storeError(err, in.Document)
+		}
+	}
+	if ahead && in.Chunk+1 < len(idx.Chunks) {
+		next := idx.Chunks[in.Chunk+1]
+		a.ahead.start(chunkKey{doc: in.Document, etag: in.ETag, start: next.Start, end: next.End}, a.s3Timeout(), func(ctx context.Context) ([]byte, error) {
+			return read(ctx, docLoc, next.Start, next.End, in.ETag)
+		})
 	}
 	prompt := a.Templates.RenderUpdate(in.Question, in.Memory, string(text))
 	digest := inputDigest(in.Question, in.Memory, in.ETag, fmt.Sprint(in.Chunk), a.modelName(opts))
@@ -477,7 +493,7 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 			cpErr = a.writeCheckpoint(ctx, in, ch, opts, out, workflowID(ctx), runID(ctx))
 		}()
 	}
-	sctx, cancel = a.s3ctx(ctx)
+	sctx, cancel := a.s3ctx(ctx)
 	err = a.putJSON(sctx, traceLoc, trace)
 	cancel()
 	wg.Wait()

@@ -373,8 +373,14 @@ func TestUpdateMemoryReadsOneChunkAndWritesTrace(t *testing.T) {
 	if err := f.exec(t, UpdateMemoryName, in, &out); err != nil {
 		t.Fatalf("UpdateMemory: %v", err)
 	}
-	if f.store.Ranges != 1 {
-		t.Errorf("ranged reads = %d, want 1", f.store.Ranges)
+	// Its own chunk, and the next one read ahead for the run's next
+	// update (waited for here): never the whole document.
+	next := idx.Chunks[4]
+	if _, ok := f.acts.ahead.take(context.Background(), chunkKey{doc: p.Document, etag: p.ETag, start: next.Start, end: next.End}); !ok {
+		t.Error("chunk 4 was not read ahead")
+	}
+	if f.store.Ranges != 2 {
+		t.Errorf("ranged reads = %d, want 2 (chunk 3, and chunk 4 ahead)", f.store.Ranges)
 	}
 	calls := f.model.Calls()
 	if len(calls) != 1 {

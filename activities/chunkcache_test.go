@@ -200,8 +200,10 @@ func TestChunkCacheBypass(t *testing.T) {
 func TestReviewUpdateReadsThroughChunkCache(t *testing.T) {
 	f := newFixture(t, []byte(makeDoc(3)))
 	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
+	// The last chunk: a plain update reads none ahead.
+	last := p.Chunks - 1
 	for i, q := range []string{"first question?", "second question?", "third question?"} {
-		in := f.updateInput(p, 1)
+		in := f.updateInput(p, last)
 		in.Question, in.TracePrefix = q, fmt.Sprintf("%sq%d/", tracePrefix, i)
 		var out actwire.ReviewUpdateOutput
 		if err := f.exec(t, ReviewUpdateName, in, &out); err != nil {
@@ -209,7 +211,7 @@ func TestReviewUpdateReadsThroughChunkCache(t *testing.T) {
 		}
 	}
 	var plain actwire.UpdateOutput
-	if err := f.exec(t, UpdateMemoryName, f.updateInput(p, 1), &plain); err != nil {
+	if err := f.exec(t, UpdateMemoryName, f.updateInput(p, last), &plain); err != nil {
 		t.Fatal(err)
 	}
 	if f.store.Ranges != 2 {
@@ -218,5 +220,32 @@ func TestReviewUpdateReadsThroughChunkCache(t *testing.T) {
 	// Hits include the evidence passage lookups, which re-read the chunk.
 	if s := f.acts.Chunks.Stats(); s.Reads != 1 {
 		t.Errorf("cache stats = %+v, want 1 read", s)
+	}
+}
+
+// A single question's update reads the run's next chunk while the model
+// works, and the next update takes it instead of reading it again.
+func TestUpdateReadsNextChunkAhead(t *testing.T) {
+	f := newFixture(t, []byte(makeDoc(3)))
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100})
+	if p.Chunks < 3 {
+		t.Fatalf("%d chunks, want 3 or more", p.Chunks)
+	}
+	for chunk := range 2 {
+		var out actwire.UpdateOutput
+		if err := f.exec(t, UpdateMemoryName, f.updateInput(p, chunk), &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx := f.index(t, p.IndexURI)
+	third := idx.Chunks[2]
+	data, ok := f.acts.ahead.take(context.Background(), chunkKey{doc: p.Document, etag: p.ETag, start: third.Start, end: third.End})
+	if !ok || string(data) != string(f.store.Object(mustLoc(t, p.Document))[third.Start:third.End]) {
+		t.Fatalf("the third chunk was not read ahead by the second update (ok %v)", ok)
+	}
+	// Chunk 0 read by its update, 1 and 2 read ahead; chunk 1's update read
+	// nothing itself.
+	if f.store.Ranges != 3 || f.acts.ahead.stats.Used != 2 {
+		t.Errorf("%d ranged reads, %d taken from the read-ahead; want 3 and 2", f.store.Ranges, f.acts.ahead.stats.Used)
 	}
 }

@@ -233,14 +233,21 @@ func (a *Activities) beginHeartbeat(ctx context.Context) (context.Context, *hear
 	return context.WithValue(ctx, heartbeatKey{}, hb), hb
 }
 
-// set replaces the details and records them at once: a heartbeat without
-// them would erase them for the next attempt.
+// set replaces the details and records them at once (a heartbeat without
+// them would erase them for the next attempt), in the background: the
+// heartbeat RPC runs beside the S3 writes of the trace, which keeps the
+// same completion, instead of before them, and stop waits for it, so the
+// activity never completes with it in flight.
 func (hb *heartbeat) set(details any) {
 	hb.mu.Lock()
 	hb.details = details
 	hb.mu.Unlock()
 	if hb.actx != nil {
-		hb.record(hb.actx)
+		hb.wg.Add(1)
+		go func() {
+			defer hb.wg.Done()
+			hb.record(hb.actx)
+		}()
 	}
 }
 
@@ -270,11 +277,14 @@ func (hb *heartbeat) stop() {
 const DefaultS3OpTimeout = 10 * time.Second
 
 func (a *Activities) s3ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := a.S3OpTimeout
-	if d <= 0 {
-		d = DefaultS3OpTimeout
+	return context.WithTimeout(ctx, a.s3Timeout())
+}
+
+func (a *Activities) s3Timeout() time.Duration {
+	if a.S3OpTimeout <= 0 {
+		return DefaultS3OpTimeout
 	}
-	return context.WithTimeout(ctx, d)
+	return a.S3OpTimeout
 }
 
 // readKept reads a JSON object an earlier attempt wrote, or nil.

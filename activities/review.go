@@ -38,7 +38,7 @@ const (
 // text is at hand only here, so the passage is found here rather than by
 // reading chunks again at the end.
 func (a *Activities) reviewUpdate(ctx context.Context, in actwire.UpdateInput) (*actwire.ReviewUpdateOutput, error) {
-	out, err := a.updateMemoryReading(ctx, in, a.readChunk)
+	out, err := a.updateMemoryReading(ctx, in, a.readChunk, false)
 	if err != nil {
 		return nil, err
 	}

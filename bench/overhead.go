@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,43 +20,55 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 )
 
+// overheadRepeats is how many times each path is timed at 0 ms; the
+// tables give the medians. One run of each on this 2-core machine varies by
+// a fifth from one to the next.
+const overheadRepeats = 3
+
 // writeOverhead runs the overhead section at 0 and 50 ms of simulated
 // latency and writes its tables.
 func writeOverhead(ctx context.Context, env *benchEnv, w io.Writer, tokens int) error {
-	doc := docgen.Needle(env.tok, tokens, 0.62, 3)
+	docs := [2]string{docgen.Needle(env.tok, tokens, 0.62, 3), docgen.Needle(env.tok, tokens/2, 0.62, 3)}
 	var rs []overheadResult
 	for _, lat := range []time.Duration{0, 50 * time.Millisecond} {
-		r, err := runOverhead(ctx, env, doc, 5000, lat)
+		r, err := runOverhead(ctx, env, docs, 5000, lat)
 		if err != nil {
 			return fmt.Errorf("overhead at %s: %w", lat, err)
 		}
 		rs = append(rs, r)
 	}
-	fmt.Fprintf(w, "## %s\n\nThe same %d-token document (chunks of 5,000 tokens) answered by (a) a plain sequential loop calling the simulator over HTTP and (b) the durable DocumentQA workflow on %s, same simulator, same chunking.\n\n",
-		env.server.heading("Orchestration overhead"), tokens, env.server.Stack)
+	fmt.Fprintf(w, "## %s\n\nThe same %d-token document (chunks of 5,000 tokens) answered by (a) a plain sequential loop calling the simulator over HTTP and (b) the durable DocumentQA workflow on %s, same simulator, same chunking. At 0 ms each is timed %d times, one after the other, and the tables give the medians; at 50 ms once.\n\n",
+		env.server.heading("Orchestration overhead"), tokens, env.server.Stack, overheadRepeats)
 	fmt.Fprintln(w, "| simulated latency | chunks | plain loop (a) | durable (b) | b/a | overhead per model call |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, r := range rs {
 		fmt.Fprintf(w, "| %d ms | %d | %.2f s | %.2f s | %.3f× | %.1f ms |\n", r.Latency.Milliseconds(), r.Chunks, r.Plain.Seconds(), r.Durable.Seconds(), r.ratio(), r.overheadPerChunkMS())
 	}
 	r := rs[0]
-	fmt.Fprintf(w, "\nThe floor under it: (c) a bare Temporal workflow that runs %d trivial activities one after another (one per model call of (b); each returns at once), on the same %s and the same worker as (b) (one worker with memagent's settings, both workflows registered), next to (b) at 0 ms. Worker CPU is the user and system CPU of (b)'s worker run again in a process of its own (/proc/PID/stat, 10 ms resolution), over the whole run (indexing the document, every chunk, the answer), divided by the chunks: what one GPU's stream of chunks costs a worker.\n\n", r.FloorActivities, env.server.Server)
-	fmt.Fprintln(w, "| bare loop (c) | per bare activity | DocumentQA (b) per model call | (b) overhead per model call | (b) overhead ÷ bare activity | worker CPU per chunk |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	fmt.Fprintf(w, "| %.2f s | %.1f ms | %.1f ms | %.1f ms | %.2f | %.1f ms (%.2f s CPU over %d chunks in %.2f s) |\n\n",
+	fmt.Fprintf(w, "\nThe floor under it: (c) a bare Temporal workflow that runs %d trivial activities one after another (one per model call of (b); each returns at once), on the same %s and the same worker as (b) (one worker with memagent's settings, both workflows registered), timed between (b)'s runs at 0 ms. (b)'s overhead per model call counts what a run pays once (indexing the document into S3, grounding the answer against it, starting and ending the workflow) as well as what it pays per chunk; the overhead per further call is what each call beyond those costs: the difference between (b) − (a) on the whole document and on its first half (%d-token document, %d chunks, timed as often), over the difference in calls. Worker CPU is the user and system CPU of (b)'s worker run again in a process of its own (/proc/PID/stat, 10 ms resolution), over the whole run (indexing the document, every chunk, the answer), divided by the chunks: what one GPU's stream of chunks costs a worker.\n\n", r.FloorActivities, env.server.Server, tokens/2, r.HalfChunks)
+	fmt.Fprintln(w, "| bare loop (c) | per bare activity | DocumentQA (b) per model call | (b) overhead per model call | (b) overhead ÷ bare activity | (b) overhead per further model call | that ÷ bare activity | worker CPU per chunk |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "| %.2f s | %.1f ms | %.1f ms | %.1f ms | %.2f | %.1f ms | %.2f | %.1f ms (%.2f s CPU over %d chunks in %.2f s) |\n\n",
 		r.Floor.Seconds(), r.floorPerActivityMS(), r.durablePerCallMS(), r.overheadPerChunkMS(), r.overheadPerChunkMS()/r.floorPerActivityMS(),
+		r.marginalPerCallMS(), r.marginalPerCallMS()/r.floorPerActivityMS(),
 		r.cpuPerChunkMS(), r.WorkerCPU.Seconds(), r.CPUChunks, r.CPUWall.Seconds())
+	fmt.Fprintf(w, "overhead: %.2f× a bare activity per further model call, %.2f× all in (medians of %d; %.1f and %.1f ms against %.1f ms).\n\n",
+		r.marginalPerCallMS()/r.floorPerActivityMS(), r.overheadPerChunkMS()/r.floorPerActivityMS(), overheadRepeats, r.marginalPerCallMS(), r.overheadPerChunkMS(), r.floorPerActivityMS())
 	return nil
 }
 
 // overheadResult compares one document answered by a plain loop and by the
-// durable workflow, against the same simulator with the same chunking. At
-// 0 ms it also holds the floor workflow's time and the worker CPU of a
-// DocumentQA run in a worker process of its own.
+// durable workflow, against the same simulator with the same chunking (the
+// medians of the runs). At 0 ms it also holds the same for the document's
+// first half, the floor workflow's time and the worker CPU of a DocumentQA
+// run in a worker process of its own.
 type overheadResult struct {
 	Latency        time.Duration
 	Chunks         int
 	Plain, Durable time.Duration
+
+	HalfChunks             int
+	HalfPlain, HalfDurable time.Duration
 
 	FloorActivities int
 	Floor           time.Duration
@@ -81,8 +94,24 @@ func (r overheadResult) overheadPerChunkMS() float64 {
 	return float64((r.Durable - r.Plain).Microseconds()) / 1000 / float64(r.Chunks+1)
 }
 
-// runOverhead measures both paths at one simulated latency.
-func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int, latency time.Duration) (overheadResult, error) {
+// marginalPerCallMS is the overhead of each call past the first half's:
+// what the whole document's overhead adds to the half's, per added call.
+func (r overheadResult) marginalPerCallMS() float64 {
+	extra := (r.Durable - r.Plain) - (r.HalfDurable - r.HalfPlain)
+	return float64(extra.Microseconds()) / 1000 / float64(r.Chunks-r.HalfChunks)
+}
+
+// medianDuration returns the middle of ds (the upper one of an even count).
+func medianDuration(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// runOverhead measures both paths at one simulated latency: at 0 ms each
+// overheadRepeats times over both documents (the whole and its first half)
+// with the floor between them, at any other latency once over the whole.
+func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens int, latency time.Duration) (overheadResult, error) {
 	res := overheadResult{Latency: latency}
 	sim := simulator.New(simulator.Options{Tokenizer: env.tok, Latency: latency})
 	srv := httptest.NewServer(sim)
@@ -90,8 +119,6 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 	cfg := env.cfg
 	cfg.ModelBaseURL = srv.URL + "/v1"
 	cfg.TaskQueue = fmt.Sprintf("bench-overhead-%d", latency.Milliseconds())
-
-	// (a) The plain loop: plan, then one call per chunk and the final call.
 	model, err := assemble.NewModelPool(cfg, env.logger)
 	if err != nil {
 		return res, err
@@ -99,28 +126,30 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 	templates := memagent.DefaultTemplates()
 	opts := api.ModelOptions{ChunkTokens: chunkTokens}.WithDefaults()
 	question := benchQuestion
-	start := time.Now()
-	idx, err := memagent.PlanChunks(strings.NewReader(doc), env.tok, chunkTokens)
-	if err != nil {
-		return res, err
-	}
-	memory := memagent.InitialMemory
-	for _, c := range idx.Chunks {
-		comp, err := model.Complete(ctx, inference.Request{Model: simulator.DefaultModel, Prompt: templates.RenderUpdate(question, memory, doc[c.Start:c.End]),
-			MaxTokens: opts.MemoryMaxTokens, Temperature: *opts.Temperature, TopP: *opts.TopP})
+
+	// (a) The plain loop: plan, then one call per chunk and the final call.
+	plain := func(doc string) (time.Duration, int, string, error) {
+		start := time.Now()
+		idx, err := memagent.PlanChunks(strings.NewReader(doc), env.tok, chunkTokens)
 		if err != nil {
-			return res, err
+			return 0, 0, "", err
 		}
-		memory = comp.Text
+		memory := memagent.InitialMemory
+		for _, c := range idx.Chunks {
+			comp, err := model.Complete(ctx, inference.Request{Model: simulator.DefaultModel, Prompt: templates.RenderUpdate(question, memory, doc[c.Start:c.End]),
+				MaxTokens: opts.MemoryMaxTokens, Temperature: *opts.Temperature, TopP: *opts.TopP})
+			if err != nil {
+				return 0, 0, "", err
+			}
+			memory = comp.Text
+		}
+		final, err := model.Complete(ctx, inference.Request{Model: simulator.DefaultModel, Prompt: templates.RenderFinal(question, memory),
+			MaxTokens: opts.AnswerMaxTokens, Temperature: *opts.Temperature, TopP: *opts.TopP})
+		if err != nil {
+			return 0, 0, "", err
+		}
+		return time.Since(start), len(idx.Chunks), memagent.ExtractAnswer(final.Text).Text, nil
 	}
-	final, err := model.Complete(ctx, inference.Request{Model: simulator.DefaultModel, Prompt: templates.RenderFinal(question, memory),
-		MaxTokens: opts.AnswerMaxTokens, Temperature: *opts.Temperature, TopP: *opts.TopP})
-	if err != nil {
-		return res, err
-	}
-	res.Plain = time.Since(start)
-	res.Chunks = len(idx.Chunks)
-	plainAnswer := memagent.ExtractAnswer(final.Text).Text
 
 	// (b) The durable workflow on the stack's Temporal, same simulator, on
 	// a worker that can run (c) too.
@@ -129,52 +158,85 @@ func runOverhead(ctx context.Context, env *benchEnv, doc string, chunkTokens int
 		return res, err
 	}
 	defer stop()
-	loc := s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("bench/overhead-%d.txt", latency.Milliseconds())}
-	if err := env.store.Put(ctx, loc, []byte(doc), "text/plain"); err != nil {
-		return res, err
+	var locs [2]s3store.Location
+	for i, doc := range docs {
+		locs[i] = s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("bench/overhead-%d-%d.txt", latency.Milliseconds(), i)}
+		if err := env.store.Put(ctx, locs[i], []byte(doc), "text/plain"); err != nil {
+			return res, err
+		}
+	}
+	durable := func(loc s3store.Location) (time.Duration, api.DocumentQAResult, error) {
+		var out api.DocumentQAResult
+		start := time.Now()
+		run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
+			api.DocumentQAInput{Reuse: api.ReuseNone, Document: loc.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}})
+		if err != nil {
+			return 0, out, err
+		}
+		err = run.Get(ctx, &out)
+		return time.Since(start), out, err
 	}
 	// A short run first warms the worker's connections and caches, so both
 	// paths are timed warm.
 	warm := s3store.Location{Bucket: cfg.Bucket, Key: "bench/overhead-warmup.txt"}
-	if err := env.store.Put(ctx, warm, []byte(doc[:min(len(doc), 20_000)]), "text/plain"); err != nil {
+	if err := env.store.Put(ctx, warm, []byte(docs[0][:min(len(docs[0]), 20_000)]), "text/plain"); err != nil {
 		return res, err
 	}
-	if run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
-		api.DocumentQAInput{Reuse: api.ReuseNone, Document: warm.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}}); err != nil {
-		return res, err
-	} else if err := run.Get(ctx, nil); err != nil {
+	if _, _, err := durable(warm); err != nil {
 		return res, err
 	}
-	start = time.Now()
-	run, err := env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.TaskQueue}, api.DocumentQAName,
-		api.DocumentQAInput{Reuse: api.ReuseNone, Document: loc.String(), Question: question, Options: api.ModelOptions{ChunkTokens: chunkTokens}})
-	if err != nil {
-		return res, err
+	if latency == 0 {
+		if _, err := runFloor(ctx, env, cfg.TaskQueue, 5); err != nil {
+			return res, fmt.Errorf("floor warm-up: %w", err)
+		}
 	}
-	var out api.DocumentQAResult
-	if err := run.Get(ctx, &out); err != nil {
-		return res, err
+
+	n := 1
+	if latency == 0 {
+		n = overheadRepeats
 	}
-	res.Durable = time.Since(start)
-	if out.Answer != plainAnswer || out.Chunks != res.Chunks {
-		return res, fmt.Errorf("durable run answered %q over %d chunks, the plain loop %q over %d", out.Answer, out.Chunks, plainAnswer, res.Chunks)
+	var times [2][2][]time.Duration // [doc][plain, durable]
+	var floors []time.Duration
+	var chunks [2]int
+	for range n {
+		for i, doc := range docs {
+			if latency != 0 && i > 0 {
+				break
+			}
+			p, c, answer, err := plain(doc)
+			if err != nil {
+				return res, err
+			}
+			d, out, err := durable(locs[i])
+			if err != nil {
+				return res, err
+			}
+			if out.Answer != answer || out.Chunks != c {
+				return res, fmt.Errorf("durable run answered %q over %d chunks, the plain loop %q over %d", out.Answer, out.Chunks, answer, c)
+			}
+			chunks[i] = c
+			times[i][0], times[i][1] = append(times[i][0], p), append(times[i][1], d)
+		}
+		if latency == 0 {
+			// (c) The floor: as many trivial activities as (b) made model
+			// calls over the whole document, on the same worker.
+			res.FloorActivities = chunks[0] + 1
+			f, err := runFloor(ctx, env, cfg.TaskQueue, res.FloorActivities)
+			if err != nil {
+				return res, fmt.Errorf("floor: %w", err)
+			}
+			floors = append(floors, f)
+		}
 	}
+	res.Chunks, res.Plain, res.Durable = chunks[0], medianDuration(times[0][0]), medianDuration(times[0][1])
 	if latency != 0 {
 		return res, nil
 	}
-
-	// (c) The floor: as many trivial activities as (b) made model calls,
-	// on the same worker, after a short warm-up run.
-	if _, err := runFloor(ctx, env, cfg.TaskQueue, 5); err != nil {
-		return res, fmt.Errorf("floor warm-up: %w", err)
-	}
-	res.FloorActivities = res.Chunks + 1
-	if res.Floor, err = runFloor(ctx, env, cfg.TaskQueue, res.FloorActivities); err != nil {
-		return res, fmt.Errorf("floor: %w", err)
-	}
+	res.HalfChunks, res.HalfPlain, res.HalfDurable = chunks[1], medianDuration(times[1][0]), medianDuration(times[1][1])
+	res.Floor = medianDuration(floors)
 
 	// Worker CPU: (b) again, warm, with the worker in a process of its own.
-	res.CPUChunks, res.CPUWall, res.WorkerCPU, err = workerCPU(ctx, env, srv.URL+"/v1", loc, warm, question, chunkTokens)
+	res.CPUChunks, res.CPUWall, res.WorkerCPU, err = workerCPU(ctx, env, srv.URL+"/v1", locs[0], warm, question, chunkTokens)
 	return res, err
 }
 

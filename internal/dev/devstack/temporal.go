@@ -202,14 +202,6 @@ func devDynamicConfig() dynamicconfig.StaticClient {
 		// settings (docs/DEPLOY.md).
 		dynamicconfig.MatchingUseNewMatcher.Key():  true,
 		dynamicconfig.MatchingEnableFairness.Key(): true,
-		// One partition a task queue: the server orders a backlog by
-		// priority and fairness within a partition only, so with the
-		// default four a backlog of a few dozen tasks split four ways is
-		// served out of order (bench -only fairness: one run in four
-		// outside 50 ± 5% at 1:1). One worker polls the dev server; it
-		// needs no more.
-		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
-		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 		// The history service reads its transfer queue (which hands a new
 		// workflow or activity task to matching) at most 20 times a second
 		// per shard by default: a run that moves one step at a time then

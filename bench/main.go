@@ -53,7 +53,7 @@ type benchEnv struct {
 // serverSettings names the settings of the Temporal server every figure
 // below was measured on; a self-hosted cluster has other defaults
 // (docs/DEPLOY.md says which it needs).
-const serverSettings = "Every figure that involves Temporal was measured on the embedded dev server (`go.temporal.io/server` v1.32.0, SQLite in memory, one process with the worker, S3 and the simulator on loopback, 2 cores) with its development settings, not a production cluster's defaults: eager activity execution on (`system.enableActivityEagerExecution`), `history.transferProcessorMaxPollRPS` 1000 (default 20, which adds up to 50 ms a step), `history.workflowIdReuseMinimalInterval` 0 (default 1 s between runs of one id, continue-as-new included), the new matcher with fairness (`matching.useNewMatcher`, `matching.enableFairness`); task queues keep the default four partitions."
+const serverSettings = "Every figure that involves Temporal was measured on the embedded dev server (`go.temporal.io/server` v1.32.0, SQLite in memory, one process with the worker, S3 and the simulator on loopback, 2 cores) with its development settings, not a production cluster's defaults: eager activity execution on (`system.enableActivityEagerExecution`), `history.transferProcessorMaxPollRPS` 1000 (default 20, which adds up to 50 ms a step), `history.workflowIdReuseMinimalInterval` 0 (default 1 s between runs of one id, continue-as-new included), the new matcher with fairness (`matching.useNewMatcher`, `matching.enableFairness`), one partition a task queue (`matching.numTaskqueueReadPartitions` and `matching.numTaskqueueWritePartitions` 1, default 4; from 2026-11-27)."
 
 func main() {
 	if pdf := os.Getenv(convertProcessEnv); pdf != "" {

@@ -66,8 +66,8 @@ var serverDynamicConfig = []struct{ key, what, embedded, serverDefault string }{
 	{"history.workflowIdReuseMinimalInterval", "minimum between runs of one id, continue-as-new included", "0s", "1s"},
 	{"matching.useNewMatcher", "new matcher", "true", "true"},
 	{"matching.enableFairness", "fairness", "true", "false"},
-	{"matching.numTaskqueueReadPartitions", "task queue read partitions", "4", "4"},
-	{"matching.numTaskqueueWritePartitions", "task queue write partitions", "4", "4"},
+	{"matching.numTaskqueueReadPartitions", "task queue read partitions", "1", "4"},
+	{"matching.numTaskqueueWritePartitions", "task queue write partitions", "1", "4"},
 }
 
 // externalServer describes the server at ext.Address for the report: what

@@ -38,7 +38,7 @@ func TestExternalServerNamesDeploysSettings(t *testing.T) {
 		"`system.enableActivityEagerExecution` true", "`history.transferProcessorMaxPollRPS` 1000",
 		"`matching.useNewMatcher` true", "`matching.enableFairness` true",
 		"`history.workflowIdReuseMinimalInterval` unset (server default 1s)",
-		"`history.workflowIdReuseMinimalInterval` 1s here, 0s there; 4 history shards here, 1 there.",
+		"`history.workflowIdReuseMinimalInterval` 1s here, 0s there; `matching.numTaskqueueReadPartitions` 4 here, 1 there; `matching.numTaskqueueWritePartitions` 4 here, 1 there; 4 history shards here, 1 there.",
 	} {
 		if !strings.Contains(s.Settings, want) {
 			t.Errorf("settings lack %q:\n%s", want, s.Settings)

@@ -29,7 +29,7 @@ type readAhead struct {
 }
 
 type readAheadStats struct {
-	Started, Used, Dropped int64
+	Used, Dropped int64
 }
 
 type aheadRead struct {
@@ -67,7 +67,6 @@ func (r *readAhead) start(key chunkKey, timeout time.Duration, read func(context
 	e := &aheadRead{chunkRead: chunkRead{done: make(chan struct{})}, at: now}
 	r.entries[key] = e
 	r.order = append(r.order, key)
-	r.stats.Started++
 	r.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)

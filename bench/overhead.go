@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"time"
 
@@ -101,13 +100,6 @@ func (r overheadResult) marginalPerCallMS() float64 {
 	return float64(extra.Microseconds()) / 1000 / float64(r.Chunks-r.HalfChunks)
 }
 
-// medianDuration returns the middle of ds (the upper one of an even count).
-func medianDuration(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // runOverhead measures both paths at one simulated latency: at 0 ms each
 // overheadRepeats times over both documents (the whole and its first half)
 // with the floor between them, at any other latency once over the whole.
@@ -158,8 +150,13 @@ func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens
 		return res, err
 	}
 	defer stop()
+	// At 0 ms both documents, at any other latency the whole one only.
+	n, used := overheadRepeats, docs[:]
+	if latency != 0 {
+		n, used = 1, docs[:1]
+	}
 	var locs [2]s3store.Location
-	for i, doc := range docs {
+	for i, doc := range used {
 		locs[i] = s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("bench/overhead-%d-%d.txt", latency.Milliseconds(), i)}
 		if err := env.store.Put(ctx, locs[i], []byte(doc), "text/plain"); err != nil {
 			return res, err
@@ -191,18 +188,11 @@ func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens
 		}
 	}
 
-	n := 1
-	if latency == 0 {
-		n = overheadRepeats
-	}
 	var times [2][2][]time.Duration // [doc][plain, durable]
 	var floors []time.Duration
 	var chunks [2]int
 	for range n {
-		for i, doc := range docs {
-			if latency != 0 && i > 0 {
-				break
-			}
+		for i, doc := range used {
 			p, c, answer, err := plain(doc)
 			if err != nil {
 				return res, err
@@ -228,12 +218,12 @@ func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens
 			floors = append(floors, f)
 		}
 	}
-	res.Chunks, res.Plain, res.Durable = chunks[0], medianDuration(times[0][0]), medianDuration(times[0][1])
+	res.Chunks, res.Plain, res.Durable = chunks[0], quantile(times[0][0], 0.5), quantile(times[0][1], 0.5)
 	if latency != 0 {
 		return res, nil
 	}
-	res.HalfChunks, res.HalfPlain, res.HalfDurable = chunks[1], medianDuration(times[1][0]), medianDuration(times[1][1])
-	res.Floor = medianDuration(floors)
+	res.HalfChunks, res.HalfPlain, res.HalfDurable = chunks[1], quantile(times[1][0], 0.5), quantile(times[1][1], 0.5)
+	res.Floor = quantile(floors, 0.5)
 
 	// Worker CPU: (b) again, warm, with the worker in a process of its own.
 	res.CPUChunks, res.CPUWall, res.WorkerCPU, err = workerCPU(ctx, env, srv.URL+"/v1", locs[0], warm, question, chunkTokens)

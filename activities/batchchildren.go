@@ -26,6 +26,7 @@ func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChi
 	if len(in.IDs) > maxCheckChildren {
 		return nil, badInput(fmt.Errorf("%d children to check: at most %d at once", len(in.IDs), maxCheckChildren))
 	}
+	defer a.startHeartbeat(ctx)()
 	c := activity.GetClient(ctx)
 	closed := make([]*actwire.ChildOutcome, len(in.IDs))
 	errs := make([]error, len(in.IDs))

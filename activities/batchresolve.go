@@ -154,6 +154,7 @@ func (a *Activities) poolCapacity() int {
 // With samples > 1 each item is that many units, each settled or returned
 // on its own (SampleAnswerKey).
 func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePageInput) (*actwire.ResolvePageOutput, error) {
+	defer a.startHeartbeat(ctx)()
 	if in.Samples < 0 || in.Samples > api.MaxSamples {
 		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, api.MaxSamples))
 	}

@@ -21,6 +21,7 @@ import (
 // writeBatchResults writes outcomes as one part of JSON Lines. A retry
 // overwrites the same part.
 func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResultsInput) error {
+	defer a.startHeartbeat(ctx)()
 	loc, err := s3store.ParseURI(in.URI)
 	if err != nil {
 		return badInput(err)

@@ -396,8 +396,10 @@ func (b *batchRun) runItems() error {
 	stopping := false
 	resolve := func(page int) workflow.Future {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:   30 * time.Minute,
-			HeartbeatTimeout:      time.Minute,
+			StartToCloseTimeout: 30 * time.Minute,
+			// The activity heartbeats on a ticker: a worker lost at a
+			// boundary holds the next run's page no longer than this.
+			HeartbeatTimeout:      DefaultHeartbeatTimeout,
 			RetryPolicy:           retryPolicy(),
 			Priority:              b.prio,
 			DisableEagerExecution: skipsEagerExecution(b.prio),
@@ -738,7 +740,10 @@ func (b *batchRun) flush() error {
 	})
 	name := fmt.Sprintf("parts/run-%04d-%04d.jsonl", b.st.Runs, b.parts)
 	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   10 * time.Minute,
+		StartToCloseTimeout: 10 * time.Minute,
+		// A run writes its outcomes as it hands over at a boundary: a
+		// worker lost there holds the batch no longer than this.
+		HeartbeatTimeout:      DefaultHeartbeatTimeout,
 		RetryPolicy:           retryPolicy(),
 		Priority:              b.prio,
 		DisableEagerExecution: skipsEagerExecution(b.prio),

@@ -197,8 +197,9 @@ func (b *batchRun) watchCarried(sel workflow.Selector) {
 func (b *batchRun) check(sel workflow.Selector, ids []string, wait int) {
 	b.checking = true
 	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   10 * time.Minute,
-		HeartbeatTimeout:      time.Minute,
+		StartToCloseTimeout: 10 * time.Minute,
+		// The activity heartbeats on a ticker while it waits for a child.
+		HeartbeatTimeout:      DefaultHeartbeatTimeout,
 		RetryPolicy:           retryPolicy(),
 		Priority:              b.prio,
 		DisableEagerExecution: skipsEagerExecution(b.prio),

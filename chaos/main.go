@@ -2,9 +2,11 @@
 // and the Temporal server (restarting them on the same files and ports),
 // injects model and S3 faults, hangs S3, runs `starter ask` through a
 // server restart and a run started before its worker on a namespace
-// without memagent's search attributes, and checks that every run ends with
+// without memagent's search attributes, kills the worker and the server at a
+// batch's continue-as-new boundaries, and checks that every run ends with
 // the clean run's answer and memory, each kill repeating at most one model
-// call. It writes a markdown report (docs/CHAOS.md).
+// call, and that no batch item is lost, answered twice or counted twice. It
+// writes a markdown report (docs/CHAOS.md).
 //
 //	go run ./chaos --kills 10 --out docs/CHAOS.md
 //

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/workflows"
 )
 
 // The chaos suite's separate processes are this binary re-executed (or, in
@@ -99,7 +101,8 @@ type chaosOptions struct {
 // chaosRow is one scenario's outcome.
 type chaosRow struct {
 	Scenario     string
-	Chunks       int
+	Chunks       int // over every item of a batch
+	Answers      int // final answers the run asks for: 1, or a batch's items
 	AnswerEqual  bool
 	MemoryEqual  bool
 	ModelCalls   int // completions the simulator answered
@@ -128,13 +131,17 @@ func chaosCheck(rows []chaosRow, o chaosOptions) error {
 			errs = append(errs, fmt.Errorf("%s: %w", r.Scenario, r.Err))
 		case !r.AnswerEqual || !r.MemoryEqual:
 			errs = append(errs, fmt.Errorf("%s: answer %q (memory equal: %v), unlike the clean run", r.Scenario, r.answer, r.MemoryEqual))
-		case r.Scenario == "sigkill worker" && r.Repeats > o.Kills:
+		case killsWorker(r.Scenario) && r.Repeats > o.Kills:
 			errs = append(errs, fmt.Errorf("%s: %d repeated model calls after %d kills, want at most one per kill", r.Scenario, r.Repeats, o.Kills))
 		case r.Scenario == "fresh namespace" && r.TaskFailures > 0:
 			errs = append(errs, fmt.Errorf("%s: %d failed workflow tasks, want none", r.Scenario, r.TaskFailures))
 		case r.Scenario == "s3 hung" && r.ModelCalls != r.Chunks+1:
 			errs = append(errs, fmt.Errorf("%s: the model served %d calls for %d chunks and the answer, want exactly %d", r.Scenario, r.ModelCalls, r.Chunks, r.Chunks+1))
-		case r.Scenario != "sigkill worker" && r.UsageCalls != r.ModelCalls:
+		case r.UsageCalls > r.ModelCalls:
+			errs = append(errs, fmt.Errorf("%s: usage.calls %d, more than the %d calls the model served: a call was counted twice", r.Scenario, r.UsageCalls, r.ModelCalls))
+		case r.Scenario == "batch, clean" && r.Repeats > 0:
+			errs = append(errs, fmt.Errorf("%s: %d model calls repeated, want none", r.Scenario, r.Repeats))
+		case !killsWorker(r.Scenario) && r.UsageCalls != r.ModelCalls:
 			// A worker killed between the model's answer and its first
 			// heartbeat loses the call it paid for: only there may usage
 			// fall short of what the model served.
@@ -144,8 +151,14 @@ func chaosCheck(rows []chaosRow, o chaosOptions) error {
 	return errors.Join(errs...)
 }
 
+// killsWorker says whether the scenario SIGKILLs the worker, which may
+// repeat the model call in flight and lose its usage.
+func killsWorker(scenario string) bool {
+	return strings.HasSuffix(scenario, "sigkill worker")
+}
+
 func chaosNotes(o chaosOptions) string {
-	return fmt.Sprintf(`Every scenario runs a fresh DocumentQA workflow over the same %d-chunk document (%d tokens a chunk,
+	return fmt.Sprintf(`Every scenario but the batch ones runs a fresh DocumentQA workflow over the same %d-chunk document (%d tokens a chunk,
 the planted fact in the middle), on an embedded Temporal server and S3 server that keep their state in
 files (SQLite, S3 objects) in a temporary data dir, with the worker in a separate process and the
 inference simulator (%v a call) standing in for the model. The workflow input sets
@@ -173,13 +186,28 @@ worker's model timeout is %v.
   "starter setup"), a plain client starts the run there before any worker polls, then a worker starts
   on that namespace. The worker registers the attributes at start (the embedded server allows it; a
   cluster that does not makes the worker exit at once naming "starter setup"), and the run completes.
+- **batch, clean**: a BatchQA of %d items (the document above, then short ones of 5 chunks and more,
+  each item with its own question) with items_per_run 1: it continues as new after every item and
+  carries the long document's child across every boundary. The reference for the two below.
+- **batch, sigkill worker**: the same batch (its documents under keys of its own, so that no answer
+  is reused from the clean batch); the worker process is SIGKILLed %d times at continue-as-new
+  boundaries, alternately while a run waits to carry its children over and as the next run begins,
+  and restarted each time.
+- **batch, sigkill server**: the same; the stack process is SIGKILLed at a boundary (%d times), left
+  down for %v and restarted.
+
+A batch row passes only if every item is answered once: the result counts every item answered and
+none failed or reused, the batch took a run per item, results.jsonl has exactly one line per item,
+every item's answer and final memory equal the clean batch's, and the model answered every item's
+question; *repeats* there are calls the model answered twice (same question, memory and chunk).
 
 *model calls* are completions the simulator answered (a call whose client went away first is not);
 *calls per chunk* is model calls over chunks + 1 (the answer); *usage.calls* is what the result
 reports, and must equal *model calls* except where a worker was SIGKILLed between the model's answer
 and its first heartbeat; *retries seen* are activity attempts beyond the first, summed from the
 histories of every run of the workflow; *failed workflow tasks* are WorkflowTaskFailed events in them.
-`, o.Chunks, o.ChunkTokens, o.SimLatency, o.ModelTimeout, o.Kills, o.Restarts, o.Downtime, o.FaultRate*100, o.S3FaultRate*100, o.S3Hang, o.Downtime)
+`, o.Chunks, o.ChunkTokens, o.SimLatency, o.ModelTimeout, o.Kills, o.Restarts, o.Downtime, o.FaultRate*100, o.S3FaultRate*100, o.S3Hang, o.Downtime,
+		chaosBatchItems(o), o.Kills, o.Restarts, o.Downtime)
 }
 
 func chaosTable(rows []chaosRow) string {
@@ -199,12 +227,16 @@ func chaosTable(rows []chaosRow) string {
 			name = fmt.Sprintf("sigkill worker ×%d", r.Disturbances)
 		case "sigkill server":
 			name = fmt.Sprintf("sigkill server ×%d", r.Disturbances)
+		case "batch, sigkill worker":
+			name = fmt.Sprintf("batch, sigkill worker ×%d at boundaries", r.Disturbances)
+		case "batch, sigkill server":
+			name = fmt.Sprintf("batch, sigkill server ×%d at a boundary", r.Disturbances)
 		}
 		if r.Err != nil {
 			fmt.Fprintf(&b, "| %s | %d | failed: %s | | %d | | | | %d/%d | %d | %d | %s |\n", name, r.Chunks, strings.ReplaceAll(r.Err.Error(), "|", "/"), r.ModelCalls, r.ModelFaults, r.S3Faults, r.Retries, r.TaskFailures, r.Wall.Round(time.Second))
 			continue
 		}
-		perChunk := float64(r.ModelCalls) / float64(max(r.Chunks+1, 1))
+		perChunk := float64(r.ModelCalls) / float64(max(r.Chunks+max(r.Answers, 1), 1))
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %.3f | %d (%d) | %d | %d/%d | %d | %d | %s |\n", name, r.Chunks, yes(r.AnswerEqual), yes(r.MemoryEqual),
 			r.ModelCalls, perChunk, r.UsageCalls, r.Repeated, r.Repeats, r.ModelFaults, r.S3Faults, r.Retries, r.TaskFailures, r.Wall.Round(100*time.Millisecond))
 	}
@@ -261,6 +293,10 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 	}
 	h.chunks = chunks
 	step("document: %d chunks of %d tokens", chunks, o.ChunkTokens)
+	if err := h.prepareBatch(tok); err != nil {
+		return nil, err
+	}
+	step("batch: %d items (%d chunks in all), one a run", h.batch.items, h.batch.chunks)
 
 	var rows []chaosRow
 	scenarios := []struct {
@@ -274,11 +310,14 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 		{"s3 hung", h.hangS3},
 		{"ask, server down", h.restartStack},
 		{"fresh namespace", nil},
+		{"batch, clean", nil},
+		{"batch, sigkill worker", h.killWorkerAtBoundaries},
+		{"batch, sigkill server", h.restartStackAtBoundaries},
 	}
-	var clean chaosRow
+	var clean, cleanBatch chaosRow
 	for i, sc := range scenarios {
 		step("scenario %s", sc.name)
-		s := &chaosScenario{name: sc.name, id: fmt.Sprintf("chaos-%d-%s", i, strings.ReplaceAll(sc.name, " ", "-")), simOpts: simulator.Options{Tokenizer: tok, Latency: o.SimLatency, RetryAfter: time.Second}}
+		s := &chaosScenario{name: sc.name, id: fmt.Sprintf("chaos-%d-%s", i, strings.NewReplacer(",", "", " ", "-").Replace(sc.name)), simOpts: simulator.Options{Tokenizer: tok, Latency: o.SimLatency, RetryAfter: time.Second}}
 		if sc.name == "faults" {
 			s.simOpts.FaultRate, s.simOpts.Faults.Seed = o.FaultRate, o.Seed
 			s.s3FaultRate = o.S3FaultRate
@@ -290,21 +329,33 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 		if sc.name == "fresh namespace" {
 			s.namespace = s.id
 		}
+		s.batch = strings.HasPrefix(sc.name, "batch")
 		sctx, cancel := context.WithTimeout(ctx, o.ScenarioTimeout)
 		row := h.run(sctx, s, sc.run)
 		cancel()
-		if i == 0 {
+		switch sc.name {
+		case "clean":
 			clean = row
 			if row.Err == nil && (row.answer != chaosAnswer || row.Chunks != chunks) {
 				row.Err = fmt.Errorf("clean run answered %q over %d chunks, want %q over %d", row.answer, row.Chunks, chaosAnswer, chunks)
 			}
+		case "batch, clean":
+			cleanBatch = row
+			want := summarizeAnswers(slices.Repeat([]string{chaosAnswer}, h.batch.items))
+			if row.Err == nil && (row.answer != want || row.Chunks != h.batch.chunks) {
+				row.Err = fmt.Errorf("clean batch answered %s over %d chunks, want %s over %d", row.answer, row.Chunks, want, h.batch.chunks)
+			}
 		}
-		row.AnswerEqual, row.MemoryEqual = row.answer == clean.answer, row.memory == clean.memory
+		ref := clean
+		if s.batch {
+			ref = cleanBatch
+		}
+		row.AnswerEqual, row.MemoryEqual = row.answer == ref.answer, row.memory == ref.memory
 		step("  %s: answer %q, %d chunks, %d model calls, %d repeats, %d/%d faults, %d retries, %s (error: %v)",
 			sc.name, row.answer, row.Chunks, row.ModelCalls, row.Repeats, row.ModelFaults, row.S3Faults, row.Retries, row.Wall.Round(100*time.Millisecond), row.Err)
 		rows = append(rows, row)
-		if i == 0 && row.Err != nil {
-			return rows, fmt.Errorf("clean run: %w", row.Err)
+		if (sc.name == "clean" || sc.name == "batch, clean") && row.Err != nil {
+			return rows, fmt.Errorf("%s run: %w", sc.name, row.Err)
 		}
 		if ctx.Err() != nil {
 			return rows, ctx.Err()
@@ -328,6 +379,7 @@ type chaosHarness struct {
 	store    *s3store.Store
 	in       api.DocumentQAInput
 	chunks   int
+	batch    *chaosBatch
 
 	mu    sync.Mutex
 	procs []*chaosProc
@@ -348,6 +400,9 @@ type chaosScenario struct {
 	// memagent's search attributes; the run is started there by a plain
 	// client before any worker polls, then the worker starts on it.
 	namespace string
+	// batch runs the batch scenarios' BatchQA instead of the DocumentQA.
+	batch     bool
+	sim       *simulator.Server
 	wf        string
 	env       map[string]string
 	worker    *chaosProc
@@ -494,6 +549,7 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		namespace = s.namespace
 	}
 	sim := simulator.New(s.simOpts)
+	s.sim = sim
 	simURL, stopSim, err := chaosServe(sim)
 	if err != nil {
 		row.Err = err
@@ -553,25 +609,42 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		}
 		calls := sim.Calls()
 		row.ModelCalls = len(calls)
-		updates := 0
-		for _, c := range calls {
-			if c.Kind == simulator.KindUpdate {
-				updates++
+		ids := []string{s.workflowID()}
+		if s.batch {
+			row.Repeats = repeatedCalls(calls)
+			for seq := range h.batch.items {
+				ids = append(ids, workflows.SampleWorkflowID(s.id, seq, 0))
 			}
+		} else {
+			updates := 0
+			for _, c := range calls {
+				if c.Kind == simulator.KindUpdate {
+					updates++
+				}
+			}
+			row.Repeats = updates - h.chunks
 		}
-		row.Repeats = updates - h.chunks
 		hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if n, f, err := chaosRetries(hctx, c, s.workflowID()); err == nil {
-			row.Retries, row.TaskFailures = n, f
-		} else if row.Err == nil {
-			row.Err = err
+		for _, id := range ids {
+			n, f, err := chaosRetries(hctx, c, id)
+			if err != nil {
+				if row.Err == nil {
+					row.Err = err
+				}
+				break
+			}
+			row.Retries, row.TaskFailures = row.Retries+n, row.TaskFailures+f
 		}
 		if row.Err != nil {
 			row.Err = fmt.Errorf("%w\nworker process output (tail):\n%s\nstack process output (tail):\n%s", row.Err, s.worker.out, h.stack.out)
 		}
 	}()
 
+	if s.batch {
+		h.runBatch(ctx, s, c, disturb, &row)
+		return row
+	}
 	if s.ask {
 		res, err := h.askThrough(ctx, s, disturb)
 		if err != nil {
@@ -596,7 +669,8 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	}
 	awaited := make(chan outcome, 1)
 	go func() {
-		res, err := chaosAwait(ctx, c, s.id, h.o.Progress)
+		var res api.DocumentQAResult
+		err := chaosAwait(ctx, c, s.id, h.o.Progress, &res)
 		awaited <- outcome{res, err}
 	}()
 	if disturb != nil {
@@ -728,18 +802,28 @@ func (h *chaosHarness) restartStack(ctx context.Context, s *chaosScenario) error
 		if err := chaosWaitChunks(ctx, h.temporal, s.workflowID(), target); err != nil {
 			return fmt.Errorf("restart %d: %w", r+1, err)
 		}
-		h.stack.kill()
-		s.disturbed++
-		if conn, err := net.DialTimeout("tcp", h.cfg.TemporalAddress, time.Second); err == nil {
-			_ = conn.Close()
-			return fmt.Errorf("restart %d: the Temporal server still answers at %s after its process was killed", r+1, h.cfg.TemporalAddress)
-		}
-		time.Sleep(h.o.Downtime)
 		began := time.Now()
-		if err := h.startStack(ctx); err != nil {
-			return fmt.Errorf("restart %d: %w", r+1, err)
+		if err := h.bounceStack(ctx, r); err != nil {
+			return err
 		}
-		fmt.Fprintf(h.o.Progress, "%s    SIGKILL stack after chunk %d, down %s, restarted in %s\n", time.Now().Format("15:04:05"), target, h.o.Downtime, time.Since(began).Round(100*time.Millisecond))
+		s.disturbed++
+		fmt.Fprintf(h.o.Progress, "%s    SIGKILL stack after chunk %d, down %s, back in %s\n", time.Now().Format("15:04:05"), target, h.o.Downtime, time.Since(began).Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+// bounceStack SIGKILLs the stack process, checks that Temporal no longer
+// answers, leaves it down for Downtime and starts it again on the same data
+// dir and ports; r numbers the restart in errors.
+func (h *chaosHarness) bounceStack(ctx context.Context, r int) error {
+	h.stack.kill()
+	if conn, err := net.DialTimeout("tcp", h.cfg.TemporalAddress, time.Second); err == nil {
+		_ = conn.Close()
+		return fmt.Errorf("restart %d: the Temporal server still answers at %s after its process was killed", r+1, h.cfg.TemporalAddress)
+	}
+	time.Sleep(h.o.Downtime)
+	if err := h.startStack(ctx); err != nil {
+		return fmt.Errorf("restart %d: %w", r+1, err)
 	}
 	return nil
 }
@@ -771,15 +855,14 @@ func chaosWaitChunks(ctx context.Context, c client.Client, id string, target int
 	}
 }
 
-// chaosAwait waits for the run's result through the server's outages:
-// anything but the run's own end (a result, or its failure, cancellation,
-// termination or timeout) is an outage, said once and tried again until the
-// run ends or ctx does.
-func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer) (api.DocumentQAResult, error) {
-	var res api.DocumentQAResult
+// chaosAwait waits for the run's result (into out) through the server's
+// outages: anything but the run's own end (a result, or its failure,
+// cancellation, termination or timeout) is an outage, said once and tried
+// again until the run ends or ctx does.
+func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer, out any) error {
 	said := false
 	for {
-		err := c.GetWorkflow(ctx, id, "").Get(ctx, &res)
+		err := c.GetWorkflow(ctx, id, "").Get(ctx, out)
 		var (
 			we  *temporal.WorkflowExecutionError
 			nf  *serviceerror.NotFound
@@ -787,9 +870,9 @@ func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer) 
 		)
 		switch {
 		case err == nil:
-			return res, nil
+			return nil
 		case ctx.Err() != nil || errors.As(err, &we) || errors.As(err, &nf) || errors.As(err, &app):
-			return res, fmt.Errorf("run %s: %w", id, err)
+			return fmt.Errorf("run %s: %w", id, err)
 		}
 		if !said && say != nil {
 			fmt.Fprintf(say, "chaos: Temporal is unreachable (%v); waiting for run %s\n", err, id)
@@ -797,7 +880,7 @@ func chaosAwait(ctx context.Context, c client.Client, id string, say io.Writer) 
 		}
 		select {
 		case <-ctx.Done():
-			return res, fmt.Errorf("run %s: %w", id, ctx.Err())
+			return fmt.Errorf("run %s: %w", id, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
@@ -1028,7 +1111,7 @@ func (s *chaosScenario) workflowID() string {
 func (h *chaosHarness) askThrough(ctx context.Context, s *chaosScenario, disturb func(context.Context, *chaosScenario) error) (api.DocumentQAResult, error) {
 	var res api.DocumentQAResult
 	args := []string{"ask", "--doc", h.in.Document, "--question", h.in.Question,
-		"--chunk-tokens", strconv.Itoa(h.o.ChunkTokens), "--batch", s.id, "--fresh", "--json"}
+		"--chunk-tokens", strconv.Itoa(h.o.ChunkTokens), "--batch", s.id, "--fresh", "--reuse", "none", "--json"}
 	env := map[string]string{"MEMAGENT_LOG_LEVEL": "error"}
 	for k, v := range s.env {
 		if _, set := env[k]; !set {

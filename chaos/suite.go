@@ -202,7 +202,7 @@ every item's answer and final memory equal the clean batch's, and the model answ
 question; *repeats* there are calls the model answered twice (same question, memory and chunk).
 
 *model calls* are completions the simulator answered (a call whose client went away first is not);
-*calls per chunk* is model calls over chunks + 1 (the answer); *usage.calls* is what the result
+*calls per chunk* is model calls over chunks + answers (1, or a batch's items); *usage.calls* is what the result
 reports, and must equal *model calls* except where a worker was SIGKILLed between the model's answer
 and its first heartbeat; *retries seen* are activity attempts beyond the first, summed from the
 histories of every run of the workflow; *failed workflow tasks* are WorkflowTaskFailed events in them.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
@@ -246,15 +247,18 @@ func runUtilisation(ctx context.Context, env *benchEnv, cases map[int]bool, mixe
 			items[i] = shareItem{ID: fmt.Sprint(i), Document: docs[i%len(docs)], Question: question(fmt.Sprintf("util %d item", vi), i)}
 		}
 		start := time.Now()
-		run, err := startShareBatch(ctx, env, p, fmt.Sprintf("bench-util-%d-%d", vi, start.Unix()), items,
+		id := fmt.Sprintf("bench-util-%d-%d", vi, start.Unix())
+		run, err := startShareBatch(ctx, env, p, id, items,
 			api.BatchQAInput{Concurrency: v.window, ItemsPerRun: v.itemsPerRun, PageSize: v.pageSize})
 		if err != nil {
 			p.close()
 			return rows, err
 		}
+		tl := watchBusy(p)
 		var res api.BatchQAResult
 		err = run.Get(ctx, &res)
 		wall := time.Since(start)
+		tl.report(ctx, env, id, start)
 		if err == nil && res.Succeeded != len(items) {
 			err = fmt.Errorf("%d of %d items answered", res.Succeeded, len(items))
 		}
@@ -596,6 +600,65 @@ func writeFairness(w io.Writer, rows []fairnessRow) {
 		fmt.Fprintf(w, "At %g:%g the pool's slots were %.0f%% busy over the window.\n", r.WeightA, r.WeightB, 100*r.Busy)
 	}
 	fmt.Fprintln(w)
+}
+
+// busyTimeline samples how busy the pool's slots are, every 250 ms, until
+// report: where a batch's makespan goes, shown on stderr.
+type busyTimeline struct {
+	p       *sharePool
+	stop    chan struct{}
+	done    chan struct{}
+	samples []float64
+}
+
+func watchBusy(p *sharePool) *busyTimeline {
+	t := &busyTimeline{p: p, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.stop:
+				return
+			case <-tick.C:
+				st := t.p.sim.Stats()
+				t.samples = append(t.samples, float64(st.InFlight)/float64(max(st.Slots, 1)))
+			}
+		}
+	}()
+	return t
+}
+
+// report stops sampling and prints the slots' busyness by 10 s and when
+// each run of batch id began, as seconds from start.
+func (t *busyTimeline) report(ctx context.Context, env *benchEnv, id string, start time.Time) {
+	close(t.stop)
+	<-t.done
+	var b strings.Builder
+	for i := 0; i < len(t.samples); i += 40 {
+		sum := 0.0
+		chunk := t.samples[i:min(i+40, len(t.samples))]
+		for _, v := range chunk {
+			sum += v
+		}
+		fmt.Fprintf(&b, " %.0f", 100*sum/float64(len(chunk)))
+	}
+	benchf("%s: slots busy (%%) by 10 s:%s", id, b.String())
+	resp, err := env.temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = '%s'", id)})
+	if err != nil {
+		return
+	}
+	var starts []float64
+	for _, e := range resp.GetExecutions() {
+		starts = append(starts, e.GetStartTime().AsTime().Sub(start).Seconds())
+	}
+	slices.Sort(starts)
+	b.Reset()
+	for _, s := range starts {
+		fmt.Fprintf(&b, " %.1f", s)
+	}
+	benchf("%s: runs began at (s):%s", id, b.String())
 }
 
 // parseIndexes reads a comma-separated list of indexes; "" is nil (all).

@@ -88,6 +88,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	convertRounds := fs.Int("convert-rounds", 3, "conversions of the 1,000-page PDF by each converter, alternating")
 	poolCases := fs.String("pool-cases", "", "the pool section's batches to run, by index from 0 (comma-separated; default all)")
 	poolMixed := fs.Int("pool-mixed-items", mixedItems, "items of the pool section's batch of mixed lengths")
+	poolCarry := fs.Int("pool-carry-after", 0, "carry_after_seconds of the pool section's batches (0: BatchQA's default)")
 	var ext externalTemporal
 	fs.StringVar(&ext.Address, "temporal", "", "host:port of a Temporal server to measure on instead of the embedded one (with -only overhead or pool; bench/postgres.sh starts one on PostgreSQL); S3, the simulator and the workers stay in process")
 	fs.StringVar(&ext.Namespace, "temporal-namespace", "default", "namespace on the -temporal server (registered there; its search attributes are added)")
@@ -175,7 +176,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("-pool-cases: %w", err)
 		}
-		rows, err := runUtilisation(ctx, env, cases, *poolMixed)
+		rows, err := runUtilisation(ctx, env, cases, *poolMixed, *poolCarry)
 		if err != nil {
 			return fmt.Errorf("pool: %w", err)
 		}

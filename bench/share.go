@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -201,8 +203,9 @@ const (
 // 2,000 questions over 40 documents of 1K–12K tokens at the default window
 // (four runs of the default 500 items).
 // cases, when not nil, picks the batches to run by index; mixedN is the
-// many-item batch's item count.
-func runUtilisation(ctx context.Context, env *benchEnv, cases map[int]bool, mixedN int) ([]utilisationRow, error) {
+// many-item batch's item count; carryAfter, when not 0, is every batch's
+// carry_after_seconds.
+func runUtilisation(ctx context.Context, env *benchEnv, cases map[int]bool, mixedN, carryAfter int) ([]utilisationRow, error) {
 	tokens := make([]int, utilDocs)
 	for i := range tokens {
 		tokens[i] = 20_000 + (i*7919)%180_001
@@ -249,7 +252,7 @@ func runUtilisation(ctx context.Context, env *benchEnv, cases map[int]bool, mixe
 		start := time.Now()
 		id := fmt.Sprintf("bench-util-%d-%d", vi, start.Unix())
 		run, err := startShareBatch(ctx, env, p, id, items,
-			api.BatchQAInput{Concurrency: v.window, ItemsPerRun: v.itemsPerRun, PageSize: v.pageSize})
+			api.BatchQAInput{Concurrency: v.window, ItemsPerRun: v.itemsPerRun, PageSize: v.pageSize, CarryAfterSeconds: carryAfter})
 		if err != nil {
 			p.close()
 			return rows, err
@@ -649,14 +652,32 @@ func (t *busyTimeline) report(ctx context.Context, env *benchEnv, id string, sta
 	if err != nil {
 		return
 	}
-	var starts []float64
-	for _, e := range resp.GetExecutions() {
-		starts = append(starts, e.GetStartTime().AsTime().Sub(start).Seconds())
+	type runInfo struct {
+		began  float64
+		failed map[string]int // failed workflow tasks by cause
 	}
-	slices.Sort(starts)
+	var runs []runInfo
+	for _, e := range resp.GetExecutions() {
+		r := runInfo{began: e.GetStartTime().AsTime().Sub(start).Seconds(), failed: map[string]int{}}
+		it := env.temporal.GetWorkflowHistory(ctx, id, e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				break
+			}
+			if a := ev.GetWorkflowTaskFailedEventAttributes(); a != nil {
+				r.failed[strings.TrimPrefix(a.GetCause().String(), "WORKFLOW_TASK_FAILED_CAUSE_")]++
+			}
+		}
+		runs = append(runs, r)
+	}
+	slices.SortFunc(runs, func(a, b runInfo) int { return cmp.Compare(a.began, b.began) })
 	b.Reset()
-	for _, s := range starts {
-		fmt.Fprintf(&b, " %.1f", s)
+	for _, r := range runs {
+		fmt.Fprintf(&b, " %.1f", r.began)
+		if len(r.failed) > 0 {
+			fmt.Fprintf(&b, " (failed workflow tasks: %v)", r.failed)
+		}
 	}
 	benchf("%s: runs began at (s):%s", id, b.String())
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/dev/docgen"
@@ -171,7 +175,11 @@ func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens
 			return 0, out, err
 		}
 		err = run.Get(ctx, &out)
-		return time.Since(start), out, err
+		took := time.Since(start)
+		if err == nil && loc == locs[0] {
+			runPhases(ctx, env, run.GetID(), run.GetRunID())
+		}
+		return took, out, err
 	}
 	// A short run first warms the worker's connections and caches, so both
 	// paths are timed warm.
@@ -267,4 +275,54 @@ func workerCPU(ctx context.Context, env *benchEnv, modelURL string, doc, warm s3
 		return 0, 0, 0, err
 	}
 	return out.Chunks, wall, after - before, nil
+}
+
+// runPhases prints on stderr where one DocumentQA run's time went, from its
+// history: from its start to its first chunk's update, the updates, and
+// from the last update to its end, with the time each other activity took
+// from scheduled to closed: what a run pays once, apart from what it pays
+// per chunk.
+func runPhases(ctx context.Context, env *benchEnv, id, runID string) {
+	var began, firstUpdate, lastUpdate, ended time.Time
+	scheduled := map[int64]string{}
+	at := map[int64]time.Time{}
+	once := map[string]time.Duration{}
+	updates := 0
+	it := env.temporal.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return
+		}
+		t := ev.GetEventTime().AsTime()
+		switch {
+		case ev.GetWorkflowExecutionStartedEventAttributes() != nil:
+			began = t
+		case ev.GetActivityTaskScheduledEventAttributes() != nil:
+			name := ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			scheduled[ev.GetEventId()], at[ev.GetEventId()] = name, t
+			if name == activities.UpdateMemoryName && firstUpdate.IsZero() {
+				firstUpdate = t
+			}
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			sid := ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+			if scheduled[sid] == activities.UpdateMemoryName {
+				lastUpdate, updates = t, updates+1
+			} else {
+				once[scheduled[sid]] += t.Sub(at[sid])
+			}
+		case ev.GetWorkflowExecutionCompletedEventAttributes() != nil || ev.GetWorkflowExecutionContinuedAsNewEventAttributes() != nil:
+			ended = t
+		}
+	}
+	if began.IsZero() || firstUpdate.IsZero() || ended.IsZero() {
+		return
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(once)) {
+		fmt.Fprintf(&b, ", %s %.1f ms", strings.TrimPrefix(name, "memagent."), float64(once[name].Microseconds())/1000)
+	}
+	benchf("overhead: run %s: start to first update %.1f ms, %d updates %.1f ms (%.1f ms each), last update to end %.1f ms; other activities, scheduled to closed%s",
+		runID, float64(firstUpdate.Sub(began).Microseconds())/1000, updates, float64(lastUpdate.Sub(firstUpdate).Microseconds())/1000,
+		float64(lastUpdate.Sub(firstUpdate).Microseconds())/1000/float64(max(updates, 1)), float64(ended.Sub(lastUpdate).Microseconds())/1000, b.String())
 }

@@ -69,6 +69,12 @@ func (p *sharePool) close() {
 	p.srv.Close()
 }
 
+// busy is the share of the pool's slots serving a call now.
+func (p *sharePool) busy() float64 {
+	st := p.sim.Stats()
+	return float64(st.InFlight) / float64(max(st.Slots, 1))
+}
+
 // modelSeconds is the service time the calls answered so far needed.
 func (p *sharePool) modelSeconds() float64 {
 	st := p.sim.Stats()
@@ -584,8 +590,7 @@ func sampleBusy(p *sharePool, d time.Duration) float64 {
 	defer tick.Stop()
 	for end := time.Now().Add(d); time.Now().Before(end); n++ {
 		<-tick.C
-		st := p.sim.Stats()
-		sum += float64(st.InFlight) / float64(max(st.Slots, 1))
+		sum += p.busy()
 	}
 	return sum / float64(max(n, 1))
 }
@@ -625,8 +630,7 @@ func watchBusy(p *sharePool) *busyTimeline {
 			case <-t.stop:
 				return
 			case <-tick.C:
-				st := t.p.sim.Stats()
-				t.samples = append(t.samples, float64(st.InFlight)/float64(max(st.Slots, 1)))
+				t.samples = append(t.samples, t.p.busy())
 			}
 		}
 	}()

@@ -39,40 +39,35 @@ func chaosBatchItems(o chaosOptions) int {
 	return max(8, o.Kills+2, o.Restarts+2)
 }
 
-// prepareBatch makes the batch's documents.
-func (h *chaosHarness) prepareBatch(tok memagent.Tokenizer) error {
-	n := chaosBatchItems(h.o)
-	b := &chaosBatch{items: n}
+// prepareBatch makes the batch's documents: long, the suite's document of
+// longChunks chunks, first, then short ones.
+func (h *chaosHarness) prepareBatch(tok memagent.Tokenizer, long string, longChunks int) error {
+	b := &chaosBatch{items: chaosBatchItems(h.o)}
 	used := map[int]bool{}
-	for i := range n {
-		// The long document, then short ones of 5 chunks or more, each of
-		// its own length (every document differs) and with the planted
-		// fact whole in one chunk.
-		var doc string
-		for want := 5; ; want++ {
-			if i == 0 {
-				want = h.o.Chunks
-			}
-			if used[want] {
-				continue
-			}
-			var got int
-			var err error
-			if doc, got, err = chaosDocument(tok, want, h.o.ChunkTokens); err != nil {
-				return err
-			}
-			whole, err := factWhole(doc, tok, h.o.ChunkTokens)
-			if err != nil {
-				return err
-			}
-			if i == 0 || (whole && !used[got]) {
-				used[got] = true
-				b.chunks += got
-				break
-			}
-		}
+	add := func(doc string, chunks int) {
+		used[chunks] = true
+		b.chunks += chunks
+		b.questions = append(b.questions, fmt.Sprintf("%s (item %d)", chaosQuestion, len(b.docs)))
 		b.docs = append(b.docs, doc)
-		b.questions = append(b.questions, fmt.Sprintf("%s (item %d)", chaosQuestion, i))
+	}
+	add(long, longChunks)
+	// Short ones of 5 chunks or more, each of its own length (every
+	// document differs) and with the planted fact whole in one chunk.
+	for want := 5; len(b.docs) < b.items; want++ {
+		if used[want] {
+			continue
+		}
+		doc, got, err := chaosDocument(tok, want, h.o.ChunkTokens)
+		if err != nil {
+			return err
+		}
+		whole, err := factWhole(doc, tok, h.o.ChunkTokens)
+		if err != nil {
+			return err
+		}
+		if whole && !used[got] {
+			add(doc, got)
+		}
 	}
 	h.batch = b
 	return nil
@@ -255,20 +250,6 @@ func repeatedCalls(calls []simulator.Call) int {
 	return n
 }
 
-// batchRunNow returns the batch's run number and how many items it has
-// started, from its progress query.
-func batchRunNow(ctx context.Context, c client.Client, id string) (api.BatchProgress, error) {
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	v, err := c.QueryWorkflow(qctx, id, "", api.ProgressQuery)
-	if err != nil {
-		return api.BatchProgress{}, err
-	}
-	var p api.BatchProgress
-	err = v.Get(&p)
-	return p, err
-}
-
 // waitBoundary waits until the batch is at the boundary into run next:
 // with stopping, while run next-1 has started its item and waits to carry
 // its children over (the quiet period); else as run next has begun. A
@@ -279,7 +260,8 @@ func waitBoundary(ctx context.Context, c client.Client, id string, next int, sto
 	defer cancel()
 	var last api.BatchProgress
 	for {
-		if p, err := batchRunNow(ctx, c, id); err == nil {
+		var p api.BatchProgress
+		if chaosProgress(ctx, c, id, &p) == nil {
 			last = p
 		}
 		switch {

@@ -293,7 +293,7 @@ func runChaosSuite(ctx context.Context, o chaosOptions) ([]chaosRow, error) {
 	}
 	h.chunks = chunks
 	step("document: %d chunks of %d tokens", chunks, o.ChunkTokens)
-	if err := h.prepareBatch(tok); err != nil {
+	if err := h.prepareBatch(tok, doc, chunks); err != nil {
 		return nil, err
 	}
 	step("batch: %d items (%d chunks in all), one a run", h.batch.items, h.batch.chunks)
@@ -835,15 +835,10 @@ func chaosWaitChunks(ctx context.Context, c client.Client, id string, target int
 	defer cancel()
 	var last api.Progress
 	for {
-		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
-		v, err := c.QueryWorkflow(qctx, id, "", api.ProgressQuery)
-		if err == nil {
-			var p api.Progress
-			if v.Get(&p) == nil {
-				last = p
-			}
+		var p api.Progress
+		if chaosProgress(ctx, c, id, &p) == nil {
+			last = p
 		}
-		qcancel()
 		if last.ChunksDone >= target || last.Stage == api.StageAnswering || last.Stage == api.StageDone {
 			return nil
 		}
@@ -853,6 +848,18 @@ func chaosWaitChunks(ctx context.Context, c client.Client, id string, target int
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// chaosProgress asks run id's progress query (a DocumentQA's or a
+// BatchQA's) into out.
+func chaosProgress(ctx context.Context, c client.Client, id string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := c.QueryWorkflow(ctx, id, "", api.ProgressQuery)
+	if err != nil {
+		return err
+	}
+	return v.Get(out)
 }
 
 // chaosAwait waits for the run's result (into out) through the server's

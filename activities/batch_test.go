@@ -614,6 +614,21 @@ func TestResolveBatchPageSamples(t *testing.T) {
 	if _, err := a.resolveBatchPage(context.Background(), actwire.ResolvePageInput{WorkPrefix: work, Page: 0, Samples: api.MaxSamples + 1}); err == nil {
 		t.Error("samples over the maximum: no error")
 	}
+
+	// A whole batch takes no earlier answer: all 3 samples of item 0 run,
+	// sample 0 under its key; the missing document still fails at once.
+	out, err = a.resolveBatchPage(context.Background(), actwire.ResolvePageInput{WorkPrefix: work, Page: 0, Samples: 3, Whole: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Reused != 0 || out.Failed != 3 || len(out.Run) != 3 {
+		t.Fatalf("whole: output = %+v, want item 0's 3 samples to run and item 1's to fail", out)
+	}
+	for i, r := range out.Run {
+		if r.Seq != 0 || r.Sample != i || strings.Contains(r.OutputPrefix, key) != (i == 0) {
+			t.Errorf("whole: run %d = seq %d sample %d under %s", i, r.Seq, r.Sample, r.OutputPrefix)
+		}
+	}
 }
 
 func TestWriteBatchReportGroups(t *testing.T) {

@@ -104,11 +104,17 @@ type BatchQAInput struct {
 	// settle in the run that started them; a long document's child does
 	// not hold the window.
 	CarryAfterSeconds int `json:"carry_after_seconds,omitempty" contract:"min=0,max=3600"`
-	// Reuse is passed to every DocumentQA child (DocumentQAInput.Reuse):
-	// "none" has each read its document from the first chunk instead of
-	// starting from a memory checkpoint. Answers reused whole from an
-	// earlier report are not affected.
-	Reuse string `json:"reuse,omitempty" contract:"enum=auto|none"`
+	// Reuse says what the batch may take from earlier readings: an
+	// earlier batch's answer to the same item (kept under answers/ in the
+	// worker's bucket, reused whole), and a memory checkpoint for a child
+	// to start from (DocumentQAInput.Reuse). ReuseAuto (the default) takes
+	// both, except in a rollout group (samples > 1), which takes neither:
+	// every sample reads every chunk in its own run, so that its rollouts
+	// are whole (docs/ROLLOUTS.md). ReuseNone takes neither, whatever the
+	// samples (starter eval run sends it). ReuseAlways takes both, rollout
+	// groups included; a sample that took either lacks the turns it did
+	// not read, and export rollouts reports it. See ReadsWhole.
+	Reuse string `json:"reuse,omitempty" contract:"enum=auto|none|always"`
 	// Priority orders this run's tasks on a shared task queue that is
 	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
 	// started with, else 4. Its children and their activities carry it.
@@ -215,6 +221,24 @@ type BatchProgress struct {
 	Run           int    `json:"run"`
 	Usage         Usage  `json:"usage"`
 	ReportPrefix  string `json:"report_prefix,omitempty"`
+}
+
+// ReuseAlways is a BatchQAInput.Reuse that takes earlier answers and
+// memory checkpoints in rollout groups too.
+const ReuseAlways = "always"
+
+// ReadsWhole reports whether every item and sample of the batch reads
+// every chunk in its own DocumentQA run: no earlier answer is reused and
+// no child starts from a memory checkpoint. It is so for reuse "none", and
+// for a rollout group (samples > 1) unless reuse is "always".
+func (in BatchQAInput) ReadsWhole() bool {
+	switch in.Reuse {
+	case ReuseNone:
+		return true
+	case ReuseAlways:
+		return false
+	}
+	return in.Samples > 1
 }
 
 // Validate reports input that can never succeed.

@@ -407,8 +407,9 @@ func (b *batchRun) runItems() error {
 		})
 		opts := b.in.Options
 		opts.Model = st.Expanded.Model
+		whole, _ := b.reuse()
 		return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, actwire.ResolvePageInput{
-			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples,
+			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples, Whole: whole,
 		})
 	}
 	if b.in.Budget != nil {
@@ -526,9 +527,10 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 	if it.FairnessKey != "" && it.FairnessKey != prio.FairnessKey {
 		prio.FairnessKey, prio.FairnessWeight = it.FairnessKey, 0
 	}
+	_, reuse := b.reuse()
 	in := api.DocumentQAInput{
 		Document: it.Document, Documents: it.Documents, Question: it.Question, GoldAnswers: it.GoldAnswers, Options: opts,
-		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun, Sample: it.Sample, Reuse: b.in.Reuse,
+		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun, Sample: it.Sample, Reuse: reuse,
 		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
 	id := SampleWorkflowID(b.workflowID, it.Seq, it.Sample)

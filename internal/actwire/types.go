@@ -68,6 +68,9 @@ type ResolvePageInput struct {
 	Options api.ModelOptions `json:"options"`
 	// Samples is how many times each item is answered (0 means 1).
 	Samples int `json:"samples,omitempty"`
+	// Whole says that no earlier answer is reused: every item and sample
+	// is returned to run (api.BatchQAInput.ReadsWhole).
+	Whole bool `json:"whole,omitempty"`
 }
 
 // BatchRunItem is a batch item that needs a DocumentQA run.

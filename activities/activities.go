@@ -178,7 +178,7 @@ func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInpu
 		return nil, err
 	}
 	if in.OutputPrefix != "" {
-		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, claim{WorkflowID: in.WorkflowID, FirstRunID: in.FirstRunID, BatchChild: in.BatchChild}); err != nil {
+		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, claim{WorkflowID: in.WorkflowID, FirstRunID: in.FirstRunID}); err != nil {
 			return nil, err
 		}
 	}

@@ -92,14 +92,11 @@ func (a *Activities) allowWrite(field, prefix string) error {
 		field, prefix, strings.Join(a.writePrefixes(), ", "))
 }
 
-// claim says who claims a prefix: the workflow, the first run of its
-// chain, and whether it is a batch's child (the only runs that write into
-// the shared answer cache; the workflow knows it from Temporal, never
-// from its input).
+// claim says who claims a prefix: the workflow and the first run of its
+// chain.
 type claim struct {
 	WorkflowID string
 	FirstRunID string
-	BatchChild bool
 }
 
 // claimPrefix makes prefix (a caller's output prefix, ending in '/') the
@@ -107,18 +104,15 @@ type claim struct {
 // memagent.Forbidden if another workflow's outputs are there or above it
 // (a claim covers every prefix inside it). The same workflow chain may
 // claim it again (retries, resets); a later workflow of the same id may
-// not. A batch's child writes into the answer cache without a claim: it is
-// shared, and results there are written once (putOnce) and checked before
-// reuse.
+// not. No run claims a prefix in the answer cache (answers/, a reserved
+// area): a batch writes its entries itself, from the answers it settled
+// (cacheAnswer).
 func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c claim) error {
 	if err := a.allowWrite(field, prefix); err != nil {
 		return err
 	}
 	if wf := workflowID(ctx); wf != "" && wf != c.WorkflowID {
 		return forbidden("%s %s: the claim names workflow %q, the activity runs for %q", field, prefix, c.WorkflowID, wf)
-	}
-	if strings.HasPrefix(prefix, a.answersPrefix()) && c.BatchChild {
-		return nil
 	}
 	for _, area := range reservedAreas {
 		if own := "s3://" + a.Bucket + "/" + area; strings.HasPrefix(prefix, own) {

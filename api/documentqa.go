@@ -220,17 +220,30 @@ type Budget struct {
 // must not be below what the run has spent.
 const RaiseBudgetUpdate = "raise-budget"
 
-// BudgetRequestSignal is the signal a paused DocumentQA child of a batch
-// with a budget sends its batch to ask for more of it; its argument is a
-// BudgetRequest. BudgetGrantSignal is the batch's answer to the child: the
-// child's new Budget. Both pass between memagent's own workflows.
+// BudgetRequestUpdate is the Update through which a batch's DocumentQA
+// child that has spent its grant asks its batch for more (the activity
+// memagent.RequestBatchBudget sends it, to the batch's own chain of runs);
+// its argument is a BudgetRequest, its reply the child's grant. The batch
+// reads the child's usage from the child run it started, never from the
+// request, and answers only its own running children: a request from
+// anyone else can neither raise a budget nor move one.
+const BudgetRequestUpdate = "memagent.request-budget"
+
+// BudgetRequestSignal and BudgetGrantSignal pass between memagent's own
+// workflows and change nothing by their content. A batch takes
+// BudgetRequestSignal (sent by children of workers from before
+// BudgetRequestUpdate) as a wake-up: it reads the child's usage itself. A
+// batch sends BudgetGrantSignal to a child that waited once it has granted
+// it more; the child then asks again (BudgetRequestUpdate) and takes the
+// grant from the reply, never from the signal (its argument, the grant, is
+// for children of older workers).
 const (
 	BudgetRequestSignal = "memagent.budget-request"
 	BudgetGrantSignal   = "memagent.budget-grant"
 )
 
 // BudgetRequest is a batch child's request for more budget: its workflow id
-// and what it has spent.
+// and what it says it has spent (the batch reads the figure itself).
 type BudgetRequest struct {
 	WorkflowID string `json:"workflow_id"`
 	Usage      Usage  `json:"usage"`

@@ -217,11 +217,13 @@ func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 		if strings.Contains(in.Question, "fail") {
 			return nil, temporal.NewNonRetryableApplicationError("prompt too long", api.ErrPromptTooLong, nil)
 		}
-		if in.BatchID != "window" || !strings.HasPrefix(in.OutputPrefix, "s3://memagent/answers/") || in.Options.Model != "fake" {
+		// The child writes under its own run's prefix: only the batch
+		// writes the answer cache.
+		if in.BatchID != "window" || in.OutputPrefix != "" || in.Options.Model != "fake" {
 			return nil, fmt.Errorf("child input batch=%q output=%q model=%q", in.BatchID, in.OutputPrefix, in.Options.Model)
 		}
-		return &DocumentQAResult{Answer: "w000", AnswerFound: true, Tokens: 100, Chunks: 1,
-			Usage: api.Usage{Calls: 2}, ResultURI: in.OutputPrefix + "result.json"}, nil
+		return &DocumentQAResult{Answer: "w000", AnswerFound: true, Tokens: 100, Chunks: 1, Usage: api.Usage{Calls: 2},
+			ResultURI: "s3://memagent/runs/" + workflow.GetInfo(ctx).WorkflowExecution.ID + "/run/result.json"}, nil
 	}
 	manifest := f.jsonlManifest(t, "window.jsonl", 60, func(i int, item map[string]any) {
 		switch i {
@@ -567,7 +569,14 @@ func TestBatchQACarriedChildrenSettleOnce(t *testing.T) {
 			func(_ context.Context, in actwire.CheckChildrenInput) (*actwire.CheckChildrenOutput, error) {
 				checks++
 				out := &actwire.CheckChildrenOutput{}
-				for _, id := range in.IDs {
+				ids := slices.Clone(in.IDs)
+				for _, ref := range in.Children {
+					if ref.RunID == "" {
+						t.Errorf("carried child %s checked without the run the batch started", ref.WorkflowID)
+					}
+					ids = append(ids, ref.WorkflowID)
+				}
+				for _, id := range ids {
 					o := actwire.ChildOutcome{WorkflowID: id, Result: done[id]}
 					if o.Result == nil {
 						o.Error, o.ErrorType = "terminated", "Terminated"

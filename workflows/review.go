@@ -195,7 +195,8 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 			return nil, errors.New("review scheduler made no progress: this is a bug in ReviewDocument")
 		}
 		r.st.From = r.info.WorkflowExecution.RunID
-		return nil, workflow.NewContinueAsNewError(ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: in, State: r.st})
+		// r.in, not in: it holds a budget raised during this run.
+		return nil, workflow.NewContinueAsNewError(ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: r.in, State: r.st})
 	}
 	if err := r.allFailed(); err != nil {
 		return nil, err

@@ -86,10 +86,13 @@ type BatchRunItem struct {
 	Question    string            `json:"question"`
 	GoldAnswers []string          `json:"gold_answers,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
-	// OutputPrefix is where the run writes its traces and result.json:
-	// s3://<bucket>/answers/<answer key>/, which is also the cache a later
-	// batch finds the answer in (the key of a sample after the first
-	// includes its index, so samples never reuse each other's answers).
+	// OutputPrefix is the item's place in the answer cache,
+	// s3://<bucket>/answers/<answer key>/, where a later batch finds the
+	// answer (the key of a sample after the first includes its index, so
+	// samples never reuse each other's answers). The batch writes the
+	// entry once it has settled the item from its own child; the child
+	// writes under its own run's prefix (workers from before this wrote
+	// the child's outputs here).
 	OutputPrefix string `json:"output_prefix"`
 	// Bytes is the item's size as JSON, for the workflow to bound the
 	// outcomes it buffers.
@@ -119,6 +122,18 @@ type WriteResultsInput struct {
 	// URI is the part's s3:// URI; a retry overwrites it.
 	URI     string                `json:"uri"`
 	Results []api.BatchItemResult `json:"results"`
+	// Answers are the answer-cache entries of the answered outcomes: the
+	// batch settled each from its own child, so only a batch writes the
+	// cache.
+	Answers []AnswerEntry `json:"answers,omitempty"`
+}
+
+// AnswerEntry puts an answer a batch settled in the answer cache: the
+// child's result.json, copied to Prefix (s3://<bucket>/answers/<key>/)
+// unless an entry is there already.
+type AnswerEntry struct {
+	Prefix    string `json:"prefix"`
+	ResultURI string `json:"result_uri"`
 }
 
 // ReportInput asks WriteBatchReport to assemble the report from the parts.
@@ -268,9 +283,9 @@ type PrepareInput struct {
 	// FirstRunID is the first run of the workflow's chain: a claim is the
 	// chain's, not every later workflow's that reuses the id.
 	FirstRunID string `json:"first_run_id,omitempty"`
-	// BatchChild is set by a DocumentQA run that a BatchQA started (the
-	// workflow knows it from Temporal): only those write into the shared
-	// answer cache.
+	// BatchChild is set by a DocumentQA run that has a parent workflow. It
+	// grants nothing: no run writes into the answer cache (a batch writes
+	// its entries itself, from the answers it settled).
 	BatchChild bool `json:"batch_child,omitempty"`
 	// Converted is set when Document is the text ConvertDocument made:
 	// the index then keeps the page map, and the read check applies to

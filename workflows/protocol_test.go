@@ -580,6 +580,8 @@ func (s *protoSim) check() {
 		switch {
 		case g.MaxCalls < 0 || g.MaxTokens < 0:
 			s.errorf("negative grant %+v for %s", g, id)
+		case b.limit != nil && b.limit.MaxCalls > 0 && g.MaxCalls == 0:
+			s.errorf("child %s of a batch with max_calls %d holds a grant without a bound", id, b.limit.MaxCalls)
 		case c == nil || !b.kids.has(id):
 			s.errorf("grant %+v held for %s, not a running child", g, id)
 		case b.limit != nil && b.limit.MaxCalls > 0 && c.usage > g.MaxCalls:

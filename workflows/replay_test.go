@@ -34,7 +34,8 @@ package workflows_test
 //
 // BatchQA's histories come in generations too (batchGenerations:
 // testdata/batch_run{N}.json, then testdata/batch_v1_run{N}.json, then
-// testdata/batch_carry_run{N}.json, then testdata/batch_changes_run{N}.json);
+// testdata/batch_carry_run{N}.json, testdata/batch_changes_run{N}.json,
+// testdata/batch_quiet_run{N}.json and testdata/batch_ledger_run{N}.json);
 // the current one is recorded the same way by
 //
 //	go test ./workflows -run 'TestReplayBatch$' -update
@@ -44,7 +45,8 @@ package workflows_test
 // settle without a child (an earlier answer reused, a missing document)
 // and one whose child fails, which then writes the report, compares it
 // with an earlier report (compare_with, a prefix that holds none: every
-// item is new) and POSTs its notify_url (a server of the test). -update
+// item is new) and POSTs its notify_url (a server of the test); its budget
+// is small enough that a child asks for more. -update
 // records what every replay test selected by -run records: select one.
 
 import (
@@ -494,6 +496,10 @@ var batchGenerations = []generation{
 	// BatchQuietCarryChange at version 1: a run at its boundary carries
 	// its children once it has heard nothing for a quiet period.
 	{name: "v4-quiet", prefix: "batch_quiet_run"},
+	// BatchLedgerChange at version 1, with a budget: a child that spent
+	// its grant asks through BudgetRequestUpdate and the batch reads its
+	// usage (ReadBatchChild); carried children keep their run ids.
+	{name: "v5-ledger", prefix: "batch_ledger_run"},
 }
 
 const (
@@ -544,6 +550,9 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	if g.name == "v3-changes" {
 		checkChangesCoverage(t, histories)
 	}
+	if g.name == "v5-ledger" {
+		checkLedgerCoverage(t, histories)
+	}
 }
 
 // checkChangesCoverage asserts that a chain of BatchChangesChange at
@@ -573,6 +582,32 @@ func checkChangesCoverage(t *testing.T, histories []*historypb.History) {
 	if notified != 1 || changed != 1 || marker != 1 {
 		t.Errorf("%s marker %d, %s upserted %d times, %s scheduled %d times; want 1 each",
 			workflows.BatchChangesChange, marker, api.AttrChangedItems, changed, activities.NotifyChangesName, notified)
+	}
+}
+
+// checkLedgerCoverage asserts that a chain of BatchLedgerChange at version
+// 1 served a child's budget request: an Update accepted and completed, and
+// the child's usage read by the batch.
+func checkLedgerCoverage(t *testing.T, histories []*historypb.History) {
+	t.Helper()
+	accepted, completed, reads := 0, 0, 0
+	for _, hist := range histories {
+		if hist == nil {
+			return
+		}
+		for _, e := range hist.GetEvents() {
+			switch {
+			case e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == api.BudgetRequestUpdate:
+				accepted++
+			case e.GetWorkflowExecutionUpdateCompletedEventAttributes() != nil:
+				completed++
+			case e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.ReadBatchChildName:
+				reads++
+			}
+		}
+	}
+	if accepted == 0 || completed < accepted || reads < accepted {
+		t.Errorf("%d budget requests accepted, %d updates completed, %d usages read: want a request served", accepted, completed, reads)
 	}
 }
 
@@ -673,6 +708,9 @@ func recordBatchHistories(t *testing.T, prefix string) {
 			Priority: api.PriorityBatch, FairnessKey: "replay", FairnessWeight: 2,
 			Options:     api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
 			CompareWith: "s3://" + cfg.Bucket + "/replay/baseline/", NotifyURL: hook.URL + "/hook",
+			// The first child's grant is 16 calls, the second's the 9 left:
+			// the second asks for more and gets what the first leaves.
+			Budget: &api.Budget{MaxCalls: 25},
 		})
 	if err != nil {
 		t.Fatalf("start BatchQA: %v", err)

@@ -701,3 +701,47 @@ func TestWriteBatchReportGroups(t *testing.T) {
 		t.Errorf("a missing sample: err = %v", err)
 	}
 }
+
+// TestCacheAnswer: a batch's answer goes into the cache as a copy of its
+// child's result.json, once (the first entry stays); a location outside
+// the cache, or a result outside the worker's runs/ area, is refused.
+func TestCacheAnswer(t *testing.T) {
+	ctx := context.Background()
+	store := activitiestest.NewStore()
+	a := &Activities{Bucket: "memagent", Store: store}
+	put := func(uri, body string) {
+		t.Helper()
+		loc, _ := s3store.ParseURI(uri)
+		if err := store.Put(ctx, loc, []byte(body), "application/json"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("s3://memagent/runs/b/0/first/result.json", `{"answer":"first"}`)
+	put("s3://memagent/runs/c/0/first/result.json", `{"answer":"second"}`)
+	put("s3://memagent/team/result.json", `{"answer":"forged"}`)
+	entry := "s3://memagent/answers/k1/"
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: entry, ResultURI: "s3://memagent/runs/b/0/first/result.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: entry, ResultURI: "s3://memagent/runs/c/0/first/result.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(store.Object(s3store.Location{Bucket: "memagent", Key: "answers/k1/result.json"})); got != `{"answer":"first"}` {
+		t.Errorf("cache entry %q, want the first batch's answer", got)
+	}
+	for _, e := range []actwire.AnswerEntry{
+		{Prefix: "s3://memagent/team/", ResultURI: "s3://memagent/runs/b/0/first/result.json"},
+		{Prefix: "s3://memagent/answers/k2/x/", ResultURI: "s3://memagent/runs/b/0/first/result.json"},
+		{Prefix: "s3://memagent/answers/k2/", ResultURI: "s3://memagent/team/result.json"},
+	} {
+		assertType(t, a.cacheAnswer(ctx, e), api.ErrBadInput)
+	}
+	if store.Object(s3store.Location{Bucket: "memagent", Key: "answers/k2/result.json"}) != nil {
+		t.Error("a refused entry was written")
+	}
+	// A result that is gone leaves no entry and no error: the item's
+	// outcome stands.
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: "s3://memagent/answers/k3/", ResultURI: "s3://memagent/runs/gone/result.json"}); err != nil {
+		t.Errorf("a result that is gone: %v", err)
+	}
+}

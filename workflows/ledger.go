@@ -262,4 +262,3 @@ func (l *grantLedger) checkRequest(limit *api.Budget, batch string, req api.Budg
 	}
 	return nil
 }
-

@@ -112,9 +112,9 @@ type protoSim struct {
 	settled  map[int][]actwire.ChildOutcome
 	sends    []childGrant // wake-ups the run sent and has not yet seen delivered
 	// limit is the batch's limit as the last accepted raise set it.
-	limit    *api.Budget
-	canceled bool
-	failed   bool
+	limit                                    *api.Budget
+	canceled                                 bool
+	failed                                   bool
 	steps, cans, restarts, forged, replacedN int
 }
 

@@ -113,7 +113,9 @@ func (a *Activities) readBatchChild(ctx context.Context, ref actwire.ChildRef) (
 		return nil, fmt.Errorf("describe child %s: %w", ref.WorkflowID, err)
 	}
 	latest := desc.GetWorkflowExecutionInfo()
-	ours := latest.GetFirstRunId() == ref.RunID || latest.GetExecution().GetRunId() == ref.RunID
+	// A child carried by a worker from before run ids were kept has none:
+	// it is read by its id, as that worker read it.
+	ours := ref.RunID == "" || latest.GetFirstRunId() == ref.RunID || latest.GetExecution().GetRunId() == ref.RunID
 	if !ours || latest.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return &actwire.ChildUsage{}, nil
 	}

@@ -61,9 +61,10 @@ func running(ctx context.Context, s *session, id string) bool {
 // over a continue-as-new; a caller terminates that child by starting a
 // DocumentQA of its own under the child's id
 // (WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING) about a document that
-// gives another answer. The batch completes with the item failed as
-// memagent.ChildReplaced, and no byte of the attacker's answer is in its
-// results, report or answer cache.
+// gives another answer, and holds the id of a later item with a run of its
+// own before the batch gets there. The batch completes with both items
+// failed as memagent.ChildReplaced, and no byte of the attacker's answer
+// is in its results, report or answer cache.
 func TestReplacedChildIsNotTaken(t *testing.T) {
 	tok, _ := slowWorker(t, 100*time.Millisecond)
 	ctx, s := testSession(t, 4*time.Minute)
@@ -88,6 +89,14 @@ func TestReplacedChildIsNotTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := fmt.Sprintf("replaced-%d", time.Now().UnixNano())
+	// The squatter: a run of the attacker's under item 3's id, paused at a
+	// budget of one call, so that it is still running when the batch
+	// starts item 3.
+	if _, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id + "/3", TaskQueue: cfg.TaskQueue},
+		api.DocumentQAName, api.DocumentQAInput{Document: forged, Question: docgen.Question, Reuse: api.ReuseNone, Budget: &api.Budget{MaxCalls: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.temporal.TerminateWorkflow(context.Background(), id+"/3", "", "test over")
 	if _, err := startBatch(ctx, s.temporal, cfg.TaskQueue, id, api.BatchQAInput{
 		Manifest: putManifest(ctx, t, s, manifest.Bytes()), PageSize: 1, ItemsPerRun: 1, Concurrency: 4,
 		CarryAfterSeconds: 1, Options: api.ModelOptions{ChunkTokens: 300},
@@ -114,8 +123,8 @@ func TestReplacedChildIsNotTaken(t *testing.T) {
 	if err := s.temporal.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Succeeded != 3 || res.Failed != 1 {
-		t.Errorf("batch: %+v; want 3 answered and the replaced item failed", res)
+	if res.Succeeded != 2 || res.Failed != 2 {
+		t.Errorf("batch: %+v; want 2 answered, the replaced and the squatted item failed", res)
 	}
 	rep := readReport(ctx, t, s, res.ReportURI)
 	results := readObject(ctx, t, s, rep.ResultsURI)
@@ -124,8 +133,8 @@ func TestReplacedChildIsNotTaken(t *testing.T) {
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Seq == 0 && (r.Status != api.ItemFailed || r.ErrorType != api.ErrChildReplaced) {
-			t.Errorf("the replaced item: %s %s %q; want failed as %s", r.Status, r.ErrorType, r.Error, api.ErrChildReplaced)
+		if (r.Seq == 0 || r.Seq == 3) && (r.Status != api.ItemFailed || r.ErrorType != api.ErrChildReplaced) {
+			t.Errorf("item %d: %s %s %q; want failed as %s", r.Seq, r.Status, r.ErrorType, r.Error, api.ErrChildReplaced)
 		}
 	}
 	for _, uri := range []string{res.ReportURI, rep.ResultsURI, strings.TrimSuffix(res.ReportURI, "report.json") + api.ReportCSVName} {

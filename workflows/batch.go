@@ -172,9 +172,9 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 			b.cancelLive()
 		}
 		if b.pull && err == nil {
-			// A run that ends (canceled, failed) still awaits what it sent:
-			// a send pending when a run closes is dropped.
-			b.awaitSends()
+			// The last run awaits what it sent: a send pending when a run
+			// closes is dropped.
+			_ = b.quiesce()
 		}
 		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
 			b.publish(s)

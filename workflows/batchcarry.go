@@ -265,11 +265,6 @@ func (b *batchRun) handOver() error {
 		b.kids.started(c.id, exec.RunID)
 	}
 	b.starting = nil
-	if b.pull {
-		if err := b.quiesce(); err != nil {
-			return err
-		}
-	}
 	if err := b.flush(); err != nil {
 		return err
 	}
@@ -286,6 +281,14 @@ func (b *batchRun) handOver() error {
 	for i, f := range sent {
 		if err := f.Get(b.ctx, nil); err != nil && !slices.Contains(b.finishing, ids[i]) {
 			b.finishing = append(b.finishing, ids[i])
+		}
+	}
+	if b.pull {
+		// The last wait: nothing blocks after it.
+		// (Only the selector settles children, and it is not run here:
+		// the outcomes written above are all this run has.)
+		if err := b.quiesce(); err != nil {
+			return err
 		}
 	}
 	// The signals not read yet, last: nothing blocks after them. Every
@@ -325,17 +328,22 @@ func (b *batchRun) handOver() error {
 	return nil
 }
 
-// quiesce waits, as a run is about to close, until no budget request is
-// being served (Update handlers included) and every signal and cancel the
-// run sent has been delivered or refused.
+// quiesce waits, as a run is about to close, until at one moment no
+// budget request is being served (Update handlers included) and every
+// signal and cancel the run sent has been delivered or refused: what the
+// run does after it without blocking cannot lose a send.
 func (b *batchRun) quiesce() error {
-	if err := workflow.Await(b.ctx, func() bool {
-		return len(b.asking) == 0 && workflow.AllHandlersFinished(b.ctx)
-	}); err != nil {
-		return err
+	for {
+		if err := workflow.Await(b.ctx, func() bool {
+			return len(b.asking) == 0 && workflow.AllHandlersFinished(b.ctx)
+		}); err != nil {
+			return err
+		}
+		if len(b.sends) == 0 {
+			return nil
+		}
+		b.awaitSends()
 	}
-	b.awaitSends()
-	return nil
 }
 
 // awaitSends waits for every signal and cancel the run sent: a send still
@@ -415,9 +423,10 @@ func (b *batchRun) askedForBudget(ctx workflow.Context, id string) (api.Budget, 
 }
 
 // childRunID is the execution the batch started for child id: recorded
-// when a run handed it over, else taken from its start.
+// when a run handed it over, else taken from its start; "" for a child a
+// worker from before run ids were kept carried over (read by its id).
 func (b *batchRun) childRunID(ctx workflow.Context, id string) (string, error) {
-	if r := b.kids.runID(id); r != "" {
+	if r := b.kids.runID(id); r != "" || b.kids.isCarried(id) {
 		return r, nil
 	}
 	for _, c := range b.starting {

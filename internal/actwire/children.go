@@ -71,6 +71,11 @@ func ChildFailure(err error) (msg, typ string) {
 	var canceled *temporal.CanceledError
 	var terminated *temporal.TerminatedError
 	switch {
+	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+		// A caller outside the batch runs a workflow under the item's id:
+		// the item's run was never started, and nothing of that one is
+		// taken.
+		return "another workflow already runs under this item's id, started by a caller outside the batch: the item's run was not started; run the item again", api.ErrChildReplaced
 	case errors.As(err, &appErr):
 		return appErr.Message(), appErr.Type()
 	case errors.As(err, &timeout):

@@ -46,7 +46,9 @@ package workflows_test
 // and one whose child fails, which then writes the report, compares it
 // with an earlier report (compare_with, a prefix that holds none: every
 // item is new) and POSTs its notify_url (a server of the test); its budget
-// is small enough that a child asks for more. -update
+// is small enough that a child asks for more, and that child's history is
+// kept beside the batch's (testdata/batch_ledger_child_run{N}.json) and
+// replayed with it. -update
 // records what every replay test selected by -run records: select one.
 
 import (
@@ -552,6 +554,7 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	}
 	if g.name == "v5-ledger" {
 		checkLedgerCoverage(t, histories)
+		replayLedgerChild(t, logger, replayer, childPrefix(g.prefix))
 	}
 }
 
@@ -582,6 +585,44 @@ func checkChangesCoverage(t *testing.T, histories []*historypb.History) {
 	if notified != 1 || changed != 1 || marker != 1 {
 		t.Errorf("%s marker %d, %s upserted %d times, %s scheduled %d times; want 1 each",
 			workflows.BatchChangesChange, marker, api.AttrChangedItems, changed, activities.NotifyChangesName, notified)
+	}
+}
+
+// childPrefix names the recorded histories of the batch child that asked
+// for budget beside a batch generation's: batch_ledger_child_run{N}.json.
+func childPrefix(batchPrefix string) string {
+	return strings.TrimSuffix(batchPrefix, "_run") + "_child_run"
+}
+
+// replayLedgerChild replays the recorded chain of the batch's child that
+// asked for more budget (BudgetPullChange at version 1), and checks that it
+// did: RequestBatchBudget scheduled after the budget-pull marker.
+func replayLedgerChild(t *testing.T, logger log.Logger, replayer worker.WorkflowReplayer, prefix string) {
+	t.Helper()
+	files := historyFiles(t, generation{prefix: prefix})
+	if len(files) == 0 {
+		t.Fatalf("no %s/%s{N}.json: record them with: go test ./workflows -run 'TestReplayBatch$' -update", historyDir, prefix)
+	}
+	marker, asked := 0, 0
+	for _, path := range files {
+		hist := loadHistoryOf(t, path, api.DocumentQAName)
+		started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+		if err := replayer.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
+			OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
+		}); err != nil {
+			t.Errorf("replay of %s: %v", path, err)
+		}
+		for _, e := range hist.GetEvents() {
+			switch {
+			case e.GetMarkerRecordedEventAttributes() != nil && strings.Contains(e.GetMarkerRecordedEventAttributes().String(), workflows.BudgetPullChange):
+				marker++
+			case e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.RequestBatchBudgetName:
+				asked++
+			}
+		}
+	}
+	if marker == 0 || asked == 0 {
+		t.Errorf("the child's chain recorded %d %s markers and %d budget requests: want both", marker, workflows.BudgetPullChange, asked)
 	}
 }
 
@@ -727,4 +768,11 @@ func recordBatchHistories(t *testing.T, prefix string) {
 		t.Fatalf("changes %+v, notify %q, %d POSTs: want all 5 new (no earlier report), one POST", res.Changes, res.Notify, posts.Load())
 	}
 	writeChain(ctx, t, c, batchReplayID, runID, prefix)
+	// The child that asked for budget (the second of page 0: its grant was
+	// the 9 calls the first one left).
+	desc, err := c.DescribeWorkflowExecution(ctx, batchReplayID+"/1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeChain(ctx, t, c, batchReplayID+"/1", desc.GetWorkflowExecutionInfo().GetFirstRunId(), childPrefix(prefix))
 }

@@ -104,7 +104,7 @@ func (a *Activities) requestBatchBudget(ctx context.Context, in actwire.BudgetRe
 func (a *Activities) readBatchChild(ctx context.Context, ref actwire.ChildRef) (*actwire.ChildUsage, error) {
 	defer a.startHeartbeat(ctx)()
 	c := activity.GetClient(ctx)
-	desc, err := c.DescribeWorkflowExecution(ctx, ref.WorkflowID, "")
+	latest, ours, err := childChain(ctx, c, ref)
 	var missing *serviceerror.NotFound
 	switch {
 	case errors.As(err, &missing):
@@ -112,10 +112,6 @@ func (a *Activities) readBatchChild(ctx context.Context, ref actwire.ChildRef) (
 	case err != nil:
 		return nil, fmt.Errorf("describe child %s: %w", ref.WorkflowID, err)
 	}
-	latest := desc.GetWorkflowExecutionInfo()
-	// A child carried by a worker from before run ids were kept has none:
-	// it is read by its id, as that worker read it.
-	ours := ref.RunID == "" || latest.GetFirstRunId() == ref.RunID || latest.GetExecution().GetRunId() == ref.RunID
 	if !ours || latest.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return &actwire.ChildUsage{}, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -40,7 +41,7 @@ func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChi
 			closed[i], errs[i] = checkChildRun(ctx, c, in.Children[i], wait)
 			return
 		}
-		closed[i], errs[i] = checkChild(ctx, c, in.IDs[i-len(in.Children)], wait)
+		closed[i], errs[i] = checkChildRun(ctx, c, actwire.ChildRef{WorkflowID: in.IDs[i-len(in.Children)]}, wait)
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -62,9 +63,11 @@ func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChi
 // is still open. The outcome is that chain's own, read by run id, whatever
 // now runs under the workflow id: a chain ended by a caller outside the
 // batch (terminated, or terminated to start another workflow under its id)
-// fails the item as api.ErrChildReplaced.
+// fails the item as api.ErrChildReplaced. A ref without a run id (a child a
+// worker from before run ids were kept handed over) is read from the
+// latest run under its id, as that worker read it.
 func checkChildRun(ctx context.Context, c client.Client, ref actwire.ChildRef, wait time.Duration) (*actwire.ChildOutcome, error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, ref.WorkflowID, "")
+	latest, ours, err := childChain(ctx, c, ref)
 	var missing *serviceerror.NotFound
 	switch {
 	case errors.As(err, &missing):
@@ -72,10 +75,6 @@ func checkChildRun(ctx context.Context, c client.Client, ref actwire.ChildRef, w
 	case err != nil:
 		return nil, err
 	}
-	latest := desc.GetWorkflowExecutionInfo()
-	// Only one run under an id is open at a time: when the latest is not of
-	// the child's chain, the chain has closed.
-	ours := latest.GetFirstRunId() == ref.RunID || latest.GetExecution().GetRunId() == ref.RunID
 	wctx := ctx
 	if ours && latest.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		if wait <= 0 {
@@ -104,37 +103,15 @@ func checkChildRun(ctx context.Context, c client.Client, ref actwire.ChildRef, w
 	return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, Error: msg, ErrorType: typ}, nil
 }
 
-// checkChild returns the outcome of child id once it has closed, waiting
-// up to wait for one still open; nil when it is still open. It reads the
-// latest run under the id, for children a worker from before run ids were
-// kept handed over.
-func checkChild(ctx context.Context, c client.Client, id string, wait time.Duration) (*actwire.ChildOutcome, error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	var missing *serviceerror.NotFound
-	switch {
-	case errors.As(err, &missing):
-		return &actwire.ChildOutcome{WorkflowID: id, Error: "the child workflow does not exist", ErrorType: "NotFound"}, nil
-	case err != nil:
-		return nil, err
+// childChain describes the latest run under ref's workflow id and reports
+// whether it belongs to the chain ref names (its first run, or, for a ref
+// without a run id, any). Only one run under an id is open at a time: when
+// the latest is not of the chain, the chain has closed.
+func childChain(ctx context.Context, c client.Client, ref actwire.ChildRef) (*workflowpb.WorkflowExecutionInfo, bool, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, ref.WorkflowID, "")
+	if err != nil {
+		return nil, false, err
 	}
-	wctx := ctx
-	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		if wait <= 0 {
-			return nil, nil
-		}
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, wait)
-		defer cancel()
-	}
-	var res api.DocumentQAResult
-	err = c.GetWorkflow(wctx, id, "").Get(wctx, &res)
-	switch {
-	case err == nil:
-		o := actwire.ChildOutcome{WorkflowID: id, Result: &res}.Trim()
-		return &o, nil
-	case wctx.Err() != nil && ctx.Err() == nil:
-		return nil, nil // still open after the wait: a later check settles it
-	}
-	msg, typ := actwire.ChildFailure(err)
-	return &actwire.ChildOutcome{WorkflowID: id, Error: msg, ErrorType: typ}, nil
+	latest := desc.GetWorkflowExecutionInfo()
+	return latest, ref.RunID == "" || latest.GetFirstRunId() == ref.RunID || latest.GetExecution().GetRunId() == ref.RunID, nil
 }

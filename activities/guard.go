@@ -22,30 +22,10 @@ import (
 // into another run's outputs. A failed check is memagent.Forbidden or
 // memagent.BadInput, never retried.
 
-// outputAreas are the parts of the worker's bucket that hold what runs
-// write: a document or manifest is never read from them, so that one
-// caller cannot have a run quote another caller's results, traces,
-// grids, reports, cached answers or converted text.
-var outputAreas = []string{"runs/", "reviews/", "batches/", "answers/", "converted/", "indexes/", checkpointArea, guardsArea}
-
-// ownAreas are the output areas whose next path segment is the workflow id
-// that writes there: a run writes only into its own.
-var ownAreas = []string{"runs/", "reviews/", "batches/"}
-
 // maxChunkBytes bounds one chunk's byte range: a chunk of 5,000 tokens is
 // some 20 KB, and no tokenizer makes a token of more than a few hundred
 // bytes; a larger range is a forged index.
 const maxChunkBytes = 64 << 20
-
-// inOutputArea reports whether uri is in one of the worker's output areas.
-func (a *Activities) inOutputArea(uri string) bool {
-	for _, area := range outputAreas {
-		if strings.HasPrefix(uri, "s3://"+a.Bucket+"/"+area) {
-			return true
-		}
-	}
-	return false
-}
 
 // derivedDocument reports whether uri is text the worker derived from a
 // document it was allowed to read (converted text, a copy with invalid
@@ -101,20 +81,18 @@ func (a *Activities) allowOutput(ctx context.Context, field, uri string) error {
 	if wf == "" {
 		return nil
 	}
-	root := "s3://" + a.Bucket + "/"
-	for _, area := range ownAreas {
-		if strings.HasPrefix(uri, root+area) {
-			if strings.HasPrefix(uri, root+area+wf+"/") {
-				return nil
-			}
-			return forbidden("%s %s is inside another run's outputs (%s): a run writes only under its own", field, uri, root+area)
+	if ar := a.areaOf(uri); ar != nil && ar.PerWorkflow {
+		own := "s3://" + a.Bucket + "/" + ar.Prefix
+		if strings.HasPrefix(uri, own+wf+"/") {
+			return nil
 		}
+		return forbidden("%s %s is inside another run's outputs (%s): a run writes only under its own", field, uri, own)
 	}
 	if strings.HasPrefix(uri, a.answersPrefix()) {
 		return nil
 	}
-	if a.inOutputArea(uri) || strings.HasPrefix(uri, root+"documents/") || strings.HasPrefix(uri, root+"manifests/") || strings.HasPrefix(uri, root+"contexts/") {
-		return forbidden("%s %s is inside the worker's own area: runs never write there", field, uri)
+	if a.areaOf(uri) != nil {
+		return forbidden("%s %s is inside the worker's own area %s: runs never write there", field, uri, a.topArea(uri))
 	}
 	owner, err := a.owners.nearest(ctx, a.Store, uri)
 	if err != nil {

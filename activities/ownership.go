@@ -70,7 +70,7 @@ func (a *Activities) allowRead(field, uri string) error {
 	}
 	if a.inOutputArea(uri) {
 		return forbidden("%s %s is inside s3://%s/%s, where runs keep their outputs: outputs are not read as documents or manifests; copy what you need elsewhere",
-			field, uri, a.Bucket, strings.SplitN(strings.TrimPrefix(uri, "s3://"+a.Bucket+"/"), "/", 2)[0])
+			field, uri, a.Bucket, a.topArea(uri))
 	}
 	if under(uri, a.readPrefixes()) {
 		return nil
@@ -120,11 +120,9 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c cl
 	if strings.HasPrefix(prefix, a.answersPrefix()) && c.BatchChild {
 		return nil
 	}
-	for _, area := range reservedAreas {
-		if own := "s3://" + a.Bucket + "/" + area; strings.HasPrefix(prefix, own) {
-			return forbidden("%s %s is inside %s, where runs keep their own outputs: choose a prefix outside it, or leave %s unset",
-				field, prefix, own, field)
-		}
+	if a.areaOf(prefix) != nil {
+		return forbidden("%s %s is inside s3://%s/%s, which the worker keeps for itself: choose a prefix outside it, or leave %s unset",
+			field, prefix, a.Bucket, a.topArea(prefix), field)
 	}
 	loc, err := s3store.ParseURI(prefix + OwnerObject)
 	if err != nil {
@@ -168,13 +166,6 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c cl
 	return forbidden("%s %s holds the outputs of another workflow (%s): choose an empty prefix, or leave %s unset for one of the run's own",
 		field, prefix, owner.WorkflowID, field)
 }
-
-// reservedAreas are the parts of the worker's bucket that runs fill on
-// their own (default output prefixes, indexes, content-addressed uploads,
-// the answer cache, converted text): a caller's output or report prefix
-// may not point into them, so a run can never write over another run's
-// default outputs.
-var reservedAreas = []string{"runs/", "reviews/", "batches/", "indexes/", "documents/", "manifests/", "contexts/", "answers/", "converted/", guardsArea}
 
 // heldByOtherRun reports whether loc holds an output that a run other than
 // runID wrote: its "run_id" differs, or it has none. A missing object is

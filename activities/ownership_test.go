@@ -67,7 +67,8 @@ func TestClaimPrefixKeepsOtherWorkflowsOut(t *testing.T) {
 	}
 	// Another run's default outputs, the answer cache and converted text
 	// are out of reach of a caller's prefix.
-	for _, p := range []string{"s3://memagent/runs/wf-9/first/", "s3://memagent/answers/k1/", "s3://memagent/converted/v1/x/"} {
+	for _, p := range []string{"s3://memagent/runs/wf-9/first/", "s3://memagent/answers/k1/", "s3://memagent/converted/v1/x/",
+		"s3://memagent/checkpoints/abc/", "s3://memagent/guards/x/", "s3://memagent/documents/utf8-replaced/x/"} {
 		assertType(t, a.claimPrefix(ctx, "output_prefix", p, claim{WorkflowID: "wf-2"}), api.ErrForbidden)
 	}
 	if len(store.Keys()) != 2 {

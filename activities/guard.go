@@ -94,12 +94,15 @@ func (a *Activities) allowOutput(ctx context.Context, field, uri string) error {
 	if a.areaOf(uri) != nil {
 		return forbidden("%s %s is inside the worker's own area %s: runs never write there", field, uri, a.topArea(uri))
 	}
-	owner, err := a.owners.nearest(ctx, a.Store, uri)
+	owner, _, err := a.owners.nearest(ctx, a.Store, uri)
 	if err != nil {
 		return fmt.Errorf("check the owner of %s: %w", uri, err)
 	}
-	if owner.WorkflowID != wf {
-		return forbidden("%s %s is under a prefix that workflow %q did not claim (owner: %q)", field, uri, wf, owner.WorkflowID)
+	if owner.none() {
+		return forbidden("%s %s is under no prefix that workflow %q claimed", field, uri, wf)
+	}
+	if owner.ScheduleID != "" || owner.WorkflowID != wf {
+		return forbidden("%s %s is under a prefix that workflow %q did not claim (owner: %s)", field, uri, wf, owner.describe())
 	}
 	return nil
 }
@@ -110,22 +113,29 @@ func (a *Activities) allowOutput(ctx context.Context, field, uri string) error {
 // every ancestor), so an entry never goes stale.
 type ownerCache struct {
 	mu   sync.Mutex
-	dirs map[string]prefixOwner
+	dirs map[string]ownedDir
 }
 
 // maxOwnerCache bounds the cache; any entry may be dropped.
 const maxOwnerCache = 4096
 
+// ownedDir is an owner and the s3:// prefix whose owner.json names it.
+type ownedDir struct {
+	owner  prefixOwner
+	prefix string
+}
+
 // nearest returns the owner of the nearest owner.json at or above uri's
-// directory, up to the bucket; the zero owner when there is none.
-func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string) (prefixOwner, error) {
+// directory, up to the bucket, and the prefix it is at; the zero owner
+// when there is none.
+func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string) (prefixOwner, string, error) {
 	loc, err := s3store.ParseURI(uri)
 	if err != nil {
-		return prefixOwner{}, badInput(err)
+		return prefixOwner{}, "", badInput(err)
 	}
 	dirs := ancestors(loc.Key)
 	var walked []string
-	found := prefixOwner{}
+	found := ownedDir{}
 	for _, d := range dirs {
 		c.mu.Lock()
 		o, ok := c.dirs[loc.Bucket+"/"+d]
@@ -140,26 +150,30 @@ func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string)
 			continue
 		}
 		if err != nil {
-			return prefixOwner{}, err
+			return prefixOwner{}, "", err
 		}
-		if err := json.Unmarshal(data, &o); err != nil {
-			return prefixOwner{}, fmt.Errorf("decode %s%s: %w", d, OwnerObject, err)
+		if err := json.Unmarshal(data, &found.owner); err != nil {
+			return prefixOwner{}, "", fmt.Errorf("decode %s%s: %w", d, OwnerObject, err)
 		}
-		walked, found = append(walked, d), o
+		if found.owner.none() {
+			found.owner.WorkflowID = "?" // not one the worker wrote: nobody's
+		}
+		found.prefix = "s3://" + loc.Bucket + "/" + d
+		walked = append(walked, d)
 		break
 	}
-	if found.WorkflowID == "" {
-		return found, nil // nothing to cache: a claim may still come
+	if found.owner.none() {
+		return found.owner, "", nil // nothing to cache: a claim may still come
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dirs == nil || len(c.dirs) > maxOwnerCache {
-		c.dirs = make(map[string]prefixOwner)
+		c.dirs = make(map[string]ownedDir)
 	}
 	for _, d := range walked {
 		c.dirs[loc.Bucket+"/"+d] = found
 	}
-	return found, nil
+	return found.owner, found.prefix, nil
 }
 
 // ancestors lists the directories of key, deepest first: "a/b/c.json"

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/report"
@@ -52,5 +53,71 @@ func TestResultsCSVEscapesEveryCallerCell(t *testing.T) {
 		if c != "" && strings.ContainsRune("=+-@", rune(c[0])) {
 			t.Errorf("cell %q starts like a formula", c)
 		}
+	}
+}
+
+// TestClaimsCannotSquat: a claim above other claims, over objects others
+// wrote, too close to the bucket's root, outside the claim roots or inside
+// a schedule's report prefix is refused as memagent.Forbidden, with nothing
+// written; the schedule's own runs claim inside it.
+func TestClaimsCannotSquat(t *testing.T) {
+	ctx := context.Background()
+	store := activitiestest.NewStore()
+	a := &Activities{Bucket: "memagent", Store: store}
+	putObject(t, store, "s3://memagent/docs/contract.txt", []byte("text"))
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/team-a/review1/", claim{WorkflowID: "victim", FirstRunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.claimPrefix(ctx, "report_prefix", "s3://memagent/reports/nightly/", claim{ScheduleID: "nightly"}); err != nil {
+		t.Fatalf("the schedule's claim: %v", err)
+	}
+	keys := len(store.Keys())
+	squatter := claim{WorkflowID: "squatter", FirstRunID: "s1"}
+	for _, tt := range []struct {
+		name, prefix string
+		depth        int
+		roots        []string
+		want         string
+	}{
+		{"a folder at the bucket's root", "s3://memagent/reports/", 0, nil, "MEMAGENT_CLAIM_DEPTH"},
+		{"a folder above a schedule's reports", "s3://memagent/reports/", 1, nil, "reports/nightly/owner.json"},
+		{"a folder above another claim", "s3://memagent/team-a/", 1, nil, "team-a/review1/owner.json"},
+		{"a folder of documents", "s3://memagent/docs/", 1, nil, "docs/contract.txt"},
+		{"the schedule's prefix", "s3://memagent/reports/nightly/", 0, nil, `schedule "nightly"`},
+		{"a dated prefix of the schedule", "s3://memagent/reports/nightly/2026-11-25T020000Z/", 0, nil, `schedule "nightly"`},
+		{"its fallback", "s3://memagent/reports/nightly/2026-11-25T020000Z-run/", 0, nil, `schedule "nightly"`},
+		{"outside the claim roots", "s3://memagent/team-b/out/", 0, []string{"s3://memagent/outputs/"}, "MEMAGENT_CLAIM_ROOTS"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a.ClaimDepth, a.ClaimRoots = tt.depth, tt.roots
+			err := a.claimPrefix(ctx, "output_prefix", tt.prefix, squatter)
+			assertType(t, err, api.ErrForbidden)
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("message %q does not say %q", err, tt.want)
+			}
+		})
+	}
+	a.ClaimDepth, a.ClaimRoots = 0, nil
+	if n := len(store.Keys()); n != keys {
+		t.Fatalf("the refused claims wrote %d objects", n-keys)
+	}
+	// Another schedule may not take it either; the same one may claim it
+	// again (a schedule created again with the same id).
+	assertType(t, a.claimPrefix(ctx, "report_prefix", "s3://memagent/reports/nightly/", claim{ScheduleID: "other"}), api.ErrForbidden)
+	if err := a.claimPrefix(ctx, "report_prefix", "s3://memagent/reports/nightly/", claim{ScheduleID: "nightly"}); err != nil {
+		t.Errorf("the schedule's claim again: %v", err)
+	}
+	// A run the schedule started claims its dated prefix inside; a run of
+	// another schedule does not.
+	run := claim{WorkflowID: "batch-nightly-2026-11-25T02:00:00Z", FirstRunID: "r", ScheduleID: "nightly"}
+	if err := a.claimPrefix(ctx, "report_prefix", "s3://memagent/reports/nightly/2026-11-25T020000Z/", run); err != nil {
+		t.Errorf("the schedule's run: %v", err)
+	}
+	assertType(t, a.claimPrefix(ctx, "report_prefix", "s3://memagent/reports/nightly/2026-11-26T020000Z/",
+		claim{WorkflowID: "batch-other-1", ScheduleID: "other"}), api.ErrForbidden)
+	// Deeper roots count folders from themselves.
+	a.ClaimRoots, a.ClaimDepth = []string{"s3://memagent/outputs/"}, 1
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/outputs/mine/", squatter); err != nil {
+		t.Errorf("a claim one folder below its root: %v", err)
 	}
 }

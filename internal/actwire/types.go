@@ -23,6 +23,11 @@ type ExpandInput struct {
 	// run id) separates the working files of two batches that share a prefix.
 	WorkflowID string `json:"workflow_id"`
 	RunKey     string `json:"run_key"`
+	// ScheduleID is the Temporal Schedule that started the batch (its
+	// TemporalScheduledById, which only Temporal sets), "" otherwise: such
+	// a run claims its dated prefix inside the schedule's report prefix,
+	// and compares with the schedule's earlier reports there.
+	ScheduleID string `json:"schedule_id,omitempty"`
 	// PageSize is how many items go in one page; default 100.
 	PageSize int `json:"page_size,omitempty"`
 	// Options are the batch's model options; the worker resolves the model.

@@ -192,7 +192,7 @@ func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInpu
 		if corpus, err = a.allowReadCorpus(ctx, in); err != nil {
 			return nil, err
 		}
-	} else if err := a.allowReadDocument(in); err != nil {
+	} else if err := a.allowReadDocument(ctx, in); err != nil {
 		return nil, err
 	}
 	if in.OutputPrefix != "" {

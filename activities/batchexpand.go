@@ -42,7 +42,7 @@ func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput)
 	if err := in.Options.Validate(); err != nil {
 		return nil, badInput(err)
 	}
-	if err := a.allowRead("manifest", in.Manifest); err != nil {
+	if err := a.allowInput(ctx, "manifest", in.Manifest, reader{ScheduleID: in.ScheduleID}); err != nil {
 		return nil, err
 	}
 	pageSize := in.PageSize
@@ -85,7 +85,7 @@ func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput)
 			return nil, err
 		}
 	}
-	if err := a.allowCompare(in.CompareWith, out.ReportPrefix); err != nil {
+	if err := a.allowCompare(ctx, in.CompareWith, out.ReportPrefix, reader{ScheduleID: in.ScheduleID}); err != nil {
 		return nil, err
 	}
 	out.WorkPrefix = out.ReportPrefix + "work/" + in.RunKey + "/"

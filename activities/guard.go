@@ -102,7 +102,7 @@ func (a *Activities) allowOutput(ctx context.Context, field, uri string) error {
 		return forbidden("%s %s is under no prefix that workflow %q claimed", field, uri, wf)
 	}
 	if owner.ScheduleID != "" || owner.WorkflowID != wf {
-		return forbidden("%s %s is under a prefix that workflow %q did not claim (owner: %s)", field, uri, wf, owner.describe())
+		return forbidden("%s %s is under a prefix that workflow %q did not claim: it holds %s", field, uri, wf, owner.describe())
 	}
 	return nil
 }
@@ -129,6 +129,12 @@ type ownedDir struct {
 // directory, up to the bucket, and the prefix it is at; the zero owner
 // when there is none.
 func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string) (prefixOwner, string, error) {
+	return c.nearestWithin(ctx, store, uri, nil)
+}
+
+// nearestWithin is nearest, looking only at the directories within
+// accepts (an s3:// prefix ending in '/'): nil accepts all.
+func (c *ownerCache) nearestWithin(ctx context.Context, store ObjectStore, uri string, within func(string) bool) (prefixOwner, string, error) {
 	loc, err := s3store.ParseURI(uri)
 	if err != nil {
 		return prefixOwner{}, "", badInput(err)
@@ -137,6 +143,9 @@ func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string)
 	var walked []string
 	found := ownedDir{}
 	for _, d := range dirs {
+		if within != nil && !within("s3://"+loc.Bucket+"/"+d) {
+			break
+		}
 		c.mu.Lock()
 		o, ok := c.dirs[loc.Bucket+"/"+d]
 		c.mu.Unlock()
@@ -208,4 +217,88 @@ func (a *Activities) allowIndexedRead(document, etag, indexURI string, indexLoc 
 		}
 	}
 	return nil
+}
+
+// reader is who reads an input: for a run a schedule started, the
+// schedule, whose earlier reports its runs compare with.
+type reader struct {
+	ScheduleID string
+}
+
+// allowInput checks a document, a corpus member, a manifest or a report
+// to compare with before anything of it is read: allowRead (the read
+// prefixes; never in the worker's output areas), and never at or under a
+// prefix a caller claimed, which holds that workflow's outputs (traces,
+// results, grids, reports): one caller's run must not quote another's. A
+// run a schedule started may read the schedule's own reports (its earlier
+// runs', each claimed inside the schedule's prefix). The refusal names
+// neither the owner nor what lies there.
+func (a *Activities) allowInput(ctx context.Context, field, uri string, r reader) error {
+	if err := a.allowRead(field, uri); err != nil {
+		return err
+	}
+	// Claims are made only under the write prefixes: an owner.json is
+	// looked for there alone (the worker may not even read above a read
+	// prefix).
+	writable := func(dir string) bool { return under(dir, a.writePrefixes()) }
+	owner, at, err := a.owners.nearestWithin(ctx, a.Store, uri, writable)
+	if err != nil {
+		return fmt.Errorf("check the owner of %s: %w", uri, err)
+	}
+	if owner.none() {
+		return nil
+	}
+	if r.ScheduleID != "" {
+		mine, err := a.inSchedule(ctx, owner, at, r.ScheduleID)
+		if err != nil {
+			return err
+		}
+		if mine {
+			return nil
+		}
+	}
+	return forbidden("%s %s is under %s, where another workflow keeps its outputs: outputs are not read as documents, manifests or reports; copy what you need elsewhere",
+		field, uri, at)
+}
+
+// inSchedule reports whether the prefix at, held by owner, is schedule's:
+// its own claim, or a claim made directly inside it (one of its runs').
+func (a *Activities) inSchedule(ctx context.Context, owner prefixOwner, at, schedule string) (bool, error) {
+	if owner.ScheduleID != "" {
+		return owner.ScheduleID == schedule, nil
+	}
+	parent := strings.TrimSuffix(at, "/")
+	i := strings.LastIndexByte(parent, '/')
+	if i < len("s3://") {
+		return false, nil
+	}
+	above, _, err := a.owners.nearest(ctx, a.Store, parent[:i+1]+"x")
+	if err != nil {
+		return false, fmt.Errorf("check the owner above %s: %w", at, err)
+	}
+	return above.ScheduleID == schedule, nil
+}
+
+// scheduleOfReport is the schedule whose prefix holds reportPrefix, a
+// batch's own claimed report prefix: a run claims inside a schedule's
+// prefix only when that schedule started it (ExpandManifest checks). ""
+// when there is none.
+func (a *Activities) scheduleOfReport(ctx context.Context, reportPrefix string) (string, error) {
+	own, at, err := a.owners.nearest(ctx, a.Store, reportPrefix+"x")
+	if err != nil || own.none() || own.ScheduleID != "" {
+		return "", err
+	}
+	if wf := workflowID(ctx); wf != "" && own.WorkflowID != wf {
+		return "", nil
+	}
+	parent := strings.TrimSuffix(at, "/")
+	i := strings.LastIndexByte(parent, '/')
+	if i < len("s3://") {
+		return "", nil
+	}
+	above, _, err := a.owners.nearest(ctx, a.Store, parent[:i+1]+"x")
+	if err != nil {
+		return "", err
+	}
+	return above.ScheduleID, nil
 }

@@ -137,12 +137,13 @@ func (c claim) mayNestIn(o prefixOwner) bool {
 	return c.holds(o)
 }
 
-// describe names an owner in messages.
+// describe says what kind of owner o is, in messages to a caller, who
+// learns no other caller's workflow or schedule id.
 func (o prefixOwner) describe() string {
 	if o.ScheduleID != "" {
-		return fmt.Sprintf("schedule %q", o.ScheduleID)
+		return "a schedule's reports"
 	}
-	return fmt.Sprintf("workflow %q", o.WorkflowID)
+	return "another workflow's outputs"
 }
 
 // none reports whether no owner was found.
@@ -246,7 +247,7 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c cl
 			return fmt.Errorf("check the owners above %s: %w", prefix, err)
 		}
 		if !owner.none() && !c.mayNestIn(owner) {
-			return forbidden("%s %s is inside a prefix that holds the outputs of another %s: choose a prefix outside it, or leave %s unset",
+			return forbidden("%s %s is inside a prefix that holds %s: choose a prefix outside it, or leave %s unset",
 				field, prefix, owner.describe(), field)
 		}
 	}
@@ -267,8 +268,8 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c cl
 		return fmt.Errorf("list %s: %w", prefix, err)
 	}
 	if len(keys) > 0 {
-		return forbidden("%s %s already holds objects (s3://%s/%s, …) that no claim of this %s covers: a claim is made on an empty prefix, so that it never takes over what others wrote there; choose an empty prefix, or leave %s unset",
-			field, prefix, loc.Bucket, keys[0], c.subject(), field)
+		return forbidden("%s %s already holds objects that no claim of this %s covers: a claim is made on an empty prefix, so that it never takes over what others wrote or look for there; choose an empty prefix, or leave %s unset",
+			field, prefix, c.subject(), field)
 	}
 	body, _ := json.Marshal(c.owner())
 	created, err := a.putIfAbsent(ctx, loc, body)
@@ -346,10 +347,10 @@ func (a *Activities) sameOwner(field, prefix string, c claim, owner prefixOwner)
 	case c.holds(owner):
 		return nil
 	case c.WorkflowID != "" && owner.WorkflowID == c.WorkflowID:
-		return forbidden("%s %s holds the outputs of an earlier workflow with the same id (first run %s): choose an empty prefix, or leave %s unset for one of the run's own",
-			field, prefix, owner.FirstRunID, field)
+		return forbidden("%s %s holds the outputs of an earlier workflow with the same id: choose an empty prefix, or leave %s unset for one of the run's own",
+			field, prefix, field)
 	}
-	return forbidden("%s %s holds the outputs of another %s: choose an empty prefix, or leave %s unset for one of the run's own",
+	return forbidden("%s %s holds %s: choose an empty prefix, or leave %s unset for one of the run's own",
 		field, prefix, owner.describe(), field)
 }
 

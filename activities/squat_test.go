@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/csv"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,12 +81,12 @@ func TestClaimsCannotSquat(t *testing.T) {
 		want         string
 	}{
 		{"a folder at the bucket's root", "s3://memagent/reports/", 0, nil, "MEMAGENT_CLAIM_DEPTH"},
-		{"a folder above a schedule's reports", "s3://memagent/reports/", 1, nil, "reports/nightly/owner.json"},
-		{"a folder above another claim", "s3://memagent/team-a/", 1, nil, "team-a/review1/owner.json"},
-		{"a folder of documents", "s3://memagent/docs/", 1, nil, "docs/contract.txt"},
-		{"the schedule's prefix", "s3://memagent/reports/nightly/", 0, nil, `schedule "nightly"`},
-		{"a dated prefix of the schedule", "s3://memagent/reports/nightly/2026-11-25T020000Z/", 0, nil, `schedule "nightly"`},
-		{"its fallback", "s3://memagent/reports/nightly/2026-11-25T020000Z-run/", 0, nil, `schedule "nightly"`},
+		{"a folder above a schedule's reports", "s3://memagent/reports/", 1, nil, "already holds objects"},
+		{"a folder above another claim", "s3://memagent/team-a/", 1, nil, "already holds objects"},
+		{"a folder of documents", "s3://memagent/docs/", 1, nil, "already holds objects"},
+		{"the schedule's prefix", "s3://memagent/reports/nightly/", 0, nil, "a schedule's reports"},
+		{"a dated prefix of the schedule", "s3://memagent/reports/nightly/2026-11-25T020000Z/", 0, nil, "a schedule's reports"},
+		{"its fallback", "s3://memagent/reports/nightly/2026-11-25T020000Z-run/", 0, nil, "a schedule's reports"},
 		{"outside the claim roots", "s3://memagent/team-b/out/", 0, []string{"s3://memagent/outputs/"}, "MEMAGENT_CLAIM_ROOTS"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,6 +95,11 @@ func TestClaimsCannotSquat(t *testing.T) {
 			assertType(t, err, api.ErrForbidden)
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("message %q does not say %q", err, tt.want)
+			}
+			for _, name := range []string{"victim", "nightly\"", "contract.txt", "review1/"} {
+				if strings.Contains(err.Error(), name) && !strings.Contains(tt.prefix, strings.TrimSuffix(name, "\"")) {
+					t.Errorf("message %q names %s, another caller's", err, name)
+				}
 			}
 		})
 	}
@@ -119,5 +125,41 @@ func TestClaimsCannotSquat(t *testing.T) {
 	a.ClaimRoots, a.ClaimDepth = []string{"s3://memagent/outputs/"}, 1
 	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/outputs/mine/", squatter); err != nil {
 		t.Errorf("a claim one folder below its root: %v", err)
+	}
+}
+
+// TestScheduleOwnsItsReportPrefix: a schedule made without the starter
+// claims its report prefix at its first run; from then on another caller
+// claims neither the prefix, a dated prefix in it, nor a folder above it,
+// and the next run writes under its plain dated prefix.
+func TestScheduleOwnsItsReportPrefix(t *testing.T) {
+	ctx := context.Background()
+	a, store := batchActivities(t)
+	a.ClaimDepth = 1
+	putObject(t, store, "s3://in/m.jsonl", []byte(`{"document":"s3://docs/a.txt","question":"q"}`+"\n"))
+	run := func(n int, dated string) *actwire.ExpandOutput {
+		t.Helper()
+		out, err := a.expandManifest(ctx, actwire.ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: fmt.Sprintf("batch-nightly-%d", n),
+			RunKey: fmt.Sprintf("run-%d", n), ReportPrefix: "s3://memagent/reports/nightly/", Dated: dated, ScheduleID: "nightly"})
+		if err != nil {
+			t.Fatalf("run %d: %v", n, err)
+		}
+		return out
+	}
+	run(1, "2026-11-24T020000Z")
+	owner := string(getObject(t, store, "s3://memagent/reports/nightly/"+OwnerObject))
+	if !strings.Contains(owner, `"schedule_id":"nightly"`) {
+		t.Fatalf("the schedule's prefix is owned by %s", owner)
+	}
+	squatter := claim{WorkflowID: "squatter", FirstRunID: "s"}
+	for _, p := range []string{"s3://memagent/reports/", "s3://memagent/reports/nightly/", "s3://memagent/reports/nightly/2026-11-25T020000Z/"} {
+		assertType(t, a.claimPrefix(ctx, "output_prefix", p, squatter), api.ErrForbidden)
+	}
+	// A batch that names the schedule's prefix but no schedule started.
+	_, err := a.expandManifest(ctx, actwire.ExpandInput{Manifest: "s3://in/m.jsonl", WorkflowID: "squatter", RunKey: "s",
+		ReportPrefix: "s3://memagent/reports/nightly/", Dated: "2026-11-25T020000Z"})
+	assertType(t, err, api.ErrForbidden)
+	if out := run(2, "2026-11-25T020000Z"); out.ReportPrefix != "s3://memagent/reports/nightly/2026-11-25T020000Z/" {
+		t.Errorf("the next run writes under %s", out.ReportPrefix)
 	}
 }

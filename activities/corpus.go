@@ -260,8 +260,15 @@ func citeCorpus(c *memagent.CorpusMap, sources []api.SourceRef, out *actwire.Upd
 		return
 	}
 	out.Pages = sources[0].Pages
-	ev := out.Evidence
-	if ev == nil {
+	citeEvidence(c, out.Evidence)
+}
+
+// citeEvidence names the corpus document of an evidence entry: the one its
+// passage is in (citing the passage's pages), else the one its chunk
+// starts in (citing the page it starts on). A nil corpus or entry is left
+// as it is.
+func citeEvidence(c *memagent.CorpusMap, ev *api.ReviewEvidence) {
+	if c == nil || ev == nil {
 		return
 	}
 	start, end := ev.Start, ev.Start+1

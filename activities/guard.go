@@ -248,57 +248,24 @@ func (a *Activities) allowInput(ctx context.Context, field, uri string, r reader
 	if owner.none() {
 		return nil
 	}
-	if r.ScheduleID != "" {
-		mine, err := a.inSchedule(ctx, owner, at, r.ScheduleID)
-		if err != nil {
-			return err
-		}
-		if mine {
-			return nil
-		}
+	if r.ScheduleID != "" && (owner.ScheduleID == r.ScheduleID || owner.ScheduledBy == r.ScheduleID) {
+		// The schedule's own claim, or that of a run it started.
+		return nil
 	}
 	return forbidden("%s %s is under %s, where another workflow keeps its outputs: outputs are not read as documents, manifests or reports; copy what you need elsewhere",
 		field, uri, at)
 }
 
-// inSchedule reports whether the prefix at, held by owner, is schedule's:
-// its own claim, or a claim made directly inside it (one of its runs').
-func (a *Activities) inSchedule(ctx context.Context, owner prefixOwner, at, schedule string) (bool, error) {
-	if owner.ScheduleID != "" {
-		return owner.ScheduleID == schedule, nil
-	}
-	parent := strings.TrimSuffix(at, "/")
-	i := strings.LastIndexByte(parent, '/')
-	if i < len("s3://") {
-		return false, nil
-	}
-	above, _, err := a.owners.nearest(ctx, a.Store, parent[:i+1]+"x")
-	if err != nil {
-		return false, fmt.Errorf("check the owner above %s: %w", at, err)
-	}
-	return above.ScheduleID == schedule, nil
-}
-
-// scheduleOfReport is the schedule whose prefix holds reportPrefix, a
-// batch's own claimed report prefix: a run claims inside a schedule's
-// prefix only when that schedule started it (ExpandManifest checks). ""
-// when there is none.
+// scheduleOfReport is the schedule that started the batch whose own
+// claimed report prefix is reportPrefix (its claim records it), "" when
+// none did.
 func (a *Activities) scheduleOfReport(ctx context.Context, reportPrefix string) (string, error) {
-	own, at, err := a.owners.nearest(ctx, a.Store, reportPrefix+"x")
-	if err != nil || own.none() || own.ScheduleID != "" {
+	own, _, err := a.owners.nearest(ctx, a.Store, reportPrefix+"x")
+	if err != nil || own.ScheduleID != "" {
 		return "", err
 	}
 	if wf := workflowID(ctx); wf != "" && own.WorkflowID != wf {
 		return "", nil
 	}
-	parent := strings.TrimSuffix(at, "/")
-	i := strings.LastIndexByte(parent, '/')
-	if i < len("s3://") {
-		return "", nil
-	}
-	above, _, err := a.owners.nearest(ctx, a.Store, parent[:i+1]+"x")
-	if err != nil {
-		return "", err
-	}
-	return above.ScheduleID, nil
+	return own.ScheduledBy, nil
 }

@@ -35,6 +35,10 @@ type prefixOwner struct {
 	// Schedule it belongs to (WorkflowID is then empty): only the runs
 	// that schedule starts claim inside it, and read each other's reports.
 	ScheduleID string `json:"schedule_id,omitempty"`
+	// ScheduledBy, on a workflow's claim, is the schedule that started
+	// the workflow (TemporalScheduledById): the schedule's later runs
+	// compare with the reports of its earlier ones.
+	ScheduledBy string `json:"scheduled_by,omitempty"`
 }
 
 func (a *Activities) readPrefixes() []string {
@@ -114,7 +118,7 @@ func (c claim) owner() prefixOwner {
 	if c.WorkflowID == "" {
 		return prefixOwner{ScheduleID: c.ScheduleID}
 	}
-	return prefixOwner{WorkflowID: c.WorkflowID, FirstRunID: c.FirstRunID}
+	return prefixOwner{WorkflowID: c.WorkflowID, FirstRunID: c.FirstRunID, ScheduledBy: c.ScheduleID}
 }
 
 // holds reports whether an existing owner is the claim's own: the same

@@ -332,6 +332,10 @@ type UpdateInput struct {
 	// those chunks' checkpoints alone.
 	EvidenceChunks  []int `json:"evidence_chunks,omitempty"`
 	EvidenceDropped int   `json:"evidence_dropped,omitempty"`
+	// FirstRunID is the reading workflow's chain (its first run id), kept
+	// in the checkpoint: FindCheckpoint names the reading that wrote a
+	// checkpoint only to the same chain.
+	FirstRunID string `json:"first_run_id,omitempty"`
 }
 
 // FindCheckpointInput asks for the deepest memory checkpoint of the
@@ -344,11 +348,16 @@ type FindCheckpointInput struct {
 	Question string           `json:"question"`
 	Options  api.ModelOptions `json:"options"`
 	Sample   int              `json:"sample,omitempty"`
+	// FirstRunID is the reading workflow's chain (its first run id).
+	FirstRunID string `json:"first_run_id,omitempty"`
 }
 
 // FindCheckpointOutput is where a run can start: after Chunks chunks, with
-// Memory and the evidence of those chunks; Chunks is 0 when there is no
-// checkpoint. WorkflowID and RunID name the run that wrote it.
+// Memory and the evidence of those chunks, cited in the reader's own
+// document or corpus; Chunks is 0 when there is no checkpoint. WorkflowID
+// and RunID name the run that wrote it only when it is of the reader's own
+// chain (FindCheckpointInput.FirstRunID): another reading of the same text
+// may be another caller's.
 type FindCheckpointOutput struct {
 	Chunks          int                  `json:"chunks"`
 	Memory          string               `json:"memory,omitempty"`

@@ -10,8 +10,6 @@ type workerArea struct {
 	// Prefix is the area's key prefix in the worker's bucket, ending in
 	// '/'. A key belongs to the area of the longest prefix it starts with.
 	Prefix string
-	// Layout is the keys written there, for operators (DEPLOY.md's table).
-	Layout string
 	// Input marks the areas a caller may name as a document or manifest:
 	// content-addressed uploads and the contexts a batch stored. Every
 	// other area holds outputs, which are nobody's inputs.
@@ -29,30 +27,30 @@ type workerArea struct {
 // fails when the worker writes a key outside them, and
 // TestBoundaryTable when one is dropped.
 var workerAreas = []workerArea{
-	{Prefix: "runs/", PerWorkflow: true,
-		Layout: "runs/<workflow id>/<first run id>/: chunks/<n>.json, result.json (a DocumentQA without output_prefix)"},
-	{Prefix: "reviews/", PerWorkflow: true,
-		Layout: "reviews/<workflow id>/<first run id>/: grid.json, grid.csv, report.html, questions/… (a review without output_prefix)"},
-	{Prefix: "batches/", PerWorkflow: true,
-		Layout: "batches/<workflow id>/: report.json, results.jsonl, work/<run>/… (a batch without report_prefix)"},
-	{Prefix: "answers/",
-		Layout: "answers/<item key>/: result.json, chunks/<n>.json (the batches' answer cache)"},
-	{Prefix: "indexes/",
-		Layout: "indexes/<document version>/<tokenizer>-<chunk tokens>.json (chunk indexes)"},
-	{Prefix: "converted/",
-		Layout: "converted/<converter>/<document version>/: text.txt, pages.json; converted/corpora/<hash>/: text.txt, corpus.json"},
-	{Prefix: checkpointArea,
-		Layout: "checkpoints/<key>/<chain>.json (memory checkpoints)"},
-	{Prefix: guardsArea,
-		Layout: "guards/<hash>.json (conversions and indexings in progress)"},
-	{Prefix: "documents/utf8-replaced/",
-		Layout: "documents/utf8-replaced/<document version>.txt (a document with its invalid UTF-8 replaced)"},
-	{Prefix: "documents/", Input: true,
-		Layout: "documents/sha256/<hex>/<name> (the starter's uploads)"},
-	{Prefix: "manifests/", Input: true,
-		Layout: "manifests/sha256/<hex>/<name> (the starter's uploads)"},
-	{Prefix: "contexts/", Input: true,
-		Layout: "contexts/sha256/<hex>.txt (the contexts of a MemAgent manifest)"},
+	// runs/<workflow id>/<first run id>/: chunks/<n>.json, result.json (a DocumentQA without output_prefix)
+	{Prefix: "runs/", PerWorkflow: true},
+	// reviews/<workflow id>/<first run id>/: grid.json, grid.csv, report.html, questions/… (a review without output_prefix)
+	{Prefix: "reviews/", PerWorkflow: true},
+	// batches/<workflow id>/: report.json, results.jsonl, work/<run>/… (a batch without report_prefix)
+	{Prefix: "batches/", PerWorkflow: true},
+	// answers/<item key>/: result.json, chunks/<n>.json (the batches' answer cache)
+	{Prefix: "answers/"},
+	// indexes/<document version>/<tokenizer>-<chunk tokens>.json (chunk indexes)
+	{Prefix: "indexes/"},
+	// converted/<converter>/<document version>/: text.txt, pages.json; converted/corpora/<hash>/: text.txt, corpus.json
+	{Prefix: "converted/"},
+	// checkpoints/<key>/<chain>.json (memory checkpoints)
+	{Prefix: checkpointArea},
+	// guards/<hash>.json (conversions and indexings in progress)
+	{Prefix: guardsArea},
+	// documents/utf8-replaced/<document version>.txt (a document with its invalid UTF-8 replaced)
+	{Prefix: "documents/utf8-replaced/"},
+	// documents/sha256/<hex>/<name> (the starter's uploads)
+	{Prefix: "documents/", Input: true},
+	// manifests/sha256/<hex>/<name> (the starter's uploads)
+	{Prefix: "manifests/", Input: true},
+	// contexts/sha256/<hex>.txt (the contexts of a MemAgent manifest)
+	{Prefix: "contexts/", Input: true},
 }
 
 // areaOf returns the worker's area uri is in, or nil when it is in none

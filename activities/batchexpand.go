@@ -42,7 +42,7 @@ func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput)
 	if err := in.Options.Validate(); err != nil {
 		return nil, badInput(err)
 	}
-	if err := a.allowInput(ctx, "manifest", in.Manifest, reader{ScheduleID: in.ScheduleID}); err != nil {
+	if err := a.allowInput(ctx, "manifest", in.Manifest, reader{}); err != nil {
 		return nil, err
 	}
 	pageSize := in.PageSize

@@ -24,7 +24,6 @@ import (
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -132,7 +131,7 @@ type Activities struct {
 	// NotifyPolicy says which hosts and addresses a notify_url may reach:
 	// by default any host whose addresses are public, never loopback,
 	// link-local or private ones.
-	NotifyPolicy notify.Policy
+	NotifyPolicy NotifyPolicy
 	// NotifyAttemptTime is the least time an attempt to notify that does
 	// not deliver takes before it fails (default 30s, the attempt's
 	// timeout), so that its timing says nothing about the host.

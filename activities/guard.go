@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -110,7 +111,9 @@ func (a *Activities) allowOutput(ctx context.Context, field, uri string) error {
 // ownerCache remembers, per directory, the owner.json found at or above
 // it. An owner is never replaced (it is written if absent), and no other
 // workflow can claim a prefix inside an owned one (claimPrefix checks
-// every ancestor), so an entry never goes stale.
+// every ancestor), so an entry never goes stale, with one exception: the
+// runs of a schedule claim inside the schedule's prefix. The directories
+// below a schedule's claim are therefore not remembered (its own is).
 type ownerCache struct {
 	mu   sync.Mutex
 	dirs map[string]ownedDir
@@ -173,6 +176,11 @@ func (c *ownerCache) nearestWithin(ctx context.Context, store ObjectStore, uri s
 	}
 	if found.owner.none() {
 		return found.owner, "", nil // nothing to cache: a claim may still come
+	}
+	if found.owner.ScheduleID != "" {
+		// A run of the schedule may still claim below it: only the
+		// schedule's own directory is remembered.
+		walked = slices.DeleteFunc(walked, func(d string) bool { return "s3://"+loc.Bucket+"/"+d != found.prefix })
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -163,3 +163,25 @@ func TestScheduleOwnsItsReportPrefix(t *testing.T) {
 		t.Errorf("the next run writes under %s", out.ReportPrefix)
 	}
 }
+
+// TestOwnerCacheFollowsAScheduleRunsClaim: a lookup below a schedule's
+// prefix (a squatter's attempt, say) before the schedule's run claims its
+// dated prefix does not leave the run's outputs looking like the
+// schedule's.
+func TestOwnerCacheFollowsAScheduleRunsClaim(t *testing.T) {
+	ctx := context.Background()
+	store := activitiestest.NewStore()
+	a := &Activities{Bucket: "memagent", Store: store}
+	if err := a.ClaimScheduleReports(ctx, "s3://memagent/reports/nightly/", "nightly"); err != nil {
+		t.Fatal(err)
+	}
+	dated := "s3://memagent/reports/nightly/2026-11-25T020000Z/"
+	assertType(t, a.claimPrefix(ctx, "output_prefix", dated+"x/", claim{WorkflowID: "squatter"}), api.ErrForbidden)
+	if err := a.claimPrefix(ctx, "report_prefix", dated, claim{WorkflowID: "batch-nightly-2", FirstRunID: "r", ScheduleID: "nightly"}); err != nil {
+		t.Fatal(err)
+	}
+	owner, at, err := a.owners.nearest(ctx, store, dated+"report.json")
+	if err != nil || owner.WorkflowID != "batch-nightly-2" || at != dated {
+		t.Errorf("the run's report is owned by %+v at %s (%v), want the run's own claim", owner, at, err)
+	}
+}

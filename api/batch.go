@@ -155,14 +155,20 @@ type BatchQAInput struct {
 	// CompareWithPrevious ("previous", with dated_report and a
 	// report_prefix): the latest earlier dated report under report_prefix.
 	// A batch started by a Temporal Schedule with dated_report and a
-	// report_prefix compares with the previous one unless this is set. The earlier report is read under the worker's
-	// read prefixes, like a manifest; none there means every item is new.
+	// report_prefix compares with the previous one unless this is set.
+	// The earlier report is read under the worker's read prefixes, like a
+	// manifest, and never under a prefix another workflow claimed (a batch
+	// a schedule started reads its schedule's earlier reports); none there
+	// means every item is new.
 	CompareWith string `json:"compare_with,omitempty" contract:"maxlen=1024"`
 	// NotifyURL, an http or https URL, gets a POST of a
 	// ChangeNotification (JSON) once the report is written, retried for
 	// up to an hour; a batch whose notification never succeeds still
-	// completes, with notify "failed" in its result. The URL may hold a
-	// token: only its scheme and host are ever logged or shown.
+	// completes, with notify "failed" in its result. The caller learns
+	// whether it was delivered, never what the host answered. The worker
+	// reaches no loopback, link-local or private address its operator did
+	// not allow. The URL may hold a token: only its scheme and host are
+	// ever logged or shown.
 	NotifyURL string `json:"notify_url,omitempty" contract:"maxlen=2048"`
 }
 
@@ -196,8 +202,8 @@ type BatchQAResult struct {
 	// Changes compares the report with the previous one (compare_with, or
 	// a scheduled dated batch); absent when the batch compared with none.
 	Changes *ChangeSummary `json:"changes,omitempty"`
-	// Notify is NotifySent or NotifyFailed when the input has a
-	// notify_url.
+	// Notify is NotifySent (delivered) or NotifyFailed (not delivered)
+	// when the input has a notify_url.
 	Notify string `json:"notify,omitempty"`
 }
 

@@ -64,14 +64,43 @@ type DocumentQAResult struct {
 	AnswerSources []SourceRef `json:"answer_sources,omitempty"`
 	// ChunksReused is how many chunks the run did not read because it
 	// started from a memory checkpoint of an earlier reading of the same
-	// chunks (see DocumentQAInput.Reuse); ReusedFrom names that reading.
-	// Usage counts only the calls this run made.
-	ChunksReused int         `json:"chunks_reused,omitempty"`
-	ReusedFrom   *ReusedFrom `json:"reused_from,omitempty"`
+	// chunks (see DocumentQAInput.Reuse). The evidence, pages and
+	// answer_sources of the reused chunks cite this run's own document or
+	// corpus. Usage counts only the calls this run made.
+	ChunksReused int `json:"chunks_reused,omitempty"`
+	// ReusedFrom names the reading the reused chunks come from only when
+	// it was an earlier run of this workflow (reused_reading "own_run"):
+	// another reading of the same text may be another caller's, whose
+	// workflow id is not this caller's to learn.
+	ReusedFrom *ReusedFrom `json:"reused_from,omitempty"`
+	// ReusedReading says whose reading the reused chunks come from:
+	// "own_run", an earlier run of this workflow, which ReusedFrom names,
+	// or "earlier_reading", an earlier reading of the same text, which
+	// nothing names. Absent when nothing was reused, and on results of
+	// runs from before it.
+	ReusedReading string `json:"reused_reading,omitempty" contract:"enum=own_run|earlier_reading"`
 }
 
-// ReusedFrom names the workflow run whose memory checkpoint a run started
-// from.
+// Values of ReusedReading: whose reading a run's reused chunks come from.
+const (
+	// ReusedOwnRun is an earlier run of the same workflow (its chain),
+	// which ReusedFrom names.
+	ReusedOwnRun = "own_run"
+	// ReusedEarlierReading is an earlier reading of the same text, by any
+	// workflow, which nothing names.
+	ReusedEarlierReading = "earlier_reading"
+)
+
+// ReusedReadingText says ReusedReading in words, for people.
+func ReusedReadingText(reading string, from *ReusedFrom) string {
+	if reading == ReusedOwnRun && from != nil {
+		return fmt.Sprintf("this workflow's earlier run %s", from.RunID)
+	}
+	return "an earlier reading of the same text"
+}
+
+// ReusedFrom names the run of the reader's own workflow whose memory
+// checkpoint a run started from.
 type ReusedFrom struct {
 	WorkflowID string `json:"workflow_id"`
 	RunID      string `json:"run_id"`

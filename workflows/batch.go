@@ -198,7 +198,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		})
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
-			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), PageSize: in.PageSize,
+			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), ScheduleID: scheduleOf(ctx), PageSize: in.PageSize,
 			Options: in.Options, Samples: in.Samples, CompareWith: st.explicitCompare(),
 		}).Get(ctx, &st.Expanded); err != nil {
 			return nil, stageError("expand manifest", err)

@@ -58,6 +58,9 @@ type qaState struct {
 	// (CheckpointsChange); ReusedFrom says where it started.
 	Checkpoints bool            `json:"checkpoints,omitempty"`
 	ReusedFrom  *api.ReusedFrom `json:"reused_from,omitempty"`
+	// Provenance says the run keeps its chain in its checkpoints and
+	// results name only its own (ProvenanceChange).
+	Provenance bool `json:"provenance,omitempty"`
 }
 
 // DocumentQAResult is the workflow's result.
@@ -88,6 +91,16 @@ const progressUpsertEvery = 5 * time.Second
 // Runs recorded before it replay as workflow.DefaultVersion and do none
 // of it.
 const CheckpointsChange = "corpus-checkpoints"
+
+// ProvenanceChange is the workflow.GetVersion change id under which
+// DocumentQA and ReviewDocument tell FindCheckpoint and the memory updates
+// their chain (its first run id), so that a checkpoint names the reading
+// that wrote it only to that reading's own chain, and say in the result
+// whose reading the reused chunks came from (reused_reading). The
+// evidence of reused chunks is cited in the reader's own document by the
+// activity, whatever the version. Runs recorded before it replay as
+// workflow.DefaultVersion: their results say nothing of the reading.
+const ProvenanceChange = "reader-provenance"
 
 // ReportToBatchChange is the workflow.GetVersion change id under which a
 // batch's DocumentQA child that its batch carried over a continue-as-new
@@ -265,8 +278,9 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(ctx, &st.Prepared); err != nil {
 			return nil, stageError("prepare document", err)
 		}
+		st.Provenance = st.Checkpoints && workflow.GetVersion(ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
 		if st.Checkpoints && in.Reuse != api.ReuseNone {
-			cp, err := findCheckpoint(ctx, hb, prio, st.Prepared, in.Question, in.Options, in.Sample)
+			cp, err := findCheckpoint(ctx, hb, prio, st.Prepared, in.Question, in.Options, in.Sample, provenanceChain(st.Provenance, info))
 			if err != nil {
 				return nil, err
 			}
@@ -340,6 +354,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: in.Question, Memory: st.Memory,
 			Options: opts, TracePrefix: st.TracePrefix, Checkpoint: st.Checkpoints, Sample: in.Sample,
 			EvidenceChunks: evidenceChunks(st.Checkpoints, st.Evidence), EvidenceDropped: st.EvidenceDropped,
+			FirstRunID: provenanceChain(st.Provenance, info),
 		}).Get(ctx, &out)
 		if err != nil {
 			return nil, stageError(fmt.Sprintf("update memory at chunk %d", st.Cursor), err)
@@ -386,7 +401,8 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Usage: st.Usage, Runs: st.Runs, IndexURI: st.Prepared.IndexURI,
 			TracePrefix: st.TracePrefix + "chunks/", StartedAt: st.StartedAt,
 			Source: st.Prepared.Source, Format: st.Prepared.Format, Evidence: st.Evidence,
-			Documents: in.Documents, ChunksReused: chunksReused(st.ReusedFrom), ReusedFrom: st.ReusedFrom,
+			Documents: in.Documents, ChunksReused: chunksReused(st.ReusedFrom), ReusedFrom: namedReuse(st.ReusedFrom),
+			ReusedReading: reusedReading(st.Provenance, st.ReusedFrom),
 		},
 	}).Get(ctx, &res)
 	if err != nil {

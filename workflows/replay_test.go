@@ -15,7 +15,8 @@ package workflows_test
 //	testdata/documentqa_convert_run{N}.json  and version 1 of ConvertDocumentChange
 //	testdata/documentqa_ground_run{N}.json   and version 1 of GroundingChange
 //	testdata/documentqa_coalesce_run{N}.json and version 1 of CoalesceUpsertsChange
-//	testdata/documentqa_checkpoints_run{N}.json and version 1 of CheckpointsChange; the current code
+//	testdata/documentqa_checkpoints_run{N}.json and version 1 of CheckpointsChange
+//	testdata/documentqa_provenance_run{N}.json and version 1 of ProvenanceChange; the current code
 //
 // To record the current generation again (after adding a workflow feature
 // that its histories do not exercise), run
@@ -26,7 +27,7 @@ package workflows_test
 // simulator, in memory, on free loopback ports) with a small generated
 // document and three chunks per run, so that the run continues-as-new at
 // least three times, and writes the history of every run of the chain to
-// testdata/documentqa_checkpoints_run{N}.json in the format of
+// testdata/documentqa_provenance_run{N}.json in the format of
 // `temporal workflow show --output json`. Older generations are never
 // rewritten: they are what runs started by older workers look like. A
 // history saved that way from a production run can be added under the name
@@ -119,6 +120,9 @@ var generations = []generation{
 	// and CheckpointsChange at version 1: FindCheckpoint after
 	// PrepareDocument, a checkpoint kept with every chunk.
 	{name: "v1-checkpoints", prefix: "documentqa_checkpoints_run", version: 1},
+	// and ProvenanceChange at version 1: FindCheckpoint and the memory
+	// updates told the run's chain.
+	{name: "v1-provenance", prefix: "documentqa_provenance_run", version: 1},
 }
 
 const (

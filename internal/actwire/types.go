@@ -23,6 +23,11 @@ type ExpandInput struct {
 	// run id) separates the working files of two batches that share a prefix.
 	WorkflowID string `json:"workflow_id"`
 	RunKey     string `json:"run_key"`
+	// ScheduleID is the Temporal Schedule that started the batch (its
+	// TemporalScheduledById, which only Temporal sets), "" otherwise: such
+	// a run claims its dated prefix inside the schedule's report prefix,
+	// and compares with the schedule's earlier reports there.
+	ScheduleID string `json:"schedule_id,omitempty"`
 	// PageSize is how many items go in one page; default 100.
 	PageSize int `json:"page_size,omitempty"`
 	// Options are the batch's model options; the worker resolves the model.
@@ -345,6 +350,10 @@ type UpdateInput struct {
 	// those chunks' checkpoints alone.
 	EvidenceChunks  []int `json:"evidence_chunks,omitempty"`
 	EvidenceDropped int   `json:"evidence_dropped,omitempty"`
+	// FirstRunID is the reading workflow's chain (its first run id), kept
+	// in the checkpoint: FindCheckpoint names the reading that wrote a
+	// checkpoint only to the same chain.
+	FirstRunID string `json:"first_run_id,omitempty"`
 }
 
 // FindCheckpointInput asks for the deepest memory checkpoint of the
@@ -357,11 +366,16 @@ type FindCheckpointInput struct {
 	Question string           `json:"question"`
 	Options  api.ModelOptions `json:"options"`
 	Sample   int              `json:"sample,omitempty"`
+	// FirstRunID is the reading workflow's chain (its first run id).
+	FirstRunID string `json:"first_run_id,omitempty"`
 }
 
 // FindCheckpointOutput is where a run can start: after Chunks chunks, with
-// Memory and the evidence of those chunks; Chunks is 0 when there is no
-// checkpoint. WorkflowID and RunID name the run that wrote it.
+// Memory and the evidence of those chunks, cited in the reader's own
+// document or corpus; Chunks is 0 when there is no checkpoint. WorkflowID
+// and RunID name the run that wrote it only when it is of the reader's own
+// chain (FindCheckpointInput.FirstRunID): another reading of the same text
+// may be another caller's.
 type FindCheckpointOutput struct {
 	Chunks          int                  `json:"chunks"`
 	Memory          string               `json:"memory,omitempty"`

@@ -190,6 +190,16 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 		if st.denied != nil {
 			return
 		}
+		// Nor one under another workflow's claimed prefix (its outputs).
+		if err := a.allowInput(ctx, "document", uris[i], reader{}); err != nil {
+			var appErr *temporal.ApplicationError
+			if errors.As(err, &appErr) {
+				st.denied = err
+			} else {
+				st.err = err
+			}
+			return
+		}
 		loc, err := s3store.ParseURI(uris[i])
 		if err != nil {
 			st.missing = true
@@ -277,7 +287,9 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 				s := memagent.Score(scoredAnswer(c.Answer, c.AnswerFound), it.Answers)
 				r.Scores = &s
 			}
-			r.Chunks, r.Tokens, r.WorkflowID, r.ResultURI = c.Chunks, c.Tokens, c.WorkflowID, c.ResultURI
+			// The reader's names, not the writer's: no run of this batch
+			// answered it, and the cache entry is where the answer is.
+			r.Chunks, r.Tokens, r.ResultURI = c.Chunks, c.Tokens, "s3://"+a.Bucket+"/answers/"+keys[u]+"/result.json"
 			r.AnswerPages, r.Grounding, r.AnswerSources = c.AnswerPages, c.Grounding, c.AnswerSources
 			out.Reused++
 		default:

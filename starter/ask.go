@@ -31,6 +31,7 @@ import (
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -649,17 +650,20 @@ func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJS
 			Evidence    []api.ReviewEvidence `json:"evidence,omitempty"`
 			Reused      int                  `json:"chunks_reused,omitempty"`
 			ReusedFrom  *api.ReusedFrom      `json:"reused_from,omitempty"`
+			Context     string               `json:"context_pages,omitempty"`
+			ContextSrc  []api.SourceRef      `json:"context_sources,omitempty"`
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
 			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages, res.Grounding,
-			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom}
+			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom, res.ContextPages, res.ContextSources}
 		enc := json.NewEncoder(w)
 		return enc.Encode(out)
 	}
 	fmt.Fprintf(w, "Answer:   %s\n", answerText(res.Answer, res.AnswerFound))
-	if len(res.AnswerSources) > 0 {
-		fmt.Fprintf(w, "Found on: %s\n", api.CiteSources(res.AnswerSources))
-	} else if res.AnswerPages != "" {
-		fmt.Fprintf(w, "Found on: %s\n", res.AnswerPages)
+	if c := report.FoundOn(res.AnswerPages, res.AnswerSources); c != "" {
+		fmt.Fprintf(w, "Found on: %s\n", c)
+	}
+	if c := report.FoundOn(res.ContextPages, res.ContextSources); c != "" {
+		fmt.Fprintf(w, "Context:  %s (evidence without the answer's words)\n", c)
 	}
 	if res.Grounding != nil {
 		fmt.Fprintf(w, "Grounding: %s\n", res.Grounding)

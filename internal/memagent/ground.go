@@ -151,6 +151,30 @@ func (g *Grounder) Close() {
 	g.closed = true
 }
 
+// Skip passes over the next n bytes of the text without reading them: no
+// match includes any of them or spans them, and the bytes on either side
+// are read as if the text ended and began there. A corpus's document
+// headers are skipped so.
+func (g *Grounder) Skip(n int64) {
+	if g.closed || n <= 0 {
+		return
+	}
+	if len(g.pending) > 0 {
+		g.addToField(g.pending, g.off-int64(len(g.pending)))
+		g.pending = nil
+	}
+	g.endField(g.off)
+	g.verbatim(g.tail, g.tailStart, true)
+	g.off += n
+	g.tail, g.tailStart = nil, g.off
+	for i := range g.pats {
+		p := &g.pats[i]
+		p.next = max(p.next, g.off)
+		p.state = 0
+	}
+	g.active = g.active[:0]
+}
+
 // Done reports whether reading more can change no result: every answer
 // was found verbatim, or found normalised when it is not searched
 // verbatim, or is not searched at all.

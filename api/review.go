@@ -363,7 +363,7 @@ type ReviewRow struct {
 	AnswerPages    string      `json:"answer_pages,omitempty"`
 	ContextPages   string      `json:"context_pages,omitempty"`
 	ContextSources []SourceRef `json:"context_sources,omitempty"`
-	Usage         ReviewUsage `json:"usage"`
+	Usage          ReviewUsage `json:"usage"`
 	// ResultURI is the question's result.json; TracePrefix holds its
 	// per-chunk traces (NNNNNN.json).
 	ResultURI   string `json:"result_uri,omitempty"`

@@ -179,7 +179,8 @@ type evidenceFind struct {
 	passages []string
 }
 
-// searchEvidence reads each evidence chunk of the answers once and looks
+// searchEvidence reads each evidence chunk of the answers once (through
+// the worker's chunk cache, which the memory updates filled) and looks
 // for each searched answer in its evidence: the first place, in the order
 // api.Grounding gives, that holds it verbatim, else normalised. It keeps
 // every entry's passage text for the citation. An answer found in no
@@ -211,7 +212,7 @@ func (a *Activities) searchEvidence(ctx context.Context, loc s3store.Location, e
 	sort.Slice(chunks, func(x, y int) bool { return chunks[x][0] < chunks[y][0] })
 	for n, k := range chunks {
 		sctx, cancel := a.s3ctx(ctx)
-		text, err := a.Store.ReadRange(sctx, loc, k[0], k[1], etag)
+		text, err := a.readChunk(sctx, loc, k[0], k[1], etag)
 		cancel()
 		if err != nil {
 			return nil, storeError(err, loc.String())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -266,7 +265,7 @@ func (s *session) ask(ctx context.Context, req askRequest) (*api.DocumentQAResul
 	id := run.GetID()
 	stopProgress := s.watch(ctx, id)
 	var res api.DocumentQAResult
-	if err := awaitBudgeted(ctx, s.temporal, id, req.Budget, stopProgress, &res, s.progressOut()); err != nil {
+	if err := awaitBudgeted(ctx, s.temporal, id, req.Budget != nil, stopProgress, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -655,8 +654,7 @@ func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJS
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
 			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages, res.Grounding,
 			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom, res.ContextPages, res.ContextSources}
-		enc := json.NewEncoder(w)
-		return enc.Encode(out)
+		return printJSON(w, out)
 	}
 	fmt.Fprintf(w, "Answer:   %s\n", answerText(res.Answer, res.AnswerFound))
 	if c := report.FoundOn(res.AnswerPages, res.AnswerSources); c != "" {

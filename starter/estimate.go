@@ -76,7 +76,10 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 			return runFailed(run.GetID(), err)
 		}
 		if *asJSON {
-			return printJSON(stdout, est)
+			return printJSON(stdout, struct {
+				api.Estimate
+				WorkflowID string `json:"workflow_id"`
+			}{est, run.GetID()})
 		}
 		printEstimate(stdout, est)
 		return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,7 +72,7 @@ func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 			return err
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(struct {
+			return printJSON(stdout, struct {
 				rollout.Stats
 				Out string `json:"out"`
 			}{st, *out})

@@ -399,6 +399,14 @@ type EstimateCostInput struct {
 	Tokens    int64            `json:"tokens"`
 	PriceIn   float64          `json:"price_in,omitempty"`
 	PriceOut  float64          `json:"price_out,omitempty"`
+	// Reuse is the estimate's reuse mode; with ReuseAuto and the prepared
+	// document named (Document, ETag, IndexURI and the model it resolved
+	// to), EstimateCost looks for checkpoints as the runs would.
+	Reuse    string `json:"reuse,omitempty"`
+	Document string `json:"document,omitempty"`
+	ETag     string `json:"etag,omitempty"`
+	IndexURI string `json:"index_uri,omitempty"`
+	Model    string `json:"model,omitempty"`
 }
 
 // GroundInput asks GroundAnswer where answers occur in the text a run

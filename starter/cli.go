@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // binder registers a command's flags on cmd and returns its body, which
@@ -143,7 +144,7 @@ func suggestFlag(cmd *cobra.Command, name string) string {
 		if f.Hidden || f.Name == "help" {
 			return
 		}
-		score := editDistance(name, f.Name)
+		score := contract.EditDistance(name, f.Name)
 		if min(len(name), len(f.Name)) >= 3 && (strings.HasPrefix(name, f.Name) || strings.HasPrefix(f.Name, name)) {
 			score = min(score, 2)
 		}
@@ -154,27 +155,6 @@ func suggestFlag(cmd *cobra.Command, name string) string {
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // unknownCommand checks the command words at the start of args (before

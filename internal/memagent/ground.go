@@ -142,13 +142,20 @@ func (g *Grounder) Close() {
 	if g.closed {
 		return
 	}
+	g.end()
+	g.closed = true
+}
+
+// end decides what waited for the text that follows: the field being
+// read (a rune split by a write included) and the verbatim matches not
+// decided yet, as at the text's end.
+func (g *Grounder) end() {
 	if len(g.pending) > 0 {
 		g.addToField(g.pending, g.off-int64(len(g.pending)))
 		g.pending = nil
 	}
 	g.endField(g.off)
 	g.verbatim(g.tail, g.tailStart, true)
-	g.closed = true
 }
 
 // Skip passes over the next n bytes of the text without reading them: no
@@ -159,12 +166,7 @@ func (g *Grounder) Skip(n int64) {
 	if g.closed || n <= 0 {
 		return
 	}
-	if len(g.pending) > 0 {
-		g.addToField(g.pending, g.off-int64(len(g.pending)))
-		g.pending = nil
-	}
-	g.endField(g.off)
-	g.verbatim(g.tail, g.tailStart, true)
+	g.end()
 	g.off += n
 	g.tail, g.tailStart = nil, g.off
 	for i := range g.pats {

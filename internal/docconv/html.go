@@ -397,6 +397,14 @@ func analyzeHTML(ctx context.Context, path string) (*htmlPage, error) {
 				return nil, w.z.Err()
 			}
 			finishIn(nodes, w.current(), &run)
+			// Elements left open at the end close there, innermost first.
+			var open []int32
+			for i := len(w.stack) - 1; i >= 0; i-- {
+				if w.stack[i].node >= 0 {
+					open = append(open, w.stack[i].node)
+				}
+			}
+			closeNodes(nodes, open)
 			return decideHTML(nodes), nil
 		case html.StartTagToken, html.SelfClosingTagToken:
 			if len(t.popped) > 0 {

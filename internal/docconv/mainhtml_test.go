@@ -52,6 +52,9 @@ func TestHTMLMainContent(t *testing.T) {
 			[]string{"The Manual", "Table of Contents", "1. Getting Started", "2. The SQL Language", "3. Advanced Features"}},
 		{"unclosed paragraphs and items", `<html><body><p>First paragraph, left open.<p>Second paragraph.<ul><li>one<li>two</ul></body></html>`,
 			[]string{"First paragraph, left open.", "Second paragraph.", "one", "two"}},
+		{"a table of contents in a page left open", `<html><body><h1>Chapter 2</h1><div class="toc"><ul><li><a href="a">2.1 One</a><li><a href="b">2.2 Two</a><li><a href="c">2.3 Three</a></ul></div>
+<p>The chapter begins here, and it goes on for a while, as chapters do, with sentences.`,
+			[]string{"Chapter 2", "The chapter begins here, and it goes on for a while, as chapters do, with sentences."}},
 		{"links alone", `<html><body><ul><li><a href="a">A</a><li><a href="b">B</a><li><a href="c">C</a></ul></body></html>`,
 			[]string{"A", "B", "C"}},
 	} {

@@ -68,6 +68,13 @@ type Activities struct {
 	// report_prefix may name. Empty means s3://<Bucket>/. Anything else
 	// fails as memagent.Forbidden before any model call.
 	ReadPrefixes, WritePrefixes []string
+	// ClaimRoots are the s3:// prefixes under which a caller's
+	// output_prefix or report_prefix may be claimed (empty: WritePrefixes),
+	// and ClaimDepth how many folders below the deepest root it is under a
+	// claimed prefix must be, at least (0: DefaultClaimDepth). A claim is
+	// also refused while anything lies under the prefix.
+	ClaimRoots []string
+	ClaimDepth int
 	// Templates are the prompts (DefaultTemplates, ParseTemplates).
 	Templates Templates
 	// Tokenizers returns the tokenizer a request names (NewTokenizer).
@@ -116,9 +123,19 @@ type Activities struct {
 	planning map[string]*planLock
 
 	// Notifier POSTs batch change notifications (NotifyChanges); default
-	// a client with a 30-second timeout that follows no redirect. It must
+	// a client with a 30-second timeout that follows no redirect, uses no
+	// proxy and dials only the addresses NotifyPolicy allows. A client set
+	// here is used as it is (NotifyPolicy's hosts still apply); it must
 	// not record the URL it is given, which may hold a token.
 	Notifier *http.Client
+	// NotifyPolicy says which hosts and addresses a notify_url may reach:
+	// by default any host whose addresses are public, never loopback,
+	// link-local or private ones.
+	NotifyPolicy NotifyPolicy
+	// NotifyAttemptTime is the least time an attempt to notify that does
+	// not deliver takes before it fails (default 30s, the attempt's
+	// timeout), so that its timing says nothing about the host.
+	NotifyAttemptTime time.Duration
 
 	// owners remembers the owners of claimed output prefixes (allowOutput).
 	owners ownerCache
@@ -174,11 +191,11 @@ func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInpu
 		if corpus, err = a.allowReadCorpus(ctx, in); err != nil {
 			return nil, err
 		}
-	} else if err := a.allowReadDocument(in); err != nil {
+	} else if err := a.allowReadDocument(ctx, in); err != nil {
 		return nil, err
 	}
 	if in.OutputPrefix != "" {
-		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, claim{WorkflowID: in.WorkflowID, FirstRunID: in.FirstRunID, BatchChild: in.BatchChild}); err != nil {
+		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, claim{WorkflowID: in.WorkflowID, FirstRunID: in.FirstRunID}); err != nil {
 			return nil, err
 		}
 	}

@@ -48,6 +48,8 @@ func (a *Activities) registerBatch(r Registry) {
 	r.RegisterActivityWithOptions(a.writeBatchReport, activity.RegisterOptions{Name: WriteBatchReportName})
 	r.RegisterActivityWithOptions(a.checkBatchChildren, activity.RegisterOptions{Name: CheckChildrenName})
 	r.RegisterActivityWithOptions(a.notifyChanges, activity.RegisterOptions{Name: NotifyChangesName})
+	r.RegisterActivityWithOptions(a.requestBatchBudget, activity.RegisterOptions{Name: RequestBatchBudgetName})
+	r.RegisterActivityWithOptions(a.readBatchChild, activity.RegisterOptions{Name: ReadBatchChildName})
 }
 
 // PagePath is the path of page n under a batch's work prefix.

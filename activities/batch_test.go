@@ -614,6 +614,21 @@ func TestResolveBatchPageSamples(t *testing.T) {
 	if _, err := a.resolveBatchPage(context.Background(), actwire.ResolvePageInput{WorkPrefix: work, Page: 0, Samples: api.MaxSamples + 1}); err == nil {
 		t.Error("samples over the maximum: no error")
 	}
+
+	// A whole batch takes no earlier answer: all 3 samples of item 0 run,
+	// sample 0 under its key; the missing document still fails at once.
+	out, err = a.resolveBatchPage(context.Background(), actwire.ResolvePageInput{WorkPrefix: work, Page: 0, Samples: 3, Whole: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Reused != 0 || out.Failed != 3 || len(out.Run) != 3 {
+		t.Fatalf("whole: output = %+v, want item 0's 3 samples to run and item 1's to fail", out)
+	}
+	for i, r := range out.Run {
+		if r.Seq != 0 || r.Sample != i || strings.Contains(r.OutputPrefix, key) != (i == 0) {
+			t.Errorf("whole: run %d = seq %d sample %d under %s", i, r.Seq, r.Sample, r.OutputPrefix)
+		}
+	}
 }
 
 func TestWriteBatchReportGroups(t *testing.T) {
@@ -684,5 +699,49 @@ func TestWriteBatchReportGroups(t *testing.T) {
 	in.Samples = 3
 	if _, err := a.writeBatchReport(context.Background(), in); err == nil || !strings.Contains(err.Error(), "sample 2 of item 0") {
 		t.Errorf("a missing sample: err = %v", err)
+	}
+}
+
+// TestCacheAnswer: a batch's answer goes into the cache as a copy of its
+// child's result.json, once (the first entry stays); a location outside
+// the cache, or a result outside the worker's runs/ area, is refused.
+func TestCacheAnswer(t *testing.T) {
+	ctx := context.Background()
+	store := activitiestest.NewStore()
+	a := &Activities{Bucket: "memagent", Store: store}
+	put := func(uri, body string) {
+		t.Helper()
+		loc, _ := s3store.ParseURI(uri)
+		if err := store.Put(ctx, loc, []byte(body), "application/json"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("s3://memagent/runs/b/0/first/result.json", `{"answer":"first"}`)
+	put("s3://memagent/runs/c/0/first/result.json", `{"answer":"second"}`)
+	put("s3://memagent/team/result.json", `{"answer":"forged"}`)
+	entry := "s3://memagent/answers/k1/"
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: entry, ResultURI: "s3://memagent/runs/b/0/first/result.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: entry, ResultURI: "s3://memagent/runs/c/0/first/result.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(store.Object(s3store.Location{Bucket: "memagent", Key: "answers/k1/result.json"})); got != `{"answer":"first"}` {
+		t.Errorf("cache entry %q, want the first batch's answer", got)
+	}
+	for _, e := range []actwire.AnswerEntry{
+		{Prefix: "s3://memagent/team/", ResultURI: "s3://memagent/runs/b/0/first/result.json"},
+		{Prefix: "s3://memagent/answers/k2/x/", ResultURI: "s3://memagent/runs/b/0/first/result.json"},
+		{Prefix: "s3://memagent/answers/k2/", ResultURI: "s3://memagent/team/result.json"},
+	} {
+		assertType(t, a.cacheAnswer(ctx, e), api.ErrBadInput)
+	}
+	if store.Object(s3store.Location{Bucket: "memagent", Key: "answers/k2/result.json"}) != nil {
+		t.Error("a refused entry was written")
+	}
+	// A result that is gone leaves no entry and no error: the item's
+	// outcome stands.
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: "s3://memagent/answers/k3/", ResultURI: "s3://memagent/runs/gone/result.json"}); err != nil {
+		t.Errorf("a result that is gone: %v", err)
 	}
 }

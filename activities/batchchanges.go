@@ -54,9 +54,11 @@ func compareBase(compareWith, reportPrefix string) (string, error) {
 }
 
 // allowCompare checks, before a batch runs any item, that the report it
-// will compare with is readable by this worker (the read prefixes, and
-// never a run's output area), as a manifest must be.
-func (a *Activities) allowCompare(compareWith, reportPrefix string) error {
+// will compare with is one it may read (allowInput: the read prefixes,
+// never a run's output area nor another workflow's claimed prefix, but
+// for a scheduled run its schedule's earlier reports), as a manifest must
+// be.
+func (a *Activities) allowCompare(ctx context.Context, compareWith, reportPrefix string, r reader) error {
 	if compareWith == "" {
 		return nil
 	}
@@ -64,7 +66,7 @@ func (a *Activities) allowCompare(compareWith, reportPrefix string) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if err := a.allowRead("compare_with", base); err != nil {
+	if err := a.allowInput(ctx, "compare_with", base+api.ReportJSONName, r); err != nil {
 		return err
 	}
 	if compareWith == api.CompareWithPrevious {
@@ -86,7 +88,14 @@ func (a *Activities) findPrevious(ctx context.Context, compareWith, reportPrefix
 	if err != nil {
 		return "", badInput(err)
 	}
-	if err := a.allowRead("compare_with", base); err != nil {
+	// The batch's own report prefix says whether a schedule started it:
+	// only that schedule's runs claim inside its prefix.
+	schedule, err := a.scheduleOfReport(ctx, reportPrefix)
+	if err != nil {
+		return "", fmt.Errorf("check the owners of %s: %w", reportPrefix, err)
+	}
+	r := reader{ScheduleID: schedule}
+	if err := a.allowInput(ctx, "compare_with", base+api.ReportJSONName, r); err != nil {
 		return "", err
 	}
 	var candidates []string
@@ -119,6 +128,14 @@ func (a *Activities) findPrevious(ctx context.Context, compareWith, reportPrefix
 		slices.Reverse(candidates)
 	}
 	for _, p := range candidates {
+		if compareWith == api.CompareWithPrevious {
+			if err := a.allowInput(ctx, "compare_with", p+api.ReportJSONName, r); err != nil {
+				// Another workflow's report (a batch that was not this
+				// schedule's run): not this batch's to read.
+				a.logger().InfoContext(ctx, "earlier report skipped: not this batch's to read", "report", p)
+				continue
+			}
+		}
 		loc, _ := s3store.ParseURI(p + api.ReportJSONName)
 		_, err := a.Store.Head(ctx, loc)
 		if errors.Is(err, s3store.ErrNotFound) {

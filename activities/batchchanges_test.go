@@ -121,7 +121,7 @@ func TestCompareReadsOnlyWhatTheWorkerMay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := a.allowCompare(tt.compareWith, tt.prefix)
+			err := a.allowCompare(context.Background(), tt.compareWith, tt.prefix, reader{})
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != api.ErrForbidden {
 				t.Errorf("allowCompare = %v, want %s", err, api.ErrForbidden)

@@ -8,7 +8,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
@@ -21,17 +23,25 @@ const maxCheckChildren = 2000
 // checkBatchChildren reports which of a batch's carried-over children have
 // closed, and how: their result as Temporal holds it, never as anyone
 // signalled it. It reads through the worker's own Temporal client, the
-// children's workflow ids coming from the batch's own state.
+// children's workflow ids and run ids coming from the batch's own state:
+// a child is settled only from the execution the batch started and its
+// continue-as-new chain (checkChildRun).
 func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChildrenInput) (*actwire.CheckChildrenOutput, error) {
-	if len(in.IDs) > maxCheckChildren {
-		return nil, badInput(fmt.Errorf("%d children to check: at most %d at once", len(in.IDs), maxCheckChildren))
+	n := len(in.Children) + len(in.IDs)
+	if n > maxCheckChildren {
+		return nil, badInput(fmt.Errorf("%d children to check: at most %d at once", n, maxCheckChildren))
 	}
 	defer a.startHeartbeat(ctx)()
 	c := activity.GetClient(ctx)
-	closed := make([]*actwire.ChildOutcome, len(in.IDs))
-	errs := make([]error, len(in.IDs))
-	parallel(ctx, len(in.IDs), func(i int) {
-		closed[i], errs[i] = checkChild(ctx, c, in.IDs[i], time.Duration(in.WaitSeconds)*time.Second)
+	wait := time.Duration(in.WaitSeconds) * time.Second
+	closed := make([]*actwire.ChildOutcome, n)
+	errs := make([]error, n)
+	parallel(ctx, n, func(i int) {
+		if i < len(in.Children) {
+			closed[i], errs[i] = checkChildRun(ctx, c, in.Children[i], wait)
+			return
+		}
+		closed[i], errs[i] = checkChildRun(ctx, c, actwire.ChildRef{WorkflowID: in.IDs[i-len(in.Children)]}, wait)
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -48,19 +58,25 @@ func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChi
 	return out, nil
 }
 
-// checkChild returns the outcome of child id once it has closed, waiting
-// up to wait for one still open; nil when it is still open.
-func checkChild(ctx context.Context, c client.Client, id string, wait time.Duration) (*actwire.ChildOutcome, error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+// checkChildRun returns the outcome of the child execution ref names once
+// its chain has closed, waiting up to wait for one still open; nil when it
+// is still open. The outcome is that chain's own, read by run id, whatever
+// now runs under the workflow id: a chain ended by a caller outside the
+// batch (terminated, or terminated to start another workflow under its id)
+// fails the item as api.ErrChildReplaced. A ref without a run id (a child a
+// worker from before run ids were kept handed over) is read from the
+// latest run under its id, as that worker read it.
+func checkChildRun(ctx context.Context, c client.Client, ref actwire.ChildRef, wait time.Duration) (*actwire.ChildOutcome, error) {
+	latest, ours, err := childChain(ctx, c, ref)
 	var missing *serviceerror.NotFound
 	switch {
 	case errors.As(err, &missing):
-		return &actwire.ChildOutcome{WorkflowID: id, Error: "the child workflow does not exist", ErrorType: "NotFound"}, nil
+		return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, Error: "the child workflow does not exist", ErrorType: "NotFound"}, nil
 	case err != nil:
 		return nil, err
 	}
 	wctx := ctx
-	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if ours && latest.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		if wait <= 0 {
 			return nil, nil
 		}
@@ -69,14 +85,33 @@ func checkChild(ctx context.Context, c client.Client, id string, wait time.Durat
 		defer cancel()
 	}
 	var res api.DocumentQAResult
-	err = c.GetWorkflow(wctx, id, "").Get(wctx, &res)
+	err = c.GetWorkflow(wctx, ref.WorkflowID, ref.RunID).Get(wctx, &res)
 	switch {
 	case err == nil:
-		o := actwire.ChildOutcome{WorkflowID: id, Result: &res}.Trim()
+		o := actwire.ChildOutcome{WorkflowID: ref.WorkflowID, Result: &res}.Trim()
 		return &o, nil
 	case wctx.Err() != nil && ctx.Err() == nil:
 		return nil, nil // still open after the wait: a later check settles it
+	case errors.As(err, &missing):
+		return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, Error: "the child workflow does not exist", ErrorType: "NotFound"}, nil
 	}
 	msg, typ := actwire.ChildFailure(err)
-	return &actwire.ChildOutcome{WorkflowID: id, Error: msg, ErrorType: typ}, nil
+	var terminated *temporal.TerminatedError
+	if errors.As(err, &terminated) && !ours {
+		msg, typ = "the item's run was terminated from outside the batch and another workflow now holds its id: nothing of that workflow is taken; run the item again", api.ErrChildReplaced
+	}
+	return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, Error: msg, ErrorType: typ}, nil
+}
+
+// childChain describes the latest run under ref's workflow id and reports
+// whether it belongs to the chain ref names (its first run, or, for a ref
+// without a run id, any). Only one run under an id is open at a time: when
+// the latest is not of the chain, the chain has closed.
+func childChain(ctx context.Context, c client.Client, ref actwire.ChildRef) (*workflowpb.WorkflowExecutionInfo, bool, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, ref.WorkflowID, "")
+	if err != nil {
+		return nil, false, err
+	}
+	latest := desc.GetWorkflowExecutionInfo()
+	return latest, ref.RunID == "" || latest.GetFirstRunId() == ref.RunID || latest.GetExecution().GetRunId() == ref.RunID, nil
 }

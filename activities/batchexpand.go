@@ -42,7 +42,7 @@ func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput)
 	if err := in.Options.Validate(); err != nil {
 		return nil, badInput(err)
 	}
-	if err := a.allowRead("manifest", in.Manifest); err != nil {
+	if err := a.allowInput(ctx, "manifest", in.Manifest, reader{}); err != nil {
 		return nil, err
 	}
 	pageSize := in.PageSize
@@ -70,7 +70,10 @@ func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput)
 		// prefix is predictable, so another workflow may have claimed it
 		// ahead: the run then claims one that also names its first run,
 		// which nobody can know in advance, rather than fail.
-		c := claim{WorkflowID: in.WorkflowID, FirstRunID: in.RunKey}
+		c := claim{WorkflowID: in.WorkflowID, FirstRunID: in.RunKey, ScheduleID: in.ScheduleID}
+		if in.Dated != "" && in.ScheduleID != "" {
+			a.claimForSchedule(ctx, strings.TrimSuffix(out.ReportPrefix, in.Dated+"/"), in.ScheduleID)
+		}
 		err := a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, c)
 		var appErr *temporal.ApplicationError
 		if err != nil && in.Dated != "" && errors.As(err, &appErr) && appErr.Type() == api.ErrForbidden && in.RunKey != "" {
@@ -82,7 +85,7 @@ func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput)
 			return nil, err
 		}
 	}
-	if err := a.allowCompare(in.CompareWith, out.ReportPrefix); err != nil {
+	if err := a.allowCompare(ctx, in.CompareWith, out.ReportPrefix, reader{ScheduleID: in.ScheduleID}); err != nil {
 		return nil, err
 	}
 	out.WorkPrefix = out.ReportPrefix + "work/" + in.RunKey + "/"

@@ -152,7 +152,8 @@ func (a *Activities) poolCapacity() int {
 // memagent.DocumentNotFound. Their outcomes go to one part; the other items
 // are returned, each with the output prefix its DocumentQA run writes to.
 // With samples > 1 each item is that many units, each settled or returned
-// on its own (SampleAnswerKey).
+// on its own (SampleAnswerKey). A whole batch (in.Whole) reuses no earlier
+// answer: every unit whose documents exist is returned to run.
 func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePageInput) (*actwire.ResolvePageOutput, error) {
 	defer a.startHeartbeat(ctx)()
 	if in.Samples < 0 || in.Samples > api.MaxSamples {
@@ -221,6 +222,9 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 			return
 		}
 		keys[u] = sampleKey(itemAnswerKey(it, docs, opts, a.Templates), u%samples)
+		if in.Whole {
+			return
+		}
 		data, err := a.Store.ReadAll(ctx, s3store.Location{Bucket: a.Bucket, Key: "answers/" + keys[u] + "/result.json"})
 		switch {
 		case errors.Is(err, s3store.ErrNotFound):

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -38,6 +39,46 @@ func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResu
 	}
 	if err := a.Store.Put(ctx, loc, buf.Bytes(), "application/x-ndjson"); err != nil {
 		return fmt.Errorf("write outcomes: %w", err)
+	}
+	for _, e := range in.Answers {
+		if err := a.cacheAnswer(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cacheAnswer copies an answered child's result.json into the answer
+// cache, unless the entry is there already (the first batch to answer a
+// key keeps it). Only a batch calls it, with an answer it settled from its
+// own child: the result lies in the worker's own runs/ area, the entry in
+// answers/.
+func (a *Activities) cacheAnswer(ctx context.Context, e actwire.AnswerEntry) error {
+	runs, answers := "s3://"+a.Bucket+"/runs/", a.answersPrefix()
+	if !strings.HasPrefix(e.Prefix, answers) || !strings.HasSuffix(e.Prefix, "/") || strings.Count(strings.TrimPrefix(e.Prefix, answers), "/") != 1 {
+		return badInput(fmt.Errorf("answer entry %s is not a key under %s", e.Prefix, answers))
+	}
+	if !strings.HasPrefix(e.ResultURI, runs) {
+		return badInput(fmt.Errorf("answer %s is not a run's result under %s", e.ResultURI, runs))
+	}
+	src, err := s3store.ParseURI(e.ResultURI)
+	if err != nil {
+		return badInput(err)
+	}
+	dst, err := s3store.ParseURI(e.Prefix + "result.json")
+	if err != nil {
+		return badInput(err)
+	}
+	data, err := a.Store.ReadAll(ctx, src)
+	if errors.Is(err, s3store.ErrNotFound) {
+		// Nothing to cache; the item's outcome stands.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read answer %s: %w", e.ResultURI, err)
+	}
+	if _, err := a.putIfAbsent(ctx, dst, data); err != nil {
+		return fmt.Errorf("cache answer %s: %w", dst, err)
 	}
 	return nil
 }

@@ -49,9 +49,11 @@ type checkpoint struct {
 	Evidence        *api.ReviewEvidence `json:"evidence,omitempty"`
 	EvidenceChunks  []int               `json:"evidence_chunks,omitempty"`
 	EvidenceDropped int                 `json:"evidence_dropped,omitempty"`
-	// WorkflowID and RunID are the run that wrote it.
+	// WorkflowID and RunID are the run that wrote it, FirstRunID its
+	// chain when the workflow said (UpdateInput.FirstRunID).
 	WorkflowID string    `json:"workflow_id"`
 	RunID      string    `json:"run_id"`
+	FirstRunID string    `json:"first_run_id,omitempty"`
 	WrittenAt  time.Time `json:"written_at"`
 }
 
@@ -95,7 +97,7 @@ func (a *Activities) writeCheckpoint(ctx context.Context, in actwire.UpdateInput
 	key := a.checkpointKey(in.Question, opts, a.modelName(opts), in.Sample)
 	cp := checkpoint{Version: checkpointVersion, Chunks: ch.Index + 1, Chain: ch.Chain, Memory: out.Memory,
 		Evidence: out.Evidence, EvidenceChunks: in.EvidenceChunks, EvidenceDropped: in.EvidenceDropped,
-		WorkflowID: wf, RunID: run, WrittenAt: time.Now().UTC()}
+		WorkflowID: wf, RunID: run, FirstRunID: in.FirstRunID, WrittenAt: time.Now().UTC()}
 	sctx, cancel := a.s3ctx(ctx)
 	defer cancel()
 	if err := a.putJSON(sctx, a.checkpointLoc(key, ch.Chain), cp); err != nil {
@@ -171,13 +173,49 @@ func (a *Activities) findCheckpoint(ctx context.Context, in actwire.FindCheckpoi
 		return out, nil
 	}
 	out.Chunks, out.Memory = found.Chunks, found.Memory
-	out.WorkflowID, out.RunID = found.WorkflowID, found.RunID
+	// The reading that wrote it is named to its own chain only: the same
+	// text may be another caller's, under another name.
+	own := found.WorkflowID != "" && found.WorkflowID == workflowID(ctx) && found.FirstRunID != "" && found.FirstRunID == in.FirstRunID
+	if own {
+		out.WorkflowID, out.RunID = found.WorkflowID, found.RunID
+	}
 	out.Evidence, out.EvidenceDropped, err = a.rebuildEvidence(ctx, read, found)
 	if err != nil {
 		return nil, err
 	}
-	a.logger().InfoContext(ctx, "checkpoint found", "chunks", out.Chunks, "of", n, "from_workflow", found.WorkflowID)
+	// The evidence is cited again in the reader's own document or corpus,
+	// by offset, as a chunk read now is: a checkpoint of the same text
+	// under another name cites nothing of that name.
+	out.Evidence = reciteEvidence(idx, out.Evidence)
+	a.logger().InfoContext(ctx, "checkpoint found", "chunks", out.Chunks, "of", n, "own_chain", own)
 	return out, nil
+}
+
+// reciteEvidence cites evidence entries from a checkpoint in idx, the
+// reader's index (whose chunks have the checkpoint's chain, so the same
+// bytes at the same offsets): the pages of its page map, the documents
+// and pages of its corpus, exactly as UpdateMemory cites a chunk it reads.
+// An entry whose range is not one of idx's chunks is dropped.
+func reciteEvidence(idx *memagent.ChunkIndex, ev []api.ReviewEvidence) []api.ReviewEvidence {
+	out := ev[:0:0]
+	for _, e := range ev {
+		if e.Chunk < 0 || e.Chunk >= len(idx.Chunks) || idx.Chunks[e.Chunk].Start != e.Start || idx.Chunks[e.Chunk].End != e.End {
+			continue
+		}
+		e.Document, e.Pages = "", idx.PageMap.Ref(e.Start, e.End)
+		if p := e.Passage; p != nil {
+			if p.Start < e.Start || p.End > e.End || p.End <= p.Start {
+				e.Passage = nil
+			} else {
+				cp := *p
+				cp.Pages, cp.Text = idx.PageMap.Ref(cp.Start, cp.End), ""
+				e.Passage = &cp
+			}
+		}
+		citeEvidence(idx.Corpus, &e)
+		out = append(out, e)
+	}
+	return out
 }
 
 // rebuildEvidence is the evidence the reading that wrote the checkpoint

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ func (f *fixture) readChunks(t *testing.T, p actwire.PrepareOutput, from, to int
 	t.Helper()
 	for i := from; i < to; i++ {
 		in := f.updateInput(p, i)
-		in.Memory, in.Checkpoint, in.Sample = memory, true, sample
+		in.Memory, in.Checkpoint, in.Sample, in.FirstRunID = memory, true, sample, "chain-1"
 		var out actwire.UpdateOutput
 		if err := f.exec(t, UpdateMemoryName, in, &out); err != nil {
 			t.Fatalf("UpdateMemory chunk %d: %v", i, err)
@@ -28,9 +29,15 @@ func (f *fixture) readChunks(t *testing.T, p actwire.PrepareOutput, from, to int
 
 func (f *fixture) find(t *testing.T, p actwire.PrepareOutput, question string, sample int) actwire.FindCheckpointOutput {
 	t.Helper()
+	return f.findAs(t, p, question, sample, "chain-1")
+}
+
+// findAs is find by a reader of the chain whose first run is chain.
+func (f *fixture) findAs(t *testing.T, p actwire.PrepareOutput, question string, sample int, chain string) actwire.FindCheckpointOutput {
+	t.Helper()
 	var out actwire.FindCheckpointOutput
 	if err := f.exec(t, FindCheckpointName, actwire.FindCheckpointInput{Document: p.Document, ETag: p.ETag, IndexURI: p.IndexURI,
-		Question: question, Options: api.ModelOptions{ChunkTokens: 100}, Sample: sample}, &out); err != nil {
+		Question: question, Options: api.ModelOptions{ChunkTokens: 100}, Sample: sample, FirstRunID: chain}, &out); err != nil {
 		t.Fatalf("FindCheckpoint: %v", err)
 	}
 	return out
@@ -53,6 +60,11 @@ func TestFindCheckpoint(t *testing.T) {
 	got := f.find(t, p, testQuestion, 0)
 	if got.Chunks != 9 || got.Memory != memory || got.WorkflowID == "" {
 		t.Errorf("after a reading: %d chunks, memory %q (want 9, %q), from %q", got.Chunks, got.Memory, memory, got.WorkflowID)
+	}
+	// Another chain (another workflow, or a later one of the same id)
+	// reuses the reading without learning whose it was.
+	if got := f.findAs(t, p, testQuestion, 0, "chain-2"); got.Chunks != 9 || got.WorkflowID != "" || got.RunID != "" {
+		t.Errorf("another chain: %d chunks, from %q run %q; want 9, named to nobody", got.Chunks, got.WorkflowID, got.RunID)
 	}
 	for _, tt := range []struct {
 		name     string
@@ -162,5 +174,77 @@ func TestAssembleCorpusChecksEveryDocument(t *testing.T) {
 		Options: api.ModelOptions{ChunkTokens: 100}}, &prep)
 	if err == nil || appError(t, err).Type() != api.ErrForbidden {
 		t.Errorf("the corpus stream as a document: %v, want %s", err, api.ErrForbidden)
+	}
+}
+
+// TestReusedCheckpointCitesTheReader performs the attack of issue 37: two
+// corpora with the same text under two clients' names. The second reads
+// nothing again, and yet its evidence cites its own document, not the
+// first client's, and nothing names the first reading's workflow or run.
+func TestReusedCheckpointCitesTheReader(t *testing.T) {
+	f := newFixture(t, nil)
+	f.model.Respond = gateModel
+	text := []byte(reviewDoc(4, 2))
+	const question = "What is the gate code?"
+	docA, docB := "s3://docs/clientA-merger/notes.txt", "s3://docs/clientB/notes.txt"
+	for _, d := range []string{docA, docB} {
+		if err := f.store.Store.Put(context.Background(), mustLoc(t, d), text, "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prepare := func(doc string) actwire.PrepareOutput {
+		t.Helper()
+		var conv actwire.ConvertOutput
+		if err := f.exec(t, AssembleCorpusName, actwire.CorpusInput{Documents: []string{doc}}, &conv); err != nil {
+			t.Fatal(err)
+		}
+		var p actwire.PrepareOutput
+		if err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: conv.Document, Question: question,
+			Options: api.ModelOptions{ChunkTokens: 100}, Converted: &conv}, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pA := prepare(docA)
+	memory, cited := "No previous memory", 0
+	var evidenceChunks []int // as the workflow passes them
+	for i := range pA.Chunks {
+		in := f.updateInput(pA, i)
+		in.Question, in.Memory, in.Checkpoint, in.FirstRunID = question, memory, true, "chain-of-client-a"
+		in.EvidenceChunks = append([]int(nil), evidenceChunks...)
+		var out actwire.UpdateOutput
+		if err := f.exec(t, UpdateMemoryName, in, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Evidence != nil {
+			evidenceChunks = append(evidenceChunks, i)
+			if out.Evidence.Document == docA {
+				cited++
+			}
+		}
+		memory = out.Memory
+	}
+	if cited == 0 {
+		t.Fatal("client A's reading left no evidence citing its document")
+	}
+	pB := prepare(docB)
+	var got actwire.FindCheckpointOutput
+	if err := f.exec(t, FindCheckpointName, actwire.FindCheckpointInput{Document: pB.Document, ETag: pB.ETag, IndexURI: pB.IndexURI,
+		Question: question, Options: api.ModelOptions{ChunkTokens: 100}, FirstRunID: "chain-of-client-b"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Chunks != pB.Chunks || len(got.Evidence) == 0 {
+		t.Fatalf("client B reused %d of %d chunks with %d evidence entries; want all, with the evidence", got.Chunks, pB.Chunks, len(got.Evidence))
+	}
+	for _, e := range got.Evidence {
+		if e.Document != docB {
+			t.Errorf("evidence at chunk %d cites %q, want client B's %s", e.Chunk, e.Document, docB)
+		}
+	}
+	data, _ := json.Marshal(got)
+	for _, leak := range []string{"clientA", "default-test-workflow-id", "chain-of-client-a"} {
+		if strings.Contains(string(data), leak) {
+			t.Errorf("client B's checkpoint names %q: %s", leak, data)
+		}
 	}
 }

@@ -55,7 +55,7 @@ func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInpu
 	if err != nil {
 		return nil, badInput(err)
 	}
-	if err := a.allowRead("document", in.Document); err != nil {
+	if err := a.allowInput(ctx, "document", in.Document, reader{}); err != nil {
 		return nil, err
 	}
 	info, err := a.Store.Head(ctx, loc)
@@ -243,14 +243,14 @@ func (a *Activities) loadPageMap(ctx context.Context, uri, text string) (*memage
 // allowReadDocument checks the document a PrepareDocument reads: for
 // converted text, the source it came from (the text is the worker's own,
 // under converted/ in its bucket).
-func (a *Activities) allowReadDocument(in actwire.PrepareInput) error {
+func (a *Activities) allowReadDocument(ctx context.Context, in actwire.PrepareInput) error {
 	if in.Converted == nil {
-		return a.allowRead("document", in.Document)
+		return a.allowInput(ctx, "document", in.Document, reader{})
 	}
 	if !strings.HasPrefix(in.Document, "s3://"+a.Bucket+"/converted/") {
 		return badInput(fmt.Errorf("converted document %s is not under this worker's converted/ prefix", in.Document))
 	}
-	return a.allowRead("document", in.Converted.Source)
+	return a.allowInput(ctx, "document", in.Converted.Source, reader{})
 }
 
 // pageMapOf is the page map of converted text, or nil for a text document.

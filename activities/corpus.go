@@ -49,7 +49,7 @@ func (a *Activities) assembleCorpus(ctx context.Context, in actwire.CorpusInput)
 		return nil, badInput(err)
 	}
 	for i, d := range in.Documents {
-		if err := a.allowRead(fmt.Sprintf("documents[%d]", i), d); err != nil {
+		if err := a.allowInput(ctx, fmt.Sprintf("documents[%d]", i), d, reader{}); err != nil {
 			return nil, err
 		}
 	}
@@ -244,7 +244,7 @@ func (a *Activities) allowReadCorpus(ctx context.Context, in actwire.PrepareInpu
 		return nil, badInput(fmt.Errorf("corpus map %s describes %s, not %s", in.Converted.PageMapURI, c.Text, in.Document))
 	}
 	for i, d := range c.Map.Documents {
-		if err := a.allowRead(fmt.Sprintf("documents[%d]", i), d.Document); err != nil {
+		if err := a.allowInput(ctx, fmt.Sprintf("documents[%d]", i), d.Document, reader{}); err != nil {
 			return nil, err
 		}
 	}
@@ -260,8 +260,15 @@ func citeCorpus(c *memagent.CorpusMap, sources []api.SourceRef, out *actwire.Upd
 		return
 	}
 	out.Pages = sources[0].Pages
-	ev := out.Evidence
-	if ev == nil {
+	citeEvidence(c, out.Evidence)
+}
+
+// citeEvidence names the corpus document of an evidence entry: the one its
+// passage is in (citing the passage's pages), else the one its chunk
+// starts in (citing the page it starts on). A nil corpus or entry is left
+// as it is.
+func citeEvidence(c *memagent.CorpusMap, ev *api.ReviewEvidence) {
+	if c == nil || ev == nil {
 		return
 	}
 	start, end := ev.Start, ev.Start+1

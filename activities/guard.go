@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,30 +23,10 @@ import (
 // into another run's outputs. A failed check is memagent.Forbidden or
 // memagent.BadInput, never retried.
 
-// outputAreas are the parts of the worker's bucket that hold what runs
-// write: a document or manifest is never read from them, so that one
-// caller cannot have a run quote another caller's results, traces,
-// grids, reports, cached answers or converted text.
-var outputAreas = []string{"runs/", "reviews/", "batches/", "answers/", "converted/", "indexes/", checkpointArea, guardsArea}
-
-// ownAreas are the output areas whose next path segment is the workflow id
-// that writes there: a run writes only into its own.
-var ownAreas = []string{"runs/", "reviews/", "batches/"}
-
 // maxChunkBytes bounds one chunk's byte range: a chunk of 5,000 tokens is
 // some 20 KB, and no tokenizer makes a token of more than a few hundred
 // bytes; a larger range is a forged index.
 const maxChunkBytes = 64 << 20
-
-// inOutputArea reports whether uri is in one of the worker's output areas.
-func (a *Activities) inOutputArea(uri string) bool {
-	for _, area := range outputAreas {
-		if strings.HasPrefix(uri, "s3://"+a.Bucket+"/"+area) {
-			return true
-		}
-	}
-	return false
-}
 
 // derivedDocument reports whether uri is text the worker derived from a
 // document it was allowed to read (converted text, a copy with invalid
@@ -101,27 +82,28 @@ func (a *Activities) allowOutput(ctx context.Context, field, uri string) error {
 	if wf == "" {
 		return nil
 	}
-	root := "s3://" + a.Bucket + "/"
-	for _, area := range ownAreas {
-		if strings.HasPrefix(uri, root+area) {
-			if strings.HasPrefix(uri, root+area+wf+"/") {
-				return nil
-			}
-			return forbidden("%s %s is inside another run's outputs (%s): a run writes only under its own", field, uri, root+area)
+	if ar := a.areaOf(uri); ar != nil && ar.PerWorkflow {
+		own := "s3://" + a.Bucket + "/" + ar.Prefix
+		if strings.HasPrefix(uri, own+wf+"/") {
+			return nil
 		}
+		return forbidden("%s %s is inside another run's outputs (%s): a run writes only under its own", field, uri, own)
 	}
 	if strings.HasPrefix(uri, a.answersPrefix()) {
 		return nil
 	}
-	if a.inOutputArea(uri) || strings.HasPrefix(uri, root+"documents/") || strings.HasPrefix(uri, root+"manifests/") || strings.HasPrefix(uri, root+"contexts/") {
-		return forbidden("%s %s is inside the worker's own area: runs never write there", field, uri)
+	if a.areaOf(uri) != nil {
+		return forbidden("%s %s is inside the worker's own area %s: runs never write there", field, uri, a.topArea(uri))
 	}
-	owner, err := a.owners.nearest(ctx, a.Store, uri)
+	owner, _, err := a.owners.nearest(ctx, a.Store, uri)
 	if err != nil {
 		return fmt.Errorf("check the owner of %s: %w", uri, err)
 	}
-	if owner.WorkflowID != wf {
-		return forbidden("%s %s is under a prefix that workflow %q did not claim (owner: %q)", field, uri, wf, owner.WorkflowID)
+	if owner.none() {
+		return forbidden("%s %s is under no prefix that workflow %q claimed", field, uri, wf)
+	}
+	if owner.ScheduleID != "" || owner.WorkflowID != wf {
+		return forbidden("%s %s is under a prefix that workflow %q did not claim: it holds %s", field, uri, wf, owner.describe())
 	}
 	return nil
 }
@@ -129,26 +111,44 @@ func (a *Activities) allowOutput(ctx context.Context, field, uri string) error {
 // ownerCache remembers, per directory, the owner.json found at or above
 // it. An owner is never replaced (it is written if absent), and no other
 // workflow can claim a prefix inside an owned one (claimPrefix checks
-// every ancestor), so an entry never goes stale.
+// every ancestor), so an entry never goes stale, with one exception: the
+// runs of a schedule claim inside the schedule's prefix. The directories
+// below a schedule's claim are therefore not remembered (its own is).
 type ownerCache struct {
 	mu   sync.Mutex
-	dirs map[string]prefixOwner
+	dirs map[string]ownedDir
 }
 
 // maxOwnerCache bounds the cache; any entry may be dropped.
 const maxOwnerCache = 4096
 
+// ownedDir is an owner and the s3:// prefix whose owner.json names it.
+type ownedDir struct {
+	owner  prefixOwner
+	prefix string
+}
+
 // nearest returns the owner of the nearest owner.json at or above uri's
-// directory, up to the bucket; the zero owner when there is none.
-func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string) (prefixOwner, error) {
+// directory, up to the bucket, and the prefix it is at; the zero owner
+// when there is none.
+func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string) (prefixOwner, string, error) {
+	return c.nearestWithin(ctx, store, uri, nil)
+}
+
+// nearestWithin is nearest, looking only at the directories within
+// accepts (an s3:// prefix ending in '/'): nil accepts all.
+func (c *ownerCache) nearestWithin(ctx context.Context, store ObjectStore, uri string, within func(string) bool) (prefixOwner, string, error) {
 	loc, err := s3store.ParseURI(uri)
 	if err != nil {
-		return prefixOwner{}, badInput(err)
+		return prefixOwner{}, "", badInput(err)
 	}
 	dirs := ancestors(loc.Key)
 	var walked []string
-	found := prefixOwner{}
+	found := ownedDir{}
 	for _, d := range dirs {
+		if within != nil && !within("s3://"+loc.Bucket+"/"+d) {
+			break
+		}
 		c.mu.Lock()
 		o, ok := c.dirs[loc.Bucket+"/"+d]
 		c.mu.Unlock()
@@ -162,26 +162,35 @@ func (c *ownerCache) nearest(ctx context.Context, store ObjectStore, uri string)
 			continue
 		}
 		if err != nil {
-			return prefixOwner{}, err
+			return prefixOwner{}, "", err
 		}
-		if err := json.Unmarshal(data, &o); err != nil {
-			return prefixOwner{}, fmt.Errorf("decode %s%s: %w", d, OwnerObject, err)
+		if err := json.Unmarshal(data, &found.owner); err != nil {
+			return prefixOwner{}, "", fmt.Errorf("decode %s%s: %w", d, OwnerObject, err)
 		}
-		walked, found = append(walked, d), o
+		if found.owner.none() {
+			found.owner.WorkflowID = "?" // not one the worker wrote: nobody's
+		}
+		found.prefix = "s3://" + loc.Bucket + "/" + d
+		walked = append(walked, d)
 		break
 	}
-	if found.WorkflowID == "" {
-		return found, nil // nothing to cache: a claim may still come
+	if found.owner.none() {
+		return found.owner, "", nil // nothing to cache: a claim may still come
+	}
+	if found.owner.ScheduleID != "" {
+		// A run of the schedule may still claim below it: only the
+		// schedule's own directory is remembered.
+		walked = slices.DeleteFunc(walked, func(d string) bool { return "s3://"+loc.Bucket+"/"+d != found.prefix })
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dirs == nil || len(c.dirs) > maxOwnerCache {
-		c.dirs = make(map[string]prefixOwner)
+		c.dirs = make(map[string]ownedDir)
 	}
 	for _, d := range walked {
 		c.dirs[loc.Bucket+"/"+d] = found
 	}
-	return found, nil
+	return found.owner, found.prefix, nil
 }
 
 // ancestors lists the directories of key, deepest first: "a/b/c.json"
@@ -216,4 +225,55 @@ func (a *Activities) allowIndexedRead(document, etag, indexURI string, indexLoc 
 		}
 	}
 	return nil
+}
+
+// reader is who reads an input: for a run a schedule started, the
+// schedule, whose earlier reports its runs compare with.
+type reader struct {
+	ScheduleID string
+}
+
+// allowInput checks a document, a corpus member, a manifest or a report
+// to compare with before anything of it is read: allowRead (the read
+// prefixes; never in the worker's output areas), and never at or under a
+// prefix a caller claimed, which holds that workflow's outputs (traces,
+// results, grids, reports): one caller's run must not quote another's. A
+// run a schedule started may read the schedule's own reports (its earlier
+// runs', each claimed inside the schedule's prefix). The refusal names
+// neither the owner nor what lies there.
+func (a *Activities) allowInput(ctx context.Context, field, uri string, r reader) error {
+	if err := a.allowRead(field, uri); err != nil {
+		return err
+	}
+	// Claims are made only under the write prefixes: an owner.json is
+	// looked for there alone (the worker may not even read above a read
+	// prefix).
+	writable := func(dir string) bool { return under(dir, a.writePrefixes()) }
+	owner, at, err := a.owners.nearestWithin(ctx, a.Store, uri, writable)
+	if err != nil {
+		return fmt.Errorf("check the owner of %s: %w", uri, err)
+	}
+	if owner.none() {
+		return nil
+	}
+	if r.ScheduleID != "" && (owner.ScheduleID == r.ScheduleID || owner.ScheduledBy == r.ScheduleID) {
+		// The schedule's own claim, or that of a run it started.
+		return nil
+	}
+	return forbidden("%s %s is under %s, where another workflow keeps its outputs: outputs are not read as documents, manifests or reports; copy what you need elsewhere",
+		field, uri, at)
+}
+
+// scheduleOfReport is the schedule that started the batch whose own
+// claimed report prefix is reportPrefix (its claim records it), "" when
+// none did.
+func (a *Activities) scheduleOfReport(ctx context.Context, reportPrefix string) (string, error) {
+	own, _, err := a.owners.nearest(ctx, a.Store, reportPrefix+"x")
+	if err != nil || own.ScheduleID != "" {
+		return "", err
+	}
+	if wf := workflowID(ctx); wf != "" && own.WorkflowID != wf {
+		return "", nil
+	}
+	return own.ScheduledBy, nil
 }

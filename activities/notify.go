@@ -16,35 +16,41 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/notify"
 )
 
 // notifyTimeout bounds one POST to a notify_url when Activities.Notifier
 // is not set; the workflow's start-to-close bounds it too.
 const notifyTimeout = 30 * time.Second
 
-// notifyClient is the default client of NotifyChanges: it follows no
-// redirect (a 3xx is the receiver's misconfiguration, and a redirect
-// could move the POST to another host) and records nothing of the URL.
-func notifyClient() *http.Client {
-	return &http.Client{
-		Timeout:       notifyTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
 // notifyChanges POSTs a batch's change notification to its notify_url as
-// JSON, once per attempt. A 2xx is success; a 3xx or a 4xx other than 408
-// and 429 is memagent.NotifyRejected (non-retryable); anything else (5xx,
-// 408, 429, a connection error, a timeout) is returned for Temporal to
-// retry. The URL may carry a token in its userinfo, path or query: it is
-// never logged nor put in an error, only its scheme and host. The
-// Idempotency-Key header (the batch's workflow and run id) lets a receiver
-// drop the repeat of a POST whose answer was lost.
+// JSON, once per attempt. A 2xx is delivered. Whatever else happens, the
+// caller learns only that it was not delivered and whether Temporal
+// retries it: never the status code, the body, the network error or how
+// long the host took (an attempt that does not deliver ends no sooner
+// than NotifyAttemptTime after it began), so that notify_url is nobody's
+// port scanner. A 3xx or a 4xx other than 408 and 429, and an address the
+// policy refuses (NotifyPolicy, checked on each address dialled), are
+// memagent.NotifyRejected (non-retryable); anything else is retried. The
+// worker's log says what the host answered. The URL may carry a token in
+// its userinfo, path or query: it is never logged nor put in an error,
+// only its scheme and host. The Idempotency-Key header (the batch's
+// workflow and run id) lets a receiver drop the repeat of a POST whose
+// answer was lost.
 func (a *Activities) notifyChanges(ctx context.Context, in actwire.NotifyInput) error {
+	began := time.Now()
 	if err := api.CheckNotifyURL(in.URL); err != nil {
 		return badInput(err)
 	}
 	host := api.NotifyHost(in.URL)
+	u, err := url.Parse(in.URL)
+	if err != nil {
+		return badInput(fmt.Errorf("notify %s: the URL does not parse", host))
+	}
+	if !a.NotifyPolicy.AllowHost(u.Hostname()) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("notify %s: not delivered: the worker notifies only the hosts its operator allows (MEMAGENT_NOTIFY_HOSTS)", host), api.ErrNotifyRejected, nil)
+	}
 	body, err := json.Marshal(in.Notification)
 	if err != nil {
 		return badInput(fmt.Errorf("notification: %w", err))
@@ -58,8 +64,13 @@ func (a *Activities) notifyChanges(ctx context.Context, in actwire.NotifyInput) 
 	req.Header.Set("Idempotency-Key", in.Notification.WorkflowID+"/"+in.Notification.RunID)
 	client := a.Notifier
 	if client == nil {
-		client = notifyClient()
+		client = notify.NewClient(a.NotifyPolicy, notifyTimeout)
 	}
+	attempt := int32(1)
+	if activity.IsActivity(ctx) {
+		attempt = activity.GetInfo(ctx).Attempt
+	}
+	log := a.logger().With("notify_host", host, "attempt", attempt)
 	resp, err := client.Do(req)
 	if err != nil {
 		// A *url.Error quotes the whole URL: keep only what it wraps.
@@ -67,22 +78,47 @@ func (a *Activities) notifyChanges(ctx context.Context, in actwire.NotifyInput) 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("notify %s: %w", host, err)
+		if notify.Refused(err) {
+			log.WarnContext(ctx, "notify_url refused: its address is loopback, link-local or private and not in MEMAGENT_NOTIFY_ALLOW_NETS")
+			return a.undelivered(ctx, began, host, false)
+		}
+		log.WarnContext(ctx, "notify_url not reached", "err", err)
+		return a.undelivered(ctx, began, host, true)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	attempt := int32(1)
-	if activity.IsActivity(ctx) {
-		attempt = activity.GetInfo(ctx).Attempt
-	}
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
-		a.logger().InfoContext(ctx, "batch changes notified", "notify_host", host, "status", code, "attempt", attempt)
+		log.InfoContext(ctx, "batch changes notified", "status", code)
 		return nil
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		return fmt.Errorf("notify %s: answered %d", host, code)
+		log.WarnContext(ctx, "notify_url answered with an error; retrying", "status", code)
+		return a.undelivered(ctx, began, host, true)
 	default:
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("notify %s: answered %d, which a retry would not change: check notify_url", host, code), api.ErrNotifyRejected, nil)
+		log.WarnContext(ctx, "notify_url answered with a status a retry would not change", "status", code)
+		return a.undelivered(ctx, began, host, false)
 	}
+}
+
+// undelivered is the error of an attempt that did not deliver, returned
+// no sooner than NotifyAttemptTime after the attempt began: whatever the
+// host did, every such attempt looks the same to the caller.
+func (a *Activities) undelivered(ctx context.Context, began time.Time, host string, retry bool) error {
+	floor := a.NotifyAttemptTime
+	if floor == 0 {
+		floor = notifyTimeout
+	}
+	if wait := time.Until(began.Add(floor)); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	if retry {
+		return fmt.Errorf("notify %s: not delivered; retrying", host)
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("notify %s: not delivered: check notify_url (the worker's log says why)", host), api.ErrNotifyRejected, nil)
 }

@@ -9,13 +9,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/notify"
 )
 
 func TestNotifyChanges(t *testing.T) {
@@ -52,7 +56,8 @@ func TestNotifyChanges(t *testing.T) {
 			}))
 			defer srv.Close()
 			var logs bytes.Buffer
-			a := &Activities{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+			a := &Activities{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+				NotifyPolicy: loopbackAllowed(t), NotifyAttemptTime: time.Millisecond}
 			url := strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1) + "/hook/" + secret + "?token=" + secret
 			n := api.ChangeNotification{Name: "nightly", WorkflowID: "w", RunID: "r", Items: 20, Changes: &api.ChangeSummary{Changed: 5, Unchanged: 15}}
 			err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: url, Notification: n})
@@ -68,8 +73,11 @@ func TestNotifyChanges(t *testing.T) {
 				if nonRetryable == tt.wantRetryable {
 					t.Errorf("err = %v: non-retryable %v, want retryable %v", err, nonRetryable, tt.wantRetryable)
 				}
-				if !strings.Contains(err.Error(), srv.URL) {
-					t.Errorf("err = %v: want the scheme and host %s", err, srv.URL)
+				if !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "not delivered") {
+					t.Errorf("err = %v: want the scheme and host %s, not delivered", err, srv.URL)
+				}
+				if code, text := strconv.Itoa(tt.status), strings.ReplaceAll(errText(err), srv.URL, "HOST"); strings.Contains(text, code) || strings.Contains(text, "answered") {
+					t.Errorf("err = %v: tells the caller what the host answered", err)
 				}
 			}
 			for what, s := range map[string]string{"error": errText(err), "logs": logs.String()} {
@@ -87,7 +95,7 @@ func TestNotifyChangesConnectionError(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	url := srv.URL + "/hook?token=s3cr3t"
 	srv.Close()
-	a := &Activities{}
+	a := &Activities{NotifyPolicy: loopbackAllowed(t), NotifyAttemptTime: time.Millisecond}
 	err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: url})
 	var appErr *temporal.ApplicationError
 	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) || strings.Contains(err.Error(), "s3cr3t") {
@@ -110,4 +118,62 @@ func errText(err error) string {
 		io.WriteString(&b, e.Error()+"\n")
 	}
 	return b.String()
+}
+
+func loopbackAllowed(t *testing.T) notify.Policy {
+	t.Helper()
+	nets, err := notify.ParseNets([]string{"127.0.0.0/8", "::1/128"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return notify.Policy{AllowNets: nets}
+}
+
+// TestNotifyIsNoPortScanner performs the attack: notify_url pointed at the
+// worker's own loopback ports. By default the worker dials no loopback,
+// link-local or private address (checked on the address dialled, so a
+// name that resolves there is refused too), and what the caller learns of
+// any attempt is "not delivered", after the same time whether the port is
+// open, closed or answers.
+func TestNotifyIsNoPortScanner(t *testing.T) {
+	var reached atomic.Bool
+	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Store(true)
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}))
+	defer open.Close()
+	closedSrv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	closed := closedSrv.URL
+	closedSrv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(open.URL, "http://"), ":")
+	const floor = 150 * time.Millisecond
+	a := &Activities{NotifyAttemptTime: floor}
+	var msgs []string
+	for _, u := range []string{open.URL, closed, "http://localhost:" + port, "http://[::ffff:127.0.0.1]:" + port, "http://169.254.169.254/latest"} {
+		began := time.Now()
+		err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: u + "/hook"})
+		took := time.Since(began)
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != api.ErrNotifyRejected || !strings.Contains(err.Error(), "not delivered") {
+			t.Errorf("%s: err = %v, want %s, not delivered", u, err, api.ErrNotifyRejected)
+		}
+		if took < floor {
+			t.Errorf("%s: failed after %v, before the attempt's floor of %v", u, took, floor)
+		}
+		msgs = append(msgs, strings.ReplaceAll(errText(err), api.NotifyHost(u), "HOST"))
+	}
+	if reached.Load() {
+		t.Error("the worker reached a loopback server")
+	}
+	for _, m := range msgs[1:] {
+		if m != msgs[0] {
+			t.Errorf("the caller can tell the ports apart: %q vs %q", m, msgs[0])
+		}
+	}
+	// An operator's list of hosts refuses the others before any dial.
+	a = &Activities{NotifyPolicy: notify.Policy{Hosts: []string{"hooks.example.com"}}, NotifyAttemptTime: time.Millisecond}
+	err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: "https://evil.example.net/x"})
+	if !strings.Contains(errText(err), "MEMAGENT_NOTIFY_HOSTS") {
+		t.Errorf("a host off the list: err = %v, want it refused naming MEMAGENT_NOTIFY_HOSTS", err)
+	}
 }

@@ -31,6 +31,14 @@ const OwnerObject = "owner.json"
 type prefixOwner struct {
 	WorkflowID string `json:"workflow_id"`
 	FirstRunID string `json:"first_run_id,omitempty"`
+	// ScheduleID, on a schedule's report prefix, names the Temporal
+	// Schedule it belongs to (WorkflowID is then empty): only the runs
+	// that schedule starts claim inside it, and read each other's reports.
+	ScheduleID string `json:"schedule_id,omitempty"`
+	// ScheduledBy, on a workflow's claim, is the schedule that started
+	// the workflow (TemporalScheduledById): the schedule's later runs
+	// compare with the reports of its earlier ones.
+	ScheduledBy string `json:"scheduled_by,omitempty"`
 }
 
 func (a *Activities) readPrefixes() []string {
@@ -70,7 +78,7 @@ func (a *Activities) allowRead(field, uri string) error {
 	}
 	if a.inOutputArea(uri) {
 		return forbidden("%s %s is inside s3://%s/%s, where runs keep their outputs: outputs are not read as documents or manifests; copy what you need elsewhere",
-			field, uri, a.Bucket, strings.SplitN(strings.TrimPrefix(uri, "s3://"+a.Bucket+"/"), "/", 2)[0])
+			field, uri, a.Bucket, a.topArea(uri))
 	}
 	if under(uri, a.readPrefixes()) {
 		return nil
@@ -92,39 +100,138 @@ func (a *Activities) allowWrite(field, prefix string) error {
 		field, prefix, strings.Join(a.writePrefixes(), ", "))
 }
 
-// claim says who claims a prefix: the workflow, the first run of its
-// chain, and whether it is a batch's child (the only runs that write into
-// the shared answer cache; the workflow knows it from Temporal, never
-// from its input).
+// claim says who claims a prefix: the workflow and the first run of its
+// chain. ScheduleID is the Temporal Schedule that started the workflow
+// (its TemporalScheduledById, which only Temporal sets), or, with no
+// WorkflowID, the schedule itself claiming its report prefix.
 type claim struct {
 	WorkflowID string
 	FirstRunID string
-	BatchChild bool
+	ScheduleID string
+}
+
+// owner is what the claim writes as OwnerObject.
+func (c claim) owner() prefixOwner {
+	if c.WorkflowID == "" {
+		return prefixOwner{ScheduleID: c.ScheduleID}
+	}
+	return prefixOwner{WorkflowID: c.WorkflowID, FirstRunID: c.FirstRunID, ScheduledBy: c.ScheduleID}
+}
+
+// holds reports whether an existing owner is the claim's own: the same
+// workflow chain (a retry, a reset), or the same schedule.
+func (c claim) holds(o prefixOwner) bool {
+	if c.WorkflowID == "" || o.ScheduleID != "" {
+		return c.WorkflowID == "" && o.ScheduleID == c.ScheduleID && c.ScheduleID != ""
+	}
+	return o.WorkflowID == c.WorkflowID && (o.FirstRunID == "" || c.FirstRunID == "" || o.FirstRunID == c.FirstRunID)
+}
+
+// mayNestIn reports whether the claim may be made inside a prefix that o
+// holds: o is the claim's own workflow chain, or the schedule that started
+// the claiming workflow (each run of a schedule claims its dated prefix
+// inside the schedule's).
+func (c claim) mayNestIn(o prefixOwner) bool {
+	if o.ScheduleID != "" {
+		return c.WorkflowID != "" && c.ScheduleID == o.ScheduleID
+	}
+	return c.holds(o)
+}
+
+// describe says what kind of owner o is, in messages to a caller, who
+// learns no other caller's workflow or schedule id.
+func (o prefixOwner) describe() string {
+	if o.ScheduleID != "" {
+		return "a schedule's reports"
+	}
+	return "another workflow's outputs"
+}
+
+// none reports whether no owner was found.
+func (o prefixOwner) none() bool { return o.WorkflowID == "" && o.ScheduleID == "" }
+
+// keyLister is a store that lists keys under a prefix; s3store.Store is
+// one. A claim needs it: a prefix is claimed only while nothing lies
+// under it.
+type keyLister interface {
+	List(ctx context.Context, bucket, prefix string, limit int) ([]string, error)
+}
+
+// DefaultClaimDepth is how many folders below its claim root a caller's
+// prefix must be, at least, when Activities.ClaimDepth is zero: with the
+// default roots, s3://<bucket>/team-a/review1/ may be claimed and
+// s3://<bucket>/team-a/ (a folder others share) may not.
+const DefaultClaimDepth = 2
+
+func (a *Activities) claimRoots() []string {
+	if len(a.ClaimRoots) > 0 {
+		return a.ClaimRoots
+	}
+	return a.writePrefixes()
+}
+
+// allowClaimRoot checks that prefix lies under one of the claim roots, at
+// least ClaimDepth folders below the deepest root it is under.
+func (a *Activities) allowClaimRoot(field, prefix string) error {
+	depth := a.ClaimDepth
+	if depth <= 0 {
+		depth = DefaultClaimDepth
+	}
+	root := ""
+	for _, r := range a.claimRoots() {
+		if under(prefix, []string{r}) && len(r) > len(root) {
+			root = r
+		}
+	}
+	if root == "" {
+		return forbidden("%s %s is outside the prefixes under which outputs may be claimed (%s): choose a prefix under one of them, or add it to the worker's MEMAGENT_CLAIM_ROOTS",
+			field, prefix, strings.Join(a.claimRoots(), ", "))
+	}
+	rest := strings.TrimPrefix(prefix, root)
+	if root == "s3://" {
+		// Any bucket: folders count from the bucket's root.
+		_, rest, _ = strings.Cut(rest, "/")
+	}
+	rest = strings.TrimPrefix(rest, "/")
+	if n := strings.Count(rest, "/"); n < depth {
+		return forbidden("%s %s is %d folder(s) below %s, and a claimed prefix must be at least %d (MEMAGENT_CLAIM_DEPTH), so that no run takes a folder others share: choose a prefix such as %s<name>/",
+			field, prefix, n, root, depth, prefix+strings.Repeat("<folder>/", max(depth-n-1, 0)))
+	}
+	return nil
 }
 
 // claimPrefix makes prefix (a caller's output prefix, ending in '/') the
 // workflow's: it writes OwnerObject if the prefix has none, and fails as
-// memagent.Forbidden if another workflow's outputs are there or above it
-// (a claim covers every prefix inside it). The same workflow chain may
-// claim it again (retries, resets); a later workflow of the same id may
-// not. A batch's child writes into the answer cache without a claim: it is
-// shared, and results there are written once (putOnce) and checked before
-// reuse.
+// memagent.Forbidden if the prefix is outside the claim roots or too
+// shallow (allowClaimRoot), inside one of the worker's areas, inside a
+// prefix another workflow holds (a claim covers every prefix inside it),
+// or if anything already lies under it (a claim never takes over what
+// others wrote or will look for: another claim, a schedule's reports,
+// documents). The same workflow chain may claim it again (retries,
+// resets); a later workflow of the same id may not. A run a schedule
+// started may claim inside the schedule's prefix. No run claims a prefix
+// in the answer cache (answers/, a worker area): a batch writes its entries
+// itself, from the answers it settled (cacheAnswer).
+//
+// Two claims racing (one above the other, at the same moment) can both
+// pass the checks before either writes; each check and write is one S3
+// request, so the window is a few milliseconds.
 func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c claim) error {
 	if err := a.allowWrite(field, prefix); err != nil {
 		return err
 	}
-	if wf := workflowID(ctx); wf != "" && wf != c.WorkflowID {
+	if c.WorkflowID == "" && c.ScheduleID == "" {
+		return badInput(fmt.Errorf("%s %s: a claim names a workflow or a schedule", field, prefix))
+	}
+	if wf := workflowID(ctx); wf != "" && c.WorkflowID != "" && wf != c.WorkflowID {
 		return forbidden("%s %s: the claim names workflow %q, the activity runs for %q", field, prefix, c.WorkflowID, wf)
 	}
-	if strings.HasPrefix(prefix, a.answersPrefix()) && c.BatchChild {
-		return nil
+	if a.areaOf(prefix) != nil {
+		return forbidden("%s %s is inside s3://%s/%s, which the worker keeps for itself: choose a prefix outside it, or leave %s unset",
+			field, prefix, a.Bucket, a.topArea(prefix), field)
 	}
-	for _, area := range reservedAreas {
-		if own := "s3://" + a.Bucket + "/" + area; strings.HasPrefix(prefix, own) {
-			return forbidden("%s %s is inside %s, where runs keep their own outputs: choose a prefix outside it, or leave %s unset",
-				field, prefix, own, field)
-		}
+	if err := a.allowClaimRoot(field, prefix); err != nil {
+		return err
 	}
 	loc, err := s3store.ParseURI(prefix + OwnerObject)
 	if err != nil {
@@ -133,48 +240,117 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c cl
 	// An owner above the prefix covers it.
 	if up := ancestors(strings.TrimSuffix(loc.Key, OwnerObject)); len(up) > 1 {
 		parent := "s3://" + loc.Bucket + "/" + up[1]
-		owner, err := a.owners.nearest(ctx, a.Store, parent)
+		owner, _, err := a.owners.nearest(ctx, a.Store, parent)
 		if err != nil {
 			return fmt.Errorf("check the owners above %s: %w", prefix, err)
 		}
-		if owner.WorkflowID != "" && owner.WorkflowID != c.WorkflowID {
-			return forbidden("%s %s is inside a prefix that holds the outputs of another workflow (%s): choose a prefix outside it, or leave %s unset",
-				field, prefix, owner.WorkflowID, field)
+		if !owner.none() && !c.mayNestIn(owner) {
+			return forbidden("%s %s is inside a prefix that holds %s: choose a prefix outside it, or leave %s unset",
+				field, prefix, owner.describe(), field)
 		}
 	}
-	body, _ := json.Marshal(prefixOwner{WorkflowID: c.WorkflowID, FirstRunID: c.FirstRunID})
+	// The prefix's own owner: a retry or a reset of the claim's chain.
+	switch owner, found, err := a.readOwner(ctx, loc); {
+	case err != nil:
+		return err
+	case found:
+		return a.sameOwner(field, prefix, c, owner)
+	}
+	// Nothing may lie under a new claim.
+	lister, ok := a.Store.(keyLister)
+	if !ok {
+		return badInput(fmt.Errorf("%s %s: the worker's object store cannot list keys, which a claim needs (to find what lies under it)", field, prefix))
+	}
+	keys, err := lister.List(ctx, loc.Bucket, strings.TrimSuffix(loc.Key, OwnerObject), 1)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", prefix, err)
+	}
+	if len(keys) > 0 {
+		return forbidden("%s %s already holds objects that no claim of this %s covers: a claim is made on an empty prefix, so that it never takes over what others wrote or look for there; choose an empty prefix, or leave %s unset",
+			field, prefix, c.subject(), field)
+	}
+	body, _ := json.Marshal(c.owner())
 	created, err := a.putIfAbsent(ctx, loc, body)
 	if err != nil || created {
 		return err
 	}
-	data, err := a.Store.ReadAll(ctx, loc)
-	if errors.Is(err, s3store.ErrNotFound) {
+	owner, found, err := a.readOwner(ctx, loc)
+	switch {
+	case err != nil:
+		return err
+	case !found:
 		// A conditional write of the owner is in progress (S3 answers 409
 		// to the loser): retry, and the winner's owner is there.
 		return fmt.Errorf("%s %s is being claimed by another run at this moment: retrying", field, prefix)
 	}
-	if err != nil {
-		return storeError(err, loc.String())
-	}
-	var owner prefixOwner
-	if json.Unmarshal(data, &owner) == nil && owner.WorkflowID == c.WorkflowID &&
-		(owner.FirstRunID == "" || c.FirstRunID == "" || owner.FirstRunID == c.FirstRunID) {
-		return nil
-	}
-	if owner.WorkflowID == c.WorkflowID {
-		return forbidden("%s %s holds the outputs of an earlier workflow with the same id (first run %s): choose an empty prefix, or leave %s unset for one of the run's own",
-			field, prefix, owner.FirstRunID, field)
-	}
-	return forbidden("%s %s holds the outputs of another workflow (%s): choose an empty prefix, or leave %s unset for one of the run's own",
-		field, prefix, owner.WorkflowID, field)
+	return a.sameOwner(field, prefix, c, owner)
 }
 
-// reservedAreas are the parts of the worker's bucket that runs fill on
-// their own (default output prefixes, indexes, content-addressed uploads,
-// the answer cache, converted text): a caller's output or report prefix
-// may not point into them, so a run can never write over another run's
-// default outputs.
-var reservedAreas = []string{"runs/", "reviews/", "batches/", "indexes/", "documents/", "manifests/", "contexts/", "answers/", "converted/", guardsArea}
+// ClaimScheduleReports claims prefix, a schedule's report_prefix, for the
+// Temporal Schedule scheduleID, as `starter schedule create` does before it
+// creates the schedule: from then on no workflow claims the prefix, one
+// inside it or one above it, and only the runs the schedule starts claim
+// their dated prefixes inside it and compare with each other's reports.
+// It fails as memagent.Forbidden where a workflow's claim would (outside
+// the claim roots, too shallow, in a worker's area, inside or above
+// another claim, over objects), and is nil when the schedule holds the
+// prefix already.
+func (a *Activities) ClaimScheduleReports(ctx context.Context, prefix, scheduleID string) error {
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return a.claimPrefix(ctx, "report_prefix", prefix, claim{ScheduleID: scheduleID})
+}
+
+// claimForSchedule claims a scheduled batch's report prefix for its
+// schedule when the schedule was made without one (not by the starter),
+// so that from its first run on nobody else claims there. A refusal (the
+// prefix holds earlier reports, say) leaves the prefix as it is: each run
+// still claims its own dated prefix.
+func (a *Activities) claimForSchedule(ctx context.Context, prefix, scheduleID string) {
+	if err := a.ClaimScheduleReports(ctx, prefix, scheduleID); err != nil {
+		a.logger().InfoContext(ctx, "the schedule's report prefix is not claimed for it", "prefix", prefix, "schedule", scheduleID, "reason", err)
+	}
+}
+
+// subject names the claimant in messages.
+func (c claim) subject() string {
+	if c.WorkflowID == "" {
+		return "schedule"
+	}
+	return "workflow"
+}
+
+// readOwner reads the OwnerObject at loc; found is false when there is
+// none.
+func (a *Activities) readOwner(ctx context.Context, loc s3store.Location) (prefixOwner, bool, error) {
+	data, err := a.Store.ReadAll(ctx, loc)
+	if errors.Is(err, s3store.ErrNotFound) {
+		return prefixOwner{}, false, nil
+	}
+	if err != nil {
+		return prefixOwner{}, false, storeError(err, loc.String())
+	}
+	var owner prefixOwner
+	if json.Unmarshal(data, &owner) != nil || owner.none() {
+		// Not an owner the worker wrote: nobody's claim can be proven.
+		return prefixOwner{WorkflowID: "?"}, true, nil
+	}
+	return owner, true, nil
+}
+
+// sameOwner is nil when the prefix's existing owner is the claim's own.
+func (a *Activities) sameOwner(field, prefix string, c claim, owner prefixOwner) error {
+	switch {
+	case c.holds(owner):
+		return nil
+	case c.WorkflowID != "" && owner.WorkflowID == c.WorkflowID:
+		return forbidden("%s %s holds the outputs of an earlier workflow with the same id: choose an empty prefix, or leave %s unset for one of the run's own",
+			field, prefix, field)
+	}
+	return forbidden("%s %s holds %s: choose an empty prefix, or leave %s unset for one of the run's own",
+		field, prefix, owner.describe(), field)
+}
 
 // heldByOtherRun reports whether loc holds an output that a run other than
 // runID wrote: its "run_id" differs, or it has none. A missing object is

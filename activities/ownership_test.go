@@ -44,41 +44,40 @@ func TestClaimPrefixKeepsOtherWorkflowsOut(t *testing.T) {
 	store := activitiestest.NewStore()
 	a := &Activities{Bucket: "memagent", Store: store}
 	wf1 := claim{WorkflowID: "wf-1", FirstRunID: "run-a"}
-	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", wf1); err != nil {
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/a/", wf1); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", wf1); err != nil {
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/a/", wf1); err != nil {
 		t.Fatalf("the owner's second claim (a retry, a reset): %v", err)
 	}
-	err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", claim{WorkflowID: "wf-2"})
+	err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/a/", claim{WorkflowID: "wf-2"})
 	assertType(t, err, api.ErrForbidden)
-	if !strings.Contains(err.Error(), "wf-1") {
-		t.Errorf("message %q does not name the owner", err)
+	if strings.Contains(err.Error(), "wf-1") || strings.Contains(err.Error(), "run-a") {
+		t.Errorf("message %q names the owner: another caller learns no workflow id", err)
 	}
 	// A later workflow that reuses the owner's id (its run closed) is
 	// another workflow.
-	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/", claim{WorkflowID: "wf-1", FirstRunID: "run-b"})
+	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/a/", claim{WorkflowID: "wf-1", FirstRunID: "run-b"})
 	assertType(t, err, api.ErrForbidden)
 	// A claim covers the prefixes inside it.
-	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/review1/questions/q1/", claim{WorkflowID: "wf-2"})
+	err = a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/a/review1/questions/q1/", claim{WorkflowID: "wf-2"})
 	assertType(t, err, api.ErrForbidden)
-	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/mine/", wf1); err != nil {
+	if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/out/a/mine/", wf1); err != nil {
 		t.Errorf("the owner's claim inside its own prefix: %v", err)
 	}
 	// Another run's default outputs, the answer cache and converted text
 	// are out of reach of a caller's prefix.
-	for _, p := range []string{"s3://memagent/runs/wf-9/first/", "s3://memagent/answers/k1/", "s3://memagent/converted/v1/x/"} {
+	for _, p := range []string{"s3://memagent/runs/wf-9/first/", "s3://memagent/answers/k1/", "s3://memagent/converted/v1/x/",
+		"s3://memagent/checkpoints/abc/", "s3://memagent/guards/x/", "s3://memagent/documents/utf8-replaced/x/"} {
 		assertType(t, a.claimPrefix(ctx, "output_prefix", p, claim{WorkflowID: "wf-2"}), api.ErrForbidden)
 	}
 	if len(store.Keys()) != 2 {
 		t.Errorf("S3 holds %v, want only the two owner.json of wf-1", store.Keys())
 	}
-	// The batches' answer cache is shared: children of different batches
-	// asking the same item use one prefix.
+	// No run writes into the batches' answer cache, a batch's child
+	// included: the batch writes its entries itself (cacheAnswer).
 	for _, wf := range []string{"batch-1/0", "batch-2/7"} {
-		if err := a.claimPrefix(ctx, "output_prefix", "s3://memagent/answers/k1/", claim{WorkflowID: wf, BatchChild: true}); err != nil {
-			t.Errorf("%s: %v", wf, err)
-		}
+		assertType(t, a.claimPrefix(ctx, "output_prefix", "s3://memagent/answers/k1/", claim{WorkflowID: wf}), api.ErrForbidden)
 	}
 }
 
@@ -92,7 +91,7 @@ func (racingStore) PutIfAbsent(context.Context, s3store.Location, []byte, string
 
 func TestClaimPrefixRetriesARace(t *testing.T) {
 	a := &Activities{Bucket: "memagent", Store: racingStore{activitiestest.NewStore()}}
-	err := a.claimPrefix(context.Background(), "output_prefix", "s3://memagent/out/", claim{WorkflowID: "wf-1"})
+	err := a.claimPrefix(context.Background(), "output_prefix", "s3://memagent/out/a/", claim{WorkflowID: "wf-1"})
 	var appErr *temporal.ApplicationError
 	if err == nil || errors.As(err, &appErr) {
 		t.Errorf("error = %v, want a plain (retryable) error", err)

@@ -1,8 +1,11 @@
 package activities
 
 import (
+	"net/netip"
+
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
@@ -46,6 +49,17 @@ type PageMap = memagent.PageMap
 
 // PageSpan is one page's or section's byte range of the text.
 type PageSpan = memagent.PageSpan
+
+// NotifyPolicy says which hosts and addresses a batch's notify_url may
+// reach (Activities.NotifyPolicy): Hosts, the host names allowed ("*."
+// and a domain for its subdomains; empty: any), and AllowNets, the
+// loopback, link-local or private networks still allowed (none by
+// default). Its zero value allows any host whose addresses are public.
+type NotifyPolicy = notify.Policy
+
+// ParseNotifyNets parses CIDRs ("10.1.0.0/16") or single addresses for
+// NotifyPolicy.AllowNets.
+func ParseNotifyNets(nets []string) ([]netip.Prefix, error) { return notify.ParseNets(nets) }
 
 // ErrNotFound is the error (matched with errors.Is) an ObjectStore returns
 // for a missing bucket or object; the activities turn it into a

@@ -83,7 +83,7 @@ func (a *Activities) writeReview(ctx context.Context, in actwire.WriteReviewInpu
 		return nil, badInput(fmt.Errorf("review document: %w", err))
 	}
 	if !a.derivedDocument(g.Document) {
-		if err := a.allowRead("document", g.Document); err != nil {
+		if err := a.allowInput(ctx, "document", g.Document, reader{}); err != nil {
 			return nil, err
 		}
 	}

@@ -104,11 +104,17 @@ type BatchQAInput struct {
 	// settle in the run that started them; a long document's child does
 	// not hold the window.
 	CarryAfterSeconds int `json:"carry_after_seconds,omitempty" contract:"min=0,max=3600"`
-	// Reuse is passed to every DocumentQA child (DocumentQAInput.Reuse):
-	// "none" has each read its document from the first chunk instead of
-	// starting from a memory checkpoint. Answers reused whole from an
-	// earlier report are not affected.
-	Reuse string `json:"reuse,omitempty" contract:"enum=auto|none"`
+	// Reuse says what the batch may take from earlier readings: an
+	// earlier batch's answer to the same item (kept under answers/ in the
+	// worker's bucket, reused whole), and a memory checkpoint for a child
+	// to start from (DocumentQAInput.Reuse). ReuseAuto (the default) takes
+	// both, except in a rollout group (samples > 1), which takes neither:
+	// every sample reads every chunk in its own run, so that its rollouts
+	// are whole (docs/ROLLOUTS.md). ReuseNone takes neither, whatever the
+	// samples (starter eval run sends it). ReuseAlways takes both, rollout
+	// groups included; a sample that took either lacks the turns it did
+	// not read, and export rollouts reports it. See ReadsWhole.
+	Reuse string `json:"reuse,omitempty" contract:"enum=auto|none|always"`
 	// Priority orders this run's tasks on a shared task queue that is
 	// backed up: 1 highest … 5 lowest; 0 means the priority the run was
 	// started with, else 4. Its children and their activities carry it.
@@ -149,14 +155,20 @@ type BatchQAInput struct {
 	// CompareWithPrevious ("previous", with dated_report and a
 	// report_prefix): the latest earlier dated report under report_prefix.
 	// A batch started by a Temporal Schedule with dated_report and a
-	// report_prefix compares with the previous one unless this is set. The earlier report is read under the worker's
-	// read prefixes, like a manifest; none there means every item is new.
+	// report_prefix compares with the previous one unless this is set.
+	// The earlier report is read under the worker's read prefixes, like a
+	// manifest, and never under a prefix another workflow claimed (a batch
+	// a schedule started reads its schedule's earlier reports); none there
+	// means every item is new.
 	CompareWith string `json:"compare_with,omitempty" contract:"maxlen=1024"`
 	// NotifyURL, an http or https URL, gets a POST of a
 	// ChangeNotification (JSON) once the report is written, retried for
 	// up to an hour; a batch whose notification never succeeds still
-	// completes, with notify "failed" in its result. The URL may hold a
-	// token: only its scheme and host are ever logged or shown.
+	// completes, with notify "failed" in its result. The caller learns
+	// whether it was delivered, never what the host answered. The worker
+	// reaches no loopback, link-local or private address its operator did
+	// not allow. The URL may hold a token: only its scheme and host are
+	// ever logged or shown.
 	NotifyURL string `json:"notify_url,omitempty" contract:"maxlen=2048"`
 }
 
@@ -190,8 +202,8 @@ type BatchQAResult struct {
 	// Changes compares the report with the previous one (compare_with, or
 	// a scheduled dated batch); absent when the batch compared with none.
 	Changes *ChangeSummary `json:"changes,omitempty"`
-	// Notify is NotifySent or NotifyFailed when the input has a
-	// notify_url.
+	// Notify is NotifySent (delivered) or NotifyFailed (not delivered)
+	// when the input has a notify_url.
 	Notify string `json:"notify,omitempty"`
 }
 
@@ -215,6 +227,24 @@ type BatchProgress struct {
 	Run           int    `json:"run"`
 	Usage         Usage  `json:"usage"`
 	ReportPrefix  string `json:"report_prefix,omitempty"`
+}
+
+// ReuseAlways is a BatchQAInput.Reuse that takes earlier answers and
+// memory checkpoints in rollout groups too.
+const ReuseAlways = "always"
+
+// ReadsWhole reports whether every item and sample of the batch reads
+// every chunk in its own DocumentQA run: no earlier answer is reused and
+// no child starts from a memory checkpoint. It is so for reuse "none", and
+// for a rollout group (samples > 1) unless reuse is "always".
+func (in BatchQAInput) ReadsWhole() bool {
+	switch in.Reuse {
+	case ReuseNone:
+		return true
+	case ReuseAlways:
+		return false
+	}
+	return in.Samples > 1
 }
 
 // Validate reports input that can never succeed.

@@ -71,14 +71,43 @@ type DocumentQAResult struct {
 	ContextSources []SourceRef `json:"context_sources,omitempty"`
 	// ChunksReused is how many chunks the run did not read because it
 	// started from a memory checkpoint of an earlier reading of the same
-	// chunks (see DocumentQAInput.Reuse); ReusedFrom names that reading.
-	// Usage counts only the calls this run made.
-	ChunksReused int         `json:"chunks_reused,omitempty"`
-	ReusedFrom   *ReusedFrom `json:"reused_from,omitempty"`
+	// chunks (see DocumentQAInput.Reuse). The evidence, pages and
+	// answer_sources of the reused chunks cite this run's own document or
+	// corpus. Usage counts only the calls this run made.
+	ChunksReused int `json:"chunks_reused,omitempty"`
+	// ReusedFrom names the reading the reused chunks come from only when
+	// it was an earlier run of this workflow (reused_reading "own_run"):
+	// another reading of the same text may be another caller's, whose
+	// workflow id is not this caller's to learn.
+	ReusedFrom *ReusedFrom `json:"reused_from,omitempty"`
+	// ReusedReading says whose reading the reused chunks come from:
+	// "own_run", an earlier run of this workflow, which ReusedFrom names,
+	// or "earlier_reading", an earlier reading of the same text, which
+	// nothing names. Absent when nothing was reused, and on results of
+	// runs from before it.
+	ReusedReading string `json:"reused_reading,omitempty" contract:"enum=own_run|earlier_reading"`
 }
 
-// ReusedFrom names the workflow run whose memory checkpoint a run started
-// from.
+// Values of ReusedReading: whose reading a run's reused chunks come from.
+const (
+	// ReusedOwnRun is an earlier run of the same workflow (its chain),
+	// which ReusedFrom names.
+	ReusedOwnRun = "own_run"
+	// ReusedEarlierReading is an earlier reading of the same text, by any
+	// workflow, which nothing names.
+	ReusedEarlierReading = "earlier_reading"
+)
+
+// ReusedReadingText says ReusedReading in words, for people.
+func ReusedReadingText(reading string, from *ReusedFrom) string {
+	if reading == ReusedOwnRun && from != nil {
+		return fmt.Sprintf("this workflow's earlier run %s", from.RunID)
+	}
+	return "an earlier reading of the same text"
+}
+
+// ReusedFrom names the run of the reader's own workflow whose memory
+// checkpoint a run started from.
 type ReusedFrom struct {
 	WorkflowID string `json:"workflow_id"`
 	RunID      string `json:"run_id"`
@@ -227,17 +256,30 @@ type Budget struct {
 // must not be below what the run has spent.
 const RaiseBudgetUpdate = "raise-budget"
 
-// BudgetRequestSignal is the signal a paused DocumentQA child of a batch
-// with a budget sends its batch to ask for more of it; its argument is a
-// BudgetRequest. BudgetGrantSignal is the batch's answer to the child: the
-// child's new Budget. Both pass between memagent's own workflows.
+// BudgetRequestUpdate is the Update through which a batch's DocumentQA
+// child that has spent its grant asks its batch for more (the activity
+// memagent.RequestBatchBudget sends it, to the batch's own chain of runs);
+// its argument is a BudgetRequest, its reply the child's grant. The batch
+// reads the child's usage from the child run it started, never from the
+// request, and answers only its own running children: a request from
+// anyone else can neither raise a budget nor move one.
+const BudgetRequestUpdate = "memagent.request-budget"
+
+// BudgetRequestSignal and BudgetGrantSignal pass between memagent's own
+// workflows and change nothing by their content. A batch takes
+// BudgetRequestSignal (sent by children of workers from before
+// BudgetRequestUpdate) as a wake-up: it reads the child's usage itself. A
+// batch sends BudgetGrantSignal to a child that waited once it has granted
+// it more; the child then asks again (BudgetRequestUpdate) and takes the
+// grant from the reply, never from the signal (its argument, the grant, is
+// for children of older workers).
 const (
 	BudgetRequestSignal = "memagent.budget-request"
 	BudgetGrantSignal   = "memagent.budget-grant"
 )
 
 // BudgetRequest is a batch child's request for more budget: its workflow id
-// and what it has spent.
+// and what it says it has spent (the batch reads the figure itself).
 type BudgetRequest struct {
 	WorkflowID string `json:"workflow_id"`
 	Usage      Usage  `json:"usage"`

@@ -21,4 +21,9 @@ const (
 	// ErrOverBudget is a run whose budget cannot cover even what it must
 	// send (its document's tokens): raise the budget.
 	ErrOverBudget = "memagent.OverBudget"
+	// ErrChildReplaced is a batch item whose DocumentQA run a caller
+	// outside the batch ended, or ended and replaced with a workflow of
+	// its own under the same id: the item fails, and nothing of the other
+	// workflow's outcome is taken.
+	ErrChildReplaced = "memagent.ChildReplaced"
 )

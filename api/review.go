@@ -350,10 +350,16 @@ type ReviewRow struct {
 	// (those the memory had forgotten since, first).
 	EvidenceDropped int `json:"evidence_dropped,omitempty"`
 	// ChunksRead is how many chunks the question's memory read, of them
-	// ChunksReused from a checkpoint of an earlier reading (ReusedFrom).
-	ChunksRead   int         `json:"chunks_read"`
-	ChunksReused int         `json:"chunks_reused,omitempty"`
-	ReusedFrom   *ReusedFrom `json:"reused_from,omitempty"`
+	// ChunksReused from a checkpoint of an earlier reading.
+	ChunksRead   int `json:"chunks_read"`
+	ChunksReused int `json:"chunks_reused,omitempty"`
+	// ReusedFrom names that reading only when it was an earlier run of
+	// this review (reused_reading "own_run"), as DocumentQAResult's does.
+	ReusedFrom *ReusedFrom `json:"reused_from,omitempty"`
+	// ReusedReading is DocumentQAResult's: "own_run" or
+	// "earlier_reading", an earlier reading of the same text that nothing
+	// names.
+	ReusedReading string `json:"reused_reading,omitempty" contract:"enum=own_run|earlier_reading"`
 	// AnswerSources cites, for a corpus, the documents and pages that hold
 	// the answer, as DocumentQA's result does.
 	AnswerSources []SourceRef `json:"answer_sources,omitempty"`

@@ -424,6 +424,19 @@ func TestRenderAllFeatures(t *testing.T) {
 		}
 	})
 
+	t.Run("claims and notifications", func(t *testing.T) {
+		we := workerEnv(t, objs)
+		cfg, err := config.FromEnv(func(k string) (string, bool) {
+			v, ok := we[k]
+			return v, ok && (strings.HasPrefix(k, "MEMAGENT_CLAIM_") || strings.HasPrefix(k, "MEMAGENT_NOTIFY_"))
+		})
+		if err != nil || !slices.Equal(cfg.ClaimRoots, []string{"s3://memagent-prod/outputs/"}) || cfg.ClaimDepth != 1 ||
+			!slices.Equal(cfg.NotifyHosts, []string{"hooks.example.com", "*.corp.example"}) || !slices.Equal(cfg.NotifyAllowNets, []string{"10.20.0.0/16"}) {
+			t.Errorf("claim roots %q, depth %d, notify hosts %q, nets %q (%v): want s3.claimRoots, s3.claimDepth, notify.hosts and notify.allowNets",
+				cfg.ClaimRoots, cfg.ClaimDepth, cfg.NotifyHosts, cfg.NotifyAllowNets, err)
+		}
+	})
+
 	t.Run("KEDA temporal scaler", func(t *testing.T) {
 		if r := dig(dep, "spec", "replicas"); r != nil {
 			t.Errorf("Deployment sets replicas %v under KEDA; KEDA owns them", r)

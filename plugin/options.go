@@ -14,6 +14,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/notify"
 )
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout
@@ -49,6 +50,21 @@ type Options struct {
 	// means any bucket the credentials reach. Anything else fails as
 	// memagent.Forbidden before any model call.
 	ReadPrefixes, WritePrefixes []string
+	// ClaimRoots are the s3:// prefixes under which a run's output_prefix
+	// or report_prefix may be claimed (MEMAGENT_CLAIM_ROOTS); empty means
+	// WritePrefixes. ClaimDepth is how many folders below its root a
+	// claimed prefix must be, at least (MEMAGENT_CLAIM_DEPTH); 0 means
+	// activities.DefaultClaimDepth (2), so that no run takes a folder at
+	// the bucket's root. A claim is refused while anything lies under it.
+	ClaimRoots []string
+	ClaimDepth int
+	// NotifyHosts are the host names a batch's notify_url may name
+	// (MEMAGENT_NOTIFY_HOSTS): "hooks.example.com", or "*.example.com" for
+	// its subdomains; empty means any host. NotifyAllowNets are networks
+	// (CIDRs) among the loopback, link-local and private ones, which are
+	// otherwise never notified, that may be (MEMAGENT_NOTIFY_ALLOW_NETS);
+	// the check is on the address dialled.
+	NotifyHosts, NotifyAllowNets []string
 
 	// S3Client, when set, is the S3 client the activities use, as it is:
 	// the S3 fields below (endpoint, region, keys, addressing) and
@@ -204,6 +220,10 @@ func OptionsFromConfig(cfg config.Config) Options {
 		CreateBucket:       cfg.CreateBucket,
 		ReadPrefixes:       cfg.ReadPrefixes,
 		WritePrefixes:      cfg.WritePrefixes,
+		ClaimRoots:         cfg.ClaimRoots,
+		ClaimDepth:         cfg.ClaimDepth,
+		NotifyHosts:        cfg.NotifyHosts,
+		NotifyAllowNets:    cfg.NotifyAllowNets,
 		S3Endpoint:         cfg.S3Endpoint,
 		S3Region:           cfg.S3Region,
 		S3AccessKeyID:      cfg.S3AccessKey,
@@ -248,6 +268,10 @@ func (o Options) config() config.Config {
 		CreateBucket:     o.CreateBucket,
 		ReadPrefixes:     o.ReadPrefixes,
 		WritePrefixes:    o.WritePrefixes,
+		ClaimRoots:       o.ClaimRoots,
+		ClaimDepth:       o.ClaimDepth,
+		NotifyHosts:      o.NotifyHosts,
+		NotifyAllowNets:  o.NotifyAllowNets,
 		S3Endpoint:       o.S3Endpoint,
 		S3Region:         o.S3Region,
 		S3AccessKey:      o.S3AccessKeyID,
@@ -297,10 +321,19 @@ func (o Options) validate() error {
 	if o.Bucket == "" {
 		errs = append(errs, errors.New("Bucket is empty: set Options.Bucket (MEMAGENT_BUCKET)"))
 	}
-	for _, p := range append(append([]string(nil), o.ReadPrefixes...), o.WritePrefixes...) {
+	for _, p := range append(append(append([]string(nil), o.ReadPrefixes...), o.WritePrefixes...), o.ClaimRoots...) {
 		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
-			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (Options.ReadPrefixes, Options.WritePrefixes)", p))
+			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (Options.ReadPrefixes, Options.WritePrefixes, Options.ClaimRoots)", p))
 		}
+	}
+	if o.ClaimDepth < 0 {
+		errs = append(errs, errors.New("ClaimDepth must not be negative: 0 means the default, 2 (Options.ClaimDepth, MEMAGENT_CLAIM_DEPTH)"))
+	}
+	if _, err := notify.ParseNets(o.NotifyAllowNets); err != nil {
+		errs = append(errs, fmt.Errorf("%w (Options.NotifyAllowNets, MEMAGENT_NOTIFY_ALLOW_NETS)", err))
+	}
+	if err := notify.CheckHosts(o.NotifyHosts); err != nil {
+		errs = append(errs, fmt.Errorf("%w (Options.NotifyHosts, MEMAGENT_NOTIFY_HOSTS)", err))
 	}
 	if o.S3Client == nil && o.S3Endpoint != "" {
 		if u, err := url.Parse(o.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

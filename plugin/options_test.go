@@ -31,6 +31,8 @@ var workerEnv = map[string]string{
 	"AWS_DEFAULT_REGION": "ignored", "AWS_ACCESS_KEY_ID": "ak", "AWS_PROFILE": "p",
 	"MEMAGENT_BUCKET": "b", "MEMAGENT_CREATE_BUCKET": "true", "MEMAGENT_READ_PREFIXES": "s3://docs/,s3://b/",
 	"MEMAGENT_WRITE_PREFIXES": "s3://out/", "MEMAGENT_S3_PATH_STYLE": "false",
+	"MEMAGENT_CLAIM_ROOTS": "s3://out/teams/", "MEMAGENT_CLAIM_DEPTH": "1",
+	"MEMAGENT_NOTIFY_HOSTS": "hooks.example,*.corp.example", "MEMAGENT_NOTIFY_ALLOW_NETS": "10.1.0.0/16",
 	"OPENAI_BASE_URL": "http://ignored-with-azure/v1", "OPENAI_API_KEY": "ignored-with-azure",
 	"MEMAGENT_MODEL_API": "azure", "AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com", "AZURE_OPENAI_API_KEY": "azk",
 	"OPENAI_API_VERSION": "2025-04-01-preview", "MEMAGENT_MODEL": "prod", "MEMAGENT_MODEL_FAMILY": "gpt-4o",

@@ -14,7 +14,12 @@
 // sample's result.json and chunk traces, and the documents' chunk bytes)
 // and rebuilds each prompt from the prompt templates, the question, the
 // memory before the turn and the chunk, then proves it equal to the prompt
-// sent with the digest the worker stored beside the turn. It must never
+// sent with the digest the worker stored beside the turn. A sample's
+// turns are found through its own result (result_uri, then the
+// trace_prefix it names), never by where a batch keeps its answers. A
+// sample whose turns were not all taken in its own run (a reused answer,
+// a run started from a memory checkpoint, a trace gone) is left out and
+// listed, never an error: the export of the others goes on. It must never
 // start a run, call a model or write to S3: the one output is the writer
 // it is given.
 package rollout

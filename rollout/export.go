@@ -122,6 +122,28 @@ type Stats struct {
 	Unscored int `json:"unscored"`
 	// Unverified counts turns whose prompt had no stored digest.
 	Unverified int `json:"unverified"`
+	// Incomplete are the answered samples left out because the batch's
+	// run of them does not hold every turn, in results order; the other
+	// samples of their groups are exported.
+	Incomplete []Incomplete `json:"incomplete,omitempty"`
+}
+
+// Incomplete is an answered sample that the export left out because the
+// batch did not take all its turns in the sample's own run: its answer
+// was reused from an earlier reading, its run started from a memory
+// checkpoint of another run, or traces the run wrote are gone.
+type Incomplete struct {
+	Group  string `json:"group"`
+	Seq    int    `json:"seq"`
+	Sample int    `json:"sample"`
+	// WorkflowID is the run the batch's outcome names.
+	WorkflowID string `json:"workflow_id"`
+	// Turns is the sample's turn count (chunks + 1), Missing how many of
+	// them the export could not take from the sample's own run.
+	Turns   int `json:"turns"`
+	Missing int `json:"missing"`
+	// Reason says why, in a sentence.
+	Reason string `json:"reason"`
 }
 
 // ReadReport reads a batch's report.json (BatchQAResult.ReportURI).
@@ -139,7 +161,11 @@ func ReadReport(ctx context.Context, store Store, reportURI string) (*api.BatchR
 
 // Export writes the rollouts of the batch whose report.json is at
 // reportURI to w, as JSON Lines of Record in the order of results.jsonl
-// (item, then sample), then each sample's turns in order.
+// (item, then sample), then each sample's turns in order. A sample whose
+// turns are not all in its own run is left out and listed in
+// Stats.Incomplete, never an error: the export of the others goes on.
+// Each sample's turns are found through its own result (result_uri, then
+// the trace_prefix it names), wherever the run wrote them.
 func Export(ctx context.Context, store Store, reportURI string, opts Options, w io.Writer) (Stats, error) {
 	var st Stats
 	metric, err := rewardMetric(opts.Reward)
@@ -174,9 +200,13 @@ func Export(ctx context.Context, store Store, reportURI string, opts Options, w 
 			st.Unscored++
 			continue
 		}
-		recs, err := sampleTurns(ctx, store, r, metric, opts.Templates)
+		recs, inc, err := sampleTurns(ctx, store, r, metric, opts.Templates)
 		if err != nil {
 			return st, fmt.Errorf("item %d sample %d: %w", r.Seq, r.Sample, err)
+		}
+		if inc != nil {
+			st.Incomplete = append(st.Incomplete, *inc)
+			continue
 		}
 		for _, rec := range recs {
 			if err := enc.Encode(rec); err != nil {
@@ -228,23 +258,46 @@ func SampleReward(answer string, golds []string, metric string) float64 {
 }
 
 // sampleTurns rebuilds the turns of one answered sample from its
-// result.json and chunk traces.
-func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric string, tmpl activities.Templates) ([]Record, error) {
-	data, err := readURI(ctx, store, r.ResultURI)
-	if err != nil {
-		return nil, fmt.Errorf("read result: %w", err)
-	}
-	var res activities.StoredResult
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("decode result %s: %w", r.ResultURI, err)
-	}
-	opts := res.Options.WithDefaults()
-	reward := SampleReward(r.Answer, r.GoldAnswers, metric)
-	turns := res.Chunks + 1
+// result.json and chunk traces. A sample whose turns are not all in its
+// own run comes back as an Incomplete instead; an error is one that no
+// sample would escape (a store that fails, other templates than the
+// worker's).
+func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric string, tmpl activities.Templates) ([]Record, *Incomplete, error) {
 	group := r.ID
 	if group == "" {
 		group = strconv.Itoa(r.Seq)
 	}
+	incomplete := func(turns, missing int, reason string, args ...any) *Incomplete {
+		return &Incomplete{Group: group, Seq: r.Seq, Sample: r.Sample, WorkflowID: r.WorkflowID,
+			Turns: turns, Missing: missing, Reason: fmt.Sprintf(reason, args...)}
+	}
+	if r.Status == api.ItemReused {
+		// The answer is an earlier reading's, kept under answers/: none of
+		// its turns were taken by this batch, whatever that reading holds.
+		return nil, incomplete(r.Chunks+1, r.Chunks+1, "its answer was reused from %s, an earlier reading: none of its turns were taken in this batch", r.WorkflowID), nil
+	}
+	data, err := readURI(ctx, store, r.ResultURI)
+	if errors.Is(err, activities.ErrNotFound) {
+		return nil, incomplete(r.Chunks+1, r.Chunks+1, "its result %s does not exist", r.ResultURI), nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read result: %w", err)
+	}
+	var res activities.StoredResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, nil, fmt.Errorf("decode result %s: %w", r.ResultURI, err)
+	}
+	turns := res.Chunks + 1
+	if res.ChunksReused > 0 {
+		from := "an earlier reading"
+		if res.ReusedFrom != nil {
+			from = res.ReusedFrom.WorkflowID
+		}
+		return nil, incomplete(turns, res.ChunksReused, "its run started from the memory checkpoint of %s after %d of %d chunks: those memory updates were made there, not in this batch",
+			from, res.ChunksReused, res.Chunks), nil
+	}
+	opts := res.Options.WithDefaults()
+	reward := SampleReward(r.Answer, r.GoldAnswers, metric)
 	base := Record{
 		Group: group, Seq: r.Seq, Sample: r.Sample, Turns: turns,
 		Reward: reward / float64(turns), SampleReward: reward, RewardMetric: metric,
@@ -252,26 +305,38 @@ func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric
 	}
 	docLoc, err := activities.ParseURI(res.Document)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]Record, 0, turns)
 	memory := memagent.InitialMemory
+	// Every trace is looked at, so that an incomplete sample says how many
+	// turns it lacks; nothing is rebuilt once one is missing.
+	gone, unkept := 0, 0
 	for i := range res.Chunks {
 		tr, err := readTrace(ctx, store, res.TracePrefix, i)
-		if err != nil {
-			return nil, err
-		}
-		if tr.Kept == nil {
-			return nil, fmt.Errorf("trace of chunk %d keeps no completion: the run predates kept completions, so its responses are unknown", i)
+		switch {
+		case errors.Is(err, activities.ErrNotFound):
+			gone++
+			continue
+		case err != nil:
+			return nil, nil, err
+		case tr.Kept == nil:
+			unkept++
+			continue
+		case gone > 0 || unkept > 0:
+			continue
 		}
 		text, err := store.ReadRange(ctx, docLoc, tr.Start, tr.End, "")
+		if errors.Is(err, activities.ErrNotFound) {
+			return nil, incomplete(turns, turns, "its document %s no longer exists, so its prompts cannot be rebuilt", res.Document), nil
+		}
 		if err != nil {
-			return nil, fmt.Errorf("read chunk %d of %s: %w", i, res.Document, err)
+			return nil, nil, fmt.Errorf("read chunk %d of %s: %w", i, res.Document, err)
 		}
 		prompt := tmpl.RenderUpdate(res.Question, memory, string(text))
 		verified, err := verify(prompt, tr.PromptSHA256, fmt.Sprintf("chunk %d", i))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rec := base
 		rec.Turn, rec.Kind, rec.LossMask = i, "update", MaskUpdate
@@ -285,16 +350,21 @@ func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric
 		out = append(out, rec)
 		memory = tr.MemoryAfter
 	}
-	if memory != res.FinalMemory {
-		return nil, errors.New("the last chunk's memory is not the memory the answer was asked from: the traces are of another run")
-	}
 	if res.Kept == nil {
-		return nil, errors.New("result keeps no final completion: the run predates kept completions")
+		unkept++
+	}
+	switch {
+	case gone > 0:
+		return nil, incomplete(turns, gone+unkept, "%d of its %d chunk traces are not under %s", gone, res.Chunks, res.TracePrefix), nil
+	case unkept > 0:
+		return nil, incomplete(turns, unkept, "its run predates kept completions: the responses of %d turns are unknown", unkept), nil
+	case memory != res.FinalMemory:
+		return nil, incomplete(turns, turns, "its traces are of another run: the last chunk's memory is not the memory its answer was asked from"), nil
 	}
 	prompt := tmpl.RenderFinal(res.Question, res.FinalMemory)
 	verified, err := verify(prompt, res.PromptSHA256, "final answer")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rec := base
 	rec.Turn, rec.Kind, rec.LossMask = res.Chunks, "final", MaskFinal
@@ -304,7 +374,7 @@ func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric
 	rec.Model = res.Kept.Model
 	rec.Sampling = Sampling{Temperature: *opts.Temperature, TopP: *opts.TopP, MaxTokens: opts.AnswerMaxTokens}
 	rec.PromptVerified = verified
-	return append(out, rec), nil
+	return append(out, rec), nil, nil
 }
 
 // verify compares a rebuilt prompt with the digest stored when it was

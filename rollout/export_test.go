@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -179,5 +180,111 @@ func TestSampleReward(t *testing.T) {
 				t.Errorf("SampleReward(%q, %q, %s) = %v, want %v", tc.answer, tc.golds, tc.metric, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestExportLeavesOutIncompleteSamples: samples whose turns are not all in
+// their own run (a reused answer, a run started from another run's
+// checkpoint, a trace gone) are left out and listed, the others exported,
+// and the export does not fail. The checkpoint's sample points at traces
+// that do exist (another run's, under the same prefix, as runs sharing an
+// answers/ prefix leave them): they are not taken for its own.
+func TestExportLeavesOutIncompleteSamples(t *testing.T) {
+	store := activitiestest.NewStore()
+	model := &activitiestest.Model{Respond: func(req activities.ModelRequest) (string, error) {
+		if req.Kind == "final" {
+			return `\boxed{Paris}`, nil
+		}
+		return "memory", nil
+	}}
+	a := &activities.Activities{Store: store, Model: model, DefaultModel: "fake", Bucket: "memagent",
+		Templates:  activities.DefaultTemplates(),
+		Tokenizers: func(string) (activities.Tokenizer, error) { return activitiestest.WordTokenizer{}, nil }}
+	doc := "s3://memagent/docs/a.txt"
+	put(t, store, doc, []byte(activitiestest.LineDoc(12)))
+	opts := api.ModelOptions{ChunkTokens: 64}
+	res := answered(t, a, doc, "What is the capital?", "s3://memagent/answers/a/", opts)
+	turns := res.Chunks + 1
+
+	// copyRun writes run a's result under prefix with edit applied, and
+	// its traces but those of the chunks in drop.
+	copyRun := func(prefix string, edit func(*activities.StoredResult), drop ...int) string {
+		loc, _ := activities.ParseURI(res.ResultURI)
+		var stored activities.StoredResult
+		if err := json.Unmarshal(store.Object(loc), &stored); err != nil {
+			t.Fatal(err)
+		}
+		stored.TracePrefix = prefix + "chunks/"
+		edit(&stored)
+		data, _ := json.Marshal(stored)
+		put(t, store, prefix+"result.json", data)
+		for i := range res.Chunks {
+			if !slices.Contains(drop, i) {
+				from, _ := activities.ParseURI(fmt.Sprintf("%s%06d.json", res.TracePrefix, i))
+				put(t, store, fmt.Sprintf("%schunks/%06d.json", prefix, i), store.Object(from))
+			}
+		}
+		return prefix + "result.json"
+	}
+	fromCheckpoint := copyRun("s3://memagent/answers/b/", func(r *activities.StoredResult) {
+		r.ChunksReused, r.ReusedFrom = 2, &api.ReusedFrom{WorkflowID: "memagent-qa-earlier", RunID: "r0", Chunk: 2}
+	})
+	traceGone := copyRun("s3://memagent/answers/c/", func(*activities.StoredResult) {}, 1)
+
+	gold := []string{"Paris"}
+	lines := []api.BatchItemResult{
+		{Seq: 0, Sample: 0, ID: "x", Status: api.ItemAnswered, WorkflowID: "b/0", ResultURI: res.ResultURI, Chunks: res.Chunks},
+		{Seq: 0, Sample: 1, ID: "x", Status: api.ItemAnswered, WorkflowID: "b/0.s1", ResultURI: fromCheckpoint, Chunks: res.Chunks},
+		{Seq: 1, Sample: 0, ID: "y", Status: api.ItemReused, WorkflowID: "earlier/1", ResultURI: res.ResultURI, Chunks: res.Chunks},
+		{Seq: 1, Sample: 1, ID: "y", Status: api.ItemAnswered, WorkflowID: "b/1.s1", ResultURI: traceGone, Chunks: res.Chunks},
+		{Seq: 2, Sample: 0, Status: api.ItemAnswered, WorkflowID: "b/2", ResultURI: res.ResultURI, Chunks: res.Chunks},
+	}
+	var results bytes.Buffer
+	for _, l := range lines {
+		l.Answer, l.GoldAnswers = res.Answer, gold
+		b, _ := json.Marshal(l)
+		results.Write(append(b, '\n'))
+	}
+	put(t, store, "s3://memagent/batches/b/results.jsonl", results.Bytes())
+	rep, _ := json.Marshal(api.BatchReport{ResultsURI: "s3://memagent/batches/b/results.jsonl"})
+	put(t, store, "s3://memagent/batches/b/report.json", rep)
+
+	var out bytes.Buffer
+	st, err := rollout.Export(context.Background(), store, "s3://memagent/batches/b/report.json", rollout.Options{}, &out)
+	if err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	if st.Samples != 2 || st.Groups != 2 || st.Turns != 2*turns {
+		t.Errorf("stats %+v, want 2 samples (items 0 and 2) of %d turns", st, turns)
+	}
+	want := []struct {
+		seq, sample, missing int
+		group, reason        string
+	}{
+		{0, 1, 2, "x", "checkpoint of memagent-qa-earlier after 2 of"},
+		{1, 0, turns, "y", "reused from earlier/1"},
+		{1, 1, 1, "y", fmt.Sprintf("1 of its %d chunk traces are not under s3://memagent/answers/c/chunks/", res.Chunks)},
+	}
+	if len(st.Incomplete) != len(want) {
+		t.Fatalf("incomplete %+v, want %d samples", st.Incomplete, len(want))
+	}
+	for i, w := range want {
+		got := st.Incomplete[i]
+		if got.Seq != w.seq || got.Sample != w.sample || got.Group != w.group || got.Missing != w.missing || got.Turns != turns ||
+			got.WorkflowID != lines[i+1].WorkflowID || !strings.Contains(got.Reason, w.reason) {
+			t.Errorf("incomplete[%d] = %+v, want item %d sample %d (%s), %d of %d turns missing, a reason with %q",
+				i, got, w.seq, w.sample, w.group, w.missing, turns, w.reason)
+		}
+	}
+	groups := map[string]int{}
+	for _, line := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte{'\n'}) {
+		var rec rollout.Record
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		groups[rec.Group]++
+	}
+	if groups["x"] != turns || groups["2"] != turns || len(groups) != 2 {
+		t.Errorf("records by group %v, want %d each of x and 2", groups, turns)
 	}
 }

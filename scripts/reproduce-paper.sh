@@ -99,10 +99,12 @@ grep '^  Model:' "$OUT/worker.log" || true
 
 echo "--- run (templates: $template_note)"
 name="paper-ruler-hqa-$SAMPLES-seed$SEED"
+# --reuse auto: the stack under $OUT is this script's own, so a rerun goes on
+# where an interrupted one stopped (delete $OUT/stack to measure afresh).
 "$OUT/bin/starter" eval run --protocol paper --set "$set_file" --name "$name" --tokenizer "$TOKENIZER" \
-  --chunk-tokens "$CHUNK_TOKENS" --concurrency "$CONCURRENCY" | tee "$OUT/paper.txt"
+  --chunk-tokens "$CHUNK_TOKENS" --concurrency "$CONCURRENCY" --reuse auto | tee "$OUT/paper.txt"
 # The same batch again reuses every answer: this only writes the JSON.
 "$OUT/bin/starter" eval run --protocol paper --set "$set_file" --name "$name" --tokenizer "$TOKENIZER" \
-  --chunk-tokens "$CHUNK_TOKENS" --concurrency "$CONCURRENCY" --json >"$OUT/paper.json"
+  --chunk-tokens "$CHUNK_TOKENS" --concurrency "$CONCURRENCY" --reuse auto --json >"$OUT/paper.json"
 echo "templates: $template_note" | tee -a "$OUT/paper.txt"
 echo "--- done: $OUT/paper.txt, $OUT/paper.json"

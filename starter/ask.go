@@ -649,11 +649,12 @@ func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJS
 			Evidence    []api.ReviewEvidence `json:"evidence,omitempty"`
 			Reused      int                  `json:"chunks_reused,omitempty"`
 			ReusedFrom  *api.ReusedFrom      `json:"reused_from,omitempty"`
+			Reading     string               `json:"reused_reading,omitempty"`
 			Context     string               `json:"context_pages,omitempty"`
 			ContextSrc  []api.SourceRef      `json:"context_sources,omitempty"`
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
 			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages, res.Grounding,
-			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom, res.ContextPages, res.ContextSources}
+			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom, res.ReusedReading, res.ContextPages, res.ContextSources}
 		return printJSON(w, out)
 	}
 	fmt.Fprintf(w, "Answer:   %s\n", answerText(res.Answer, res.AnswerFound))
@@ -677,8 +678,8 @@ func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJS
 	} else {
 		fmt.Fprintf(w, "Document: %s (%d chunks, %d tokens, %d bytes)\n", res.Document, res.Chunks, res.Tokens, res.Bytes)
 	}
-	if res.ChunksReused > 0 && res.ReusedFrom != nil {
-		fmt.Fprintf(w, "Reused:   %d of %d chunks from the memory checkpoint of %s (run %s); --reuse none reads them again\n", res.ChunksReused, res.Chunks, res.ReusedFrom.WorkflowID, res.ReusedFrom.RunID)
+	if res.ChunksReused > 0 {
+		fmt.Fprintf(w, "Reused:   %d of %d chunks from %s; --reuse none reads them again\n", res.ChunksReused, res.Chunks, api.ReusedReadingText(res.ReusedReading, res.ReusedFrom))
 	}
 	fmt.Fprintf(w, "Model:    %s, %d calls, %d prompt + %d completion tokens\n", res.Model, res.Usage.Calls, res.Usage.PromptTokens, res.Usage.CompletionTokens)
 	fmt.Fprintf(w, "Workflow: %s (%d run(s))\n", res.WorkflowID, res.Runs)

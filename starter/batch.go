@@ -238,7 +238,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	prefix := fs.String("report-prefix", "", "s3:// prefix of the report; default s3://<bucket>/batches/<workflow id>/")
 	dated := fs.Bool("dated", false, "put the report under a folder named after the batch's UTC start time")
 	chunk := fs.Int("chunk-tokens", 0, "tokens per chunk (0: the default, 5000)")
-	reuse := fs.String("reuse", api.ReuseAuto, `"auto": each item starts from the deepest memory checkpoint of an earlier reading of its chunks; "none": each reads from the first chunk`)
+	reuse := fs.String("reuse", api.ReuseAuto, `"auto": an item answered before is reused, and each other item starts from the deepest memory checkpoint of an earlier reading of its chunks, except with --samples above 1, where every sample reads every chunk in its own run; "none": nothing is reused, every item reads every chunk; "always": as auto, --samples too (their rollouts then lack the turns they did not read)`)
 	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", api.MaxSamples))
 	temperature := fs.Float64("temperature", -1, "sampling temperature within [0, 2] (default the options' default, 0.7)")
 	htmlOut := fs.String("html", "", "also save the report's HTML page to this local `file`, with the files it links in file_files/ beside it so that it works offline")
@@ -347,6 +347,13 @@ type itemsFailed struct {
 func (e *itemsFailed) Error() string {
 	return fmt.Sprintf("%d of %d items failed: see the report (%s)", e.failed, e.of, e.report)
 }
+
+func (*itemsFailed) resultPrinted() {}
+
+// resultPrinted is an error of a command that printed its result first
+// (a batch with failed items, an export that left samples out): --json
+// prints no failure object after it.
+type resultPrinted interface{ resultPrinted() }
 
 func orName(name, id string) string {
 	if name != "" {

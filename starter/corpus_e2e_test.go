@@ -29,6 +29,7 @@ type corpusJSON struct {
 	Evidence      []api.ReviewEvidence `json:"evidence"`
 	ChunksReused  int                  `json:"chunks_reused"`
 	ReusedFrom    *api.ReusedFrom      `json:"reused_from"`
+	ReusedReading string               `json:"reused_reading"`
 	Chunks        int                  `json:"chunks"`
 	Usage         api.Usage            `json:"usage"`
 }
@@ -213,11 +214,13 @@ func TestCorpusReuseEqualsFreshReading(t *testing.T) {
 		t.Helper()
 		resumed, calls := askCorpus(t, sim, docs)
 		fresh, freshCalls := askCorpus(t, sim, docs, "--reuse", "none", "--fresh")
-		t.Logf("%s: %d chunks, %d reused (from %+v), %d calls; fresh: %d calls", name, resumed.Chunks, resumed.ChunksReused, resumed.ReusedFrom, calls, freshCalls)
+		t.Logf("%s: %d chunks, %d reused (from %s), %d calls; fresh: %d calls", name, resumed.Chunks, resumed.ChunksReused, resumed.ReusedReading, calls, freshCalls)
 		newChunks := resumed.Chunks - resumed.ChunksReused
 		switch {
-		case resumed.ChunksReused == 0 || resumed.ReusedFrom == nil:
-			t.Errorf("%s: nothing reused", name)
+		case resumed.ChunksReused == 0 || resumed.ReusedReading != api.ReusedEarlierReading:
+			t.Errorf("%s: %d chunks reused from %q, want some from %q", name, resumed.ChunksReused, resumed.ReusedReading, api.ReusedEarlierReading)
+		case resumed.ReusedFrom != nil:
+			t.Errorf("%s: the result names the earlier reading %+v, another workflow", name, resumed.ReusedFrom)
 		case calls > newChunks+2 || calls != resumed.Usage.Calls:
 			t.Errorf("%s: %d calls (usage says %d) for %d new chunks, want at most %d", name, calls, resumed.Usage.Calls, newChunks, newChunks+2)
 		case fresh.ChunksReused != 0 || freshCalls != fresh.Chunks+1:
@@ -283,9 +286,12 @@ func TestReviewCorpusThenAsk(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.ChunksReused != res.Chunks || res.Usage.Calls != 1 || res.ReusedFrom == nil || res.ReusedFrom.WorkflowID != grid.WorkflowID {
-		t.Errorf("ask after the review: %d of %d chunks reused from %+v with %d calls; want all, from %s, 1 call",
-			res.ChunksReused, res.Chunks, res.ReusedFrom, res.Usage.Calls, grid.WorkflowID)
+	if res.ChunksReused != res.Chunks || res.Usage.Calls != 1 || res.ReusedFrom != nil || res.ReusedReading != api.ReusedEarlierReading {
+		t.Errorf("ask after the review: %d of %d chunks reused from %+v (%q) with %d calls; want all, from an earlier reading not named, 1 call",
+			res.ChunksReused, res.Chunks, res.ReusedFrom, res.ReusedReading, res.Usage.Calls)
+	}
+	if strings.Contains(out, grid.WorkflowID) {
+		t.Errorf("ask after the review names the review's workflow %s", grid.WorkflowID)
 	}
 	if res.Answer != row.Answer || api.CiteSources(res.AnswerSources) != "agreement.pdf p. 12" {
 		t.Errorf("ask after the review: %q cited %q", res.Answer, api.CiteSources(res.AnswerSources))

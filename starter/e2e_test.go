@@ -79,6 +79,8 @@ func stack(t *testing.T) *devenv.Env {
 		"OPENAI_BASE_URL":       dev.SimulatorURL,
 		"MEMAGENT_TASK_QUEUE":   "e2e-" + strings.ReplaceAll(t.Name(), "/", "-"),
 		"MEMAGENT_LOG_LEVEL":    "error",
+		// The tests' notify_url receivers are on loopback.
+		"MEMAGENT_NOTIFY_ALLOW_NETS": "127.0.0.0/8,::1/128",
 	} {
 		t.Setenv(k, v)
 	}

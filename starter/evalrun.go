@@ -92,6 +92,7 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 	metric := fs.String("metric", metricAuto, "the score in the table: auto (recall for tasks whose gold answers are all expected — niah_multivalue, niah_multiquery, vt, fwe — as RULER scores them, substring match otherwise), substring (the MemAgent paper's accuracy), exact, f1 or recall")
 	chunkTokens := fs.Int("chunk-tokens", 0, "tokens per chunk (0 = the default, 5000)")
 	tok := fs.String("tokenizer", "", "tokenizer that counts chunk tokens: qwen2.5 (the default, the published MemAgent models'), o200k_base (OpenAI's gpt-4o and newer) or cl100k_base")
+	reuse := fs.String("reuse", api.ReuseNone, `"none": every item reads every chunk in this run, so that the scores are of the model as it answers now; "auto": an item answered before with the same document, question, model and options is reused, and the others start from memory checkpoints of earlier readings`)
 	protocol := fs.String("protocol", protocolDefault, "scoring: default (the --metric table), or paper (as the MemAgent paper's evaluation scripts: the first gold answer only, sub_em, em and f1 by length beside the paper's published RULER-HQA rows)")
 	asJSON := outputFlag(cmd, "print one JSON object (table, result and report URIs) instead of text")
 	return func(args []string) (err error) {
@@ -121,6 +122,9 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		if *chunkTokens < 0 {
 			return fmt.Errorf("--chunk-tokens (%d) must be positive (0 = the default)", *chunkTokens)
 		}
+		if *reuse != api.ReuseNone && *reuse != api.ReuseAuto {
+			return badRequest(fmt.Errorf("--reuse %q: use none (the default: every item read in this run) or auto (earlier answers and memory checkpoints reused)", *reuse))
+		}
 		if *tok != "" {
 			if _, err := tokenizer.New(*tok); err != nil {
 				return fmt.Errorf("--tokenizer: %w", err)
@@ -142,6 +146,7 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 			Name:        *name,
 			Options:     api.ModelOptions{Model: cfg.Model, ChunkTokens: *chunkTokens, Tokenizer: *tok},
 			Concurrency: *concurrency,
+			Reuse:       *reuse,
 		}
 		// Everything but the set is checked before anything connects.
 		in.Manifest = "s3://check/set.json"

@@ -380,6 +380,7 @@ func TestEvalRunChecksInputFirst(t *testing.T) {
 		{[]string{"eval", "run", "--set", "x.json", "--metric", "bleu"}, "--metric"},
 		{[]string{"eval", "run", "--set", "x.json", "--metric", "mixed"}, "use auto, substring, exact, f1 or recall"},
 		{[]string{"eval", "run", "--set", "x.json", "--concurrency", "-2"}, "--concurrency"},
+		{[]string{"eval", "run", "--set", "x.json", "--reuse", "always"}, "--reuse"},
 		{[]string{"eval", "run", "--set", filepath.Join(t.TempDir(), "missing.json")}, "evaluation set"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -396,7 +397,9 @@ func TestEvalRunChecksInputFirst(t *testing.T) {
 // BatchQA on the embedded stack: the table has a column per length, a row
 // per task under its metric (recall for the multi-value task, whose items'
 // recall the worker computed), and every item scored. A second run of the
-// same set reuses every answer and prints the table as text.
+// same set reads every item again (an evaluation reuses nothing unless
+// told) and prints the table as text; a third with --reuse auto reuses
+// every answer.
 func TestEvalRunEndToEnd(t *testing.T) {
 	stack(t)
 	startWorker(t)
@@ -488,9 +491,21 @@ func TestEvalRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second eval run: %v\n%s", err, stderr)
 	}
-	for _, want := range []string{"score by task", "task", "metric", "2K", "4K", "overall", evalgen.TaskNIAHSingle, "recall: ", "Report:   s3://"} {
+	for _, want := range []string{"score by task", "task", "metric", "2K", "4K", "overall", evalgen.TaskNIAHSingle, "recall: ", "Report:   s3://",
+		"eval-tiny-again: 4 items, 4 answered, 0 reused, 0 failed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("eval run printed no %q:\n%s", want, out)
 		}
+	}
+	out, stderr, err = runCLI(t, "eval", "run", "--set", path, "--chunk-tokens", "1024", "--name", "eval-tiny-reused", "--reuse", "auto", "--json")
+	if err != nil {
+		t.Fatalf("eval run --reuse auto: %v\n%s", err, stderr)
+	}
+	res.Result = nil
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("eval run --json printed %q: %v", out, err)
+	}
+	if r := res.Result; r == nil || r.Skipped != 4 || r.Succeeded != 0 {
+		t.Errorf("eval run --reuse auto = %+v, want all 4 answers reused", r)
 	}
 }

@@ -128,6 +128,8 @@ func TestExitCodeTableOnStack(t *testing.T) {
 	doc, _ := writeDoc(t, 3_000)
 	vars := exitFixtures(t, doc)
 	vars["$S3MISSING"] = "s3://" + d.Stack.Bucket + "/exit-codes/no-such-object.txt"
+	vars["$PARTIALBATCH"] = partialBatch(t, doc)
+	vars["$OUT"] = filepath.Join(t.TempDir(), "out.jsonl")
 	vars["$PAUSED"], vars["$CANCELED"], vars["$TERMINATED"] = stoppedRuns(t, doc)
 	for _, c := range readExitCases(t) {
 		if !c.stack {
@@ -174,4 +176,22 @@ func stoppedRuns(t *testing.T, doc string) (paused, canceled, terminated string)
 		t.Fatalf("terminate: %v\n%s%s", err, out, stderr)
 	}
 	return paused, canceled, terminated
+}
+
+// partialBatch asks a question of doc, then runs a batch of one item that
+// asks it again with the default reuse: the item's run starts from the
+// ask's memory checkpoint (or takes an earlier batch's answer), so its
+// rollouts lack turns. It returns the batch's workflow id.
+func partialBatch(t *testing.T, doc string) string {
+	t.Helper()
+	question := "Which turns did the exit-code table's batch skip?"
+	if _, stderr, err := runCLI(t, "ask", "--doc", doc, "--question", question, "--json"); err != nil {
+		t.Fatalf("ask: %v\n%s", err, stderr)
+	}
+	line, _ := json.Marshal(map[string]any{"id": "partial", "document": doc, "question": question, "answers": []string{"none"}})
+	out, _ := runBatchCLI(t, "--manifest", writeManifest(t, string(line)), "--name", "exit-codes-partial", "--json")
+	if out.Result.Succeeded+out.Result.Skipped != 1 {
+		t.Fatalf("batch = %+v, want its item answered", out.Result)
+	}
+	return out.Result.WorkflowID
 }

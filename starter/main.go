@@ -55,8 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if msg := withFlags(err.Error()); msg != err.Error() {
 		err = &flagged{msg: msg, err: err}
 	}
-	var partial *itemsFailed
-	if jsonRequested(args) && !errors.As(err, &partial) {
+	var printed resultPrinted
+	if jsonRequested(args) && !errors.As(err, &printed) {
 		// --json promises one JSON object on stdout, a failure included.
 		_ = printJSON(stdout, failureJSON(err))
 	}

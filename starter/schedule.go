@@ -25,9 +25,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
@@ -459,6 +461,9 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		if err != nil {
 			return err
 		}
+		if err := claimScheduleReports(ctx, store, *cfg, c.ReportPrefix, c.ID); err != nil {
+			return err
+		}
 		manifest, err := uploadManifest(ctx, store, cfg.Bucket, cfg.CreateBucket, c.Manifest)
 		if err != nil {
 			return err
@@ -523,6 +528,26 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		}
 		return nil
 	}
+}
+
+// claimScheduleReports makes the report prefix the schedule's before the
+// schedule exists, as the worker checks claims (the same code, with this
+// configuration's bucket, write prefixes and claim roots): from then on no
+// workflow claims it, a dated prefix in it or a folder above it, and only
+// the runs the schedule starts write and compare there. A prefix the
+// schedule holds already (a schedule created again) is fine.
+func claimScheduleReports(ctx context.Context, store *s3store.Store, cfg config.Config, prefix, id string) error {
+	acts := &activities.Activities{Store: store, Bucket: cfg.Bucket, WritePrefixes: cfg.WritePrefixes,
+		ClaimRoots: cfg.ClaimRoots, ClaimDepth: cfg.ClaimDepth}
+	err := acts.ClaimScheduleReports(ctx, prefix, id)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && callersToFix[appErr.Type()] {
+		return badRequest(fmt.Errorf("--report-prefix: %s", strings.ReplaceAll(appErr.Message(), "leave report_prefix unset", "leave --report-prefix out")))
+	}
+	if err != nil {
+		return fmt.Errorf("claim the report prefix %s: %w", prefix, err)
+	}
+	return nil
 }
 
 func scheduleExists(id string) error {

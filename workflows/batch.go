@@ -53,20 +53,21 @@ type batchState struct {
 	Failed   int `json:"failed"`
 	// Usage sums the model usage of the children that answered.
 	Usage api.Usage `json:"usage"`
-	// Charged is what the budget counts as spent by finished children:
-	// an answered child's usage, a failed child's whole grant.
-	Charged api.Usage `json:"charged,omitempty"`
+	// The budget's ledger: what finished children were charged, the
+	// running children's grants and those waiting for one (ledger.go).
+	grantLedger
 	// Parts are the outcome parts, relative to Expanded.WorkPrefix.
 	Parts []string `json:"parts,omitempty"`
 	Runs  int      `json:"runs"`
 	// Carried are the children still running when the run continued as
 	// new (BatchCarryChange): the next run keeps them in its window and
-	// settles them when they close. Grants and Waiting carry their budget.
-	Carried []carriedChild        `json:"carried,omitempty"`
-	Grants  map[string]api.Budget `json:"grants,omitempty"`
-	Waiting []api.BudgetRequest   `json:"waiting,omitempty"`
+	// settles them when they close (children.go).
+	Carried []carriedChild `json:"carried,omitempty"`
 	// Finishing are carried children that said they are closing.
 	Finishing []string `json:"finishing,omitempty"`
+	// Asking are children whose request for budget came as a signal as
+	// the run handed over (BatchLedgerChange): the next run reads them.
+	Asking []string `json:"asking,omitempty"`
 	// Changes says the first run took BatchChangesChange at version 1:
 	// the report compares with CompareWith (when set) and the batch
 	// notifies its notify_url. CompareAuto says a Schedule implied the
@@ -74,13 +75,6 @@ type batchState struct {
 	Changes     bool   `json:"changes,omitempty"`
 	CompareWith string `json:"compare_with,omitempty"`
 	CompareAuto bool   `json:"compare_auto,omitempty"`
-}
-
-// carriedChild is a running child handed from one run to the next: its
-// item, without what the child itself holds.
-type carriedChild struct {
-	WorkflowID string               `json:"workflow_id"`
-	Item       actwire.BatchRunItem `json:"item"`
 }
 
 // BatchQA answers the questions of a manifest, one DocumentQA child per item.
@@ -146,8 +140,10 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	st.Runs++
 	b = &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID,
 		prio: taskPriority(ctx, in.Scheduling(), api.PriorityBatch)}
-	b.grants, b.raised = map[string]api.Budget{}, workflow.NewBufferedChannel(ctx, 1)
-	b.live, b.carried = map[string]actwire.BatchRunItem{}, map[string]bool{}
+	b.raised = workflow.NewBufferedChannel(ctx, 1)
+	b.kids, b.ledger, b.asking = newBatchChildren(), &st.grantLedger, map[string]bool{}
+	// The raise writes the run's input, which continue-as-new carries: a
+	// raise is never undone by the next run.
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, nb api.Budget) (api.Budget, error) {
 		b.in.Budget = &nb
 		if b.raised.Len() == 0 {
@@ -155,7 +151,15 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		}
 		return nb, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, nb api.Budget) error {
-		return checkRaise(nb, b.st.Charged)
+		return b.ledger.checkRaise(b.in.Budget, nb)
+	}}); err != nil {
+		return nil, refuse(err)
+	}
+	// A child that has spent its grant asks for more (BatchLedgerChange).
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.BudgetRequestUpdate, func(ctx workflow.Context, req api.BudgetRequest) (api.Budget, error) {
+		return b.askedForBudget(ctx, req.WorkflowID)
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req api.BudgetRequest) error {
+		return b.checkRequest(req)
 	}}); err != nil {
 		return nil, refuse(err)
 	}
@@ -166,6 +170,11 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	defer func() {
 		if b.carry && temporal.IsCanceledError(err) {
 			b.cancelLive()
+		}
+		if b.pull && err == nil {
+			// The last run awaits what it sent: a send pending when a run
+			// closes is dropped.
+			_ = b.quiesce()
 		}
 		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
 			b.publish(s)
@@ -189,7 +198,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		})
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
-			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), PageSize: in.PageSize,
+			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), ScheduleID: scheduleOf(ctx), PageSize: in.PageSize,
 			Options: in.Options, Samples: in.Samples, CompareWith: st.explicitCompare(),
 		}).Get(ctx, &st.Expanded); err != nil {
 			return nil, stageError("expand manifest", err)
@@ -203,6 +212,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 
 	b.carry = workflow.GetVersion(ctx, BatchCarryChange, workflow.DefaultVersion, 1) >= 1
 	if b.carry {
+		b.pull = workflow.GetVersion(ctx, BatchLedgerChange, workflow.DefaultVersion, 1) >= 1
 		b.restore()
 	}
 	if err := b.runItems(); err != nil {
@@ -210,7 +220,8 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	}
 	if st.NextPage < st.Expanded.Pages || len(st.Carried) > 0 {
 		st.From = info.WorkflowExecution.RunID
-		return nil, workflow.NewContinueAsNewError(ctx, api.BatchQAName, batchRunInput{BatchQAInput: in, State: st})
+		// b.in, not in: it holds a budget raised during this run.
+		return nil, workflow.NewContinueAsNewError(ctx, api.BatchQAName, batchRunInput{BatchQAInput: b.in, State: st})
 	}
 
 	b.publish(api.BatchStageReporting)
@@ -274,15 +285,13 @@ type batchRun struct {
 	// status is the MemagentStatus last upserted.
 	status string
 
-	running int
 	// carry is BatchCarryChange at version 1: children run on across
-	// continue-as-new. live are the running children by workflow id (in
-	// both modes); carried those of them a previous run started, settled
-	// when they close (ItemDoneSignal, then CheckBatchChildren) rather than
-	// by a future.
+	// continue-as-new. kids are the running children (in both modes), the
+	// carried ones among them settled when they close (ItemDoneSignal,
+	// then CheckBatchChildren) rather than by a future; starting are the
+	// start futures of those this run started.
 	carry    bool
-	live     map[string]actwire.BatchRunItem
-	carried  map[string]bool
+	kids     batchChildren
 	starting []startingChild
 	// checking is a CheckBatchChildren in flight; finishing the carried
 	// children that said they are closing and wait for it; ticking a
@@ -300,15 +309,24 @@ type batchRun struct {
 	quietFor     time.Duration
 	lastEvent    time.Time
 	quietChecked bool
-	// grants are the budgets handed to the running children, by workflow
-	// id; waiting are the children that asked for more and wait for room.
-	grants  map[string]api.Budget
-	waiting []api.BudgetRequest
-	raised  workflow.Channel
+	// ledger is the budget's, in the state (ledger.go); raised wakes the
+	// window when the raise-budget Update gives it room.
+	ledger *grantLedger
+	raised workflow.Channel
+	// pull is BatchLedgerChange at version 1: a child asks for budget
+	// through BudgetRequestUpdate and the batch reads the child's usage
+	// itself (asking: the reads in flight, by child); every signal and
+	// cancel the run sends is awaited before it closes (sends).
+	pull   bool
+	asking map[string]bool
+	sends  []workflow.Future
 
 	buffer   []api.BatchItemResult
 	bufBytes int
-	parts    int // parts written by this run
+	// answers are the answer-cache entries of the answered outcomes in
+	// buffer, written with them.
+	answers []actwire.AnswerEntry
+	parts   int // parts written by this run
 }
 
 // window is how many children run at once: the input's concurrency, else
@@ -332,7 +350,7 @@ func (b *batchRun) refresh() {
 	if b.in.Samples > 1 {
 		p.Samples = b.in.Samples
 	}
-	p.Started, p.Running, p.Answered, p.Reused, p.Failed = st.Started, b.running, st.Answered, st.Reused, st.Failed
+	p.Started, p.Running, p.Answered, p.Reused, p.Failed = st.Started, b.kids.running(), st.Answered, st.Reused, st.Failed
 	p.Done = st.Answered + st.Reused + st.Failed
 	p.Run, p.Usage, p.ReportPrefix = st.Runs, st.Usage, st.Expanded.ReportPrefix
 }
@@ -385,8 +403,9 @@ type pageFuture struct {
 }
 
 // runItems runs the items of the pages from st.NextPage on, until they are
-// all done or this run has handled enough of them; it returns with no child
-// running and every outcome written.
+// all done or this run has handled enough of them; it returns with every
+// outcome written and the children still running handed over (carry) or
+// none running.
 func (b *batchRun) runItems() error {
 	ctx, st := b.ctx, b.st
 	sel := workflow.NewSelector(ctx)
@@ -407,16 +426,22 @@ func (b *batchRun) runItems() error {
 		})
 		opts := b.in.Options
 		opts.Model = st.Expanded.Model
+		whole, _ := b.reuse()
 		return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, actwire.ResolvePageInput{
-			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples,
+			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples, Whole: whole,
 		})
 	}
 	if b.in.Budget != nil {
-		// Children that ran out of their grant ask for more; a raised
+		// Children that ran out of their grant ask for more (children of
+		// older workers by this signal; see askedForBudget); a raised
 		// budget serves the ones waiting.
 		sel.AddReceive(workflow.GetSignalChannel(ctx, api.BudgetRequestSignal), func(c workflow.ReceiveChannel, _ bool) {
 			var req api.BudgetRequest
 			c.Receive(ctx, &req)
+			if b.pull {
+				b.askLater(req.WorkflowID)
+				return
+			}
 			b.request(req)
 		})
 		sel.AddReceive(b.raised, func(c workflow.ReceiveChannel, _ bool) {
@@ -434,7 +459,7 @@ func (b *batchRun) runItems() error {
 		})
 	}
 	for {
-		for b.running < b.window() && !stopping && b.room() {
+		for b.kids.running() < b.window() && !stopping && b.room() {
 			if len(queue) > 0 {
 				b.startChild(sel, queue[0])
 				queue = queue[1:]
@@ -477,7 +502,7 @@ func (b *batchRun) runItems() error {
 			}
 			b.publish(api.BatchStageRunning)
 		}
-		if b.running == 0 {
+		if b.kids.running() == 0 {
 			if (len(queue) > 0 || (!stopping && st.NextPage < st.Expanded.Pages)) && !b.room() {
 				if err := b.pause(); err != nil {
 					return err
@@ -486,13 +511,13 @@ func (b *batchRun) runItems() error {
 			}
 			break
 		}
-		if b.carry && stopping && b.liveBytes() <= carryBytes && (b.graceOver || b.running == len(b.carried)) {
+		if b.carry && stopping && b.kids.bytes() <= carryBytes && (b.graceOver || b.kids.running() == b.kids.countCarried()) {
 			// The window goes on in the next run: the children still
 			// running are carried over, none is waited for.
 			break
 		}
 		b.watchCarried(sel)
-		if b.running == 0 {
+		if b.kids.running() == 0 {
 			continue // settled by watchCarried
 		}
 		sel.Select(ctx)
@@ -517,7 +542,8 @@ func (b *batchRun) runItems() error {
 }
 
 // startChild starts the DocumentQA child of one item and adds its outcome
-// to the selector.
+// to the selector. The child writes under its own run's prefix; the batch
+// puts its answer in the answer cache once it has settled it (flush).
 func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 	st := b.st
 	opts := b.in.Options
@@ -526,16 +552,16 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 	if it.FairnessKey != "" && it.FairnessKey != prio.FairnessKey {
 		prio.FairnessKey, prio.FairnessWeight = it.FairnessKey, 0
 	}
+	_, reuse := b.reuse()
 	in := api.DocumentQAInput{
 		Document: it.Document, Documents: it.Documents, Question: it.Question, GoldAnswers: it.GoldAnswers, Options: opts,
-		OutputPrefix: it.OutputPrefix, BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun, Sample: it.Sample, Reuse: b.in.Reuse,
+		BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun, Sample: it.Sample, Reuse: reuse,
 		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
 	id := SampleWorkflowID(b.workflowID, it.Seq, it.Sample)
 	if b.in.Budget != nil {
-		g := b.grant(api.Usage{})
+		g := b.ledger.open(*b.in.Budget, id, b.perCall())
 		in.Budget = &g
-		b.grants[id] = g
 	}
 	doc := api.DocumentSubject(it.Document, it.Documents)
 	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, api.QuestionDigest(it.Question), doc)
@@ -556,9 +582,8 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		copts.ParentClosePolicy = enumspb.PARENT_CLOSE_POLICY_ABANDON
 	}
 	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(b.ctx, copts), api.DocumentQAName, in)
-	b.running++
 	st.Started++
-	b.live[id] = it
+	b.kids.add(id, it)
 	if b.carry {
 		b.starting = append(b.starting, startingChild{id: id, f: f})
 	}
@@ -578,28 +603,25 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 // already (by its future, or by a check after its signal) is left as it is.
 func (b *batchRun) settle(o actwire.ChildOutcome) {
 	st := b.st
-	it, ok := b.live[o.WorkflowID]
+	it, ok := b.kids.take(o.WorkflowID)
 	if !ok {
 		return
 	}
-	delete(b.live, o.WorkflowID)
-	delete(b.carried, o.WorkflowID)
-	b.running--
 	id := o.WorkflowID
 	r := api.BatchItemResult{
 		Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Documents: it.Documents, Question: it.Question,
 		GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
 	}
-	if g, ok := b.grants[id]; ok {
-		delete(b.grants, id)
-		b.waiting = slices.DeleteFunc(b.waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == id })
-		if o.Result == nil {
-			st.Charged = st.Charged.Add(api.Usage{Calls: g.MaxCalls, PromptTokens: g.MaxTokens})
-		} else {
-			st.Charged = st.Charged.Add(o.Result.Usage)
+	if b.ledger.holds(id) {
+		var u *api.Usage
+		if o.Result != nil {
+			u = &o.Result.Usage
 		}
 		// What the child left of its grant goes to those waiting.
-		b.serveWaiting()
+		for _, g := range b.ledger.release(b.in.Budget, id, u, b.perCall()) {
+			b.wake(g)
+		}
+		b.showWaiting()
 	}
 	if res := o.Result; res == nil {
 		r.Status = api.ItemFailed
@@ -612,6 +634,9 @@ func (b *batchRun) settle(o actwire.ChildOutcome) {
 		r.AnswerPages, r.Grounding, r.AnswerSources = res.AnswerPages, res.Grounding, res.AnswerSources
 		st.Answered++
 		st.Usage = st.Usage.Add(res.Usage)
+		if it.OutputPrefix != "" && res.ResultURI != "" && res.ResultURI != it.OutputPrefix+"result.json" {
+			b.answers = append(b.answers, actwire.AnswerEntry{Prefix: it.OutputPrefix, ResultURI: res.ResultURI})
+		}
 	}
 	b.buffer = append(b.buffer, r)
 	b.bufBytes += resultSize(r, it.Bytes)
@@ -619,86 +644,60 @@ func (b *batchRun) settle(o actwire.ChildOutcome) {
 	workflow.SetCurrentDetails(b.ctx, batchDetails(b.progress))
 }
 
-// grantCalls is how many calls the batch hands a child at a time when it
-// has a budget: few enough that the window shares the budget, enough that
-// a child asks seldom.
-const grantCalls = 16
-
-// available is the budget not yet spent nor granted: calls and tokens,
-// each unbounded (-1) when the budget does not bound it.
-func (b *batchRun) available() (calls int, tokens int64) {
-	bud := b.in.Budget
-	calls, tokens = -1, -1
-	if bud.MaxCalls > 0 {
-		calls = bud.MaxCalls - b.st.Charged.Calls
-	}
-	if bud.MaxTokens > 0 {
-		tokens = bud.MaxTokens - b.st.Charged.PromptTokens - b.st.Charged.CompletionTokens
-	}
-	// A sum: the order of the map walk does not show.
-	//workflowcheck:ignore
-	for _, g := range b.grants {
-		calls -= g.MaxCalls
-		tokens -= g.MaxTokens
-	}
-	return calls, tokens
+// perCall bounds the tokens of one call at the batch's options: a grant's
+// tokens are its calls at this bound.
+func (b *batchRun) perCall() int64 {
+	o := b.in.Options.WithDefaults()
+	return int64(o.ChunkTokens + 2*o.MemoryMaxTokens + o.AnswerMaxTokens + 1024)
 }
 
 // room reports whether the budget has a call left to grant.
 func (b *batchRun) room() bool {
-	if b.in.Budget == nil {
-		return true
-	}
-	calls, tokens := b.available()
-	return (b.in.Budget.MaxCalls == 0 || calls > 0) && (b.in.Budget.MaxTokens == 0 || tokens > 0)
+	return b.in.Budget == nil || b.ledger.room(*b.in.Budget)
 }
 
-// grant is a child's budget after spending spent: what it spent and a
-// share of what is available (grantCalls calls, and their tokens at the
-// options' bounds). Call it only when room reports true.
-func (b *batchRun) grant(spent api.Usage) api.Budget {
-	calls, tokens := b.available()
-	var g api.Budget
-	if b.in.Budget.MaxCalls > 0 {
-		g.MaxCalls = spent.Calls + min(grantCalls, calls)
-	}
-	if b.in.Budget.MaxTokens > 0 {
-		o := b.in.Options.WithDefaults()
-		perCall := int64(o.ChunkTokens + 2*o.MemoryMaxTokens + o.AnswerMaxTokens + 1024)
-		g.MaxTokens = spent.PromptTokens + spent.CompletionTokens + min(grantCalls*perCall, tokens)
-	}
-	return g
-}
-
-// request takes a child's request for more budget: it counts the child's
-// grant as what it spent, then grants it more when there is room, else
-// keeps it waiting and shows the batch paused.
+// request takes a child's request for more budget as a run from before
+// BatchLedgerChange did: with the usage the signal carries.
 func (b *batchRun) request(req api.BudgetRequest) {
-	if _, ok := b.grants[req.WorkflowID]; !ok {
+	if !b.ledger.holds(req.WorkflowID) {
 		return // not a running child of this batch
 	}
-	b.waiting = slices.DeleteFunc(b.waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == req.WorkflowID })
-	b.grants[req.WorkflowID] = api.Budget{MaxCalls: req.Usage.Calls, MaxTokens: req.Usage.PromptTokens + req.Usage.CompletionTokens}
-	b.waiting = append(b.waiting, req)
+	b.ledger.Grants[req.WorkflowID] = api.Budget{MaxCalls: req.Usage.Calls, MaxTokens: req.Usage.PromptTokens + req.Usage.CompletionTokens}
+	b.ledger.Waiting = slices.DeleteFunc(b.ledger.Waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == req.WorkflowID })
+	b.ledger.Waiting = append(b.ledger.Waiting, req)
 	b.serveWaiting()
 }
 
 // serveWaiting grants the waiting children more budget, first come first
-// served, while there is room; the batch shows paused while any waits.
+// served, while there is room, and wakes each (BudgetGrantSignal); the
+// batch shows paused while any waits.
 func (b *batchRun) serveWaiting() {
-	for len(b.waiting) > 0 && b.room() {
-		req := b.waiting[0]
-		b.waiting = b.waiting[1:]
-		g := b.grant(req.Usage)
-		b.grants[req.WorkflowID] = g
-		// A child that ended meanwhile cannot take it: the failed signal is
-		// of no consequence, its completion returns the grant.
-		workflow.SignalExternalWorkflow(b.ctx, req.WorkflowID, "", api.BudgetGrantSignal, g)
+	if b.in.Budget == nil {
+		return
 	}
+	for _, g := range b.ledger.serve(*b.in.Budget, b.perCall()) {
+		b.wake(g)
+	}
+	b.showWaiting()
+}
+
+// wake tells a child that waited that it has a grant. The signal carries
+// the grant for children of older workers; a child of this one asks again
+// and takes the grant from the batch's reply. A child that ended
+// meanwhile cannot take it: its close returns the grant.
+func (b *batchRun) wake(g childGrant) {
+	f := workflow.SignalExternalWorkflow(b.ctx, g.WorkflowID, "", api.BudgetGrantSignal, g.Budget)
+	if b.pull {
+		b.sends = append(b.sends, f)
+	}
+}
+
+// showWaiting shows the batch paused while a child waits for budget.
+func (b *batchRun) showWaiting() {
 	switch {
-	case len(b.waiting) > 0 && b.progress.Stage == api.BatchStageRunning:
+	case len(b.ledger.Waiting) > 0 && b.progress.Stage == api.BatchStageRunning:
 		b.publish(api.StagePaused)
-	case len(b.waiting) == 0 && b.progress.Stage == api.StagePaused:
+	case len(b.ledger.Waiting) == 0 && b.progress.Stage == api.StagePaused:
 		b.publish(api.BatchStageRunning)
 	}
 }
@@ -707,7 +706,7 @@ func (b *batchRun) serveWaiting() {
 // the batch room to start one (or the batch is canceled).
 func (b *batchRun) pause() error {
 	b.publish(api.StagePaused)
-	workflow.GetLogger(b.ctx).Info("paused at the budget", "calls", b.st.Charged.Calls)
+	workflow.GetLogger(b.ctx).Info("paused at the budget", "calls", b.ledger.Charged.Calls)
 	if err := workflow.Await(b.ctx, b.room); err != nil {
 		return err
 	}
@@ -750,13 +749,13 @@ func (b *batchRun) flush() error {
 		Summary:               fmt.Sprintf("write %d outcomes", len(b.buffer)),
 	})
 	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, actwire.WriteResultsInput{
-		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer,
+		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer, Answers: b.answers,
 	}).Get(b.ctx, nil); err != nil {
 		return stageError("write outcomes", err)
 	}
 	b.st.Parts = append(b.st.Parts, name)
 	b.parts++
-	b.buffer, b.bufBytes = nil, 0
+	b.buffer, b.bufBytes, b.answers = nil, 0, nil
 	return nil
 }
 

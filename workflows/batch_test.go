@@ -217,11 +217,13 @@ func TestBatchQAWindowFailuresAndProgress(t *testing.T) {
 		if strings.Contains(in.Question, "fail") {
 			return nil, temporal.NewNonRetryableApplicationError("prompt too long", api.ErrPromptTooLong, nil)
 		}
-		if in.BatchID != "window" || !strings.HasPrefix(in.OutputPrefix, "s3://memagent/answers/") || in.Options.Model != "fake" {
+		// The child writes under its own run's prefix: only the batch
+		// writes the answer cache.
+		if in.BatchID != "window" || in.OutputPrefix != "" || in.Options.Model != "fake" {
 			return nil, fmt.Errorf("child input batch=%q output=%q model=%q", in.BatchID, in.OutputPrefix, in.Options.Model)
 		}
-		return &DocumentQAResult{Answer: "w000", AnswerFound: true, Tokens: 100, Chunks: 1,
-			Usage: api.Usage{Calls: 2}, ResultURI: in.OutputPrefix + "result.json"}, nil
+		return &DocumentQAResult{Answer: "w000", AnswerFound: true, Tokens: 100, Chunks: 1, Usage: api.Usage{Calls: 2},
+			ResultURI: "s3://memagent/runs/" + workflow.GetInfo(ctx).WorkflowExecution.ID + "/run/result.json"}, nil
 	}
 	manifest := f.jsonlManifest(t, "window.jsonl", 60, func(i int, item map[string]any) {
 		switch i {
@@ -375,6 +377,27 @@ func TestBatchQAReusesAnswers(t *testing.T) {
 	if third.Skipped != 0 || third.Succeeded != 12 {
 		t.Errorf("batch with other options = %+v, want nothing reused", third)
 	}
+
+	// Reuse "none" takes no earlier answer and no checkpoint: every item
+	// reads every chunk again, as the first batch did.
+	firstCalls := calls
+	calls = len(f.model.Calls())
+	none, _ := f.runToEnd(t, "batch-none", api.BatchQAInput{Manifest: again, Options: opts, Reuse: api.ReuseNone})
+	if none.Skipped != 0 || none.Succeeded != 12 {
+		t.Errorf("batch with reuse none = %+v, want all 12 answered again", none)
+	}
+	if n := len(f.model.Calls()) - calls; n != firstCalls {
+		t.Errorf("the batch with reuse none made %d model calls, want the first batch's %d", n, firstCalls)
+	}
+	// A run recorded before BatchWholeReadingsChange took earlier answers
+	// whatever reuse said.
+	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnGetVersion(BatchWholeReadingsChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
+	old, _ := f.runToEnd(t, "batch-none-old", api.BatchQAInput{Manifest: again, Options: opts, Reuse: api.ReuseNone})
+	if old.Skipped != 12 {
+		t.Errorf("batch with reuse none before the change = %+v, want all 12 reused", old)
+	}
 }
 
 func TestBatchQAMemAgentManifest(t *testing.T) {
@@ -469,10 +492,12 @@ func TestBatchQASamples(t *testing.T) {
 		t.Fatalf("batch without samples = %+v", one)
 	}
 	calls := len(f.model.Calls())
+	onePass := calls // every chunk of the 5 items, and their answers
 
-	// Three samples with items per run of 4: samples 1 and 2 of every item
-	// run, over more than one run; sample 0 is the earlier batch's.
-	res, _ := f.runToEnd(t, "batch-3", api.BatchQAInput{Manifest: manifest, Options: opts, Samples: 3, ItemsPerRun: 4, PageSize: 6})
+	// Three samples with items per run of 4, reuse "always": samples 1 and
+	// 2 of every item run, over more than one run; sample 0 is the earlier
+	// batch's.
+	res, _ := f.runToEnd(t, "batch-3", api.BatchQAInput{Manifest: manifest, Options: opts, Samples: 3, ItemsPerRun: 4, PageSize: 6, Reuse: api.ReuseAlways})
 	if res.Items != 5 || res.Succeeded != 10 || res.Skipped != 5 || res.Failed != 0 || res.Samples != 3 || res.Runs < 2 {
 		t.Errorf("result = %+v", res)
 	}
@@ -495,6 +520,19 @@ func TestBatchQASamples(t *testing.T) {
 		if r.Seq != seq || r.Sample != sample || r.WorkflowID != wantID {
 			t.Errorf("line %d = seq %d sample %d workflow %s, want %d %d %s", i, r.Seq, r.Sample, r.WorkflowID, seq, sample, wantID)
 		}
+	}
+
+	// The same rollout groups again with the default reuse: every answer
+	// and every sample's memory checkpoint is there, yet each of the 15
+	// samples runs and reads every chunk (a reused chunk would make fewer
+	// calls than the first batch's runs did).
+	calls = len(f.model.Calls())
+	whole, _ := f.runToEnd(t, "batch-whole", api.BatchQAInput{Manifest: manifest, Options: opts, Samples: 3, ItemsPerRun: 4, PageSize: 6})
+	if whole.Succeeded != 15 || whole.Skipped != 0 || whole.Failed != 0 {
+		t.Errorf("rollout groups with the default reuse = %+v, want all 15 samples answered, none reused", whole)
+	}
+	if n, want := len(f.model.Calls())-calls, 3*onePass; n != want {
+		t.Errorf("rollout groups with the default reuse made %d model calls, want %d: every chunk of every sample", n, want)
 	}
 	if got := SampleWorkflowID("b", 7, 2); got != "b/7.s2" {
 		t.Errorf("SampleWorkflowID = %q", got)
@@ -531,7 +569,14 @@ func TestBatchQACarriedChildrenSettleOnce(t *testing.T) {
 			func(_ context.Context, in actwire.CheckChildrenInput) (*actwire.CheckChildrenOutput, error) {
 				checks++
 				out := &actwire.CheckChildrenOutput{}
-				for _, id := range in.IDs {
+				ids := slices.Clone(in.IDs)
+				for _, ref := range in.Children {
+					if ref.RunID == "" {
+						t.Errorf("carried child %s checked without the run the batch started", ref.WorkflowID)
+					}
+					ids = append(ids, ref.WorkflowID)
+				}
+				for _, id := range ids {
 					o := actwire.ChildOutcome{WorkflowID: id, Result: done[id]}
 					if o.Result == nil {
 						o.Error, o.ErrorType = "terminated", "Terminated"

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,6 +33,16 @@ const BatchCarryChange = "batch-carry-window"
 // CarryAfterSeconds still bounds the wait. Runs recorded before it replay
 // as workflow.DefaultVersion and wait as before.
 const BatchQuietCarryChange = "batch-quiet-carry"
+
+// BatchLedgerChange is the change id under which a batch's budget and its
+// carried children follow protocols that nobody outside can move: a child
+// asks for budget through BudgetRequestUpdate and the batch reads the
+// child's usage from the child run it started (askedForBudget), a
+// BudgetRequestSignal only makes it read; every signal and cancel a run
+// sends is awaited before the run closes (quiesce, cancelLive). Runs
+// recorded before it replay as workflow.DefaultVersion: they take the
+// usage a request signal carries and send grants without waiting.
+const BatchLedgerChange = "batch-ledger"
 
 // quietPeriod is how long a stopping run must hear nothing before it
 // carries its children: quietPerEvent per event of its history, between
@@ -110,51 +121,48 @@ func (b *batchRun) heard() {
 	b.quietChecked = false
 }
 
-// restore takes over the children the previous run carried, with their
-// budget grants and the requests that wait for one.
+// restore takes over the children the previous run carried, and reads
+// again the children whose request for budget came as it handed over.
 func (b *batchRun) restore() {
 	st := b.st
-	for _, c := range st.Carried {
-		b.live[c.WorkflowID] = c.Item
-		b.carried[c.WorkflowID] = true
+	b.kids.restore(st.Carried)
+	b.finishing = st.Finishing
+	st.Carried, st.Finishing = nil, nil
+	asking := st.Asking
+	st.Asking = nil
+	for _, id := range asking {
+		b.askLater(id)
 	}
-	b.running = len(st.Carried)
-	if st.Grants != nil {
-		b.grants = st.Grants
-	}
-	b.waiting, b.finishing = st.Waiting, st.Finishing
-	st.Carried, st.Grants, st.Waiting, st.Finishing = nil, nil, nil, nil
 }
 
 // cancelLive asks every child still running to cancel, as a canceled
-// batch ends: children carried from an earlier run are not this run's, so
-// its cancellation does not reach them by itself.
+// batch ends, and waits for each request to be delivered: children
+// carried from an earlier run are not this run's, so its cancellation
+// does not reach them by itself.
 func (b *batchRun) cancelLive() {
 	dctx, _ := workflow.NewDisconnectedContext(b.ctx)
-	for _, id := range sortedIDs(b.live) {
-		// A child that closed meanwhile answers with an error: nothing to do.
-		_ = workflow.RequestCancelExternalWorkflow(dctx, id, "").Get(dctx, nil)
+	ids := b.kids.ids()
+	fs := make([]workflow.Future, len(ids))
+	for i, id := range ids {
+		fs[i] = workflow.RequestCancelExternalWorkflow(dctx, id, "")
+		if !b.pull {
+			// A child that closed meanwhile answers with an error: nothing to do.
+			_ = fs[i].Get(dctx, nil)
+		}
+	}
+	if b.pull {
+		for _, f := range fs {
+			_ = f.Get(dctx, nil)
+		}
 	}
 }
 
 // noteDone takes a carried child's word that it is closing: the next check
 // reads its outcome. Any other workflow id is ignored.
 func (b *batchRun) noteDone(done api.ItemDone) {
-	if b.carried[done.WorkflowID] && !slices.Contains(b.finishing, done.WorkflowID) {
+	if b.kids.isCarried(done.WorkflowID) && !slices.Contains(b.finishing, done.WorkflowID) {
 		b.finishing = append(b.finishing, done.WorkflowID)
 	}
-}
-
-// liveBytes is the size of the running children's items in a
-// continue-as-new input.
-func (b *batchRun) liveBytes() int {
-	n := 0
-	// A sum: the order of the map walk does not show.
-	//workflowcheck:ignore
-	for id, it := range b.live {
-		n += 128 + len(id) + it.Bytes
-	}
-	return n
 }
 
 // watchCarried keeps one CheckBatchChildren going for the carried children
@@ -166,13 +174,20 @@ func (b *batchRun) watchCarried(sel workflow.Selector) {
 		// (those this run started get it from the SDK): ask them to
 		// cancel, and settle them as canceled, as no activity can run.
 		dctx, _ := workflow.NewDisconnectedContext(b.ctx)
-		for _, id := range sortedIDs(b.carried) {
-			workflow.RequestCancelExternalWorkflow(dctx, id, "")
+		for _, id := range b.kids.carriedIDs() {
+			f := workflow.RequestCancelExternalWorkflow(dctx, id, "")
+			if b.pull {
+				b.sends = append(b.sends, f)
+			}
 			b.settle(actwire.ChildOutcome{WorkflowID: id, Error: "canceled with the batch", ErrorType: "Canceled"})
+		}
+		if b.pull {
+			b.awaitSends()
 		}
 		return
 	}
-	if b.checking || len(b.carried) == 0 {
+	carried := b.kids.carriedIDs()
+	if b.checking || len(carried) == 0 {
 		return
 	}
 	if len(b.finishing) > 0 {
@@ -185,8 +200,8 @@ func (b *batchRun) watchCarried(sel workflow.Selector) {
 		b.ticking = true
 		sel.AddFuture(workflow.NewTimer(b.ctx, reconcileEvery), func(workflow.Future) {
 			b.ticking = false
-			if !b.checking && len(b.carried) > 0 {
-				b.check(sel, sortedIDs(b.carried), 0)
+			if ids := b.kids.carriedIDs(); !b.checking && len(ids) > 0 {
+				b.check(sel, ids, 0)
 			}
 		})
 	}
@@ -205,7 +220,8 @@ func (b *batchRun) check(sel workflow.Selector, ids []string, wait int) {
 		DisableEagerExecution: skipsEagerExecution(b.prio),
 		Summary:               "check carried children",
 	})
-	f := workflow.ExecuteActivity(actx, activities.CheckChildrenName, actwire.CheckChildrenInput{IDs: ids, WaitSeconds: wait})
+	refs, byID := b.kids.refs(ids)
+	f := workflow.ExecuteActivity(actx, activities.CheckChildrenName, actwire.CheckChildrenInput{Children: refs, IDs: byID, WaitSeconds: wait})
 	sel.AddFuture(f, func(f workflow.Future) {
 		b.checking = false
 		var out actwire.CheckChildrenOutput
@@ -214,7 +230,7 @@ func (b *batchRun) check(sel workflow.Selector, ids []string, wait int) {
 			return
 		}
 		for _, o := range out.Closed {
-			if b.carried[o.WorkflowID] {
+			if b.kids.isCarried(o.WorkflowID) {
 				b.settle(o)
 			}
 		}
@@ -223,9 +239,11 @@ func (b *batchRun) check(sel workflow.Selector, ids []string, wait int) {
 
 // handOver ends a run that continues as new with children running: it
 // waits until every child it started has started (a child that could not
-// start is settled as failed), writes the outcomes it holds, and puts the
-// running children, their grants and the signals not yet read into the
-// state. Nothing blocks after the signals are read, so none is lost.
+// start is settled as failed) and records the execution each one is,
+// writes the outcomes it holds, and puts the running children and the
+// signals not yet read into the state. At BatchLedgerChange it first lets
+// the budget requests in flight finish and waits for every signal it sent.
+// Nothing blocks after the signals are read, so none is lost.
 func (b *batchRun) handOver() error {
 	if b.ctx.Err() != nil {
 		// A canceled batch does not continue: it ends canceled, and its
@@ -233,21 +251,24 @@ func (b *batchRun) handOver() error {
 		return temporal.NewCanceledError()
 	}
 	for _, c := range b.starting {
-		if _, ok := b.live[c.id]; !ok {
+		if !b.kids.has(c.id) {
 			continue
 		}
-		if err := c.f.GetChildWorkflowExecution().Get(b.ctx, nil); err != nil {
+		var exec workflow.Execution
+		if err := c.f.GetChildWorkflowExecution().Get(b.ctx, &exec); err != nil {
 			o := actwire.ChildOutcome{WorkflowID: c.id}
 			o.Error, o.ErrorType = actwire.ChildFailure(err)
 			b.settle(o)
+			continue
 		}
+		b.kids.started(c.id, exec.RunID)
 	}
 	b.starting = nil
 	if err := b.flush(); err != nil {
 		return err
 	}
 	st := b.st
-	ids := sortedIDs(b.live)
+	ids := b.kids.ids()
 	// Tell each child it is carried, so that it says when it closes; wait
 	// for the signals, as those still pending when a run closes are
 	// dropped. A child that has closed meanwhile cannot take the signal:
@@ -261,6 +282,14 @@ func (b *batchRun) handOver() error {
 			b.finishing = append(b.finishing, ids[i])
 		}
 	}
+	if b.pull {
+		// The last wait: nothing blocks after it.
+		// (Only the selector settles children, and it is not run here:
+		// the outcomes written above are all this run has.)
+		if err := b.quiesce(); err != nil {
+			return err
+		}
+	}
 	// The signals not read yet, last: nothing blocks after them. Every
 	// running child is carried, so one that says it is closing is checked
 	// first by the next run.
@@ -269,7 +298,7 @@ func (b *batchRun) handOver() error {
 		if !workflow.GetSignalChannel(b.ctx, api.ItemDoneSignal).ReceiveAsync(&done) {
 			break
 		}
-		if b.isLive(done.WorkflowID) && !slices.Contains(b.finishing, done.WorkflowID) {
+		if b.kids.has(done.WorkflowID) && !slices.Contains(b.finishing, done.WorkflowID) {
 			b.finishing = append(b.finishing, done.WorkflowID)
 		}
 	}
@@ -279,26 +308,137 @@ func (b *batchRun) handOver() error {
 			if !workflow.GetSignalChannel(b.ctx, api.BudgetRequestSignal).ReceiveAsync(&req) {
 				break
 			}
+			if b.pull {
+				// Read by the next run: this one sends nothing more.
+				if b.ledger.holds(req.WorkflowID) && !slices.Contains(st.Asking, req.WorkflowID) {
+					st.Asking = append(st.Asking, req.WorkflowID)
+				}
+				continue
+			}
 			b.request(req)
 		}
 	}
-	for _, id := range ids {
-		st.Carried = append(st.Carried, carriedChild{WorkflowID: id, Item: b.live[id]})
-	}
-	if len(b.grants) > 0 {
-		st.Grants = b.grants
-	}
-	st.Waiting, st.Finishing = b.waiting, b.finishing
+	st.Carried = b.kids.carry()
+	st.Finishing = b.finishing
 	if b.ctx.Err() != nil {
-		st.Carried, st.Grants, st.Waiting, st.Finishing = nil, nil, nil, nil
+		st.Carried, st.Finishing, st.Asking = nil, nil, nil
 		return temporal.NewCanceledError()
 	}
 	return nil
 }
 
-func (b *batchRun) isLive(id string) bool {
-	_, ok := b.live[id]
-	return ok
+// quiesce waits, as a run is about to close, until at one moment no
+// budget request is being served (Update handlers included) and every
+// signal and cancel the run sent has been delivered or refused: what the
+// run does after it without blocking cannot lose a send.
+func (b *batchRun) quiesce() error {
+	for {
+		if err := workflow.Await(b.ctx, func() bool {
+			return len(b.asking) == 0 && workflow.AllHandlersFinished(b.ctx)
+		}); err != nil {
+			return err
+		}
+		if len(b.sends) == 0 {
+			return nil
+		}
+		b.awaitSends()
+	}
+}
+
+// awaitSends waits for every signal and cancel the run sent: a send still
+// pending when a run closes is dropped. A send to a workflow that has
+// closed fails, which changes nothing.
+func (b *batchRun) awaitSends() {
+	dctx, _ := workflow.NewDisconnectedContext(b.ctx)
+	for len(b.sends) > 0 {
+		f := b.sends[0]
+		b.sends = b.sends[1:]
+		_ = f.Get(dctx, nil)
+	}
+}
+
+// checkRequest is the validator of BudgetRequestUpdate (see
+// grantLedger.checkRequest). A run from before BatchLedgerChange takes the
+// Update too (a child of a newer worker asks so): no recorded history of
+// such a run holds one, so serving it changes none of them.
+func (b *batchRun) checkRequest(req api.BudgetRequest) error {
+	return b.ledger.checkRequest(b.in.Budget, b.workflowID, req)
+}
+
+// askLater serves a budget request that came as a signal (a hint: the
+// batch reads the child's usage itself), in a coroutine of its own.
+func (b *batchRun) askLater(id string) {
+	if !b.ledger.holds(id) || b.in.Budget == nil {
+		return
+	}
+	workflow.Go(b.ctx, func(ctx workflow.Context) {
+		if _, err := b.askedForBudget(ctx, id); err != nil {
+			workflow.GetLogger(ctx).Warn("serve a budget request", "child", id, "error", err)
+		}
+	})
+}
+
+// askedForBudget serves child id's request for more budget: it reads the
+// child's usage from the child run the batch started (ReadBatchChild),
+// never from the request, and grants it more when it has spent its grant
+// and the budget has room; else the child waits, and is woken
+// (BudgetGrantSignal) once it has a grant. It returns the child's grant.
+// Requests for one child are served one at a time.
+func (b *batchRun) askedForBudget(ctx workflow.Context, id string) (api.Budget, error) {
+	if err := workflow.Await(ctx, func() bool { return !b.asking[id] }); err != nil {
+		return api.Budget{}, err
+	}
+	if !b.ledger.holds(id) || b.in.Budget == nil {
+		return api.Budget{}, fmt.Errorf("%q is not a running child of batch %s with a grant", id, b.workflowID)
+	}
+	b.asking[id] = true
+	defer delete(b.asking, id)
+	runID, err := b.childRunID(ctx, id)
+	if err != nil {
+		return api.Budget{}, err
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:   time.Minute,
+		HeartbeatTimeout:      DefaultHeartbeatTimeout,
+		RetryPolicy:           &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+		Priority:              b.prio,
+		DisableEagerExecution: skipsEagerExecution(b.prio),
+		Summary:               "read the usage of " + id,
+	})
+	var cu actwire.ChildUsage
+	if err := workflow.ExecuteActivity(actx, activities.ReadBatchChildName, actwire.ChildRef{WorkflowID: id, RunID: runID}).Get(ctx, &cu); err != nil {
+		return b.ledger.Grants[id], fmt.Errorf("read the usage of %s: %w", id, err)
+	}
+	if !cu.Open || !b.ledger.holds(id) || b.in.Budget == nil {
+		return api.Budget{}, fmt.Errorf("%q is not running any more", id)
+	}
+	g, woken := b.ledger.answer(*b.in.Budget, id, cu.Usage, b.perCall())
+	for _, w := range woken {
+		b.wake(w)
+	}
+	b.showWaiting()
+	return g, nil
+}
+
+// childRunID is the execution the batch started for child id: recorded
+// when a run handed it over, else taken from its start; "" for a child a
+// worker from before run ids were kept carried over (read by its id).
+func (b *batchRun) childRunID(ctx workflow.Context, id string) (string, error) {
+	if r := b.kids.runID(id); r != "" || b.kids.isCarried(id) {
+		return r, nil
+	}
+	for _, c := range b.starting {
+		if c.id != id {
+			continue
+		}
+		var exec workflow.Execution
+		if err := c.f.GetChildWorkflowExecution().Get(ctx, &exec); err != nil {
+			return "", fmt.Errorf("child %s did not start: %w", id, err)
+		}
+		b.kids.started(id, exec.RunID)
+		return exec.RunID, nil
+	}
+	return "", fmt.Errorf("the execution of child %s is not known", id)
 }
 
 // sortedIDs returns a map's keys in order: workflow code never ranges over

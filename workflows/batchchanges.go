@@ -24,6 +24,13 @@ const BatchChangesChange = "batch-changes"
 // Schedule starts, naming the schedule.
 var scheduledByKey = temporal.NewSearchAttributeKeyKeyword("TemporalScheduledById")
 
+// scheduleOf is the id of the Schedule that started the run, "" when
+// none did.
+func scheduleOf(ctx workflow.Context) string {
+	id, _ := workflow.GetTypedSearchAttributes(ctx).GetKeyword(scheduledByKey)
+	return id
+}
+
 // Bounds of the notify_url POST: each attempt, and all of them together.
 // An hour of retries (backing off to two minutes apart) covers a
 // receiver's restart or deploy; past it the batch completes with notify

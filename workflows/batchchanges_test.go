@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/notify"
 )
 
 // TestBatchQAComparesWithPreviousScheduledReport: a batch a Schedule
@@ -20,6 +21,10 @@ import (
 // is checked on the dev stack, TestScheduleReportsChanges); a notify_url that refuses does not fail the batch.
 func TestBatchQAComparesWithPreviousScheduledReport(t *testing.T) {
 	f := newBatchFixture(t)
+	// The test's receiver is on loopback, which a worker notifies only
+	// when its operator allows it; an undelivered attempt lasts a moment.
+	loopback, _ := notify.ParseNets([]string{"127.0.0.0/8", "::1/128"})
+	f.acts.NotifyPolicy, f.acts.NotifyAttemptTime = notify.Policy{AllowNets: loopback}, time.Millisecond
 	var mu sync.Mutex
 	var posts []api.ChangeNotification
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -91,7 +91,7 @@ func TestBoundaryAgainstHostileCallers(t *testing.T) {
 			api.ErrForbidden, "answers/"},
 		{"a claim inside another workflow's claimed prefix", api.DocumentQAName,
 			`{"document":"` + s.doc + `","question":"What is the vault code?","output_prefix":"` + claimed + `questions/q1/"}`,
-			api.ErrForbidden, "victim-claimed"},
+			api.ErrForbidden, "another workflow's outputs"},
 		{"another run's result as the document", api.DocumentQAName,
 			`{"document":"` + victim.ResultURI + `","question":"What was the answer?"}`,
 			api.ErrForbidden, "where runs keep their outputs"},

@@ -84,9 +84,9 @@ func assembleCorpus(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 
 // findCheckpoint asks for the deepest memory checkpoint of an earlier
 // reading of the prepared chunks with the same question and options.
-func findCheckpoint(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int) (actwire.FindCheckpointOutput, error) {
+func findCheckpoint(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int, chain string) (actwire.FindCheckpointOutput, error) {
 	var out actwire.FindCheckpointOutput
-	if err := findCheckpointAsync(ctx, hb, prio, prepared, question, opts, sample).Get(ctx, &out); err != nil {
+	if err := findCheckpointAsync(ctx, hb, prio, prepared, question, opts, sample, chain).Get(ctx, &out); err != nil {
 		return out, stageError("find checkpoint", err)
 	}
 	return out, nil
@@ -94,7 +94,7 @@ func findCheckpoint(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 
 // findCheckpointAsync starts FindCheckpoint; its future's value is a
 // FindCheckpointOutput.
-func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int) workflow.Future {
+func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int, chain string) workflow.Future {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:   10 * time.Minute,
 		HeartbeatTimeout:      hb,
@@ -108,7 +108,7 @@ func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.P
 	}
 	return workflow.ExecuteActivity(actx, activities.FindCheckpointName, actwire.FindCheckpointInput{
 		Document: prepared.Document, ETag: prepared.ETag, IndexURI: prepared.IndexURI,
-		Question: question, Options: opts, Sample: sample,
+		Question: question, Options: opts, Sample: sample, FirstRunID: chain,
 	})
 }
 
@@ -123,6 +123,37 @@ func evidenceChunks(checkpoints bool, ev []api.ReviewEvidence) []int {
 		chunks[i] = e.Chunk
 	}
 	return chunks
+}
+
+// provenanceChain is the run's chain for FindCheckpoint and the memory
+// updates (ProvenanceChange), "" before it.
+func provenanceChain(provenance bool, info *workflow.Info) string {
+	if !provenance {
+		return ""
+	}
+	return chainID(info)
+}
+
+// namedReuse is the ReusedFrom a result shows: only one that names a run,
+// which FindCheckpoint returns for the reader's own chain alone.
+func namedReuse(from *api.ReusedFrom) *api.ReusedFrom {
+	if from == nil || from.WorkflowID == "" {
+		return nil
+	}
+	return from
+}
+
+// reusedReading says whose reading the reused chunks came from
+// (ProvenanceChange): the run's own chain when FindCheckpoint named it,
+// else an earlier reading of the same text; "" when nothing was reused.
+func reusedReading(provenance bool, from *api.ReusedFrom) string {
+	switch {
+	case !provenance || from == nil || from.Chunk == 0:
+		return ""
+	case from.WorkflowID != "":
+		return api.ReusedOwnRun
+	}
+	return api.ReusedEarlierReading
 }
 
 // chunksReused is how many chunks a run took from the checkpoint it

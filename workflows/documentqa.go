@@ -58,6 +58,9 @@ type qaState struct {
 	// (CheckpointsChange); ReusedFrom says where it started.
 	Checkpoints bool            `json:"checkpoints,omitempty"`
 	ReusedFrom  *api.ReusedFrom `json:"reused_from,omitempty"`
+	// Provenance says the run keeps its chain in its checkpoints and
+	// results name only its own (ProvenanceChange).
+	Provenance bool `json:"provenance,omitempty"`
 }
 
 // DocumentQAResult is the workflow's result.
@@ -88,6 +91,16 @@ const progressUpsertEvery = 5 * time.Second
 // Runs recorded before it replay as workflow.DefaultVersion and do none
 // of it.
 const CheckpointsChange = "corpus-checkpoints"
+
+// ProvenanceChange is the workflow.GetVersion change id under which
+// DocumentQA and ReviewDocument tell FindCheckpoint and the memory updates
+// their chain (its first run id), so that a checkpoint names the reading
+// that wrote it only to that reading's own chain, and say in the result
+// whose reading the reused chunks came from (reused_reading). The
+// evidence of reused chunks is cited in the reader's own document by the
+// activity, whatever the version. Runs recorded before it replay as
+// workflow.DefaultVersion: their results say nothing of the reading.
+const ProvenanceChange = "reader-provenance"
 
 // ReportToBatchChange is the workflow.GetVersion change id under which a
 // batch's DocumentQA child that its batch carried over a continue-as-new
@@ -177,25 +190,36 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		}
 	}
 	// The budget can be raised while the run reads, and must be to let a
-	// paused run go on.
+	// paused run go on. It lives in the input, which continue-as-new
+	// carries. A batch child's budget is its batch's grant: only the batch
+	// raises it.
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, b api.Budget) (api.Budget, error) {
 		in.Budget = &b
 		return b, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, b api.Budget) error {
+		if grantedByBatch(ctx, in) {
+			batch := workflow.GetInfo(ctx).ParentWorkflowExecution.ID
+			return fmt.Errorf("this run's budget is a grant of its batch %s, which only the batch changes: raise the batch's budget instead (starter budget %s --max-calls N)", batch, batch)
+		}
 		return checkRaise(b, st.Usage)
 	}}); err != nil {
 		return nil, err
 	}
+	var budget runBudget
 	if grantedByBatch(ctx, in) {
-		// The batch answers a request for more budget with a grant.
-		grants := workflow.GetSignalChannel(ctx, api.BudgetGrantSignal)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			for {
-				var b api.Budget
-				grants.Receive(ctx, &b)
-				in.Budget = &b
-			}
-		})
+		budget.pull = workflow.GetVersion(ctx, BudgetPullChange, workflow.DefaultVersion, 1) >= 1
+		budget.wake = workflow.GetSignalChannel(ctx, api.BudgetGrantSignal)
+		if !budget.pull {
+			// Runs from before BudgetPullChange take the grant the signal
+			// carries.
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				for {
+					var b api.Budget
+					budget.wake.Receive(ctx, &b)
+					in.Budget = &b
+				}
+			})
+		}
 	}
 	prio := taskPriority(ctx, in.Scheduling(), api.PriorityQuestion)
 	lazy := skipsEagerExecution(prio)
@@ -254,8 +278,9 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(ctx, &st.Prepared); err != nil {
 			return nil, stageError("prepare document", err)
 		}
+		st.Provenance = st.Checkpoints && workflow.GetVersion(ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
 		if st.Checkpoints && in.Reuse != api.ReuseNone {
-			cp, err := findCheckpoint(ctx, hb, prio, st.Prepared, in.Question, in.Options, in.Sample)
+			cp, err := findCheckpoint(ctx, hb, prio, st.Prepared, in.Question, in.Options, in.Sample, provenanceChain(st.Provenance, info))
 			if err != nil {
 				return nil, err
 			}
@@ -311,7 +336,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
 			return nil, workflow.NewContinueAsNewError(ctx, api.DocumentQAName, next)
 		}
-		if err := awaitBudget(ctx, &in, st, &progress, vis); err != nil {
+		if err := awaitBudget(ctx, &in, st, &progress, vis, budget); err != nil {
 			return nil, err
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -329,6 +354,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: in.Question, Memory: st.Memory,
 			Options: opts, TracePrefix: st.TracePrefix, Checkpoint: st.Checkpoints, Sample: in.Sample,
 			EvidenceChunks: evidenceChunks(st.Checkpoints, st.Evidence), EvidenceDropped: st.EvidenceDropped,
+			FirstRunID: provenanceChain(st.Provenance, info),
 		}).Get(ctx, &out)
 		if err != nil {
 			return nil, stageError(fmt.Sprintf("update memory at chunk %d", st.Cursor), err)
@@ -350,7 +376,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		}
 	}
 
-	if err := awaitBudget(ctx, &in, st, &progress, vis); err != nil {
+	if err := awaitBudget(ctx, &in, st, &progress, vis, budget); err != nil {
 		return nil, err
 	}
 	progress.Stage = api.StageAnswering
@@ -375,7 +401,8 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Usage: st.Usage, Runs: st.Runs, IndexURI: st.Prepared.IndexURI,
 			TracePrefix: st.TracePrefix + "chunks/", StartedAt: st.StartedAt,
 			Source: st.Prepared.Source, Format: st.Prepared.Format, Evidence: st.Evidence,
-			Documents: in.Documents, ChunksReused: chunksReused(st.ReusedFrom), ReusedFrom: st.ReusedFrom,
+			Documents: in.Documents, ChunksReused: chunksReused(st.ReusedFrom), ReusedFrom: namedReuse(st.ReusedFrom),
+			ReusedReading: reusedReading(st.Provenance, st.ReusedFrom),
 		},
 	}).Get(ctx, &res)
 	if err != nil {
@@ -472,11 +499,35 @@ func checkRaise(b api.Budget, spent api.Usage) error {
 	return nil
 }
 
+// BudgetPullChange is the workflow.GetVersion change id under which a
+// batch's DocumentQA child that has spent its grant asks its batch for
+// more with an activity (RequestBatchBudget, which sends the batch's
+// BudgetRequestUpdate) and takes the grant from the batch's reply: a
+// BudgetGrantSignal only wakes it to ask again, so nobody but its batch
+// moves its budget. Runs recorded before it replay as
+// workflow.DefaultVersion: they signal the request and take the grant a
+// signal carries.
+const BudgetPullChange = "budget-pull"
+
+// budgetAskEvery is how often a batch child that waits for a grant asks
+// its batch again without being woken: a wake-up the batch sent is never
+// lost (the batch awaits its signals), so this only bounds a wait on a
+// batch that could not be reached.
+const budgetAskEvery = 5 * time.Minute
+
+// runBudget is how a batch child's budget moves: pull is BudgetPullChange
+// at version 1, wake the channel of the batch's wake-ups.
+type runBudget struct {
+	pull bool
+	wake workflow.ReceiveChannel
+}
+
 // awaitBudget stops the run before a model call that its budget does not
 // cover: it shows the status paused and waits until the raise-budget
-// Update lifts the budget (or the run is canceled), then resumes the stage
-// it was in. Everything done so far is kept.
-func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, progress *api.Progress, vis *visibility) error {
+// Update lifts the budget, or (a batch child) its batch grants it more, or
+// the run is canceled; then it resumes the stage it was in. Everything
+// done so far is kept.
+func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, progress *api.Progress, vis *visibility, rb runBudget) error {
 	if !overBudget(in.Budget, st.Usage) {
 		return nil
 	}
@@ -484,7 +535,12 @@ func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, pro
 	progress.Stage = api.StagePaused
 	vis.publish(*progress, api.StatusKey.ValueSet(api.StagePaused))
 	workflow.GetLogger(ctx).Info("paused at the budget", "calls", st.Usage.Calls, "tokens", st.Usage.PromptTokens+st.Usage.CompletionTokens)
-	if grantedByBatch(ctx, *in) {
+	switch {
+	case grantedByBatch(ctx, *in) && rb.pull:
+		if err := pullGrant(ctx, in, st, rb.wake); err != nil {
+			return err
+		}
+	case grantedByBatch(ctx, *in):
 		// Ask the batch for more; it grants it when its own budget has
 		// room, else it pauses too. A request that fails leaves the run
 		// paused, for an operator's raise-budget.
@@ -493,12 +549,56 @@ func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, pro
 		if err := workflow.SignalExternalWorkflow(ctx, info.ParentWorkflowExecution.ID, "", api.BudgetRequestSignal, req).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Warn("ask the batch for budget", "error", err)
 		}
-	}
-	if err := workflow.Await(ctx, func() bool { return !overBudget(in.Budget, st.Usage) }); err != nil {
-		return err
+		fallthrough
+	default:
+		if err := workflow.Await(ctx, func() bool { return !overBudget(in.Budget, st.Usage) }); err != nil {
+			return err
+		}
 	}
 	progress.Stage = stage
 	vis.publish(*progress, api.StatusKey.ValueSet(stage))
+	return nil
+}
+
+// pullGrant asks the run's batch for more budget (RequestBatchBudget) until
+// the batch's reply covers the next call, waiting between two asks for the
+// batch's wake-up (or budgetAskEvery). The grant is the batch's reply, never
+// what a signal carries.
+func pullGrant(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, wake workflow.ReceiveChannel) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    DefaultHeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+		Summary: "ask the batch for budget",
+	})
+	for overBudget(in.Budget, st.Usage) {
+		// Wake-ups that came before this ask are answered by it.
+		for wake.ReceiveAsync(nil) {
+		}
+		var g api.Budget
+		err := workflow.ExecuteActivity(actx, activities.RequestBatchBudgetName, actwire.BudgetRequestInput{Usage: st.Usage}).Get(ctx, &g)
+		switch {
+		case err == nil:
+			in.Budget = &g
+		case temporal.IsCanceledError(err) || ctx.Err() != nil:
+			return temporal.NewCanceledError()
+		default:
+			workflow.GetLogger(ctx).Warn("ask the batch for budget", "error", err)
+		}
+		if !overBudget(in.Budget, st.Usage) {
+			return nil
+		}
+		tctx, stop := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		sel.AddFuture(workflow.NewTimer(tctx, budgetAskEvery), func(workflow.Future) {})
+		sel.Select(ctx)
+		stop()
+		if ctx.Err() != nil {
+			return temporal.NewCanceledError()
+		}
+	}
 	return nil
 }
 

@@ -15,7 +15,8 @@ package workflows_test
 //	testdata/documentqa_convert_run{N}.json  and version 1 of ConvertDocumentChange
 //	testdata/documentqa_ground_run{N}.json   and version 1 of GroundingChange
 //	testdata/documentqa_coalesce_run{N}.json and version 1 of CoalesceUpsertsChange
-//	testdata/documentqa_checkpoints_run{N}.json and version 1 of CheckpointsChange; the current code
+//	testdata/documentqa_checkpoints_run{N}.json and version 1 of CheckpointsChange
+//	testdata/documentqa_provenance_run{N}.json and version 1 of ProvenanceChange; the current code
 //
 // To record the current generation again (after adding a workflow feature
 // that its histories do not exercise), run
@@ -26,7 +27,7 @@ package workflows_test
 // simulator, in memory, on free loopback ports) with a small generated
 // document and three chunks per run, so that the run continues-as-new at
 // least three times, and writes the history of every run of the chain to
-// testdata/documentqa_checkpoints_run{N}.json in the format of
+// testdata/documentqa_provenance_run{N}.json in the format of
 // `temporal workflow show --output json`. Older generations are never
 // rewritten: they are what runs started by older workers look like. A
 // history saved that way from a production run can be added under the name
@@ -34,7 +35,8 @@ package workflows_test
 //
 // BatchQA's histories come in generations too (batchGenerations:
 // testdata/batch_run{N}.json, then testdata/batch_v1_run{N}.json, then
-// testdata/batch_carry_run{N}.json, then testdata/batch_changes_run{N}.json);
+// testdata/batch_carry_run{N}.json, testdata/batch_changes_run{N}.json,
+// testdata/batch_quiet_run{N}.json and testdata/batch_ledger_run{N}.json);
 // the current one is recorded the same way by
 //
 //	go test ./workflows -run 'TestReplayBatch$' -update
@@ -44,7 +46,10 @@ package workflows_test
 // settle without a child (an earlier answer reused, a missing document)
 // and one whose child fails, which then writes the report, compares it
 // with an earlier report (compare_with, a prefix that holds none: every
-// item is new) and POSTs its notify_url (a server of the test). -update
+// item is new) and POSTs its notify_url (a server of the test); its budget
+// is small enough that a child asks for more, and that child's history is
+// kept beside the batch's (testdata/batch_ledger_child_run{N}.json) and
+// replayed with it. -update
 // records what every replay test selected by -run records: select one.
 
 import (
@@ -115,6 +120,9 @@ var generations = []generation{
 	// and CheckpointsChange at version 1: FindCheckpoint after
 	// PrepareDocument, a checkpoint kept with every chunk.
 	{name: "v1-checkpoints", prefix: "documentqa_checkpoints_run", version: 1},
+	// and ProvenanceChange at version 1: FindCheckpoint and the memory
+	// updates told the run's chain.
+	{name: "v1-provenance", prefix: "documentqa_provenance_run", version: 1},
 }
 
 const (
@@ -494,6 +502,10 @@ var batchGenerations = []generation{
 	// BatchQuietCarryChange at version 1: a run at its boundary carries
 	// its children once it has heard nothing for a quiet period.
 	{name: "v4-quiet", prefix: "batch_quiet_run"},
+	// BatchLedgerChange at version 1, with a budget: a child that spent
+	// its grant asks through BudgetRequestUpdate and the batch reads its
+	// usage (ReadBatchChild); carried children keep their run ids.
+	{name: "v5-ledger", prefix: "batch_ledger_run"},
 }
 
 const (
@@ -544,6 +556,10 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	if g.name == "v3-changes" {
 		checkChangesCoverage(t, histories)
 	}
+	if g.name == "v5-ledger" {
+		checkLedgerCoverage(t, histories)
+		replayLedgerChild(t, logger, replayer, childPrefix(g.prefix))
+	}
 }
 
 // checkChangesCoverage asserts that a chain of BatchChangesChange at
@@ -573,6 +589,70 @@ func checkChangesCoverage(t *testing.T, histories []*historypb.History) {
 	if notified != 1 || changed != 1 || marker != 1 {
 		t.Errorf("%s marker %d, %s upserted %d times, %s scheduled %d times; want 1 each",
 			workflows.BatchChangesChange, marker, api.AttrChangedItems, changed, activities.NotifyChangesName, notified)
+	}
+}
+
+// childPrefix names the recorded histories of the batch child that asked
+// for budget beside a batch generation's: batch_ledger_child_run{N}.json.
+func childPrefix(batchPrefix string) string {
+	return strings.TrimSuffix(batchPrefix, "_run") + "_child_run"
+}
+
+// replayLedgerChild replays the recorded chain of the batch's child that
+// asked for more budget (BudgetPullChange at version 1), and checks that it
+// did: RequestBatchBudget scheduled after the budget-pull marker.
+func replayLedgerChild(t *testing.T, logger log.Logger, replayer worker.WorkflowReplayer, prefix string) {
+	t.Helper()
+	files := historyFiles(t, generation{prefix: prefix})
+	if len(files) == 0 {
+		t.Fatalf("no %s/%s{N}.json: record them with: go test ./workflows -run 'TestReplayBatch$' -update", historyDir, prefix)
+	}
+	marker, asked := 0, 0
+	for _, path := range files {
+		hist := loadHistoryOf(t, path, api.DocumentQAName)
+		started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+		if err := replayer.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
+			OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
+		}); err != nil {
+			t.Errorf("replay of %s: %v", path, err)
+		}
+		for _, e := range hist.GetEvents() {
+			switch {
+			case e.GetMarkerRecordedEventAttributes() != nil && strings.Contains(e.GetMarkerRecordedEventAttributes().String(), workflows.BudgetPullChange):
+				marker++
+			case e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.RequestBatchBudgetName:
+				asked++
+			}
+		}
+	}
+	if marker == 0 || asked == 0 {
+		t.Errorf("the child's chain recorded %d %s markers and %d budget requests: want both", marker, workflows.BudgetPullChange, asked)
+	}
+}
+
+// checkLedgerCoverage asserts that a chain of BatchLedgerChange at version
+// 1 served a child's budget request: an Update accepted and completed, and
+// the child's usage read by the batch.
+func checkLedgerCoverage(t *testing.T, histories []*historypb.History) {
+	t.Helper()
+	accepted, completed, reads := 0, 0, 0
+	for _, hist := range histories {
+		if hist == nil {
+			return
+		}
+		for _, e := range hist.GetEvents() {
+			switch {
+			case e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == api.BudgetRequestUpdate:
+				accepted++
+			case e.GetWorkflowExecutionUpdateCompletedEventAttributes() != nil:
+				completed++
+			case e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.ReadBatchChildName:
+				reads++
+			}
+		}
+	}
+	if accepted == 0 || completed < accepted || reads < accepted {
+		t.Errorf("%d budget requests accepted, %d updates completed, %d usages read: want a request served", accepted, completed, reads)
 	}
 }
 
@@ -673,6 +753,9 @@ func recordBatchHistories(t *testing.T, prefix string) {
 			Priority: api.PriorityBatch, FairnessKey: "replay", FairnessWeight: 2,
 			Options:     api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
 			CompareWith: "s3://" + cfg.Bucket + "/replay/baseline/", NotifyURL: hook.URL + "/hook",
+			// The first child's grant is 16 calls, the second's the 9 left:
+			// the second asks for more and gets what the first leaves.
+			Budget: &api.Budget{MaxCalls: 25},
 		})
 	if err != nil {
 		t.Fatalf("start BatchQA: %v", err)
@@ -689,4 +772,11 @@ func recordBatchHistories(t *testing.T, prefix string) {
 		t.Fatalf("changes %+v, notify %q, %d POSTs: want all 5 new (no earlier report), one POST", res.Changes, res.Notify, posts.Load())
 	}
 	writeChain(ctx, t, c, batchReplayID, runID, prefix)
+	// The child that asked for budget (the second of page 0: its grant was
+	// the 9 calls the first one left).
+	desc, err := c.DescribeWorkflowExecution(ctx, batchReplayID+"/1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeChain(ctx, t, c, batchReplayID+"/1", desc.GetWorkflowExecutionInfo().GetFirstRunId(), childPrefix(prefix))
 }

@@ -38,8 +38,10 @@ type reviewState struct {
 	Runs      int                   `json:"runs"`
 	StartedAt time.Time             `json:"started_at"`
 	// Checkpoints is DocumentQA's: the questions keep memory checkpoints
-	// (CheckpointsChange).
+	// (CheckpointsChange). Provenance is DocumentQA's too
+	// (ProvenanceChange).
 	Checkpoints bool `json:"checkpoints,omitempty"`
+	Provenance  bool `json:"provenance,omitempty"`
 }
 
 // reviewQuestionState is one question's memory, cursor and outcome.
@@ -195,7 +197,8 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 			return nil, errors.New("review scheduler made no progress: this is a bug in ReviewDocument")
 		}
 		r.st.From = r.info.WorkflowExecution.RunID
-		return nil, workflow.NewContinueAsNewError(ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: in, State: r.st})
+		// r.in, not in: it holds a budget raised during this run.
+		return nil, workflow.NewContinueAsNewError(ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: r.in, State: r.st})
 	}
 	if err := r.allFailed(); err != nil {
 		return nil, err
@@ -269,12 +272,13 @@ func (r *reviewRun) prepare() error {
 	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(r.ctx, &r.st.Prepared); err != nil {
 		return stageError("prepare document", err)
 	}
+	r.st.Provenance = r.st.Checkpoints && workflow.GetVersion(r.ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
 	if r.st.Checkpoints && r.in.Reuse != api.ReuseNone {
 		// Each question starts from its own deepest checkpoint; the
 		// questions are found together.
 		futures := make([]workflow.Future, len(r.in.Questions))
 		for i, q := range r.in.Questions {
-			futures[i] = findCheckpointAsync(r.ctx, r.hb, r.prio, r.st.Prepared, q.Question, r.in.Options, 0)
+			futures[i] = findCheckpointAsync(r.ctx, r.hb, r.prio, r.st.Prepared, q.Question, r.in.Options, 0, provenanceChain(r.st.Provenance, r.info))
 		}
 		for i, f := range futures {
 			var cp actwire.FindCheckpointOutput
@@ -413,6 +417,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 			Chunk: chunk, Chunks: chunks, Question: q.Question, Memory: qs.Memory,
 			Options: r.opts, TracePrefix: r.questionPrefix(i), Checkpoint: r.st.Checkpoints,
 			EvidenceChunks: evidenceChunks(r.st.Checkpoints, qs.Evidence), EvidenceDropped: qs.EvidenceDropped,
+			FirstRunID: provenanceChain(r.st.Provenance, r.info),
 		})
 	r.started(i)
 	sel.AddFuture(f, func(f workflow.Future) {
@@ -624,7 +629,8 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 			Evidence: make([]api.ReviewEvidence, 0, len(qs.Evidence)), EvidenceDropped: qs.EvidenceDropped,
 			ChunksRead: qs.Cursor, Usage: api.ReviewUsage(qs.Usage), ResultURI: qs.ResultURI,
 			TracePrefix: r.questionPrefix(i) + "chunks/", Error: qs.Error, ErrorType: qs.ErrorType,
-			ChunksReused: chunksReused(qs.ReusedFrom), ReusedFrom: qs.ReusedFrom,
+			ChunksReused: chunksReused(qs.ReusedFrom), ReusedFrom: namedReuse(qs.ReusedFrom),
+			ReusedReading: reusedReading(r.st.Provenance, qs.ReusedFrom),
 		}
 		if qs.failed() {
 			row.Status = api.ReviewStatusFailed

@@ -6,8 +6,9 @@ package workflows_test
 // ConvertDocumentChange, testdata/review_convert_run{N}.json, frozen,
 // from before GroundingChange, testdata/review_ground_run{N}.json, frozen,
 // from before CoalesceUpsertsChange, testdata/review_coalesce_run{N}.json,
-// frozen, from before CheckpointsChange, and
-// testdata/review_checkpoints_run{N}.json, the current generation; record that
+// frozen, from before CheckpointsChange, testdata/review_checkpoints_run{N}.json,
+// frozen, from before ProvenanceChange, and
+// testdata/review_provenance_run{N}.json, the current generation; record that
 // again with
 // go test ./workflows -run TestReplayReview -update).
 
@@ -595,8 +596,9 @@ const (
 	// reviewHistoryPrefix is the current generation, the one -update
 	// records: ConvertDocument before PrepareDocument, GroundAnswer before
 	// WriteReview, the chunk count upserted at most every few seconds,
-	// FindCheckpoint for each question after PrepareDocument.
-	reviewHistoryPrefix = "review_checkpoints_run"
+	// FindCheckpoint for each question after PrepareDocument, told the
+	// review's chain (ProvenanceChange).
+	reviewHistoryPrefix = "review_provenance_run"
 	reviewReplayID      = "replay-review"
 	reviewMinRuns       = 3
 )
@@ -608,9 +610,10 @@ func TestReplayReview(t *testing.T) {
 	// review_run{N}: recorded before ConvertDocumentChange (frozen);
 	// review_convert_run{N}: before GroundingChange (frozen);
 	// review_ground_run{N}: before CoalesceUpsertsChange (frozen);
-	// review_coalesce_run{N}: before CheckpointsChange (frozen).
+	// review_coalesce_run{N}: before CheckpointsChange (frozen);
+	// review_checkpoints_run{N}: before ProvenanceChange (frozen).
 	var paths []string
-	for _, prefix := range []string{"review_run", "review_convert_run", "review_ground_run", "review_coalesce_run", reviewHistoryPrefix} {
+	for _, prefix := range []string{"review_run", "review_convert_run", "review_ground_run", "review_coalesce_run", "review_checkpoints_run", reviewHistoryPrefix} {
 		gen, err := filepath.Glob(filepath.Join(historyDir, prefix+"[0-9]*.json"))
 		if err != nil {
 			t.Fatal(err)

@@ -124,6 +124,24 @@ func (s *Store) ListFolders(_ context.Context, bucket, prefix string) ([]string,
 	return folders, nil
 }
 
+// List lists up to limit keys under prefix in key order, as
+// s3store.Store does (limit <= 0: all of them).
+func (s *Store) List(_ context.Context, bucket, prefix string, limit int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for loc := range s.objects {
+		if loc.Bucket == bucket && strings.HasPrefix(loc.Key, prefix) {
+			keys = append(keys, loc.Key)
+		}
+	}
+	sort.Strings(keys)
+	if limit > 0 && len(keys) > limit {
+		keys = keys[:limit]
+	}
+	return keys, nil
+}
+
 // Delete removes an object, as an expiry rule would.
 func (s *Store) Delete(loc s3store.Location) {
 	s.mu.Lock()

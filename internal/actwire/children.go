@@ -11,12 +11,26 @@ import (
 // CheckChildrenInput asks CheckBatchChildren how the DocumentQA children of
 // a batch that a run carried over from its previous run are doing.
 type CheckChildrenInput struct {
-	// IDs are the children's workflow ids.
-	IDs []string `json:"ids"`
+	// Children are the children, each with the execution the batch
+	// started: only that execution and its continue-as-new chain settle
+	// the child.
+	Children []ChildRef `json:"children,omitempty"`
+	// IDs are children known by workflow id alone: those a run of a worker
+	// from before run ids were kept handed over. Each is read from the
+	// latest run under its id.
+	IDs []string `json:"ids,omitempty"`
 	// WaitSeconds is how long to wait for a child that is still open to
 	// close: a child that has just said it is finishing closes in moments.
 	// 0 reports open children at once.
 	WaitSeconds int `json:"wait_seconds,omitempty"`
+}
+
+// ChildRef names a batch's child: its workflow id and the run id of the
+// execution the batch started, the first of the child's continue-as-new
+// chain.
+type ChildRef struct {
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
 }
 
 // CheckChildrenOutput lists the children that have closed, with their
@@ -57,6 +71,11 @@ func ChildFailure(err error) (msg, typ string) {
 	var canceled *temporal.CanceledError
 	var terminated *temporal.TerminatedError
 	switch {
+	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+		// A caller outside the batch runs a workflow under the item's id:
+		// the item's run was never started, and nothing of that one is
+		// taken.
+		return "another workflow already runs under this item's id, started by a caller outside the batch: the item's run was not started; run the item again", api.ErrChildReplaced
 	case errors.As(err, &appErr):
 		return appErr.Message(), appErr.Type()
 	case errors.As(err, &timeout):
@@ -67,4 +86,19 @@ func ChildFailure(err error) (msg, typ string) {
 		return "terminated", "Terminated"
 	}
 	return err.Error(), ""
+}
+
+// BudgetRequestInput is what a batch's DocumentQA child that has spent its
+// grant sends RequestBatchBudget: its usage, as the batch's answer is
+// computed from (the batch reads the figure again from the child itself;
+// the child and its batch come from Temporal, not from this input).
+type BudgetRequestInput struct {
+	Usage api.Usage `json:"usage"`
+}
+
+// ChildUsage is what ReadBatchChild read of a child: whether the child's
+// chain is still open, and then its usage.
+type ChildUsage struct {
+	Open  bool      `json:"open"`
+	Usage api.Usage `json:"usage"`
 }

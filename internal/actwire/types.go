@@ -23,6 +23,11 @@ type ExpandInput struct {
 	// run id) separates the working files of two batches that share a prefix.
 	WorkflowID string `json:"workflow_id"`
 	RunKey     string `json:"run_key"`
+	// ScheduleID is the Temporal Schedule that started the batch (its
+	// TemporalScheduledById, which only Temporal sets), "" otherwise: such
+	// a run claims its dated prefix inside the schedule's report prefix,
+	// and compares with the schedule's earlier reports there.
+	ScheduleID string `json:"schedule_id,omitempty"`
 	// PageSize is how many items go in one page; default 100.
 	PageSize int `json:"page_size,omitempty"`
 	// Options are the batch's model options; the worker resolves the model.
@@ -68,6 +73,9 @@ type ResolvePageInput struct {
 	Options api.ModelOptions `json:"options"`
 	// Samples is how many times each item is answered (0 means 1).
 	Samples int `json:"samples,omitempty"`
+	// Whole says that no earlier answer is reused: every item and sample
+	// is returned to run (api.BatchQAInput.ReadsWhole).
+	Whole bool `json:"whole,omitempty"`
 }
 
 // BatchRunItem is a batch item that needs a DocumentQA run.
@@ -83,10 +91,13 @@ type BatchRunItem struct {
 	Question    string            `json:"question"`
 	GoldAnswers []string          `json:"gold_answers,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
-	// OutputPrefix is where the run writes its traces and result.json:
-	// s3://<bucket>/answers/<answer key>/, which is also the cache a later
-	// batch finds the answer in (the key of a sample after the first
-	// includes its index, so samples never reuse each other's answers).
+	// OutputPrefix is the item's place in the answer cache,
+	// s3://<bucket>/answers/<answer key>/, where a later batch finds the
+	// answer (the key of a sample after the first includes its index, so
+	// samples never reuse each other's answers). The batch writes the
+	// entry once it has settled the item from its own child; the child
+	// writes under its own run's prefix (workers from before this wrote
+	// the child's outputs here).
 	OutputPrefix string `json:"output_prefix"`
 	// Bytes is the item's size as JSON, for the workflow to bound the
 	// outcomes it buffers.
@@ -116,6 +127,18 @@ type WriteResultsInput struct {
 	// URI is the part's s3:// URI; a retry overwrites it.
 	URI     string                `json:"uri"`
 	Results []api.BatchItemResult `json:"results"`
+	// Answers are the answer-cache entries of the answered outcomes: the
+	// batch settled each from its own child, so only a batch writes the
+	// cache.
+	Answers []AnswerEntry `json:"answers,omitempty"`
+}
+
+// AnswerEntry puts an answer a batch settled in the answer cache: the
+// child's result.json, copied to Prefix (s3://<bucket>/answers/<key>/)
+// unless an entry is there already.
+type AnswerEntry struct {
+	Prefix    string `json:"prefix"`
+	ResultURI string `json:"result_uri"`
 }
 
 // ReportInput asks WriteBatchReport to assemble the report from the parts.
@@ -265,9 +288,9 @@ type PrepareInput struct {
 	// FirstRunID is the first run of the workflow's chain: a claim is the
 	// chain's, not every later workflow's that reuses the id.
 	FirstRunID string `json:"first_run_id,omitempty"`
-	// BatchChild is set by a DocumentQA run that a BatchQA started (the
-	// workflow knows it from Temporal): only those write into the shared
-	// answer cache.
+	// BatchChild is set by a DocumentQA run that has a parent workflow. It
+	// grants nothing: no run writes into the answer cache (a batch writes
+	// its entries itself, from the answers it settled).
 	BatchChild bool `json:"batch_child,omitempty"`
 	// Converted is set when Document is the text ConvertDocument made:
 	// the index then keeps the page map, and the read check applies to
@@ -327,6 +350,10 @@ type UpdateInput struct {
 	// those chunks' checkpoints alone.
 	EvidenceChunks  []int `json:"evidence_chunks,omitempty"`
 	EvidenceDropped int   `json:"evidence_dropped,omitempty"`
+	// FirstRunID is the reading workflow's chain (its first run id), kept
+	// in the checkpoint: FindCheckpoint names the reading that wrote a
+	// checkpoint only to the same chain.
+	FirstRunID string `json:"first_run_id,omitempty"`
 }
 
 // FindCheckpointInput asks for the deepest memory checkpoint of the
@@ -339,11 +366,16 @@ type FindCheckpointInput struct {
 	Question string           `json:"question"`
 	Options  api.ModelOptions `json:"options"`
 	Sample   int              `json:"sample,omitempty"`
+	// FirstRunID is the reading workflow's chain (its first run id).
+	FirstRunID string `json:"first_run_id,omitempty"`
 }
 
 // FindCheckpointOutput is where a run can start: after Chunks chunks, with
-// Memory and the evidence of those chunks; Chunks is 0 when there is no
-// checkpoint. WorkflowID and RunID name the run that wrote it.
+// Memory and the evidence of those chunks, cited in the reader's own
+// document or corpus; Chunks is 0 when there is no checkpoint. WorkflowID
+// and RunID name the run that wrote it only when it is of the reader's own
+// chain (FindCheckpointInput.FirstRunID): another reading of the same text
+// may be another caller's.
 type FindCheckpointOutput struct {
 	Chunks          int                  `json:"chunks"`
 	Memory          string               `json:"memory,omitempty"`

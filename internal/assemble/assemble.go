@@ -22,6 +22,7 @@ import (
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/searchattrs"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -208,6 +209,11 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	checkTokenizer(ctx, pool, name, tok, logger)
 	adviseHostedModel(cfg, name, maxLen, tok, logger)
 	logger.Info("model resolved", "model", name, "max_model_len", maxLen, "endpoints", len(pool.Stats()), "capacity", pool.Capacity())
+	nets, err := notify.ParseNets(cfg.NotifyAllowNets)
+	if err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("%w (MEMAGENT_NOTIFY_ALLOW_NETS)", err)
+	}
 	acts := &activities.Activities{
 		Store:         store,
 		Model:         pool,
@@ -216,6 +222,9 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		Bucket:        cfg.Bucket,
 		ReadPrefixes:  cfg.ReadPrefixes,
 		WritePrefixes: cfg.WritePrefixes,
+		ClaimRoots:    cfg.ClaimRoots,
+		ClaimDepth:    cfg.ClaimDepth,
+		NotifyPolicy:  notify.Policy{Hosts: cfg.NotifyHosts, AllowNets: nets},
 		Templates:     templates,
 		Tokenizers:    tokenizers,
 		Logger:        logger,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/notify"
 )
 
 // Addresses and credentials of the embedded dev stack. Without any
@@ -93,6 +94,21 @@ type Config struct {
 	// MEMAGENT_READ_PREFIXES and MEMAGENT_WRITE_PREFIXES, comma-separated.
 	ReadPrefixes  []string
 	WritePrefixes []string
+	// ClaimRoots are the s3:// prefixes under which a caller's
+	// output_prefix or report_prefix may be claimed (MEMAGENT_CLAIM_ROOTS,
+	// comma-separated; empty means WritePrefixes), and ClaimDepth how many
+	// folders below its root a claimed prefix must be at least
+	// (MEMAGENT_CLAIM_DEPTH; 0 means 2).
+	ClaimRoots []string
+	ClaimDepth int
+	// NotifyHosts are the host names a batch's notify_url may name
+	// (MEMAGENT_NOTIFY_HOSTS, comma-separated; "*.example.com" matches its
+	// subdomains); empty means any. NotifyAllowNets are the loopback,
+	// link-local or private networks a notification may still be sent to
+	// (MEMAGENT_NOTIFY_ALLOW_NETS, CIDRs such as 10.1.0.0/16); empty means
+	// none. The dev stack allows loopback.
+	NotifyHosts     []string
+	NotifyAllowNets []string
 	// CreateBucket lets the worker and the starter create Bucket when it
 	// is missing (MEMAGENT_CREATE_BUCKET, --create-bucket); the dev stack
 	// sets it. Otherwise a missing bucket stops them with an error.
@@ -281,6 +297,22 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if v, ok := get("MEMAGENT_WRITE_PREFIXES"); ok {
 		c.WritePrefixes = splitList(v)
+	}
+	if v, ok := get("MEMAGENT_CLAIM_ROOTS"); ok {
+		c.ClaimRoots = splitList(v)
+	}
+	if v, ok := get("MEMAGENT_CLAIM_DEPTH"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("MEMAGENT_CLAIM_DEPTH %q: want how many folders below its claim root a claimed prefix must be, at least (e.g. 2; 0 = the default, 2)", v)
+		}
+		c.ClaimDepth = n
+	}
+	if v, ok := get("MEMAGENT_NOTIFY_HOSTS"); ok {
+		c.NotifyHosts = splitList(v)
+	}
+	if v, ok := get("MEMAGENT_NOTIFY_ALLOW_NETS"); ok {
+		c.NotifyAllowNets = splitList(v)
 	}
 	if v, ok := get("MEMAGENT_S3_PATH_STYLE"); ok {
 		c.S3PathStyle = v != "false" && v != "0"
@@ -567,10 +599,19 @@ func (c Config) Validate() error {
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("bucket is empty: set MEMAGENT_BUCKET or --bucket"))
 	}
-	for _, p := range append(append([]string(nil), c.ReadPrefixes...), c.WritePrefixes...) {
+	for _, p := range append(append(append([]string(nil), c.ReadPrefixes...), c.WritePrefixes...), c.ClaimRoots...) {
 		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
-			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (MEMAGENT_READ_PREFIXES, MEMAGENT_WRITE_PREFIXES)", p))
+			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (MEMAGENT_READ_PREFIXES, MEMAGENT_WRITE_PREFIXES, MEMAGENT_CLAIM_ROOTS)", p))
 		}
+	}
+	if c.ClaimDepth < 0 {
+		errs = append(errs, errors.New("claim depth must not be negative: set MEMAGENT_CLAIM_DEPTH (0 = the default, 2)"))
+	}
+	if _, err := notify.ParseNets(c.NotifyAllowNets); err != nil {
+		errs = append(errs, fmt.Errorf("%w (MEMAGENT_NOTIFY_ALLOW_NETS)", err))
+	}
+	if err := notify.CheckHosts(c.NotifyHosts); err != nil {
+		errs = append(errs, fmt.Errorf("%w (MEMAGENT_NOTIFY_HOSTS)", err))
 	}
 	if c.S3Endpoint != "" {
 		if err := checkURL(c.S3Endpoint); err != nil {

@@ -128,6 +128,8 @@ func (d *Env) Configure(cfg config.Config) config.Config {
 	cfg.S3PathStyle = true
 	cfg.Bucket = d.Stack.Bucket
 	cfg.CreateBucket = true
+	// The stack's receivers (tests, a local webhook) are on this machine.
+	cfg.NotifyAllowNets = []string{"127.0.0.0/8", "::1/128"}
 	if d.SimulatorURL != "" {
 		cfg.ModelAPI = inference.APIOpenAI
 		cfg.ModelBaseURL = d.SimulatorURL

@@ -30,7 +30,11 @@ const ConvertDocumentName = "memagent.ConvertDocument"
 //
 // v2: running headers with changing page numbers and footnote marks
 // dropped, word spaces from the text stream, page labels in the map.
-const ConverterVersion = "v2"
+// v3: running headers matched field by field (a page number set apart,
+// a header-only page), footnotes kept apart after their paragraph, a
+// table row a line, hyphenation kept in compounds; HTML boilerplate left
+// out by main-content detection.
+const ConverterVersion = "v3"
 
 // convertedPrefix is where one version of a source's conversion lives.
 func (a *Activities) convertedPrefix(uri string, info s3store.ObjectInfo) string {

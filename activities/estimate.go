@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/memagent/memagent/api"
@@ -14,8 +16,11 @@ const EstimateCostName = "memagent.EstimateCost"
 
 // estimateCost counts the tokens the questions would send and receive over
 // a document of in.Chunks chunks and in.Tokens tokens, with the worker's
-// templates and the request's tokenizer. It calls no model.
-func (a *Activities) estimateCost(_ context.Context, in actwire.EstimateCostInput) (*api.Estimate, error) {
+// templates and the request's tokenizer. Under reuse auto it also finds
+// each question's (and sample's) memory checkpoint as its run would
+// (findCheckpoint, the same key and chain) and counts what the runs will
+// then make. It calls no model.
+func (a *Activities) estimateCost(ctx context.Context, in actwire.EstimateCostInput) (*api.Estimate, error) {
 	opts := in.Options.WithDefaults()
 	tok, err := a.Tokenizers(opts.Tokenizer)
 	if err != nil {
@@ -24,8 +29,17 @@ func (a *Activities) estimateCost(_ context.Context, in actwire.EstimateCostInpu
 	samples := int64(max(in.Samples, 1))
 	mem, ans := int64(opts.MemoryMaxTokens), int64(opts.AnswerMaxTokens)
 	chunks := int64(in.Chunks)
-	out := &api.Estimate{Chunks: in.Chunks, Tokens: in.Tokens, Questions: len(in.Questions), Samples: int(samples), Tokenizer: opts.Tokenizer}
-	for _, q := range in.Questions {
+	reuse := in.Reuse
+	if reuse == "" {
+		reuse = api.ReuseAuto
+	}
+	out := &api.Estimate{Chunks: in.Chunks, Tokens: in.Tokens, Questions: len(in.Questions), Samples: int(samples), Tokenizer: opts.Tokenizer,
+		Reuse: reuse}
+	reused, err := a.reusedChunks(ctx, in, reuse, int(samples))
+	if err != nil {
+		return nil, err
+	}
+	for qi, q := range in.Questions {
 		update := int64(tok.Count(a.Templates.RenderUpdate(q, "", "")))
 		final := int64(tok.Count(a.Templates.RenderFinal(q, "")))
 		out.Calls += (chunks + 1) * samples
@@ -33,13 +47,76 @@ func (a *Activities) estimateCost(_ context.Context, in actwire.EstimateCostInpu
 		out.PromptTokensTypical += samples * (chunks*(update+mem/2) + in.Tokens + final + mem/2)
 		out.CompletionTokensMax += samples * (chunks*mem + ans)
 		out.CompletionTokensTypical += samples * (chunks*mem/2 + ans/4)
+		for _, r := range reused[qi] {
+			left, leftTokens := chunks-int64(r.chunks), in.Tokens-r.tokens
+			out.ChunksReused += int64(r.chunks)
+			out.CallsExpected += left + 1
+			out.PromptTokensExpected += left*(update+mem/2) + leftTokens + final + mem/2
+			out.CompletionTokensExpected += left*mem/2 + ans/4
+		}
 	}
 	a.estimateTime(out, chunks, samples)
 	if in.PriceIn > 0 || in.PriceOut > 0 {
 		out.PriceMax = (float64(out.PromptTokensMax)*in.PriceIn + float64(out.CompletionTokensMax)*in.PriceOut) / 1e6
 		out.PriceTypical = (float64(out.PromptTokensTypical)*in.PriceIn + float64(out.CompletionTokensTypical)*in.PriceOut) / 1e6
+		out.PriceExpected = (float64(out.PromptTokensExpected)*in.PriceIn + float64(out.CompletionTokensExpected)*in.PriceOut) / 1e6
 	}
 	return out, nil
+}
+
+// reuseFound is what one question's sample would start past: the chunks
+// of its checkpoint and their tokens.
+type reuseFound struct {
+	chunks int
+	tokens int64
+}
+
+// reusedChunks finds, for each question and sample, the checkpoint its run
+// would start from (none under reuse none, or without the prepared
+// document's index), a few questions at a time.
+func (a *Activities) reusedChunks(ctx context.Context, in actwire.EstimateCostInput, reuse string, samples int) ([][]reuseFound, error) {
+	out := make([][]reuseFound, len(in.Questions))
+	for i := range out {
+		out[i] = make([]reuseFound, samples)
+	}
+	if reuse == api.ReuseNone || in.IndexURI == "" {
+		return out, nil
+	}
+	_, idx, err := a.workerIndex(ctx, in.IndexURI)
+	if err != nil {
+		return nil, err
+	}
+	opts := in.Options
+	if opts.Model == "" {
+		opts.Model = in.Model // as the run asks: the model it resolved
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	errs := make([]error, len(in.Questions)*samples)
+	for qi, q := range in.Questions {
+		for s := range samples {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				cp, err := a.findCheckpoint(ctx, actwire.FindCheckpointInput{
+					Document: in.Document, ETag: in.ETag, IndexURI: in.IndexURI, Question: q, Options: opts, Sample: s,
+				})
+				if err != nil {
+					errs[qi*samples+s] = err
+					return
+				}
+				r := reuseFound{chunks: min(cp.Chunks, len(idx.Chunks))}
+				for _, c := range idx.Chunks[:r.chunks] {
+					r.tokens += int64(c.Tokens)
+				}
+				out[qi][s] = r
+			}()
+		}
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // estimateTime fills the GPU and wall time from what the worker's pool has

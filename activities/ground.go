@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -12,6 +13,7 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 )
 
@@ -23,13 +25,18 @@ const GroundAnswerName = "memagent.GroundAnswer"
 const groundWindow = 1 << 20
 
 // groundAnswer finds each answer in the text the run read, from the
-// document's own bytes (never from the model): it streams the indexed
-// document version once, in windows, whatever its size, and stops as soon
-// as every answer is found verbatim. An answer the model gave as no answer
-// (no \boxed{} answer, or one that says it cannot answer) is no_answer
-// and not searched. Each found answer gets its pages from the index's
-// page map and a quote from one small ranged read. A result.json named
-// for an answer is rewritten with its grounding.
+// document's own bytes (never from the model). It looks first where the
+// answer's memory took it from, its evidence (passages, then chunks, the
+// entries that support the answer first, latest first: api.Grounding),
+// and streams the rest of the indexed document version only for answers
+// not found there, in windows, whatever its size, stopping as soon as
+// every answer is found verbatim. In a corpus the document headers are
+// skipped: no match or quote crosses into another document. An answer the
+// model gave as no answer (no \boxed{} answer, or one that says it cannot
+// answer) is no_answer and not searched. Each found answer gets its pages
+// from the index's page map and a quote from one small ranged read, and
+// each answer its citation (report.Cite). A result.json named for an
+// answer is rewritten with both.
 func (a *Activities) groundAnswer(ctx context.Context, in actwire.GroundInput) (*actwire.GroundOutput, error) {
 	indexLoc, err := s3store.ParseURI(in.IndexURI)
 	if err != nil {
@@ -51,66 +58,273 @@ func (a *Activities) groundAnswer(ctx context.Context, in actwire.GroundInput) (
 	if err := a.allowIndexedRead(in.Document, in.ETag, in.IndexURI, indexLoc, idx); err != nil {
 		return nil, err
 	}
-	for _, it := range in.Answers {
+	for i, it := range in.Answers {
 		if it.ResultURI != "" {
 			if err := a.allowOutput(ctx, "result_uri", it.ResultURI); err != nil {
 				return nil, err
 			}
 		}
+		for j, e := range it.Evidence {
+			if e.Start < 0 || e.End < e.Start || e.End > idx.Bytes || e.End-e.Start > s3store.MaxRangeBytes ||
+				e.PassageEnd < e.PassageStart || (e.PassageEnd > 0 && (e.PassageStart < e.Start || e.PassageEnd > e.End)) {
+				return nil, badInput(fmt.Errorf("answers[%d].evidence[%d]: range [%d,%d) (passage [%d,%d)) is not in the document's %d bytes",
+					i, j, e.Start, e.End, e.PassageStart, e.PassageEnd, idx.Bytes))
+			}
+		}
 	}
 
-	out := &actwire.GroundOutput{Groundings: make([]api.Grounding, len(in.Answers))}
-	var search []string
-	var which []int
+	out := &actwire.GroundOutput{Groundings: make([]api.Grounding, len(in.Answers)), Citations: make([]api.Citation, len(in.Answers))}
+	searched := make([]bool, len(in.Answers))
 	for i, it := range in.Answers {
 		if !it.AnswerFound || strings.TrimSpace(it.Answer) == "" || memagent.IsNoAnswer(it.Answer) {
 			out.Groundings[i] = api.Grounding{Status: api.GroundingNoAnswer}
 			continue
 		}
-		search = append(search, strings.TrimSpace(it.Answer))
-		which = append(which, i)
+		searched[i] = true
 	}
-	if len(search) > 0 {
-		matches, err := a.scanForAnswers(ctx, docLoc, in.ETag, search)
+	gaps := corpusHeaders(idx.Corpus)
+	ev, err := a.searchEvidence(ctx, docLoc, in.ETag, gaps, in.Answers, searched)
+	if err != nil {
+		return nil, err
+	}
+	var rest []string
+	var which []int
+	for i := range in.Answers {
+		switch {
+		case !searched[i]:
+		case ev[i].match.Status != api.GroundingNotFound:
+			out.Groundings[i] = api.Grounding{Status: ev[i].match.Status, Start: ev[i].match.Start, End: ev[i].match.End, FoundIn: ev[i].in}
+		default:
+			rest = append(rest, strings.TrimSpace(in.Answers[i].Answer))
+			which = append(which, i)
+		}
+	}
+	if len(rest) > 0 {
+		matches, err := a.scanForAnswers(ctx, docLoc, in.ETag, gaps, rest)
 		if err != nil {
 			return nil, err
 		}
 		for k, m := range matches {
 			g := api.Grounding{Status: m.Status}
 			if g.Found() {
-				g.Start, g.End = m.Start, m.End
-				g.Pages = idx.PageMap.Ref(m.Start, m.End)
-				if refs := idx.Corpus.Refs(m.Start, m.End); len(refs) > 0 {
-					g.Document, g.Pages = refs[0].Document, refs[0].Pages
-				}
-				g.Quote, err = a.quote(ctx, docLoc, in.ETag, idx.Bytes, m)
-				if err != nil {
-					return nil, storeError(err, in.Document)
-				}
+				g.Start, g.End, g.FoundIn = m.Start, m.End, api.GroundingInText
 			}
 			out.Groundings[which[k]] = g
 		}
 	}
+	for i := range out.Groundings {
+		g := &out.Groundings[i]
+		if !g.Found() {
+			continue
+		}
+		g.Pages = idx.PageMap.Ref(g.Start, g.End)
+		if refs := idx.Corpus.Refs(g.Start, g.End); len(refs) > 0 {
+			g.Document, g.Pages = refs[0].Document, refs[0].Pages
+		}
+		g.Quote, err = a.quote(ctx, docLoc, in.ETag, idx, memagent.GroundMatch{Status: g.Status, Start: g.Start, End: g.End})
+		if err != nil {
+			return nil, storeError(err, in.Document)
+		}
+	}
+	for i, it := range in.Answers {
+		if !searched[i] {
+			continue
+		}
+		entries := make([]report.CiteEntry, len(it.Evidence))
+		for j, e := range it.Evidence {
+			entries[j] = citeEntry(idx, e, ev[i].passages[j])
+		}
+		out.Citations[i] = report.Cite(it.Answer, &out.Groundings[i], entries)
+	}
 	for i, it := range in.Answers {
 		if it.ResultURI != "" {
-			if err := a.groundResult(ctx, it.ResultURI, in.RunID, out.Groundings[i]); err != nil {
+			if err := a.groundResult(ctx, it.ResultURI, in.RunID, out.Groundings[i], out.Citations[i]); err != nil {
 				return nil, err
 			}
 		}
 	}
 	counts := map[string]int{}
 	for _, g := range out.Groundings {
-		counts[g.Status]++
+		counts[g.Status+g.FoundIn]++
 	}
 	a.logger().InfoContext(ctx, "answers grounded", "document", in.Document, "answers", len(in.Answers),
-		"verbatim", counts[api.GroundingVerbatim], "normalized", counts[api.GroundingNormalized],
+		"verbatim_in_evidence", counts[api.GroundingVerbatim+api.GroundingInPassage]+counts[api.GroundingVerbatim+api.GroundingInChunk],
+		"verbatim_in_text", counts[api.GroundingVerbatim+api.GroundingInText],
+		"normalized_in_evidence", counts[api.GroundingNormalized+api.GroundingInPassage]+counts[api.GroundingNormalized+api.GroundingInChunk],
+		"normalized_in_text", counts[api.GroundingNormalized+api.GroundingInText],
 		"not_found", counts[api.GroundingNotFound], "no_answer", counts[api.GroundingNoAnswer])
 	return out, nil
 }
 
+// citeEntry is evidence entry e as report.Cite reads it: its passage's
+// pages (else its chunk's) and document, and the passage's text.
+func citeEntry(idx *memagent.ChunkIndex, e actwire.GroundEvidence, passage string) report.CiteEntry {
+	start, end := e.Start, e.End
+	if e.PassageEnd > e.PassageStart {
+		start, end = e.PassageStart, e.PassageEnd
+	}
+	c := report.CiteEntry{Pages: idx.PageMap.Ref(start, end), Passage: passage, Supports: e.Supports}
+	if refs := idx.Corpus.Refs(start, end); len(refs) > 0 {
+		c.Document, c.Pages = refs[0].Document, refs[0].Pages
+	}
+	return c
+}
+
+// evidenceFind is what searchEvidence found for one answer: the match it
+// chose and where (api.GroundingInPassage or api.GroundingInChunk), and
+// the text of each evidence entry's passage.
+type evidenceFind struct {
+	match    memagent.GroundMatch
+	in       string
+	passages []string
+}
+
+// searchEvidence reads each evidence chunk of the answers once (through
+// the worker's chunk cache, which the memory updates filled) and looks
+// for each searched answer in its evidence: the first place, in the order
+// api.Grounding gives, that holds it verbatim, else normalised. It keeps
+// every entry's passage text for the citation. An answer found in no
+// entry is not_found here.
+func (a *Activities) searchEvidence(ctx context.Context, loc s3store.Location, etag string, gaps [][2]int64, items []actwire.GroundItem, searched []bool) ([]evidenceFind, error) {
+	type hit struct{ passage, chunk memagent.GroundMatch }
+	finds := make([]evidenceFind, len(items))
+	hits := make([][]hit, len(items))
+	// The entries of every answer, by chunk range, so that each chunk is
+	// read once whatever the number of questions that cite it.
+	type ref struct{ item, entry int }
+	byChunk := map[[2]int64][]ref{}
+	var chunks [][2]int64
+	for i, it := range items {
+		finds[i].match = memagent.GroundMatch{Status: api.GroundingNotFound}
+		finds[i].passages = make([]string, len(it.Evidence))
+		hits[i] = make([]hit, len(it.Evidence))
+		for j, e := range it.Evidence {
+			k := [2]int64{e.Start, e.End}
+			if e.End <= e.Start {
+				continue
+			}
+			if _, ok := byChunk[k]; !ok {
+				chunks = append(chunks, k)
+			}
+			byChunk[k] = append(byChunk[k], ref{i, j})
+		}
+	}
+	sort.Slice(chunks, func(x, y int) bool { return chunks[x][0] < chunks[y][0] })
+	for n, k := range chunks {
+		sctx, cancel := a.s3ctx(ctx)
+		text, err := a.readChunk(sctx, loc, k[0], k[1], etag)
+		cancel()
+		if err != nil {
+			return nil, storeError(err, loc.String())
+		}
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, n)
+		}
+		for _, r := range byChunk[k] {
+			e := items[r.item].Evidence[r.entry]
+			h := &hits[r.item][r.entry]
+			h.passage = memagent.GroundMatch{Status: api.GroundingNotFound}
+			h.chunk = h.passage
+			if e.PassageEnd > e.PassageStart {
+				p := text[e.PassageStart-k[0] : e.PassageEnd-k[0]]
+				finds[r.item].passages[r.entry] = string(p)
+				if searched[r.item] {
+					h.passage = groundIn(p, e.PassageStart, gaps, items[r.item].Answer)
+				}
+			}
+			if searched[r.item] {
+				h.chunk = groundIn(text, k[0], gaps, items[r.item].Answer)
+			}
+		}
+	}
+	for i, it := range items {
+		if !searched[i] {
+			continue
+		}
+		// Supporting entries first, then the others; latest first in each.
+		order := make([]int, 0, len(it.Evidence))
+		for _, supports := range []bool{true, false} {
+			for j := len(it.Evidence) - 1; j >= 0; j-- {
+				if it.Evidence[j].Supports == supports {
+					order = append(order, j)
+				}
+			}
+		}
+		pick := func(get func(hit) memagent.GroundMatch) (memagent.GroundMatch, bool) {
+			for _, status := range []string{api.GroundingVerbatim, api.GroundingNormalized} {
+				for _, j := range order {
+					if m := get(hits[i][j]); m.Status == status {
+						return m, true
+					}
+				}
+			}
+			return memagent.GroundMatch{}, false
+		}
+		if m, ok := pick(func(h hit) memagent.GroundMatch { return h.passage }); ok {
+			finds[i].match, finds[i].in = m, api.GroundingInPassage
+		} else if m, ok := pick(func(h hit) memagent.GroundMatch { return h.chunk }); ok {
+			finds[i].match, finds[i].in = m, api.GroundingInChunk
+		}
+	}
+	return finds, nil
+}
+
+// groundIn looks for answer in text, the bytes of the document from
+// offset at, skipping what of it lies in gaps (ranges of the document),
+// and returns its first verbatim match, else its first normalised one, in
+// document offsets.
+func groundIn(text []byte, at int64, gaps [][2]int64, answer string) memagent.GroundMatch {
+	g := memagent.NewGrounder([]string{strings.TrimSpace(answer)})
+	writeSkipping(g, text, at, gaps)
+	g.Close()
+	m := g.Results()[0]
+	if m.Status != api.GroundingNotFound {
+		m.Start += at
+		m.End += at
+	}
+	return m
+}
+
+// writeSkipping writes text, the bytes of the document from offset at, to
+// g, passing over (Grounder.Skip) the bytes that lie in gaps, which are
+// sorted and do not overlap.
+func writeSkipping(g *memagent.Grounder, text []byte, at int64, gaps [][2]int64) {
+	end := at + int64(len(text))
+	i := sort.Search(len(gaps), func(i int) bool { return gaps[i][1] > at })
+	pos := at
+	for ; i < len(gaps) && gaps[i][0] < end && pos < end; i++ {
+		gs, ge := max(gaps[i][0], pos), min(gaps[i][1], end)
+		if gs > pos {
+			g.Write(text[pos-at : gs-at])
+		}
+		g.Skip(ge - gs)
+		pos = ge
+	}
+	if pos < end {
+		g.Write(text[pos-at:])
+	}
+}
+
+// corpusHeaders are the ranges of a corpus's document header lines, in
+// order; nil for a single document.
+func corpusHeaders(c *memagent.CorpusMap) [][2]int64 {
+	if c == nil {
+		return nil
+	}
+	gaps := make([][2]int64, 0, len(c.Documents))
+	for i, d := range c.Documents {
+		body, _ := c.Body(i)
+		if body > d.Start {
+			gaps = append(gaps, [2]int64{d.Start, body})
+		}
+	}
+	return gaps
+}
+
 // scanForAnswers streams the document at etag through a Grounder, a
-// window at a time, until it ends or every answer is found verbatim.
-func (a *Activities) scanForAnswers(ctx context.Context, loc s3store.Location, etag string, answers []string) ([]memagent.GroundMatch, error) {
+// window at a time, skipping gaps, until it ends or every answer is found
+// verbatim.
+func (a *Activities) scanForAnswers(ctx context.Context, loc s3store.Location, etag string, gaps [][2]int64, answers []string) ([]memagent.GroundMatch, error) {
 	body, err := a.Store.Open(ctx, loc, etag)
 	if err != nil {
 		return nil, storeError(err, loc.String())
@@ -121,7 +335,7 @@ func (a *Activities) scanForAnswers(ctx context.Context, loc s3store.Location, e
 	var read int64
 	for !g.Done() {
 		n, err := io.ReadFull(body, buf)
-		g.Write(buf[:n])
+		writeSkipping(g, buf[:n], read, gaps)
 		read += int64(n)
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, read)
@@ -137,15 +351,25 @@ func (a *Activities) scanForAnswers(ctx context.Context, loc s3store.Location, e
 	return g.Results(), nil
 }
 
-// quote reads the text around a match and cuts the quote from it.
-func (a *Activities) quote(ctx context.Context, loc s3store.Location, etag string, size int64, m memagent.GroundMatch) (string, error) {
+// quote reads the text around a match and cuts the quote from it, within
+// the match's document in a corpus.
+func (a *Activities) quote(ctx context.Context, loc s3store.Location, etag string, idx *memagent.ChunkIndex, m memagent.GroundMatch) (string, error) {
 	const n = api.MaxGroundingQuoteBytes
 	from, to := max(0, m.Start-n), m.End+n
 	if m.End-m.Start >= n {
 		from, to = m.Start, m.Start+n+4
 	}
-	if size > 0 {
-		to = min(to, size)
+	if idx.Bytes > 0 {
+		to = min(to, idx.Bytes)
+	}
+	if c := idx.Corpus; c != nil {
+		for i, d := range c.Documents {
+			if d.Start <= m.Start && m.Start < d.End {
+				body, end := c.Body(i)
+				from, to = max(from, body), min(to, end)
+				break
+			}
+		}
 	}
 	sctx, cancel := a.s3ctx(ctx)
 	defer cancel()
@@ -156,9 +380,9 @@ func (a *Activities) quote(ctx context.Context, loc s3store.Location, etag strin
 	return memagent.GroundQuote(b, from, m.Start, m.End, n), nil
 }
 
-// groundResult adds the grounding to the run's result.json at uri. A
+// groundResult adds the grounding and citation to the run's result.json at uri. A
 // result that is missing, or another run's, is left alone.
-func (a *Activities) groundResult(ctx context.Context, uri, runID string, g api.Grounding) error {
+func (a *Activities) groundResult(ctx context.Context, uri, runID string, g api.Grounding, c api.Citation) error {
 	loc, err := s3store.ParseURI(uri)
 	if err != nil {
 		return badInput(fmt.Errorf("result uri: %w", err))
@@ -168,6 +392,10 @@ func (a *Activities) groundResult(ctx context.Context, uri, runID string, g api.
 		return nil
 	}
 	res.Grounding = &g
+	if res.AnswerFound {
+		res.AnswerPages, res.AnswerSources = c.AnswerPages, c.AnswerSources
+		res.ContextPages, res.ContextSources = c.ContextPages, c.ContextSources
+	}
 	sctx, cancel := a.s3ctx(ctx)
 	defer cancel()
 	if err := a.putJSON(sctx, loc, res); err != nil {

@@ -160,3 +160,192 @@ func TestAnswerUnknownIsNoAnswer(t *testing.T) {
 		}
 	}
 }
+
+// setIndex rewrites the index at uri with change applied, as conversion
+// or corpus assembly would have made it.
+func (f *fixture) setIndex(t *testing.T, uri string, change func(*memagent.ChunkIndex)) {
+	t.Helper()
+	idx := f.index(t, uri)
+	change(&idx)
+	raw, _ := json.Marshal(idx)
+	if err := f.store.Store.Put(t.Context(), mustLoc(t, uri), raw, "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	f.acts.indexes = nil // the index as prepared is cached
+}
+
+// pagesOf is a page map with one page per element of pages, which are
+// the text in order, each followed by a blank line.
+func pagesOf(pages ...string) (string, *memagent.PageMap) {
+	m := &memagent.PageMap{Version: memagent.PageMapVersion, Format: "pdf", Unit: api.UnitPage, Pages: len(pages)}
+	var b strings.Builder
+	for i, p := range pages {
+		start := int64(b.Len())
+		b.WriteString(p)
+		m.Spans = append(m.Spans, memagent.PageSpan{Number: i + 1, Start: start, End: int64(b.Len())})
+		b.WriteString("\n\n")
+	}
+	return b.String(), m
+}
+
+// passageOf is an evidence entry over the whole text whose passage is the
+// first occurrence of sentence.
+func passageOf(t *testing.T, text, sentence string, supports bool) actwire.GroundEvidence {
+	t.Helper()
+	at := strings.Index(text, sentence)
+	if at < 0 {
+		t.Fatalf("%q is not in the text", sentence)
+	}
+	e := actwire.GroundEvidence{Start: 0, End: int64(len(text)), Supports: supports}
+	e.PassageStart, e.PassageEnd = int64(at), int64(at+len(sentence))
+	return e
+}
+
+// TestGroundAnswerEvidenceFirst: an answer is grounded where its memory
+// took it from (the evidence's passage, else its chunk) before the first
+// place it occurs in the text, and FoundIn says which.
+func TestGroundAnswerEvidenceFirst(t *testing.T) {
+	text, pm := pagesOf(
+		"std::error_code: operator bool returns true when an error is set.",
+		"Unrelated filler about lambdas and captures.",
+		"count_if counts the elements for which the predicate returns true. It takes two iterators.",
+		"The predicate is called once per element.")
+	f := newFixture(t, []byte(text))
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100000})
+	f.setIndex(t, p.IndexURI, func(idx *memagent.ChunkIndex) { idx.PageMap = pm })
+	inPassage := passageOf(t, text, "count_if counts the elements for which the predicate returns true.", true)
+	notInPassage := passageOf(t, text, "It takes two iterators.", true)
+	// A chunk of its own: pages 3 and 4 only.
+	chunk := actwire.GroundEvidence{Start: pm.Spans[2].Start, End: pm.Spans[3].End, Supports: true}
+	chunk.PassageStart, chunk.PassageEnd = notInPassage.PassageStart, notInPassage.PassageEnd
+	in := actwire.GroundInput{Document: p.Document, ETag: p.ETag, IndexURI: p.IndexURI, Answers: []actwire.GroundItem{
+		{Answer: "returns true", AnswerFound: true, Evidence: []actwire.GroundEvidence{inPassage}},
+		{Answer: "returns true", AnswerFound: true, Evidence: []actwire.GroundEvidence{chunk}},
+		{Answer: "returns true", AnswerFound: true},
+		{Answer: "Returns TRUE", AnswerFound: true, Evidence: []actwire.GroundEvidence{inPassage}},
+	}}
+	var out actwire.GroundOutput
+	if err := f.exec(t, GroundAnswerName, in, &out); err != nil {
+		t.Fatalf("GroundAnswer: %v", err)
+	}
+	for i, want := range []struct{ status, in, pages string }{
+		{api.GroundingVerbatim, api.GroundingInPassage, "p. 3"},
+		{api.GroundingVerbatim, api.GroundingInChunk, "p. 3"},
+		{api.GroundingVerbatim, api.GroundingInText, "p. 1"},
+		{api.GroundingNormalized, api.GroundingInPassage, "p. 3"},
+	} {
+		g := out.Groundings[i]
+		if g.Status != want.status || g.FoundIn != want.in || g.Pages.String() != want.pages {
+			t.Errorf("answer %d: %s in %q on %q, want %s in %q on %q", i, g.Status, g.FoundIn, g.Pages.String(), want.status, want.in, want.pages)
+		}
+		if !strings.Contains(strings.ToLower(g.Quote), "returns true") {
+			t.Errorf("answer %d: quote %q", i, g.Quote)
+		}
+	}
+	if len(out.Citations) != len(in.Answers) {
+		t.Fatalf("%d citations for %d answers", len(out.Citations), len(in.Answers))
+	}
+	if c := out.Citations[0]; c.AnswerPages != "p. 3" || c.ContextPages != "" {
+		t.Errorf("citation of the answer in its passage: %+v", c)
+	}
+	// The passage of the second entry does not hold the answer: the
+	// grounded page leads, the passage's page is context.
+	if c := out.Citations[1]; c.AnswerPages != "p. 3" {
+		t.Errorf("citation of the answer in its chunk: %+v", c)
+	}
+}
+
+// TestGroundAnswerCitation: Found on leads with the grounded page and
+// lists only the pages whose passages hold the answer's words; supporting
+// evidence without them is context; an evidence page whose label is also
+// printed on another page names its physical page.
+func TestGroundAnswerCitation(t *testing.T) {
+	text, pm := pagesOf(
+		"Frank converted the document from SGML to yodl. Perl scripts did the conversion.",
+		"Version four was a major rewrite of the annotations.",
+		"In version four Frank added new chapters on templates.",
+		"Later on, Frank added new chapters about concurrency.",
+		"Nothing here.")
+	// Front matter and body both numbered from 1.
+	for i, l := range []string{"i", "ii", "1", "2", "3"} {
+		pm.Spans[i].PageLabel = l
+	}
+	pm.Spans[0].PageLabel = "1"
+	f := newFixture(t, []byte(text))
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100000})
+	f.setIndex(t, p.IndexURI, func(idx *memagent.ChunkIndex) { idx.PageMap = pm })
+	ev := []actwire.GroundEvidence{
+		passageOf(t, text, "Frank converted the document from SGML to yodl.", true),
+		passageOf(t, text, "Version four was a major rewrite of the annotations.", false),
+		passageOf(t, text, "In version four Frank added new chapters on templates.", true),
+		passageOf(t, text, "Later on, Frank added new chapters about concurrency.", true),
+	}
+	in := actwire.GroundInput{Document: p.Document, ETag: p.ETag, IndexURI: p.IndexURI, Answers: []actwire.GroundItem{
+		{Answer: "added new chapters", AnswerFound: true, Evidence: ev},
+		{Answer: "Perl", AnswerFound: true, Evidence: ev},
+		{Answer: "unknown", AnswerFound: true, Evidence: ev},
+	}}
+	var out actwire.GroundOutput
+	if err := f.exec(t, GroundAnswerName, in, &out); err != nil {
+		t.Fatalf("GroundAnswer: %v", err)
+	}
+	// The latest supporting passage holds it: page 4, printed 2, leads.
+	if g := out.Groundings[0]; g.FoundIn != api.GroundingInPassage || g.Pages.String() != "p. 2 (PDF p. 4)" {
+		t.Errorf("grounding %+v", g)
+	}
+	want := api.Citation{AnswerPages: "pp. 2 (PDF p. 4), 1 (PDF p. 3)", ContextPages: "p. 1 (PDF p. 1)"}
+	if c := out.Citations[0]; c.AnswerPages != want.AnswerPages || c.ContextPages != want.ContextPages {
+		t.Errorf("citation %+v, want %+v", c, want)
+	}
+	// Perl is in no passage: the grounded page alone, found in a chunk.
+	if g, c := out.Groundings[1], out.Citations[1]; g.FoundIn != api.GroundingInChunk || c.AnswerPages != "p. 1 (PDF p. 1)" ||
+		c.ContextPages != "pp. 1 (PDF p. 3), 2 (PDF p. 4)" {
+		t.Errorf("Perl: grounding %+v, citation %+v", g, c)
+	}
+	if c := out.Citations[2]; c.AnswerPages != "" || c.ContextPages != "" {
+		t.Errorf("no answer has a citation: %+v", c)
+	}
+}
+
+// TestGroundAnswerCorpusBoundary: in a corpus no match spans a document
+// header or lies in one, and a quote stays inside its document.
+func TestGroundAnswerCorpusBoundary(t *testing.T) {
+	h1, h2 := memagent.CorpusHeader(1, "psql.html"), memagent.CorpusHeader(2, "gnuplot.pdf")
+	body1 := "The psql program is the terminal front end to PostgreSQL\n\n"
+	body2 := "index of commands\n\nPostgreSQL is not mentioned further in this manual.\n"
+	text := h1 + body1 + h2 + body2
+	f := newFixture(t, []byte(text))
+	p := f.prepare(t, api.ModelOptions{ChunkTokens: 100000})
+	d2 := int64(len(h1 + body1))
+	f.setIndex(t, p.IndexURI, func(idx *memagent.ChunkIndex) {
+		idx.Corpus = &memagent.CorpusMap{Documents: []memagent.CorpusDocument{
+			{Document: "s3://docs/psql.html", Name: "psql.html", Start: 0, End: d2},
+			{Document: "s3://docs/gnuplot.pdf", Name: "gnuplot.pdf", Start: d2, End: int64(len(text))},
+		}}
+	})
+	in := actwire.GroundInput{Document: p.Document, ETag: p.ETag, IndexURI: p.IndexURI, Answers: []actwire.GroundItem{
+		{Answer: "PostgreSQL index of commands", AnswerFound: true},
+		{Answer: "Document 2", AnswerFound: true},
+		{Answer: "index of commands", AnswerFound: true},
+		{Answer: "PostgreSQL", AnswerFound: true, Evidence: []actwire.GroundEvidence{{Start: 0, End: int64(len(text)), Supports: true,
+			PassageStart: d2 + int64(len(h2)+len("index of commands\n\n")), PassageEnd: int64(len(text))}}},
+	}}
+	var out actwire.GroundOutput
+	if err := f.exec(t, GroundAnswerName, in, &out); err != nil {
+		t.Fatalf("GroundAnswer: %v", err)
+	}
+	for i, want := range []string{api.GroundingNotFound, api.GroundingNotFound, api.GroundingVerbatim, api.GroundingVerbatim} {
+		if g := out.Groundings[i]; g.Status != want {
+			t.Errorf("answer %d %q: %+v, want %s", i, in.Answers[i].Answer, g, want)
+		}
+	}
+	for _, i := range []int{2, 3} {
+		g := out.Groundings[i]
+		if g.Document != "s3://docs/gnuplot.pdf" || strings.Contains(g.Quote, "===") || strings.Contains(g.Quote, "psql") {
+			t.Errorf("answer %d: %s in %s, quote %q crosses into another document", i, g.Status, g.Document, g.Quote)
+		}
+	}
+	if c := out.Citations[3]; len(c.AnswerSources) != 1 || c.AnswerSources[0].Name != "gnuplot.pdf" {
+		t.Errorf("sources %+v, want gnuplot.pdf alone", c.AnswerSources)
+	}
+}

@@ -48,20 +48,27 @@ type DocumentQAResult struct {
 	// MaxReviewEvidence: past it, the entry the current memory holds least
 	// is dropped); SupportsAnswer marks those the final memory still holds.
 	Evidence []ReviewEvidence `json:"evidence,omitempty"`
-	// AnswerPages cites the pages (or sections) of the evidence that
-	// supports the answer: "p. 17", "pp. 3, 17", "p. 13 (PDF p. 17)" where
-	// the printed page label differs from the physical page, "§ Access".
+	// AnswerPages cites the pages (or sections) that hold the answer, the
+	// grounding's first (Citation.AnswerPages): "p. 17", "pp. 3, 17",
+	// "p. 13 (PDF p. 17)" where the printed page label differs from the
+	// physical page, "§ Access". A result from before grounding cites the
+	// evidence that supports the answer instead.
 	AnswerPages string `json:"answer_pages,omitempty"`
+	// ContextPages cites the evidence that supports the answer without
+	// holding its words (Citation.ContextPages).
+	ContextPages string `json:"context_pages,omitempty"`
 	// Grounding says whether and where the answer occurs in the
 	// document's text; absent on results of runs from before grounding.
 	Grounding *Grounding `json:"grounding,omitempty"`
 	// Documents is the corpus asked about, in reading order, when the
 	// input named documents; Document is then the stream read.
 	Documents []string `json:"documents,omitempty"`
-	// AnswerSources cites the evidence that supports the answer by
-	// document and page: [{document, pages}], in stream order; set for a
-	// corpus (and for a single converted document, beside AnswerPages).
+	// AnswerSources cites the places that hold the answer by document and
+	// page, the grounding's first (Citation.AnswerSources); set for a
+	// corpus only.
 	AnswerSources []SourceRef `json:"answer_sources,omitempty"`
+	// ContextSources cites ContextPages by document, for a corpus.
+	ContextSources []SourceRef `json:"context_sources,omitempty"`
 	// ChunksReused is how many chunks the run did not read because it
 	// started from a memory checkpoint of an earlier reading of the same
 	// chunks (see DocumentQAInput.Reuse). The evidence, pages and

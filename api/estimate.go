@@ -31,6 +31,11 @@ type EstimateInput struct {
 	// Samples is how many times each question is answered (a batch's
 	// samples); 0 means 1.
 	Samples int `json:"samples,omitempty" contract:"min=0,max=64"`
+	// Reuse is ReuseAuto (the default: count what the runs will make once
+	// they start from the memory checkpoints an earlier reading left, as
+	// DocumentQAInput.Reuse) or ReuseNone (count a reading from the first
+	// chunk).
+	Reuse string `json:"reuse,omitempty" contract:"enum=auto|none"`
 	// PriceInPerMillion and PriceOutPerMillion, when set, price the
 	// prompt and completion tokens (any currency, per million tokens).
 	PriceInPerMillion  float64 `json:"price_in_per_million,omitempty" contract:"min=0,max=1000000"`
@@ -75,7 +80,9 @@ type Estimate struct {
 	Tokens    int64  `json:"tokens"`
 	Questions int    `json:"questions"`
 	Samples   int    `json:"samples"`
-	// Calls is (Chunks + 1) × Questions × Samples.
+	// Calls is (Chunks + 1) × Questions × Samples: the calls of readings
+	// from the first chunk, the fresh figure. The token and price figures
+	// below are for these readings too.
 	Calls                   int64 `json:"calls"`
 	PromptTokensMax         int64 `json:"prompt_tokens_max"`
 	PromptTokensTypical     int64 `json:"prompt_tokens_typical"`
@@ -84,6 +91,21 @@ type Estimate struct {
 	// PriceMax and PriceTypical are set when the input priced tokens.
 	PriceMax     float64 `json:"price_max,omitempty"`
 	PriceTypical float64 `json:"price_typical,omitempty"`
+	// Reuse is the input's reuse mode. Under ReuseAuto the estimate looks
+	// for each question's (and sample's) memory checkpoint as its run
+	// would (FindCheckpoint, no model call): ChunksReused is how many
+	// chunk readings, over all questions and samples, the checkpoints
+	// found spare; CallsExpected the calls the runs will then make (Calls
+	// less ChunksReused), and PromptTokensExpected and
+	// CompletionTokensExpected their typical tokens, PriceExpected their
+	// typical price when tokens are priced. Under ReuseNone the expected
+	// figures are the fresh ones.
+	Reuse                    string  `json:"reuse"`
+	ChunksReused             int64   `json:"chunks_reused"`
+	CallsExpected            int64   `json:"calls_expected"`
+	PromptTokensExpected     int64   `json:"prompt_tokens_expected"`
+	CompletionTokensExpected int64   `json:"completion_tokens_expected"`
+	PriceExpected            float64 `json:"price_expected,omitempty"`
 	// Model is the model the worker would call, Tokenizer the one chunks
 	// were counted with.
 	Model     string `json:"model,omitempty"`

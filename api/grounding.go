@@ -19,13 +19,32 @@ const (
 	GroundingNoAnswer = "no_answer"
 )
 
+// Where a found answer was found (Grounding.FoundIn): GroundAnswer looks
+// first where the memory took the answer from, then in the rest of the
+// text.
+const (
+	// GroundingInPassage: in the passage of an evidence entry, the sentence
+	// of a chunk that changed the memory.
+	GroundingInPassage = "evidence_passage"
+	// GroundingInChunk: in an evidence entry's chunk, outside its passage.
+	GroundingInChunk = "evidence_chunk"
+	// GroundingInText: in no evidence chunk, elsewhere in the text.
+	GroundingInText = "text"
+)
+
 // MaxGroundingQuoteBytes bounds Grounding.Quote.
 const MaxGroundingQuoteBytes = 240
 
 // Grounding says whether, and where, an answer occurs in the text the
 // document was read as. It is computed from the document's bytes by the
-// GroundAnswer activity, never by the model: the first verbatim
-// occurrence if there is one, else the first normalised one.
+// GroundAnswer activity, never by the model. It looks where the memory
+// took the answer from first: the passages of the evidence entries that
+// still support the answer, latest first, then the other entries'
+// passages, then those entries' chunks in the same order, and only then
+// the whole text, from its start. The first of these places that holds
+// the answer verbatim, else normalised, is the one reported (FoundIn says
+// which). In a corpus, no occurrence and no quote crosses the header that
+// opens a document (`=== Document N: name ===`), nor includes it.
 type Grounding struct {
 	// Status is GroundingVerbatim, GroundingNormalized, GroundingNotFound
 	// or GroundingNoAnswer.
@@ -42,9 +61,14 @@ type Grounding struct {
 	// Document is the corpus document the occurrence is in, as the
 	// caller named it; empty for a single document.
 	Document string `json:"document,omitempty"`
+	// FoundIn is where the occurrence was found: GroundingInPassage,
+	// GroundingInChunk or GroundingInText; empty when not found, and on
+	// groundings made before evidence was searched first.
+	FoundIn string `json:"found_in,omitempty"`
 	// Quote is the text around the occurrence, at most
 	// MaxGroundingQuoteBytes of valid UTF-8: the occurrence with as much
-	// context on either side as fits (its first bytes when it is longer).
+	// context on either side as fits (its first bytes when it is longer),
+	// all of it from the occurrence's document in a corpus.
 	Quote string `json:"quote,omitempty"`
 }
 
@@ -91,4 +115,24 @@ func quoteLine(q string) string {
 		out = out[:len(out)-1]
 	}
 	return string(out)
+}
+
+// Citation is where an answer is cited from, as GroundAnswer works it out
+// from the answer's grounding and evidence: the places that hold the
+// answer, the grounded one first, and apart from them the evidence that
+// does not.
+type Citation struct {
+	// AnswerPages cites the pages (or sections) that hold the answer: the
+	// grounding's first, then those of the evidence passages that hold
+	// every content word of the answer (every word, for an answer that has
+	// only stopwords), in document order. Empty for a text document.
+	AnswerPages string `json:"answer_pages,omitempty"`
+	// AnswerSources cites the same places by document, for a corpus.
+	AnswerSources []SourceRef `json:"answer_sources,omitempty"`
+	// ContextPages cites the pages of the evidence that supports the
+	// answer (SupportsAnswer) without holding its words: what the memory
+	// read on the way, not where the answer is.
+	ContextPages string `json:"context_pages,omitempty"`
+	// ContextSources cites the same places by document, for a corpus.
+	ContextSources []SourceRef `json:"context_sources,omitempty"`
 }

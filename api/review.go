@@ -360,10 +360,16 @@ type ReviewRow struct {
 	// "earlier_reading", an earlier reading of the same text that nothing
 	// names.
 	ReusedReading string `json:"reused_reading,omitempty" contract:"enum=own_run|earlier_reading"`
-	// AnswerSources cites, for a corpus, the documents and pages of the
-	// evidence that supports the answer, as DocumentQA's result does.
+	// AnswerSources cites, for a corpus, the documents and pages that hold
+	// the answer, as DocumentQA's result does.
 	AnswerSources []SourceRef `json:"answer_sources,omitempty"`
-	Usage         ReviewUsage `json:"usage"`
+	// AnswerPages, ContextPages and ContextSources are the answer's
+	// citation, as DocumentQA's result has it (api.Citation); a grid from
+	// before them has none.
+	AnswerPages    string      `json:"answer_pages,omitempty"`
+	ContextPages   string      `json:"context_pages,omitempty"`
+	ContextSources []SourceRef `json:"context_sources,omitempty"`
+	Usage          ReviewUsage `json:"usage"`
 	// ResultURI is the question's result.json; TracePrefix holds its
 	// per-chunk traces (NNNNNN.json).
 	ResultURI   string `json:"result_uri,omitempty"`

@@ -45,6 +45,12 @@ type PageRef struct {
 	// First and Last stay the physical page indexes, from 1.
 	FirstLabel string `json:"first_label,omitempty"`
 	LastLabel  string `json:"last_label,omitempty"`
+	// LabelRepeats reports that the label of First or Last is printed on
+	// another page of the same document too (a book that numbers its
+	// front matter and its body both from 1): the citation then always
+	// names the physical page, "1 (PDF p. 1)", so that it cannot be taken
+	// for the other.
+	LabelRepeats bool `json:"label_repeats,omitempty"`
 }
 
 // String renders r as a reader cites it: "p. 17", "pp. 16–17",
@@ -76,7 +82,8 @@ func (r *PageRef) String() string {
 }
 
 // Pages renders r's pages without the "p." in front: "17", "16–17",
-// "13 (PDF p. 17)", "12–13 (PDF pp. 16–17)"; ranged reports a range.
+// "13 (PDF p. 17)", "12–13 (PDF pp. 16–17)", and "1 (PDF p. 1)" when
+// the label 1 is printed on another page too; ranged reports a range.
 func (r *PageRef) Pages() (text string, ranged bool) {
 	physical := fmt.Sprint(r.First)
 	if r.Last > r.First {
@@ -94,7 +101,7 @@ func (r *PageRef) Pages() (text string, ranged bool) {
 		printed = first + "–" + last
 	}
 	switch {
-	case printed == physical:
+	case printed == physical && !r.LabelRepeats:
 		return physical, r.Last > r.First
 	case r.Last > r.First:
 		return printed + " (PDF pp. " + physical + ")", true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +30,7 @@ import (
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
@@ -265,7 +265,7 @@ func (s *session) ask(ctx context.Context, req askRequest) (*api.DocumentQAResul
 	id := run.GetID()
 	stopProgress := s.watch(ctx, id)
 	var res api.DocumentQAResult
-	if err := awaitBudgeted(ctx, s.temporal, id, req.Budget, stopProgress, &res, s.progressOut()); err != nil {
+	if err := awaitBudgeted(ctx, s.temporal, id, req.Budget != nil, stopProgress, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -650,17 +650,19 @@ func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJS
 			Reused      int                  `json:"chunks_reused,omitempty"`
 			ReusedFrom  *api.ReusedFrom      `json:"reused_from,omitempty"`
 			Reading     string               `json:"reused_reading,omitempty"`
+			Context     string               `json:"context_pages,omitempty"`
+			ContextSrc  []api.SourceRef      `json:"context_sources,omitempty"`
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
 			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages, res.Grounding,
-			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom, res.ReusedReading}
-		enc := json.NewEncoder(w)
-		return enc.Encode(out)
+			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom, res.ReusedReading, res.ContextPages, res.ContextSources}
+		return printJSON(w, out)
 	}
 	fmt.Fprintf(w, "Answer:   %s\n", answerText(res.Answer, res.AnswerFound))
-	if len(res.AnswerSources) > 0 {
-		fmt.Fprintf(w, "Found on: %s\n", api.CiteSources(res.AnswerSources))
-	} else if res.AnswerPages != "" {
-		fmt.Fprintf(w, "Found on: %s\n", res.AnswerPages)
+	if c := report.FoundOn(res.AnswerPages, res.AnswerSources); c != "" {
+		fmt.Fprintf(w, "Found on: %s\n", c)
+	}
+	if c := report.FoundOn(res.ContextPages, res.ContextSources); c != "" {
+		fmt.Fprintf(w, "Context:  %s (evidence without the answer's words)\n", c)
 	}
 	if res.Grounding != nil {
 		fmt.Fprintf(w, "Grounding: %s\n", res.Grounding)

@@ -169,7 +169,7 @@ func awaitBatch(ctx context.Context, c client.Client, namespace, id string, budg
 		stop = watchRun(ctx, readerFor(c, namespace, api.BatchQAName, id), newProgressView(w, isTerminal(w)))
 	}
 	var res api.BatchQAResult
-	if err := awaitBudgeted(ctx, c, id, budget, stop, &res, w); err != nil {
+	if err := awaitBudgeted(ctx, c, id, budget != nil, stop, &res, w); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -302,7 +302,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		}
 		if *noWait {
 			if *asJSON {
-				return json.NewEncoder(stdout).Encode(map[string]string{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "manifest": in.Manifest})
+				return printJSON(stdout, map[string]string{"workflow_id": run.GetID(), "run_id": run.GetRunID(), "manifest": in.Manifest})
 			}
 			fmt.Fprintf(stdout, "started batch %s (manifest %s)\nfollow it with: starter runs --batch %s\n", run.GetID(), in.Manifest, orName(in.Name, run.GetID()))
 			return nil
@@ -318,7 +318,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			}
 		}
 		if *asJSON {
-			if err := json.NewEncoder(stdout).Encode(struct {
+			if err := printJSON(stdout, struct {
 				Result *api.BatchQAResult `json:"result"`
 				Report *api.BatchReport   `json:"report"`
 			}{res, rep}); err != nil {

@@ -31,14 +31,15 @@ func budgetFlags(fs *pflag.FlagSet, what string) func() (*api.Budget, error) {
 	}
 }
 
-// awaitBudgeted waits like await; with a budget it also polls the run's
-// progress and, once the run shows paused, stops waiting with exit code 4
-// and the commands that resume or end it.
-func awaitBudgeted(ctx context.Context, c client.Client, id string, budget *api.Budget, stop func(), out any, say io.Writer) error {
+// awaitBudgeted waits like await; when the run may pause (it has a
+// budget, or watch follows a run whose budget it does not know) it also
+// polls the run's progress and, once the run shows paused, stops waiting
+// with exit code 4 and the commands that resume or end it.
+func awaitBudgeted(ctx context.Context, c client.Client, id string, mayPause bool, stop func(), out any, say io.Writer) error {
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
 	paused := make(chan api.Progress, 1)
-	if budget != nil {
+	if mayPause {
 		go watchPause(waitCtx, c, id, paused, stopWaiting)
 	}
 	err := await(waitCtx, c, id, stop, out, say)
@@ -51,7 +52,7 @@ func awaitBudgeted(ctx context.Context, c client.Client, id string, budget *api.
 		if p.ChunksTotal > 0 {
 			where = fmt.Sprintf(", %d of %d chunks read", p.ChunksDone, p.ChunksTotal)
 		}
-		return &exitError{code: ExitPaused, err: fmt.Errorf("run %s paused at its budget after %d model calls (%d tokens)%s: raise it with starter budget %s --max-calls N (or --max-tokens N), or end it with starter cancel %s",
+		return &exitError{code: ExitPaused, id: id, err: fmt.Errorf("run %s paused at its budget after %d model calls (%d tokens)%s: raise it with starter budget %s --max-calls N (or --max-tokens N), or end it with starter cancel %s",
 			id, p.Usage.Calls, p.Usage.PromptTokens+p.Usage.CompletionTokens, where, id, id)}
 	default:
 	}

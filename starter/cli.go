@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // binder registers a command's flags on cmd and returns its body, which
@@ -118,14 +119,83 @@ func outputFlag(cmd *cobra.Command, jsonUsage string) *bool {
 // flagError turns pflag's parse errors into the flag package's words,
 // which scripts and isFlagError know, and marks them as the caller's to
 // fix (exit code 2).
-func flagError(_ *cobra.Command, err error) error {
+func flagError(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	for _, p := range []string{"unknown flag: ", "unknown shorthand flag: "} {
 		if rest, ok := strings.CutPrefix(msg, p); ok {
 			msg = "flag provided but not defined: " + rest
+			if name, ok := strings.CutPrefix(rest, "--"); ok {
+				if s := suggestFlag(cmd, name); s != "" {
+					msg += " (did you mean --" + s + "?)"
+				}
+			}
 		}
 	}
 	return badRequest(errors.New(msg))
+}
+
+// suggestFlag is the flag of cmd that the unknown flag name most likely
+// meant: one a short edit away (--questoin), or one whose name begins the
+// other's (--document for --doc, --max-call for --max-calls); "" when
+// none is close.
+func suggestFlag(cmd *cobra.Command, name string) string {
+	best, bestScore := "", 3
+	visit := func(f *pflag.Flag) {
+		if f.Hidden || f.Name == "help" {
+			return
+		}
+		score := contract.EditDistance(name, f.Name)
+		if min(len(name), len(f.Name)) >= 3 && (strings.HasPrefix(name, f.Name) || strings.HasPrefix(f.Name, name)) {
+			score = min(score, 2)
+		}
+		if score < bestScore {
+			best, bestScore = f.Name, score
+		}
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	return best
+}
+
+// unknownCommand checks the command words at the start of args (before
+// any flag) against root's tree and returns, for a word that names no
+// command, the error that says so with the commands it may have meant
+// ("asks": did you mean "ask"?); nil when every word is known.
+func unknownCommand(root *cobra.Command, args []string) error {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	c := root
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") || !c.HasSubCommands() || strings.HasPrefix(a, "__") {
+			return nil
+		}
+		next := findSub(c, a)
+		if next == nil {
+			msg := fmt.Sprintf("unknown command %q for %q", a, c.CommandPath())
+			if c != root {
+				msg = fmt.Sprintf("%s: unknown subcommand %q", c.Name(), a)
+			}
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2
+			}
+			if s := c.SuggestionsFor(a); len(s) > 0 {
+				msg += fmt.Sprintf(": did you mean %q?", s[0])
+			}
+			return badRequest(fmt.Errorf("%s (%s --help lists the commands)", msg, c.CommandPath()))
+		}
+		c = next
+	}
+	return nil
+}
+
+// findSub is c's subcommand named (or aliased) name, or nil.
+func findSub(c *cobra.Command, name string) *cobra.Command {
+	for _, sub := range c.Commands() {
+		if sub.Name() == name || sub.HasAlias(name) {
+			return sub
+		}
+	}
+	return nil
 }
 
 // oneDashLongFlags rewrites -name and -name=value, which the flag package
@@ -253,10 +323,10 @@ func writeFlag(w io.Writer, f *pflag.Flag) {
 	fmt.Fprintln(w, line)
 }
 
-// printJSON writes v as indented JSON, the form every --output json of the
-// starter prints.
+// printJSON writes v as JSON on one line, the form every --output json of
+// the starter prints, a failure's object included.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }

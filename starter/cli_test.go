@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/api"
 )
 
 // parsedCommand finds the command args name in the starter's tree and
@@ -83,5 +88,92 @@ func TestOutputFlag(t *testing.T) {
 	err := run(context.Background(), []string{"runs", "--output", "yaml"}, io.Discard, io.Discard)
 	if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "use text or json") {
 		t.Errorf("--output yaml: %v (exit %d)", err, exitCode(err))
+	}
+}
+
+// TestTypoSuggestions: a mistyped command or flag fails as bad input
+// (exit 2) before anything connects, naming what it likely meant.
+func TestTypoSuggestions(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"asks", "--doc", "x.txt"}, `unknown command "asks" for "starter": did you mean "ask"?`},
+		{[]string{"stauts", "id"}, `did you mean "status"?`},
+		{[]string{"schedule", "craete"}, `schedule: unknown subcommand "craete": did you mean "create"?`},
+		{[]string{"ask", "--document", "x.txt", "--question", "q"}, "--document (did you mean --doc?)"},
+		{[]string{"ask", "--doc", "x.txt", "--questoin", "q"}, "(did you mean --question?)"},
+		{[]string{"ask", "--doc", "x.txt", "--question", "q", "--max-call", "3"}, "(did you mean --max-calls?)"},
+		{[]string{"runs", "--limt", "3"}, "(did you mean --limit?)"},
+		{[]string{"ask", "--zzzzzz"}, "flag provided but not defined: --zzzzzz"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tc.args, &stdout, &stderr)
+			if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("starter %s: %v (exit %d), want exit %d with %q", strings.Join(tc.args, " "), err, exitCode(err), ExitBadInput, tc.want)
+			}
+			if strings.Contains(err.Error(), "did you mean") && strings.Contains(tc.want, "zzzz") {
+				t.Errorf("a flag close to none gets a suggestion: %v", err)
+			}
+		})
+	}
+	for _, args := range [][]string{{"help"}, {"completion", "bash"}, {"ask", "--help"}} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); err != nil {
+			t.Errorf("starter %s: %v", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestFailureJSONIsOneLineWithWorkflowID: a failure's --json object is one
+// line and names the run it is about; a failure before any run, "".
+func TestFailureJSONIsOneLineWithWorkflowID(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"ask", "--question", "q", "--json"}, &out, io.Discard)
+	if exitCode(err) != ExitBadInput || strings.Count(out.String(), "\n") != 1 || !strings.Contains(out.String(), `"workflow_id":""`) {
+		t.Errorf("ask without --doc --json printed %q (exit %d), want one line with an empty workflow_id", out.String(), exitCode(err))
+	}
+	for _, err := range []error{
+		runFailed("memagent-qa-1", temporal.NewCanceledError()),
+		stoppedWaiting("memagent-qa-1", context.Background()),
+	} {
+		f := failureJSON(err)
+		if f.WorkflowID != "memagent-qa-1" {
+			t.Errorf("%v: workflow_id %q", err, f.WorkflowID)
+		}
+	}
+	if f := failureJSON(runFailed("memagent-qa-1", temporal.NewCanceledError())); f.Status != "canceled" || f.ExitCode != ExitCanceled ||
+		strings.Contains(f.Message, "\n") {
+		t.Errorf("a canceled run: %+v", f)
+	}
+}
+
+// TestLastProgress: runs replaces the chunk count of runs that did not
+// finish with what their progress query says, and leaves done runs,
+// batches and runs whose query fails as they are.
+func TestLastProgress(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	rows := []runRow{
+		{WorkflowID: "canceled", Status: "canceled", WorkflowType: api.ReviewDocumentName, ChunksDone: n(0), ChunksTotal: n(108)},
+		{WorkflowID: "done", Status: api.StageDone, WorkflowType: api.DocumentQAName, ChunksDone: n(108), ChunksTotal: n(108)},
+		{WorkflowID: "batch", Status: "canceled", WorkflowType: api.BatchQAName, ChunksDone: n(0), ChunksTotal: n(3)},
+		{WorkflowID: "silent", Status: api.StageReading, WorkflowType: api.DocumentQAName, ChunksDone: n(7), ChunksTotal: n(108)},
+	}
+	asked := map[string]bool{}
+	var mu sync.Mutex
+	lastProgress(context.Background(), rows, func(_ context.Context, id string) (int64, error) {
+		mu.Lock()
+		asked[id] = true
+		mu.Unlock()
+		if id == "silent" {
+			return 0, errors.New("no worker")
+		}
+		return 15, nil
+	})
+	if *rows[0].ChunksDone != 15 || *rows[1].ChunksDone != 108 || *rows[2].ChunksDone != 0 || *rows[3].ChunksDone != 7 {
+		t.Errorf("chunks done %d %d %d %d, want 15 108 0 7", *rows[0].ChunksDone, *rows[1].ChunksDone, *rows[2].ChunksDone, *rows[3].ChunksDone)
+	}
+	if asked["done"] || asked["batch"] {
+		t.Errorf("queried %v, want neither the done run nor the batch", asked)
 	}
 }

@@ -47,6 +47,9 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 		}
 		in := api.EstimateInput{Document: "s3://check/document", Questions: questions, Options: req.Options,
 			Samples: *samples, PriceInPerMillion: *priceIn, PriceOutPerMillion: *priceOut}
+		if req.Reuse == api.ReuseNone {
+			in.Reuse = req.Reuse
+		}
 		if err := in.Validate(); err != nil {
 			return badRequest(err)
 		}
@@ -76,7 +79,10 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 			return runFailed(run.GetID(), err)
 		}
 		if *asJSON {
-			return printJSON(stdout, est)
+			return printJSON(stdout, struct {
+				api.Estimate
+				WorkflowID string `json:"workflow_id"`
+			}{est, run.GetID()})
 		}
 		printEstimate(stdout, est)
 		return nil
@@ -84,13 +90,31 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 }
 
 func printEstimate(w io.Writer, e api.Estimate) {
-	fmt.Fprintf(w, "Document:    %s\n", e.Document)
+	if len(e.Documents) > 0 {
+		fmt.Fprintf(w, "Corpus:      %d documents, from %s on, read as one stream: %s\n", len(e.Documents), e.Documents[0], e.Document)
+	} else {
+		fmt.Fprintf(w, "Document:    %s\n", e.Document)
+	}
 	fmt.Fprintf(w, "Chunks:      %d (%s tokens, %s)\n", e.Chunks, groupDigits(e.Tokens), e.Tokenizer)
-	fmt.Fprintf(w, "Calls:       %d (%d question(s) × %d sample(s) × (%d chunks + 1))\n", e.Calls, e.Questions, e.Samples, e.Chunks)
+	fresh := fmt.Sprintf("%d question(s) × %d sample(s) × (%d chunks + 1)", e.Questions, e.Samples, e.Chunks)
+	if e.ChunksReused > 0 {
+		fmt.Fprintf(w, "Calls:       %d, starting from the memory checkpoints of earlier readings (%s of %s chunk readings reused; --reuse none reads them again)\n",
+			e.CallsExpected, groupDigits(e.ChunksReused), groupDigits(int64(e.Chunks)*int64(e.Questions)*int64(e.Samples)))
+		fmt.Fprintf(w, "             %d read afresh (%s)\n", e.Calls, fresh)
+	} else {
+		fmt.Fprintf(w, "Calls:       %d (%s)\n", e.Calls, fresh)
+	}
 	fmt.Fprintf(w, "Prompt:      at most %s tokens, typically %s\n", groupDigits(e.PromptTokensMax), groupDigits(e.PromptTokensTypical))
 	fmt.Fprintf(w, "Completion:  at most %s tokens, typically %s\n", groupDigits(e.CompletionTokensMax), groupDigits(e.CompletionTokensTypical))
+	if e.ChunksReused > 0 {
+		fmt.Fprintf(w, "With reuse:  typically %s prompt + %s completion tokens\n", groupDigits(e.PromptTokensExpected), groupDigits(e.CompletionTokensExpected))
+	}
 	if e.PriceMax > 0 {
-		fmt.Fprintf(w, "Price:       at most %.4f, typically %.4f (at the prices given)\n", e.PriceMax, e.PriceTypical)
+		fmt.Fprintf(w, "Price:       at most %.4f, typically %.4f (at the prices given)", e.PriceMax, e.PriceTypical)
+		if e.ChunksReused > 0 {
+			fmt.Fprintf(w, "; typically %.4f with reuse", e.PriceExpected)
+		}
+		fmt.Fprintln(w)
 	}
 	switch {
 	case e.GPUSeconds > 0:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -337,6 +336,6 @@ func bindEvalScore(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 			_, err := io.WriteString(stdout, text)
 			return err
 		}
-		return json.NewEncoder(stdout).Encode(out)
+		return printJSON(stdout, out)
 	}
 }

@@ -175,10 +175,11 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		table := buildEvalTable(rep, items, *metric)
 		if *asJSON {
 			out := struct {
-				Table  evalTable          `json:"table"`
-				Result *api.BatchQAResult `json:"result"`
-				Report evalReportURIs     `json:"report"`
-			}{table, res, reportURIs(rep, res)}
+				WorkflowID string             `json:"workflow_id"`
+				Table      evalTable          `json:"table"`
+				Result     *api.BatchQAResult `json:"result"`
+				Report     evalReportURIs     `json:"report"`
+			}{res.WorkflowID, table, res, reportURIs(rep, res)}
 			return printJSON(stdout, out)
 		}
 		served := orDash(rep.Model)
@@ -208,12 +209,13 @@ func printPaperRun(stdout io.Writer, asJSON bool, rep *api.BatchReport, res *api
 	u := reportURIs(rep, res)
 	if asJSON {
 		out := struct {
-			Protocol string             `json:"protocol"`
-			Model    string             `json:"model"`
-			Table    paperTable         `json:"table"`
-			Result   *api.BatchQAResult `json:"result"`
-			Report   evalReportURIs     `json:"report"`
-		}{protocolPaper, rep.Model, table, res, u}
+			WorkflowID string             `json:"workflow_id"`
+			Protocol   string             `json:"protocol"`
+			Model      string             `json:"model"`
+			Table      paperTable         `json:"table"`
+			Result     *api.BatchQAResult `json:"result"`
+			Report     evalReportURIs     `json:"report"`
+		}{res.WorkflowID, protocolPaper, rep.Model, table, res, u}
 		return printJSON(stdout, out)
 	}
 	served := orDash(rep.Model)

@@ -130,6 +130,7 @@ func TestExitCodeTableOnStack(t *testing.T) {
 	vars["$S3MISSING"] = "s3://" + d.Stack.Bucket + "/exit-codes/no-such-object.txt"
 	vars["$PARTIALBATCH"] = partialBatch(t, doc)
 	vars["$OUT"] = filepath.Join(t.TempDir(), "out.jsonl")
+	vars["$PAUSED"], vars["$CANCELED"], vars["$TERMINATED"] = stoppedRuns(t, doc)
 	for _, c := range readExitCases(t) {
 		if !c.stack {
 			continue
@@ -152,6 +153,29 @@ func checkExit(t *testing.T, c exitCase, args []string, limit time.Duration) {
 	if c.exit != 0 && !strings.HasPrefix(strings.TrimSpace(stdout.String()), "{") {
 		t.Errorf("starter %s --json printed %q, want one JSON object", strings.Join(args, " "), stdout.String())
 	}
+}
+
+// stoppedRuns starts three questions about doc and leaves one paused at
+// its budget, one canceled and one terminated, for the table's $PAUSED,
+// $CANCELED and $TERMINATED.
+func stoppedRuns(t *testing.T, doc string) (paused, canceled, terminated string) {
+	t.Helper()
+	pause := func(question string) string {
+		out, _, err := runCLI(t, "ask", "--doc", doc, "--question", question, "--chunk-tokens", "500", "--max-calls", "1", "--fresh", "--json")
+		var f failureOutput
+		if exitCode(err) != ExitPaused || json.Unmarshal([]byte(out), &f) != nil || f.WorkflowID == "" {
+			t.Fatalf("ask --max-calls 1: %v (exit %d), printed %q; want a paused run", err, exitCode(err), out)
+		}
+		return f.WorkflowID
+	}
+	paused, canceled, terminated = pause("Which run pauses?"), pause("Which run is canceled?"), pause("Which run is terminated?")
+	if out, stderr, err := runCLI(t, "cancel", canceled); err != nil {
+		t.Fatalf("cancel: %v\n%s%s", err, out, stderr)
+	}
+	if out, stderr, err := runCLI(t, "terminate", terminated, "--reason", "exit-code table"); err != nil {
+		t.Fatalf("terminate: %v\n%s%s", err, out, stderr)
+	}
+	return paused, canceled, terminated
 }
 
 // partialBatch asks a question of doc, then runs a batch of one item that

@@ -85,7 +85,7 @@ func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 			whole = wholeCommand(rep, cfg.TaskQueue)
 		}
 		if *asJSON {
-			if err := json.NewEncoder(stdout).Encode(struct {
+			if err := printJSON(stdout, struct {
 				rollout.Stats
 				Out string `json:"out"`
 				// WholeCommand reads every item again, every sample

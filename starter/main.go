@@ -65,10 +65,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // failureOutput is what --json prints when a command fails.
 type failureOutput struct {
-	// Status is "failed", "bad_input", "stopped_waiting" or "paused", as
-	// the exit code says (1, 2, 3, 4).
+	// Status is "failed", "bad_input", "stopped_waiting", "paused" or
+	// "canceled", as the exit code says (1, 2, 3, 4, 5).
 	Status   string `json:"status"`
 	ExitCode int    `json:"exit_code"`
+	// WorkflowID is the run the failure is about, "" when none started.
+	WorkflowID string `json:"workflow_id"`
 	// FailureType is the run's failure type (memagent.BadInput,
 	// memagent.ModelUnavailable, ...) when the run failed with one.
 	FailureType string `json:"failure_type,omitempty"`
@@ -76,7 +78,7 @@ type failureOutput struct {
 }
 
 func failureJSON(err error) failureOutput {
-	out := failureOutput{Status: "failed", ExitCode: exitCode(err), Message: err.Error()}
+	out := failureOutput{Status: "failed", ExitCode: exitCode(err), Message: err.Error(), WorkflowID: workflowIDOf(err)}
 	switch out.ExitCode {
 	case ExitBadInput:
 		out.Status = "bad_input"
@@ -84,6 +86,8 @@ func failureJSON(err error) failureOutput {
 		out.Status = "stopped_waiting"
 	case ExitPaused:
 		out.Status = "paused"
+	case ExitCanceled:
+		out.Status = "canceled"
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
@@ -120,6 +124,9 @@ func (f *flagged) Unwrap() error { return f.err }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root := newRoot(ctx, stdout, stderr)
+	if err := unknownCommand(root, args); err != nil {
+		return err
+	}
 	root.SetArgs(oneDashLongFlags(root, args))
 	return root.ExecuteContext(ctx)
 }
@@ -203,7 +210,9 @@ with none polling its task queue, cancel says so and names terminate.`,
 worker is needed; a batch's children end with it. What it wrote to S3 stays.`,
 			`  starter terminate memagent-qa-1f2e3d4c5b6a7980 --reason "started on the wrong task queue"`, bind(bindTerminate)),
 		leaf("runs [flags]", "List runs by document, model, status or batch, newest first",
-			"Lists runs by their search attributes, newest first.",
+			`Lists runs by their search attributes, newest first. CHUNKS of a run that did not
+finish (going, paused, canceled, terminated, failed) is its last known progress: what
+its progress query says when a worker answers within 3 s, else the search attribute.`,
 			`  starter runs --batch nightly
   starter runs --status failed --limit 5 --output json`, bind(bindRuns)),
 		leaf("setup", "Register memagent's search attributes in the namespace",

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -133,7 +132,7 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 			}
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(res)
+			return printJSON(stdout, res)
 		}
 		printReviewGrid(stdout, res)
 		if *htmlOut != "" {
@@ -185,7 +184,7 @@ func (s *session) review(ctx context.Context, in api.ReviewInput, req askRequest
 		stop = watchRun(ctx, readerFor(s.temporal, s.cfg.TemporalNamespace, api.ReviewDocumentName, run.ID), newProgressView(s.progress, s.progressTTY))
 	}
 	var res api.ReviewResult
-	if err := awaitBudgeted(ctx, s.temporal, run.ID, in.Budget, stop, &res, s.progressOut()); err != nil {
+	if err := awaitBudgeted(ctx, s.temporal, run.ID, in.Budget != nil, stop, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
 	return &res, nil

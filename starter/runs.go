@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -152,6 +153,16 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		if err != nil {
 			return err
 		}
+		lastProgress(ctx, rows, func(ctx context.Context, id string) (int64, error) {
+			v, err := c.QueryWorkflow(ctx, id, "", api.ProgressQuery)
+			if err != nil {
+				return 0, err
+			}
+			var p struct {
+				ChunksDone int64 `json:"chunks_done"`
+			}
+			return p.ChunksDone, v.Get(&p)
+		})
 		if *asJSON {
 			if rows == nil {
 				rows = []runRow{}
@@ -170,6 +181,44 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		}
 		return tw.Flush()
 	}
+}
+
+// progressWait bounds how long runs waits for the progress of the runs
+// that did not finish: a worker answers a query in milliseconds, and with
+// none polling the table keeps the search attributes.
+const progressWait = 3 * time.Second
+
+// lastProgress sets the chunk count of every run that did not finish (a
+// question or a review still going, paused, canceled, terminated, failed)
+// to what its progress query says, when a worker answers within
+// progressWait: the search attribute is upserted every few seconds at
+// most, and a run canceled or terminated between two upserts keeps an
+// older count. A batch counts items, not chunks, and is left as it is.
+func lastProgress(ctx context.Context, rows []runRow, query func(ctx context.Context, id string) (int64, error)) {
+	ctx, cancel := context.WithTimeout(ctx, progressWait)
+	defer cancel()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range rows {
+		r := &rows[i]
+		if r.Status == api.StageDone || r.WorkflowType == api.BatchQAName || r.ChunksTotal == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			if n, err := query(ctx, r.WorkflowID); err == nil && (r.ChunksDone == nil || n > *r.ChunksDone) {
+				r.ChunksDone = &n
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // lister is the part of client.Client that listRuns uses.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1038,7 +1037,7 @@ func bindScheduleTrigger(ctx context.Context, cmd *cobra.Command, stdout, stderr
 			return err
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(res)
+			return printJSON(stdout, res)
 		}
 		fmt.Fprintf(stdout, "Batch:    %s: %d items, %d succeeded, %d failed, %d reused\n", wfID, res.Items, res.Succeeded, res.Failed, res.Skipped)
 		fmt.Fprintf(stdout, "Report:   %s\n", res.ReportURI)

@@ -71,7 +71,7 @@ func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 			return printRuns(ctx, stdout, s.temporal, s.cfg.TemporalNamespace, id)
 		}
 		if *asJSON {
-			return writeStatusJSON(stdout, kind, p)
+			return writeStatusJSON(stdout, id, kind, p)
 		}
 		if why := newDiagnoser(s.temporal, s.cfg.TemporalNamespace, id).trouble(ctx); why != "" {
 			defer fmt.Fprintf(stdout, "trouble: %s\n", why)
@@ -116,9 +116,10 @@ func queryStatus(ctx context.Context, c client.Client, kind, id string) (any, er
 	return queryProgress(ctx, c, id)
 }
 
-// writeStatusJSON prints the progress as one JSON object, its own fields
-// and workflow_type, so a reader knows which of the three it has.
-func writeStatusJSON(w io.Writer, kind string, p any) error {
+// writeStatusJSON prints the progress as one JSON object, its own fields,
+// workflow_id and workflow_type, so a reader knows which of the three it
+// has.
+func writeStatusJSON(w io.Writer, id, kind string, p any) error {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -128,7 +129,8 @@ func writeStatusJSON(w io.Writer, kind string, p any) error {
 		return err
 	}
 	fields["workflow_type"], _ = json.Marshal(kind)
-	return json.NewEncoder(w).Encode(fields)
+	fields["workflow_id"], _ = json.Marshal(id)
+	return printJSON(w, fields)
 }
 
 // printQAStatus prints a DocumentQA run's progress.

@@ -56,16 +56,17 @@ report:  s3://b/batches/x/
 
 func TestWriteStatusJSONNamesTheType(t *testing.T) {
 	var out bytes.Buffer
-	if err := writeStatusJSON(&out, api.BatchQAName, api.BatchProgress{Name: "n", Items: 3, Done: 1}); err != nil {
+	if err := writeStatusJSON(&out, "memagent-batch-n", api.BatchQAName, api.BatchProgress{Name: "n", Items: 3, Done: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
+		ID    string `json:"workflow_id"`
 		Type  string `json:"workflow_type"`
 		Name  string `json:"name"`
 		Items int    `json:"items"`
 		Done  int    `json:"done"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Type != api.BatchQAName || got.Name != "n" || got.Items != 3 || got.Done != 1 {
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Type != api.BatchQAName || got.ID != "memagent-batch-n" || got.Name != "n" || got.Items != 3 || got.Done != 1 {
 		t.Errorf("printed %s (%v), want the progress with workflow_type %s", out.String(), err, api.BatchQAName)
 	}
 }

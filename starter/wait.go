@@ -32,6 +32,9 @@ const (
 	// ExitPaused: the run reached its budget and waits, paused, for
 	// `starter budget ID` to raise it (or for a cancel).
 	ExitPaused = 4
+	// ExitCanceled: the run was canceled or terminated (by starter cancel
+	// or terminate, the UI, another client) before it finished.
+	ExitCanceled = 5
 )
 
 // callersToFix are the failure types of a run that the caller fixes by
@@ -41,10 +44,12 @@ var callersToFix = map[string]bool{
 	api.ErrPromptTooLong: true, api.ErrOverBudget: true,
 }
 
-// exitError carries an exit code with an error.
+// exitError carries an exit code with an error, and the workflow id of
+// the run it is about when there is one (--json prints it).
 type exitError struct {
 	code int
 	err  error
+	id   string
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -127,7 +132,7 @@ func stoppedWaiting(id string, ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		why = "--timeout reached"
 	}
-	return &exitError{code: ExitStoppedWaiting, err: fmt.Errorf("%s: stopped waiting for run %s, which goes on: follow it with `starter watch %s`", why, id, id)}
+	return &exitError{code: ExitStoppedWaiting, id: id, err: fmt.Errorf("%s: stopped waiting for run %s, which goes on: follow it with `starter watch %s`", why, id, id)}
 }
 
 func oneLine(err error) string {
@@ -139,7 +144,8 @@ func oneLine(err error) string {
 }
 
 // runFailed is runError with the exit code: 2 when the run failed on its
-// input, 1 otherwise.
+// input, 5 when it was canceled or terminated (a one-line message instead
+// of the SDK's), 1 otherwise.
 func runFailed(id string, err error) error {
 	if err == nil {
 		return nil
@@ -148,12 +154,32 @@ func runFailed(id string, err error) error {
 	if errors.As(err, &ee) {
 		return err
 	}
+	var canceled *temporal.CanceledError
+	var terminated *temporal.TerminatedError
+	switch {
+	case errors.As(err, &canceled):
+		return &exitError{code: ExitCanceled, id: id, err: fmt.Errorf("run %s was canceled before it finished (starter cancel, the UI or another client); what it wrote stays: starter status %s shows how far it got", id, id)}
+	case errors.As(err, &terminated):
+		return &exitError{code: ExitCanceled, id: id, err: fmt.Errorf("run %s was terminated before it finished (starter terminate, the UI or another client); what it wrote stays: starter status %s --history shows the reason", id, id)}
+	}
 	code := ExitFailed
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && callersToFix[appErr.Type()] {
 		code = ExitBadInput
 	}
-	return &exitError{code: code, err: runError(id, err)}
+	return &exitError{code: code, id: id, err: runError(id, err)}
+}
+
+// workflowIDOf is the workflow id an error is about, "" when none.
+func workflowIDOf(err error) string {
+	var ee *exitError
+	for errors.As(err, &ee) {
+		if ee.id != "" {
+			return ee.id
+		}
+		err = ee.err
+	}
+	return ""
 }
 
 // isFlagError reports an error of the flag package's parsing, whose

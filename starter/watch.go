@@ -28,6 +28,7 @@ func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	fs := cmd.Flags()
 	cfg, cfgErr := config.Load()
 	connectionFlags(cmd, &cfg)
+	asJSON := outputFlag(cmd, "print the result (answer, grid or batch result) as one JSON object, as ask, review and batch do")
 	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on); 0 waits for the end, through Temporal outages")
 	return func(args []string) (err error) {
 		if cfgErr != nil {
@@ -52,26 +53,37 @@ func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		stop := watchRun(ctx, readerFor(c, cfg.TemporalNamespace, kind, id), newProgressView(stdout, isTerminal(stdout)))
+		view := stdout
+		if *asJSON {
+			// stdout holds the one JSON object; progress goes to stderr.
+			view = stderr
+		}
+		stop := watchRun(ctx, readerFor(c, cfg.TemporalNamespace, kind, id), newProgressView(view, isTerminal(view)))
 		switch kind {
 		case api.ReviewDocumentName:
 			var g api.ReviewResult
-			if err := await(ctx, c, id, stop, &g, stderr); err != nil {
+			if err := awaitBudgeted(ctx, c, id, true, stop, &g, stderr); err != nil {
 				return err
+			}
+			if *asJSON {
+				return printJSON(stdout, g)
 			}
 			printReviewGrid(stdout, &g)
 		case api.BatchQAName:
 			var res api.BatchQAResult
-			if err := await(ctx, c, id, stop, &res, stderr); err != nil {
+			if err := awaitBudgeted(ctx, c, id, true, stop, &res, stderr); err != nil {
 				return err
+			}
+			if *asJSON {
+				return printJSON(stdout, res)
 			}
 			printBatchReport(stdout, &res, nil)
 		default:
 			var res api.DocumentQAResult
-			if err := await(ctx, c, id, stop, &res, stderr); err != nil {
+			if err := awaitBudgeted(ctx, c, id, true, stop, &res, stderr); err != nil {
 				return err
 			}
-			return printResult(stdout, cfg, &res, false)
+			return printResult(stdout, cfg, &res, *asJSON)
 		}
 		return nil
 	}
@@ -97,7 +109,8 @@ func runKind(ctx context.Context, c client.Client, id string) (string, error) {
 }
 
 // await waits for the result of id's run (following continue-as-new) into
-// out, then stops the progress display.
+// out, then stops the progress display. (watch waits with awaitBudgeted,
+// so that a run paused at its budget ends the wait with exit code 4.)
 func await(ctx context.Context, c client.Client, id string, stop func(), out any, say io.Writer) error {
 	err := waitResult(ctx, c, id, out, say)
 	stop()

@@ -409,12 +409,17 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		return nil, stageError("answer", err)
 	}
 	gs, err := groundAnswers(ctx, st.Prepared, info.WorkflowExecution.RunID, hb, prio,
-		[]actwire.GroundItem{{Answer: res.Answer, AnswerFound: res.AnswerFound, ResultURI: res.ResultURI}})
+		[]actwire.GroundItem{{Answer: res.Answer, AnswerFound: res.AnswerFound, ResultURI: res.ResultURI,
+			Evidence: actwire.GroundEvidenceOf(res.Evidence)}})
 	if err != nil {
 		return nil, err
 	}
 	if len(gs) == 1 {
-		res.Grounding = gs[0]
+		res.Grounding = gs[0].Grounding
+		if c := gs[0].Citation; c != nil && res.AnswerFound {
+			res.AnswerPages, res.AnswerSources = c.AnswerPages, c.AnswerSources
+			res.ContextPages, res.ContextSources = c.ContextPages, c.ContextSources
+		}
 	}
 	progress.Stage, progress.Answer, progress.Usage = api.StageDone, res.Answer, res.Usage
 	vis.publish(progress, api.StatusKey.ValueSet(api.StageDone))

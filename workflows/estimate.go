@@ -15,7 +15,9 @@ import (
 // document as a run would (ConvertDocument, PrepareDocument: the index is
 // the one a later run with the same options reuses, and a prompt that
 // cannot fit the model fails here as memagent.PromptTooLong), then counts
-// what the questions would cost (EstimateCost). It never calls the model.
+// what the questions would cost (EstimateCost): read afresh, and, under
+// reuse auto, from the memory checkpoints their runs would find. It never
+// calls the model.
 // Its one argument is an api.EstimateInput as JSON, decoded strictly; it
 // returns an api.Estimate.
 func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, error) {
@@ -57,14 +59,25 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 	}
 	var est api.Estimate
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute, RetryPolicy: retryPolicy(), Priority: prio, Summary: "count the cost",
+		StartToCloseTimeout: 10 * time.Minute, RetryPolicy: retryPolicy(), Priority: prio, Summary: "count the cost",
 	}), activities.EstimateCostName, actwire.EstimateCostInput{
 		Questions: in.Questions, Options: in.Options, Samples: in.Samples, Chunks: prepared.Chunks, Tokens: prepared.Tokens,
 		PriceIn: in.PriceInPerMillion, PriceOut: in.PriceOutPerMillion,
+		Reuse: in.Reuse, Document: prepared.Document, ETag: prepared.ETag, IndexURI: prepared.IndexURI, Model: prepared.Model,
 	}).Get(ctx, &est); err != nil {
 		return nil, stageError("count the cost", err)
 	}
 	est.Document, est.Source, est.Model, est.IndexURI = in.Document, prepared.Source, prepared.Model, prepared.IndexURI
 	est.Documents = in.Documents
+	if est.Document == "" {
+		// A corpus: the stream its runs read, as a DocumentQA result names it.
+		est.Document = prepared.Document
+	}
+	if est.Reuse == "" {
+		// A worker from before reuse was estimated: the fresh figures.
+		est.Reuse, est.CallsExpected = api.ReuseNone, est.Calls
+		est.PromptTokensExpected, est.CompletionTokensExpected = est.PromptTokensTypical, est.CompletionTokensTypical
+		est.PriceExpected = est.PriceTypical
+	}
 	return &est, nil
 }

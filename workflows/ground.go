@@ -18,12 +18,21 @@ import (
 // and have no grounding.
 const GroundingChange = "ground-answers"
 
+// grounded is one answer's grounding and, from a worker that works it
+// out, its citation (nil otherwise: the answer keeps the pages the Answer
+// activity cited).
+type grounded struct {
+	Grounding *api.Grounding
+	Citation  *api.Citation
+}
+
 // groundAnswers has GroundAnswer find the answers in the document that
-// prep describes, one reading for all, and returns one grounding per
-// answer, or nil on a run at DefaultVersion. Grounding adds to an answer
-// already paid for: when it fails for good the answers stay, without
-// grounding (the failure is logged); only a cancellation fails the run.
-func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID string, hb time.Duration, prio temporal.Priority, answers []actwire.GroundItem) ([]*api.Grounding, error) {
+// prep describes, one reading for all (their evidence first), and returns
+// one grounding per answer, or nil on a run at DefaultVersion. Grounding
+// adds to an answer already paid for: when it fails for good the answers
+// stay, without grounding (the failure is logged); only a cancellation
+// fails the run.
+func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID string, hb time.Duration, prio temporal.Priority, answers []actwire.GroundItem) ([]grounded, error) {
 	if workflow.GetVersion(ctx, GroundingChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion || len(answers) == 0 {
 		return nil, nil
 	}
@@ -44,13 +53,17 @@ func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID strin
 			return nil, err
 		}
 		workflow.GetLogger(ctx).Warn("answers not grounded", "error", err)
-		return make([]*api.Grounding, len(answers)), nil
+		return make([]grounded, len(answers)), nil
 	}
-	gs := make([]*api.Grounding, len(answers))
+	gs := make([]grounded, len(answers))
 	for i := range gs {
 		if i < len(out.Groundings) {
 			g := out.Groundings[i]
-			gs[i] = &g
+			gs[i].Grounding = &g
+		}
+		if len(out.Citations) == len(answers) {
+			c := out.Citations[i]
+			gs[i].Citation = &c
 		}
 	}
 	return gs, nil

@@ -672,13 +672,19 @@ func (r *reviewRun) ground(g *api.ReviewGrid) error {
 	var rows []int
 	for i, row := range g.Rows {
 		if row.Status == api.ReviewStatusDone {
-			items = append(items, actwire.GroundItem{Answer: row.Answer, AnswerFound: row.AnswerFound, ResultURI: row.ResultURI})
+			items = append(items, actwire.GroundItem{Answer: row.Answer, AnswerFound: row.AnswerFound, ResultURI: row.ResultURI,
+				Evidence: actwire.GroundEvidenceOf(row.Evidence)})
 			rows = append(rows, i)
 		}
 	}
 	gs, err := groundAnswers(r.ctx, r.st.Prepared, r.info.WorkflowExecution.RunID, r.hb, r.prio, items)
 	for k, gr := range gs {
-		g.Rows[rows[k]].Grounding = gr
+		row := &g.Rows[rows[k]]
+		row.Grounding = gr.Grounding
+		if c := gr.Citation; c != nil && row.AnswerFound {
+			row.AnswerPages, row.AnswerSources = c.AnswerPages, c.AnswerSources
+			row.ContextPages, row.ContextSources = c.ContextPages, c.ContextSources
+		}
 	}
 	return err
 }

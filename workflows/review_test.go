@@ -368,10 +368,15 @@ func TestReviewDocument(t *testing.T) {
 	// One worker's cache: every chunk was read from the store once, plus
 	// one small read per evidence passage for the report, plus the first
 	// bytes ConvertDocument reads to tell the format, plus one quote per
-	// answer found in the document (GroundAnswer streams the document
-	// once, unranged).
+	// answer found in the document (GroundAnswer finds the evidence chunks
+	// it searches first in the worker's chunk cache, and streams the
+	// document, unranged, only for answers not found there).
 	quotes := 0
+	evidence := map[[2]int64]bool{}
 	for _, r := range res.Rows {
+		for _, e := range r.Evidence {
+			evidence[[2]int64{e.Start, e.End}] = true
+		}
 		if r.Status == api.ReviewStatusDone && r.Grounding == nil {
 			t.Errorf("question %s has no grounding", r.ID)
 		}
@@ -382,8 +387,13 @@ func TestReviewDocument(t *testing.T) {
 	if quotes == 0 {
 		t.Error("no answer of the review was found in its document")
 	}
-	if want := 6 + 2 + 1 + quotes; f.store.Ranges != want {
-		t.Errorf("%d ranged reads, want %d (6 chunks + 2 passages + 1 format sniff + %d quotes)", f.store.Ranges, want, quotes)
+	if want := 6 + 2 + 1 + quotes; f.store.Ranges != want || len(evidence) == 0 {
+		t.Errorf("%d ranged reads, want %d (6 chunks + 2 passages + 1 format sniff + %d quotes; %d evidence chunks from the cache)", f.store.Ranges, want, quotes, len(evidence))
+	}
+	for _, r := range res.Rows {
+		if r.Grounding.Found() && r.Grounding.FoundIn != api.GroundingInPassage {
+			t.Errorf("question %s: found in %q, want its evidence passage", r.ID, r.Grounding.FoundIn)
+		}
 	}
 }
 

@@ -431,6 +431,14 @@ type EstimateCostInput struct {
 	Tokens    int64            `json:"tokens"`
 	PriceIn   float64          `json:"price_in,omitempty"`
 	PriceOut  float64          `json:"price_out,omitempty"`
+	// Reuse is the estimate's reuse mode; with ReuseAuto and the prepared
+	// document named (Document, ETag, IndexURI and the model it resolved
+	// to), EstimateCost looks for checkpoints as the runs would.
+	Reuse    string `json:"reuse,omitempty"`
+	Document string `json:"document,omitempty"`
+	ETag     string `json:"etag,omitempty"`
+	IndexURI string `json:"index_uri,omitempty"`
+	Model    string `json:"model,omitempty"`
 }
 
 // GroundInput asks GroundAnswer where answers occur in the text a run
@@ -453,9 +461,41 @@ type GroundItem struct {
 	// ResultURI, when set, is the answer's result.json, which gets the
 	// grounding too (so that a batch reusing the answer has it).
 	ResultURI string `json:"result_uri,omitempty"`
+	// Evidence is where the answer's memory took it from: its evidence
+	// entries, in document order. GroundAnswer looks there first, and
+	// cites the answer from them.
+	Evidence []GroundEvidence `json:"evidence,omitempty"`
 }
 
-// GroundOutput is one grounding per answer, in order.
+// GroundEvidence is one evidence entry of an answer, by its byte ranges
+// alone (the entry's pages come from the index again).
+type GroundEvidence struct {
+	// Start and End are the chunk's range; PassageStart and PassageEnd
+	// its passage's, both 0 when it has none.
+	Start        int64 `json:"start"`
+	End          int64 `json:"end"`
+	PassageStart int64 `json:"passage_start,omitempty"`
+	PassageEnd   int64 `json:"passage_end,omitempty"`
+	// Supports is the entry's SupportsAnswer.
+	Supports bool `json:"supports,omitempty"`
+}
+
+// GroundEvidenceOf is the GroundEvidence of entries.
+func GroundEvidenceOf(entries []api.ReviewEvidence) []GroundEvidence {
+	out := make([]GroundEvidence, 0, len(entries))
+	for _, e := range entries {
+		g := GroundEvidence{Start: e.Start, End: e.End, Supports: e.SupportsAnswer}
+		if e.Passage != nil {
+			g.PassageStart, g.PassageEnd = e.Passage.Start, e.Passage.End
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// GroundOutput is one grounding per answer, in order, and as many
+// citations (none from a worker that predates them).
 type GroundOutput struct {
 	Groundings []api.Grounding `json:"groundings"`
+	Citations  []api.Citation  `json:"citations,omitempty"`
 }

@@ -343,7 +343,7 @@ func nearest(k string, fields []Field) string {
 			if canon(name) == canon(k) {
 				return f.Name
 			}
-			d := editDistance(strings.ToLower(k), strings.ToLower(name))
+			d := EditDistance(strings.ToLower(k), strings.ToLower(name))
 			limit := min(3, max(1, len(name)/3))
 			if d <= limit && (best == "" || d < bestD) {
 				best, bestD = f.Name, d
@@ -353,7 +353,9 @@ func nearest(k string, fields []Field) string {
 	return best
 }
 
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in runes: the
+// measure "did you mean" suggestions rank names by.
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)

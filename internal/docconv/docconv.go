@@ -164,7 +164,8 @@ func (t *textWriter) end() {
 	}
 }
 
-// paragraph writes one paragraph (already one line of text).
+// paragraph writes one paragraph: one line of text, or a table's rows a
+// line each.
 func (t *textWriter) paragraph(p string) error {
 	p = strings.TrimSpace(strings.ToValidUTF8(p, "\uFFFD"))
 	if p == "" {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -16,23 +18,23 @@ import (
 	"github.com/memagent/memagent/internal/memagent"
 )
 
-// skipped are elements whose content is not the page's text: code,
-// styles, embedded objects, and the navigation and footer that repeat on
-// every page of a site.
+// skipped are elements whose content is not text: code, styles, embedded
+// objects, forms' controls and the head.
 var skipped = map[atom.Atom]bool{
 	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
 	atom.Svg: true, atom.Math: true, atom.Iframe: true, atom.Object: true, atom.Canvas: true,
-	atom.Nav: true, atom.Footer: true, atom.Head: true, atom.Select: true, atom.Button: true,
+	atom.Head: true, atom.Select: true, atom.Button: true,
 }
 
-// blocks end the paragraph before and after them.
+// blocks end the paragraph before and after them; those that are not void
+// are the nodes the main-content detection weighs (htmlNode).
 var blocks = map[atom.Atom]bool{
 	atom.P: true, atom.Div: true, atom.Section: true, atom.Article: true, atom.Main: true,
-	atom.Header: true, atom.Aside: true, atom.Blockquote: true, atom.Pre: true, atom.Ul: true,
-	atom.Ol: true, atom.Li: true, atom.Dl: true, atom.Dt: true, atom.Dd: true, atom.Table: true,
-	atom.Tr: true, atom.Td: true, atom.Th: true, atom.Caption: true, atom.Figure: true,
-	atom.Figcaption: true, atom.Form: true, atom.Fieldset: true, atom.Address: true, atom.Hr: true,
-	atom.Br: true, atom.Body: true, atom.Html: true, atom.Details: true, atom.Summary: true,
+	atom.Header: true, atom.Footer: true, atom.Nav: true, atom.Aside: true, atom.Blockquote: true,
+	atom.Pre: true, atom.Ul: true, atom.Ol: true, atom.Li: true, atom.Dl: true, atom.Dt: true,
+	atom.Dd: true, atom.Table: true, atom.Tr: true, atom.Td: true, atom.Th: true, atom.Caption: true,
+	atom.Figure: true, atom.Figcaption: true, atom.Form: true, atom.Fieldset: true, atom.Address: true,
+	atom.Hr: true, atom.Br: true, atom.Body: true, atom.Html: true, atom.Details: true, atom.Summary: true,
 	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
 }
 
@@ -41,69 +43,652 @@ var headingTags = map[atom.Atom]bool{
 }
 
 // voidTags have no end tag: a start tag of one must not count as an open
-// skipped element.
+// element.
 var voidTags = map[atom.Atom]bool{
 	atom.Br: true, atom.Hr: true, atom.Img: true, atom.Input: true, atom.Meta: true, atom.Link: true,
 	atom.Area: true, atom.Base: true, atom.Col: true, atom.Embed: true, atom.Source: true, atom.Track: true, atom.Wbr: true,
 }
 
-// convertHTML writes the visible text of an HTML page, a paragraph per
-// block element, a new section at every h1–h6. Its encoding is taken from
-// a byte order mark, a <meta charset> in the first KiB, or else UTF-8 (or
-// windows-1252 where the bytes say so), as browsers do.
-func convertHTML(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits) (*Result, error) {
+// implicitClose are the elements a start tag closes when one is open in
+// its scope, as HTML's parser does for markup that leaves them open
+// (<p>a<p>b, <li>a<li>b): what a start tag of the key closes, and the
+// elements that bound the search.
+var implicitClose = map[atom.Atom]struct{ closes, scope []atom.Atom }{
+	atom.P:  {[]atom.Atom{atom.P}, nil},
+	atom.Li: {[]atom.Atom{atom.Li}, []atom.Atom{atom.Ul, atom.Ol}},
+	atom.Dt: {[]atom.Atom{atom.Dt, atom.Dd}, []atom.Atom{atom.Dl}},
+	atom.Dd: {[]atom.Atom{atom.Dt, atom.Dd}, []atom.Atom{atom.Dl}},
+	atom.Tr: {[]atom.Atom{atom.Tr, atom.Td, atom.Th}, []atom.Atom{atom.Table}},
+	atom.Td: {[]atom.Atom{atom.Td, atom.Th}, []atom.Atom{atom.Tr, atom.Table}},
+	atom.Th: {[]atom.Atom{atom.Td, atom.Th}, []atom.Atom{atom.Tr, atom.Table}},
+}
+
+// maxHTMLNodes bounds the block elements the main-content detection keeps
+// figures for (about 40 bytes each); a page with more is converted whole.
+const maxHTMLNodes = 1 << 20
+
+// maxRowWords bounds a table row written as one line: a row with more
+// words, a heading or a table inside is written a paragraph per block, as
+// a table that lays out a page is.
+const maxRowWords = 200
+
+// htmlNode is what the main-content detection knows of one block element:
+// its words (its own text and its descendants'), those inside links, its
+// "sentence" words (see htmlRun.weight), its links and among them those
+// that navigate between pages (rel prev, next, up…, or an accesskey), and
+// what kind of element it is.
+type htmlNode struct {
+	parent                   int32
+	words, linkWords, weight int32
+	links, navLinks          int32
+	flags                    uint8
+}
+
+const (
+	// nodeLandmark: navigation by declaration: nav, an ARIA role of
+	// navigation, search, banner, contentinfo or complementary, or a
+	// header, footer or aside outside an article, main or section.
+	nodeLandmark uint8 = 1 << iota
+	// nodeMain: main, or role main.
+	nodeMain
+	// nodeHeading and nodeTable: it holds a heading, a table.
+	nodeHeading
+	nodeTable
+	// nodeRow: a table row (tr).
+	nodeRow
+	// nodeRoot: html or body, which hold the page whatever it is.
+	nodeRoot
+)
+
+// htmlOpen is an open element on the walk's stack; node is its htmlNode,
+// or -1 (a link, an inline element that is tracked for link text).
+type htmlOpen struct {
+	tag  atom.Atom
+	node int32
+}
+
+// htmlWalk is what both passes over a page share: the tokenizer, the
+// stack of open block elements and links (closed as HTML's parser closes
+// them), the node numbering, the nesting bound and the skipped elements.
+// Both passes see the same nodes in the same order.
+type htmlWalk struct {
+	z     *html.Tokenizer
+	cr    *countingReader
+	f     *os.File
+	stack []htmlOpen
+	next  int32 // the next node's number, from 1 (0 is the page)
+	skip  int
+	depth int
+}
+
+func openHTML(path string) (*htmlWalk, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		f.Close()
+		return nil, 0, err
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(1024)
 	enc, _, _ := charset.DetermineEncoding(head, "text/html")
 	cr := &countingReader{r: br}
-	z := html.NewTokenizer(&runGuard{r: enc.NewDecoder().Reader(cr)})
+	return &htmlWalk{z: html.NewTokenizer(&runGuard{r: enc.NewDecoder().Reader(cr)}), cr: cr, f: f, next: 1}, st.Size(), nil
+}
+
+func (w *htmlWalk) close() { w.f.Close() }
+
+// current is the innermost open node (0: the page).
+func (w *htmlWalk) current() int32 {
+	for i := len(w.stack) - 1; i >= 0; i-- {
+		if w.stack[i].node >= 0 {
+			return w.stack[i].node
+		}
+	}
+	return 0
+}
+
+// below is the innermost open node under the top of the stack: the
+// parent of a node just opened.
+func (w *htmlWalk) below() int32 {
+	for i := len(w.stack) - 2; i >= 0; i-- {
+		if w.stack[i].node >= 0 {
+			return w.stack[i].node
+		}
+	}
+	return 0
+}
+
+// inLink reports whether the walk is inside a link.
+func (w *htmlWalk) inLink() bool {
+	for i := len(w.stack) - 1; i >= 0; i-- {
+		if w.stack[i].tag == atom.A {
+			return true
+		}
+		if w.stack[i].node >= 0 {
+			return false
+		}
+	}
+	return false
+}
+
+// within reports whether an element of one of tags is open.
+func (w *htmlWalk) within(tags ...atom.Atom) bool {
+	for _, o := range w.stack {
+		for _, t := range tags {
+			if o.tag == t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// token is one token of the walk: its type, its element for a tag (0 for
+// an element outside the tracked ones), and, for a start tag that opens a
+// node, the node (else -1). popped are the nodes an end tag (or an
+// implicit close) closed, innermost first.
+type htmlToken struct {
+	tt     html.TokenType
+	a      atom.Atom
+	node   int32
+	popped []int32
+}
+
+// step reads the next token and keeps the stack. Tokens inside skipped
+// elements are reported as html.CommentToken (nothing to do).
+func (w *htmlWalk) step(popped []int32) (htmlToken, error) {
+	tt := w.z.Next()
+	t := htmlToken{tt: tt, node: -1, popped: popped[:0]}
+	switch tt {
+	case html.StartTagToken:
+		if w.depth++; w.depth > maxDepth*16 {
+			return t, overLimit(fmt.Sprintf("nests its HTML more than %d elements deep", maxDepth*16), maxDepth*16, "levels", "")
+		}
+	case html.EndTagToken:
+		w.depth = max(w.depth-1, 0)
+	}
+	switch tt {
+	case html.StartTagToken, html.SelfClosingTagToken:
+		name, _ := w.z.TagName()
+		t.a = atom.Lookup(name)
+		if skipped[t.a] {
+			if tt == html.StartTagToken && !voidTags[t.a] {
+				w.skip++
+			}
+			t.tt = html.CommentToken
+			return t, nil
+		}
+		if w.skip > 0 {
+			t.tt = html.CommentToken
+			return t, nil
+		}
+		if tt == html.SelfClosingTagToken || voidTags[t.a] {
+			return t, nil
+		}
+		if ic, ok := implicitClose[t.a]; ok {
+			t.popped = w.closeImplicit(ic.closes, ic.scope, t.popped)
+		}
+		switch {
+		case blocks[t.a]:
+			t.node = w.next
+			w.next++
+			w.stack = append(w.stack, htmlOpen{tag: t.a, node: t.node})
+		case t.a == atom.A:
+			w.stack = append(w.stack, htmlOpen{tag: t.a, node: -1})
+		}
+	case html.EndTagToken:
+		name, _ := w.z.TagName()
+		t.a = atom.Lookup(name)
+		if skipped[t.a] {
+			if w.skip > 0 {
+				w.skip--
+			}
+			t.tt = html.CommentToken
+			return t, nil
+		}
+		if w.skip > 0 {
+			t.tt = html.CommentToken
+			return t, nil
+		}
+		if blocks[t.a] || t.a == atom.A {
+			t.popped = w.popTo(t.a, t.popped)
+		}
+	case html.TextToken:
+		if w.skip > 0 {
+			t.tt = html.CommentToken
+		}
+	}
+	return t, nil
+}
+
+// popTo closes the innermost open a and what is open inside it; an end
+// tag with none open closes nothing.
+func (w *htmlWalk) popTo(a atom.Atom, popped []int32) []int32 {
+	for i := len(w.stack) - 1; i >= 0; i-- {
+		if w.stack[i].tag != a {
+			continue
+		}
+		for j := len(w.stack) - 1; j >= i; j-- {
+			if w.stack[j].node >= 0 {
+				popped = append(popped, w.stack[j].node)
+			}
+		}
+		w.stack = w.stack[:i]
+		break
+	}
+	return popped
+}
+
+// closeImplicit closes the innermost open element of closes, unless an
+// element of scope (or any node besides closes' own kind) is open inside
+// it first.
+func (w *htmlWalk) closeImplicit(closes, scope []atom.Atom, popped []int32) []int32 {
+	for i := len(w.stack) - 1; i >= 0; i-- {
+		o := w.stack[i]
+		for _, c := range closes {
+			if o.tag == c {
+				return w.popTo(c, popped)
+			}
+		}
+		for _, s := range scope {
+			if o.tag == s {
+				return popped
+			}
+		}
+		if o.node >= 0 && scope == nil {
+			// <p> closes only a paragraph that is the innermost block.
+			return popped
+		}
+	}
+	return popped
+}
+
+// htmlRun is the text since the last block boundary, as the first pass
+// counts it.
+type htmlRun struct {
+	words, linkWords int32
+	last             rune
+}
+
+// weight is the run's sentence words: its words outside links when it
+// reads as prose (ten words or more, or a last character that ends a
+// sentence or a clause), else none. Navigation labels, titles and table
+// cells weigh nothing; paragraphs do.
+func (r htmlRun) weight() int32 {
+	if r.words >= 10 || strings.ContainsRune(".!?:;", r.last) {
+		return r.words - r.linkWords
+	}
+	return 0
+}
+
+// htmlPage is the first pass's verdict on a page: which nodes' text is
+// kept, and which rows are written as one line. Nil slices keep every
+// node and write no row as a line (a page over maxHTMLNodes).
+type htmlPage struct {
+	keep []bool
+	row  []bool
+}
+
+func (p *htmlPage) keeps(n int32) bool { return p.keep == nil || int(n) >= len(p.keep) || p.keep[n] }
+func (p *htmlPage) isRow(n int32) bool { return p.row != nil && int(n) < len(p.row) && p.row[n] }
+
+// navRels are the rel values of links between the pages of a manual, and
+// navKeys the accesskeys DocBook and Texinfo give them.
+var (
+	navRels = map[string]bool{"prev": true, "previous": true, "next": true, "up": true, "home": true, "index": true,
+		"contents": true, "toc": true, "start": true, "first": true, "last": true, "top": true, "parent": true}
+	navKeys    = map[string]bool{"p": true, "n": true, "u": true, "h": true, "t": true}
+	landRoles  = map[string]bool{"navigation": true, "search": true, "banner": true, "contentinfo": true, "complementary": true}
+	sideblocks = map[atom.Atom]bool{atom.Header: true, atom.Footer: true, atom.Aside: true}
+)
+
+// analyzeHTML is the first pass: it weighs every block element and
+// decides what is the page's content and what is its boilerplate
+// (navigation bars, breadcrumbs, per-page tables of contents, banners and
+// footers), by main-content detection rather than by tag:
+//   - with a main element (main, or role main), only its text is kept;
+//   - an element declared as navigation (nav, an ARIA landmark role of
+//     navigation, search, banner, contentinfo or complementary; a header,
+//     footer or aside outside an article, main or section) is dropped;
+//   - so is one without prose (no sentence words: see htmlRun.weight) that
+//     holds two links between the manual's pages (rel prev, next, up…,
+//     or an accesskey: DocBook's and Texinfo's Prev/Up/Next bars), or one
+//     in at most twelve words, or three links or more that make at least
+//     half its words (a table of contents, a menu, breadcrumbs), unless
+//     it holds half the page's words: a page that is a table of contents
+//     keeps it.
+//
+// The page's html and body elements are never dropped.
+//
+// Everything inside a dropped element is dropped.
+func analyzeHTML(ctx context.Context, path string) (*htmlPage, error) {
+	w, _, err := openHTML(path)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	nodes := []htmlNode{{parent: -1}}
+	overflow := false
+	var run htmlRun
+	var popped []int32
+	for count := 0; ; count++ {
+		if count&0xFFF == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		t, err := w.step(popped)
+		popped = t.popped
+		if err != nil {
+			return nil, err
+		}
+		if overflow {
+			if t.tt == html.ErrorToken {
+				break // too many nodes to weigh: the page is kept whole
+			}
+			continue
+		}
+		switch t.tt {
+		case html.ErrorToken:
+			if w.z.Err() != io.EOF {
+				return nil, w.z.Err()
+			}
+			finishIn(nodes, w.current(), &run)
+			// Elements left open at the end close there, innermost first.
+			var open []int32
+			for i := len(w.stack) - 1; i >= 0; i-- {
+				if w.stack[i].node >= 0 {
+					open = append(open, w.stack[i].node)
+				}
+			}
+			closeNodes(nodes, open)
+			return decideHTML(nodes), nil
+		case html.StartTagToken, html.SelfClosingTagToken:
+			if len(t.popped) > 0 {
+				// Closed by this tag: the run ends with the innermost.
+				finishIn(nodes, t.popped[0], &run)
+				closeNodes(nodes, t.popped)
+			}
+			if t.node >= 0 {
+				parent := w.below()
+				finishIn(nodes, parent, &run)
+				if len(nodes) >= maxHTMLNodes {
+					overflow = true
+					continue
+				}
+				n := htmlNode{parent: parent}
+				role := strings.ToLower(tagAttrs(w.z, "role")["role"])
+				switch {
+				case t.a == atom.Nav || landRoles[role]:
+					n.flags |= nodeLandmark
+				case sideblocks[t.a] && !w.within(atom.Article, atom.Main, atom.Section):
+					n.flags |= nodeLandmark
+				}
+				if t.a == atom.Main || role == "main" {
+					n.flags |= nodeMain
+				}
+				if headingTags[t.a] {
+					n.flags |= nodeHeading
+				}
+				if t.a == atom.Table {
+					n.flags |= nodeTable
+				}
+				if t.a == atom.Tr {
+					n.flags |= nodeRow
+				}
+				if t.a == atom.Html || t.a == atom.Body {
+					n.flags |= nodeRoot
+				}
+				nodes = append(nodes, n)
+				continue
+			}
+			if blocks[t.a] {
+				finishIn(nodes, w.current(), &run)
+			}
+			if t.a == atom.A && t.tt == html.StartTagToken {
+				n := &nodes[w.current()]
+				n.links++
+				at := tagAttrs(w.z, "rel", "accesskey")
+				rel, key := strings.ToLower(at["rel"]), strings.ToLower(at["accesskey"])
+				for _, r := range strings.Fields(rel) {
+					if navRels[r] {
+						key = "n"
+					}
+				}
+				if navKeys[key] {
+					n.navLinks++
+				}
+			}
+		case html.EndTagToken:
+			if len(t.popped) > 0 {
+				// The run ends with the innermost element it closed.
+				finishIn(nodes, t.popped[0], &run)
+			}
+			closeNodes(nodes, t.popped)
+		case html.TextToken:
+			countWords(&run, w.z.Text(), w.inLink())
+		}
+	}
+	return &htmlPage{}, nil
+}
+
+// finishIn adds the run to node n and starts the next.
+func finishIn(nodes []htmlNode, n int32, run *htmlRun) {
+	nodes[n].words += run.words
+	nodes[n].linkWords += run.linkWords
+	nodes[n].weight += run.weight()
+	*run = htmlRun{}
+}
+
+// closeNodes adds closed nodes' figures to their parents, innermost first.
+func closeNodes(nodes []htmlNode, closed []int32) {
+	for _, c := range closed {
+		if int(c) >= len(nodes) {
+			continue
+		}
+		n := nodes[c]
+		p := &nodes[n.parent]
+		p.words += n.words
+		p.linkWords += n.linkWords
+		p.weight += n.weight
+		p.links += n.links
+		p.navLinks += n.navLinks
+		p.flags |= n.flags & (nodeHeading | nodeTable)
+	}
+}
+
+// countWords counts text's words (runs with a letter or a digit) into run.
+func countWords(run *htmlRun, text []byte, link bool) {
+	for _, f := range strings.Fields(string(text)) {
+		if strings.IndexFunc(f, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+			run.words++
+			if link {
+				run.linkWords++
+			}
+		}
+		run.last, _ = utf8.DecodeLastRuneInString(f)
+	}
+}
+
+// decideHTML turns the first pass's figures into the page's verdict (see
+// analyzeHTML).
+func decideHTML(nodes []htmlNode) *htmlPage {
+	keep := make([]bool, len(nodes))
+	drop := make([]bool, len(nodes))
+	inMain := make([]bool, len(nodes))
+	aboveMain := make([]bool, len(nodes))
+	hasMain := false
+	for i := range nodes {
+		if nodes[i].flags&nodeMain == 0 {
+			continue
+		}
+		hasMain = true
+		for p := nodes[i].parent; p >= 0 && !aboveMain[p]; p = nodes[p].parent {
+			aboveMain[p] = true
+		}
+	}
+	row := make([]bool, len(nodes))
+	for i := range nodes {
+		n := nodes[i]
+		if i > 0 {
+			drop[i] = drop[n.parent]
+			inMain[i] = inMain[n.parent] || n.flags&nodeMain != 0
+		}
+		switch {
+		case drop[i] || i == 0 || n.flags&nodeRoot != 0:
+		case hasMain && !inMain[i] && !aboveMain[i]:
+			drop[i] = true
+		case n.flags&nodeLandmark != 0:
+			drop[i] = true
+		case n.weight == 0 && (n.navLinks >= 2 || n.navLinks == 1 && n.words <= 12):
+			drop[i] = true
+		case n.weight == 0 && n.links >= 3 && 2*n.linkWords >= n.words && 2*n.words < nodes[0].words:
+			drop[i] = true
+		}
+		keep[i] = !drop[i] && (!hasMain || inMain[i])
+		row[i] = n.flags&nodeRow != 0 && n.words <= maxRowWords && n.flags&(nodeHeading|nodeTable) == 0
+	}
+	return &htmlPage{keep: keep, row: row}
+}
+
+// tagAttrs are the current tag's attributes among keys (the tokenizer
+// reads a tag's attributes once).
+func tagAttrs(z *html.Tokenizer, keys ...string) map[string]string {
+	out := map[string]string{}
+	for {
+		k, v, more := z.TagAttr()
+		for _, key := range keys {
+			if string(k) == key {
+				out[key] = string(v)
+			}
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+// convertHTML writes the visible text of an HTML page, a paragraph per
+// block element and a table row a line (its cells apart by " | "), a new
+// section at every h1–h6, with the page's boilerplate left out
+// (analyzeHTML). A page whose boilerplate would be all its text is
+// written whole. Its encoding is taken from a byte order mark, a <meta
+// charset> in the first KiB, or else UTF-8 (or windows-1252 where the
+// bytes say so), as browsers do.
+func convertHTML(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits) (*Result, error) {
+	page, err := analyzeHTML(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	var buf strings.Builder
+	cw := &capWriter{w: w, held: &buf, max: 64 << 10}
+	res, err := writeHTML(ctx, path, cw, progress, limits, page)
+	if err != nil {
+		return nil, err
+	}
+	if res.Bytes == 0 && page.keep != nil {
+		// Nothing but boilerplate: the page is its boilerplate.
+		return writeHTML(ctx, path, w, progress, limits, &htmlPage{})
+	}
+	return res, cw.flush()
+}
+
+// capWriter holds the first bytes written to it until flush (or until
+// they pass max), so that a conversion that writes nothing can be done
+// again from the start.
+type capWriter struct {
+	w    io.Writer
+	held *strings.Builder
+	max  int
+	gone bool
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if c.gone {
+		return c.w.Write(p)
+	}
+	c.held.Write(p)
+	if c.held.Len() > c.max {
+		return len(p), c.flush()
+	}
+	return len(p), nil
+}
+
+func (c *capWriter) flush() error {
+	if c.gone {
+		return nil
+	}
+	c.gone = true
+	_, err := io.WriteString(c.w, c.held.String())
+	return err
+}
+
+// writeHTML is the second pass: the text of the nodes page keeps.
+func writeHTML(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits, page *htmlPage) (*Result, error) {
+	walk, size, err := openHTML(path)
+	if err != nil {
+		return nil, err
+	}
+	defer walk.close()
 	res := &Result{Map: memagent.PageMap{Format: FormatHTML, Unit: api.UnitSection}}
 	tw := newTextWriter(w, limits.MaxTextBytes)
 	sections := newSectionCounter(tw)
 	para := newParagraphBuilder(sections.paragraph)
 	heading := newParagraphBuilder(func(string) error { return nil })
-	skip, pre, inHeading, depth := 0, 0, 0, 0
+	pre, inHeading := 0, 0
+	// rows counts the open rows written as one line; cells whether the
+	// row has a cell yet.
+	rows, cells := 0, false
+	var link []byte // a link's text, held until its end: a link without a word (¶) is left out
+	inLinkText := false
 	var lastProgress int64
-	flush := func() error {
+	flushLink := func() {
+		if inLinkText {
+			para.Write(link)
+			if inHeading > 0 && len(heading.buf) < 1<<10 {
+				heading.Write(link)
+			}
+		}
+		link, inLinkText = link[:0], false
+	}
+	boundary := func() error {
+		flushLink()
+		if rows > 0 {
+			para.WriteString(" ")
+			return nil
+		}
 		err := para.Flush()
 		para.keepRaw = pre > 0
 		return err
 	}
+	var popped []int32
 	for {
-		tt := z.Next()
-		switch tt {
-		case html.StartTagToken:
-			if depth++; depth > maxDepth*16 {
-				return nil, overLimit(fmt.Sprintf("nests its HTML more than %d elements deep", maxDepth*16), maxDepth*16, "levels", "")
-			}
-		case html.EndTagToken:
-			depth = max(depth-1, 0)
+		t, err := walk.step(popped)
+		popped = t.popped
+		if err != nil {
+			return nil, err
 		}
-		if cr.n-lastProgress > 1<<20 {
-			lastProgress = cr.n
-			progress(cr.n, st.Size())
+		if walk.cr.n-lastProgress > 1<<20 {
+			lastProgress = walk.cr.n
+			progress(walk.cr.n, size)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		switch tt {
+		keep := page.keeps(walk.current())
+		switch t.tt {
 		case html.ErrorToken:
-			if z.Err() != io.EOF {
-				return nil, z.Err()
+			if walk.z.Err() != io.EOF {
+				return nil, walk.z.Err()
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			if err := flush(); err != nil {
+			rows = 0
+			if err := boundary(); err != nil {
 				return nil, err
 			}
 			if err := tw.finish(); err != nil {
@@ -113,76 +698,108 @@ func convertHTML(ctx context.Context, path string, w io.Writer, progress Progres
 			res.Bytes, res.Map.Spans = tw.n, tw.spans
 			return res, nil
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, _ := z.TagName()
-			a := atom.Lookup(name)
-			if skipped[a] {
-				if tt == html.StartTagToken && !voidTags[a] {
-					skip++
+			for _, n := range t.popped {
+				if page.isRow(n) && rows > 0 {
+					rows--
 				}
-				continue
 			}
-			if skip > 0 {
+			switch {
+			case t.a == atom.Tr && page.isRow(t.node) && keep:
+				if rows == 0 {
+					if err := boundary(); err != nil {
+						return nil, err
+					}
+					cells = false
+				}
+				rows++
 				continue
-			}
-			if blocks[a] {
-				if err := flush(); err != nil {
+			case (t.a == atom.Td || t.a == atom.Th) && rows > 0:
+				flushLink()
+				if cells {
+					para.WriteString(" | ")
+				}
+				cells = true
+				continue
+			case blocks[t.a]:
+				if err := boundary(); err != nil {
 					return nil, err
 				}
 			}
-			if a == atom.Pre {
+			if !keep {
+				continue
+			}
+			if t.a == atom.Pre && t.tt == html.StartTagToken {
 				pre++
 				para.keepRaw = true
 			}
-			if headingTags[a] && tt == html.StartTagToken {
+			if headingTags[t.a] && t.tt == html.StartTagToken {
 				inHeading++
 				heading.Flush()
 			}
-			if a == atom.Img {
+			if t.a == atom.A && t.tt == html.StartTagToken {
+				flushLink()
+				inLinkText = true
+			}
+			if t.a == atom.Img {
 				// Alt text stands in for an image.
-				for {
-					k, v, more := z.TagAttr()
-					if string(k) == "alt" && strings.TrimSpace(string(v)) != "" {
-						para.WriteString(" " + string(v) + " ")
-					}
-					if !more {
-						break
-					}
+				if alt := strings.TrimSpace(tagAttrs(walk.z, "alt")["alt"]); alt != "" {
+					para.WriteString(" " + alt + " ")
 				}
 			}
 		case html.EndTagToken:
-			name, _ := z.TagName()
-			a := atom.Lookup(name)
-			if skipped[a] {
-				if skip > 0 {
-					skip--
+			closedKept := len(t.popped) == 0 || page.keeps(t.popped[0])
+			if t.a == atom.A {
+				if inLinkText && !hasWord(link) && len(link) <= 8 {
+					link, inLinkText = link[:0], false
+				}
+				flushLink()
+			}
+			if headingTags[t.a] && inHeading > 0 && closedKept {
+				inHeading--
+				flushLink()
+				sections.heading(heading.String())
+			}
+			endRow := false
+			for _, n := range t.popped {
+				if page.isRow(n) && rows > 0 {
+					rows--
+					endRow = rows == 0
+				}
+			}
+			if endRow {
+				if err := boundary(); err != nil {
+					return nil, err
 				}
 				continue
 			}
-			if skip > 0 {
-				continue
-			}
-			if headingTags[a] && inHeading > 0 {
-				inHeading--
-				sections.heading(heading.String())
-			}
-			if blocks[a] {
-				if err := flush(); err != nil {
+			if blocks[t.a] {
+				if err := boundary(); err != nil {
 					return nil, err
 				}
 			}
-			if a == atom.Pre && pre > 0 {
+			if t.a == atom.Pre && pre > 0 && closedKept {
 				pre--
 				para.keepRaw = pre > 0
 			}
 		case html.TextToken:
-			if skip > 0 {
+			if !keep {
 				continue
 			}
-			t := z.Text()
-			para.Write(t)
+			text := walk.z.Text()
+			if inLinkText && len(link)+len(text) <= 1<<10 {
+				link = append(link, text...)
+				continue
+			}
+			flushLink()
+			para.Write(text)
 			if inHeading > 0 && len(heading.buf) < 1<<10 {
-				heading.Write(t)
+				heading.Write(text)
 			}
 		}
 	}
+}
+
+// hasWord reports whether b has a letter or a digit.
+func hasWord(b []byte) bool {
+	return strings.IndexFunc(string(b), func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }

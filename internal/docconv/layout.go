@@ -49,8 +49,21 @@ type Line struct {
 	// bottom-most, 0 otherwise: the places where running headers, footers
 	// and page numbers sit.
 	Edge int `json:"e,omitempty"`
-	// Outer marks the topmost and the bottom-most line.
+	// Outer marks the lines of the topmost and of the bottom-most row
+	// (a running header split in two by the column layout is two lines
+	// of one row).
 	Outer bool `json:"o,omitempty"`
+	// Segs are the line's pieces between gaps wider than twice its
+	// height, when it has more than one: the fields of a running header
+	// ("22", "CHAPTER 2. INTRODUCTION"), which the header rules match
+	// one by one.
+	Segs []string `json:"s,omitempty"`
+	// Note is set on the lines of a footnote at the page's foot: the
+	// note's number (its first line starts with it, raised; the number is
+	// not in Text). Refs are the footnote marks the line's text dropped
+	// ("use OpenMP³⁵": "35").
+	Note string   `json:"n,omitempty"`
+	Refs []string `json:"r,omitempty"`
 }
 
 func (l Line) height() float64 { return l.Top - l.Bottom }
@@ -66,8 +79,17 @@ type word struct {
 // lines, a page whose lines split at a common vertical gutter is read as
 // two columns (left, then right, in each band between full-width lines),
 // and lines come back top to bottom within each column. width is the
-// page's width in points.
+// page's width in points; its height is not known, so a page of one or
+// two lines has them at both edges.
 func LayoutPage(glyphs []Glyph, width float64) []Line {
+	return LayoutPageSize(glyphs, width, 0)
+}
+
+// LayoutPageSize is LayoutPage for a page of known height (points): a
+// line is at the top edge only in the page's upper half, and at the
+// bottom edge only in its lower half, so that the one line of a page that
+// holds only its running header is at the top.
+func LayoutPageSize(glyphs []Glyph, width, height float64) []Line {
 	rows := groupRows(glyphs)
 	if len(rows) == 0 {
 		return nil
@@ -91,28 +113,75 @@ func LayoutPage(glyphs []Glyph, width float64) []Line {
 	} else {
 		lines = twoColumns(rows, gutter)
 	}
-	markEdges(lines)
+	markEdges(lines, height)
+	markNotes(lines, height)
 	return lines
+}
+
+// markNotes keeps Note on the lines of the footnotes at the page's foot:
+// from a line that starts with a footnote's number in the page's lower
+// half (or anywhere, with the height unknown), every line below it in its
+// column and band is that note's, or the next one's; a line above the
+// first is body text, and its number was not a footnote's.
+func markNotes(lines []Line, height float64) {
+	current := map[[2]int]*Line{}
+	for i := range lines {
+		l := &lines[i]
+		key := [2]int{l.Band, l.Column}
+		start := current[key]
+		switch {
+		case l.Note != "" && (height <= 0 || (l.Top+l.Bottom)/2 < height/2) && (start == nil || l.Top <= start.Top):
+			current[key] = l
+		case l.Note != "":
+			// Raised digits at a line's start above the foot: body text.
+			l.Text, l.Note = strings.TrimSpace(l.Note+l.Text), ""
+		case start != nil && l.Top <= start.Top:
+			l.Note = start.Note
+		}
+	}
 }
 
 // edgeLines is how many lines at the top and at the bottom of a page may
 // be a running header or footer.
 const edgeLines = 2
 
-// markEdges sets Edge on the topmost and bottom-most lines.
-func markEdges(lines []Line) {
+// markEdges sets Edge on the topmost and bottom-most lines, and Outer on
+// those of the topmost and the bottom-most row. With the page's height
+// (> 0), a line is at the top edge only in the page's upper half and at
+// the bottom only in its lower half.
+func markEdges(lines []Line, height float64) {
+	if len(lines) == 0 {
+		return
+	}
 	order := make([]int, len(lines))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return lines[order[a]].Top > lines[order[b]].Top })
+	upper := func(l Line) bool { return height <= 0 || (l.Top+l.Bottom)/2 >= height/2 }
+	for k := len(order) - 1; k >= 0 && k >= len(order)-edgeLines; k-- {
+		if l := &lines[order[k]]; height <= 0 || !upper(*l) {
+			l.Edge = 1
+		}
+	}
 	for k := 0; k < edgeLines && k < len(order); k++ {
-		lines[order[k]].Edge = -1
-		lines[order[len(order)-1-k]].Edge = 1
+		if l := &lines[order[k]]; upper(*l) && (height > 0 || l.Edge == 0) {
+			l.Edge = -1
+		}
 	}
-	if len(order) > 1 {
-		lines[order[0]].Outer, lines[order[len(order)-1]].Outer = true, true
+	first, last := lines[order[0]], lines[order[len(order)-1]]
+	for i := range lines {
+		l := &lines[i]
+		switch {
+		case l.Edge < 0 && overlaps(*l, first), l.Edge > 0 && overlaps(*l, last):
+			l.Outer = true
+		}
 	}
+}
+
+// overlaps reports whether two lines share some height: one row.
+func overlaps(a, b Line) bool {
+	return a.Bottom < b.Top && b.Bottom < a.Top
 }
 
 // row is the glyphs that share a baseline band, left to right.
@@ -153,7 +222,7 @@ func footnoteNumbers(rows []row) map[string]bool {
 		return stream[k], true
 	}
 	notes := map[string]bool{}
-	for _, r := range rows {
+	for k, r := range rows {
 		sup := r.superscripts()
 		var n strings.Builder
 		alone := true
@@ -167,7 +236,18 @@ func footnoteNumbers(rows []row) map[string]bool {
 		}
 		if alone && n.Len() == 0 {
 			last := r.glyphs[len(r.glyphs)-1]
-			if next, ok := next(last); ok && last.Size > 0 && next.Size > 0 && last.Size <= 0.8*next.Size {
+			next, ok := next(last)
+			// Or raised beside the first line of its note, which the row
+			// below holds: the digits overlap it, just left of its text,
+			// and are set smaller.
+			beside := false
+			if k < len(rows)-1 {
+				below := rows[k+1]
+				first := below.glyphs[0]
+				beside = r.bottom < below.top && r.top > below.top && first.Left >= last.Right-0.5 && first.Left-last.Right < below.height() &&
+					r.height() < 0.85*below.height()
+			}
+			if beside || ok && last.Size > 0 && next.Size > 0 && last.Size <= 0.8*next.Size {
 				for _, g := range r.glyphs {
 					n.WriteRune(g.R)
 				}
@@ -234,6 +314,13 @@ func (r row) height() float64 { return r.top - r.bottom }
 // footnote of that number ("C99³"); otherwise a superscript after a digit
 // is an exponent, kept as "2^31".
 func (r row) text(keep func(Glyph) bool) string {
+	t, _ := r.textRefs(keep)
+	return t
+}
+
+// textRefs is text, and the footnote marks it dropped.
+func (r row) textRefs(keep func(Glyph) bool) (string, []string) {
+	var refs []string
 	var b strings.Builder
 	h := r.height()
 	sup := r.superscripts()
@@ -259,9 +346,11 @@ func (r row) text(keep func(Glyph) bool) string {
 				b.WriteString(mark.String())
 			case unicode.IsDigit(prev.R):
 				// A footnote mark after a number.
+				refs = append(refs, mark.String())
 			case unicode.IsLetter(prev.R) || strings.ContainsRune(".,;:!?)]}'\"’”", prev.R):
 				// A footnote mark: dropped, and the next glyph spaced
 				// from the word as if it were not there.
+				refs = append(refs, mark.String())
 			default:
 				b.WriteString(mark.String())
 			}
@@ -283,7 +372,7 @@ func (r row) text(keep func(Glyph) bool) string {
 		prev = &r.glyphs[i]
 		afterMark = false
 	}
-	return b.String()
+	return b.String(), refs
 }
 
 // spaced reports whether a word break lies between glyphs a and b of a
@@ -331,12 +420,60 @@ func (r row) superscripts() []bool {
 	return sup
 }
 
-// line makes a Line of the row's glyphs that keep accepts (or all).
+// line makes a Line of the row's glyphs that keep accepts (or all). A
+// line that starts with raised digits that number one of the page's
+// footnotes (see footnoteNumbers) may be a footnote's first line: its
+// Note is that number, which its Text leaves out (markNotes decides).
 func (r row) line(keep func(Glyph) bool, column, band int) Line {
-	l := Line{Text: r.text(keep), Top: r.top, Bottom: r.bottom, Column: column, Band: band, Left: math.Inf(1), Right: math.Inf(-1)}
+	var note strings.Builder
+	sup := r.superscripts()
+	lead := map[int]bool{}
+	for i, g := range r.glyphs {
+		if keep != nil && !keep(g) {
+			continue
+		}
+		if !sup[i] {
+			break
+		}
+		note.WriteRune(g.R)
+		lead[i] = true
+	}
+	if note.Len() > 0 && r.notes[note.String()] {
+		inner := keep
+		keep = func(g Glyph) bool {
+			for i := range lead {
+				if r.glyphs[i] == g {
+					return false
+				}
+			}
+			return inner == nil || inner(g)
+		}
+	} else {
+		note.Reset()
+	}
+	text, refs := r.textRefs(keep)
+	if note.Len() == 0 && text != "" && strings.Trim(text, "0123456789") == "" && r.notes[text] {
+		// The number of the footnote whose text is on the row below.
+		note.WriteString(text)
+		text = ""
+	}
+	l := Line{Text: text, Refs: refs, Note: note.String(), Top: r.top, Bottom: r.bottom, Column: column, Band: band, Left: math.Inf(1), Right: math.Inf(-1)}
 	for _, g := range r.glyphs {
 		if keep == nil || keep(g) {
 			l.Left, l.Right = math.Min(l.Left, g.Left), math.Max(l.Right, g.Right)
+		}
+	}
+	if segs := r.split(); len(segs) > 1 {
+		for _, sg := range segs {
+			t := r.text(func(g Glyph) bool {
+				return (keep == nil || keep(g)) && g.Left >= sg.left && g.Right <= sg.right
+			})
+			if t != "" {
+				l.Segs = append(l.Segs, t)
+			}
+		}
+		if len(l.Segs) < 2 {
+			l.Segs = nil
 		}
 	}
 	return l
@@ -436,10 +573,10 @@ func twoColumns(rows []row, gutter float64) []Line {
 		}
 		isLeft := func(g Glyph) bool { return g.Right <= gutter }
 		isRight := func(g Glyph) bool { return g.Right > gutter }
-		if l := r.line(isLeft, 1, band); l.Text != "" {
+		if l := r.line(isLeft, 1, band); l.Text != "" || l.Note != "" {
 			left = append(left, l)
 		}
-		if l := r.line(isRight, 2, band); l.Text != "" {
+		if l := r.line(isRight, 2, band); l.Text != "" || l.Note != "" {
 			right = append(right, l)
 		}
 	}
@@ -451,15 +588,27 @@ func twoColumns(rows []row, gutter float64) []Line {
 // footers already dropped) into paragraphs. A line continues the paragraph
 // above it in the same column and band unless the gap between them is
 // wider than the column's usual line gap by half a line, the two differ
-// in height (a heading), or the line above ends a sentence more than a third short of
-// the column's right edge. A word broken with a hyphen at a line's end is
-// joined when both halves are lowercase.
+// in height (a heading), or the line above ends a sentence more than a
+// third short of the column's right edge. A line set in fields apart (a
+// table's row, or code with its comment aligned: Segs) is a line of its
+// own, its fields apart by a tab, and the rows that follow it are the next
+// lines of the same paragraph. A
+// word broken with a hyphen at a line's end is joined: without the hyphen
+// when both halves are lowercase (but for the second half of a suspended
+// compound, "copy- and move-constructors"), with it otherwise
+// ("FILE-based"), and
+// left as it is before "and", "or", "nor" and "to" ("copy- and move-").
+// The page's footnotes (Note) are paragraphs of their own, "[4] text",
+// each after the paragraph that marks it (Refs), else at the page's end.
 func Paragraphs(lines []Line) []string {
 	type col struct{ band, column int }
 	gaps := map[col][]float64{}
 	right := map[col]float64{}
 	left := map[col]float64{}
 	for i := range lines {
+		if lines[i].Note != "" {
+			continue
+		}
 		c := col{lines[i].Band, lines[i].Column}
 		if r, ok := right[c]; !ok || lines[i].Right > r {
 			right[c] = lines[i].Right
@@ -478,56 +627,123 @@ func Paragraphs(lines []Line) []string {
 		sort.Float64s(g)
 		usual[c] = g[len(g)/2]
 	}
-	var out []string
-	var cur strings.Builder
+	type para struct {
+		text strings.Builder
+		refs []string
+		row  bool // a table's rows
+	}
+	var body []*para
+	var notes []*para
+	noteOf := map[string]*para{}
+	var cur *para
 	var prev *Line
 	for i := range lines {
 		l := &lines[i]
 		text := strings.Join(strings.Fields(l.Text), " ")
+		if l.Note != "" {
+			n := noteOf[l.Note]
+			if n == nil {
+				n = &para{}
+				n.text.WriteString("[" + l.Note + "]")
+				noteOf[l.Note] = n
+				notes = append(notes, n)
+			}
+			if text != "" {
+				joinLine(&n.text, text)
+			}
+			continue
+		}
 		if text == "" {
 			continue
 		}
+		row := len(l.Segs) > 1
+		if row {
+			var cells []string
+			for _, f := range l.Segs {
+				if f = strings.Join(strings.Fields(f), " "); f != "" {
+					cells = append(cells, f)
+				}
+			}
+			text = strings.Join(cells, "\t")
+		}
 		c := col{l.Band, l.Column}
-		cont := prev != nil && sameColumn(*prev, *l) && alike(prev.height(), l.height())
+		cont := cur != nil && prev != nil && sameColumn(*prev, *l) && alike(prev.height(), l.height())
 		if cont {
 			gap := prev.Bottom - l.Top
 			cont = gap > -l.height()/2 && gap < usual[c]+0.5*l.height()
 		}
-		if cont {
+		if cont && !row && !cur.row {
 			width := right[c] - left[c]
 			ends := strings.TrimRight(prev.Text, " ")
-			if width > 0 && right[c]-prev.Right > 0.35*width && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
+			if width > 0 && right[c]-prev.Right > 0.35*width && ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
 				cont = false
 			}
 		}
-		if !cont {
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-			}
-			cur.Reset()
-			cur.WriteString(text)
-			prev = l
-			continue
+		if cont && row != cur.row {
+			cont = false
 		}
-		s := cur.String()
-		if first, _ := utf8.DecodeRuneInString(text); strings.HasSuffix(s, "-") && unicode.IsLower(first) {
-			r, _ := utf8.DecodeLastRuneInString(strings.TrimSuffix(s, "-"))
-			if unicode.IsLower(r) {
-				cur.Reset()
-				cur.WriteString(strings.TrimSuffix(s, "-"))
-				cur.WriteString(text)
-				prev = l
-				continue
-			}
+		switch {
+		case !cont:
+			cur = &para{row: row}
+			body = append(body, cur)
+			cur.text.WriteString(text)
+		case row:
+			cur.text.WriteString("\n" + text)
+		default:
+			joinLine(&cur.text, text)
 		}
-		cur.WriteByte(' ')
-		cur.WriteString(text)
+		cur.refs = append(cur.refs, l.Refs...)
 		prev = l
 	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
+	var out []string
+	placed := map[*para]bool{}
+	for _, p := range body {
+		out = append(out, p.text.String())
+		for _, r := range p.refs {
+			if n := noteOf[r]; n != nil && !placed[n] {
+				placed[n] = true
+				out = append(out, n.text.String())
+			}
+		}
+	}
+	for _, n := range notes {
+		if !placed[n] {
+			out = append(out, n.text.String())
+		}
 	}
 	return out
+}
+
+// suspendedHyphen matches text that ends with the second half of a
+// suspended compound ("copy- and move-"): the hyphen at the line's end is
+// the compound's.
+var suspendedHyphen = regexp.MustCompile(`\pL- (and|or|nor|to) \pL+-$`)
+
+// joinLine appends the next line of a paragraph to b: after a space, or,
+// for a word broken with a hyphen at the line's end, joined (see
+// Paragraphs).
+func joinLine(b *strings.Builder, text string) {
+	s := b.String()
+	if strings.HasSuffix(s, "-") && s != "-" {
+		before, _ := utf8.DecodeLastRuneInString(strings.TrimSuffix(s, "-"))
+		first, _ := utf8.DecodeRuneInString(text)
+		word, _, _ := strings.Cut(text, " ")
+		word = strings.TrimRight(word, ",.;:")
+		if (unicode.IsLetter(before) || unicode.IsDigit(before)) && (unicode.IsLetter(first) || unicode.IsDigit(first)) &&
+			word != "and" && word != "or" && word != "nor" && word != "to" {
+			if unicode.IsLower(before) && unicode.IsLower(first) && !suspendedHyphen.MatchString(s) {
+				s = strings.TrimSuffix(s, "-")
+			}
+			b.Reset()
+			b.WriteString(s)
+			b.WriteString(text)
+			return
+		}
+	}
+	if s != "" {
+		b.WriteByte(' ')
+	}
+	b.WriteString(text)
 }
 
 func sameColumn(a, b Line) bool { return a.Column == b.Column && a.Band == b.Band }
@@ -556,19 +772,16 @@ var romanNumeral = regexp.MustCompile(`^m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(i
 // edgeKey is how a running header or footer is recognised across pages:
 // its text with each number (a run of digits, or a word that is a roman
 // numeral) masked as "#", since page numbers, and their width, change
-// from page to page, and whether it sits at the top or the bottom. nums
-// is the masked numbers, in order.
-func edgeKey(l Line) (key, nums string) {
-	if l.Edge == 0 {
+// from page to page, less the numbers and punctuation at its ends (a page
+// number beside a running title, which the layout may set in the same
+// line or apart), and whether it sits at the top or the bottom. nums is
+// the masked numbers, in order.
+func edgeKey(edge int, text string) (key, nums string) {
+	if edge == 0 {
 		return "", ""
 	}
 	var b, n strings.Builder
-	if l.Edge < 0 {
-		b.WriteString("top:")
-	} else {
-		b.WriteString("bottom:")
-	}
-	text := strings.ToLower(strings.Join(strings.Fields(l.Text), " "))
+	text = strings.ToLower(strings.Join(strings.Fields(text), " "))
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch {
@@ -608,7 +821,33 @@ func edgeKey(l Line) (key, nums string) {
 		b.WriteRune(r)
 		i += size
 	}
-	return b.String(), n.String()
+	words := strings.Fields(b.String())
+	ends := func(w string) bool {
+		return w == "#" || strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || r == '#' }) < 0
+	}
+	for len(words) > 0 && ends(words[0]) {
+		words = words[1:]
+	}
+	for len(words) > 0 && ends(words[len(words)-1]) {
+		words = words[:len(words)-1]
+	}
+	if len(words) == 0 {
+		return "", n.String()
+	}
+	side := "top:"
+	if edge > 0 {
+		side = "bottom:"
+	}
+	return side + strings.Join(words, " "), n.String()
+}
+
+// edgeFields are the pieces of an edge line the header rules match: its
+// segments (Segs), or its whole text.
+func edgeFields(l Line) []string {
+	if len(l.Segs) > 1 {
+		return l.Segs
+	}
+	return []string{l.Text}
 }
 
 // endsWord reports whether s ends with a letter or digit; startsWord,
@@ -673,28 +912,31 @@ func (c *EdgeCounter) Add(lines []Line) {
 	seen := map[string]bool{}
 	seenOffset := map[int]bool{}
 	for _, l := range lines {
-		if l.Edge != 0 {
-			for _, n := range endNumbers(l.Text) {
-				if d := n - c.pages; !seenOffset[d] {
-					seenOffset[d] = true
-					c.offsets[d]++
-				}
-			}
-		}
-		k, nums := edgeKey(l)
-		if k == "" || seen[k] {
+		if l.Edge == 0 {
 			continue
 		}
-		seen[k] = true
-		st := c.stats[k]
-		if st == nil {
-			st = &edgeStat{first: c.pages, nums: nums}
-			c.stats[k] = st
+		for _, n := range endNumbers(l.Text) {
+			if d := n - c.pages; !seenOffset[d] {
+				seenOffset[d] = true
+				c.offsets[d]++
+			}
 		}
-		st.pages++
-		st.last = c.pages
-		if nums != st.nums {
-			st.changing = true
+		for _, f := range edgeFields(l) {
+			k, nums := edgeKey(l.Edge, f)
+			if k == "" || seen[k] {
+				continue
+			}
+			seen[k] = true
+			st := c.stats[k]
+			if st == nil {
+				st = &edgeStat{first: c.pages, nums: nums}
+				c.stats[k] = st
+			}
+			st.pages++
+			st.last = c.pages
+			if nums != st.nums {
+				st.changing = true
+			}
 		}
 	}
 }
@@ -742,44 +984,89 @@ func (c *EdgeCounter) numbered(text string, page int, label string) bool {
 
 // Drop reports whether a line of page (from 1, labelled label in the
 // PDF's page labels, or "") is a running header, footer or page number, as
-// a reader's eye skips them: a page's top or bottom line (one of two at
-// each edge) that
+// a reader's eye skips them (Drops, for a line alone).
+func (c *EdgeCounter) Drop(l Line, page int, label string) bool {
+	return c.Drops([]Line{l}, page, label)[0]
+}
+
+// Drops reports which lines of page (from 1, labelled label in the PDF's
+// page labels, or "") are running headers, footers or page numbers, as a
+// reader's eye skips them: a page's top or bottom line (one of two at each
+// edge) that
 //   - is only a page number; or
-//   - is the page's topmost or bottom-most line and begins or ends with
+//   - is on the page's topmost or bottom-most row and begins or ends with
 //     the page's number: its label, or its index plus the offset most of
 //     the document's edge lines show (a header that names the topic of
-//     one page, "abbreviate 7"); or
-//   - with its numbers masked, is at the same edge of at least a quarter
-//     of the pages, and of at least three; or
-//   - with its numbers masked, repeats with a changing number on at least
-//     three pages and on at least a third of the pages of its run (from
-//     the first page it is on to the last): a chapter's running header,
-//     or one of the two of a book printed on both sides; or
-//   - without a changing number, repeats on at least four pages and on
-//     half the pages of its run (a chapter title above each page).
-func (c *EdgeCounter) Drop(l Line, page int, label string) bool {
-	if l.Edge == 0 {
-		return false
+//     one page, "abbreviate 7"); or shares that row with the page's number
+//     set apart (a title the column layout split from its number); or
+//   - has fields (Segs, else its whole text) that are, numbers masked and
+//     a page number at either end left out, each a page number or at the
+//     same edge of
+//   - at least a quarter of the pages, and of three; or
+//   - at least three pages, with a changing number, and at least a third of
+//     the pages of its run (from the first page it is on to the last): a
+//     chapter's running header, or one of the two of a book printed on
+//     both sides; or
+//   - at least four pages and half the pages of its run (a chapter title
+//     above each page).
+func (c *EdgeCounter) Drops(lines []Line, page int, label string) []bool {
+	drop := make([]bool, len(lines))
+	numberOn := map[int]bool{} // an edge whose outer row has the page's number apart
+	for _, l := range lines {
+		if l.Outer && l.Note == "" && IsPageNumber(l.Text) && c.isPageNumber(strings.TrimSpace(l.Text), page, label) {
+			numberOn[l.Edge] = true
+		}
 	}
-	if IsPageNumber(l.Text) {
+	for i, l := range lines {
+		if l.Edge == 0 || l.Note != "" {
+			// Not at an edge, or a footnote: text.
+			continue
+		}
+		switch {
+		case IsPageNumber(l.Text):
+			drop[i] = true
+		case l.Outer && (c.numbered(l.Text, page, label) || numberOn[l.Edge]):
+			drop[i] = true
+		default:
+			drop[i] = c.running(l)
+		}
+	}
+	return drop
+}
+
+// running reports whether every field of an edge line is a page number
+// or repeats as a running line does (see Drops), and one does.
+func (c *EdgeCounter) running(l Line) bool {
+	any := false
+	for _, f := range edgeFields(l) {
+		if IsPageNumber(f) {
+			continue
+		}
+		k, _ := edgeKey(l.Edge, f)
+		st := c.stats[k]
+		if st == nil {
+			return false
+		}
+		n, run := st.pages, st.last-st.first+1
+		switch {
+		case n >= 3 && n*4 >= c.pages:
+		case st.changing && n >= 3 && n*3 >= run:
+		case n >= 4 && n*2 >= run:
+		default:
+			return false
+		}
+		any = true
+	}
+	return any
+}
+
+// isPageNumber reports whether n, a line that is only a number, is
+// page's: its label, or its index plus the document's page offset.
+func (c *EdgeCounter) isPageNumber(n string, page int, label string) bool {
+	if label != "" && strings.EqualFold(n, label) {
 		return true
 	}
-	if l.Outer && c.numbered(l.Text, page, label) {
-		return true
-	}
-	k, _ := edgeKey(l)
-	st := c.stats[k]
-	if st == nil {
-		return false
-	}
-	n, run := st.pages, st.last-st.first+1
-	switch {
-	case n >= 3 && n*4 >= c.pages:
-		return true
-	case st.changing && n >= 3 && n*3 >= run:
-		return true
-	case n >= 4 && n*2 >= run:
-		return true
-	}
-	return false
+	v, err := strconv.Atoi(n)
+	d, ok := c.pageOffset()
+	return err == nil && ok && v == page+d
 }

@@ -225,17 +225,51 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
+	if spoolCopyTo != "" {
+		if err := copySpool(spool, spoolCopyTo); err != nil {
+			return nil, err
+		}
+	}
+	return renderPages(bufio.NewReaderSize(spool, 64<<10), pages, &edges, w, limits.MaxTextBytes)
+}
+
+// spoolCopyTo, when a test sets it, is where convertPDF copies its spooled
+// pages: the layout before any line is dropped, which RenderSpool renders
+// again in a fraction of the time PDFium takes.
+var spoolCopyTo string
+
+func copySpool(spool *os.File, to string) error {
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, spool); err != nil {
+		out.Close()
+		return err
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// renderPages is the second pass over a PDF's spooled pages (JSON lines
+// of pdfPage): it drops the running headers and footers edges found and
+// writes each page's paragraphs, with the page map.
+func renderPages(spool io.Reader, pages int, edges *EdgeCounter, w io.Writer, maxBytes int64) (*Result, error) {
 	res := &Result{Map: memagent.PageMap{Format: FormatPDF, Unit: api.UnitPage, Pages: pages}}
-	tw := newTextWriter(w, limits.MaxTextBytes)
-	dec := json.NewDecoder(bufio.NewReaderSize(spool, 64<<10))
+	tw := newTextWriter(w, maxBytes)
+	dec := json.NewDecoder(spool)
 	for i := 0; i < pages; i++ {
 		var p pdfPage
 		if err := dec.Decode(&p); err != nil {
 			return nil, fmt.Errorf("read spooled page %d: %w", i+1, err)
 		}
+		drop := edges.Drops(p.Lines, i+1, p.Label)
 		kept := p.Lines[:0]
-		for _, l := range p.Lines {
-			if edges.Drop(l, i+1, p.Label) {
+		for k, l := range p.Lines {
+			if drop[k] {
 				res.Dropped++
 				continue
 			}
@@ -278,6 +312,10 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limi
 	width, err := inst.FPDF_GetPageWidth(&requests.FPDF_GetPageWidth{Page: ref})
 	if err != nil {
 		return p, 0, fmt.Errorf("page %d width: %w", i+1, err)
+	}
+	height, err := inst.FPDF_GetPageHeight(&requests.FPDF_GetPageHeight{Page: ref})
+	if err != nil {
+		return p, 0, fmt.Errorf("page %d height: %w", i+1, err)
 	}
 	text, err := inst.FPDFText_LoadPage(&requests.FPDFText_LoadPage{Page: ref})
 	if err != nil {
@@ -346,7 +384,7 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limi
 			g.Size, g.Baseline = fs.FontSize, o.Y
 		}
 	}
-	p.Lines = LayoutPage(glyphs, width.Width)
+	p.Lines = LayoutPageSize(glyphs, width.Width, height.Height)
 	if len(p.Lines) == 0 {
 		objs, err := inst.FPDFPage_CountObjects(&requests.FPDFPage_CountObjects{Page: ref})
 		if err == nil {

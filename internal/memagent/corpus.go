@@ -45,6 +45,13 @@ func CorpusName(uri string) string {
 	return path.Base(uri)
 }
 
+// Body is the range [start, end) of the stream that document i (from 0)
+// brings after its header line: its text and the blank line that closes it.
+func (c *CorpusMap) Body(i int) (start, end int64) {
+	d := c.Documents[i]
+	return min(d.Start+int64(len(CorpusHeader(i+1, d.Name))), d.End), d.End
+}
+
 // Refs returns the documents the byte range [start, end) of the stream
 // touches, in order, each with the pages (or sections) of a converted
 // one; nil when c is nil or the range is empty.

@@ -142,13 +142,39 @@ func (g *Grounder) Close() {
 	if g.closed {
 		return
 	}
+	g.end()
+	g.closed = true
+}
+
+// end decides what waited for the text that follows: the field being
+// read (a rune split by a write included) and the verbatim matches not
+// decided yet, as at the text's end.
+func (g *Grounder) end() {
 	if len(g.pending) > 0 {
 		g.addToField(g.pending, g.off-int64(len(g.pending)))
 		g.pending = nil
 	}
 	g.endField(g.off)
 	g.verbatim(g.tail, g.tailStart, true)
-	g.closed = true
+}
+
+// Skip passes over the next n bytes of the text without reading them: no
+// match includes any of them or spans them, and the bytes on either side
+// are read as if the text ended and began there. A corpus's document
+// headers are skipped so.
+func (g *Grounder) Skip(n int64) {
+	if g.closed || n <= 0 {
+		return
+	}
+	g.end()
+	g.off += n
+	g.tail, g.tailStart = nil, g.off
+	for i := range g.pats {
+		p := &g.pats[i]
+		p.next = max(p.next, g.off)
+		p.state = 0
+	}
+	g.active = g.active[:0]
 }
 
 // Done reports whether reading more can change no result: every answer

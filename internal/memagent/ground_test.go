@@ -113,6 +113,48 @@ func TestGrounderWindowBoundary(t *testing.T) {
 	}
 }
 
+// TestGrounderSkip reads a corpus-like text with its header lines
+// skipped: no match includes a skipped byte or spans the skip, and a match
+// right after a skip is found where it is.
+func TestGrounderSkip(t *testing.T) {
+	header := "=== Document 2: b.txt ===\n\n"
+	first := "notes on the gate, whose code is north"
+	second := "gate code 7391 and the end"
+	text := first + header + second
+	for _, size := range []int{0, 1, 3, 7} {
+		g := NewGrounder([]string{"north gate", "Document 2", "north === Document", "gate code", "north gate code", "end"})
+		write := func(s string) {
+			b := []byte(s)
+			if size <= 0 {
+				g.Write(b)
+				return
+			}
+			for len(b) > 0 {
+				n := min(size, len(b))
+				g.Write(b[:n])
+				b = b[n:]
+			}
+		}
+		write(first)
+		g.Skip(int64(len(header)))
+		write(second)
+		g.Close()
+		res := g.Results()
+		for i, want := range []string{api.GroundingNotFound, api.GroundingNotFound, api.GroundingNotFound, api.GroundingVerbatim, api.GroundingNotFound, api.GroundingVerbatim} {
+			if res[i].Status != want {
+				t.Errorf("size %d: answer %d: %+v, want %s", size, i, res[i], want)
+			}
+		}
+		at := int64(len(first) + len(header))
+		if res[3].Start != at || text[res[3].Start:res[3].End] != "gate code" {
+			t.Errorf("size %d: the match after the skip is %+v, want at %d", size, res[3], at)
+		}
+		if got := text[res[5].Start:res[5].End]; got != "end" {
+			t.Errorf("size %d: the last match covers %q", size, got)
+		}
+	}
+}
+
 func TestGrounderLimits(t *testing.T) {
 	long := strings.Repeat("abcdefghij ", MaxGroundVerbatimBytes/10)
 	text := "start " + strings.ToUpper(long) + "end"

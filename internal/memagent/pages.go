@@ -55,24 +55,49 @@ func (m *PageMap) Ref(start, end int64) *api.PageRef {
 		j++
 	}
 	return &api.PageRef{Unit: m.Unit, First: m.Spans[i].Number, Last: m.Spans[j].Number, Label: m.Spans[i].Label,
-		FirstLabel: m.Spans[i].PageLabel, LastLabel: m.Spans[j].PageLabel}
+		FirstLabel: m.Spans[i].PageLabel, LastLabel: m.Spans[j].PageLabel,
+		LabelRepeats: m.labelRepeats(m.Spans[i]) || m.labelRepeats(m.Spans[j])}
+}
+
+// labelRepeats reports whether s's page label is printed on another page
+// of the map too.
+func (m *PageMap) labelRepeats(s PageSpan) bool {
+	if s.PageLabel == "" {
+		return false
+	}
+	for _, o := range m.Spans {
+		if o.PageLabel == s.PageLabel && o.Number != s.Number {
+			return true
+		}
+	}
+	return false
 }
 
 // JoinPageRefs renders refs as one citation, in order of first page, with
 // duplicates dropped: "p. 17", "pp. 3, 17", "p. 13 (PDF p. 17)",
 // "pp. 3, 13 (PDF p. 17)", "§ 2 Access; § 5 Terms".
 func JoinPageRefs(refs []*api.PageRef) string {
+	return JoinPageRefsFirst(nil, refs)
+}
+
+// JoinPageRefsFirst renders first and then refs as one citation: first
+// leads, the others follow in order of first page, duplicates dropped:
+// "pp. 6 (PDF p. 30), 3, 17".
+func JoinPageRefsFirst(first *api.PageRef, refs []*api.PageRef) string {
 	var pages []string
 	var sections []string
 	anyRange := false
 	seen := map[string]bool{}
-	sorted := make([]*api.PageRef, 0, len(refs))
+	sorted := make([]*api.PageRef, 0, len(refs)+1)
 	for _, r := range refs {
 		if r != nil && r.First > 0 {
 			sorted = append(sorted, r)
 		}
 	}
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].First < sorted[j].First })
+	if first != nil && first.First > 0 {
+		sorted = append([]*api.PageRef{first}, sorted...)
+	}
 	for _, r := range sorted {
 		if r.Unit == api.UnitSection {
 			s := r.String()

@@ -15,6 +15,12 @@ func TestPageMapRef(t *testing.T) {
 		{Number: 4, PageLabel: "iv", Start: 0, End: 100}, {Number: 5, PageLabel: "1", Start: 102, End: 200},
 		{Number: 17, PageLabel: "13", Start: 202, End: 300}, {Number: 18, PageLabel: "18", Start: 302, End: 400},
 	}}
+	// Front matter and body both numbered from 1: "1" is on PDF pages 1
+	// and 3, "2" on page 4 alone.
+	twice := &PageMap{Unit: api.UnitPage, Spans: []PageSpan{
+		{Number: 1, PageLabel: "1", Start: 0, End: 100}, {Number: 2, PageLabel: "ii", Start: 102, End: 200},
+		{Number: 3, PageLabel: "1", Start: 202, End: 300}, {Number: 4, PageLabel: "2", Start: 302, End: 400},
+	}}
 	doc := &PageMap{Unit: api.UnitSection, Spans: []PageSpan{
 		{Number: 1, Start: 0, End: 50}, {Number: 2, Label: "Payment terms", Start: 52, End: 90},
 		{Number: 3, Label: "Termination", Start: 92, End: 120},
@@ -35,6 +41,10 @@ func TestPageMapRef(t *testing.T) {
 		{"a labelled page", book, 210, 220, "p. 13 (PDF p. 17)"},
 		{"a label equal to the index", book, 310, 320, "p. 18"},
 		{"labelled pages", book, 0, 150, "pp. iv–1 (PDF pp. 4–5)"},
+		{"a repeated label on its own page", twice, 10, 20, "p. 1 (PDF p. 1)"},
+		{"a repeated label elsewhere", twice, 210, 220, "p. 1 (PDF p. 3)"},
+		{"a unique label", twice, 310, 320, "p. 2 (PDF p. 4)"},
+		{"a range ending on a repeated label", twice, 150, 250, "pp. ii–1 (PDF pp. 2–3)"},
 		{"a section", doc, 60, 70, "§ Payment terms"},
 		{"two sections", doc, 60, 100, "§ Payment terms and following"},
 		{"unlabelled sections", doc, 0, 60, "§§ 1–2"},

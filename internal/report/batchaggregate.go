@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -238,13 +239,20 @@ func BatchCSVExtra(r api.BatchItemResult) []string {
 }
 
 // BatchCitation is where an outcome's answer was found, as a reader cites
-// it: its answer_sources, which name the document ("deposition-12.pdf
-// p. 4; exhibit-3.docx § 2"), else its answer_pages.
+// it (FoundOn).
 func BatchCitation(r api.BatchItemResult) string {
-	if len(r.AnswerSources) > 0 {
-		return api.CiteSources(r.AnswerSources)
+	return FoundOn(r.AnswerPages, r.AnswerSources)
+}
+
+// FoundOn is where an answer was found as text, CSV and HTML print it
+// ("Found on"): its answer_sources, which name the document
+// ("deposition-12.pdf p. 4; exhibit-3.docx § 2"), else its answer_pages.
+// ContextOn prints context_pages and context_sources alike.
+func FoundOn(pages string, sources []api.SourceRef) string {
+	if len(sources) > 0 {
+		return api.CiteSources(sources)
 	}
-	return r.AnswerPages
+	return pages
 }
 
 // BatchDocument is what an outcome asked about as a table shows it: its
@@ -275,10 +283,13 @@ func groundingQuote(g *api.Grounding) string {
 }
 
 // GroundingCell is how a page shows an answer's grounding: its status,
-// with the page (or section) it was found on.
+// with the document (in a corpus) and page (or section) it was found on.
 func GroundingCell(g *api.Grounding) string {
 	if g == nil {
 		return ""
+	}
+	if g.Document != "" {
+		return g.Status + ", " + api.SourceRef{Document: g.Document, Name: path.Base(g.Document), Pages: g.Pages}.String()
 	}
 	if p := g.Pages.String(); p != "" {
 		return g.Status + ", " + p

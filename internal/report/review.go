@@ -27,7 +27,7 @@ var ReviewCSVHeader = []string{
 	"evidence_chunks", "evidence_ranges", "passage_ranges", "supporting_chunks", "evidence_dropped",
 	"chunks_read", "calls", "prompt_tokens", "completion_tokens", "result_uri", "error_type", "error",
 	"evidence_pages", "grounding", "grounding_pages", "grounding_range", "grounding_quote",
-	"evidence_documents", "answer_sources",
+	"evidence_documents", "answer_sources", "found_on", "context",
 }
 
 // WriteReviewCSV writes g as CSV (RFC 4180), one row per question, with
@@ -38,7 +38,9 @@ var ReviewCSVHeader = []string{
 // and quote of where it was found; evidence_documents names each evidence
 // entry's corpus document (empty for one document) beside evidence_pages,
 // and answer_sources cites the answer's evidence by document and page
-// (api.CiteSources, "deposition-12.pdf p. 4; exhibit-3.docx § 2"). Text cells that a
+// (api.CiteSources, "deposition-12.pdf p. 4; exhibit-3.docx § 2");
+// found_on and context are where the answer was found and its context, as
+// report.html prints them (ReviewCitation). Text cells that a
 // spreadsheet would run as a formula (starting with =, +, -, @, tab or
 // carriage return) get a leading apostrophe.
 func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
@@ -63,6 +65,10 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 				supporting = append(supporting, c)
 			}
 		}
+		var foundOn, context string
+		if r.AnswerFound {
+			foundOn, context = ReviewCitation(r)
+		}
 		var em, sm, f1 string
 		if r.Scores != nil {
 			em, sm = strconv.FormatBool(r.Scores.ExactMatch), strconv.FormatBool(r.Scores.SubstringMatch)
@@ -80,6 +86,7 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 			CSVText(strings.Join(pages, "; ")),
 			groundingStatus(r.Grounding), groundingPages(r.Grounding), groundingRange(r.Grounding), CSVText(groundingQuote(r.Grounding)),
 			CSVText(strings.Join(docs, "; ")), CSVText(api.CiteSources(r.AnswerSources)),
+			CSVText(foundOn), CSVText(context),
 		}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -50,8 +50,9 @@ func sampleGrid() api.ReviewGrid {
 					Pages: &api.PageRef{Unit: api.UnitPage, First: 38, Last: 39}}},
 				ChunksRead: 101, Usage: api.ReviewUsage{Calls: 102, PromptTokens: 60000, CompletionTokens: 450},
 				ResultURI: "s3://memagent/reviews/w/r/questions/q1/result.json", TracePrefix: "s3://memagent/reviews/w/r/questions/q1/chunks/",
-				Grounding: &api.Grounding{Status: api.GroundingVerbatim, Start: 431040, End: 431050,
+				Grounding: &api.Grounding{Status: api.GroundingVerbatim, Start: 431040, End: 431050, FoundIn: api.GroundingInPassage,
 					Pages: &api.PageRef{Unit: api.UnitPage, First: 17, Last: 17}, Quote: "The access code for the north gate is 7391-ALPHA."},
+				AnswerPages: "p. 17", ContextPages: "pp. 38–39",
 			},
 			{
 				ID: "q2", Question: "=HYPERLINK(\"http://x\") " + hostile, GoldAnswers: []string{"-1", `"><img src=x onerror=alert(1)>`},

@@ -37,21 +37,29 @@ func WriteReviewHTML(w io.Writer, g api.ReviewGrid) error {
 			page.NotFound++
 		}
 		if r.AnswerFound {
-			var cites []string
-			for _, e := range r.Evidence {
-				if c := e.Cite(); e.SupportsAnswer && c != "" && !slices.Contains(cites, c) {
-					cites = append(cites, c)
-				}
-			}
-			pr.FoundOn = strings.Join(cites, "; ")
-			if len(r.AnswerSources) > 0 {
-				// A corpus: the citation names the document.
-				pr.FoundOn = api.CiteSources(r.AnswerSources)
-			}
+			pr.FoundOn, pr.Context = ReviewCitation(r)
 		}
 		page.Rows = append(page.Rows, pr)
 	}
 	return reviewTemplate.Execute(w, page)
+}
+
+// ReviewCitation is where a row's answer was found and its context, as
+// the report prints them (FoundOn): its citation (api.Citation), or, for a
+// grid from before citations, the pages of the evidence that supports the
+// answer.
+func ReviewCitation(r api.ReviewRow) (foundOn, context string) {
+	if r.AnswerPages != "" || r.ContextPages != "" || len(r.AnswerSources) > 0 || len(r.ContextSources) > 0 ||
+		(r.Grounding != nil && r.Grounding.FoundIn != "") {
+		return FoundOn(r.AnswerPages, r.AnswerSources), FoundOn(r.ContextPages, r.ContextSources)
+	}
+	var cites []string
+	for _, e := range r.Evidence {
+		if c := e.Cite(); e.SupportsAnswer && c != "" && !slices.Contains(cites, c) {
+			cites = append(cites, c)
+		}
+	}
+	return strings.Join(cites, "; "), ""
 }
 
 type reviewPage struct {
@@ -66,9 +74,10 @@ type reviewPageRow struct {
 	api.ReviewRow
 	Anchor   string
 	Evidence []reviewPageEvidence
-	// FoundOn cites the pages (or sections) of the evidence the answer
-	// came from, as DocumentQA's answer_pages does.
-	FoundOn string
+	// FoundOn cites the pages (or sections) that hold the answer, and
+	// Context those of the evidence that supports it without its words
+	// (ReviewCitation).
+	FoundOn, Context string
 }
 
 type reviewPageEvidence struct {
@@ -130,6 +139,7 @@ func reviewThousands(n int64) string {
 }
 
 var reviewTemplate = template.Must(template.New("review").Funcs(template.FuncMap{
+	"groundingCell": GroundingCell,
 	"num": func(v any) string {
 		switch n := v.(type) {
 		case int:
@@ -207,7 +217,8 @@ Grounding says whether the answer's text is in the document, read from its bytes
 <td>{{if eq .Status "failed"}}<span class="err">failed{{if .ErrorType}} ({{.ErrorType}}){{end}}</span>
 {{.Error}}{{else if .AnswerFound}}{{.Answer}}{{else}}<span class="faint">no answer:</span> {{.Answer}}{{end}}
 {{- with .FoundOn}}<div class="where">Found on: <strong class="page">{{.}}</strong></div>{{end}}
-{{- with .Grounding}}<div class="where grounding {{.Status}}">Grounding: <strong>{{.Status}}</strong>{{with .Pages.String}}, {{.}}{{end}}{{with .Quote}}<blockquote>{{.}}</blockquote>{{end}}</div>{{end}}</td>
+{{- with .Context}}<div class="where context">Context (evidence without the answer's words): <span class="page">{{.}}</span></div>{{end}}
+{{- with .Grounding}}<div class="where grounding {{.Status}}">Grounding: <strong>{{groundingCell .}}</strong>{{with .Quote}}<blockquote>{{.}}</blockquote>{{end}}</div>{{end}}</td>
 <td>{{if .GoldAnswers}}{{join .GoldAnswers " | "}}{{if .Scores}}
 {{if .Scores.ExactMatch}}<span class="ok">exact</span>{{else if .Scores.SubstringMatch}}<span class="ok">substring</span>{{else}}<span class="no">no match</span>{{end}} · F1 {{pct .Scores.F1}}{{end}}{{else}}<span class="faint">–</span>{{end}}</td>
 <td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">{{with .Where}}{{.}} · {{end}}chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>

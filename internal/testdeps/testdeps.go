@@ -1,5 +1,6 @@
 // Package testdeps is how a test says it needs a tool from outside Go
-// (jq, Chromium, Node.js and its modules, pdftotext). Without the tool the
+// (jq, Chromium, Node.js and its modules, pdftotext), or a Debian manual
+// that scripts/manuals.sh downloads. Without the tool the
 // test skips, with a hint that says how to install it; under MEMAGENT_CI=1
 // (as .ci/run sets it, after scripts/test-deps.sh installed everything) it
 // fails instead, so that a test CI was meant to run cannot quietly not
@@ -9,6 +10,7 @@ package testdeps
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -48,4 +50,26 @@ func File(t testing.TB, path, hint string) string {
 		Missing(t, path, hint)
 	}
 	return path
+}
+
+// ManualsDir is where scripts/manuals.sh keeps the Debian manuals it
+// downloads: $MEMAGENT_MANUALS, else ~/.cache/memagent/manuals.
+func ManualsDir() string {
+	if d := os.Getenv("MEMAGENT_MANUALS"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "memagent-manuals")
+	}
+	return filepath.Join(home, ".cache", "memagent", "manuals")
+}
+
+// Manual returns the path of a file of Debian package pkg as
+// scripts/manuals.sh extracts it (rel under the package's root, such as
+// usr/share/doc/gnuplot/gnuplot.pdf), or skips (fails in CI) saying how
+// to download it.
+func Manual(t testing.TB, pkg, rel string) string {
+	t.Helper()
+	return File(t, filepath.Join(ManualsDir(), "x", rel), "scripts/manuals.sh --download-only "+pkg+" downloads it")
 }

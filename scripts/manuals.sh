@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# manuals: the Debian manuals that measure the converter's running headers,
+# footers and navigation (docs/DOCUMENTS.md's table) and that the
+# real-manual tests read. Downloads each package once (apt-get download,
+# dpkg -x) under $MEMAGENT_MANUALS (default ~/.cache/memagent/manuals),
+# then prints the table: every manual converted by internal/docconv and
+# checked against pdftotext's layout (poppler-utils) or, for HTML, by
+# repetition across its pages (go run ./bench/manuals; its doc says how).
+#
+#   scripts/manuals.sh                      # download all, print the table
+#   scripts/manuals.sh -v                   # and each leak, on stderr
+#   scripts/manuals.sh --download-only [PKG ...]   # what scripts/test-deps.sh does for the tests
+#
+# apt-get download needs the package lists (apt-get update, as root, once).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dir="${MEMAGENT_MANUALS:-$HOME/.cache/memagent/manuals}"
+all=(c++-annotations-pdf gnuplot-doc debian-reference-en r-doc-pdf groff postgresql-doc-15 sphinx-doc)
+
+download_only=0
+if [ "${1:-}" = "--download-only" ]; then
+  download_only=1
+  shift
+fi
+pkgs=("${all[@]}")
+if [ "$download_only" = 1 ] && [ $# -gt 0 ]; then
+  pkgs=("$@")
+  set --
+fi
+
+mkdir -p "$dir/debs" "$dir/x"
+for p in "${pkgs[@]}"; do
+  if ls "$dir/debs/${p}_"*.deb >/dev/null 2>&1; then
+    continue
+  fi
+  echo "manuals: downloading $p" >&2
+  if ! (cd "$dir/debs" && apt-get download -q "$p" >/dev/null 2>&1); then
+    if [ "$(id -u)" = 0 ]; then
+      apt-get update -qq
+      (cd "$dir/debs" && apt-get download -q "$p" >/dev/null)
+    else
+      echo "manuals: apt-get download $p failed: run apt-get update as root, then this again" >&2
+      exit 1
+    fi
+  fi
+  dpkg -x "$dir/debs/${p}_"*.deb "$dir/x"
+done
+if [ "$download_only" = 1 ]; then
+  exit 0
+fi
+command -v pdftotext >/dev/null || { echo "manuals: pdftotext is missing: apt-get install poppler-utils" >&2; exit 1; }
+go run ./bench/manuals -dir "$dir/x" "$@"

@@ -119,6 +119,21 @@ func Unsupported(format string) error {
 // and HTML, input bytes) are done out of how many.
 type Progress func(done, total int64)
 
+// Options are one conversion's settings besides the converter's.
+type Options struct {
+	// Progress is told the pages (or bytes) read; nil tells nothing.
+	Progress Progress
+	// OCR says which pages of a PDF OCR reads, in which languages.
+	OCR OCROptions
+	// OCRCache keeps what OCR read of each page, for a later conversion
+	// of the same document (another attempt, another mode) to reuse; nil
+	// keeps nothing.
+	OCRCache OCRCache
+	// OCRProgress is told, once the pages to read by OCR are known, how
+	// many of them are done; nil tells nothing.
+	OCRProgress func(done, total int)
+}
+
 // Result is what a conversion made besides the text.
 type Result struct {
 	Map memagent.PageMap
@@ -213,21 +228,35 @@ func (t *textWriter) finish() error {
 // the limit; past Limits.Timeout, with context.DeadlineExceeded wrapped in
 // an *Error that says so.
 func (c *Converter) Convert(ctx context.Context, format, path string, w io.Writer, progress Progress) (*Result, error) {
-	if progress == nil {
-		progress = func(int64, int64) {}
+	return c.ConvertWith(ctx, format, path, w, Options{Progress: progress})
+}
+
+// ConvertWith is Convert with options: a PDF's scanned pages are read by
+// OCR as opts.OCR says (see OCRDecision), on c.OCR; a page OCR must read
+// on a converter without an engine fails the conversion as *Error naming
+// the package to install.
+func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.Writer, opts Options) (*Result, error) {
+	if opts.Progress == nil {
+		opts.Progress = func(int64, int64) {}
+	}
+	if opts.OCRProgress == nil {
+		opts.OCRProgress = func(int, int) {}
+	}
+	if err := CheckOCR(opts.OCR); err != nil {
+		return nil, &Error{Msg: "cannot be read: " + err.Error()}
 	}
 	limits := c.Limits.withDefaults()
-	ctx, cancel := context.WithTimeoutCause(ctx, limits.Timeout, errConvertTimeout)
+	ctx, cancel := withBudget(ctx, limits.Timeout, errConvertTimeout)
 	defer cancel()
 	var res *Result
 	var err error
 	switch format {
 	case FormatPDF:
-		res, err = c.convertPDF(ctx, path, w, progress, limits)
+		res, err = c.convertPDF(ctx, path, w, opts, limits)
 	case FormatZip, FormatDOCX:
-		res, err = convertDOCX(ctx, path, w, progress, limits)
+		res, err = convertDOCX(ctx, path, w, opts.Progress, limits)
 	case FormatHTML:
-		res, err = convertHTML(ctx, path, w, progress, limits)
+		res, err = convertHTML(ctx, path, w, opts.Progress, limits)
 	default:
 		if err := Unsupported(format); err != nil {
 			return nil, err

@@ -188,6 +188,10 @@ type CorpusInput struct {
 	// InvalidUTF8 is the run's option of that name: "replace" replaces a
 	// text document's invalid bytes instead of refusing it.
 	InvalidUTF8 string `json:"invalid_utf8,omitempty"`
+	// OCR and OCRLanguages are the run's options of those names, for
+	// each document.
+	OCR          string `json:"ocr,omitempty"`
+	OCRLanguages string `json:"ocr_languages,omitempty"`
 }
 
 // FormatCorpus is the ConvertOutput.Format of a corpus assembled into one
@@ -198,6 +202,20 @@ const FormatCorpus = "corpus"
 type ConvertInput struct {
 	// Document is the s3:// URI asked about.
 	Document string `json:"document"`
+	// OCR and OCRLanguages are the run's options of those names
+	// (api.ModelOptions): which pages of a PDF OCR reads, in which
+	// languages. Empty (as from a workflow before them) is auto in eng.
+	OCR          string `json:"ocr,omitempty"`
+	OCRLanguages string `json:"ocr_languages,omitempty"`
+}
+
+// ConvertProgress is what ConvertDocument heartbeats: pages laid out of
+// the document's, then pages read by OCR of those to read.
+type ConvertProgress struct {
+	PagesRead int64 `json:"pages_read"`
+	Pages     int64 `json:"pages"`
+	OCRDone   int   `json:"ocr_done,omitempty"`
+	OCRPages  int   `json:"ocr_pages,omitempty"`
 }
 
 // ConvertOutput says what to index. For a text document it names the
@@ -223,6 +241,12 @@ type ConvertOutput struct {
 	// Reused is true when an earlier conversion of the same version was
 	// found and nothing was converted.
 	Reused bool `json:"reused,omitempty"`
+	// OCRPages counts the pages read by OCR, OCRSeconds the engine's time
+	// on them, OCRCheckPages those a human should check (low confidence,
+	// or unreadable).
+	OCRPages      int     `json:"ocr_pages,omitempty"`
+	OCRSeconds    float64 `json:"ocr_seconds,omitempty"`
+	OCRCheckPages []int   `json:"ocr_check_pages,omitempty"`
 }
 
 // ConvertedDocument is pages.json, written beside the converted text

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 )
 
@@ -27,16 +28,16 @@ const (
 	// OCRAuto, the default, reads the pages that are scans (see
 	// OCRDecision) and keeps the text layer of every other page: a
 	// born-digital page is never read by OCR.
-	OCRAuto = "auto"
+	OCRAuto = api.OCRAuto
 	// OCRForce reads every page by OCR, its text layer ignored (for a PDF
 	// whose text layer is garbage).
-	OCRForce = "force"
+	OCRForce = api.OCRForce
 	// OCROff reads no page by OCR: a scanned page has no text.
-	OCROff = "off"
+	OCROff = api.OCROff
 )
 
 // DefaultOCRLanguages are the languages OCR reads when none are asked for.
-const DefaultOCRLanguages = "eng"
+const DefaultOCRLanguages = api.DefaultOCRLanguages
 
 // The page decision's thresholds (OCRDecision), and the engine's bounds.
 const (
@@ -91,13 +92,6 @@ func (o OCROptions) Normalized() OCROptions {
 	return o
 }
 
-// langPattern is one Tesseract language code: "eng", "chi_sim",
-// "deu_latf", "script/Latin".
-var langPattern = regexp.MustCompile(`^[a-z]{3}(_[a-z]+)*$|^script/[A-Z][A-Za-z_]+$`)
-
-// MaxOCRLanguages bounds the languages of one document.
-const MaxOCRLanguages = 8
-
 // CheckOCR reports options that can never work: an unknown mode, or a
 // language that is not a Tesseract language code. Whether the languages
 // are installed is the worker's to say (Engine.Check).
@@ -107,19 +101,7 @@ func CheckOCR(o OCROptions) error {
 	default:
 		return fmt.Errorf("ocr %q is not auto, force or off", o.Mode)
 	}
-	if o.Languages == "" {
-		return nil
-	}
-	langs := strings.Split(o.Languages, "+")
-	if len(langs) > MaxOCRLanguages {
-		return fmt.Errorf("ocr_languages %q names %d languages, over the limit of %d", o.Languages, len(langs), MaxOCRLanguages)
-	}
-	for _, l := range langs {
-		if !langPattern.MatchString(l) {
-			return fmt.Errorf("ocr_languages %q: %q is not a Tesseract language code (such as eng, deu or chi_sim; join several with +)", o.Languages, l)
-		}
-	}
-	return nil
+	return api.CheckOCRLanguages(o.Languages)
 }
 
 // OCRDecision says whether a page is read by OCR, and why: with OCRForce

@@ -202,7 +202,7 @@ func (o *ocrPhase) cached(ctx context.Context, key string, j ocrJob) (*OCRResult
 	if !ok || r.Record.Page != j.Page || r.Record.DPI != j.DPI || r.Record.Error != "" {
 		return nil, false
 	}
-	r.Record.Reason = j.Reason
+	r.Record.Reason, r.Record.Reused = j.Reason, true
 	return r, true
 }
 
@@ -216,6 +216,7 @@ func (o *ocrPhase) finish(ctx context.Context, key string, page int, r *OCRResul
 	if store && o.opts.OCRCache != nil {
 		o.opts.OCRCache.Store(ctx, key, page, r)
 	}
+	r.Lines = nil
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.records = append(o.records, r.Record)

@@ -64,6 +64,9 @@ type OCRPage struct {
 	Blank bool `json:"blank,omitempty"`
 	// Seconds is how long the engine took on the page.
 	Seconds float64 `json:"seconds"`
+	// Reused is set on a page an earlier conversion of the same document
+	// read (another attempt, or another OCR mode): no engine ran on it.
+	Reused bool `json:"reused,omitempty"`
 	// Error says why the page could not be read (the engine timed out,
 	// crashed or ran out of its memory on every attempt); it then has
 	// no text.

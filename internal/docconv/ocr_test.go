@@ -3,6 +3,7 @@ package docconv_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image/png"
 	"os"
@@ -303,4 +304,165 @@ func convertFile(t *testing.T, c *docconv.Converter, path string, opts docconv.O
 	var out bytes.Buffer
 	res, err := c.ConvertWith(context.Background(), docconv.FormatPDF, path, &out, opts)
 	return out.String(), res, err
+}
+
+// scannedBook is the typeset book with page factPage (printed 13, the
+// fact's) replaced by its scan: pdftoppm's rendering at 300 DPI, as an
+// image without a text layer, the book's page labels kept.
+func scannedBook(t *testing.T) string {
+	t.Helper()
+	pdftoppm := testdeps.Command(t, "pdftoppm", "apt-get install poppler-utils")
+	book := typesetBook(t)
+	base := filepath.Join(t.TempDir(), "page")
+	p := fmt.Sprint(factPage)
+	if out, err := exec.Command(pdftoppm, "-r", "300", "-gray", "-png", "-singlefile", "-f", p, "-l", p, book, base).CombinedOutput(); err != nil {
+		t.Fatalf("pdftoppm: %v\n%s", err, out)
+	}
+	f, err := os.Open(base + ".png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(book)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := docconvtest.ReplacePageWithScan(data, factPage, docconvtest.Degrade(img, docconvtest.Degradation{Scale: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mixed.pdf")
+	if err := os.WriteFile(path, mixed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestMixedPDF converts the typeset book with its fact's page scanned:
+// in auto mode only that page is read by OCR (the others keep their text
+// layer, unchanged), the fact is read from the scan, and a citation of it
+// names the printed label and says "scan" with the page's confidence.
+// With OCR off the page has no text; on a converter without an engine
+// the document is refused naming the package to install.
+func TestMixedPDF(t *testing.T) {
+	c := ocrConverter(t)
+	defer c.Close()
+	path := scannedBook(t)
+	text, res, err := convertFile(t, c, path, docconv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Map.OCR) != 1 || res.Map.OCR[0].Page != factPage || res.Map.OCR[0].Reason != memagent.OCRNoTextLayer {
+		t.Fatalf("OCR records %+v, want page %d alone, without a text layer", res.Map.OCR, factPage)
+	}
+	o := res.Map.OCR[0]
+	t.Logf("page %d: %d words, confidence %.3f, %d low, %d DPI, %.1f s", o.Page, o.Words, o.Confidence, o.LowConfidenceWords, o.DPI, o.Seconds)
+	at := strings.Index(text, "7391-ALPHA")
+	if at < 0 {
+		t.Fatalf("the scanned page's fact was not read:\n%s", pageText(text, res, factPage))
+	}
+	ref := res.Map.Ref(int64(at), int64(at+10))
+	want := fmt.Sprintf("p. 13 (PDF p. 17; scan, confidence %.2f)", o.Confidence)
+	if got := ref.String(); got != want {
+		t.Errorf("the fact is cited as %q, want %q", got, want)
+	}
+	// The other pages read as they do from the book itself.
+	orig, origRes, err := convertFile(t, c, typesetBook(t), docconv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := 1; p <= bookPages; p++ {
+		if p != factPage && pageText(text, res, p) != pageText(orig, origRes, p) {
+			t.Errorf("page %d changed:\n got %q\nwant %q", p, pageText(text, res, p), pageText(orig, origRes, p))
+		}
+	}
+
+	t.Run("off", func(t *testing.T) {
+		text, res, err := convertFile(t, c, path, docconv.Options{OCR: docconv.OCROptions{Mode: docconv.OCROff}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Map.OCR) != 0 || strings.Contains(text, "7391-ALPHA") {
+			t.Errorf("OCR off read the scan: %+v", res.Map.OCR)
+		}
+	})
+	t.Run("no engine", func(t *testing.T) {
+		_, _, err := convertFile(t, converter(t), path, docconv.Options{})
+		var bad *docconv.Error
+		if !errors.As(err, &bad) || !strings.Contains(bad.Msg, "needs OCR (page 17: it is a scan) and this worker has no OCR engine: install Debian's tesseract-ocr") {
+			t.Errorf("err = %v, want a refusal naming the package", err)
+		}
+	})
+	t.Run("a language the worker lacks", func(t *testing.T) {
+		_, _, err := convertFile(t, c, path, docconv.Options{OCR: docconv.OCROptions{Languages: "eng+zul"}})
+		var bad *docconv.Error
+		if !errors.As(err, &bad) || !strings.Contains(bad.Msg, "asks for OCR in zul, which the worker's Tesseract does not have") || !strings.Contains(bad.Msg, "install tesseract-ocr-zul") {
+			t.Errorf("err = %v, want a refusal naming tesseract-ocr-zul", err)
+		}
+	})
+}
+
+// TestOCRForced reads a born-digital PDF by OCR when asked to: every page,
+// its text layer ignored, with the reason recorded; a cache keeps the
+// pages, and a second conversion reads none again.
+func TestOCRForced(t *testing.T) {
+	c := ocrConverter(t)
+	defer c.Close()
+	data := docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, FactPage: 2, Fact: "The access code is 7391-ALPHA.", Seed: 4})
+	path := filepath.Join(t.TempDir(), "doc.pdf")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := &memCache{m: map[string]*docconv.OCRResult{}}
+	opts := docconv.Options{OCR: docconv.OCROptions{Mode: docconv.OCRForce}, OCRCache: cache}
+	var progress []string
+	opts.OCRProgress = func(done, total int) { progress = append(progress, fmt.Sprintf("%d/%d", done, total)) }
+	text, res, err := convertFile(t, c, path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Map.OCR) != 2 || res.Map.OCR[0].Reason != memagent.OCRForced || res.Map.OCR[1].Page != 2 || res.Map.OCR[0].Reused {
+		t.Fatalf("OCR records %+v, want both pages, forced", res.Map.OCR)
+	}
+	if !strings.Contains(text, "7391-ALPHA") {
+		t.Errorf("the fact was not read:\n%s", text)
+	}
+	if strings.Join(progress, " ") != "0/2 1/2 2/2" || len(cache.m) != 2 {
+		t.Errorf("progress %q, %d pages cached; want 0/2 1/2 2/2 and 2", progress, len(cache.m))
+	}
+	again, res2, err := convertFile(t, c, path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != text || !res2.Map.OCR[0].Reused || !res2.Map.OCR[1].Reused {
+		t.Errorf("the second conversion read the pages again: %+v", res2.Map.OCR)
+	}
+}
+
+// memCache is an OCR cache in memory.
+type memCache struct {
+	mu sync.Mutex
+	m  map[string]*docconv.OCRResult
+}
+
+func (c *memCache) Load(_ context.Context, key string, page int) (*docconv.OCRResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[fmt.Sprint(key, page)]
+	if !ok {
+		return nil, false
+	}
+	cp := *r
+	return &cp, true
+}
+
+func (c *memCache) Store(_ context.Context, key string, page int, r *docconv.OCRResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cp := *r
+	c.m[fmt.Sprint(key, page)] = &cp
 }

@@ -272,6 +272,16 @@ func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.W
 	if res.Bytes == 0 {
 		switch format {
 		case FormatPDF:
+			if n := len(res.Map.OCR); n > 0 {
+				why := ""
+				for _, o := range res.Map.OCR {
+					if o.Error != "" {
+						why = fmt.Sprintf(" (page %d: %s)", o.Page, o.Error)
+						break
+					}
+				}
+				return nil, badf("has no text: OCR read no words on the %d pages it read of its %d%s", n, res.Map.Pages, why)
+			}
 			return nil, badf("has no text layer on any of its %d pages: run OCR first (e.g. ocrmypdf) and ask about the PDF it makes", res.Map.Pages)
 		default:
 			return nil, badf("has no text")

@@ -284,11 +284,13 @@ func (c *Converter) readPDF(ctx context.Context, path string, spool io.Writer, o
 		}
 		p.Label = pageLabel(inst, doc, i)
 		if p.OCR != "" {
-			if err := c.canOCR(ocrOpts, i+1, p.OCR); err != nil {
-				return 0, nil, err
-			}
+			// A page image's size is checked before anything decodes it:
+			// a bomb of billions of pixels is a few MB deflated.
 			if p.images.MaxPixels > limits.MaxImagePixels {
 				return 0, nil, overLimit(fmt.Sprintf("has a page (%d) to read by OCR with an image of %d pixels", i+1, p.images.MaxPixels), limits.MaxImagePixels, "pixels", "")
+			}
+			if err := c.canOCR(ocrOpts, i+1, p.OCR); err != nil {
+				return 0, nil, err
 			}
 			dpi, ok := ocrDPI(p.images.DPI, p.width, p.height)
 			if !ok {

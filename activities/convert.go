@@ -105,10 +105,13 @@ func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInpu
 	if err != nil {
 		return nil, err
 	}
-	done, err := a.convert(ctx, loc, info, format, textLoc, ocr)
+	done, pending, err := a.convert(ctx, loc, info, format, textLoc, ocr, in.Survey, prefix)
 	ended()
 	if err != nil {
 		return nil, err
+	}
+	if pending != nil {
+		return pending, nil
 	}
 	data, err := json.MarshalIndent(done, "", "  ")
 	if err != nil {
@@ -155,32 +158,36 @@ func (a *Activities) readConverted(ctx context.Context, mapLoc, textLoc s3store.
 // convert downloads the source to a temporary file (PDF and DOCX need
 // random access), converts it into another, and uploads the text: memory
 // holds a page at a time, never the document.
-func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, format string, textLoc s3store.Location, ocr docconv.OCROptions) (*actwire.ConvertedDocument, error) {
+//
+// With survey, a PDF whose scanned pages are not all read yet is not
+// converted: its other pages' text is stored under prefix's survey/ and
+// described by the returned pending output.
+func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, format string, textLoc s3store.Location, ocr docconv.OCROptions, survey bool, prefix string) (_ *actwire.ConvertedDocument, pending *actwire.ConvertOutput, _ error) {
 	src, err := os.CreateTemp("", "memagent-src-*")
 	if err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
+		return nil, nil, fmt.Errorf("convert: %w", err)
 	}
 	defer os.Remove(src.Name())
 	defer src.Close()
 	body, err := a.Store.Open(ctx, loc, info.ETag)
 	if err != nil {
-		return nil, storeError(err, loc.String())
+		return nil, nil, storeError(err, loc.String())
 	}
 	r := &heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery(ctx)}
 	_, err = io.Copy(src, r)
 	body.Close()
 	if err != nil {
 		if r.err != nil {
-			return nil, storeError(r.err, loc.String())
+			return nil, nil, storeError(r.err, loc.String())
 		}
-		return nil, fmt.Errorf("convert: save %s: %w", loc, err)
+		return nil, nil, fmt.Errorf("convert: save %s: %w", loc, err)
 	}
 	if err := src.Close(); err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
+		return nil, nil, fmt.Errorf("convert: %w", err)
 	}
 	out, err := os.CreateTemp("", "memagent-text-*")
 	if err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
+		return nil, nil, fmt.Errorf("convert: %w", err)
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
@@ -197,6 +204,7 @@ func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3s
 	}
 	opts := docconv.Options{
 		OCR:         ocr,
+		Survey:      survey,
 		OCRCache:    &ocrCache{a: a, prefix: ocrPagesArea + versionID(loc.String(), info) + "/"},
 		Progress:    func(done, total int64) { note(func(p *actwire.ConvertProgress) { p.PagesRead, p.Pages = done, total }) },
 		OCRProgress: func(done, total int) { note(func(p *actwire.ConvertProgress) { p.OCRDone, p.OCRPages = done, total }) },
@@ -205,25 +213,47 @@ func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3s
 	var bad *docconv.Error
 	switch {
 	case errors.As(err, &bad):
-		return nil, badInput(fmt.Errorf("document %s %s", loc, bad.Msg))
+		return nil, nil, badInput(fmt.Errorf("document %s %s", loc, bad.Msg))
 	case err != nil:
-		return nil, fmt.Errorf("convert %s: %w", loc, err)
+		return nil, nil, fmt.Errorf("convert %s: %w", loc, err)
 	}
 	if _, err := out.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if res.OCRPending > 0 {
+		textLoc = s3store.Location{Bucket: a.Bucket, Key: prefix + "survey/text.txt"}
 	}
 	if err := a.Store.PutReader(ctx, textLoc, out, res.Bytes, "text/plain; charset=utf-8"); err != nil {
-		return nil, fmt.Errorf("upload text of %s: %w", loc, err)
+		return nil, nil, fmt.Errorf("upload text of %s: %w", loc, err)
 	}
 	textInfo, err := a.Store.Head(ctx, textLoc)
 	if err != nil {
-		return nil, fmt.Errorf("upload text of %s: %w", loc, err)
+		return nil, nil, fmt.Errorf("upload text of %s: %w", loc, err)
 	}
-	return &actwire.ConvertedDocument{
+	done := &actwire.ConvertedDocument{
 		Source: loc.String(), SourceETag: info.ETag, SourceSize: info.Size, Converter: ConverterVersion,
 		Text: textLoc.String(), TextETag: textInfo.ETag, Bytes: res.Bytes, Dropped: res.Dropped,
 		PageMap: res.Map, ConvertedAt: time.Now().UTC(),
-	}, nil
+	}
+	if res.OCRPending == 0 {
+		return done, nil, nil
+	}
+	// A survey: its map goes beside its text, never where a conversion's
+	// would be found.
+	mapLoc := s3store.Location{Bucket: a.Bucket, Key: prefix + "survey/pages.json"}
+	data, err := json.Marshal(done)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode page map: %w", err)
+	}
+	if err := a.Store.Put(ctx, mapLoc, data, "application/json"); err != nil {
+		return nil, nil, fmt.Errorf("write page map: %w", err)
+	}
+	p := convertOutput(done, mapLoc)
+	p.OCRPages, p.OCRPending, p.OCRCached = res.OCRPending, res.OCRPending, res.OCRCached
+	if e, err := a.findOCR(ctx); err == nil {
+		p.OCRSecondsExpected = float64(res.OCRPending-res.OCRCached) * e.SecondsPerPage() / float64(e.Slots())
+	}
+	return nil, p, nil
 }
 
 // converter is the worker's Converter, made on first use, with the

@@ -29,6 +29,13 @@ const convertTimeout = 12 * time.Hour
 // ConvertDocumentChange) and points prep at the text to index. A text
 // document is left as it is.
 func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput) error {
+	return convertDocument(ctx, hb, prio, prep, false)
+}
+
+// convertDocument is convertFirst; with survey (an estimate's), the
+// scanned pages of a PDF not converted yet are counted, not read
+// (actwire.ConvertInput.Survey).
+func convertDocument(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput, survey bool) error {
 	if workflow.GetVersion(ctx, ConvertDocumentChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
@@ -45,7 +52,7 @@ func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority
 	})
 	var out actwire.ConvertOutput
 	if err := workflow.ExecuteActivity(actx, activities.ConvertDocumentName, actwire.ConvertInput{
-		Document: prep.Document, OCR: prep.Options.OCR, OCRLanguages: prep.Options.OCRLanguages,
+		Document: prep.Document, OCR: prep.Options.OCR, OCRLanguages: prep.Options.OCRLanguages, Survey: survey,
 	}).Get(ctx, &out); err != nil {
 		return stageError("convert document", err)
 	}

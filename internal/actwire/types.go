@@ -207,6 +207,11 @@ type ConvertInput struct {
 	// languages. Empty (as from a workflow before them) is auto in eng.
 	OCR          string `json:"ocr,omitempty"`
 	OCRLanguages string `json:"ocr_languages,omitempty"`
+	// Survey asks only how many pages OCR would read (for Estimate):
+	// unless the document was converted already, its scanned pages are
+	// counted, not read, and the text is that of its other pages, stored
+	// apart from conversions (ConvertOutput.OCRPending).
+	Survey bool `json:"survey,omitempty"`
 }
 
 // ConvertProgress is what ConvertDocument heartbeats: pages laid out of
@@ -247,6 +252,13 @@ type ConvertOutput struct {
 	OCRPages      int     `json:"ocr_pages,omitempty"`
 	OCRSeconds    float64 `json:"ocr_seconds,omitempty"`
 	OCRCheckPages []int   `json:"ocr_check_pages,omitempty"`
+	// OCRPending counts, for a survey (ConvertInput.Survey), the pages
+	// OCR would read, whose text is not in Document; OCRCached those of
+	// them an earlier conversion read already; OCRSecondsExpected the
+	// time the others would take on the surveying worker.
+	OCRPending         int     `json:"ocr_pending,omitempty"`
+	OCRCached          int     `json:"ocr_cached,omitempty"`
+	OCRSecondsExpected float64 `json:"ocr_seconds_expected,omitempty"`
 }
 
 // ConvertedDocument is pages.json, written beside the converted text
@@ -463,6 +475,10 @@ type EstimateCostInput struct {
 	ETag     string `json:"etag,omitempty"`
 	IndexURI string `json:"index_uri,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// OCRPending counts the document's pages that OCR has still to read
+	// (ConvertOutput.OCRPending): their tokens are estimated at
+	// api.OCRTokensPerPage each.
+	OCRPending int `json:"ocr_pending,omitempty"`
 }
 
 // GroundInput asks GroundAnswer where answers occur in the text a run

@@ -132,6 +132,11 @@ type Options struct {
 	// OCRProgress is told, once the pages to read by OCR are known, how
 	// many of them are done; nil tells nothing.
 	OCRProgress func(done, total int)
+	// Survey counts the pages OCR would read instead of reading them:
+	// unless the cache holds them all, the text has the other pages'
+	// alone, Result.OCRPending counts them and Result.OCRCached those of
+	// them the cache holds.
+	Survey bool
 }
 
 // Result is what a conversion made besides the text.
@@ -142,6 +147,10 @@ type Result struct {
 	// Dropped counts the running header, footer and page-number lines
 	// left out.
 	Dropped int
+	// OCRPending counts, in a survey (Options.Survey), the pages OCR
+	// would read, which the text lacks; OCRCached those of them the OCR
+	// cache holds already.
+	OCRPending, OCRCached int
 }
 
 // textWriter writes paragraphs separated by blank lines and records the
@@ -269,7 +278,7 @@ func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.W
 	if err != nil {
 		return nil, err
 	}
-	if res.Bytes == 0 {
+	if res.Bytes == 0 && res.OCRPending == 0 {
 		switch format {
 		case FormatPDF:
 			if n := len(res.Map.OCR); n > 0 {

@@ -342,9 +342,9 @@ func TestScanDoesNotHoldUpOthers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the engine on hostile pages")
 	}
-	eng := *testEngine(t)
+	eng := testEngine(t)
 	eng.Workers, eng.PageTimeout = 2, 5*time.Minute
-	c := &Converter{CacheDir: DefaultCacheDir(), OCR: &eng}
+	c := &Converter{CacheDir: DefaultCacheDir(), OCR: eng}
 	defer c.Close()
 	dir := t.TempDir()
 	hang := filepath.Join(dir, "hang.pdf")

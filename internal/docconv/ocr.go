@@ -151,6 +151,28 @@ type Engine struct {
 
 	once sync.Once
 	sem  chan struct{}
+
+	// mu guards the pages read and the seconds they took, for
+	// SecondsPerPage.
+	mu      sync.Mutex
+	read    int
+	seconds float64
+}
+
+// DefaultOCRSecondsPerPage is what a page is expected to take before the
+// engine has read one: Tesseract 5 on a letter page of dense text at 300
+// DPI, on one core (BENCHMARKS.md).
+const DefaultOCRSecondsPerPage = 3.0
+
+// SecondsPerPage is the mean time the engine took on the pages it read
+// with text, or DefaultOCRSecondsPerPage before it has read one.
+func (e *Engine) SecondsPerPage() float64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.read == 0 {
+		return DefaultOCRSecondsPerPage
+	}
+	return e.seconds / float64(e.read)
 }
 
 // EnginePackage is the Debian package that installs the engine, named by
@@ -339,6 +361,12 @@ func (e *Engine) run(ctx context.Context, path string, dpi int, languages string
 		return nil, fmt.Errorf("%s: %w", e.Name(), err)
 	}
 	t.Seconds = secs
+	if len(t.Words) > 0 {
+		e.mu.Lock()
+		e.read++
+		e.seconds += secs
+		e.mu.Unlock()
+	}
 	return t, nil
 }
 

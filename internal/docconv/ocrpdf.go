@@ -50,12 +50,14 @@ type ocrJob struct {
 	Width, Height float64
 }
 
-// ocrPhase reads a PDF's scanned pages: a renderer takes a PDFium
-// instance for a batch of pages at a time (twice the engine's slots),
-// rasterises them into grayscale files and gives the instance back, so
-// that other conversions get it while the engine reads; the engine reads
-// a batch while the next is rendered. Each page's result goes to a file
-// of its own in dir and to the cache.
+// ocrPhase reads a PDF's scanned pages: a renderer rasterises them in
+// page order into grayscale files, one at a time, and queues them for the
+// engine's slots, which read them in parallel. The renderer holds a
+// PDFium instance for at most ocrHoldInstance at a time, and gives it
+// back whenever the queue is full (the engine is the slow part), so that
+// other conversions get it while the engine reads. Blank pages and pages
+// the cache holds skip the engine. Each page's result goes to a file of
+// its own in dir and to the cache.
 type ocrPhase struct {
 	c      *Converter
 	path   string
@@ -67,6 +69,15 @@ type ocrPhase struct {
 	mu      sync.Mutex
 	records []memagent.OCRPage
 	done    int
+}
+
+// ocrHoldInstance bounds how long the renderer keeps a PDFium instance.
+const ocrHoldInstance = 2 * time.Second
+
+// rendered is a page rasterised for the engine.
+type rendered struct {
+	job  ocrJob
+	file string
 }
 
 // run reads every job's page, or fails on the first page that cannot be
@@ -84,85 +95,44 @@ func (o *ocrPhase) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	type rendered struct {
-		job  ocrJob
-		file string // "" for a blank page
-	}
-	batches := make(chan []rendered, 1)
+	queue := make(chan rendered, slots)
 	var renderErr error
 	go func() {
-		defer close(batches)
-		size := 2 * slots
-		for start := 0; start < len(o.jobs); start += size {
-			var todo []ocrJob
-			for _, j := range o.jobs[start:min(start+size, len(o.jobs))] {
-				if r, ok := o.cached(ctx, key, j); ok {
-					o.finish(ctx, key, j.Page, r, false)
-					continue
-				}
-				todo = append(todo, j)
-			}
-			if len(todo) == 0 {
-				continue
-			}
-			var batch []rendered
-			err := o.c.withDocument(ctx, o.path, func(r *pageRenderer) error {
-				for _, j := range todo {
-					file := filepath.Join(o.dir, fmt.Sprintf("page-%d.pgm", j.Page))
-					ink, err := r.render(j, file)
-					if err != nil {
-						return err
-					}
-					if !ink {
-						os.Remove(file)
-						file = ""
-					}
-					batch = append(batch, rendered{job: j, file: file})
-				}
-				return nil
-			})
-			if err != nil {
-				renderErr = err
-				return
-			}
-			select {
-			case batches <- batch:
-			case <-ctx.Done():
-				return
-			}
+		defer close(queue)
+		renderErr = o.render(ctx, key, queue)
+		if renderErr != nil {
+			cancel()
 		}
 	}()
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
 	var firstErr error
-	for batch := range batches {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		for _, b := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := o.read(ctx, eng, b.job, b.file, langs)
-				if b.file != "" {
-					os.Remove(b.file)
-				}
+	for range slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range queue {
+				r, err := o.read(ctx, eng, p.job, p.file, langs)
+				os.Remove(p.file)
 				if err != nil {
-					mu.Lock()
+					errMu.Lock()
 					if firstErr == nil {
 						firstErr = err
 						cancel()
 					}
-					mu.Unlock()
-					return
+					errMu.Unlock()
+					continue
 				}
-				o.finish(ctx, key, b.job.Page, r, r.Record.Error == "")
-			}()
-		}
-		wg.Wait()
+				o.finish(ctx, key, p.job.Page, r, r.Record.Error == "")
+			}
+		}()
 	}
+	wg.Wait()
 	switch {
-	case firstErr != nil:
-		return firstErr
 	case renderErr != nil:
 		return renderErr
+	case firstErr != nil:
+		return firstErr
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
@@ -170,13 +140,65 @@ func (o *ocrPhase) run(ctx context.Context) error {
 	return nil
 }
 
-// read has the engine read one rendered page ("" for a blank one).
+// render rasterises the jobs' pages in order onto queue, finishing at
+// once the pages the cache holds and the blank ones.
+func (o *ocrPhase) render(ctx context.Context, key string, queue chan<- rendered) error {
+	next := 0
+	for next < len(o.jobs) {
+		var waiting *rendered
+		err := o.c.withDocument(ctx, o.path, func(r *pageRenderer) error {
+			held := time.Now()
+			for next < len(o.jobs) && time.Since(held) < ocrHoldInstance {
+				j := o.jobs[next]
+				next++
+				if res, ok := o.cached(ctx, key, j); ok {
+					o.finish(ctx, key, j.Page, res, false)
+					continue
+				}
+				file := filepath.Join(o.dir, fmt.Sprintf("page-%d.pgm", j.Page))
+				ink, err := r.render(j, file)
+				if err != nil {
+					return err
+				}
+				if !ink {
+					os.Remove(file)
+					o.finish(ctx, key, j.Page, o.blank(j), false)
+					continue
+				}
+				select {
+				case queue <- rendered{job: j, file: file}:
+				default:
+					// The engine is busy: the instance goes back while
+					// the page waits for a slot.
+					waiting = &rendered{job: j, file: file}
+					return nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if waiting != nil {
+			select {
+			case queue <- *waiting:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// blank is the record of a page without ink: no engine ran on it.
+func (o *ocrPhase) blank(j ocrJob) *OCRResult {
+	return &OCRResult{Record: memagent.OCRPage{Page: j.Page, Reason: j.Reason, Engine: o.c.OCR.Name(),
+		Languages: o.opts.OCR.Normalized().Languages, DPI: j.DPI, Blank: true}}
+}
+
+// read has the engine read one rendered page.
 func (o *ocrPhase) read(ctx context.Context, eng *Engine, j ocrJob, file, langs string) (*OCRResult, error) {
 	r := &OCRResult{Record: memagent.OCRPage{Page: j.Page, Reason: j.Reason, Engine: eng.Name(), Languages: langs, DPI: j.DPI}}
-	if file == "" {
-		r.Record.Blank = true
-		return r, nil
-	}
 	t, err := eng.Recognize(ctx, file, j.DPI, langs)
 	var pe *PageError
 	switch {

@@ -143,6 +143,27 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, op
 		return nil, err
 	}
 	var ocr *ocrPhase
+	if len(jobs) > 0 && opts.Survey {
+		// A survey reads no page: unless the cache holds them all, the
+		// scanned pages stay empty, and are counted.
+		cached := 0
+		if opts.OCRCache != nil && c.OCR != nil {
+			key := OCRKey(c.OCR.Name(), opts.OCR.Normalized().Languages)
+			for _, j := range jobs {
+				if _, ok := opts.OCRCache.Load(ctx, key, j.Page); ok {
+					cached++
+				}
+			}
+		}
+		if cached < len(jobs) {
+			res, err := renderSpool(spool, pages, w, limits)
+			if err != nil {
+				return nil, err
+			}
+			res.OCRPending, res.OCRCached = len(jobs), cached
+			return res, nil
+		}
+	}
 	if len(jobs) > 0 {
 		ocr = &ocrPhase{c: c, path: path, opts: opts, limits: limits, jobs: jobs}
 		dir, err := os.MkdirTemp("", "memagent-ocr-*")
@@ -188,6 +209,21 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, op
 		res.Map.OCR = ocr.records
 	}
 	return res, nil
+}
+
+// renderSpool renders the spooled pages as they are (a survey's).
+func renderSpool(spool *os.File, pages int, w io.Writer, limits Limits) (*Result, error) {
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var edges EdgeCounter
+	if err := countEdges(bufio.NewReaderSize(spool, 64<<10), pages, &edges, nil, nil); err != nil {
+		return nil, err
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return renderPages(bufio.NewReaderSize(spool, 64<<10), pages, &edges, w, limits.MaxTextBytes)
 }
 
 // countEdges reads the spooled pages in order and counts their edge

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -169,45 +168,8 @@ func scanOf(t *testing.T, pdf string, page int, d *docconvtest.Degradation) stri
 	return scan
 }
 
-// wordsOf splits text into the words OCR accuracy is counted in: white
-// space apart, typographic quotes, dashes and ligatures as ASCII, and a
-// word broken at a line's end by a hyphen joined again (pdftotext keeps
-// the break; the converter joins it), hyphens dropped (both sides then
-// read "copy-constructors" and "copyconstructors" alike).
-func wordsOf(text string) []string {
-	text = regexp.MustCompile(`(\pL)-\n(\pL)`).ReplaceAllString(text, "$1$2")
-	text = strings.NewReplacer("‘", "'", "’", "'", "“", `"`, "”", `"`, "`", "'", "–", " ", "—", " ", "−", "",
-		"ﬁ", "fi", "ﬂ", "fl", "ﬀ", "ff", "ﬃ", "ffi", "ﬄ", "ffl", "•", " ", "-", "").Replace(text)
-	return strings.Fields(text)
-}
-
-// wordAccuracy is the share of the reference's words the OCR read right:
-// 1 - (word-level edit distance) / (reference words), at least 0.
-func wordAccuracy(ref, got []string) float64 {
-	if len(ref) == 0 {
-		return 0
-	}
-	prev := make([]int, len(got)+1)
-	cur := make([]int, len(got)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ref); i++ {
-		cur[0] = i
-		for j := 1; j <= len(got); j++ {
-			cost := 1
-			if ref[i-1] == got[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return max(0, 1-float64(prev[len(got)])/float64(len(ref)))
-}
-
 func TestWordAccuracy(t *testing.T) {
-	ref := wordsOf("The quick brown fox jumps over the lazy dog.")
+	ref := docconvtest.WordsOf("The quick brown fox jumps over the lazy dog.")
 	for _, tc := range []struct {
 		got  string
 		want float64
@@ -218,11 +180,11 @@ func TestWordAccuracy(t *testing.T) {
 		{"The quick brown fox jumps jumps over the lazy dog.", 8.0 / 9},
 		{"", 0},
 	} {
-		if got := wordAccuracy(ref, wordsOf(tc.got)); fmt.Sprintf("%.4f", got) != fmt.Sprintf("%.4f", tc.want) {
-			t.Errorf("wordAccuracy(%q) = %.4f, want %.4f", tc.got, got, tc.want)
+		if got := docconvtest.WordAccuracy(ref, docconvtest.WordsOf(tc.got)); fmt.Sprintf("%.4f", got) != fmt.Sprintf("%.4f", tc.want) {
+			t.Errorf("docconvtest.WordAccuracy(%q) = %.4f, want %.4f", tc.got, got, tc.want)
 		}
 	}
-	if got := wordsOf("copy-\nconstructors and “move”—ﬁne"); strings.Join(got, "|") != `copyconstructors|and|"move"|fine` {
+	if got := docconvtest.WordsOf("copy-\nconstructors and “move”—ﬁne"); strings.Join(got, "|") != `copyconstructors|and|"move"|fine` {
 		t.Errorf("wordsOf = %q", got)
 	}
 }
@@ -284,13 +246,13 @@ func TestOCRAccuracyOnDebianManuals(t *testing.T) {
 			if o.Reason != memagent.OCRNoTextLayer || o.DPI != wantDPI || o.Engine != engine.Name() || o.Languages != "eng" || o.Words == 0 {
 				t.Errorf("record %+v, want a page without a text layer read at %d DPI by %s in eng", o, wantDPI, engine.Name())
 			}
-			acc := wordAccuracy(wordsOf(string(ref)), wordsOf(text))
+			acc := docconvtest.WordAccuracy(docconvtest.WordsOf(string(ref)), docconvtest.WordsOf(text))
 			if dir := os.Getenv("MEMAGENT_OCR_DUMP"); dir != "" {
 				name := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
-				os.WriteFile(name+".ref", []byte(strings.Join(wordsOf(string(ref)), "\n")+"\n"), 0o644)
-				os.WriteFile(name+".ocr", []byte(strings.Join(wordsOf(text), "\n")+"\n"), 0o644)
+				os.WriteFile(name+".ref", []byte(strings.Join(docconvtest.WordsOf(string(ref)), "\n")+"\n"), 0o644)
+				os.WriteFile(name+".ocr", []byte(strings.Join(docconvtest.WordsOf(text), "\n")+"\n"), 0o644)
 			}
-			t.Logf("word accuracy %.4f (%d words, confidence %.3f, %d low, %.1f s)", acc, len(wordsOf(string(ref))), o.Confidence, o.LowConfidenceWords, o.Seconds)
+			t.Logf("word accuracy %.4f (%d words, confidence %.3f, %d low, %.1f s)", acc, len(docconvtest.WordsOf(string(ref))), o.Confidence, o.LowConfidenceWords, o.Seconds)
 			if acc < tc.want {
 				t.Errorf("word accuracy %.4f, want at least %.2f", acc, tc.want)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -179,6 +180,10 @@ func (o *ocrPhase) render(ctx context.Context, key string, queue chan<- rendered
 		if err != nil {
 			return err
 		}
+		// The instance's memory (tens of MiB, grown by the pages it
+		// rendered) is garbage now: collect it before the next, rather
+		// than let the heap grow by an instance a time.
+		debug.FreeOSMemory()
 		if waiting != nil {
 			select {
 			case queue <- *waiting:

@@ -33,7 +33,7 @@ type Limits struct {
 	ConvertTimeout time.Duration
 	// OCRWorkers bounds the pages read by OCR at once, one engine process
 	// each, across all documents; default GOMAXPROCS (the worker's share
-	// of CPUs). OCRPageTimeout bounds the engine on one page (default 2
+	// of CPUs), at most 4. OCRPageTimeout bounds the engine on one page (default 2
 	// minutes), OCRMemoryBytes its address space (default 512 MiB).
 	OCRWorkers     int
 	OCRPageTimeout time.Duration

@@ -198,7 +198,7 @@ type Config struct {
 	// OCRCommand is the Tesseract binary that reads scanned PDF pages
 	// (MEMAGENT_TESSERACT; "" is tesseract on PATH, "none" turns OCR off).
 	// OCRWorkers bounds the pages read at once (MEMAGENT_OCR_WORKERS; 0
-	// is GOMAXPROCS), OCRPageTimeout the engine's time on one page
+	// is GOMAXPROCS, at most 4), OCRPageTimeout the engine's time on one page
 	// (MEMAGENT_OCR_PAGE_TIMEOUT; 0 is 2m), OCRMemoryMB its address
 	// space (MEMAGENT_OCR_MEMORY_MB; 0 is 512).
 	OCRCommand     string

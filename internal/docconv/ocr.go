@@ -141,7 +141,8 @@ type Engine struct {
 	// Languages are the installed languages.
 	Languages []string
 	// Workers bounds the processes running at once; default
-	// runtime.GOMAXPROCS (the worker's share of CPUs).
+	// runtime.GOMAXPROCS (the worker's share of CPUs), at most
+	// MaxDefaultOCRWorkers.
 	Workers int
 	// PageTimeout bounds one page; default DefaultOCRPageTimeout.
 	PageTimeout time.Duration
@@ -174,6 +175,11 @@ func (e *Engine) SecondsPerPage() float64 {
 	}
 	return e.seconds / float64(e.read)
 }
+
+// MaxDefaultOCRWorkers caps the default of Engine.Workers: each process
+// takes 75–150 MiB at 300 DPI, and a worker without a CPU limit sees all
+// of a node's cores.
+const MaxDefaultOCRWorkers = 4
 
 // EnginePackage is the Debian package that installs the engine, named by
 // the errors that say it is missing.
@@ -243,7 +249,7 @@ func (e *Engine) slots() chan struct{} {
 	e.once.Do(func() {
 		n := e.Workers
 		if n <= 0 {
-			n = runtime.GOMAXPROCS(0)
+			n = min(runtime.GOMAXPROCS(0), MaxDefaultOCRWorkers)
 		}
 		e.sem = make(chan struct{}, n)
 	})

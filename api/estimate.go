@@ -19,7 +19,9 @@ const MaxEstimateQuestions = MaxReviewQuestions
 type EstimateInput struct {
 	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
 	// document; it is converted and indexed as a run would, and the index
-	// is the one a later run with the same options reuses.
+	// is the one a later run with the same options reuses. A PDF's
+	// scanned pages are counted, not read (Estimate.OCRPages): until a run
+	// has read them, its text is that of its other pages, indexed apart.
 	Document string `json:"document,omitempty" contract:"maxlen=1024"`
 	// Documents is a corpus read as one stream, as DocumentQAInput's;
 	// exactly one of Document and Documents is set.

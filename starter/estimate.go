@@ -101,12 +101,16 @@ func printEstimate(w io.Writer, e api.Estimate) {
 	}
 	fmt.Fprintf(w, "Chunks:      %d (%s tokens, %s%s)\n", e.Chunks, groupDigits(e.Tokens), e.Tokenizer, approx)
 	if e.OCRPages > 0 {
+		pages := fmt.Sprintf("%d scanned pages", e.OCRPages)
+		if e.OCRPages == 1 {
+			pages = "1 scanned page"
+		}
 		switch {
 		case e.OCRPagesPending > 0:
-			fmt.Fprintf(w, "OCR:         %d scanned pages, %d to read: about %s on the worker (--ocr off reads none)\n",
-				e.OCRPages, e.OCRPagesPending, (time.Duration(e.OCRSecondsExpected) * time.Second).Round(time.Second))
+			fmt.Fprintf(w, "OCR:         %s, %d to read: about %s on the worker (--ocr off reads none)\n",
+				pages, e.OCRPagesPending, (time.Duration(e.OCRSecondsExpected*float64(time.Second))).Round(time.Second))
 		default:
-			fmt.Fprintf(w, "OCR:         %d scanned pages, read already\n", e.OCRPages)
+			fmt.Fprintf(w, "OCR:         %s, read already\n", pages)
 		}
 	}
 	fresh := fmt.Sprintf("%d question(s) × %d sample(s) × (%d chunks + 1)", e.Questions, e.Samples, e.Chunks)

@@ -4,10 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"image/png"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,24 +24,7 @@ func scannedPDF(t *testing.T) []byte {
 	pdftoppm := testdeps.Command(t, "pdftoppm", "apt-get install poppler-utils")
 	testdeps.Command(t, "tesseract", "apt-get install tesseract-ocr tesseract-ocr-eng")
 	pdf := docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 2, Fact: "The access code is 7391-ALPHA.", Seed: 8})
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src.pdf")
-	if err := os.WriteFile(src, pdf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(pdftoppm, "-r", "300", "-gray", "-png", "-singlefile", "-f", "2", "-l", "2", src, filepath.Join(dir, "p")).CombinedOutput(); err != nil {
-		t.Fatalf("pdftoppm: %v\n%s", err, out)
-	}
-	f, err := os.Open(filepath.Join(dir, "p.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := docconvtest.ReplacePageWithScan(pdf, 2, docconvtest.Degrade(img, docconvtest.Degradation{Scale: 1}))
+	scan, err := docconvtest.ScannedCopy(pdftoppm, pdf, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func printEstimate(w io.Writer, e api.Estimate) {
 		switch {
 		case e.OCRPagesPending > 0:
 			fmt.Fprintf(w, "OCR:         %s, %d to read: about %s on the worker (--ocr off reads none)\n",
-				pages, e.OCRPagesPending, (time.Duration(e.OCRSecondsExpected*float64(time.Second))).Round(time.Second))
+				pages, e.OCRPagesPending, (time.Duration(e.OCRSecondsExpected * float64(time.Second))).Round(time.Second))
 		default:
 			fmt.Fprintf(w, "OCR:         %s, read already\n", pages)
 		}

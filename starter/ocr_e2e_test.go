@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,30 +28,11 @@ func mixedBook(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	orig := filepath.Join(dir, "book.pdf")
-	if err := os.WriteFile(orig, book, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := fmt.Sprint(docconvtest.BookFactPage)
-	base := filepath.Join(dir, "page")
-	if out, err := exec.Command(pdftoppm, "-r", "300", "-gray", "-png", "-singlefile", "-f", p, "-l", p, orig, base).CombinedOutput(); err != nil {
-		t.Fatalf("pdftoppm: %v\n%s", err, out)
-	}
-	f, err := os.Open(base + ".png")
+	mixed, err := docconvtest.ScannedCopy(pdftoppm, book, docconvtest.BookFactPage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := png.Decode(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mixed, err := docconvtest.ReplacePageWithScan(book, docconvtest.BookFactPage, docconvtest.Degrade(img, docconvtest.Degradation{Scale: 1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "exhibit-scan.pdf")
+	path := filepath.Join(t.TempDir(), "exhibit-scan.pdf")
 	if err := os.WriteFile(path, mixed, 0o600); err != nil {
 		t.Fatal(err)
 	}

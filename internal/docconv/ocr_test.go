@@ -274,26 +274,11 @@ func convertFile(t *testing.T, c *docconv.Converter, path string, opts docconv.O
 func scannedBook(t *testing.T) string {
 	t.Helper()
 	pdftoppm := testdeps.Command(t, "pdftoppm", "apt-get install poppler-utils")
-	book := typesetBook(t)
-	base := filepath.Join(t.TempDir(), "page")
-	p := fmt.Sprint(factPage)
-	if out, err := exec.Command(pdftoppm, "-r", "300", "-gray", "-png", "-singlefile", "-f", p, "-l", p, book, base).CombinedOutput(); err != nil {
-		t.Fatalf("pdftoppm: %v\n%s", err, out)
-	}
-	f, err := os.Open(base + ".png")
+	data, err := os.ReadFile(typesetBook(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := png.Decode(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(book)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mixed, err := docconvtest.ReplacePageWithScan(data, factPage, docconvtest.Degrade(img, docconvtest.Degradation{Scale: 1}))
+	mixed, err := docconvtest.ScannedCopy(pdftoppm, data, factPage)
 	if err != nil {
 		t.Fatal(err)
 	}

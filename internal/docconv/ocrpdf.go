@@ -147,7 +147,7 @@ func (o *ocrPhase) render(ctx context.Context, key string, queue chan<- rendered
 	next := 0
 	for next < len(o.jobs) {
 		var waiting *rendered
-		err := o.c.withDocument(ctx, o.path, func(r *pageRenderer) error {
+		err := o.c.renderDocument(ctx, o.path, func(r *pageRenderer) error {
 			held := time.Now()
 			for next < len(o.jobs) && time.Since(held) < ocrHoldInstance {
 				j := o.jobs[next]

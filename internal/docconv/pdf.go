@@ -265,34 +265,15 @@ func countEdges(spool io.Reader, pages int, edges *EdgeCounter, ocr *ocrPhase, m
 // readPDF is the first pass: it lays out every page, spools its lines
 // and decides which pages OCR reads (returned as jobs, in page order).
 func (c *Converter) readPDF(ctx context.Context, path string, spool io.Writer, opts Options, limits Limits) (pages int, jobs []ocrJob, err error) {
-	pool, err := c.start()
-	if err != nil {
-		return 0, nil, err
-	}
-	inst, err := pool.GetInstanceWithContext(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil, ctx.Err()
-		}
-		return 0, nil, fmt.Errorf("pdfium instance: %w", err)
-	}
-	// A conversion that ends (canceled, timed out) while PDFium works
-	// stops it at once: Kill interrupts the WebAssembly code and drops
-	// the instance. One that failed inside PDFium (out of its memory, say)
-	// drops it too, rather than hand a damaged instance to the next.
-	stop := context.AfterFunc(ctx, func() { _ = inst.Kill() })
-	defer func() {
-		if !stop() || err != nil {
-			_ = inst.Kill()
-			return
-		}
-		_ = inst.Close()
-	}()
-	doc, closeDoc, err := openPDF(inst, path)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer closeDoc()
+	err = c.withDocument(ctx, path, func(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT) error {
+		pages, jobs, err = c.readPages(ctx, inst, doc, spool, opts, limits)
+		return err
+	})
+	return pages, jobs, err
+}
+
+// readPages is readPDF's pass over the pages of doc, open in inst.
+func (c *Converter) readPages(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, spool io.Writer, opts Options, limits Limits) (pages int, jobs []ocrJob, err error) {
 	count, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc})
 	if err != nil {
 		return 0, nil, badf("is not a readable PDF (its page tree is broken): export it to PDF again")
@@ -350,6 +331,44 @@ func (c *Converter) readPDF(ctx context.Context, path string, spool io.Writer, o
 		return 0, nil, badf("has no text layer on %s of its %d pages (only images: a scan), and OCR is off: ask with ocr auto (--ocr auto) to read them", pageRanges(scanned), pages)
 	}
 	return pages, jobs, sw.Flush()
+}
+
+// withDocument opens the PDF at path for fn in a PDFium instance of its
+// own, and gives the instance back after. A conversion that ends
+// (canceled, timed out) while PDFium works stops it at once: Kill
+// interrupts the WebAssembly code and drops the instance. One that failed
+// inside PDFium (out of its memory, say) drops it too, rather than hand a
+// damaged instance to the next.
+func (c *Converter) withDocument(ctx context.Context, path string, fn func(pdfium.Pdfium, references.FPDF_DOCUMENT) error) (err error) {
+	pool, err := c.start()
+	if err != nil {
+		return err
+	}
+	inst, err := pool.GetInstanceWithContext(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("pdfium instance: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = inst.Kill() })
+	defer func() {
+		if !stop() || err != nil {
+			_ = inst.Kill()
+			return
+		}
+		_ = inst.Close()
+	}()
+	doc, closeDoc, err := openPDF(inst, path)
+	if err != nil {
+		return err
+	}
+	defer closeDoc()
+	err = fn(inst, doc)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // canOCR says why a page that OCR must read cannot be: no engine on the

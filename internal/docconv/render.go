@@ -235,37 +235,10 @@ func (r *pageRenderer) render(j ocrJob, file string) (bool, error) {
 	return ink, nil
 }
 
-// withDocument opens the PDF at path in an instance of its own for fn,
-// and gives the instance back after: killed, when the context ended or fn
-// failed.
-func (c *Converter) withDocument(ctx context.Context, path string, fn func(*pageRenderer) error) (err error) {
-	pool, err := c.start()
-	if err != nil {
-		return err
-	}
-	inst, err := pool.GetInstanceWithContext(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("pdfium instance: %w", err)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = inst.Kill() })
-	defer func() {
-		if !stop() || err != nil {
-			_ = inst.Kill()
-			return
-		}
-		_ = inst.Close()
-	}()
-	doc, closeDoc, err := openPDF(inst, path)
-	if err != nil {
-		return err
-	}
-	defer closeDoc()
-	err = fn(&pageRenderer{inst: inst, doc: doc, limits: c.Limits.withDefaults()})
-	if err != nil && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+// renderDocument opens the PDF at path for fn's renderer, in a PDFium
+// instance of its own (withDocument).
+func (c *Converter) renderDocument(ctx context.Context, path string, fn func(*pageRenderer) error) error {
+	return c.withDocument(ctx, path, func(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT) error {
+		return fn(&pageRenderer{inst: inst, doc: doc, limits: c.Limits.withDefaults()})
+	})
 }

@@ -5,6 +5,10 @@ import (
 	"compress/zlib"
 	"fmt"
 	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 )
@@ -85,4 +89,33 @@ func ReplacePageWithScan(pdf []byte, page int, img *image.Gray) ([]byte, error) 
 	fmt.Fprintf(out, "xref\n%d 1\n%010d 00000 n \n%d 2\n%010d 00000 n \n%010d 00000 n \n", obj, offsets[obj], imgObj, offsets[imgObj], offsets[contentObj])
 	fmt.Fprintf(out, "trailer\n<< /Size %d /Root %s /Prev %s >>\nstartxref\n%d\n%%%%EOF\n", n+2, root[1], last[2], xref)
 	return out.Bytes(), nil
+}
+
+// ScannedCopy returns pdf with page (from 1) replaced by its scan
+// (ReplacePageWithScan): pdftoppm (the path of poppler's command)
+// rasterises the page at 300 DPI in gray, as a scanner would.
+func ScannedCopy(pdftoppm string, pdf []byte, page int) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "memagent-scan-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	src := filepath.Join(dir, "src.pdf")
+	if err := os.WriteFile(src, pdf, 0o600); err != nil {
+		return nil, err
+	}
+	p := strconv.Itoa(page)
+	if out, err := exec.Command(pdftoppm, "-r", "300", "-gray", "-png", "-singlefile", "-f", p, "-l", p, src, filepath.Join(dir, "page")).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pdftoppm: %v: %s", err, out)
+	}
+	f, err := os.Open(filepath.Join(dir, "page.png"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		return nil, err
+	}
+	return ReplacePageWithScan(pdf, page, Degrade(img, Degradation{Scale: 1}))
 }

@@ -353,6 +353,11 @@ func (b *batchRun) refresh() {
 	p.Started, p.Running, p.Answered, p.Reused, p.Failed = st.Started, b.kids.running(), st.Answered, st.Reused, st.Failed
 	p.Done = st.Answered + st.Reused + st.Failed
 	p.Run, p.Usage, p.ReportPrefix = st.Runs, st.Usage, st.Expanded.ReportPrefix
+	p.Budget = nil
+	if b.in.Budget != nil {
+		calls, tokens := b.ledger.committed()
+		p.Budget = &api.BatchBudget{Limit: *b.in.Budget, Committed: api.Budget{MaxCalls: calls, MaxTokens: tokens}, Waiting: len(b.ledger.Waiting)}
+	}
 }
 
 // publish sets the stage, the current details and, with it, search

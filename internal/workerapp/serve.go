@@ -21,6 +21,8 @@ func RegisterFlags(fs *flag.FlagSet, cfg *config.Config, opts *Options) {
 	fs.IntVar(&opts.Concurrency, "concurrency", 0, "activities running at once in this worker; 0 = four times the model pool's capacity")
 	fs.DurationVar(&cfg.StopTimeout, "stop-timeout", cfg.StopTimeout, "on SIGTERM, how long in-flight activities may run before they are cancelled and handed back to Temporal (MEMAGENT_STOP_TIMEOUT)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, `serve /metrics, /healthz, /readyz (and /codec with codec keys) on this host:port; "" turns it off (MEMAGENT_HTTP_ADDR)`)
+	fs.StringVar(&cfg.DeploymentName, "deployment-name", cfg.DeploymentName, "Temporal Worker Deployment this worker is a build of: turns Worker Versioning on (TEMPORAL_DEPLOYMENT_NAME; docs/DEPLOY.md, Upgrading)")
+	fs.StringVar(&cfg.BuildID, "build-id", cfg.BuildID, "this worker's build id in its Worker Deployment; empty = the binary's version (TEMPORAL_WORKER_BUILD_ID)")
 }
 
 // Serve runs a worker for cfg until ctx ends: telemetry, the HTTP endpoint
@@ -77,7 +79,12 @@ func Serve(ctx context.Context, cfg config.Config, opts Options, stdout io.Write
 		logger.Info("worker stopped", "took", time.Since(began).Round(time.Millisecond))
 	}()
 	probe.Started(run.Client, run.Plugin)
-	fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
+	if cfg.DeploymentName != "" {
+		fmt.Fprintf(stdout, "worker polling task queue %q on %s as build %q of worker deployment %q\n",
+			cfg.TaskQueue, cfg.TemporalAddress, cfg.WorkerBuildID(), cfg.DeploymentName)
+	} else {
+		fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
+	}
 	<-ctx.Done()
 	probe.Stopping()
 	logger.Info("stopping: no new tasks; waiting for in-flight activities", "stop_timeout", cfg.WorkerStopTimeout())

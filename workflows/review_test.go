@@ -27,6 +27,7 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
@@ -399,6 +400,56 @@ func TestReviewDocumentContinuesAsNew(t *testing.T) {
 		t.Errorf("runs = %d (result says %d), want at least 6", runs, res.Runs)
 	}
 	checkReview(t, f, res, doc)
+}
+
+// TestReviewDocumentMovesToItsTargetVersion: Temporal says, as the
+// review's fourth memory update completes, that the run's target version
+// changed. The run launches nothing more, lets what is in flight finish (a
+// chunk boundary of every question) and continues as new onto the target
+// version, long before its activities a run; the chain then reads each
+// chunk once per question and writes the same grid as an undisturbed
+// review.
+func TestReviewDocumentMovesToItsTargetVersion(t *testing.T) {
+	doc := reviewDocument(6)
+	f := newReviewFixture(t, doc)
+	in := reviewInput()
+	in.Parallelism = 2
+	env := f.env(t)
+	updates := 0
+	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
+		if info.ActivityType.Name == activities.ReviewUpdateName {
+			if updates++; updates == 4 {
+				env.SetTargetWorkerDeploymentVersionChanged(true)
+			}
+		}
+	})
+	env.ExecuteWorkflow(api.ReviewDocumentName, workflows.ReviewRunInput{ReviewInput: in})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the moving run ended with %v, want a continue-as-new", err)
+	}
+	if can.InitialVersioningBehavior != workflow.ContinueAsNewVersioningBehaviorAutoUpgrade {
+		t.Errorf("continue-as-new with initial behaviour %v, want AutoUpgrade", can.InitialVersioningBehavior)
+	}
+	if updates < 4 || updates > 4+in.Parallelism {
+		t.Errorf("the moving run made %d memory updates, want 4 and at most the %d in flight", updates, in.Parallelism)
+	}
+	var next workflows.ReviewRunInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	env, err, runs := f.runFrom(t, next)
+	if err != nil {
+		t.Fatalf("review: %v", err)
+	}
+	var res workflows.ReviewResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 || res.Runs != 2 {
+		t.Errorf("%d runs after the move (the result says %d in all), want 1 (2)", runs, res.Runs)
+	}
+	checkReview(t, f, &res, doc)
 }
 
 func TestReviewDocumentParallelism(t *testing.T) {

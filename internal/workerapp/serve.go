@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/telemetry"
 )
@@ -82,6 +84,7 @@ func Serve(ctx context.Context, cfg config.Config, opts Options, stdout io.Write
 	if cfg.DeploymentName != "" {
 		fmt.Fprintf(stdout, "worker polling task queue %q on %s as build %q of worker deployment %q\n",
 			cfg.TaskQueue, cfg.TemporalAddress, cfg.WorkerBuildID(), cfg.DeploymentName)
+		go reportRouting(ctx, run.Client, cfg.DeploymentName, cfg.WorkerBuildID(), logger)
 	} else {
 		fmt.Fprintf(stdout, "worker polling task queue %q on %s\n", cfg.TaskQueue, cfg.TemporalAddress)
 	}
@@ -89,4 +92,52 @@ func Serve(ctx context.Context, cfg config.Config, opts Options, stdout io.Write
 	probe.Stopping()
 	logger.Info("stopping: no new tasks; waiting for in-flight activities", "stop_timeout", cfg.WorkerStopTimeout())
 	return nil
+}
+
+// reportRouting logs, once the deployment knows this build (from its
+// polls, within seconds), whether runs come to it: a build that is neither
+// current nor ramping takes none, and a deployment without a current build
+// starts no run at all, which looks like a stuck run to whoever started
+// one. It gives up after a minute.
+func reportRouting(ctx context.Context, c client.Client, deployment, buildID string, logger *slog.Logger) {
+	h := c.WorkerDeploymentClient().GetHandle(deployment)
+	deadline := time.Now().Add(time.Minute)
+	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		d, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+		known := false
+		for _, v := range d.Info.VersionSummaries {
+			known = known || v.Version.BuildID == buildID
+		}
+		if err == nil && known {
+			logRouting(d.Info.RoutingConfig, deployment, buildID, logger)
+			return
+		}
+		if time.Now().After(deadline) {
+			logger.Debug("the worker deployment does not list this build yet", "deployment", deployment, "build_id", buildID, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// logRouting says what rc means for build buildID of deployment.
+func logRouting(rc client.WorkerDeploymentRoutingConfig, deployment, buildID string, logger *slog.Logger) {
+	set := fmt.Sprintf("temporal worker deployment set-current-version --deployment-name %s --build-id %s", deployment, buildID)
+	switch {
+	case rc.CurrentVersion == nil:
+		logger.Warn("no build of the worker deployment is current, so no run starts until one is (docs/DEPLOY.md, Upgrading): "+set,
+			"deployment", deployment, "build_id", buildID)
+	case rc.CurrentVersion.BuildID == buildID:
+		logger.Info("this build is current: new runs start on it", "deployment", deployment, "build_id", buildID)
+	case rc.RampingVersion != nil && rc.RampingVersion.BuildID == buildID:
+		logger.Info("this build is ramping", "deployment", deployment, "build_id", buildID,
+			"percentage", rc.RampingVersionPercentage, "current_build_id", rc.CurrentVersion.BuildID)
+	default:
+		logger.Info("another build is current: this one takes runs once made current or ramping: "+set,
+			"deployment", deployment, "build_id", buildID, "current_build_id", rc.CurrentVersion.BuildID)
+	}
 }

@@ -51,6 +51,9 @@ package workflows_test
 // kept beside the batch's (testdata/batch_ledger_child_run{N}.json) and
 // replayed with it. -update
 // records what every replay test selected by -run records: select one.
+//
+// A chain that moved between two builds of a Worker Deployment
+// (testdata/documentqa_move_run{1,2}.json) is replay_move_test.go's.
 
 import (
 	"bytes"

@@ -7,11 +7,9 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/api"
@@ -45,21 +43,7 @@ func TestReplayMove(t *testing.T) {
 	if len(files) != 2 {
 		t.Fatalf("found %d histories matching %s/%s{N}.json, want 2; record them with: go test ./workflows -run 'TestReplayMove$' -update", len(files), historyDir, movePrefix)
 	}
-	replayer := worker.NewWorkflowReplayer()
-	workflows.Register(replayer)
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	histories := make([]*historypb.History, len(files))
-	for i, path := range files {
-		hist := loadHistory(t, path)
-		histories[i] = hist
-		started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
-		if err := replayer.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
-			OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
-		}); err != nil {
-			t.Errorf("replay of %s: %v", path, err)
-		}
-	}
-	checkChain(t, files, histories)
+	histories := replayChain(t, files, api.DocumentQAName)
 
 	dc := converter.GetDefaultDataConverter()
 	for i, hist := range histories {

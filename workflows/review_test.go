@@ -452,6 +452,40 @@ func TestReviewDocumentMovesToItsTargetVersion(t *testing.T) {
 	checkReview(t, f, &res, doc)
 }
 
+// TestPausedReviewWakesToMove: a review paused at its budget continues as
+// new, paused still and with what it read, at its first wake-up after its
+// target version changed; it made no model call meanwhile.
+func TestPausedReviewWakesToMove(t *testing.T) {
+	f := newReviewFixture(t, reviewDocument(6))
+	in := reviewInput()
+	in.Budget = &api.Budget{MaxCalls: 2}
+	env := f.env(t)
+	// A workflow task that a loaded machine holds up past the default 1s
+	// is not a deadlock.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
+	began := env.Now()
+	env.RegisterDelayedCallback(func() { env.SetTargetWorkerDeploymentVersionChanged(true) }, 25*time.Minute)
+	env.ExecuteWorkflow(api.ReviewDocumentName, workflows.ReviewRunInput{ReviewInput: in})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) || can.InitialVersioningBehavior != workflow.ContinueAsNewVersioningBehaviorAutoUpgrade {
+		t.Fatalf("the paused review ended with %v, want a continue-as-new onto the target version", err)
+	}
+	var next workflows.ReviewRunInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, q := range next.State.Questions {
+		read += q.Cursor
+	}
+	if calls := len(f.model.Calls()); read != 2 || calls != 2 {
+		t.Errorf("handed over %d chunks read after %d model calls, want 2 and 2", read, calls)
+	}
+	if waited := env.Now().Sub(began); waited < 30*time.Minute || waited >= 40*time.Minute {
+		t.Errorf("continued after %v paused, want at the wake-up after the change (30m)", waited)
+	}
+}
+
 func TestReviewDocumentParallelism(t *testing.T) {
 	tests := []struct {
 		name        string

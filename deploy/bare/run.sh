@@ -83,7 +83,7 @@ chmod 755 "$work"
 log() { printf '%s bare: %s\n' "$(date +%T)" "$*" >&2; }
 
 pids=()
-env_over=()
+env_over=() upgrade_dc=
 pg_ctl_bin= pg_data= as_pg=()
 cleanup() {
   local code=$?
@@ -301,7 +301,7 @@ env_over=()
 health=$(jq -r '.services.temporal.healthcheck.test | last' "$compose" |
   sed "s/127\.0\.0\.1:7243/127.0.0.1:${ports[FRONTEND_HTTP_PORT]}/")
 wait_for "temporal (its compose health check, $health)" 120 curl -fsS "$health"
-log "temporal on 127.0.0.1:${ports[temporal]}, dynamic config $(svc_var temporal DYNAMIC_CONFIG_FILE_PATH)"
+log "temporal on 127.0.0.1:${ports[temporal]}, dynamic config ${upgrade_dc:-$(svc_var temporal DYNAMIC_CONFIG_FILE_PATH)}"
 
 if [ "$mode" = temporal ]; then
   run_job setup

@@ -17,10 +17,15 @@ tcli() {
 }
 # show ARGS...: prints the command and what it answered, indented.
 show() {
-  printf '  $ temporal %s\n' "$*"
+  local a line='  $ temporal'
+  for a in "$@"; do
+    [[ $a == *[[:space:]]* ]] && a="\"$a\""
+    line+=" $a"
+  done
+  echo "$line"
   local out code=0
   out=$(tcli "$@" 2>&1) || code=$?
-  printf '%s\n' "$out" | sed 's/^/    /'
+  printf '%s\n' "${out:-(nothing)}" | sed 's/^/    /'
   return "$code"
 }
 say() { printf '\nupgrade: %s\n' "$*"; }
@@ -49,6 +54,11 @@ builds_of() {
 chunks_read() {
   [ "$(tcli workflow query -w "$1" --type progress -o json 2>/dev/null | jq -r '.queryResult[0].chunks_done // 0')" -ge "$2" ]
 }
+# running_question: whether a DocumentQA runs, its id then in long.id.
+running_question() {
+  tcli workflow list --query "WorkflowType = 'memagent.DocumentQA' AND ExecutionStatus = 'Running'" -o json |
+    jq -er '.[0].execution.workflowId' >"$work/long.id"
+}
 # on_build ID B: whether the latest run of ID is on build B.
 on_build() { [ "$(build_of "$1")" = "$2" ]; }
 # drained B: whether Temporal says build B has drained.
@@ -73,7 +83,7 @@ say "1. Build bare-v1 starts: worker --version says $("$cache/bin/worker-v1" --v
 start_build v1 "${ports[worker]}"
 show worker deployment describe --name "$dep"
 say "   and is made current: new runs start on it"
-show worker deployment set-current-version --deployment-name "$dep" --build-id bare-v1 --yes >/dev/null ||
+show worker deployment set-current-version --deployment-name "$dep" --build-id bare-v1 --yes ||
   fail "set-current-version bare-v1 failed"
 show worker deployment describe --name "$dep"
 
@@ -84,8 +94,8 @@ answer=$(sed -n 's/^answer: *//p' "$work/long.gen")
 starter ask --doc "$work/long.txt" --question "$question" --answer "$answer" --chunk-tokens 500 --reuse none \
   --output json >"$work/long.json" 2>"$work/long.log" &
 ask_pid=$!
-wait_for "the long question's start" 120 grep -q '^started ' "$work/long.log"
-qa_id=$(sed -n 's/^started //p' "$work/long.log" | head -n 1)
+wait_for "the long question's start" 120 running_question
+qa_id=$(cat "$work/long.id")
 for i in 1 2 3 4; do
   starter gen-doc --tokens 30000 --seed $((10 + i)) --out "$work/item$i.txt" >/dev/null
   jq -cn --arg d "$work/item$i.txt" --arg q "$question" --arg a "$answer" --arg id "i$i" \
@@ -101,7 +111,7 @@ start_build v2 "${ports[worker2]}"
 show worker deployment describe-version --deployment-name "$dep" --build-id bare-v2
 
 say "4. Ramp: 50% of new runs (by a hash of their workflow id) start on bare-v2"
-show worker deployment set-ramping-version --deployment-name "$dep" --build-id bare-v2 --percentage 50 --yes >/dev/null ||
+show worker deployment set-ramping-version --deployment-name "$dep" --build-id bare-v2 --percentage 50 --yes ||
   fail "set-ramping-version failed"
 doc_uri=$(starter estimate --doc "$work/item1.txt" --question "$question" --chunk-tokens 500 --json | jq -r '.document')
 ramp_runs=20
@@ -119,11 +129,11 @@ echo "  $on_v2 of $ramp_runs new runs started on bare-v2, the rest on bare-v1"
 echo "  question $qa_id on $(build_of "$qa_id") (runs whose id the ramp picks move at their next boundary)"
 
 say "5. bare-v2 made current: every new run starts on it, every run in flight moves at its next boundary"
-show worker deployment set-current-version --deployment-name "$dep" --build-id bare-v2 --yes >/dev/null ||
+show worker deployment set-current-version --deployment-name "$dep" --build-id bare-v2 --yes ||
   fail "set-current-version bare-v2 failed"
 show worker deployment describe --name "$dep"
 wait_for "the long question on bare-v2" 120 on_build "$qa_id" bare-v2
-show workflow describe -w "$qa_id" | grep -i -A4 'versioning' || true
+show workflow describe -w "$qa_id" | sed -n '1p;/Versioning Info:/,/BuildId/p'
 
 say "6. A new run starts on bare-v2"
 starter ask --doc "$work/item1.txt" --question "$question" --chunk-tokens 500 --reuse none --output json >"$work/new.json" 2>"$work/new.log" ||

@@ -8,11 +8,18 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 )
+
+// patient lets a workflow task run 20s before the test environment calls
+// it a deadlock: a loaded machine holds a task up past the default 1s.
+func patient(env *testsuite.TestWorkflowEnvironment) {
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
+}
 
 // continued decodes a run's continue-as-new and checks that its next run
 // starts on the target version.
@@ -55,6 +62,7 @@ func TestDocumentQAMovesToItsTargetVersion(t *testing.T) {
 			f := newFixture(t, makeDoc(10))
 			updates, runs := 0, 0
 			f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+				patient(env)
 				runs++
 				if runs > 1 {
 					return // the next runs are on the target version
@@ -122,6 +130,7 @@ func TestPausedDocumentQAWakesToMove(t *testing.T) {
 			var began time.Time
 			var env *testsuite.TestWorkflowEnvironment
 			f.setup = func(e *testsuite.TestWorkflowEnvironment) {
+				patient(e)
 				env, began = e, e.Now()
 				delay := 25 * time.Minute
 				if !tc.wantContinued {

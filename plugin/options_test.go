@@ -43,6 +43,7 @@ var workerEnv = map[string]string{
 	"MEMAGENT_S3_KMS_KEY_ID": "kms-1", "MEMAGENT_CODEC_KEYS": "k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
 	"MEMAGENT_CODEC_KEYS_FILE": "", "MEMAGENT_CODEC_TOKEN": "ct", "MEMAGENT_CODEC_HOSTS": "codec.example",
 	"MEMAGENT_CODEC_ENCODE": "true", "MEMAGENT_CODEC_CORS_ORIGINS": "https://ui.example",
+	"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0",
 }
 
 // TestOptionsFromEnvCarriesEveryWorkerSetting sets every variable the

@@ -200,6 +200,25 @@ type Config struct {
 	// --stop-timeout); 0 means DefaultStopTimeout. A deployment's grace
 	// period (Kubernetes' terminationGracePeriodSeconds) must exceed it.
 	StopTimeout time.Duration
+
+	// DeploymentName turns Worker Versioning on: the worker polls as
+	// build BuildID of this Temporal Worker Deployment
+	// (TEMPORAL_DEPLOYMENT_NAME, worker --deployment-name; the names the
+	// Temporal Worker Controller sets in the pods it runs). Empty: an
+	// unversioned worker, as before.
+	DeploymentName string
+	// BuildID names this worker's build within DeploymentName
+	// (TEMPORAL_WORKER_BUILD_ID, worker --build-id); empty means
+	// BinaryVersion (see WorkerBuildID).
+	BuildID string
+}
+
+// WorkerBuildID is BuildID, or this binary's version when unset.
+func (c Config) WorkerBuildID() string {
+	if c.BuildID != "" {
+		return c.BuildID
+	}
+	return BinaryVersion()
 }
 
 // DefaultStopTimeout is how long a stopping worker waits for in-flight
@@ -407,6 +426,12 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 			return c, fmt.Errorf("MEMAGENT_STOP_TIMEOUT %q: want a positive duration such as 30s or 5m", v)
 		}
 		c.StopTimeout = d
+	}
+	if v, ok := get("TEMPORAL_DEPLOYMENT_NAME"); ok {
+		c.DeploymentName = v
+	}
+	if v, ok := get("TEMPORAL_WORKER_BUILD_ID"); ok {
+		c.BuildID = v
 	}
 	if v, ok := get("MEMAGENT_LOG_LEVEL"); ok {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
@@ -635,6 +660,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := c.TemporalConnection(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := CheckDeployment(c.DeploymentName, c.BuildID, c.WorkerBuildID()); err != nil {
+		errs = append(errs, fmt.Errorf("%w (TEMPORAL_DEPLOYMENT_NAME or --deployment-name, TEMPORAL_WORKER_BUILD_ID or --build-id)", err))
 	}
 	switch c.S3SSE {
 	case "", SSES3:

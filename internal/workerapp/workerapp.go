@@ -30,6 +30,9 @@ import (
 func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, capacity int, opts Options) worker.Worker {
 	var wo worker.Options
 	assemble.FillWorkerOptions(&wo, capacity, opts.Concurrency, cfg.RateLimit, cfg.WorkerStopTimeout())
+	if cfg.DeploymentName != "" {
+		assemble.FillDeploymentOptions(&wo, cfg.DeploymentName, cfg.WorkerBuildID())
+	}
 	w := worker.New(c, cfg.TaskQueue, wo)
 	workflows.Register(w)
 	acts.Register(w)

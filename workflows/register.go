@@ -20,4 +20,5 @@ func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(ReviewDocument, workflow.RegisterOptions{Name: api.ReviewDocumentName})
 	r.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: api.BatchQAName})
 	r.RegisterWorkflowWithOptions(Estimate, workflow.RegisterOptions{Name: api.EstimateName})
+	r.RegisterWorkflowWithOptions(SignOff, workflow.RegisterOptions{Name: api.SignOffName})
 }

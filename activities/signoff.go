@@ -306,3 +306,17 @@ func (a *Activities) allowSignOffOutput(ctx context.Context, field, uri string) 
 	}
 	return a.ownedBy(ctx, field, uri[:i+1]+SignOffFolder, subject)
 }
+
+// CheckRead is the worker's read check of a caller's document (the read
+// prefixes; never the areas where runs keep their outputs), for a program
+// that reads on a caller's behalf beside the worker, configured as the
+// worker is: the review desk reads the PDF it shows a page of only when
+// this allows it.
+func (a *Activities) CheckRead(field, uri string) error { return a.allowRead(field, uri) }
+
+// CheckOutputOf fails as memagent.Forbidden unless uri is an output of
+// workflow workflowID: in its own area of the worker's bucket, or under a
+// prefix it claimed. The review desk reads a review's grid only there.
+func (a *Activities) CheckOutputOf(ctx context.Context, field, uri, workflowID string) error {
+	return a.ownedBy(ctx, field, uri, workflowID)
+}

@@ -236,16 +236,17 @@ type SignOffCell struct {
 	// Version counts the changes of the cell (decisions, reopenings); a
 	// decision names the version it was made on.
 	Version int `json:"version"`
-	// Status is the cell's decision as it stands: the level-2 decision if
-	// there is one, else the level-1 one, else pending.
+	// Status is the cell's decision as it stands (Decided), or pending.
 	Status string    `json:"status"`
 	Level1 *Decision `json:"level1,omitempty"`
 	Level2 *Decision `json:"level2,omitempty"`
 }
 
-// Decided is the decision that stands, or nil.
+// Decided is the decision that stands, or nil: level 1's, unless level 2
+// overrode it. At level 2, accepted approves level 1's decision as it
+// is; edited or rejected overrides it.
 func (c SignOffCell) Decided() *Decision {
-	if c.Level2 != nil {
+	if c.Level2 != nil && (c.Level2.Decision != DecisionAccepted || c.Level1 == nil) {
 		return c.Level2
 	}
 	return c.Level1

@@ -162,7 +162,8 @@ func TestSignOffTwoLevels(t *testing.T) {
 	if g.State != api.SignOffSignedOff || len(g.SignOffs) != 2 || g.CSVURI == "" {
 		t.Errorf("result: state %s, %d sign-offs, csv %q; want signed off at 2 levels with the decided grid", g.State, len(g.SignOffs), g.CSVURI)
 	}
-	want := map[string]string{"q1": api.DecisionAccepted, "q2": api.DecisionAccepted, "q3": api.DecisionRejected}
+	// Level 2's accept approves level 1's edit: q2 stays edited.
+	want := map[string]string{"q1": api.DecisionAccepted, "q2": api.DecisionEdited, "q3": api.DecisionRejected}
 	for _, c := range g.Cells {
 		if c.Status != want[c.ID] {
 			t.Errorf("cell %s: %s, want %s", c.ID, c.Status, want[c.ID])

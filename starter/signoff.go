@@ -33,7 +33,7 @@ type reviewerFlags struct {
 
 func bindReviewerFlags(fs *pflag.FlagSet) reviewerFlags {
 	return reviewerFlags{
-		source: fs.String("reviewers", os.Getenv(reviewer.Env), "the reviewer identity `SOURCE` the operator set up: tokens:FILE ("+reviewer.Env+")"),
+		source:    fs.String("reviewers", os.Getenv(reviewer.Env), "the reviewer identity `SOURCE` the operator set up: tokens:FILE ("+reviewer.Env+")"),
 		tokenFile: fs.String("token-file", "", "read your reviewer token from `FILE` (default $"+reviewer.TokenEnv+")"),
 	}
 }

@@ -111,6 +111,12 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 	}
 	s.in = run.SignOffInput.WithDefaults()
 	s.info = workflow.GetInfo(ctx)
+	// The handlers answer from the start: an Update that comes while the
+	// first run reads what it signs off is refused by its validator
+	// ("still reading"), never dropped as unknown.
+	if err := s.handlers(); err != nil {
+		return nil, err
+	}
 	subject, kind := s.in.Subject()
 	if want := api.SignOffWorkflowID(subject); s.info.WorkflowExecution.ID != want {
 		return nil, badInput(fmt.Errorf("a sign-off of %s runs as workflow %q, not %q: start it under that id", subject, want, s.info.WorkflowExecution.ID))
@@ -136,9 +142,6 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 	}
 	s.st.Runs++
 	s.publish()
-	if err := s.handlers(); err != nil {
-		return nil, err
-	}
 	return s.wait()
 }
 
@@ -289,8 +292,14 @@ func (s *signOffRun) publish() {
 	if state != s.published {
 		u := []temporal.SearchAttributeUpdate{api.SignOffKey.ValueSet(state)}
 		if s.published == "" {
-			if s.st.Subject.Document != "" {
-				u = append(u, api.DocumentKey.ValueSet(api.KeywordValue(s.st.Subject.Document)))
+			// The document as it was asked about (the PDF, not its text),
+			// as the review's own MemagentDocument has it.
+			doc := s.st.Subject.Source
+			if doc == "" {
+				doc = s.st.Subject.Document
+			}
+			if doc != "" {
+				u = append(u, api.DocumentKey.ValueSet(api.KeywordValue(doc)))
 			}
 			if s.st.Subject.Kind == api.SubjectBatch {
 				u = append(u, api.BatchKey.ValueSet(api.KeywordValue(s.st.Subject.WorkflowID)))

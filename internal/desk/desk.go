@@ -162,7 +162,9 @@ func (d *Desk) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// Not no-referrer: a browser then sends "Origin: null" with the
+	// desk's own forms.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if err := crossSite(r); err != nil {
@@ -177,10 +179,13 @@ func (d *Desk) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Sec-Fetch-Site says so, or its Origin is not the desk's own.
 func crossSite(r *http.Request) error {
 	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	case "same-origin", "none":
+		return nil
+	case "":
 	default:
 		return errors.New("cross-site request refused: use the desk's own page")
 	}
+	// A browser without Fetch metadata: its Origin, when it sends one.
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != r.Host {

@@ -53,9 +53,18 @@
     if (cls) c.className = cls;
     return c;
   }
-  function decisionText(d) {
-    if (!d) return "pending";
-    return d.decision + " · " + d.reviewer;
+  function decisionText(d, c) {
+    if (!d) {
+      // Level 2 decides the edits and rejections; an accepted cell only
+      // when its reviewer chooses to.
+      return c && c.level1 && c.level1.decision === "accepted" ? "—" : "pending";
+    }
+    const word = d.level === 2 && d.decision === "accepted" ? "approved" : d.decision;
+    return word + " · " + d.reviewer;
+  }
+  function decisionLine(d) {
+    const word = d.level === 2 && d.decision === "accepted" ? "approved" : d.decision;
+    return word + " by " + d.reviewer + " at level " + d.level + (d.final_answer ? ": " + d.final_answer : "") + (d.reason ? " (" + d.reason + ")" : "");
   }
 
   async function loadGrid() {
@@ -79,7 +88,7 @@
       tr.dataset.index = i;
       tr.append(td(c.id), td(row.question || ""), td(row.model_answer || ""),
         td(decisionText(c.level1), "status-" + (c.level1 ? c.level1.decision : "pending")),
-        td(decisionText(c.level2), "status-" + (c.level2 ? c.level2.decision : "pending")));
+        td(decisionText(c.level2, c), "status-" + (c.level2 ? c.level2.decision : "pending")));
       tr.addEventListener("click", () => select(i));
       tb.append(tr);
     });
@@ -114,8 +123,8 @@
     $("cell-grounding").textContent = g.status ? g.status + (g.found_in ? " (in " + g.found_in.replace("_", " ") + ")" : "") : "none";
     $("cell-quote").textContent = g.quote || "";
     $("cell-pages").textContent = row.answer_pages || "";
-    const d = v.cell.level2 || v.cell.level1;
-    $("cell-decision").textContent = d ? d.decision + " by " + d.reviewer + " at level " + d.level + (d.final_answer ? ": " + d.final_answer : "") + (d.reason ? " (" + d.reason + ")" : "") : "pending";
+    const ds = [v.cell.level1, v.cell.level2].filter((d) => d);
+    $("cell-decision").textContent = ds.length ? v.cell.status + " · " + ds.map(decisionLine).join(" · ") : "pending";
     const hist = $("history");
     hist.replaceChildren();
     (v.history || []).forEach((e) => {
@@ -142,8 +151,11 @@
     add(p.quote_boxes, "quote");
     add(p.answer_boxes, "answer");
     if (img.getAttribute("src") !== p.image) img.src = p.image;
+    // The highlight in view inside the page's own scroll box; the
+    // window stays where it is.
     const first = frame.querySelector(".hl");
-    if (first) img.decode().then(() => first.scrollIntoView({ block: "center" })).catch(() => {});
+    const box = $("page-scroll");
+    if (first) img.decode().then(() => { box.scrollTop = Math.max(0, first.offsetTop - box.clientHeight / 3); }).catch(() => {});
   }
 
   async function decide(decision, finalAnswer, reason, comment) {
@@ -169,7 +181,9 @@
     $("final-answer").value = kind === "edited" ? (cellView.row.model_answer || "") : "";
     $("reason").value = "";
     $("comment").value = "";
-    (kind === "edited" ? $("final-answer") : $("reason")).focus();
+    const first = kind === "edited" ? $("final-answer") : $("reason");
+    first.focus();
+    first.select();
   }
   function closeReason() {
     pending = null;
@@ -208,7 +222,9 @@
     say("No open cell at level " + view.level + ".", false);
   }
 
-  document.addEventListener("keydown", (ev) => {
+  // Shortcuts act on keyup, when the key's character has gone (to the
+  // page, not to the form a shortcut opens).
+  document.addEventListener("keyup", (ev) => {
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const t = ev.target;
     if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT")) {

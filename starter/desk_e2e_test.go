@@ -405,7 +405,7 @@ func startDesk(t *testing.T, ctx context.Context) string {
 // refusals.
 type deskClient struct {
 	base, csrf, subject string
-	c          *http.Client
+	c                   *http.Client
 }
 
 func newDeskClient(t *testing.T, base, token, subject string) *deskClient {

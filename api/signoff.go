@@ -93,7 +93,7 @@ const (
 	// the entries of all cells' histories. A decision past either is
 	// refused, with the message saying so.
 	MaxSignOffTextBytes = 512 << 10
-	MaxSignOffEntries   = 4000
+	MaxSignOffEntries   = 2000
 	// DefaultSignOffUpdatesPerRun is how many accepted Updates a run takes
 	// before it continues as new (earlier when Temporal suggests it).
 	DefaultSignOffUpdatesPerRun = 500
@@ -397,9 +397,9 @@ func checkText(field, s string, maxBytes int) error {
 	return nil
 }
 
-// Check reports what is wrong with the request on its own (the sign-off
+// Validate reports what is wrong with the request on its own (the sign-off
 // checks it against its state too).
-func (r DecideRequest) Check() error {
+func (r DecideRequest) Validate() error {
 	//workflowcheck:ignore
 	if err := contract.Check(r); err != nil {
 		return err
@@ -433,8 +433,8 @@ func (r DecideRequest) Check() error {
 	return checkText("comment", r.Comment, MaxCommentBytes)
 }
 
-// Check reports what is wrong with the request on its own.
-func (r SignOffRequest) Check() error {
+// Validate reports what is wrong with the request on its own.
+func (r SignOffRequest) Validate() error {
 	//workflowcheck:ignore
 	if err := contract.Check(r); err != nil {
 		return err
@@ -445,8 +445,8 @@ func (r SignOffRequest) Check() error {
 	return checkText("comment", r.Comment, MaxCommentBytes)
 }
 
-// Check reports what is wrong with the request on its own.
-func (r ReopenRequest) Check() error {
+// Validate reports what is wrong with the request on its own.
+func (r ReopenRequest) Validate() error {
 	//workflowcheck:ignore
 	if err := contract.Check(r); err != nil {
 		return err

@@ -98,7 +98,7 @@ func update[T any](ctx context.Context, c client.Client, subject, name string, a
 
 // Decide records a decision on a cell of the sign-off of subject.
 func (c *Client) Decide(ctx context.Context, subject string, r api.DecideRequest) (*api.SignOffCell, error) {
-	if err := r.Check(); err != nil {
+	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("memagent: %w", err)
 	}
 	return update[api.SignOffCell](ctx, c.c, subject, api.DecideUpdate, r)
@@ -106,7 +106,7 @@ func (c *Client) Decide(ctx context.Context, subject string, r api.DecideRequest
 
 // SignOff signs a level of the sign-off of subject off.
 func (c *Client) SignOff(ctx context.Context, subject string, r api.SignOffRequest) (*api.SignOffGrid, error) {
-	if err := r.Check(); err != nil {
+	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("memagent: %w", err)
 	}
 	return update[api.SignOffGrid](ctx, c.c, subject, api.SignOffUpdate, r)
@@ -114,7 +114,7 @@ func (c *Client) SignOff(ctx context.Context, subject string, r api.SignOffReque
 
 // Reopen withdraws a cell's decisions at a level and above.
 func (c *Client) Reopen(ctx context.Context, subject string, r api.ReopenRequest) (*api.SignOffCell, error) {
-	if err := r.Check(); err != nil {
+	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("memagent: %w", err)
 	}
 	return update[api.SignOffCell](ctx, c.c, subject, api.ReopenUpdate, r)

@@ -406,7 +406,7 @@ func staleError(c *api.SignOffCell, seen int) error {
 }
 
 func (s *signOffRun) checkDecide(r api.DecideRequest) error {
-	if err := r.Check(); err != nil {
+	if err := r.Validate(); err != nil {
 		return err
 	}
 	if err := s.checkOpen(r.Level); err != nil {
@@ -434,7 +434,7 @@ func (s *signOffRun) checkDecide(r api.DecideRequest) error {
 }
 
 func (s *signOffRun) checkSignOff(r api.SignOffRequest) error {
-	if err := r.Check(); err != nil {
+	if err := r.Validate(); err != nil {
 		return err
 	}
 	if err := s.checkOpen(r.Level); err != nil {
@@ -464,7 +464,7 @@ func (s *signOffRun) checkSignOff(r api.SignOffRequest) error {
 }
 
 func (s *signOffRun) checkReopen(r api.ReopenRequest) error {
-	if err := r.Check(); err != nil {
+	if err := r.Validate(); err != nil {
 		return err
 	}
 	if err := s.checkOpen(r.Level); err != nil {

@@ -111,22 +111,27 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 	}
 	s.in = run.SignOffInput.WithDefaults()
 	s.info = workflow.GetInfo(ctx)
-	// The handlers answer from the start: an Update that comes while the
-	// first run reads what it signs off is refused by its validator
-	// ("still reading"), never dropped as unknown.
-	if err := s.handlers(); err != nil {
-		return nil, err
-	}
 	subject, kind := s.in.Subject()
 	if want := api.SignOffWorkflowID(subject); s.info.WorkflowExecution.ID != want {
 		return nil, badInput(fmt.Errorf("a sign-off of %s runs as workflow %q, not %q: start it under that id", subject, want, s.info.WorkflowExecution.ID))
 	}
+	// The handlers are registered once the state is there: an Update
+	// buffered for this run is validated as its handler is registered.
+	// A first run registers them before it reads what it signs off, so
+	// that an Update coming meanwhile is refused by its validator ("still
+	// reading"), never dropped as unknown.
 	if run.State != nil {
 		if err := checkCarry(ctx, run.State.From); err != nil {
 			return nil, err
 		}
 		s.st = run.State
+		if err := s.handlers(); err != nil {
+			return nil, err
+		}
 	} else {
+		if err := s.handlers(); err != nil {
+			return nil, err
+		}
 		var out actwire.LoadSignOffOutput
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 5 * time.Minute, RetryPolicy: retryPolicy(), Summary: "read " + kind + " " + subject,

@@ -40,7 +40,7 @@ const (
 	AttrChangedItems = "MemagentChangedItems"
 	// AttrSignoff is, on a SignOff, what it waits for (Keyword):
 	// SignOffWaitingLevel1, SignOffWaitingLevel2, or SignOffSignedOff once
-	// every level is signed off. `MemagentSignoff STARTS_WITH "waiting"`
+	// every level is signed off. `MemagentSignoff IN ("waiting-level-1", "waiting-level-2")`
 	// finds the reviews and batches waiting for people.
 	AttrSignoff = "MemagentSignoff"
 )

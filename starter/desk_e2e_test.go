@@ -177,6 +177,10 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 		return fmt.Sprintf(`document.getElementById("cell-title").textContent.startsWith("Cell %s ")`, cell)
 	}
 	key := func(k string) chromedp.Action[chromedp.Void] { return chromedp.KeyEvent(k) }
+	pageShown := func(cell string) string {
+		return selected(cell) + ` && document.getElementById("page-img").src.endsWith("cell=` + cell + `") && document.getElementById("page-img").complete &&
+			document.getElementById("page-frame").classList.contains("loaded") && document.querySelectorAll(".hl.quote").length > 0`
+	}
 
 	login("alice")
 	do("accept q1", key("a"))
@@ -190,7 +194,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	do("next open cell", key("n"))
 	wait("q3 selected", selected("q3"))
 	// q3's page: the quote highlighted over its characters.
-	wait("q3's page and its highlight", `document.getElementById("page-img").complete && document.getElementById("page-img").naturalWidth > 0 && document.querySelectorAll(".hl.quote").length > 0`)
+	wait("q3's page and its highlight", pageShown("q3"))
 	checkHighlight(t, bctx, manual, q3)
 	shot("desk-level1.png")
 	do("reject q3", key("r"))
@@ -226,7 +230,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	do("sign level 2 off", key("S"))
 	wait("signed off", `document.getElementById("state").textContent.startsWith("Signed off")`)
 	do("show q2", key("j"))
-	wait("q2 selected", selected("q2"))
+	wait("q2's page", pageShown("q2"))
 	shot("desk-signed-off.png")
 
 	// The sign-off's result, its audit log and the exported workbook.

@@ -156,7 +156,11 @@ func bindDecide(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		if *asJSON {
 			return printJSON(stdout, out)
 		}
-		fmt.Fprintf(stdout, "%s cell %s: %s (version %d), by %s\n", subject, out.ID, out.Status, out.Version, name)
+		did := decision
+		if decision == api.DecisionAccepted && lv == 2 {
+			did = "approved"
+		}
+		fmt.Fprintf(stdout, "%s cell %s: %s at level %d by %s; the cell is %s (version %d)\n", subject, out.ID, did, lv, name, out.Status, out.Version)
 		return nil
 	}
 }

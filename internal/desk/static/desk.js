@@ -150,12 +150,23 @@
     });
     add(p.quote_boxes, "quote");
     add(p.answer_boxes, "answer");
-    if (img.getAttribute("src") !== p.image) img.src = p.image;
-    // The highlight in view inside the page's own scroll box; the
-    // window stays where it is.
-    const first = frame.querySelector(".hl");
+    // The frame shows nothing until this cell's page is there: never
+    // another cell's page under this one's highlight.
     const box = $("page-scroll");
-    if (first) img.decode().then(() => { box.scrollTop = Math.max(0, first.offsetTop - box.clientHeight / 3); }).catch(() => {});
+    const shown = () => {
+      frame.classList.add("loaded");
+      // The highlight in view inside the page's own scroll box; the
+      // window stays where it is.
+      const first = frame.querySelector(".hl");
+      if (first) box.scrollTop = Math.max(0, first.offsetTop - box.clientHeight / 3);
+    };
+    if (img.getAttribute("src") !== p.image) {
+      frame.classList.remove("loaded");
+      img.onload = shown;
+      img.src = p.image;
+    } else if (img.complete) {
+      shown();
+    }
   }
 
   async function decide(decision, finalAnswer, reason, comment) {

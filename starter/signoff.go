@@ -132,6 +132,9 @@ func bindDecide(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		if err != nil {
 			return err
 		}
+		if g.State == api.SignOffSignedOff {
+			return badRequest(fmt.Errorf("the sign-off of %s is complete: every level is signed off, and the grid is final", subject))
+		}
 		c := g.Cell(*cell)
 		if c == nil {
 			return badRequest(fmt.Errorf("no cell %q in the sign-off of %s", *cell, subject))

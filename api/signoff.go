@@ -387,6 +387,16 @@ func CheckReviewer(reviewer, clientIdentity string) error {
 	return nil
 }
 
+// checkRequest is what every Update's Validate checks first: the
+// contract of its fields, and who sends it.
+func checkRequest(r any, reviewer, clientIdentity string) error {
+	//workflowcheck:ignore
+	if err := contract.Check(r); err != nil {
+		return err
+	}
+	return CheckReviewer(reviewer, clientIdentity)
+}
+
 func checkText(field, s string, maxBytes int) error {
 	if len(s) > maxBytes {
 		return fmt.Errorf("%s is %d bytes, over %d: shorten it", field, len(s), maxBytes)
@@ -400,11 +410,7 @@ func checkText(field, s string, maxBytes int) error {
 // Validate reports what is wrong with the request on its own (the sign-off
 // checks it against its state too).
 func (r DecideRequest) Validate() error {
-	//workflowcheck:ignore
-	if err := contract.Check(r); err != nil {
-		return err
-	}
-	if err := CheckReviewer(r.Reviewer, r.ClientIdentity); err != nil {
+	if err := checkRequest(r, r.Reviewer, r.ClientIdentity); err != nil {
 		return err
 	}
 	switch r.Decision {
@@ -435,11 +441,7 @@ func (r DecideRequest) Validate() error {
 
 // Validate reports what is wrong with the request on its own.
 func (r SignOffRequest) Validate() error {
-	//workflowcheck:ignore
-	if err := contract.Check(r); err != nil {
-		return err
-	}
-	if err := CheckReviewer(r.Reviewer, r.ClientIdentity); err != nil {
+	if err := checkRequest(r, r.Reviewer, r.ClientIdentity); err != nil {
 		return err
 	}
 	return checkText("comment", r.Comment, MaxCommentBytes)
@@ -447,11 +449,7 @@ func (r SignOffRequest) Validate() error {
 
 // Validate reports what is wrong with the request on its own.
 func (r ReopenRequest) Validate() error {
-	//workflowcheck:ignore
-	if err := contract.Check(r); err != nil {
-		return err
-	}
-	if err := CheckReviewer(r.Reviewer, r.ClientIdentity); err != nil {
+	if err := checkRequest(r, r.Reviewer, r.ClientIdentity); err != nil {
 		return err
 	}
 	if strings.TrimSpace(r.Reason) == "" {

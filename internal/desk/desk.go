@@ -700,6 +700,21 @@ func claimsAnother(r *http.Request, name string) error {
 	return nil
 }
 
+// readChange reads a change's body into v, answering the refusal itself
+// (and returning false) when the body names another reviewer or does not
+// decode.
+func readChange(w http.ResponseWriter, r *http.Request, name string, v any) bool {
+	if err := claimsAnother(r, name); err != nil {
+		jsonError(w, http.StatusForbidden, err)
+		return false
+	}
+	if err := decodeBody(r, v); err != nil {
+		jsonError(w, http.StatusBadRequest, err)
+		return false
+	}
+	return true
+}
+
 // decideBody is what the page sends to decide; the reviewer comes from
 // the request's authentication.
 type decideBody struct {
@@ -714,13 +729,8 @@ type decideBody struct {
 }
 
 func (d *Desk) apiDecide(w http.ResponseWriter, r *http.Request, name, sid string) {
-	if err := claimsAnother(r, name); err != nil {
-		jsonError(w, http.StatusForbidden, err)
-		return
-	}
 	var b decideBody
-	if err := decodeBody(r, &b); err != nil {
-		jsonError(w, http.StatusBadRequest, err)
+	if !readChange(w, r, name, &b) {
 		return
 	}
 	cell, err := d.mc.Decide(r.Context(), r.URL.Query().Get("id"), api.DecideRequest{
@@ -742,13 +752,8 @@ type signOffBody struct {
 }
 
 func (d *Desk) apiSignOff(w http.ResponseWriter, r *http.Request, name, sid string) {
-	if err := claimsAnother(r, name); err != nil {
-		jsonError(w, http.StatusForbidden, err)
-		return
-	}
 	var b signOffBody
-	if err := decodeBody(r, &b); err != nil {
-		jsonError(w, http.StatusBadRequest, err)
+	if !readChange(w, r, name, &b) {
 		return
 	}
 	g, err := d.mc.SignOff(r.Context(), r.URL.Query().Get("id"), api.SignOffRequest{
@@ -771,13 +776,8 @@ type reopenBody struct {
 }
 
 func (d *Desk) apiReopen(w http.ResponseWriter, r *http.Request, name, sid string) {
-	if err := claimsAnother(r, name); err != nil {
-		jsonError(w, http.StatusForbidden, err)
-		return
-	}
 	var b reopenBody
-	if err := decodeBody(r, &b); err != nil {
-		jsonError(w, http.StatusBadRequest, err)
+	if !readChange(w, r, name, &b) {
 		return
 	}
 	cell, err := d.mc.Reopen(r.Context(), r.URL.Query().Get("id"), api.ReopenRequest{

@@ -167,6 +167,8 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 		do("sign in as "+name, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(`input[name="token"]`),
 			chromedp.SendKeys(`input[name="token"]`, tokens[name]+"\r"), chromedp.WaitVisible(`b#reviewer`))
 		wait("the list", `document.querySelector("b#reviewer").textContent === "`+name+`"`)
+		// The index lists the review among those waiting for people.
+		wait("the review in the list", `[...document.querySelectorAll("table.waiting tr")].some((tr) => tr.textContent.includes("`+subject+`") && tr.textContent.includes("waiting-level-"))`)
 		do("open the review", chromedp.Navigate(base+"/signoff?id="+url.QueryEscape(subject)))
 		wait("the grid", `document.querySelectorAll("#cells tbody tr").length === 3 && document.getElementById("cell-title").textContent.startsWith("Cell q1")`)
 	}

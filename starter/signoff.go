@@ -252,7 +252,11 @@ func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		if *asJSON {
 			return printJSON(stdout, g)
 		}
-		fmt.Fprintf(stdout, "Sign-off: %s (%s %s, %d levels)\n", g.WorkflowID, g.Subject.Kind, g.Subject.WorkflowID, g.Levels)
+		levels := "two levels"
+		if g.Levels == 1 {
+			levels = "one level"
+		}
+		fmt.Fprintf(stdout, "Sign-off: %s (%s %s, %s)\n", g.WorkflowID, g.Subject.Kind, g.Subject.WorkflowID, levels)
 		fmt.Fprintf(stdout, "State:    %s", g.State)
 		if g.State != api.SignOffSignedOff {
 			fmt.Fprintf(stdout, ", %d of %d cells pending at level %d", g.Pending, len(g.Cells), waitingLevel(g))

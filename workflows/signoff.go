@@ -401,7 +401,7 @@ func (s *signOffRun) checkOpen(level int) error {
 	case s.done():
 		return errors.New("every level is signed off: the grid is final")
 	case level > s.in.Levels:
-		return fmt.Errorf("level %d: this sign-off has %d level", level, s.in.Levels)
+		return fmt.Errorf("level %d: this sign-off has one level", level)
 	}
 	return nil
 }

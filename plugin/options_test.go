@@ -17,7 +17,7 @@ import (
 // not to the plugin: its Temporal client, its logging, its HTTP endpoint.
 var hostOnly = []string{
 	"TemporalAddress", "TemporalNamespace", "TemporalTLS", "TemporalTLSCert", "TemporalTLSKey", "TemporalTLSCA",
-	"TemporalTLSServerName", "TemporalAPIKey", "TemporalProfile", "Deprecations", "LogLevel", "HTTPAddr", "ModelConfigured",
+	"TemporalTLSServerName", "TemporalAPIKey", "TemporalProfile", "ClientIdentity", "Deprecations", "LogLevel", "HTTPAddr", "ModelConfigured",
 }
 
 // workerEnv is a value for every variable config.FromEnv reads, each unlike

@@ -80,6 +80,12 @@ type Config struct {
 	// TemporalAPIKey is sent as a bearer token on every Temporal call
 	// (TEMPORAL_API_KEY), as Temporal Cloud's API keys are; never printed.
 	TemporalAPIKey string
+	// ClientIdentity is the identity a client dials Temporal with, which
+	// Temporal records in the history of what it sends; empty means the
+	// SDK's default (pid@host). The review desk and the starter's sign-off
+	// commands set it, so that a decision's history names the program
+	// (and the reviewer) it came through. No flag or environment variable.
+	ClientIdentity string
 
 	S3Endpoint  string // "" after Load means AWS itself
 	S3Region    string

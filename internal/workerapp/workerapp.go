@@ -75,6 +75,7 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 		HeadersProvider:   cfg.TemporalHeaders(),
 		HostPort:          cfg.TemporalAddress,
 		Namespace:         cfg.TemporalNamespace,
+		Identity:          cfg.ClientIdentity,
 		ConnectionOptions: conn,
 		Credentials:       creds,
 		Logger:            newTemporalLogger(logger),

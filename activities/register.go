@@ -23,4 +23,5 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.groundAnswer, activity.RegisterOptions{Name: GroundAnswerName})
 	a.registerReview(r)
 	a.registerBatch(r)
+	a.registerSignOff(r)
 }

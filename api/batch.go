@@ -227,6 +227,23 @@ type BatchProgress struct {
 	Run           int    `json:"run"`
 	Usage         Usage  `json:"usage"`
 	ReportPrefix  string `json:"report_prefix,omitempty"`
+	// Budget is the batch's budget, when it has one: Usage counts only
+	// the children that answered, this what the budget counts.
+	Budget *BatchBudget `json:"budget,omitempty"`
+}
+
+// BatchBudget is a batch's budget as its progress shows it.
+type BatchBudget struct {
+	// Limit is the budget, as raise-budget last set it.
+	Limit Budget `json:"limit"`
+	// Committed is what the children that closed spent (a failed child
+	// counts its whole grant) and what the running ones hold as grants:
+	// calls within Limit.MaxCalls, tokens (prompt and completion) within
+	// Limit.MaxTokens but for what children spent past their grants.
+	Committed Budget `json:"committed"`
+	// Waiting counts the running children that spent their grant and wait
+	// for another.
+	Waiting int `json:"waiting"`
 }
 
 // ReuseAlways is a BatchQAInput.Reuse that takes earlier answers and

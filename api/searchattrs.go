@@ -38,6 +38,11 @@ const (
 	// the previous one, how many items are new, changed or removed
 	// (ChangeSummary.Differences; Int), set when the report is written.
 	AttrChangedItems = "MemagentChangedItems"
+	// AttrSignoff is, on a SignOff, what it waits for (Keyword):
+	// SignOffWaitingLevel1, SignOffWaitingLevel2, or SignOffSignedOff once
+	// every level is signed off. `MemagentSignoff IN ("waiting-level-1", "waiting-level-2")`
+	// finds the reviews and batches waiting for people.
+	AttrSignoff = "MemagentSignoff"
 )
 
 // Typed keys of the search attributes, for workflow.UpsertTypedSearchAttributes,
@@ -50,6 +55,7 @@ var (
 	ChunksDoneKey     = temporal.NewSearchAttributeKeyInt64(AttrChunksDone)
 	ChunksTotalKey    = temporal.NewSearchAttributeKeyInt64(AttrChunksTotal)
 	StatusKey         = temporal.NewSearchAttributeKeyKeyword(AttrStatus)
+	SignOffKey        = temporal.NewSearchAttributeKeyKeyword(AttrSignoff)
 )
 
 // MaxKeywordBytes bounds every Keyword value DocumentQA sets. MySQL and

@@ -40,7 +40,19 @@
 // the pool. A worker whose options cannot work fails to start; it never
 // starts and then fails its activities. It fills in only the worker
 // options the host left at their zero value (activity slots, the task
-// queue's activity rate, the stop timeout).
+// queue's activity rate, the stop timeout, and with
+// Options.DeploymentName the Worker Deployment version).
+//
+// # Worker Versioning
+//
+// Every workflow registers as Pinned, which an unversioned worker ignores.
+// With Options.DeploymentName (or the host's own
+// worker.Options.DeploymentOptions) the worker polls as one build of a
+// Temporal Worker Deployment: a run stays on the build that started it
+// and moves to the target build when it continues as new, at its next
+// boundary once Temporal says the target changed. The build id defaults
+// to the host binary's version. docs/DEPLOY.md, "Upgrading", is the
+// operators' path.
 //
 // It must never own the host's client or worker, or change what the host
 // set. It dials Temporal in one case only: listed in client.Options.Plugins,

@@ -167,6 +167,19 @@ type Options struct {
 	// starters must then name that queue. Empty logs nothing.
 	TaskQueue string
 
+	// DeploymentName, when set, turns Worker Versioning on for every
+	// worker the plugin is attached to whose host left
+	// worker.Options.DeploymentOptions unset: the worker polls as build
+	// BuildID of this Worker Deployment (TEMPORAL_DEPLOYMENT_NAME), and
+	// runs stay on the build that started them until they continue as new
+	// (docs/DEPLOY.md, Upgrading). Empty: unversioned workers, as before.
+	DeploymentName string
+	// BuildID names the build (TEMPORAL_WORKER_BUILD_ID); empty means the
+	// running binary's version: the version a tagged `go install` or an
+	// -ldflags stamp gave it, else the commit of a clean checkout. Worker
+	// start fails when neither is known.
+	BuildID string
+
 	// CodecKeys are the payload encryption keys (MEMAGENT_CODEC_KEYS or
 	// MEMAGENT_CODEC_KEYS_FILE): the first encrypts, all decrypt. With
 	// keys, the plugin offers its codec (Plugin.PayloadCodec,
@@ -248,6 +261,8 @@ func OptionsFromConfig(cfg config.Config) Options {
 		RateLimit:          cfg.RateLimit,
 		StopTimeout:        cfg.StopTimeout,
 		TaskQueue:          cfg.TaskQueue,
+		DeploymentName:     cfg.DeploymentName,
+		BuildID:            cfg.BuildID,
 		CodecServer: CodecHandlerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins,
 			AllowHosts: cfg.CodecHosts, AllowEncode: cfg.CodecEncode},
 	}
@@ -302,7 +317,17 @@ func (o Options) config() config.Config {
 		StopTimeout:      o.StopTimeout,
 		TaskQueue:        o.TaskQueue,
 		OCRCommand:       o.OCRCommand,
+		DeploymentName:   o.DeploymentName,
+		BuildID:          o.BuildID,
 	}
+}
+
+// buildID is BuildID, or the binary's version when unset.
+func (o Options) buildID() string {
+	if o.BuildID != "" {
+		return o.BuildID
+	}
+	return config.BinaryVersion()
 }
 
 // withDefaults fills the zero fields that have defaults.
@@ -375,6 +400,9 @@ func (o Options) validate() error {
 	}
 	if o.ChunkCacheMB < -1 {
 		errs = append(errs, errors.New("ChunkCacheMB must be megabytes >= 0, or -1 for no cache (Options.ChunkCacheMB, MEMAGENT_CHUNK_CACHE_MB)"))
+	}
+	if err := config.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
+		errs = append(errs, fmt.Errorf("%w (Options.DeploymentName, TEMPORAL_DEPLOYMENT_NAME; Options.BuildID, TEMPORAL_WORKER_BUILD_ID)", err))
 	}
 	return errors.Join(errs...)
 }

@@ -17,7 +17,7 @@ import (
 // not to the plugin: its Temporal client, its logging, its HTTP endpoint.
 var hostOnly = []string{
 	"TemporalAddress", "TemporalNamespace", "TemporalTLS", "TemporalTLSCert", "TemporalTLSKey", "TemporalTLSCA",
-	"TemporalTLSServerName", "TemporalAPIKey", "TemporalProfile", "Deprecations", "LogLevel", "HTTPAddr", "ModelConfigured",
+	"TemporalTLSServerName", "TemporalAPIKey", "TemporalProfile", "ClientIdentity", "Deprecations", "LogLevel", "HTTPAddr", "ModelConfigured",
 }
 
 // workerEnv is a value for every variable config.FromEnv reads, each unlike
@@ -44,7 +44,8 @@ var workerEnv = map[string]string{
 	"MEMAGENT_CODEC_KEYS_FILE": "", "MEMAGENT_CODEC_TOKEN": "ct", "MEMAGENT_CODEC_HOSTS": "codec.example",
 	"MEMAGENT_CODEC_ENCODE": "true", "MEMAGENT_CODEC_CORS_ORIGINS": "https://ui.example",
 	"MEMAGENT_TESSERACT": "/opt/tesseract/bin/tesseract", "MEMAGENT_OCR_WORKERS": "3", "MEMAGENT_OCR_PAGE_TIMEOUT": "45s",
-	"MEMAGENT_OCR_MEMORY_MB": "768",
+	"MEMAGENT_OCR_MEMORY_MB":   "768",
+	"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0",
 }
 
 // TestOptionsFromEnvCarriesEveryWorkerSetting sets every variable the

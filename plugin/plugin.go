@@ -134,6 +134,12 @@ func (p *Plugin) configureReplayer(_ context.Context, o worker.PluginConfigureWo
 // a panic in worker.New. Listed twice, it runs twice, to the same effect.
 func (p *Plugin) configureWorker(_ context.Context, o worker.PluginConfigureWorkerOptions) error {
 	assemble.FillWorkerOptions(o.WorkerOptions, p.opts.capacity(), p.opts.Concurrency, p.opts.RateLimit, p.opts.StopTimeout)
+	if p.opts.DeploymentName != "" {
+		if !assemble.FillDeploymentOptions(o.WorkerOptions, p.opts.DeploymentName, p.opts.buildID()) {
+			p.opts.Logger.Info("memagent plugin: the worker has Worker Deployment options of its own, which are kept",
+				"deployment_name", o.WorkerOptions.DeploymentOptions.Version.DeploymentName, "build_id", o.WorkerOptions.DeploymentOptions.Version.BuildID)
+		}
+	}
 	if p.opts.TaskQueue != "" && o.TaskQueue != p.opts.TaskQueue {
 		p.opts.Logger.Info("memagent plugin on a task queue other than the configured one: start runs on this one",
 			"task_queue", o.TaskQueue, "configured_task_queue", p.opts.TaskQueue)

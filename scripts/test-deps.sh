@@ -2,7 +2,9 @@
 # test-deps: install what the tests need from outside Go, and nothing when
 # it is all there already (idempotent; .ci/run calls it, anyone may):
 #   - jq and curl: docs/API.md's examples (docs TestAPIExamples)
-#   - chromium: the Web UI check (starter TestWebUIShowsRun)
+#   - chromium: the Web UI check (starter TestWebUIShowsRun) and the review
+#     desk's browser test (starter TestReviewDeskEndToEnd, driven by chromedp,
+#     which needs no chromedriver)
 #   - poppler-utils (pdftotext) and time (/usr/bin/time -v): the conversion
 #     benchmark measures pdftotext the way its users would
 #   - the npm modules of examples/typescript (TestTypeScriptExample)

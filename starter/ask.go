@@ -710,7 +710,7 @@ func hashFile(f *os.File) (memagent.TextInfo, error) {
 
 // watchPause polls a run's progress and, when it is paused at its budget,
 // sends the progress on paused and calls stop.
-func watchPause(ctx context.Context, c client.Client, id string, paused chan<- api.Progress, stop func()) {
+func watchPause(ctx context.Context, c client.Client, id string, paused chan<- pausedProgress, stop func()) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -718,7 +718,7 @@ func watchPause(ctx context.Context, c client.Client, id string, paused chan<- a
 		case <-time.After(time.Second):
 		}
 		v, err := c.QueryWorkflow(ctx, id, "", api.ProgressQuery)
-		var p api.Progress
+		var p pausedProgress
 		if err != nil || v.Get(&p) != nil || p.Stage != api.StagePaused {
 			continue
 		}
@@ -726,6 +726,13 @@ func watchPause(ctx context.Context, c client.Client, id string, paused chan<- a
 		stop()
 		return
 	}
+}
+
+// pausedProgress is what a paused run's progress query says: a question's
+// or a review's progress, and a batch's budget (api.BatchProgress.Budget).
+type pausedProgress struct {
+	api.Progress
+	Budget *api.BatchBudget `json:"budget"`
 }
 
 // setDocs sets the request's document, or its corpus, from --doc.

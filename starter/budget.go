@@ -38,7 +38,7 @@ func budgetFlags(fs *pflag.FlagSet, what string) func() (*api.Budget, error) {
 func awaitBudgeted(ctx context.Context, c client.Client, id string, mayPause bool, stop func(), out any, say io.Writer) error {
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
-	paused := make(chan api.Progress, 1)
+	paused := make(chan pausedProgress, 1)
 	if mayPause {
 		go watchPause(waitCtx, c, id, paused, stopWaiting)
 	}
@@ -52,8 +52,13 @@ func awaitBudgeted(ctx context.Context, c client.Client, id string, mayPause boo
 		if p.ChunksTotal > 0 {
 			where = fmt.Sprintf(", %d of %d chunks read", p.ChunksDone, p.ChunksTotal)
 		}
-		return &exitError{code: ExitPaused, id: id, err: fmt.Errorf("run %s paused at its budget after %d model calls (%d tokens)%s: raise it with starter budget %s --max-calls N (or --max-tokens N), or end it with starter cancel %s",
-			id, p.Usage.Calls, p.Usage.PromptTokens+p.Usage.CompletionTokens, where, id, id)}
+		spent := fmt.Sprintf("after %d model calls (%d tokens)%s", p.Usage.Calls, p.Usage.PromptTokens+p.Usage.CompletionTokens, where)
+		if b := p.Budget; b != nil {
+			// A batch: its children's calls count as they are granted.
+			spent = fmt.Sprintf("with %d calls and %d tokens spent or granted to its running children, %d of them waiting", b.Committed.MaxCalls, b.Committed.MaxTokens, b.Waiting)
+		}
+		return &exitError{code: ExitPaused, id: id, err: fmt.Errorf("run %s paused at its budget %s: raise it with starter budget %s --max-calls N (or --max-tokens N), or end it with starter cancel %s",
+			id, spent, id, id)}
 	default:
 	}
 	return err

@@ -10,6 +10,10 @@
 //	starter batch --manifest M        a manifest of documents and questions, a scored report
 //	starter schedule create|list|describe|pause|unpause|trigger|delete   nightly batches
 //	starter eval gen|run|score        RULER-style evaluation sets, their scores by length, one answer's score
+//	starter desk                      the review desk: decide on every answer in a browser
+//	starter decide ID --cell C --accept|--edit A|--reject   one decision of a sign-off
+//	starter signoff ID --start|--level N   start a sign-off, sign a level off
+//	starter export grid ID --xlsx F   the decided grid
 //	starter gen-doc --tokens N --out PATH   the demo's document, at any length
 //
 // Without environment it finds the dev stack (`devstack`) at its
@@ -294,8 +298,37 @@ JSON (--output json, the default) carries the values unrounded; f1_rounded is
 the paper protocol's F1 to two decimals, as its scripts average it.`,
 				`  starter eval score --pred "Paris" --gold "Paris, France" --protocol paper`, bind(bindEvalScore)),
 		),
-		group("export", "Export a batch's turns", "Exports data from finished runs.",
-			"  starter export rollouts memagent-batch-grpo-step-1-20250102T030405.006Z --out rollouts.jsonl", stderr,
+		leaf("desk [--addr 127.0.0.1:8090] [--reviewers tokens:FILE|header:NAME]", "Serve the review desk: decide on every answer with the cited page in front of you",
+			`Serves the review desk, a web page on which reviewers go through the reviews and
+batches waiting for sign-off, decide on each answer with the cited page of the PDF
+rendered and the quote highlighted where it stands, and sign a level off
+(keyboard: a accept, e edit, r reject, n next open cell). Reviewers sign in
+through the identity source the operator configures (docs/REVIEW.md#who-decided).
+Loopback by default.`,
+			`  MEMAGENT_REVIEWERS=tokens:/etc/memagent/reviewers starter desk
+  starter desk --addr 127.0.0.1:8090 --reviewers header:X-Forwarded-User`, bind(bindDesk)),
+		leaf("decide ID --cell CELL (--accept | --edit ANSWER --reason WHY | --reject --reason WHY | --reopen --reason WHY) [flags]",
+			"Decide on one answer of a review or batch waiting for sign-off",
+			`Records a decision on one cell of a sign-off (a review's question, a batch's
+item) as the reviewer your token names ($MEMAGENT_REVIEWER_TOKEN, checked against
+the operator's token file, $MEMAGENT_REVIEWERS). A cell that changed since the
+--version you decided on refuses the decision; so does a level-2 decision by the
+cell's level-1 reviewer.`,
+			`  starter decide memagent-review-1f2e3d4c5b6a7980 --cell q1 --accept
+  starter decide memagent-review-1f2e3d4c5b6a7980 --cell q2 --edit "30 days" --reason "the notice period is in § 4"`, bind(bindDecide)),
+		leaf("signoff ID (--start [--levels N] | --level N) [flags]", "Start a sign-off, sign a level off, or show where it stands",
+			`Starts the sign-off of a finished review or batch (--start), signs a level off
+once none of its cells is pending (--level), or, with neither, shows the
+sign-off: its state, the pending cells, the audit log and the decided grid.`,
+			`  starter signoff memagent-review-1f2e3d4c5b6a7980 --start
+  starter signoff memagent-review-1f2e3d4c5b6a7980 --level 1 --comment "all answers checked"`, bind(bindSignOff)),
+		group("export", "Export a batch's turns or a decided grid", "Exports data from finished runs.",
+			"  starter export rollouts memagent-batch-grpo-step-1-20250102T030405.006Z --out rollouts.jsonl\n  starter export grid memagent-review-1f2e3d4c5b6a7980 --xlsx decided.xlsx", stderr,
+			leaf("grid ID (--xlsx FILE | --csv FILE)", "Write a sign-off's decided grid as XLSX or CSV",
+				`Writes the grid of a review's or batch's sign-off, decided or not yet, one row a
+cell: model answer, final answer, decision, reviewer, time, comment, reason,
+each level's decision, and the evidence (document, printed page, quote).`,
+				"  starter export grid memagent-review-1f2e3d4c5b6a7980 --xlsx decided.xlsx --csv decided.csv", bind(bindExportGrid)),
 			leaf("rollouts BATCH_WORKFLOW_ID --out FILE [--reward sub_em|em|f1]", "Write a batch's turns as RL training data (JSON Lines)",
 				`Writes the rollouts of a finished BatchQA run (run it with --samples K for
 groups of K) as JSON Lines, one record per model turn: the exact chat

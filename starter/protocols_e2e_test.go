@@ -265,8 +265,9 @@ func TestForgedBudgetMessagesMoveNothing(t *testing.T) {
 	if n := len(d.Simulator.Calls()); n != 5 {
 		t.Fatalf("%d model calls after the forged messages, want 5", n)
 	}
-	if p, err := batchProgress(ctx, s, id); err != nil || p.Stage != api.StagePaused {
-		t.Errorf("batch %+v (%v) after the forged messages, want still paused", p, err)
+	if p, err := batchProgress(ctx, s, id); err != nil || p.Stage != api.StagePaused || p.Budget == nil ||
+		p.Budget.Committed.MaxCalls > 5 || p.Budget.Limit.MaxCalls != 5 {
+		t.Errorf("batch %+v, budget %+v (%v) after the forged messages, want still paused with at most 5 calls committed", p, p.Budget, err)
 	}
 
 	// The batch's own raise: every child goes on and finishes.

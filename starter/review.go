@@ -68,6 +68,7 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 	fs.StringVar(&in.OutputPrefix, "output-prefix", "", "s3:// prefix for traces, results, grid and report (default s3://BUCKET/reviews/<workflow id>/<run id>/)")
 	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`, with the files it links in PATH_files/ beside it so that it works offline")
 	asJSON := outputFlag(cmd, "print the grid as one JSON object instead of a table")
+	signOff := fs.Int("signoff", 0, "once the review completes, start its sign-off with this many `LEVELS` (1 or 2): reviewers then decide on every answer (starter desk, starter decide)")
 	schedulingFlags(fs, &in.Priority, &in.FairnessKey, &in.FairnessWeight, api.PriorityReview, "the review")
 	budget := budgetFlags(fs, "the review")
 	finish := askFlags(fs, &req)
@@ -77,6 +78,9 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		}
 		if len(args) > 0 {
 			return badRequest(fmt.Errorf("unexpected arguments %q: quote each question", args))
+		}
+		if *signOff < 0 || *signOff > 2 {
+			return badRequest(fmt.Errorf("--signoff %d: a sign-off has 1 or 2 levels", *signOff))
 		}
 		req.Options.Model = cfg.Model
 		if err := finish(); err != nil {
@@ -131,12 +135,22 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 				return err
 			}
 		}
+		signOffID := ""
+		if *signOff != 0 {
+			if signOffID, err = memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue}).StartSignOff(ctx,
+				api.SignOffInput{Review: res.WorkflowID, Levels: *signOff}); err != nil {
+				return err
+			}
+		}
 		if *asJSON {
 			return printJSON(stdout, res)
 		}
 		printReviewGrid(stdout, res)
 		if *htmlOut != "" {
 			fmt.Fprintf(stdout, "Saved:    %s\n", saved)
+		}
+		if signOffID != "" {
+			fmt.Fprintf(stdout, "Sign-off: %s (starter desk; starter decide %s --cell ID --accept)\n", signOffID, res.WorkflowID)
 		}
 		return nil
 	}

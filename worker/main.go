@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -30,8 +31,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var opts workerapp.Options
 	workerapp.RegisterFlags(fs, &cfg, &opts)
 	var (
-		dev      = fs.Bool("dev", false, "run the embedded dev stack and a worker on it: hands over to the devstack command (go run ./devstack)")
-		devStack = fs.Bool("dev-stack", false, "run only the embedded dev stack: hands over to `devstack --no-worker`")
+		showVersion = fs.Bool("version", false, "print the binary's version, the build id it polls as by default, and exit")
+		dev         = fs.Bool("dev", false, "run the embedded dev stack and a worker on it: hands over to the devstack command (go run ./devstack)")
+		devStack    = fs.Bool("dev-stack", false, "run only the embedded dev stack: hands over to `devstack --no-worker`")
 	)
 	// The dev stack's own flags, accepted here so that `worker --dev
 	// --data-dir D` hands them over; alone they do nothing.
@@ -40,6 +42,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Bool("free-ports", false, "with --dev or --dev-stack: listen on free loopback ports; the banner prints them")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *showVersion {
+		v := config.BinaryVersion()
+		if v == "" {
+			v = "unknown (built without a version: set --build-id to run it as a Worker Deployment version)"
+		}
+		fmt.Fprintln(stdout, v)
+		return nil
 	}
 	if *dev || *devStack {
 		return execDevstack(args, stderr)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 
 	"slices"
@@ -221,7 +222,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	if st.NextPage < st.Expanded.Pages || len(st.Carried) > 0 {
 		st.From = info.WorkflowExecution.RunID
 		// b.in, not in: it holds a budget raised during this run.
-		return nil, workflow.NewContinueAsNewError(ctx, api.BatchQAName, batchRunInput{BatchQAInput: b.in, State: st})
+		return nil, continueAsNew(ctx, api.BatchQAName, batchRunInput{BatchQAInput: b.in, State: st})
 	}
 
 	b.publish(api.BatchStageReporting)
@@ -353,6 +354,11 @@ func (b *batchRun) refresh() {
 	p.Started, p.Running, p.Answered, p.Reused, p.Failed = st.Started, b.kids.running(), st.Answered, st.Reused, st.Failed
 	p.Done = st.Answered + st.Reused + st.Failed
 	p.Run, p.Usage, p.ReportPrefix = st.Runs, st.Usage, st.Expanded.ReportPrefix
+	p.Budget = nil
+	if b.in.Budget != nil {
+		calls, tokens := b.ledger.committed()
+		p.Budget = &api.BatchBudget{Limit: *b.in.Budget, Committed: api.Budget{MaxCalls: calls, MaxTokens: tokens}, Waiting: len(b.ledger.Waiting)}
+	}
 }
 
 // publish sets the stage, the current details and, with it, search
@@ -466,6 +472,14 @@ func (b *batchRun) runItems() error {
 				handled++
 				continue
 			}
+			// A run whose target version changed stops at this page
+			// boundary, the last page's included: the next run, on the
+			// target build, carries its children and writes the report.
+			if b.carry && targetMoved(ctx) {
+				stopping = true
+				b.startGrace(sel)
+				break
+			}
 			if st.NextPage >= st.Expanded.Pages {
 				break
 			}
@@ -504,7 +518,12 @@ func (b *batchRun) runItems() error {
 		}
 		if b.kids.running() == 0 {
 			if (len(queue) > 0 || (!stopping && st.NextPage < st.Expanded.Pages)) && !b.room() {
-				if err := b.pause(); err != nil {
+				// Paused between pages, the run may continue as new (a
+				// page's items in hand stay with it).
+				if err := b.pause(b.carry && len(queue) == 0); errors.Is(err, errContinueAsNew) {
+					stopping = true
+					break
+				} else if err != nil {
 					return err
 				}
 				continue
@@ -703,11 +722,13 @@ func (b *batchRun) showWaiting() {
 }
 
 // pause waits, with no child running, until the raise-budget Update gives
-// the batch room to start one (or the batch is canceled).
-func (b *batchRun) pause() error {
+// the batch room to start one (or the batch is canceled). With canMove, at
+// a page boundary, it returns errContinueAsNew when the paused run should
+// continue as new (awaitRoom).
+func (b *batchRun) pause(canMove bool) error {
 	b.publish(api.StagePaused)
 	workflow.GetLogger(b.ctx).Info("paused at the budget", "calls", b.ledger.Charged.Calls)
-	if err := workflow.Await(b.ctx, b.room); err != nil {
+	if err := awaitRoom(b.ctx, canMove, b.room); err != nil {
 		return err
 	}
 	for b.raised.ReceiveAsync(nil) {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/activities"
@@ -116,6 +117,10 @@ func (f *batchFixture) runWith(t *testing.T, id string, in batchRunInput) (*test
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+	// The real activities run in the same process: on a loaded machine a
+	// workflow task may wait for the CPU longer than the default 1 s
+	// deadlock detection allows.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
 	if in.State != nil {
 		env.SetContinuedExecutionRunID(testRunID)
 	}

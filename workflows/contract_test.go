@@ -43,6 +43,13 @@ var published = []struct {
 	{"batch.notification", "BatchQA notify_url POST body", reflect.TypeFor[api.ChangeNotification](), contract.Output},
 	{"estimate.input", "memagent.Estimate input", reflect.TypeFor[api.EstimateInput](), contract.Input},
 	{"estimate.result", "memagent.Estimate result", reflect.TypeFor[api.Estimate](), contract.Output},
+	{"signoff.input", "memagent.SignOff input", reflect.TypeFor[api.SignOffInput](), contract.Input},
+	{"signoff.grid", "memagent.SignOff result and grid query", reflect.TypeFor[api.SignOffGrid](), contract.Output},
+	{"signoff.decide", "memagent.SignOff decide Update", reflect.TypeFor[api.DecideRequest](), contract.Input},
+	{"signoff.sign-off", "memagent.SignOff sign-off Update", reflect.TypeFor[api.SignOffRequest](), contract.Input},
+	{"signoff.reopen", "memagent.SignOff reopen Update", reflect.TypeFor[api.ReopenRequest](), contract.Input},
+	{"signoff.cell-history", "memagent.SignOff cell-history query", reflect.TypeFor[api.SignOffCellHistory](), contract.Output},
+	{"signoff.audit-line", "SignOff audit.jsonl line", reflect.TypeFor[api.SignOffEntry](), contract.Output},
 }
 
 func describer(t *testing.T) contract.Describer {
@@ -211,6 +218,16 @@ func TestValidateEnforcesTheSchemaRanges(t *testing.T) {
 		reflect.TypeFor[api.BatchQAInput](): func() any { return &api.BatchQAInput{Manifest: "s3://b/m.jsonl"} },
 		reflect.TypeFor[api.EstimateInput](): func() any {
 			return &api.EstimateInput{Document: "s3://b/d.txt", Questions: []string{"q?"}}
+		},
+		reflect.TypeFor[api.SignOffInput](): func() any { return &api.SignOffInput{Review: "memagent-review-1"} },
+		reflect.TypeFor[api.DecideRequest](): func() any {
+			return &api.DecideRequest{Cell: "q1", Level: 1, Decision: api.DecisionAccepted, Reviewer: "alice", ClientIdentity: "c"}
+		},
+		reflect.TypeFor[api.SignOffRequest](): func() any {
+			return &api.SignOffRequest{Level: 1, Reviewer: "alice", ClientIdentity: "c"}
+		},
+		reflect.TypeFor[api.ReopenRequest](): func() any {
+			return &api.ReopenRequest{Cell: "q1", Level: 1, Reason: "r", Reviewer: "alice", ClientIdentity: "c"}
 		},
 	}
 	checked := 0

@@ -18,6 +18,10 @@
 // bounded memory do. The workflow continues-as-new, carrying cursor and
 // memory, so history stays bounded at any document length.
 //
+// Every workflow is Pinned under Worker Versioning and moves to the
+// target build at its continue-as-new (versioning.go): the state a run
+// hands over is then read by the next build, so it changes additively.
+//
 // The package also owns the one list of DocumentQA's search attributes
 // (SearchAttributes), which `starter setup` and the dev stack register and
 // the workflow upserts. A change to the workflow's commands, such as those

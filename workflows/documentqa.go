@@ -325,18 +325,23 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	// progressUpsertEvery (the query and the current details still move
 	// with every chunk): an upsert is a visibility write per chunk.
 	vis.coalesceChunks()
-	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
-		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
-			st.From = info.WorkflowExecution.RunID
-			for carriedCh != nil && carriedCh.ReceiveAsync(nil) {
-				carried = true
-			}
-			st.Carried = carried
-			next := qaRun{DocumentQAInput: in, State: st}
-			workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
-			return nil, workflow.NewContinueAsNewError(ctx, api.DocumentQAName, next)
+	handOver := func() error {
+		st.From = info.WorkflowExecution.RunID
+		for carriedCh != nil && carriedCh.ReceiveAsync(nil) {
+			carried = true
 		}
-		if err := awaitBudget(ctx, &in, st, &progress, vis, budget); err != nil {
+		st.Carried = carried
+		next := qaRun{DocumentQAInput: in, State: st}
+		workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
+		return continueAsNew(ctx, api.DocumentQAName, next)
+	}
+	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
+		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) || targetMoved(ctx) {
+			return nil, handOver()
+		}
+		if err := awaitBudget(ctx, &in, st, &progress, vis, budget); errors.Is(err, errContinueAsNew) {
+			return nil, handOver()
+		} else if err != nil {
 			return nil, err
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -376,7 +381,9 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		}
 	}
 
-	if err := awaitBudget(ctx, &in, st, &progress, vis, budget); err != nil {
+	if err := awaitBudget(ctx, &in, st, &progress, vis, budget); errors.Is(err, errContinueAsNew) {
+		return nil, handOver()
+	} else if err != nil {
 		return nil, err
 	}
 	progress.Stage = api.StageAnswering
@@ -526,7 +533,8 @@ type runBudget struct {
 // cover: it shows the status paused and waits until the raise-budget
 // Update lifts the budget, or (a batch child) its batch grants it more, or
 // the run is canceled; then it resumes the stage it was in. Everything
-// done so far is kept.
+// done so far is kept. It returns errContinueAsNew when the paused run
+// should continue as new, paused still (awaitRoom, leaveWait).
 func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, progress *api.Progress, vis *visibility, rb runBudget) error {
 	if !overBudget(in.Budget, st.Usage) {
 		return nil
@@ -551,7 +559,7 @@ func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, pro
 		}
 		fallthrough
 	default:
-		if err := workflow.Await(ctx, func() bool { return !overBudget(in.Budget, st.Usage) }); err != nil {
+		if err := awaitRoom(ctx, true, func() bool { return !overBudget(in.Budget, st.Usage) }); err != nil {
 			return err
 		}
 	}
@@ -597,6 +605,9 @@ func pullGrant(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, wake 
 		stop()
 		if ctx.Err() != nil {
 			return temporal.NewCanceledError()
+		}
+		if leaveWait(ctx) {
+			return errContinueAsNew
 		}
 	}
 	return nil

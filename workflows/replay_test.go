@@ -51,6 +51,9 @@ package workflows_test
 // kept beside the batch's (testdata/batch_ledger_child_run{N}.json) and
 // replayed with it. -update
 // records what every replay test selected by -run records: select one.
+//
+// A chain that moved between two builds of a Worker Deployment
+// (testdata/documentqa_move_run{1,2}.json) is replay_move_test.go's.
 
 import (
 	"bytes"
@@ -528,22 +531,26 @@ func TestReplayBatch(t *testing.T) {
 	}
 }
 
-func replayBatchGeneration(t *testing.T, g generation) {
-	files := historyFiles(t, g)
-	if len(files) < batchMinRuns {
-		t.Fatalf("found %d histories matching %s/%s{N}.json, want at least %d; record them with: go test ./workflows -run 'TestReplayBatch$' -update",
-			len(files), historyDir, g.prefix, batchMinRuns)
-	}
+// newReplayer is a replayer of every memagent workflow, and its logger.
+func newReplayer(t *testing.T) (worker.WorkflowReplayer, log.Logger) {
 	replayer := worker.NewWorkflowReplayer()
 	workflows.Register(replayer)
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return replayer, log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// replayChain replays the histories of files, a continue-as-new chain of
+// workflowType in run order, each under its original execution (child ids
+// derive from the workflow id), checks that they are one chain, and
+// returns them.
+func replayChain(t *testing.T, files []string, workflowType string) []*historypb.History {
+	t.Helper()
+	replayer, logger := newReplayer(t)
 	histories := make([]*historypb.History, len(files))
 	for i, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			hist := loadHistoryOf(t, path, api.BatchQAName)
+			hist := loadHistoryOf(t, path, workflowType)
 			histories[i] = hist
 			started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
-			// Child ids derive from the workflow id: replay under the real one.
 			if err := replayer.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
 				OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
 			}); err != nil {
@@ -552,13 +559,23 @@ func replayBatchGeneration(t *testing.T, g generation) {
 		})
 	}
 	checkChain(t, files, histories)
+	return histories
+}
+
+func replayBatchGeneration(t *testing.T, g generation) {
+	files := historyFiles(t, g)
+	if len(files) < batchMinRuns {
+		t.Fatalf("found %d histories matching %s/%s{N}.json, want at least %d; record them with: go test ./workflows -run 'TestReplayBatch$' -update",
+			len(files), historyDir, g.prefix, batchMinRuns)
+	}
+	histories := replayChain(t, files, api.BatchQAName)
 	checkBatchCoverage(t, histories)
 	if g.name == "v3-changes" {
 		checkChangesCoverage(t, histories)
 	}
 	if g.name == "v5-ledger" {
 		checkLedgerCoverage(t, histories)
-		replayLedgerChild(t, logger, replayer, childPrefix(g.prefix))
+		replayLedgerChild(t, childPrefix(g.prefix))
 	}
 }
 
@@ -601,8 +618,9 @@ func childPrefix(batchPrefix string) string {
 // replayLedgerChild replays the recorded chain of the batch's child that
 // asked for more budget (BudgetPullChange at version 1), and checks that it
 // did: RequestBatchBudget scheduled after the budget-pull marker.
-func replayLedgerChild(t *testing.T, logger log.Logger, replayer worker.WorkflowReplayer, prefix string) {
+func replayLedgerChild(t *testing.T, prefix string) {
 	t.Helper()
+	replayer, logger := newReplayer(t)
 	files := historyFiles(t, generation{prefix: prefix})
 	if len(files) == 0 {
 		t.Fatalf("no %s/%s{N}.json: record them with: go test ./workflows -run 'TestReplayBatch$' -update", historyDir, prefix)

@@ -193,12 +193,12 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 		return nil, r.canceled
 	}
 	if r.remaining() {
-		if r.launched == 0 {
+		if r.launched == 0 && !r.continuing {
 			return nil, errors.New("review scheduler made no progress: this is a bug in ReviewDocument")
 		}
 		r.st.From = r.info.WorkflowExecution.RunID
 		// r.in, not in: it holds a budget raised during this run.
-		return nil, workflow.NewContinueAsNewError(ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: r.in, State: r.st})
+		return nil, continueAsNew(ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: r.in, State: r.st})
 	}
 	if err := r.allFailed(); err != nil {
 		return nil, err
@@ -223,6 +223,19 @@ type reviewRun struct {
 	launched  int
 	published int // the chunks_done last upserted
 	canceled  error
+	// continuing says the run continues as new at its next chunk
+	// boundary, whatever it has launched: its target version changed
+	// (moved), or it woke paused to continue as new (pause).
+	continuing bool
+}
+
+// moved reports whether the run should launch nothing more and continue
+// as new, because its target version changed (targetMoved).
+func (r *reviewRun) moved() bool {
+	if !r.continuing && targetMoved(r.ctx) {
+		r.continuing = true
+	}
+	return r.continuing
 }
 
 func (r *reviewRun) activityOptions(summary string) workflow.Context {
@@ -307,21 +320,21 @@ func (r *reviewRun) prepare() error {
 }
 
 // schedule runs memory updates and answers until all are done, the run's
-// activity budget is spent or Temporal suggests continuing as new; then it
-// waits for what is in flight, so the run ends at a chunk boundary of
-// every question.
+// activity budget is spent, Temporal suggests continuing as new or the
+// run's target version changed; then it waits for what is in flight, so
+// the run ends at a chunk boundary of every question.
 func (r *reviewRun) schedule() {
 	sel := workflow.NewSelector(r.ctx)
 	r.published = r.chunksDone()
 	for {
 		for r.running < r.in.Parallelism && r.launched < r.in.ActivitiesPerRun && r.canceled == nil &&
-			!(r.launched > 0 && workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()) && r.budgetRoom() {
+			!(r.launched > 0 && workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()) && !r.moved() && r.budgetRoom() {
 			if !r.launchNext(sel) {
 				break
 			}
 		}
 		if r.running == 0 {
-			if r.canceled == nil && r.remaining() && !r.budgetRoom() && r.launched < r.in.ActivitiesPerRun {
+			if r.canceled == nil && !r.continuing && r.remaining() && !r.budgetRoom() && r.launched < r.in.ActivitiesPerRun {
 				r.pause()
 				continue
 			}
@@ -363,7 +376,10 @@ func (r *reviewRun) pause() {
 	r.publish(api.StatusKey.ValueSet(api.StagePaused))
 	u := r.spent()
 	workflow.GetLogger(r.ctx).Info("paused at the budget", "calls", u.Calls, "tokens", u.PromptTokens+u.CompletionTokens)
-	if err := workflow.Await(r.ctx, r.budgetRoom); err != nil {
+	if err := awaitRoom(r.ctx, true, r.budgetRoom); errors.Is(err, errContinueAsNew) {
+		r.continuing = true
+		return
+	} else if err != nil {
 		r.canceled = err
 		return
 	}

@@ -27,6 +27,7 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
@@ -409,6 +410,90 @@ func TestReviewDocumentContinuesAsNew(t *testing.T) {
 		t.Errorf("runs = %d (result says %d), want at least 6", runs, res.Runs)
 	}
 	checkReview(t, f, res, doc)
+}
+
+// TestReviewDocumentMovesToItsTargetVersion: Temporal says, as the
+// review's fourth memory update completes, that the run's target version
+// changed. The run launches nothing more, lets what is in flight finish (a
+// chunk boundary of every question) and continues as new onto the target
+// version, long before its activities a run; the chain then reads each
+// chunk once per question and writes the same grid as an undisturbed
+// review.
+func TestReviewDocumentMovesToItsTargetVersion(t *testing.T) {
+	doc := reviewDocument(6)
+	f := newReviewFixture(t, doc)
+	in := reviewInput()
+	in.Parallelism = 2
+	env := f.env(t)
+	updates := 0
+	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
+		if info.ActivityType.Name == activities.ReviewUpdateName {
+			if updates++; updates == 4 {
+				env.SetTargetWorkerDeploymentVersionChanged(true)
+			}
+		}
+	})
+	env.ExecuteWorkflow(api.ReviewDocumentName, workflows.ReviewRunInput{ReviewInput: in})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the moving run ended with %v, want a continue-as-new", err)
+	}
+	if can.InitialVersioningBehavior != workflow.ContinueAsNewVersioningBehaviorAutoUpgrade {
+		t.Errorf("continue-as-new with initial behaviour %v, want AutoUpgrade", can.InitialVersioningBehavior)
+	}
+	if updates < 4 || updates > 4+in.Parallelism {
+		t.Errorf("the moving run made %d memory updates, want 4 and at most the %d in flight", updates, in.Parallelism)
+	}
+	var next workflows.ReviewRunInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	env, err, runs := f.runFrom(t, next)
+	if err != nil {
+		t.Fatalf("review: %v", err)
+	}
+	var res workflows.ReviewResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 || res.Runs != 2 {
+		t.Errorf("%d runs after the move (the result says %d in all), want 1 (2)", runs, res.Runs)
+	}
+	checkReview(t, f, &res, doc)
+}
+
+// TestPausedReviewWakesToMove: a review paused at its budget continues as
+// new, paused still and with what it read, at its first wake-up after its
+// target version changed; it made no model call meanwhile.
+func TestPausedReviewWakesToMove(t *testing.T) {
+	f := newReviewFixture(t, reviewDocument(6))
+	in := reviewInput()
+	in.Budget = &api.Budget{MaxCalls: 2}
+	env := f.env(t)
+	// A workflow task that a loaded machine holds up past the default 1s
+	// is not a deadlock.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
+	began := env.Now()
+	env.RegisterDelayedCallback(func() { env.SetTargetWorkerDeploymentVersionChanged(true) }, 25*time.Minute)
+	env.ExecuteWorkflow(api.ReviewDocumentName, workflows.ReviewRunInput{ReviewInput: in})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) || can.InitialVersioningBehavior != workflow.ContinueAsNewVersioningBehaviorAutoUpgrade {
+		t.Fatalf("the paused review ended with %v, want a continue-as-new onto the target version", err)
+	}
+	var next workflows.ReviewRunInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, q := range next.State.Questions {
+		read += q.Cursor
+	}
+	if calls := len(f.model.Calls()); read != 2 || calls != 2 {
+		t.Errorf("handed over %d chunks read after %d model calls, want 2 and 2", read, calls)
+	}
+	if waited := env.Now().Sub(began); waited < 30*time.Minute || waited >= 40*time.Minute {
+		t.Errorf("continued after %v paused, want at the wake-up after the change (30m)", waited)
+	}
 }
 
 func TestReviewDocumentParallelism(t *testing.T) {

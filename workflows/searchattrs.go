@@ -9,7 +9,7 @@ import (
 // SearchAttributes returns every custom search attribute the workflows set,
 // by name, with its type: the one list that `starter setup` and the dev
 // stack register. SQL visibility allows 3 Int, 10 Keyword and 3 Text custom
-// attributes per namespace; this list uses 3 Int and 5 Keyword.
+// attributes per namespace; this list uses 3 Int and 6 Keyword.
 func SearchAttributes() map[string]enumspb.IndexedValueType {
 	return map[string]enumspb.IndexedValueType{
 		api.AttrDocument:       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
@@ -20,5 +20,6 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		api.AttrChunksTotal:    enumspb.INDEXED_VALUE_TYPE_INT,
 		api.AttrStatus:         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		api.AttrChangedItems:   enumspb.INDEXED_VALUE_TYPE_INT,
+		api.AttrSignoff:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }

@@ -10,6 +10,7 @@
 #   deploy/bare/run.sh --print-env SVC    # the environment it gives compose service SVC
 #   deploy/bare/run.sh --print-command SVC
 #   deploy/bare/run.sh --temporal CMD ARGS...   # PostgreSQL and Temporal only, then CMD
+#   deploy/bare/run.sh --upgrade          # docs/DEPLOY.md's "Upgrading", step by step
 #
 # --temporal starts PostgreSQL, the schema job, the server and the setup job
 # (namespace and search attributes) as the whole run does, none of the rest,
@@ -36,6 +37,18 @@
 #     v2 binary's http://127.0.0.1:4318) to send traces to instead.
 # deploy/bare_test.go checks this against the compose file.
 #
+# --upgrade runs the same services, then two builds of the worker as
+# versions of the Worker Deployment "memagent" and the `temporal` CLI (built
+# from the module proxy, like the server) for every operator step: build
+# bare-v1 made current starts a long question and a batch; bare-v2 starts,
+# takes about half of 20 new runs at a 50% ramp, and is made current; the
+# long runs continue as new onto it at their next boundary; a new run starts
+# on it; bare-v1 drains, is stopped and its retirement is tried. It prints
+# each command and what it answered, and exits 0 when every step did what
+# the guide says. Its server reads the compose dynamic config plus two
+# settings that let a drained build say so within seconds (a server with
+# the defaults takes up to 6 minutes).
+#
 # Needs: go, jq, curl, PostgreSQL's server binaries (Debian: postgresql).
 # Binaries it builds are kept in MEMAGENT_BARE_CACHE (default
 # ~/.cache/memagent/bare); the first run builds Temporal's server (minutes).
@@ -52,8 +65,9 @@ mode=run service= inner=()
 case "${1:-}" in
   --print-env | --print-command) mode=${1#--}; service=${2:?"$1 needs a compose service name"} ;;
   --temporal) mode=temporal; shift; inner=("$@"); [ ${#inner[@]} -gt 0 ] || { echo "$0: --temporal needs a command" >&2; exit 2; } ;;
+  --upgrade) mode=upgrade ;;
   "") ;;
-  *) echo "usage: $0 [--print-env SERVICE | --print-command SERVICE | --temporal CMD ARGS...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--print-env SERVICE | --print-command SERVICE | --temporal CMD ARGS... | --upgrade]" >&2; exit 2 ;;
 esac
 
 env_file=${MEMAGENT_BARE_ENV_FILE:-}
@@ -69,6 +83,7 @@ chmod 755 "$work"
 log() { printf '%s bare: %s\n' "$(date +%T)" "$*" >&2; }
 
 pids=()
+env_over=() upgrade_dc=
 pg_ctl_bin= pg_data= as_pg=()
 cleanup() {
   local code=$?
@@ -99,12 +114,13 @@ compose=$work/compose.json
 image_tag() { jq -r --arg s "$1" '.services[$s].image | sub("^[^:]*:"; "")' "$compose"; }
 temporal_version=$(image_tag temporal)
 versitygw_version=$(image_tag s3)
+temporal_cli_version=1.5.1
 schema_module=$(go mod download -json "go.temporal.io/server@v${temporal_version#v}" | jq -r .Dir)
 
 # Free ports, a block of them: ports[name]. A port is taken when something
 # accepts a connection on it.
 declare -A ports
-port_names=(postgresql temporal s3 inference otel worker
+port_names=(postgresql temporal s3 inference otel worker worker2
   FRONTEND_HTTP_PORT FRONTEND_MEMBERSHIP_PORT HISTORY_GRPC_PORT HISTORY_MEMBERSHIP_PORT
   MATCHING_GRPC_PORT MATCHING_MEMBERSHIP_PORT WORKER_GRPC_PORT WORKER_MEMBERSHIP_PORT
   INTERNAL_FRONTEND_GRPC_PORT INTERNAL_FRONTEND_HTTP_PORT INTERNAL_FRONTEND_MEMBERSHIP_PORT)
@@ -199,7 +215,7 @@ build_at() { # name, package@version
 }
 temporal_server=$(build_at "temporal-server-$temporal_version" "go.temporal.io/server/cmd/server@v${temporal_version#v}")
 sql_tool=$(build_at "temporal-sql-tool-$temporal_version" "go.temporal.io/server/cmd/tools/sql@v${temporal_version#v}")
-if [ "$mode" = run ]; then
+if [ "$mode" = run ] || [ "$mode" = upgrade ]; then
   versitygw=$(build_at "versitygw-$versitygw_version" "github.com/versity/versitygw/cmd/versitygw@$versitygw_version")
   log "building the worker and the starter"
   go build -o "$cache/bin/worker" ./worker
@@ -207,14 +223,26 @@ else
   log "building the starter (its setup job registers the namespace and the search attributes)"
 fi
 go build -o "$cache/bin/starter" ./starter
+if [ "$mode" = upgrade ]; then
+  # The CLI release whose worker deployment commands match the server's
+  # (1.5 and later; the newer releases' go.mod replaces a module of their
+  # own, which go install refuses).
+  temporal_cli=$(build_at "temporal-cli-$temporal_cli_version" "github.com/temporalio/cli/cmd/temporal@v$temporal_cli_version")
+  # Two builds of the worker whose only difference is the version they
+  # carry: each polls as its own version, its build id by default.
+  for b in v1 v2; do
+    go build -ldflags "-X github.com/memagent/memagent/internal/config.version=bare-$b" -o "$cache/bin/worker-$b" ./worker
+  done
+fi
 
 # start NAME SERVICE ARGV...: runs ARGV with SERVICE's environment (and
-# nothing else from this shell but PATH and HOME), logging to $work/NAME.log.
+# nothing else from this shell but PATH and HOME, and env_over's KEY=VALUE
+# entries over it), logging to $work/NAME.log.
 start() {
   local name=$1 svc=$2; shift 2
   local -a env=()
   mapfile -t env < <(svc_env "$svc")
-  env -i PATH="$PATH" HOME="$HOME" "${env[@]}" "$@" >"$work/$name.log" 2>&1 &
+  env -i PATH="$PATH" HOME="$HOME" "${env[@]}" "${env_over[@]}" "$@" >"$work/$name.log" 2>&1 &
   pids+=($!)
 }
 # run_job SERVICE: runs a compose job's command to completion.
@@ -257,11 +285,23 @@ log "postgresql on 127.0.0.1:${ports[postgresql]}"
 log "temporal-schema: $(svc_command temporal-schema | tr '\n' ' ')"
 run_job temporal-schema
 
+if [ "$mode" = upgrade ]; then
+  # The compose file's dynamic config, and a drained build said so in
+  # seconds (defaults: a 3-minute grace for visibility, refreshed every 3
+  # minutes), as the embedded dev stack does.
+  upgrade_dc=$work/dynamicconfig-upgrade.yaml
+  { cat "$(svc_var temporal DYNAMIC_CONFIG_FILE_PATH)"; printf '%s\n' \
+    '' '# deploy/bare/run.sh --upgrade only.' \
+    'matching.wv.VersionDrainageStatusVisibilityGracePeriod:' '  - value: 10s' \
+    'matching.wv.VersionDrainageStatusRefreshInterval:' '  - value: 1s'; } >"$upgrade_dc"
+  env_over=("DYNAMIC_CONFIG_FILE_PATH=$upgrade_dc")
+fi
 start temporal temporal "$temporal_server" start
+env_over=()
 health=$(jq -r '.services.temporal.healthcheck.test | last' "$compose" |
   sed "s/127\.0\.0\.1:7243/127.0.0.1:${ports[FRONTEND_HTTP_PORT]}/")
 wait_for "temporal (its compose health check, $health)" 120 curl -fsS "$health"
-log "temporal on 127.0.0.1:${ports[temporal]}, dynamic config $(svc_var temporal DYNAMIC_CONFIG_FILE_PATH)"
+log "temporal on 127.0.0.1:${ports[temporal]}, dynamic config ${upgrade_dc:-$(svc_var temporal DYNAMIC_CONFIG_FILE_PATH)}"
 
 if [ "$mode" = temporal ]; then
   run_job setup
@@ -280,6 +320,9 @@ mapfile -t s3_argv < <(svc_command s3)
 mkdir -p "$work/s3-data"
 start s3 s3 "$versitygw" "${s3_argv[@]}"
 mapfile -t sim_argv < <(svc_command simulator)
+# --upgrade: model calls that take their time, so that runs are in flight
+# across the upgrade's steps.
+[ "$mode" != upgrade ] || sim_argv+=(--latency 300ms)
 start simulator simulator "${sim_argv[@]}"
 wait_for "simulator" 60 curl -fsS "http://127.0.0.1:${ports[inference]}/v1/models"
 wait_for "s3" 60 curl -sS -o /dev/null "http://127.0.0.1:${ports[s3]}/"
@@ -287,6 +330,11 @@ log "versitygw on 127.0.0.1:${ports[s3]}, simulator on 127.0.0.1:${ports[inferen
 
 run_job setup
 log "setup: $(tail -n 1 "$work/setup.log")"
+
+if [ "$mode" = upgrade ]; then
+  source deploy/bare/upgrade.sh
+  exit 0
+fi
 
 mapfile -t worker_argv < <(svc_command worker)
 start worker worker "${worker_argv[@]}"

@@ -390,3 +390,18 @@ func FillWorkerOptions(wo *worker.Options, capacity, concurrency int, rateLimit 
 		wo.WorkerStopTimeout = stopTimeout
 	}
 }
+
+// FillDeploymentOptions turns Worker Versioning on in wo, as build buildID
+// of the Worker Deployment name, unless wo has deployment options of its
+// own; it reports whether it did. Every memagent workflow registers its
+// versioning behaviour (workflows.Register), so none is set by default.
+func FillDeploymentOptions(wo *worker.Options, name, buildID string) bool {
+	if wo.DeploymentOptions != (worker.DeploymentOptions{}) {
+		return false
+	}
+	wo.DeploymentOptions = worker.DeploymentOptions{
+		UseVersioning: true,
+		Version:       worker.WorkerDeploymentVersion{DeploymentName: name, BuildID: buildID},
+	}
+	return true
+}

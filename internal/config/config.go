@@ -80,6 +80,12 @@ type Config struct {
 	// TemporalAPIKey is sent as a bearer token on every Temporal call
 	// (TEMPORAL_API_KEY), as Temporal Cloud's API keys are; never printed.
 	TemporalAPIKey string
+	// ClientIdentity is the identity a client dials Temporal with, which
+	// Temporal records in the history of what it sends; empty means the
+	// SDK's default (pid@host). The review desk and the starter's sign-off
+	// commands set it, so that a decision's history names the program
+	// (and the reviewer) it came through. No flag or environment variable.
+	ClientIdentity string
 
 	S3Endpoint  string // "" after Load means AWS itself
 	S3Region    string
@@ -210,6 +216,25 @@ type Config struct {
 	// --stop-timeout); 0 means DefaultStopTimeout. A deployment's grace
 	// period (Kubernetes' terminationGracePeriodSeconds) must exceed it.
 	StopTimeout time.Duration
+
+	// DeploymentName turns Worker Versioning on: the worker polls as
+	// build BuildID of this Temporal Worker Deployment
+	// (TEMPORAL_DEPLOYMENT_NAME, worker --deployment-name; the names the
+	// Temporal Worker Controller sets in the pods it runs). Empty: an
+	// unversioned worker, as before.
+	DeploymentName string
+	// BuildID names this worker's build within DeploymentName
+	// (TEMPORAL_WORKER_BUILD_ID, worker --build-id); empty means
+	// BinaryVersion (see WorkerBuildID).
+	BuildID string
+}
+
+// WorkerBuildID is BuildID, or this binary's version when unset.
+func (c Config) WorkerBuildID() string {
+	if c.BuildID != "" {
+		return c.BuildID
+	}
+	return BinaryVersion()
 }
 
 // DefaultStopTimeout is how long a stopping worker waits for in-flight
@@ -434,6 +459,12 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 			return c, fmt.Errorf("MEMAGENT_STOP_TIMEOUT %q: want a positive duration such as 30s or 5m", v)
 		}
 		c.StopTimeout = d
+	}
+	if v, ok := get("TEMPORAL_DEPLOYMENT_NAME"); ok {
+		c.DeploymentName = v
+	}
+	if v, ok := get("TEMPORAL_WORKER_BUILD_ID"); ok {
+		c.BuildID = v
 	}
 	if v, ok := get("MEMAGENT_LOG_LEVEL"); ok {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
@@ -662,6 +693,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := c.TemporalConnection(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := CheckDeployment(c.DeploymentName, c.BuildID, c.WorkerBuildID()); err != nil {
+		errs = append(errs, fmt.Errorf("%w (TEMPORAL_DEPLOYMENT_NAME or --deployment-name, TEMPORAL_WORKER_BUILD_ID or --build-id)", err))
 	}
 	switch c.S3SSE {
 	case "", SSES3:

@@ -531,3 +531,50 @@ func TestTemporalSettingsFollowEnvconfig(t *testing.T) {
 		t.Errorf("an unknown profile: %v, want an error naming TEMPORAL_PROFILE", err)
 	}
 }
+
+// TestDeployment: Worker Versioning is off unless a deployment name is
+// set; the build id defaults to the binary's version, and what Temporal
+// would refuse (or a build id alone, or a versioned worker without a build
+// id) fails Validate naming the variables.
+func TestDeployment(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		version   string // the stamped binary version
+		wantBuild string
+		wantErr   string
+	}{
+		{"off", nil, "", "", ""},
+		{"off, with a binary version", nil, "1.3.0", "1.3.0", ""},
+		{"set", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0"}, "", "1.4.0", ""},
+		{"build id wins over the binary's", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "b2"}, "1.3.0", "b2", ""},
+		{"binary's version", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent"}, "1.3.0", "1.3.0", ""},
+		{"no version at all", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent"}, "", "", "carries no version"},
+		{"build id alone", map[string]string{"TEMPORAL_WORKER_BUILD_ID": "1.4.0"}, "", "1.4.0", "no deployment name"},
+		{"dot in the name", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent.prod", "TEMPORAL_WORKER_BUILD_ID": "1"}, "", "1", "'.' and ':'"},
+		{"reserved build id", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "__x"}, "", "__x", "reserves"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func(v string) { version = v }(version)
+			version = tt.version
+			if v := BinaryVersion(); tt.version == "" && v != "" {
+				t.Fatalf("the test binary carries version %q of its own: the cases without one cannot run", v)
+			}
+			c, err := FromEnv(env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.WorkerBuildID(); got != tt.wantBuild {
+				t.Errorf("WorkerBuildID() = %q, want %q", got, tt.wantBuild)
+			}
+			err = c.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "TEMPORAL_DEPLOYMENT_NAME")):
+				t.Errorf("Validate() = %v, want an error saying %q and naming TEMPORAL_DEPLOYMENT_NAME", err, tt.wantErr)
+			}
+		})
+	}
+}

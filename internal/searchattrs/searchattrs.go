@@ -75,7 +75,7 @@ func Ensure(ctx context.Context, op operatorservice.OperatorServiceClient, names
 		// Added, or by someone else in between.
 		return names, nil
 	case errors.As(err, &invalid):
-		return nil, &MissingError{Namespace: namespace, Names: names, Cause: fmt.Errorf("%w (SQL visibility allows 3 Int, 10 Keyword and 3 Text custom attributes per namespace; memagent needs 3 Int and 5 Keyword: see `temporal operator search-attribute list`)", err)}
+		return nil, &MissingError{Namespace: namespace, Names: names, Cause: fmt.Errorf("%w (SQL visibility allows 3 Int, 10 Keyword and 3 Text custom attributes per namespace; memagent needs 3 Int and 6 Keyword: see `temporal operator search-attribute list`)", err)}
 	}
 	return nil, &MissingError{Namespace: namespace, Names: names, Cause: err}
 }

@@ -30,6 +30,9 @@ import (
 func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, capacity int, opts Options) worker.Worker {
 	var wo worker.Options
 	assemble.FillWorkerOptions(&wo, capacity, opts.Concurrency, cfg.RateLimit, cfg.WorkerStopTimeout())
+	if cfg.DeploymentName != "" {
+		assemble.FillDeploymentOptions(&wo, cfg.DeploymentName, cfg.WorkerBuildID())
+	}
 	w := worker.New(c, cfg.TaskQueue, wo)
 	workflows.Register(w)
 	acts.Register(w)
@@ -72,6 +75,7 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 		HeadersProvider:   cfg.TemporalHeaders(),
 		HostPort:          cfg.TemporalAddress,
 		Namespace:         cfg.TemporalNamespace,
+		Identity:          cfg.ClientIdentity,
 		ConnectionOptions: conn,
 		Credentials:       creds,
 		Logger:            newTemporalLogger(logger),

@@ -65,6 +65,33 @@ app.kubernetes.io/component: worker
 {{- end -}}
 {{- end -}}
 
+{{/* The image of one build (versioning.builds): its digest or tag, else image's. Takes (dict "root" $ "build" $b). */}}
+{{- define "memagent.buildImage" -}}
+{{- $b := .build -}}
+{{- $i := .root.Values.image -}}
+{{- if $b.digest -}}
+{{- printf "%s@%s" $i.repository $b.digest -}}
+{{- else if $b.tag -}}
+{{- printf "%s:%s" $i.repository $b.tag -}}
+{{- else -}}
+{{- include "memagent.image" .root -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A build id as a label value and a name suffix: [a-z0-9.-], at most 40 characters. */}}
+{{- define "memagent.buildLabel" -}}
+{{- regexReplaceAll "[^a-z0-9.-]+" (lower .) "-" | trunc 40 | trimAll "-." -}}
+{{- end -}}
+
+{{/* A worker Deployment's name, for (dict "root" $ "build" B): the release's full name, or with a build (versioning.builds) a shortened one and the build's label. */}}
+{{- define "memagent.workloadName" -}}
+{{- if .build -}}
+{{- printf "%s-%s" (include "memagent.fullname" .root | trunc 22 | trimSuffix "-") (include "memagent.buildLabel" .build.buildId) -}}
+{{- else -}}
+{{- include "memagent.fullname" .root -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The CLI image the setup Job runs. */}}
 {{- define "memagent.setupImage" -}}
 {{- $i := .Values.setup.image -}}
@@ -126,6 +153,24 @@ matters includes it, so a bad combination fails the whole render.
 {{- end -}}
 {{- if and (eq $v.model.api "azure") (not $v.model.apiKey.existingSecret) -}}
 {{- fail "model.api is azure but model.apiKey.existingSecret is empty: Azure OpenAI needs the resource's key (AZURE_OPENAI_API_KEY) from a Secret" -}}
+{{- end -}}
+{{- $ver := $v.versioning -}}
+{{- if and $ver.deploymentName (not $ver.builds) -}}
+{{- fail "versioning.deploymentName is set but versioning.builds is empty: list the builds to run (buildId, and tag or digest), each its own Deployment, e.g. builds: [{buildId: \"0.5.0\", tag: \"0.5.0\"}]" -}}
+{{- end -}}
+{{- if and $ver.builds (not $ver.deploymentName) -}}
+{{- fail "versioning.builds is set but versioning.deploymentName is empty: name the Temporal Worker Deployment the builds belong to" -}}
+{{- end -}}
+{{- if and $ver.builds $v.keda.enabled -}}
+{{- fail "keda.enabled with versioning.builds: the task queue's backlog is every build's, so one ScaledObject per build would scale them all alike; scale builds by their replicas, or let the Temporal Worker Controller run them (docs/DEPLOY.md, Upgrading)" -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $ver.builds -}}
+{{- $l := include "memagent.buildLabel" .buildId -}}
+{{- if hasKey $seen $l -}}
+{{- fail (printf "versioning.builds: build ids %q and %q name the same Deployment (%s): make them differ in letters or digits" (get $seen $l) .buildId $l) -}}
+{{- end -}}
+{{- $_ := set $seen $l .buildId -}}
 {{- end -}}
 {{- $credentialVars := list "OPENAI_API_KEY" "AZURE_OPENAI_API_KEY" "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" "TEMPORAL_API_KEY" "MEMAGENT_CODEC_KEYS" "MEMAGENT_CODEC_TOKEN" -}}
 {{- range $v.extraEnv -}}

@@ -217,6 +217,16 @@ func devDynamicConfig() dynamicconfig.StaticClient {
 		// waits up to 50 ms a step. bench -only overhead: a bare activity
 		// loop takes 50.5 ms an activity at the default, 4.9 ms at 1000.
 		dynamicconfig.TransferProcessorMaxPollRPS.Key(): 1000,
+		// Worker Versioning (docs/DEPLOY.md, Upgrading) needs nothing
+		// here to route runs, ramp and move pinned runs at continue-as-new
+		// (on by default in 1.32). A build that is no longer current or
+		// ramping reports "drained" once visibility shows no open run on
+		// it, and only after a grace period for visibility to catch up (3
+		// minutes by default), checked every 3 minutes: up to 6 minutes
+		// before a drained build says so. The dev server's SQLite
+		// visibility is current within a second.
+		dynamicconfig.VersionDrainageStatusVisibilityGracePeriod.Key(): 10 * time.Second,
+		dynamicconfig.VersionDrainageStatusRefreshInterval.Key():       time.Second,
 	}
 }
 

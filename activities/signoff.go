@@ -1,0 +1,322 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/signoff"
+)
+
+// Names of the SignOff workflow's activities.
+const (
+	LoadSignOffName  = "memagent.LoadSignOff"
+	AppendAuditName  = "memagent.AppendAudit"
+	WriteSignOffName = "memagent.WriteSignOff"
+)
+
+// Names of the objects a sign-off writes under its prefix (the review's or
+// the batch report's prefix, then signoff/).
+const (
+	SignOffFolder     = "signoff/"
+	SignOffAudit      = "audit.jsonl"
+	SignOffDecidedCSV = "decided.csv"
+	SignOffDecidedXLS = "decided.xlsx"
+	SignOffDecidedJSN = "decided.json"
+)
+
+func (a *Activities) registerSignOff(r Registry) {
+	r.RegisterActivityWithOptions(a.loadSignOff, activity.RegisterOptions{Name: LoadSignOffName})
+	r.RegisterActivityWithOptions(a.appendAudit, activity.RegisterOptions{Name: AppendAuditName})
+	r.RegisterActivityWithOptions(a.writeSignOff, activity.RegisterOptions{Name: WriteSignOffName})
+}
+
+// loadSignOff reads the review or batch a sign-off signs off: its result
+// as Temporal holds it (never what a caller says of it), then, for a
+// batch, its report's items. The files it names must be that run's own
+// outputs.
+func (a *Activities) loadSignOff(ctx context.Context, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
+	c := activity.GetClient(ctx)
+	desc, err := c.DescribeWorkflowExecution(ctx, in.WorkflowID, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return nil, badInput(fmt.Errorf("no workflow %q: name the workflow id of a finished %s", in.WorkflowID, in.Kind))
+	case err != nil:
+		return nil, fmt.Errorf("describe %s: %w", in.WorkflowID, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	want := api.ReviewDocumentName
+	if in.Kind == api.SubjectBatch {
+		want = api.BatchQAName
+	}
+	if got := info.GetType().GetName(); got != want {
+		return nil, badInput(fmt.Errorf("workflow %s is a %s, not a %s: sign off a %s by its own id", in.WorkflowID, got, want, in.Kind))
+	}
+	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		return nil, badInput(fmt.Errorf("%s %s is %s: only a completed %s is signed off; start the sign-off once it completes",
+			in.Kind, in.WorkflowID, strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")), in.Kind))
+	}
+	runID := info.GetExecution().GetRunId()
+	out := &actwire.LoadSignOffOutput{}
+	s := &out.Subject
+	s.Kind, s.WorkflowID, s.RunID = in.Kind, in.WorkflowID, runID
+	if in.Kind == api.SubjectReview {
+		var g api.ReviewGrid
+		if err := c.GetWorkflow(ctx, in.WorkflowID, runID).Get(ctx, &g); err != nil {
+			return nil, fmt.Errorf("result of %s: %w", in.WorkflowID, err)
+		}
+		s.Document, s.Source, s.GridURI = g.Document, g.Source, g.JSONURI
+		s.Prefix = g.Prefix + SignOffFolder
+		for _, r := range g.Rows {
+			out.Cells = append(out.Cells, r.ID)
+		}
+	} else {
+		var res api.BatchQAResult
+		if err := c.GetWorkflow(ctx, in.WorkflowID, runID).Get(ctx, &res); err != nil {
+			return nil, fmt.Errorf("result of %s: %w", in.WorkflowID, err)
+		}
+		if err := a.ownedBy(ctx, "report", res.ReportURI, in.WorkflowID); err != nil {
+			return nil, err
+		}
+		data, err := a.readSmall(ctx, res.ReportURI)
+		if err != nil {
+			return nil, err
+		}
+		var rep api.BatchReport
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return nil, badInput(fmt.Errorf("report %s: %w", res.ReportURI, err))
+		}
+		s.GridURI, s.Prefix = rep.ResultsURI, res.ReportPrefix+SignOffFolder
+		rows, err := a.signOffRows(ctx, *s)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out.Cells = append(out.Cells, r.Cell)
+		}
+	}
+	s.AuditURI = s.Prefix + SignOffAudit
+	if err := a.ownedBy(ctx, "grid", s.GridURI, in.WorkflowID); err != nil {
+		return nil, err
+	}
+	if err := a.allowSignOffOutput(ctx, "audit log", s.AuditURI); err != nil {
+		return nil, err
+	}
+	switch n := len(out.Cells); {
+	case n == 0:
+		return nil, badInput(fmt.Errorf("%s %s has no answers to sign off", in.Kind, in.WorkflowID))
+	case n > api.MaxSignOffCells:
+		return nil, badInput(fmt.Errorf("%s %s has %d answers, over the %d one sign-off holds: split the manifest into smaller batches", in.Kind, in.WorkflowID, n, api.MaxSignOffCells))
+	}
+	seen := make(map[string]bool, len(out.Cells))
+	for _, id := range out.Cells {
+		if seen[id] {
+			return nil, badInput(fmt.Errorf("%s %s has two answers with id %q", in.Kind, in.WorkflowID, id))
+		}
+		seen[id] = true
+	}
+	return out, nil
+}
+
+// readSmall reads an object of at most signoff.MaxGridBytes.
+func (a *Activities) readSmall(ctx context.Context, uri string) ([]byte, error) {
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	info, err := a.Store.Head(ctx, loc)
+	if err != nil {
+		return nil, storeError(err, uri)
+	}
+	if info.Size > signoff.MaxGridBytes {
+		return nil, badInput(fmt.Errorf("%s is %d bytes, over the %d a sign-off reads", uri, info.Size, signoff.MaxGridBytes))
+	}
+	data, err := a.Store.ReadAll(ctx, loc)
+	if err != nil {
+		return nil, storeError(err, uri)
+	}
+	return data, nil
+}
+
+// signOffRows reads the rows of the review's grid or the batch's results.
+func (a *Activities) signOffRows(ctx context.Context, s api.SignOffSubject) ([]signoff.Row, error) {
+	if err := a.ownedBy(ctx, "grid", s.GridURI, s.WorkflowID); err != nil {
+		return nil, err
+	}
+	data, err := a.readSmall(ctx, s.GridURI)
+	if err != nil {
+		return nil, err
+	}
+	if s.Kind == api.SubjectReview {
+		g, err := signoff.DecodeReviewGrid(data)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		return signoff.ReviewRows(g), nil
+	}
+	rows, err := signoff.BatchRows(data)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return rows, nil
+}
+
+// appendAudit appends the entries the audit log lacks. The sign-off runs
+// one append at a time, in order, so the log's line count says what it
+// holds: a retried append finds its lines there and writes nothing twice.
+func (a *Activities) appendAudit(ctx context.Context, in actwire.AppendAuditInput) error {
+	if err := a.allowSignOffOutput(ctx, "audit log", in.AuditURI); err != nil {
+		return err
+	}
+	loc, err := s3store.ParseURI(in.AuditURI)
+	if err != nil {
+		return badInput(err)
+	}
+	old, err := a.Store.ReadAll(ctx, loc)
+	if err != nil && !errors.Is(err, s3store.ErrNotFound) {
+		return storeError(err, in.AuditURI)
+	}
+	have := bytes.Count(old, []byte("\n"))
+	if have < in.From {
+		return badInput(fmt.Errorf("the audit log %s holds %d lines, and the sign-off wrote %d: it was changed outside the sign-off; restore it from the workflow's history", in.AuditURI, have, in.From))
+	}
+	skip := have - in.From
+	if skip >= len(in.Entries) {
+		return nil
+	}
+	var buf bytes.Buffer
+	buf.Write(old)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, e := range in.Entries[skip:] {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	if err := a.Store.Put(ctx, loc, buf.Bytes(), "application/x-ndjson"); err != nil {
+		return storeError(err, in.AuditURI)
+	}
+	return nil
+}
+
+// writeSignOff writes the decided grid beside the audit log: JSON (the
+// sign-off's grid with each cell's row), CSV and XLSX.
+func (a *Activities) writeSignOff(ctx context.Context, in actwire.WriteSignOffInput) (*actwire.WriteSignOffOutput, error) {
+	g := in.Grid
+	rows, err := a.signOffRows(ctx, g.Subject)
+	if err != nil {
+		return nil, err
+	}
+	records, err := signoff.Join(g, rows)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	out := &actwire.WriteSignOffOutput{
+		JSONURI: g.Subject.Prefix + SignOffDecidedJSN, CSVURI: g.Subject.Prefix + SignOffDecidedCSV, XLSXURI: g.Subject.Prefix + SignOffDecidedXLS,
+	}
+	var csvBuf, xlsBuf bytes.Buffer
+	if err := signoff.WriteCSV(&csvBuf, records); err != nil {
+		return nil, err
+	}
+	if err := signoff.WriteXLSX(&xlsBuf, g, records); err != nil {
+		return nil, err
+	}
+	js, err := json.Marshal(struct {
+		api.SignOffGrid
+		Rows []signoff.Row `json:"rows"`
+	}{g, rows})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		uri, ctype string
+		data       []byte
+	}{
+		{out.JSONURI, "application/json", js},
+		{out.CSVURI, "text/csv; charset=utf-8", csvBuf.Bytes()},
+		{out.XLSXURI, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", xlsBuf.Bytes()},
+	} {
+		if err := a.allowSignOffOutput(ctx, "decided grid", f.uri); err != nil {
+			return nil, err
+		}
+		loc, err := s3store.ParseURI(f.uri)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		if err := a.Store.Put(ctx, loc, f.data, f.ctype); err != nil {
+			return nil, storeError(err, f.uri)
+		}
+	}
+	return out, nil
+}
+
+// ownedBy fails as memagent.Forbidden unless uri is an output of workflow
+// subject: in its own area (reviews/<id>/, batches/<id>/), or under a
+// prefix it claimed. A sign-off reads the grid it signs off only there.
+func (a *Activities) ownedBy(ctx context.Context, field, uri, subject string) error {
+	if _, err := s3store.ParseURI(uri); err != nil {
+		return badInput(fmt.Errorf("%s: %w", field, err))
+	}
+	if ar := a.areaOf(uri); ar != nil {
+		if ar.PerWorkflow && strings.HasPrefix(uri, "s3://"+a.Bucket+"/"+ar.Prefix+subject+"/") {
+			return nil
+		}
+		return forbidden("%s %s is not among the outputs of %s", field, uri, subject)
+	}
+	owner, _, err := a.owners.nearest(ctx, a.Store, uri)
+	if err != nil {
+		return fmt.Errorf("check the owner of %s: %w", uri, err)
+	}
+	if owner.ScheduleID != "" || owner.WorkflowID != subject {
+		return forbidden("%s %s is under no prefix that %s claimed", field, uri, subject)
+	}
+	return nil
+}
+
+// allowSignOffOutput checks a file a sign-off writes: inside the worker's
+// write prefixes, in a signoff/ folder among the outputs of the review or
+// batch the sign-off's workflow id names (api.SignOffWorkflowID). Outside
+// an activity only the write prefixes are checked.
+func (a *Activities) allowSignOffOutput(ctx context.Context, field, uri string) error {
+	if err := a.allowWrite(field, uri); err != nil {
+		return err
+	}
+	wf := workflowID(ctx)
+	if wf == "" {
+		return nil
+	}
+	subject, ok := strings.CutSuffix(wf, api.SignOffSuffix)
+	if !ok || subject == "" {
+		return forbidden("%s %s: only a sign-off (workflow id <review or batch id>%s) writes a sign-off's files", field, uri, api.SignOffSuffix)
+	}
+	i := strings.LastIndex(uri, "/"+SignOffFolder)
+	if i < 0 || strings.Contains(uri[i+1+len(SignOffFolder):], "/") {
+		return forbidden("%s %s is not in a %s folder", field, uri, SignOffFolder)
+	}
+	return a.ownedBy(ctx, field, uri[:i+1]+SignOffFolder, subject)
+}
+
+// CheckRead is the worker's read check of a caller's document (the read
+// prefixes; never the areas where runs keep their outputs), for a program
+// that reads on a caller's behalf beside the worker, configured as the
+// worker is: the review desk reads the PDF it shows a page of only when
+// this allows it.
+func (a *Activities) CheckRead(field, uri string) error { return a.allowRead(field, uri) }
+
+// CheckOutputOf fails as memagent.Forbidden unless uri is an output of
+// workflow workflowID: in its own area of the worker's bucket, or under a
+// prefix it claimed. The review desk reads a review's grid only there.
+func (a *Activities) CheckOutputOf(ctx context.Context, field, uri, workflowID string) error {
+	return a.ownedBy(ctx, field, uri, workflowID)
+}

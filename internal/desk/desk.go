@@ -1,0 +1,831 @@
+// Package desk is the review desk: a web page on which reviewers go
+// through the reviews and batches waiting for sign-off, decide on each
+// answer with the cited page in front of them (the quote highlighted where
+// it stands, from PDFium's character boxes), and sign a level off. It is
+// Go's net/http and html/template with a little plain JavaScript, and no
+// build step.
+//
+// Every decision goes to the sign-off workflow as an Update, under the
+// reviewer the identity source says the request comes from; the page can
+// name no other. It reads only what the worker would: a review's grid
+// among that review's outputs, a document within the read prefixes. It is
+// safe against cross-site requests (Fetch metadata and Origin checked,
+// a per-session CSRF token on every change, SameSite=Strict cookies, a
+// Host check against DNS rebinding) and listens on loopback unless told
+// otherwise. It never logs a token, a document's text or an answer.
+package desk
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
+	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/reviewer"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/signoff"
+)
+
+//go:embed static templates
+var files embed.FS
+
+var templates = template.Must(template.ParseFS(files, "templates/*.html"))
+
+// Store is what the desk reads from S3.
+type Store interface {
+	Head(ctx context.Context, loc s3store.Location) (s3store.ObjectInfo, error)
+	ReadAll(ctx context.Context, loc s3store.Location) ([]byte, error)
+}
+
+// Config is what a desk needs.
+type Config struct {
+	// Temporal is the desk's client; ClientIdentity the identity it dialed
+	// with (recorded beside each reviewer).
+	Temporal       client.Client
+	ClientIdentity string
+	TaskQueue      string
+	Store          Store
+	// Checks are the worker's read checks, configured as the worker's
+	// (its bucket, read and write prefixes, Store).
+	Checks *activities.Activities
+	// Reviewers is the identity source.
+	Reviewers *reviewer.Source
+	// Hosts are the Host header values the desk answers (the address it
+	// listens on and its names); others are refused, against DNS
+	// rebinding.
+	Hosts  []string
+	Logger *slog.Logger
+	// MaxDocumentBytes bounds a PDF the desk renders pages of (default
+	// 128 MiB).
+	MaxDocumentBytes int64
+}
+
+// Desk serves the review desk.
+type Desk struct {
+	cfg    Config
+	mc     *memclient.Client
+	pdf    *docconv.Converter
+	secret []byte
+	mux    *http.ServeMux
+
+	mu       sync.Mutex
+	sessions map[string]session
+	docs     map[string][]byte // source URI@etag → the PDF, at most maxDocs
+	chars    map[string][]docconv.CharBox
+}
+
+type session struct {
+	reviewer string
+	expires  time.Time
+}
+
+const (
+	sessionCookie = "memagent_desk"
+	sessionTTL    = 12 * time.Hour
+	maxDocs       = 2
+	maxCharPages  = 64
+	renderDPI     = 110
+)
+
+// New returns a desk; Close it.
+func New(cfg Config) (*Desk, error) {
+	if cfg.Temporal == nil || cfg.Store == nil || cfg.Checks == nil || cfg.Reviewers == nil {
+		return nil, errors.New("desk: Temporal, Store, Checks and Reviewers are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxDocumentBytes <= 0 {
+		cfg.MaxDocumentBytes = 128 << 20
+	}
+	d := &Desk{
+		cfg: cfg, mc: memclient.New(cfg.Temporal, memclient.Options{TaskQueue: cfg.TaskQueue}),
+		pdf: &docconv.Converter{Instances: 1}, secret: make([]byte, 32),
+		sessions: map[string]session{}, docs: map[string][]byte{}, chars: map[string][]docconv.CharBox{},
+	}
+	if _, err := rand.Read(d.secret); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.FileServerFS(files))
+	mux.HandleFunc("GET /{$}", d.authed(d.index))
+	mux.HandleFunc("GET /login", d.loginPage)
+	mux.HandleFunc("POST /login", d.login)
+	mux.HandleFunc("POST /logout", d.authed(d.logout))
+	mux.HandleFunc("GET /signoff", d.authed(d.signOffPage))
+	mux.HandleFunc("GET /api/grid", d.authed(d.apiGrid))
+	mux.HandleFunc("GET /api/cell", d.authed(d.apiCell))
+	mux.HandleFunc("GET /page.png", d.authed(d.pagePNG))
+	mux.HandleFunc("GET /export.xlsx", d.authed(d.export))
+	mux.HandleFunc("GET /export.csv", d.authed(d.export))
+	mux.HandleFunc("POST /api/start", d.authed(d.changes(d.apiStart)))
+	mux.HandleFunc("POST /api/decide", d.authed(d.changes(d.apiDecide)))
+	mux.HandleFunc("POST /api/signoff", d.authed(d.changes(d.apiSignOff)))
+	mux.HandleFunc("POST /api/reopen", d.authed(d.changes(d.apiReopen)))
+	d.mux = mux
+	return d, nil
+}
+
+// Close stops PDFium.
+func (d *Desk) Close() error { return d.pdf.Close() }
+
+// ServeHTTP checks the Host, refuses cross-site requests that change
+// anything, sets the page's security headers, and serves.
+func (d *Desk) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !d.hostAllowed(r.Host) {
+		http.Error(w, "unknown host: the desk answers only the addresses it listens on", http.StatusMisdirectedRequest)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// Not no-referrer: a browser then sends "Origin: null" with the
+	// desk's own forms.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if err := crossSite(r); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+	}
+	d.mux.ServeHTTP(w, r)
+}
+
+// crossSite refuses a request another site's page made: the browser's
+// Sec-Fetch-Site says so, or its Origin is not the desk's own.
+func crossSite(r *http.Request) error {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return nil
+	case "":
+	default:
+		return errors.New("cross-site request refused: use the desk's own page")
+	}
+	// A browser without Fetch metadata: its Origin, when it sends one.
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return errors.New("cross-origin request refused: use the desk's own page")
+		}
+	}
+	return nil
+}
+
+func (d *Desk) hostAllowed(host string) bool {
+	if len(d.cfg.Hosts) == 0 {
+		return true
+	}
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	for _, a := range d.cfg.Hosts {
+		if strings.EqualFold(a, host) || strings.EqualFold(a, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// who is the reviewer a request comes from, and its session id ("" for a
+// header source).
+func (d *Desk) who(r *http.Request) (name, sid string, err error) {
+	if !d.cfg.Reviewers.Tokens() {
+		name, err = d.cfg.Reviewers.FromHeader(r)
+		return name, "", err
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return "", "", errors.New("not signed in")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.sessions[c.Value]
+	if !ok || time.Now().After(s.expires) {
+		delete(d.sessions, c.Value)
+		return "", "", errors.New("not signed in")
+	}
+	return s.reviewer, c.Value, nil
+}
+
+// csrf is the token a page of the session sends with every change.
+func (d *Desk) csrf(name, sid string) string {
+	m := hmac.New(sha256.New, d.secret)
+	m.Write([]byte(name + "\x00" + sid))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+type authedHandler func(w http.ResponseWriter, r *http.Request, name, sid string)
+
+func (d *Desk) authed(h authedHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name, sid, err := d.who(r)
+		if err != nil {
+			if d.cfg.Reviewers.Tokens() && r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		h(w, r, name, sid)
+	}
+}
+
+// changes checks the CSRF token of a request that changes something.
+func (d *Desk) changes(h authedHandler) authedHandler {
+	return func(w http.ResponseWriter, r *http.Request, name, sid string) {
+		if !hmac.Equal([]byte(r.Header.Get("X-CSRF-Token")), []byte(d.csrf(name, sid))) {
+			http.Error(w, "missing or wrong CSRF token: reload the desk's page", http.StatusForbidden)
+			return
+		}
+		h(w, r, name, sid)
+	}
+}
+
+func (d *Desk) loginPage(w http.ResponseWriter, r *http.Request) {
+	if !d.cfg.Reviewers.Tokens() {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	d.render(w, "login.html", map[string]any{"Error": r.URL.Query().Get("error")})
+}
+
+func (d *Desk) login(w http.ResponseWriter, r *http.Request) {
+	if !d.cfg.Reviewers.Tokens() {
+		http.Error(w, "this desk signs reviewers in through its proxy", http.StatusNotFound)
+		return
+	}
+	name, err := d.cfg.Reviewers.FromToken(r.PostFormValue("token"))
+	if err != nil {
+		http.Redirect(w, r, "/login?error="+url.QueryEscape("that token signs no reviewer in"), http.StatusSeeOther)
+		return
+	}
+	sid := make([]byte, 32)
+	if _, err := rand.Read(sid); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	id := base64.RawURLEncoding.EncodeToString(sid)
+	d.mu.Lock()
+	for k, s := range d.sessions {
+		if time.Now().After(s.expires) {
+			delete(d.sessions, k)
+		}
+	}
+	d.sessions[id] = session{reviewer: name, expires: time.Now().Add(sessionTTL)}
+	d.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
+	d.cfg.Logger.Info("reviewer signed in", "reviewer", name)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (d *Desk) logout(w http.ResponseWriter, r *http.Request, name, sid string) {
+	d.mu.Lock()
+	delete(d.sessions, sid)
+	d.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (d *Desk) render(w http.ResponseWriter, name string, data any) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
+		d.cfg.Logger.Error("render page", "template", name, "err", err)
+		http.Error(w, "the page could not be made", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// waiting is one sign-off the index lists.
+type waiting struct {
+	Subject, State, Details, Document string
+	Started                           time.Time
+}
+
+func (d *Desk) index(w http.ResponseWriter, r *http.Request, name, sid string) {
+	ctx := r.Context()
+	resp, err := d.cfg.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query:    fmt.Sprintf("WorkflowType = %q AND ExecutionStatus = 'Running'", api.SignOffName),
+		PageSize: 200,
+	})
+	var list []waiting
+	if err == nil {
+		for _, e := range resp.GetExecutions() {
+			id, _ := strings.CutSuffix(e.GetExecution().GetWorkflowId(), api.SignOffSuffix)
+			wt := waiting{Subject: id, Started: e.GetStartTime().AsTime()}
+			if e.GetSearchAttributes() != nil {
+				if v, ok := e.GetSearchAttributes().GetIndexedFields()[api.AttrSignoff]; ok {
+					_ = jsonPayload(v.GetData(), &wt.State)
+				}
+				if v, ok := e.GetSearchAttributes().GetIndexedFields()[api.AttrDocument]; ok {
+					_ = jsonPayload(v.GetData(), &wt.Document)
+				}
+			}
+			list = append(list, wt)
+		}
+	}
+	d.render(w, "index.html", map[string]any{
+		"Reviewer": name, "CSRF": d.csrf(name, sid), "Waiting": list, "Error": errString(err), "Tokens": d.cfg.Reviewers.Tokens(),
+	})
+}
+
+func jsonPayload(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (d *Desk) signOffPage(w http.ResponseWriter, r *http.Request, name, sid string) {
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	d.render(w, "signoff.html", map[string]any{
+		"Reviewer": name, "CSRF": d.csrf(name, sid), "Subject": id, "Tokens": d.cfg.Reviewers.Tokens(),
+	})
+}
+
+// gridView is /api/grid's answer.
+type gridView struct {
+	Reviewer string          `json:"reviewer"`
+	Level    int             `json:"level"`
+	Grid     api.SignOffGrid `json:"grid"`
+	Rows     []signoff.Row   `json:"rows"`
+}
+
+// load reads the sign-off and its rows, with the worker's checks.
+func (d *Desk) load(ctx context.Context, subject string) (*api.SignOffGrid, []signoff.Row, error) {
+	g, err := d.mc.SignOffGrid(ctx, subject)
+	if err != nil {
+		return nil, nil, err
+	}
+	if g.Subject.WorkflowID != subject {
+		return nil, nil, fmt.Errorf("the sign-off of %s names %s", subject, g.Subject.WorkflowID)
+	}
+	if err := d.cfg.Checks.CheckOutputOf(ctx, "grid", g.Subject.GridURI, subject); err != nil {
+		return nil, nil, err
+	}
+	loc, err := s3store.ParseURI(g.Subject.GridURI)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := d.cfg.Store.Head(ctx, loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if info.Size > signoff.MaxGridBytes {
+		return nil, nil, fmt.Errorf("%s is %d bytes, over %d", g.Subject.GridURI, info.Size, signoff.MaxGridBytes)
+	}
+	data, err := d.cfg.Store.ReadAll(ctx, loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rows []signoff.Row
+	if g.Subject.Kind == api.SubjectReview {
+		rg, err := signoff.DecodeReviewGrid(data)
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = signoff.ReviewRows(rg)
+	} else if rows, err = signoff.BatchRows(data); err != nil {
+		return nil, nil, err
+	}
+	return g, rows, nil
+}
+
+// level is the level a sign-off waits for.
+func level(g *api.SignOffGrid) int {
+	for _, s := range g.SignOffs {
+		if s.Level == 1 {
+			return 2
+		}
+	}
+	return 1
+}
+
+func (d *Desk) apiGrid(w http.ResponseWriter, r *http.Request, name, sid string) {
+	g, rows, err := d.load(r.Context(), r.URL.Query().Get("id"))
+	if err != nil {
+		jsonError(w, http.StatusNotFound, err)
+		return
+	}
+	writeJSON(w, gridView{Reviewer: name, Level: level(g), Grid: *g, Rows: rows})
+}
+
+// cellView is /api/cell's answer.
+type cellView struct {
+	Cell    api.SignOffCell    `json:"cell"`
+	Row     signoff.Row        `json:"row"`
+	History []api.SignOffEntry `json:"history"`
+	Page    *pageView          `json:"page,omitempty"`
+}
+
+// pageView is the cited page of a cell and where its quote stands.
+type pageView struct {
+	Number int    `json:"number"`
+	Cite   string `json:"cite"`
+	Image  string `json:"image"`
+	// Highlight is "quote" when the quote was found on the page,
+	// "answer" when only the answer was, "" when neither.
+	Highlight   string        `json:"highlight"`
+	QuoteBoxes  []docconv.Box `json:"quote_boxes,omitempty"`
+	AnswerBoxes []docconv.Box `json:"answer_boxes,omitempty"`
+	Error       string        `json:"error,omitempty"`
+}
+
+func (d *Desk) apiCell(w http.ResponseWriter, r *http.Request, name, sid string) {
+	ctx := r.Context()
+	subject, id := r.URL.Query().Get("id"), r.URL.Query().Get("cell")
+	g, rows, err := d.load(ctx, subject)
+	if err != nil {
+		jsonError(w, http.StatusNotFound, err)
+		return
+	}
+	c := g.Cell(id)
+	if c == nil {
+		jsonError(w, http.StatusNotFound, fmt.Errorf("no cell %q in the sign-off of %s", id, subject))
+		return
+	}
+	v := cellView{Cell: *c, History: []api.SignOffEntry{}}
+	for _, row := range rows {
+		if row.Cell == id {
+			v.Row = row
+		}
+	}
+	if g.State != api.SignOffSignedOff {
+		if h, err := d.mc.CellHistory(ctx, subject, id); err == nil {
+			v.History = h.Entries
+		}
+	}
+	v.Page = d.page(ctx, g, v.Row, subject)
+	writeJSON(w, v)
+}
+
+// source is the PDF a cell's page is rendered from, "" when there is none.
+func source(g *api.SignOffGrid, row signoff.Row) string {
+	doc := row.EvidenceDocument()
+	if g.Subject.Kind == api.SubjectReview && row.Grounding != nil && row.Grounding.Document == "" {
+		doc = g.Subject.Source
+	}
+	if !strings.HasSuffix(strings.ToLower(doc), ".pdf") {
+		return ""
+	}
+	return doc
+}
+
+func (d *Desk) page(ctx context.Context, g *api.SignOffGrid, row signoff.Row, subject string) *pageView {
+	gr := row.Grounding
+	if !gr.Found() || gr.Pages == nil || gr.Pages.Unit != api.UnitPage {
+		return nil
+	}
+	src := source(g, row)
+	if src == "" {
+		return nil
+	}
+	p := &pageView{Number: gr.Pages.First, Cite: gr.Pages.String(),
+		Image: "/page.png?id=" + url.QueryEscape(subject) + "&cell=" + url.QueryEscape(row.Cell)}
+	chars, err := d.charBoxes(ctx, src, gr.Pages.First)
+	if err != nil {
+		p.Error = err.Error()
+		return p
+	}
+	for _, q := range quoteCandidates(gr.Quote) {
+		if boxes, err := docconv.FindText(chars, q); err == nil {
+			p.Highlight, p.QuoteBoxes = "quote", boxes
+			break
+		}
+	}
+	if boxes, err := docconv.FindText(chars, row.ModelAnswer); err == nil {
+		p.AnswerBoxes = boxes
+		if p.Highlight == "" {
+			p.Highlight = "answer"
+		}
+	}
+	return p
+}
+
+// quoteCandidates are the quote, then the quote without its first and
+// last words (cut off mid-word where the quote was clipped).
+func quoteCandidates(q string) []string {
+	out := []string{q}
+	f := strings.Fields(q)
+	if len(f) > 3 {
+		out = append(out, strings.Join(f[1:len(f)-1], " "))
+	}
+	return out
+}
+
+// document returns the PDF at uri, read once (with the worker's read
+// check) and kept for the next pages.
+func (d *Desk) document(ctx context.Context, uri string) ([]byte, error) {
+	if err := d.cfg.Checks.CheckRead("document", uri); err != nil {
+		return nil, err
+	}
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	info, err := d.cfg.Store.Head(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	key := uri + "@" + info.ETag
+	d.mu.Lock()
+	data, ok := d.docs[key]
+	d.mu.Unlock()
+	if ok {
+		return data, nil
+	}
+	if info.Size > d.cfg.MaxDocumentBytes {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d the desk renders", uri, info.Size, d.cfg.MaxDocumentBytes)
+	}
+	data, err = d.cfg.Store.ReadAll(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if len(d.docs) >= maxDocs {
+		clear(d.docs)
+	}
+	d.docs[key] = data
+	d.mu.Unlock()
+	return data, nil
+}
+
+func (d *Desk) charBoxes(ctx context.Context, uri string, page int) ([]docconv.CharBox, error) {
+	data, err := d.document(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s#%d#%d", uri, len(data), page)
+	d.mu.Lock()
+	chars, ok := d.chars[key]
+	d.mu.Unlock()
+	if ok {
+		return chars, nil
+	}
+	chars, err = d.pdf.CharBoxes(ctx, bytes.NewReader(data), int64(len(data)), page)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if len(d.chars) >= maxCharPages {
+		clear(d.chars)
+	}
+	d.chars[key] = chars
+	d.mu.Unlock()
+	return chars, nil
+}
+
+func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string) {
+	ctx := r.Context()
+	subject, id := r.URL.Query().Get("id"), r.URL.Query().Get("cell")
+	g, rows, err := d.load(ctx, subject)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	var row *signoff.Row
+	for i := range rows {
+		if rows[i].Cell == id {
+			row = &rows[i]
+		}
+	}
+	if row == nil || !row.Grounding.Found() || row.Grounding.Pages == nil || source(g, *row) == "" {
+		http.Error(w, "this cell cites no page of a PDF", http.StatusNotFound)
+		return
+	}
+	data, err := d.document(ctx, source(g, *row))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	img, err := d.pdf.RenderPage(ctx, bytes.NewReader(data), int64(len(data)), row.Grounding.Pages.First, renderDPI)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	_, _ = w.Write(img.PNG)
+}
+
+func (d *Desk) export(w http.ResponseWriter, r *http.Request, name, sid string) {
+	subject := r.URL.Query().Get("id")
+	g, rows, err := d.load(r.Context(), subject)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	recs, err := signoff.Join(*g, rows)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	file := strings.NewReplacer("/", "_", "\"", "_").Replace(subject)
+	if strings.HasSuffix(r.URL.Path, ".xlsx") {
+		err = signoff.WriteXLSX(&buf, *g, recs)
+		w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+		file += ".xlsx"
+	} else {
+		err = signoff.WriteCSV(&buf, recs)
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		file += ".csv"
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", file))
+	_, _ = w.Write(buf.Bytes())
+}
+
+// decodeBody reads a change's JSON body strictly: a field it does not
+// know (a "reviewer", say) is refused, not ignored.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request body: %w", err)
+	}
+	return nil
+}
+
+// claimsAnother refuses a body that names a reviewer other than the one
+// signed in: a decision is recorded only under who makes it.
+func claimsAnother(r *http.Request, name string) error {
+	var probe struct {
+		Reviewer *string `json:"reviewer"`
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		return err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if json.Unmarshal(body, &probe) == nil && probe.Reviewer != nil && *probe.Reviewer != name {
+		return fmt.Errorf("you are signed in as %s: a decision is recorded under the reviewer who makes it, never another", name)
+	}
+	return nil
+}
+
+// readChange reads a change's body into v, answering the refusal itself
+// (and returning false) when the body names another reviewer or does not
+// decode.
+func readChange(w http.ResponseWriter, r *http.Request, name string, v any) bool {
+	if err := claimsAnother(r, name); err != nil {
+		jsonError(w, http.StatusForbidden, err)
+		return false
+	}
+	if err := decodeBody(r, v); err != nil {
+		jsonError(w, http.StatusBadRequest, err)
+		return false
+	}
+	return true
+}
+
+// decideBody is what the page sends to decide; the reviewer comes from
+// the request's authentication.
+type decideBody struct {
+	Cell        string  `json:"cell"`
+	Level       int     `json:"level"`
+	Decision    string  `json:"decision"`
+	FinalAnswer string  `json:"final_answer"`
+	Reason      string  `json:"reason"`
+	Comment     string  `json:"comment"`
+	Version     int     `json:"version"`
+	Reviewer    *string `json:"reviewer,omitempty"`
+}
+
+func (d *Desk) apiDecide(w http.ResponseWriter, r *http.Request, name, sid string) {
+	var b decideBody
+	if !readChange(w, r, name, &b) {
+		return
+	}
+	cell, err := d.mc.Decide(r.Context(), r.URL.Query().Get("id"), api.DecideRequest{
+		Cell: b.Cell, Level: b.Level, Decision: b.Decision, FinalAnswer: b.FinalAnswer, Reason: b.Reason, Comment: b.Comment,
+		Version: b.Version, Reviewer: name, ClientIdentity: d.cfg.ClientIdentity,
+	})
+	if err != nil {
+		jsonError(w, http.StatusConflict, err)
+		return
+	}
+	d.cfg.Logger.Info("decided", "reviewer", name, "signoff", r.URL.Query().Get("id"), "cell", b.Cell, "level", b.Level, "decision", b.Decision)
+	writeJSON(w, cell)
+}
+
+type signOffBody struct {
+	Level    int     `json:"level"`
+	Comment  string  `json:"comment"`
+	Reviewer *string `json:"reviewer,omitempty"`
+}
+
+func (d *Desk) apiSignOff(w http.ResponseWriter, r *http.Request, name, sid string) {
+	var b signOffBody
+	if !readChange(w, r, name, &b) {
+		return
+	}
+	g, err := d.mc.SignOff(r.Context(), r.URL.Query().Get("id"), api.SignOffRequest{
+		Level: b.Level, Comment: b.Comment, Reviewer: name, ClientIdentity: d.cfg.ClientIdentity,
+	})
+	if err != nil {
+		jsonError(w, http.StatusConflict, err)
+		return
+	}
+	d.cfg.Logger.Info("signed off", "reviewer", name, "signoff", r.URL.Query().Get("id"), "level", b.Level)
+	writeJSON(w, g)
+}
+
+type reopenBody struct {
+	Cell     string  `json:"cell"`
+	Level    int     `json:"level"`
+	Reason   string  `json:"reason"`
+	Version  int     `json:"version"`
+	Reviewer *string `json:"reviewer,omitempty"`
+}
+
+func (d *Desk) apiReopen(w http.ResponseWriter, r *http.Request, name, sid string) {
+	var b reopenBody
+	if !readChange(w, r, name, &b) {
+		return
+	}
+	cell, err := d.mc.Reopen(r.Context(), r.URL.Query().Get("id"), api.ReopenRequest{
+		Cell: b.Cell, Level: b.Level, Reason: b.Reason, Version: b.Version, Reviewer: name, ClientIdentity: d.cfg.ClientIdentity,
+	})
+	if err != nil {
+		jsonError(w, http.StatusConflict, err)
+		return
+	}
+	writeJSON(w, cell)
+}
+
+type startBody struct {
+	Review string `json:"review"`
+	Batch  string `json:"batch"`
+	Levels int    `json:"levels"`
+}
+
+func (d *Desk) apiStart(w http.ResponseWriter, r *http.Request, name, sid string) {
+	var b startBody
+	if err := decodeBody(r, &b); err != nil {
+		jsonError(w, http.StatusBadRequest, err)
+		return
+	}
+	id, err := d.mc.StartSignOff(r.Context(), api.SignOffInput{Review: b.Review, Batch: b.Batch, Levels: b.Levels})
+	if err != nil {
+		jsonError(w, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, map[string]string{"workflow_id": id})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
+
+// jsonError answers {"error": "..."}: a refused Update's message is the
+// validator's.
+func jsonError(w http.ResponseWriter, status int, err error) {
+	msg := err.Error()
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		msg = app.Message()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}

@@ -1,0 +1,257 @@
+// The review desk's page: plain JavaScript, no build step. Every change is
+// a POST with the page's CSRF token; untrusted text (questions, answers,
+// quotes) only ever goes into textContent.
+"use strict";
+(function () {
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+
+  async function post(url, body) {
+    const r = await fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify(body),
+    });
+    const data = await r.json().catch(() => ({ error: r.statusText }));
+    if (!r.ok) throw new Error(data.error || r.statusText);
+    return data;
+  }
+
+  const start = document.getElementById("start");
+  if (start) {
+    start.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const f = new FormData(start);
+      const body = { levels: Number(f.get("levels")) };
+      body[f.get("kind")] = f.get("id").trim();
+      try {
+        await post("/api/start", body);
+        location.href = "/signoff?id=" + encodeURIComponent(body.review || body.batch);
+      } catch (e) {
+        document.getElementById("start-error").textContent = e.message;
+      }
+    });
+  }
+
+  const main = document.querySelector("main.signoff");
+  if (!main) return;
+  const subject = main.dataset.subject;
+  const q = "id=" + encodeURIComponent(subject);
+  let view = null;     // /api/grid's answer
+  let current = -1;    // index of the selected cell
+  let cellView = null; // /api/cell's answer for it
+  let pending = null;  // "edited" or "rejected" while the reason form is open
+
+  const $ = (id) => document.getElementById(id);
+  function say(text, refused) {
+    const m = $("message");
+    m.textContent = text;
+    m.className = "message" + (refused ? " refused" : "");
+  }
+  function td(text, cls) {
+    const c = document.createElement("td");
+    c.textContent = text;
+    if (cls) c.className = cls;
+    return c;
+  }
+  function decisionText(d, c) {
+    if (!d) {
+      // Level 2 decides the edits and rejections; an accepted cell only
+      // when its reviewer chooses to.
+      return c && c.level1 && c.level1.decision === "accepted" ? "—" : "pending";
+    }
+    const word = d.level === 2 && d.decision === "accepted" ? "approved" : d.decision;
+    return word + " · " + d.reviewer;
+  }
+  function decisionLine(d) {
+    const word = d.level === 2 && d.decision === "accepted" ? "approved" : d.decision;
+    return word + " by " + d.reviewer + " at level " + d.level + (d.final_answer ? ": " + d.final_answer : "") + (d.reason ? " (" + d.reason + ")" : "");
+  }
+
+  async function loadGrid() {
+    const r = await fetch("/api/grid?" + q, { credentials: "same-origin" });
+    const data = await r.json();
+    if (!r.ok) { say(data.error, true); return; }
+    view = data;
+    const g = view.grid;
+    $("state").textContent = g.state === "signed-off"
+      ? "Signed off at every level."
+      : "Waiting for level " + view.level + " · " + g.pending + " of " + g.cells.length + " cells pending · audit log: " + g.audit_lines + " lines";
+    $("signoff").textContent = "Sign off level " + view.level;
+    $("signoff").disabled = g.state === "signed-off";
+    const rows = new Map(view.rows.map((r) => [r.cell, r]));
+    const tb = document.querySelector("#cells tbody");
+    tb.replaceChildren();
+    g.cells.forEach((c, i) => {
+      const row = rows.get(c.id) || {};
+      const tr = document.createElement("tr");
+      tr.dataset.cell = c.id;
+      tr.dataset.index = i;
+      tr.append(td(c.id), td(row.question || ""), td(row.model_answer || ""),
+        td(decisionText(c.level1), "status-" + (c.level1 ? c.level1.decision : "pending")),
+        td(decisionText(c.level2, c), "status-" + (c.level2 ? c.level2.decision : "pending")));
+      tr.addEventListener("click", () => select(i));
+      tb.append(tr);
+    });
+    if (current < 0 && g.cells.length) current = 0;
+    if (current >= 0) await select(current);
+  }
+
+  function open(c) {
+    if (!view) return false;
+    return view.level === 1 ? !c.level1 : (!c.level2 && c.level1 && c.level1.decision !== "accepted");
+  }
+
+  async function select(i) {
+    if (!view || i < 0 || i >= view.grid.cells.length) return;
+    current = i;
+    document.querySelectorAll("#cells tbody tr").forEach((tr) => tr.classList.toggle("current", Number(tr.dataset.index) === i));
+    const c = view.grid.cells[i];
+    const r = await fetch("/api/cell?" + q + "&cell=" + encodeURIComponent(c.id), { credentials: "same-origin" });
+    const data = await r.json();
+    if (!r.ok) { say(data.error, true); return; }
+    if (current !== i) return;
+    cellView = data;
+    showCell();
+  }
+
+  function showCell() {
+    const v = cellView, row = v.row, g = row.grounding || {};
+    $("cell").hidden = false;
+    $("cell-title").textContent = "Cell " + v.cell.id + " · version " + v.cell.version + " · " + v.cell.status;
+    $("cell-question").textContent = row.question || "";
+    $("cell-answer").textContent = row.model_answer || "";
+    $("cell-grounding").textContent = g.status ? g.status + (g.found_in ? " (in " + g.found_in.replace("_", " ") + ")" : "") : "none";
+    $("cell-quote").textContent = g.quote || "";
+    $("cell-pages").textContent = row.answer_pages || "";
+    const ds = [v.cell.level1, v.cell.level2].filter((d) => d);
+    $("cell-decision").textContent = ds.length ? v.cell.status + " · " + ds.map(decisionLine).join(" · ") : "pending";
+    const hist = $("history");
+    hist.replaceChildren();
+    (v.history || []).forEach((e) => {
+      const li = document.createElement("li");
+      li.textContent = e.at + " · " + e.reviewer + " · " + e.action + " at level " + e.level + (e.decision ? ": " + e.decision : "") + (e.reason ? " (" + e.reason + ")" : "");
+      hist.append(li);
+    });
+    const p = v.page;
+    const frame = $("page-frame");
+    frame.querySelectorAll(".hl").forEach((h) => h.remove());
+    if (!p) { $("page").hidden = true; return; }
+    $("page").hidden = false;
+    $("page-cite").textContent = "Cited page: " + p.cite + (p.highlight ? " · highlighted: the " + p.highlight : " · the quote is not on the page's text layer") + (p.error ? " · " + p.error : "");
+    const img = $("page-img");
+    const add = (boxes, cls) => (boxes || []).forEach((b) => {
+      const h = document.createElement("div");
+      h.className = "hl " + cls;
+      h.style.left = (b.left * 100) + "%";
+      h.style.top = (b.top * 100) + "%";
+      h.style.width = ((b.right - b.left) * 100) + "%";
+      h.style.height = ((b.bottom - b.top) * 100) + "%";
+      frame.append(h);
+    });
+    add(p.quote_boxes, "quote");
+    add(p.answer_boxes, "answer");
+    // The frame shows nothing until this cell's page is there: never
+    // another cell's page under this one's highlight.
+    const box = $("page-scroll");
+    const shown = () => {
+      frame.classList.add("loaded");
+      // The highlight in view inside the page's own scroll box; the
+      // window stays where it is.
+      const first = frame.querySelector(".hl");
+      if (first) box.scrollTop = Math.max(0, first.offsetTop - box.clientHeight / 3);
+    };
+    if (img.getAttribute("src") !== p.image) {
+      frame.classList.remove("loaded");
+      img.onload = shown;
+      img.src = p.image;
+    } else if (img.complete) {
+      shown();
+    }
+  }
+
+  async function decide(decision, finalAnswer, reason, comment) {
+    const c = cellView && cellView.cell;
+    if (!c) return;
+    try {
+      await post("/api/decide?" + q, {
+        cell: c.id, level: view.level, decision: decision, final_answer: finalAnswer || "",
+        reason: reason || "", comment: comment || "", version: c.version,
+      });
+      say("Cell " + c.id + ": " + decision + " at level " + view.level + ".", false);
+      await loadGrid();
+    } catch (e) {
+      say(e.message, true);
+    }
+  }
+
+  function openReason(kind) {
+    if (!cellView) return;
+    pending = kind;
+    $("reason-form").hidden = false;
+    $("final-label").hidden = kind !== "edited";
+    $("final-answer").value = kind === "edited" ? (cellView.row.model_answer || "") : "";
+    $("reason").value = "";
+    $("comment").value = "";
+    const first = kind === "edited" ? $("final-answer") : $("reason");
+    first.focus();
+    first.select();
+  }
+  function closeReason() {
+    pending = null;
+    $("reason-form").hidden = true;
+    document.activeElement && document.activeElement.blur();
+  }
+  $("reason-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const kind = pending;
+    const fa = $("final-answer").value, reason = $("reason").value, comment = $("comment").value;
+    closeReason();
+    await decide(kind, kind === "edited" ? fa : "", reason, comment);
+  });
+  $("reason-cancel").addEventListener("click", closeReason);
+
+  async function signOff() {
+    if (!view) return;
+    try {
+      await post("/api/signoff?" + q, { level: view.level });
+      say("Level " + view.level + " signed off.", false);
+      current = -1;
+      await loadGrid();
+    } catch (e) {
+      say(e.message, true);
+    }
+  }
+  $("signoff").addEventListener("click", signOff);
+
+  function nextOpen() {
+    if (!view) return;
+    const cells = view.grid.cells;
+    for (let k = 1; k <= cells.length; k++) {
+      const i = (current + k) % cells.length;
+      if (open(cells[i])) return select(i);
+    }
+    say("No open cell at level " + view.level + ".", false);
+  }
+
+  // Shortcuts act on keyup, when the key's character has gone (to the
+  // page, not to the form a shortcut opens).
+  document.addEventListener("keyup", (ev) => {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const t = ev.target;
+    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT")) {
+      if (ev.key === "Escape") closeReason();
+      return;
+    }
+    switch (ev.key) {
+      case "a": ev.preventDefault(); decide("accepted"); break;
+      case "e": ev.preventDefault(); openReason("edited"); break;
+      case "r": ev.preventDefault(); openReason("rejected"); break;
+      case "n": ev.preventDefault(); nextOpen(); break;
+      case "j": ev.preventDefault(); select(current + 1); break;
+      case "k": ev.preventDefault(); select(current - 1); break;
+      case "S": ev.preventDefault(); signOff(); break;
+    }
+  });
+
+  loadGrid();
+})();

@@ -99,6 +99,11 @@ type Activities struct {
 	// made on first use, with PDFium started then and kept for the
 	// worker's life, its instances bounded (docconv.DefaultInstances).
 	documents *docconv.Converter
+	// OCRCommand is the Tesseract binary that reads scanned pages ("" is
+	// tesseract on PATH; OCRNone turns OCR off). It is looked for on first
+	// use (Activities.OCR, which the worker calls at start).
+	OCRCommand string
+	ocr        ocrEngine
 
 	// PlanConcurrency is how many documents this worker indexes at once;
 	// default GOMAXPROCS. Tokenizing is CPU-bound: a batch that starts a

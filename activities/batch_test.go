@@ -487,7 +487,7 @@ func TestWriteBatchReport(t *testing.T) {
 	}
 	header := strings.Join(rows[0], ",")
 	if !strings.HasPrefix(header, "seq,id,status,document,question,gold_answers,answer,answer_found,exact_match,substring_match,f1,recall,") ||
-		!strings.HasSuffix(header, ",label:length,documents,found_on") {
+		!strings.HasSuffix(header, ",label:length,documents,found_on,scan") {
 		t.Errorf("CSV header = %s", header)
 	}
 	col := map[string]int{}

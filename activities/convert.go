@@ -8,9 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
-
-	"go.temporal.io/sdk/activity"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
@@ -34,7 +33,9 @@ const ConvertDocumentName = "memagent.ConvertDocument"
 // a header-only page), footnotes kept apart after their paragraph, a
 // table row a line, hyphenation kept in compounds; HTML boilerplate left
 // out by main-content detection.
-const ConverterVersion = "v3"
+// v4: a PDF's scanned pages read by OCR (under a folder per OCR mode and
+// languages), recorded in the page map.
+const ConverterVersion = "v4"
 
 // convertedPrefix is where one version of a source's conversion lives.
 func (a *Activities) convertedPrefix(uri string, info s3store.ObjectInfo) string {
@@ -80,7 +81,11 @@ func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInpu
 	if err := docconv.Unsupported(format); err != nil {
 		return nil, badInput(fmt.Errorf("document %s %w", in.Document, err))
 	}
-	prefix := a.convertedPrefix(in.Document, info)
+	ocr := ocrOptions(in.OCR, in.OCRLanguages)
+	if err := docconv.CheckOCR(ocr); err != nil {
+		return nil, badInput(err)
+	}
+	prefix := a.convertedPrefix(in.Document, info) + ocrVariant(format, ocr)
 	textLoc := s3store.Location{Bucket: a.Bucket, Key: prefix + "text.txt"}
 	mapLoc := s3store.Location{Bucket: a.Bucket, Key: prefix + "pages.json"}
 
@@ -100,10 +105,13 @@ func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInpu
 	if err != nil {
 		return nil, err
 	}
-	done, err := a.convert(ctx, loc, info, format, textLoc)
+	done, pending, err := a.convert(ctx, loc, info, format, textLoc, ocr, in.Survey, prefix)
 	ended()
 	if err != nil {
 		return nil, err
+	}
+	if pending != nil {
+		return pending, nil
 	}
 	data, err := json.MarshalIndent(done, "", "  ")
 	if err != nil {
@@ -112,16 +120,21 @@ func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInpu
 	if err := a.Store.Put(ctx, mapLoc, data, "application/json"); err != nil {
 		return nil, fmt.Errorf("write page map: %w", err)
 	}
+	out := convertOutput(done, mapLoc)
+	a.recordOCR(ctx, done.PageMap.OCR)
 	a.logger().InfoContext(ctx, "document converted", "document", in.Document, "format", done.PageMap.Format,
-		"pages", done.PageMap.Pages, "bytes", done.Bytes, "dropped_lines", done.Dropped)
-	return convertOutput(done, mapLoc), nil
+		"pages", done.PageMap.Pages, "bytes", done.Bytes, "dropped_lines", done.Dropped,
+		"ocr_pages", out.OCRPages, "ocr_seconds", out.OCRSeconds, "ocr_check_pages", ocrCheckNote(out.OCRCheckPages))
+	return out, nil
 }
 
 func convertOutput(d *actwire.ConvertedDocument, mapLoc s3store.Location) *actwire.ConvertOutput {
-	return &actwire.ConvertOutput{
+	out := &actwire.ConvertOutput{
 		Document: d.Text, Format: d.PageMap.Format, Source: d.Source, SourceETag: d.SourceETag,
 		PageMapURI: mapLoc.String(), Unit: d.PageMap.Unit, Pages: d.PageMap.Pages, Bytes: d.Bytes,
 	}
+	ocrSummary(out, &d.PageMap)
+	return out
 }
 
 // readConverted returns an earlier conversion whose text is still there,
@@ -145,73 +158,114 @@ func (a *Activities) readConverted(ctx context.Context, mapLoc, textLoc s3store.
 // convert downloads the source to a temporary file (PDF and DOCX need
 // random access), converts it into another, and uploads the text: memory
 // holds a page at a time, never the document.
-func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, format string, textLoc s3store.Location) (*actwire.ConvertedDocument, error) {
+//
+// With survey, a PDF whose scanned pages are not all read yet is not
+// converted: its other pages' text is stored under prefix's survey/ and
+// described by the returned pending output.
+func (a *Activities) convert(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, format string, textLoc s3store.Location, ocr docconv.OCROptions, survey bool, prefix string) (_ *actwire.ConvertedDocument, pending *actwire.ConvertOutput, _ error) {
 	src, err := os.CreateTemp("", "memagent-src-*")
 	if err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
+		return nil, nil, fmt.Errorf("convert: %w", err)
 	}
 	defer os.Remove(src.Name())
 	defer src.Close()
 	body, err := a.Store.Open(ctx, loc, info.ETag)
 	if err != nil {
-		return nil, storeError(err, loc.String())
+		return nil, nil, storeError(err, loc.String())
 	}
 	r := &heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery(ctx)}
 	_, err = io.Copy(src, r)
 	body.Close()
 	if err != nil {
 		if r.err != nil {
-			return nil, storeError(r.err, loc.String())
+			return nil, nil, storeError(r.err, loc.String())
 		}
-		return nil, fmt.Errorf("convert: save %s: %w", loc, err)
+		return nil, nil, fmt.Errorf("convert: save %s: %w", loc, err)
 	}
 	if err := src.Close(); err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
+		return nil, nil, fmt.Errorf("convert: %w", err)
 	}
 	out, err := os.CreateTemp("", "memagent-text-*")
 	if err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
+		return nil, nil, fmt.Errorf("convert: %w", err)
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
-	progress := func(done, total int64) {
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, done)
-		}
+	// The heartbeats carry how far the conversion is: pages laid out,
+	// then pages read by OCR.
+	var mu sync.Mutex
+	var prog actwire.ConvertProgress
+	note := func(update func(*actwire.ConvertProgress)) {
+		mu.Lock()
+		update(&prog)
+		p := prog
+		mu.Unlock()
+		noteHeartbeat(ctx, p)
 	}
-	res, err := a.converter().Convert(ctx, format, src.Name(), out, progress)
+	opts := docconv.Options{
+		OCR:         ocr,
+		Survey:      survey,
+		OCRCache:    &ocrCache{a: a, prefix: ocrPagesArea + versionID(loc.String(), info) + "/"},
+		Progress:    func(done, total int64) { note(func(p *actwire.ConvertProgress) { p.PagesRead, p.Pages = done, total }) },
+		OCRProgress: func(done, total int) { note(func(p *actwire.ConvertProgress) { p.OCRDone, p.OCRPages = done, total }) },
+	}
+	res, err := a.converter(ctx).ConvertWith(ctx, format, src.Name(), out, opts)
 	var bad *docconv.Error
 	switch {
 	case errors.As(err, &bad):
-		return nil, badInput(fmt.Errorf("document %s %s", loc, bad.Msg))
+		return nil, nil, badInput(fmt.Errorf("document %s %s", loc, bad.Msg))
 	case err != nil:
-		return nil, fmt.Errorf("convert %s: %w", loc, err)
+		return nil, nil, fmt.Errorf("convert %s: %w", loc, err)
 	}
 	if _, err := out.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if res.OCRPending > 0 {
+		textLoc = s3store.Location{Bucket: a.Bucket, Key: prefix + "survey/text.txt"}
 	}
 	if err := a.Store.PutReader(ctx, textLoc, out, res.Bytes, "text/plain; charset=utf-8"); err != nil {
-		return nil, fmt.Errorf("upload text of %s: %w", loc, err)
+		return nil, nil, fmt.Errorf("upload text of %s: %w", loc, err)
 	}
 	textInfo, err := a.Store.Head(ctx, textLoc)
 	if err != nil {
-		return nil, fmt.Errorf("upload text of %s: %w", loc, err)
+		return nil, nil, fmt.Errorf("upload text of %s: %w", loc, err)
 	}
-	return &actwire.ConvertedDocument{
+	done := &actwire.ConvertedDocument{
 		Source: loc.String(), SourceETag: info.ETag, SourceSize: info.Size, Converter: ConverterVersion,
 		Text: textLoc.String(), TextETag: textInfo.ETag, Bytes: res.Bytes, Dropped: res.Dropped,
 		PageMap: res.Map, ConvertedAt: time.Now().UTC(),
-	}, nil
+	}
+	if res.OCRPending == 0 {
+		return done, nil, nil
+	}
+	// A survey: its map goes beside its text, never where a conversion's
+	// would be found.
+	mapLoc := s3store.Location{Bucket: a.Bucket, Key: prefix + "survey/pages.json"}
+	data, err := json.Marshal(done)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode page map: %w", err)
+	}
+	if err := a.Store.Put(ctx, mapLoc, data, "application/json"); err != nil {
+		return nil, nil, fmt.Errorf("write page map: %w", err)
+	}
+	p := convertOutput(done, mapLoc)
+	p.OCRPages, p.OCRPending, p.OCRCached = res.OCRPending, res.OCRPending, res.OCRCached
+	if e, err := a.findOCR(ctx); err == nil {
+		p.OCRSecondsExpected = float64(res.OCRPending-res.OCRCached) * e.SecondsPerPage() / float64(e.Slots())
+	}
+	return nil, p, nil
 }
 
-// converter is the worker's Converter, made on first use.
-func (a *Activities) converter() *docconv.Converter {
+// converter is the worker's Converter, made on first use, with the
+// worker's OCR engine if it has one.
+func (a *Activities) converter(ctx context.Context) *docconv.Converter {
+	engine, _ := a.findOCR(ctx)
 	a.indexMu.Lock()
 	defer a.indexMu.Unlock()
 	if a.documents == nil {
 		a.documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir(), Limits: docconv.Limits{
 			MaxTextBytes: a.Limits.MaxConvertedBytes, PDFMemoryBytes: a.Limits.PDFMemoryBytes, Timeout: a.Limits.ConvertTimeout,
-		}}
+		}, OCR: engine}
 	}
 	return a.documents
 }

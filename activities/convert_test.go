@@ -89,20 +89,27 @@ func TestConvertDocumentRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		data []byte
+		ocr  string // the request's options.ocr, or OCRNone for a worker without OCR
 		want string
 	}{
-		{"encrypted", docconvtest.PDF(docconvtest.PDFOptions{Pages: 1, Password: "x"}), "is an encrypted PDF that needs a password"},
-		{"scanned", docconvtest.ImagePDF(2), "has no text layer on pages 1–2"},
-		{"legacy doc", []byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1rest"), "legacy Office file"},
+		{"encrypted", docconvtest.PDF(docconvtest.PDFOptions{Pages: 1, Password: "x"}), "", "is an encrypted PDF that needs a password"},
+		{"scanned, OCR off", docconvtest.ImagePDF(2), api.OCROff, "has no text layer on pages 1–2"},
+		{"scanned, no OCR on the worker", docconvtest.ImagePDF(2), OCRNone, "needs OCR (page 1: it is a scan) and this worker has no OCR engine: install Debian's tesseract-ocr"},
+		{"unknown OCR mode", docconvtest.ImagePDF(2), "always", `ocr "always" is not auto, force or off`},
+		{"legacy doc", []byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1rest"), "", "legacy Office file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.data)
-			err := f.exec(t, ConvertDocumentName, actwire.ConvertInput{Document: testDocURI}, &actwire.ConvertOutput{})
+			in := actwire.ConvertInput{Document: testDocURI, OCR: tc.ocr}
+			if tc.ocr == OCRNone {
+				f.acts.OCRCommand, in.OCR = OCRNone, ""
+			}
+			err := f.exec(t, ConvertDocumentName, in, &actwire.ConvertOutput{})
 			appErr := appError(t, err)
 			if appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Message(), tc.want) {
 				t.Errorf("error %s %q, want a non-retryable %s saying %q", appErr.Type(), appErr.Message(), api.ErrBadInput, tc.want)
 			}
-			if !strings.Contains(appErr.Message(), testDocURI) {
+			if !strings.Contains(appErr.Message(), testDocURI) && tc.ocr != "always" {
 				t.Errorf("message %q does not name the document", appErr.Message())
 			}
 		})

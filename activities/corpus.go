@@ -65,7 +65,7 @@ func (a *Activities) assembleCorpus(ctx context.Context, in actwire.CorpusInput)
 	key := sha256.New()
 	fmt.Fprintf(key, "corpus v1\x00%s\x00", ConverterVersion)
 	for i, d := range in.Documents {
-		conv, err := a.convertDocument(ctx, actwire.ConvertInput{Document: d})
+		conv, err := a.convertDocument(ctx, actwire.ConvertInput{Document: d, OCR: in.OCR, OCRLanguages: in.OCRLanguages})
 		if err != nil {
 			return nil, err
 		}

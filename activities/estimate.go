@@ -29,12 +29,22 @@ func (a *Activities) estimateCost(ctx context.Context, in actwire.EstimateCostIn
 	samples := int64(max(in.Samples, 1))
 	mem, ans := int64(opts.MemoryMaxTokens), int64(opts.AnswerMaxTokens)
 	chunks := int64(in.Chunks)
+	approx := false
+	if in.OCRPending > 0 {
+		// Scanned pages not read yet: a page of prose each, in chunks
+		// of their own.
+		extra := int64(in.OCRPending) * api.OCRTokensPerPage
+		in.Tokens += extra
+		chunks += (extra + int64(opts.ChunkTokens) - 1) / int64(opts.ChunkTokens)
+		in.Chunks = int(chunks)
+		approx = true
+	}
 	reuse := in.Reuse
 	if reuse == "" {
 		reuse = api.ReuseAuto
 	}
 	out := &api.Estimate{Chunks: in.Chunks, Tokens: in.Tokens, Questions: len(in.Questions), Samples: int(samples), Tokenizer: opts.Tokenizer,
-		Reuse: reuse}
+		Reuse: reuse, TokensApproximate: approx}
 	reused, err := a.reusedChunks(ctx, in, reuse, int(samples))
 	if err != nil {
 		return nil, err

@@ -28,12 +28,16 @@ type Metrics struct {
 	chunks    metric.Int64Counter
 	memTokens metric.Int64Histogram
 	memBytes  metric.Int64Histogram
+	// ocrPages and ocrSeconds count the pages read by OCR and the
+	// engine's seconds on them.
+	ocrPages   metric.Int64Counter
+	ocrSeconds metric.Float64Counter
 }
 
 // NewMetrics creates the instruments on mp's meter.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	m := mp.Meter("github.com/memagent/memagent/activities")
-	var errs [3]error
+	var errs [5]error
 	out := Metrics{meter: m}
 	out.chunks, errs[0] = m.Int64Counter("memagent.chunks.processed", metric.WithUnit("{chunk}"),
 		metric.WithDescription("Chunks whose memory update completed, by model."))
@@ -43,6 +47,10 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	out.memBytes, errs[2] = m.Int64Histogram("memagent.memory.size", metric.WithUnit("By"),
 		metric.WithDescription("Size of the memory after a chunk, in bytes."),
 		metric.WithExplicitBucketBoundaries(128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768))
+	out.ocrPages, errs[3] = m.Int64Counter("memagent.ocr.pages", metric.WithUnit("{page}"),
+		metric.WithDescription("Pages of scanned PDFs read by OCR, by outcome (read, blank, failed); reused pages are not counted."))
+	out.ocrSeconds, errs[4] = m.Float64Counter("memagent.ocr.duration", metric.WithUnit("s"),
+		metric.WithDescription("Seconds the OCR engine ran on the pages it read, by outcome."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("activities: metrics: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/memagent"
 )
 
 func TestMetricsCountChunksAndMemorySize(t *testing.T) {
@@ -124,5 +125,48 @@ func TestMetricsObserveChunkCache(t *testing.T) {
 	s := f.acts.Chunks.Stats()
 	if got["memagent.chunk_cache.reads"] != 1 || got["memagent.chunk_cache.hits"] != s.Hits || got["memagent.chunk_cache.size"] != s.Bytes || s.Bytes == 0 {
 		t.Errorf("chunk cache metrics %v, stats %+v: want 1 read and the stats' hits and bytes", got, s)
+	}
+}
+
+// TestMetricsCountOCRPages: pages read by OCR count by outcome with the
+// engine's seconds; pages reused from an earlier conversion do not.
+func TestMetricsCountOCRPages(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	m, err := NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Metrics: m}
+	a.recordOCR(context.Background(), []memagent.OCRPage{
+		{Page: 1, Words: 400, Seconds: 2.5}, {Page: 2, Words: 300, Seconds: 1.5}, {Page: 3, Blank: true},
+		{Page: 4, Error: "timed out", Seconds: 0}, {Page: 5, Words: 100, Seconds: 9, Reused: true},
+	})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	pages, seconds := map[string]int64{}, map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			switch d := mt.Data.(type) {
+			case metricdata.Sum[int64]:
+				if mt.Name == "memagent.ocr.pages" {
+					for _, dp := range d.DataPoints {
+						v, _ := dp.Attributes.Value("outcome")
+						pages[v.AsString()] = dp.Value
+					}
+				}
+			case metricdata.Sum[float64]:
+				if mt.Name == "memagent.ocr.duration" {
+					for _, dp := range d.DataPoints {
+						v, _ := dp.Attributes.Value("outcome")
+						seconds[v.AsString()] = dp.Value
+					}
+				}
+			}
+		}
+	}
+	if pages["read"] != 2 || pages["blank"] != 1 || pages["failed"] != 1 || seconds["read"] != 4 {
+		t.Errorf("OCR pages %v, seconds %v; want 2 read in 4 s, 1 blank, 1 failed, the reused page not counted", pages, seconds)
 	}
 }

@@ -50,6 +50,10 @@ type PageMap = memagent.PageMap
 // PageSpan is one page's or section's byte range of the text.
 type PageSpan = memagent.PageSpan
 
+// OCRPage is what OCR made of one scanned page (PageMap.OCR): engine,
+// languages, resolution, words and their confidence.
+type OCRPage = memagent.OCRPage
+
 // NotifyPolicy says which hosts and addresses a batch's notify_url may
 // reach (Activities.NotifyPolicy): Hosts, the host names allowed ("*."
 // and a domain for its subdomains; empty: any), and AllowNets, the

@@ -28,8 +28,16 @@ type Limits struct {
 	// (a page whose layout needs more fails); default 64 MiB, enough for
 	// the 2,415 pages of R's reference manual.
 	PDFMemoryBytes int64
-	// ConvertTimeout bounds one conversion; default 10 minutes.
+	// ConvertTimeout bounds one conversion; default 10 minutes, plus a
+	// share of 30 s for each page read by OCR.
 	ConvertTimeout time.Duration
+	// OCRWorkers bounds the pages read by OCR at once, one engine process
+	// each, across all documents; default GOMAXPROCS (the worker's share
+	// of CPUs), at most 4. OCRPageTimeout bounds the engine on one page (default 2
+	// minutes), OCRMemoryBytes its address space (default 512 MiB).
+	OCRWorkers     int
+	OCRPageTimeout time.Duration
+	OCRMemoryBytes int64
 }
 
 // withDefaults fills the zero fields.

@@ -19,7 +19,9 @@ const MaxEstimateQuestions = MaxReviewQuestions
 type EstimateInput struct {
 	// Document is an s3:// URI of UTF-8 text, or of a PDF, DOCX or HTML
 	// document; it is converted and indexed as a run would, and the index
-	// is the one a later run with the same options reuses.
+	// is the one a later run with the same options reuses. A PDF's
+	// scanned pages are counted, not read (Estimate.OCRPages): until a run
+	// has read them, its text is that of its other pages, indexed apart.
 	Document string `json:"document,omitempty" contract:"maxlen=1024"`
 	// Documents is a corpus read as one stream, as DocumentQAInput's;
 	// exactly one of Document and Documents is set.
@@ -124,4 +126,20 @@ type Estimate struct {
 	// mean times come from.
 	PoolSlots     int   `json:"pool_slots,omitempty"`
 	MeasuredCalls int64 `json:"measured_calls,omitempty"`
+	// OCRPages counts the document's pages read by OCR (its scanned
+	// pages, as options.ocr decides), OCRPagesPending those not read yet,
+	// and OCRSecondsExpected the time the estimating worker expects them
+	// to take: pending pages at the mean time it took on the pages it has
+	// read (3 s before it has read one), over the pages it reads at once.
+	// An estimate reads no page: while pages are pending, Tokens, Chunks
+	// and the figures from them count OCRTokensPerPage tokens for each,
+	// and TokensApproximate says so.
+	OCRPages           int     `json:"ocr_pages,omitempty"`
+	OCRPagesPending    int     `json:"ocr_pages_pending,omitempty"`
+	OCRSecondsExpected float64 `json:"ocr_seconds_expected,omitempty"`
+	TokensApproximate  bool    `json:"tokens_approximate,omitempty"`
 }
+
+// OCRTokensPerPage is what an estimate counts for a scanned page not read
+// yet: about a page of prose (450 words).
+const OCRTokensPerPage = 600

@@ -61,6 +61,81 @@ type ModelOptions struct {
 	// (the default) fails the run before any model call; "replace" indexes
 	// a copy with each invalid byte replaced by U+FFFD, and reports how many.
 	InvalidUTF8 string `json:"invalid_utf8,omitempty" contract:"enum=reject|replace"`
+	// OCR says which pages of a PDF are read by OCR (Tesseract on the
+	// worker): "auto" (the default) reads the scanned pages, those without
+	// a text layer or mostly covered by images under a few words of text,
+	// and keeps the text layer of every other page; "force" reads every
+	// page by OCR, its text layer ignored; "off" reads none (a scanned
+	// page then has no text). docs/DOCUMENTS.md has the thresholds.
+	OCR string `json:"ocr,omitempty" contract:"enum=auto|force|off"`
+	// OCRLanguages are the languages OCR reads, Tesseract's codes joined
+	// by "+" ("eng+deu"), at most 8; default "eng". The worker must have
+	// each installed (Debian's tesseract-ocr-<code>).
+	OCRLanguages string `json:"ocr_languages,omitempty" contract:"maxlen=200"`
+}
+
+// Modes of ModelOptions.OCR.
+const (
+	OCRAuto  = "auto"
+	OCRForce = "force"
+	OCROff   = "off"
+)
+
+// DefaultOCRLanguages are the languages OCR reads unless told others.
+const DefaultOCRLanguages = "eng"
+
+// MaxOCRLanguages bounds the languages of ModelOptions.OCRLanguages.
+const MaxOCRLanguages = 8
+
+// CheckOCRLanguages reports languages that are not Tesseract language
+// codes joined by "+": three lowercase letters and optional "_variant"
+// parts ("eng", "chi_sim", "deu_latf"), or a script ("script/Latin").
+func CheckOCRLanguages(langs string) error {
+	if langs == "" {
+		return nil
+	}
+	parts := strings.Split(langs, "+")
+	if len(parts) > MaxOCRLanguages {
+		return fmt.Errorf("options.ocr_languages %q names %d languages, over the limit of %d", langs, len(parts), MaxOCRLanguages)
+	}
+	for _, l := range parts {
+		if !ocrLanguageCode(l) {
+			return fmt.Errorf("options.ocr_languages %q: %q is not a Tesseract language code (such as eng, deu or chi_sim; join several with +)", langs, l)
+		}
+	}
+	return nil
+}
+
+func ocrLanguageCode(l string) bool {
+	lower := func(s string) bool {
+		for _, r := range s {
+			if r < 'a' || r > 'z' {
+				return false
+			}
+		}
+		return s != ""
+	}
+	if rest, ok := strings.CutPrefix(l, "script/"); ok {
+		if rest == "" || rest[0] < 'A' || rest[0] > 'Z' {
+			return false
+		}
+		for _, r := range rest {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_') {
+				return false
+			}
+		}
+		return true
+	}
+	parts := strings.Split(l, "_")
+	if len(parts[0]) != 3 || !lower(parts[0]) {
+		return false
+	}
+	for _, p := range parts[1:] {
+		if !lower(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // Policies for ModelOptions.InvalidUTF8.
@@ -121,8 +196,10 @@ func (o ModelOptions) Validate() error {
 		return fmt.Errorf("options.invalid_utf8 (%q) must be %q or %q", o.InvalidUTF8, InvalidUTF8Reject, InvalidUTF8Replace)
 	case o.TopP != nil && (*o.TopP <= 0 || *o.TopP > 1):
 		return fmt.Errorf("options.top_p (%g) must be within (0, 1]: set options.top_p within it, or leave it unset for %g", *o.TopP, DefaultTopP)
+	case o.OCR != "" && o.OCR != OCRAuto && o.OCR != OCRForce && o.OCR != OCROff:
+		return fmt.Errorf("options.ocr (%q) must be %q, %q or %q", o.OCR, OCRAuto, OCRForce, OCROff)
 	}
-	return nil
+	return CheckOCRLanguages(o.OCRLanguages)
 }
 
 // Usage sums the tokens the model server reported.

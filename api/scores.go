@@ -51,11 +51,48 @@ type PageRef struct {
 	// names the physical page, "1 (PDF p. 1)", so that it cannot be taken
 	// for the other.
 	LabelRepeats bool `json:"label_repeats,omitempty"`
+	// Scan is set when a page of First..Last was read by OCR (a scanned
+	// page, no text layer): the citation then says so with the OCR's
+	// confidence, "p. 12 (scan, confidence 0.91)".
+	Scan *PageScan `json:"scan,omitempty"`
+}
+
+// PageScan says that pages of a PageRef were read by OCR, and how
+// surely: a reader should check a scanned page's words against the page
+// itself before relying on them, and must when Check is set.
+type PageScan struct {
+	// Pages counts the scanned pages of First..Last.
+	Pages int `json:"pages"`
+	// Confidence is the OCR's mean word confidence on the least sure of
+	// those pages, in [0, 1].
+	Confidence float64 `json:"confidence"`
+	// Check is set when that confidence is under OCRCheckConfidence, or
+	// the OCR of one of the pages failed: a human should read the page.
+	Check bool `json:"check,omitempty"`
+}
+
+// OCRCheckConfidence is the mean word confidence under which a scanned
+// page is flagged for a human (PageScan.Check): below it, about one word
+// in ten or more is likely misread.
+const OCRCheckConfidence = 0.80
+
+// String renders s as a citation's note: "scan, confidence 0.91", with
+// ", check the page" when flagged; "" for nil.
+func (s *PageScan) String() string {
+	if s == nil {
+		return ""
+	}
+	out := fmt.Sprintf("scan, confidence %.2f", s.Confidence)
+	if s.Check {
+		out += ", check the page"
+	}
+	return out
 }
 
 // String renders r as a reader cites it: "p. 17", "pp. 16–17",
 // "p. 13 (PDF p. 17)" where the printed page label differs from the
-// physical page, "§ 3 Payment terms" (a section by its heading, "§ 3"
+// physical page, "p. 12 (scan, confidence 0.91)" for a page read by OCR,
+// "§ 3 Payment terms" (a section by its heading, "§ 3"
 // when it has none), "§ 3 Payment terms and following" for a range of
 // sections. A nil ref renders as "".
 func (r *PageRef) String() string {
@@ -83,8 +120,22 @@ func (r *PageRef) String() string {
 
 // Pages renders r's pages without the "p." in front: "17", "16–17",
 // "13 (PDF p. 17)", "12–13 (PDF pp. 16–17)", and "1 (PDF p. 1)" when
-// the label 1 is printed on another page too; ranged reports a range.
+// the label 1 is printed on another page too, and "12 (scan, confidence
+// 0.91)" or "13 (PDF p. 17; scan, confidence 0.91)" when OCR read a page
+// of them; ranged reports a range.
 func (r *PageRef) Pages() (text string, ranged bool) {
+	text, ranged = r.pages()
+	if note := r.Scan.String(); note != "" {
+		if strings.HasSuffix(text, ")") {
+			text = text[:len(text)-1] + "; " + note + ")"
+		} else {
+			text += " (" + note + ")"
+		}
+	}
+	return text, ranged
+}
+
+func (r *PageRef) pages() (text string, ranged bool) {
 	physical := fmt.Sprint(r.First)
 	if r.Last > r.First {
 		physical = fmt.Sprintf("%d–%d", r.First, r.Last)

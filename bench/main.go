@@ -56,6 +56,13 @@ type benchEnv struct {
 const serverSettings = "Every figure that involves Temporal was measured on the embedded dev server (`go.temporal.io/server` v1.32.0, SQLite in memory, one process with the worker, S3 and the simulator on loopback, 2 cores) with its development settings, not a production cluster's defaults: eager activity execution on (`system.enableActivityEagerExecution`), `history.transferProcessorMaxPollRPS` 1000 (default 20, which adds up to 50 ms a step), `history.workflowIdReuseMinimalInterval` 0 (default 1 s between runs of one id, continue-as-new included), the new matcher with fairness (`matching.useNewMatcher`, `matching.enableFairness`), one partition a task queue (`matching.numTaskqueueReadPartitions` and `matching.numTaskqueueWritePartitions` 1, default 4; from 2026-11-27)."
 
 func main() {
+	if pdf := os.Getenv(ocrProcessEnv); pdf != "" {
+		if err := runOCRProcess(pdf); err != nil {
+			fmt.Fprintln(os.Stderr, "bench ocr:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if pdf := os.Getenv(convertProcessEnv); pdf != "" {
 		if err := runConvertProcess(pdf); err != nil {
 			fmt.Fprintln(os.Stderr, "bench convert:", err)
@@ -78,7 +85,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch or convert")
+	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch, convert or ocr")
 	out := fs.String("out", "BENCHMARKS.md", "markdown report to write ('' = stdout only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
 	overheadTokens := fs.Int("overhead-tokens", 500_000, "document length for the overhead comparison")
@@ -86,6 +93,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	batchPollers := fs.String("batch-pollers", "2,8", "workflow task pollers of the batch section's variants; the first is the baseline")
 	batchRounds := fs.Int("batch-rounds", 2, "runs of each batch variant, in alternating order")
 	convertRounds := fs.Int("convert-rounds", 3, "conversions of the 1,000-page PDF by each converter, alternating")
+	ocrSource := fs.String("ocr-source", defaultOCRSource(), "the PDF whose pages the ocr section scans (gnuplot's manual, as scripts/manuals.sh downloads it)")
 	poolCases := fs.String("pool-cases", "", "the pool section's batches to run, by index from 0 (comma-separated; default all)")
 	poolMixed := fs.Int("pool-mixed-items", mixedItems, "items of the pool section's batch of mixed lengths")
 	poolCarry := fs.Int("pool-carry-after", 0, "carry_after_seconds of the pool section's batches (0: BatchQA's default)")
@@ -99,9 +107,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	switch *only {
-	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "corpus", "batch", "convert":
+	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "corpus", "batch", "convert", "ocr":
 	default:
-		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch or convert", *only)
+		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch, convert or ocr", *only)
 	}
 	if ext.Address != "" && !slices.Contains(externalSections, *only) {
 		return fmt.Errorf("-temporal needs -only %s: the other sections describe the embedded stack", strings.Join(externalSections, " or -only "))
@@ -126,7 +134,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	// Conversion needs no stack.
 	var env *benchEnv
-	if *only != "convert" {
+	if *only != "convert" && *only != "ocr" {
 		if env, err = newBenchEnv(ctx, ext); err != nil {
 			return err
 		}
@@ -244,6 +252,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("convert: %w", err)
 		}
 		writeConvert(&report, r)
+	}
+	if want("ocr") {
+		r, err := runOCR(ctx, *ocrSource)
+		if err != nil {
+			return fmt.Errorf("ocr: %w", err)
+		}
+		writeOCR(&report, r)
 	}
 	fmt.Fprint(stdout, report.String())
 	if *out != "" && *only == "" {

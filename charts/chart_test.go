@@ -698,3 +698,24 @@ func TestRenderAzure(t *testing.T) {
 		}
 	}
 }
+
+// TestOCRValues: the chart bounds the worker's OCR (two pages at once by
+// default, within the 1 GiB limit) in the variables the worker reads, and
+// ocr.enabled false turns it off.
+func TestOCRValues(t *testing.T) {
+	env := workerEnv(t, mustRender(t))
+	cfg, err := config.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok && strings.HasPrefix(k, "MEMAGENT_OCR_") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.OCRWorkers != 2 || cfg.OCRPageTimeout != 2*time.Minute || cfg.OCRMemoryMB != 512 || env["MEMAGENT_TESSERACT"] != "" {
+		t.Errorf("OCR config %d workers, %v a page, %d MiB, MEMAGENT_TESSERACT %q; want 2, 2m, 512 and unset", cfg.OCRWorkers, cfg.OCRPageTimeout, cfg.OCRMemoryMB, env["MEMAGENT_TESSERACT"])
+	}
+	off := workerEnv(t, mustRender(t, "--set", "ocr.enabled=false"))
+	if off["MEMAGENT_TESSERACT"] != "none" || off["MEMAGENT_OCR_WORKERS"] != "" {
+		t.Errorf("ocr.enabled=false: MEMAGENT_TESSERACT %q, MEMAGENT_OCR_WORKERS %q; want none and unset", off["MEMAGENT_TESSERACT"], off["MEMAGENT_OCR_WORKERS"])
+	}
+	if _, err := render(t, "--set", "ocr.pageTimeout=soon"); err == nil {
+		t.Error("ocr.pageTimeout=soon rendered")
+	}
+}

@@ -139,6 +139,11 @@ type Options struct {
 	// Limits bound the documents a worker accepts; zero fields mean the
 	// defaults (4 GiB, a million chunks).
 	Limits activities.Limits
+	// OCRCommand is the Tesseract binary that reads scanned PDF pages
+	// (MEMAGENT_TESSERACT): "" finds tesseract on PATH, "none" turns OCR
+	// off. Limits bound the engine (OCRWorkers, OCRPageTimeout,
+	// OCRMemoryBytes).
+	OCRCommand string
 	// ChunkCacheMB bounds each worker's cache of chunk bytes, which lets
 	// the questions of a review share each chunk's S3 read
 	// (MEMAGENT_CHUNK_CACHE_MB); 0 means 64, -1 turns it off.
@@ -272,6 +277,10 @@ func OptionsFromConfig(cfg config.Config) Options {
 	o.Limits.MaxConvertedBytes = int64(cfg.MaxConvertedMB) << 20
 	o.Limits.PDFMemoryBytes = int64(cfg.PDFMemoryMB) << 20
 	o.Limits.ConvertTimeout = cfg.ConvertTimeout
+	o.Limits.OCRWorkers = cfg.OCRWorkers
+	o.Limits.OCRPageTimeout = cfg.OCRPageTimeout
+	o.Limits.OCRMemoryBytes = int64(cfg.OCRMemoryMB) << 20
+	o.OCRCommand = cfg.OCRCommand
 	return o
 }
 
@@ -307,6 +316,7 @@ func (o Options) config() config.Config {
 		RateLimit:        o.RateLimit,
 		StopTimeout:      o.StopTimeout,
 		TaskQueue:        o.TaskQueue,
+		OCRCommand:       o.OCRCommand,
 		DeploymentName:   o.DeploymentName,
 		BuildID:          o.BuildID,
 	}

@@ -43,6 +43,8 @@ var workerEnv = map[string]string{
 	"MEMAGENT_S3_KMS_KEY_ID": "kms-1", "MEMAGENT_CODEC_KEYS": "k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
 	"MEMAGENT_CODEC_KEYS_FILE": "", "MEMAGENT_CODEC_TOKEN": "ct", "MEMAGENT_CODEC_HOSTS": "codec.example",
 	"MEMAGENT_CODEC_ENCODE": "true", "MEMAGENT_CODEC_CORS_ORIGINS": "https://ui.example",
+	"MEMAGENT_TESSERACT": "/opt/tesseract/bin/tesseract", "MEMAGENT_OCR_WORKERS": "3", "MEMAGENT_OCR_PAGE_TIMEOUT": "45s",
+	"MEMAGENT_OCR_MEMORY_MB":   "768",
 	"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0",
 }
 
@@ -80,6 +82,8 @@ func TestOptionsFromEnvCarriesEveryWorkerSetting(t *testing.T) {
 	got.MaxConvertedMB = int(o.Limits.MaxConvertedBytes >> 20)
 	got.PDFMemoryMB = int(o.Limits.PDFMemoryBytes >> 20)
 	got.ConvertTimeout = o.Limits.ConvertTimeout
+	got.OCRWorkers, got.OCRPageTimeout = o.Limits.OCRWorkers, o.Limits.OCRPageTimeout
+	got.OCRMemoryMB = int(o.Limits.OCRMemoryBytes >> 20)
 	for _, k := range o.CodecKeys {
 		got.CodecKeys = append(got.CodecKeys, codec.Key{ID: k.ID, Raw: k.Key})
 	}

@@ -9,6 +9,10 @@
 #     benchmark measures pdftotext the way its users would
 #   - the npm modules of examples/typescript (TestTypeScriptExample)
 #   - postgresql: deploy/bare/run.sh (the compose topology from binaries)
+#   - Tesseract 5 with English (tesseract-ocr, tesseract-ocr-eng), which
+#     reads scanned PDF pages, and img2pdf, with which the OCR tests make
+#     scans of Debian manuals' pages (docconv TestOCRAccuracyOnDebianManuals,
+#     TestMixedPDF, the hostile scans; starter TestScannedPageAnswered)
 #   - groff with its PDF output (gropdf; groff-base has none): the PDF
 #     tests typeset a book with running headers, footnotes and roman front
 #     matter (docconv TestTypesetBook)
@@ -29,6 +33,9 @@ command -v pdftotext >/dev/null || need+=(poppler-utils)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v gropdf >/dev/null || need+=(groff)
+command -v tesseract >/dev/null || need+=(tesseract-ocr)
+{ command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -qx eng; } || need+=(tesseract-ocr-eng)
+command -v img2pdf >/dev/null || need+=(img2pdf)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "test-deps: missing ${need[*]}: run this script as root (it uses apt-get)" >&2
@@ -49,4 +56,4 @@ if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; 
   npm ci --prefix examples/typescript --no-audit --no-fund
 fi
 bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15
-echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff, the Debian manuals and the TypeScript example's modules are in place"
+echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff, Tesseract, img2pdf, the Debian manuals and the TypeScript example's modules are in place"

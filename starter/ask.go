@@ -80,6 +80,7 @@ func askFlags(fs *pflag.FlagSet, r *askRequest) func() error {
 	fs.BoolVar(&r.Fresh, "fresh", false, "start a new run even if the same request already completed")
 	fs.StringVar(&r.Reuse, "reuse", api.ReuseAuto, `"auto": start from the deepest memory checkpoint of an earlier reading of the same chunks with the same question and options; "none": read from the first chunk`)
 	fs.StringVar(&r.Options.InvalidUTF8, "invalid-utf8", "", `bytes that are not UTF-8: "reject" the document (the default), or "replace" them with U+FFFD`)
+	ocrFlags(fs, &r.Options)
 	return func() error {
 		if *chunk <= 0 {
 			return fmt.Errorf("chunk_tokens (%d) must be positive: set --chunk-tokens", *chunk)
@@ -95,6 +96,12 @@ func askFlags(fs *pflag.FlagSet, r *askRequest) func() error {
 		}
 		return r.Options.Validate()
 	}
+}
+
+// ocrFlags binds --ocr and --ocr-lang to o's OCR options.
+func ocrFlags(fs *pflag.FlagSet, o *api.ModelOptions) {
+	fs.StringVar(&o.OCR, "ocr", "", `which pages of a PDF are read by OCR on the worker: "auto" (the default) the scanned ones, "force" every page, "off" none`)
+	fs.StringVar(&o.OCRLanguages, "ocr-lang", "", `languages OCR reads, Tesseract's codes joined by + (e.g. eng+deu; default eng)`)
 }
 
 // startCommand checks cfg, sets up telemetry with a root span called name

@@ -238,6 +238,8 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	prefix := fs.String("report-prefix", "", "s3:// prefix of the report; default s3://<bucket>/batches/<workflow id>/")
 	dated := fs.Bool("dated", false, "put the report under a folder named after the batch's UTC start time")
 	chunk := fs.Int("chunk-tokens", 0, "tokens per chunk (0: the default, 5000)")
+	var ocr api.ModelOptions
+	ocrFlags(fs, &ocr)
 	reuse := fs.String("reuse", api.ReuseAuto, `"auto": an item answered before is reused, and each other item starts from the deepest memory checkpoint of an earlier reading of its chunks, except with --samples above 1, where every sample reads every chunk in its own run; "none": nothing is reused, every item reads every chunk; "always": as auto, --samples too (their rollouts then lack the turns they did not read)`)
 	samples := fs.Int("samples", 0, fmt.Sprintf("answer each item this many times, independently, as a rollout group (0 = 1, at most %d); see starter export rollouts", api.MaxSamples))
 	temperature := fs.Float64("temperature", -1, "sampling temperature within [0, 2] (default the options' default, 0.7)")
@@ -265,7 +267,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		}
 		in := api.BatchQAInput{
 			Format: *format, Name: *name, Concurrency: *concurrency, ReportPrefix: *prefix, DatedReport: *dated,
-			Options:     api.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk},
+			Options:     api.ModelOptions{Model: cfg.Model, ChunkTokens: *chunk, OCR: ocr.OCR, OCRLanguages: ocr.OCRLanguages},
 			Samples:     *samples,
 			CompareWith: *compare, NotifyURL: *notify,
 			Reuse:    *reuse,

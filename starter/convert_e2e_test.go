@@ -199,8 +199,8 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 }
 
 // TestAskRefusesUnconvertibleDocuments: an encrypted PDF and a PDF of
-// scans fail as memagent.BadInput, each saying why and what to do, before
-// any model call.
+// scans asked about with OCR off fail as memagent.BadInput, each saying
+// why and what to do, before any model call.
 func TestAskRefusesUnconvertibleDocuments(t *testing.T) {
 	d := stack(t)
 	startWorker(t)
@@ -209,9 +209,10 @@ func TestAskRefusesUnconvertibleDocuments(t *testing.T) {
 		name string
 		data []byte
 		want string
+		args []string
 	}{
-		{"encrypted", docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, Password: "open-sesame", Seed: 1}), "is an encrypted PDF that needs a password to open: save an unprotected copy"},
-		{"scanned", docconvtest.ImagePDF(4), "has no text layer on pages 1–4 of its 4 pages (only images: a scan): run OCR first"},
+		{"encrypted", docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, Password: "open-sesame", Seed: 1}), "is an encrypted PDF that needs a password to open: save an unprotected copy", nil},
+		{"scanned, OCR off", docconvtest.ImagePDF(4), "has no text layer on pages 1–4 of its 4 pages (only images: a scan), and OCR is off: ask with ocr auto (--ocr auto)", []string{"--ocr", "off"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".pdf")
@@ -220,7 +221,7 @@ func TestAskRefusesUnconvertibleDocuments(t *testing.T) {
 			}
 			d.Simulator.Reset()
 			began := time.Now()
-			_, _, err := runCLI(t, "ask", "--doc", path, "--question", docgen.Question)
+			_, _, err := runCLI(t, append([]string{"ask", "--doc", path, "--question", docgen.Question}, tc.args...)...)
 			took := time.Since(began)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("ask: error %v, want it to say %q", err, tc.want)

@@ -95,7 +95,24 @@ func printEstimate(w io.Writer, e api.Estimate) {
 	} else {
 		fmt.Fprintf(w, "Document:    %s\n", e.Document)
 	}
-	fmt.Fprintf(w, "Chunks:      %d (%s tokens, %s)\n", e.Chunks, groupDigits(e.Tokens), e.Tokenizer)
+	approx := ""
+	if e.TokensApproximate {
+		approx = fmt.Sprintf("; about %d tokens counted for each scanned page not read yet", api.OCRTokensPerPage)
+	}
+	fmt.Fprintf(w, "Chunks:      %d (%s tokens, %s%s)\n", e.Chunks, groupDigits(e.Tokens), e.Tokenizer, approx)
+	if e.OCRPages > 0 {
+		pages := fmt.Sprintf("%d scanned pages", e.OCRPages)
+		if e.OCRPages == 1 {
+			pages = "1 scanned page"
+		}
+		switch {
+		case e.OCRPagesPending > 0:
+			fmt.Fprintf(w, "OCR:         %s, %d to read: about %s on the worker (--ocr off reads none)\n",
+				pages, e.OCRPagesPending, (time.Duration(e.OCRSecondsExpected * float64(time.Second))).Round(time.Second))
+		default:
+			fmt.Fprintf(w, "OCR:         %s, read already\n", pages)
+		}
+	}
 	fresh := fmt.Sprintf("%d question(s) × %d sample(s) × (%d chunks + 1)", e.Questions, e.Samples, e.Chunks)
 	if e.ChunksReused > 0 {
 		fmt.Fprintf(w, "Calls:       %d, starting from the memory checkpoints of earlier readings (%s of %s chunk readings reused; --reuse none reads them again)\n",

@@ -445,6 +445,9 @@ func readerFor(c client.Client, namespace, kind, id string) progressReader {
 		s, err := read(ctx)
 		if err == nil {
 			s.trouble = d.trouble(ctx)
+			if d.converting != "" {
+				s.notes = append(s.notes, d.converting)
+			}
 		}
 		return s, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
@@ -36,6 +38,9 @@ type diagnoser struct {
 	asked         time.Time
 	last          string
 	noPollerSince time.Time
+	// converting is the conversion's progress the last describe showed:
+	// "OCR 12/40 pages", or "".
+	converting string
 }
 
 func newDiagnoser(c client.Client, namespace, id string) *diagnoser {
@@ -55,8 +60,9 @@ func (d *diagnoser) trouble(ctx context.Context) string {
 	if err != nil {
 		return d.last
 	}
+	d.converting = conversionNote(resp.GetPendingActivities())
 	if resp.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		d.last = ""
+		d.last, d.converting = "", ""
 		return ""
 	}
 	d.last = d.explain(ctx, resp, now)
@@ -148,4 +154,30 @@ func describeFailure(f *failurepb.Failure) string {
 		return "timeout (" + strings.ToLower(strings.TrimPrefix(f.GetTimeoutFailureInfo().GetTimeoutType().String(), "TIMEOUT_TYPE_")) + ")"
 	}
 	return msg
+}
+
+// conversionNote is how far a pending conversion is, from its heartbeat
+// (ConvertDocument's, or AssembleCorpus's for a corpus): "OCR 12/40
+// pages" while scanned pages are read, "" otherwise.
+func conversionNote(pending []*workflowpb.PendingActivityInfo) string {
+	for _, pa := range pending {
+		switch pa.GetActivityType().GetName() {
+		case "memagent.ConvertDocument", "memagent.AssembleCorpus":
+		default:
+			continue
+		}
+		ps := pa.GetHeartbeatDetails().GetPayloads()
+		if len(ps) == 0 {
+			continue
+		}
+		var p struct {
+			OCRDone  int `json:"ocr_done"`
+			OCRPages int `json:"ocr_pages"`
+		}
+		if json.Unmarshal(ps[0].GetData(), &p) != nil || p.OCRPages == 0 {
+			continue
+		}
+		return fmt.Sprintf("OCR %d/%d pages", p.OCRDone, p.OCRPages)
+	}
+	return ""
 }

@@ -82,3 +82,30 @@ func TestProgressViewPrintsTroubleOnce(t *testing.T) {
 		t.Errorf("view printed:\n%s", text)
 	}
 }
+
+// TestConversionNote: a pending conversion's heartbeat shows as the OCR
+// pages done of total; other activities, and a conversion before its
+// pages to read are known, show nothing.
+func TestConversionNote(t *testing.T) {
+	pending := func(name, details string) *workflowpb.PendingActivityInfo {
+		pa := &workflowpb.PendingActivityInfo{ActivityType: &commonpb.ActivityType{Name: name}}
+		if details != "" {
+			pa.HeartbeatDetails = &commonpb.Payloads{Payloads: []*commonpb.Payload{{Data: []byte(details)}}}
+		}
+		return pa
+	}
+	for _, tc := range []struct {
+		pending []*workflowpb.PendingActivityInfo
+		want    string
+	}{
+		{nil, ""},
+		{[]*workflowpb.PendingActivityInfo{pending("memagent.ConvertDocument", `{"pages_read":40,"pages":40,"ocr_done":12,"ocr_pages":40}`)}, "OCR 12/40 pages"},
+		{[]*workflowpb.PendingActivityInfo{pending("memagent.ConvertDocument", `{"pages_read":10,"pages":40}`)}, ""},
+		{[]*workflowpb.PendingActivityInfo{pending("memagent.UpdateMemory", `{"ocr_done":1,"ocr_pages":2}`), pending("memagent.AssembleCorpus", `{"ocr_done":0,"ocr_pages":3}`)}, "OCR 0/3 pages"},
+		{[]*workflowpb.PendingActivityInfo{pending("memagent.ConvertDocument", "")}, ""},
+	} {
+		if got := conversionNote(tc.pending); got != tc.want {
+			t.Errorf("conversionNote = %q, want %q", got, tc.want)
+		}
+	}
+}

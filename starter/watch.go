@@ -141,6 +141,8 @@ var fieldFlags = strings.NewReplacer(
 	"options.temperature", "options.temperature (--temperature)",
 	"options.top_p", "options.top_p (--top-p)",
 	"options.model", "options.model (--model)",
+	"options.ocr_languages", "options.ocr_languages (--ocr-lang)",
+	"options.ocr ", "options.ocr (--ocr) ",
 	"set question", "set question (--question)",
 	"set document", "set document (--doc)",
 	"set manifest", "set manifest (--manifest)",

@@ -20,15 +20,30 @@ import (
 // workflow.DefaultVersion and index the document as it is.
 const ConvertDocumentChange = "convert-document"
 
+// convertTimeout bounds a conversion activity (ConvertDocument,
+// AssembleCorpus) attempt: long enough for the OCR of a scan of
+// thousands of pages on one worker.
+const convertTimeout = 12 * time.Hour
+
 // convertFirst converts the document of prep (at version 1 of
 // ConvertDocumentChange) and points prep at the text to index. A text
 // document is left as it is.
 func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput) error {
+	return convertDocument(ctx, hb, prio, prep, false)
+}
+
+// convertDocument is convertFirst; with survey (an estimate's), the
+// scanned pages of a PDF not converted yet are counted, not read
+// (actwire.ConvertInput.Survey).
+func convertDocument(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput, survey bool) error {
 	if workflow.GetVersion(ctx, ConvertDocumentChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   30 * time.Minute,
+		// A scan of thousands of pages takes hours of OCR; the converter
+		// bounds its own time (a share for each OCR page), the heartbeat
+		// a dead worker's, and a retry reuses the pages already read.
+		StartToCloseTimeout:   convertTimeout,
 		HeartbeatTimeout:      hb,
 		RetryPolicy:           retryPolicy(),
 		Priority:              prio,
@@ -37,7 +52,7 @@ func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority
 	})
 	var out actwire.ConvertOutput
 	if err := workflow.ExecuteActivity(actx, activities.ConvertDocumentName, actwire.ConvertInput{
-		Document: prep.Document,
+		Document: prep.Document, OCR: prep.Options.OCR, OCRLanguages: prep.Options.OCRLanguages, Survey: survey,
 	}).Get(ctx, &out); err != nil {
 		return stageError("convert document", err)
 	}
@@ -65,7 +80,7 @@ func assembleCorpus(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// Every document is converted first, each within the converter's
 		// own time limit; conversions done are kept for a retry.
-		StartToCloseTimeout:   2 * time.Hour,
+		StartToCloseTimeout:   convertTimeout,
 		HeartbeatTimeout:      hb,
 		RetryPolicy:           retryPolicy(),
 		Priority:              prio,
@@ -74,7 +89,7 @@ func assembleCorpus(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 	})
 	var out actwire.ConvertOutput
 	if err := workflow.ExecuteActivity(actx, activities.AssembleCorpusName, actwire.CorpusInput{
-		Documents: documents, InvalidUTF8: opts.InvalidUTF8,
+		Documents: documents, InvalidUTF8: opts.InvalidUTF8, OCR: opts.OCR, OCRLanguages: opts.OCRLanguages,
 	}).Get(ctx, &out); err != nil {
 		return stageError("assemble corpus", err)
 	}

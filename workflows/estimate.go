@@ -42,7 +42,7 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 		if err := assembleCorpus(ctx, DefaultHeartbeatTimeout, prio, in.Documents, in.Options, &prep); err != nil {
 			return nil, err
 		}
-	} else if err := convertFirst(ctx, DefaultHeartbeatTimeout, prio, &prep); err != nil {
+	} else if err := convertDocument(ctx, DefaultHeartbeatTimeout, prio, &prep, true); err != nil {
 		return nil, err
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -64,11 +64,15 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 		Questions: in.Questions, Options: in.Options, Samples: in.Samples, Chunks: prepared.Chunks, Tokens: prepared.Tokens,
 		PriceIn: in.PriceInPerMillion, PriceOut: in.PriceOutPerMillion,
 		Reuse: in.Reuse, Document: prepared.Document, ETag: prepared.ETag, IndexURI: prepared.IndexURI, Model: prepared.Model,
+		OCRPending: ocrPending(prep.Converted),
 	}).Get(ctx, &est); err != nil {
 		return nil, stageError("count the cost", err)
 	}
 	est.Document, est.Source, est.Model, est.IndexURI = in.Document, prepared.Source, prepared.Model, prepared.IndexURI
 	est.Documents = in.Documents
+	if c := prep.Converted; c != nil {
+		est.OCRPages, est.OCRPagesPending, est.OCRSecondsExpected = c.OCRPages, c.OCRPending-c.OCRCached, c.OCRSecondsExpected
+	}
 	if est.Document == "" {
 		// A corpus: the stream its runs read, as a DocumentQA result names it.
 		est.Document = prepared.Document
@@ -80,4 +84,12 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 		est.PriceExpected = est.PriceTypical
 	}
 	return &est, nil
+}
+
+// ocrPending is the scanned pages a survey left unread.
+func ocrPending(c *actwire.ConvertOutput) int {
+	if c == nil {
+		return 0
+	}
+	return c.OCRPending
 }

@@ -188,6 +188,10 @@ type CorpusInput struct {
 	// InvalidUTF8 is the run's option of that name: "replace" replaces a
 	// text document's invalid bytes instead of refusing it.
 	InvalidUTF8 string `json:"invalid_utf8,omitempty"`
+	// OCR and OCRLanguages are the run's options of those names, for
+	// each document.
+	OCR          string `json:"ocr,omitempty"`
+	OCRLanguages string `json:"ocr_languages,omitempty"`
 }
 
 // FormatCorpus is the ConvertOutput.Format of a corpus assembled into one
@@ -198,6 +202,25 @@ const FormatCorpus = "corpus"
 type ConvertInput struct {
 	// Document is the s3:// URI asked about.
 	Document string `json:"document"`
+	// OCR and OCRLanguages are the run's options of those names
+	// (api.ModelOptions): which pages of a PDF OCR reads, in which
+	// languages. Empty (as from a workflow before them) is auto in eng.
+	OCR          string `json:"ocr,omitempty"`
+	OCRLanguages string `json:"ocr_languages,omitempty"`
+	// Survey asks only how many pages OCR would read (for Estimate):
+	// unless the document was converted already, its scanned pages are
+	// counted, not read, and the text is that of its other pages, stored
+	// apart from conversions (ConvertOutput.OCRPending).
+	Survey bool `json:"survey,omitempty"`
+}
+
+// ConvertProgress is what ConvertDocument heartbeats: pages laid out of
+// the document's, then pages read by OCR of those to read.
+type ConvertProgress struct {
+	PagesRead int64 `json:"pages_read"`
+	Pages     int64 `json:"pages"`
+	OCRDone   int   `json:"ocr_done,omitempty"`
+	OCRPages  int   `json:"ocr_pages,omitempty"`
 }
 
 // ConvertOutput says what to index. For a text document it names the
@@ -223,6 +246,19 @@ type ConvertOutput struct {
 	// Reused is true when an earlier conversion of the same version was
 	// found and nothing was converted.
 	Reused bool `json:"reused,omitempty"`
+	// OCRPages counts the pages read by OCR, OCRSeconds the engine's time
+	// on them, OCRCheckPages those a human should check (low confidence,
+	// or unreadable).
+	OCRPages      int     `json:"ocr_pages,omitempty"`
+	OCRSeconds    float64 `json:"ocr_seconds,omitempty"`
+	OCRCheckPages []int   `json:"ocr_check_pages,omitempty"`
+	// OCRPending counts, for a survey (ConvertInput.Survey), the pages
+	// OCR would read, whose text is not in Document; OCRCached those of
+	// them an earlier conversion read already; OCRSecondsExpected the
+	// time the others would take on the surveying worker.
+	OCRPending         int     `json:"ocr_pending,omitempty"`
+	OCRCached          int     `json:"ocr_cached,omitempty"`
+	OCRSecondsExpected float64 `json:"ocr_seconds_expected,omitempty"`
 }
 
 // ConvertedDocument is pages.json, written beside the converted text
@@ -439,6 +475,10 @@ type EstimateCostInput struct {
 	ETag     string `json:"etag,omitempty"`
 	IndexURI string `json:"index_uri,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// OCRPending counts the document's pages that OCR has still to read
+	// (ConvertOutput.OCRPending): their tokens are estimated at
+	// api.OCRTokensPerPage each.
+	OCRPending int `json:"ocr_pending,omitempty"`
 }
 
 // GroundInput asks GroundAnswer where answers occur in the text a run

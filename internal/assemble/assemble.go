@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -240,6 +241,17 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	if acts.Limits.ConvertTimeout == 0 {
 		acts.Limits.ConvertTimeout = cfg.ConvertTimeout
 	}
+	if acts.Limits.OCRWorkers == 0 {
+		acts.Limits.OCRWorkers = cfg.OCRWorkers
+	}
+	if acts.Limits.OCRPageTimeout == 0 {
+		acts.Limits.OCRPageTimeout = cfg.OCRPageTimeout
+	}
+	if acts.Limits.OCRMemoryBytes == 0 {
+		acts.Limits.OCRMemoryBytes = int64(cfg.OCRMemoryMB) << 20
+	}
+	acts.OCRCommand = cfg.OCRCommand
+	logOCR(acts.OCR(ctx), logger)
 	switch {
 	case cfg.ChunkCacheMB < 0:
 		acts.Chunks.MaxBytes = -1
@@ -251,6 +263,16 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		return nil, nil, err
 	}
 	return acts, pool, nil
+}
+
+// logOCR says at start whether the worker reads scanned pages.
+func logOCR(s activities.OCRStatus, logger *slog.Logger) {
+	if s.Err != nil {
+		logger.Warn("no OCR: a scanned PDF page fails its document as memagent.BadInput; install Debian's tesseract-ocr and tesseract-ocr-<lang> packages on the worker to read scans",
+			"err", s.Err)
+		return
+	}
+	logger.Info("OCR available", "engine", s.Engine, "languages", strings.Join(s.Languages, "+"), "pages_at_once", s.Workers)
 }
 
 // tokenizerProbe mixes the kinds of text on which tokenizers disagree.

@@ -201,6 +201,16 @@ type Config struct {
 	MaxConvertedMB int
 	PDFMemoryMB    int
 	ConvertTimeout time.Duration
+	// OCRCommand is the Tesseract binary that reads scanned PDF pages
+	// (MEMAGENT_TESSERACT; "" is tesseract on PATH, "none" turns OCR off).
+	// OCRWorkers bounds the pages read at once (MEMAGENT_OCR_WORKERS; 0
+	// is GOMAXPROCS, at most 4), OCRPageTimeout the engine's time on one page
+	// (MEMAGENT_OCR_PAGE_TIMEOUT; 0 is 2m), OCRMemoryMB its address
+	// space (MEMAGENT_OCR_MEMORY_MB; 0 is 512).
+	OCRCommand     string
+	OCRWorkers     int
+	OCRPageTimeout time.Duration
+	OCRMemoryMB    int
 	// StopTimeout is how long a stopping worker lets in-flight activities
 	// run before it cancels them (MEMAGENT_STOP_TIMEOUT, worker
 	// --stop-timeout); 0 means DefaultStopTimeout. A deployment's grace
@@ -410,7 +420,7 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	for _, k := range []struct {
 		name string
 		to   *int
-	}{{"MEMAGENT_MAX_CONVERTED_MB", &c.MaxConvertedMB}, {"MEMAGENT_PDF_MEMORY_MB", &c.PDFMemoryMB}} {
+	}{{"MEMAGENT_MAX_CONVERTED_MB", &c.MaxConvertedMB}, {"MEMAGENT_PDF_MEMORY_MB", &c.PDFMemoryMB}, {"MEMAGENT_OCR_MEMORY_MB", &c.OCRMemoryMB}} {
 		if v, ok := get(k.name); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
@@ -418,6 +428,23 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 			}
 			*k.to = n
 		}
+	}
+	if v, ok := get("MEMAGENT_TESSERACT"); ok {
+		c.OCRCommand = v
+	}
+	if v, ok := get("MEMAGENT_OCR_WORKERS"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1024 {
+			return c, fmt.Errorf("MEMAGENT_OCR_WORKERS %q: want a number of pages read at once, 0 for one per CPU", v)
+		}
+		c.OCRWorkers = n
+	}
+	if v, ok := get("MEMAGENT_OCR_PAGE_TIMEOUT"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("MEMAGENT_OCR_PAGE_TIMEOUT %q: want a positive duration such as 2m", v)
+		}
+		c.OCRPageTimeout = d
 	}
 	if v, ok := get("MEMAGENT_CONVERT_TIMEOUT"); ok {
 		d, err := time.ParseDuration(v)

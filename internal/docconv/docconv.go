@@ -119,6 +119,26 @@ func Unsupported(format string) error {
 // and HTML, input bytes) are done out of how many.
 type Progress func(done, total int64)
 
+// Options are one conversion's settings besides the converter's.
+type Options struct {
+	// Progress is told the pages (or bytes) read; nil tells nothing.
+	Progress Progress
+	// OCR says which pages of a PDF OCR reads, in which languages.
+	OCR OCROptions
+	// OCRCache keeps what OCR read of each page, for a later conversion
+	// of the same document (another attempt, another mode) to reuse; nil
+	// keeps nothing.
+	OCRCache OCRCache
+	// OCRProgress is told, once the pages to read by OCR are known, how
+	// many of them are done; nil tells nothing.
+	OCRProgress func(done, total int)
+	// Survey counts the pages OCR would read instead of reading them:
+	// unless the cache holds them all, the text has the other pages'
+	// alone, Result.OCRPending counts them and Result.OCRCached those of
+	// them the cache holds.
+	Survey bool
+}
+
 // Result is what a conversion made besides the text.
 type Result struct {
 	Map memagent.PageMap
@@ -127,6 +147,10 @@ type Result struct {
 	// Dropped counts the running header, footer and page-number lines
 	// left out.
 	Dropped int
+	// OCRPending counts, in a survey (Options.Survey), the pages OCR
+	// would read, which the text lacks; OCRCached those of them the OCR
+	// cache holds already.
+	OCRPending, OCRCached int
 }
 
 // textWriter writes paragraphs separated by blank lines and records the
@@ -213,21 +237,35 @@ func (t *textWriter) finish() error {
 // the limit; past Limits.Timeout, with context.DeadlineExceeded wrapped in
 // an *Error that says so.
 func (c *Converter) Convert(ctx context.Context, format, path string, w io.Writer, progress Progress) (*Result, error) {
-	if progress == nil {
-		progress = func(int64, int64) {}
+	return c.ConvertWith(ctx, format, path, w, Options{Progress: progress})
+}
+
+// ConvertWith is Convert with options: a PDF's scanned pages are read by
+// OCR as opts.OCR says (see OCRDecision), on c.OCR; a page OCR must read
+// on a converter without an engine fails the conversion as *Error naming
+// the package to install.
+func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.Writer, opts Options) (*Result, error) {
+	if opts.Progress == nil {
+		opts.Progress = func(int64, int64) {}
+	}
+	if opts.OCRProgress == nil {
+		opts.OCRProgress = func(int, int) {}
+	}
+	if err := CheckOCR(opts.OCR); err != nil {
+		return nil, &Error{Msg: "cannot be read: " + err.Error()}
 	}
 	limits := c.Limits.withDefaults()
-	ctx, cancel := context.WithTimeoutCause(ctx, limits.Timeout, errConvertTimeout)
+	ctx, cancel := withBudget(ctx, limits.Timeout, errConvertTimeout)
 	defer cancel()
 	var res *Result
 	var err error
 	switch format {
 	case FormatPDF:
-		res, err = c.convertPDF(ctx, path, w, progress, limits)
+		res, err = c.convertPDF(ctx, path, w, opts, limits)
 	case FormatZip, FormatDOCX:
-		res, err = convertDOCX(ctx, path, w, progress, limits)
+		res, err = convertDOCX(ctx, path, w, opts.Progress, limits)
 	case FormatHTML:
-		res, err = convertHTML(ctx, path, w, progress, limits)
+		res, err = convertHTML(ctx, path, w, opts.Progress, limits)
 	default:
 		if err := Unsupported(format); err != nil {
 			return nil, err
@@ -240,9 +278,19 @@ func (c *Converter) Convert(ctx context.Context, format, path string, w io.Write
 	if err != nil {
 		return nil, err
 	}
-	if res.Bytes == 0 {
+	if res.Bytes == 0 && res.OCRPending == 0 {
 		switch format {
 		case FormatPDF:
+			if n := len(res.Map.OCR); n > 0 {
+				why := ""
+				for _, o := range res.Map.OCR {
+					if o.Error != "" {
+						why = fmt.Sprintf(" (page %d: %s)", o.Page, o.Error)
+						break
+					}
+				}
+				return nil, badf("has no text: OCR read no words on the %d pages it read of its %d%s", n, res.Map.Pages, why)
+			}
 			return nil, badf("has no text layer on any of its %d pages: run OCR first (e.g. ocrmypdf) and ask about the PDF it makes", res.Map.Pages)
 		default:
 			return nil, badf("has no text")

@@ -30,13 +30,19 @@ func converter(t *testing.T) *docconv.Converter {
 
 func convert(t *testing.T, data []byte) (string, *docconv.Result, error) {
 	t.Helper()
+	return convertWith(t, converter(t), data, docconv.Options{})
+}
+
+// convertWith converts data on c with opts.
+func convertWith(t *testing.T, c *docconv.Converter, data []byte, opts docconv.Options) (string, *docconv.Result, error) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "doc")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	format := docconv.Detect(data[:min(len(data), docconv.SniffBytes)])
 	var out bytes.Buffer
-	res, err := converter(t).Convert(context.Background(), format, path, &out, nil)
+	res, err := c.ConvertWith(context.Background(), format, path, &out, opts)
 	return out.String(), res, err
 }
 
@@ -121,15 +127,18 @@ func TestPDFRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		data []byte
+		ocr  string
 		want string
 	}{
-		{"encrypted", docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, Password: "s3cret"}), "encrypted PDF that needs a password"},
-		{"images only", docconvtest.ImagePDF(3), "no text layer on pages 1–3 of its 3 pages"},
-		{"one scanned page", docconvtest.ImagePDF(1), "no text layer on page 1 of its 1 pages"},
-		{"corrupt", []byte("%PDF-1.4\n1 0 obj << /Type /Catalog >> garbage\n"), "not a readable PDF"},
+		{"encrypted", docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, Password: "s3cret"}), "", "encrypted PDF that needs a password"},
+		{"images only, OCR off", docconvtest.ImagePDF(3), docconv.OCROff, "no text layer on pages 1–3 of its 3 pages (only images: a scan), and OCR is off: ask with ocr auto"},
+		{"one scanned page, OCR off", docconvtest.ImagePDF(1), docconv.OCROff, "no text layer on page 1 of its 1 pages"},
+		{"images only, no engine", docconvtest.ImagePDF(3), "", "needs OCR (page 1: it is a scan) and this worker has no OCR engine: install Debian's tesseract-ocr"},
+		{"OCR forced, no engine", docconvtest.PDF(docconvtest.PDFOptions{Pages: 2}), docconv.OCRForce, "needs OCR (page 1: OCR is forced) and this worker has no OCR engine"},
+		{"corrupt", []byte("%PDF-1.4\n1 0 obj << /Type /Catalog >> garbage\n"), "", "not a readable PDF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := convert(t, tc.data)
+			_, _, err := convertWith(t, converter(t), tc.data, docconv.Options{OCR: docconv.OCROptions{Mode: tc.ocr}})
 			var bad *docconv.Error
 			if !errors.As(err, &bad) {
 				t.Fatalf("err = %v, want a *docconv.Error", err)

@@ -29,8 +29,12 @@ type Limits struct {
 	// default DefaultPDFMemoryBytes (MEMAGENT_PDF_MEMORY_MB).
 	PDFMemoryBytes int64
 	// Timeout bounds one conversion; default DefaultConvertTimeout
-	// (MEMAGENT_CONVERT_TIMEOUT).
+	// (MEMAGENT_CONVERT_TIMEOUT). Each page read by OCR adds
+	// ocrPageBudget divided by the engine's slots to it.
 	Timeout time.Duration
+	// MaxImagePixels bounds an image on a page read by OCR; default
+	// DefaultMaxImagePixels.
+	MaxImagePixels int64
 }
 
 // Defaults of Limits, and the bounds that have no knob: a paragraph longer
@@ -74,6 +78,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Timeout <= 0 {
 		l.Timeout = DefaultConvertTimeout
+	}
+	if l.MaxImagePixels <= 0 {
+		l.MaxImagePixels = DefaultMaxImagePixels
 	}
 	return l
 }

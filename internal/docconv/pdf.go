@@ -14,7 +14,6 @@ import (
 	"unicode"
 
 	"github.com/klippa-app/go-pdfium"
-	"github.com/klippa-app/go-pdfium/enums"
 	pdfiumerrors "github.com/klippa-app/go-pdfium/errors"
 	"github.com/klippa-app/go-pdfium/references"
 	"github.com/klippa-app/go-pdfium/requests"
@@ -50,6 +49,9 @@ type Converter struct {
 	MaxPages int
 	// Limits bound each conversion; zero fields mean the defaults.
 	Limits Limits
+	// OCR reads scanned pages; nil (no engine on the worker) fails a
+	// conversion that has a page to read by OCR.
+	OCR *Engine
 
 	once sync.Once
 	pool pdfium.Pool
@@ -120,24 +122,235 @@ type pdfPage struct {
 	Images bool `json:"i,omitempty"`
 	// Label is the page's label (/PageLabels), when the PDF has them.
 	Label string `json:"p,omitempty"`
+	// OCR is why OCR reads the page (memagent.OCRNoTextLayer, ...), ""
+	// when its text layer is kept.
+	OCR string `json:"ocr,omitempty"`
+
+	// The page's size in points and its images, for the OCR decision.
+	width, height float64
+	images        pageImages
 }
 
-func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits) (_ *Result, err error) {
-	pool, err := c.start()
+func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, opts Options, limits Limits) (_ *Result, err error) {
+	spool, err := os.CreateTemp("", "memagent-pdf-*.jsonl")
 	if err != nil {
 		return nil, err
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	pages, jobs, err := c.readPDF(ctx, path, spool, opts, limits)
+	if err != nil {
+		return nil, err
+	}
+	var ocr *ocrPhase
+	if len(jobs) > 0 && opts.Survey {
+		// A survey reads no page: unless the cache holds them all, the
+		// scanned pages stay empty, and are counted.
+		cached := 0
+		if opts.OCRCache != nil && c.OCR != nil {
+			key := OCRKey(c.OCR.Name(), opts.OCR.Normalized().Languages)
+			for _, j := range jobs {
+				if _, ok := opts.OCRCache.Load(ctx, key, j.Page); ok {
+					cached++
+				}
+			}
+		}
+		if cached < len(jobs) {
+			res, err := renderSpool(spool, pages, w, limits)
+			if err != nil {
+				return nil, err
+			}
+			res.OCRPending, res.OCRCached = len(jobs), cached
+			return res, nil
+		}
+	}
+	if len(jobs) > 0 {
+		ocr = &ocrPhase{c: c, path: path, opts: opts, limits: limits, jobs: jobs}
+		dir, err := os.MkdirTemp("", "memagent-ocr-*")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		ocr.dir = dir
+		if err := ocr.run(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	// With pages read by OCR, their lines go into the spool in their
+	// place, and the running headers are counted over all pages in order.
+	merged := spool
+	var edges EdgeCounter
+	if ocr != nil {
+		if merged, err = os.CreateTemp("", "memagent-pdf-*.jsonl"); err != nil {
+			return nil, err
+		}
+		defer os.Remove(merged.Name())
+		defer merged.Close()
+	}
+	if err := countEdges(bufio.NewReaderSize(spool, 64<<10), pages, &edges, ocr, merged); err != nil {
+		return nil, err
+	}
+	if _, err := merged.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	if spoolCopyTo != "" {
+		if err := copySpool(merged, spoolCopyTo); err != nil {
+			return nil, err
+		}
+	}
+	res, err := renderPages(bufio.NewReaderSize(merged, 64<<10), pages, &edges, w, limits.MaxTextBytes)
+	if err != nil {
+		return nil, err
+	}
+	if ocr != nil {
+		res.Map.OCR = ocr.records
+	}
+	return res, nil
+}
+
+// renderSpool renders the spooled pages as they are (a survey's).
+func renderSpool(spool *os.File, pages int, w io.Writer, limits Limits) (*Result, error) {
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var edges EdgeCounter
+	if err := countEdges(bufio.NewReaderSize(spool, 64<<10), pages, &edges, nil, nil); err != nil {
+		return nil, err
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return renderPages(bufio.NewReaderSize(spool, 64<<10), pages, &edges, w, limits.MaxTextBytes)
+}
+
+// countEdges reads the spooled pages in order and counts their edge
+// lines. With ocr, it takes each OCR page's lines from the OCR and
+// writes every page to merged.
+func countEdges(spool io.Reader, pages int, edges *EdgeCounter, ocr *ocrPhase, merged *os.File) error {
+	dec := json.NewDecoder(spool)
+	var enc *json.Encoder
+	var mw *bufio.Writer
+	if ocr != nil {
+		mw = bufio.NewWriterSize(merged, 64<<10)
+		enc = json.NewEncoder(mw)
+	}
+	for i := 0; i < pages; i++ {
+		var p pdfPage
+		if err := dec.Decode(&p); err != nil {
+			return fmt.Errorf("read spooled page %d: %w", i+1, err)
+		}
+		if p.OCR != "" && ocr != nil {
+			lines, err := ocr.lines(i + 1)
+			if err != nil {
+				return err
+			}
+			p.Lines = lines
+		}
+		edges.Add(p.Lines)
+		if enc != nil {
+			if err := enc.Encode(p); err != nil {
+				return fmt.Errorf("spool page %d: %w", i+1, err)
+			}
+		}
+	}
+	if mw != nil {
+		return mw.Flush()
+	}
+	return nil
+}
+
+// readPDF is the first pass: it lays out every page, spools its lines
+// and decides which pages OCR reads (returned as jobs, in page order).
+func (c *Converter) readPDF(ctx context.Context, path string, spool io.Writer, opts Options, limits Limits) (pages int, jobs []ocrJob, err error) {
+	err = c.withDocument(ctx, path, func(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT) error {
+		pages, jobs, err = c.readPages(ctx, inst, doc, spool, opts, limits)
+		return err
+	})
+	return pages, jobs, err
+}
+
+// readPages is readPDF's pass over the pages of doc, open in inst.
+func (c *Converter) readPages(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, spool io.Writer, opts Options, limits Limits) (pages int, jobs []ocrJob, err error) {
+	count, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc})
+	if err != nil {
+		return 0, nil, badf("is not a readable PDF (its page tree is broken): export it to PDF again")
+	}
+	pages = count.PageCount
+	maxPages := c.MaxPages
+	if maxPages <= 0 {
+		maxPages = DefaultMaxPages
+	}
+	if pages > maxPages {
+		return 0, nil, badf("has %d pages, over the limit of %d: split it", pages, maxPages)
+	}
+	ocrOpts := opts.OCR.Normalized()
+	sw := bufio.NewWriterSize(spool, 64<<10)
+	enc := json.NewEncoder(sw)
+	var scanned []int
+	var chars int64
+	for i := 0; i < pages; i++ {
+		if err := ctx.Err(); err != nil {
+			return 0, nil, err
+		}
+		p, n, err := readPDFPage(ctx, inst, doc, i, ocrOpts.Mode, limits)
+		if err != nil {
+			return 0, nil, err
+		}
+		p.Label = pageLabel(inst, doc, i)
+		if p.OCR != "" {
+			// A page image's size is checked before anything decodes it:
+			// a bomb of billions of pixels is a few MB deflated.
+			if p.images.MaxPixels > limits.MaxImagePixels {
+				return 0, nil, overLimit(fmt.Sprintf("has a page (%d) to read by OCR with an image of %d pixels", i+1, p.images.MaxPixels), limits.MaxImagePixels, "pixels", "")
+			}
+			if err := c.canOCR(ocrOpts, i+1, p.OCR); err != nil {
+				return 0, nil, err
+			}
+			dpi, ok := ocrDPI(p.images.DPI, p.width, p.height)
+			if !ok {
+				return 0, nil, badf("has a page (%d) of %.0f × %.0f points, too large to rasterise for OCR: split or shrink it", i+1, p.width, p.height)
+			}
+			jobs = append(jobs, ocrJob{Page: i + 1, Reason: p.OCR, DPI: dpi, Width: p.width, Height: p.height})
+			// Its text layer is replaced by what OCR reads.
+			p.Lines = nil
+		} else if chars += int64(n); chars > limits.MaxTextBytes {
+			return 0, nil, overLimit(fmt.Sprintf("has more than %d characters of text", limits.MaxTextBytes), limits.MaxTextBytes, "characters", "MEMAGENT_MAX_CONVERTED_MB")
+		}
+		if p.Images {
+			scanned = append(scanned, i+1)
+		}
+		if err := enc.Encode(p); err != nil {
+			return 0, nil, fmt.Errorf("spool page %d: %w", i+1, err)
+		}
+		opts.Progress(int64(i+1), int64(pages))
+	}
+	if len(scanned) > max(1, pages/10) || (len(scanned) > 0 && len(scanned) == pages) {
+		return 0, nil, badf("has no text layer on %s of its %d pages (only images: a scan), and OCR is off: ask with ocr auto (--ocr auto) to read them", pageRanges(scanned), pages)
+	}
+	return pages, jobs, sw.Flush()
+}
+
+// withDocument opens the PDF at path for fn in a PDFium instance of its
+// own, and gives the instance back after. A conversion that ends
+// (canceled, timed out) while PDFium works stops it at once: Kill
+// interrupts the WebAssembly code and drops the instance. One that failed
+// inside PDFium (out of its memory, say) drops it too, rather than hand a
+// damaged instance to the next.
+func (c *Converter) withDocument(ctx context.Context, path string, fn func(pdfium.Pdfium, references.FPDF_DOCUMENT) error) (err error) {
+	pool, err := c.start()
+	if err != nil {
+		return err
 	}
 	inst, err := pool.GetInstanceWithContext(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		return nil, fmt.Errorf("pdfium instance: %w", err)
+		return fmt.Errorf("pdfium instance: %w", err)
 	}
-	// A conversion that ends (canceled, timed out) while PDFium works
-	// stops it at once: Kill interrupts the WebAssembly code and drops
-	// the instance. One that failed inside PDFium (out of its memory, say)
-	// drops it too, rather than hand a damaged instance to the next.
 	stop := context.AfterFunc(ctx, func() { _ = inst.Kill() })
 	defer func() {
 		if !stop() || err != nil {
@@ -146,91 +359,63 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, pr
 		}
 		_ = inst.Close()
 	}()
+	doc, closeDoc, err := openPDF(inst, path)
+	if err != nil {
+		return err
+	}
+	defer closeDoc()
+	err = fn(inst, doc)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
 
+// canOCR says why a page that OCR must read cannot be: no engine on the
+// worker, or not the languages asked for.
+func (c *Converter) canOCR(o OCROptions, page int, reason string) error {
+	if c.OCR == nil {
+		why := "it is a scan"
+		if reason == memagent.OCRForced {
+			why = "OCR is forced"
+		}
+		return badf("needs OCR (page %d: %s) and this worker has no OCR engine: install Debian's %s (and %s-<lang> for each language other than English) on the worker, or ask with ocr off (--ocr off) to read the text layer alone",
+			page, why, EnginePackage, EnginePackage)
+	}
+	return c.OCR.Check(o.Languages)
+}
+
+// openPDF opens the PDF at path in inst; closeDoc closes it and the
+// file PDFium reads it through.
+func openPDF(inst pdfium.Pdfium, path string) (_ references.FPDF_DOCUMENT, closeDoc func(), err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	defer f.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	doc, err := inst.OpenDocument(&requests.OpenDocument{FileReader: f, FileReaderSize: st.Size()})
 	switch {
 	case errors.Is(err, pdfiumerrors.ErrPassword):
-		return nil, badf("is an encrypted PDF that needs a password to open: save an unprotected copy (e.g. qpdf --decrypt --password=PASSWORD in.pdf out.pdf) and ask about that")
+		return "", nil, badf("is an encrypted PDF that needs a password to open: save an unprotected copy (e.g. qpdf --decrypt --password=PASSWORD in.pdf out.pdf) and ask about that")
 	case errors.Is(err, pdfiumerrors.ErrSecurity):
-		return nil, badf("is encrypted with a security handler PDFium does not support: save an unprotected copy and ask about that")
+		return "", nil, badf("is encrypted with a security handler PDFium does not support: save an unprotected copy and ask about that")
 	case errors.Is(err, pdfiumerrors.ErrFormat), errors.Is(err, pdfiumerrors.ErrFile), errors.Is(err, pdfiumerrors.ErrUnknown):
-		return nil, badf("is not a readable PDF (corrupt or truncated): check the file opens in a PDF viewer, or export it to PDF again")
+		return "", nil, badf("is not a readable PDF (corrupt or truncated): check the file opens in a PDF viewer, or export it to PDF again")
 	case err != nil:
-		return nil, fmt.Errorf("open pdf: %w", err)
+		return "", nil, fmt.Errorf("open pdf: %w", err)
 	}
-	defer inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: doc.Document})
-	count, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc.Document})
-	if err != nil {
-		return nil, badf("is not a readable PDF (its page tree is broken): export it to PDF again")
-	}
-	pages := count.PageCount
-	maxPages := c.MaxPages
-	if maxPages <= 0 {
-		maxPages = DefaultMaxPages
-	}
-	if pages > maxPages {
-		return nil, badf("has %d pages, over the limit of %d: split it", pages, maxPages)
-	}
-
-	// Pass 1: lay out every page and spool its lines, counting the lines
-	// at the pages' top and bottom edges. Pass 2 drops those that repeat
-	// (running headers and footers) and writes the text.
-	spool, err := os.CreateTemp("", "memagent-pdf-*.jsonl")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(spool.Name())
-	defer spool.Close()
-	sw := bufio.NewWriterSize(spool, 64<<10)
-	enc := json.NewEncoder(sw)
-	var edges EdgeCounter
-	var scanned []int
-	var chars int64
-	for i := 0; i < pages; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p, n, err := readPDFPage(ctx, inst, doc.Document, i, limits)
-		if err != nil {
-			return nil, err
-		}
-		if chars += int64(n); chars > limits.MaxTextBytes {
-			return nil, overLimit(fmt.Sprintf("has more than %d characters of text", limits.MaxTextBytes), limits.MaxTextBytes, "characters", "MEMAGENT_MAX_CONVERTED_MB")
-		}
-		p.Label = pageLabel(inst, doc.Document, i)
-		if p.Images {
-			scanned = append(scanned, i+1)
-		}
-		edges.Add(p.Lines)
-		if err := enc.Encode(p); err != nil {
-			return nil, fmt.Errorf("spool page %d: %w", i+1, err)
-		}
-		progress(int64(i+1), int64(pages))
-	}
-	if len(scanned) > max(1, pages/10) || (len(scanned) > 0 && len(scanned) == pages) {
-		return nil, badf("has no text layer on %s of its %d pages (only images: a scan): run OCR first (e.g. ocrmypdf) and ask about the PDF it makes", pageRanges(scanned), pages)
-	}
-	if err := sw.Flush(); err != nil {
-		return nil, err
-	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	if spoolCopyTo != "" {
-		if err := copySpool(spool, spoolCopyTo); err != nil {
-			return nil, err
-		}
-	}
-	return renderPages(bufio.NewReaderSize(spool, 64<<10), pages, &edges, w, limits.MaxTextBytes)
+	return doc.Document, func() {
+		inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: doc.Document})
+		f.Close()
+	}, nil
 }
 
 // spoolCopyTo, when a test sets it, is where convertPDF copies its spooled
@@ -292,8 +477,8 @@ func renderPages(spool io.Reader, pages int, edges *EdgeCounter, w io.Writer, ma
 
 // readPDFPage lays out page i (from 0) of doc, and says how many
 // characters it has.
-func readPDFPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limits Limits) (pdfPage, int, error) {
-	p, n, err := layOutPDFPage(inst, doc, i, limits)
+func readPDFPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode string, limits Limits) (pdfPage, int, error) {
+	p, n, err := layOutPDFPage(inst, doc, i, mode, limits)
 	if err != nil && ctx.Err() != nil {
 		// The instance was killed under the call: say why, not how.
 		return p, n, ctx.Err()
@@ -301,7 +486,7 @@ func readPDFPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DO
 	return p, n, err
 }
 
-func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limits Limits) (pdfPage, int, error) {
+func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode string, limits Limits) (pdfPage, int, error) {
 	var p pdfPage
 	page, err := inst.FPDF_LoadPage(&requests.FPDF_LoadPage{Document: doc, Index: i})
 	if err != nil {
@@ -385,19 +570,15 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, limi
 		}
 	}
 	p.Lines = LayoutPageSize(glyphs, width.Width, height.Height)
-	if len(p.Lines) == 0 {
-		objs, err := inst.FPDFPage_CountObjects(&requests.FPDFPage_CountObjects{Page: ref})
-		if err == nil {
-			for k := 0; k < objs.Count && !p.Images; k++ {
-				obj, err := inst.FPDFPage_GetObject(&requests.FPDFPage_GetObject{Page: ref, Index: k})
-				if err != nil {
-					continue
-				}
-				t, err := inst.FPDFPageObj_GetType(&requests.FPDFPageObj_GetType{PageObject: obj.PageObject})
-				p.Images = err == nil && t.Type == enums.FPDF_PAGEOBJ_IMAGE
-			}
-		}
+	p.width, p.height = width.Width, height.Height
+	// The page's images are looked at when they may make it a scan: with
+	// OCR forced, or a thin text layer (a page of more text is
+	// born-digital whatever its images).
+	if mode == OCRForce || len(glyphs) < OCRThinTextChars {
+		p.images = imagesOf(inst, page.Page, width.Width, height.Height)
 	}
+	p.OCR = OCRDecision(mode, len(glyphs), p.images.Cover)
+	p.Images = mode == OCROff && len(p.Lines) == 0 && p.images.Cover > 0
 	return p, n.Count, nil
 }
 

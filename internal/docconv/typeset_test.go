@@ -2,10 +2,7 @@ package docconv_test
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,78 +14,29 @@ import (
 	"github.com/memagent/memagent/internal/testdeps"
 )
 
-// Book layout of the typeset fixture: four front-matter pages numbered
-// i–iv, then body pages numbered from 1, the fact on physical page 17
-// (printed 13).
+// Book layout of the typeset fixture (docconvtest.BookSource).
 const (
-	frontPages = 4
-	bookPages  = 24
-	factPage   = 17
+	frontPages = docconvtest.BookFrontPages
+	bookPages  = docconvtest.BookPages
+	factPage   = docconvtest.BookFactPage
 )
 
-// bookSource is a groff -ms book as a typesetter lays it out: roman
-// front matter and /PageLabels (i–iv, then 1, 2, …), running headers that
-// differ on odd and even pages and change with the chapter, the page
-// number in them, and footnotes whose marks are raised digits glued to a
-// word. Each page is one paragraph that starts "Page N." (N physical).
-func bookSource() (src string, paragraphs []string) {
-	rng := rand.New(rand.NewPCG(7, 25))
-	var b strings.Builder
-	b.WriteString(".pdfmark /PageLabels << /Nums [ 0 << /S /r >> 4 << /S /D >> ] >> /DOCVIEW\n")
-	b.WriteString(".af PN i\n.ds CH\n.OH '''%'\n.EH '%'''\n")
-	chapter := func(n int) {
-		fmt.Fprintf(&b, ".OH '''Chapter %d: Rivers of the North %%'\n.EH '%%''Writing About Rivers'\n", n)
-	}
-	for page := 1; page <= bookPages; page++ {
-		switch page {
-		case frontPages:
-			// The page number format and count change for the next page.
-			b.WriteString(".af PN 1\n.pn 1\n")
-			chapter(1)
-		case 14:
-			chapter(2)
-		}
-		text := fmt.Sprintf("Page %d. %s", page, docconvtest.Paragraph(rng, 180))
-		if page == factPage {
-			text += " " + docgen.Fact
-		}
-		paragraphs = append(paragraphs, text)
-		b.WriteString(".LP\n" + text)
-		if page%3 == 0 {
-			// A footnote mark glued to the word before it.
-			b.WriteString(" The harbor kept a ledger\\**.\n.FS\nThe ledger is lost.\n.FE\n")
-			paragraphs[len(paragraphs)-1] += " The harbor kept a ledger."
-		}
-		b.WriteString("\n")
-		if page < bookPages {
-			b.WriteString(".bp\n")
-		}
-	}
-	return b.String(), paragraphs
-}
+func bookSource() (string, []string) { return docconvtest.BookSource() }
 
-// typesetBook typesets bookSource with groff's PDF output (gropdf).
+// typesetBook typesets docconvtest.BookSource with groff's PDF output
+// (gropdf).
 func typesetBook(t *testing.T) string {
 	t.Helper()
 	groff := testdeps.Command(t, "groff", "install Debian's groff package (apt-get install groff)")
 	testdeps.Command(t, "gropdf", "install Debian's groff package (apt-get install groff; groff-base has no PDF output)")
-	src, _ := bookSource()
-	dir := t.TempDir()
-	in := filepath.Join(dir, "book.ms")
-	if err := os.WriteFile(in, []byte(src), 0o600); err != nil {
+	out, err := docconvtest.TypesetBook(groff)
+	if err != nil {
 		t.Fatal(err)
-	}
-	cmd := exec.Command(groff, "-Tpdf", "-ms", "-mpdfmark", in)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || stderr.Len() > 0 {
-		t.Fatalf("groff: %v: %s", err, stderr.String())
 	}
 	if keep := os.Getenv("MEMAGENT_KEEP_BOOK"); keep != "" {
 		_ = os.WriteFile(keep, out, 0o600)
 	}
-	path := filepath.Join(dir, "book.pdf")
+	path := filepath.Join(t.TempDir(), "book.pdf")
 	if err := os.WriteFile(path, out, 0o600); err != nil {
 		t.Fatal(err)
 	}

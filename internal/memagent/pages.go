@@ -1,6 +1,7 @@
 package memagent
 
 import (
+	"math"
 	"sort"
 	"strings"
 
@@ -9,7 +10,8 @@ import (
 
 // PageMapVersion is the current [PageMap.Version]. Version 2 added
 // [PageSpan.PageLabel]; a version 1 map reads as one without labels.
-const PageMapVersion = 2
+// Version 3 added [PageMap.OCR]; an older map has no scanned pages.
+const PageMapVersion = 3
 
 // PageMap says where each page (or section) of a converted document lies
 // in its extracted text. Spans are in order, do not overlap and may leave
@@ -24,6 +26,95 @@ type PageMap struct {
 	Pages int `json:"pages"`
 	// Spans are the text's byte ranges by page or section.
 	Spans []PageSpan `json:"spans"`
+	// OCR records each page read by OCR, in page order: a PDF's scanned
+	// pages (or every page, with OCR forced).
+	OCR []OCRPage `json:"ocr,omitempty"`
+}
+
+// OCR reasons: why a page was read by OCR (OCRPage.Reason).
+const (
+	// OCRNoTextLayer: the page has no text layer and draws images.
+	OCRNoTextLayer = "no_text_layer"
+	// OCRImagesCover: images cover most of the page and its text layer
+	// is a few words at most (a scan with a stamp or a Bates number).
+	OCRImagesCover = "images_cover"
+	// OCRForced: the document was asked about with OCR forced.
+	OCRForced = "forced"
+)
+
+// OCRPage is what OCR made of one page, recorded in the page map.
+type OCRPage struct {
+	// Page is the page's number, from 1.
+	Page int `json:"page"`
+	// Reason is OCRNoTextLayer, OCRImagesCover or OCRForced.
+	Reason string `json:"reason"`
+	// Engine names the OCR engine and its version ("tesseract 5.3.0").
+	Engine string `json:"engine"`
+	// Languages are the engine's languages, as it takes them ("eng+deu").
+	Languages string `json:"languages"`
+	// DPI is the resolution the page was rasterised at.
+	DPI int `json:"dpi"`
+	// Words counts the words read; Confidence is their mean confidence,
+	// in [0, 1]; LowConfidenceWords counts those under
+	// OCRLowWordConfidence.
+	Words              int     `json:"words"`
+	Confidence         float64 `json:"confidence"`
+	LowConfidenceWords int     `json:"low_confidence_words"`
+	// Blank is set on a page with no ink: no engine was run on it.
+	Blank bool `json:"blank,omitempty"`
+	// Seconds is how long the engine took on the page.
+	Seconds float64 `json:"seconds"`
+	// Reused is set on a page an earlier conversion of the same document
+	// read (another attempt, or another OCR mode): no engine ran on it.
+	Reused bool `json:"reused,omitempty"`
+	// Error says why the page could not be read (the engine timed out,
+	// crashed or ran out of its memory on every attempt); it then has
+	// no text.
+	Error string `json:"error,omitempty"`
+}
+
+// OCRLowWordConfidence is the confidence under which a word counts in
+// OCRPage.LowConfidenceWords.
+const OCRLowWordConfidence = 0.60
+
+// Check reports whether a human should read the page: its OCR failed,
+// or its confidence is under api.OCRCheckConfidence. A blank page needs
+// no check.
+func (o OCRPage) Check() bool {
+	if o.Error != "" {
+		return true
+	}
+	return !o.Blank && o.Words > 0 && o.Confidence < api.OCRCheckConfidence
+}
+
+// OCRPages counts the pages read by OCR, and the seconds the engine took.
+func (m *PageMap) OCRPages() (pages int, seconds float64) {
+	if m == nil {
+		return 0, 0
+	}
+	for _, o := range m.OCR {
+		seconds += o.Seconds
+	}
+	return len(m.OCR), seconds
+}
+
+// scan is the PageScan of pages first..last, or nil when OCR read none.
+func (m *PageMap) scan(first, last int) *api.PageScan {
+	i := sort.Search(len(m.OCR), func(i int) bool { return m.OCR[i].Page >= first })
+	var s *api.PageScan
+	for ; i < len(m.OCR) && m.OCR[i].Page <= last; i++ {
+		o := m.OCR[i]
+		if s == nil {
+			s = &api.PageScan{Confidence: 1}
+		}
+		s.Pages++
+		if o.Blank {
+			continue
+		}
+		s.Confidence = min(s.Confidence, math.Round(o.Confidence*100)/100)
+		s.Check = s.Check || o.Check()
+	}
+	return s
 }
 
 // PageSpan is one page's (or section's) byte range [Start, End) of the text.
@@ -56,7 +147,8 @@ func (m *PageMap) Ref(start, end int64) *api.PageRef {
 	}
 	return &api.PageRef{Unit: m.Unit, First: m.Spans[i].Number, Last: m.Spans[j].Number, Label: m.Spans[i].Label,
 		FirstLabel: m.Spans[i].PageLabel, LastLabel: m.Spans[j].PageLabel,
-		LabelRepeats: m.labelRepeats(m.Spans[i]) || m.labelRepeats(m.Spans[j])}
+		LabelRepeats: m.labelRepeats(m.Spans[i]) || m.labelRepeats(m.Spans[j]),
+		Scan:         m.scan(m.Spans[i].Number, m.Spans[j].Number)}
 }
 
 // labelRepeats reports whether s's page label is printed on another page

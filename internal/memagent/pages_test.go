@@ -97,3 +97,46 @@ func TestPageMapVersion1(t *testing.T) {
 		t.Errorf("Ref = %q, want %q", got, want)
 	}
 }
+
+// TestPageMapRefScan: a range that touches a page read by OCR says
+// "scan" with the least sure page's confidence; a page under
+// api.OCRCheckConfidence, or one OCR failed on, is flagged; blank pages
+// count as scanned but not for the confidence.
+func TestPageMapRefScan(t *testing.T) {
+	m := &PageMap{Unit: api.UnitPage, Spans: []PageSpan{
+		{Number: 1, Start: 0, End: 100}, {Number: 2, Start: 102, End: 200},
+		{Number: 3, PageLabel: "iii", Start: 202, End: 300}, {Number: 5, Start: 302, End: 400},
+	}, OCR: []OCRPage{
+		{Page: 2, Words: 300, Confidence: 0.914}, {Page: 3, Words: 250, Confidence: 0.62, LowConfidenceWords: 40},
+		{Page: 4, Blank: true}, {Page: 6, Error: "timed out"},
+	}}
+	for _, tc := range []struct {
+		name       string
+		start, end int64
+		want       string
+	}{
+		{"a text page", 10, 20, "p. 1"},
+		{"a scanned page", 110, 120, "p. 2 (scan, confidence 0.91)"},
+		{"a flagged page with a label", 210, 220, "p. iii (PDF p. 3; scan, confidence 0.62, check the page)"},
+		{"a range over text and scans", 50, 150, "pp. 1–2 (scan, confidence 0.91)"},
+		{"over a blank scanned page", 210, 350, "pp. iii–5 (PDF pp. 3–5; scan, confidence 0.62, check the page)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := m.Ref(tc.start, tc.end).String(); got != tc.want {
+				t.Errorf("Ref(%d, %d) = %q, want %q", tc.start, tc.end, got, tc.want)
+			}
+		})
+	}
+	if r := m.Ref(210, 350); r.Scan.Pages != 2 {
+		t.Errorf("scanned pages of 3–5 = %d, want 2 (3 and the blank 4)", r.Scan.Pages)
+	}
+	for _, o := range m.OCR {
+		want := o.Page == 3 || o.Page == 6
+		if o.Check() != want {
+			t.Errorf("page %d: Check() = %v, want %v", o.Page, o.Check(), want)
+		}
+	}
+	if pages, _ := m.OCRPages(); pages != 4 {
+		t.Errorf("OCRPages = %d, want 4", pages)
+	}
+}

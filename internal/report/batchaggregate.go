@@ -230,12 +230,25 @@ func BatchCSVRow(r api.BatchItemResult) []string {
 // BatchCSVExtraHeader names the columns of results.csv that come after the
 // label columns, so that every earlier column keeps its place: the item's
 // corpus (empty for one document) and where its answer was found
-// (BatchCitation).
-var BatchCSVExtraHeader = []string{"documents", "found_on"}
+// (BatchCitation), and whether that is a scanned page (BatchScanMark).
+var BatchCSVExtraHeader = []string{"documents", "found_on", "scan"}
 
 // BatchCSVExtra is an outcome's cells of BatchCSVExtraHeader.
 func BatchCSVExtra(r api.BatchItemResult) []string {
-	return []string{CSVText(strings.Join(r.Documents, " | ")), CSVText(BatchCitation(r))}
+	return []string{CSVText(strings.Join(r.Documents, " | ")), CSVText(BatchCitation(r)), BatchScanMark(r)}
+}
+
+// BatchScanMark says whether an outcome's answer was found on a scanned
+// page (ScanMark of its grounding and answer sources).
+func BatchScanMark(r api.BatchItemResult) string {
+	refs := make([]*api.PageRef, 0, len(r.AnswerSources)+1)
+	if r.Grounding != nil {
+		refs = append(refs, r.Grounding.Pages)
+	}
+	for _, s := range r.AnswerSources {
+		refs = append(refs, s.Pages)
+	}
+	return ScanMark(refs...)
 }
 
 // BatchCitation is where an outcome's answer was found, as a reader cites
@@ -385,7 +398,7 @@ func NewBatchPage(rep *api.BatchReport, labelKeys []string, chart string, failur
 	}
 	t := BatchTable{Title: "Items", Header: []string{"seq", "id", "status", "question", "answer (or error)", "gold answers", "substring match", "F1", "recall", "tokens", "found on", "grounding"},
 		Numeric: []bool{true, false, false, false, false, false, false, true, true, true, false, false}, Rows: rows,
-		Note: "pages: where the answer's evidence is (a converted document's pages or sections); grounding: whether the answer's text is in the document (verbatim, normalized: after the scoring normalisation, not_found: nowhere, no_answer: none given), and the page it is on."}
+		Note: "pages: where the answer's evidence is (a converted document's pages or sections); grounding: whether the answer's text is in the document (verbatim, normalized: after the scoring normalisation, not_found: nowhere, no_answer: none given), and the page it is on. A page read by OCR from a scan says so, with its confidence (\"p. 12 (scan, confidence 0.91)\"), and \"check the page\" under the confidence a human should check."}
 	if rep.Overall.Items > len(rows) {
 		t.Note += fmt.Sprintf(" The first %d of %d; results.csv has them all.", len(rows), rep.Overall.Items)
 	}

@@ -132,3 +132,29 @@ func containsSource(list []api.SourceRef, s api.SourceRef) bool {
 	}
 	return false
 }
+
+// Scan marks of a citation (ScanMark), as the CSVs' scan column and the
+// HTML pages print them.
+const (
+	// ScanRead: a cited page was read by OCR (a scan).
+	ScanRead = "scan"
+	// ScanCheck: a cited page was read by OCR under
+	// api.OCRCheckConfidence, or could not be: a human should read it.
+	ScanCheck = "check"
+)
+
+// ScanMark says whether refs cite a scanned page: ScanCheck when one of
+// them is flagged for a human, ScanRead when one is a scan, else "".
+func ScanMark(refs ...*api.PageRef) string {
+	mark := ""
+	for _, r := range refs {
+		if r == nil || r.Scan == nil {
+			continue
+		}
+		if r.Scan.Check {
+			return ScanCheck
+		}
+		mark = ScanRead
+	}
+	return mark
+}

@@ -96,3 +96,36 @@ func TestReviewCitation(t *testing.T) {
 		t.Errorf("a row grounded in a text document: found on %q, context %q", f, c)
 	}
 }
+
+func TestScanMark(t *testing.T) {
+	text := &api.PageRef{Unit: api.UnitPage, First: 3, Last: 3}
+	scan := &api.PageRef{Unit: api.UnitPage, First: 12, Last: 12, Scan: &api.PageScan{Pages: 1, Confidence: 0.91}}
+	low := &api.PageRef{Unit: api.UnitPage, First: 14, Last: 14, Scan: &api.PageScan{Pages: 1, Confidence: 0.62, Check: true}}
+	for _, tc := range []struct {
+		refs []*api.PageRef
+		want string
+	}{
+		{nil, ""},
+		{[]*api.PageRef{nil, text}, ""},
+		{[]*api.PageRef{text, scan}, ScanRead},
+		{[]*api.PageRef{scan, low, text}, ScanCheck},
+	} {
+		if got := ScanMark(tc.refs...); got != tc.want {
+			t.Errorf("ScanMark(%v) = %q, want %q", tc.refs, got, tc.want)
+		}
+	}
+	if got := scan.String(); got != "p. 12 (scan, confidence 0.91)" {
+		t.Errorf("a scanned page cites as %q", got)
+	}
+	if got := low.String(); got != "p. 14 (scan, confidence 0.62, check the page)" {
+		t.Errorf("a flagged page cites as %q", got)
+	}
+	labelled := &api.PageRef{Unit: api.UnitPage, First: 17, Last: 17, FirstLabel: "13", LastLabel: "13", Scan: scan.Scan}
+	if got := labelled.String(); got != "p. 13 (PDF p. 17; scan, confidence 0.91)" {
+		t.Errorf("a labelled scanned page cites as %q", got)
+	}
+	r := api.BatchItemResult{AnswerPages: low.String(), Grounding: &api.Grounding{Status: api.GroundingVerbatim, Pages: low}}
+	if got := BatchCSVExtra(r); got[2] != ScanCheck || got[1] != "p. 14 (scan, confidence 0.62, check the page)" {
+		t.Errorf("results.csv extra cells %q", got)
+	}
+}

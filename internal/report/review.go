@@ -27,7 +27,7 @@ var ReviewCSVHeader = []string{
 	"evidence_chunks", "evidence_ranges", "passage_ranges", "supporting_chunks", "evidence_dropped",
 	"chunks_read", "calls", "prompt_tokens", "completion_tokens", "result_uri", "error_type", "error",
 	"evidence_pages", "grounding", "grounding_pages", "grounding_range", "grounding_quote",
-	"evidence_documents", "answer_sources", "found_on", "context",
+	"evidence_documents", "answer_sources", "found_on", "context", "scan",
 }
 
 // WriteReviewCSV writes g as CSV (RFC 4180), one row per question, with
@@ -42,7 +42,10 @@ var ReviewCSVHeader = []string{
 // found_on and context are where the answer was found and its context, as
 // report.html prints them (ReviewCitation). Text cells that a
 // spreadsheet would run as a formula (starting with =, +, -, @, tab or
-// carriage return) get a leading apostrophe.
+// carriage return) get a leading apostrophe. scan is ScanCheck when the
+// grounding's page or an evidence entry's is a scanned page a human should
+// check (OCR under api.OCRCheckConfidence), ScanRead when one is a scan
+// read by OCR, else empty (ScanMark).
 func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(ReviewCSVHeader); err != nil {
@@ -50,7 +53,12 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 	}
 	for _, r := range g.Rows {
 		var chunks, ranges, passages, supporting, pages, docs []string
+		refs := []*api.PageRef{}
+		if r.Grounding != nil {
+			refs = append(refs, r.Grounding.Pages)
+		}
 		for _, e := range r.Evidence {
+			refs = append(refs, evidencePages(e))
 			pages = append(pages, e.Cite())
 			docs = append(docs, EvidenceDocumentName(e))
 			c := strconv.Itoa(e.Chunk)
@@ -86,7 +94,7 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 			CSVText(strings.Join(pages, "; ")),
 			groundingStatus(r.Grounding), groundingPages(r.Grounding), groundingRange(r.Grounding), CSVText(groundingQuote(r.Grounding)),
 			CSVText(strings.Join(docs, "; ")), CSVText(api.CiteSources(r.AnswerSources)),
-			CSVText(foundOn), CSVText(context),
+			CSVText(foundOn), CSVText(context), ScanMark(refs...),
 		}
 		if err := cw.Write(row); err != nil {
 			return err

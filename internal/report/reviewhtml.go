@@ -39,6 +39,14 @@ func WriteReviewHTML(w io.Writer, g api.ReviewGrid) error {
 		if r.AnswerFound {
 			pr.FoundOn, pr.Context = ReviewCitation(r)
 		}
+		refs := []*api.PageRef{}
+		if r.Grounding != nil {
+			refs = append(refs, r.Grounding.Pages)
+		}
+		for _, e := range r.Evidence {
+			refs = append(refs, evidencePages(e))
+		}
+		pr.Scan = ScanMark(refs...)
 		page.Rows = append(page.Rows, pr)
 	}
 	return reviewTemplate.Execute(w, page)
@@ -78,6 +86,9 @@ type reviewPageRow struct {
 	// Context those of the evidence that supports it without its words
 	// (ReviewCitation).
 	FoundOn, Context string
+	// Scan is ScanMark of the answer's grounding and evidence: the row
+	// cites a scanned page, or one a human should check.
+	Scan string
 }
 
 type reviewPageEvidence struct {
@@ -184,6 +195,7 @@ div.ev{border-left:3px solid #c9c9d6;margin:.6em 0;padding:.2em .8em}
 div.ev.kept{border-left-color:#2a8a2a}
 td.id,.range{white-space:nowrap}
 div.where{color:#555;font-size:.92em}
+div.scan{color:#8a5a00;font-size:.92em}div.scan.check{color:#b00020;font-weight:bold}
 blockquote{margin:.3em 0;white-space:pre-wrap;overflow-wrap:anywhere;font-family:Georgia,serif}
 mark{background:#ffe98a}
 </style>
@@ -217,6 +229,7 @@ Grounding says whether the answer's text is in the document, read from its bytes
 <td>{{if eq .Status "failed"}}<span class="err">failed{{if .ErrorType}} ({{.ErrorType}}){{end}}</span>
 {{.Error}}{{else if .AnswerFound}}{{.Answer}}{{else}}<span class="faint">no answer:</span> {{.Answer}}{{end}}
 {{- with .FoundOn}}<div class="where">Found on: <strong class="page">{{.}}</strong></div>{{end}}
+{{- if eq .Scan "check"}}<div class="scan check">Read by OCR from a scanned page of low confidence: check the page before relying on it.</div>{{else if eq .Scan "scan"}}<div class="scan">Read by OCR from a scanned page.</div>{{end}}
 {{- with .Context}}<div class="where context">Context (evidence without the answer's words): <span class="page">{{.}}</span></div>{{end}}
 {{- with .Grounding}}<div class="where grounding {{.Status}}">Grounding: <strong>{{groundingCell .}}</strong>{{with .Quote}}<blockquote>{{.}}</blockquote>{{end}}</div>{{end}}</td>
 <td>{{if .GoldAnswers}}{{join .GoldAnswers " | "}}{{if .Scores}}

@@ -1,0 +1,197 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3store"
+)
+
+// OCRNone, as Activities.OCRCommand, turns OCR off on the worker: a
+// scanned page then fails its document as memagent.BadInput.
+const OCRNone = "none"
+
+// OCRStatus says whether this worker reads scanned pages: the engine
+// and its languages, or why there is none.
+type OCRStatus struct {
+	// Engine is "tesseract 5.3.0", or "" without one.
+	Engine string
+	// Languages are the installed languages.
+	Languages []string
+	// Workers is how many pages are read at once.
+	Workers int
+	// Err says why there is no engine.
+	Err error
+}
+
+// ocrEngine finds the OCR engine once (Activities.OCRCommand), for the
+// worker's life.
+type ocrEngine struct {
+	once   sync.Once
+	engine *docconv.Engine
+	err    error
+}
+
+// OCR finds the worker's OCR engine (on first use; later calls return the
+// same) and says what it found. The worker logs it at start.
+func (a *Activities) OCR(ctx context.Context) OCRStatus {
+	e, err := a.findOCR(ctx)
+	if err != nil {
+		return OCRStatus{Err: err}
+	}
+	return OCRStatus{Engine: e.Name(), Languages: e.Languages, Workers: e.Slots()}
+}
+
+func (a *Activities) findOCR(ctx context.Context) (*docconv.Engine, error) {
+	a.ocr.once.Do(func() {
+		if a.OCRCommand == OCRNone {
+			a.ocr.err = fmt.Errorf("OCR is turned off on this worker (MEMAGENT_TESSERACT=%s)", OCRNone)
+			return
+		}
+		e, err := docconv.FindEngine(context.WithoutCancel(ctx), a.OCRCommand)
+		if err != nil {
+			a.ocr.err = err
+			return
+		}
+		e.Workers, e.PageTimeout, e.MemoryBytes = a.Limits.OCRWorkers, a.Limits.OCRPageTimeout, a.Limits.OCRMemoryBytes
+		a.ocr.engine = e
+	})
+	return a.ocr.engine, a.ocr.err
+}
+
+// ocrOptions are a conversion's OCR options, from the request's.
+func ocrOptions(mode, languages string) docconv.OCROptions {
+	return docconv.OCROptions{Mode: mode, Languages: languages}.Normalized()
+}
+
+// ocrVariant is the part of a PDF's converted prefix that names how its
+// pages were read: "ocr-auto-eng/", "ocr-force-eng+deu/", or "" with OCR
+// off (the text layer alone).
+func ocrVariant(format string, o docconv.OCROptions) string {
+	if format != docconv.FormatPDF || o.Mode == docconv.OCROff {
+		return ""
+	}
+	return "ocr-" + o.Mode + "-" + strings.ReplaceAll(o.Languages, "/", "-") + "/"
+}
+
+// ocrPagesArea holds what OCR read of each page of each object version,
+// under converted/ocr/<object version>/<engine and languages>/: a retried
+// conversion, or one in another mode, reads only the pages not there.
+const ocrPagesArea = "converted/ocr/"
+
+// ocrCache is the OCR cache of one object version in the worker's bucket.
+type ocrCache struct {
+	a      *Activities
+	prefix string // converted/ocr/<object version>/
+}
+
+func (c *ocrCache) loc(key string, page int) s3store.Location {
+	sum := sha256.Sum256([]byte(key))
+	return s3store.Location{Bucket: c.a.Bucket, Key: fmt.Sprintf("%s%s/page-%06d.json", c.prefix, hex.EncodeToString(sum[:8]), page)}
+}
+
+// Load implements docconv.OCRCache.
+func (c *ocrCache) Load(ctx context.Context, key string, page int) (*docconv.OCRResult, bool) {
+	var r docconv.OCRResult
+	if !c.a.readKept(ctx, c.loc(key, page), &r) {
+		return nil, false
+	}
+	return &r, true
+}
+
+// Store implements docconv.OCRCache: a page not kept is read again by a
+// later conversion, so a failed write only costs that.
+func (c *ocrCache) Store(ctx context.Context, key string, page int, r *docconv.OCRResult) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	sctx, cancel := c.a.s3ctx(ctx)
+	defer cancel()
+	if err := c.a.Store.Put(sctx, c.loc(key, page), data, "application/json"); err != nil {
+		c.a.logger().WarnContext(ctx, "OCR of a page not kept", "page", page, "err", err)
+	}
+}
+
+// convertProgress is what a conversion heartbeats, for a caller watching
+// it (the CLI's progress shows OCR pages done of total).
+func convertProgress(done, total int64, ocrDone, ocrTotal int) actwire.ConvertProgress {
+	return actwire.ConvertProgress{PagesRead: done, Pages: total, OCRDone: ocrDone, OCRPages: ocrTotal}
+}
+
+// ocrSummary fills a conversion output's OCR figures from its page map.
+func ocrSummary(out *actwire.ConvertOutput, pm *memagent.PageMap) {
+	if pm == nil {
+		return
+	}
+	out.OCRPages, out.OCRSeconds = pm.OCRPages()
+	for _, o := range pm.OCR {
+		if o.Check() {
+			out.OCRCheckPages = append(out.OCRCheckPages, o.Page)
+		}
+	}
+}
+
+// recordOCR counts a conversion's pages read by OCR and the engine's
+// seconds on them, by outcome: read, blank or failed. Reused pages are
+// not counted: no engine ran.
+func (a *Activities) recordOCR(ctx context.Context, pages []memagent.OCRPage) {
+	m := a.Metrics
+	if m == nil || m.ocrPages == nil {
+		return
+	}
+	for _, o := range pages {
+		if o.Reused {
+			continue
+		}
+		outcome := "read"
+		switch {
+		case o.Error != "":
+			outcome = "failed"
+		case o.Blank:
+			outcome = "blank"
+		}
+		attrs := metric.WithAttributes(attribute.String("outcome", outcome))
+		m.ocrPages.Add(ctx, 1, attrs)
+		m.ocrSeconds.Add(ctx, o.Seconds, attrs)
+	}
+}
+
+// ocrCheckNote is the log's note of the pages a human should check.
+func ocrCheckNote(pages []int) string {
+	if len(pages) == 0 {
+		return ""
+	}
+	parts := make([]string, len(pages))
+	for i, p := range pages {
+		parts[i] = fmt.Sprint(p)
+	}
+	return strings.Join(parts, ",")
+}
+
+var _ docconv.OCRCache = (*ocrCache)(nil)
+
+// ocrModeOf is the OCR mode of options, defaulted.
+func ocrModeOf(o api.ModelOptions) docconv.OCROptions { return ocrOptions(o.OCR, o.OCRLanguages) }
+
+// noteHeartbeat sets the details the activity's heartbeats carry from
+// now on (beginHeartbeat's, recorded with its next beat).
+func noteHeartbeat(ctx context.Context, details any) {
+	if hb, ok := ctx.Value(heartbeatKey{}).(*heartbeat); ok {
+		hb.mu.Lock()
+		hb.details = details
+		hb.mu.Unlock()
+	}
+}

@@ -41,3 +41,38 @@ func TestLayers(t *testing.T) {
 		t.Logf("%s: %d packages", pkg, len(deps))
 	}
 }
+
+// TestStarterLinksServerOnlyForTheDevStack: the CLI leaves the schedule
+// spec to the server it talks to (no copy of the server's parser), so of
+// the project's packages in `go list -deps ./starter` only the embedded
+// dev stack behind `starter demo` imports go.temporal.io/server. That stack
+// brings the whole server, scheduler included; once `demo` moves out of
+// the CLI, the check below becomes TestLayers' "no go.temporal.io/server/".
+func TestStarterLinksServerOnlyForTheDevStack(t *testing.T) {
+	const devStack = "github.com/memagent/memagent/internal/dev/devstack"
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../starter").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./starter: %v", err)
+	}
+	seen := false
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "github.com/memagent/memagent/") {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, "go.temporal.io/server/") {
+				continue
+			}
+			if f[0] == devStack {
+				seen = true
+				continue
+			}
+			t.Errorf("%s imports %s: only %s may link the Temporal server into the starter", f[0], imp, devStack)
+		}
+	}
+	if !seen {
+		// The rule above has nothing left to allow: tighten it.
+		t.Errorf("%s no longer links the Temporal server into the starter: add \"go.temporal.io/server/\" to TestLayers' rules for ./starter", devStack)
+	}
+}

@@ -3,9 +3,13 @@
 // client:
 //
 //	mc := client.New(temporalClient, client.Options{})
-//	res, err := mc.Ask(ctx, workflows.DocumentQAInput{Document: "s3://bucket/doc.txt", Question: "..."})
-//	grid, err := mc.Review(ctx, workflows.ReviewInput{Document: "s3://bucket/doc.txt", Questions: qs})
-//	out, err := mc.Batch(ctx, workflows.BatchQAInput{Manifest: "s3://bucket/items.jsonl", Name: "nightly"})
+//	res, err := mc.Ask(ctx, api.DocumentQAInput{Document: "s3://bucket/doc.txt", Question: "..."})
+//	grid, err := mc.Review(ctx, api.ReviewInput{Document: "s3://bucket/doc.txt", Questions: qs})
+//	out, err := mc.Batch(ctx, api.BatchQAInput{Manifest: "s3://bucket/items.jsonl", Name: "nightly"})
+//
+// The inputs and results are the types of package
+// github.com/memagent/memagent/api, the contract this package links and
+// nothing else; ExampleClient is the same, whole and compiled.
 //
 // Start, StartReview and StartBatch return a handle (Run, ReviewRun,
 // BatchRun) with Get and Progress; GetRun, GetReview and GetBatch return one

@@ -14,14 +14,10 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	schedulepb "go.temporal.io/api/schedule/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/server/common/dynamicconfig"
-	"go.temporal.io/server/service/worker/scheduler"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/spf13/cobra"
 
@@ -107,9 +103,6 @@ func (c *scheduleCreate) validate() error {
 		d, err := parseEvery(c.Every)
 		if err != nil {
 			return err
-		}
-		if err := checkSpec(&schedulepb.ScheduleSpec{Interval: []*schedulepb.IntervalSpec{{Interval: durationpb.New(d)}}}); err != nil {
-			return fmt.Errorf("--every %q: %w", c.Every, err)
 		}
 		c.every = d
 	}
@@ -298,17 +291,12 @@ func formatEvery(d time.Duration) string {
 // cronShorthands are the named specs Temporal accepts.
 var cronShorthands = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
-// serverSpecs is the Temporal server's own schedule spec compiler: what it
-// accepts here, the server accepts at create. Its iteration limits only
-// matter when computing next times, which checkSpec does not do.
-var serverSpecs = scheduler.NewSpecBuilder(dynamicconfig.GetIntPropertyFn(1000), dynamicconfig.GetIntPropertyFn(10000))
-
-// checkCron accepts what the schedule can run: five fields (minute hour
-// day-of-month month day-of-week) or one of the @daily-style shorthands,
-// as the Temporal server parses them (names, prefixes, ranges, steps),
-// with the server's message when it refuses one. The forms that have a
-// flag of their own (time zones, @every, comments) are turned away here,
-// naming the flag.
+// checkCron turns away, before anything is uploaded, the specs that are
+// wrong in shape: not five fields (minute hour day-of-month month
+// day-of-week) nor one of the @daily-style shorthands, and the forms that
+// have a flag of their own (time zones, @every, comments), naming the flag.
+// What the fields say (ranges, steps, names) is the Temporal server's to
+// judge: it refuses a bad one at create, and specError says which flag.
 func checkCron(expr string) error {
 	e := strings.TrimSpace(expr)
 	bad := func(format string, a ...any) error {
@@ -330,17 +318,25 @@ func checkCron(expr string) error {
 			return bad(`want 5 fields (minute hour day-of-month month day-of-week), e.g. "0 2 * * *" for 02:00 every day; got %d`, n)
 		}
 	}
-	if err := checkSpec(&schedulepb.ScheduleSpec{CronString: []string{e}}); err != nil {
-		return bad("%v", err)
-	}
 	return nil
 }
 
-// checkSpec runs spec through the Temporal server's own parser and
-// validation.
-func checkSpec(spec *schedulepb.ScheduleSpec) error {
-	_, err := serverSpecs.NewCompiledSpec(spec)
-	return err
+// specError turns the server's refusal of the schedule's spec (an
+// InvalidArgument at create, "Invalid schedule spec: …") into a bad-input
+// error naming the flag to change; it is nil for any other error.
+func (c *scheduleCreate) specError(err error) error {
+	var ia *serviceerror.InvalidArgument
+	if !errors.As(err, &ia) || !strings.Contains(strings.ToLower(ia.Message), "schedule spec") {
+		return nil
+	}
+	reason := ia.Message
+	if _, r, ok := strings.Cut(reason, ": "); ok {
+		reason = r
+	}
+	if c.Cron != "" {
+		return badRequest(fmt.Errorf(`--cron %q: the Temporal server refuses it (%s): fix the fields (minute hour day-of-month month day-of-week), e.g. "0 2 * * *" for 02:00 every day`, c.Cron, reason))
+	}
+	return badRequest(fmt.Errorf("--every %q: the Temporal server refuses it (%s): pass a duration such as 24h, 90m or 7d", c.Every, reason))
 }
 
 // normalizePrefix checks an s3:// prefix and makes it end in '/'.
@@ -433,10 +429,10 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		}
 		pos := args
 		if len(pos) > 0 {
-			return fmt.Errorf("unexpected arguments %q: quote the --cron spec", pos)
+			return badRequest(fmt.Errorf("unexpected arguments %q: quote the --cron spec", pos))
 		}
 		if err := c.validate(); err != nil {
-			return err
+			return badRequest(err)
 		}
 		if err := cfg.Validate(); err != nil {
 			return err
@@ -511,10 +507,15 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 				Priority:              in.StartPriority(),
 			},
 		}
+		// The server judges the spec here, after the upload and the claim:
+		// a spec it refuses leaves both, and creating the schedule again
+		// under the same --id reuses them.
 		h, err := sc.Create(ctx, opts)
 		switch {
 		case errors.Is(err, temporal.ErrScheduleAlreadyRunning):
 			return scheduleExists(c.ID)
+		case c.specError(err) != nil:
+			return c.specError(err)
 		case err != nil:
 			return fmt.Errorf("create schedule %s: %w", c.ID, err)
 		}

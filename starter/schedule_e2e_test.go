@@ -212,3 +212,44 @@ func TestScheduleEncryptsItsAction(t *testing.T) {
 		t.Errorf("describe: %v\n%s%s", err, out, stderr)
 	}
 }
+
+// TestScheduleServerRefusesBadSpec: the CLI checks only a cron spec's
+// shape; the Temporal server judges its fields at create. A spec it
+// refuses is bad input (exit 2) naming --cron and the server's reason, and
+// no schedule is left; a spec with names and ranges it accepts is created.
+func TestScheduleServerRefusesBadSpec(t *testing.T) {
+	stack(t)
+	manifest := putDoc(t, "schedule-e2e/spec.jsonl", 300, 2)
+	c := dialTest(t)
+	for i, tc := range []struct {
+		cron, reason string // reason "" = accepted
+	}{
+		{"0 25 * * *", "Hour is not in range [0-23]"},
+		{"*/0 * * * *", "Minute has invalid Step"},
+		{"0 0 * foo *", "Month is not in range [1-12]"},
+		{"0 0 * * 5-1", "End is before Start"},
+		{"0 6 * jan-mar mon-fri", ""},
+	} {
+		t.Run(tc.cron, func(t *testing.T) {
+			id := fmt.Sprintf("e2e-spec-%d", i)
+			t.Cleanup(func() { _ = c.ScheduleClient().GetHandle(context.Background(), id).Delete(context.Background()) })
+			out, stderr, err := runCLI(t, "schedule", "create", "--id", id, "--manifest", manifest, "--cron", tc.cron)
+			_, derr := c.ScheduleClient().GetHandle(context.Background(), id).Describe(context.Background())
+			if tc.reason == "" {
+				if err != nil || derr != nil {
+					t.Fatalf("create --cron %q: %v (describe: %v)\n%s%s", tc.cron, err, derr, out, stderr)
+				}
+				return
+			}
+			if got := exitCode(err); got != ExitBadInput {
+				t.Errorf("create --cron %q: exit %d (%v), want %d", tc.cron, got, err, ExitBadInput)
+			}
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("--cron %q", tc.cron)) || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("create --cron %q: err = %v, want one naming --cron and %q", tc.cron, err, tc.reason)
+			}
+			if !isNotFound(derr) {
+				t.Errorf("describe %s after a refused create: err = %v, want not found", id, derr)
+			}
+		})
+	}
+}

@@ -28,7 +28,7 @@ type recordingStore struct {
 }
 
 func (s *recordingStore) record(loc s3store.Location, data []byte, contentType string) {
-	fmt.Fprintf(&s.transcript, "=== put %s (%s, %d bytes)\n", loc, contentType, len(data))
+	fmt.Fprintf(&s.transcript, "=== put %s (%s)\n", loc, contentType)
 	s.transcript.Write(data)
 	s.transcript.WriteString("\n")
 }
@@ -135,34 +135,42 @@ func TestWriteBatchReportGolden(t *testing.T) {
 			stamp, _ := json.Marshal(rep.FinishedAt)
 			got = bytes.ReplaceAll(got, bytes.Trim(stamp, `"`), []byte("FINISHED_AT"))
 			got = bytes.ReplaceAll(got, []byte(rep.FinishedAt.Format(time.RFC3339)), []byte("FINISHED_AT"))
-			path := filepath.Join("testdata", "batchreport", tc.name+".golden")
-			if *updateGolden {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				gl, wl := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
-				for i := 0; i < len(gl) || i < len(wl); i++ {
-					if i >= len(gl) || i >= len(wl) || !bytes.Equal(gl[i], wl[i]) {
-						var g, w []byte
-						if i < len(gl) {
-							g = gl[i]
-						}
-						if i < len(wl) {
-							w = wl[i]
-						}
-						t.Fatalf("%s differs at line %d:\n got %.300s\nwant %.300s", path, i+1, g, w)
-					}
-				}
-			}
+			checkGolden(t, "batchreport/"+tc.name+".golden", got)
 		})
+	}
+}
+
+// checkGolden compares got with testdata/<name>, which -update rewrites,
+// and reports the first line that differs.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", filepath.FromSlash(name))
+	if *updateGolden {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	gl, wl := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+	for i := 0; ; i++ {
+		var g, w []byte
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i >= len(gl) || i >= len(wl) || !bytes.Equal(g, w) {
+			t.Fatalf("%s differs at line %d:\n got %.300s\nwant %.300s", path, i+1, g, w)
+		}
 	}
 }

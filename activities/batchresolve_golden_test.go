@@ -11,7 +11,6 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/report"
-	"github.com/memagent/memagent/internal/s3store"
 )
 
 // TestResolveBatchPageGolden pins what resolveBatchPage returns and writes
@@ -58,7 +57,7 @@ func TestResolveBatchPageGolden(t *testing.T) {
 		opts := api.ModelOptions{}.WithDefaults()
 		opts.Model = "fake"
 		earlier := func(doc, question, answer string, found bool, sample int, about string) {
-			info, _ := mem.Head(context.Background(), mustParse(t, doc))
+			info, _ := mem.Head(context.Background(), mustLoc(t, doc))
 			key := SampleAnswerKey(doc, info.ETag, question, opts, a.Templates, sample)
 			res, _ := json.Marshal(api.DocumentQAResult{WorkflowID: "old", Answer: answer, AnswerFound: found, Tokens: 20, Chunks: 2,
 				Document: about, Question: question, Model: "fake", Options: opts, AnswerPages: "p. 3",
@@ -82,13 +81,4 @@ func TestResolveBatchPageGolden(t *testing.T) {
 		got.Write(store.transcript.Bytes())
 	}
 	checkGolden(t, "resolve/page.golden", []byte(got.String()))
-}
-
-func mustParse(t *testing.T, uri string) s3store.Location {
-	t.Helper()
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
 }

@@ -34,118 +34,168 @@ type expandProgress struct {
 // manifest once under its SHA-256 (s3://<bucket>/contexts/sha256/<hex>.txt,
 // skipping those already there), and writes the items in pages of JSON
 // Lines under the batch's work prefix.
+//
+// It runs in stages: check the input (checkExpandInput), claim the report
+// prefix (claimReportPrefix), open the manifest (openManifest), read and
+// page its items (expandItems, writing through a pageWriter) and write the
+// last page once the whole manifest is known good.
 func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput) (*actwire.ExpandOutput, error) {
+	plan, err := a.checkExpandInput(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := &actwire.ExpandOutput{Model: a.modelName(in.Options), PoolCapacity: a.poolCapacity()}
+	if out.ReportPrefix, err = a.claimReportPrefix(ctx, in); err != nil {
+		return nil, err
+	}
+	if err := a.allowCompare(ctx, in.CompareWith, out.ReportPrefix, reader{ScheduleID: in.ScheduleID}); err != nil {
+		return nil, err
+	}
+	out.WorkPrefix = out.ReportPrefix + "work/" + in.RunKey + "/"
+	m, err := a.openManifest(ctx, in.Manifest, plan.loc, in.Format)
+	if err != nil {
+		return nil, err
+	}
+	defer m.body.Close()
+	out.Format = m.reader.Format()
+
+	pages := &pageWriter{a: a, ctx: ctx, out: out, resume: m.resume.Pages, size: plan.pageSize, maxBytes: plan.pageBytes}
+	m.hb.details = func() any { return pages.progress }
+	contexts := make(map[string]bool) // sha256 → seen in this call
+	if err := a.expandItems(ctx, in.Manifest, m, pages, contexts); err != nil {
+		return nil, err
+	}
+	if out.Items == 0 {
+		return nil, badInput(fmt.Errorf("manifest %s has no items", in.Manifest))
+	}
+	if out.Items > MaxBatchUnits/plan.samples {
+		return nil, badInput(fmt.Errorf("manifest %s has %d items × %d samples, over the limit of %d outcomes: split it into several batches", in.Manifest, out.Items, plan.samples, MaxBatchUnits))
+	}
+	if err := pages.flush(); err != nil {
+		return nil, err
+	}
+	out.Contexts = len(contexts)
+	a.logger().InfoContext(ctx, "manifest expanded", "manifest", in.Manifest, "format", out.Format,
+		"items", out.Items, "pages", out.Pages, "contexts", out.Contexts, "contexts_written", out.ContextsWritten)
+	return out, nil
+}
+
+// expandPlan is an expansion's checked input: where the manifest is, the
+// runs an item becomes, and the bounds of a page in items and bytes (both
+// shrunk by the samples, since each item becomes that many runs in
+// ResolveBatchPage's output).
+type expandPlan struct {
+	loc       s3store.Location
+	samples   int
+	pageSize  int
+	pageBytes int
+}
+
+// checkExpandInput refuses a manifest the worker may not read and options
+// or bounds out of range, as memagent.BadInput.
+func (a *Activities) checkExpandInput(ctx context.Context, in actwire.ExpandInput) (expandPlan, error) {
 	loc, err := s3store.ParseURI(in.Manifest)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("manifest: %w", err))
+		return expandPlan{}, badInput(fmt.Errorf("manifest: %w", err))
 	}
 	if err := in.Options.Validate(); err != nil {
-		return nil, badInput(err)
+		return expandPlan{}, badInput(err)
 	}
 	if err := a.allowInput(ctx, "manifest", in.Manifest, reader{}); err != nil {
-		return nil, err
+		return expandPlan{}, err
 	}
 	pageSize := in.PageSize
 	if pageSize == 0 {
 		pageSize = defaultPageSize
 	}
 	if pageSize < 0 || pageSize > maxPageSize {
-		return nil, badInput(fmt.Errorf("page_size (%d) must be within [1, %d]", pageSize, maxPageSize))
+		return expandPlan{}, badInput(fmt.Errorf("page_size (%d) must be within [1, %d]", pageSize, maxPageSize))
 	}
 	if in.Samples < 0 || in.Samples > api.MaxSamples {
-		return nil, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, api.MaxSamples))
+		return expandPlan{}, badInput(fmt.Errorf("samples (%d) must be within [1, %d]", in.Samples, api.MaxSamples))
 	}
-	// Each item becomes samples runs in ResolveBatchPage's output: a page
-	// holds that many times fewer items.
 	samples := max(in.Samples, 1)
-	pageSize = max(pageSize/samples, 1)
-	maxPageBytes := pageBytes / samples
-	out := &actwire.ExpandOutput{Model: a.modelName(in.Options), PoolCapacity: a.poolCapacity()}
-	if out.ReportPrefix, err = a.reportPrefix(in); err != nil {
-		return nil, badInput(err)
+	return expandPlan{loc: loc, samples: samples, pageSize: max(pageSize/samples, 1), pageBytes: pageBytes / samples}, nil
+}
+
+// claimReportPrefix resolves the batch's report prefix and, when the caller
+// named one, claims it for this workflow. With dated_report each run of a
+// schedule claims its own dated prefix under the one it shares. A dated
+// prefix is predictable, so another workflow may have claimed it ahead:
+// the run then claims one that also names its first run, which nobody can
+// know in advance, rather than fail.
+func (a *Activities) claimReportPrefix(ctx context.Context, in actwire.ExpandInput) (string, error) {
+	prefix, err := a.reportPrefix(in)
+	if err != nil {
+		return "", badInput(err)
 	}
-	if in.ReportPrefix != "" {
-		// The prefix as resolved: with dated_report each run of a schedule
-		// claims its own dated prefix under the one it shares. A dated
-		// prefix is predictable, so another workflow may have claimed it
-		// ahead: the run then claims one that also names its first run,
-		// which nobody can know in advance, rather than fail.
-		c := claim{WorkflowID: in.WorkflowID, FirstRunID: in.RunKey, ScheduleID: in.ScheduleID}
-		if in.Dated != "" && in.ScheduleID != "" {
-			a.claimForSchedule(ctx, strings.TrimSuffix(out.ReportPrefix, in.Dated+"/"), in.ScheduleID)
-		}
-		err := a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, c)
-		var appErr *temporal.ApplicationError
-		if err != nil && in.Dated != "" && errors.As(err, &appErr) && appErr.Type() == api.ErrForbidden && in.RunKey != "" {
-			a.logger().WarnContext(ctx, "dated report prefix held by another workflow; using one that names this run", "prefix", out.ReportPrefix)
-			out.ReportPrefix = strings.TrimSuffix(out.ReportPrefix, "/") + "-" + in.RunKey + "/"
-			err = a.claimPrefix(ctx, "report_prefix", out.ReportPrefix, c)
-		}
-		if err != nil {
-			return nil, err
-		}
+	if in.ReportPrefix == "" {
+		return prefix, nil
 	}
-	if err := a.allowCompare(ctx, in.CompareWith, out.ReportPrefix, reader{ScheduleID: in.ScheduleID}); err != nil {
-		return nil, err
+	c := claim{WorkflowID: in.WorkflowID, FirstRunID: in.RunKey, ScheduleID: in.ScheduleID}
+	if in.Dated != "" && in.ScheduleID != "" {
+		a.claimForSchedule(ctx, strings.TrimSuffix(prefix, in.Dated+"/"), in.ScheduleID)
 	}
-	out.WorkPrefix = out.ReportPrefix + "work/" + in.RunKey + "/"
+	err = a.claimPrefix(ctx, "report_prefix", prefix, c)
+	var appErr *temporal.ApplicationError
+	if err != nil && in.Dated != "" && errors.As(err, &appErr) && appErr.Type() == api.ErrForbidden && in.RunKey != "" {
+		a.logger().WarnContext(ctx, "dated report prefix held by another workflow; using one that names this run", "prefix", prefix)
+		prefix = strings.TrimSuffix(prefix, "/") + "-" + in.RunKey + "/"
+		err = a.claimPrefix(ctx, "report_prefix", prefix, c)
+	}
+	if err != nil {
+		return "", err
+	}
+	return prefix, nil
+}
+
+// openedManifest is a manifest being read: its body, heartbeating as it
+// is read, the item reader over it, and where a retried attempt resumes.
+type openedManifest struct {
+	body   io.ReadCloser
+	hb     *progressReader
+	reader *report.ManifestReader
+	resume expandProgress
+}
+
+// openManifest opens the manifest at loc (uri as the caller wrote it) at
+// its current version and recognises its format. A missing manifest, or
+// one in no format it knows, is memagent.BadInput.
+func (a *Activities) openManifest(ctx context.Context, uri string, loc s3store.Location, format string) (*openedManifest, error) {
 	info, err := a.Store.Head(ctx, loc)
 	if errors.Is(err, s3store.ErrNotFound) {
-		return nil, badInput(fmt.Errorf("manifest %s does not exist: check the URI and that the worker's credentials can read it", in.Manifest))
+		return nil, badInput(fmt.Errorf("manifest %s does not exist: check the URI and that the worker's credentials can read it", uri))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", in.Manifest, err)
+		return nil, fmt.Errorf("manifest %s: %w", uri, err)
 	}
-	var resume expandProgress
+	m := &openedManifest{}
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
-		_ = activity.GetHeartbeatDetails(ctx, &resume)
+		_ = activity.GetHeartbeatDetails(ctx, &m.resume)
 	}
-	body, err := a.Store.Open(ctx, loc, info.ETag)
-	if err != nil {
-		return nil, storeError(err, in.Manifest)
+	if m.body, err = a.Store.Open(ctx, loc, info.ETag); err != nil {
+		return nil, storeError(err, uri)
 	}
-	defer body.Close()
-	hb := &progressReader{ctx: ctx, r: body, every: a.heartbeatEvery(ctx), details: func() any { return resume }}
-	mr, err := report.NewManifestReader(hb, in.Format)
-	if err != nil {
-		if hb.err != nil {
-			return nil, storeError(hb.err, in.Manifest)
+	m.hb = &progressReader{ctx: ctx, r: m.body, every: a.heartbeatEvery(ctx), details: func() any { return m.resume }}
+	if m.reader, err = report.NewManifestReader(m.hb, format); err != nil {
+		m.body.Close()
+		if m.hb.err != nil {
+			return nil, storeError(m.hb.err, uri)
 		}
-		return nil, badInput(fmt.Errorf("manifest %s: %w", in.Manifest, err))
+		return nil, badInput(fmt.Errorf("manifest %s: %w", uri, err))
 	}
-	out.Format = mr.Format()
+	return m, nil
+}
 
+// expandItems reads the manifest's items to the end and pages them. Once
+// an item is bad it keeps checking, to list more problems, but pages
+// nothing more; it stops at maxManifestErrors bad items or at an error
+// that is not an item's.
+func (a *Activities) expandItems(ctx context.Context, uri string, m *openedManifest, pages *pageWriter, contexts map[string]bool) error {
 	var problems []string
 	bad := 0
-	var page bytes.Buffer
-	pageItems := 0
-	contexts := make(map[string]bool) // sha256 → seen in this call
-	progress := expandProgress{}
-	hb.details = func() any { return progress }
-	writePage := func() error {
-		if pageItems == 0 {
-			return nil
-		}
-		if out.Pages >= resume.Pages {
-			ploc, err := s3store.ParseURI(out.WorkPrefix + PagePath(out.Pages))
-			if err != nil {
-				return badInput(err)
-			}
-			if err := a.Store.Put(ctx, ploc, page.Bytes(), "application/x-ndjson"); err != nil {
-				return fmt.Errorf("write page %d: %w", out.Pages, err)
-			}
-		}
-		out.Pages++
-		page.Reset()
-		pageItems = 0
-		progress = expandProgress{Pages: out.Pages, Items: out.Items}
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, progress)
-		}
-		return nil
-	}
 	for {
-		it, err := mr.Next()
+		it, err := m.reader.Next()
 		var itemErr *report.ManifestError
 		switch {
 		case err == io.EOF:
@@ -155,67 +205,107 @@ func (a *Activities) expandManifest(ctx context.Context, in actwire.ExpandInput)
 				problems = append(problems, itemErr.Error())
 			}
 			if bad >= maxManifestErrors {
-				return nil, badInput(manifestError(in.Manifest, problems, bad, false))
+				return badInput(manifestError(uri, problems, bad, false))
 			}
 			continue
-		case hb.err != nil:
-			return nil, storeError(hb.err, in.Manifest)
+		case m.hb.err != nil:
+			return storeError(m.hb.err, uri)
 		case err != nil:
 			problems = append(problems, err.Error())
-			return nil, badInput(manifestError(in.Manifest, problems, bad+1, false))
+			return badInput(manifestError(uri, problems, bad+1, false))
 		}
 		if err == io.EOF {
 			break
 		}
 		if bad > 0 {
-			// Keep checking, to list more problems, but write nothing.
 			continue
 		}
-		if it.Context != "" {
-			uri, written, err := a.storeContext(ctx, it.Context, contexts)
-			if err != nil {
-				return nil, err
-			}
-			it.Document, it.Context = uri, ""
-			if written {
-				out.ContextsWritten++
-			}
-		}
-		line, err := json.Marshal(it)
-		if err != nil {
-			return nil, fmt.Errorf("encode item %d: %w", it.Seq, err)
-		}
-		if pageItems > 0 && page.Len()+len(line) > maxPageBytes {
-			if err := writePage(); err != nil {
-				return nil, err
-			}
-		}
-		page.Write(line)
-		page.WriteByte('\n')
-		pageItems++
-		out.Items++
-		if pageItems >= pageSize {
-			if err := writePage(); err != nil {
-				return nil, err
-			}
+		if err := a.expandItem(ctx, it, pages, contexts); err != nil {
+			return err
 		}
 	}
 	if bad > 0 {
-		return nil, badInput(manifestError(in.Manifest, problems, bad, true))
+		return badInput(manifestError(uri, problems, bad, true))
 	}
-	if out.Items == 0 {
-		return nil, badInput(fmt.Errorf("manifest %s has no items", in.Manifest))
+	return nil
+}
+
+// expandItem puts one good item on a page, its MemAgent context (if it has
+// one) stored apart and named by the item's document.
+func (a *Activities) expandItem(ctx context.Context, it report.ManifestItem, pages *pageWriter, contexts map[string]bool) error {
+	if it.Context != "" {
+		uri, written, err := a.storeContext(ctx, it.Context, contexts)
+		if err != nil {
+			return err
+		}
+		it.Document, it.Context = uri, ""
+		if written {
+			pages.out.ContextsWritten++
+		}
 	}
-	if out.Items > MaxBatchUnits/samples {
-		return nil, badInput(fmt.Errorf("manifest %s has %d items × %d samples, over the limit of %d outcomes: split it into several batches", in.Manifest, out.Items, samples, MaxBatchUnits))
+	line, err := json.Marshal(it)
+	if err != nil {
+		return fmt.Errorf("encode item %d: %w", it.Seq, err)
 	}
-	if err := writePage(); err != nil {
-		return nil, err
+	return pages.add(line)
+}
+
+// pageWriter writes items to pages of at most size items and about
+// maxBytes bytes under the work prefix, counting items and pages in out.
+// Pages a retried attempt already wrote (those before resume) are not
+// written again; progress, the heartbeat, says how far it got.
+type pageWriter struct {
+	a         *Activities
+	ctx       context.Context
+	out       *actwire.ExpandOutput
+	resume    int
+	size      int
+	maxBytes  int
+	page      bytes.Buffer
+	pageItems int
+	progress  expandProgress
+}
+
+// add adds an item's line, writing the page before it when the line would
+// take it over maxBytes and the page after it when it is full.
+func (w *pageWriter) add(line []byte) error {
+	if w.pageItems > 0 && w.page.Len()+len(line) > w.maxBytes {
+		if err := w.flush(); err != nil {
+			return err
+		}
 	}
-	out.Contexts = len(contexts)
-	a.logger().InfoContext(ctx, "manifest expanded", "manifest", in.Manifest, "format", out.Format,
-		"items", out.Items, "pages", out.Pages, "contexts", out.Contexts, "contexts_written", out.ContextsWritten)
-	return out, nil
+	w.page.Write(line)
+	w.page.WriteByte('\n')
+	w.pageItems++
+	w.out.Items++
+	if w.pageItems >= w.size {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush writes the page, if it has items, and heartbeats the progress.
+func (w *pageWriter) flush() error {
+	if w.pageItems == 0 {
+		return nil
+	}
+	if w.out.Pages >= w.resume {
+		ploc, err := s3store.ParseURI(w.out.WorkPrefix + PagePath(w.out.Pages))
+		if err != nil {
+			return badInput(err)
+		}
+		if err := w.a.Store.Put(w.ctx, ploc, w.page.Bytes(), "application/x-ndjson"); err != nil {
+			return fmt.Errorf("write page %d: %w", w.out.Pages, err)
+		}
+	}
+	w.out.Pages++
+	w.page.Reset()
+	w.pageItems = 0
+	w.progress = expandProgress{Pages: w.out.Pages, Items: w.out.Items}
+	if activity.IsActivity(w.ctx) {
+		activity.RecordHeartbeat(w.ctx, w.progress)
+	}
+	return nil
 }
 
 func manifestError(uri string, problems []string, bad int, complete bool) error {

@@ -154,6 +154,11 @@ func (a *Activities) poolCapacity() int {
 // With samples > 1 each item is that many units, each settled or returned
 // on its own (SampleAnswerKey). A whole batch (in.Whole) reuses no earlier
 // answer: every unit whose documents exist is returned to run.
+//
+// It runs in stages: check each distinct document once (checkDocuments),
+// look up each unit's earlier answer (lookUpAnswers), settle the units
+// (settleUnits: failed, reused, or to run, longest first) and write the
+// settled outcomes to the page's part (writeSettled).
 func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePageInput) (*actwire.ResolvePageOutput, error) {
 	defer a.startHeartbeat(ctx)()
 	if in.Samples < 0 || in.Samples > api.MaxSamples {
@@ -172,6 +177,31 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 	// One HEAD per distinct document (of a single-document item or of a
 	// corpus), then one GET per item's answer key, each at most
 	// resolveParallel at once.
+	docs, err := a.checkDocuments(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	p := &pageUnits{items: items, samples: max(in.Samples, 1), docs: docs}
+	if err := a.lookUpAnswers(ctx, p, opts, in.Whole); err != nil {
+		return nil, err
+	}
+	out, settled, err := a.settleUnits(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.writeSettled(ctx, in, settled, out); err != nil {
+		return nil, err
+	}
+	a.logger().InfoContext(ctx, "batch page resolved", "page", in.Page, "items", len(items),
+		"run", len(out.Run), "reused", out.Reused, "failed", out.Failed)
+	return out, nil
+}
+
+// checkDocuments HEADs each distinct document of the items once, at most
+// resolveParallel at once, and returns their states by URI. A document the
+// worker may not read is denied, never HEADed; one that does not exist is
+// missing; any other failure to check one is the error returned.
+func (a *Activities) checkDocuments(ctx context.Context, items []report.ManifestItem) (map[string]*docState, error) {
 	docs := make(map[string]*docState)
 	var uris []string
 	for _, it := range items {
@@ -185,57 +215,77 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 			}
 		}
 	}
-	parallel(ctx, len(uris), func(i int) {
-		st := docs[uris[i]]
-		if st.denied != nil {
-			return
-		}
-		// Nor one under another workflow's claimed prefix (its outputs).
-		if err := a.allowInput(ctx, "document", uris[i], reader{}); err != nil {
-			var appErr *temporal.ApplicationError
-			if errors.As(err, &appErr) {
-				st.denied = err
-			} else {
-				st.err = err
-			}
-			return
-		}
-		loc, err := s3store.ParseURI(uris[i])
-		if err != nil {
-			st.missing = true
-			return
-		}
-		info, err := a.Store.Head(ctx, loc)
-		switch {
-		case errors.Is(err, s3store.ErrNotFound):
-			st.missing = true
-		case err != nil:
-			st.err = err
-		default:
-			st.etag, st.size = info.ETag, info.Size
-		}
-	})
+	parallel(ctx, len(uris), func(i int) { a.headDocument(ctx, uris[i], docs[uris[i]]) })
 	for _, u := range uris {
 		if err := docs[u].err; err != nil {
 			return nil, fmt.Errorf("check document %s: %w", u, err)
 		}
 	}
-	samples := max(in.Samples, 1)
-	// Unit u is sample u%samples of item u/samples.
-	units := len(items) * samples
-	keys := make([]string, units)
-	cached := make([]*api.DocumentQAResult, units)
+	return docs, nil
+}
+
+// headDocument fills in st, the state of the document at uri, unless it
+// is denied already.
+func (a *Activities) headDocument(ctx context.Context, uri string, st *docState) {
+	if st.denied != nil {
+		return
+	}
+	// Nor one under another workflow's claimed prefix (its outputs).
+	if err := a.allowInput(ctx, "document", uri, reader{}); err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			st.denied = err
+		} else {
+			st.err = err
+		}
+		return
+	}
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		st.missing = true
+		return
+	}
+	info, err := a.Store.Head(ctx, loc)
+	switch {
+	case errors.Is(err, s3store.ErrNotFound):
+		st.missing = true
+	case err != nil:
+		st.err = err
+	default:
+		st.etag, st.size = info.ETag, info.Size
+	}
+}
+
+// pageUnits are a page's units: unit u is sample u%samples of item
+// u/samples. lookUpAnswers fills in each unit's answer key (empty for a
+// unit whose documents cannot be read) and the earlier answer it reuses.
+type pageUnits struct {
+	items   []report.ManifestItem
+	samples int
+	docs    map[string]*docState
+	keys    []string
+	cached  []*api.DocumentQAResult
+}
+
+// lookUpAnswers computes each readable unit's answer key and, unless the
+// batch is whole, reads the answer kept under it, at most resolveParallel
+// at once: an answer is reused only if it answers the unit's item (see
+// answers).
+func (a *Activities) lookUpAnswers(ctx context.Context, p *pageUnits, opts api.ModelOptions, whole bool) error {
+	units := len(p.items) * p.samples
+	p.keys = make([]string, units)
+	p.cached = make([]*api.DocumentQAResult, units)
 	errs := make([]error, units)
 	parallel(ctx, units, func(u int) {
-		it := items[u/samples]
-		if _, bad := itemDocState(it, docs); bad != nil {
+		it := p.items[u/p.samples]
+		if _, bad := itemDocState(it, p.docs); bad != nil {
 			return
 		}
-		keys[u] = sampleKey(itemAnswerKey(it, docs, opts, a.Templates), u%samples)
-		if in.Whole {
+		p.keys[u] = sampleKey(itemAnswerKey(it, p.docs, opts, a.Templates), u%p.samples)
+		if whole {
 			return
 		}
-		data, err := a.Store.ReadAll(ctx, s3store.Location{Bucket: a.Bucket, Key: "answers/" + keys[u] + "/result.json"})
+		data, err := a.Store.ReadAll(ctx, s3store.Location{Bucket: a.Bucket, Key: "answers/" + p.keys[u] + "/result.json"})
 		switch {
 		case errors.Is(err, s3store.ErrNotFound):
 		case err != nil:
@@ -243,87 +293,113 @@ func (a *Activities) resolveBatchPage(ctx context.Context, in actwire.ResolvePag
 		default:
 			var res api.DocumentQAResult
 			if json.Unmarshal(data, &res) == nil && res.ResultURI != "" && answers(res, it, opts) {
-				cached[u] = &res
+				p.cached[u] = &res
 			}
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("look up earlier answers: %w", err)
+		return fmt.Errorf("look up earlier answers: %w", err)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return ctx.Err()
+}
 
-	out := &actwire.ResolvePageOutput{}
-	var settled bytes.Buffer
-	enc := json.NewEncoder(&settled)
-	for u := range units {
-		it, sample := items[u/samples], u%samples
+// settleUnits settles each unit in order: failed (a document denied or
+// missing) or reused, their outcomes encoded as JSON Lines in settled; or
+// returned to run in out.Run, longest documents first.
+func (a *Activities) settleUnits(p *pageUnits) (out *actwire.ResolvePageOutput, settled *bytes.Buffer, err error) {
+	out, settled = &actwire.ResolvePageOutput{}, &bytes.Buffer{}
+	enc := json.NewEncoder(settled)
+	for u := range len(p.items) * p.samples {
+		it, sample := p.items[u/p.samples], u%p.samples
 		r := api.BatchItemResult{Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Documents: it.Documents,
 			Question: it.Question, GoldAnswers: it.Answers, Labels: it.Labels}
-		badURI, bad := itemDocState(it, docs)
+		badURI, bad := itemDocState(it, p.docs)
 		switch {
-		case bad != nil && bad.denied != nil:
-			var appErr *temporal.ApplicationError
-			errors.As(bad.denied, &appErr)
-			r.Status = api.ItemFailed
-			r.ErrorType = appErr.Type()
-			r.Error = appErr.Message()
-			out.Failed++
 		case bad != nil:
-			r.Status = api.ItemFailed
-			r.ErrorType = api.ErrDocumentNotFound
-			r.Error = fmt.Sprintf("%s does not exist: check the URI and that the worker's credentials can read it", badURI)
+			failedUnit(&r, badURI, bad)
 			out.Failed++
-		case cached[u] != nil:
-			c := cached[u]
-			r.Status = api.ItemReused
-			r.Answer, r.AnswerFound = c.Answer, c.AnswerFound
-			if r.AnswerFound && memagent.IsNoAnswer(r.Answer) {
-				// An answer kept from before the no-answer rule.
-				r.AnswerFound, c.AnswerPages, c.Grounding = false, "", &api.Grounding{Status: api.GroundingNoAnswer}
-			}
-			if len(it.Answers) > 0 {
-				s := memagent.Score(scoredAnswer(c.Answer, c.AnswerFound), it.Answers)
-				r.Scores = &s
-			}
-			// The reader's names, not the writer's: no run of this batch
-			// answered it, and the cache entry is where the answer is.
-			r.Chunks, r.Tokens, r.ResultURI = c.Chunks, c.Tokens, "s3://"+a.Bucket+"/answers/"+keys[u]+"/result.json"
-			r.AnswerPages, r.Grounding, r.AnswerSources = c.AnswerPages, c.Grounding, c.AnswerSources
+		case p.cached[u] != nil:
+			a.reusedUnit(&r, it, p.cached[u], p.keys[u])
 			out.Reused++
 		default:
-			out.Run = append(out.Run, actwire.BatchRunItem{
-				Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Documents: it.Documents,
-				Question: it.Question, GoldAnswers: it.Answers, Labels: it.Labels,
-				OutputPrefix: a.answersPrefix() + keys[u] + "/",
-				FairnessKey:  it.FairnessKey, DocumentBytes: itemBytes(it, docs),
-			})
-			if b, err := json.Marshal(out.Run[len(out.Run)-1]); err == nil {
-				out.Run[len(out.Run)-1].Bytes = len(b)
-			}
+			out.Run = append(out.Run, a.runUnit(it, sample, p.keys[u], p.docs))
 			continue
 		}
 		if err := enc.Encode(r); err != nil {
-			return nil, fmt.Errorf("encode outcome of item %d: %w", it.Seq, err)
+			return nil, nil, fmt.Errorf("encode outcome of item %d: %w", it.Seq, err)
 		}
 	}
 	// Longest first: a long document started last would run alone at the
 	// end while the pool idles.
 	slices.SortStableFunc(out.Run, func(x, y actwire.BatchRunItem) int { return cmp.Compare(y.DocumentBytes, x.DocumentBytes) })
-	if settled.Len() > 0 {
-		out.Part = in.WorkPrefix + fmt.Sprintf("parts/page-%06d.jsonl", in.Page)
-		loc, err := s3store.ParseURI(out.Part)
-		if err != nil {
-			return nil, badInput(err)
-		}
-		if err := a.Store.Put(ctx, loc, settled.Bytes(), "application/x-ndjson"); err != nil {
-			return nil, fmt.Errorf("write outcomes of page %d: %w", in.Page, err)
-		}
+	return out, settled, nil
+}
+
+// failedUnit makes r the outcome of a unit whose document badURI, in state
+// bad, the worker may not read (the refusal's type and message) or does
+// not exist (memagent.DocumentNotFound).
+func failedUnit(r *api.BatchItemResult, badURI string, bad *docState) {
+	r.Status = api.ItemFailed
+	if bad.denied != nil {
+		var appErr *temporal.ApplicationError
+		errors.As(bad.denied, &appErr)
+		r.ErrorType = appErr.Type()
+		r.Error = appErr.Message()
+		return
 	}
-	a.logger().InfoContext(ctx, "batch page resolved", "page", in.Page, "items", len(items),
-		"run", len(out.Run), "reused", out.Reused, "failed", out.Failed)
-	return out, nil
+	r.ErrorType = api.ErrDocumentNotFound
+	r.Error = fmt.Sprintf("%s does not exist: check the URI and that the worker's credentials can read it", badURI)
+}
+
+// reusedUnit makes r the outcome of a unit answered by c, kept under key,
+// scored against the item's own gold answers.
+func (a *Activities) reusedUnit(r *api.BatchItemResult, it report.ManifestItem, c *api.DocumentQAResult, key string) {
+	r.Status = api.ItemReused
+	r.Answer, r.AnswerFound = c.Answer, c.AnswerFound
+	if r.AnswerFound && memagent.IsNoAnswer(r.Answer) {
+		// An answer kept from before the no-answer rule.
+		r.AnswerFound, c.AnswerPages, c.Grounding = false, "", &api.Grounding{Status: api.GroundingNoAnswer}
+	}
+	if len(it.Answers) > 0 {
+		s := memagent.Score(scoredAnswer(c.Answer, c.AnswerFound), it.Answers)
+		r.Scores = &s
+	}
+	// The reader's names, not the writer's: no run of this batch
+	// answered it, and the cache entry is where the answer is.
+	r.Chunks, r.Tokens, r.ResultURI = c.Chunks, c.Tokens, "s3://"+a.Bucket+"/answers/"+key+"/result.json"
+	r.AnswerPages, r.Grounding, r.AnswerSources = c.AnswerPages, c.Grounding, c.AnswerSources
+}
+
+// runUnit is a unit to run, writing under its answer key, with its size in
+// JSON (Bytes) for the workflow to bound what it carries.
+func (a *Activities) runUnit(it report.ManifestItem, sample int, key string, docs map[string]*docState) actwire.BatchRunItem {
+	run := actwire.BatchRunItem{
+		Seq: it.Seq, Sample: sample, ID: it.ID, Document: it.Document, Documents: it.Documents,
+		Question: it.Question, GoldAnswers: it.Answers, Labels: it.Labels,
+		OutputPrefix: a.answersPrefix() + key + "/",
+		FairnessKey:  it.FairnessKey, DocumentBytes: itemBytes(it, docs),
+	}
+	if b, err := json.Marshal(run); err == nil {
+		run.Bytes = len(b)
+	}
+	return run
+}
+
+// writeSettled writes the settled outcomes, if any, to the page's part and
+// names it in out.
+func (a *Activities) writeSettled(ctx context.Context, in actwire.ResolvePageInput, settled *bytes.Buffer, out *actwire.ResolvePageOutput) error {
+	if settled.Len() == 0 {
+		return nil
+	}
+	out.Part = in.WorkPrefix + fmt.Sprintf("parts/page-%06d.jsonl", in.Page)
+	loc, err := s3store.ParseURI(out.Part)
+	if err != nil {
+		return badInput(err)
+	}
+	if err := a.Store.Put(ctx, loc, settled.Bytes(), "application/x-ndjson"); err != nil {
+		return fmt.Errorf("write outcomes of page %d: %w", in.Page, err)
+	}
+	return nil
 }
 
 // itemDocuments are the documents an item reads: its corpus, or its one

@@ -44,39 +44,22 @@ const MaxRenderDPI = 200
 
 // withPage opens the PDF r (size bytes) in a PDFium instance and hands fn
 // the instance and the document, checking page (from 1) is one of it.
-func (c *Converter) withPage(ctx context.Context, r io.ReadSeeker, size int64, page int, fn func(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT) error) (err error) {
-	pool, err := c.start()
-	if err != nil {
-		return err
-	}
-	inst, err := pool.GetInstanceWithContext(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+func (c *Converter) withPage(ctx context.Context, r io.ReadSeeker, size int64, page int, fn func(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT) error) error {
+	return c.withInstance(ctx, func(inst pdfium.Pdfium) error {
+		doc, err := inst.OpenDocument(&requests.OpenDocument{FileReader: r, FileReaderSize: size})
+		if err != nil {
+			return badf("is not a PDF PDFium can open: %v", err)
 		}
-		return fmt.Errorf("pdfium instance: %w", err)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = inst.Kill() })
-	defer func() {
-		if !stop() || err != nil {
-			_ = inst.Kill()
-			return
+		defer inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: doc.Document})
+		count, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc.Document})
+		if err != nil {
+			return badf("has a broken page tree")
 		}
-		_ = inst.Close()
-	}()
-	doc, err := inst.OpenDocument(&requests.OpenDocument{FileReader: r, FileReaderSize: size})
-	if err != nil {
-		return badf("is not a PDF PDFium can open: %v", err)
-	}
-	defer inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: doc.Document})
-	count, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc.Document})
-	if err != nil {
-		return badf("has a broken page tree")
-	}
-	if page < 1 || page > count.PageCount {
-		return badf("has %d pages: there is no page %d", count.PageCount, page)
-	}
-	return fn(inst, doc.Document)
+		if page < 1 || page > count.PageCount {
+			return badf("has %d pages: there is no page %d", count.PageCount, page)
+		}
+		return fn(inst, doc.Document)
+	})
 }
 
 // RenderPage renders page (from 1) of the PDF at dpi (at most

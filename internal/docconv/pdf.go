@@ -333,13 +333,12 @@ func (c *Converter) readPages(ctx context.Context, inst pdfium.Pdfium, doc refer
 	return pages, jobs, sw.Flush()
 }
 
-// withDocument opens the PDF at path for fn in a PDFium instance of its
-// own, and gives the instance back after. A conversion that ends
-// (canceled, timed out) while PDFium works stops it at once: Kill
-// interrupts the WebAssembly code and drops the instance. One that failed
-// inside PDFium (out of its memory, say) drops it too, rather than hand a
-// damaged instance to the next.
-func (c *Converter) withDocument(ctx context.Context, path string, fn func(pdfium.Pdfium, references.FPDF_DOCUMENT) error) (err error) {
+// withInstance hands fn a PDFium instance of its own and gives the
+// instance back after. A call that ends (canceled, timed out) while PDFium
+// works stops it at once: Kill interrupts the WebAssembly code and drops
+// the instance. One that failed inside PDFium (out of its memory, say)
+// drops it too, rather than hand a damaged instance to the next.
+func (c *Converter) withInstance(ctx context.Context, fn func(pdfium.Pdfium) error) (err error) {
 	pool, err := c.start()
 	if err != nil {
 		return err
@@ -359,16 +358,24 @@ func (c *Converter) withDocument(ctx context.Context, path string, fn func(pdfiu
 		}
 		_ = inst.Close()
 	}()
-	doc, closeDoc, err := openPDF(inst, path)
-	if err != nil {
+	return fn(inst)
+}
+
+// withDocument opens the PDF at path for fn in a PDFium instance of its
+// own (withInstance).
+func (c *Converter) withDocument(ctx context.Context, path string, fn func(pdfium.Pdfium, references.FPDF_DOCUMENT) error) error {
+	return c.withInstance(ctx, func(inst pdfium.Pdfium) error {
+		doc, closeDoc, err := openPDF(inst, path)
+		if err != nil {
+			return err
+		}
+		defer closeDoc()
+		err = fn(inst, doc)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return err
-	}
-	defer closeDoc()
-	err = fn(inst, doc)
-	if err != nil && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+	})
 }
 
 // canOCR says why a page that OCR must read cannot be: no engine on the

@@ -190,3 +190,32 @@ func TestMemo(t *testing.T) {
 		t.Errorf("memo = %v, want the caller's entry and the client's own winning", m)
 	}
 }
+
+// TestSummary pins the summary every DocumentQA run starts with, from a Go
+// service or from `starter ask`: the question's digest, never the question
+// (a UI without the codec server shows the summary as it is), and the
+// document or the corpus.
+func TestSummary(t *testing.T) {
+	const q = "Who may terminate the agreement?"
+	digest := api.QuestionDigest(q)
+	tests := []struct {
+		name string
+		in   api.DocumentQAInput
+		want string
+	}{
+		{"document", api.DocumentQAInput{Document: "s3://b/contract.txt", Question: q}, "Q#" + digest + " · s3://b/contract.txt"},
+		{"corpus", api.DocumentQAInput{Documents: []string{"s3://b/a.txt", "s3://b/b.txt", "s3://b/c.txt"}, Question: q}, "Q#" + digest + " · s3://b/a.txt (+2 documents)"},
+		{"corpus of one", api.DocumentQAInput{Documents: []string{"s3://b/a.txt"}, Question: q}, "Q#" + digest + " · s3://b/a.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summary(tt.in)
+			if got != tt.want {
+				t.Errorf("summary = %q, want %q", got, tt.want)
+			}
+			if strings.Contains(got, "terminate") {
+				t.Errorf("summary %q carries the question", got)
+			}
+		})
+	}
+}

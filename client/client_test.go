@@ -219,3 +219,29 @@ func TestSummary(t *testing.T) {
 		})
 	}
 }
+
+// TestStartEstimate checks the estimate's default id, the one `starter
+// estimate` always derived, and that bad input is refused before any call
+// to Temporal (the client is nil: a call would panic).
+func TestStartEstimate(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 6007e3, time.FixedZone("CET", 3600))
+	if got, want := EstimateWorkflowID(at), "memagent-estimate-20250102T020405.006007"; got != want {
+		t.Errorf("EstimateWorkflowID = %s, want %s", got, want)
+	}
+	tests := []struct {
+		name string
+		in   api.EstimateInput
+		want string
+	}{
+		{"no document", api.EstimateInput{Questions: []string{"q?"}}, "document is empty"},
+		{"no questions", api.EstimateInput{Document: "s3://b/d"}, "questions is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(nil, Options{}).StartEstimate(context.Background(), tt.in, StartOptions{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("StartEstimate error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

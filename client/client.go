@@ -102,9 +102,8 @@ func (c *Client) Start(ctx context.Context, in api.DocumentQAInput, opts StartOp
 		id: id, workflow: api.DocumentQAName, arg: in,
 		// A request that already succeeded is answered from its run; a
 		// failed one may start again.
-		reuse: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		// The question stays out of the summary, which is not encrypted.
-		summary:  fmt.Sprintf("Q#%s · %s", api.QuestionDigest(in.Question), in.Document),
+		reuse:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		summary:  summary(in),
 		memo:     memo(opts.Memo, map[string]any{"model_options": in.Options.WithDefaults()}),
 		attrs:    api.StartSearchAttributes(in),
 		priority: in.StartPriority(),
@@ -140,6 +139,17 @@ func (c *Client) WorkflowType(ctx context.Context, workflowID string) (string, e
 		return "", fmt.Errorf("memagent: describe %s: %w", workflowID, err)
 	}
 	return d.GetWorkflowExecutionInfo().GetType().GetName(), nil
+}
+
+// summary is the one-line summary a DocumentQA run is started with, shown
+// in the Temporal Web UI's list of runs: Q#<question digest> · <document>,
+// where the digest is api.QuestionDigest (the MemagentQuestionDigest search
+// attribute) and the document is api.DocumentSubject (a corpus is named by
+// its first document and its count). The question itself stays out: a
+// UI without the codec server shows a summary as it is, and the question
+// may be confidential.
+func summary(in api.DocumentQAInput) string {
+	return fmt.Sprintf("Q#%s · %s", api.QuestionDigest(in.Question), api.DocumentSubject(in.Document, in.Documents))
 }
 
 // WorkflowID derives a stable, readable workflow id from a request (the

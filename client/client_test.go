@@ -190,3 +190,58 @@ func TestMemo(t *testing.T) {
 		t.Errorf("memo = %v, want the caller's entry and the client's own winning", m)
 	}
 }
+
+// TestSummary pins the summary every DocumentQA run starts with, from a Go
+// service or from `starter ask`: the question's digest, never the question
+// (a UI without the codec server shows the summary as it is), and the
+// document or the corpus.
+func TestSummary(t *testing.T) {
+	const q = "Who may terminate the agreement?"
+	digest := api.QuestionDigest(q)
+	tests := []struct {
+		name string
+		in   api.DocumentQAInput
+		want string
+	}{
+		{"document", api.DocumentQAInput{Document: "s3://b/contract.txt", Question: q}, "Q#" + digest + " · s3://b/contract.txt"},
+		{"corpus", api.DocumentQAInput{Documents: []string{"s3://b/a.txt", "s3://b/b.txt", "s3://b/c.txt"}, Question: q}, "Q#" + digest + " · s3://b/a.txt (+2 documents)"},
+		{"corpus of one", api.DocumentQAInput{Documents: []string{"s3://b/a.txt"}, Question: q}, "Q#" + digest + " · s3://b/a.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summary(tt.in)
+			if got != tt.want {
+				t.Errorf("summary = %q, want %q", got, tt.want)
+			}
+			if strings.Contains(got, "terminate") {
+				t.Errorf("summary %q carries the question", got)
+			}
+		})
+	}
+}
+
+// TestStartEstimate checks the estimate's default id, the one `starter
+// estimate` always derived, and that bad input is refused before any call
+// to Temporal (the client is nil: a call would panic).
+func TestStartEstimate(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 6007e3, time.FixedZone("CET", 3600))
+	if got, want := EstimateWorkflowID(at), "memagent-estimate-20250102T020405.006007"; got != want {
+		t.Errorf("EstimateWorkflowID = %s, want %s", got, want)
+	}
+	tests := []struct {
+		name string
+		in   api.EstimateInput
+		want string
+	}{
+		{"no document", api.EstimateInput{Questions: []string{"q?"}}, "document is empty"},
+		{"no questions", api.EstimateInput{Document: "s3://b/d"}, "questions is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(nil, Options{}).StartEstimate(context.Background(), tt.in, StartOptions{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("StartEstimate error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -17,7 +17,6 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/spf13/cobra"
@@ -269,108 +268,62 @@ func (s *session) ask(ctx context.Context, req askRequest) (*api.DocumentQAResul
 	if err != nil {
 		return nil, err
 	}
-	id := run.GetID()
-	stopProgress := s.watch(ctx, id)
+	stopProgress := s.watch(ctx, run.ID)
 	var res api.DocumentQAResult
-	if err := awaitBudgeted(ctx, s.temporal, id, req.Budget != nil, stopProgress, &res, s.progressOut()); err != nil {
+	if err := awaitBudgeted(ctx, s.temporal, run.ID, req.Budget != nil, stopProgress, &res, s.progressOut()); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
 // start checks the request, uploads a local document and starts the
-// DocumentQA run, or joins the run of the same request.
-func (s *session) start(ctx context.Context, req askRequest) (client.WorkflowRun, error) {
+// DocumentQA run through package client (its workflow id, reuse policy,
+// summary, memo and search attributes), or joins the run of the same
+// request.
+func (s *session) start(ctx context.Context, req askRequest) (memclient.Run, error) {
 	if err := api.CheckQuestion(req.Question); err != nil {
-		return nil, badRequest(err)
+		return memclient.Run{}, badRequest(err)
 	}
 	if req.Doc == "" && len(req.Docs) == 0 {
-		return nil, badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
+		return memclient.Run{}, badRequest(errors.New("no document: pass --doc PATH or --doc s3://bucket/key"))
 	}
 	s.replaceInvalid = req.Options.InvalidUTF8 == api.InvalidUTF8Replace
-	var uri, sha string
+	var sha string
 	var uris []string
+	in := api.DocumentQAInput{Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch,
+		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight, Budget: req.Budget}
 	var err error
 	if len(req.Docs) > 0 {
 		if uris, err = s.resolveDocuments(ctx, req.Docs); err != nil {
-			return nil, err
+			return memclient.Run{}, err
 		}
-		uri = api.DocumentSubject("", uris)
-	} else if uri, sha, err = s.resolveDocument(ctx, req.Doc); err != nil {
-		return nil, err
+		in.Documents = uris
+	} else if in.Document, sha, err = s.resolveDocument(ctx, req.Doc); err != nil {
+		return memclient.Run{}, err
 	}
 	if err := s.checkBudget(ctx, req); err != nil {
-		return nil, badRequest(err)
-	}
-	in := api.DocumentQAInput{Question: req.Question, GoldAnswers: req.Golds, Options: req.Options, BatchID: req.Batch,
-		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight, Budget: req.Budget}
-	if len(uris) > 0 {
-		in.Documents = uris
-	} else {
-		in.Document = uri
+		return memclient.Run{}, badRequest(err)
 	}
 	if req.Reuse == api.ReuseNone {
 		in.Reuse = req.Reuse
 	}
 	if err := in.Validate(); err != nil {
-		return nil, badRequest(err)
+		return memclient.Run{}, badRequest(err)
 	}
-	id := memclient.WorkflowID(in)
-	if req.Fresh {
-		id += "-" + time.Now().UTC().Format("20060102T150405.000")
+	run, err := memclient.New(s.temporal, memclient.Options{TaskQueue: s.cfg.TaskQueue}).Start(ctx, in,
+		memclient.StartOptions{Fresh: req.Fresh, Memo: documentMemo(sha)})
+	if err != nil {
+		return memclient.Run{}, err
 	}
-	// The memo records the options in full, defaults included, for the
-	// Web UI and `temporal workflow describe`; it carries over every
-	// continue-as-new.
-	memo := map[string]any{"model_options": in.Options.WithDefaults()}
-	if sha != "" {
-		memo["document_sha256"] = sha
-	}
-	run, err := memclient.ExecuteWorkflow(ctx, s.temporal, client.StartWorkflowOptions{
-		ID:        id,
-		TaskQueue: s.cfg.TaskQueue,
-		// A request that already succeeded is answered from its run; a
-		// failed one may start again.
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		StaticSummary:         summary(s.cfg, req.Question, uri),
-		Memo:                  memo,
-		// Set at start, so the run is findable by its document before a
-		// worker has taken its first task.
-		TypedSearchAttributes: api.StartSearchAttributes(in),
-		// A person waits for this answer: it goes before reviews and
-		// batches on a shared GPU pool (--priority changes it).
-		Priority: in.StartPriority(),
-		// Report a duplicate instead of silently handing back its run, so
-		// the user is told the request was already made.
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, api.DocumentQAName, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	var invalid *serviceerror.InvalidArgument
-	switch {
-	case errors.As(err, &started):
-		if err := s.joinable(ctx, id); err != nil {
-			return nil, err
+	if run.Existing {
+		if err := s.joinable(ctx, run.ID); err != nil {
+			return memclient.Run{}, err
 		}
-		fmt.Fprintf(s.progressOut(), "the same request is already running or done as %s; joining it (--fresh runs it again)\n", id)
-		return s.temporal.GetWorkflow(ctx, id, started.RunId), nil
-	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
-		return nil, fmt.Errorf("start workflow: %w: register memagent's search attributes in namespace %s first: starter setup", err, s.cfg.TemporalNamespace)
-	case err != nil:
-		return nil, fmt.Errorf("start workflow: %w", err)
+		fmt.Fprintf(s.progressOut(), "the same request is already running or done as %s; joining it (--fresh runs it again)\n", run.ID)
+		return run, nil
 	}
-	fmt.Fprintf(s.progressOut(), "started %s\n", id)
+	fmt.Fprintf(s.progressOut(), "started %s\n", run.ID)
 	return run, nil
-}
-
-// summary is the run's one-line summary in the Web UI: the question and
-// the document. With payload encryption the question is confidential, and
-// the summary names it by its digest instead (the MemagentQuestionDigest
-// search attribute), so that it is never readable without the codec.
-func summary(cfg config.Config, question, uri string) string {
-	if len(cfg.CodecKeys) > 0 {
-		return fmt.Sprintf("Q#%s · %s", api.QuestionDigest(question), uri)
-	}
-	return fmt.Sprintf("Q: %s · %s", clip(question, 80), uri)
 }
 
 func (s *session) progressOut() io.Writer {

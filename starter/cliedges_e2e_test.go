@@ -113,11 +113,11 @@ func TestWatchPausedCanceledTerminated(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	if out, stderr, err := runCLI(t, "terminate", r.GetID(), "--reason", "test"); err != nil {
+	if out, stderr, err := runCLI(t, "terminate", r.ID, "--reason", "test"); err != nil {
 		t.Fatalf("terminate: %v\n%s%s", err, out, stderr)
 	}
-	_, _, err = runCLI(t, "watch", r.GetID())
-	if exitCode(err) != ExitCanceled || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), r.GetID()+" was terminated") {
+	_, _, err = runCLI(t, "watch", r.ID)
+	if exitCode(err) != ExitCanceled || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), r.ID+" was terminated") {
 		t.Errorf("watch of a terminated run: %q (exit %d), want one line saying it was terminated, exit %d", err, exitCode(err), ExitCanceled)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
@@ -66,23 +65,19 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 		} else if in.Document, _, err = s.resolveDocument(ctx, req.Doc); err != nil {
 			return err
 		}
-		run, err := memclient.ExecuteWorkflow(ctx, s.temporal, client.StartWorkflowOptions{
-			ID:        fmt.Sprintf("memagent-estimate-%s", time.Now().UTC().Format("20060102T150405.000000")),
-			TaskQueue: s.cfg.TaskQueue,
-			Priority:  api.DocumentQAInput{}.StartPriority(),
-		}, api.EstimateName, in)
+		run, err := memclient.New(s.temporal, memclient.Options{TaskQueue: s.cfg.TaskQueue}).StartEstimate(ctx, in, memclient.StartOptions{})
 		if err != nil {
-			return fmt.Errorf("start estimate: %w", err)
+			return err
 		}
 		var est api.Estimate
-		if err := run.Get(ctx, &est); err != nil {
-			return runFailed(run.GetID(), err)
+		if err := s.temporal.GetWorkflow(ctx, run.ID, run.RunID).Get(ctx, &est); err != nil {
+			return runFailed(run.ID, err)
 		}
 		if *asJSON {
 			return printJSON(stdout, struct {
 				api.Estimate
 				WorkflowID string `json:"workflow_id"`
-			}{est, run.GetID()})
+			}{est, run.ID})
 		}
 		printEstimate(stdout, est)
 		return nil

@@ -89,7 +89,7 @@ func TestOperatingRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	id := run.GetID()
+	id := run.ID
 
 	// No worker polls this test's task queue yet: what is visible now was
 	// set at start.

@@ -37,7 +37,7 @@ func TestCancelAndTerminate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	id := run.GetID()
+	id := run.ID
 	// Asking the same again does not wait forever on the stranded run.
 	_, _, err = runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--chunk-tokens", "500", "--task-queue", stranded.TaskQueue)
 	if err == nil || !strings.Contains(err.Error(), "no worker is polling its task queue "+stranded.TaskQueue) || !strings.Contains(err.Error(), "starter cancel "+id) {
@@ -90,7 +90,7 @@ func TestCancelAndTerminate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	id = run.GetID()
+	id = run.ID
 	eventually(t, "the run reading", func() (bool, string) {
 		var p api.Progress
 		v, err := s2.temporal.QueryWorkflow(ctx, id, "", api.ProgressQuery)

@@ -189,14 +189,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		if in.DatedReport {
 			dated = st.StartedAt.UTC().Format(api.DatedReportLayout)
 		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:   12 * time.Hour,
-			HeartbeatTimeout:      2 * time.Minute,
-			RetryPolicy:           retryPolicy(),
-			Priority:              b.prio,
-			DisableEagerExecution: skipsEagerExecution(b.prio),
-			Summary:               "expand manifest",
-		})
+		actx := workflow.WithActivityOptions(ctx, activityOptions(12*time.Hour, 2*time.Minute, b.prio, "expand manifest"))
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
 			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), ScheduleID: scheduleOf(ctx), PageSize: in.PageSize,
@@ -226,14 +219,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	}
 
 	b.publish(api.BatchStageReporting)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   2 * time.Hour,
-		HeartbeatTimeout:      2 * time.Minute,
-		RetryPolicy:           retryPolicy(),
-		Priority:              b.prio,
-		DisableEagerExecution: skipsEagerExecution(b.prio),
-		Summary:               "write report",
-	})
+	actx := workflow.WithActivityOptions(ctx, activityOptions(2*time.Hour, 2*time.Minute, b.prio, "write report"))
 	parts := make([]string, len(st.Parts))
 	for i, p := range st.Parts {
 		parts[i] = st.Expanded.WorkPrefix + p
@@ -420,16 +406,11 @@ func (b *batchRun) runItems() error {
 	handled := 0 // items started or settled by this run
 	stopping := false
 	resolve := func(page int) workflow.Future {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 30 * time.Minute,
-			// The activity heartbeats on a ticker: a worker lost at a
-			// boundary holds the next run's page no longer than this.
-			HeartbeatTimeout:      DefaultHeartbeatTimeout,
-			RetryPolicy:           retryPolicy(),
-			Priority:              b.prio,
-			DisableEagerExecution: skipsEagerExecution(b.prio),
-			Summary:               fmt.Sprintf("resolve page %d/%d", page+1, st.Expanded.Pages),
-		})
+		// The activity heartbeats on a ticker: a worker lost at a
+		// boundary holds the next run's page no longer than
+		// DefaultHeartbeatTimeout.
+		actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, DefaultHeartbeatTimeout, b.prio,
+			fmt.Sprintf("resolve page %d/%d", page+1, st.Expanded.Pages)))
 		opts := b.in.Options
 		opts.Model = st.Expanded.Model
 		whole, _ := b.reuse()
@@ -759,16 +740,10 @@ func (b *batchRun) flush() error {
 		return x.Sample - y.Sample
 	})
 	name := fmt.Sprintf("parts/run-%04d-%04d.jsonl", b.st.Runs, b.parts)
-	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		// A run writes its outcomes as it hands over at a boundary: a
-		// worker lost there holds the batch no longer than this.
-		HeartbeatTimeout:      DefaultHeartbeatTimeout,
-		RetryPolicy:           retryPolicy(),
-		Priority:              b.prio,
-		DisableEagerExecution: skipsEagerExecution(b.prio),
-		Summary:               fmt.Sprintf("write %d outcomes", len(b.buffer)),
-	})
+	// A run writes its outcomes as it hands over at a boundary: a worker
+	// lost there holds the batch no longer than DefaultHeartbeatTimeout.
+	actx := workflow.WithActivityOptions(b.ctx, activityOptions(10*time.Minute, DefaultHeartbeatTimeout, b.prio,
+		fmt.Sprintf("write %d outcomes", len(b.buffer))))
 	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, actwire.WriteResultsInput{
 		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer, Answers: b.answers,
 	}).Get(b.ctx, nil); err != nil {

@@ -222,7 +222,6 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		}
 	}
 	prio := taskPriority(ctx, in.Scheduling(), api.PriorityQuestion)
-	lazy := skipsEagerExecution(prio)
 	hb := DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
@@ -251,14 +250,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	vis.publish(progress, start...)
 
 	if st.Prepared.IndexURI == "" {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:   30 * time.Minute,
-			HeartbeatTimeout:      hb,
-			RetryPolicy:           retryPolicy(),
-			Priority:              prio,
-			DisableEagerExecution: lazy,
-			Summary:               "prepare document",
-		})
+		actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, hb, prio, "prepare document"))
 		prep := actwire.PrepareInput{
 			Document: in.Document, Question: in.Question, Options: in.Options,
 			OutputPrefix: ownPrefix(in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
@@ -344,15 +336,8 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 		} else if err != nil {
 			return nil, err
 		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:   15 * time.Minute,
-			HeartbeatTimeout:      hb,
-			RetryPolicy:           retryPolicy(),
-			Priority:              prio,
-			DisableEagerExecution: lazy,
-			Summary: fmt.Sprintf("chunk %d/%d · %s/%s tokens", st.Cursor+1, st.Prepared.Chunks,
-				humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens)),
-		})
+		actx := workflow.WithActivityOptions(ctx, activityOptions(15*time.Minute, hb, prio, fmt.Sprintf("chunk %d/%d · %s/%s tokens",
+			st.Cursor+1, st.Prepared.Chunks, humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens))))
 		var out actwire.UpdateOutput
 		err := workflow.ExecuteActivity(actx, activities.UpdateMemoryName, actwire.UpdateInput{
 			Document: st.Prepared.Document, ETag: st.Prepared.ETag, IndexURI: st.Prepared.IndexURI,
@@ -388,14 +373,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	}
 	progress.Stage = api.StageAnswering
 	vis.publish(progress, api.StatusKey.ValueSet(api.StageAnswering), api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   15 * time.Minute,
-		HeartbeatTimeout:      hb,
-		RetryPolicy:           retryPolicy(),
-		Priority:              prio,
-		DisableEagerExecution: lazy,
-		Summary:               "final answer",
-	})
+	actx := workflow.WithActivityOptions(ctx, activityOptions(15*time.Minute, hb, prio, "final answer"))
 	var res DocumentQAResult
 	err = workflow.ExecuteActivity(actx, activities.AnswerName, actwire.AnswerInput{
 		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
@@ -433,17 +411,6 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 	workflow.GetLogger(ctx).Info("answered", "chunks", res.Chunks, "runs", res.Runs, "model_calls", res.Usage.Calls,
 		"repeated_calls", res.Usage.RepeatedCalls, "answer_found", res.AnswerFound)
 	return &res, nil
-}
-
-// retryPolicy retries transient failures without a limit: a pool that is
-// down for an hour delays the run, it does not lose it. Permanent failures
-// are non-retryable errors and stop at once.
-func retryPolicy() *temporal.RetryPolicy {
-	return &temporal.RetryPolicy{
-		InitialInterval:    time.Second,
-		BackoffCoefficient: 2,
-		MaximumInterval:    2 * time.Minute,
-	}
 }
 
 // stageError fails the workflow with the stage that failed in the message,
@@ -573,13 +540,9 @@ func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, pro
 // batch's wake-up (or budgetAskEvery). The grant is the batch's reply, never
 // what a signal carries.
 func pullGrant(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, wake workflow.ReceiveChannel) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		HeartbeatTimeout:    DefaultHeartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
-		Summary: "ask the batch for budget",
-	})
+	opts := activityOptions(2*time.Minute, DefaultHeartbeatTimeout, temporal.Priority{}, "ask the batch for budget")
+	opts.RetryPolicy = askRetryPolicy()
+	actx := workflow.WithActivityOptions(ctx, opts)
 	for overBudget(in.Budget, st.Usage) {
 		// Wake-ups that came before this ask are answered by it.
 		for wake.ReceiveAsync(nil) {

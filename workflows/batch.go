@@ -189,14 +189,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		if in.DatedReport {
 			dated = st.StartedAt.UTC().Format(api.DatedReportLayout)
 		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:   12 * time.Hour,
-			HeartbeatTimeout:      2 * time.Minute,
-			RetryPolicy:           retryPolicy(),
-			Priority:              b.prio,
-			DisableEagerExecution: skipsEagerExecution(b.prio),
-			Summary:               "expand manifest",
-		})
+		actx := workflow.WithActivityOptions(ctx, activityOptions(12*time.Hour, 2*time.Minute, b.prio, "expand manifest"))
 		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
 			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
 			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), ScheduleID: scheduleOf(ctx), PageSize: in.PageSize,
@@ -226,14 +219,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	}
 
 	b.publish(api.BatchStageReporting)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   2 * time.Hour,
-		HeartbeatTimeout:      2 * time.Minute,
-		RetryPolicy:           retryPolicy(),
-		Priority:              b.prio,
-		DisableEagerExecution: skipsEagerExecution(b.prio),
-		Summary:               "write report",
-	})
+	actx := workflow.WithActivityOptions(ctx, activityOptions(2*time.Hour, 2*time.Minute, b.prio, "write report"))
 	parts := make([]string, len(st.Parts))
 	for i, p := range st.Parts {
 		parts[i] = st.Expanded.WorkPrefix + p
@@ -408,35 +394,51 @@ type pageFuture struct {
 	f    workflow.Future
 }
 
+// itemPass is what runItems keeps while it runs the items: the selector
+// its children and signals report to, the items of the page in hand not
+// started yet, the next page resolving ahead, how many items it started
+// or settled (handled), and whether it stops at this page boundary.
+type itemPass struct {
+	sel      workflow.Selector
+	queue    []actwire.BatchRunItem
+	ahead    *pageFuture
+	handled  int
+	stopping bool
+}
+
 // runItems runs the items of the pages from st.NextPage on, until they are
 // all done or this run has handled enough of them; it returns with every
 // outcome written and the children still running handed over (carry) or
 // none running.
 func (b *batchRun) runItems() error {
-	ctx, st := b.ctx, b.st
-	sel := workflow.NewSelector(ctx)
-	var queue []actwire.BatchRunItem
-	var ahead *pageFuture
-	handled := 0 // items started or settled by this run
-	stopping := false
-	resolve := func(page int) workflow.Future {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 30 * time.Minute,
-			// The activity heartbeats on a ticker: a worker lost at a
-			// boundary holds the next run's page no longer than this.
-			HeartbeatTimeout:      DefaultHeartbeatTimeout,
-			RetryPolicy:           retryPolicy(),
-			Priority:              b.prio,
-			DisableEagerExecution: skipsEagerExecution(b.prio),
-			Summary:               fmt.Sprintf("resolve page %d/%d", page+1, st.Expanded.Pages),
-		})
-		opts := b.in.Options
-		opts.Model = st.Expanded.Model
-		whole, _ := b.reuse()
-		return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, actwire.ResolvePageInput{
-			WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples, Whole: whole,
-		})
+	p := &itemPass{sel: workflow.NewSelector(b.ctx)}
+	b.listen(p.sel)
+	for {
+		if err := b.fillWindow(p); err != nil {
+			return err
+		}
+		more, err := b.awaitItems(p)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
 	}
+	if p.ahead != nil {
+		// Let a look-ahead that will not be used finish, so it never writes
+		// while the next run resolves the same page.
+		_ = p.ahead.f.Get(b.ctx, nil)
+	}
+	if b.carry {
+		return b.handOver()
+	}
+	return b.flush()
+}
+
+// listen has sel serve the signals the batch takes while its items run.
+func (b *batchRun) listen(sel workflow.Selector) {
+	ctx := b.ctx
 	if b.in.Budget != nil {
 		// Children that ran out of their grant ask for more (children of
 		// older workers by this signal; see askedForBudget); a raised
@@ -464,100 +466,138 @@ func (b *batchRun) runItems() error {
 			b.noteDone(done)
 		})
 	}
-	for {
-		for b.kids.running() < b.window() && !stopping && b.room() {
-			if len(queue) > 0 {
-				b.startChild(sel, queue[0])
-				queue = queue[1:]
-				handled++
-				continue
-			}
-			// A run whose target version changed stops at this page
-			// boundary, the last page's included: the next run, on the
-			// target build, carries its children and writes the report.
-			if b.carry && targetMoved(ctx) {
-				stopping = true
-				b.startGrace(sel)
-				break
-			}
-			if st.NextPage >= st.Expanded.Pages {
-				break
-			}
-			// A run ends at a page boundary, so the next one starts at a
-			// fresh page and no item is carried in the state.
-			if handled >= b.in.ItemsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-				stopping = true
-				if b.carry {
-					b.startGrace(sel)
-				}
-				break
-			}
-			f := ahead
-			ahead = nil
-			if f == nil || f.page != st.NextPage {
-				f = &pageFuture{page: st.NextPage, f: resolve(st.NextPage)}
-			}
-			var out actwire.ResolvePageOutput
-			if err := f.f.Get(ctx, &out); err != nil {
-				return stageError(fmt.Sprintf("resolve page %d", f.page), err)
-			}
-			st.NextPage++
-			st.Reused += out.Reused
-			st.Failed += out.Failed
-			handled += out.Reused + out.Failed
-			if out.Part != "" {
-				st.Parts = append(st.Parts, strings.TrimPrefix(out.Part, st.Expanded.WorkPrefix))
-			}
-			queue = out.Run
-			// Resolve the next page while this one's children run, so the
-			// window does not stall at page boundaries.
-			if st.NextPage < st.Expanded.Pages && handled+len(queue) < b.in.ItemsPerRun {
-				ahead = &pageFuture{page: st.NextPage, f: resolve(st.NextPage)}
-			}
-			b.publish(api.BatchStageRunning)
+}
+
+// fillWindow starts children, resolving pages as it needs them, until the
+// window is full, the budget has no room, the pages are done or the run
+// stops at this page boundary.
+func (b *batchRun) fillWindow(p *itemPass) error {
+	st := b.st
+	for b.kids.running() < b.window() && !p.stopping && b.room() {
+		if len(p.queue) > 0 {
+			b.startChild(p.sel, p.queue[0])
+			p.queue = p.queue[1:]
+			p.handled++
+			continue
 		}
-		if b.kids.running() == 0 {
-			if (len(queue) > 0 || (!stopping && st.NextPage < st.Expanded.Pages)) && !b.room() {
-				// Paused between pages, the run may continue as new (a
-				// page's items in hand stay with it).
-				if err := b.pause(b.carry && len(queue) == 0); errors.Is(err, errContinueAsNew) {
-					stopping = true
-					break
-				} else if err != nil {
-					return err
-				}
-				continue
+		// A run whose target version changed stops at this page
+		// boundary, the last page's included: the next run, on the
+		// target build, carries its children and writes the report.
+		if b.carry && targetMoved(b.ctx) {
+			p.stopping = true
+			b.startGrace(p.sel)
+			return nil
+		}
+		if st.NextPage >= st.Expanded.Pages {
+			return nil
+		}
+		// A run ends at a page boundary, so the next one starts at a
+		// fresh page and no item is carried in the state.
+		if p.handled >= b.in.ItemsPerRun || workflow.GetInfo(b.ctx).GetContinueAsNewSuggested() {
+			p.stopping = true
+			if b.carry {
+				b.startGrace(p.sel)
 			}
-			break
+			return nil
 		}
-		if b.carry && stopping && b.kids.bytes() <= carryBytes && (b.graceOver || b.kids.running() == b.kids.countCarried()) {
-			// The window goes on in the next run: the children still
-			// running are carried over, none is waited for.
-			break
-		}
-		b.watchCarried(sel)
-		if b.kids.running() == 0 {
-			continue // settled by watchCarried
-		}
-		sel.Select(ctx)
-		if stopping && b.quiet {
-			b.heard()
-		}
-		if len(b.buffer) >= b.in.ResultsPerPart || b.bufBytes >= partBytes {
-			if err := b.flush(); err != nil {
-				return err
-			}
+		if err := b.nextPage(p); err != nil {
+			return err
 		}
 	}
-	if ahead != nil {
-		// Let a look-ahead that will not be used finish, so it never writes
-		// while the next run resolves the same page.
-		_ = ahead.f.Get(ctx, nil)
+	return nil
+}
+
+// nextPage takes the next page's items (ResolveBatchPage, resolved ahead
+// when it could be): the reused and failed ones are settled, the others
+// queued to run.
+func (b *batchRun) nextPage(p *itemPass) error {
+	st := b.st
+	f := p.ahead
+	p.ahead = nil
+	if f == nil || f.page != st.NextPage {
+		f = &pageFuture{page: st.NextPage, f: b.resolvePage(st.NextPage)}
 	}
-	if b.carry {
-		return b.handOver()
+	var out actwire.ResolvePageOutput
+	if err := f.f.Get(b.ctx, &out); err != nil {
+		return stageError(fmt.Sprintf("resolve page %d", f.page), err)
 	}
-	return b.flush()
+	st.NextPage++
+	st.Reused += out.Reused
+	st.Failed += out.Failed
+	p.handled += out.Reused + out.Failed
+	if out.Part != "" {
+		st.Parts = append(st.Parts, strings.TrimPrefix(out.Part, st.Expanded.WorkPrefix))
+	}
+	p.queue = out.Run
+	// Resolve the next page while this one's children run, so the
+	// window does not stall at page boundaries.
+	if st.NextPage < st.Expanded.Pages && p.handled+len(p.queue) < b.in.ItemsPerRun {
+		p.ahead = &pageFuture{page: st.NextPage, f: b.resolvePage(st.NextPage)}
+	}
+	b.publish(api.BatchStageRunning)
+	return nil
+}
+
+// resolvePage starts ResolveBatchPage for page; the future's value is a
+// ResolvePageOutput.
+func (b *batchRun) resolvePage(page int) workflow.Future {
+	st := b.st
+	// The activity heartbeats on a ticker: a worker lost at a boundary
+	// holds the next run's page no longer than DefaultHeartbeatTimeout.
+	actx := workflow.WithActivityOptions(b.ctx, activityOptions(30*time.Minute, DefaultHeartbeatTimeout, b.prio,
+		fmt.Sprintf("resolve page %d/%d", page+1, st.Expanded.Pages)))
+	opts := b.in.Options
+	opts.Model = st.Expanded.Model
+	whole, _ := b.reuse()
+	return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, actwire.ResolvePageInput{
+		WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples, Whole: whole,
+	})
+}
+
+// awaitItems waits for the next thing a running child or a signal brings
+// and writes the outcomes gathered when they fill a part. It reports
+// false when the pass is over: no child runs and none can start, or the
+// children still running are to be carried over.
+func (b *batchRun) awaitItems(p *itemPass) (bool, error) {
+	if b.kids.running() == 0 {
+		return b.idle(p)
+	}
+	if b.carry && p.stopping && b.kids.bytes() <= carryBytes && (b.graceOver || b.kids.running() == b.kids.countCarried()) {
+		// The window goes on in the next run: the children still
+		// running are carried over, none is waited for.
+		return false, nil
+	}
+	b.watchCarried(p.sel)
+	if b.kids.running() == 0 {
+		return true, nil // settled by watchCarried
+	}
+	p.sel.Select(b.ctx)
+	if p.stopping && b.quiet {
+		b.heard()
+	}
+	if len(b.buffer) >= b.in.ResultsPerPart || b.bufBytes >= partBytes {
+		if err := b.flush(); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// idle is awaitItems with no child running: a run that has items left
+// but no budget pauses (and may continue as new, paused); else the pass
+// is over.
+func (b *batchRun) idle(p *itemPass) (bool, error) {
+	if (len(p.queue) > 0 || (!p.stopping && b.st.NextPage < b.st.Expanded.Pages)) && !b.room() {
+		// Paused between pages, the run may continue as new (a
+		// page's items in hand stay with it).
+		err := b.pause(b.carry && len(p.queue) == 0)
+		if errors.Is(err, errContinueAsNew) {
+			p.stopping = true
+			return false, nil
+		}
+		return err == nil, err
+	}
+	return false, nil
 }
 
 // startChild starts the DocumentQA child of one item and adds its outcome
@@ -759,16 +799,10 @@ func (b *batchRun) flush() error {
 		return x.Sample - y.Sample
 	})
 	name := fmt.Sprintf("parts/run-%04d-%04d.jsonl", b.st.Runs, b.parts)
-	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		// A run writes its outcomes as it hands over at a boundary: a
-		// worker lost there holds the batch no longer than this.
-		HeartbeatTimeout:      DefaultHeartbeatTimeout,
-		RetryPolicy:           retryPolicy(),
-		Priority:              b.prio,
-		DisableEagerExecution: skipsEagerExecution(b.prio),
-		Summary:               fmt.Sprintf("write %d outcomes", len(b.buffer)),
-	})
+	// A run writes its outcomes as it hands over at a boundary: a worker
+	// lost there holds the batch no longer than DefaultHeartbeatTimeout.
+	actx := workflow.WithActivityOptions(b.ctx, activityOptions(10*time.Minute, DefaultHeartbeatTimeout, b.prio,
+		fmt.Sprintf("write %d outcomes", len(b.buffer))))
 	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, actwire.WriteResultsInput{
 		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer, Answers: b.answers,
 	}).Get(b.ctx, nil); err != nil {

@@ -211,15 +211,8 @@ func (b *batchRun) watchCarried(sel workflow.Selector) {
 // it finds closed.
 func (b *batchRun) check(sel workflow.Selector, ids []string, wait int) {
 	b.checking = true
-	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		// The activity heartbeats on a ticker while it waits for a child.
-		HeartbeatTimeout:      DefaultHeartbeatTimeout,
-		RetryPolicy:           retryPolicy(),
-		Priority:              b.prio,
-		DisableEagerExecution: skipsEagerExecution(b.prio),
-		Summary:               "check carried children",
-	})
+	// The activity heartbeats on a ticker while it waits for a child.
+	actx := workflow.WithActivityOptions(b.ctx, activityOptions(10*time.Minute, DefaultHeartbeatTimeout, b.prio, "check carried children"))
 	refs, byID := b.kids.refs(ids)
 	f := workflow.ExecuteActivity(actx, activities.CheckChildrenName, actwire.CheckChildrenInput{Children: refs, IDs: byID, WaitSeconds: wait})
 	sel.AddFuture(f, func(f workflow.Future) {
@@ -397,14 +390,9 @@ func (b *batchRun) askedForBudget(ctx workflow.Context, id string) (api.Budget, 
 	if err != nil {
 		return api.Budget{}, err
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   time.Minute,
-		HeartbeatTimeout:      DefaultHeartbeatTimeout,
-		RetryPolicy:           &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
-		Priority:              b.prio,
-		DisableEagerExecution: skipsEagerExecution(b.prio),
-		Summary:               "read the usage of " + id,
-	})
+	opts := activityOptions(time.Minute, DefaultHeartbeatTimeout, b.prio, "read the usage of "+id)
+	opts.RetryPolicy = askRetryPolicy()
+	actx := workflow.WithActivityOptions(ctx, opts)
 	var cu actwire.ChildUsage
 	if err := workflow.ExecuteActivity(actx, activities.ReadBatchChildName, actwire.ChildRef{WorkflowID: id, RunID: runID}).Get(ctx, &cu); err != nil {
 		return b.ledger.Grants[id], fmt.Errorf("read the usage of %s: %w", id, err)

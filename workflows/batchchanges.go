@@ -75,15 +75,10 @@ func (st *batchState) explicitCompare() string {
 // notifyChanges POSTs the batch's notification and says how it went; a
 // notification that never succeeds does not fail the batch.
 func (b *batchRun) notifyChanges(res *api.BatchQAResult) string {
-	actx := workflow.WithActivityOptions(b.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    notifyAttemptTimeout,
-		ScheduleToCloseTimeout: notifyTotalTimeout,
-		RetryPolicy:            retryPolicy(),
-		Priority:               b.prio,
-		DisableEagerExecution:  skipsEagerExecution(b.prio),
-		// The URL stays out of the summary: it may hold a token.
-		Summary: "notify changes",
-	})
+	// The URL stays out of the summary: it may hold a token.
+	opts := activityOptions(notifyAttemptTimeout, 0, b.prio, "notify changes")
+	opts.ScheduleToCloseTimeout = notifyTotalTimeout
+	actx := workflow.WithActivityOptions(b.ctx, opts)
 	info := workflow.GetInfo(b.ctx)
 	err := workflow.ExecuteActivity(actx, activities.NotifyChangesName, actwire.NotifyInput{
 		URL: b.in.NotifyURL,

@@ -34,7 +34,7 @@ func TestCallerStateIsRefused(t *testing.T) {
 		name, workflow string
 		input          any
 	}{
-		{"DocumentQA", api.DocumentQAName, qaRun{DocumentQAInput: api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?"}, State: forgedQA}},
+		{"DocumentQA", api.DocumentQAName, qaRunInput{DocumentQAInput: api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?"}, State: forgedQA}},
 		{"ReviewDocument", api.ReviewDocumentName, reviewRunInput{ReviewInput: api.ReviewInput{Document: "s3://docs/doc.txt",
 			Questions: []api.ReviewQuestion{{Question: "q?"}}}, State: forgedReview}},
 		{"BatchQA", api.BatchQAName, batchRunInput{BatchQAInput: api.BatchQAInput{Manifest: "s3://manifests/m.jsonl"}, State: forgedBatch}},
@@ -86,7 +86,7 @@ func TestCallerStateIsRefused(t *testing.T) {
 func withFrom(t *testing.T, in any, from string) any {
 	t.Helper()
 	switch v := in.(type) {
-	case qaRun:
+	case qaRunInput:
 		st := *v.State
 		st.From, v.State = from, &st
 		return v
@@ -116,7 +116,7 @@ func TestContinuedRunKeepsItsState(t *testing.T) {
 	if !errors.As(err, &can) {
 		t.Fatalf("error = %v, want continue-as-new", err)
 	}
-	var next qaRun
+	var next qaRunInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}

@@ -39,17 +39,10 @@ func convertDocument(ctx workflow.Context, hb time.Duration, prio temporal.Prior
 	if workflow.GetVersion(ctx, ConvertDocumentChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// A scan of thousands of pages takes hours of OCR; the converter
-		// bounds its own time (a share for each OCR page), the heartbeat
-		// a dead worker's, and a retry reuses the pages already read.
-		StartToCloseTimeout:   convertTimeout,
-		HeartbeatTimeout:      hb,
-		RetryPolicy:           retryPolicy(),
-		Priority:              prio,
-		DisableEagerExecution: skipsEagerExecution(prio),
-		Summary:               "convert document",
-	})
+	// A scan of thousands of pages takes hours of OCR; the converter
+	// bounds its own time (a share for each OCR page), the heartbeat a
+	// dead worker's, and a retry reuses the pages already read.
+	actx := workflow.WithActivityOptions(ctx, activityOptions(convertTimeout, hb, prio, "convert document"))
 	var out actwire.ConvertOutput
 	if err := workflow.ExecuteActivity(actx, activities.ConvertDocumentName, actwire.ConvertInput{
 		Document: prep.Document, OCR: prep.Options.OCR, OCRLanguages: prep.Options.OCRLanguages, Survey: survey,
@@ -77,16 +70,9 @@ func (st *qaState) noteEvidence(out actwire.UpdateOutput) {
 // assembleCorpus has the documents of a corpus converted and written as
 // one stream (AssembleCorpus), and points prep at it.
 func assembleCorpus(ctx workflow.Context, hb time.Duration, prio temporal.Priority, documents []string, opts api.ModelOptions, prep *actwire.PrepareInput) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// Every document is converted first, each within the converter's
-		// own time limit; conversions done are kept for a retry.
-		StartToCloseTimeout:   convertTimeout,
-		HeartbeatTimeout:      hb,
-		RetryPolicy:           retryPolicy(),
-		Priority:              prio,
-		DisableEagerExecution: skipsEagerExecution(prio),
-		Summary:               fmt.Sprintf("assemble %d documents", len(documents)),
-	})
+	// Every document is converted first, each within the converter's own
+	// time limit; conversions done are kept for a retry.
+	actx := workflow.WithActivityOptions(ctx, activityOptions(convertTimeout, hb, prio, fmt.Sprintf("assemble %d documents", len(documents))))
 	var out actwire.ConvertOutput
 	if err := workflow.ExecuteActivity(actx, activities.AssembleCorpusName, actwire.CorpusInput{
 		Documents: documents, InvalidUTF8: opts.InvalidUTF8, OCR: opts.OCR, OCRLanguages: opts.OCRLanguages,
@@ -110,14 +96,7 @@ func findCheckpoint(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 // findCheckpointAsync starts FindCheckpoint; its future's value is a
 // FindCheckpointOutput.
 func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int, chain string) workflow.Future {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   10 * time.Minute,
-		HeartbeatTimeout:      hb,
-		RetryPolicy:           retryPolicy(),
-		Priority:              prio,
-		DisableEagerExecution: skipsEagerExecution(prio),
-		Summary:               "find checkpoint",
-	})
+	actx := workflow.WithActivityOptions(ctx, activityOptions(10*time.Minute, hb, prio, "find checkpoint"))
 	if opts.Model == "" {
 		opts.Model = prepared.Model
 	}

@@ -26,11 +26,11 @@ const DefaultHeartbeatTimeout = 15 * time.Second
 // continues-as-new, unless Temporal suggests it earlier.
 const DefaultChunksPerRun = 200
 
-// qaRun is what a DocumentQA run decodes: the published input and, on a
+// qaRunInput is what a DocumentQA run decodes: the published input and, on a
 // run the workflow continued as new itself, the state its previous run
 // handed over ("state" beside the input's members). The state is not part
 // of the contract; checkCarry refuses one a caller sent.
-type qaRun struct {
+type qaRunInput struct {
 	api.DocumentQAInput
 	State *qaState `json:"state,omitempty"`
 }
@@ -131,273 +131,397 @@ func tellBatch(ctx workflow.Context, err error) {
 // as JSON, decoded strictly (an unknown member or a wrong type fails the
 // run at once as memagent.BadInput, naming the JSON path); start it by name
 // (DocumentQAName) from any Temporal client. It returns a DocumentQAResult.
+//
+// A run goes through four stages, each a method of qaRun that owns its
+// version gates: start, prepare (a first run only), read (until the
+// document is read or the run continues as new) and finish.
 func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQAResult, err error) {
-	// The first calls of the run, before any command: a history without the
-	// markers replays as DefaultVersion, with no upserts, whatever else the
-	// run did.
-	vis := newVisibility(ctx, workflow.GetVersion(ctx, SearchAttributesChange, workflow.DefaultVersion, 1))
-	edge := newBoundary(ctx)
-	progress := api.Progress{Stage: api.StagePreparing}
-	defer func() {
-		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
-			progress.Stage = s
-			vis.publish(progress, api.StatusKey.ValueSet(s))
+	r := newQARun(ctx)
+	defer func() { r.close(err) }()
+	if err := r.start(input); err != nil {
+		return nil, err
+	}
+	if err := r.prepare(); err != nil {
+		return nil, err
+	}
+	if err := r.read(); err != nil {
+		return nil, err
+	}
+	return r.finish()
+}
+
+// qaRun is one run of DocumentQA. in holds the input as it stands (the
+// raise-budget Update and a batch's grants change its budget), st the
+// state the run hands over, progress what the query and the UI show.
+type qaRun struct {
+	ctx      workflow.Context
+	info     *workflow.Info
+	vis      *visibility
+	edge     boundary
+	progress api.Progress
+	in       api.DocumentQAInput
+	st       *qaState
+	budget   runBudget
+	prio     temporal.Priority
+	hb       time.Duration
+	// carriedCh receives the batch's CarriedSignal on a batch child that
+	// reports to its batch (ReportToBatchChange), else it is nil; carried
+	// says the batch carried the run over a continue-as-new of its own.
+	carriedCh workflow.ReceiveChannel
+	carried   bool
+}
+
+// newQARun makes the first calls of the run, before any command: a
+// history without the markers replays as DefaultVersion, with no upserts,
+// whatever else the run did.
+func newQARun(ctx workflow.Context) *qaRun {
+	r := &qaRun{ctx: ctx, progress: api.Progress{Stage: api.StagePreparing}}
+	r.vis = newVisibility(ctx, workflow.GetVersion(ctx, SearchAttributesChange, workflow.DefaultVersion, 1))
+	r.edge = newBoundary(ctx)
+	return r
+}
+
+// close runs as the run closes with err: a run its batch carried tells
+// the batch, then a run that did not finish shows how it closed.
+func (r *qaRun) close(err error) {
+	if r.carriedCh != nil {
+		for r.carriedCh.ReceiveAsync(nil) {
+			r.carried = true
 		}
-	}()
+		if r.carried {
+			tellBatch(r.ctx, err)
+		}
+	}
+	if s := r.edge.closedStatus(err); s != "" && s != api.StageDone {
+		r.progress.Stage = s
+		r.vis.publish(r.progress, api.StatusKey.ValueSet(s))
+	}
+}
+
+// start decodes the input, takes over the previous run's state (or makes
+// a first one), installs the handlers and shows the run.
+func (r *qaRun) start(input converter.RawValue) error {
 	// The query answers from the start, so a caller polling it sees
 	// "failed" even for input that does not decode.
-	if err := workflow.SetQueryHandler(ctx, api.ProgressQuery, func() (api.Progress, error) { return progress, nil }); err != nil {
-		return nil, err
+	if err := workflow.SetQueryHandler(r.ctx, api.ProgressQuery, func() (api.Progress, error) { return r.progress, nil }); err != nil {
+		return err
 	}
-	var run qaRun
-	if err := edge.decode(input, &run); err != nil {
-		return nil, err
+	var run qaRunInput
+	if err := r.edge.decode(input, &run); err != nil {
+		return err
 	}
-	in := run.DocumentQAInput
-	if err := in.Validate(); err != nil {
-		return nil, badInput(err)
+	r.in = run.DocumentQAInput
+	if err := r.in.Validate(); err != nil {
+		return badInput(err)
 	}
 	// A batch that continues as new while this run reads carries it over
 	// and says so (CarriedSignal); the run then tells the batch when it
 	// closes. A run its batch never carried closes as the batch's own
 	// child, which the batch sees without a signal.
-	var carriedCh workflow.ReceiveChannel
-	carried := run.State != nil && run.State.Carried
-	if in.BatchID != "" && workflow.GetInfo(ctx).ParentWorkflowExecution != nil &&
-		workflow.GetVersion(ctx, ReportToBatchChange, workflow.DefaultVersion, 1) >= 1 {
-		carriedCh = workflow.GetSignalChannel(ctx, api.CarriedSignal)
-		defer func() {
-			for carriedCh.ReceiveAsync(nil) {
-				carried = true
-			}
-			if carried {
-				tellBatch(ctx, err)
-			}
-		}()
+	r.carried = run.State != nil && run.State.Carried
+	if r.in.BatchID != "" && workflow.GetInfo(r.ctx).ParentWorkflowExecution != nil &&
+		workflow.GetVersion(r.ctx, ReportToBatchChange, workflow.DefaultVersion, 1) >= 1 {
+		r.carriedCh = workflow.GetSignalChannel(r.ctx, api.CarriedSignal)
 	}
-	info := workflow.GetInfo(ctx)
-	st := run.State
-	if st != nil {
-		if err := checkCarry(ctx, st.From); err != nil {
-			return nil, err
+	r.info = workflow.GetInfo(r.ctx)
+	r.st = run.State
+	if r.st != nil {
+		if err := checkCarry(r.ctx, r.st.From); err != nil {
+			return err
 		}
+	} else {
+		r.st = newQAState(r.ctx, r.in)
 	}
-	if st == nil {
-		st = &qaState{Memory: memagent.InitialMemory, StartedAt: workflow.Now(ctx)}
-		st.TracePrefix = in.OutputPrefix
-		if st.TracePrefix != "" && !strings.HasSuffix(st.TracePrefix, "/") {
-			st.TracePrefix += "/"
-		}
+	if err := r.acceptRaises(); err != nil {
+		return err
 	}
-	// The budget can be raised while the run reads, and must be to let a
-	// paused run go on. It lives in the input, which continue-as-new
-	// carries. A batch child's budget is its batch's grant: only the batch
-	// raises it.
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, b api.Budget) (api.Budget, error) {
-		in.Budget = &b
+	r.takeGrants()
+	r.prio = taskPriority(r.ctx, r.in.Scheduling(), api.PriorityQuestion)
+	r.hb = DefaultHeartbeatTimeout
+	if r.in.HeartbeatTimeoutSeconds > 0 {
+		r.hb = time.Duration(r.in.HeartbeatTimeoutSeconds) * time.Second
+	}
+	r.st.Runs++
+	r.progress.Stage, r.progress.Run = api.StageReading, r.st.Runs
+	if r.st.Prepared.IndexURI == "" {
+		r.progress.Stage = api.StagePreparing
+	}
+	r.refresh()
+	r.publishStart()
+	return nil
+}
+
+// newQAState is the state of a reading's first run.
+func newQAState(ctx workflow.Context, in api.DocumentQAInput) *qaState {
+	st := &qaState{Memory: memagent.InitialMemory, StartedAt: workflow.Now(ctx)}
+	st.TracePrefix = in.OutputPrefix
+	if st.TracePrefix != "" && !strings.HasSuffix(st.TracePrefix, "/") {
+		st.TracePrefix += "/"
+	}
+	return st
+}
+
+// acceptRaises installs the raise-budget Update. The budget can be raised
+// while the run reads, and must be to let a paused run go on. It lives in
+// the input, which continue-as-new carries. A batch child's budget is its
+// batch's grant: only the batch raises it.
+func (r *qaRun) acceptRaises() error {
+	return workflow.SetUpdateHandlerWithOptions(r.ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, b api.Budget) (api.Budget, error) {
+		r.in.Budget = &b
 		return b, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, b api.Budget) error {
-		if grantedByBatch(ctx, in) {
+		if grantedByBatch(ctx, r.in) {
 			batch := workflow.GetInfo(ctx).ParentWorkflowExecution.ID
 			return fmt.Errorf("this run's budget is a grant of its batch %s, which only the batch changes: raise the batch's budget instead (starter budget %s --max-calls N)", batch, batch)
 		}
-		return checkRaise(b, st.Usage)
-	}}); err != nil {
-		return nil, err
+		return checkRaise(b, r.st.Usage)
+	}})
+}
+
+// takeGrants sets up how a batch child's budget moves (BudgetPullChange).
+func (r *qaRun) takeGrants() {
+	if !grantedByBatch(r.ctx, r.in) {
+		return
 	}
-	var budget runBudget
-	if grantedByBatch(ctx, in) {
-		budget.pull = workflow.GetVersion(ctx, BudgetPullChange, workflow.DefaultVersion, 1) >= 1
-		budget.wake = workflow.GetSignalChannel(ctx, api.BudgetGrantSignal)
-		if !budget.pull {
-			// Runs from before BudgetPullChange take the grant the signal
-			// carries.
-			workflow.Go(ctx, func(ctx workflow.Context) {
-				for {
-					var b api.Budget
-					budget.wake.Receive(ctx, &b)
-					in.Budget = &b
-				}
-			})
+	r.budget.pull = workflow.GetVersion(r.ctx, BudgetPullChange, workflow.DefaultVersion, 1) >= 1
+	r.budget.wake = workflow.GetSignalChannel(r.ctx, api.BudgetGrantSignal)
+	if r.budget.pull {
+		return
+	}
+	// Runs from before BudgetPullChange take the grant the signal
+	// carries.
+	workflow.Go(r.ctx, func(ctx workflow.Context) {
+		for {
+			var b api.Budget
+			r.budget.wake.Receive(ctx, &b)
+			r.in.Budget = &b
 		}
-	}
-	prio := taskPriority(ctx, in.Scheduling(), api.PriorityQuestion)
-	lazy := skipsEagerExecution(prio)
-	hb := DefaultHeartbeatTimeout
-	if in.HeartbeatTimeoutSeconds > 0 {
-		hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
-	}
-	st.Runs++
-	progress.Stage, progress.Run = api.StageReading, st.Runs
-	refresh := func() {
-		progress.ChunksDone, progress.ChunksTotal = st.Cursor, st.Prepared.Chunks
-		progress.TokensDone, progress.TokensTotal = st.TokensDone, st.Prepared.Tokens
-		progress.Usage, progress.Memory = st.Usage, st.Memory
-	}
-	if st.Prepared.IndexURI == "" {
-		progress.Stage = api.StagePreparing
-	}
-	refresh()
-	// Search attributes carry over a continue-as-new, but a run continued
-	// from one at DefaultVersion starts without them: set them all.
-	start := api.StatusUpdates(in, progress.Stage)
-	if in.Options.Model == "" && st.Prepared.Model != "" {
+	})
+}
+
+// refresh copies the state into the progress the query shows.
+func (r *qaRun) refresh() {
+	st, p := r.st, &r.progress
+	p.ChunksDone, p.ChunksTotal = st.Cursor, st.Prepared.Chunks
+	p.TokensDone, p.TokensTotal = st.TokensDone, st.Prepared.Tokens
+	p.Usage, p.Memory = st.Usage, st.Memory
+}
+
+// publishStart sets all the run's search attributes: they carry over a
+// continue-as-new, but a run continued from one at DefaultVersion starts
+// without them.
+func (r *qaRun) publishStart() {
+	st := r.st
+	start := api.StatusUpdates(r.in, r.progress.Stage)
+	if r.in.Options.Model == "" && st.Prepared.Model != "" {
 		start = append(start, api.ModelKey.ValueSet(api.KeywordValue(st.Prepared.Model)))
 	}
 	start = append(start, api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
 	if st.Prepared.Chunks > 0 {
 		start = append(start, api.ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks)))
 	}
-	vis.publish(progress, start...)
+	r.vis.publish(r.progress, start...)
+}
 
-	if st.Prepared.IndexURI == "" {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:   30 * time.Minute,
-			HeartbeatTimeout:      hb,
-			RetryPolicy:           retryPolicy(),
-			Priority:              prio,
-			DisableEagerExecution: lazy,
-			Summary:               "prepare document",
-		})
-		prep := actwire.PrepareInput{
-			Document: in.Document, Question: in.Question, Options: in.Options,
-			OutputPrefix: ownPrefix(in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
-			FirstRunID: chainID(info), BatchChild: info.ParentWorkflowExecution != nil,
-		}
-		st.Checkpoints = workflow.GetVersion(ctx, CheckpointsChange, workflow.DefaultVersion, 1) >= 1
-		if len(in.Documents) > 0 {
-			if !st.Checkpoints {
-				return nil, badInput(errors.New("documents: this run's history predates corpora"))
-			}
-			if err := assembleCorpus(ctx, hb, prio, in.Documents, in.Options, &prep); err != nil {
-				return nil, err
-			}
-		} else if err := convertFirst(ctx, hb, prio, &prep); err != nil {
-			return nil, err
-		}
-		if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(ctx, &st.Prepared); err != nil {
-			return nil, stageError("prepare document", err)
-		}
-		st.Provenance = st.Checkpoints && workflow.GetVersion(ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
-		if st.Checkpoints && in.Reuse != api.ReuseNone {
-			cp, err := findCheckpoint(ctx, hb, prio, st.Prepared, in.Question, in.Options, in.Sample, provenanceChain(st.Provenance, info))
-			if err != nil {
-				return nil, err
-			}
-			if cp.Chunks > 0 {
-				st.Cursor, st.Memory = cp.Chunks, cp.Memory
-				st.Evidence, st.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
-				st.ReusedFrom = &api.ReusedFrom{WorkflowID: cp.WorkflowID, RunID: cp.RunID, Chunk: cp.Chunks}
-				workflow.GetLogger(ctx).Info("starting from a checkpoint", "chunks_reused", cp.Chunks, "chunks", st.Prepared.Chunks)
-			}
-		}
-		if st.TracePrefix == "" {
-			// The worker's bucket is only known to the worker: derive the
-			// prefix from the index location, which lives in that bucket.
-			st.TracePrefix = fmt.Sprintf("s3://%s/runs/%s/%s/", bucketOf(st.Prepared.IndexURI), info.WorkflowExecution.ID, chainID(info))
-		}
-		progress.Stage = api.StageReading
-		refresh()
-		prepared := []temporal.SearchAttributeUpdate{api.StatusKey.ValueSet(api.StageReading),
-			api.ChunksDoneKey.ValueSet(int64(st.Cursor)), api.ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks))}
-		if in.Options.Model == "" && st.Prepared.Model != "" {
-			prepared = append(prepared, api.ModelKey.ValueSet(api.KeywordValue(st.Prepared.Model)))
-		}
-		vis.publish(progress, prepared...)
+// prepare has the document (or corpus) converted and indexed, on a
+// reading's first run only, and starts from the deepest checkpoint of an
+// earlier reading unless the input says reuse "none".
+func (r *qaRun) prepare() error {
+	st, info := r.st, r.info
+	if st.Prepared.IndexURI != "" {
+		return nil
 	}
+	actx := workflow.WithActivityOptions(r.ctx, activityOptions(30*time.Minute, r.hb, r.prio, "prepare document"))
+	prep := actwire.PrepareInput{
+		Document: r.in.Document, Question: r.in.Question, Options: r.in.Options,
+		OutputPrefix: ownPrefix(r.in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
+		FirstRunID: chainID(info), BatchChild: info.ParentWorkflowExecution != nil,
+	}
+	st.Checkpoints = workflow.GetVersion(r.ctx, CheckpointsChange, workflow.DefaultVersion, 1) >= 1
+	if len(r.in.Documents) > 0 {
+		if !st.Checkpoints {
+			return badInput(errors.New("documents: this run's history predates corpora"))
+		}
+		if err := assembleCorpus(r.ctx, r.hb, r.prio, r.in.Documents, r.in.Options, &prep); err != nil {
+			return err
+		}
+	} else if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
+		return err
+	}
+	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(r.ctx, &st.Prepared); err != nil {
+		return stageError("prepare document", err)
+	}
+	st.Provenance = st.Checkpoints && workflow.GetVersion(r.ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
+	if st.Checkpoints && r.in.Reuse != api.ReuseNone {
+		if err := r.resume(); err != nil {
+			return err
+		}
+	}
+	if st.TracePrefix == "" {
+		// The worker's bucket is only known to the worker: derive the
+		// prefix from the index location, which lives in that bucket.
+		st.TracePrefix = fmt.Sprintf("s3://%s/runs/%s/%s/", bucketOf(st.Prepared.IndexURI), info.WorkflowExecution.ID, chainID(info))
+	}
+	r.progress.Stage = api.StageReading
+	r.refresh()
+	prepared := []temporal.SearchAttributeUpdate{api.StatusKey.ValueSet(api.StageReading),
+		api.ChunksDoneKey.ValueSet(int64(st.Cursor)), api.ChunksTotalKey.ValueSet(int64(st.Prepared.Chunks))}
+	if r.in.Options.Model == "" && st.Prepared.Model != "" {
+		prepared = append(prepared, api.ModelKey.ValueSet(api.KeywordValue(st.Prepared.Model)))
+	}
+	r.vis.publish(r.progress, prepared...)
+	return nil
+}
 
+// resume starts the reading from the deepest checkpoint of an earlier
+// reading of the same chunks (FindCheckpoint), if there is one.
+func (r *qaRun) resume() error {
+	st := r.st
+	cp, err := findCheckpoint(r.ctx, r.hb, r.prio, st.Prepared, r.in.Question, r.in.Options, r.in.Sample, provenanceChain(st.Provenance, r.info))
+	if err != nil {
+		return err
+	}
+	if cp.Chunks > 0 {
+		st.Cursor, st.Memory = cp.Chunks, cp.Memory
+		st.Evidence, st.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
+		st.ReusedFrom = &api.ReusedFrom{WorkflowID: cp.WorkflowID, RunID: cp.RunID, Chunk: cp.Chunks}
+		workflow.GetLogger(r.ctx).Info("starting from a checkpoint", "chunks_reused", cp.Chunks, "chunks", st.Prepared.Chunks)
+	}
+	return nil
+}
+
+// read updates the memory chunk by chunk until the document is read, or
+// the run continues as new (after ChunksPerRun chunks, when Temporal
+// suggests it, when the run's target version moved, or paused at the
+// budget), which it returns as its error.
+func (r *qaRun) read() error {
+	st := r.st
 	// A batch child's budget is a grant, raised on request: only a budget
 	// of the run's own must cover the whole document.
-	if b := in.Budget; b != nil && b.MaxTokens > 0 && st.Prepared.Tokens > b.MaxTokens && !grantedByBatch(ctx, in) {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+	if b := r.in.Budget; b != nil && b.MaxTokens > 0 && st.Prepared.Tokens > b.MaxTokens && !grantedByBatch(r.ctx, r.in) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"budget.max_tokens (%d) is below the document's own %d tokens, which every reading sends: raise budget.max_tokens (starter estimate says what the run takes)",
 			b.MaxTokens, st.Prepared.Tokens), api.ErrOverBudget, nil)
 	}
-	chunksPerRun := in.ChunksPerRun
+	chunksPerRun := r.in.ChunksPerRun
 	if chunksPerRun == 0 {
 		chunksPerRun = DefaultChunksPerRun
-	}
-	opts := in.Options
-	if opts.Model == "" {
-		opts.Model = st.Prepared.Model
 	}
 	// Chunk counts go to the search attributes at most every
 	// progressUpsertEvery (the query and the current details still move
 	// with every chunk): an upsert is a visibility write per chunk.
-	vis.coalesceChunks()
-	handOver := func() error {
-		st.From = info.WorkflowExecution.RunID
-		for carriedCh != nil && carriedCh.ReceiveAsync(nil) {
-			carried = true
-		}
-		st.Carried = carried
-		next := qaRun{DocumentQAInput: in, State: st}
-		workflow.GetLogger(ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
-		return continueAsNew(ctx, api.DocumentQAName, next)
-	}
+	r.vis.coalesceChunks()
 	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
-		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) || targetMoved(ctx) {
-			return nil, handOver()
+		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()) || targetMoved(r.ctx) {
+			return r.handOver()
 		}
-		if err := awaitBudget(ctx, &in, st, &progress, vis, budget); errors.Is(err, errContinueAsNew) {
-			return nil, handOver()
-		} else if err != nil {
-			return nil, err
+		if err := r.awaitBudget(); err != nil {
+			return err
 		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:   15 * time.Minute,
-			HeartbeatTimeout:      hb,
-			RetryPolicy:           retryPolicy(),
-			Priority:              prio,
-			DisableEagerExecution: lazy,
-			Summary: fmt.Sprintf("chunk %d/%d · %s/%s tokens", st.Cursor+1, st.Prepared.Chunks,
-				humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens)),
-		})
-		var out actwire.UpdateOutput
-		err := workflow.ExecuteActivity(actx, activities.UpdateMemoryName, actwire.UpdateInput{
-			Document: st.Prepared.Document, ETag: st.Prepared.ETag, IndexURI: st.Prepared.IndexURI,
-			Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: in.Question, Memory: st.Memory,
-			Options: opts, TracePrefix: st.TracePrefix, Checkpoint: st.Checkpoints, Sample: in.Sample,
-			EvidenceChunks: evidenceChunks(st.Checkpoints, st.Evidence), EvidenceDropped: st.EvidenceDropped,
-			FirstRunID: provenanceChain(st.Provenance, info),
-		}).Get(ctx, &out)
-		if err != nil {
-			return nil, stageError(fmt.Sprintf("update memory at chunk %d", st.Cursor), err)
-		}
-		st.Memory = out.Memory
-		st.noteEvidence(out)
-		st.TokensDone += int64(out.ChunkTokens)
-		st.Usage = st.Usage.Add(out.Usage)
-		st.Cursor++
-		refresh()
-		switch {
-		case st.Cursor >= st.Prepared.Chunks:
-			// The last chunk's count goes with the answering status below,
-			// in the same upsert.
-		case vis.chunksDue():
-			vis.publish(progress, api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
-		default:
-			vis.publish(progress)
+		if err := r.updateMemory(); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	if err := awaitBudget(ctx, &in, st, &progress, vis, budget); errors.Is(err, errContinueAsNew) {
-		return nil, handOver()
-	} else if err != nil {
+// updateMemory reads the chunk at the cursor (UpdateMemory) and moves
+// the cursor past it.
+func (r *qaRun) updateMemory() error {
+	st := r.st
+	actx := workflow.WithActivityOptions(r.ctx, activityOptions(15*time.Minute, r.hb, r.prio, fmt.Sprintf("chunk %d/%d · %s/%s tokens",
+		st.Cursor+1, st.Prepared.Chunks, humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens))))
+	var out actwire.UpdateOutput
+	err := workflow.ExecuteActivity(actx, activities.UpdateMemoryName, actwire.UpdateInput{
+		Document: st.Prepared.Document, ETag: st.Prepared.ETag, IndexURI: st.Prepared.IndexURI,
+		Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: r.in.Question, Memory: st.Memory,
+		Options: r.modelOptions(), TracePrefix: st.TracePrefix, Checkpoint: st.Checkpoints, Sample: r.in.Sample,
+		EvidenceChunks: evidenceChunks(st.Checkpoints, st.Evidence), EvidenceDropped: st.EvidenceDropped,
+		FirstRunID: provenanceChain(st.Provenance, r.info),
+	}).Get(r.ctx, &out)
+	if err != nil {
+		return stageError(fmt.Sprintf("update memory at chunk %d", st.Cursor), err)
+	}
+	st.Memory = out.Memory
+	st.noteEvidence(out)
+	st.TokensDone += int64(out.ChunkTokens)
+	st.Usage = st.Usage.Add(out.Usage)
+	st.Cursor++
+	r.refresh()
+	switch {
+	case st.Cursor >= st.Prepared.Chunks:
+		// The last chunk's count goes with the answering status below,
+		// in the same upsert.
+	case r.vis.chunksDue():
+		r.vis.publish(r.progress, api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
+	default:
+		r.vis.publish(r.progress)
+	}
+	return nil
+}
+
+// modelOptions are the input's model options, naming the model the
+// worker resolved when the input names none.
+func (r *qaRun) modelOptions() api.ModelOptions {
+	opts := r.in.Options
+	if opts.Model == "" {
+		opts.Model = r.st.Prepared.Model
+	}
+	return opts
+}
+
+// awaitBudget waits, paused, until the budget covers the next model call
+// (see awaitBudget); a run that should continue as new paused does.
+func (r *qaRun) awaitBudget() error {
+	err := awaitBudget(r.ctx, &r.in, r.st, &r.progress, r.vis, r.budget)
+	if errors.Is(err, errContinueAsNew) {
+		return r.handOver()
+	}
+	return err
+}
+
+// handOver continues the run as new with its state, saying whether its
+// batch carried it.
+func (r *qaRun) handOver() error {
+	st := r.st
+	st.From = r.info.WorkflowExecution.RunID
+	for r.carriedCh != nil && r.carriedCh.ReceiveAsync(nil) {
+		r.carried = true
+	}
+	st.Carried = r.carried
+	next := qaRunInput{DocumentQAInput: r.in, State: st}
+	workflow.GetLogger(r.ctx).Info("continuing as new", "chunks_done", st.Cursor, "chunks", st.Prepared.Chunks, "run", st.Runs)
+	return continueAsNew(r.ctx, api.DocumentQAName, next)
+}
+
+// finish asks for the answer from the memory (Answer), grounds it in the
+// document and shows the run done.
+func (r *qaRun) finish() (*DocumentQAResult, error) {
+	if err := r.awaitBudget(); err != nil {
 		return nil, err
 	}
-	progress.Stage = api.StageAnswering
-	vis.publish(progress, api.StatusKey.ValueSet(api.StageAnswering), api.ChunksDoneKey.ValueSet(int64(st.Cursor)))
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   15 * time.Minute,
-		HeartbeatTimeout:      hb,
-		RetryPolicy:           retryPolicy(),
-		Priority:              prio,
-		DisableEagerExecution: lazy,
-		Summary:               "final answer",
-	})
+	r.progress.Stage = api.StageAnswering
+	r.vis.publish(r.progress, api.StatusKey.ValueSet(api.StageAnswering), api.ChunksDoneKey.ValueSet(int64(r.st.Cursor)))
+	res, err := r.answer()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.ground(res); err != nil {
+		return nil, err
+	}
+	r.progress.Stage, r.progress.Answer, r.progress.Usage = api.StageDone, res.Answer, res.Usage
+	r.vis.publish(r.progress, api.StatusKey.ValueSet(api.StageDone))
+	workflow.GetLogger(r.ctx).Info("answered", "chunks", res.Chunks, "runs", res.Runs, "model_calls", res.Usage.Calls,
+		"repeated_calls", res.Usage.RepeatedCalls, "answer_found", res.AnswerFound)
+	return res, nil
+}
+
+// answer runs Answer, which writes the result beside the traces.
+func (r *qaRun) answer() (*DocumentQAResult, error) {
+	st, in, info, opts := r.st, r.in, r.info, r.modelOptions()
+	actx := workflow.WithActivityOptions(r.ctx, activityOptions(15*time.Minute, r.hb, r.prio, "final answer"))
 	var res DocumentQAResult
-	err = workflow.ExecuteActivity(actx, activities.AnswerName, actwire.AnswerInput{
+	err := workflow.ExecuteActivity(actx, activities.AnswerName, actwire.AnswerInput{
 		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
 		ResultURI: st.TracePrefix + "result.json",
 		Result: api.DocumentQAResult{
@@ -411,15 +535,21 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			Documents: in.Documents, ChunksReused: chunksReused(st.ReusedFrom), ReusedFrom: namedReuse(st.ReusedFrom),
 			ReusedReading: reusedReading(st.Provenance, st.ReusedFrom),
 		},
-	}).Get(ctx, &res)
+	}).Get(r.ctx, &res)
 	if err != nil {
 		return nil, stageError("answer", err)
 	}
-	gs, err := groundAnswers(ctx, st.Prepared, info.WorkflowExecution.RunID, hb, prio,
+	return &res, nil
+}
+
+// ground finds where in the document the answer and its evidence are
+// (GroundAnswer, GroundingChange) and adds the pages or sections to res.
+func (r *qaRun) ground(res *DocumentQAResult) error {
+	gs, err := groundAnswers(r.ctx, r.st.Prepared, r.info.WorkflowExecution.RunID, r.hb, r.prio,
 		[]actwire.GroundItem{{Answer: res.Answer, AnswerFound: res.AnswerFound, ResultURI: res.ResultURI,
 			Evidence: actwire.GroundEvidenceOf(res.Evidence)}})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(gs) == 1 {
 		res.Grounding = gs[0].Grounding
@@ -428,22 +558,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 			res.ContextPages, res.ContextSources = c.ContextPages, c.ContextSources
 		}
 	}
-	progress.Stage, progress.Answer, progress.Usage = api.StageDone, res.Answer, res.Usage
-	vis.publish(progress, api.StatusKey.ValueSet(api.StageDone))
-	workflow.GetLogger(ctx).Info("answered", "chunks", res.Chunks, "runs", res.Runs, "model_calls", res.Usage.Calls,
-		"repeated_calls", res.Usage.RepeatedCalls, "answer_found", res.AnswerFound)
-	return &res, nil
-}
-
-// retryPolicy retries transient failures without a limit: a pool that is
-// down for an hour delays the run, it does not lose it. Permanent failures
-// are non-retryable errors and stop at once.
-func retryPolicy() *temporal.RetryPolicy {
-	return &temporal.RetryPolicy{
-		InitialInterval:    time.Second,
-		BackoffCoefficient: 2,
-		MaximumInterval:    2 * time.Minute,
-	}
+	return nil
 }
 
 // stageError fails the workflow with the stage that failed in the message,
@@ -573,13 +688,9 @@ func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, pro
 // batch's wake-up (or budgetAskEvery). The grant is the batch's reply, never
 // what a signal carries.
 func pullGrant(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, wake workflow.ReceiveChannel) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		HeartbeatTimeout:    DefaultHeartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
-		Summary: "ask the batch for budget",
-	})
+	opts := activityOptions(2*time.Minute, DefaultHeartbeatTimeout, temporal.Priority{}, "ask the batch for budget")
+	opts.RetryPolicy = askRetryPolicy()
+	actx := workflow.WithActivityOptions(ctx, opts)
 	for overBudget(in.Budget, st.Usage) {
 		// Wake-ups that came before this ask are answered by it.
 		for wake.ReceiveAsync(nil) {

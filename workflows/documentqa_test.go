@@ -74,11 +74,11 @@ func newFixture(t *testing.T, doc string) *fixture {
 
 func (f *fixture) run(t *testing.T, in api.DocumentQAInput) (*testsuite.TestWorkflowEnvironment, error) {
 	t.Helper()
-	return f.runWith(t, qaRun{DocumentQAInput: in})
+	return f.runWith(t, qaRunInput{DocumentQAInput: in})
 }
 
 // runWith runs one generation: a run handed a state is a continued run.
-func (f *fixture) runWith(t *testing.T, in qaRun) (*testsuite.TestWorkflowEnvironment, error) {
+func (f *fixture) runWith(t *testing.T, in qaRunInput) (*testsuite.TestWorkflowEnvironment, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -101,7 +101,7 @@ func (f *fixture) runWith(t *testing.T, in qaRun) (*testsuite.TestWorkflowEnviro
 // the result and the number of runs.
 func (f *fixture) runToEnd(t *testing.T, first api.DocumentQAInput) (*DocumentQAResult, int) {
 	t.Helper()
-	in := qaRun{DocumentQAInput: first}
+	in := qaRunInput{DocumentQAInput: first}
 	for runs := 1; runs <= 50; runs++ {
 		env, err := f.runWith(t, in)
 		var can *workflow.ContinueAsNewError
@@ -109,7 +109,7 @@ func (f *fixture) runToEnd(t *testing.T, first api.DocumentQAInput) (*DocumentQA
 			if can.WorkflowType.Name != api.DocumentQAName {
 				t.Fatalf("continue-as-new to %q, want %q", can.WorkflowType.Name, api.DocumentQAName)
 			}
-			in = qaRun{}
+			in = qaRunInput{}
 			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 				t.Fatalf("decode continue-as-new input: %v", err)
 			}

@@ -45,22 +45,17 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 	} else if err := convertDocument(ctx, DefaultHeartbeatTimeout, prio, &prep, true); err != nil {
 		return nil, err
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   30 * time.Minute,
-		HeartbeatTimeout:      DefaultHeartbeatTimeout,
-		RetryPolicy:           retryPolicy(),
-		Priority:              prio,
-		DisableEagerExecution: skipsEagerExecution(prio),
-		Summary:               "prepare document",
-	})
+	actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, DefaultHeartbeatTimeout, prio, "prepare document"))
 	var prepared actwire.PrepareOutput
 	if err := workflow.ExecuteActivity(actx, activities.PrepareDocumentName, prep).Get(ctx, &prepared); err != nil {
 		return nil, stageError("prepare document", err)
 	}
 	var est api.Estimate
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute, RetryPolicy: retryPolicy(), Priority: prio, Summary: "count the cost",
-	}), activities.EstimateCostName, actwire.EstimateCostInput{
+	cost := activityOptions(10*time.Minute, 0, prio, "count the cost")
+	// Unlike the other activities, EstimateCost keeps eager execution at
+	// batch priority.
+	cost.DisableEagerExecution = false
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, cost), activities.EstimateCostName, actwire.EstimateCostInput{
 		Questions: in.Questions, Options: in.Options, Samples: in.Samples, Chunks: prepared.Chunks, Tokens: prepared.Tokens,
 		PriceIn: in.PriceInPerMillion, PriceOut: in.PriceOutPerMillion,
 		Reuse: in.Reuse, Document: prepared.Document, ETag: prepared.ETag, IndexURI: prepared.IndexURI, Model: prepared.Model,

@@ -36,14 +36,7 @@ func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID strin
 	if workflow.GetVersion(ctx, GroundingChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion || len(answers) == 0 {
 		return nil, nil
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   30 * time.Minute,
-		HeartbeatTimeout:      hb,
-		RetryPolicy:           retryPolicy(),
-		Priority:              prio,
-		DisableEagerExecution: skipsEagerExecution(prio),
-		Summary:               "ground answers",
-	})
+	actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, hb, prio, "ground answers"))
 	var out actwire.GroundOutput
 	err := workflow.ExecuteActivity(actx, activities.GroundAnswerName, actwire.GroundInput{
 		Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI, Answers: answers, RunID: runID,

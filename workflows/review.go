@@ -239,14 +239,7 @@ func (r *reviewRun) moved() bool {
 }
 
 func (r *reviewRun) activityOptions(summary string) workflow.Context {
-	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   15 * time.Minute,
-		HeartbeatTimeout:      r.hb,
-		RetryPolicy:           retryPolicy(),
-		Priority:              r.prio,
-		DisableEagerExecution: skipsEagerExecution(r.prio),
-		Summary:               summary,
-	})
+	return workflow.WithActivityOptions(r.ctx, activityOptions(15*time.Minute, r.hb, r.prio, summary))
 }
 
 // prepare indexes the document once, checking the budget with the
@@ -258,14 +251,7 @@ func (r *reviewRun) prepare() error {
 			longest = q.Question
 		}
 	}
-	actx := workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:   30 * time.Minute,
-		HeartbeatTimeout:      r.hb,
-		RetryPolicy:           retryPolicy(),
-		Priority:              r.prio,
-		DisableEagerExecution: skipsEagerExecution(r.prio),
-		Summary:               "prepare document",
-	})
+	actx := workflow.WithActivityOptions(r.ctx, activityOptions(30*time.Minute, r.hb, r.prio, "prepare document"))
 	prep := actwire.PrepareInput{
 		Document: r.in.Document, Question: longest, Options: r.in.Options,
 		OutputPrefix: ownPrefix(r.in.OutputPrefix, r.st.Prefix), WorkflowID: r.info.WorkflowExecution.ID,

@@ -133,9 +133,7 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 			return nil, err
 		}
 		var out actwire.LoadSignOffOutput
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 5 * time.Minute, RetryPolicy: retryPolicy(), Summary: "read " + kind + " " + subject,
-		})
+		actx := workflow.WithActivityOptions(ctx, activityOptions(5*time.Minute, 0, temporal.Priority{}, "read "+kind+" "+subject))
 		if err := workflow.ExecuteActivity(actx, activities.LoadSignOffName, actwire.LoadSignOffInput{WorkflowID: subject, Kind: kind}).Get(ctx, &out); err != nil {
 			return nil, stageError("read "+kind, err)
 		}
@@ -246,9 +244,7 @@ func (s *signOffRun) unwritten() bool { return s.st.Written < len(s.st.Entries) 
 func (s *signOffRun) done() bool { return len(s.st.SignOffs) >= s.in.Levels }
 
 func (s *signOffRun) activityOptions(summary string) workflow.Context {
-	return workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: retryPolicy(), Summary: summary,
-	})
+	return workflow.WithActivityOptions(s.ctx, activityOptions(2*time.Minute, 0, temporal.Priority{}, summary))
 }
 
 // writeAudit appends the entries the log lacks, in one activity.

@@ -23,7 +23,7 @@ func patient(env *testsuite.TestWorkflowEnvironment) {
 
 // continued decodes a run's continue-as-new and checks that its next run
 // starts on the target version.
-func continued(t *testing.T, err error) qaRun {
+func continued(t *testing.T, err error) qaRunInput {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {
@@ -32,7 +32,7 @@ func continued(t *testing.T, err error) qaRun {
 	if can.InitialVersioningBehavior != workflow.ContinueAsNewVersioningBehaviorAutoUpgrade {
 		t.Errorf("continue-as-new with initial behaviour %v, want AutoUpgrade: the next run would stay on this build", can.InitialVersioningBehavior)
 	}
-	var next qaRun
+	var next qaRunInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatalf("decode continue-as-new input: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestDocumentQAMovesToItsTargetVersion(t *testing.T) {
 					}
 				})
 			}
-			in := qaRun{DocumentQAInput: api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker came last?",
+			in := qaRunInput{DocumentQAInput: api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker came last?",
 				GoldAnswers: []string{"w009"}, ChunksPerRun: tc.chunksPerRun, Options: api.ModelOptions{ChunkTokens: 100}}}
 			_, err := f.runWith(t, in)
 			in = continued(t, err)
@@ -138,7 +138,7 @@ func TestPausedDocumentQAWakesToMove(t *testing.T) {
 				}
 				e.RegisterDelayedCallback(func() { tc.at(e) }, delay)
 			}
-			_, err := f.runWith(t, qaRun{DocumentQAInput: api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker came last?",
+			_, err := f.runWith(t, qaRunInput{DocumentQAInput: api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "Which marker came last?",
 				Budget: &api.Budget{MaxCalls: 2}, Options: api.ModelOptions{ChunkTokens: 100}}})
 			if !tc.wantContinued {
 				if err != nil || len(f.model.Calls()) != 5 {

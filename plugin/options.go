@@ -19,12 +19,12 @@ import (
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout
 // is zero.
-const DefaultModelTimeout = 10 * time.Minute
+const DefaultModelTimeout = config.DefaultModelTimeout
 
 // DefaultStopTimeout is how long a stopping worker lets in-flight
 // activities finish when Options.StopTimeout is zero and the host left
 // worker.Options.WorkerStopTimeout unset.
-const DefaultStopTimeout = 30 * time.Second
+const DefaultStopTimeout = config.DefaultStopTimeout
 
 // Options configure the plugin in code. Nothing is read from the
 // environment: a zero field means the default written beside it, never

@@ -242,6 +242,10 @@ func (c Config) WorkerBuildID() string {
 // not is handed back to Temporal when its heartbeat times out.
 const DefaultStopTimeout = 30 * time.Second
 
+// DefaultModelTimeout bounds one model request by default
+// (MEMAGENT_MODEL_TIMEOUT): the inference client's own default.
+const DefaultModelTimeout = inference.DefaultRequestTimeout
+
 // WorkerStopTimeout is StopTimeout, or DefaultStopTimeout when unset.
 func (c Config) WorkerStopTimeout() time.Duration {
 	if c.StopTimeout <= 0 {
@@ -289,7 +293,7 @@ func Default() Config {
 		S3PathStyle:       true,
 		Bucket:            "memagent",
 		ModelBaseURL:      DevModelBaseURL,
-		ModelTimeout:      10 * time.Minute,
+		ModelTimeout:      DefaultModelTimeout,
 		LogLevel:          slog.LevelInfo,
 		HTTPAddr:          DefaultHTTPAddr,
 		CodecOrigins:      []string{DevUIURL},

@@ -15,6 +15,7 @@ import (
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout
@@ -242,14 +243,14 @@ func OptionsFromConfig(cfg config.Config) Options {
 		ClaimDepth:         cfg.ClaimDepth,
 		NotifyHosts:        cfg.NotifyHosts,
 		NotifyAllowNets:    cfg.NotifyAllowNets,
-		S3Endpoint:         cfg.S3Endpoint,
+		S3Endpoint:         string(cfg.S3Endpoint),
 		S3Region:           cfg.S3Region,
 		S3AccessKeyID:      cfg.S3AccessKey,
-		S3SecretAccessKey:  cfg.S3SecretKey,
+		S3SecretAccessKey:  string(cfg.S3SecretKey),
 		S3VirtualHostStyle: !cfg.S3PathStyle,
 		S3SSE:              cfg.S3SSE,
 		S3KMSKeyID:         cfg.S3KMSKeyID,
-		ModelAPIKey:        cfg.ModelAPIKey,
+		ModelAPIKey:        string(cfg.ModelAPIKey),
 		ModelAPI:           string(cfg.ModelAPI),
 		ModelAPIVersion:    cfg.ModelAPIVersion,
 		ModelContext:       cfg.ModelContext,
@@ -263,16 +264,16 @@ func OptionsFromConfig(cfg config.Config) Options {
 		TaskQueue:          cfg.TaskQueue,
 		DeploymentName:     cfg.DeploymentName,
 		BuildID:            cfg.BuildID,
-		CodecServer: CodecHandlerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins,
+		CodecServer: CodecHandlerOptions{Token: string(cfg.CodecToken), AllowOrigins: cfg.CodecOrigins,
 			AllowHosts: cfg.CodecHosts, AllowEncode: cfg.CodecEncode},
 	}
-	for _, u := range strings.Split(cfg.ModelBaseURL, ",") {
+	for _, u := range strings.Split(string(cfg.ModelBaseURL), ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			o.ModelURLs = append(o.ModelURLs, u)
 		}
 	}
 	for _, k := range cfg.CodecKeys {
-		o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: k.Raw})
+		o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: []byte(k.Raw)})
 	}
 	o.Limits.MaxConvertedBytes = int64(cfg.MaxConvertedMB) << 20
 	o.Limits.PDFMemoryBytes = int64(cfg.PDFMemoryMB) << 20
@@ -296,15 +297,15 @@ func (o Options) config() config.Config {
 		ClaimDepth:       o.ClaimDepth,
 		NotifyHosts:      o.NotifyHosts,
 		NotifyAllowNets:  o.NotifyAllowNets,
-		S3Endpoint:       o.S3Endpoint,
+		S3Endpoint:       secret.Endpoint(o.S3Endpoint),
 		S3Region:         o.S3Region,
 		S3AccessKey:      o.S3AccessKeyID,
-		S3SecretKey:      o.S3SecretAccessKey,
+		S3SecretKey:      secret.Value(o.S3SecretAccessKey),
 		S3PathStyle:      !o.S3VirtualHostStyle,
 		S3SSE:            o.S3SSE,
 		S3KMSKeyID:       o.S3KMSKeyID,
-		ModelBaseURL:     strings.Join(o.ModelURLs, ","),
-		ModelAPIKey:      o.ModelAPIKey,
+		ModelBaseURL:     secret.Endpoint(strings.Join(o.ModelURLs, ",")),
+		ModelAPIKey:      secret.Value(o.ModelAPIKey),
 		ModelAPI:         inference.API(o.ModelAPI),
 		ModelAPIVersion:  o.ModelAPIVersion,
 		ModelContext:     o.ModelContext,

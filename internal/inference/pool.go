@@ -68,9 +68,9 @@ const (
 // EndpointConfig is one model server.
 type EndpointConfig struct {
 	// BaseURL is the server's OpenAI base URL, as in Config.BaseURL.
-	BaseURL string
+	BaseURL secret.Endpoint
 	// APIKey is sent as a bearer token when non-empty.
-	APIKey string
+	APIKey secret.Value
 	// MaxInFlight caps the requests outstanding at this endpoint; zero
 	// means DefaultMaxInFlight.
 	MaxInFlight int
@@ -116,7 +116,7 @@ func parseEndpoints(dialect API, baseURLs, apiKey string, maxInFlight int) ([]En
 			return nil, fmt.Errorf("inference: %s lists %s twice: list each server once (raise its in-flight limit to send it more)", endpointsVar(dialect), redactURL(base))
 		}
 		seen[base] = true
-		eps = append(eps, EndpointConfig{BaseURL: base, APIKey: apiKey, MaxInFlight: maxInFlight})
+		eps = append(eps, EndpointConfig{BaseURL: secret.Endpoint(base), APIKey: secret.Value(apiKey), MaxInFlight: maxInFlight})
 	}
 	if len(eps) == 0 {
 		if dialect == APIAzure {
@@ -416,11 +416,11 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	capacity, maxCap := 0, 0
 	for i, ec := range cfg.Endpoints {
 		if ec.MaxInFlight < 0 {
-			return nil, fmt.Errorf("inference: endpoint %d (%s): max in-flight %d is negative: use 0 for the default (%d)", i+1, redactURL(ec.BaseURL), ec.MaxInFlight, DefaultMaxInFlight)
+			return nil, fmt.Errorf("inference: endpoint %d (%s): max in-flight %d is negative: use 0 for the default (%d)", i+1, redactURL(string(ec.BaseURL)), ec.MaxInFlight, DefaultMaxInFlight)
 		}
-		base, err := normalizeBaseURL(ec.BaseURL)
+		base, err := normalizeBaseURL(string(ec.BaseURL))
 		if dialect == APIAzure {
-			if base, err = normalizeAzureEndpoint(ec.BaseURL); err != nil {
+			if base, err = normalizeAzureEndpoint(string(ec.BaseURL)); err != nil {
 				return nil, fmt.Errorf("inference: endpoint %d: %w", i+1, err)
 			}
 		} else if err != nil {
@@ -439,7 +439,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		p.endpoints = append(p.endpoints, &endpoint{
 			url:         redactURL(base),
 			root:        strings.TrimSuffix(base, "/v1"),
-			apiKey:      ec.APIKey,
+			apiKey:      string(ec.APIKey),
 			maxInFlight: n,
 			server:      endpointAttrs(base),
 		})
@@ -465,7 +465,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		c, err := New(Config{
 			API:            dialect,
 			BaseURL:        cfg.Endpoints[i].BaseURL,
-			APIKey:         ep.apiKey,
+			APIKey:         secret.Value(ep.apiKey),
 			APIVersion:     cfg.APIVersion,
 			Model:          cfg.Model,
 			ModelFamily:    cfg.ModelFamily,

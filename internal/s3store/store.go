@@ -25,6 +25,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // ErrNotFound reports that a bucket or object does not exist.
@@ -39,13 +41,13 @@ var ErrChanged = errors.New("object changed since it was indexed")
 type Config struct {
 	// Endpoint is the base URL of an S3-compatible service, e.g.
 	// http://127.0.0.1:9000. Empty means AWS itself.
-	Endpoint string
+	Endpoint secret.Endpoint
 	// Region defaults to us-east-1 when neither this nor the environment sets one.
 	Region string
 	// AccessKeyID and SecretAccessKey, when both set, replace the default
 	// credential chain with static credentials.
 	AccessKeyID     string
-	SecretAccessKey string
+	SecretAccessKey secret.Value
 	// VirtualHostStyle switches off path-style addressing, which is the
 	// default because most S3-compatible servers need it.
 	VirtualHostStyle bool
@@ -93,9 +95,9 @@ type Store struct {
 // New builds a Store. It does not contact the service.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Endpoint != "" {
-		u, err := url.Parse(cfg.Endpoint)
+		u, err := url.Parse(string(cfg.Endpoint))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("s3: endpoint %q is not an http(s) URL: set AWS_ENDPOINT_URL_S3 to e.g. http://127.0.0.1:9000", cfg.Endpoint)
+			return nil, fmt.Errorf("s3: endpoint %q is not an http(s) URL: set AWS_ENDPOINT_URL_S3 to e.g. http://127.0.0.1:9000", cfg.Endpoint.String())
 		}
 	}
 	switch types.ServerSideEncryption(cfg.SSE) {
@@ -135,7 +137,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.AccessKeyID != "" && cfg.SecretAccessKey != "" {
 		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, "")))
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, string(cfg.SecretAccessKey), "")))
 	}
 	var awsCfg aws.Config
 	if cfg.AWSConfig != nil {
@@ -163,7 +165,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
+			o.BaseEndpoint = aws.String(string(cfg.Endpoint))
 		}
 		o.UsePathStyle = !cfg.VirtualHostStyle
 		// Many S3-compatible stores reject the newer default checksum

@@ -658,8 +658,18 @@ func (c *Config) Normalize() {
 	}
 }
 
-// Validate reports the first setting that cannot work, naming what to change.
+// Validate reports every setting that cannot work, each naming what to
+// change.
 func (c Config) Validate() error {
+	var errs []error
+	for _, check := range []func() []error{c.validateRequired, c.validateAreas, c.validateS3Endpoint, c.validateModel, c.validateWorker, c.validateSSE, c.validateCodec} {
+		errs = append(errs, check()...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateRequired checks the settings that have to be set.
+func (c Config) validateRequired() []error {
 	var errs []error
 	if c.TemporalAddress == "" {
 		errs = append(errs, errors.New("temporal address is empty: set TEMPORAL_ADDRESS or --temporal-address"))
@@ -673,6 +683,12 @@ func (c Config) Validate() error {
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("bucket is empty: set MEMAGENT_BUCKET or --bucket"))
 	}
+	return errs
+}
+
+// validateAreas checks where a caller may read, write and notify.
+func (c Config) validateAreas() []error {
+	var errs []error
 	for _, p := range append(append(append([]string(nil), c.ReadPrefixes...), c.WritePrefixes...), c.ClaimRoots...) {
 		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
 			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (MEMAGENT_READ_PREFIXES, MEMAGENT_WRITE_PREFIXES, MEMAGENT_CLAIM_ROOTS)", p))
@@ -687,12 +703,24 @@ func (c Config) Validate() error {
 	if err := notify.CheckHosts(c.NotifyHosts); err != nil {
 		errs = append(errs, fmt.Errorf("%w (MEMAGENT_NOTIFY_HOSTS)", err))
 	}
-	if c.S3Endpoint != "" {
-		if err := checkURL(string(c.S3Endpoint)); err != nil {
-			errs = append(errs, fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err))
-		}
+	return errs
+}
+
+// validateS3Endpoint checks the S3 endpoint, when it is not AWS itself.
+func (c Config) validateS3Endpoint() []error {
+	if c.S3Endpoint == "" {
+		return nil
 	}
-	errs = append(errs, c.validateModel()...)
+	if err := checkURL(string(c.S3Endpoint)); err != nil {
+		return []error{fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err)}
+	}
+	return nil
+}
+
+// validateWorker checks the worker's limits, its HTTP endpoint, its
+// Temporal connection and its deployment.
+func (c Config) validateWorker() []error {
+	var errs []error
 	if c.RateLimit < 0 {
 		errs = append(errs, errors.New("rate limit must not be negative: set --rate-limit"))
 	}
@@ -713,24 +741,37 @@ func (c Config) Validate() error {
 	if err := CheckDeployment(c.DeploymentName, c.BuildID, c.WorkerBuildID()); err != nil {
 		errs = append(errs, fmt.Errorf("%w (TEMPORAL_DEPLOYMENT_NAME or --deployment-name, TEMPORAL_WORKER_BUILD_ID or --build-id)", err))
 	}
+	return errs
+}
+
+// validateSSE checks the server-side encryption asked of S3.
+func (c Config) validateSSE() []error {
 	switch c.S3SSE {
 	case "", SSES3:
 		if c.S3KMSKeyID != "" {
-			errs = append(errs, fmt.Errorf("MEMAGENT_S3_KMS_KEY_ID is set but MEMAGENT_S3_SSE is %q: set MEMAGENT_S3_SSE=aws:kms to use the KMS key", c.S3SSE))
+			return []error{fmt.Errorf("MEMAGENT_S3_KMS_KEY_ID is set but MEMAGENT_S3_SSE is %q: set MEMAGENT_S3_SSE=aws:kms to use the KMS key", c.S3SSE)}
 		}
 	case SSEKMS:
 	default:
-		errs = append(errs, fmt.Errorf("MEMAGENT_S3_SSE %q: use AES256, aws:kms, or leave it empty for the bucket's default", c.S3SSE))
+		return []error{fmt.Errorf("MEMAGENT_S3_SSE %q: use AES256, aws:kms, or leave it empty for the bucket's default", c.S3SSE)}
 	}
-	if len(c.CodecKeys) > 0 {
-		if _, err := codec.New(c.CodecKeys); err != nil {
-			errs = append(errs, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS)", err))
-		}
-		if c.CodecToken == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
-			errs = append(errs, fmt.Errorf("the codec server on %s would decrypt runs for anyone who reaches it: set MEMAGENT_CODEC_TOKEN, or serve on 127.0.0.1 (MEMAGENT_HTTP_ADDR)", c.HTTPAddr))
-		}
+	return nil
+}
+
+// validateCodec checks the payload keys, and that a codec server others
+// can reach requires a token.
+func (c Config) validateCodec() []error {
+	if len(c.CodecKeys) == 0 {
+		return nil
 	}
-	return errors.Join(errs...)
+	var errs []error
+	if _, err := codec.New(c.CodecKeys); err != nil {
+		errs = append(errs, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS)", err))
+	}
+	if c.CodecToken == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
+		errs = append(errs, fmt.Errorf("the codec server on %s would decrypt runs for anyone who reaches it: set MEMAGENT_CODEC_TOKEN, or serve on 127.0.0.1 (MEMAGENT_HTTP_ADDR)", c.HTTPAddr))
+	}
+	return errs
 }
 
 // validateModel checks the model server's settings.
@@ -783,40 +824,10 @@ func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentia
 	if (c.TemporalTLSCert == "" && !certData) != (c.TemporalTLSKey == "" && !keyData) {
 		return conn, nil, errors.New("Temporal mTLS needs both a client certificate and its key: set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together")
 	}
-	// TEMPORAL_TLS=false (or tls.disabled in the profile) keeps TLS off
-	// even with an API key, as envconfig does; flags turn it back on.
-	disabled := pt.Disabled && !c.TemporalTLS
-	if !disabled && (c.TemporalTLS || c.TemporalTLSCert != "" || certData || c.TemporalTLSCA != "" || len(pt.ServerCACertData) > 0 ||
-		c.TemporalTLSServerName != "" || c.TemporalAPIKey != "") {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName, InsecureSkipVerify: pt.DisableHostVerification}
-		switch {
-		case certData:
-			cert, err := tls.X509KeyPair(pt.ClientCertData, pt.ClientKeyData)
-			if err != nil {
-				return conn, nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_DATA, TEMPORAL_TLS_CLIENT_KEY_DATA): %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		case c.TemporalTLSCert != "":
-			cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
-			if err != nil {
-				return conn, nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH): %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		pem, from := pt.ServerCACertData, "TEMPORAL_TLS_SERVER_CA_CERT_DATA"
-		if len(pem) == 0 && c.TemporalTLSCA != "" {
-			var err error
-			if pem, err = os.ReadFile(c.TemporalTLSCA); err != nil {
-				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %w", err)
-			}
-			from = c.TemporalTLSCA
-		}
-		if len(pem) > 0 {
-			roots := x509.NewCertPool()
-			if !roots.AppendCertsFromPEM(pem) {
-				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %s holds no PEM certificate", from)
-			}
-			tc.RootCAs = roots
+	if c.temporalWantsTLS(pt) {
+		tc, err := c.temporalTLS(pt)
+		if err != nil {
+			return conn, nil, err
 		}
 		conn.TLS = tc
 	}
@@ -824,6 +835,66 @@ func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentia
 		creds = client.NewAPIKeyStaticCredentials(string(c.TemporalAPIKey))
 	}
 	return conn, creds, nil
+}
+
+// temporalWantsTLS reports whether the connection uses TLS: when asked, or
+// when a TLS file, the server name or an API key is set, unless
+// TEMPORAL_TLS=false (or tls.disabled in the profile) keeps it off, as
+// envconfig does; flags turn it back on.
+func (c Config) temporalWantsTLS(pt envconfig.ClientConfigTLS) bool {
+	if pt.Disabled && !c.TemporalTLS {
+		return false
+	}
+	return c.TemporalTLS || c.TemporalTLSCert != "" || len(pt.ClientCertData) > 0 || c.TemporalTLSCA != "" || len(pt.ServerCACertData) > 0 ||
+		c.TemporalTLSServerName != "" || c.TemporalAPIKey != ""
+}
+
+// temporalTLS is the TLS configuration of the connection: the client
+// certificate for mTLS and the roots to verify the frontend with, from
+// the profile's data or from files.
+func (c Config) temporalTLS(pt envconfig.ClientConfigTLS) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName, InsecureSkipVerify: pt.DisableHostVerification}
+	switch {
+	case len(pt.ClientCertData) > 0:
+		cert, err := tls.X509KeyPair(pt.ClientCertData, pt.ClientKeyData)
+		if err != nil {
+			return nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_DATA, TEMPORAL_TLS_CLIENT_KEY_DATA): %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	case c.TemporalTLSCert != "":
+		cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH): %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	roots, err := c.temporalRoots(pt)
+	if err != nil {
+		return nil, err
+	}
+	tc.RootCAs = roots
+	return tc, nil
+}
+
+// temporalRoots are the roots the profile's CA data or the CA file hold,
+// or nil for the system's.
+func (c Config) temporalRoots(pt envconfig.ClientConfigTLS) (*x509.CertPool, error) {
+	pem, from := pt.ServerCACertData, "TEMPORAL_TLS_SERVER_CA_CERT_DATA"
+	if len(pem) == 0 && c.TemporalTLSCA != "" {
+		var err error
+		if pem, err = os.ReadFile(c.TemporalTLSCA); err != nil {
+			return nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %w", err)
+		}
+		from = c.TemporalTLSCA
+	}
+	if len(pem) == 0 {
+		return nil, nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %s holds no PEM certificate", from)
+	}
+	return roots, nil
 }
 
 // TemporalHeaders is the gRPC metadata the profile adds to every Temporal

@@ -354,6 +354,16 @@ func (o Options) withDefaults() Options {
 // the variable OptionsFromEnv reads it from).
 func (o Options) validate() error {
 	var errs []error
+	for _, check := range []func() []error{o.validateAreas, o.validateS3, o.validateModel, o.validateWorker} {
+		errs = append(errs, check()...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateAreas checks the bucket and where a run may read, write and
+// notify.
+func (o Options) validateAreas() []error {
+	var errs []error
 	if o.Bucket == "" {
 		errs = append(errs, errors.New("Bucket is empty: set Options.Bucket (MEMAGENT_BUCKET)"))
 	}
@@ -371,9 +381,15 @@ func (o Options) validate() error {
 	if err := notify.CheckHosts(o.NotifyHosts); err != nil {
 		errs = append(errs, fmt.Errorf("%w (Options.NotifyHosts, MEMAGENT_NOTIFY_HOSTS)", err))
 	}
+	return errs
+}
+
+// validateS3 checks the S3 endpoint and server-side encryption.
+func (o Options) validateS3() []error {
+	var errs []error
 	if o.S3Client == nil && o.S3Endpoint != "" {
 		if u, err := url.Parse(o.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("S3Endpoint %q is not an http(s) URL: set Options.S3Endpoint (AWS_ENDPOINT_URL_S3) to e.g. http://127.0.0.1:9000, or leave it empty for AWS", o.S3Endpoint))
+			errs = append(errs, fmt.Errorf("S3Endpoint %q is not an http(s) URL: set Options.S3Endpoint (AWS_ENDPOINT_URL_S3) to e.g. http://127.0.0.1:9000, or leave it empty for AWS", secret.URL(o.S3Endpoint)))
 		}
 	}
 	switch o.S3SSE {
@@ -385,6 +401,12 @@ func (o Options) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("S3SSE %q: use AES256, aws:kms, or empty for the bucket's default (Options.S3SSE, MEMAGENT_S3_SSE)", o.S3SSE))
 	}
+	return errs
+}
+
+// validateModel checks the model servers' settings.
+func (o Options) validateModel() []error {
+	var errs []error
 	if _, err := inference.ParseAPI(o.ModelAPI); err != nil {
 		errs = append(errs, fmt.Errorf("ModelAPI %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Options.ModelAPI, MEMAGENT_MODEL_API)", o.ModelAPI))
 	}
@@ -396,6 +418,12 @@ func (o Options) validate() error {
 	} else if _, err := inference.ParseEndpoints(strings.Join(o.ModelURLs, ","), "", o.ModelMaxInFlight); err != nil {
 		errs = append(errs, fmt.Errorf("ModelURLs: %w (Options.ModelURLs, Options.ModelMaxInFlight)", err))
 	}
+	return errs
+}
+
+// validateWorker checks the worker's limits and its deployment.
+func (o Options) validateWorker() []error {
+	var errs []error
 	if o.RateLimit < 0 {
 		errs = append(errs, errors.New("RateLimit must not be negative (Options.RateLimit, MEMAGENT_RATE_LIMIT)"))
 	}
@@ -405,7 +433,7 @@ func (o Options) validate() error {
 	if err := config.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
 		errs = append(errs, fmt.Errorf("%w (Options.DeploymentName, TEMPORAL_DEPLOYMENT_NAME; Options.BuildID, TEMPORAL_WORKER_BUILD_ID)", err))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // capacity is the model pool's capacity as configured, or 0 when the model

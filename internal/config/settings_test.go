@@ -67,3 +67,14 @@ func TestSettingsDocumented(t *testing.T) {
 		t.Errorf("settings name %d variables, want every one FromEnv reads", n)
 	}
 }
+
+// TestValidateKeepsUserInfoOut: a malformed endpoint is named in the
+// error without the credentials it carries.
+func TestValidateKeepsUserInfoOut(t *testing.T) {
+	c := Default()
+	c.S3Endpoint = "ftp://ak:pw-SECRET1@minio:9000"
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "minio:9000") || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("Validate = %v, want the endpoint named without its user info", err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/memagent/memagent/api"
 )
 
 // Names of the BatchQA activities. They are part of the wire format.
@@ -24,8 +26,8 @@ const ErrBatchIncomplete = "memagent.BatchIncomplete"
 
 // Batch defaults and bounds.
 const (
-	defaultPageSize = 100
-	maxPageSize     = 500
+	defaultPageSize = api.DefaultPageSize
+	maxPageSize     = api.MaxPageSize
 	// pageBytes closes a page early, so that the items of one page (which
 	// enter workflow history as ResolveBatchPage's output) stay small.
 	pageBytes = 256 << 10

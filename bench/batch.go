@@ -26,6 +26,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
@@ -130,7 +131,7 @@ func runBatch(ctx context.Context, env *benchEnv, variants []batchVariant, order
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	cfg := env.cfg
-	cfg.ModelBaseURL = srv.URL + "/v1"
+	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
 	cfg.TaskQueue = "bench-batch"
 	mc := memclient.New(env.temporal, memclient.Options{TaskQueue: cfg.TaskQueue})
 

@@ -21,6 +21,7 @@ import (
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // overheadRepeats is how many times each path is timed at 0 ms; the
@@ -113,7 +114,7 @@ func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	cfg := env.cfg
-	cfg.ModelBaseURL = srv.URL + "/v1"
+	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
 	cfg.TaskQueue = fmt.Sprintf("bench-overhead-%d", latency.Milliseconds())
 	model, err := assemble.NewModelPool(cfg, env.logger)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
@@ -147,7 +148,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	cfg := env.cfg
-	cfg.ModelBaseURL = srv.URL + "/v1"
+	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
 	cfg.TaskQueue = "bench-review"
 
 	facts := docgen.Facts()[:reviewQuestions]

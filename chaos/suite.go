@@ -42,6 +42,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -508,7 +509,7 @@ func (h *chaosHarness) connect(ctx context.Context) error {
 	}
 	cfg.TemporalAddress = net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(h.temporalPort))
 	cfg.TemporalNamespace = devstack.DefaultNamespace
-	cfg.S3Endpoint = "http://" + net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(h.s3Port))
+	cfg.S3Endpoint = secret.Endpoint("http://" + net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(h.s3Port)))
 	cfg.S3Region, cfg.S3AccessKey, cfg.S3SecretKey = devstack.DevRegion, devstack.DevAccessKey, devstack.DevSecretKey
 	cfg.S3PathStyle = true
 	cfg.Bucket = devstack.DefaultBucket
@@ -556,9 +557,9 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 		return row
 	}
 	defer stopSim()
-	s3URL := h.cfg.S3Endpoint
+	s3URL := string(h.cfg.S3Endpoint)
 	if s.s3Hang != nil {
-		target, _ := url.Parse(h.cfg.S3Endpoint)
+		target, _ := url.Parse(string(h.cfg.S3Endpoint))
 		s.s3Hang.next = httputil.NewSingleHostReverseProxy(target)
 		var stopProxy func()
 		if s3URL, stopProxy, err = chaosServe(s.s3Hang); err != nil {
@@ -569,7 +570,7 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	}
 	var proxy *s3FaultProxy
 	if s.s3FaultRate > 0 {
-		target, _ := url.Parse(h.cfg.S3Endpoint)
+		target, _ := url.Parse(string(h.cfg.S3Endpoint))
 		proxy = &s3FaultProxy{next: httputil.NewSingleHostReverseProxy(target), rate: s.s3FaultRate, rng: rand.New(rand.NewPCG(h.o.Seed, 11))}
 		var stopProxy func()
 		if s3URL, stopProxy, err = chaosServe(proxy); err != nil {
@@ -581,7 +582,7 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	s.env = map[string]string{
 		"TEMPORAL_ADDRESS": h.cfg.TemporalAddress, "TEMPORAL_NAMESPACE": namespace,
 		"AWS_ENDPOINT_URL_S3": s3URL, "AWS_ACCESS_KEY_ID": h.cfg.S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY": h.cfg.S3SecretKey, "AWS_REGION": h.cfg.S3Region,
+		"AWS_SECRET_ACCESS_KEY": string(h.cfg.S3SecretKey), "AWS_REGION": h.cfg.S3Region,
 		"MEMAGENT_BUCKET": h.cfg.Bucket, "OPENAI_BASE_URL": simURL + "/v1", "OPENAI_API_KEY": "", "MEMAGENT_MODEL": "",
 		"MEMAGENT_TASK_QUEUE": s.id, "MEMAGENT_MODEL_TIMEOUT": h.o.ModelTimeout.String(), "MEMAGENT_LOG_LEVEL": "error",
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -71,7 +72,7 @@ func TestHostileInputsOnTheWorkerBinary(t *testing.T) {
 	defer sim.Close()
 	cfg := config.Default()
 	cfg.TemporalAddress, cfg.TemporalNamespace = d.Stack.TemporalAddress, d.Stack.Namespace
-	cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey, cfg.S3Region, cfg.Bucket = d.Stack.S3Endpoint, d.Stack.S3AccessKey, d.Stack.S3SecretKey, d.Stack.Region, d.Stack.Bucket
+	cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey, cfg.S3Region, cfg.Bucket = secret.Endpoint(d.Stack.S3Endpoint), d.Stack.S3AccessKey, secret.Value(d.Stack.S3SecretKey), d.Stack.Region, d.Stack.Bucket
 	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -206,7 +207,7 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.TemporalAddress, cfg.TemporalNamespace = d.Stack.TemporalAddress, d.Stack.Namespace
-	cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey, cfg.S3Region, cfg.Bucket = d.Stack.S3Endpoint, d.Stack.S3AccessKey, d.Stack.S3SecretKey, d.Stack.Region, d.Stack.Bucket
+	cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey, cfg.S3Region, cfg.Bucket = secret.Endpoint(d.Stack.S3Endpoint), d.Stack.S3AccessKey, secret.Value(d.Stack.S3SecretKey), d.Stack.Region, d.Stack.Bucket
 	store, err := assemble.NewStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

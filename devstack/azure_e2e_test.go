@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 
@@ -125,8 +126,8 @@ func TestDevWorkerAnswersThroughAzure(t *testing.T) {
 	}
 	exports := bannerExports(t, banner)
 
-	store, err := s3store.New(ctx, s3store.Config{Endpoint: exports["AWS_ENDPOINT_URL_S3"], Region: exports["AWS_REGION"],
-		AccessKeyID: exports["AWS_ACCESS_KEY_ID"], SecretAccessKey: exports["AWS_SECRET_ACCESS_KEY"]})
+	store, err := s3store.New(ctx, s3store.Config{Endpoint: secret.Endpoint(exports["AWS_ENDPOINT_URL_S3"]), Region: exports["AWS_REGION"],
+		AccessKeyID: exports["AWS_ACCESS_KEY_ID"], SecretAccessKey: secret.Value(exports["AWS_SECRET_ACCESS_KEY"])})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func describeModel(cfg config.Config) string {
 	if cfg.Model != "" {
 		return fmt.Sprintf("%s (model %q)", cfg.ModelBaseURL, cfg.Model)
 	}
-	return cfg.ModelBaseURL
+	return string(cfg.ModelBaseURL)
 }
 
 // defaultDataDir is where the dev stack keeps its state between runs.

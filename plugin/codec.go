@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/internal/codec"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // CodecKey is one AES-256 payload encryption key and the id recorded with
@@ -38,7 +39,7 @@ func ParseCodecKeys(spec string) ([]CodecKey, error) {
 	}
 	out := make([]CodecKey, len(keys))
 	for i, k := range keys {
-		out[i] = CodecKey{ID: k.ID, Key: k.Raw}
+		out[i] = CodecKey{ID: k.ID, Key: []byte(k.Raw)}
 	}
 	return out, nil
 }
@@ -85,7 +86,7 @@ type CodecHandlerOptions struct {
 // under a prefix, for example mux.Handle("/codec/", h), and give operators
 // that URL ("http://host:port/codec") as the codec endpoint.
 func NewCodecHandler(c converter.PayloadCodec, opts CodecHandlerOptions) http.Handler {
-	return codec.NewServer(c, codec.ServerOptions{Token: opts.Token, AllowOrigins: opts.AllowOrigins,
+	return codec.NewServer(c, codec.ServerOptions{Token: secret.Value(opts.Token), AllowOrigins: opts.AllowOrigins,
 		AllowHosts: opts.AllowHosts, AllowEncode: opts.AllowEncode})
 }
 
@@ -140,7 +141,7 @@ func newCodec(keys []CodecKey) (*codec.Codec, error) {
 	}
 	ck := make([]codec.Key, len(keys))
 	for i, k := range keys {
-		ck[i] = codec.Key{ID: k.ID, Raw: k.Key}
+		ck[i] = codec.Key{ID: k.ID, Raw: secret.Value(k.Key)}
 	}
 	c, err := codec.New(ck)
 	if err != nil {

@@ -15,16 +15,17 @@ import (
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout
 // is zero.
-const DefaultModelTimeout = 10 * time.Minute
+const DefaultModelTimeout = config.DefaultModelTimeout
 
 // DefaultStopTimeout is how long a stopping worker lets in-flight
 // activities finish when Options.StopTimeout is zero and the host left
 // worker.Options.WorkerStopTimeout unset.
-const DefaultStopTimeout = 30 * time.Second
+const DefaultStopTimeout = config.DefaultStopTimeout
 
 // Options configure the plugin in code. Nothing is read from the
 // environment: a zero field means the default written beside it, never
@@ -242,14 +243,14 @@ func OptionsFromConfig(cfg config.Config) Options {
 		ClaimDepth:         cfg.ClaimDepth,
 		NotifyHosts:        cfg.NotifyHosts,
 		NotifyAllowNets:    cfg.NotifyAllowNets,
-		S3Endpoint:         cfg.S3Endpoint,
+		S3Endpoint:         string(cfg.S3Endpoint),
 		S3Region:           cfg.S3Region,
 		S3AccessKeyID:      cfg.S3AccessKey,
-		S3SecretAccessKey:  cfg.S3SecretKey,
+		S3SecretAccessKey:  string(cfg.S3SecretKey),
 		S3VirtualHostStyle: !cfg.S3PathStyle,
 		S3SSE:              cfg.S3SSE,
 		S3KMSKeyID:         cfg.S3KMSKeyID,
-		ModelAPIKey:        cfg.ModelAPIKey,
+		ModelAPIKey:        string(cfg.ModelAPIKey),
 		ModelAPI:           string(cfg.ModelAPI),
 		ModelAPIVersion:    cfg.ModelAPIVersion,
 		ModelContext:       cfg.ModelContext,
@@ -263,16 +264,16 @@ func OptionsFromConfig(cfg config.Config) Options {
 		TaskQueue:          cfg.TaskQueue,
 		DeploymentName:     cfg.DeploymentName,
 		BuildID:            cfg.BuildID,
-		CodecServer: CodecHandlerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins,
+		CodecServer: CodecHandlerOptions{Token: string(cfg.CodecToken), AllowOrigins: cfg.CodecOrigins,
 			AllowHosts: cfg.CodecHosts, AllowEncode: cfg.CodecEncode},
 	}
-	for _, u := range strings.Split(cfg.ModelBaseURL, ",") {
+	for _, u := range strings.Split(string(cfg.ModelBaseURL), ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			o.ModelURLs = append(o.ModelURLs, u)
 		}
 	}
 	for _, k := range cfg.CodecKeys {
-		o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: k.Raw})
+		o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: []byte(k.Raw)})
 	}
 	o.Limits.MaxConvertedBytes = int64(cfg.MaxConvertedMB) << 20
 	o.Limits.PDFMemoryBytes = int64(cfg.PDFMemoryMB) << 20
@@ -296,15 +297,15 @@ func (o Options) config() config.Config {
 		ClaimDepth:       o.ClaimDepth,
 		NotifyHosts:      o.NotifyHosts,
 		NotifyAllowNets:  o.NotifyAllowNets,
-		S3Endpoint:       o.S3Endpoint,
+		S3Endpoint:       secret.Endpoint(o.S3Endpoint),
 		S3Region:         o.S3Region,
 		S3AccessKey:      o.S3AccessKeyID,
-		S3SecretKey:      o.S3SecretAccessKey,
+		S3SecretKey:      secret.Value(o.S3SecretAccessKey),
 		S3PathStyle:      !o.S3VirtualHostStyle,
 		S3SSE:            o.S3SSE,
 		S3KMSKeyID:       o.S3KMSKeyID,
-		ModelBaseURL:     strings.Join(o.ModelURLs, ","),
-		ModelAPIKey:      o.ModelAPIKey,
+		ModelBaseURL:     secret.Endpoint(strings.Join(o.ModelURLs, ",")),
+		ModelAPIKey:      secret.Value(o.ModelAPIKey),
 		ModelAPI:         inference.API(o.ModelAPI),
 		ModelAPIVersion:  o.ModelAPIVersion,
 		ModelContext:     o.ModelContext,
@@ -353,6 +354,16 @@ func (o Options) withDefaults() Options {
 // the variable OptionsFromEnv reads it from).
 func (o Options) validate() error {
 	var errs []error
+	for _, check := range []func() []error{o.validateAreas, o.validateS3, o.validateModel, o.validateWorker} {
+		errs = append(errs, check()...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateAreas checks the bucket and where a run may read, write and
+// notify.
+func (o Options) validateAreas() []error {
+	var errs []error
 	if o.Bucket == "" {
 		errs = append(errs, errors.New("Bucket is empty: set Options.Bucket (MEMAGENT_BUCKET)"))
 	}
@@ -370,9 +381,15 @@ func (o Options) validate() error {
 	if err := notify.CheckHosts(o.NotifyHosts); err != nil {
 		errs = append(errs, fmt.Errorf("%w (Options.NotifyHosts, MEMAGENT_NOTIFY_HOSTS)", err))
 	}
+	return errs
+}
+
+// validateS3 checks the S3 endpoint and server-side encryption.
+func (o Options) validateS3() []error {
+	var errs []error
 	if o.S3Client == nil && o.S3Endpoint != "" {
 		if u, err := url.Parse(o.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("S3Endpoint %q is not an http(s) URL: set Options.S3Endpoint (AWS_ENDPOINT_URL_S3) to e.g. http://127.0.0.1:9000, or leave it empty for AWS", o.S3Endpoint))
+			errs = append(errs, fmt.Errorf("S3Endpoint %q is not an http(s) URL: set Options.S3Endpoint (AWS_ENDPOINT_URL_S3) to e.g. http://127.0.0.1:9000, or leave it empty for AWS", secret.URL(o.S3Endpoint)))
 		}
 	}
 	switch o.S3SSE {
@@ -384,6 +401,12 @@ func (o Options) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("S3SSE %q: use AES256, aws:kms, or empty for the bucket's default (Options.S3SSE, MEMAGENT_S3_SSE)", o.S3SSE))
 	}
+	return errs
+}
+
+// validateModel checks the model servers' settings.
+func (o Options) validateModel() []error {
+	var errs []error
 	if _, err := inference.ParseAPI(o.ModelAPI); err != nil {
 		errs = append(errs, fmt.Errorf("ModelAPI %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Options.ModelAPI, MEMAGENT_MODEL_API)", o.ModelAPI))
 	}
@@ -395,6 +418,12 @@ func (o Options) validate() error {
 	} else if _, err := inference.ParseEndpoints(strings.Join(o.ModelURLs, ","), "", o.ModelMaxInFlight); err != nil {
 		errs = append(errs, fmt.Errorf("ModelURLs: %w (Options.ModelURLs, Options.ModelMaxInFlight)", err))
 	}
+	return errs
+}
+
+// validateWorker checks the worker's limits and its deployment.
+func (o Options) validateWorker() []error {
+	var errs []error
 	if o.RateLimit < 0 {
 		errs = append(errs, errors.New("RateLimit must not be negative (Options.RateLimit, MEMAGENT_RATE_LIMIT)"))
 	}
@@ -404,7 +433,7 @@ func (o Options) validate() error {
 	if err := config.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
 		errs = append(errs, fmt.Errorf("%w (Options.DeploymentName, TEMPORAL_DEPLOYMENT_NAME; Options.BuildID, TEMPORAL_WORKER_BUILD_ID)", err))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // capacity is the model pool's capacity as configured, or 0 when the model

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // hostOnly are the worker settings that belong to the host of the plugin,
@@ -85,9 +86,9 @@ func TestOptionsFromEnvCarriesEveryWorkerSetting(t *testing.T) {
 	got.OCRWorkers, got.OCRPageTimeout = o.Limits.OCRWorkers, o.Limits.OCRPageTimeout
 	got.OCRMemoryMB = int(o.Limits.OCRMemoryBytes >> 20)
 	for _, k := range o.CodecKeys {
-		got.CodecKeys = append(got.CodecKeys, codec.Key{ID: k.ID, Raw: k.Key})
+		got.CodecKeys = append(got.CodecKeys, codec.Key{ID: k.ID, Raw: secret.Value(k.Key)})
 	}
-	got.CodecToken, got.CodecOrigins, got.CodecHosts, got.CodecEncode = o.CodecServer.Token, o.CodecServer.AllowOrigins, o.CodecServer.AllowHosts, o.CodecServer.AllowEncode
+	got.CodecToken, got.CodecOrigins, got.CodecHosts, got.CodecEncode = secret.Value(o.CodecServer.Token), o.CodecServer.AllowOrigins, o.CodecServer.AllowHosts, o.CodecServer.AllowEncode
 
 	want := reflect.ValueOf(cfg)
 	have := reflect.ValueOf(got)
@@ -112,5 +113,15 @@ func TestOptionsFromEnvCarriesEveryWorkerSetting(t *testing.T) {
 	}
 	if o.ModelTimeout != 3*time.Minute {
 		t.Errorf("ModelTimeout = %v", o.ModelTimeout)
+	}
+}
+
+// TestValidateKeepsUserInfoOut: a malformed S3 endpoint is named without
+// the credentials it carries.
+func TestValidateKeepsUserInfoOut(t *testing.T) {
+	o := Options{Bucket: "b", ModelURLs: []string{"http://gpu-1:8000/v1"}, S3Endpoint: "ftp://ak:pw-SECRET1@minio:9000"}
+	err := o.validate()
+	if err == nil || !strings.Contains(err.Error(), "minio:9000") || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("validate = %v, want the endpoint named without its user info", err)
 	}
 }

@@ -80,7 +80,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		defer os.Remove(path)
 		model := "the inference simulator (extractive stand-in, not a model)"
 		if modelSet {
-			model = cfg.ModelBaseURL
+			model = string(cfg.ModelBaseURL)
 		}
 		fmt.Fprintf(stdout, "document: %d tokens (%d bytes), the planted fact at %.0f%% depth\nquestion: %s\nmodel:    %s\n",
 			tok.Count(doc), len(doc), *depth*100, demoQuestion, model)

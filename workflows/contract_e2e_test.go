@@ -16,6 +16,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/workerapp/workerapptest"
 	"github.com/memagent/memagent/workflows"
 )
@@ -37,7 +38,7 @@ func startContractStack(t *testing.T) *contractStack {
 	}
 	t.Cleanup(c.Close)
 	ctx := context.Background()
-	store, err := s3store.New(ctx, s3store.Config{Endpoint: d.S3Endpoint, Region: d.Region, AccessKeyID: d.S3AccessKey, SecretAccessKey: d.S3SecretKey})
+	store, err := s3store.New(ctx, s3store.Config{Endpoint: secret.Endpoint(d.S3Endpoint), Region: d.Region, AccessKeyID: d.S3AccessKey, SecretAccessKey: secret.Value(d.S3SecretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}

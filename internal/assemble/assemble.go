@@ -86,7 +86,7 @@ func NewModelPool(cfg config.Config, logger *slog.Logger) (*inference.Pool, erro
 	if cfg.ModelAPI == inference.APIAzure {
 		parse = inference.ParseAzureEndpoints
 	}
-	eps, err := parse(cfg.ModelBaseURL, cfg.ModelAPIKey, cfg.ModelMaxInFlight)
+	eps, err := parse(string(cfg.ModelBaseURL), string(cfg.ModelAPIKey), cfg.ModelMaxInFlight)
 	if err != nil {
 		return nil, err
 	}

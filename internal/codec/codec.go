@@ -13,6 +13,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
+
+	redact "github.com/memagent/memagent/internal/secret"
 )
 
 // Metadata written on encrypted payloads.
@@ -26,7 +28,7 @@ const (
 // Key is one AES-256 key and the id recorded with what it encrypts.
 type Key struct {
 	ID  string
-	Raw []byte // 32 bytes
+	Raw redact.Value // 32 bytes
 }
 
 // Codec encrypts payloads with its first key and decrypts with any of its
@@ -55,7 +57,7 @@ func New(keys []Key) (*Codec, error) {
 		if _, dup := c.aeads[k.ID]; dup {
 			return nil, fmt.Errorf("codec: key id %q is listed twice", k.ID)
 		}
-		block, err := aes.NewCipher(k.Raw)
+		block, err := aes.NewCipher([]byte(k.Raw))
 		if err != nil {
 			return nil, fmt.Errorf("codec: key %q: %w", k.ID, err)
 		}
@@ -143,7 +145,7 @@ func ParseKeys(spec string) ([]Key, error) {
 		if err != nil {
 			return nil, fmt.Errorf("codec: key %q is not valid base64", strings.TrimSpace(id))
 		}
-		keys = append(keys, Key{ID: strings.TrimSpace(id), Raw: raw})
+		keys = append(keys, Key{ID: strings.TrimSpace(id), Raw: redact.Value(raw)})
 	}
 	if len(keys) == 0 {
 		return nil, errors.New("codec: no keys found: write id:base64key entries")

@@ -13,6 +13,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	redact "github.com/memagent/memagent/internal/secret"
 )
 
 func key(t *testing.T, id string) Key {
@@ -21,7 +23,7 @@ func key(t *testing.T, id string) Key {
 	if _, err := rand.Read(raw); err != nil {
 		t.Fatal(err)
 	}
-	return Key{ID: id, Raw: raw}
+	return Key{ID: id, Raw: redact.Value(raw)}
 }
 
 const secret = "the memory says the vault code is 4417-ORCHID"
@@ -69,7 +71,7 @@ func TestRoundTripAndRotation(t *testing.T) {
 	}
 	// Without k1 the old payloads fail clearly, naming the key id only.
 	_, err = mustNew(t, k2).Decode(enc)
-	if err == nil || !strings.Contains(err.Error(), `"k1"`) || strings.Contains(err.Error(), base64.StdEncoding.EncodeToString(k1.Raw)) {
+	if err == nil || !strings.Contains(err.Error(), `"k1"`) || strings.Contains(err.Error(), base64.StdEncoding.EncodeToString([]byte(k1.Raw))) {
 		t.Errorf("decode without k1: %v", err)
 	}
 	// Plain payloads pass through.
@@ -132,7 +134,7 @@ func TestParseKeys(t *testing.T) {
 			t.Errorf("ParseKeys = %v, %v; want ids %v", ids, err, tt.wantIDs)
 		}
 	}
-	if _, err := New([]Key{{ID: "short", Raw: make([]byte, 16)}}); err == nil || !strings.Contains(err.Error(), "want 32") {
+	if _, err := New([]Key{{ID: "short", Raw: redact.Value(make([]byte, 16))}}); err == nil || !strings.Contains(err.Error(), "want 32") {
 		t.Errorf("New with a 16-byte key: %v", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	redact "github.com/memagent/memagent/internal/secret"
 )
 
 func TestKeyAndTokenPrintRedacted(t *testing.T) {
@@ -19,8 +21,8 @@ func TestKeyAndTokenPrintRedacted(t *testing.T) {
 		v       any
 		visible string
 	}{
-		{"Key", Key{ID: "k1", Raw: raw}, "k1"},
-		{"[]Key", []Key{{ID: "k1", Raw: raw}}, "k1"},
+		{"Key", Key{ID: "k1", Raw: redact.Value(raw)}, "k1"},
+		{"[]Key", []Key{{ID: "k1", Raw: redact.Value(raw)}}, "k1"},
 		{"ServerOptions", ServerOptions{Token: token, AllowOrigins: []string{"http://127.0.0.1:8233"}}, "http://127.0.0.1:8233"},
 		{"*ServerOptions", &ServerOptions{Token: token, AllowHosts: []string{"codec.internal"}}, "codec.internal"},
 	} {

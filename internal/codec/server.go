@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/converter"
+
+	redact "github.com/memagent/memagent/internal/secret"
 )
 
 // DefaultMaxBodyBytes bounds a request's body: the Temporal UI sends a
@@ -21,7 +23,7 @@ const DefaultMaxBodyBytes = 4 << 20
 type ServerOptions struct {
 	// Token, when set, must arrive as "Authorization: Bearer <token>" (the
 	// Temporal UI forwards the user's token); requests without it get 401.
-	Token string
+	Token redact.Value
 	// AllowOrigins are the browser origins allowed to call the endpoint
 	// with credentials, e.g. the Temporal UI's "http://127.0.0.1:8233",
 	// matched exactly. "*" lets any origin call it, but without

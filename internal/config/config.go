@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // Addresses and credentials of the embedded dev stack. Without any
@@ -70,7 +72,7 @@ type Config struct {
 	// from: it also carries what they cannot say (inline PEM data, host
 	// verification, the :authority, gRPC metadata), which
 	// TemporalConnection and TemporalHeaders apply.
-	TemporalProfile envconfig.ClientConfigProfile
+	TemporalProfile secret.Opaque[envconfig.ClientConfigProfile]
 	// Deprecations are one-line notes on deprecated settings in use, for
 	// the process to log at start.
 	Deprecations []string
@@ -79,7 +81,7 @@ type Config struct {
 	TemporalTLSServerName string
 	// TemporalAPIKey is sent as a bearer token on every Temporal call
 	// (TEMPORAL_API_KEY), as Temporal Cloud's API keys are; never printed.
-	TemporalAPIKey string
+	TemporalAPIKey secret.Value
 	// ClientIdentity is the identity a client dials Temporal with, which
 	// Temporal records in the history of what it sends; empty means the
 	// SDK's default (pid@host). The review desk and the starter's sign-off
@@ -87,10 +89,10 @@ type Config struct {
 	// (and the reviewer) it came through. No flag or environment variable.
 	ClientIdentity string
 
-	S3Endpoint  string // "" after Load means AWS itself
+	S3Endpoint  secret.Endpoint // "" after Load means AWS itself
 	S3Region    string
 	S3AccessKey string
-	S3SecretKey string
+	S3SecretKey secret.Value
 	S3PathStyle bool
 	Bucket      string
 	// ReadPrefixes are the s3:// prefixes documents and manifests may be
@@ -133,9 +135,9 @@ type Config struct {
 	// ModelBaseURL is one OpenAI-compatible base URL or several,
 	// comma-separated: a pool of replicas (OPENAI_BASE_URL). With Azure it
 	// is the resource's endpoint, or several (AZURE_OPENAI_ENDPOINT).
-	ModelBaseURL string
+	ModelBaseURL secret.Endpoint
 	// ModelAPIKey is OPENAI_API_KEY, or with Azure AZURE_OPENAI_API_KEY.
-	ModelAPIKey string
+	ModelAPIKey secret.Value
 	// ModelAPIVersion is Azure's api-version (OPENAI_API_VERSION); empty
 	// means inference.DefaultAzureAPIVersion.
 	ModelAPIVersion string
@@ -181,7 +183,7 @@ type Config struct {
 	CodecKeys CodecKeys
 	// CodecToken is the bearer token the codec server requires
 	// (MEMAGENT_CODEC_TOKEN); empty requires none.
-	CodecToken string
+	CodecToken secret.Value
 	// CodecOrigins are the browser origins allowed to call the codec
 	// server (MEMAGENT_CODEC_CORS_ORIGINS, comma-separated; "*" allows any,
 	// without credentials).
@@ -242,6 +244,10 @@ func (c Config) WorkerBuildID() string {
 // not is handed back to Temporal when its heartbeat times out.
 const DefaultStopTimeout = 30 * time.Second
 
+// DefaultModelTimeout bounds one model request by default
+// (MEMAGENT_MODEL_TIMEOUT): the inference client's own default.
+const DefaultModelTimeout = inference.DefaultRequestTimeout
+
 // WorkerStopTimeout is StopTimeout, or DefaultStopTimeout when unset.
 func (c Config) WorkerStopTimeout() time.Duration {
 	if c.StopTimeout <= 0 {
@@ -289,7 +295,7 @@ func Default() Config {
 		S3PathStyle:       true,
 		Bucket:            "memagent",
 		ModelBaseURL:      DevModelBaseURL,
-		ModelTimeout:      10 * time.Minute,
+		ModelTimeout:      DefaultModelTimeout,
 		LogLevel:          slog.LevelInfo,
 		HTTPAddr:          DefaultHTTPAddr,
 		CodecOrigins:      []string{DevUIURL},
@@ -298,10 +304,26 @@ func Default() Config {
 }
 
 // FromEnv returns Default overridden by the environment (lookup is
-// os.LookupEnv in production, a map in tests).
+// os.LookupEnv in production, a map in tests): the Temporal connection as
+// envconfig reads it, then each of settings in turn. The error names the
+// first variable that does not parse.
 func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c := Default()
-	get := func(names ...string) (string, bool) {
+	if err := c.loadTemporal(firstSet(lookup)); err != nil {
+		return c, err
+	}
+	for _, s := range settings {
+		if err := s.apply(&c, lookup); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// firstSet is the value of the first of names that is set and not empty:
+// set and empty is unset, for every setting but MEMAGENT_HTTP_ADDR.
+func firstSet(lookup func(string) (string, bool)) func(names ...string) (string, bool) {
+	return func(names ...string) (string, bool) {
 		for _, n := range names {
 			if v, ok := lookup(n); ok && v != "" {
 				return v, true
@@ -309,217 +331,211 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 		return "", false
 	}
-	if err := c.loadTemporal(get); err != nil {
-		return c, err
+}
+
+// A setting is one environment variable FromEnv reads, or several names
+// for it (the first set wins), and what its value does to a Config.
+type setting struct {
+	names []string
+	// set applies the value v of the variable name; its error names the
+	// variable and says what to write instead.
+	set func(c *Config, name, v string) error
+	// emptyCounts reads names[0] even when set and empty (which turns the
+	// HTTP endpoint off).
+	emptyCounts bool
+	// load, instead of set, reads what it needs itself, always.
+	load func(c *Config, lookup func(string) (string, bool)) error
+}
+
+func (s setting) apply(c *Config, lookup func(string) (string, bool)) error {
+	if s.load != nil {
+		return s.load(c, lookup)
 	}
-	if v, ok := get("MEMAGENT_TASK_QUEUE"); ok {
-		c.TaskQueue = v
+	v, ok := firstSet(lookup)(s.names...)
+	if s.emptyCounts {
+		v, ok = lookup(s.names[0])
 	}
-	if v, ok := get("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"); ok {
-		c.S3Endpoint = v
+	if !ok {
+		return nil
 	}
-	if v, ok := get("AWS_REGION", "AWS_DEFAULT_REGION"); ok {
-		c.S3Region = v
-	}
-	if v, ok := get("MEMAGENT_BUCKET"); ok {
-		c.Bucket = v
-	}
-	if v, ok := get("MEMAGENT_CREATE_BUCKET"); ok {
+	return s.set(c, s.names[0], v)
+}
+
+// settings are the variables FromEnv reads after the Temporal connection,
+// in the order it reads them: a later one may depend on an earlier one
+// (Azure's variables on MEMAGENT_MODEL_API, the dev stack's credentials on
+// the S3 endpoint).
+var settings = []setting{
+	{names: []string{"MEMAGENT_TASK_QUEUE"}, set: text(func(c *Config) *string { return &c.TaskQueue })},
+	{names: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}, set: text(func(c *Config) *secret.Endpoint { return &c.S3Endpoint })},
+	{names: []string{"AWS_REGION", "AWS_DEFAULT_REGION"}, set: text(func(c *Config) *string { return &c.S3Region })},
+	{names: []string{"MEMAGENT_BUCKET"}, set: text(func(c *Config) *string { return &c.Bucket })},
+	{names: []string{"MEMAGENT_CREATE_BUCKET"}, set: func(c *Config, _, v string) error {
 		c.CreateBucket = v == "true" || v == "1"
-	}
-	if v, ok := get("MEMAGENT_READ_PREFIXES"); ok {
-		c.ReadPrefixes = splitList(v)
-	}
-	if v, ok := get("MEMAGENT_WRITE_PREFIXES"); ok {
-		c.WritePrefixes = splitList(v)
-	}
-	if v, ok := get("MEMAGENT_CLAIM_ROOTS"); ok {
-		c.ClaimRoots = splitList(v)
-	}
-	if v, ok := get("MEMAGENT_CLAIM_DEPTH"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return c, fmt.Errorf("MEMAGENT_CLAIM_DEPTH %q: want how many folders below its claim root a claimed prefix must be, at least (e.g. 2; 0 = the default, 2)", v)
-		}
-		c.ClaimDepth = n
-	}
-	if v, ok := get("MEMAGENT_NOTIFY_HOSTS"); ok {
-		c.NotifyHosts = splitList(v)
-	}
-	if v, ok := get("MEMAGENT_NOTIFY_ALLOW_NETS"); ok {
-		c.NotifyAllowNets = splitList(v)
-	}
-	if v, ok := get("MEMAGENT_S3_PATH_STYLE"); ok {
+		return nil
+	}},
+	{names: []string{"MEMAGENT_READ_PREFIXES"}, set: list(func(c *Config) *[]string { return &c.ReadPrefixes })},
+	{names: []string{"MEMAGENT_WRITE_PREFIXES"}, set: list(func(c *Config) *[]string { return &c.WritePrefixes })},
+	{names: []string{"MEMAGENT_CLAIM_ROOTS"}, set: list(func(c *Config) *[]string { return &c.ClaimRoots })},
+	{names: []string{"MEMAGENT_CLAIM_DEPTH"}, set: whole(func(c *Config) *int { return &c.ClaimDepth }, 0, math.MaxInt,
+		"want how many folders below its claim root a claimed prefix must be, at least (e.g. 2; 0 = the default, 2)")},
+	{names: []string{"MEMAGENT_NOTIFY_HOSTS"}, set: list(func(c *Config) *[]string { return &c.NotifyHosts })},
+	{names: []string{"MEMAGENT_NOTIFY_ALLOW_NETS"}, set: list(func(c *Config) *[]string { return &c.NotifyAllowNets })},
+	{names: []string{"MEMAGENT_S3_PATH_STYLE"}, set: func(c *Config, _, v string) error {
 		c.S3PathStyle = v != "false" && v != "0"
-	}
-	if v, ok := get("OPENAI_BASE_URL"); ok {
-		c.ModelBaseURL = v
-		c.ModelConfigured = true
-	}
-	if v, ok := get("OPENAI_API_KEY"); ok {
-		c.ModelAPIKey = v
-	}
-	if v, ok := get("MEMAGENT_MODEL_API"); ok {
+		return nil
+	}},
+	{names: []string{"OPENAI_BASE_URL"}, set: func(c *Config, _, v string) error {
+		c.ModelBaseURL, c.ModelConfigured = secret.Endpoint(v), true
+		return nil
+	}},
+	{names: []string{"OPENAI_API_KEY"}, set: text(func(c *Config) *secret.Value { return &c.ModelAPIKey })},
+	{names: []string{"MEMAGENT_MODEL_API"}, set: func(c *Config, name, v string) error {
 		api, err := inference.ParseAPI(v)
 		if err != nil {
-			return c, fmt.Errorf("MEMAGENT_MODEL_API %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Azure OpenAI)", v)
+			return fmt.Errorf("%s %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Azure OpenAI)", name, v)
 		}
 		c.ModelAPI = api
-	}
-	if c.ModelAPI == inference.APIAzure {
-		// Azure's own variables, as OpenAI's SDKs read them; the
-		// OpenAI ones are not Azure's and are not used.
-		c.ModelBaseURL, _ = get("AZURE_OPENAI_ENDPOINT")
-		c.ModelAPIKey, _ = get("AZURE_OPENAI_API_KEY")
-		c.ModelConfigured = true
-	}
-	if v, ok := get("OPENAI_API_VERSION"); ok {
-		c.ModelAPIVersion = v
-	}
-	if v, ok := get("MEMAGENT_MODEL"); ok {
-		c.Model = v
-	}
-	if v, ok := get("MEMAGENT_MODEL_FAMILY"); ok {
-		c.ModelFamily = v
-	}
-	if v, ok := get("MEMAGENT_MODEL_CONTEXT"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return c, fmt.Errorf("MEMAGENT_MODEL_CONTEXT %q: want the model's context length in tokens, e.g. 128000 (0 = what the server reports)", v)
-		}
-		c.ModelContext = n
-	}
-	if v, ok := get("MEMAGENT_MODEL_TIMEOUT"); ok {
+		return nil
+	}},
+	{load: loadAzure},
+	{names: []string{"OPENAI_API_VERSION"}, set: text(func(c *Config) *string { return &c.ModelAPIVersion })},
+	{names: []string{"MEMAGENT_MODEL"}, set: text(func(c *Config) *string { return &c.Model })},
+	{names: []string{"MEMAGENT_MODEL_FAMILY"}, set: text(func(c *Config) *string { return &c.ModelFamily })},
+	{names: []string{"MEMAGENT_MODEL_CONTEXT"}, set: whole(func(c *Config) *int { return &c.ModelContext }, 0, math.MaxInt,
+		"want the model's context length in tokens, e.g. 128000 (0 = what the server reports)")},
+	{names: []string{"MEMAGENT_MODEL_TIMEOUT"}, set: func(c *Config, name, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return c, fmt.Errorf("MEMAGENT_MODEL_TIMEOUT %q: %w (use e.g. 10m)", v, err)
+			return fmt.Errorf("%s %q: %w (use e.g. 10m)", name, v, err)
 		}
 		c.ModelTimeout = d
-	}
-	if v, ok := get("MEMAGENT_MAX_IN_FLIGHT"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return c, fmt.Errorf("MEMAGENT_MAX_IN_FLIGHT %q: want a whole number >= 0", v)
-		}
-		c.ModelMaxInFlight = n
-	}
-	if v, ok := get("MEMAGENT_CHUNK_CACHE_MB"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < -1 {
-			return c, fmt.Errorf("MEMAGENT_CHUNK_CACHE_MB %q: want megabytes >= 0 (0 = the default, 64), or -1 to turn the cache off", v)
-		}
-		c.ChunkCacheMB = n
-	}
-	if v, ok := get("MEMAGENT_RATE_LIMIT"); ok {
+		return nil
+	}},
+	{names: []string{"MEMAGENT_MAX_IN_FLIGHT"}, set: whole(func(c *Config) *int { return &c.ModelMaxInFlight }, 0, math.MaxInt,
+		"want a whole number >= 0")},
+	{names: []string{"MEMAGENT_CHUNK_CACHE_MB"}, set: whole(func(c *Config) *int { return &c.ChunkCacheMB }, -1, math.MaxInt,
+		"want megabytes >= 0 (0 = the default, 64), or -1 to turn the cache off")},
+	{names: []string{"MEMAGENT_RATE_LIMIT"}, set: func(c *Config, name, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 {
-			return c, fmt.Errorf("MEMAGENT_RATE_LIMIT %q: want activities per second >= 0", v)
+			return fmt.Errorf("%s %q: want activities per second >= 0", name, v)
 		}
 		c.RateLimit = f
-	}
-	for _, k := range []struct {
-		name string
-		to   *int
-	}{{"MEMAGENT_MAX_CONVERTED_MB", &c.MaxConvertedMB}, {"MEMAGENT_PDF_MEMORY_MB", &c.PDFMemoryMB}, {"MEMAGENT_OCR_MEMORY_MB", &c.OCRMemoryMB}} {
-		if v, ok := get(k.name); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return c, fmt.Errorf("%s %q: want a positive number of MiB", k.name, v)
-			}
-			*k.to = n
-		}
-	}
-	if v, ok := get("MEMAGENT_TESSERACT"); ok {
-		c.OCRCommand = v
-	}
-	if v, ok := get("MEMAGENT_OCR_WORKERS"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 1024 {
-			return c, fmt.Errorf("MEMAGENT_OCR_WORKERS %q: want a number of pages read at once, 0 for one per CPU", v)
-		}
-		c.OCRWorkers = n
-	}
-	if v, ok := get("MEMAGENT_OCR_PAGE_TIMEOUT"); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("MEMAGENT_OCR_PAGE_TIMEOUT %q: want a positive duration such as 2m", v)
-		}
-		c.OCRPageTimeout = d
-	}
-	if v, ok := get("MEMAGENT_CONVERT_TIMEOUT"); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("MEMAGENT_CONVERT_TIMEOUT %q: want a positive duration such as 10m", v)
-		}
-		c.ConvertTimeout = d
-	}
-	if v, ok := get("MEMAGENT_STOP_TIMEOUT"); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("MEMAGENT_STOP_TIMEOUT %q: want a positive duration such as 30s or 5m", v)
-		}
-		c.StopTimeout = d
-	}
-	if v, ok := get("TEMPORAL_DEPLOYMENT_NAME"); ok {
-		c.DeploymentName = v
-	}
-	if v, ok := get("TEMPORAL_WORKER_BUILD_ID"); ok {
-		c.BuildID = v
-	}
-	if v, ok := get("MEMAGENT_LOG_LEVEL"); ok {
+		return nil
+	}},
+	{names: []string{"MEMAGENT_MAX_CONVERTED_MB"}, set: whole(func(c *Config) *int { return &c.MaxConvertedMB }, 1, math.MaxInt, mibWanted)},
+	{names: []string{"MEMAGENT_PDF_MEMORY_MB"}, set: whole(func(c *Config) *int { return &c.PDFMemoryMB }, 1, math.MaxInt, mibWanted)},
+	{names: []string{"MEMAGENT_OCR_MEMORY_MB"}, set: whole(func(c *Config) *int { return &c.OCRMemoryMB }, 1, math.MaxInt, mibWanted)},
+	{names: []string{"MEMAGENT_TESSERACT"}, set: text(func(c *Config) *string { return &c.OCRCommand })},
+	{names: []string{"MEMAGENT_OCR_WORKERS"}, set: whole(func(c *Config) *int { return &c.OCRWorkers }, 0, 1024,
+		"want a number of pages read at once, 0 for one per CPU")},
+	{names: []string{"MEMAGENT_OCR_PAGE_TIMEOUT"}, set: positive(func(c *Config) *time.Duration { return &c.OCRPageTimeout }, "2m")},
+	{names: []string{"MEMAGENT_CONVERT_TIMEOUT"}, set: positive(func(c *Config) *time.Duration { return &c.ConvertTimeout }, "10m")},
+	{names: []string{"MEMAGENT_STOP_TIMEOUT"}, set: positive(func(c *Config) *time.Duration { return &c.StopTimeout }, "30s or 5m")},
+	{names: []string{"TEMPORAL_DEPLOYMENT_NAME"}, set: text(func(c *Config) *string { return &c.DeploymentName })},
+	{names: []string{"TEMPORAL_WORKER_BUILD_ID"}, set: text(func(c *Config) *string { return &c.BuildID })},
+	{names: []string{"MEMAGENT_LOG_LEVEL"}, set: func(c *Config, name, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			return c, fmt.Errorf("MEMAGENT_LOG_LEVEL %q: use debug, info, warn or error", v)
+			return fmt.Errorf("%s %q: use debug, info, warn or error", name, v)
 		}
-	}
-	// Set and empty is meaningful here: it turns the endpoint off.
-	if v, ok := lookup("MEMAGENT_HTTP_ADDR"); ok {
-		c.HTTPAddr = v
-	}
-	if v, ok := get("MEMAGENT_S3_SSE"); ok {
-		c.S3SSE = v
-	}
-	if v, ok := get("MEMAGENT_S3_KMS_KEY_ID"); ok {
-		c.S3KMSKeyID = v
-	}
-	keys, err := codec.LoadKeys(lookup)
-	if err != nil {
-		return c, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS: id:base64key entries, a key made with `openssl rand -base64 32`)", err)
-	}
-	c.CodecKeys = keys
-	if v, ok := get("MEMAGENT_CODEC_TOKEN"); ok {
-		c.CodecToken = v
-	}
-	if v, ok := get("MEMAGENT_CODEC_HOSTS"); ok {
-		c.CodecHosts = nil
-		for _, h := range strings.Split(v, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				c.CodecHosts = append(c.CodecHosts, h)
-			}
+		return nil
+	}},
+	{names: []string{"MEMAGENT_HTTP_ADDR"}, emptyCounts: true, set: text(func(c *Config) *string { return &c.HTTPAddr })},
+	{names: []string{"MEMAGENT_S3_SSE"}, set: text(func(c *Config) *string { return &c.S3SSE })},
+	{names: []string{"MEMAGENT_S3_KMS_KEY_ID"}, set: text(func(c *Config) *string { return &c.S3KMSKeyID })},
+	{load: func(c *Config, lookup func(string) (string, bool)) error {
+		keys, err := codec.LoadKeys(lookup)
+		if err != nil {
+			return fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS: id:base64key entries, a key made with `openssl rand -base64 32`)", err)
 		}
-	}
-	if v, ok := get("MEMAGENT_CODEC_ENCODE"); ok {
+		c.CodecKeys = keys
+		return nil
+	}},
+	{names: []string{"MEMAGENT_CODEC_TOKEN"}, set: text(func(c *Config) *secret.Value { return &c.CodecToken })},
+	{names: []string{"MEMAGENT_CODEC_HOSTS"}, set: list(func(c *Config) *[]string { return &c.CodecHosts })},
+	{names: []string{"MEMAGENT_CODEC_ENCODE"}, set: func(c *Config, name, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return c, fmt.Errorf("MEMAGENT_CODEC_ENCODE %q: want true or false", v)
+			return fmt.Errorf("%s %q: want true or false", name, v)
 		}
 		c.CodecEncode = b
+		return nil
+	}},
+	{names: []string{"MEMAGENT_CODEC_CORS_ORIGINS"}, set: list(func(c *Config) *[]string { return &c.CodecOrigins })},
+	{load: loadDevCredentials},
+}
+
+// mibWanted is what the MiB settings want.
+const mibWanted = "want a positive number of MiB"
+
+// text sets a string field to the value as it is.
+func text[T ~string](field func(*Config) *T) func(*Config, string, string) error {
+	return func(c *Config, _, v string) error {
+		*field(c) = T(v)
+		return nil
 	}
-	if v, ok := get("MEMAGENT_CODEC_CORS_ORIGINS"); ok {
-		c.CodecOrigins = nil
-		for _, o := range strings.Split(v, ",") {
-			if o = strings.TrimSpace(o); o != "" {
-				c.CodecOrigins = append(c.CodecOrigins, o)
-			}
+}
+
+// list sets a field to the comma-separated items of the value.
+func list(field func(*Config) *[]string) func(*Config, string, string) error {
+	return func(c *Config, _, v string) error {
+		*field(c) = splitList(v)
+		return nil
+	}
+}
+
+// whole sets an int field to the value, a whole number within [lo, hi],
+// or fails saying what is wanted.
+func whole(field func(*Config) *int, lo, hi int, want string) func(*Config, string, string) error {
+	return func(c *Config, name, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%s %q: %s", name, v, want)
 		}
+		*field(c) = n
+		return nil
 	}
-	// Static credentials from the environment are picked up by the SDK's
-	// default chain; the dev stack's are supplied only when nothing else is.
+}
+
+// positive sets a duration field to the value, a positive duration, or
+// fails with an example.
+func positive(field func(*Config) *time.Duration, example string) func(*Config, string, string) error {
+	return func(c *Config, name, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s %q: want a positive duration such as %s", name, v, example)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// loadAzure reads Azure's own variables, as OpenAI's SDKs read them, when
+// MEMAGENT_MODEL_API is azure; the OpenAI ones are not Azure's and are not
+// used.
+func loadAzure(c *Config, lookup func(string) (string, bool)) error {
+	if c.ModelAPI != inference.APIAzure {
+		return nil
+	}
+	get := firstSet(lookup)
+	endpoint, _ := get("AZURE_OPENAI_ENDPOINT")
+	key, _ := get("AZURE_OPENAI_API_KEY")
+	c.ModelBaseURL, c.ModelAPIKey, c.ModelConfigured = secret.Endpoint(endpoint), secret.Value(key), true
+	return nil
+}
+
+// loadDevCredentials supplies the dev stack's S3 keys when the endpoint is
+// the dev stack's and the environment names no credentials: static ones
+// from the environment are picked up by the SDK's default chain.
+func loadDevCredentials(c *Config, lookup func(string) (string, bool)) error {
+	get := firstSet(lookup)
 	_, hasKey := get("AWS_ACCESS_KEY_ID")
 	_, hasProfile := get("AWS_PROFILE")
 	if !hasKey && !hasProfile && c.S3Endpoint == DevS3Endpoint {
 		c.S3AccessKey, c.S3SecretKey = DevS3AccessKey, DevS3SecretKey
 	}
-	return c, nil
+	return nil
 }
 
 // envLookup gives envconfig the variables get sees: set and empty is unset,
@@ -585,14 +601,14 @@ func (c *Config) loadTemporal(get func(names ...string) (string, bool)) error {
 			p.TLS.ServerCACertPath = v
 		}
 	}
-	c.TemporalProfile = p
+	c.TemporalProfile.V = p
 	if p.Address != "" {
 		c.TemporalAddress = p.Address
 	}
 	if p.Namespace != "" {
 		c.TemporalNamespace = p.Namespace
 	}
-	c.TemporalAPIKey = p.APIKey
+	c.TemporalAPIKey = secret.Value(p.APIKey)
 	if t := p.TLS; t != nil {
 		c.TemporalTLS = !t.Disabled
 		c.TemporalTLSCert, c.TemporalTLSKey, c.TemporalTLSCA = t.ClientCertPath, t.ClientKeyPath, t.ServerCACertPath
@@ -617,7 +633,7 @@ func (c *Config) RegisterClientFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TemporalAddress, "temporal-address", c.TemporalAddress, "Temporal frontend host:port (TEMPORAL_ADDRESS)")
 	fs.StringVar(&c.TemporalNamespace, "namespace", c.TemporalNamespace, "Temporal namespace (TEMPORAL_NAMESPACE)")
 	fs.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "task queue (MEMAGENT_TASK_QUEUE)")
-	fs.StringVar(&c.S3Endpoint, "s3-endpoint", c.S3Endpoint, `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
+	fs.StringVar((*string)(&c.S3Endpoint), "s3-endpoint", string(c.S3Endpoint), `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "bucket for uploads, indexes, traces and results (MEMAGENT_BUCKET)")
 	fs.BoolVar(&c.CreateBucket, "create-bucket", c.CreateBucket, "create the bucket if it is missing (MEMAGENT_CREATE_BUCKET); otherwise a missing bucket is an error")
 	fs.StringVar(&c.Model, "model", c.Model, "served model name, or the Azure deployment; empty = the server's first model (MEMAGENT_MODEL)")
@@ -626,7 +642,7 @@ func (c *Config) RegisterClientFlags(fs *flag.FlagSet) {
 // RegisterWorkerFlags binds the flags only a worker uses: the model
 // server and the worker's limits.
 func (c *Config) RegisterWorkerFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.ModelBaseURL, "model-url", c.ModelBaseURL, "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL); with --model-api azure the resource's endpoint (AZURE_OPENAI_ENDPOINT)")
+	fs.StringVar((*string)(&c.ModelBaseURL), "model-url", string(c.ModelBaseURL), "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL); with --model-api azure the resource's endpoint (AZURE_OPENAI_ENDPOINT)")
 	fs.StringVar((*string)(&c.ModelAPI), "model-api", string(c.ModelAPI), "the model server's API: openai (OpenAI and compatible servers such as vLLM) or azure (MEMAGENT_MODEL_API)")
 	fs.IntVar(&c.ModelContext, "model-context", c.ModelContext, "the model's context length in tokens; 0 = what the server reports (MEMAGENT_MODEL_CONTEXT; Azure reports none)")
 	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
@@ -642,8 +658,18 @@ func (c *Config) Normalize() {
 	}
 }
 
-// Validate reports the first setting that cannot work, naming what to change.
+// Validate reports every setting that cannot work, each naming what to
+// change.
 func (c Config) Validate() error {
+	var errs []error
+	for _, check := range []func() []error{c.validateRequired, c.validateAreas, c.validateS3Endpoint, c.validateModel, c.validateWorker, c.validateSSE, c.validateCodec} {
+		errs = append(errs, check()...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateRequired checks the settings that have to be set.
+func (c Config) validateRequired() []error {
 	var errs []error
 	if c.TemporalAddress == "" {
 		errs = append(errs, errors.New("temporal address is empty: set TEMPORAL_ADDRESS or --temporal-address"))
@@ -657,6 +683,12 @@ func (c Config) Validate() error {
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("bucket is empty: set MEMAGENT_BUCKET or --bucket"))
 	}
+	return errs
+}
+
+// validateAreas checks where a caller may read, write and notify.
+func (c Config) validateAreas() []error {
+	var errs []error
 	for _, p := range append(append(append([]string(nil), c.ReadPrefixes...), c.WritePrefixes...), c.ClaimRoots...) {
 		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
 			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (MEMAGENT_READ_PREFIXES, MEMAGENT_WRITE_PREFIXES, MEMAGENT_CLAIM_ROOTS)", p))
@@ -671,12 +703,24 @@ func (c Config) Validate() error {
 	if err := notify.CheckHosts(c.NotifyHosts); err != nil {
 		errs = append(errs, fmt.Errorf("%w (MEMAGENT_NOTIFY_HOSTS)", err))
 	}
-	if c.S3Endpoint != "" {
-		if err := checkURL(c.S3Endpoint); err != nil {
-			errs = append(errs, fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err))
-		}
+	return errs
+}
+
+// validateS3Endpoint checks the S3 endpoint, when it is not AWS itself.
+func (c Config) validateS3Endpoint() []error {
+	if c.S3Endpoint == "" {
+		return nil
 	}
-	errs = append(errs, c.validateModel()...)
+	if err := checkURL(string(c.S3Endpoint)); err != nil {
+		return []error{fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err)}
+	}
+	return nil
+}
+
+// validateWorker checks the worker's limits, its HTTP endpoint, its
+// Temporal connection and its deployment.
+func (c Config) validateWorker() []error {
+	var errs []error
 	if c.RateLimit < 0 {
 		errs = append(errs, errors.New("rate limit must not be negative: set --rate-limit"))
 	}
@@ -697,24 +741,37 @@ func (c Config) Validate() error {
 	if err := CheckDeployment(c.DeploymentName, c.BuildID, c.WorkerBuildID()); err != nil {
 		errs = append(errs, fmt.Errorf("%w (TEMPORAL_DEPLOYMENT_NAME or --deployment-name, TEMPORAL_WORKER_BUILD_ID or --build-id)", err))
 	}
+	return errs
+}
+
+// validateSSE checks the server-side encryption asked of S3.
+func (c Config) validateSSE() []error {
 	switch c.S3SSE {
 	case "", SSES3:
 		if c.S3KMSKeyID != "" {
-			errs = append(errs, fmt.Errorf("MEMAGENT_S3_KMS_KEY_ID is set but MEMAGENT_S3_SSE is %q: set MEMAGENT_S3_SSE=aws:kms to use the KMS key", c.S3SSE))
+			return []error{fmt.Errorf("MEMAGENT_S3_KMS_KEY_ID is set but MEMAGENT_S3_SSE is %q: set MEMAGENT_S3_SSE=aws:kms to use the KMS key", c.S3SSE)}
 		}
 	case SSEKMS:
 	default:
-		errs = append(errs, fmt.Errorf("MEMAGENT_S3_SSE %q: use AES256, aws:kms, or leave it empty for the bucket's default", c.S3SSE))
+		return []error{fmt.Errorf("MEMAGENT_S3_SSE %q: use AES256, aws:kms, or leave it empty for the bucket's default", c.S3SSE)}
 	}
-	if len(c.CodecKeys) > 0 {
-		if _, err := codec.New(c.CodecKeys); err != nil {
-			errs = append(errs, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS)", err))
-		}
-		if c.CodecToken == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
-			errs = append(errs, fmt.Errorf("the codec server on %s would decrypt runs for anyone who reaches it: set MEMAGENT_CODEC_TOKEN, or serve on 127.0.0.1 (MEMAGENT_HTTP_ADDR)", c.HTTPAddr))
-		}
+	return nil
+}
+
+// validateCodec checks the payload keys, and that a codec server others
+// can reach requires a token.
+func (c Config) validateCodec() []error {
+	if len(c.CodecKeys) == 0 {
+		return nil
 	}
-	return errors.Join(errs...)
+	var errs []error
+	if _, err := codec.New(c.CodecKeys); err != nil {
+		errs = append(errs, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS)", err))
+	}
+	if c.CodecToken == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
+		errs = append(errs, fmt.Errorf("the codec server on %s would decrypt runs for anyone who reaches it: set MEMAGENT_CODEC_TOKEN, or serve on 127.0.0.1 (MEMAGENT_HTTP_ADDR)", c.HTTPAddr))
+	}
+	return errs
 }
 
 // validateModel checks the model server's settings.
@@ -728,14 +785,14 @@ func (c Config) validateModel() []error {
 		errs = append(errs, fmt.Errorf("model context %d is negative: set MEMAGENT_MODEL_CONTEXT (or --model-context) to the context length in tokens, or 0 for what the server reports", c.ModelContext))
 	}
 	if api != inference.APIAzure {
-		if _, err := inference.ParseEndpoints(c.ModelBaseURL, "", c.ModelMaxInFlight); err != nil {
+		if _, err := inference.ParseEndpoints(string(c.ModelBaseURL), "", c.ModelMaxInFlight); err != nil {
 			errs = append(errs, fmt.Errorf("model base URL: %w (OPENAI_BASE_URL or --model-url)", err))
 		}
 		return errs
 	}
 	if c.ModelBaseURL == DevModelBaseURL {
 		errs = append(errs, errors.New("Azure OpenAI needs its endpoint: set AZURE_OPENAI_ENDPOINT (or --model-url) to the resource's URL, e.g. https://NAME.openai.azure.com"))
-	} else if _, err := inference.ParseAzureEndpoints(c.ModelBaseURL, "", c.ModelMaxInFlight); err != nil {
+	} else if _, err := inference.ParseAzureEndpoints(string(c.ModelBaseURL), "", c.ModelMaxInFlight); err != nil {
 		errs = append(errs, fmt.Errorf("%w (or --model-url)", err))
 	}
 	if c.Model == "" {
@@ -759,55 +816,85 @@ func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentia
 		creds client.Credentials
 		pt    envconfig.ClientConfigTLS
 	)
-	if c.TemporalProfile.TLS != nil {
-		pt = *c.TemporalProfile.TLS
+	if c.TemporalProfile.V.TLS != nil {
+		pt = *c.TemporalProfile.V.TLS
 	}
-	conn.Authority = c.TemporalProfile.Authority
+	conn.Authority = c.TemporalProfile.V.Authority
 	certData, keyData := len(pt.ClientCertData) > 0, len(pt.ClientKeyData) > 0
 	if (c.TemporalTLSCert == "" && !certData) != (c.TemporalTLSKey == "" && !keyData) {
 		return conn, nil, errors.New("Temporal mTLS needs both a client certificate and its key: set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together")
 	}
-	// TEMPORAL_TLS=false (or tls.disabled in the profile) keeps TLS off
-	// even with an API key, as envconfig does; flags turn it back on.
-	disabled := pt.Disabled && !c.TemporalTLS
-	if !disabled && (c.TemporalTLS || c.TemporalTLSCert != "" || certData || c.TemporalTLSCA != "" || len(pt.ServerCACertData) > 0 ||
-		c.TemporalTLSServerName != "" || c.TemporalAPIKey != "") {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName, InsecureSkipVerify: pt.DisableHostVerification}
-		switch {
-		case certData:
-			cert, err := tls.X509KeyPair(pt.ClientCertData, pt.ClientKeyData)
-			if err != nil {
-				return conn, nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_DATA, TEMPORAL_TLS_CLIENT_KEY_DATA): %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		case c.TemporalTLSCert != "":
-			cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
-			if err != nil {
-				return conn, nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH): %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		pem, from := pt.ServerCACertData, "TEMPORAL_TLS_SERVER_CA_CERT_DATA"
-		if len(pem) == 0 && c.TemporalTLSCA != "" {
-			var err error
-			if pem, err = os.ReadFile(c.TemporalTLSCA); err != nil {
-				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %w", err)
-			}
-			from = c.TemporalTLSCA
-		}
-		if len(pem) > 0 {
-			roots := x509.NewCertPool()
-			if !roots.AppendCertsFromPEM(pem) {
-				return conn, nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %s holds no PEM certificate", from)
-			}
-			tc.RootCAs = roots
+	if c.temporalWantsTLS(pt) {
+		tc, err := c.temporalTLS(pt)
+		if err != nil {
+			return conn, nil, err
 		}
 		conn.TLS = tc
 	}
 	if c.TemporalAPIKey != "" {
-		creds = client.NewAPIKeyStaticCredentials(c.TemporalAPIKey)
+		creds = client.NewAPIKeyStaticCredentials(string(c.TemporalAPIKey))
 	}
 	return conn, creds, nil
+}
+
+// temporalWantsTLS reports whether the connection uses TLS: when asked, or
+// when a TLS file, the server name or an API key is set, unless
+// TEMPORAL_TLS=false (or tls.disabled in the profile) keeps it off, as
+// envconfig does; flags turn it back on.
+func (c Config) temporalWantsTLS(pt envconfig.ClientConfigTLS) bool {
+	if pt.Disabled && !c.TemporalTLS {
+		return false
+	}
+	return c.TemporalTLS || c.TemporalTLSCert != "" || len(pt.ClientCertData) > 0 || c.TemporalTLSCA != "" || len(pt.ServerCACertData) > 0 ||
+		c.TemporalTLSServerName != "" || c.TemporalAPIKey != ""
+}
+
+// temporalTLS is the TLS configuration of the connection: the client
+// certificate for mTLS and the roots to verify the frontend with, from
+// the profile's data or from files.
+func (c Config) temporalTLS(pt envconfig.ClientConfigTLS) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName, InsecureSkipVerify: pt.DisableHostVerification}
+	switch {
+	case len(pt.ClientCertData) > 0:
+		cert, err := tls.X509KeyPair(pt.ClientCertData, pt.ClientKeyData)
+		if err != nil {
+			return nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_DATA, TEMPORAL_TLS_CLIENT_KEY_DATA): %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	case c.TemporalTLSCert != "":
+		cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH): %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	roots, err := c.temporalRoots(pt)
+	if err != nil {
+		return nil, err
+	}
+	tc.RootCAs = roots
+	return tc, nil
+}
+
+// temporalRoots are the roots the profile's CA data or the CA file hold,
+// or nil for the system's.
+func (c Config) temporalRoots(pt envconfig.ClientConfigTLS) (*x509.CertPool, error) {
+	pem, from := pt.ServerCACertData, "TEMPORAL_TLS_SERVER_CA_CERT_DATA"
+	if len(pem) == 0 && c.TemporalTLSCA != "" {
+		var err error
+		if pem, err = os.ReadFile(c.TemporalTLSCA); err != nil {
+			return nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %w", err)
+		}
+		from = c.TemporalTLSCA
+	}
+	if len(pem) == 0 {
+		return nil, nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %s holds no PEM certificate", from)
+	}
+	return roots, nil
 }
 
 // TemporalHeaders is the gRPC metadata the profile adds to every Temporal
@@ -815,10 +902,10 @@ func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentia
 func (c Config) TemporalHeaders() interface {
 	GetHeaders(context.Context) (map[string]string, error)
 } {
-	if len(c.TemporalProfile.GRPCMeta) == 0 {
+	if len(c.TemporalProfile.V.GRPCMeta) == 0 {
 		return nil
 	}
-	return fixedHeaders(c.TemporalProfile.GRPCMeta)
+	return fixedHeaders(c.TemporalProfile.V.GRPCMeta)
 }
 
 type fixedHeaders map[string]string
@@ -841,7 +928,7 @@ func loopback(addr string) bool {
 func checkURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", s)
+		return fmt.Errorf("%q is not an http(s) URL", secret.URL(s))
 	}
 	return nil
 }

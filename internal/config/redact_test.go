@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/contrib/envconfig"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // printings renders v every way a program prints a value: each fmt verb,
@@ -38,10 +40,10 @@ func TestConfigPrintsNoSecret(t *testing.T) {
 	c.ModelAPIKey = "sk-SECRET3"
 	c.CodecToken = "codec-token-SECRET4"
 	c.ModelBaseURL = "http://user:url-SECRET5@vllm:8000/v1,http://tok-SECRET6@vllm2:8000/v1"
-	c.CodecKeys = CodecKeys{{ID: "k1", Raw: []byte(strings.Repeat("A", 32))}}
-	c.TemporalProfile.APIKey = "profile-key-SECRET7"
-	c.TemporalProfile.TLS = &envconfig.ClientConfigTLS{ClientKeyData: []byte("-----BEGIN KEY-----SECRET8")}
-	c.TemporalProfile.GRPCMeta = map[string]string{"authorization": "Bearer SECRET9"}
+	c.CodecKeys = CodecKeys{{ID: "k1", Raw: secret.Value(strings.Repeat("A", 32))}}
+	c.TemporalProfile.V.APIKey = "profile-key-SECRET7"
+	c.TemporalProfile.V.TLS = &envconfig.ClientConfigTLS{ClientKeyData: []byte("-----BEGIN KEY-----SECRET8")}
+	c.TemporalProfile.V.GRPCMeta = map[string]string{"authorization": "Bearer SECRET9"}
 	for how, s := range printings(c, &c) {
 		for _, secret := range []string{"SECRET1", "SECRET2", "SECRET3", "SECRET4", "SECRET5", "SECRET6", "SECRET7", "SECRET8", "SECRET9", strings.Repeat("A", 20), "QUFBQUFB", "65 65 65 65"} {
 			if strings.Contains(s, secret) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // DefaultRequestTimeout bounds one HTTP request to the model server when
@@ -37,11 +39,11 @@ type Config struct {
 	// BaseURL+"/chat/completions" and BaseURL+"/models"; nothing is
 	// appended or guessed. For APIAzure it is the resource's endpoint
 	// (AZURE_OPENAI_ENDPOINT), e.g. "https://NAME.openai.azure.com".
-	BaseURL string
+	BaseURL secret.Endpoint
 	// APIKey is sent as a bearer token (APIOpenAI) or in the api-key
 	// header (APIAzure) when non-empty. vLLM and SGLang need one only when
 	// started with --api-key.
-	APIKey string
+	APIKey secret.Value
 	// APIVersion is Azure's api-version query parameter; "" means
 	// DefaultAzureAPIVersion. Unused for APIOpenAI.
 	APIVersion string
@@ -90,18 +92,18 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
+	base := strings.TrimRight(strings.TrimSpace(string(cfg.BaseURL)), "/")
 	if dialect == APIAzure {
-		if base, err = normalizeAzureEndpoint(cfg.BaseURL); err != nil {
+		if base, err = normalizeAzureEndpoint(string(cfg.BaseURL)); err != nil {
 			return nil, fmt.Errorf("inference: %w", err)
 		}
 	} else {
 		u, err := url.Parse(base)
 		if err != nil || base == "" {
-			return nil, fmt.Errorf("inference: base URL %q is not a URL: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", redactURL(cfg.BaseURL))
+			return nil, fmt.Errorf("inference: base URL %q is not a URL: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", redactURL(string(cfg.BaseURL)))
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("inference: base URL %q must be an http or https URL with a host, e.g. http://host:8000/v1", redactURL(cfg.BaseURL))
+			return nil, fmt.Errorf("inference: base URL %q must be an http or https URL with a host, e.g. http://host:8000/v1", redactURL(string(cfg.BaseURL)))
 		}
 	}
 	if cfg.ContextLength < 0 {
@@ -133,10 +135,10 @@ func New(cfg Config) (*Client, error) {
 		hc.Timeout = timeout
 	}
 
-	oc := openai.DefaultConfig(cfg.APIKey)
+	oc := openai.DefaultConfig(string(cfg.APIKey))
 	oc.BaseURL = base
 	if dialect == APIAzure {
-		oc = openai.DefaultAzureConfig(cfg.APIKey, base)
+		oc = openai.DefaultAzureConfig(string(cfg.APIKey), base)
 		oc.APIVersion = cmp.Or(strings.TrimSpace(cfg.APIVersion), DefaultAzureAPIVersion)
 		// The deployment is named as configured (go-openai's default
 		// mapper would drop dots and colons from some names), escaped as
@@ -150,7 +152,7 @@ func New(cfg Config) (*Client, error) {
 	return &Client{
 		dialect:    dialect,
 		baseURL:    base,
-		apiKey:     cfg.APIKey,
+		apiKey:     string(cfg.APIKey),
 		model:      cfg.Model,
 		family:     cfg.ModelFamily,
 		contextLen: cfg.ContextLength,
@@ -360,3 +362,16 @@ func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
 	}
 	return list.Data, nil
 }
+
+// Format prints what the client talks to, never its key: its fields are
+// unexported, so fmt would otherwise print them all, the key among them.
+func (c *Client) Format(f fmt.State, _ rune) {
+	if c == nil {
+		fmt.Fprint(f, "<nil>")
+		return
+	}
+	fmt.Fprintf(f, "inference.Client{API:%s BaseURL:%s Model:%q APIKey:%s}", c.dialect, secret.URL(c.baseURL), c.model, secret.String(c.apiKey))
+}
+
+// LogValue is the client as Format prints it.
+func (c *Client) LogValue() slog.Value { return slog.StringValue(fmt.Sprint(c)) }

@@ -12,11 +12,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 func newTestClient(t *testing.T, baseURL string, mod func(*Config)) *Client {
 	t.Helper()
-	cfg := Config{BaseURL: baseURL + "/v1", APIKey: "sk-test-secret-key-0123456789", Model: "test-model"}
+	cfg := Config{BaseURL: secret.Endpoint(baseURL + "/v1"), APIKey: "sk-test-secret-key-0123456789", Model: "test-model"}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -594,7 +596,7 @@ func TestTokenize(t *testing.T) {
 		_, _ = w.Write([]byte(`{"count":7,"max_model_len":32768,"tokens":[1,2,3,4,5,6,7]}`))
 	}))
 	defer srv.Close()
-	c, err := New(Config{BaseURL: srv.URL + "/v1", Model: "m"})
+	c, err := New(Config{BaseURL: secret.Endpoint(srv.URL + "/v1"), Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}

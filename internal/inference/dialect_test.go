@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 const (
@@ -95,7 +97,7 @@ func azureServer(t *testing.T, answer func(w http.ResponseWriter, r *http.Reques
 
 func newAzureClient(t *testing.T, endpoint string, mod func(*Config)) *Client {
 	t.Helper()
-	cfg := Config{API: APIAzure, BaseURL: endpoint, APIKey: azureKey, Model: azureDeployment}
+	cfg := Config{API: APIAzure, BaseURL: secret.Endpoint(endpoint), APIKey: azureKey, Model: azureDeployment}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -162,7 +164,7 @@ func TestAzureAsksNothingButCompletions(t *testing.T) {
 		t.Errorf("Models without a deployment: %v, want an error naming MEMAGENT_MODEL", err)
 	}
 
-	p, err := NewPool(PoolConfig{API: APIAzure, Endpoints: []EndpointConfig{{BaseURL: srv.URL, APIKey: azureKey}},
+	p, err := NewPool(PoolConfig{API: APIAzure, Endpoints: []EndpointConfig{{BaseURL: secret.Endpoint(srv.URL), APIKey: azureKey}},
 		Model: azureDeployment, ContextLength: 64000, HealthInterval: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +355,7 @@ func TestOpenAIErrors(t *testing.T) {
 			c := newTestClient(t, srv.URL, func(c *Config) {
 				c.Model = "gpt-4o"
 				if tc.key != "" {
-					c.APIKey = tc.key
+					c.APIKey = secret.Value(tc.key)
 				}
 			})
 			_, err := c.Complete(context.Background(), Request{Prompt: tc.prompt})

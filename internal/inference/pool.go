@@ -68,9 +68,9 @@ const (
 // EndpointConfig is one model server.
 type EndpointConfig struct {
 	// BaseURL is the server's OpenAI base URL, as in Config.BaseURL.
-	BaseURL string
+	BaseURL secret.Endpoint
 	// APIKey is sent as a bearer token when non-empty.
-	APIKey string
+	APIKey secret.Value
 	// MaxInFlight caps the requests outstanding at this endpoint; zero
 	// means DefaultMaxInFlight.
 	MaxInFlight int
@@ -116,7 +116,7 @@ func parseEndpoints(dialect API, baseURLs, apiKey string, maxInFlight int) ([]En
 			return nil, fmt.Errorf("inference: %s lists %s twice: list each server once (raise its in-flight limit to send it more)", endpointsVar(dialect), redactURL(base))
 		}
 		seen[base] = true
-		eps = append(eps, EndpointConfig{BaseURL: base, APIKey: apiKey, MaxInFlight: maxInFlight})
+		eps = append(eps, EndpointConfig{BaseURL: secret.Endpoint(base), APIKey: secret.Value(apiKey), MaxInFlight: maxInFlight})
 	}
 	if len(eps) == 0 {
 		if dialect == APIAzure {
@@ -412,60 +412,19 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	tel.azure = dialect == APIAzure
 	p.tel = tel
 
-	seen := make(map[string]bool)
-	capacity, maxCap := 0, 0
-	for i, ec := range cfg.Endpoints {
-		if ec.MaxInFlight < 0 {
-			return nil, fmt.Errorf("inference: endpoint %d (%s): max in-flight %d is negative: use 0 for the default (%d)", i+1, redactURL(ec.BaseURL), ec.MaxInFlight, DefaultMaxInFlight)
-		}
-		base, err := normalizeBaseURL(ec.BaseURL)
-		if dialect == APIAzure {
-			if base, err = normalizeAzureEndpoint(ec.BaseURL); err != nil {
-				return nil, fmt.Errorf("inference: endpoint %d: %w", i+1, err)
-			}
-		} else if err != nil {
-			return nil, fmt.Errorf("inference: endpoint %d: %w: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", i+1, err)
-		}
-		if seen[base] {
-			return nil, fmt.Errorf("inference: endpoint %s is listed twice: list each server once", redactURL(base))
-		}
-		seen[base] = true
-		n := ec.MaxInFlight
-		if n == 0 {
-			n = DefaultMaxInFlight
-		}
-		capacity += n
-		maxCap = max(maxCap, n)
-		p.endpoints = append(p.endpoints, &endpoint{
-			url:         redactURL(base),
-			root:        strings.TrimSuffix(base, "/v1"),
-			apiKey:      ec.APIKey,
-			maxInFlight: n,
-			server:      endpointAttrs(base),
-		})
+	eps, capacity, maxCap, err := newEndpoints(dialect, cfg.Endpoints)
+	if err != nil {
+		return nil, err
 	}
-
-	// One transport for every endpoint, so idle connections are pooled
-	// together and sized for the whole pool.
-	var hc http.Client
-	if cfg.HTTPClient != nil {
-		hc = *cfg.HTTPClient
-	}
-	if hc.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = capacity
-		t.MaxIdleConnsPerHost = maxCap
-		hc.Transport = t
-		p.closeIdle = t.CloseIdleConnections
-	}
-	hc.Transport = p.tel.transport(hc.Transport)
-	p.http = &hc
+	p.endpoints = eps
+	p.http, p.closeIdle = sharedHTTPClient(cfg.HTTPClient, capacity, maxCap)
+	p.http.Transport = p.tel.transport(p.http.Transport)
 
 	for i, ep := range p.endpoints {
 		c, err := New(Config{
 			API:            dialect,
 			BaseURL:        cfg.Endpoints[i].BaseURL,
-			APIKey:         ep.apiKey,
+			APIKey:         secret.Value(ep.apiKey),
 			APIVersion:     cfg.APIVersion,
 			Model:          cfg.Model,
 			ModelFamily:    cfg.ModelFamily,
@@ -482,6 +441,62 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// newEndpoints are the pool's endpoints, each URL checked for dialect and
+// listed once, with their total capacity and the largest one's.
+func newEndpoints(dialect API, cfgs []EndpointConfig) (eps []*endpoint, capacity, maxCap int, err error) {
+	seen := make(map[string]bool)
+	for i, ec := range cfgs {
+		if ec.MaxInFlight < 0 {
+			return nil, 0, 0, fmt.Errorf("inference: endpoint %d (%s): max in-flight %d is negative: use 0 for the default (%d)", i+1, redactURL(string(ec.BaseURL)), ec.MaxInFlight, DefaultMaxInFlight)
+		}
+		base, err := normalizeBaseURL(string(ec.BaseURL))
+		if dialect == APIAzure {
+			if base, err = normalizeAzureEndpoint(string(ec.BaseURL)); err != nil {
+				return nil, 0, 0, fmt.Errorf("inference: endpoint %d: %w", i+1, err)
+			}
+		} else if err != nil {
+			return nil, 0, 0, fmt.Errorf("inference: endpoint %d: %w: set it to the server's OpenAI base URL, e.g. http://host:8000/v1", i+1, err)
+		}
+		if seen[base] {
+			return nil, 0, 0, fmt.Errorf("inference: endpoint %s is listed twice: list each server once", redactURL(base))
+		}
+		seen[base] = true
+		n := ec.MaxInFlight
+		if n == 0 {
+			n = DefaultMaxInFlight
+		}
+		capacity += n
+		maxCap = max(maxCap, n)
+		eps = append(eps, &endpoint{
+			url:         redactURL(base),
+			root:        strings.TrimSuffix(base, "/v1"),
+			apiKey:      string(ec.APIKey),
+			maxInFlight: n,
+			server:      endpointAttrs(base),
+		})
+	}
+	return eps, capacity, maxCap, nil
+}
+
+// sharedHTTPClient is a copy of hc (or a zero client), with, when it has
+// no transport, one transport for every endpoint, so that idle connections
+// are pooled together and sized for the whole pool; closeIdle closes them,
+// or is nil when the transport is the caller's.
+func sharedHTTPClient(hc *http.Client, capacity, maxCap int) (c *http.Client, closeIdle func()) {
+	c = &http.Client{}
+	if hc != nil {
+		*c = *hc
+	}
+	if c.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = capacity
+		t.MaxIdleConnsPerHost = maxCap
+		c.Transport = t
+		closeIdle = t.CloseIdleConnections
+	}
+	return c, closeIdle
 }
 
 // Capacity returns the sum of the endpoints' MaxInFlight: the most requests

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // fakeServer is a minimal OpenAI-compatible server whose answers a test
@@ -128,7 +130,7 @@ func newTestPool(t *testing.T, maxInFlight int, mod func(*PoolConfig), urls ...s
 	t.Helper()
 	cfg := PoolConfig{Model: "m", HealthInterval: -1, EjectFor: time.Hour, Logger: slog.New(slog.DiscardHandler)}
 	for _, u := range urls {
-		cfg.Endpoints = append(cfg.Endpoints, EndpointConfig{BaseURL: u, APIKey: "sk-pool-test", MaxInFlight: maxInFlight})
+		cfg.Endpoints = append(cfg.Endpoints, EndpointConfig{BaseURL: secret.Endpoint(u), APIKey: "sk-pool-test", MaxInFlight: maxInFlight})
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -192,7 +194,7 @@ func TestParseEndpoints(t *testing.T) {
 				t.Fatalf("ParseEndpoints(%q) = %+v, want URLs %v", tt.in, got, tt.want)
 			}
 			for i, ep := range got {
-				if want := (EndpointConfig{BaseURL: tt.want[i], APIKey: "key", MaxInFlight: 8}); ep != want {
+				if want := (EndpointConfig{BaseURL: secret.Endpoint(tt.want[i]), APIKey: "key", MaxInFlight: 8}); ep != want {
 					t.Errorf("endpoint %d = %+v, want %+v", i, ep, want)
 				}
 			}

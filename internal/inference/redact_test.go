@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // printings are the ways a value reaches a log or a terminal: every verb
@@ -106,7 +108,7 @@ func TestModelURLUserInfoStaysOutOfLabelsAndLogs(t *testing.T) {
 		if _, err := ParseEndpoints(bad, "", 0); err == nil || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("ParseEndpoints(%q) = %v, want an error without the user info", bad, err)
 		}
-		if _, err := New(Config{BaseURL: bad}); err == nil || strings.Contains(err.Error(), "SECRET") {
+		if _, err := New(Config{BaseURL: secret.Endpoint(bad)}); err == nil || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("New(%q) = %v, want an error without the user info", bad, err)
 		}
 		if _, err := ParseAzureEndpoints(bad, "", 0); err == nil || strings.Contains(err.Error(), "SECRET") {

@@ -25,6 +25,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // ErrNotFound reports that a bucket or object does not exist.
@@ -39,13 +41,13 @@ var ErrChanged = errors.New("object changed since it was indexed")
 type Config struct {
 	// Endpoint is the base URL of an S3-compatible service, e.g.
 	// http://127.0.0.1:9000. Empty means AWS itself.
-	Endpoint string
+	Endpoint secret.Endpoint
 	// Region defaults to us-east-1 when neither this nor the environment sets one.
 	Region string
 	// AccessKeyID and SecretAccessKey, when both set, replace the default
 	// credential chain with static credentials.
 	AccessKeyID     string
-	SecretAccessKey string
+	SecretAccessKey secret.Value
 	// VirtualHostStyle switches off path-style addressing, which is the
 	// default because most S3-compatible servers need it.
 	VirtualHostStyle bool
@@ -92,37 +94,99 @@ type Store struct {
 
 // New builds a Store. It does not contact the service.
 func New(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	client := cfg.Client
+	if client == nil {
+		awsCfg, err := cfg.awsConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		client = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+			if cfg.Endpoint != "" {
+				o.BaseEndpoint = aws.String(string(cfg.Endpoint))
+			}
+			o.UsePathStyle = !cfg.VirtualHostStyle
+			// Many S3-compatible stores reject the newer default checksum
+			// trailers; ask for checksums only where the API requires them.
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		})
+	}
+	return &Store{client: client, sse: types.ServerSideEncryption(cfg.SSE), kmsKeyID: cfg.KMSKeyID}, nil
+}
+
+// check reports an endpoint that is not an http(s) URL and an encryption
+// S3 does not offer.
+func (cfg Config) check() error {
 	if cfg.Endpoint != "" {
-		u, err := url.Parse(cfg.Endpoint)
+		u, err := url.Parse(string(cfg.Endpoint))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("s3: endpoint %q is not an http(s) URL: set AWS_ENDPOINT_URL_S3 to e.g. http://127.0.0.1:9000", cfg.Endpoint)
+			return fmt.Errorf("s3: endpoint %q is not an http(s) URL: set AWS_ENDPOINT_URL_S3 to e.g. http://127.0.0.1:9000", cfg.Endpoint.String())
 		}
 	}
 	switch types.ServerSideEncryption(cfg.SSE) {
 	case "", types.ServerSideEncryptionAes256:
 		if cfg.KMSKeyID != "" {
-			return nil, fmt.Errorf("s3: a KMS key id needs SSE %q, not %q", types.ServerSideEncryptionAwsKms, cfg.SSE)
+			return fmt.Errorf("s3: a KMS key id needs SSE %q, not %q", types.ServerSideEncryptionAwsKms, cfg.SSE)
 		}
 	case types.ServerSideEncryptionAwsKms:
 	default:
-		return nil, fmt.Errorf("s3: server-side encryption %q: use %q, %q or none", cfg.SSE, types.ServerSideEncryptionAes256, types.ServerSideEncryptionAwsKms)
+		return fmt.Errorf("s3: server-side encryption %q: use %q, %q or none", cfg.SSE, types.ServerSideEncryptionAes256, types.ServerSideEncryptionAwsKms)
 	}
-	if cfg.Client != nil {
-		return &Store{client: cfg.Client, sse: types.ServerSideEncryption(cfg.SSE), kmsKeyID: cfg.KMSKeyID}, nil
-	}
+	return nil
+}
+
+// awsConfig is the AWS configuration the client is built from: cfg's
+// AWSConfig, or the SDK's default chain with cfg's region and static keys;
+// either way with cfg's HTTP client (or one with its timeout), its region
+// (us-east-1 when none is known) and tracing.
+func (cfg Config) awsConfig(ctx context.Context) (aws.Config, error) {
 	timeout := cfg.RequestTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
-	}
-	attempts := cfg.MaxAttempts
-	if attempts <= 0 {
-		attempts = 1
 	}
 	var httpClient aws.HTTPClient = cfg.HTTPClient
 	if httpClient == nil {
 		// The buildable client keeps AWS_CA_BUNDLE working, which a bare
 		// *http.Client would break.
 		httpClient = awshttp.NewBuildableClient().WithTimeout(timeout)
+	}
+	var awsCfg aws.Config
+	if cfg.AWSConfig != nil {
+		awsCfg = cfg.AWSConfig.Copy()
+		if awsCfg.HTTPClient == nil {
+			awsCfg.HTTPClient = httpClient
+		}
+		if awsCfg.Region == "" {
+			awsCfg.Region = cfg.Region
+		}
+	} else {
+		c, err := config.LoadDefaultConfig(ctx, cfg.loadOptions(httpClient)...)
+		if err != nil {
+			return aws.Config{}, fmt.Errorf("s3: load config: %w", err)
+		}
+		awsCfg = c
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = "us-east-1"
+	}
+	if cfg.TracerProvider != nil {
+		// Wrapped after loading, around the client the SDK resolved, so that
+		// AWS_CA_BUNDLE (which needs the buildable client) keeps working.
+		awsCfg.HTTPClient = traced(awsCfg.HTTPClient, cfg.TracerProvider, cfg.MeterProvider)
+	}
+	return awsCfg, nil
+}
+
+// loadOptions are the SDK's default chain's options: the HTTP client, the
+// retries (one attempt unless cfg says more: Temporal retries), the region
+// and the static keys, when set.
+func (cfg Config) loadOptions(httpClient aws.HTTPClient) []func(*config.LoadOptions) error {
+	attempts := cfg.MaxAttempts
+	if attempts <= 0 {
+		attempts = 1
 	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(httpClient),
@@ -135,43 +199,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.AccessKeyID != "" && cfg.SecretAccessKey != "" {
 		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, "")))
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, string(cfg.SecretAccessKey), "")))
 	}
-	var awsCfg aws.Config
-	if cfg.AWSConfig != nil {
-		awsCfg = cfg.AWSConfig.Copy()
-		if awsCfg.HTTPClient == nil {
-			awsCfg.HTTPClient = httpClient
-		}
-		if awsCfg.Region == "" {
-			awsCfg.Region = cfg.Region
-		}
-	} else {
-		c, err := config.LoadDefaultConfig(ctx, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("s3: load config: %w", err)
-		}
-		awsCfg = c
-	}
-	if awsCfg.Region == "" {
-		awsCfg.Region = "us-east-1"
-	}
-	if cfg.TracerProvider != nil {
-		// Wrapped after loading, around the client the SDK resolved, so that
-		// AWS_CA_BUNDLE (which needs the buildable client) keeps working.
-		awsCfg.HTTPClient = traced(awsCfg.HTTPClient, cfg.TracerProvider, cfg.MeterProvider)
-	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		o.UsePathStyle = !cfg.VirtualHostStyle
-		// Many S3-compatible stores reject the newer default checksum
-		// trailers; ask for checksums only where the API requires them.
-		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-	})
-	return &Store{client: client, sse: types.ServerSideEncryption(cfg.SSE), kmsKeyID: cfg.KMSKeyID}, nil
+	return opts
 }
 
 // Location names one object.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/rclone/gofakes3"
 	"github.com/rclone/gofakes3/s3mem"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // newTestStore serves a real S3 protocol implementation (SigV4 checked) over
@@ -23,7 +25,7 @@ func newTestStore(t *testing.T) *Store {
 	srv := httptest.NewServer(faker.Server())
 	t.Cleanup(srv.Close)
 	s, err := New(context.Background(), Config{
-		Endpoint: srv.URL, Region: "us-east-1",
+		Endpoint: secret.Endpoint(srv.URL), Region: "us-east-1",
 		AccessKeyID: "test-key", SecretAccessKey: "test-secret",
 	})
 	if err != nil {
@@ -174,7 +176,7 @@ func TestServerSideEncryption(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			s, err := New(context.Background(), Config{
-				Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "test-key", SecretAccessKey: "test-secret",
+				Endpoint: secret.Endpoint(srv.URL), Region: "us-east-1", AccessKeyID: "test-key", SecretAccessKey: "test-secret",
 				SSE: tt.sse, KMSKeyID: tt.kmsKey,
 			})
 			if tt.wantErr != "" {
@@ -234,8 +236,8 @@ func TestCheckBucketTellsMissingFromRefused(t *testing.T) {
 	srv := httptest.NewServer(faker.Server())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	store := func(key, secret string) *Store {
-		s, err := New(ctx, Config{Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: key, SecretAccessKey: secret})
+	store := func(key, secretKey string) *Store {
+		s, err := New(ctx, Config{Endpoint: secret.Endpoint(srv.URL), Region: "us-east-1", AccessKeyID: key, SecretAccessKey: secret.Value(secretKey)})
 		if err != nil {
 			t.Fatal(err)
 		}

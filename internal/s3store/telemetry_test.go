@@ -15,6 +15,8 @@ import (
 	"github.com/rclone/gofakes3/s3mem"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // TestTracedStoreOverTLS runs a traced store against an HTTPS server whose
@@ -39,7 +41,7 @@ func TestTracedStoreOverTLS(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	s, err := New(context.Background(), Config{
-		Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "test-key", SecretAccessKey: "test-secret",
+		Endpoint: secret.Endpoint(srv.URL), Region: "us-east-1", AccessKeyID: "test-key", SecretAccessKey: "test-secret",
 		TracerProvider: tp,
 	})
 	if err != nil {

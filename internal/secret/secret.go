@@ -1,8 +1,11 @@
 package secret
 
 import (
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -72,3 +75,79 @@ func Format(f fmt.State, verb rune, v any, copyName, name string) {
 	}
 	fmt.Fprint(f, s)
 }
+
+// Value is a key, token or password. It prints as Marker when set and as
+// "" when unset, whatever prints it: every fmt verb and flag (%#v too),
+// slog's handlers and encoding/json. string(v) is the secret itself, for
+// the one call that sends it.
+//
+// A struct whose secrets are Values (and whose URLs are Endpoints) needs
+// no printing methods of its own: fmt, slog and encoding/json print each
+// field through the field's methods.
+type Value string
+
+// String is Marker, or "" for an unset Value.
+func (v Value) String() string { return String(string(v)) }
+
+// GoString is String quoted, as %#v prints a string.
+func (v Value) GoString() string { return strconv.Quote(v.String()) }
+
+// Format prints String with f's verb and flags.
+func (v Value) Format(f fmt.State, verb rune) { format(f, verb, v.String()) }
+
+// LogValue is String.
+func (v Value) LogValue() slog.Value { return slog.StringValue(v.String()) }
+
+// MarshalJSON writes String.
+func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.String()) }
+
+// Endpoint is a URL, or a comma-separated list of URLs, that may carry
+// credentials in its user info or query. It prints as URLs prints it,
+// whatever prints it (every fmt verb, slog, encoding/json); string(e) is
+// the URL itself, for the client that dials it.
+type Endpoint string
+
+// String is the endpoint as URLs prints it.
+func (e Endpoint) String() string { return URLs(string(e)) }
+
+// GoString is String quoted.
+func (e Endpoint) GoString() string { return strconv.Quote(e.String()) }
+
+// Format prints String with f's verb and flags.
+func (e Endpoint) Format(f fmt.State, verb rune) { format(f, verb, e.String()) }
+
+// LogValue is String.
+func (e Endpoint) LogValue() slog.Value { return slog.StringValue(e.String()) }
+
+// MarshalJSON writes String.
+func (e Endpoint) MarshalJSON() ([]byte, error) { return json.Marshal(e.String()) }
+
+// format prints the redacted s with f's verb and flags; %#v as Go syntax.
+func format(f fmt.State, verb rune, s string) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, strconv.Quote(s))
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), s)
+}
+
+// Opaque holds a value of a type this project does not own that carries
+// secrets among other things (a Temporal client profile: its API key, TLS
+// key and gRPC metadata), for a struct that must print. It prints as
+// Marker whatever prints it; V is the value.
+type Opaque[T any] struct{ V T }
+
+// String is Marker.
+func (Opaque[T]) String() string { return Marker }
+
+// GoString is Marker quoted.
+func (o Opaque[T]) GoString() string { return strconv.Quote(Marker) }
+
+// Format prints Marker with f's verb and flags.
+func (Opaque[T]) Format(f fmt.State, verb rune) { format(f, verb, Marker) }
+
+// LogValue is Marker.
+func (Opaque[T]) LogValue() slog.Value { return slog.StringValue(Marker) }
+
+// MarshalJSON writes Marker.
+func (Opaque[T]) MarshalJSON() ([]byte, error) { return json.Marshal(Marker) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // startDev starts the dev stack with the simulator for an external test,
@@ -21,8 +22,8 @@ func startDev(ctx context.Context, t *testing.T) (*devenv.Env, *s3store.Store, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	store, err := s3store.New(ctx, s3store.Config{Endpoint: d.Stack.S3Endpoint, Region: d.Stack.Region,
-		AccessKeyID: d.Stack.S3AccessKey, SecretAccessKey: d.Stack.S3SecretKey})
+	store, err := s3store.New(ctx, s3store.Config{Endpoint: secret.Endpoint(d.Stack.S3Endpoint), Region: d.Stack.Region,
+		AccessKeyID: d.Stack.S3AccessKey, SecretAccessKey: secret.Value(d.Stack.S3SecretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}

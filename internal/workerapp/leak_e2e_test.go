@@ -38,6 +38,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
@@ -116,7 +117,7 @@ func TestNothingLeaks(t *testing.T) {
 	simURL := serve(t, sim)
 
 	cfg := d.Configure(base)
-	cfg.ModelBaseURL = simURL + "/v1"
+	cfg.ModelBaseURL = secret.Endpoint(simURL + "/v1")
 	cfg.ModelAPIKey = leakKeyMarker // the simulator accepts any key
 	cfg.TaskQueue = "leak-e2e"
 	cfg.HTTPAddr = ""

@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
@@ -73,7 +74,7 @@ func TestModelCallPaidOnceThroughS3WriteFailures(t *testing.T) {
 
 	cfg := d.Configure(config.Default())
 	cfg.HTTPAddr, cfg.LogLevel = "", slog.LevelError
-	cfg.S3Endpoint = proxy.URL
+	cfg.S3Endpoint = secret.Endpoint(proxy.URL)
 	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/devstack"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/workflows"
 )
@@ -122,9 +123,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 func (d *Env) Configure(cfg config.Config) config.Config {
 	cfg.TemporalAddress = d.Stack.TemporalAddress
 	cfg.TemporalNamespace = d.Stack.Namespace
-	cfg.S3Endpoint = d.Stack.S3Endpoint
+	cfg.S3Endpoint = secret.Endpoint(d.Stack.S3Endpoint)
 	cfg.S3Region = d.Stack.Region
-	cfg.S3AccessKey, cfg.S3SecretKey = d.Stack.S3AccessKey, d.Stack.S3SecretKey
+	cfg.S3AccessKey, cfg.S3SecretKey = d.Stack.S3AccessKey, secret.Value(d.Stack.S3SecretKey)
 	cfg.S3PathStyle = true
 	cfg.Bucket = d.Stack.Bucket
 	cfg.CreateBucket = true
@@ -132,7 +133,7 @@ func (d *Env) Configure(cfg config.Config) config.Config {
 	cfg.NotifyAllowNets = []string{"127.0.0.0/8", "::1/128"}
 	if d.SimulatorURL != "" {
 		cfg.ModelAPI = inference.APIOpenAI
-		cfg.ModelBaseURL = d.SimulatorURL
+		cfg.ModelBaseURL = secret.Endpoint(d.SimulatorURL)
 		cfg.ModelAPIKey = ""
 		cfg.Model = ""
 		cfg.ModelFamily = ""

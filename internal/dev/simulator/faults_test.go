@@ -15,6 +15,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // validBody is a chat completion request the simulator answers.
@@ -267,7 +268,7 @@ func TestMalformedAndSlowFaults(t *testing.T) {
 
 	t.Run("slow outlasts the client and frees its slot", func(t *testing.T) {
 		sim, srv := startSimulator(t, simulator.Options{Slots: 1, Faults: simulator.Faults{Slow: 1}})
-		c, err := inference.New(inference.Config{BaseURL: srv.URL + "/v1", Model: simulator.DefaultModel, RequestTimeout: 100 * time.Millisecond})
+		c, err := inference.New(inference.Config{BaseURL: secret.Endpoint(srv.URL + "/v1"), Model: simulator.DefaultModel, RequestTimeout: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/secret"
 )
 
 // memagent.Tokenizer must be usable as the simulator's Tokenizer.
@@ -54,7 +55,7 @@ func startSimulator(t *testing.T, opts simulator.Options) (*simulator.Server, *h
 
 func newClient(t *testing.T, srv *httptest.Server, model string) *inference.Client {
 	t.Helper()
-	c, err := inference.New(inference.Config{BaseURL: srv.URL + "/v1", Model: model, RequestTimeout: time.Minute})
+	c, err := inference.New(inference.Config{BaseURL: secret.Endpoint(srv.URL + "/v1"), Model: model, RequestTimeout: time.Minute})
 	if err != nil {
 		t.Fatalf("inference.New: %v", err)
 	}

@@ -172,7 +172,11 @@ func TestHostilePDFsDoNotHoldUpOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle, _ = convert(small) // warm
-	var wg sync.WaitGroup
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		firstDone time.Time // when the first hostile PDF gave its instance back
+	)
 	for range 2 {
 		wg.Add(1)
 		go func() {
@@ -180,9 +184,15 @@ func TestHostilePDFsDoNotHoldUpOthers(t *testing.T) {
 			if _, err := convert(bomb); err == nil {
 				t.Error("a hostile PDF converted")
 			}
+			mu.Lock()
+			if firstDone.IsZero() {
+				firstDone = time.Now()
+			}
+			mu.Unlock()
 		}()
 	}
 	time.Sleep(50 * time.Millisecond) // both hold the instances
+	began := time.Now()
 	busy, err := convert(small)
 	wg.Wait()
 	if err != nil {
@@ -192,9 +202,15 @@ func TestHostilePDFsDoNotHoldUpOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("small PDF: %v idle, %v behind two hostile PDFs, %v after them", idle, busy, after)
-	if busy > 10*idle+2*time.Second {
-		t.Errorf("the small PDF took %v behind two hostile PDFs, against %v idle", busy, idle)
+	// The small PDF waits for the first instance a hostile PDF gives back
+	// (how soon it does is the hostile bounds' test); from then on it
+	// must convert as on an idle converter, not behind the other hostile
+	// one. Measured from that moment, the bound holds on a loaded machine
+	// too, where the hostile PDFs themselves take longer.
+	waited := max(0, firstDone.Sub(began))
+	t.Logf("small PDF: %v idle, %v behind two hostile PDFs (%v of it waiting for an instance), %v after them", idle, busy, waited, after)
+	if own := busy - waited; own > 10*idle+2*time.Second {
+		t.Errorf("the small PDF took %v once an instance was free (%v in all) behind two hostile PDFs, against %v idle", own, busy, idle)
 	}
 	if after > 3*idle+200*time.Millisecond {
 		t.Errorf("after the hostile PDFs the small one took %v, against %v before: their memory or state stayed", after, idle)

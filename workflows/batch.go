@@ -94,10 +94,37 @@ type batchState struct {
 //
 // Its one argument is a BatchQAInput as JSON, decoded strictly like
 // DocumentQA's; start it by name (BatchQAName).
+//
+// A run goes through four stages, each a method of batchRun that owns its
+// version gates: start, expand (a first run only), items (until the pages
+// are done or the run continues as new) and report (the last run only).
 func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResult, err error) {
+	b, err := startBatch(ctx, input)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { b.close(err) }()
+	b.publish(b.progress.Stage, api.BatchKey.ValueSet(api.KeywordValue(b.st.Name)))
+	if err := b.expand(); err != nil {
+		return nil, err
+	}
+	if err := b.items(); err != nil {
+		return nil, err
+	}
+	if st := b.st; st.NextPage < st.Expanded.Pages || len(st.Carried) > 0 {
+		st.From = workflow.GetInfo(ctx).WorkflowExecution.RunID
+		// b.in: it holds a budget raised during this run.
+		return nil, continueAsNew(ctx, api.BatchQAName, batchRunInput{BatchQAInput: b.in, State: st})
+	}
+	return b.report()
+}
+
+// startBatch decodes the input, takes over the previous run's state (or
+// makes a first one) and installs the query and the Update handlers. The
+// query answers from the start, so a caller polling it sees "failed" even
+// for input that does not decode, as DocumentQA's does.
+func startBatch(ctx workflow.Context, input converter.RawValue) (*batchRun, error) {
 	edge := newBoundary(ctx)
-	// The query answers from the start, so a caller polling it sees
-	// "failed" even for input that does not decode, as DocumentQA's does.
 	var b *batchRun
 	early := api.BatchStageExpanding
 	if err := workflow.SetQueryHandler(ctx, api.ProgressQuery, func() (api.BatchProgress, error) {
@@ -125,27 +152,47 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 		return nil, refuse(badInput(err))
 	}
 	in = in.WithDefaults()
-	info := workflow.GetInfo(ctx)
-	st := run.State
-	if st != nil {
-		if err := checkCarry(ctx, st.From); err != nil {
-			return nil, refuse(err)
-		}
+	st, err := takeBatchState(ctx, in, run.State)
+	if err != nil {
+		return nil, refuse(err)
 	}
-	if st == nil {
-		st = &batchState{StartedAt: workflow.Now(ctx), Name: in.Name}
-		if st.Name == "" {
-			st.Name = info.WorkflowExecution.ID
-		}
-	}
-	st.Runs++
-	b = &batchRun{ctx: ctx, in: in, st: st, workflowID: info.WorkflowExecution.ID,
+	b = &batchRun{ctx: ctx, edge: edge, in: in, st: st, workflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
 		prio: taskPriority(ctx, in.Scheduling(), api.PriorityBatch)}
 	b.raised = workflow.NewBufferedChannel(ctx, 1)
 	b.kids, b.ledger, b.asking = newBatchChildren(), &st.grantLedger, map[string]bool{}
-	// The raise writes the run's input, which continue-as-new carries: a
-	// raise is never undone by the next run.
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, nb api.Budget) (api.Budget, error) {
+	if err := b.acceptUpdates(); err != nil {
+		return nil, refuse(err)
+	}
+	b.progress.Stage = api.BatchStageRunning
+	if st.Expanded.WorkPrefix == "" {
+		b.progress.Stage = api.BatchStageExpanding
+	}
+	return b, nil
+}
+
+// takeBatchState checks the state the previous run handed over, or makes
+// the state of a batch's first run, and counts this run.
+func takeBatchState(ctx workflow.Context, in api.BatchQAInput, st *batchState) (*batchState, error) {
+	if st != nil {
+		if err := checkCarry(ctx, st.From); err != nil {
+			return nil, err
+		}
+	} else {
+		st = &batchState{StartedAt: workflow.Now(ctx), Name: in.Name}
+		if st.Name == "" {
+			st.Name = workflow.GetInfo(ctx).WorkflowExecution.ID
+		}
+	}
+	st.Runs++
+	return st, nil
+}
+
+// acceptUpdates installs the raise-budget Update and, for children that
+// have spent their grant, the budget-request Update (BatchLedgerChange).
+// The raise writes the run's input, which continue-as-new carries: a raise
+// is never undone by the next run.
+func (b *batchRun) acceptUpdates() error {
+	if err := workflow.SetUpdateHandlerWithOptions(b.ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, nb api.Budget) (api.Budget, error) {
 		b.in.Budget = &nb
 		if b.raised.Len() == 0 {
 			b.raised.Send(ctx, true)
@@ -154,84 +201,92 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, nb api.Budget) error {
 		return b.ledger.checkRaise(b.in.Budget, nb)
 	}}); err != nil {
-		return nil, refuse(err)
+		return err
 	}
-	// A child that has spent its grant asks for more (BatchLedgerChange).
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.BudgetRequestUpdate, func(ctx workflow.Context, req api.BudgetRequest) (api.Budget, error) {
+	return workflow.SetUpdateHandlerWithOptions(b.ctx, api.BudgetRequestUpdate, func(ctx workflow.Context, req api.BudgetRequest) (api.Budget, error) {
 		return b.askedForBudget(ctx, req.WorkflowID)
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req api.BudgetRequest) error {
 		return b.checkRequest(req)
-	}}); err != nil {
-		return nil, refuse(err)
-	}
-	b.progress.Stage = api.BatchStageRunning
-	if st.Expanded.WorkPrefix == "" {
-		b.progress.Stage = api.BatchStageExpanding
-	}
-	defer func() {
-		if b.carry && temporal.IsCanceledError(err) {
-			b.cancelLive()
-		}
-		if b.pull && err == nil {
-			// The last run awaits what it sent: a send pending when a run
-			// closes is dropped.
-			_ = b.quiesce()
-		}
-		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
-			b.publish(s)
-		}
-	}()
-	b.publish(b.progress.Stage, api.BatchKey.ValueSet(api.KeywordValue(st.Name)))
+	}})
+}
 
-	if st.Expanded.WorkPrefix == "" {
-		decideChanges(ctx, in, st)
-		dated := ""
-		if in.DatedReport {
-			dated = st.StartedAt.UTC().Format(api.DatedReportLayout)
-		}
-		actx := workflow.WithActivityOptions(ctx, activityOptions(12*time.Hour, 2*time.Minute, b.prio, "expand manifest"))
-		if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
-			Manifest: in.Manifest, Format: in.Format, ReportPrefix: in.ReportPrefix, Dated: dated,
-			WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), ScheduleID: scheduleOf(ctx), PageSize: in.PageSize,
-			Options: in.Options, Samples: in.Samples, CompareWith: st.explicitCompare(),
-		}).Get(ctx, &st.Expanded); err != nil {
-			return nil, stageError("expand manifest", err)
-		}
-		updates := []temporal.SearchAttributeUpdate{}
-		if st.Expanded.Model != "" {
-			updates = append(updates, api.ModelKey.ValueSet(api.KeywordValue(st.Expanded.Model)))
-		}
-		b.publish(api.BatchStageRunning, updates...)
+// close runs as the run closes with err: a canceled run that carries its
+// children cancels them, the last run awaits what it sent (a send pending
+// when a run closes is dropped), and a run that did not finish shows how
+// it closed.
+func (b *batchRun) close(err error) {
+	if b.carry && temporal.IsCanceledError(err) {
+		b.cancelLive()
 	}
+	if b.pull && err == nil {
+		_ = b.quiesce()
+	}
+	if s := b.edge.closedStatus(err); s != "" && s != api.StageDone {
+		b.publish(s)
+	}
+}
 
-	b.carry = workflow.GetVersion(ctx, BatchCarryChange, workflow.DefaultVersion, 1) >= 1
+// expand has the manifest expanded into pages in S3, on a batch's first
+// run only, after deciding whether the report compares with an earlier one
+// (BatchChangesChange).
+func (b *batchRun) expand() error {
+	st := b.st
+	if st.Expanded.WorkPrefix != "" {
+		return nil
+	}
+	decideChanges(b.ctx, b.in, st)
+	dated := ""
+	if b.in.DatedReport {
+		dated = st.StartedAt.UTC().Format(api.DatedReportLayout)
+	}
+	info := workflow.GetInfo(b.ctx)
+	actx := workflow.WithActivityOptions(b.ctx, activityOptions(12*time.Hour, 2*time.Minute, b.prio, "expand manifest"))
+	if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
+		Manifest: b.in.Manifest, Format: b.in.Format, ReportPrefix: b.in.ReportPrefix, Dated: dated,
+		WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), ScheduleID: scheduleOf(b.ctx), PageSize: b.in.PageSize,
+		Options: b.in.Options, Samples: b.in.Samples, CompareWith: st.explicitCompare(),
+	}).Get(b.ctx, &st.Expanded); err != nil {
+		return stageError("expand manifest", err)
+	}
+	updates := []temporal.SearchAttributeUpdate{}
+	if st.Expanded.Model != "" {
+		updates = append(updates, api.ModelKey.ValueSet(api.KeywordValue(st.Expanded.Model)))
+	}
+	b.publish(api.BatchStageRunning, updates...)
+	return nil
+}
+
+// items takes the run's mode (BatchCarryChange: children run on across
+// continue-as-new; BatchLedgerChange: children pull their grants) and runs
+// the items (runItems).
+func (b *batchRun) items() error {
+	b.carry = workflow.GetVersion(b.ctx, BatchCarryChange, workflow.DefaultVersion, 1) >= 1
 	if b.carry {
-		b.pull = workflow.GetVersion(ctx, BatchLedgerChange, workflow.DefaultVersion, 1) >= 1
+		b.pull = workflow.GetVersion(b.ctx, BatchLedgerChange, workflow.DefaultVersion, 1) >= 1
 		b.restore()
 	}
-	if err := b.runItems(); err != nil {
-		return nil, err
-	}
-	if st.NextPage < st.Expanded.Pages || len(st.Carried) > 0 {
-		st.From = info.WorkflowExecution.RunID
-		// b.in, not in: it holds a budget raised during this run.
-		return nil, continueAsNew(ctx, api.BatchQAName, batchRunInput{BatchQAInput: b.in, State: st})
-	}
+	return b.runItems()
+}
 
+// report, on the last run, writes the report (WriteBatchReport) and, when
+// the first run took BatchChangesChange, shows and notifies the changes
+// since the report compared with.
+func (b *batchRun) report() (*api.BatchQAResult, error) {
+	st, info := b.st, workflow.GetInfo(b.ctx)
 	b.publish(api.BatchStageReporting)
-	actx := workflow.WithActivityOptions(ctx, activityOptions(2*time.Hour, 2*time.Minute, b.prio, "write report"))
+	actx := workflow.WithActivityOptions(b.ctx, activityOptions(2*time.Hour, 2*time.Minute, b.prio, "write report"))
 	parts := make([]string, len(st.Parts))
 	for i, p := range st.Parts {
 		parts[i] = st.Expanded.WorkPrefix + p
 	}
 	var rep api.BatchReport
 	if err := workflow.ExecuteActivity(actx, activities.WriteBatchReportName, actwire.ReportInput{
-		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: in.Manifest,
-		Model: st.Expanded.Model, Options: in.Options, StartedAt: st.StartedAt,
+		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: b.in.Manifest,
+		Model: st.Expanded.Model, Options: b.in.Options, StartedAt: st.StartedAt,
 		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
-		RunID: info.WorkflowExecution.RunID, Samples: in.Samples,
+		RunID: info.WorkflowExecution.RunID, Samples: b.in.Samples,
 		CompareWith: st.CompareWith, CompareAuto: st.CompareAuto,
-	}).Get(ctx, &rep); err != nil {
+	}).Get(b.ctx, &rep); err != nil {
 		return nil, stageError("write report", err)
 	}
 	// A report kept from an earlier run moves this one to runs/<run id>/.
@@ -251,7 +306,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 			// Findable before the notification, which may take its time.
 			b.publish(api.BatchStageReporting, api.ChangedItemsKey.ValueSet(int64(rep.Changes.Differences())))
 		}
-		if in.NotifyURL != "" {
+		if b.in.NotifyURL != "" {
 			res.Notify = b.notifyChanges(res)
 		}
 	}
@@ -262,6 +317,7 @@ func BatchQA(ctx workflow.Context, input converter.RawValue) (_ *api.BatchQAResu
 // batchRun is one run of BatchQA: its state and the window of children.
 type batchRun struct {
 	ctx        workflow.Context
+	edge       boundary
 	in         api.BatchQAInput
 	st         *batchState
 	workflowID string

@@ -243,6 +243,36 @@ func (b *batchRun) handOver() error {
 		// running children with it (cancelLive).
 		return temporal.NewCanceledError()
 	}
+	b.recordStarted()
+	if err := b.flush(); err != nil {
+		return err
+	}
+	b.tellCarried()
+	if b.pull {
+		// The last wait: nothing blocks after it.
+		// (Only the selector settles children, and it is not run here:
+		// the outcomes written above are all this run has.)
+		if err := b.quiesce(); err != nil {
+			return err
+		}
+	}
+	// The signals not read yet, last: nothing blocks after them.
+	b.readDoneLeft()
+	b.readRequestsLeft()
+	st := b.st
+	st.Carried = b.kids.carry()
+	st.Finishing = b.finishing
+	if b.ctx.Err() != nil {
+		st.Carried, st.Finishing, st.Asking = nil, nil, nil
+		return temporal.NewCanceledError()
+	}
+	return nil
+}
+
+// recordStarted waits until every child this run started has started
+// and records the execution each one is; a child that could not start is
+// settled as failed.
+func (b *batchRun) recordStarted() {
 	for _, c := range b.starting {
 		if !b.kids.has(c.id) {
 			continue
@@ -257,15 +287,14 @@ func (b *batchRun) handOver() error {
 		b.kids.started(c.id, exec.RunID)
 	}
 	b.starting = nil
-	if err := b.flush(); err != nil {
-		return err
-	}
-	st := b.st
+}
+
+// tellCarried tells each running child it is carried, so that it says
+// when it closes, and waits for the signals, as those still pending when
+// a run closes are dropped. A child that has closed meanwhile cannot take
+// the signal: the next run checks it at once.
+func (b *batchRun) tellCarried() {
 	ids := b.kids.ids()
-	// Tell each child it is carried, so that it says when it closes; wait
-	// for the signals, as those still pending when a run closes are
-	// dropped. A child that has closed meanwhile cannot take the signal:
-	// the next run checks it at once.
 	sent := make([]workflow.Future, len(ids))
 	for i, id := range ids {
 		sent[i] = workflow.SignalExternalWorkflow(b.ctx, id, "", api.CarriedSignal, nil)
@@ -275,49 +304,44 @@ func (b *batchRun) handOver() error {
 			b.finishing = append(b.finishing, ids[i])
 		}
 	}
-	if b.pull {
-		// The last wait: nothing blocks after it.
-		// (Only the selector settles children, and it is not run here:
-		// the outcomes written above are all this run has.)
-		if err := b.quiesce(); err != nil {
-			return err
-		}
-	}
-	// The signals not read yet, last: nothing blocks after them. Every
-	// running child is carried, so one that says it is closing is checked
-	// first by the next run.
+}
+
+// readDoneLeft reads the ItemDoneSignals not read yet, without blocking.
+// Every running child is carried, so one that says it is closing is
+// checked first by the next run.
+func (b *batchRun) readDoneLeft() {
 	for {
 		var done api.ItemDone
 		if !workflow.GetSignalChannel(b.ctx, api.ItemDoneSignal).ReceiveAsync(&done) {
-			break
+			return
 		}
 		if b.kids.has(done.WorkflowID) && !slices.Contains(b.finishing, done.WorkflowID) {
 			b.finishing = append(b.finishing, done.WorkflowID)
 		}
 	}
-	if b.in.Budget != nil {
-		for {
-			var req api.BudgetRequest
-			if !workflow.GetSignalChannel(b.ctx, api.BudgetRequestSignal).ReceiveAsync(&req) {
-				break
-			}
-			if b.pull {
-				// Read by the next run: this one sends nothing more.
-				if b.ledger.holds(req.WorkflowID) && !slices.Contains(st.Asking, req.WorkflowID) {
-					st.Asking = append(st.Asking, req.WorkflowID)
-				}
-				continue
-			}
-			b.request(req)
+}
+
+// readRequestsLeft reads the budget requests not read yet, without
+// blocking: at BatchLedgerChange the next run reads them (this one sends
+// nothing more); before it, they are served as they come.
+func (b *batchRun) readRequestsLeft() {
+	if b.in.Budget == nil {
+		return
+	}
+	st := b.st
+	for {
+		var req api.BudgetRequest
+		if !workflow.GetSignalChannel(b.ctx, api.BudgetRequestSignal).ReceiveAsync(&req) {
+			return
 		}
+		if b.pull {
+			if b.ledger.holds(req.WorkflowID) && !slices.Contains(st.Asking, req.WorkflowID) {
+				st.Asking = append(st.Asking, req.WorkflowID)
+			}
+			continue
+		}
+		b.request(req)
 	}
-	st.Carried = b.kids.carry()
-	st.Finishing = b.finishing
-	if b.ctx.Err() != nil {
-		st.Carried, st.Finishing, st.Asking = nil, nil, nil
-		return temporal.NewCanceledError()
-	}
-	return nil
 }
 
 // quiesce waits, as a run is about to close, until at one moment no

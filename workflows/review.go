@@ -90,73 +90,113 @@ type ReviewResult = api.ReviewGrid
 //
 // Its one argument is a ReviewInput as JSON, decoded strictly like
 // DocumentQA's; start it by name (ReviewDocumentName).
+//
+// A run goes through four stages, each a method of reviewRun that owns its
+// version gates: start, prepare (a first run only), read (until every
+// question is answered or the run continues as new) and finish.
 func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewResult, err error) {
-	edge := newBoundary(ctx)
-	r := &reviewRun{ctx: ctx, vis: newVisibility(ctx, 1), stage: api.StagePreparing}
-	defer func() {
-		if s := edge.closedStatus(err); s != "" && s != api.StageDone {
-			r.stage = s
-			r.publish(api.StatusKey.ValueSet(s))
-		}
-	}()
-	// The query answers from the start, so a caller polling it sees
-	// "failed" even for input that does not decode, as DocumentQA's does.
-	if err := workflow.SetQueryHandler(ctx, api.ProgressQuery, func() (api.ReviewProgress, error) {
+	r := &reviewRun{ctx: ctx, edge: newBoundary(ctx), vis: newVisibility(ctx, 1), stage: api.StagePreparing}
+	defer func() { r.close(err) }()
+	if err := r.start(input); err != nil {
+		return nil, err
+	}
+	if err := r.prepare(); err != nil {
+		return nil, err
+	}
+	if err := r.read(); err != nil {
+		return nil, err
+	}
+	return r.finish()
+}
+
+// close runs as the run closes with err: a run that did not finish shows
+// how it closed.
+func (r *reviewRun) close(err error) {
+	if s := r.edge.closedStatus(err); s != "" && s != api.StageDone {
+		r.stage = s
+		r.publish(api.StatusKey.ValueSet(s))
+	}
+}
+
+// start decodes the input, takes over the previous run's state (or makes
+// a first one), installs the handlers and shows the run. The query answers
+// from the start, so a caller polling it sees "failed" even for input that
+// does not decode, as DocumentQA's does.
+func (r *reviewRun) start(input converter.RawValue) error {
+	if err := workflow.SetQueryHandler(r.ctx, api.ProgressQuery, func() (api.ReviewProgress, error) {
 		if r.st == nil {
 			return api.ReviewProgress{Stage: r.stage}, nil
 		}
 		return r.progress(), nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	var run reviewRunInput
-	if err := edge.decode(input, &run); err != nil {
-		return nil, err
+	if err := r.edge.decode(input, &run); err != nil {
+		return err
 	}
 	in := run.ReviewInput.WithDefaults()
 	if err := in.Validate(); err != nil {
-		return nil, badInput(err)
+		return badInput(err)
 	}
 	r.in = in
-	r.info = workflow.GetInfo(ctx)
-	r.prio = taskPriority(ctx, in.Scheduling(), api.PriorityReview)
+	r.info = workflow.GetInfo(r.ctx)
+	r.prio = taskPriority(r.ctx, in.Scheduling(), api.PriorityReview)
 	r.hb = DefaultHeartbeatTimeout
 	if in.HeartbeatTimeoutSeconds > 0 {
 		r.hb = time.Duration(in.HeartbeatTimeoutSeconds) * time.Second
 	}
-	if run.State != nil {
-		if err := checkCarry(ctx, run.State.From); err != nil {
-			return nil, err
-		}
-		if len(run.State.Questions) != len(in.Questions) {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("state holds %d questions, the input %d: start the review without a state",
-				len(run.State.Questions), len(in.Questions)), api.ErrBadInput, nil)
-		}
+	st, err := r.takeState(run.State)
+	if err != nil {
+		return err
 	}
-	r.st = run.State
-	if r.st == nil {
-		r.st = &reviewState{StartedAt: workflow.Now(ctx), Questions: make([]reviewQuestionState, len(in.Questions))}
-		for i := range r.st.Questions {
-			r.st.Questions[i].Memory = memagent.InitialMemory
-		}
-		r.st.Prefix = in.OutputPrefix
-		if r.st.Prefix != "" && !strings.HasSuffix(r.st.Prefix, "/") {
-			r.st.Prefix += "/"
-		}
-	}
+	r.st = st
 	r.st.Runs++
 	r.inflight = make([]bool, len(in.Questions))
-	// The budget can be raised while the review reads, and must be to let
-	// a paused review go on.
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, b api.Budget) (api.Budget, error) {
+	if err := r.acceptRaises(); err != nil {
+		return err
+	}
+	r.publishStart()
+	return nil
+}
+
+// takeState checks the state the previous run handed over, or makes the
+// state of a review's first run.
+func (r *reviewRun) takeState(st *reviewState) (*reviewState, error) {
+	if st != nil {
+		if err := checkCarry(r.ctx, st.From); err != nil {
+			return nil, err
+		}
+		if len(st.Questions) != len(r.in.Questions) {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("state holds %d questions, the input %d: start the review without a state",
+				len(st.Questions), len(r.in.Questions)), api.ErrBadInput, nil)
+		}
+		return st, nil
+	}
+	st = &reviewState{StartedAt: workflow.Now(r.ctx), Questions: make([]reviewQuestionState, len(r.in.Questions))}
+	for i := range st.Questions {
+		st.Questions[i].Memory = memagent.InitialMemory
+	}
+	st.Prefix = r.in.OutputPrefix
+	if st.Prefix != "" && !strings.HasSuffix(st.Prefix, "/") {
+		st.Prefix += "/"
+	}
+	return st, nil
+}
+
+// acceptRaises installs the raise-budget Update: the budget can be raised
+// while the review reads, and must be to let a paused review go on.
+func (r *reviewRun) acceptRaises() error {
+	return workflow.SetUpdateHandlerWithOptions(r.ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, b api.Budget) (api.Budget, error) {
 		r.in.Budget = &b
 		return b, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, b api.Budget) error {
 		return checkRaise(b, r.spent())
-	}}); err != nil {
-		return nil, err
-	}
+	}})
+}
 
+// publishStart sets the run's stage and all its search attributes.
+func (r *reviewRun) publishStart() {
 	prepared := r.st.Prepared.IndexURI != ""
 	if prepared {
 		r.stage = api.StageReading
@@ -164,42 +204,60 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 			r.stage = api.StageAnswering
 		}
 	}
-	start := api.ReviewStatusUpdates(in, r.stage)
+	start := api.ReviewStatusUpdates(r.in, r.stage)
 	if prepared {
 		start = append(start, api.ChunksDoneKey.ValueSet(int64(r.chunksDone())), api.ChunksTotalKey.ValueSet(int64(r.st.Prepared.Chunks)))
-		if in.Options.Model == "" && r.st.Prepared.Model != "" {
+		if r.in.Options.Model == "" && r.st.Prepared.Model != "" {
 			start = append(start, api.ModelKey.ValueSet(api.KeywordValue(r.st.Prepared.Model)))
 		}
 	}
 	r.publish(start...)
-	if !prepared {
-		if err := r.prepare(); err != nil {
-			return nil, err
-		}
-		if b := in.Budget; b != nil && b.MaxTokens > 0 && r.st.Prepared.Tokens*int64(len(in.Questions)) > b.MaxTokens {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"budget.max_tokens (%d) is below the %d tokens that reading the document (%d tokens) once per question (%d) sends: raise budget.max_tokens (starter estimate says what the review takes)",
-				b.MaxTokens, r.st.Prepared.Tokens*int64(len(in.Questions)), r.st.Prepared.Tokens, len(in.Questions)), api.ErrOverBudget, nil)
-		}
+}
+
+// prepare has the document indexed on a review's first run only
+// (prepareDocument), then checks that the budget the run started with
+// covers reading it once per question.
+func (r *reviewRun) prepare() error {
+	if r.st.Prepared.IndexURI != "" {
+		return nil
 	}
-	r.opts = in.Options
+	b := r.in.Budget // before a raise during prepareDocument
+	if err := r.prepareDocument(); err != nil {
+		return err
+	}
+	if b != nil && b.MaxTokens > 0 && r.st.Prepared.Tokens*int64(len(r.in.Questions)) > b.MaxTokens {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"budget.max_tokens (%d) is below the %d tokens that reading the document (%d tokens) once per question (%d) sends: raise budget.max_tokens (starter estimate says what the review takes)",
+			b.MaxTokens, r.st.Prepared.Tokens*int64(len(r.in.Questions)), r.st.Prepared.Tokens, len(r.in.Questions)), api.ErrOverBudget, nil)
+	}
+	return nil
+}
+
+// read runs the memory updates and answers (schedule) and continues as new
+// when any is left for the next run.
+func (r *reviewRun) read() error {
+	r.opts = r.in.Options
 	if r.opts.Model == "" {
 		r.opts.Model = r.st.Prepared.Model
 	}
-
 	r.vis.coalesceChunks()
 	r.schedule()
 	if r.canceled != nil {
-		return nil, r.canceled
+		return r.canceled
 	}
-	if r.remaining() {
-		if r.launched == 0 && !r.continuing {
-			return nil, errors.New("review scheduler made no progress: this is a bug in ReviewDocument")
-		}
-		r.st.From = r.info.WorkflowExecution.RunID
-		// r.in, not in: it holds a budget raised during this run.
-		return nil, continueAsNew(ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: r.in, State: r.st})
+	if !r.remaining() {
+		return nil
 	}
+	if r.launched == 0 && !r.continuing {
+		return errors.New("review scheduler made no progress: this is a bug in ReviewDocument")
+	}
+	r.st.From = r.info.WorkflowExecution.RunID
+	// r.in: it holds a budget raised during this run.
+	return continueAsNew(r.ctx, api.ReviewDocumentName, reviewRunInput{ReviewInput: r.in, State: r.st})
+}
+
+// finish fails the review if every question failed, else writes the grid.
+func (r *reviewRun) finish() (*ReviewResult, error) {
 	if err := r.allFailed(); err != nil {
 		return nil, err
 	}
@@ -209,6 +267,7 @@ func ReviewDocument(ctx workflow.Context, input converter.RawValue) (_ *ReviewRe
 // reviewRun is one run of ReviewDocument.
 type reviewRun struct {
 	ctx  workflow.Context
+	edge boundary
 	in   api.ReviewInput
 	info *workflow.Info
 	st   *reviewState
@@ -242,9 +301,9 @@ func (r *reviewRun) activityOptions(summary string) workflow.Context {
 	return workflow.WithActivityOptions(r.ctx, activityOptions(15*time.Minute, r.hb, r.prio, summary))
 }
 
-// prepare indexes the document once, checking the budget with the
+// prepareDocument indexes the document once, checking the budget with the
 // longest question.
-func (r *reviewRun) prepare() error {
+func (r *reviewRun) prepareDocument() error {
 	longest := r.in.Questions[0].Question
 	for _, q := range r.in.Questions[1:] {
 		if len(q.Question) > len(longest) {

@@ -11,13 +11,9 @@ import (
 	"github.com/memagent/memagent/internal/actwire"
 )
 
-// BatchChangesChange is the workflow.GetVersion change id under which a
-// BatchQA compares its report with an earlier one (compare_with, or the
-// previous dated report of the Schedule that started it), sets
-// MemagentChangedItems and POSTs its notify_url. The first run decides
-// and keeps the decision in the state, so that the run that writes the
-// report follows it. Runs recorded before it replay as DefaultVersion and
-// compare with nothing.
+// BatchChangesChange gates the report's comparison and notify_url (gate:
+// see VERSIONS.md, batch-changes). The first run decides and keeps the
+// decision in the state, so that the run that writes the report follows it.
 const BatchChangesChange = "batch-changes"
 
 // scheduledByKey is the search attribute Temporal sets on every run a

@@ -6,14 +6,10 @@ import (
 	"github.com/memagent/memagent/api"
 )
 
-// BatchWholeReadingsChange is the workflow.GetVersion change id under
-// which a BatchQA whose input ReadsWhole (a rollout group, or reuse
-// "none") reuses no earlier answer (ResolvePageInput.Whole) and starts
-// every child with reuse "none", so that each sample reads every chunk in
-// its own run. Runs recorded before it replay as workflow.DefaultVersion:
-// they took earlier answers and passed reuse to their children as it was.
-// Each run of a batch decides on its own, so a batch in flight across the
-// upgrade reads whole from its next run on.
+// BatchWholeReadingsChange gates whole readings for a batch whose input
+// ReadsWhole: no earlier answer (ResolvePageInput.Whole), children with
+// reuse "none" (gate: see VERSIONS.md, batch-whole-readings). Each run
+// decides on its own.
 const BatchWholeReadingsChange = "batch-whole-readings"
 
 // reuse says whether this run reads whole (no earlier answer is taken)

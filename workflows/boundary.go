@@ -12,12 +12,9 @@ import (
 	"github.com/memagent/memagent/internal/contract"
 )
 
-// StatusLifecycleChange is the workflow.GetVersion change id under which
-// the workflows tag their closed runs honestly: StageContinued before a
-// continue-as-new, StageCanceled when canceled, and StageFailed when the
-// input cannot be decoded. Runs recorded before it replay as
-// workflow.DefaultVersion, which tags a cancellation as failed and a
-// continued run not at all.
+// StatusLifecycleChange gates the closed status of runs: StageContinued,
+// StageCanceled, and StageFailed for input that does not decode (gate: see
+// VERSIONS.md, status-lifecycle).
 const StatusLifecycleChange = "status-lifecycle"
 
 // boundary is what every workflow does at its edges: it decodes the input

@@ -6,10 +6,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// CarryChange is the workflow.GetVersion change id under which a run
-// accepts a continue-as-new state only from its own previous run. Runs
-// recorded before it replay as workflow.DefaultVersion and trust the
-// state they were given, as they did.
+// CarryChange gates checkCarry: a run accepts a continue-as-new state
+// only from its own previous run (gate: see VERSIONS.md, carry-from-own-run).
 const CarryChange = "carry-from-own-run"
 
 // errCallerState is the failure of a run started with a state of its own.

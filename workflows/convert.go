@@ -13,11 +13,8 @@ import (
 	"github.com/memagent/memagent/internal/report"
 )
 
-// ConvertDocumentChange is the workflow.GetVersion change id under which
-// DocumentQA and ReviewDocument run ConvertDocument before PrepareDocument,
-// so that a PDF, DOCX or HTML document is indexed as the text converted
-// from it, with its page map. Runs recorded before it replay as
-// workflow.DefaultVersion and index the document as it is.
+// ConvertDocumentChange gates ConvertDocument before PrepareDocument
+// (gate: see VERSIONS.md, convert-document).
 const ConvertDocumentChange = "convert-document"
 
 // convertTimeout bounds a conversion activity (ConvertDocument,

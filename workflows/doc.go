@@ -26,5 +26,6 @@
 // (SearchAttributes), which `starter setup` and the dev stack register and
 // the workflow upserts. A change to the workflow's commands, such as those
 // upserts, is guarded by workflow.GetVersion, and the replay test keeps the
-// histories of every version.
+// histories of every version: VERSIONS.md lists each change id, what it
+// gates and the generation of histories that records it.
 package workflows

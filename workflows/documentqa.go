@@ -66,47 +66,32 @@ type qaState struct {
 // DocumentQAResult is the workflow's result.
 type DocumentQAResult = api.DocumentQAResult
 
-// SearchAttributesChange is the workflow.GetVersion change id under which
-// DocumentQA upserts its search attributes. Runs recorded before it replay
-// as workflow.DefaultVersion and upsert nothing; runs at version 1 upsert at
-// the start of every run, after prepare, after every chunk and at the end.
+// SearchAttributesChange gates DocumentQA's search attribute upserts
+// (gate: see VERSIONS.md, search-attributes).
 const SearchAttributesChange = "search-attributes"
 
-// CoalesceUpsertsChange is the workflow.GetVersion change id under which
-// DocumentQA and ReviewDocument upsert their chunk count
-// (MemagentChunksDone) at most every progressUpsertEvery, not after every
-// chunk; stage changes still upsert at once. Runs recorded before it
-// replay as workflow.DefaultVersion and upsert after every chunk.
+// CoalesceUpsertsChange gates upserting the chunk count at most every
+// progressUpsertEvery (gate: see VERSIONS.md, coalesce-progress-upserts).
 const CoalesceUpsertsChange = "coalesce-progress-upserts"
 
 // progressUpsertEvery is the least time between two upserts of a run's
 // chunk count.
 const progressUpsertEvery = 5 * time.Second
 
-// CheckpointsChange is the workflow.GetVersion change id under which
-// DocumentQA and ReviewDocument read a corpus (input documents, assembled
-// by AssembleCorpus into one stream), keep a memory checkpoint after each
-// chunk, and start from the deepest checkpoint of an earlier reading of
-// the same chunks (FindCheckpoint) unless the input says reuse "none".
-// Runs recorded before it replay as workflow.DefaultVersion and do none
-// of it.
+// CheckpointsChange gates corpora and memory checkpoints (gate: see
+// VERSIONS.md, corpus-checkpoints).
 const CheckpointsChange = "corpus-checkpoints"
 
-// ProvenanceChange is the workflow.GetVersion change id under which
-// DocumentQA and ReviewDocument tell FindCheckpoint and the memory updates
-// their chain (its first run id), so that a checkpoint names the reading
-// that wrote it only to that reading's own chain, and say in the result
-// whose reading the reused chunks came from (reused_reading). The
-// evidence of reused chunks is cited in the reader's own document by the
-// activity, whatever the version. Runs recorded before it replay as
-// workflow.DefaultVersion: their results say nothing of the reading.
+// ProvenanceChange gates telling FindCheckpoint and the memory updates the
+// run's chain, so that a checkpoint names the reading that wrote it only
+// to that reading's own chain (gate: see VERSIONS.md, reader-provenance).
+// The activity cites reused chunks' evidence in the reader's own document
+// whatever the version.
 const ProvenanceChange = "reader-provenance"
 
-// ReportToBatchChange is the workflow.GetVersion change id under which a
-// batch's DocumentQA child that its batch carried over a continue-as-new
-// (CarriedSignal) tells the batch that it is closing (ItemDoneSignal), so
-// that the batch settles the item at once. Runs recorded before it replay
-// as workflow.DefaultVersion and send nothing.
+// ReportToBatchChange gates tellBatch: a child its batch carried
+// (CarriedSignal) signals ItemDoneSignal as it closes (gate: see
+// VERSIONS.md, report-to-batch).
 const ReportToBatchChange = "report-to-batch"
 
 // tellBatch signals the batch that started this run that the run is
@@ -621,14 +606,10 @@ func checkRaise(b api.Budget, spent api.Usage) error {
 	return nil
 }
 
-// BudgetPullChange is the workflow.GetVersion change id under which a
-// batch's DocumentQA child that has spent its grant asks its batch for
-// more with an activity (RequestBatchBudget, which sends the batch's
-// BudgetRequestUpdate) and takes the grant from the batch's reply: a
-// BudgetGrantSignal only wakes it to ask again, so nobody but its batch
-// moves its budget. Runs recorded before it replay as
-// workflow.DefaultVersion: they signal the request and take the grant a
-// signal carries.
+// BudgetPullChange gates pulling a batch child's grant (RequestBatchBudget,
+// which sends the batch's BudgetRequestUpdate): a BudgetGrantSignal only
+// wakes the child to ask again, so nobody but its batch moves its budget
+// (gate: see VERSIONS.md, budget-pull).
 const BudgetPullChange = "budget-pull"
 
 // budgetAskEvery is how often a batch child that waits for a grant asks

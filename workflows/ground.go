@@ -11,11 +11,8 @@ import (
 	"github.com/memagent/memagent/internal/actwire"
 )
 
-// GroundingChange is the workflow.GetVersion change id under which
-// DocumentQA and ReviewDocument ground their answers (GroundAnswer) once
-// they are known: DocumentQA after Answer, ReviewDocument before
-// WriteReview. Runs recorded before it replay as workflow.DefaultVersion
-// and have no grounding.
+// GroundingChange gates groundAnswers (gate: see VERSIONS.md,
+// ground-answers).
 const GroundingChange = "ground-answers"
 
 // grounded is one answer's grounding and, from a worker that works it

@@ -8,15 +8,7 @@ package workflows_test
 //
 // The histories come in generations, one per version of the workflow's
 // commands, and every generation keeps replaying for as long as a run of it
-// may be in flight:
-//
-//	testdata/documentqa_run{N}.json      before search attributes (DefaultVersion); frozen
-//	testdata/documentqa_v1_run{N}.json   version 1 of SearchAttributesChange
-//	testdata/documentqa_convert_run{N}.json  and version 1 of ConvertDocumentChange
-//	testdata/documentqa_ground_run{N}.json   and version 1 of GroundingChange
-//	testdata/documentqa_coalesce_run{N}.json and version 1 of CoalesceUpsertsChange
-//	testdata/documentqa_checkpoints_run{N}.json and version 1 of CheckpointsChange
-//	testdata/documentqa_provenance_run{N}.json and version 1 of ProvenanceChange; the current code
+// may be in flight; VERSIONS.md lists them and the changes each records.
 //
 // To record the current generation again (after adding a workflow feature
 // that its histories do not exercise), run
@@ -33,11 +25,8 @@ package workflows_test
 // history saved that way from a production run can be added under the name
 // pattern of its generation.
 //
-// BatchQA's histories come in generations too (batchGenerations:
-// testdata/batch_run{N}.json, then testdata/batch_v1_run{N}.json, then
-// testdata/batch_carry_run{N}.json, testdata/batch_changes_run{N}.json,
-// testdata/batch_quiet_run{N}.json and testdata/batch_ledger_run{N}.json);
-// the current one is recorded the same way by
+// BatchQA's histories come in generations too (batchGenerations); the
+// current one is recorded the same way by
 //
 //	go test ./workflows -run 'TestReplayBatch$' -update
 //
@@ -117,8 +106,8 @@ var generations = []generation{
 	{name: "v1-convert", prefix: "documentqa_convert_run", version: 1},
 	// and GroundingChange at version 1: GroundAnswer after Answer.
 	{name: "v1-ground", prefix: "documentqa_ground_run", version: 1},
-	// and CoalesceUpsertsChange and ReportToBatchChange at version 1: the
-	// chunk count upserted at most every few seconds.
+	// and CoalesceUpsertsChange at version 1: the chunk count upserted at
+	// most every few seconds.
 	{name: "v1-coalesce", prefix: "documentqa_coalesce_run", version: 1},
 	// and CheckpointsChange at version 1: FindCheckpoint after
 	// PrepareDocument, a checkpoint kept with every chunk.

@@ -21,13 +21,10 @@ import (
 // Unversioned, nothing of this shows: the target version never changes,
 // and the continue-as-new option is ignored.
 
-// MoveToTargetChange is the workflow.GetVersion change id under which a
-// run whose Worker Deployment target version changed continues as new at
-// its next boundary instead of going on, and a run paused at its budget
-// wakes every moveCheckEvery to see whether it should (or whether its
-// history calls for a continue-as-new anyway). It is asked for
-// only where it changes what a run does (targetMoved, awaitRoom): runs
-// recorded before it replay as workflow.DefaultVersion and do neither.
+// MoveToTargetChange gates targetMoved, awaitRoom and leaveWait: a run
+// whose target version changed continues as new at its next boundary
+// (gate: see VERSIONS.md, move-to-target-version). It is asked for only
+// where it changes what a run does, so most runs record no marker.
 const MoveToTargetChange = "move-to-target-version"
 
 // moveCheckEvery is how often a run paused at its budget wakes to see

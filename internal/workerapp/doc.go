@@ -1,15 +1,19 @@
-// Package workerapp assembles a memagent worker from a config.Config: the S3
-// store, the model client (with the model name and context length resolved
-// from the server at start), the tokenizers and templates, the activities and
-// workflows registered on a Temporal worker. It also brings up the embedded
-// dev stack with the simulator for --dev runs, the demo and the tests.
+// Package workerapp is the process around memagent's worker: the binaries
+// (worker, devstack, starter, bench, chaos) share it.
 //
-// It hands the OpenTelemetry global providers (installed by
-// telemetry.Setup; no-ops otherwise) to the S3 store, the model pool, the
-// activities and the Temporal client, whose tracing interceptor carries one
-// trace from a starter through every workflow and activity. It serves a
-// worker's /metrics, /healthz and /readyz.
+// Serve runs a worker until its context ends: it validates the
+// configuration, sets up telemetry (telemetry.Setup), serves /metrics,
+// /healthz, /readyz and, with codec keys, /codec (Handler, Probe), then
+// Start hosts the plugin on a Temporal worker and the worker stops letting
+// in-flight activities finish. The plugin, not this package, builds the S3
+// store, the model pool, the tokenizers and the activities, and registers
+// them with the workflows. Dial connects a Temporal client with the SDK's
+// OpenTelemetry tracing and metrics and, with codec keys, the encrypting
+// converters (Converters). NewWorker registers activities a test or
+// benchmark built itself; Main, RegisterFlags and ListRuns serve the
+// commands.
 //
-// It is wiring only: no MemAgent logic lives here. It validates
-// configuration at start, never mid-run.
+// It is wiring only: no MemAgent logic lives here, and it brings up no dev
+// stack (internal/dev/devenv does). It validates configuration at start,
+// never mid-run.
 package workerapp

@@ -871,8 +871,9 @@ func (b *batchRun) flush() error {
 }
 
 // resultSize estimates an outcome's size in history from the size of its
-// item (measured by the activity, as ranging over labels here would not be
-// deterministic) and what the run added.
+// item (measured by the activity: workflowcheck refuses a range over a
+// map in workflow code, though a sum of the labels' lengths would not
+// depend on its order) and what the run added.
 func resultSize(r api.BatchItemResult, itemBytes int) int {
 	n := 256 + itemBytes + len(r.Answer) + len(r.Error) + len(r.ResultURI) + len(r.WorkflowID)
 	for _, s := range r.AnswerSources {

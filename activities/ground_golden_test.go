@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -104,13 +103,7 @@ func groundGolden(t *testing.T, f *fixture, p actwire.PrepareOutput, text, name 
 
 	store := &recordingStore{Store: f.store.Store}
 	f.acts.Store = store
-	f.acts.Logger = slog.New(slog.NewTextHandler(&store.transcript, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
-				return slog.Attr{}
-			}
-			return a
-		}}))
+	f.acts.Logger = goldenLog(store)
 	out, err := f.acts.groundAnswer(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
@@ -46,7 +47,11 @@ func (a *Activities) registerSignOff(r Registry) {
 // batch, its report's items. The files it names must be that run's own
 // outputs.
 func (a *Activities) loadSignOff(ctx context.Context, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
-	c := activity.GetClient(ctx)
+	return a.loadSignOffWith(ctx, activity.GetClient(ctx), in)
+}
+
+// loadSignOffWith is loadSignOff asking c, the activity's client.
+func (a *Activities) loadSignOffWith(ctx context.Context, c client.Client, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, in.WorkflowID, "")
 	var nf *serviceerror.NotFound
 	switch {

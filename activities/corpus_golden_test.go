@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,12 +64,7 @@ func TestAssembleCorpusGolden(t *testing.T) {
 		f.acts.Limits = s.limits
 		fmt.Fprintf(&store.transcript, "=== step %s\n", s.name)
 		out, err := f.acts.assembleCorpus(context.Background(), s.in)
-		if err != nil {
-			fmt.Fprintf(&store.transcript, "error %s: %v\n", appError(t, err).Type(), err)
-			continue
-		}
-		raw, _ := json.MarshalIndent(out, "", " ")
-		fmt.Fprintf(&store.transcript, "=== output\n%s\n", raw)
+		recordOutcome(t, &store.transcript, out, err)
 	}
 	// The conversion's time is the one value not a function of the input.
 	got := regexp.MustCompile(`"converted_at": "[^"]*"`).ReplaceAll(store.transcript.Bytes(), []byte(`"converted_at": "CONVERTED_AT"`))

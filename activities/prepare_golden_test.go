@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,18 @@ func goldenLog(store *recordingStore) *slog.Logger {
 			}
 			return a
 		}}))
+}
+
+// recordOutcome writes an activity's output as indented JSON, or its
+// error's type and message.
+func recordOutcome(t *testing.T, w *bytes.Buffer, out any, err error) {
+	t.Helper()
+	if err != nil {
+		fmt.Fprintf(w, "error %s: %v\n", appError(t, err).Type(), err)
+		return
+	}
+	raw, _ := json.MarshalIndent(out, "", " ")
+	fmt.Fprintf(w, "=== output\n%s\n", raw)
 }
 
 // TestPrepareDocumentGolden pins what prepareDocument writes, logs and
@@ -84,12 +97,7 @@ func TestPrepareDocumentGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&store.transcript, "=== step %s\n", s.name)
 		out, err := f.acts.prepareDocument(context.Background(), s.in)
-		if err != nil {
-			fmt.Fprintf(&store.transcript, "error %s: %v\n", appError(t, err).Type(), err)
-			continue
-		}
-		raw, _ := json.MarshalIndent(out, "", " ")
-		fmt.Fprintf(&store.transcript, "=== output\n%s\n", raw)
+		recordOutcome(t, &store.transcript, out, err)
 	}
 	checkGolden(t, "prepare/steps.golden", store.transcript.Bytes())
 }

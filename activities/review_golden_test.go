@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -60,12 +59,7 @@ func TestWriteReviewGolden(t *testing.T) {
 		ranges := store.Ranges
 		out, err := f.acts.writeReview(context.Background(), s.in)
 		fmt.Fprintf(&store.transcript, "ranged reads: %d\n", store.Ranges-ranges)
-		if err != nil {
-			fmt.Fprintf(&store.transcript, "error %s: %v\n", appError(t, err).Type(), err)
-			continue
-		}
-		raw, _ := json.MarshalIndent(out, "", " ")
-		fmt.Fprintf(&store.transcript, "=== output\n%s\n", raw)
+		recordOutcome(t, &store.transcript, out, err)
 	}
 	checkGolden(t, "review/steps.golden", store.transcript.Bytes())
 }

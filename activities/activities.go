@@ -179,58 +179,103 @@ func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInpu
 	// read must not look like a dead worker.
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
-	if err := in.Options.Validate(); err != nil {
-		return nil, badInput(err)
-	}
-	opts := in.Options.WithDefaults()
-	if err := api.CheckQuestion(in.Question); err != nil {
-		return nil, badInput(err)
-	}
-	limits := a.Limits.withDefaults()
-	loc, err := s3store.ParseURI(in.Document)
+	req, err := a.checkPrepare(ctx, in)
 	if err != nil {
-		return nil, badInput(err)
-	}
-	var corpus *memagent.CorpusMap
-	if in.Converted != nil && in.Converted.Format == actwire.FormatCorpus {
-		if corpus, err = a.allowReadCorpus(ctx, in); err != nil {
-			return nil, err
-		}
-	} else if err := a.allowReadDocument(ctx, in); err != nil {
 		return nil, err
 	}
-	if in.OutputPrefix != "" {
-		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, claim{WorkflowID: in.WorkflowID, FirstRunID: in.FirstRunID}); err != nil {
-			return nil, err
-		}
-	}
-	tok, err := a.Tokenizers(opts.Tokenizer)
+	limits := a.Limits.withDefaults()
+	info, err := a.headPrepared(ctx, in.Document, req.loc, limits)
 	if err != nil {
-		return nil, badInput(err)
-	}
-	if err := CheckBudget(tok, a.Templates, in.Question, opts, a.MaxModelLen); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrPromptTooLong, nil)
-	}
-	info, err := a.Store.Head(ctx, loc)
-	if err != nil {
-		return nil, storeError(err, in.Document)
-	}
-	if info.Size == 0 {
-		return nil, badInput(fmt.Errorf("document %s is empty", in.Document))
-	}
-	if info.Size > limits.MaxDocumentBytes {
-		return nil, badInput(fmt.Errorf("document %s is %d bytes, over the worker's limit of %d: split it, or raise the limit on the worker", in.Document, info.Size, limits.MaxDocumentBytes))
+		return nil, err
 	}
 	out := &actwire.PrepareOutput{
 		Document:    in.Document,
 		ETag:        info.ETag,
-		Tokenizer:   tok.Name(),
-		ChunkTokens: opts.ChunkTokens,
-		Model:       a.modelName(opts),
+		Tokenizer:   req.tok.Name(),
+		ChunkTokens: req.opts.ChunkTokens,
+		Model:       a.modelName(req.opts),
 	}
-	indexLoc := s3store.Location{Bucket: a.Bucket, Key: indexKey(in.Document, info, tok.Name(), opts.ChunkTokens)}
+	indexLoc := s3store.Location{Bucket: a.Bucket, Key: indexKey(in.Document, info, req.tok.Name(), req.opts.ChunkTokens)}
 	out.IndexURI = indexLoc.String()
+	idx, err := a.indexOnce(ctx, in, req, info, indexLoc, out)
+	if err != nil {
+		return nil, err
+	}
+	if err := describePrepared(in, req.opts, limits, idx, out); err != nil {
+		return nil, err
+	}
+	a.logger().InfoContext(ctx, "document prepared",
+		"document", in.Document, "chunks", out.Chunks, "tokens", out.Tokens, "bytes", out.Bytes, "reused_index", out.Reused)
+	return out, nil
+}
 
+// prepareRequest is a PrepareInput checked: its options with defaults,
+// the document's location, the corpus map of a corpus, and the tokenizer.
+type prepareRequest struct {
+	opts   api.ModelOptions
+	loc    s3store.Location
+	corpus *memagent.CorpusMap
+	tok    memagent.Tokenizer
+}
+
+// checkPrepare refuses, before any read of the document, bad options, a
+// bad question or URI, a document (or corpus) the worker may not read, an
+// output prefix it may not claim, an unknown tokenizer and a prompt over
+// the model's context.
+func (a *Activities) checkPrepare(ctx context.Context, in actwire.PrepareInput) (prepareRequest, error) {
+	var req prepareRequest
+	if err := in.Options.Validate(); err != nil {
+		return req, badInput(err)
+	}
+	req.opts = in.Options.WithDefaults()
+	if err := api.CheckQuestion(in.Question); err != nil {
+		return req, badInput(err)
+	}
+	var err error
+	if req.loc, err = s3store.ParseURI(in.Document); err != nil {
+		return req, badInput(err)
+	}
+	if in.Converted != nil && in.Converted.Format == actwire.FormatCorpus {
+		if req.corpus, err = a.allowReadCorpus(ctx, in); err != nil {
+			return req, err
+		}
+	} else if err := a.allowReadDocument(ctx, in); err != nil {
+		return req, err
+	}
+	if in.OutputPrefix != "" {
+		if err := a.claimPrefix(ctx, "output_prefix", in.OutputPrefix, claim{WorkflowID: in.WorkflowID, FirstRunID: in.FirstRunID}); err != nil {
+			return req, err
+		}
+	}
+	if req.tok, err = a.Tokenizers(req.opts.Tokenizer); err != nil {
+		return req, badInput(err)
+	}
+	if err := CheckBudget(req.tok, a.Templates, in.Question, req.opts, a.MaxModelLen); err != nil {
+		return req, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrPromptTooLong, nil)
+	}
+	return req, nil
+}
+
+// headPrepared is the document's size and version, refusing an empty
+// document or one over the worker's limit.
+func (a *Activities) headPrepared(ctx context.Context, uri string, loc s3store.Location, limits Limits) (s3store.ObjectInfo, error) {
+	info, err := a.Store.Head(ctx, loc)
+	if err != nil {
+		return info, storeError(err, uri)
+	}
+	if info.Size == 0 {
+		return info, badInput(fmt.Errorf("document %s is empty", uri))
+	}
+	if info.Size > limits.MaxDocumentBytes {
+		return info, badInput(fmt.Errorf("document %s is %d bytes, over the worker's limit of %d: split it, or raise the limit on the worker", uri, info.Size, limits.MaxDocumentBytes))
+	}
+	return info, nil
+}
+
+// indexOnce reuses the index at indexLoc when it describes this version,
+// tokenizer and chunk size (setting out.Reused), else plans the document
+// and writes its index, with the corpus map or page map.
+func (a *Activities) indexOnce(ctx context.Context, in actwire.PrepareInput, req prepareRequest, info s3store.ObjectInfo, indexLoc s3store.Location, out *actwire.PrepareOutput) (*memagent.ChunkIndex, error) {
 	// Runs that ask about the same new document at the same time (the
 	// questions of a batch, say) would each stream and index it: in this
 	// process, the first indexes it and the others wait, then read its index.
@@ -241,30 +286,44 @@ func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInpu
 	defer unlock()
 	idx, err := a.readIndex(ctx, indexLoc)
 	switch {
-	case err == nil && idx.Version == memagent.ChunkIndexVersion && idx.Tokenizer == tok.Name() && idx.ChunkTokens == opts.ChunkTokens && (idx.Bytes == info.Size || idx.Source != ""):
+	case err == nil && idx.Version == memagent.ChunkIndexVersion && idx.Tokenizer == req.tok.Name() && idx.ChunkTokens == req.opts.ChunkTokens && (idx.Bytes == info.Size || idx.Source != ""):
 		out.Reused = true
+		return idx, nil
 	case err == nil || errors.Is(err, s3store.ErrNotFound):
-		if idx, err = a.plan(ctx, in.Document, loc, info, tok, opts); err != nil {
-			return nil, err
-		}
-		if corpus != nil {
-			idx.Corpus = corpus
-		} else if idx.PageMap, err = a.pageMapOf(ctx, in); err != nil {
-			return nil, err
-		}
-		data, err := json.Marshal(idx)
-		if err != nil {
-			return nil, fmt.Errorf("encode chunk index: %w", err)
-		}
-		if err := a.Store.Put(ctx, indexLoc, data, "application/json"); err != nil {
-			return nil, fmt.Errorf("write chunk index: %w", err)
-		}
-		a.cacheIndex(out.IndexURI, idx)
+		return a.writeNewIndex(ctx, in, req, info, indexLoc)
 	default:
 		return nil, fmt.Errorf("read chunk index: %w", err)
 	}
+}
+
+// writeNewIndex plans the document and writes its index to indexLoc.
+func (a *Activities) writeNewIndex(ctx context.Context, in actwire.PrepareInput, req prepareRequest, info s3store.ObjectInfo, indexLoc s3store.Location) (*memagent.ChunkIndex, error) {
+	idx, err := a.plan(ctx, in.Document, req.loc, info, req.tok, req.opts)
+	if err != nil {
+		return nil, err
+	}
+	if req.corpus != nil {
+		idx.Corpus = req.corpus
+	} else if idx.PageMap, err = a.pageMapOf(ctx, in); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(idx)
+	if err != nil {
+		return nil, fmt.Errorf("encode chunk index: %w", err)
+	}
+	if err := a.Store.Put(ctx, indexLoc, data, "application/json"); err != nil {
+		return nil, fmt.Errorf("write chunk index: %w", err)
+	}
+	a.cacheIndex(indexLoc.String(), idx)
+	return idx, nil
+}
+
+// describePrepared fills out from the index and the converted source,
+// refusing a document with more chunks than the worker's limit, or one
+// whose invalid bytes an earlier run replaced when this one rejects them.
+func describePrepared(in actwire.PrepareInput, opts api.ModelOptions, limits Limits, idx *memagent.ChunkIndex, out *actwire.PrepareOutput) error {
 	if len(idx.Chunks) > limits.MaxChunks {
-		return nil, badInput(fmt.Errorf("document %s has %d chunks, over the worker's limit of %d: raise options.chunk_tokens or split the document", in.Document, len(idx.Chunks), limits.MaxChunks))
+		return badInput(fmt.Errorf("document %s has %d chunks, over the worker's limit of %d: raise options.chunk_tokens or split the document", in.Document, len(idx.Chunks), limits.MaxChunks))
 	}
 	out.SHA256, out.Bytes, out.Tokens, out.Chunks = idx.SHA256, idx.Bytes, idx.Tokens, len(idx.Chunks)
 	if c := in.Converted; c != nil {
@@ -274,13 +333,11 @@ func (a *Activities) prepareDocument(ctx context.Context, in actwire.PrepareInpu
 		if opts.InvalidUTF8 != api.InvalidUTF8Replace {
 			// An earlier run replaced this document's invalid bytes; this
 			// one asked to reject them.
-			return nil, badInput(fmt.Errorf("document %s is not UTF-8 text (%d invalid bytes); convert it to UTF-8 first, or ask with invalid_utf8 \"replace\"", in.Document, idx.Replaced))
+			return badInput(fmt.Errorf("document %s is not UTF-8 text (%d invalid bytes); convert it to UTF-8 first, or ask with invalid_utf8 \"replace\"", in.Document, idx.Replaced))
 		}
 		out.Document, out.ETag, out.InvalidBytesReplaced = idx.Source, idx.SourceETag, idx.Replaced
 	}
-	a.logger().InfoContext(ctx, "document prepared",
-		"document", in.Document, "chunks", out.Chunks, "tokens", out.Tokens, "bytes", out.Bytes, "reused_index", out.Reused)
-	return out, nil
+	return nil
 }
 
 // plan indexes a document in one of the worker's indexing slots, guarded

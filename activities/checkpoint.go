@@ -127,29 +127,52 @@ func (a *Activities) findCheckpoint(ctx context.Context, in actwire.FindCheckpoi
 	if err := a.allowIndexedRead(in.Document, in.ETag, in.IndexURI, indexLoc, idx); err != nil {
 		return nil, err
 	}
-	out := &actwire.FindCheckpointOutput{}
 	n := len(idx.Chunks)
 	if n == 0 || idx.Chunks[n-1].Chain == "" {
-		return out, nil
+		return &actwire.FindCheckpointOutput{}, nil
 	}
 	opts := in.Options.WithDefaults()
 	key := a.checkpointKey(in.Question, opts, a.modelName(opts), in.Sample)
-	read := func(i int) (*checkpoint, error) {
-		sctx, cancel := a.s3ctx(ctx)
-		defer cancel()
-		data, err := a.Store.ReadAll(sctx, a.checkpointLoc(key, idx.Chunks[i].Chain))
-		if errors.Is(err, s3store.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read checkpoint: %w", err)
-		}
-		var cp checkpoint
-		if json.Unmarshal(data, &cp) != nil || cp.Version != checkpointVersion || cp.Chain != idx.Chunks[i].Chain || cp.Chunks != i+1 {
-			return nil, nil // not one this worker wrote for these chunks: read again
-		}
-		return &cp, nil
+	read := func(i int) (*checkpoint, error) { return a.readCheckpoint(ctx, key, idx, i) }
+	found, err := deepestCheckpoint(n, read)
+	if err != nil {
+		return nil, err
 	}
+	if found == nil {
+		return &actwire.FindCheckpointOutput{}, nil
+	}
+	out, own, err := a.resumeFrom(ctx, in, idx, found, read)
+	if err != nil {
+		return nil, err
+	}
+	a.logger().InfoContext(ctx, "checkpoint found", "chunks", out.Chunks, "of", n, "own_chain", own)
+	return out, nil
+}
+
+// readCheckpoint reads the checkpoint of the first i+1 chunks of idx
+// under key: nil when there is none, or when what is there is not one
+// this worker wrote for these chunks (they are read again).
+func (a *Activities) readCheckpoint(ctx context.Context, key string, idx *memagent.ChunkIndex, i int) (*checkpoint, error) {
+	sctx, cancel := a.s3ctx(ctx)
+	defer cancel()
+	data, err := a.Store.ReadAll(sctx, a.checkpointLoc(key, idx.Chunks[i].Chain))
+	if errors.Is(err, s3store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	var cp checkpoint
+	if json.Unmarshal(data, &cp) != nil || cp.Version != checkpointVersion || cp.Chain != idx.Chunks[i].Chain || cp.Chunks != i+1 {
+		return nil, nil // not one this worker wrote for these chunks: read again
+	}
+	return &cp, nil
+}
+
+// deepestCheckpoint searches n chunks for the deepest checkpoint read
+// finds: the last chunk first (a question asked again of the same text),
+// then by halves. It returns nil when there is none.
+func deepestCheckpoint(n int, read func(int) (*checkpoint, error)) (*checkpoint, error) {
 	// lo is the deepest chunk known to have a checkpoint (-1: none), hi
 	// the shallowest known to have none.
 	lo, hi := -1, n
@@ -169,26 +192,30 @@ func (a *Activities) findCheckpoint(ctx context.Context, in actwire.FindCheckpoi
 			hi = mid
 		}
 	}
-	if found == nil {
-		return out, nil
-	}
-	out.Chunks, out.Memory = found.Chunks, found.Memory
+	return found, nil
+}
+
+// resumeFrom is the output for a run that resumes from found: its chunks,
+// memory and evidence, cited in idx, and the reading's names when the
+// reading is the run's own chain (own).
+func (a *Activities) resumeFrom(ctx context.Context, in actwire.FindCheckpointInput, idx *memagent.ChunkIndex, found *checkpoint, read func(int) (*checkpoint, error)) (*actwire.FindCheckpointOutput, bool, error) {
+	out := &actwire.FindCheckpointOutput{Chunks: found.Chunks, Memory: found.Memory}
 	// The reading that wrote it is named to its own chain only: the same
 	// text may be another caller's, under another name.
 	own := found.WorkflowID != "" && found.WorkflowID == workflowID(ctx) && found.FirstRunID != "" && found.FirstRunID == in.FirstRunID
 	if own {
 		out.WorkflowID, out.RunID = found.WorkflowID, found.RunID
 	}
+	var err error
 	out.Evidence, out.EvidenceDropped, err = a.rebuildEvidence(ctx, read, found)
 	if err != nil {
-		return nil, err
+		return nil, own, err
 	}
 	// The evidence is cited again in the reader's own document or corpus,
 	// by offset, as a chunk read now is: a checkpoint of the same text
 	// under another name cites nothing of that name.
 	out.Evidence = reciteEvidence(idx, out.Evidence)
-	a.logger().InfoContext(ctx, "checkpoint found", "chunks", out.Chunks, "of", n, "own_chain", own)
-	return out, nil
+	return out, own, nil
 }
 
 // reciteEvidence cites evidence entries from a checkpoint in idx, the

@@ -53,42 +53,10 @@ func (a *Activities) assembleCorpus(ctx context.Context, in actwire.CorpusInput)
 			return nil, err
 		}
 	}
-	// What each document reads as: its converted text, or itself.
-	type part struct {
-		uri, name, format string
-		etag              string // of the document asked about
-		text              s3store.Location
-		textETag          string
-		pages             *memagent.PageMap
+	parts, id, err := a.corpusParts(ctx, in)
+	if err != nil {
+		return nil, err
 	}
-	parts := make([]part, len(in.Documents))
-	key := sha256.New()
-	fmt.Fprintf(key, "corpus v1\x00%s\x00", ConverterVersion)
-	for i, d := range in.Documents {
-		conv, err := a.convertDocument(ctx, actwire.ConvertInput{Document: d, OCR: in.OCR, OCRLanguages: in.OCRLanguages})
-		if err != nil {
-			return nil, err
-		}
-		p := part{uri: d, name: memagent.CorpusName(d), format: conv.Format}
-		loc, _ := s3store.ParseURI(conv.Document)
-		info, err := a.Store.Head(ctx, loc)
-		if err != nil {
-			return nil, storeError(err, conv.Document)
-		}
-		if info.Size == 0 {
-			return nil, badInput(fmt.Errorf("documents[%d] %s is empty", i, d))
-		}
-		p.text, p.textETag, p.etag = loc, info.ETag, info.ETag
-		if conv.Source != "" {
-			p.etag = conv.SourceETag
-			if p.pages, err = a.loadPageMap(ctx, conv.PageMapURI, conv.Document); err != nil {
-				return nil, err
-			}
-		}
-		fmt.Fprintf(key, "%s\x00%s\x00%s\x00%d\x00", d, p.etag, p.textETag, info.Size)
-		parts[i] = p
-	}
-	id := hex.EncodeToString(key.Sum(nil)[:16])
 	textLoc := s3store.Location{Bucket: a.Bucket, Key: corpusArea + id + "/text.txt"}
 	mapLoc := s3store.Location{Bucket: a.Bucket, Key: corpusArea + id + "/corpus.json"}
 	unlock, err := a.lockPlan(ctx, mapLoc.String())
@@ -108,19 +76,90 @@ func (a *Activities) assembleCorpus(ctx context.Context, in actwire.CorpusInput)
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
+	c := &corpusObject{Text: textLoc.String()}
+	if c.Map.Documents, c.Bytes, err = a.writeCorpusText(ctx, f, parts, in.InvalidUTF8 == api.InvalidUTF8Replace); err != nil {
+		return nil, err
+	}
+	if err := a.uploadCorpus(ctx, f, textLoc, mapLoc, c); err != nil {
+		return nil, err
+	}
+	a.logger().InfoContext(ctx, "corpus assembled", "documents", len(parts), "bytes", c.Bytes, "corpus", mapLoc.String())
+	return corpusOutput(c, mapLoc, false), nil
+}
+
+// corpusPart is what one document of a corpus reads as: its converted
+// text, or itself.
+type corpusPart struct {
+	uri, name, format string
+	etag              string // of the document asked about
+	text              s3store.Location
+	textETag          string
+	pages             *memagent.PageMap
+}
+
+// corpusParts converts each document of the corpus (reusing earlier
+// conversions) and returns what each reads as, and the corpus's id: a
+// hash of the converter and every document's and text's version and size.
+func (a *Activities) corpusParts(ctx context.Context, in actwire.CorpusInput) ([]corpusPart, string, error) {
+	parts := make([]corpusPart, len(in.Documents))
+	key := sha256.New()
+	fmt.Fprintf(key, "corpus v1\x00%s\x00", ConverterVersion)
+	for i, d := range in.Documents {
+		p, size, err := a.corpusPart(ctx, in, i)
+		if err != nil {
+			return nil, "", err
+		}
+		fmt.Fprintf(key, "%s\x00%s\x00%s\x00%d\x00", d, p.etag, p.textETag, size)
+		parts[i] = p
+	}
+	return parts, hex.EncodeToString(key.Sum(nil)[:16]), nil
+}
+
+// corpusPart converts documents[i] of the corpus and returns what it
+// reads as and the size of its text, refusing an empty one.
+func (a *Activities) corpusPart(ctx context.Context, in actwire.CorpusInput, i int) (corpusPart, int64, error) {
+	d := in.Documents[i]
+	conv, err := a.convertDocument(ctx, actwire.ConvertInput{Document: d, OCR: in.OCR, OCRLanguages: in.OCRLanguages})
+	if err != nil {
+		return corpusPart{}, 0, err
+	}
+	p := corpusPart{uri: d, name: memagent.CorpusName(d), format: conv.Format}
+	loc, _ := s3store.ParseURI(conv.Document)
+	info, err := a.Store.Head(ctx, loc)
+	if err != nil {
+		return p, 0, storeError(err, conv.Document)
+	}
+	if info.Size == 0 {
+		return p, 0, badInput(fmt.Errorf("documents[%d] %s is empty", i, d))
+	}
+	p.text, p.textETag, p.etag = loc, info.ETag, info.ETag
+	if conv.Source != "" {
+		p.etag = conv.SourceETag
+		if p.pages, err = a.loadPageMap(ctx, conv.PageMapURI, conv.Document); err != nil {
+			return p, 0, err
+		}
+	}
+	return p, info.Size, nil
+}
+
+// writeCorpusText writes the parts to w in order, each opened by its
+// header line and closed by a blank line, and returns where each lies in
+// the stream (its page map shifted there) and the stream's size, refusing
+// a stream over the worker's limit for one document.
+func (a *Activities) writeCorpusText(ctx context.Context, w io.Writer, parts []corpusPart, replace bool) ([]memagent.CorpusDocument, int64, error) {
 	limit := a.Limits.withDefaults().MaxDocumentBytes
 	var offset int64
-	c := &corpusObject{Text: textLoc.String()}
+	var docs []memagent.CorpusDocument
 	for i, p := range parts {
 		header := memagent.CorpusHeader(i+1, p.name)
 		doc := memagent.CorpusDocument{Document: p.uri, Name: p.name, ETag: p.etag, Format: p.format, Start: offset}
-		if _, err := io.WriteString(f, header); err != nil {
-			return nil, fmt.Errorf("assemble corpus: %w", err)
+		if _, err := io.WriteString(w, header); err != nil {
+			return nil, 0, fmt.Errorf("assemble corpus: %w", err)
 		}
 		textStart := offset + int64(len(header))
-		n, last, err := a.copyText(ctx, f, p.text, p.textETag, in.InvalidUTF8 == api.InvalidUTF8Replace, p.uri)
+		n, last, err := a.copyText(ctx, w, p.text, p.textETag, replace, p.uri)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		offset = textStart + n
 		// A blank line between documents, so that no sentence runs on.
@@ -128,46 +167,59 @@ func (a *Activities) assembleCorpus(ctx context.Context, in actwire.CorpusInput)
 		if last == '\n' {
 			sep = "\n"
 		}
-		if _, err := io.WriteString(f, sep); err != nil {
-			return nil, fmt.Errorf("assemble corpus: %w", err)
+		if _, err := io.WriteString(w, sep); err != nil {
+			return nil, 0, fmt.Errorf("assemble corpus: %w", err)
 		}
 		offset += int64(len(sep))
 		if offset > limit {
-			return nil, badInput(fmt.Errorf("the corpus is over %d bytes by documents[%d] %s, the worker's limit for one document: ask about fewer documents at once, or raise the limit on the worker", limit, i, p.uri))
+			return nil, 0, badInput(fmt.Errorf("the corpus is over %d bytes by documents[%d] %s, the worker's limit for one document: ask about fewer documents at once, or raise the limit on the worker", limit, i, p.uri))
 		}
 		doc.End = offset
-		if p.pages != nil {
-			pm := *p.pages
-			pm.Spans = make([]memagent.PageSpan, len(p.pages.Spans))
-			for j, s := range p.pages.Spans {
-				s.Start += textStart
-				s.End += textStart
-				pm.Spans[j] = s
-			}
-			doc.PageMap = &pm
-		}
-		c.Map.Documents = append(c.Map.Documents, doc)
+		doc.PageMap = shiftPages(p.pages, textStart)
+		docs = append(docs, doc)
 	}
+	return docs, offset, nil
+}
+
+// shiftPages is a copy of pm (nil for nil) with every span moved by by
+// bytes.
+func shiftPages(pm *memagent.PageMap, by int64) *memagent.PageMap {
+	if pm == nil {
+		return nil
+	}
+	moved := *pm
+	moved.Spans = make([]memagent.PageSpan, len(pm.Spans))
+	for j, s := range pm.Spans {
+		s.Start += by
+		s.End += by
+		moved.Spans[j] = s
+	}
+	return &moved
+}
+
+// uploadCorpus uploads the stream in f (c.Bytes long) to textLoc, then,
+// with the text's ETag, the corpus map c to mapLoc: the map is written
+// only once its stream is in place.
+func (a *Activities) uploadCorpus(ctx context.Context, f *os.File, textLoc, mapLoc s3store.Location, c *corpusObject) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return err
 	}
-	if err := a.Store.PutReader(ctx, textLoc, f, offset, "text/plain; charset=utf-8"); err != nil {
-		return nil, fmt.Errorf("upload corpus text: %w", err)
+	if err := a.Store.PutReader(ctx, textLoc, f, c.Bytes, "text/plain; charset=utf-8"); err != nil {
+		return fmt.Errorf("upload corpus text: %w", err)
 	}
 	info, err := a.Store.Head(ctx, textLoc)
 	if err != nil {
-		return nil, fmt.Errorf("upload corpus text: %w", err)
+		return fmt.Errorf("upload corpus text: %w", err)
 	}
-	c.TextETag, c.Bytes = info.ETag, offset
+	c.TextETag = info.ETag
 	data, err := json.Marshal(c)
 	if err != nil {
-		return nil, fmt.Errorf("encode corpus map: %w", err)
+		return fmt.Errorf("encode corpus map: %w", err)
 	}
 	if err := a.Store.Put(ctx, mapLoc, data, "application/json"); err != nil {
-		return nil, fmt.Errorf("write corpus map: %w", err)
+		return fmt.Errorf("write corpus map: %w", err)
 	}
-	a.logger().InfoContext(ctx, "corpus assembled", "documents", len(parts), "bytes", offset, "corpus", mapLoc.String())
-	return corpusOutput(c, mapLoc, false), nil
+	return nil
 }
 
 // copyText appends one document's text to w: valid UTF-8, or with its

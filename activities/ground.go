@@ -38,24 +38,66 @@ const groundWindow = 1 << 20
 // each answer its citation (report.Cite). A result.json named for an
 // answer is rewritten with both.
 func (a *Activities) groundAnswer(ctx context.Context, in actwire.GroundInput) (*actwire.GroundOutput, error) {
-	indexLoc, err := s3store.ParseURI(in.IndexURI)
+	indexLoc, docLoc, err := a.groundLocations(in)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("index uri: %w", err))
-	}
-	if indexLoc.Bucket != a.Bucket || !strings.HasPrefix(indexLoc.Key, "indexes/") {
-		return nil, forbidden("index %s is not one this worker made (under s3://%s/indexes/)", in.IndexURI, a.Bucket)
-	}
-	docLoc, err := s3store.ParseURI(in.Document)
-	if err != nil {
-		return nil, badInput(fmt.Errorf("document: %w", err))
+		return nil, err
 	}
 	stop := a.startHeartbeat(ctx)
 	defer stop()
-	idx, err := a.loadIndex(ctx, indexLoc)
+	idx, err := a.groundIndex(ctx, in, indexLoc)
+	if err != nil {
+		return nil, err
+	}
+	groundings, searched := groundable(in.Answers)
+	gaps := corpusHeaders(idx.Corpus)
+	ev, err := a.searchEvidence(ctx, docLoc, in.ETag, gaps, in.Answers, searched)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.groundRest(ctx, docLoc, in, gaps, ev, searched, groundings); err != nil {
+		return nil, err
+	}
+	if err := a.placeGroundings(ctx, docLoc, in, idx, groundings); err != nil {
+		return nil, err
+	}
+	out := &actwire.GroundOutput{Groundings: groundings, Citations: citeAnswers(idx, in.Answers, searched, ev, groundings)}
+	for i, it := range in.Answers {
+		if it.ResultURI != "" {
+			if err := a.groundResult(ctx, it.ResultURI, in.RunID, out.Groundings[i], out.Citations[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	a.logGrounded(ctx, in, out.Groundings)
+	return out, nil
+}
+
+// groundLocations parses the index and document URIs of in, and refuses
+// an index this worker did not make.
+func (a *Activities) groundLocations(in actwire.GroundInput) (indexLoc, docLoc s3store.Location, err error) {
+	indexLoc, err = s3store.ParseURI(in.IndexURI)
+	if err != nil {
+		return indexLoc, docLoc, badInput(fmt.Errorf("index uri: %w", err))
+	}
+	if indexLoc.Bucket != a.Bucket || !strings.HasPrefix(indexLoc.Key, "indexes/") {
+		return indexLoc, docLoc, forbidden("index %s is not one this worker made (under s3://%s/indexes/)", in.IndexURI, a.Bucket)
+	}
+	docLoc, err = s3store.ParseURI(in.Document)
+	if err != nil {
+		return indexLoc, docLoc, badInput(fmt.Errorf("document: %w", err))
+	}
+	return indexLoc, docLoc, nil
+}
+
+// groundIndex loads the index at loc, checks that it describes the
+// document version in names, and checks every answer's result URI and
+// evidence ranges against the worker's write prefixes and the index.
+func (a *Activities) groundIndex(ctx context.Context, in actwire.GroundInput, loc s3store.Location) (*memagent.ChunkIndex, error) {
+	idx, err := a.loadIndex(ctx, loc)
 	if err != nil {
 		return nil, storeError(err, in.IndexURI)
 	}
-	if err := a.allowIndexedRead(in.Document, in.ETag, in.IndexURI, indexLoc, idx); err != nil {
+	if err := a.allowIndexedRead(in.Document, in.ETag, in.IndexURI, loc, idx); err != nil {
 		return nil, err
 	}
 	for i, it := range in.Answers {
@@ -65,55 +107,80 @@ func (a *Activities) groundAnswer(ctx context.Context, in actwire.GroundInput) (
 			}
 		}
 		for j, e := range it.Evidence {
-			if e.Start < 0 || e.End < e.Start || e.End > idx.Bytes || e.End-e.Start > s3store.MaxRangeBytes ||
-				e.PassageEnd < e.PassageStart || (e.PassageEnd > 0 && (e.PassageStart < e.Start || e.PassageEnd > e.End)) {
-				return nil, badInput(fmt.Errorf("answers[%d].evidence[%d]: range [%d,%d) (passage [%d,%d)) is not in the document's %d bytes",
-					i, j, e.Start, e.End, e.PassageStart, e.PassageEnd, idx.Bytes))
+			if err := checkEvidence(e, idx.Bytes); err != nil {
+				return nil, badInput(fmt.Errorf("answers[%d].evidence[%d]: %w", i, j, err))
 			}
 		}
 	}
+	return idx, nil
+}
 
-	out := &actwire.GroundOutput{Groundings: make([]api.Grounding, len(in.Answers)), Citations: make([]api.Citation, len(in.Answers))}
-	searched := make([]bool, len(in.Answers))
-	for i, it := range in.Answers {
+// checkEvidence refuses an evidence entry whose chunk range is not in a
+// document of size bytes or too long for one read, or whose passage is
+// not inside its chunk.
+func checkEvidence(e actwire.GroundEvidence, size int64) error {
+	if e.Start < 0 || e.End < e.Start || e.End > size || e.End-e.Start > s3store.MaxRangeBytes ||
+		e.PassageEnd < e.PassageStart || (e.PassageEnd > 0 && (e.PassageStart < e.Start || e.PassageEnd > e.End)) {
+		return fmt.Errorf("range [%d,%d) (passage [%d,%d)) is not in the document's %d bytes",
+			e.Start, e.End, e.PassageStart, e.PassageEnd, size)
+	}
+	return nil
+}
+
+// groundable marks the answers to search; the others, given as no answer,
+// are no_answer already.
+func groundable(answers []actwire.GroundItem) ([]api.Grounding, []bool) {
+	groundings := make([]api.Grounding, len(answers))
+	searched := make([]bool, len(answers))
+	for i, it := range answers {
 		if !it.AnswerFound || strings.TrimSpace(it.Answer) == "" || memagent.IsNoAnswer(it.Answer) {
-			out.Groundings[i] = api.Grounding{Status: api.GroundingNoAnswer}
+			groundings[i] = api.Grounding{Status: api.GroundingNoAnswer}
 			continue
 		}
 		searched[i] = true
 	}
-	gaps := corpusHeaders(idx.Corpus)
-	ev, err := a.searchEvidence(ctx, docLoc, in.ETag, gaps, in.Answers, searched)
-	if err != nil {
-		return nil, err
-	}
+	return groundings, searched
+}
+
+// groundRest sets the grounding of each searched answer: where its
+// evidence holds it, else where the streamed document does, else
+// not_found.
+func (a *Activities) groundRest(ctx context.Context, docLoc s3store.Location, in actwire.GroundInput, gaps [][2]int64,
+	ev []evidenceFind, searched []bool, groundings []api.Grounding) error {
 	var rest []string
 	var which []int
 	for i := range in.Answers {
 		switch {
 		case !searched[i]:
 		case ev[i].match.Status != api.GroundingNotFound:
-			out.Groundings[i] = api.Grounding{Status: ev[i].match.Status, Start: ev[i].match.Start, End: ev[i].match.End, FoundIn: ev[i].in}
+			groundings[i] = api.Grounding{Status: ev[i].match.Status, Start: ev[i].match.Start, End: ev[i].match.End, FoundIn: ev[i].in}
 		default:
 			rest = append(rest, strings.TrimSpace(in.Answers[i].Answer))
 			which = append(which, i)
 		}
 	}
-	if len(rest) > 0 {
-		matches, err := a.scanForAnswers(ctx, docLoc, in.ETag, gaps, rest)
-		if err != nil {
-			return nil, err
-		}
-		for k, m := range matches {
-			g := api.Grounding{Status: m.Status}
-			if g.Found() {
-				g.Start, g.End, g.FoundIn = m.Start, m.End, api.GroundingInText
-			}
-			out.Groundings[which[k]] = g
-		}
+	if len(rest) == 0 {
+		return nil
 	}
-	for i := range out.Groundings {
-		g := &out.Groundings[i]
+	matches, err := a.scanForAnswers(ctx, docLoc, in.ETag, gaps, rest)
+	if err != nil {
+		return err
+	}
+	for k, m := range matches {
+		g := api.Grounding{Status: m.Status}
+		if g.Found() {
+			g.Start, g.End, g.FoundIn = m.Start, m.End, api.GroundingInText
+		}
+		groundings[which[k]] = g
+	}
+	return nil
+}
+
+// placeGroundings gives each found grounding its pages, its document in a
+// corpus, and its quote.
+func (a *Activities) placeGroundings(ctx context.Context, docLoc s3store.Location, in actwire.GroundInput, idx *memagent.ChunkIndex, groundings []api.Grounding) error {
+	for i := range groundings {
+		g := &groundings[i]
 		if !g.Found() {
 			continue
 		}
@@ -121,12 +188,20 @@ func (a *Activities) groundAnswer(ctx context.Context, in actwire.GroundInput) (
 		if refs := idx.Corpus.Refs(g.Start, g.End); len(refs) > 0 {
 			g.Document, g.Pages = refs[0].Document, refs[0].Pages
 		}
+		var err error
 		g.Quote, err = a.quote(ctx, docLoc, in.ETag, idx, memagent.GroundMatch{Status: g.Status, Start: g.Start, End: g.End})
 		if err != nil {
-			return nil, storeError(err, in.Document)
+			return storeError(err, in.Document)
 		}
 	}
-	for i, it := range in.Answers {
+	return nil
+}
+
+// citeAnswers is the citation of each searched answer (report.Cite) from
+// its grounding and its evidence; an answer not searched has none.
+func citeAnswers(idx *memagent.ChunkIndex, answers []actwire.GroundItem, searched []bool, ev []evidenceFind, groundings []api.Grounding) []api.Citation {
+	citations := make([]api.Citation, len(answers))
+	for i, it := range answers {
 		if !searched[i] {
 			continue
 		}
@@ -134,17 +209,15 @@ func (a *Activities) groundAnswer(ctx context.Context, in actwire.GroundInput) (
 		for j, e := range it.Evidence {
 			entries[j] = citeEntry(idx, e, ev[i].passages[j])
 		}
-		out.Citations[i] = report.Cite(it.Answer, &out.Groundings[i], entries)
+		citations[i] = report.Cite(it.Answer, &groundings[i], entries)
 	}
-	for i, it := range in.Answers {
-		if it.ResultURI != "" {
-			if err := a.groundResult(ctx, it.ResultURI, in.RunID, out.Groundings[i], out.Citations[i]); err != nil {
-				return nil, err
-			}
-		}
-	}
+	return citations
+}
+
+// logGrounded logs how many answers were grounded where, and how.
+func (a *Activities) logGrounded(ctx context.Context, in actwire.GroundInput, groundings []api.Grounding) {
 	counts := map[string]int{}
-	for _, g := range out.Groundings {
+	for _, g := range groundings {
 		counts[g.Status+g.FoundIn]++
 	}
 	a.logger().InfoContext(ctx, "answers grounded", "document", in.Document, "answers", len(in.Answers),
@@ -153,7 +226,6 @@ func (a *Activities) groundAnswer(ctx context.Context, in actwire.GroundInput) (
 		"normalized_in_evidence", counts[api.GroundingNormalized+api.GroundingInPassage]+counts[api.GroundingNormalized+api.GroundingInChunk],
 		"normalized_in_text", counts[api.GroundingNormalized+api.GroundingInText],
 		"not_found", counts[api.GroundingNotFound], "no_answer", counts[api.GroundingNoAnswer])
-	return out, nil
 }
 
 // citeEntry is evidence entry e as report.Cite reads it: its passage's
@@ -179,6 +251,13 @@ type evidenceFind struct {
 	passages []string
 }
 
+// evidenceHit is the match of an answer in one evidence entry's passage
+// and in its chunk.
+type evidenceHit struct{ passage, chunk memagent.GroundMatch }
+
+// evidenceRef names entry entry of the evidence of answer item.
+type evidenceRef struct{ item, entry int }
+
 // searchEvidence reads each evidence chunk of the answers once (through
 // the worker's chunk cache, which the memory updates filled) and looks
 // for each searched answer in its evidence: the first place, in the order
@@ -186,30 +265,14 @@ type evidenceFind struct {
 // every entry's passage text for the citation. An answer found in no
 // entry is not_found here.
 func (a *Activities) searchEvidence(ctx context.Context, loc s3store.Location, etag string, gaps [][2]int64, items []actwire.GroundItem, searched []bool) ([]evidenceFind, error) {
-	type hit struct{ passage, chunk memagent.GroundMatch }
 	finds := make([]evidenceFind, len(items))
-	hits := make([][]hit, len(items))
-	// The entries of every answer, by chunk range, so that each chunk is
-	// read once whatever the number of questions that cite it.
-	type ref struct{ item, entry int }
-	byChunk := map[[2]int64][]ref{}
-	var chunks [][2]int64
+	hits := make([][]evidenceHit, len(items))
 	for i, it := range items {
 		finds[i].match = memagent.GroundMatch{Status: api.GroundingNotFound}
 		finds[i].passages = make([]string, len(it.Evidence))
-		hits[i] = make([]hit, len(it.Evidence))
-		for j, e := range it.Evidence {
-			k := [2]int64{e.Start, e.End}
-			if e.End <= e.Start {
-				continue
-			}
-			if _, ok := byChunk[k]; !ok {
-				chunks = append(chunks, k)
-			}
-			byChunk[k] = append(byChunk[k], ref{i, j})
-		}
+		hits[i] = make([]evidenceHit, len(it.Evidence))
 	}
-	sort.Slice(chunks, func(x, y int) bool { return chunks[x][0] < chunks[y][0] })
+	byChunk, chunks := evidenceChunks(items)
 	for n, k := range chunks {
 		sctx, cancel := a.s3ctx(ctx)
 		text, err := a.readChunk(sctx, loc, k[0], k[1], etag)
@@ -238,35 +301,65 @@ func (a *Activities) searchEvidence(ctx context.Context, loc s3store.Location, e
 		}
 	}
 	for i, it := range items {
-		if !searched[i] {
-			continue
-		}
-		// Supporting entries first, then the others; latest first in each.
-		order := make([]int, 0, len(it.Evidence))
-		for _, supports := range []bool{true, false} {
-			for j := len(it.Evidence) - 1; j >= 0; j-- {
-				if it.Evidence[j].Supports == supports {
-					order = append(order, j)
-				}
-			}
-		}
-		pick := func(get func(hit) memagent.GroundMatch) (memagent.GroundMatch, bool) {
-			for _, status := range []string{api.GroundingVerbatim, api.GroundingNormalized} {
-				for _, j := range order {
-					if m := get(hits[i][j]); m.Status == status {
-						return m, true
-					}
-				}
-			}
-			return memagent.GroundMatch{}, false
-		}
-		if m, ok := pick(func(h hit) memagent.GroundMatch { return h.passage }); ok {
-			finds[i].match, finds[i].in = m, api.GroundingInPassage
-		} else if m, ok := pick(func(h hit) memagent.GroundMatch { return h.chunk }); ok {
-			finds[i].match, finds[i].in = m, api.GroundingInChunk
+		if searched[i] {
+			finds[i].match, finds[i].in = pickEvidence(it.Evidence, hits[i], finds[i].match)
 		}
 	}
 	return finds, nil
+}
+
+// evidenceChunks are the entries of every answer by chunk range, and the
+// non-empty ranges in document order, so that each chunk is read once
+// whatever the number of questions that cite it.
+func evidenceChunks(items []actwire.GroundItem) (map[[2]int64][]evidenceRef, [][2]int64) {
+	byChunk := map[[2]int64][]evidenceRef{}
+	var chunks [][2]int64
+	for i, it := range items {
+		for j, e := range it.Evidence {
+			k := [2]int64{e.Start, e.End}
+			if e.End <= e.Start {
+				continue
+			}
+			if _, ok := byChunk[k]; !ok {
+				chunks = append(chunks, k)
+			}
+			byChunk[k] = append(byChunk[k], evidenceRef{i, j})
+		}
+	}
+	sort.Slice(chunks, func(x, y int) bool { return chunks[x][0] < chunks[y][0] })
+	return byChunk, chunks
+}
+
+// pickEvidence chooses an answer's match among its evidence hits: a
+// passage before a chunk, verbatim before normalised, supporting entries
+// before the others and the latest first in each. It returns none (and
+// where "") when no entry holds the answer.
+func pickEvidence(evidence []actwire.GroundEvidence, hits []evidenceHit, none memagent.GroundMatch) (memagent.GroundMatch, string) {
+	order := make([]int, 0, len(evidence))
+	for _, supports := range []bool{true, false} {
+		for j := len(evidence) - 1; j >= 0; j-- {
+			if evidence[j].Supports == supports {
+				order = append(order, j)
+			}
+		}
+	}
+	pick := func(get func(evidenceHit) memagent.GroundMatch) (memagent.GroundMatch, bool) {
+		for _, status := range []string{api.GroundingVerbatim, api.GroundingNormalized} {
+			for _, j := range order {
+				if m := get(hits[j]); m.Status == status {
+					return m, true
+				}
+			}
+		}
+		return memagent.GroundMatch{}, false
+	}
+	if m, ok := pick(func(h evidenceHit) memagent.GroundMatch { return h.passage }); ok {
+		return m, api.GroundingInPassage
+	}
+	if m, ok := pick(func(h evidenceHit) memagent.GroundMatch { return h.chunk }); ok {
+		return m, api.GroundingInChunk
+	}
+	return none, ""
 }
 
 // groundIn looks for answer in text, the bytes of the document from

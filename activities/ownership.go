@@ -217,6 +217,34 @@ func (a *Activities) allowClaimRoot(field, prefix string) error {
 // pass the checks before either writes; each check and write is one S3
 // request, so the window is a few milliseconds.
 func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c claim) error {
+	if err := a.checkClaim(ctx, field, prefix, c); err != nil {
+		return err
+	}
+	loc, err := s3store.ParseURI(prefix + OwnerObject)
+	if err != nil {
+		return badInput(fmt.Errorf("%s: %w", field, err))
+	}
+	if err := a.checkOwnerAbove(ctx, field, prefix, loc, c); err != nil {
+		return err
+	}
+	// The prefix's own owner: a retry or a reset of the claim's chain.
+	switch owner, found, err := a.readOwner(ctx, loc); {
+	case err != nil:
+		return err
+	case found:
+		return a.sameOwner(field, prefix, c, owner)
+	}
+	if err := a.checkEmpty(ctx, field, prefix, loc, c); err != nil {
+		return err
+	}
+	return a.writeOwner(ctx, field, prefix, loc, c)
+}
+
+// checkClaim refuses, before any read, a claim of a prefix the worker may
+// not write, a claim that names nobody or another workflow than the
+// activity's, and a prefix in a worker's area or outside the claim roots
+// (allowClaimRoot).
+func (a *Activities) checkClaim(ctx context.Context, field, prefix string, c claim) error {
 	if err := a.allowWrite(field, prefix); err != nil {
 		return err
 	}
@@ -230,33 +258,32 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c cl
 		return forbidden("%s %s is inside s3://%s/%s, which the worker keeps for itself: choose a prefix outside it, or leave %s unset",
 			field, prefix, a.Bucket, a.topArea(prefix), field)
 	}
-	if err := a.allowClaimRoot(field, prefix); err != nil {
-		return err
+	return a.allowClaimRoot(field, prefix)
+}
+
+// checkOwnerAbove refuses a prefix inside one whose owner (the nearest
+// above loc, the prefix's owner object) c may not nest in: an owner
+// above the prefix covers it.
+func (a *Activities) checkOwnerAbove(ctx context.Context, field, prefix string, loc s3store.Location, c claim) error {
+	up := ancestors(strings.TrimSuffix(loc.Key, OwnerObject))
+	if len(up) <= 1 {
+		return nil
 	}
-	loc, err := s3store.ParseURI(prefix + OwnerObject)
+	parent := "s3://" + loc.Bucket + "/" + up[1]
+	owner, _, err := a.owners.nearest(ctx, a.Store, parent)
 	if err != nil {
-		return badInput(fmt.Errorf("%s: %w", field, err))
+		return fmt.Errorf("check the owners above %s: %w", prefix, err)
 	}
-	// An owner above the prefix covers it.
-	if up := ancestors(strings.TrimSuffix(loc.Key, OwnerObject)); len(up) > 1 {
-		parent := "s3://" + loc.Bucket + "/" + up[1]
-		owner, _, err := a.owners.nearest(ctx, a.Store, parent)
-		if err != nil {
-			return fmt.Errorf("check the owners above %s: %w", prefix, err)
-		}
-		if !owner.none() && !c.mayNestIn(owner) {
-			return forbidden("%s %s is inside a prefix that holds %s: choose a prefix outside it, or leave %s unset",
-				field, prefix, owner.describe(), field)
-		}
+	if !owner.none() && !c.mayNestIn(owner) {
+		return forbidden("%s %s is inside a prefix that holds %s: choose a prefix outside it, or leave %s unset",
+			field, prefix, owner.describe(), field)
 	}
-	// The prefix's own owner: a retry or a reset of the claim's chain.
-	switch owner, found, err := a.readOwner(ctx, loc); {
-	case err != nil:
-		return err
-	case found:
-		return a.sameOwner(field, prefix, c, owner)
-	}
-	// Nothing may lie under a new claim.
+	return nil
+}
+
+// checkEmpty refuses a new claim of a prefix under which anything lies,
+// or a store that cannot tell.
+func (a *Activities) checkEmpty(ctx context.Context, field, prefix string, loc s3store.Location, c claim) error {
 	lister, ok := a.Store.(keyLister)
 	if !ok {
 		return badInput(fmt.Errorf("%s %s: the worker's object store cannot list keys, which a claim needs (to find what lies under it)", field, prefix))
@@ -269,6 +296,12 @@ func (a *Activities) claimPrefix(ctx context.Context, field, prefix string, c cl
 		return forbidden("%s %s already holds objects that no claim of this %s covers: a claim is made on an empty prefix, so that it never takes over what others wrote or look for there; choose an empty prefix, or leave %s unset",
 			field, prefix, c.subject(), field)
 	}
+	return nil
+}
+
+// writeOwner writes c's owner object at loc unless one is there, and
+// accepts the one there only if it is c's (sameOwner).
+func (a *Activities) writeOwner(ctx context.Context, field, prefix string, loc s3store.Location, c claim) error {
 	body, _ := json.Marshal(c.owner())
 	created, err := a.putIfAbsent(ctx, loc, body)
 	if err != nil || created {

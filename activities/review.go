@@ -65,18 +65,9 @@ func (a *Activities) writeReview(ctx context.Context, in actwire.WriteReviewInpu
 		return nil, err
 	}
 	out := &actwire.WriteReviewOutput{JSONURI: g.JSONURI, CSVURI: g.CSVURI, HTMLURI: g.HTMLURI}
-	var locs [3]s3store.Location
-	for i, uri := range []string{g.JSONURI, g.CSVURI, g.HTMLURI} {
-		loc, err := s3store.ParseURI(uri)
-		if err != nil {
-			return nil, badInput(fmt.Errorf("review output: %w", err))
-		}
-		locs[i] = loc
-	}
-	for i, field := range []string{"json_uri", "csv_uri", "html_uri"} {
-		if err := a.allowOutput(ctx, field, locs[i].String()); err != nil {
-			return nil, err
-		}
+	locs, err := a.reviewOutputs(ctx, g)
+	if err != nil {
+		return nil, err
 	}
 	doc, err := s3store.ParseURI(g.Document)
 	if err != nil {
@@ -90,10 +81,45 @@ func (a *Activities) writeReview(ctx context.Context, in actwire.WriteReviewInpu
 	stop := a.startHeartbeat(ctx)
 	defer stop()
 
-	// The grid came from workflow history: copy what is filled in.
+	if out.Passages, err = a.fillPassages(ctx, &g, doc, in.ETag); err != nil {
+		return nil, err
+	}
+	if err := a.putReview(ctx, g, locs); err != nil {
+		return nil, err
+	}
+	a.logger().InfoContext(ctx, "review written", "prefix", g.Prefix, "questions", len(g.Rows), "passages", out.Passages)
+	return out, nil
+}
+
+// reviewOutputs are the locations of the grid's JSON, CSV and HTML, each
+// one the worker may write.
+func (a *Activities) reviewOutputs(ctx context.Context, g api.ReviewGrid) ([3]s3store.Location, error) {
+	var locs [3]s3store.Location
+	for i, uri := range []string{g.JSONURI, g.CSVURI, g.HTMLURI} {
+		loc, err := s3store.ParseURI(uri)
+		if err != nil {
+			return locs, badInput(fmt.Errorf("review output: %w", err))
+		}
+		locs[i] = loc
+	}
+	for i, field := range []string{"json_uri", "csv_uri", "html_uri"} {
+		if err := a.allowOutput(ctx, field, locs[i].String()); err != nil {
+			return locs, err
+		}
+	}
+	return locs, nil
+}
+
+// fillPassages gives every evidence passage of g its text, read from doc
+// at etag once per range, on copies of the rows (the grid came from
+// workflow history), and returns the number of ranges read. After the
+// first range that cannot be read (the document was deleted or replaced)
+// it reads no more, and those passages keep their ranges only.
+func (a *Activities) fillPassages(ctx context.Context, g *api.ReviewGrid, doc s3store.Location, etag string) (int, error) {
 	g.Rows = append([]api.ReviewRow(nil), g.Rows...)
 	texts := map[[2]int64]string{}
 	unreadable := false
+	passages := 0
 	for i := range g.Rows {
 		ev := append([]api.ReviewEvidence(nil), g.Rows[i].Evidence...)
 		for k := range ev {
@@ -104,19 +130,20 @@ func (a *Activities) writeReview(ctx context.Context, in actwire.WriteReviewInpu
 			span := [2]int64{p.Start, p.End}
 			text, ok := texts[span]
 			if !ok && !unreadable {
-				text, err = a.readPassage(ctx, doc, p.Start, p.End, in.ETag)
+				var err error
+				text, err = a.readPassage(ctx, doc, p.Start, p.End, etag)
 				switch {
 				case errors.Is(err, s3store.ErrNotFound) || errors.Is(err, s3store.ErrChanged):
 					a.logger().WarnContext(ctx, "review passages not readable; the report gives their ranges only", "document", g.Document, "err", err)
 					unreadable = true
 				case err != nil:
-					return nil, fmt.Errorf("read passage %d-%d of %s: %w", p.Start, p.End, g.Document, err)
+					return passages, fmt.Errorf("read passage %d-%d of %s: %w", p.Start, p.End, g.Document, err)
 				default:
 					texts[span] = text
-					out.Passages++
+					passages++
 				}
 				if activity.IsActivity(ctx) {
-					activity.RecordHeartbeat(ctx, out.Passages)
+					activity.RecordHeartbeat(ctx, passages)
 				}
 			}
 			cp := *p
@@ -125,16 +152,21 @@ func (a *Activities) writeReview(ctx context.Context, in actwire.WriteReviewInpu
 		}
 		g.Rows[i].Evidence = ev
 	}
+	return passages, nil
+}
 
+// putReview renders g as JSON, CSV and HTML and writes them to locs, in
+// that order.
+func (a *Activities) putReview(ctx context.Context, g api.ReviewGrid, locs [3]s3store.Location) error {
 	var js, csv, page bytes.Buffer
 	if err := report.WriteReviewJSON(&js, g); err != nil {
-		return nil, fmt.Errorf("render %s: %w", ReviewGridJSON, err)
+		return fmt.Errorf("render %s: %w", ReviewGridJSON, err)
 	}
 	if err := report.WriteReviewCSV(&csv, g); err != nil {
-		return nil, fmt.Errorf("render %s: %w", ReviewGridCSV, err)
+		return fmt.Errorf("render %s: %w", ReviewGridCSV, err)
 	}
 	if err := report.WriteReviewHTML(&page, g); err != nil {
-		return nil, fmt.Errorf("render %s: %w", ReviewHTML, err)
+		return fmt.Errorf("render %s: %w", ReviewHTML, err)
 	}
 	for i, obj := range []struct {
 		data        []byte
@@ -145,11 +177,10 @@ func (a *Activities) writeReview(ctx context.Context, in actwire.WriteReviewInpu
 		{page.Bytes(), "text/html; charset=utf-8"},
 	} {
 		if err := a.Store.Put(ctx, locs[i], obj.data, obj.contentType); err != nil {
-			return nil, fmt.Errorf("write %s: %w", locs[i], err)
+			return fmt.Errorf("write %s: %w", locs[i], err)
 		}
 	}
-	a.logger().InfoContext(ctx, "review written", "prefix", g.Prefix, "questions", len(g.Rows), "passages", out.Passages)
-	return out, nil
+	return nil
 }
 
 // readPassage reads at most maxPassageRead bytes of a passage, as valid

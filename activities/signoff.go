@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
@@ -46,65 +47,25 @@ func (a *Activities) registerSignOff(r Registry) {
 // batch, its report's items. The files it names must be that run's own
 // outputs.
 func (a *Activities) loadSignOff(ctx context.Context, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
-	c := activity.GetClient(ctx)
-	desc, err := c.DescribeWorkflowExecution(ctx, in.WorkflowID, "")
-	var nf *serviceerror.NotFound
-	switch {
-	case errors.As(err, &nf):
-		return nil, badInput(fmt.Errorf("no workflow %q: name the workflow id of a finished %s", in.WorkflowID, in.Kind))
-	case err != nil:
-		return nil, fmt.Errorf("describe %s: %w", in.WorkflowID, err)
+	return a.loadSignOffWith(ctx, activity.GetClient(ctx), in)
+}
+
+// loadSignOffWith is loadSignOff asking c, the activity's client.
+func (a *Activities) loadSignOffWith(ctx context.Context, c client.Client, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
+	runID, err := completedSubject(ctx, c, in)
+	if err != nil {
+		return nil, err
 	}
-	info := desc.GetWorkflowExecutionInfo()
-	want := api.ReviewDocumentName
-	if in.Kind == api.SubjectBatch {
-		want = api.BatchQAName
-	}
-	if got := info.GetType().GetName(); got != want {
-		return nil, badInput(fmt.Errorf("workflow %s is a %s, not a %s: sign off a %s by its own id", in.WorkflowID, got, want, in.Kind))
-	}
-	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-		return nil, badInput(fmt.Errorf("%s %s is %s: only a completed %s is signed off; start the sign-off once it completes",
-			in.Kind, in.WorkflowID, strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")), in.Kind))
-	}
-	runID := info.GetExecution().GetRunId()
 	out := &actwire.LoadSignOffOutput{}
 	s := &out.Subject
 	s.Kind, s.WorkflowID, s.RunID = in.Kind, in.WorkflowID, runID
 	if in.Kind == api.SubjectReview {
-		var g api.ReviewGrid
-		if err := c.GetWorkflow(ctx, in.WorkflowID, runID).Get(ctx, &g); err != nil {
-			return nil, fmt.Errorf("result of %s: %w", in.WorkflowID, err)
-		}
-		s.Document, s.Source, s.GridURI = g.Document, g.Source, g.JSONURI
-		s.Prefix = g.Prefix + SignOffFolder
-		for _, r := range g.Rows {
-			out.Cells = append(out.Cells, r.ID)
-		}
+		out.Cells, err = reviewSubject(ctx, c, s)
 	} else {
-		var res api.BatchQAResult
-		if err := c.GetWorkflow(ctx, in.WorkflowID, runID).Get(ctx, &res); err != nil {
-			return nil, fmt.Errorf("result of %s: %w", in.WorkflowID, err)
-		}
-		if err := a.ownedBy(ctx, "report", res.ReportURI, in.WorkflowID); err != nil {
-			return nil, err
-		}
-		data, err := a.readSmall(ctx, res.ReportURI)
-		if err != nil {
-			return nil, err
-		}
-		var rep api.BatchReport
-		if err := json.Unmarshal(data, &rep); err != nil {
-			return nil, badInput(fmt.Errorf("report %s: %w", res.ReportURI, err))
-		}
-		s.GridURI, s.Prefix = rep.ResultsURI, res.ReportPrefix+SignOffFolder
-		rows, err := a.signOffRows(ctx, *s)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			out.Cells = append(out.Cells, r.Cell)
-		}
+		out.Cells, err = a.batchSubject(ctx, c, s)
+	}
+	if err != nil {
+		return nil, err
 	}
 	s.AuditURI = s.Prefix + SignOffAudit
 	if err := a.ownedBy(ctx, "grid", s.GridURI, in.WorkflowID); err != nil {
@@ -113,20 +74,102 @@ func (a *Activities) loadSignOff(ctx context.Context, in actwire.LoadSignOffInpu
 	if err := a.allowSignOffOutput(ctx, "audit log", s.AuditURI); err != nil {
 		return nil, err
 	}
-	switch n := len(out.Cells); {
-	case n == 0:
-		return nil, badInput(fmt.Errorf("%s %s has no answers to sign off", in.Kind, in.WorkflowID))
-	case n > api.MaxSignOffCells:
-		return nil, badInput(fmt.Errorf("%s %s has %d answers, over the %d one sign-off holds: split the manifest into smaller batches", in.Kind, in.WorkflowID, n, api.MaxSignOffCells))
+	if err := checkSignOffCells(in, out.Cells); err != nil {
+		return nil, err
 	}
-	seen := make(map[string]bool, len(out.Cells))
-	for _, id := range out.Cells {
+	return out, nil
+}
+
+// completedSubject is the run id of the workflow in names, refusing one
+// that does not exist, is not of in's kind, or has not completed.
+func completedSubject(ctx context.Context, c client.Client, in actwire.LoadSignOffInput) (string, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, in.WorkflowID, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return "", badInput(fmt.Errorf("no workflow %q: name the workflow id of a finished %s", in.WorkflowID, in.Kind))
+	case err != nil:
+		return "", fmt.Errorf("describe %s: %w", in.WorkflowID, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	want := api.ReviewDocumentName
+	if in.Kind == api.SubjectBatch {
+		want = api.BatchQAName
+	}
+	if got := info.GetType().GetName(); got != want {
+		return "", badInput(fmt.Errorf("workflow %s is a %s, not a %s: sign off a %s by its own id", in.WorkflowID, got, want, in.Kind))
+	}
+	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		return "", badInput(fmt.Errorf("%s %s is %s: only a completed %s is signed off; start the sign-off once it completes",
+			in.Kind, in.WorkflowID, strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")), in.Kind))
+	}
+	return info.GetExecution().GetRunId(), nil
+}
+
+// reviewSubject fills s from the review's result, as Temporal holds it,
+// and returns its cells: the ids of its rows.
+func reviewSubject(ctx context.Context, c client.Client, s *api.SignOffSubject) ([]string, error) {
+	var g api.ReviewGrid
+	if err := c.GetWorkflow(ctx, s.WorkflowID, s.RunID).Get(ctx, &g); err != nil {
+		return nil, fmt.Errorf("result of %s: %w", s.WorkflowID, err)
+	}
+	s.Document, s.Source, s.GridURI = g.Document, g.Source, g.JSONURI
+	s.Prefix = g.Prefix + SignOffFolder
+	var cells []string
+	for _, r := range g.Rows {
+		cells = append(cells, r.ID)
+	}
+	return cells, nil
+}
+
+// batchSubject fills s from the batch's result, as Temporal holds it, and
+// its report, which must be the batch's own, and returns its cells: those
+// of the report's items.
+func (a *Activities) batchSubject(ctx context.Context, c client.Client, s *api.SignOffSubject) ([]string, error) {
+	var res api.BatchQAResult
+	if err := c.GetWorkflow(ctx, s.WorkflowID, s.RunID).Get(ctx, &res); err != nil {
+		return nil, fmt.Errorf("result of %s: %w", s.WorkflowID, err)
+	}
+	if err := a.ownedBy(ctx, "report", res.ReportURI, s.WorkflowID); err != nil {
+		return nil, err
+	}
+	data, err := a.readSmall(ctx, res.ReportURI)
+	if err != nil {
+		return nil, err
+	}
+	var rep api.BatchReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, badInput(fmt.Errorf("report %s: %w", res.ReportURI, err))
+	}
+	s.GridURI, s.Prefix = rep.ResultsURI, res.ReportPrefix+SignOffFolder
+	rows, err := a.signOffRows(ctx, *s)
+	if err != nil {
+		return nil, err
+	}
+	var cells []string
+	for _, r := range rows {
+		cells = append(cells, r.Cell)
+	}
+	return cells, nil
+}
+
+// checkSignOffCells refuses a subject with no cells, more than one
+// sign-off holds, or two of one id.
+func checkSignOffCells(in actwire.LoadSignOffInput, cells []string) error {
+	switch n := len(cells); {
+	case n == 0:
+		return badInput(fmt.Errorf("%s %s has no answers to sign off", in.Kind, in.WorkflowID))
+	case n > api.MaxSignOffCells:
+		return badInput(fmt.Errorf("%s %s has %d answers, over the %d one sign-off holds: split the manifest into smaller batches", in.Kind, in.WorkflowID, n, api.MaxSignOffCells))
+	}
+	seen := make(map[string]bool, len(cells))
+	for _, id := range cells {
 		if seen[id] {
-			return nil, badInput(fmt.Errorf("%s %s has two answers with id %q", in.Kind, in.WorkflowID, id))
+			return badInput(fmt.Errorf("%s %s has two answers with id %q", in.Kind, in.WorkflowID, id))
 		}
 		seen[id] = true
 	}
-	return out, nil
+	return nil
 }
 
 // readSmall reads an object of at most signoff.MaxGridBytes.

@@ -3,6 +3,7 @@ package evalgen
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -656,5 +657,60 @@ func BenchmarkNIAHSingle1M(b *testing.B) {
 	g := newGen(b, Config{Tasks: []string{TaskNIAHSingle}, Lengths: []int{1 << 20}, Samples: 1, Tokenizer: qwen(b)})
 	for i := 0; b.Loop(); i++ {
 		sample(b, g, TaskNIAHSingle, 1<<20, i)
+	}
+}
+
+// TestFWEPinned pins the bytes of frequent-words samples (a SHA-256 of each
+// context, with its token count), so that a change to how lines are laid out
+// shows; if one is intended, record the new sums here.
+func TestFWEPinned(t *testing.T) {
+	tok := qwen(t)
+	want := map[string]string{
+		"alpha 2 length 1024 sample 0":    "32e05eab3ccb746c 1024",
+		"alpha 2 length 1024 sample 1":    "5fe967d803cc06cb 1023",
+		"alpha 2 length 1024 sample 2":    "a881d706b68015e5 1023",
+		"alpha 2 length 4096 sample 0":    "aa056bbbf62fea35 4096",
+		"alpha 2 length 4096 sample 1":    "ccaa12a227717717 4095",
+		"alpha 2 length 4096 sample 2":    "b99610853d1affa6 4095",
+		"alpha 2 length 16384 sample 0":   "563f69181f230bea 16384",
+		"alpha 2 length 16384 sample 1":   "6121c08a9f5d6199 16382",
+		"alpha 2 length 16384 sample 2":   "e7e2e0a5e9961d60 16382",
+		"alpha 1 length 1024 sample 0":    "19e0e44a4050f65a 1024",
+		"alpha 1 length 1024 sample 1":    "6e1c13f154c11849 1023",
+		"alpha 1 length 1024 sample 2":    "55b89fe24666358f 1024",
+		"alpha 1 length 4096 sample 0":    "901772c7f54a0364 4094",
+		"alpha 1 length 4096 sample 1":    "6ef7bd74cb0f6ae0 4095",
+		"alpha 1 length 4096 sample 2":    "2900f1155fe5b7e4 4094",
+		"alpha 1 length 16384 sample 0":   "dae01b4f592493c4 16383",
+		"alpha 1 length 16384 sample 1":   "7f4667ab2ef7e4b0 16384",
+		"alpha 1 length 16384 sample 2":   "a933cd06227f093f 16384",
+		"alpha 0.5 length 1024 sample 0":  "error: fwe 1K sample 0: too short for strictly ordered top three words (6, 4, 3, then 3): use a longer length or a larger --fwe-alpha",
+		"alpha 0.5 length 1024 sample 1":  "error: fwe 1K sample 1: too short for strictly ordered top three words (6, 4, 3, then 3): use a longer length or a larger --fwe-alpha",
+		"alpha 0.5 length 1024 sample 2":  "error: fwe 1K sample 2: too short for strictly ordered top three words (6, 4, 3, then 3): use a longer length or a larger --fwe-alpha",
+		"alpha 0.5 length 4096 sample 0":  "38313657f1cff87a 4094",
+		"alpha 0.5 length 4096 sample 1":  "95ce792d7dee36ea 4094",
+		"alpha 0.5 length 4096 sample 2":  "d00a9aadbc0c9d23 4094",
+		"alpha 0.5 length 16384 sample 0": "cf6f8115b128156b 16383",
+		"alpha 0.5 length 16384 sample 1": "fa5375925ca9222f 16383",
+		"alpha 0.5 length 16384 sample 2": "1fad10059699bdd7 16382",
+	}
+	for _, alpha := range []float64{2, 1, 0.5} {
+		g := newGen(t, Config{Tasks: []string{TaskFWE}, Lengths: []int{1024, 4096, 16384}, Samples: 3, Seed: 11, Tokenizer: tok, FWEAlpha: alpha})
+		for _, length := range []int{1024, 4096, 16384} {
+			for i := range 3 {
+				s, err := g.Sample(TaskFWE, length, i)
+				key := fmt.Sprintf("alpha %g length %d sample %d", alpha, length, i)
+				got := ""
+				if err != nil {
+					got = "error: " + err.Error()
+				} else {
+					sum := sha256.Sum256([]byte(s.Context))
+					got = fmt.Sprintf("%x %d", sum[:8], s.Tokens)
+				}
+				if w := want[key]; got != w {
+					t.Errorf("%s: got %s, want %s", key, got, w)
+				}
+			}
+		}
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // Manifest formats.
@@ -631,13 +631,11 @@ func manifestJSONError(err error) string {
 	return err.Error()
 }
 
-// clip shortens s to at most n bytes for an error message.
+// manifestClip shortens s to at most n bytes, and an ellipsis, for an error
+// message.
 func manifestClip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return contract.ClipUTF8(s, n) + "…"
 }

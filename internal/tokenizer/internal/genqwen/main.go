@@ -50,17 +50,8 @@ type tokenizerJSON struct {
 		Type string `json:"type"`
 	} `json:"normalizer"`
 	PreTokenizer struct {
-		Type          string `json:"type"`
-		Pretokenizers []struct {
-			Type    string `json:"type"`
-			Pattern struct {
-				Regex string `json:"Regex"`
-			} `json:"pattern"`
-			Behavior       string `json:"behavior"`
-			Invert         bool   `json:"invert"`
-			AddPrefixSpace bool   `json:"add_prefix_space"`
-			UseRegex       bool   `json:"use_regex"`
-		} `json:"pretokenizers"`
+		Type          string             `json:"type"`
+		Pretokenizers []preTokenizerStep `json:"pretokenizers"`
 	} `json:"pre_tokenizer"`
 	Model struct {
 		Type                    string         `json:"type"`
@@ -71,6 +62,18 @@ type tokenizerJSON struct {
 		Vocab                   map[string]int `json:"vocab"`
 		Merges                  [][2]string    `json:"merges"`
 	} `json:"model"`
+}
+
+// preTokenizerStep is one step of a Sequence pre-tokenizer.
+type preTokenizerStep struct {
+	Type    string `json:"type"`
+	Pattern struct {
+		Regex string `json:"Regex"`
+	} `json:"pattern"`
+	Behavior       string `json:"behavior"`
+	Invert         bool   `json:"invert"`
+	AddPrefixSpace bool   `json:"add_prefix_space"`
+	UseRegex       bool   `json:"use_regex"`
 }
 
 func run(in, out string) error {

@@ -11,16 +11,7 @@ func validTokenizer() *tokenizerJSON {
 	var tj tokenizerJSON
 	tj.Normalizer.Type = "NFC"
 	tj.PreTokenizer.Type = "Sequence"
-	tj.PreTokenizer.Pretokenizers = make([]struct {
-		Type    string `json:"type"`
-		Pattern struct {
-			Regex string `json:"Regex"`
-		} `json:"pattern"`
-		Behavior       string `json:"behavior"`
-		Invert         bool   `json:"invert"`
-		AddPrefixSpace bool   `json:"add_prefix_space"`
-		UseRegex       bool   `json:"use_regex"`
-	}, 2)
+	tj.PreTokenizer.Pretokenizers = make([]preTokenizerStep, 2)
 	split, bl := &tj.PreTokenizer.Pretokenizers[0], &tj.PreTokenizer.Pretokenizers[1]
 	split.Type, split.Behavior, split.Pattern.Regex = "Split", "Isolated", wantPattern
 	bl.Type = "ByteLevel"

@@ -3,9 +3,10 @@ package api
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // Names of the custom search attributes DocumentQA sets. They are part of
@@ -67,16 +68,7 @@ const MaxKeywordBytes = 255
 
 // KeywordValue clips s to MaxKeywordBytes without splitting a UTF-8
 // character.
-func KeywordValue(s string) string {
-	if len(s) <= MaxKeywordBytes {
-		return s
-	}
-	n := MaxKeywordBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+func KeywordValue(s string) string { return contract.ClipUTF8(s, MaxKeywordBytes) }
 
 // QuestionDigest is the first 16 hex digits of the question's SHA-256: the
 // value of AttrQuestionDigest, so runs of one question can be found without

@@ -13,6 +13,8 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // Diagnosis of a run that makes no progress: what `ask`, `watch` and
@@ -145,7 +147,7 @@ func (d *diagnoser) workflowTaskTrouble(ctx context.Context, exec *commonpb.Work
 func describeFailure(f *failurepb.Failure) string {
 	msg := strings.Join(strings.Fields(f.GetMessage()), " ")
 	if len(msg) > 240 {
-		msg = msg[:240] + "…"
+		msg = contract.ClipUTF8(msg, 240) + "…"
 	}
 	if t := f.GetApplicationFailureInfo().GetType(); t != "" {
 		return t + ": " + msg

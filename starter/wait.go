@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // Exit codes of the starter, for scripts.
@@ -138,7 +139,7 @@ func stoppedWaiting(id string, ctx context.Context) error {
 func oneLine(err error) string {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	if len(msg) > 200 {
-		msg = msg[:200] + "…"
+		msg = contract.ClipUTF8(msg, 200) + "…"
 	}
 	return msg
 }

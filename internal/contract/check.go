@@ -104,39 +104,59 @@ func checkTag(v reflect.Value, tag string) string {
 		}
 		v = v.Elem()
 	}
-	var minimum, maximum *float64
-	zero := false
+	var r numRange
 	for _, part := range strings.Split(tag, ",") {
 		k, arg, _ := strings.Cut(strings.TrimSpace(part), "=")
-		switch k {
-		case "min", "max":
-			n, err := strconv.ParseFloat(arg, 64)
-			if err != nil {
-				continue
-			}
-			if k == "min" {
-				minimum = &n
-			} else {
-				maximum = &n
-			}
-		case "zero":
-			zero = true
-		case "maxlen":
-			n, _ := strconv.Atoi(arg)
-			if v.Kind() == reflect.String && v.Len() > n {
-				return fmt.Sprintf("is %d bytes, over the limit of %d: shorten %%s", v.Len(), n)
-			}
-		case "maxitems":
-			n, _ := strconv.Atoi(arg)
-			if (v.Kind() == reflect.Slice || v.Kind() == reflect.Array) && v.Len() > n {
-				return fmt.Sprintf("has %d items, over the limit of %d: split %%s", v.Len(), n)
-			}
-		case "enum":
-			if v.Kind() == reflect.String && v.String() != "" && !contains(strings.Split(arg, "|"), v.String()) {
-				return fmt.Sprintf("%q must be one of %s: set %%s to one of them", v.String(), strings.ReplaceAll(arg, "|", ", "))
-			}
+		if msg := r.take(v, k, arg); msg != "" {
+			return msg
 		}
 	}
+	return r.check(v)
+}
+
+// numRange is what a tag says of a number: its bounds, and whether zero is
+// allowed outside them.
+type numRange struct {
+	minimum, maximum *float64
+	zero             bool
+}
+
+// take reads one part of a tag (k=arg): a bound is kept for check, a length
+// or enum limit is checked at once and its message returned.
+func (r *numRange) take(v reflect.Value, k, arg string) string {
+	switch k {
+	case "min", "max":
+		n, err := strconv.ParseFloat(arg, 64)
+		if err != nil {
+			return ""
+		}
+		if k == "min" {
+			r.minimum = &n
+		} else {
+			r.maximum = &n
+		}
+	case "zero":
+		r.zero = true
+	case "maxlen":
+		n, _ := strconv.Atoi(arg)
+		if v.Kind() == reflect.String && v.Len() > n {
+			return fmt.Sprintf("is %d bytes, over the limit of %d: shorten %%s", v.Len(), n)
+		}
+	case "maxitems":
+		n, _ := strconv.Atoi(arg)
+		if (v.Kind() == reflect.Slice || v.Kind() == reflect.Array) && v.Len() > n {
+			return fmt.Sprintf("has %d items, over the limit of %d: split %%s", v.Len(), n)
+		}
+	case "enum":
+		if v.Kind() == reflect.String && v.String() != "" && !contains(strings.Split(arg, "|"), v.String()) {
+			return fmt.Sprintf("%q must be one of %s: set %%s to one of them", v.String(), strings.ReplaceAll(arg, "|", ", "))
+		}
+	}
+	return ""
+}
+
+// check reports a number of v outside the range; anything else is within.
+func (r numRange) check(v reflect.Value) string {
 	n, ok := numberOf(v)
 	if !ok {
 		return ""
@@ -147,13 +167,13 @@ func checkTag(v reflect.Value, tag string) string {
 	}
 	val := strconv.FormatFloat(n, 'f', -1, bits)
 	switch {
-	case zero && n == 0:
-	case minimum != nil && maximum != nil && !zero && (n < *minimum || n > *maximum):
-		return fmt.Sprintf("(%s) must be within [%s, %s]", val, fmtNumber(*minimum), fmtNumber(*maximum))
-	case minimum != nil && n < *minimum:
-		return fmt.Sprintf("(%s) must be at least %s: raise %%s", val, fmtNumber(*minimum))
-	case maximum != nil && n > *maximum:
-		return fmt.Sprintf("(%s) must be at most %s: lower %%s", val, fmtNumber(*maximum))
+	case r.zero && n == 0:
+	case r.minimum != nil && r.maximum != nil && !r.zero && (n < *r.minimum || n > *r.maximum):
+		return fmt.Sprintf("(%s) must be within [%s, %s]", val, fmtNumber(*r.minimum), fmtNumber(*r.maximum))
+	case r.minimum != nil && n < *r.minimum:
+		return fmt.Sprintf("(%s) must be at least %s: raise %%s", val, fmtNumber(*r.minimum))
+	case r.maximum != nil && n > *r.maximum:
+		return fmt.Sprintf("(%s) must be at most %s: lower %%s", val, fmtNumber(*r.maximum))
 	}
 	return ""
 }

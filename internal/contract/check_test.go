@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,45 @@ func TestCheck(t *testing.T) {
 	}
 	if err := CheckIn("options", checkInner{N: 5}); err == nil || !strings.HasPrefix(err.Error(), "options.n (5)") {
 		t.Errorf("CheckIn = %v, want the path under options", err)
+	}
+}
+
+func TestCheckTag(t *testing.T) {
+	var nilInt *int
+	five, f32 := 5, float32(0.1)
+	tests := []struct {
+		name string
+		v    any
+		tag  string
+		want string
+	}{
+		{"no tag", 5, "", ""},
+		{"nil pointer", nilInt, "min=1", ""},
+		{"pointer", &five, "min=8", "(5) must be at least 8: raise %s"},
+		{"max only", uint8(9), "max=8", "(9) must be at most 8: lower %s"},
+		{"within", 5, "min=1,max=8", ""},
+		{"range", 9, "min=1, max=8", "(9) must be within [1, 8]"},
+		{"zero allowed", 0, "min=16,zero,max=100", ""},
+		{"zero not allowed", 0, "min=16,max=100", "(0) must be within [16, 100]"},
+		{"zero below range", 3, "zero,min=16,max=100", "(3) must be at least 16: raise %s"},
+		{"float32 printed short", f32, "min=0.5", "(0.1) must be at least 0.5: raise %s"},
+		{"bad number ignored", 5, "min=x,max=4", "(5) must be at most 4: lower %s"},
+		{"maxlen", "abcdef", "maxlen=5", "is 6 bytes, over the limit of 5: shorten %s"},
+		{"maxlen within", "abcde", "maxlen=5", ""},
+		{"maxlen on a number", 123456, "maxlen=5", ""},
+		{"maxitems", []int{1, 2, 3}, "maxitems=2", "has 3 items, over the limit of 2: split %s"},
+		{"maxitems array", [3]int{}, "maxitems=3", ""},
+		{"enum", "c", "enum=a|b", `"c" must be one of a, b: set %s to one of them`},
+		{"enum empty", "", "enum=a|b", ""},
+		{"enum member", "b", "enum=a|b", ""},
+		{"a string has no range", "z", "min=1", ""},
+		{"first failure wins", "abcdef", "maxlen=5,enum=a|b", "is 6 bytes, over the limit of 5: shorten %s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := checkTag(reflect.ValueOf(tt.v), tt.tag); got != tt.want {
+				t.Errorf("checkTag(%v, %q) = %q, want %q", tt.v, tt.tag, got, tt.want)
+			}
+		})
 	}
 }

@@ -119,12 +119,7 @@ func (c *checker) check(doc any, t reflect.Type, path string) any {
 	}
 	switch {
 	case t == timeType:
-		s, ok := doc.(string)
-		if !ok {
-			c.fail(path, "expected an RFC 3339 time string, got %s", describe(doc))
-		} else if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			c.fail(path, "expected an RFC 3339 time such as \"2026-01-02T15:04:05Z\", got %s", describe(s))
-		}
+		c.checkTime(doc, path)
 		return doc
 	case t == rawMessageType, t.Kind() == reflect.Interface:
 		return doc
@@ -141,31 +136,85 @@ func (c *checker) check(doc any, t reflect.Type, path string) any {
 		}
 		return c.checkStruct(obj, t, path)
 	case reflect.Map:
-		obj, ok := doc.(map[string]any)
-		if !ok {
-			c.fail(path, "expected an object, got %s", describe(doc))
-			return doc
-		}
-		for _, k := range sortedKeys(obj) {
-			obj[k] = c.check(obj[k], t.Elem(), join(path, k))
-		}
-		return obj
+		return c.checkMap(doc, t, path)
 	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			if _, ok := doc.(string); !ok {
-				c.fail(path, "expected a base64 string, got %s", describe(doc))
-			}
-			return doc
+		return c.checkList(doc, t, path)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return c.checkInt(doc, t, path)
+	}
+	c.checkScalar(doc, t, path)
+	return doc
+}
+
+func (c *checker) checkTime(doc any, path string) {
+	s, ok := doc.(string)
+	if !ok {
+		c.fail(path, "expected an RFC 3339 time string, got %s", describe(doc))
+	} else if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+		c.fail(path, "expected an RFC 3339 time such as \"2026-01-02T15:04:05Z\", got %s", describe(s))
+	}
+}
+
+func (c *checker) checkMap(doc any, t reflect.Type, path string) any {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		c.fail(path, "expected an object, got %s", describe(doc))
+		return doc
+	}
+	for _, k := range sortedKeys(obj) {
+		obj[k] = c.check(obj[k], t.Elem(), join(path, k))
+	}
+	return obj
+}
+
+// checkList checks an array or slice; a byte slice is a base64 string.
+func (c *checker) checkList(doc any, t reflect.Type, path string) any {
+	if t.Elem().Kind() == reflect.Uint8 {
+		if _, ok := doc.(string); !ok {
+			c.fail(path, "expected a base64 string, got %s", describe(doc))
 		}
-		arr, ok := doc.([]any)
-		if !ok {
-			c.fail(path, "expected an array of %s, got %s", typeWord(t.Elem()), describe(doc))
-			return doc
-		}
-		for i := range arr {
-			arr[i] = c.check(arr[i], t.Elem(), fmt.Sprintf("%s[%d]", path, i))
-		}
-		return arr
+		return doc
+	}
+	arr, ok := doc.([]any)
+	if !ok {
+		c.fail(path, "expected an array of %s, got %s", typeWord(t.Elem()), describe(doc))
+		return doc
+	}
+	for i := range arr {
+		arr[i] = c.check(arr[i], t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+	}
+	return arr
+}
+
+// checkInt checks a signed integer and returns it in plain digits when it
+// was written another way (500.0, 5e2).
+func (c *checker) checkInt(doc any, t reflect.Type, path string) any {
+	n, ok := doc.(json.Number)
+	if !ok {
+		c.fail(path, "expected an integer, got %s", describe(doc))
+		return doc
+	}
+	if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err == nil {
+		return doc
+	}
+	if !strings.ContainsAny(string(n), ".eE") {
+		c.fail(path, "expected an integer that fits in %d bits, got %s", t.Bits(), n)
+		return doc
+	}
+	// 500.0 and 5e2 are integers written another way: accept them
+	// as encoding/json's readers in other languages write them.
+	f, ferr := strconv.ParseFloat(string(n), 64)
+	i := int64(f)
+	if ferr != nil || f != float64(i) || reflect.Zero(t).OverflowInt(i) {
+		c.fail(path, "expected an integer, got %s", n)
+		return doc
+	}
+	return json.Number(strconv.FormatInt(i, 10))
+}
+
+// checkScalar checks a string, a bool, an unsigned integer or a float.
+func (c *checker) checkScalar(doc any, t reflect.Type, path string) {
+	switch t.Kind() {
 	case reflect.String:
 		if _, ok := doc.(string); !ok {
 			c.fail(path, "expected a string, got %s", describe(doc))
@@ -174,47 +223,21 @@ func (c *checker) check(doc any, t reflect.Type, path string) any {
 		if _, ok := doc.(bool); !ok {
 			c.fail(path, "expected true or false, got %s", describe(doc))
 		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, ok := doc.(json.Number)
-		if !ok {
-			c.fail(path, "expected an integer, got %s", describe(doc))
-			break
-		}
-		if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
-			if !strings.ContainsAny(string(n), ".eE") {
-				c.fail(path, "expected an integer that fits in %d bits, got %s", t.Bits(), n)
-				break
-			}
-			// 500.0 and 5e2 are integers written another way: accept them
-			// as encoding/json's readers in other languages write them.
-			f, ferr := strconv.ParseFloat(string(n), 64)
-			i := int64(f)
-			if ferr != nil || f != float64(i) || reflect.Zero(t).OverflowInt(i) {
-				c.fail(path, "expected an integer, got %s", n)
-				break
-			}
-			return json.Number(strconv.FormatInt(i, 10))
-		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		n, ok := doc.(json.Number)
 		if !ok {
 			c.fail(path, "expected a non-negative integer, got %s", describe(doc))
-			break
-		}
-		if _, err := strconv.ParseUint(string(n), 10, t.Bits()); err != nil {
+		} else if _, err := strconv.ParseUint(string(n), 10, t.Bits()); err != nil {
 			c.fail(path, "expected a non-negative integer that fits in %d bits, got %s", t.Bits(), n)
 		}
 	case reflect.Float32, reflect.Float64:
 		n, ok := doc.(json.Number)
 		if !ok {
 			c.fail(path, "expected a number, got %s", describe(doc))
-			break
-		}
-		if _, err := strconv.ParseFloat(string(n), t.Bits()); err != nil {
+		} else if _, err := strconv.ParseFloat(string(n), t.Bits()); err != nil {
 			c.fail(path, "expected a number within range, got %s", n)
 		}
 	}
-	return doc
 }
 
 func (c *checker) checkStruct(obj map[string]any, t reflect.Type, path string) any {

@@ -132,3 +132,69 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+type level int
+
+func (l *level) UnmarshalJSON(b []byte) error { *l = level(len(b)); return nil }
+
+// kinds has one field of each kind the checker treats apart, so that the
+// exact message for each wrong value is pinned.
+type kinds struct {
+	Count  uint16             `json:"count,omitempty"`
+	Ratio  float32            `json:"ratio,omitempty"`
+	Blob   []byte             `json:"blob,omitempty"`
+	Pair   [2]string          `json:"pair,omitempty"`
+	Tags   map[string][]int64 `json:"tags,omitempty"`
+	At     *time.Time         `json:"at,omitempty"`
+	Level  level              `json:"level,omitempty"`
+	Any    any                `json:"any,omitempty"`
+	Nested *opts              `json:"nested,omitempty"`
+}
+
+func TestDecodeEachKind(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"uint ok", `{"count":65535}`, ""},
+		{"uint negative", `{"count":-1}`, "count: expected a non-negative integer that fits in 16 bits, got -1"},
+		{"uint string", `{"count":"1"}`, `count: expected a non-negative integer, got a string ("1")`},
+		{"float ok", `{"ratio":1e3}`, ""},
+		{"float out of range", `{"ratio":1e40}`, "ratio: expected a number within range, got 1e40"},
+		{"float bool", `{"ratio":true}`, "ratio: expected a number, got a boolean (true)"},
+		{"bytes ok", `{"blob":"aGk="}`, ""},
+		{"bytes array", `{"blob":[1]}`, "blob: expected a base64 string, got an array"},
+		{"array ok", `{"pair":["a","b"]}`, ""},
+		{"array item", `{"pair":["a",2]}`, "pair[1]: expected a string, got a number (2)"},
+		{"array object", `{"pair":{}}`, "pair: expected an array of strings, got an object"},
+		{"map not object", `{"tags":[1]}`, "tags: expected an object, got an array"},
+		{"map nested", `{"tags":{"b":[1,"x"],"a":[2.5]}}`, `tags.a[0]: expected an integer, got 2.5; tags.b[1]: expected an integer, got a string ("x")`},
+		{"time number", `{"at":5}`, "at: expected an RFC 3339 time string, got a number (5)"},
+		{"time null", `{"at":null}`, ""},
+		{"unmarshaler any shape", `{"level":[1,2]}`, ""},
+		{"interface any shape", `{"any":{"x":[null]}}`, ""},
+		{"pointer to struct", `{"nested":{"chunk_tokens":"x"}}`, `nested.chunk_tokens: expected an integer, got a string ("x")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got kinds
+			err := Decode([]byte(tt.in), &got)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Decode(%s): %v", tt.in, err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Decode(%s) = %v\nwant %s", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeNormalisesIntegers(t *testing.T) {
+	var got input
+	if err := Decode([]byte(`{"options":{"chunk_tokens":5e2},"small":-1.0E1}`), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Options.ChunkTokens != 500 || got.Small != -10 {
+		t.Fatalf("got chunk_tokens %d, small %d; want 500, -10", got.Options.ChunkTokens, got.Small)
+	}
+}

@@ -8,7 +8,9 @@
 // schemas (docs/schemas) from the same types and their `contract` tags,
 // Check enforces those tags' ranges (every input's Validate calls it), and
 // SourceDocs lifts the types' doc comments: the shapes, the ranges of
-// single fields and the docs come from one source. What a tag cannot say
+// single fields and the docs come from one source. ClipUTF8 brings a value
+// within a byte limit without cutting a character; it is here because every
+// package may import this one, the contract included. What a tag cannot say
 // (sizes across fields, an alias given with its name, what a worker's
 // prefixes allow) is checked by each input's Validate and by the
 // activities, and documented in docs/API.md.

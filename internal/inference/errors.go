@@ -11,9 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // ErrorKind says what went wrong with a request, in terms a caller can act
@@ -295,14 +296,14 @@ const (
 // errors echo the request), and caps its length.
 func (c *Client) sanitize(msg, prompt string) string {
 	if len(msg) > 8*maxMessage {
-		msg = truncateUTF8(msg, 8*maxMessage)
+		msg = contract.ClipUTF8(msg, 8*maxMessage)
 	}
 	if c.apiKey != "" {
 		msg = strings.ReplaceAll(msg, c.apiKey, "[api key]")
 	}
 	if prompt != "" {
 		if i := quotesPrompt(msg, prompt); i >= 0 {
-			msg = strings.TrimSpace(truncateUTF8(msg, i)) + " [prompt text withheld]"
+			msg = strings.TrimSpace(contract.ClipUTF8(msg, i)) + " [prompt text withheld]"
 		}
 	}
 	return capMessage(msg)
@@ -331,18 +332,7 @@ func capMessage(msg string) string {
 		return msg
 	}
 	const ellipsis = "..."
-	return truncateUTF8(msg, maxMessage-len(ellipsis)) + ellipsis
-}
-
-// truncateUTF8 returns at most n bytes of s without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return contract.ClipUTF8(msg, maxMessage-len(ellipsis)) + ellipsis
 }
 
 // parseRetryAfter reads a Retry-After value, either delay-seconds or an

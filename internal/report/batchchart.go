@@ -55,60 +55,92 @@ func BatchChart(title string, points []BatchChartPoint) string {
 		b.WriteString("</svg>\n")
 		return b.String()
 	}
+	sc := newBCScale(pts)
+	sc.axes(&b)
+	if len(pts) <= bcMaxScatter {
+		// One faint dot per item.
+		b.WriteString(`<g fill="#1f77b4" fill-opacity="0.25">` + "\n")
+		for _, p := range pts {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="%.1f"/>`+"\n", sc.x(float64(p.Tokens)), sc.y(p.F1), bcPointRadius)
+		}
+		b.WriteString("</g>\n")
+	}
+	bins := bcBinPoints(pts)
+	for si, s := range bcSeries {
+		sc.series(&b, si, s, bins)
+	}
+	if len(pts) <= bcMaxScatter {
+		ly := bcPadT + 10 + float64(len(bcSeries))*20
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="#1f77b4" fill-opacity="0.25"/>`+"\n", bcPadL+bcPlotW+21, ly, bcPointRadius+1)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">F1 of one item</text>`+"\n", bcPadL+bcPlotW+34, ly+4)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#666666">%d item(s)</text>`+"\n", bcPadL+bcPlotW+12, bcPadT+bcPlotH, len(pts))
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// bcScale maps tokens (log scale, whole decades xmin..xmax) and scores to
+// the plot's coordinates.
+type bcScale struct{ xmin, xmax float64 }
+
+// newBCScale spans whole decades around the points' lengths (all > 0).
+func newBCScale(pts []BatchChartPoint) bcScale {
 	lo, hi := pts[0].Tokens, pts[0].Tokens
 	for _, p := range pts {
 		lo, hi = min(lo, p.Tokens), max(hi, p.Tokens)
 	}
-	// The axis spans whole decades around the data.
 	xmin := math.Floor(math.Log10(float64(lo)))
 	xmax := math.Ceil(math.Log10(float64(hi)))
 	if xmax <= xmin {
 		xmax = xmin + 1
 	}
-	x := func(tokens float64) float64 { return bcPadL + (math.Log10(tokens)-xmin)/(xmax-xmin)*bcPlotW }
-	y := func(score float64) float64 { return bcPadT + (1-score)*bcPlotH }
+	return bcScale{xmin: xmin, xmax: xmax}
+}
 
-	// Grid and axes.
+func (sc bcScale) x(tokens float64) float64 {
+	return bcPadL + (math.Log10(tokens)-sc.xmin)/(sc.xmax-sc.xmin)*bcPlotW
+}
+
+func (sc bcScale) y(score float64) float64 { return bcPadT + (1-score)*bcPlotH }
+
+// axes draws the grid, the frame, the tick labels and the axis titles.
+func (sc bcScale) axes(b *strings.Builder) {
 	b.WriteString(`<g stroke="#dddddd" stroke-width="1">` + "\n")
 	for s := 0.0; s <= 1.0001; s += 0.25 {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", bcPadL, y(s), bcPadL+bcPlotW, y(s))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", bcPadL, sc.y(s), bcPadL+bcPlotW, sc.y(s))
 	}
-	for d := xmin; d <= xmax; d++ {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", x(math.Pow(10, d)), bcPadT, x(math.Pow(10, d)), bcPadT+bcPlotH)
+	for d := sc.xmin; d <= sc.xmax; d++ {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", sc.x(math.Pow(10, d)), bcPadT, sc.x(math.Pow(10, d)), bcPadT+bcPlotH)
 	}
 	b.WriteString("</g>\n")
-	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444444"/>`+"\n", bcPadL, bcPadT, bcPlotW, bcPlotH)
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444444"/>`+"\n", bcPadL, bcPadT, bcPlotW, bcPlotH)
 	for s := 0.0; s <= 1.0001; s += 0.25 {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%.2f</text>`+"\n", bcPadL-6, y(s)+4, s)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%.2f</text>`+"\n", bcPadL-6, sc.y(s)+4, s)
 	}
-	for d := xmin; d <= xmax; d++ {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(math.Pow(10, d)), bcPadT+bcPlotH+16, bcTokens(math.Pow(10, d)))
+	for d := sc.xmin; d <= sc.xmax; d++ {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", sc.x(math.Pow(10, d)), bcPadT+bcPlotH+16, bcTokens(math.Pow(10, d)))
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">document length (tokens, log scale)</text>`+"\n", bcPadL+bcPlotW/2, bcHeight-8)
-	fmt.Fprintf(&b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">score</text>`+"\n", bcPadT+bcPlotH/2, bcPadT+bcPlotH/2)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">document length (tokens, log scale)</text>`+"\n", bcPadL+bcPlotW/2, bcHeight-8)
+	fmt.Fprintf(b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">score</text>`+"\n", bcPadT+bcPlotH/2, bcPadT+bcPlotH/2)
+}
 
-	// One faint dot per item.
-	if len(pts) <= bcMaxScatter {
-		b.WriteString(`<g fill="#1f77b4" fill-opacity="0.25">` + "\n")
-		for _, p := range pts {
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="%.1f"/>`+"\n", x(float64(p.Tokens)), y(p.F1), bcPointRadius)
-		}
-		b.WriteString("</g>\n")
-	}
+// bcBin is the items of one logarithmic bin of lengths: their count, the
+// sums of their scores and of their log lengths.
+type bcBin struct {
+	n               int
+	f1, sub, recall float64
+	sumLogTok       float64
+	index           int
+}
 
-	// Binned means.
-	type bin struct {
-		n               int
-		f1, sub, recall float64
-		sumLogTok       float64
-		index           int
-	}
-	bins := make(map[int]*bin)
+// bcBinPoints sums the points by bin, in order of length.
+func bcBinPoints(pts []BatchChartPoint) []*bcBin {
+	bins := make(map[int]*bcBin)
 	for _, p := range pts {
 		i := int(math.Floor(math.Log10(float64(p.Tokens)) * bcBinsPerDecade))
 		bn := bins[i]
 		if bn == nil {
-			bn = &bin{index: i}
+			bn = &bcBin{index: i}
 			bins[i] = bn
 		}
 		bn.n++
@@ -119,48 +151,48 @@ func BatchChart(title string, points []BatchChartPoint) string {
 		}
 		bn.sumLogTok += math.Log10(float64(p.Tokens))
 	}
-	ordered := make([]*bin, 0, len(bins))
+	ordered := make([]*bcBin, 0, len(bins))
 	for _, bn := range bins {
 		ordered = append(ordered, bn)
 	}
 	sort.Slice(ordered, func(i, j int) bool { return ordered[i].index < ordered[j].index })
-	series := []struct {
-		name, color, dash string
-		value             func(*bin) float64
-	}{
-		{"substring match (mean)", "#d62728", "", func(bn *bin) float64 { return bn.sub / float64(bn.n) }},
-		{"F1 (mean)", "#1f77b4", "", func(bn *bin) float64 { return bn.f1 / float64(bn.n) }},
-		{"recall (mean)", "#2ca02c", "6 4", func(bn *bin) float64 { return bn.recall / float64(bn.n) }},
+	return ordered
+}
+
+// bcLine is one line of binned means.
+type bcLine struct {
+	name, color, dash string
+	value             func(*bcBin) float64
+}
+
+var bcSeries = []bcLine{
+	{"substring match (mean)", "#d62728", "", func(bn *bcBin) float64 { return bn.sub / float64(bn.n) }},
+	{"F1 (mean)", "#1f77b4", "", func(bn *bcBin) float64 { return bn.f1 / float64(bn.n) }},
+	{"recall (mean)", "#2ca02c", "6 4", func(bn *bcBin) float64 { return bn.recall / float64(bn.n) }},
+}
+
+// series draws one line of means, a dot per bin and its legend entry, the
+// si-th from the top.
+func (sc bcScale) series(b *strings.Builder, si int, s bcLine, bins []*bcBin) {
+	var path []string
+	for _, bn := range bins {
+		path = append(path, fmt.Sprintf("%.1f,%.1f", sc.x(math.Pow(10, bn.sumLogTok/float64(bn.n))), sc.y(s.value(bn))))
 	}
-	for si, s := range series {
-		var path []string
-		for _, bn := range ordered {
-			path = append(path, fmt.Sprintf("%.1f,%.1f", x(math.Pow(10, bn.sumLogTok/float64(bn.n))), y(s.value(bn))))
-		}
-		dash := ""
-		if s.dash != "" {
-			dash = fmt.Sprintf(` stroke-dasharray="%s"`, s.dash)
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", s.color, dash, strings.Join(path, " "))
-		fmt.Fprintf(&b, `<g fill="%s">`+"\n", s.color)
-		for _, bn := range ordered {
-			cx, cy := x(math.Pow(10, bn.sumLogTok/float64(bn.n))), y(s.value(bn))
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="%.1f"><title>%s: %.3f over %d item(s)</title></circle>`+"\n",
-				cx, cy, bcMeanRadius, batchEscape(s.name), s.value(bn), bn.n)
-		}
-		b.WriteString("</g>\n")
-		ly := bcPadT + 10 + float64(si)*20
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", bcPadL+bcPlotW+12, ly, bcPadL+bcPlotW+30, ly, s.color, dash)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", bcPadL+bcPlotW+34, ly+4, batchEscape(s.name))
+	dash := ""
+	if s.dash != "" {
+		dash = fmt.Sprintf(` stroke-dasharray="%s"`, s.dash)
 	}
-	if len(pts) <= bcMaxScatter {
-		ly := bcPadT + 10 + float64(len(series))*20
-		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="#1f77b4" fill-opacity="0.25"/>`+"\n", bcPadL+bcPlotW+21, ly, bcPointRadius+1)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">F1 of one item</text>`+"\n", bcPadL+bcPlotW+34, ly+4)
+	fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", s.color, dash, strings.Join(path, " "))
+	fmt.Fprintf(b, `<g fill="%s">`+"\n", s.color)
+	for _, bn := range bins {
+		cx, cy := sc.x(math.Pow(10, bn.sumLogTok/float64(bn.n))), sc.y(s.value(bn))
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="%.1f"><title>%s: %.3f over %d item(s)</title></circle>`+"\n",
+			cx, cy, bcMeanRadius, batchEscape(s.name), s.value(bn), bn.n)
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#666666">%d item(s)</text>`+"\n", bcPadL+bcPlotW+12, bcPadT+bcPlotH, len(pts))
-	b.WriteString("</svg>\n")
-	return b.String()
+	b.WriteString("</g>\n")
+	ly := bcPadT + 10 + float64(si)*20
+	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", bcPadL+bcPlotW+12, ly, bcPadL+bcPlotW+30, ly, s.color, dash)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", bcPadL+bcPlotW+34, ly+4, batchEscape(s.name))
 }
 
 // bcTokens renders 1000 as "1K" and 1e6 as "1M".

@@ -202,3 +202,15 @@ func TestBatchCitation(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchChartGolden pins the chart's SVG byte for byte: items with and
+// without a length, both kinds of match, a mean per bin. Record it with
+// go test ./internal/report -run TestBatchChartGolden -update-review.
+func TestBatchChartGolden(t *testing.T) {
+	var pts []BatchChartPoint
+	for i, tok := range []int64{900, 8000, 8100, 32000, 128000, 0, 450000, 3000} {
+		pts = append(pts, BatchChartPoint{Tokens: tok, F1: float64(i) / 7, Recall: float64(7-i) / 7, Substring: i%3 == 0})
+	}
+	golden(t, "batch_chart.svg", []byte(BatchChart("batch <one>", pts)))
+	golden(t, "batch_chart_empty.svg", []byte(BatchChart("empty", nil)))
+}

@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/contract"
 )
 
 // Manifest formats.
@@ -387,99 +387,147 @@ func (m *ManifestReader) nextObject() (ManifestItem, error) {
 		m.done = true
 		return ManifestItem{}, err
 	}
-	if !m.opened {
-		if _, err := m.dec.Token(); err != nil { // '['
-			return fatal(fmt.Errorf("manifest: %s", manifestJSONError(err)))
-		}
-		m.opened = true
+	end, err := m.arrayEnd()
+	if err != nil {
+		return fatal(err)
 	}
-	if !m.dec.More() {
-		if _, err := m.dec.Token(); err != nil { // ']'
-			return fatal(fmt.Errorf("manifest: after item %d: %s", m.line, manifestJSONError(err)))
-		}
-		if _, err := m.dec.Token(); err != io.EOF {
-			return fatal(fmt.Errorf("manifest: unexpected data after the array's end (item %d)", m.line))
-		}
+	if end {
 		m.done = true
 		return ManifestItem{}, io.EOF
 	}
 	m.line++
 	t, err := m.dec.Token()
 	if err != nil {
-		return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+		return fatal(m.itemFatal(err))
 	}
 	if d, ok := t.(json.Delim); !ok || d != '{' {
 		// Skip whatever it was, so the next item can still be read.
-		if d, ok := t.(json.Delim); ok && (d == '[') {
+		if ok && d == '[' {
 			if err := manifestSkip(m.dec); err != nil {
-				return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+				return fatal(m.itemFatal(err))
 			}
 		}
 		return ManifestItem{}, m.itemError("not a JSON object")
 	}
+	it, bad, err := m.objectFields()
+	if err != nil {
+		return fatal(err)
+	}
+	if bad != nil {
+		return ManifestItem{}, bad
+	}
+	return it, nil
+}
+
+// arrayEnd reads the array's '[' the first time and reports whether its ']'
+// comes next, with nothing after it.
+func (m *ManifestReader) arrayEnd() (bool, error) {
+	if !m.opened {
+		if _, err := m.dec.Token(); err != nil { // '['
+			return false, fmt.Errorf("manifest: %s", manifestJSONError(err))
+		}
+		m.opened = true
+	}
+	if m.dec.More() {
+		return false, nil
+	}
+	if _, err := m.dec.Token(); err != nil { // ']'
+		return false, fmt.Errorf("manifest: after item %d: %s", m.line, manifestJSONError(err))
+	}
+	if _, err := m.dec.Token(); err != io.EOF {
+		return false, fmt.Errorf("manifest: unexpected data after the array's end (item %d)", m.line)
+	}
+	return true, nil
+}
+
+// itemFatal is an error that stops the reading inside the current item.
+func (m *ManifestReader) itemFatal(err error) error {
+	return fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err))
+}
+
+// objectFields reads the fields of an object whose '{' was just read, and
+// its '}'. A field of the wrong shape is the item's problem (the last one
+// found); a JSON error is fatal.
+func (m *ManifestReader) objectFields() (ManifestItem, *ManifestError, error) {
 	it := ManifestItem{Line: m.line}
 	var idKey string
 	var bad *ManifestError
 	for m.dec.More() {
 		kt, err := m.dec.Token()
 		if err != nil {
-			return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+			return it, nil, m.itemFatal(err)
 		}
 		key, _ := kt.(string)
-		switch key {
-		case "context":
-			var s *string
-			if err := m.dec.Decode(&s); err != nil {
-				var typ *json.UnmarshalTypeError
-				if errors.As(err, &typ) {
-					bad = m.itemError("context is not a string")
-					continue
-				}
-				return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+		var problem *ManifestError
+		if key == "context" {
+			problem, err = m.readContext(&it)
+		} else {
+			var raw json.RawMessage
+			if err = m.dec.Decode(&raw); err == nil {
+				problem = m.takeField(&it, &idKey, key, raw)
 			}
-			if s != nil {
-				it.Context = *s
-			}
-			continue
 		}
-		var raw json.RawMessage
-		if err := m.dec.Decode(&raw); err != nil {
-			return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+		if err != nil {
+			return it, nil, m.itemFatal(err)
 		}
-		switch key {
-		case "input":
-			if err := json.Unmarshal(raw, &it.Question); err != nil {
-				bad = m.itemError("input is not a string")
-			}
-		case "answers":
-			if it.Answers, err = manifestAnswers(raw); err != nil {
-				bad = m.itemError("answers: %v", err)
-			}
-		case "_id", "id", "index":
-			// _id wins over id, id over index.
-			if idKey == "_id" || (idKey == "id" && key == "index") {
-				break
-			}
-			if it.ID, err = manifestScalar(raw); err != nil {
-				bad = m.itemError("%s: %v", key, err)
-			}
-			idKey = key
-		default:
-			if s, err := manifestScalar(raw); err == nil && s != "" {
-				if it.Labels == nil {
-					it.Labels = make(map[string]string)
-				}
-				it.Labels[key] = s
-			}
+		if problem != nil {
+			bad = problem
 		}
 	}
 	if _, err := m.dec.Token(); err != nil { // '}'
-		return fatal(fmt.Errorf("manifest: item %d: %s", m.line, manifestJSONError(err)))
+		return it, nil, m.itemFatal(err)
 	}
-	if bad != nil {
-		return ManifestItem{}, bad
+	return it, bad, nil
+}
+
+// readContext decodes the context straight into the item, without a copy
+// of its raw JSON.
+func (m *ManifestReader) readContext(it *ManifestItem) (*ManifestError, error) {
+	var s *string
+	if err := m.dec.Decode(&s); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return m.itemError("context is not a string"), nil
+		}
+		return nil, err
 	}
-	return it, nil
+	if s != nil {
+		it.Context = *s
+	}
+	return nil, nil
+}
+
+// takeField sets the item's question, answers, id or a label from one field;
+// idKey is the key the id was taken from so far.
+func (m *ManifestReader) takeField(it *ManifestItem, idKey *string, key string, raw json.RawMessage) *ManifestError {
+	var err error
+	switch key {
+	case "input":
+		if err := json.Unmarshal(raw, &it.Question); err != nil {
+			return m.itemError("input is not a string")
+		}
+	case "answers":
+		if it.Answers, err = manifestAnswers(raw); err != nil {
+			return m.itemError("answers: %v", err)
+		}
+	case "_id", "id", "index":
+		// _id wins over id, id over index.
+		if *idKey == "_id" || (*idKey == "id" && key == "index") {
+			return nil
+		}
+		*idKey = key
+		if it.ID, err = manifestScalar(raw); err != nil {
+			return m.itemError("%s: %v", key, err)
+		}
+	default:
+		if s, err := manifestScalar(raw); err == nil && s != "" {
+			if it.Labels == nil {
+				it.Labels = make(map[string]string)
+			}
+			it.Labels[key] = s
+		}
+	}
+	return nil
 }
 
 // manifestSkip skips the rest of an array or object whose opening delimiter was
@@ -583,13 +631,11 @@ func manifestJSONError(err error) string {
 	return err.Error()
 }
 
-// clip shortens s to at most n bytes for an error message.
+// manifestClip shortens s to at most n bytes, and an ellipsis, for an error
+// message.
 func manifestClip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return contract.ClipUTF8(s, n) + "…"
 }

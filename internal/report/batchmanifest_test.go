@@ -294,3 +294,53 @@ func TestManifestDocumentsResultsReadBack(t *testing.T) {
 		t.Errorf("items %+v, want one with documents %q", items, want)
 	}
 }
+
+// TestManifestMemAgentMessages pins the exact item and fatal messages of the
+// MemAgent array reader, field by field.
+func TestManifestMemAgentMessages(t *testing.T) {
+	tests := []struct {
+		name, text string
+		wantItems  int
+		wantErrs   []string
+		wantFatal  string
+	}{
+		{name: "input not a string", text: `[{"context": "c", "input": 5}]`,
+			wantErrs: []string{"item 1: input is not a string"}},
+		{name: "last problem wins", text: `[{"context": "c", "input": 5, "answers": {"a": 1}}, {"context": "c", "input": "q"}]`,
+			wantItems: 1, wantErrs: []string{"item 1: answers: want an array of strings"}},
+		{name: "id an object", text: `[{"context": "c", "input": "q", "id": {}}]`,
+			wantErrs: []string{"item 1: id: want a string, number or boolean"}},
+		{name: "index after id is ignored", text: `[{"context": "c", "input": "q", "id": "a", "index": {}}]`,
+			wantItems: 1},
+		{name: "id after _id is ignored", text: `[{"context": "c", "input": "q", "_id": "a", "id": []}]`,
+			wantItems: 1},
+		{name: "null context", text: `[{"context": null, "input": "q"}]`,
+			wantErrs: []string{`item 1: missing context: set "context" to the document text`}},
+		{name: "not an array at all", text: `[`, wantFatal: "manifest: after item 0: the manifest ends in the middle of an item"},
+		{name: "bad value", text: `[{"context": "c", "input": tru}]`, wantFatal: "manifest: item 1: invalid JSON at byte 25: invalid character '}' in literal true (expecting 'e')"},
+		{name: "bad context", text: `[{"context": "c`, wantFatal: "manifest: item 1: the manifest ends in the middle of an item"},
+		{name: "bad key", text: `[{"context": "c", 5: 1}]`, wantFatal: "manifest: item 1: invalid JSON at byte 18: invalid character '5' looking for beginning of object key string"},
+		{name: "unclosed object", text: `[{"context": "c", "input": "q"`, wantFatal: "manifest: item 1: the manifest ends in the middle of an item"},
+		{name: "unclosed nested array", text: `[[1, [2`, wantFatal: "manifest: item 1: the manifest ends in the middle of an item"},
+		{name: "unclosed array", text: `[{"context": "c", "input": "q"}`, wantItems: 1, wantFatal: "manifest: after item 1: the manifest ends in the middle of an item"},
+		{name: "bad item start", text: `[}`, wantFatal: "manifest: after item 0: invalid JSON at byte 1: invalid character '}' looking for beginning of value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items, errs, err := readManifest(t, tt.text, FormatMemAgent)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.wantFatal {
+				t.Errorf("fatal error = %q, want %q", got, tt.wantFatal)
+			}
+			if len(items) != tt.wantItems {
+				t.Errorf("got %d items, want %d", len(items), tt.wantItems)
+			}
+			if !reflect.DeepEqual(errs, tt.wantErrs) {
+				t.Errorf("item errors %q, want %q", errs, tt.wantErrs)
+			}
+		})
+	}
+}

@@ -142,60 +142,84 @@ func ReviewLocatePassage(text []byte, added []string) (start, end int, ok bool) 
 	for _, a := range added {
 		want[a] = true
 	}
-	best, bestStart, bestEnd, bestFirst := 0, 0, 0, 0
-	consider := func(s, e int) {
-		for s < e && isSpaceByte(text[s]) {
-			s++
+	var best passageMatch
+	reviewSentences(text, func(s, e int) {
+		if m := matchPassage(text, s, e, want); m.words > best.words {
+			best = m
 		}
-		for e > s && isSpaceByte(text[e-1]) {
-			e--
-		}
-		if s == e {
-			return
-		}
-		found := map[string]bool{}
-		first := -1
-		for _, w := range reviewWords(string(text[s:e])) {
-			if want[w.text] && !found[w.text] {
-				found[w.text] = true
-				if first < 0 {
-					first = s + w.start
-				}
-			}
-		}
-		if len(found) > best {
-			best, bestStart, bestEnd, bestFirst = len(found), s, e, first
-		}
+	})
+	if best.words == 0 {
+		return 0, 0, false
 	}
+	if best.end-best.start > ReviewMaxPassageBytes {
+		best.narrow(text)
+	}
+	return best.start, best.end, true
+}
+
+// passageMatch is a sentence's byte range, how many distinct wanted words it
+// holds, and where the first of them starts.
+type passageMatch struct {
+	words, start, end, first int
+}
+
+// reviewSentences calls f with the byte range of each sentence of text, in
+// order: a sentence ends at a line break, or after '.', '!' or '?' followed
+// by white space (or the end).
+func reviewSentences(text []byte, f func(s, e int)) {
 	from := 0
 	for i := 0; i < len(text); i++ {
 		switch text[i] {
 		case '\n':
-			consider(from, i)
+			f(from, i)
 			from = i + 1
 		case '.', '!', '?':
 			if i+1 == len(text) || isSpaceByte(text[i+1]) {
-				consider(from, i+1)
+				f(from, i+1)
 				from = i + 1
 			}
 		}
 	}
-	consider(from, len(text))
-	if best == 0 {
-		return 0, 0, false
+	f(from, len(text))
+}
+
+// matchPassage counts the wanted words in text[s:e] trimmed of white space.
+func matchPassage(text []byte, s, e int, want map[string]bool) passageMatch {
+	for s < e && isSpaceByte(text[s]) {
+		s++
 	}
-	if bestEnd-bestStart > ReviewMaxPassageBytes {
-		s := max(bestStart, bestFirst-ReviewMaxPassageBytes/4)
-		e := min(bestEnd, s+ReviewMaxPassageBytes)
-		for s < e && !utf8.RuneStart(text[s]) {
-			s++
-		}
-		for e > s && e < len(text) && !utf8.RuneStart(text[e]) {
-			e--
-		}
-		bestStart, bestEnd = s, e
+	for e > s && isSpaceByte(text[e-1]) {
+		e--
 	}
-	return bestStart, bestEnd, true
+	m := passageMatch{start: s, end: e, first: -1}
+	if s == e {
+		return m
+	}
+	found := map[string]bool{}
+	for _, w := range reviewWords(string(text[s:e])) {
+		if want[w.text] && !found[w.text] {
+			found[w.text] = true
+			if m.first < 0 {
+				m.first = s + w.start
+			}
+		}
+	}
+	m.words = len(found)
+	return m
+}
+
+// narrow shrinks the range to at most ReviewMaxPassageBytes around its first
+// match, on rune boundaries.
+func (m *passageMatch) narrow(text []byte) {
+	s := max(m.start, m.first-ReviewMaxPassageBytes/4)
+	e := min(m.end, s+ReviewMaxPassageBytes)
+	for s < e && !utf8.RuneStart(text[s]) {
+		s++
+	}
+	for e > s && e < len(text) && !utf8.RuneStart(text[e]) {
+		e--
+	}
+	m.start, m.end = s, e
 }
 
 func isSpaceByte(b byte) bool {

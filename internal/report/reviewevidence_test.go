@@ -124,3 +124,30 @@ func TestReviewSupportAndPrune(t *testing.T) {
 		t.Error("ReviewPruneEvidence modified its input")
 	}
 }
+
+// TestReviewLocatePassageRanges pins the exact byte ranges for the sentence
+// rules and the narrowing of a long sentence.
+func TestReviewLocatePassageRanges(t *testing.T) {
+	long := strings.Repeat("é word ", 800) + "Halvorsen 7391 " + strings.Repeat("é word ", 800)
+	tests := []struct {
+		name, text string
+		added      []string
+		start, end int
+		ok         bool
+	}{
+		{"white space trimmed", "  \t one gate.  \n", []string{"gate"}, 4, 13, true},
+		{"a word counts once", "gate gate gate. north gate!", []string{"gate", "north"}, 16, 27, true},
+		{"a decimal point ends no sentence", "pi is 3.14 here? yes", []string{"pi", "14"}, 0, 16, true},
+		{"a line break ends one", "north\ngate code", []string{"gate", "code"}, 6, 15, true},
+		{"only blank sentences", " \n\n . ", []string{"gate"}, 0, 0, false},
+		{"long sentence narrowed on rune boundaries", long, []string{"halvorsen"}, 6144, 7167, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, e, ok := ReviewLocatePassage([]byte(tt.text), tt.added)
+			if s != tt.start || e != tt.end || ok != tt.ok {
+				t.Errorf("ReviewLocatePassage = [%d,%d) %v, want [%d,%d) %v", s, e, ok, tt.start, tt.end, tt.ok)
+			}
+		})
+	}
+}

@@ -137,6 +137,18 @@ func (c Config) withDefaults() Config {
 // flags, after defaults are applied.
 func (c Config) Validate() error {
 	c = c.withDefaults()
+	for _, check := range []func() error{c.validateTasks, c.validateLengths, c.validateKinds, c.validateSizes} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if c.HotpotQA != nil && slices.Contains(c.Tasks, TaskHQA) && c.Samples > len(c.HotpotQA.questions) {
+		return fmt.Errorf("--samples is %d but the HotpotQA file has %d questions: lower --samples", c.Samples, len(c.HotpotQA.questions))
+	}
+	return nil
+}
+
+func (c Config) validateTasks() error {
 	if len(c.Tasks) == 0 {
 		return errors.New("no task given: --task takes one or more of " + strings.Join(Tasks, ", "))
 	}
@@ -151,6 +163,10 @@ func (c Config) Validate() error {
 			return errors.New("task hqa needs HotpotQA data: --hotpotqa PATH (hotpot_dev_distractor_v1.json or a file in its format)")
 		}
 	}
+	return nil
+}
+
+func (c Config) validateLengths() error {
 	if len(c.Lengths) == 0 {
 		return errors.New("no length given: --lengths takes token counts such as 8K,16K,1.75M")
 	}
@@ -162,6 +178,12 @@ func (c Config) Validate() error {
 			return fmt.Errorf("length %d is out of range: --lengths must be between %s and %s tokens", l, FormatLength(MinLength), FormatLength(MaxLength))
 		}
 	}
+	return nil
+}
+
+// validateKinds checks the sample count, the tokenizer and the kinds of
+// keys and values.
+func (c Config) validateKinds() error {
 	if c.Samples <= 0 {
 		return fmt.Errorf("--samples is %d: it must be at least 1", c.Samples)
 	}
@@ -175,6 +197,11 @@ func (c Config) Validate() error {
 	if !slices.Contains(kinds, c.ValueType) {
 		return fmt.Errorf("unknown value type %q: --value-type takes %s", c.ValueType, strings.Join(kinds, ", "))
 	}
+	return nil
+}
+
+// validateSizes checks the tasks' numeric knobs.
+func (c Config) validateSizes() error {
 	switch {
 	case c.NumKeys < 2 || c.NumKeys > 100:
 		return fmt.Errorf("--num-keys is %d: niah_multikey needs 2 to 100 keys (the target and its distractors)", c.NumKeys)
@@ -192,9 +219,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--fwe-alpha is %g: use a positive exponent up to 10 (RULER uses 2)", c.FWEAlpha)
 	case c.FWEVocab < 4 || c.FWEVocab > 100_000:
 		return fmt.Errorf("--fwe-vocab is %d: use 4 to 100000 words", c.FWEVocab)
-	}
-	if c.HotpotQA != nil && slices.Contains(c.Tasks, TaskHQA) && c.Samples > len(c.HotpotQA.questions) {
-		return fmt.Errorf("--samples is %d but the HotpotQA file has %d questions: lower --samples", c.Samples, len(c.HotpotQA.questions))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package evalgen
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,23 +99,36 @@ func TestValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		"unknown task":  {bad(func(c *Config) { c.Tasks = []string{"niah"} }), `unknown task "niah"`},
-		"no task":       {bad(func(c *Config) { c.Tasks = nil }), "no task"},
-		"hqa no file":   {bad(func(c *Config) { c.Tasks = []string{TaskHQA} }), "--hotpotqa"},
-		"no samples":    {bad(func(c *Config) { c.Samples = 0 }), "--samples is 0"},
-		"task twice":    {bad(func(c *Config) { c.Tasks = []string{TaskVT, TaskFWE, TaskVT} }), "task vt is given twice"},
-		"length twice":  {bad(func(c *Config) { c.Lengths = []int{8192, 1024, 8192} }), "length 8K is given twice"},
-		"neg samples":   {bad(func(c *Config) { c.Samples = -3 }), "--samples is -3"},
-		"no lengths":    {bad(func(c *Config) { c.Lengths = nil }), "--lengths"},
-		"short length":  {bad(func(c *Config) { c.Lengths = []int{100} }), "out of range"},
-		"value type":    {bad(func(c *Config) { c.ValueType = "colours" }), `unknown value type "colours"`},
-		"key type":      {bad(func(c *Config) { c.KeyType = "x" }), "--key-type"},
-		"one key":       {bad(func(c *Config) { c.NumKeys = 1 }), "--num-keys is 1"},
-		"depth":         {bad(func(c *Config) { c.Depth = &depth }), "--depth is 1.5"},
-		"fwe alpha":     {bad(func(c *Config) { c.FWEAlpha = -1 }), "--fwe-alpha"},
-		"vt hops":       {bad(func(c *Config) { c.VTHops = -1 }), "--vt-hops"},
-		"no tokenizer":  {bad(func(c *Config) { c.Tokenizer = nil }), "tokenizer"},
-		"too many hqas": {bad(func(c *Config) { c.Tasks = []string{TaskHQA}; c.HotpotQA = hotpot(t); c.Samples = 8 }), "has 7 questions"},
+		"unknown task":         {bad(func(c *Config) { c.Tasks = []string{"niah"} }), `unknown task "niah"`},
+		"no task":              {bad(func(c *Config) { c.Tasks = nil }), "no task"},
+		"hqa no file":          {bad(func(c *Config) { c.Tasks = []string{TaskHQA} }), "--hotpotqa"},
+		"no samples":           {bad(func(c *Config) { c.Samples = 0 }), "--samples is 0"},
+		"task twice":           {bad(func(c *Config) { c.Tasks = []string{TaskVT, TaskFWE, TaskVT} }), "task vt is given twice"},
+		"length twice":         {bad(func(c *Config) { c.Lengths = []int{8192, 1024, 8192} }), "length 8K is given twice"},
+		"neg samples":          {bad(func(c *Config) { c.Samples = -3 }), "--samples is -3"},
+		"no lengths":           {bad(func(c *Config) { c.Lengths = nil }), "--lengths"},
+		"short length":         {bad(func(c *Config) { c.Lengths = []int{100} }), "out of range"},
+		"value type":           {bad(func(c *Config) { c.ValueType = "colours" }), `unknown value type "colours"`},
+		"key type":             {bad(func(c *Config) { c.KeyType = "x" }), "--key-type"},
+		"one key":              {bad(func(c *Config) { c.NumKeys = 1 }), "--num-keys is 1"},
+		"depth":                {bad(func(c *Config) { c.Depth = &depth }), "--depth is 1.5"},
+		"fwe alpha":            {bad(func(c *Config) { c.FWEAlpha = -1 }), "--fwe-alpha"},
+		"vt hops":              {bad(func(c *Config) { c.VTHops = -1 }), "--vt-hops"},
+		"no tokenizer":         {bad(func(c *Config) { c.Tokenizer = nil }), "tokenizer"},
+		"too many hqas":        {bad(func(c *Config) { c.Tasks = []string{TaskHQA}; c.HotpotQA = hotpot(t); c.Samples = 8 }), "has 7 questions"},
+		"values":               {bad(func(c *Config) { c.NumValues = 101 }), "--num-values is 101: niah_multivalue needs 2 to 100 values"},
+		"queries":              {bad(func(c *Config) { c.NumQueries = 1 }), "--num-queries is 1: niah_multiquery needs 2 to 100 keys"},
+		"chains":               {bad(func(c *Config) { c.VTChains = 101 }), "--vt-chains is 101: use 1 to 100"},
+		"vocab":                {bad(func(c *Config) { c.FWEVocab = 3 }), "--fwe-vocab is 3: use 4 to 100000 words"},
+		"big alpha":            {bad(func(c *Config) { c.FWEAlpha = 11 }), "--fwe-alpha is 11: use a positive exponent up to 10 (RULER uses 2)"},
+		"long length":          {bad(func(c *Config) { c.Lengths = []int{MaxLength + 1} }), "--lengths must be between"},
+		"tasks first":          {bad(func(c *Config) { c.Tasks = nil; c.Lengths = nil; c.Samples = 0 }), "no task given: --task takes one or more of "},
+		"unknown before twice": {bad(func(c *Config) { c.Tasks = []string{"x", "x"} }), `unknown task "x": --task takes one or more of niah_single`},
+		"lengths next":         {bad(func(c *Config) { c.Lengths = nil; c.Samples = 0; c.Tokenizer = nil }), "no length given: --lengths takes token counts such as 8K,16K,1.75M"},
+		"samples next":         {bad(func(c *Config) { c.Samples = 0; c.Tokenizer = nil }), "--samples is 0: it must be at least 1"},
+		"tokenizer next":       {bad(func(c *Config) { c.Tokenizer = nil; c.KeyType = "x" }), "no tokenizer"},
+		"kinds next":           {bad(func(c *Config) { c.KeyType = "x"; c.NumKeys = 1 }), "unknown key type \"x\": --key-type takes numbers, words, uuids"},
+		"keys before vt":       {bad(func(c *Config) { c.NumKeys = 1; c.VTHops = -1 }), "--num-keys is 1: niah_multikey needs 2 to 100 keys (the target and its distractors)"},
 	} {
 		err := tt.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -643,5 +657,60 @@ func BenchmarkNIAHSingle1M(b *testing.B) {
 	g := newGen(b, Config{Tasks: []string{TaskNIAHSingle}, Lengths: []int{1 << 20}, Samples: 1, Tokenizer: qwen(b)})
 	for i := 0; b.Loop(); i++ {
 		sample(b, g, TaskNIAHSingle, 1<<20, i)
+	}
+}
+
+// TestFWEPinned pins the bytes of frequent-words samples (a SHA-256 of each
+// context, with its token count), so that a change to how lines are laid out
+// shows; if one is intended, record the new sums here.
+func TestFWEPinned(t *testing.T) {
+	tok := qwen(t)
+	want := map[string]string{
+		"alpha 2 length 1024 sample 0":    "32e05eab3ccb746c 1024",
+		"alpha 2 length 1024 sample 1":    "5fe967d803cc06cb 1023",
+		"alpha 2 length 1024 sample 2":    "a881d706b68015e5 1023",
+		"alpha 2 length 4096 sample 0":    "aa056bbbf62fea35 4096",
+		"alpha 2 length 4096 sample 1":    "ccaa12a227717717 4095",
+		"alpha 2 length 4096 sample 2":    "b99610853d1affa6 4095",
+		"alpha 2 length 16384 sample 0":   "563f69181f230bea 16384",
+		"alpha 2 length 16384 sample 1":   "6121c08a9f5d6199 16382",
+		"alpha 2 length 16384 sample 2":   "e7e2e0a5e9961d60 16382",
+		"alpha 1 length 1024 sample 0":    "19e0e44a4050f65a 1024",
+		"alpha 1 length 1024 sample 1":    "6e1c13f154c11849 1023",
+		"alpha 1 length 1024 sample 2":    "55b89fe24666358f 1024",
+		"alpha 1 length 4096 sample 0":    "901772c7f54a0364 4094",
+		"alpha 1 length 4096 sample 1":    "6ef7bd74cb0f6ae0 4095",
+		"alpha 1 length 4096 sample 2":    "2900f1155fe5b7e4 4094",
+		"alpha 1 length 16384 sample 0":   "dae01b4f592493c4 16383",
+		"alpha 1 length 16384 sample 1":   "7f4667ab2ef7e4b0 16384",
+		"alpha 1 length 16384 sample 2":   "a933cd06227f093f 16384",
+		"alpha 0.5 length 1024 sample 0":  "error: fwe 1K sample 0: too short for strictly ordered top three words (6, 4, 3, then 3): use a longer length or a larger --fwe-alpha",
+		"alpha 0.5 length 1024 sample 1":  "error: fwe 1K sample 1: too short for strictly ordered top three words (6, 4, 3, then 3): use a longer length or a larger --fwe-alpha",
+		"alpha 0.5 length 1024 sample 2":  "error: fwe 1K sample 2: too short for strictly ordered top three words (6, 4, 3, then 3): use a longer length or a larger --fwe-alpha",
+		"alpha 0.5 length 4096 sample 0":  "38313657f1cff87a 4094",
+		"alpha 0.5 length 4096 sample 1":  "95ce792d7dee36ea 4094",
+		"alpha 0.5 length 4096 sample 2":  "d00a9aadbc0c9d23 4094",
+		"alpha 0.5 length 16384 sample 0": "cf6f8115b128156b 16383",
+		"alpha 0.5 length 16384 sample 1": "fa5375925ca9222f 16383",
+		"alpha 0.5 length 16384 sample 2": "1fad10059699bdd7 16382",
+	}
+	for _, alpha := range []float64{2, 1, 0.5} {
+		g := newGen(t, Config{Tasks: []string{TaskFWE}, Lengths: []int{1024, 4096, 16384}, Samples: 3, Seed: 11, Tokenizer: tok, FWEAlpha: alpha})
+		for _, length := range []int{1024, 4096, 16384} {
+			for i := range 3 {
+				s, err := g.Sample(TaskFWE, length, i)
+				key := fmt.Sprintf("alpha %g length %d sample %d", alpha, length, i)
+				got := ""
+				if err != nil {
+					got = "error: " + err.Error()
+				} else {
+					sum := sha256.Sum256([]byte(s.Context))
+					got = fmt.Sprintf("%x %d", sum[:8], s.Tokens)
+				}
+				if w := want[key]; got != w {
+					t.Errorf("%s: got %s, want %s", key, got, w)
+				}
+			}
+		}
 	}
 }

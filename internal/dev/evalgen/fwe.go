@@ -79,20 +79,9 @@ func (fw *fweWords) cost(pos int, r int32) int {
 
 // lines lays out about budget tokens of coded words (within a word).
 func (fw *fweWords) lines(budget int, rng *rand.Rand) ([]piece, error) {
-	sumW, perWord := 0.0, 0.0
-	for r, w := range fw.weight {
-		sumW += w
-		perWord += w * float64(fw.space[r])
-	}
-	perWord /= sumW
-	perWord += float64(fw.nl) / fweWordsPerLine
-	n := float64(budget) / perWord
-	counts := make([]int, len(fw.words))
-	for r, w := range fw.weight {
-		counts[r] = int(math.Round(n * w / sumW))
-	}
-	if !topThree(counts) {
-		return nil, fmt.Errorf("%w for strictly ordered top three words (%d, %d, %d, then %d): use a longer length or a larger --fwe-alpha", errTooShort, counts[0], counts[1], counts[2], counts[3])
+	counts, perWord, err := fw.counts(budget)
+	if err != nil {
+		return nil, err
 	}
 	var seq []int32
 	for r, c := range counts {
@@ -114,43 +103,91 @@ func (fw *fweWords) lines(budget int, rng *rand.Rand) ([]piece, error) {
 			break
 		}
 		if d > 0 {
-			at := make([]int, k)
-			add := make([]int32, k)
-			for i := range k {
-				r, err := pickRare(counts, rng)
-				if err != nil {
-					return nil, err
-				}
-				counts[r]++
-				at[i], add[i] = rng.IntN(len(seq)+1), r
+			if seq, err = spreadRare(seq, counts, k, rng); err != nil {
+				return nil, err
 			}
-			slices.Sort(at)
-			grown := make([]int32, 0, len(seq)+k)
-			prev := 0
-			for i, p := range at {
-				grown = append(append(grown, seq[prev:p]...), add[i])
-				prev = p
-			}
-			seq = append(grown, seq[prev:]...)
 		} else {
-			drop := make([]bool, len(seq))
-			for tries := 0; k > 0 && tries < 100*len(seq); tries++ {
-				if i := rng.IntN(len(seq)); !drop[i] && seq[i] >= 3 {
-					drop[i] = true
-					counts[seq[i]]--
-					k--
-				}
-			}
-			kept := seq[:0]
-			for i, r := range seq {
-				if !drop[i] {
-					kept = append(kept, r)
-				}
-			}
-			seq = kept
+			seq = dropCommon(seq, counts, k, rng)
 		}
 		tokens = fw.total(seq)
 	}
+	if seq, err = fw.fill(seq, counts, tokens, budget, rng); err != nil {
+		return nil, err
+	}
+	if !topThree(counts) {
+		return nil, fmt.Errorf("%w for strictly ordered top three words: use a longer length", errTooShort)
+	}
+	return fw.render(seq), nil
+}
+
+// counts is how often each word appears in about budget tokens, in
+// proportion to its weight, and the mean tokens a word costs with its share
+// of line breaks.
+func (fw *fweWords) counts(budget int) ([]int, float64, error) {
+	sumW, perWord := 0.0, 0.0
+	for r, w := range fw.weight {
+		sumW += w
+		perWord += w * float64(fw.space[r])
+	}
+	perWord /= sumW
+	perWord += float64(fw.nl) / fweWordsPerLine
+	n := float64(budget) / perWord
+	counts := make([]int, len(fw.words))
+	for r, w := range fw.weight {
+		counts[r] = int(math.Round(n * w / sumW))
+	}
+	if !topThree(counts) {
+		return nil, 0, fmt.Errorf("%w for strictly ordered top three words (%d, %d, %d, then %d): use a longer length or a larger --fwe-alpha", errTooShort, counts[0], counts[1], counts[2], counts[3])
+	}
+	return counts, perWord, nil
+}
+
+// spreadRare inserts k rare words at random places in seq.
+func spreadRare(seq []int32, counts []int, k int, rng *rand.Rand) ([]int32, error) {
+	at := make([]int, k)
+	add := make([]int32, k)
+	for i := range k {
+		r, err := pickRare(counts, rng)
+		if err != nil {
+			return nil, err
+		}
+		counts[r]++
+		at[i], add[i] = rng.IntN(len(seq)+1), r
+	}
+	slices.Sort(at)
+	grown := make([]int32, 0, len(seq)+k)
+	prev := 0
+	for i, p := range at {
+		grown = append(append(grown, seq[prev:p]...), add[i])
+		prev = p
+	}
+	return append(grown, seq[prev:]...), nil
+}
+
+// dropCommon takes up to k words out of seq at random, never one of the
+// three most frequent.
+func dropCommon(seq []int32, counts []int, k int, rng *rand.Rand) []int32 {
+	drop := make([]bool, len(seq))
+	for tries := 0; k > 0 && tries < 100*len(seq); tries++ {
+		if i := rng.IntN(len(seq)); !drop[i] && seq[i] >= 3 {
+			drop[i] = true
+			counts[seq[i]]--
+			k--
+		}
+	}
+	kept := seq[:0]
+	for i, r := range seq {
+		if !drop[i] {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// fill brings seq, of tokens tokens, to within a word of budget: rare words
+// added at the end, or the last words that are not among the three most
+// frequent taken out.
+func (fw *fweWords) fill(seq []int32, counts []int, tokens, budget int, rng *rand.Rand) ([]int32, error) {
 	for tokens < budget {
 		r, err := pickRare(counts, rng)
 		if err != nil {
@@ -182,10 +219,12 @@ func (fw *fweWords) lines(budget int, rng *rand.Rand) ([]piece, error) {
 		}
 		seq = seq[:last]
 	}
-	if !topThree(counts) {
-		return nil, fmt.Errorf("%w for strictly ordered top three words: use a longer length", errTooShort)
-	}
+	return seq, nil
+}
 
+// render writes seq as lines of fweWordsPerLine words, each a piece with its
+// tokens.
+func (fw *fweWords) render(seq []int32) []piece {
 	var pieces []piece
 	var b strings.Builder
 	for at := 0; at < len(seq); at += fweWordsPerLine {
@@ -201,7 +240,7 @@ func (fw *fweWords) lines(budget int, rng *rand.Rand) ([]piece, error) {
 		b.WriteByte('\n')
 		pieces = append(pieces, piece{b.String(), t})
 	}
-	return pieces, nil
+	return pieces
 }
 
 // total is the tokens of the text of seq.

@@ -350,66 +350,12 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 
 	body := http.MaxBytesReader(rw, r.Body, maxBody)
 	if s.failAll != 0 {
-		_, _ = io.Copy(io.Discard, body)
 		outcome = OutcomeFailAll
-		if s.failAll == http.StatusTooManyRequests || s.failAll == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", retryAfter(s.retryAfter))
-		}
-		s.nestedError(w, r, s.failAll, errorType(s.failAll), fmt.Sprintf("The simulator answers every completion with HTTP %d because it was started with FailAll.", s.failAll))
+		s.refuseAll(w, r, body)
 		return
 	}
-	var req chatRequest
-	if err := json.NewDecoder(body).Decode(&req); err != nil {
-		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", "request body is not a chat completion request: "+err.Error())
-		return
-	}
-	// Reading to the end lets net/http notice a client that hangs up
-	// while the request waits or is served.
-	_, _ = io.Copy(io.Discard, body)
-	if req.Model != "" && req.Model != s.model {
-		s.nestedError(w, r, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist: this simulator serves %q.", req.Model, s.model))
-		return
-	}
-	if req.Stream {
-		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", "stream is not supported by the simulator")
-		return
-	}
-	userText, found := "", false
-	promptTokens := 0
-	for _, m := range req.Messages {
-		t := m.text()
-		promptTokens += s.count(t)
-		if m.Role == "user" {
-			userText, found = t, true
-		}
-	}
-	if !found {
-		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", "messages hold no user message")
-		return
-	}
-
-	maxTokens := req.MaxTokens
-	if req.MaxCompletionTokens != nil {
-		maxTokens = req.MaxCompletionTokens
-	}
-	budget := s.maxLen - promptTokens
-	switch {
-	case maxTokens != nil && *maxTokens < 1:
-		s.nestedError(w, r, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", *maxTokens))
-		return
-	case maxTokens != nil && promptTokens+*maxTokens > s.maxLen:
-		s.contextError(w, r, promptTokens, *maxTokens)
-		return
-	case maxTokens == nil && budget < 1:
-		s.contextError(w, r, promptTokens, 1)
-		return
-	case maxTokens != nil:
-		budget = *maxTokens
-	}
-
-	p, err := parsePrompt(userText)
-	if err != nil {
-		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", err.Error())
+	c, ok := s.readChat(w, r, body)
+	if !ok {
 		return
 	}
 
@@ -422,15 +368,11 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	if s.injectFault(w, r, fault) {
 		return
 	}
-
 	g, err := s.pool.acquire(ctx)
 	switch {
 	case errors.Is(err, errQueueFull):
 		outcome = OutcomeQueueFull
-		w.Header().Set("Retry-After", retryAfter(s.retryAfter))
-		s.nestedError(w, r, http.StatusServiceUnavailable, errorType(http.StatusServiceUnavailable), fmt.Sprintf(
-			"The simulator's queue is full: %d requests are waiting for %d slots. Retry after the Retry-After delay.",
-			s.pool.maxQueue, len(s.pool.load)*s.pool.slots))
+		s.queueFull(w, r)
 		return
 	case err != nil:
 		s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
@@ -438,35 +380,172 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	}
 	slot = &g
 
+	call, truncated := s.answer(c)
+	completionTokens := s.count(call.Output)
+	if !s.serve(ctx, g, fault, c.promptTokens, completionTokens, &call) {
+		return
+	}
+	s.record(call)
+
+	finishReason := "stop"
+	if truncated {
+		finishReason = "length"
+	}
+	s.log.DebugContext(ctx, "simulator call",
+		"kind", call.Kind, "prompt_tokens", c.promptTokens, "completion_tokens", completionTokens,
+		"max_tokens", c.budget, "finish_reason", finishReason, "replica", g.replica, "question", call.Question, "output", call.Output)
+
+	if fault == "" {
+		outcome = OutcomeOK
+	}
+	usage = chatUsage{PromptTokens: c.promptTokens, CompletionTokens: completionTokens, TotalTokens: c.promptTokens + completionTokens}
+	answered = true
+	writeJSON(w, http.StatusOK, chatResponse{
+		ID:      fmt.Sprintf("chatcmpl-sim-%d", s.seq.Add(1)),
+		Object:  "chat.completion",
+		Created: time.Now().Unix(),
+		Model:   s.model,
+		Choices: []chatChoice{{
+			Message:      responseMessage{Role: "assistant", Content: call.Output},
+			FinishReason: finishReason,
+		}},
+		Usage: usage,
+	})
+}
+
+// refuseAll answers with FailAll's status, having read the body.
+func (s *Server) refuseAll(w http.ResponseWriter, r *http.Request, body io.Reader) {
+	_, _ = io.Copy(io.Discard, body)
+	if s.failAll == http.StatusTooManyRequests || s.failAll == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfter(s.retryAfter))
+	}
+	s.nestedError(w, r, s.failAll, errorType(s.failAll), fmt.Sprintf("The simulator answers every completion with HTTP %d because it was started with FailAll.", s.failAll))
+}
+
+// queueFull answers 503 with Retry-After when no slot is free and the queue
+// is full.
+func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Retry-After", retryAfter(s.retryAfter))
+	s.nestedError(w, r, http.StatusServiceUnavailable, errorType(http.StatusServiceUnavailable), fmt.Sprintf(
+		"The simulator's queue is full: %d requests are waiting for %d slots. Retry after the Retry-After delay.",
+		s.pool.maxQueue, len(s.pool.load)*s.pool.slots))
+}
+
+// chatCall is a valid request: its messages, the last user message's text
+// and parsed prompt, the prompt's tokens and the completion's budget.
+type chatCall struct {
+	req          chatRequest
+	userText     string
+	prompt       prompt
+	promptTokens int
+	budget       int
+}
+
+// readChat decodes and validates a request; on a problem it writes the
+// error (400 or 404) and returns false.
+func (s *Server) readChat(w http.ResponseWriter, r *http.Request, body io.Reader) (chatCall, bool) {
+	var c chatCall
+	if err := json.NewDecoder(body).Decode(&c.req); err != nil {
+		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", "request body is not a chat completion request: "+err.Error())
+		return c, false
+	}
+	// Reading to the end lets net/http notice a client that hangs up
+	// while the request waits or is served.
+	_, _ = io.Copy(io.Discard, body)
+	if c.req.Model != "" && c.req.Model != s.model {
+		s.nestedError(w, r, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist: this simulator serves %q.", c.req.Model, s.model))
+		return c, false
+	}
+	if c.req.Stream {
+		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", "stream is not supported by the simulator")
+		return c, false
+	}
+	found := false
+	for _, m := range c.req.Messages {
+		t := m.text()
+		c.promptTokens += s.count(t)
+		if m.Role == "user" {
+			c.userText, found = t, true
+		}
+	}
+	if !found {
+		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", "messages hold no user message")
+		return c, false
+	}
+	if !s.setBudget(w, r, &c) {
+		return c, false
+	}
+	p, err := parsePrompt(c.userText)
+	if err != nil {
+		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", err.Error())
+		return c, false
+	}
+	c.prompt = p
+	return c, true
+}
+
+// setBudget sets the completion's budget: max_completion_tokens, else
+// max_tokens, else what the context leaves. A budget that does not fit is a
+// 400.
+func (s *Server) setBudget(w http.ResponseWriter, r *http.Request, c *chatCall) bool {
+	maxTokens := c.req.MaxTokens
+	if c.req.MaxCompletionTokens != nil {
+		maxTokens = c.req.MaxCompletionTokens
+	}
+	c.budget = s.maxLen - c.promptTokens
+	switch {
+	case maxTokens != nil && *maxTokens < 1:
+		s.nestedError(w, r, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", *maxTokens))
+		return false
+	case maxTokens != nil && c.promptTokens+*maxTokens > s.maxLen:
+		s.contextError(w, r, c.promptTokens, *maxTokens)
+		return false
+	case maxTokens == nil && c.budget < 1:
+		s.contextError(w, r, c.promptTokens, 1)
+		return false
+	case maxTokens != nil:
+		c.budget = *maxTokens
+	}
+	return true
+}
+
+// answer is the policy's reply to a call, as the Call to record (without
+// its service time), and whether it was cut to the budget.
+func (s *Server) answer(c chatCall) (Call, bool) {
+	p := c.prompt
 	call := Call{Kind: KindFinal, Question: p.question, MemoryIn: p.memory}
-	promptSum := sha256.Sum256([]byte(userText))
+	promptSum := sha256.Sum256([]byte(c.userText))
 	call.PromptSHA256 = hex.EncodeToString(promptSum[:])
-	for _, m := range req.Messages {
+	for _, m := range c.req.Messages {
 		call.Messages = append(call.Messages, m.Role)
 	}
-	var out string
 	var truncated bool
-	if p.hasSection {
+	switch {
+	case p.hasSection:
 		sum := sha256.Sum256([]byte(p.section))
 		call.Kind, call.ChunkSHA256 = KindUpdate, hex.EncodeToString(sum[:])
 		if s.opts.Policy == PolicyChain {
-			out = chainMemory(p.question, p.memory, p.section)
+			call.Output = chainMemory(p.question, p.memory, p.section)
 		} else {
-			out, truncated = updateMemory(p.question, p.memory, p.section, budget, s.count)
+			call.Output, truncated = updateMemory(p.question, p.memory, p.section, c.budget, s.count)
 		}
-	} else if s.opts.Policy == PolicyChain {
-		out = finalReply(p.memory)
-	} else {
-		out, truncated = fitBudget(finalReply(answerFrom(p.question, p.memory)), budget, s.count)
+	case s.opts.Policy == PolicyChain:
+		call.Output = finalReply(p.memory)
+	default:
+		call.Output, truncated = fitBudget(finalReply(answerFrom(p.question, p.memory)), c.budget, s.count)
 	}
-	call.Output = out
-	completionTokens := s.count(out)
+	return call, truncated
+}
 
+// serve holds the answer back for the service time (the replica's batch
+// decoding it, or ServiceTime) plus a slow fault's stall, and sets
+// call.Service. It returns false if the client went away first.
+func (s *Server) serve(ctx context.Context, g grant, fault FaultKind, promptTokens, completionTokens int, call *Call) bool {
 	var delay time.Duration
 	if s.batchers != nil {
 		began := time.Now()
 		if !s.decode(ctx, s.batchers[g.replica], promptTokens, completionTokens) {
-			return
+			return false
 		}
 		delay = max(s.opts.Latency, 0)
 		call.Service = time.Since(began) + delay
@@ -477,42 +556,18 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	if fault == FaultSlow {
 		delay += s.faults.slowDelay
 	}
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
-			return
-		}
+	if delay <= 0 {
+		return true
 	}
-	s.record(call)
-
-	finishReason := "stop"
-	if truncated {
-		finishReason = "length"
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
+		return false
 	}
-	s.log.DebugContext(ctx, "simulator call",
-		"kind", call.Kind, "prompt_tokens", promptTokens, "completion_tokens", completionTokens,
-		"max_tokens", budget, "finish_reason", finishReason, "replica", g.replica, "question", call.Question, "output", out)
-
-	if fault == "" {
-		outcome = OutcomeOK
-	}
-	usage = chatUsage{PromptTokens: promptTokens, CompletionTokens: completionTokens, TotalTokens: promptTokens + completionTokens}
-	answered = true
-	writeJSON(w, http.StatusOK, chatResponse{
-		ID:      fmt.Sprintf("chatcmpl-sim-%d", s.seq.Add(1)),
-		Object:  "chat.completion",
-		Created: time.Now().Unix(),
-		Model:   s.model,
-		Choices: []chatChoice{{
-			Message:      responseMessage{Role: "assistant", Content: out},
-			FinishReason: finishReason,
-		}},
-		Usage: usage,
-	})
 }
 
 // decode has a replica's batch prefill and decode one request. It returns

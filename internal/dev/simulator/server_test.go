@@ -429,3 +429,40 @@ func TestLogsTextOnlyAtDebug(t *testing.T) {
 		t.Errorf("no debug records, want one per request")
 	}
 }
+
+// TestChainPolicyOverHTTP pins what PolicyChain answers: a memory update is
+// "chain-" and the first 16 bytes of SHA-256 over question, memory and
+// section (each followed by a zero byte); a final call boxes the memory.
+func TestChainPolicyOverHTTP(t *testing.T) {
+	_, srv := startSimulator(t, simulator.Options{Policy: simulator.PolicyChain})
+	h := sha256.Sum256([]byte("Who?\x00m0\x00the chunk\x00"))
+	wantUpdate := "chain-" + hex.EncodeToString(h[:16])
+	tests := []struct{ name, prompt, want string }{
+		{"update", "<problem>Who?</problem><memory>m0</memory><section>the chunk</section>", wantUpdate},
+		{"final", "<problem>Who?</problem><memory>" + wantUpdate + "</memory>", `After reviewing the memory, the answer is \boxed{` + wantUpdate + `}.`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": tt.prompt}}, "max_tokens": 50})
+			status, v := post(t, srv.URL, string(body))
+			if status != 200 {
+				t.Fatalf("status = %d (%v), want 200", status, v)
+			}
+			choice := v["choices"].([]any)[0].(map[string]any)
+			if got := choice["message"].(map[string]any)["content"]; got != tt.want {
+				t.Errorf("content = %q, want %q", got, tt.want)
+			}
+			if choice["finish_reason"] != "stop" {
+				t.Errorf("finish_reason = %v, want stop", choice["finish_reason"])
+			}
+		})
+	}
+}
+
+func TestStreamRefused(t *testing.T) {
+	_, srv := startSimulator(t, simulator.Options{})
+	status, v := post(t, srv.URL, `{"stream":true,"messages":[{"role":"user","content":"<problem>q</problem>"}]}`)
+	if status != 400 || v["message"] != "stream is not supported by the simulator" || v["object"] != "error" {
+		t.Errorf("stream request: status %d, body %v; want a flat 400 saying stream is not supported", status, v)
+	}
+}

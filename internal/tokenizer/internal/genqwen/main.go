@@ -50,17 +50,8 @@ type tokenizerJSON struct {
 		Type string `json:"type"`
 	} `json:"normalizer"`
 	PreTokenizer struct {
-		Type          string `json:"type"`
-		Pretokenizers []struct {
-			Type    string `json:"type"`
-			Pattern struct {
-				Regex string `json:"Regex"`
-			} `json:"pattern"`
-			Behavior       string `json:"behavior"`
-			Invert         bool   `json:"invert"`
-			AddPrefixSpace bool   `json:"add_prefix_space"`
-			UseRegex       bool   `json:"use_regex"`
-		} `json:"pretokenizers"`
+		Type          string             `json:"type"`
+		Pretokenizers []preTokenizerStep `json:"pretokenizers"`
 	} `json:"pre_tokenizer"`
 	Model struct {
 		Type                    string         `json:"type"`
@@ -71,6 +62,18 @@ type tokenizerJSON struct {
 		Vocab                   map[string]int `json:"vocab"`
 		Merges                  [][2]string    `json:"merges"`
 	} `json:"model"`
+}
+
+// preTokenizerStep is one step of a Sequence pre-tokenizer.
+type preTokenizerStep struct {
+	Type    string `json:"type"`
+	Pattern struct {
+		Regex string `json:"Regex"`
+	} `json:"pattern"`
+	Behavior       string `json:"behavior"`
+	Invert         bool   `json:"invert"`
+	AddPrefixSpace bool   `json:"add_prefix_space"`
+	UseRegex       bool   `json:"use_regex"`
 }
 
 func run(in, out string) error {
@@ -129,6 +132,15 @@ func check(tj *tokenizerJSON) error {
 	if tj.Normalizer.Type != "NFC" {
 		return fmt.Errorf("normalizer is %q, want NFC", tj.Normalizer.Type)
 	}
+	if err := checkPreTokenizer(tj); err != nil {
+		return err
+	}
+	return checkModel(tj)
+}
+
+// checkPreTokenizer wants the Qwen split pattern, then byte-level mapping
+// without its own regex.
+func checkPreTokenizer(tj *tokenizerJSON) error {
 	pt := tj.PreTokenizer
 	if pt.Type != "Sequence" || len(pt.Pretokenizers) != 2 {
 		return fmt.Errorf("pre_tokenizer is %q with %d steps, want Sequence of Split and ByteLevel", pt.Type, len(pt.Pretokenizers))
@@ -141,6 +153,12 @@ func check(tj *tokenizerJSON) error {
 	if bl.Type != "ByteLevel" || bl.AddPrefixSpace || bl.UseRegex {
 		return fmt.Errorf("second pre-tokenizer step is %s add_prefix_space=%v use_regex=%v, want ByteLevel without either", bl.Type, bl.AddPrefixSpace, bl.UseRegex)
 	}
+	return nil
+}
+
+// checkModel wants a plain byte-level BPE of wantVocabSize tokens whose
+// merges come in id order.
+func checkModel(tj *tokenizerJSON) error {
 	m := tj.Model
 	if m.Type != "BPE" || m.ByteFallback || m.IgnoreMerges || m.ContinuingSubwordPrefix != "" || m.EndOfWordSuffix != "" {
 		return errors.New("model is not a plain BPE (byte_fallback, ignore_merges, prefixes or suffixes set)")

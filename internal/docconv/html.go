@@ -633,37 +633,14 @@ func writeHTML(ctx context.Context, path string, w io.Writer, progress Progress,
 		return nil, err
 	}
 	defer walk.close()
-	res := &Result{Map: memagent.PageMap{Format: FormatHTML, Unit: api.UnitSection}}
 	tw := newTextWriter(w, limits.MaxTextBytes)
 	sections := newSectionCounter(tw)
-	para := newParagraphBuilder(sections.paragraph)
-	heading := newParagraphBuilder(func(string) error { return nil })
-	pre, inHeading := 0, 0
-	// rows counts the open rows written as one line; cells whether the
-	// row has a cell yet.
-	rows, cells := 0, false
-	var link []byte // a link's text, held until its end: a link without a word (¶) is left out
-	inLinkText := false
+	hw := &htmlWriter{
+		walk: walk, page: page, tw: tw, sections: sections,
+		para:    newParagraphBuilder(sections.paragraph),
+		heading: newParagraphBuilder(func(string) error { return nil }),
+	}
 	var lastProgress int64
-	flushLink := func() {
-		if inLinkText {
-			para.Write(link)
-			if inHeading > 0 && len(heading.buf) < 1<<10 {
-				heading.Write(link)
-			}
-		}
-		link, inLinkText = link[:0], false
-	}
-	boundary := func() error {
-		flushLink()
-		if rows > 0 {
-			para.WriteString(" ")
-			return nil
-		}
-		err := para.Flush()
-		para.keepRaw = pre > 0
-		return err
-	}
 	var popped []int32
 	for {
 		t, err := walk.step(popped)
@@ -687,115 +664,187 @@ func writeHTML(ctx context.Context, path string, w io.Writer, progress Progress,
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			rows = 0
-			if err := boundary(); err != nil {
-				return nil, err
-			}
-			if err := tw.finish(); err != nil {
-				return nil, err
-			}
-			res.Map.Pages = len(tw.spans)
-			res.Bytes, res.Map.Spans = tw.n, tw.spans
-			return res, nil
+			return hw.finish()
 		case html.StartTagToken, html.SelfClosingTagToken:
-			for _, n := range t.popped {
-				if page.isRow(n) && rows > 0 {
-					rows--
-				}
-			}
-			switch {
-			case t.a == atom.Tr && page.isRow(t.node) && keep:
-				if rows == 0 {
-					if err := boundary(); err != nil {
-						return nil, err
-					}
-					cells = false
-				}
-				rows++
-				continue
-			case (t.a == atom.Td || t.a == atom.Th) && rows > 0:
-				flushLink()
-				if cells {
-					para.WriteString(" | ")
-				}
-				cells = true
-				continue
-			case blocks[t.a]:
-				if err := boundary(); err != nil {
-					return nil, err
-				}
-			}
-			if !keep {
-				continue
-			}
-			if t.a == atom.Pre && t.tt == html.StartTagToken {
-				pre++
-				para.keepRaw = true
-			}
-			if headingTags[t.a] && t.tt == html.StartTagToken {
-				inHeading++
-				heading.Flush()
-			}
-			if t.a == atom.A && t.tt == html.StartTagToken {
-				flushLink()
-				inLinkText = true
-			}
-			if t.a == atom.Img {
-				// Alt text stands in for an image.
-				if alt := strings.TrimSpace(tagAttrs(walk.z, "alt")["alt"]); alt != "" {
-					para.WriteString(" " + alt + " ")
-				}
-			}
+			err = hw.start(t, keep)
 		case html.EndTagToken:
-			closedKept := len(t.popped) == 0 || page.keeps(t.popped[0])
-			if t.a == atom.A {
-				if inLinkText && !hasWord(link) && len(link) <= 8 {
-					link, inLinkText = link[:0], false
-				}
-				flushLink()
-			}
-			if headingTags[t.a] && inHeading > 0 && closedKept {
-				inHeading--
-				flushLink()
-				sections.heading(heading.String())
-			}
-			endRow := false
-			for _, n := range t.popped {
-				if page.isRow(n) && rows > 0 {
-					rows--
-					endRow = rows == 0
-				}
-			}
-			if endRow {
-				if err := boundary(); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if blocks[t.a] {
-				if err := boundary(); err != nil {
-					return nil, err
-				}
-			}
-			if t.a == atom.Pre && pre > 0 && closedKept {
-				pre--
-				para.keepRaw = pre > 0
-			}
+			err = hw.end(t)
 		case html.TextToken:
-			if !keep {
-				continue
-			}
-			text := walk.z.Text()
-			if inLinkText && len(link)+len(text) <= 1<<10 {
-				link = append(link, text...)
-				continue
-			}
-			flushLink()
-			para.Write(text)
-			if inHeading > 0 && len(heading.buf) < 1<<10 {
-				heading.Write(text)
+			if keep {
+				hw.text(walk.z.Text())
 			}
 		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// htmlWriter is the second pass's state: the paragraph and the heading
+// being built, and the rows, link, headings and pre elements open.
+type htmlWriter struct {
+	walk     *htmlWalk
+	page     *htmlPage
+	tw       *textWriter
+	sections *sectionCounter
+	para     *paragraphBuilder
+	heading  *paragraphBuilder
+
+	pre, inHeading int
+	// rows counts the open rows written as one line; cells whether the
+	// row has a cell yet.
+	rows  int
+	cells bool
+	// link is a link's text, held until its end: a link without a word
+	// (¶) is left out.
+	link       []byte
+	inLinkText bool
+}
+
+// flushLink writes the link text held, if any.
+func (h *htmlWriter) flushLink() {
+	if h.inLinkText {
+		h.para.Write(h.link)
+		if h.inHeading > 0 && len(h.heading.buf) < 1<<10 {
+			h.heading.Write(h.link)
+		}
+	}
+	h.link, h.inLinkText = h.link[:0], false
+}
+
+// boundary ends the paragraph, or, inside a row written as one line,
+// separates its parts by a space.
+func (h *htmlWriter) boundary() error {
+	h.flushLink()
+	if h.rows > 0 {
+		h.para.WriteString(" ")
+		return nil
+	}
+	err := h.para.Flush()
+	h.para.keepRaw = h.pre > 0
+	return err
+}
+
+// finish ends the text at the end of the page.
+func (h *htmlWriter) finish() (*Result, error) {
+	h.rows = 0
+	if err := h.boundary(); err != nil {
+		return nil, err
+	}
+	if err := h.tw.finish(); err != nil {
+		return nil, err
+	}
+	res := &Result{Map: memagent.PageMap{Format: FormatHTML, Unit: api.UnitSection}}
+	res.Map.Pages = len(h.tw.spans)
+	res.Bytes, res.Map.Spans = h.tw.n, h.tw.spans
+	return res, nil
+}
+
+// start handles a start tag (or a self-closing one); keep says whether
+// the node it is in is kept.
+func (h *htmlWriter) start(t htmlToken, keep bool) error {
+	for _, n := range t.popped {
+		if h.page.isRow(n) && h.rows > 0 {
+			h.rows--
+		}
+	}
+	switch {
+	case t.a == atom.Tr && h.page.isRow(t.node) && keep:
+		if h.rows == 0 {
+			if err := h.boundary(); err != nil {
+				return err
+			}
+			h.cells = false
+		}
+		h.rows++
+		return nil
+	case (t.a == atom.Td || t.a == atom.Th) && h.rows > 0:
+		h.flushLink()
+		if h.cells {
+			h.para.WriteString(" | ")
+		}
+		h.cells = true
+		return nil
+	case blocks[t.a]:
+		if err := h.boundary(); err != nil {
+			return err
+		}
+	}
+	if keep {
+		h.startKept(t)
+	}
+	return nil
+}
+
+// startKept handles a start tag in a kept node.
+func (h *htmlWriter) startKept(t htmlToken) {
+	opens := t.tt == html.StartTagToken
+	if t.a == atom.Pre && opens {
+		h.pre++
+		h.para.keepRaw = true
+	}
+	if headingTags[t.a] && opens {
+		h.inHeading++
+		h.heading.Flush()
+	}
+	if t.a == atom.A && opens {
+		h.flushLink()
+		h.inLinkText = true
+	}
+	if t.a == atom.Img {
+		// Alt text stands in for an image.
+		if alt := strings.TrimSpace(tagAttrs(h.walk.z, "alt")["alt"]); alt != "" {
+			h.para.WriteString(" " + alt + " ")
+		}
+	}
+}
+
+// end handles an end tag.
+func (h *htmlWriter) end(t htmlToken) error {
+	closedKept := len(t.popped) == 0 || h.page.keeps(t.popped[0])
+	if t.a == atom.A {
+		if h.inLinkText && !hasWord(h.link) && len(h.link) <= 8 {
+			h.link, h.inLinkText = h.link[:0], false
+		}
+		h.flushLink()
+	}
+	if headingTags[t.a] && h.inHeading > 0 && closedKept {
+		h.inHeading--
+		h.flushLink()
+		h.sections.heading(h.heading.String())
+	}
+	endRow := false
+	for _, n := range t.popped {
+		if h.page.isRow(n) && h.rows > 0 {
+			h.rows--
+			endRow = h.rows == 0
+		}
+	}
+	if endRow {
+		return h.boundary()
+	}
+	if blocks[t.a] {
+		if err := h.boundary(); err != nil {
+			return err
+		}
+	}
+	if t.a == atom.Pre && h.pre > 0 && closedKept {
+		h.pre--
+		h.para.keepRaw = h.pre > 0
+	}
+	return nil
+}
+
+// text handles text in a kept node.
+func (h *htmlWriter) text(text []byte) {
+	if h.inLinkText && len(h.link)+len(text) <= 1<<10 {
+		h.link = append(h.link, text...)
+		return
+	}
+	h.flushLink()
+	h.para.Write(text)
+	if h.inHeading > 0 && len(h.heading.buf) < 1<<10 {
+		h.heading.Write(text)
 	}
 }
 

@@ -370,9 +370,7 @@ func analyzeHTML(ctx context.Context, path string) (*htmlPage, error) {
 		return nil, err
 	}
 	defer w.close()
-	nodes := []htmlNode{{parent: -1}}
-	overflow := false
-	var run htmlRun
+	a := &htmlAnalysis{w: w, nodes: []htmlNode{{parent: -1}}}
 	var popped []int32
 	for count := 0; ; count++ {
 		if count&0xFFF == 0 {
@@ -385,7 +383,7 @@ func analyzeHTML(ctx context.Context, path string) (*htmlPage, error) {
 		if err != nil {
 			return nil, err
 		}
-		if overflow {
+		if a.overflow {
 			if t.tt == html.ErrorToken {
 				break // too many nodes to weigh: the page is kept whole
 			}
@@ -396,83 +394,112 @@ func analyzeHTML(ctx context.Context, path string) (*htmlPage, error) {
 			if w.z.Err() != io.EOF {
 				return nil, w.z.Err()
 			}
-			finishIn(nodes, w.current(), &run)
-			// Elements left open at the end close there, innermost first.
-			var open []int32
-			for i := len(w.stack) - 1; i >= 0; i-- {
-				if w.stack[i].node >= 0 {
-					open = append(open, w.stack[i].node)
-				}
-			}
-			closeNodes(nodes, open)
-			return decideHTML(nodes), nil
+			return a.finish(), nil
 		case html.StartTagToken, html.SelfClosingTagToken:
-			if len(t.popped) > 0 {
-				// Closed by this tag: the run ends with the innermost.
-				finishIn(nodes, t.popped[0], &run)
-				closeNodes(nodes, t.popped)
-			}
-			if t.node >= 0 {
-				parent := w.below()
-				finishIn(nodes, parent, &run)
-				if len(nodes) >= maxHTMLNodes {
-					overflow = true
-					continue
-				}
-				n := htmlNode{parent: parent}
-				role := strings.ToLower(tagAttrs(w.z, "role")["role"])
-				switch {
-				case t.a == atom.Nav || landRoles[role]:
-					n.flags |= nodeLandmark
-				case sideblocks[t.a] && !w.within(atom.Article, atom.Main, atom.Section):
-					n.flags |= nodeLandmark
-				}
-				if t.a == atom.Main || role == "main" {
-					n.flags |= nodeMain
-				}
-				if headingTags[t.a] {
-					n.flags |= nodeHeading
-				}
-				if t.a == atom.Table {
-					n.flags |= nodeTable
-				}
-				if t.a == atom.Tr {
-					n.flags |= nodeRow
-				}
-				if t.a == atom.Html || t.a == atom.Body {
-					n.flags |= nodeRoot
-				}
-				nodes = append(nodes, n)
-				continue
-			}
-			if blocks[t.a] {
-				finishIn(nodes, w.current(), &run)
-			}
-			if t.a == atom.A && t.tt == html.StartTagToken {
-				n := &nodes[w.current()]
-				n.links++
-				at := tagAttrs(w.z, "rel", "accesskey")
-				rel, key := strings.ToLower(at["rel"]), strings.ToLower(at["accesskey"])
-				for _, r := range strings.Fields(rel) {
-					if navRels[r] {
-						key = "n"
-					}
-				}
-				if navKeys[key] {
-					n.navLinks++
-				}
-			}
+			a.start(t)
 		case html.EndTagToken:
 			if len(t.popped) > 0 {
 				// The run ends with the innermost element it closed.
-				finishIn(nodes, t.popped[0], &run)
+				finishIn(a.nodes, t.popped[0], &a.run)
 			}
-			closeNodes(nodes, t.popped)
+			closeNodes(a.nodes, t.popped)
 		case html.TextToken:
-			countWords(&run, w.z.Text(), w.inLink())
+			countWords(&a.run, w.z.Text(), w.inLink())
 		}
 	}
 	return &htmlPage{}, nil
+}
+
+// htmlAnalysis is the first pass's state: the nodes weighed so far and
+// the run of text since the last block boundary.
+type htmlAnalysis struct {
+	w        *htmlWalk
+	nodes    []htmlNode
+	run      htmlRun
+	overflow bool // more than maxHTMLNodes nodes
+}
+
+// finish closes the elements left open at the end of the page,
+// innermost first, and decides.
+func (a *htmlAnalysis) finish() *htmlPage {
+	finishIn(a.nodes, a.w.current(), &a.run)
+	var open []int32
+	for i := len(a.w.stack) - 1; i >= 0; i-- {
+		if a.w.stack[i].node >= 0 {
+			open = append(open, a.w.stack[i].node)
+		}
+	}
+	closeNodes(a.nodes, open)
+	return decideHTML(a.nodes)
+}
+
+// start handles a start tag (or a self-closing one).
+func (a *htmlAnalysis) start(t htmlToken) {
+	if len(t.popped) > 0 {
+		// Closed by this tag: the run ends with the innermost.
+		finishIn(a.nodes, t.popped[0], &a.run)
+		closeNodes(a.nodes, t.popped)
+	}
+	if t.node >= 0 {
+		parent := a.w.below()
+		finishIn(a.nodes, parent, &a.run)
+		if len(a.nodes) >= maxHTMLNodes {
+			a.overflow = true
+			return
+		}
+		a.nodes = append(a.nodes, htmlNode{parent: parent, flags: nodeFlags(a.w, t.a)})
+		return
+	}
+	if blocks[t.a] {
+		finishIn(a.nodes, a.w.current(), &a.run)
+	}
+	if t.a == atom.A && t.tt == html.StartTagToken {
+		countLink(&a.nodes[a.w.current()], a.w.z)
+	}
+}
+
+// nodeFlags are the flags of a node of element a just opened on w.
+func nodeFlags(w *htmlWalk, a atom.Atom) uint8 {
+	var flags uint8
+	role := strings.ToLower(tagAttrs(w.z, "role")["role"])
+	switch {
+	case a == atom.Nav || landRoles[role]:
+		flags |= nodeLandmark
+	case sideblocks[a] && !w.within(atom.Article, atom.Main, atom.Section):
+		flags |= nodeLandmark
+	}
+	if a == atom.Main || role == "main" {
+		flags |= nodeMain
+	}
+	if headingTags[a] {
+		flags |= nodeHeading
+	}
+	if a == atom.Table {
+		flags |= nodeTable
+	}
+	if a == atom.Tr {
+		flags |= nodeRow
+	}
+	if a == atom.Html || a == atom.Body {
+		flags |= nodeRoot
+	}
+	return flags
+}
+
+// countLink counts the link whose start tag z is at into n, and among
+// the links between pages if its rel or accesskey says so.
+func countLink(n *htmlNode, z *html.Tokenizer) {
+	n.links++
+	at := tagAttrs(z, "rel", "accesskey")
+	rel, key := strings.ToLower(at["rel"]), strings.ToLower(at["accesskey"])
+	for _, r := range strings.Fields(rel) {
+		if navRels[r] {
+			key = "n"
+		}
+	}
+	if navKeys[key] {
+		n.navLinks++
+	}
 }
 
 // finishIn adds the run to node n and starts the next.

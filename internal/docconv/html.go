@@ -546,8 +546,27 @@ func decideHTML(nodes []htmlNode) *htmlPage {
 	keep := make([]bool, len(nodes))
 	drop := make([]bool, len(nodes))
 	inMain := make([]bool, len(nodes))
-	aboveMain := make([]bool, len(nodes))
-	hasMain := false
+	aboveMain, hasMain := markAboveMain(nodes)
+	row := make([]bool, len(nodes))
+	for i := range nodes {
+		n := nodes[i]
+		if i > 0 {
+			drop[i] = drop[n.parent]
+			inMain[i] = inMain[n.parent] || n.flags&nodeMain != 0
+		}
+		if !drop[i] && i != 0 && n.flags&nodeRoot == 0 {
+			drop[i] = boilerplate(n, hasMain && !inMain[i] && !aboveMain[i], nodes[0].words)
+		}
+		keep[i] = !drop[i] && (!hasMain || inMain[i])
+		row[i] = n.flags&nodeRow != 0 && n.words <= maxRowWords && n.flags&(nodeHeading|nodeTable) == 0
+	}
+	return &htmlPage{keep: keep, row: row}
+}
+
+// markAboveMain marks the nodes that hold a main element, and says
+// whether the page has one.
+func markAboveMain(nodes []htmlNode) (aboveMain []bool, hasMain bool) {
+	aboveMain = make([]bool, len(nodes))
 	for i := range nodes {
 		if nodes[i].flags&nodeMain == 0 {
 			continue
@@ -557,28 +576,25 @@ func decideHTML(nodes []htmlNode) *htmlPage {
 			aboveMain[p] = true
 		}
 	}
-	row := make([]bool, len(nodes))
-	for i := range nodes {
-		n := nodes[i]
-		if i > 0 {
-			drop[i] = drop[n.parent]
-			inMain[i] = inMain[n.parent] || n.flags&nodeMain != 0
-		}
-		switch {
-		case drop[i] || i == 0 || n.flags&nodeRoot != 0:
-		case hasMain && !inMain[i] && !aboveMain[i]:
-			drop[i] = true
-		case n.flags&nodeLandmark != 0:
-			drop[i] = true
-		case n.weight == 0 && (n.navLinks >= 2 || n.navLinks == 1 && n.words <= 12):
-			drop[i] = true
-		case n.weight == 0 && n.links >= 3 && 2*n.linkWords >= n.words && 2*n.words < nodes[0].words:
-			drop[i] = true
-		}
-		keep[i] = !drop[i] && (!hasMain || inMain[i])
-		row[i] = n.flags&nodeRow != 0 && n.words <= maxRowWords && n.flags&(nodeHeading|nodeTable) == 0
+	return aboveMain, hasMain
+}
+
+// boilerplate reports whether node n (not the page, html or body, and
+// in no dropped element) is dropped: outside the main element, declared
+// as navigation, or links without prose (see analyzeHTML). pageWords are
+// the page's words.
+func boilerplate(n htmlNode, outsideMain bool, pageWords int32) bool {
+	switch {
+	case outsideMain:
+		return true
+	case n.flags&nodeLandmark != 0:
+		return true
+	case n.weight == 0 && (n.navLinks >= 2 || n.navLinks == 1 && n.words <= 12):
+		return true
+	case n.weight == 0 && n.links >= 3 && 2*n.linkWords >= n.words && 2*n.words < pageWords:
+		return true
 	}
-	return &htmlPage{keep: keep, row: row}
+	return false
 }
 
 // tagAttrs are the current tag's attributes among keys (the tokenizer

@@ -214,54 +214,64 @@ func (w *htmlWalk) step(popped []int32) (htmlToken, error) {
 	case html.StartTagToken, html.SelfClosingTagToken:
 		name, _ := w.z.TagName()
 		t.a = atom.Lookup(name)
-		if skipped[t.a] {
-			if tt == html.StartTagToken && !voidTags[t.a] {
-				w.skip++
-			}
-			t.tt = html.CommentToken
-			return t, nil
-		}
-		if w.skip > 0 {
-			t.tt = html.CommentToken
-			return t, nil
-		}
-		if tt == html.SelfClosingTagToken || voidTags[t.a] {
-			return t, nil
-		}
-		if ic, ok := implicitClose[t.a]; ok {
-			t.popped = w.closeImplicit(ic.closes, ic.scope, t.popped)
-		}
-		switch {
-		case blocks[t.a]:
-			t.node = w.next
-			w.next++
-			w.stack = append(w.stack, htmlOpen{tag: t.a, node: t.node})
-		case t.a == atom.A:
-			w.stack = append(w.stack, htmlOpen{tag: t.a, node: -1})
-		}
+		w.startTag(&t)
 	case html.EndTagToken:
 		name, _ := w.z.TagName()
 		t.a = atom.Lookup(name)
-		if skipped[t.a] {
-			if w.skip > 0 {
-				w.skip--
-			}
-			t.tt = html.CommentToken
-			return t, nil
-		}
-		if w.skip > 0 {
-			t.tt = html.CommentToken
-			return t, nil
-		}
-		if blocks[t.a] || t.a == atom.A {
-			t.popped = w.popTo(t.a, t.popped)
-		}
+		w.endTag(&t)
 	case html.TextToken:
 		if w.skip > 0 {
 			t.tt = html.CommentToken
 		}
 	}
 	return t, nil
+}
+
+// startTag keeps the stack for start tag t (or a self-closing one).
+func (w *htmlWalk) startTag(t *htmlToken) {
+	if skipped[t.a] {
+		if t.tt == html.StartTagToken && !voidTags[t.a] {
+			w.skip++
+		}
+		t.tt = html.CommentToken
+		return
+	}
+	if w.skip > 0 {
+		t.tt = html.CommentToken
+		return
+	}
+	if t.tt == html.SelfClosingTagToken || voidTags[t.a] {
+		return
+	}
+	if ic, ok := implicitClose[t.a]; ok {
+		t.popped = w.closeImplicit(ic.closes, ic.scope, t.popped)
+	}
+	switch {
+	case blocks[t.a]:
+		t.node = w.next
+		w.next++
+		w.stack = append(w.stack, htmlOpen{tag: t.a, node: t.node})
+	case t.a == atom.A:
+		w.stack = append(w.stack, htmlOpen{tag: t.a, node: -1})
+	}
+}
+
+// endTag keeps the stack for end tag t.
+func (w *htmlWalk) endTag(t *htmlToken) {
+	if skipped[t.a] {
+		if w.skip > 0 {
+			w.skip--
+		}
+		t.tt = html.CommentToken
+		return
+	}
+	if w.skip > 0 {
+		t.tt = html.CommentToken
+		return
+	}
+	if blocks[t.a] || t.a == atom.A {
+		t.popped = w.popTo(t.a, t.popped)
+	}
 }
 
 // popTo closes the innermost open a and what is open inside it; an end

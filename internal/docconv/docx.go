@@ -236,61 +236,72 @@ func headingStyles(f *zip.File) (map[string]bool, error) {
 	defer rc.Close()
 	cr := &countingReader{r: io.LimitReader(rc, maxStylesBytes+1)}
 	dec := xml.NewDecoder(&runGuard{r: cr, max: maxStylesRunBytes, styles: true})
-	out := map[string]bool{}
-	id := ""
-	depth, styles := 0, 0
+	s := &styleScan{out: map[string]bool{}}
+	depth := 0
 	for {
 		tok, err := dec.Token()
 		if cr.n > maxStylesBytes {
 			return nil, overStylesLimit(fmt.Sprintf("has styles (word/styles.xml) of more than %d bytes uncompressed", int64(maxStylesBytes)), maxStylesBytes, "bytes")
 		}
 		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		var convErr *Error
-		if errors.As(err, &convErr) {
-			return nil, err
+			return s.out, nil
 		}
 		if err != nil {
-			return nil, badf("is not a readable DOCX (word/styles.xml is not well-formed XML): open it in Word and save it again")
+			return nil, xmlError(err, "word/styles.xml")
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if depth++; depth > maxDepth {
 				return nil, overStylesLimit(fmt.Sprintf("nests the XML of its styles (word/styles.xml) more than %d elements deep", maxDepth), maxDepth, "levels")
 			}
+			if t.Name.Space != wordNS {
+				continue
+			}
+			if err := s.start(t); err != nil {
+				return nil, err
+			}
 		case xml.EndElement:
 			depth--
 			if t.Name.Space == wordNS && t.Name.Local == "style" {
-				id = ""
-			}
-		}
-		st, ok := tok.(xml.StartElement)
-		if !ok || st.Name.Space != wordNS {
-			continue
-		}
-		switch st.Name.Local {
-		case "style":
-			if styles++; styles > maxStyles {
-				return nil, overStylesLimit(fmt.Sprintf("has more than %d styles (word/styles.xml)", maxStyles), maxStyles, "styles")
-			}
-			id = attr(st, "styleId")
-			if len(id) > maxStyleIDBytes {
-				id = ""
-			}
-			if l := strings.ToLower(id); strings.HasPrefix(l, "heading") || l == "title" {
-				out[id] = true
-			}
-		case "name":
-			if n := strings.ToLower(attr(st, "val")); id != "" && (strings.HasPrefix(n, "heading") || n == "title") {
-				out[id] = true
-			}
-		case "outlineLvl":
-			if id != "" {
-				out[id] = true
+				s.id = ""
 			}
 		}
 	}
+}
+
+// styleScan is headingStyles' state: the heading styles found, the id of
+// the style it is in ("" outside one, or for an id too long to keep) and
+// the styles counted.
+type styleScan struct {
+	out    map[string]bool
+	id     string
+	styles int
+}
+
+// start handles the start of an element of Word's namespace.
+func (s *styleScan) start(st xml.StartElement) error {
+	switch st.Name.Local {
+	case "style":
+		if s.styles++; s.styles > maxStyles {
+			return overStylesLimit(fmt.Sprintf("has more than %d styles (word/styles.xml)", maxStyles), maxStyles, "styles")
+		}
+		s.id = attr(st, "styleId")
+		if len(s.id) > maxStyleIDBytes {
+			s.id = ""
+		}
+		if l := strings.ToLower(s.id); strings.HasPrefix(l, "heading") || l == "title" {
+			s.out[s.id] = true
+		}
+	case "name":
+		if n := strings.ToLower(attr(st, "val")); s.id != "" && (strings.HasPrefix(n, "heading") || n == "title") {
+			s.out[s.id] = true
+		}
+	case "outlineLvl":
+		if s.id != "" {
+			s.out[s.id] = true
+		}
+	}
+	return nil
 }
 
 func attr(e xml.StartElement, local string) string {

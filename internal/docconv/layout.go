@@ -601,90 +601,28 @@ func twoColumns(rows []row, gutter float64) []Line {
 // The page's footnotes (Note) are paragraphs of their own, "[4] text",
 // each after the paragraph that marks it (Refs), else at the page's end.
 func Paragraphs(lines []Line) []string {
-	type col struct{ band, column int }
-	gaps := map[col][]float64{}
-	right := map[col]float64{}
-	left := map[col]float64{}
-	for i := range lines {
-		if lines[i].Note != "" {
-			continue
-		}
-		c := col{lines[i].Band, lines[i].Column}
-		if r, ok := right[c]; !ok || lines[i].Right > r {
-			right[c] = lines[i].Right
-		}
-		if l, ok := left[c]; !ok || lines[i].Left < l {
-			left[c] = lines[i].Left
-		}
-		if i > 0 && sameColumn(lines[i-1], lines[i]) {
-			if g := lines[i-1].Bottom - lines[i].Top; g > -lines[i].height()/2 && g < 2*lines[i].height() {
-				gaps[c] = append(gaps[c], g)
-			}
-		}
-	}
-	usual := map[col]float64{}
-	for c, g := range gaps {
-		sort.Float64s(g)
-		usual[c] = g[len(g)/2]
-	}
-	type para struct {
-		text strings.Builder
-		refs []string
-		row  bool // a table's rows
-	}
-	var body []*para
-	var notes []*para
-	noteOf := map[string]*para{}
-	var cur *para
+	figs := measureColumns(lines)
+	var body []*pdfPara
+	notes := &pdfNotes{of: map[string]*pdfPara{}}
+	var cur *pdfPara
 	var prev *Line
 	for i := range lines {
 		l := &lines[i]
-		text := strings.Join(strings.Fields(l.Text), " ")
 		if l.Note != "" {
-			n := noteOf[l.Note]
-			if n == nil {
-				n = &para{}
-				n.text.WriteString("[" + l.Note + "]")
-				noteOf[l.Note] = n
-				notes = append(notes, n)
-			}
-			if text != "" {
-				joinLine(&n.text, text)
-			}
+			notes.add(l)
 			continue
 		}
+		text := strings.Join(strings.Fields(l.Text), " ")
 		if text == "" {
 			continue
 		}
 		row := len(l.Segs) > 1
 		if row {
-			var cells []string
-			for _, f := range l.Segs {
-				if f = strings.Join(strings.Fields(f), " "); f != "" {
-					cells = append(cells, f)
-				}
-			}
-			text = strings.Join(cells, "\t")
-		}
-		c := col{l.Band, l.Column}
-		cont := cur != nil && prev != nil && sameColumn(*prev, *l) && alike(prev.height(), l.height())
-		if cont {
-			gap := prev.Bottom - l.Top
-			cont = gap > -l.height()/2 && gap < usual[c]+0.5*l.height()
-		}
-		if cont && !row && !cur.row {
-			width := right[c] - left[c]
-			ends := strings.TrimRight(prev.Text, " ")
-			if width > 0 && right[c]-prev.Right > 0.35*width && ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
-				cont = false
-			}
-		}
-		if cont && row != cur.row {
-			cont = false
+			text = rowText(l.Segs)
 		}
 		switch {
-		case !cont:
-			cur = &para{row: row}
+		case !figs.continues(cur, prev, l, row):
+			cur = &pdfPara{row: row}
 			body = append(body, cur)
 			cur.text.WriteString(text)
 		case row:
@@ -695,20 +633,126 @@ func Paragraphs(lines []Line) []string {
 		cur.refs = append(cur.refs, l.Refs...)
 		prev = l
 	}
-	var out []string
-	placed := map[*para]bool{}
-	for _, p := range body {
-		out = append(out, p.text.String())
-		for _, r := range p.refs {
-			if n := noteOf[r]; n != nil && !placed[n] {
-				placed[n] = true
-				out = append(out, n.text.String())
+	return notes.place(body)
+}
+
+// pdfColumn is a column of a band of a page.
+type pdfColumn struct{ band, column int }
+
+// columnFigures are, per column of a page, its usual gap between lines
+// and its right and left edges.
+type columnFigures struct {
+	usual, right, left map[pdfColumn]float64
+}
+
+// measureColumns measures the columns of a page's lines (not its
+// footnotes).
+func measureColumns(lines []Line) columnFigures {
+	gaps := map[pdfColumn][]float64{}
+	f := columnFigures{usual: map[pdfColumn]float64{}, right: map[pdfColumn]float64{}, left: map[pdfColumn]float64{}}
+	for i := range lines {
+		if lines[i].Note != "" {
+			continue
+		}
+		c := pdfColumn{lines[i].Band, lines[i].Column}
+		if r, ok := f.right[c]; !ok || lines[i].Right > r {
+			f.right[c] = lines[i].Right
+		}
+		if l, ok := f.left[c]; !ok || lines[i].Left < l {
+			f.left[c] = lines[i].Left
+		}
+		if i > 0 && sameColumn(lines[i-1], lines[i]) {
+			if g := lines[i-1].Bottom - lines[i].Top; g > -lines[i].height()/2 && g < 2*lines[i].height() {
+				gaps[c] = append(gaps[c], g)
 			}
 		}
 	}
-	for _, n := range notes {
-		if !placed[n] {
-			out = append(out, n.text.String())
+	for c, g := range gaps {
+		sort.Float64s(g)
+		f.usual[c] = g[len(g)/2]
+	}
+	return f
+}
+
+// continues reports whether line l (row: a table's row) goes on
+// paragraph cur, whose last line is prev (see Paragraphs).
+func (f columnFigures) continues(cur *pdfPara, prev, l *Line, row bool) bool {
+	if cur == nil || prev == nil || !sameColumn(*prev, *l) || !alike(prev.height(), l.height()) {
+		return false
+	}
+	c := pdfColumn{l.Band, l.Column}
+	if gap := prev.Bottom - l.Top; !(gap > -l.height()/2 && gap < f.usual[c]+0.5*l.height()) {
+		return false
+	}
+	if !row && !cur.row {
+		width := f.right[c] - f.left[c]
+		ends := strings.TrimRight(prev.Text, " ")
+		if width > 0 && f.right[c]-prev.Right > 0.35*width && ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
+			return false
+		}
+	}
+	return row == cur.row
+}
+
+// rowText is the text of a line set in fields apart: its fields, their
+// spaces folded, apart by a tab.
+func rowText(segs []string) string {
+	var cells []string
+	for _, f := range segs {
+		if f = strings.Join(strings.Fields(f), " "); f != "" {
+			cells = append(cells, f)
+		}
+	}
+	return strings.Join(cells, "\t")
+}
+
+// pdfPara is a paragraph Paragraphs builds: its text, the footnotes it
+// marks, and whether it is a table's rows.
+type pdfPara struct {
+	text strings.Builder
+	refs []string
+	row  bool
+}
+
+// pdfNotes are a page's footnotes, in order, by mark.
+type pdfNotes struct {
+	list []*pdfPara
+	of   map[string]*pdfPara
+}
+
+// add adds footnote line l to its note.
+func (n *pdfNotes) add(l *Line) {
+	text := strings.Join(strings.Fields(l.Text), " ")
+	p := n.of[l.Note]
+	if p == nil {
+		p = &pdfPara{}
+		p.text.WriteString("[" + l.Note + "]")
+		n.of[l.Note] = p
+		n.list = append(n.list, p)
+	}
+	if text != "" {
+		joinLine(&p.text, text)
+	}
+}
+
+// place returns the paragraphs of body, each footnote after the first
+// paragraph that marks it, and the footnotes no paragraph marks at the
+// end.
+func (n *pdfNotes) place(body []*pdfPara) []string {
+	var out []string
+	placed := map[*pdfPara]bool{}
+	for _, p := range body {
+		out = append(out, p.text.String())
+		for _, r := range p.refs {
+			if note := n.of[r]; note != nil && !placed[note] {
+				placed[note] = true
+				out = append(out, note.text.String())
+			}
+		}
+	}
+	for _, note := range n.list {
+		if !placed[note] {
+			out = append(out, note.text.String())
 		}
 	}
 	return out

@@ -146,16 +146,7 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, op
 	if len(jobs) > 0 && opts.Survey {
 		// A survey reads no page: unless the cache holds them all, the
 		// scanned pages stay empty, and are counted.
-		cached := 0
-		if opts.OCRCache != nil && c.OCR != nil {
-			key := OCRKey(c.OCR.Name(), opts.OCR.Normalized().Languages)
-			for _, j := range jobs {
-				if _, ok := opts.OCRCache.Load(ctx, key, j.Page); ok {
-					cached++
-				}
-			}
-		}
-		if cached < len(jobs) {
+		if cached := c.cachedOCR(ctx, jobs, opts); cached < len(jobs) {
 			res, err := renderSpool(spool, pages, w, limits)
 			if err != nil {
 				return nil, err
@@ -176,6 +167,26 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, op
 			return nil, err
 		}
 	}
+	return renderMerged(spool, pages, ocr, w, limits)
+}
+
+// cachedOCR counts the pages of jobs whose OCR the cache holds.
+func (c *Converter) cachedOCR(ctx context.Context, jobs []ocrJob, opts Options) int {
+	cached := 0
+	if opts.OCRCache != nil && c.OCR != nil {
+		key := OCRKey(c.OCR.Name(), opts.OCR.Normalized().Languages)
+		for _, j := range jobs {
+			if _, ok := opts.OCRCache.Load(ctx, key, j.Page); ok {
+				cached++
+			}
+		}
+	}
+	return cached
+}
+
+// renderMerged renders the spooled pages, with ocr's pages (if any) in
+// the place of theirs.
+func renderMerged(spool *os.File, pages int, ocr *ocrPhase, w io.Writer, limits Limits) (_ *Result, err error) {
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}

@@ -204,6 +204,27 @@ func sameSet(a, b Glyph) bool {
 // its own) set at most 80% of the size of the glyph after it in the text
 // stream.
 func footnoteNumbers(rows []row) map[string]bool {
+	stream := textStream(rows)
+	notes := map[string]bool{}
+	for k, r := range rows {
+		n, alone := r.leadingSuperscripts()
+		if alone && n == "" && raisedAlone(rows, k, stream) {
+			var b strings.Builder
+			for _, g := range r.glyphs {
+				b.WriteRune(g.R)
+			}
+			n = b.String()
+		}
+		if n != "" {
+			notes[n] = true
+		}
+	}
+	return notes
+}
+
+// textStream is the rows' glyphs in the order of the text stream (those
+// with an index).
+func textStream(rows []row) []Glyph {
 	var stream []Glyph
 	for _, r := range rows {
 		for _, g := range r.glyphs {
@@ -213,51 +234,53 @@ func footnoteNumbers(rows []row) map[string]bool {
 		}
 	}
 	sort.Slice(stream, func(i, j int) bool { return stream[i].Index < stream[j].Index })
-	// next is the glyph after g in the text stream.
-	next := func(g Glyph) (Glyph, bool) {
-		k := sort.Search(len(stream), func(k int) bool { return stream[k].Index > g.Index })
-		if g.Index <= 0 || k == len(stream) {
-			return Glyph{}, false
-		}
-		return stream[k], true
+	return stream
+}
+
+// nextInStream is the glyph after g in the text stream.
+func nextInStream(stream []Glyph, g Glyph) (Glyph, bool) {
+	k := sort.Search(len(stream), func(k int) bool { return stream[k].Index > g.Index })
+	if g.Index <= 0 || k == len(stream) {
+		return Glyph{}, false
 	}
-	notes := map[string]bool{}
-	for k, r := range rows {
-		sup := r.superscripts()
-		var n strings.Builder
-		alone := true
-		for i, g := range r.glyphs {
-			if !unicode.IsDigit(g.R) {
-				alone = false
-			}
-			if sup[i] && alone {
-				n.WriteRune(g.R)
-			}
+	return stream[k], true
+}
+
+// leadingSuperscripts are the superscript digits the row starts with
+// (see row.superscripts), and whether the row is digits alone.
+func (r row) leadingSuperscripts() (digits string, alone bool) {
+	sup := r.superscripts()
+	var n strings.Builder
+	alone = true
+	for i, g := range r.glyphs {
+		if !unicode.IsDigit(g.R) {
+			alone = false
 		}
-		if alone && n.Len() == 0 {
-			last := r.glyphs[len(r.glyphs)-1]
-			next, ok := next(last)
-			// Or raised beside the first line of its note, which the row
-			// below holds: the digits overlap it, just left of its text,
-			// and are set smaller.
-			beside := false
-			if k < len(rows)-1 {
-				below := rows[k+1]
-				first := below.glyphs[0]
-				beside = r.bottom < below.top && r.top > below.top && first.Left >= last.Right-0.5 && first.Left-last.Right < below.height() &&
-					r.height() < 0.85*below.height()
-			}
-			if beside || ok && last.Size > 0 && next.Size > 0 && last.Size <= 0.8*next.Size {
-				for _, g := range r.glyphs {
-					n.WriteRune(g.R)
-				}
-			}
-		}
-		if n.Len() > 0 {
-			notes[n.String()] = true
+		if sup[i] && alone {
+			n.WriteRune(g.R)
 		}
 	}
-	return notes
+	return n.String(), alone
+}
+
+// raisedAlone reports whether rows[k], digits alone, is a footnote's
+// number: set at most 80% of the size of the glyph after it in the text
+// stream, or raised beside the first line of its note.
+func raisedAlone(rows []row, k int, stream []Glyph) bool {
+	r := rows[k]
+	last := r.glyphs[len(r.glyphs)-1]
+	next, ok := nextInStream(stream, last)
+	// Or raised beside the first line of its note, which the row
+	// below holds: the digits overlap it, just left of its text,
+	// and are set smaller.
+	beside := false
+	if k < len(rows)-1 {
+		below := rows[k+1]
+		first := below.glyphs[0]
+		beside = r.bottom < below.top && r.top > below.top && first.Left >= last.Right-0.5 && first.Left-last.Right < below.height() &&
+			r.height() < 0.85*below.height()
+	}
+	return beside || ok && last.Size > 0 && next.Size > 0 && last.Size <= 0.8*next.Size
 }
 
 // groupRows clusters glyphs into rows by vertical overlap, top to bottom,

@@ -363,32 +363,15 @@ func (r row) textRefs(keep func(Glyph) bool) (string, []string) {
 			for _, s := range r.glyphs[i:j] {
 				mark.WriteRune(s.R)
 			}
-			switch {
-			case unicode.IsDigit(prev.R) && !r.notes[mark.String()]:
-				b.WriteByte('^')
-				b.WriteString(mark.String())
-			case unicode.IsDigit(prev.R):
-				// A footnote mark after a number.
+			if r.writeMark(&b, *prev, mark.String()) {
 				refs = append(refs, mark.String())
-			case unicode.IsLetter(prev.R) || strings.ContainsRune(".,;:!?)]}'\"’”", prev.R):
-				// A footnote mark: dropped, and the next glyph spaced
-				// from the word as if it were not there.
-				refs = append(refs, mark.String())
-			default:
-				b.WriteString(mark.String())
 			}
 			prev = &r.glyphs[j-1]
 			i = j - 1
 			afterMark = true
 			continue
 		}
-		if prev != nil && afterMark {
-			// PDFium may see a space where the baseline drops back
-			// after a superscript: only a real gap counts.
-			if gap := g.Left - prev.Right; gap > h*0.2 || g.SpaceBefore && gap > h*0.05 {
-				b.WriteByte(' ')
-			}
-		} else if prev != nil && spaced(*prev, g, h) {
+		if prev != nil && breaksWord(*prev, g, h, afterMark) {
 			b.WriteByte(' ')
 		}
 		b.WriteRune(g.R)
@@ -396,6 +379,40 @@ func (r row) textRefs(keep func(Glyph) bool) (string, []string) {
 		afterMark = false
 	}
 	return b.String(), refs
+}
+
+// writeMark writes superscript digits mark, glued to glyph prev, to b,
+// or reports a footnote mark, which it leaves out: "^31" for an exponent
+// after a digit, nothing for a footnote's mark after a number (the page
+// has that footnote), a letter or punctuation, mark as it is otherwise.
+func (r row) writeMark(b *strings.Builder, prev Glyph, mark string) (ref bool) {
+	switch {
+	case unicode.IsDigit(prev.R) && !r.notes[mark]:
+		b.WriteByte('^')
+		b.WriteString(mark)
+	case unicode.IsDigit(prev.R):
+		// A footnote mark after a number.
+		return true
+	case unicode.IsLetter(prev.R) || strings.ContainsRune(".,;:!?)]}'\"’”", prev.R):
+		// A footnote mark: dropped, and the next glyph spaced
+		// from the word as if it were not there.
+		return true
+	default:
+		b.WriteString(mark)
+	}
+	return false
+}
+
+// breaksWord reports whether a space goes between glyphs prev and g of a
+// row of height h; afterMark says prev ends a superscript mark.
+func breaksWord(prev, g Glyph, h float64, afterMark bool) bool {
+	if afterMark {
+		// PDFium may see a space where the baseline drops back
+		// after a superscript: only a real gap counts.
+		gap := g.Left - prev.Right
+		return gap > h*0.2 || g.SpaceBefore && gap > h*0.05
+	}
+	return spaced(prev, g, h)
 }
 
 // spaced reports whether a word break lies between glyphs a and b of a

@@ -465,6 +465,26 @@ func (r row) superscripts() []bool {
 // footnotes (see footnoteNumbers) may be a footnote's first line: its
 // Note is that number, which its Text leaves out (markNotes decides).
 func (r row) line(keep func(Glyph) bool, column, band int) Line {
+	note, keep := r.leadingNote(keep)
+	text, refs := r.textRefs(keep)
+	if note == "" && text != "" && strings.Trim(text, "0123456789") == "" && r.notes[text] {
+		// The number of the footnote whose text is on the row below.
+		note, text = text, ""
+	}
+	l := Line{Text: text, Refs: refs, Note: note, Top: r.top, Bottom: r.bottom, Column: column, Band: band, Left: math.Inf(1), Right: math.Inf(-1)}
+	for _, g := range r.glyphs {
+		if keep == nil || keep(g) {
+			l.Left, l.Right = math.Min(l.Left, g.Left), math.Max(l.Right, g.Right)
+		}
+	}
+	l.Segs = r.fields(keep)
+	return l
+}
+
+// leadingNote is the number of one of the page's footnotes that the
+// row's first glyphs (those keep accepts, or all) set in raised digits,
+// and keep without those digits; or "" and keep.
+func (r row) leadingNote(keep func(Glyph) bool) (string, func(Glyph) bool) {
 	var note strings.Builder
 	sup := r.superscripts()
 	lead := map[int]bool{}
@@ -478,45 +498,41 @@ func (r row) line(keep func(Glyph) bool, column, band int) Line {
 		note.WriteRune(g.R)
 		lead[i] = true
 	}
-	if note.Len() > 0 && r.notes[note.String()] {
-		inner := keep
-		keep = func(g Glyph) bool {
-			for i := range lead {
-				if r.glyphs[i] == g {
-					return false
-				}
-			}
-			return inner == nil || inner(g)
-		}
-	} else {
-		note.Reset()
+	if note.Len() == 0 || !r.notes[note.String()] {
+		return "", keep
 	}
-	text, refs := r.textRefs(keep)
-	if note.Len() == 0 && text != "" && strings.Trim(text, "0123456789") == "" && r.notes[text] {
-		// The number of the footnote whose text is on the row below.
-		note.WriteString(text)
-		text = ""
-	}
-	l := Line{Text: text, Refs: refs, Note: note.String(), Top: r.top, Bottom: r.bottom, Column: column, Band: band, Left: math.Inf(1), Right: math.Inf(-1)}
-	for _, g := range r.glyphs {
-		if keep == nil || keep(g) {
-			l.Left, l.Right = math.Min(l.Left, g.Left), math.Max(l.Right, g.Right)
-		}
-	}
-	if segs := r.split(); len(segs) > 1 {
-		for _, sg := range segs {
-			t := r.text(func(g Glyph) bool {
-				return (keep == nil || keep(g)) && g.Left >= sg.left && g.Right <= sg.right
-			})
-			if t != "" {
-				l.Segs = append(l.Segs, t)
+	inner := keep
+	return note.String(), func(g Glyph) bool {
+		for i := range lead {
+			if r.glyphs[i] == g {
+				return false
 			}
 		}
-		if len(l.Segs) < 2 {
-			l.Segs = nil
+		return inner == nil || inner(g)
+	}
+}
+
+// fields are the texts of the row's pieces apart by gaps too wide to be
+// a space (see split), of the glyphs keep accepts (or all); nil for a
+// row of fewer than two.
+func (r row) fields(keep func(Glyph) bool) []string {
+	segs := r.split()
+	if len(segs) <= 1 {
+		return nil
+	}
+	var out []string
+	for _, sg := range segs {
+		t := r.text(func(g Glyph) bool {
+			return (keep == nil || keep(g)) && g.Left >= sg.left && g.Right <= sg.right
+		})
+		if t != "" {
+			out = append(out, t)
 		}
 	}
-	return l
+	if len(out) < 2 {
+		return nil
+	}
+	return out
 }
 
 // segment is a horizontal piece of a row, between gaps too wide to be a

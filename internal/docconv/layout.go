@@ -880,8 +880,35 @@ func edgeKey(edge int, text string) (key, nums string) {
 	if edge == 0 {
 		return "", ""
 	}
+	masked, nums := maskNumbers(strings.ToLower(strings.Join(strings.Fields(text), " ")))
+	words := strings.Fields(masked)
+	for len(words) > 0 && edgeEnd(words[0]) {
+		words = words[1:]
+	}
+	for len(words) > 0 && edgeEnd(words[len(words)-1]) {
+		words = words[:len(words)-1]
+	}
+	if len(words) == 0 {
+		return "", nums
+	}
+	side := "top:"
+	if edge > 0 {
+		side = "bottom:"
+	}
+	return side + strings.Join(words, " "), nums
+}
+
+// edgeEnd reports whether word w, at an end of an edge line, is left out
+// of its key: a masked number, or a word without a letter.
+func edgeEnd(w string) bool {
+	return w == "#" || strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || r == '#' }) < 0
+}
+
+// maskNumbers masks each number of text (lowercase: a run of digits, or
+// a word that is a roman numeral) as "#"; nums are the numbers, in
+// order, each followed by a space.
+func maskNumbers(text string) (masked, nums string) {
 	var b, n strings.Builder
-	text = strings.ToLower(strings.Join(strings.Fields(text), " "))
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch {
@@ -899,14 +926,7 @@ func edgeKey(edge int, text string) (key, nums string) {
 			i = j
 			continue
 		case unicode.IsLetter(r) && !endsWord(text[:i]):
-			j := i
-			for j < len(text) {
-				r2, s2 := utf8.DecodeRuneInString(text[j:])
-				if !unicode.IsLetter(r2) {
-					break
-				}
-				j += s2
-			}
+			j := wordEnd(text, i)
 			w := text[i:j]
 			if romanNumeral.MatchString(w) && !startsWord(text[j:]) {
 				b.WriteByte('#')
@@ -921,24 +941,20 @@ func edgeKey(edge int, text string) (key, nums string) {
 		b.WriteRune(r)
 		i += size
 	}
-	words := strings.Fields(b.String())
-	ends := func(w string) bool {
-		return w == "#" || strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || r == '#' }) < 0
+	return b.String(), n.String()
+}
+
+// wordEnd is the end of the run of letters of text that starts at i.
+func wordEnd(text string, i int) int {
+	j := i
+	for j < len(text) {
+		r, size := utf8.DecodeRuneInString(text[j:])
+		if !unicode.IsLetter(r) {
+			break
+		}
+		j += size
 	}
-	for len(words) > 0 && ends(words[0]) {
-		words = words[1:]
-	}
-	for len(words) > 0 && ends(words[len(words)-1]) {
-		words = words[:len(words)-1]
-	}
-	if len(words) == 0 {
-		return "", n.String()
-	}
-	side := "top:"
-	if edge > 0 {
-		side = "bottom:"
-	}
-	return side + strings.Join(words, " "), n.String()
+	return j
 }
 
 // edgeFields are the pieces of an edge line the header rules match: its

@@ -2,6 +2,7 @@ package docconv_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,9 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/testdeps"
 )
@@ -31,13 +34,14 @@ type goldenInput struct {
 // TestGoldenOutput pins the converter's output: the SHA-256 of the text
 // and of the page map (as JSON) of generated PDF, DOCX and HTML fixtures,
 // a few pages of two Debian manuals' PDFs and a handful of DocBook and
-// LaTeX2HTML pages, recorded in testdata/golden.json. A change to any byte
+// LaTeX2HTML pages, and of the boxes FindText finds for phrases of pages
+// of gnuplot's manual, recorded in testdata/golden.json. A change to any byte
 // of any text, span or count fails it; go test -run TestGoldenOutput
 // -update rewrites the file after a change meant to alter the output.
 func TestGoldenOutput(t *testing.T) {
 	inputs := goldenFixtures()
 	inputs = append(inputs, goldenManuals(t)...)
-	got := map[string]string{}
+	got := findTextGolden(t)
 	for _, in := range inputs {
 		text, res, err := convert(t, in.data(t))
 		if err != nil {
@@ -169,4 +173,43 @@ func pdfPages(t *testing.T, path string, pages []int) []byte {
 		t.Fatalf("pdfunite made no PDF")
 	}
 	return data
+}
+
+// findTextGolden finds, with FindText, every run of six words (from
+// every fifth word) of three pages of gnuplot's manual, and returns the
+// digest of the boxes (or errors) found, a page each.
+func findTextGolden(t *testing.T) map[string]string {
+	path := testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c docconv.Converter
+	defer c.Close()
+	got := map[string]string{}
+	for _, page := range []int{40, 57, 100} {
+		chars, err := c.CharBoxes(context.Background(), bytes.NewReader(data), int64(len(data)), page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		for _, ch := range chars {
+			text.WriteRune(ch.Char)
+		}
+		words := strings.Fields(text.String())
+		var found strings.Builder
+		n, hits := 0, 0
+		for k := 0; k+6 <= len(words); k += 5 {
+			boxes, err := docconv.FindText(chars, strings.Join(words[k:k+6], " "))
+			b, _ := json.Marshal(boxes)
+			if n++; err == nil {
+				hits++
+			}
+			fmt.Fprintf(&found, "%d %s %v\n", k, b, err)
+		}
+		boxes, err := docconv.FindText(chars, "no such text on this page at all")
+		fmt.Fprintf(&found, "missing %v %v\n", boxes, err)
+		got[fmt.Sprintf("findtext gnuplot.pdf page %d", page)] = fmt.Sprintf("%d of %d phrases found %s", hits, n, digest([]byte(found.String())))
+	}
+	return got
 }

@@ -35,25 +35,9 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 		return nil, badf("is not a readable DOCX (a damaged zip): open it in Word and save it again")
 	}
 	defer zr.Close()
-	var body, styles *zip.File
-	for _, f := range zr.File {
-		switch f.Name {
-		case "word/document.xml":
-			body = f
-		case "word/styles.xml":
-			styles = f
-		}
-	}
-	if body == nil {
-		switch {
-		case hasPrefix(zr.File, "xl/"):
-			return nil, badf("is an Excel workbook (.xlsx), not a Word document: export the sheets as text or PDF first")
-		case hasPrefix(zr.File, "ppt/"):
-			return nil, badf("is a PowerPoint deck (.pptx), not a Word document: export it as PDF first")
-		case hasName(zr.File, "content.xml"):
-			return nil, badf("is an OpenDocument file (.odt), not a Word document: save it as .docx or PDF first")
-		}
-		return nil, badf("is a zip archive, not a Word document (.docx): unzip it and ask about the documents inside")
+	body, styles, err := docxParts(zr.File)
+	if err != nil {
+		return nil, err
 	}
 	headings := map[string]bool{}
 	if styles != nil {
@@ -69,32 +53,17 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 	total := int64(body.UncompressedSize64)
 	cr := &countingReader{r: &runGuard{r: io.LimitReader(rc, maxDocumentBytes)}}
 	dec := xml.NewDecoder(cr)
-	res := &Result{Map: memagent.PageMap{Format: FormatDOCX, Unit: api.UnitSection}}
 	tw := newTextWriter(w, limits.MaxTextBytes)
-	sections := newSectionCounter(tw)
-	// A heading is its paragraph's first piece; a paragraph longer than a
-	// piece goes out in several.
-	heading, first := false, true
-	para := newParagraphBuilder(func(text string) error {
-		if heading && first {
-			sections.heading(text)
-		}
-		first = false
-		return sections.paragraph(text)
-	})
-	inPara, inText, deleted, depth := false, false, 0, 0
+	d := newDOCXBody(newSectionCounter(tw), headings)
+	depth := 0
 	lastProgress := int64(0)
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		var convErr *Error
-		if errors.As(err, &convErr) {
-			return nil, err
-		}
 		if err != nil {
-			return nil, badf("is not a readable DOCX (word/document.xml is not well-formed XML): open it in Word and save it again")
+			return nil, xmlError(err, "word/document.xml")
 		}
 		switch tok.(type) {
 		case xml.StartElement:
@@ -111,56 +80,11 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 				return nil, err
 			}
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if t.Name.Space != wordNS {
-				continue
-			}
-			switch t.Name.Local {
-			case "p":
-				if err := para.Flush(); err != nil {
-					return nil, err
-				}
-				inPara, heading, first = true, false, true
-			case "pStyle":
-				if headings[attr(t, "val")] {
-					heading = true
-				}
-			case "outlineLvl":
-				if n, err := strconv.Atoi(attr(t, "val")); err == nil && n < 9 {
-					heading = true
-				}
-			case "t":
-				inText = true
-			case "del":
-				deleted++
-			case "tab", "br", "cr":
-				if inPara && deleted == 0 {
-					para.WriteString(" ")
-				}
-			}
-		case xml.EndElement:
-			if t.Name.Space != wordNS {
-				continue
-			}
-			switch t.Name.Local {
-			case "t":
-				inText = false
-			case "del":
-				deleted--
-			case "p":
-				inPara = false
-				if err := para.Flush(); err != nil {
-					return nil, err
-				}
-			}
-		case xml.CharData:
-			if inText && inPara && deleted == 0 {
-				para.Write(t)
-			}
+		if err := d.token(tok); err != nil {
+			return nil, err
 		}
 	}
-	if err := para.Flush(); err != nil {
+	if err := d.para.Flush(); err != nil {
 		return nil, err
 	}
 	if cr.n >= maxDocumentBytes {
@@ -169,9 +93,131 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 	if err := tw.finish(); err != nil {
 		return nil, err
 	}
+	res := &Result{Map: memagent.PageMap{Format: FormatDOCX, Unit: api.UnitSection}}
 	res.Map.Pages = len(tw.spans)
 	res.Bytes, res.Map.Spans = tw.n, tw.spans
 	return res, nil
+}
+
+// docxParts finds a Word document's body and styles (nil if it has
+// none); a zip without a body is refused, naming what it is instead.
+func docxParts(files []*zip.File) (body, styles *zip.File, err error) {
+	for _, f := range files {
+		switch f.Name {
+		case "word/document.xml":
+			body = f
+		case "word/styles.xml":
+			styles = f
+		}
+	}
+	if body != nil {
+		return body, styles, nil
+	}
+	switch {
+	case hasPrefix(files, "xl/"):
+		return nil, nil, badf("is an Excel workbook (.xlsx), not a Word document: export the sheets as text or PDF first")
+	case hasPrefix(files, "ppt/"):
+		return nil, nil, badf("is a PowerPoint deck (.pptx), not a Word document: export it as PDF first")
+	case hasName(files, "content.xml"):
+		return nil, nil, badf("is an OpenDocument file (.odt), not a Word document: save it as .docx or PDF first")
+	}
+	return nil, nil, badf("is a zip archive, not a Word document (.docx): unzip it and ask about the documents inside")
+}
+
+// xmlError is the error for a token of part that could not be read: a
+// limit's *Error as it is, else the part is not well-formed.
+func xmlError(err error, part string) error {
+	var convErr *Error
+	if errors.As(err, &convErr) {
+		return err
+	}
+	return badf("is not a readable DOCX (%s is not well-formed XML): open it in Word and save it again", part)
+}
+
+// docxBody is convertDOCX's state in the body: the paragraph being
+// built, whether it is a heading, and whether the decoder is in a
+// paragraph, in text, or in deleted text.
+type docxBody struct {
+	headings map[string]bool
+	para     *paragraphBuilder
+	// A heading is its paragraph's first piece; a paragraph longer than a
+	// piece goes out in several.
+	heading, first bool
+	inPara, inText bool
+	deleted        int
+}
+
+func newDOCXBody(sections *sectionCounter, headings map[string]bool) *docxBody {
+	d := &docxBody{headings: headings, first: true}
+	d.para = newParagraphBuilder(func(text string) error {
+		if d.heading && d.first {
+			sections.heading(text)
+		}
+		d.first = false
+		return sections.paragraph(text)
+	})
+	return d
+}
+
+// token handles one token of the body.
+func (d *docxBody) token(tok xml.Token) error {
+	switch t := tok.(type) {
+	case xml.StartElement:
+		if t.Name.Space == wordNS {
+			return d.start(t)
+		}
+	case xml.EndElement:
+		if t.Name.Space == wordNS {
+			return d.end(t.Name.Local)
+		}
+	case xml.CharData:
+		if d.inText && d.inPara && d.deleted == 0 {
+			d.para.Write(t)
+		}
+	}
+	return nil
+}
+
+// start handles the start of an element of Word's namespace.
+func (d *docxBody) start(t xml.StartElement) error {
+	switch t.Name.Local {
+	case "p":
+		if err := d.para.Flush(); err != nil {
+			return err
+		}
+		d.inPara, d.heading, d.first = true, false, true
+	case "pStyle":
+		if d.headings[attr(t, "val")] {
+			d.heading = true
+		}
+	case "outlineLvl":
+		if n, err := strconv.Atoi(attr(t, "val")); err == nil && n < 9 {
+			d.heading = true
+		}
+	case "t":
+		d.inText = true
+	case "del":
+		d.deleted++
+	case "tab", "br", "cr":
+		if d.inPara && d.deleted == 0 {
+			d.para.WriteString(" ")
+		}
+	}
+	return nil
+}
+
+// end handles the end of an element of Word's namespace.
+func (d *docxBody) end(local string) error {
+	switch local {
+	case "t":
+		d.inText = false
+	case "del":
+		d.deleted--
+	case "p":
+		d.inPara = false
+		return d.para.Flush()
+	}
+	return nil
 }
 
 // headingStyles returns the ids of paragraph styles that are headings:
@@ -190,61 +236,72 @@ func headingStyles(f *zip.File) (map[string]bool, error) {
 	defer rc.Close()
 	cr := &countingReader{r: io.LimitReader(rc, maxStylesBytes+1)}
 	dec := xml.NewDecoder(&runGuard{r: cr, max: maxStylesRunBytes, styles: true})
-	out := map[string]bool{}
-	id := ""
-	depth, styles := 0, 0
+	s := &styleScan{out: map[string]bool{}}
+	depth := 0
 	for {
 		tok, err := dec.Token()
 		if cr.n > maxStylesBytes {
 			return nil, overStylesLimit(fmt.Sprintf("has styles (word/styles.xml) of more than %d bytes uncompressed", int64(maxStylesBytes)), maxStylesBytes, "bytes")
 		}
 		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		var convErr *Error
-		if errors.As(err, &convErr) {
-			return nil, err
+			return s.out, nil
 		}
 		if err != nil {
-			return nil, badf("is not a readable DOCX (word/styles.xml is not well-formed XML): open it in Word and save it again")
+			return nil, xmlError(err, "word/styles.xml")
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if depth++; depth > maxDepth {
 				return nil, overStylesLimit(fmt.Sprintf("nests the XML of its styles (word/styles.xml) more than %d elements deep", maxDepth), maxDepth, "levels")
 			}
+			if t.Name.Space != wordNS {
+				continue
+			}
+			if err := s.start(t); err != nil {
+				return nil, err
+			}
 		case xml.EndElement:
 			depth--
 			if t.Name.Space == wordNS && t.Name.Local == "style" {
-				id = ""
-			}
-		}
-		st, ok := tok.(xml.StartElement)
-		if !ok || st.Name.Space != wordNS {
-			continue
-		}
-		switch st.Name.Local {
-		case "style":
-			if styles++; styles > maxStyles {
-				return nil, overStylesLimit(fmt.Sprintf("has more than %d styles (word/styles.xml)", maxStyles), maxStyles, "styles")
-			}
-			id = attr(st, "styleId")
-			if len(id) > maxStyleIDBytes {
-				id = ""
-			}
-			if l := strings.ToLower(id); strings.HasPrefix(l, "heading") || l == "title" {
-				out[id] = true
-			}
-		case "name":
-			if n := strings.ToLower(attr(st, "val")); id != "" && (strings.HasPrefix(n, "heading") || n == "title") {
-				out[id] = true
-			}
-		case "outlineLvl":
-			if id != "" {
-				out[id] = true
+				s.id = ""
 			}
 		}
 	}
+}
+
+// styleScan is headingStyles' state: the heading styles found, the id of
+// the style it is in ("" outside one, or for an id too long to keep) and
+// the styles counted.
+type styleScan struct {
+	out    map[string]bool
+	id     string
+	styles int
+}
+
+// start handles the start of an element of Word's namespace.
+func (s *styleScan) start(st xml.StartElement) error {
+	switch st.Name.Local {
+	case "style":
+		if s.styles++; s.styles > maxStyles {
+			return overStylesLimit(fmt.Sprintf("has more than %d styles (word/styles.xml)", maxStyles), maxStyles, "styles")
+		}
+		s.id = attr(st, "styleId")
+		if len(s.id) > maxStyleIDBytes {
+			s.id = ""
+		}
+		if l := strings.ToLower(s.id); strings.HasPrefix(l, "heading") || l == "title" {
+			s.out[s.id] = true
+		}
+	case "name":
+		if n := strings.ToLower(attr(st, "val")); s.id != "" && (strings.HasPrefix(n, "heading") || n == "title") {
+			s.out[s.id] = true
+		}
+	case "outlineLvl":
+		if s.id != "" {
+			s.out[s.id] = true
+		}
+	}
+	return nil
 }
 
 func attr(e xml.StartElement, local string) string {

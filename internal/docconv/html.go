@@ -214,54 +214,64 @@ func (w *htmlWalk) step(popped []int32) (htmlToken, error) {
 	case html.StartTagToken, html.SelfClosingTagToken:
 		name, _ := w.z.TagName()
 		t.a = atom.Lookup(name)
-		if skipped[t.a] {
-			if tt == html.StartTagToken && !voidTags[t.a] {
-				w.skip++
-			}
-			t.tt = html.CommentToken
-			return t, nil
-		}
-		if w.skip > 0 {
-			t.tt = html.CommentToken
-			return t, nil
-		}
-		if tt == html.SelfClosingTagToken || voidTags[t.a] {
-			return t, nil
-		}
-		if ic, ok := implicitClose[t.a]; ok {
-			t.popped = w.closeImplicit(ic.closes, ic.scope, t.popped)
-		}
-		switch {
-		case blocks[t.a]:
-			t.node = w.next
-			w.next++
-			w.stack = append(w.stack, htmlOpen{tag: t.a, node: t.node})
-		case t.a == atom.A:
-			w.stack = append(w.stack, htmlOpen{tag: t.a, node: -1})
-		}
+		w.startTag(&t)
 	case html.EndTagToken:
 		name, _ := w.z.TagName()
 		t.a = atom.Lookup(name)
-		if skipped[t.a] {
-			if w.skip > 0 {
-				w.skip--
-			}
-			t.tt = html.CommentToken
-			return t, nil
-		}
-		if w.skip > 0 {
-			t.tt = html.CommentToken
-			return t, nil
-		}
-		if blocks[t.a] || t.a == atom.A {
-			t.popped = w.popTo(t.a, t.popped)
-		}
+		w.endTag(&t)
 	case html.TextToken:
 		if w.skip > 0 {
 			t.tt = html.CommentToken
 		}
 	}
 	return t, nil
+}
+
+// startTag keeps the stack for start tag t (or a self-closing one).
+func (w *htmlWalk) startTag(t *htmlToken) {
+	if skipped[t.a] {
+		if t.tt == html.StartTagToken && !voidTags[t.a] {
+			w.skip++
+		}
+		t.tt = html.CommentToken
+		return
+	}
+	if w.skip > 0 {
+		t.tt = html.CommentToken
+		return
+	}
+	if t.tt == html.SelfClosingTagToken || voidTags[t.a] {
+		return
+	}
+	if ic, ok := implicitClose[t.a]; ok {
+		t.popped = w.closeImplicit(ic.closes, ic.scope, t.popped)
+	}
+	switch {
+	case blocks[t.a]:
+		t.node = w.next
+		w.next++
+		w.stack = append(w.stack, htmlOpen{tag: t.a, node: t.node})
+	case t.a == atom.A:
+		w.stack = append(w.stack, htmlOpen{tag: t.a, node: -1})
+	}
+}
+
+// endTag keeps the stack for end tag t.
+func (w *htmlWalk) endTag(t *htmlToken) {
+	if skipped[t.a] {
+		if w.skip > 0 {
+			w.skip--
+		}
+		t.tt = html.CommentToken
+		return
+	}
+	if w.skip > 0 {
+		t.tt = html.CommentToken
+		return
+	}
+	if blocks[t.a] || t.a == atom.A {
+		t.popped = w.popTo(t.a, t.popped)
+	}
 }
 
 // popTo closes the innermost open a and what is open inside it; an end
@@ -370,9 +380,7 @@ func analyzeHTML(ctx context.Context, path string) (*htmlPage, error) {
 		return nil, err
 	}
 	defer w.close()
-	nodes := []htmlNode{{parent: -1}}
-	overflow := false
-	var run htmlRun
+	a := &htmlAnalysis{w: w, nodes: []htmlNode{{parent: -1}}}
 	var popped []int32
 	for count := 0; ; count++ {
 		if count&0xFFF == 0 {
@@ -385,7 +393,7 @@ func analyzeHTML(ctx context.Context, path string) (*htmlPage, error) {
 		if err != nil {
 			return nil, err
 		}
-		if overflow {
+		if a.overflow {
 			if t.tt == html.ErrorToken {
 				break // too many nodes to weigh: the page is kept whole
 			}
@@ -396,83 +404,112 @@ func analyzeHTML(ctx context.Context, path string) (*htmlPage, error) {
 			if w.z.Err() != io.EOF {
 				return nil, w.z.Err()
 			}
-			finishIn(nodes, w.current(), &run)
-			// Elements left open at the end close there, innermost first.
-			var open []int32
-			for i := len(w.stack) - 1; i >= 0; i-- {
-				if w.stack[i].node >= 0 {
-					open = append(open, w.stack[i].node)
-				}
-			}
-			closeNodes(nodes, open)
-			return decideHTML(nodes), nil
+			return a.finish(), nil
 		case html.StartTagToken, html.SelfClosingTagToken:
-			if len(t.popped) > 0 {
-				// Closed by this tag: the run ends with the innermost.
-				finishIn(nodes, t.popped[0], &run)
-				closeNodes(nodes, t.popped)
-			}
-			if t.node >= 0 {
-				parent := w.below()
-				finishIn(nodes, parent, &run)
-				if len(nodes) >= maxHTMLNodes {
-					overflow = true
-					continue
-				}
-				n := htmlNode{parent: parent}
-				role := strings.ToLower(tagAttrs(w.z, "role")["role"])
-				switch {
-				case t.a == atom.Nav || landRoles[role]:
-					n.flags |= nodeLandmark
-				case sideblocks[t.a] && !w.within(atom.Article, atom.Main, atom.Section):
-					n.flags |= nodeLandmark
-				}
-				if t.a == atom.Main || role == "main" {
-					n.flags |= nodeMain
-				}
-				if headingTags[t.a] {
-					n.flags |= nodeHeading
-				}
-				if t.a == atom.Table {
-					n.flags |= nodeTable
-				}
-				if t.a == atom.Tr {
-					n.flags |= nodeRow
-				}
-				if t.a == atom.Html || t.a == atom.Body {
-					n.flags |= nodeRoot
-				}
-				nodes = append(nodes, n)
-				continue
-			}
-			if blocks[t.a] {
-				finishIn(nodes, w.current(), &run)
-			}
-			if t.a == atom.A && t.tt == html.StartTagToken {
-				n := &nodes[w.current()]
-				n.links++
-				at := tagAttrs(w.z, "rel", "accesskey")
-				rel, key := strings.ToLower(at["rel"]), strings.ToLower(at["accesskey"])
-				for _, r := range strings.Fields(rel) {
-					if navRels[r] {
-						key = "n"
-					}
-				}
-				if navKeys[key] {
-					n.navLinks++
-				}
-			}
+			a.start(t)
 		case html.EndTagToken:
 			if len(t.popped) > 0 {
 				// The run ends with the innermost element it closed.
-				finishIn(nodes, t.popped[0], &run)
+				finishIn(a.nodes, t.popped[0], &a.run)
 			}
-			closeNodes(nodes, t.popped)
+			closeNodes(a.nodes, t.popped)
 		case html.TextToken:
-			countWords(&run, w.z.Text(), w.inLink())
+			countWords(&a.run, w.z.Text(), w.inLink())
 		}
 	}
 	return &htmlPage{}, nil
+}
+
+// htmlAnalysis is the first pass's state: the nodes weighed so far and
+// the run of text since the last block boundary.
+type htmlAnalysis struct {
+	w        *htmlWalk
+	nodes    []htmlNode
+	run      htmlRun
+	overflow bool // more than maxHTMLNodes nodes
+}
+
+// finish closes the elements left open at the end of the page,
+// innermost first, and decides.
+func (a *htmlAnalysis) finish() *htmlPage {
+	finishIn(a.nodes, a.w.current(), &a.run)
+	var open []int32
+	for i := len(a.w.stack) - 1; i >= 0; i-- {
+		if a.w.stack[i].node >= 0 {
+			open = append(open, a.w.stack[i].node)
+		}
+	}
+	closeNodes(a.nodes, open)
+	return decideHTML(a.nodes)
+}
+
+// start handles a start tag (or a self-closing one).
+func (a *htmlAnalysis) start(t htmlToken) {
+	if len(t.popped) > 0 {
+		// Closed by this tag: the run ends with the innermost.
+		finishIn(a.nodes, t.popped[0], &a.run)
+		closeNodes(a.nodes, t.popped)
+	}
+	if t.node >= 0 {
+		parent := a.w.below()
+		finishIn(a.nodes, parent, &a.run)
+		if len(a.nodes) >= maxHTMLNodes {
+			a.overflow = true
+			return
+		}
+		a.nodes = append(a.nodes, htmlNode{parent: parent, flags: nodeFlags(a.w, t.a)})
+		return
+	}
+	if blocks[t.a] {
+		finishIn(a.nodes, a.w.current(), &a.run)
+	}
+	if t.a == atom.A && t.tt == html.StartTagToken {
+		countLink(&a.nodes[a.w.current()], a.w.z)
+	}
+}
+
+// nodeFlags are the flags of a node of element a just opened on w.
+func nodeFlags(w *htmlWalk, a atom.Atom) uint8 {
+	var flags uint8
+	role := strings.ToLower(tagAttrs(w.z, "role")["role"])
+	switch {
+	case a == atom.Nav || landRoles[role]:
+		flags |= nodeLandmark
+	case sideblocks[a] && !w.within(atom.Article, atom.Main, atom.Section):
+		flags |= nodeLandmark
+	}
+	if a == atom.Main || role == "main" {
+		flags |= nodeMain
+	}
+	if headingTags[a] {
+		flags |= nodeHeading
+	}
+	if a == atom.Table {
+		flags |= nodeTable
+	}
+	if a == atom.Tr {
+		flags |= nodeRow
+	}
+	if a == atom.Html || a == atom.Body {
+		flags |= nodeRoot
+	}
+	return flags
+}
+
+// countLink counts the link whose start tag z is at into n, and among
+// the links between pages if its rel or accesskey says so.
+func countLink(n *htmlNode, z *html.Tokenizer) {
+	n.links++
+	at := tagAttrs(z, "rel", "accesskey")
+	rel, key := strings.ToLower(at["rel"]), strings.ToLower(at["accesskey"])
+	for _, r := range strings.Fields(rel) {
+		if navRels[r] {
+			key = "n"
+		}
+	}
+	if navKeys[key] {
+		n.navLinks++
+	}
 }
 
 // finishIn adds the run to node n and starts the next.
@@ -519,8 +556,27 @@ func decideHTML(nodes []htmlNode) *htmlPage {
 	keep := make([]bool, len(nodes))
 	drop := make([]bool, len(nodes))
 	inMain := make([]bool, len(nodes))
-	aboveMain := make([]bool, len(nodes))
-	hasMain := false
+	aboveMain, hasMain := markAboveMain(nodes)
+	row := make([]bool, len(nodes))
+	for i := range nodes {
+		n := nodes[i]
+		if i > 0 {
+			drop[i] = drop[n.parent]
+			inMain[i] = inMain[n.parent] || n.flags&nodeMain != 0
+		}
+		if !drop[i] && i != 0 && n.flags&nodeRoot == 0 {
+			drop[i] = boilerplate(n, hasMain && !inMain[i] && !aboveMain[i], nodes[0].words)
+		}
+		keep[i] = !drop[i] && (!hasMain || inMain[i])
+		row[i] = n.flags&nodeRow != 0 && n.words <= maxRowWords && n.flags&(nodeHeading|nodeTable) == 0
+	}
+	return &htmlPage{keep: keep, row: row}
+}
+
+// markAboveMain marks the nodes that hold a main element, and says
+// whether the page has one.
+func markAboveMain(nodes []htmlNode) (aboveMain []bool, hasMain bool) {
+	aboveMain = make([]bool, len(nodes))
 	for i := range nodes {
 		if nodes[i].flags&nodeMain == 0 {
 			continue
@@ -530,28 +586,25 @@ func decideHTML(nodes []htmlNode) *htmlPage {
 			aboveMain[p] = true
 		}
 	}
-	row := make([]bool, len(nodes))
-	for i := range nodes {
-		n := nodes[i]
-		if i > 0 {
-			drop[i] = drop[n.parent]
-			inMain[i] = inMain[n.parent] || n.flags&nodeMain != 0
-		}
-		switch {
-		case drop[i] || i == 0 || n.flags&nodeRoot != 0:
-		case hasMain && !inMain[i] && !aboveMain[i]:
-			drop[i] = true
-		case n.flags&nodeLandmark != 0:
-			drop[i] = true
-		case n.weight == 0 && (n.navLinks >= 2 || n.navLinks == 1 && n.words <= 12):
-			drop[i] = true
-		case n.weight == 0 && n.links >= 3 && 2*n.linkWords >= n.words && 2*n.words < nodes[0].words:
-			drop[i] = true
-		}
-		keep[i] = !drop[i] && (!hasMain || inMain[i])
-		row[i] = n.flags&nodeRow != 0 && n.words <= maxRowWords && n.flags&(nodeHeading|nodeTable) == 0
+	return aboveMain, hasMain
+}
+
+// boilerplate reports whether node n (not the page, html or body, and
+// in no dropped element) is dropped: outside the main element, declared
+// as navigation, or links without prose (see analyzeHTML). pageWords are
+// the page's words.
+func boilerplate(n htmlNode, outsideMain bool, pageWords int32) bool {
+	switch {
+	case outsideMain:
+		return true
+	case n.flags&nodeLandmark != 0:
+		return true
+	case n.weight == 0 && (n.navLinks >= 2 || n.navLinks == 1 && n.words <= 12):
+		return true
+	case n.weight == 0 && n.links >= 3 && 2*n.linkWords >= n.words && 2*n.words < pageWords:
+		return true
 	}
-	return &htmlPage{keep: keep, row: row}
+	return false
 }
 
 // tagAttrs are the current tag's attributes among keys (the tokenizer
@@ -633,37 +686,14 @@ func writeHTML(ctx context.Context, path string, w io.Writer, progress Progress,
 		return nil, err
 	}
 	defer walk.close()
-	res := &Result{Map: memagent.PageMap{Format: FormatHTML, Unit: api.UnitSection}}
 	tw := newTextWriter(w, limits.MaxTextBytes)
 	sections := newSectionCounter(tw)
-	para := newParagraphBuilder(sections.paragraph)
-	heading := newParagraphBuilder(func(string) error { return nil })
-	pre, inHeading := 0, 0
-	// rows counts the open rows written as one line; cells whether the
-	// row has a cell yet.
-	rows, cells := 0, false
-	var link []byte // a link's text, held until its end: a link without a word (¶) is left out
-	inLinkText := false
+	hw := &htmlWriter{
+		walk: walk, page: page, tw: tw, sections: sections,
+		para:    newParagraphBuilder(sections.paragraph),
+		heading: newParagraphBuilder(func(string) error { return nil }),
+	}
 	var lastProgress int64
-	flushLink := func() {
-		if inLinkText {
-			para.Write(link)
-			if inHeading > 0 && len(heading.buf) < 1<<10 {
-				heading.Write(link)
-			}
-		}
-		link, inLinkText = link[:0], false
-	}
-	boundary := func() error {
-		flushLink()
-		if rows > 0 {
-			para.WriteString(" ")
-			return nil
-		}
-		err := para.Flush()
-		para.keepRaw = pre > 0
-		return err
-	}
 	var popped []int32
 	for {
 		t, err := walk.step(popped)
@@ -687,115 +717,187 @@ func writeHTML(ctx context.Context, path string, w io.Writer, progress Progress,
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			rows = 0
-			if err := boundary(); err != nil {
-				return nil, err
-			}
-			if err := tw.finish(); err != nil {
-				return nil, err
-			}
-			res.Map.Pages = len(tw.spans)
-			res.Bytes, res.Map.Spans = tw.n, tw.spans
-			return res, nil
+			return hw.finish()
 		case html.StartTagToken, html.SelfClosingTagToken:
-			for _, n := range t.popped {
-				if page.isRow(n) && rows > 0 {
-					rows--
-				}
-			}
-			switch {
-			case t.a == atom.Tr && page.isRow(t.node) && keep:
-				if rows == 0 {
-					if err := boundary(); err != nil {
-						return nil, err
-					}
-					cells = false
-				}
-				rows++
-				continue
-			case (t.a == atom.Td || t.a == atom.Th) && rows > 0:
-				flushLink()
-				if cells {
-					para.WriteString(" | ")
-				}
-				cells = true
-				continue
-			case blocks[t.a]:
-				if err := boundary(); err != nil {
-					return nil, err
-				}
-			}
-			if !keep {
-				continue
-			}
-			if t.a == atom.Pre && t.tt == html.StartTagToken {
-				pre++
-				para.keepRaw = true
-			}
-			if headingTags[t.a] && t.tt == html.StartTagToken {
-				inHeading++
-				heading.Flush()
-			}
-			if t.a == atom.A && t.tt == html.StartTagToken {
-				flushLink()
-				inLinkText = true
-			}
-			if t.a == atom.Img {
-				// Alt text stands in for an image.
-				if alt := strings.TrimSpace(tagAttrs(walk.z, "alt")["alt"]); alt != "" {
-					para.WriteString(" " + alt + " ")
-				}
-			}
+			err = hw.start(t, keep)
 		case html.EndTagToken:
-			closedKept := len(t.popped) == 0 || page.keeps(t.popped[0])
-			if t.a == atom.A {
-				if inLinkText && !hasWord(link) && len(link) <= 8 {
-					link, inLinkText = link[:0], false
-				}
-				flushLink()
-			}
-			if headingTags[t.a] && inHeading > 0 && closedKept {
-				inHeading--
-				flushLink()
-				sections.heading(heading.String())
-			}
-			endRow := false
-			for _, n := range t.popped {
-				if page.isRow(n) && rows > 0 {
-					rows--
-					endRow = rows == 0
-				}
-			}
-			if endRow {
-				if err := boundary(); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if blocks[t.a] {
-				if err := boundary(); err != nil {
-					return nil, err
-				}
-			}
-			if t.a == atom.Pre && pre > 0 && closedKept {
-				pre--
-				para.keepRaw = pre > 0
-			}
+			err = hw.end(t)
 		case html.TextToken:
-			if !keep {
-				continue
-			}
-			text := walk.z.Text()
-			if inLinkText && len(link)+len(text) <= 1<<10 {
-				link = append(link, text...)
-				continue
-			}
-			flushLink()
-			para.Write(text)
-			if inHeading > 0 && len(heading.buf) < 1<<10 {
-				heading.Write(text)
+			if keep {
+				hw.text(walk.z.Text())
 			}
 		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// htmlWriter is the second pass's state: the paragraph and the heading
+// being built, and the rows, link, headings and pre elements open.
+type htmlWriter struct {
+	walk     *htmlWalk
+	page     *htmlPage
+	tw       *textWriter
+	sections *sectionCounter
+	para     *paragraphBuilder
+	heading  *paragraphBuilder
+
+	pre, inHeading int
+	// rows counts the open rows written as one line; cells whether the
+	// row has a cell yet.
+	rows  int
+	cells bool
+	// link is a link's text, held until its end: a link without a word
+	// (¶) is left out.
+	link       []byte
+	inLinkText bool
+}
+
+// flushLink writes the link text held, if any.
+func (h *htmlWriter) flushLink() {
+	if h.inLinkText {
+		h.para.Write(h.link)
+		if h.inHeading > 0 && len(h.heading.buf) < 1<<10 {
+			h.heading.Write(h.link)
+		}
+	}
+	h.link, h.inLinkText = h.link[:0], false
+}
+
+// boundary ends the paragraph, or, inside a row written as one line,
+// separates its parts by a space.
+func (h *htmlWriter) boundary() error {
+	h.flushLink()
+	if h.rows > 0 {
+		h.para.WriteString(" ")
+		return nil
+	}
+	err := h.para.Flush()
+	h.para.keepRaw = h.pre > 0
+	return err
+}
+
+// finish ends the text at the end of the page.
+func (h *htmlWriter) finish() (*Result, error) {
+	h.rows = 0
+	if err := h.boundary(); err != nil {
+		return nil, err
+	}
+	if err := h.tw.finish(); err != nil {
+		return nil, err
+	}
+	res := &Result{Map: memagent.PageMap{Format: FormatHTML, Unit: api.UnitSection}}
+	res.Map.Pages = len(h.tw.spans)
+	res.Bytes, res.Map.Spans = h.tw.n, h.tw.spans
+	return res, nil
+}
+
+// start handles a start tag (or a self-closing one); keep says whether
+// the node it is in is kept.
+func (h *htmlWriter) start(t htmlToken, keep bool) error {
+	for _, n := range t.popped {
+		if h.page.isRow(n) && h.rows > 0 {
+			h.rows--
+		}
+	}
+	switch {
+	case t.a == atom.Tr && h.page.isRow(t.node) && keep:
+		if h.rows == 0 {
+			if err := h.boundary(); err != nil {
+				return err
+			}
+			h.cells = false
+		}
+		h.rows++
+		return nil
+	case (t.a == atom.Td || t.a == atom.Th) && h.rows > 0:
+		h.flushLink()
+		if h.cells {
+			h.para.WriteString(" | ")
+		}
+		h.cells = true
+		return nil
+	case blocks[t.a]:
+		if err := h.boundary(); err != nil {
+			return err
+		}
+	}
+	if keep {
+		h.startKept(t)
+	}
+	return nil
+}
+
+// startKept handles a start tag in a kept node.
+func (h *htmlWriter) startKept(t htmlToken) {
+	opens := t.tt == html.StartTagToken
+	if t.a == atom.Pre && opens {
+		h.pre++
+		h.para.keepRaw = true
+	}
+	if headingTags[t.a] && opens {
+		h.inHeading++
+		h.heading.Flush()
+	}
+	if t.a == atom.A && opens {
+		h.flushLink()
+		h.inLinkText = true
+	}
+	if t.a == atom.Img {
+		// Alt text stands in for an image.
+		if alt := strings.TrimSpace(tagAttrs(h.walk.z, "alt")["alt"]); alt != "" {
+			h.para.WriteString(" " + alt + " ")
+		}
+	}
+}
+
+// end handles an end tag.
+func (h *htmlWriter) end(t htmlToken) error {
+	closedKept := len(t.popped) == 0 || h.page.keeps(t.popped[0])
+	if t.a == atom.A {
+		if h.inLinkText && !hasWord(h.link) && len(h.link) <= 8 {
+			h.link, h.inLinkText = h.link[:0], false
+		}
+		h.flushLink()
+	}
+	if headingTags[t.a] && h.inHeading > 0 && closedKept {
+		h.inHeading--
+		h.flushLink()
+		h.sections.heading(h.heading.String())
+	}
+	endRow := false
+	for _, n := range t.popped {
+		if h.page.isRow(n) && h.rows > 0 {
+			h.rows--
+			endRow = h.rows == 0
+		}
+	}
+	if endRow {
+		return h.boundary()
+	}
+	if blocks[t.a] {
+		if err := h.boundary(); err != nil {
+			return err
+		}
+	}
+	if t.a == atom.Pre && h.pre > 0 && closedKept {
+		h.pre--
+		h.para.keepRaw = h.pre > 0
+	}
+	return nil
+}
+
+// text handles text in a kept node.
+func (h *htmlWriter) text(text []byte) {
+	if h.inLinkText && len(h.link)+len(text) <= 1<<10 {
+		h.link = append(h.link, text...)
+		return
+	}
+	h.flushLink()
+	h.para.Write(text)
+	if h.inHeading > 0 && len(h.heading.buf) < 1<<10 {
+		h.heading.Write(text)
 	}
 }
 

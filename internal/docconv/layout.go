@@ -204,6 +204,27 @@ func sameSet(a, b Glyph) bool {
 // its own) set at most 80% of the size of the glyph after it in the text
 // stream.
 func footnoteNumbers(rows []row) map[string]bool {
+	stream := textStream(rows)
+	notes := map[string]bool{}
+	for k, r := range rows {
+		n, alone := r.leadingSuperscripts()
+		if alone && n == "" && raisedAlone(rows, k, stream) {
+			var b strings.Builder
+			for _, g := range r.glyphs {
+				b.WriteRune(g.R)
+			}
+			n = b.String()
+		}
+		if n != "" {
+			notes[n] = true
+		}
+	}
+	return notes
+}
+
+// textStream is the rows' glyphs in the order of the text stream (those
+// with an index).
+func textStream(rows []row) []Glyph {
 	var stream []Glyph
 	for _, r := range rows {
 		for _, g := range r.glyphs {
@@ -213,51 +234,53 @@ func footnoteNumbers(rows []row) map[string]bool {
 		}
 	}
 	sort.Slice(stream, func(i, j int) bool { return stream[i].Index < stream[j].Index })
-	// next is the glyph after g in the text stream.
-	next := func(g Glyph) (Glyph, bool) {
-		k := sort.Search(len(stream), func(k int) bool { return stream[k].Index > g.Index })
-		if g.Index <= 0 || k == len(stream) {
-			return Glyph{}, false
-		}
-		return stream[k], true
+	return stream
+}
+
+// nextInStream is the glyph after g in the text stream.
+func nextInStream(stream []Glyph, g Glyph) (Glyph, bool) {
+	k := sort.Search(len(stream), func(k int) bool { return stream[k].Index > g.Index })
+	if g.Index <= 0 || k == len(stream) {
+		return Glyph{}, false
 	}
-	notes := map[string]bool{}
-	for k, r := range rows {
-		sup := r.superscripts()
-		var n strings.Builder
-		alone := true
-		for i, g := range r.glyphs {
-			if !unicode.IsDigit(g.R) {
-				alone = false
-			}
-			if sup[i] && alone {
-				n.WriteRune(g.R)
-			}
+	return stream[k], true
+}
+
+// leadingSuperscripts are the superscript digits the row starts with
+// (see row.superscripts), and whether the row is digits alone.
+func (r row) leadingSuperscripts() (digits string, alone bool) {
+	sup := r.superscripts()
+	var n strings.Builder
+	alone = true
+	for i, g := range r.glyphs {
+		if !unicode.IsDigit(g.R) {
+			alone = false
 		}
-		if alone && n.Len() == 0 {
-			last := r.glyphs[len(r.glyphs)-1]
-			next, ok := next(last)
-			// Or raised beside the first line of its note, which the row
-			// below holds: the digits overlap it, just left of its text,
-			// and are set smaller.
-			beside := false
-			if k < len(rows)-1 {
-				below := rows[k+1]
-				first := below.glyphs[0]
-				beside = r.bottom < below.top && r.top > below.top && first.Left >= last.Right-0.5 && first.Left-last.Right < below.height() &&
-					r.height() < 0.85*below.height()
-			}
-			if beside || ok && last.Size > 0 && next.Size > 0 && last.Size <= 0.8*next.Size {
-				for _, g := range r.glyphs {
-					n.WriteRune(g.R)
-				}
-			}
-		}
-		if n.Len() > 0 {
-			notes[n.String()] = true
+		if sup[i] && alone {
+			n.WriteRune(g.R)
 		}
 	}
-	return notes
+	return n.String(), alone
+}
+
+// raisedAlone reports whether rows[k], digits alone, is a footnote's
+// number: set at most 80% of the size of the glyph after it in the text
+// stream, or raised beside the first line of its note.
+func raisedAlone(rows []row, k int, stream []Glyph) bool {
+	r := rows[k]
+	last := r.glyphs[len(r.glyphs)-1]
+	next, ok := nextInStream(stream, last)
+	// Or raised beside the first line of its note, which the row
+	// below holds: the digits overlap it, just left of its text,
+	// and are set smaller.
+	beside := false
+	if k < len(rows)-1 {
+		below := rows[k+1]
+		first := below.glyphs[0]
+		beside = r.bottom < below.top && r.top > below.top && first.Left >= last.Right-0.5 && first.Left-last.Right < below.height() &&
+			r.height() < 0.85*below.height()
+	}
+	return beside || ok && last.Size > 0 && next.Size > 0 && last.Size <= 0.8*next.Size
 }
 
 // groupRows clusters glyphs into rows by vertical overlap, top to bottom,
@@ -340,32 +363,15 @@ func (r row) textRefs(keep func(Glyph) bool) (string, []string) {
 			for _, s := range r.glyphs[i:j] {
 				mark.WriteRune(s.R)
 			}
-			switch {
-			case unicode.IsDigit(prev.R) && !r.notes[mark.String()]:
-				b.WriteByte('^')
-				b.WriteString(mark.String())
-			case unicode.IsDigit(prev.R):
-				// A footnote mark after a number.
+			if r.writeMark(&b, *prev, mark.String()) {
 				refs = append(refs, mark.String())
-			case unicode.IsLetter(prev.R) || strings.ContainsRune(".,;:!?)]}'\"’”", prev.R):
-				// A footnote mark: dropped, and the next glyph spaced
-				// from the word as if it were not there.
-				refs = append(refs, mark.String())
-			default:
-				b.WriteString(mark.String())
 			}
 			prev = &r.glyphs[j-1]
 			i = j - 1
 			afterMark = true
 			continue
 		}
-		if prev != nil && afterMark {
-			// PDFium may see a space where the baseline drops back
-			// after a superscript: only a real gap counts.
-			if gap := g.Left - prev.Right; gap > h*0.2 || g.SpaceBefore && gap > h*0.05 {
-				b.WriteByte(' ')
-			}
-		} else if prev != nil && spaced(*prev, g, h) {
+		if prev != nil && breaksWord(*prev, g, h, afterMark) {
 			b.WriteByte(' ')
 		}
 		b.WriteRune(g.R)
@@ -373,6 +379,40 @@ func (r row) textRefs(keep func(Glyph) bool) (string, []string) {
 		afterMark = false
 	}
 	return b.String(), refs
+}
+
+// writeMark writes superscript digits mark, glued to glyph prev, to b,
+// or reports a footnote mark, which it leaves out: "^31" for an exponent
+// after a digit, nothing for a footnote's mark after a number (the page
+// has that footnote), a letter or punctuation, mark as it is otherwise.
+func (r row) writeMark(b *strings.Builder, prev Glyph, mark string) (ref bool) {
+	switch {
+	case unicode.IsDigit(prev.R) && !r.notes[mark]:
+		b.WriteByte('^')
+		b.WriteString(mark)
+	case unicode.IsDigit(prev.R):
+		// A footnote mark after a number.
+		return true
+	case unicode.IsLetter(prev.R) || strings.ContainsRune(".,;:!?)]}'\"’”", prev.R):
+		// A footnote mark: dropped, and the next glyph spaced
+		// from the word as if it were not there.
+		return true
+	default:
+		b.WriteString(mark)
+	}
+	return false
+}
+
+// breaksWord reports whether a space goes between glyphs prev and g of a
+// row of height h; afterMark says prev ends a superscript mark.
+func breaksWord(prev, g Glyph, h float64, afterMark bool) bool {
+	if afterMark {
+		// PDFium may see a space where the baseline drops back
+		// after a superscript: only a real gap counts.
+		gap := g.Left - prev.Right
+		return gap > h*0.2 || g.SpaceBefore && gap > h*0.05
+	}
+	return spaced(prev, g, h)
 }
 
 // spaced reports whether a word break lies between glyphs a and b of a
@@ -425,6 +465,26 @@ func (r row) superscripts() []bool {
 // footnotes (see footnoteNumbers) may be a footnote's first line: its
 // Note is that number, which its Text leaves out (markNotes decides).
 func (r row) line(keep func(Glyph) bool, column, band int) Line {
+	note, keep := r.leadingNote(keep)
+	text, refs := r.textRefs(keep)
+	if note == "" && text != "" && strings.Trim(text, "0123456789") == "" && r.notes[text] {
+		// The number of the footnote whose text is on the row below.
+		note, text = text, ""
+	}
+	l := Line{Text: text, Refs: refs, Note: note, Top: r.top, Bottom: r.bottom, Column: column, Band: band, Left: math.Inf(1), Right: math.Inf(-1)}
+	for _, g := range r.glyphs {
+		if keep == nil || keep(g) {
+			l.Left, l.Right = math.Min(l.Left, g.Left), math.Max(l.Right, g.Right)
+		}
+	}
+	l.Segs = r.fields(keep)
+	return l
+}
+
+// leadingNote is the number of one of the page's footnotes that the
+// row's first glyphs (those keep accepts, or all) set in raised digits,
+// and keep without those digits; or "" and keep.
+func (r row) leadingNote(keep func(Glyph) bool) (string, func(Glyph) bool) {
 	var note strings.Builder
 	sup := r.superscripts()
 	lead := map[int]bool{}
@@ -438,45 +498,41 @@ func (r row) line(keep func(Glyph) bool, column, band int) Line {
 		note.WriteRune(g.R)
 		lead[i] = true
 	}
-	if note.Len() > 0 && r.notes[note.String()] {
-		inner := keep
-		keep = func(g Glyph) bool {
-			for i := range lead {
-				if r.glyphs[i] == g {
-					return false
-				}
-			}
-			return inner == nil || inner(g)
-		}
-	} else {
-		note.Reset()
+	if note.Len() == 0 || !r.notes[note.String()] {
+		return "", keep
 	}
-	text, refs := r.textRefs(keep)
-	if note.Len() == 0 && text != "" && strings.Trim(text, "0123456789") == "" && r.notes[text] {
-		// The number of the footnote whose text is on the row below.
-		note.WriteString(text)
-		text = ""
-	}
-	l := Line{Text: text, Refs: refs, Note: note.String(), Top: r.top, Bottom: r.bottom, Column: column, Band: band, Left: math.Inf(1), Right: math.Inf(-1)}
-	for _, g := range r.glyphs {
-		if keep == nil || keep(g) {
-			l.Left, l.Right = math.Min(l.Left, g.Left), math.Max(l.Right, g.Right)
-		}
-	}
-	if segs := r.split(); len(segs) > 1 {
-		for _, sg := range segs {
-			t := r.text(func(g Glyph) bool {
-				return (keep == nil || keep(g)) && g.Left >= sg.left && g.Right <= sg.right
-			})
-			if t != "" {
-				l.Segs = append(l.Segs, t)
+	inner := keep
+	return note.String(), func(g Glyph) bool {
+		for i := range lead {
+			if r.glyphs[i] == g {
+				return false
 			}
 		}
-		if len(l.Segs) < 2 {
-			l.Segs = nil
+		return inner == nil || inner(g)
+	}
+}
+
+// fields are the texts of the row's pieces apart by gaps too wide to be
+// a space (see split), of the glyphs keep accepts (or all); nil for a
+// row of fewer than two.
+func (r row) fields(keep func(Glyph) bool) []string {
+	segs := r.split()
+	if len(segs) <= 1 {
+		return nil
+	}
+	var out []string
+	for _, sg := range segs {
+		t := r.text(func(g Glyph) bool {
+			return (keep == nil || keep(g)) && g.Left >= sg.left && g.Right <= sg.right
+		})
+		if t != "" {
+			out = append(out, t)
 		}
 	}
-	return l
+	if len(out) < 2 {
+		return nil
+	}
+	return out
 }
 
 // segment is a horizontal piece of a row, between gaps too wide to be a
@@ -601,90 +657,28 @@ func twoColumns(rows []row, gutter float64) []Line {
 // The page's footnotes (Note) are paragraphs of their own, "[4] text",
 // each after the paragraph that marks it (Refs), else at the page's end.
 func Paragraphs(lines []Line) []string {
-	type col struct{ band, column int }
-	gaps := map[col][]float64{}
-	right := map[col]float64{}
-	left := map[col]float64{}
-	for i := range lines {
-		if lines[i].Note != "" {
-			continue
-		}
-		c := col{lines[i].Band, lines[i].Column}
-		if r, ok := right[c]; !ok || lines[i].Right > r {
-			right[c] = lines[i].Right
-		}
-		if l, ok := left[c]; !ok || lines[i].Left < l {
-			left[c] = lines[i].Left
-		}
-		if i > 0 && sameColumn(lines[i-1], lines[i]) {
-			if g := lines[i-1].Bottom - lines[i].Top; g > -lines[i].height()/2 && g < 2*lines[i].height() {
-				gaps[c] = append(gaps[c], g)
-			}
-		}
-	}
-	usual := map[col]float64{}
-	for c, g := range gaps {
-		sort.Float64s(g)
-		usual[c] = g[len(g)/2]
-	}
-	type para struct {
-		text strings.Builder
-		refs []string
-		row  bool // a table's rows
-	}
-	var body []*para
-	var notes []*para
-	noteOf := map[string]*para{}
-	var cur *para
+	figs := measureColumns(lines)
+	var body []*pdfPara
+	notes := &pdfNotes{of: map[string]*pdfPara{}}
+	var cur *pdfPara
 	var prev *Line
 	for i := range lines {
 		l := &lines[i]
-		text := strings.Join(strings.Fields(l.Text), " ")
 		if l.Note != "" {
-			n := noteOf[l.Note]
-			if n == nil {
-				n = &para{}
-				n.text.WriteString("[" + l.Note + "]")
-				noteOf[l.Note] = n
-				notes = append(notes, n)
-			}
-			if text != "" {
-				joinLine(&n.text, text)
-			}
+			notes.add(l)
 			continue
 		}
+		text := strings.Join(strings.Fields(l.Text), " ")
 		if text == "" {
 			continue
 		}
 		row := len(l.Segs) > 1
 		if row {
-			var cells []string
-			for _, f := range l.Segs {
-				if f = strings.Join(strings.Fields(f), " "); f != "" {
-					cells = append(cells, f)
-				}
-			}
-			text = strings.Join(cells, "\t")
-		}
-		c := col{l.Band, l.Column}
-		cont := cur != nil && prev != nil && sameColumn(*prev, *l) && alike(prev.height(), l.height())
-		if cont {
-			gap := prev.Bottom - l.Top
-			cont = gap > -l.height()/2 && gap < usual[c]+0.5*l.height()
-		}
-		if cont && !row && !cur.row {
-			width := right[c] - left[c]
-			ends := strings.TrimRight(prev.Text, " ")
-			if width > 0 && right[c]-prev.Right > 0.35*width && ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
-				cont = false
-			}
-		}
-		if cont && row != cur.row {
-			cont = false
+			text = rowText(l.Segs)
 		}
 		switch {
-		case !cont:
-			cur = &para{row: row}
+		case !figs.continues(cur, prev, l, row):
+			cur = &pdfPara{row: row}
 			body = append(body, cur)
 			cur.text.WriteString(text)
 		case row:
@@ -695,20 +689,126 @@ func Paragraphs(lines []Line) []string {
 		cur.refs = append(cur.refs, l.Refs...)
 		prev = l
 	}
-	var out []string
-	placed := map[*para]bool{}
-	for _, p := range body {
-		out = append(out, p.text.String())
-		for _, r := range p.refs {
-			if n := noteOf[r]; n != nil && !placed[n] {
-				placed[n] = true
-				out = append(out, n.text.String())
+	return notes.place(body)
+}
+
+// pdfColumn is a column of a band of a page.
+type pdfColumn struct{ band, column int }
+
+// columnFigures are, per column of a page, its usual gap between lines
+// and its right and left edges.
+type columnFigures struct {
+	usual, right, left map[pdfColumn]float64
+}
+
+// measureColumns measures the columns of a page's lines (not its
+// footnotes).
+func measureColumns(lines []Line) columnFigures {
+	gaps := map[pdfColumn][]float64{}
+	f := columnFigures{usual: map[pdfColumn]float64{}, right: map[pdfColumn]float64{}, left: map[pdfColumn]float64{}}
+	for i := range lines {
+		if lines[i].Note != "" {
+			continue
+		}
+		c := pdfColumn{lines[i].Band, lines[i].Column}
+		if r, ok := f.right[c]; !ok || lines[i].Right > r {
+			f.right[c] = lines[i].Right
+		}
+		if l, ok := f.left[c]; !ok || lines[i].Left < l {
+			f.left[c] = lines[i].Left
+		}
+		if i > 0 && sameColumn(lines[i-1], lines[i]) {
+			if g := lines[i-1].Bottom - lines[i].Top; g > -lines[i].height()/2 && g < 2*lines[i].height() {
+				gaps[c] = append(gaps[c], g)
 			}
 		}
 	}
-	for _, n := range notes {
-		if !placed[n] {
-			out = append(out, n.text.String())
+	for c, g := range gaps {
+		sort.Float64s(g)
+		f.usual[c] = g[len(g)/2]
+	}
+	return f
+}
+
+// continues reports whether line l (row: a table's row) goes on
+// paragraph cur, whose last line is prev (see Paragraphs).
+func (f columnFigures) continues(cur *pdfPara, prev, l *Line, row bool) bool {
+	if cur == nil || prev == nil || !sameColumn(*prev, *l) || !alike(prev.height(), l.height()) {
+		return false
+	}
+	c := pdfColumn{l.Band, l.Column}
+	if gap := prev.Bottom - l.Top; !(gap > -l.height()/2 && gap < f.usual[c]+0.5*l.height()) {
+		return false
+	}
+	if !row && !cur.row {
+		width := f.right[c] - f.left[c]
+		ends := strings.TrimRight(prev.Text, " ")
+		if width > 0 && f.right[c]-prev.Right > 0.35*width && ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
+			return false
+		}
+	}
+	return row == cur.row
+}
+
+// rowText is the text of a line set in fields apart: its fields, their
+// spaces folded, apart by a tab.
+func rowText(segs []string) string {
+	var cells []string
+	for _, f := range segs {
+		if f = strings.Join(strings.Fields(f), " "); f != "" {
+			cells = append(cells, f)
+		}
+	}
+	return strings.Join(cells, "\t")
+}
+
+// pdfPara is a paragraph Paragraphs builds: its text, the footnotes it
+// marks, and whether it is a table's rows.
+type pdfPara struct {
+	text strings.Builder
+	refs []string
+	row  bool
+}
+
+// pdfNotes are a page's footnotes, in order, by mark.
+type pdfNotes struct {
+	list []*pdfPara
+	of   map[string]*pdfPara
+}
+
+// add adds footnote line l to its note.
+func (n *pdfNotes) add(l *Line) {
+	text := strings.Join(strings.Fields(l.Text), " ")
+	p := n.of[l.Note]
+	if p == nil {
+		p = &pdfPara{}
+		p.text.WriteString("[" + l.Note + "]")
+		n.of[l.Note] = p
+		n.list = append(n.list, p)
+	}
+	if text != "" {
+		joinLine(&p.text, text)
+	}
+}
+
+// place returns the paragraphs of body, each footnote after the first
+// paragraph that marks it, and the footnotes no paragraph marks at the
+// end.
+func (n *pdfNotes) place(body []*pdfPara) []string {
+	var out []string
+	placed := map[*pdfPara]bool{}
+	for _, p := range body {
+		out = append(out, p.text.String())
+		for _, r := range p.refs {
+			if note := n.of[r]; note != nil && !placed[note] {
+				placed[note] = true
+				out = append(out, note.text.String())
+			}
+		}
+	}
+	for _, note := range n.list {
+		if !placed[note] {
+			out = append(out, note.text.String())
 		}
 	}
 	return out
@@ -780,8 +880,35 @@ func edgeKey(edge int, text string) (key, nums string) {
 	if edge == 0 {
 		return "", ""
 	}
+	masked, nums := maskNumbers(strings.ToLower(strings.Join(strings.Fields(text), " ")))
+	words := strings.Fields(masked)
+	for len(words) > 0 && edgeEnd(words[0]) {
+		words = words[1:]
+	}
+	for len(words) > 0 && edgeEnd(words[len(words)-1]) {
+		words = words[:len(words)-1]
+	}
+	if len(words) == 0 {
+		return "", nums
+	}
+	side := "top:"
+	if edge > 0 {
+		side = "bottom:"
+	}
+	return side + strings.Join(words, " "), nums
+}
+
+// edgeEnd reports whether word w, at an end of an edge line, is left out
+// of its key: a masked number, or a word without a letter.
+func edgeEnd(w string) bool {
+	return w == "#" || strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || r == '#' }) < 0
+}
+
+// maskNumbers masks each number of text (lowercase: a run of digits, or
+// a word that is a roman numeral) as "#"; nums are the numbers, in
+// order, each followed by a space.
+func maskNumbers(text string) (masked, nums string) {
 	var b, n strings.Builder
-	text = strings.ToLower(strings.Join(strings.Fields(text), " "))
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch {
@@ -799,14 +926,7 @@ func edgeKey(edge int, text string) (key, nums string) {
 			i = j
 			continue
 		case unicode.IsLetter(r) && !endsWord(text[:i]):
-			j := i
-			for j < len(text) {
-				r2, s2 := utf8.DecodeRuneInString(text[j:])
-				if !unicode.IsLetter(r2) {
-					break
-				}
-				j += s2
-			}
+			j := wordEnd(text, i)
 			w := text[i:j]
 			if romanNumeral.MatchString(w) && !startsWord(text[j:]) {
 				b.WriteByte('#')
@@ -821,24 +941,20 @@ func edgeKey(edge int, text string) (key, nums string) {
 		b.WriteRune(r)
 		i += size
 	}
-	words := strings.Fields(b.String())
-	ends := func(w string) bool {
-		return w == "#" || strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || r == '#' }) < 0
+	return b.String(), n.String()
+}
+
+// wordEnd is the end of the run of letters of text that starts at i.
+func wordEnd(text string, i int) int {
+	j := i
+	for j < len(text) {
+		r, size := utf8.DecodeRuneInString(text[j:])
+		if !unicode.IsLetter(r) {
+			break
+		}
+		j += size
 	}
-	for len(words) > 0 && ends(words[0]) {
-		words = words[1:]
-	}
-	for len(words) > 0 && ends(words[len(words)-1]) {
-		words = words[:len(words)-1]
-	}
-	if len(words) == 0 {
-		return "", n.String()
-	}
-	side := "top:"
-	if edge > 0 {
-		side = "bottom:"
-	}
-	return side + strings.Join(words, " "), n.String()
+	return j
 }
 
 // edgeFields are the pieces of an edge line the header rules match: its

@@ -146,8 +146,27 @@ var ErrTextNotOnPage = errors.New("the text is not on the page")
 // hyphenated at a line's end, ligatures and quotes compared by their
 // letters). It returns ErrTextNotOnPage when it is not there.
 func FindText(chars []CharBox, text string) ([]Box, error) {
-	var folded []rune
-	var at []int
+	folded, at := foldChars(chars)
+	want := foldText(text)
+	if len(want) == 0 {
+		return nil, ErrTextNotOnPage
+	}
+	start := indexRunes(folded, want)
+	if start < 0 {
+		return nil, ErrTextNotOnPage
+	}
+	boxes := lineBoxes(chars, at[start:start+len(want)])
+	if len(boxes) == 0 {
+		return nil, ErrTextNotOnPage
+	}
+	return boxes, nil
+}
+
+// foldChars folds a page's characters as FindText compares them: runs of
+// white space one space, a hyphen before a line's end left out, each
+// character by foldRune. at is the index in chars of each folded rune
+// (-1 for a space).
+func foldChars(chars []CharBox) (folded []rune, at []int) {
 	space := true
 	for i, c := range chars {
 		r := c.Char
@@ -169,8 +188,13 @@ func FindText(chars []CharBox, text string) ([]Box, error) {
 		}
 		space = false
 	}
+	return folded, at
+}
+
+// foldText folds text as foldChars folds a page, less trailing spaces.
+func foldText(text string) []rune {
 	var want []rune
-	space = true
+	space := true
 	for _, r := range text {
 		if unicode.IsSpace(r) {
 			if !space {
@@ -185,17 +209,15 @@ func FindText(chars []CharBox, text string) ([]Box, error) {
 	for len(want) > 0 && want[len(want)-1] == ' ' {
 		want = want[:len(want)-1]
 	}
-	if len(want) == 0 {
-		return nil, ErrTextNotOnPage
-	}
-	start := indexRunes(folded, want)
-	if start < 0 {
-		return nil, ErrTextNotOnPage
-	}
+	return want
+}
+
+// lineBoxes are the boxes of the characters of chars at indexes at (-1
+// for none), merged a box a line; characters without a box are left out.
+func lineBoxes(chars []CharBox, at []int) []Box {
 	var boxes []Box
-	for k := start; k < start+len(want); k++ {
-		i := at[k]
-		if i < 0 || (k > start && at[k-1] == i) {
+	for k, i := range at {
+		if i < 0 || (k > 0 && at[k-1] == i) {
 			continue
 		}
 		b := chars[i].Box
@@ -210,10 +232,7 @@ func FindText(chars []CharBox, text string) ([]Box, error) {
 		}
 		boxes = append(boxes, b)
 	}
-	if len(boxes) == 0 {
-		return nil, ErrTextNotOnPage
-	}
-	return boxes, nil
+	return boxes
 }
 
 // sameLine reports whether b continues the line of box a: they overlap

@@ -146,16 +146,7 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, op
 	if len(jobs) > 0 && opts.Survey {
 		// A survey reads no page: unless the cache holds them all, the
 		// scanned pages stay empty, and are counted.
-		cached := 0
-		if opts.OCRCache != nil && c.OCR != nil {
-			key := OCRKey(c.OCR.Name(), opts.OCR.Normalized().Languages)
-			for _, j := range jobs {
-				if _, ok := opts.OCRCache.Load(ctx, key, j.Page); ok {
-					cached++
-				}
-			}
-		}
-		if cached < len(jobs) {
+		if cached := c.cachedOCR(ctx, jobs, opts); cached < len(jobs) {
 			res, err := renderSpool(spool, pages, w, limits)
 			if err != nil {
 				return nil, err
@@ -176,6 +167,26 @@ func (c *Converter) convertPDF(ctx context.Context, path string, w io.Writer, op
 			return nil, err
 		}
 	}
+	return renderMerged(spool, pages, ocr, w, limits)
+}
+
+// cachedOCR counts the pages of jobs whose OCR the cache holds.
+func (c *Converter) cachedOCR(ctx context.Context, jobs []ocrJob, opts Options) int {
+	cached := 0
+	if opts.OCRCache != nil && c.OCR != nil {
+		key := OCRKey(c.OCR.Name(), opts.OCR.Normalized().Languages)
+		for _, j := range jobs {
+			if _, ok := opts.OCRCache.Load(ctx, key, j.Page); ok {
+				cached++
+			}
+		}
+	}
+	return cached
+}
+
+// renderMerged renders the spooled pages, with ocr's pages (if any) in
+// the place of theirs.
+func renderMerged(spool *os.File, pages int, ocr *ocrPhase, w io.Writer, limits Limits) (_ *Result, err error) {
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
@@ -523,12 +534,34 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode
 	if n.Count > limits.MaxPageChars {
 		return p, 0, overLimit(fmt.Sprintf("has a page (%d) of %d characters", i+1, n.Count), int64(limits.MaxPageChars), "characters a page", "")
 	}
-	glyphs := make([]Glyph, 0, n.Count)
+	glyphs, err := pageGlyphs(inst, text.TextPage, n.Count, i)
+	if err != nil {
+		return p, 0, err
+	}
+	readMarkFonts(inst, text.TextPage, glyphs)
+	p.Lines = LayoutPageSize(glyphs, width.Width, height.Height)
+	p.width, p.height = width.Width, height.Height
+	// The page's images are looked at when they may make it a scan: with
+	// OCR forced, or a thin text layer (a page of more text is
+	// born-digital whatever its images).
+	if mode == OCRForce || len(glyphs) < OCRThinTextChars {
+		p.images = imagesOf(inst, page.Page, width.Width, height.Height)
+	}
+	p.OCR = OCRDecision(mode, len(glyphs), p.images.Cover)
+	p.Images = mode == OCROff && len(p.Lines) == 0 && p.images.Cover > 0
+	return p, n.Count, nil
+}
+
+// pageGlyphs reads the count characters of text page tp (of page i,
+// from 0): its glyphs, each with its box and whether a space came before
+// it. Spaces, controls and characters without a box are left out.
+func pageGlyphs(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, count, i int) ([]Glyph, error) {
+	glyphs := make([]Glyph, 0, count)
 	space := false // a space (the PDF's, or one PDFium made) since the last glyph
-	for k := 0; k < n.Count; k++ {
-		u, err := inst.FPDFText_GetUnicode(&requests.FPDFText_GetUnicode{TextPage: text.TextPage, Index: k})
+	for k := 0; k < count; k++ {
+		u, err := inst.FPDFText_GetUnicode(&requests.FPDFText_GetUnicode{TextPage: tp, Index: k})
 		if err != nil {
-			return p, 0, fmt.Errorf("page %d char %d: %w", i+1, k, err)
+			return nil, fmt.Errorf("page %d char %d: %w", i+1, k, err)
 		}
 		r := rune(u.Unicode)
 		if r == 2 {
@@ -543,7 +576,7 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode
 		if r == 0 || r == 0xFFFE || r == 0xFFFF || unicode.IsControl(r) {
 			continue
 		}
-		box, err := inst.FPDFText_GetLooseCharBox(&requests.FPDFText_GetLooseCharBox{TextPage: text.TextPage, Index: k})
+		box, err := inst.FPDFText_GetLooseCharBox(&requests.FPDFText_GetLooseCharBox{TextPage: tp, Index: k})
 		if err != nil {
 			continue // a generated character has no box
 		}
@@ -553,9 +586,14 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode
 		space = false
 		glyphs = append(glyphs, gl)
 	}
-	// Font size and baseline tell a footnote mark (a raised, smaller
-	// digit) from the word it is glued to: they are read for digits and
-	// the glyphs on either side of them only, as each costs PDFium a call.
+	return glyphs, nil
+}
+
+// readMarkFonts reads the font size and baseline that tell a footnote
+// mark (a raised, smaller digit) from the word it is glued to: for digits
+// and the glyphs on either side of them only, as each costs PDFium a
+// call.
+func readMarkFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, glyphs []Glyph) {
 	for j := range glyphs {
 		if !unicode.IsDigit(glyphs[j].R) {
 			continue
@@ -565,28 +603,17 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode
 				continue
 			}
 			g := &glyphs[k]
-			fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: text.TextPage, Index: g.Index - 1})
+			fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: tp, Index: g.Index - 1})
 			if err != nil {
 				continue
 			}
-			o, err := inst.FPDFText_GetCharOrigin(&requests.FPDFText_GetCharOrigin{TextPage: text.TextPage, Index: g.Index - 1})
+			o, err := inst.FPDFText_GetCharOrigin(&requests.FPDFText_GetCharOrigin{TextPage: tp, Index: g.Index - 1})
 			if err != nil {
 				continue
 			}
 			g.Size, g.Baseline = fs.FontSize, o.Y
 		}
 	}
-	p.Lines = LayoutPageSize(glyphs, width.Width, height.Height)
-	p.width, p.height = width.Width, height.Height
-	// The page's images are looked at when they may make it a scan: with
-	// OCR forced, or a thin text layer (a page of more text is
-	// born-digital whatever its images).
-	if mode == OCRForce || len(glyphs) < OCRThinTextChars {
-		p.images = imagesOf(inst, page.Page, width.Width, height.Height)
-	}
-	p.OCR = OCRDecision(mode, len(glyphs), p.images.Cover)
-	p.Images = mode == OCROff && len(p.Lines) == 0 && p.images.Cover > 0
-	return p, n.Count, nil
 }
 
 // pageLabel returns the label of page i (from 0), as /PageLabels gives

@@ -12,9 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/buildinfo"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
+	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
 )
 
@@ -328,7 +330,7 @@ func (o Options) buildID() string {
 	if o.BuildID != "" {
 		return o.BuildID
 	}
-	return config.BinaryVersion()
+	return buildinfo.BinaryVersion()
 }
 
 // withDefaults fills the zero fields that have defaults.
@@ -393,11 +395,11 @@ func (o Options) validateS3() []error {
 		}
 	}
 	switch o.S3SSE {
-	case "", config.SSES3:
+	case "", s3store.SSES3:
 		if o.S3KMSKeyID != "" {
 			errs = append(errs, fmt.Errorf("S3KMSKeyID is set but S3SSE is %q: set Options.S3SSE (MEMAGENT_S3_SSE) to aws:kms", o.S3SSE))
 		}
-	case config.SSEKMS:
+	case s3store.SSEKMS:
 	default:
 		errs = append(errs, fmt.Errorf("S3SSE %q: use AES256, aws:kms, or empty for the bucket's default (Options.S3SSE, MEMAGENT_S3_SSE)", o.S3SSE))
 	}
@@ -430,7 +432,7 @@ func (o Options) validateWorker() []error {
 	if o.ChunkCacheMB < -1 {
 		errs = append(errs, errors.New("ChunkCacheMB must be megabytes >= 0, or -1 for no cache (Options.ChunkCacheMB, MEMAGENT_CHUNK_CACHE_MB)"))
 	}
-	if err := config.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
+	if err := buildinfo.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
 		errs = append(errs, fmt.Errorf("%w (Options.DeploymentName, TEMPORAL_DEPLOYMENT_NAME; Options.BuildID, TEMPORAL_WORKER_BUILD_ID)", err))
 	}
 	return errs

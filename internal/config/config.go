@@ -241,6 +241,27 @@ func (c Config) WorkerBuildID() string {
 	return buildinfo.BinaryVersion()
 }
 
+// S3 is the store c names: the one mapping from Config to s3store, for the
+// CLI's uploads and the activities (assemble.ConfigFrom).
+func (c Config) S3() s3store.Config {
+	ep := c.S3Endpoint
+	if ep == AWSEndpoint {
+		ep = ""
+	}
+	return s3store.Config{
+		Endpoint:         ep,
+		Region:           c.S3Region,
+		AccessKeyID:      c.S3AccessKey,
+		SecretAccessKey:  c.S3SecretKey,
+		VirtualHostStyle: !c.S3PathStyle,
+		SSE:              c.S3SSE,
+		KMSKeyID:         c.S3KMSKeyID,
+	}
+}
+
+// ModelURLs are the model servers' URLs, one per entry of ModelBaseURL.
+func (c Config) ModelURLs() []string { return splitList(string(c.ModelBaseURL)) }
+
 // DefaultStopTimeout is how long a stopping worker waits for in-flight
 // activities by default: most model calls finish within it, and what does
 // not is handed back to Temporal when its heartbeat times out.

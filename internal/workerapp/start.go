@@ -30,15 +30,7 @@ func PluginOptions(cfg config.Config, opts Options) plugin.Options {
 	po.Tokenizers = opts.Tokenizers
 	po.Logger = opts.Logger
 	l := opts.Limits
-	if l.MaxConvertedBytes == 0 {
-		l.MaxConvertedBytes = po.Limits.MaxConvertedBytes
-	}
-	if l.PDFMemoryBytes == 0 {
-		l.PDFMemoryBytes = po.Limits.PDFMemoryBytes
-	}
-	if l.ConvertTimeout == 0 {
-		l.ConvertTimeout = po.Limits.ConvertTimeout
-	}
+	assemble.FillLimits(&l, po.Limits)
 	po.Limits = l
 	return po
 }

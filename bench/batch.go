@@ -96,7 +96,7 @@ func (r batchResult) mean(v int) (wall, cpu time.Duration) {
 // the same options as workerapp.NewWorker except the number of workflow
 // task pollers, so that only that differs between variants.
 func startPollerWorker(ctx context.Context, env *benchEnv, cfg config.Config, pollers int) (stop func(), err error) {
-	acts, pool, err := assemble.NewActivities(ctx, cfg, workerapp.Options{Logger: env.logger})
+	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), workerapp.Options{Logger: env.logger})
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func nothing(context.Context, floorActivityInput) error { return nil }
 // run on one worker with one configuration.
 func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (stop func(), err error) {
 	opts := workerapp.Options{Logger: env.logger}
-	acts, pool, err := assemble.NewActivities(ctx, cfg, opts)
+	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), opts)
 	if err != nil {
 		return nil, err
 	}

@@ -305,7 +305,7 @@ func newBenchEnv(ctx context.Context, ext externalTemporal) (*benchEnv, error) {
 	}
 	env := &benchEnv{dev: dev, logger: logger, server: embeddedServer}
 	env.cfg = dev.Configure(config.Default())
-	if env.store, err = assemble.NewStore(ctx, env.cfg); err != nil {
+	if env.store, err = assemble.NewStore(ctx, env.cfg.S3()); err != nil {
 		dev.Close()
 		return nil, err
 	}

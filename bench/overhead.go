@@ -116,7 +116,7 @@ func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens
 	cfg := env.cfg
 	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
 	cfg.TaskQueue = fmt.Sprintf("bench-overhead-%d", latency.Milliseconds())
-	model, err := assemble.NewModelPool(cfg, env.logger)
+	model, err := assemble.NewModelPool(assemble.ConfigFrom(cfg).Model, env.logger)
 	if err != nil {
 		return res, err
 	}

@@ -172,7 +172,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		}
 	}
 
-	acts, pool, err := assemble.NewActivities(ctx, cfg, workerapp.Options{Logger: env.logger})
+	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), workerapp.Options{Logger: env.logger})
 	if err != nil {
 		return res, err
 	}

@@ -515,7 +515,7 @@ func (h *chaosHarness) connect(ctx context.Context) error {
 	cfg.Bucket = devstack.DefaultBucket
 	h.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if h.store, err = assemble.NewStore(ctx, cfg); err != nil {
+	if h.store, err = assemble.NewStore(ctx, cfg.S3()); err != nil {
 		return err
 	}
 	h.temporal, err = workerapp.Dial(ctx, cfg, logger)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memagent/memagent/internal/buildinfo"
 	"github.com/memagent/memagent/internal/config"
 )
 
@@ -62,7 +63,7 @@ func TestRenderVersioned(t *testing.T) {
 		if cfg.DeploymentName != "memagent" || cfg.WorkerBuildID() != w.build {
 			t.Errorf("%s: the worker reads deployment %q build %q, want memagent %s", w.name, cfg.DeploymentName, cfg.WorkerBuildID(), w.build)
 		}
-		if err := config.CheckDeployment(cfg.DeploymentName, cfg.BuildID, cfg.WorkerBuildID()); err != nil {
+		if err := buildinfo.CheckDeployment(cfg.DeploymentName, cfg.BuildID, cfg.WorkerBuildID()); err != nil {
 			t.Errorf("%s: %v", w.name, err)
 		}
 	}

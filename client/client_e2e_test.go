@@ -60,7 +60,7 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 	facts := docgen.Facts()[:2]
 	text, _ := docgen.MultiNeedle(tok, 2800, facts, 5)
 	doc := s3store.Location{Bucket: cfg.Bucket, Key: "client-e2e/doc.txt"}
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

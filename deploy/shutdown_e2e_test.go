@@ -208,7 +208,7 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 	cfg := config.Default()
 	cfg.TemporalAddress, cfg.TemporalNamespace = d.Stack.TemporalAddress, d.Stack.Namespace
 	cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey, cfg.S3Region, cfg.Bucket = secret.Endpoint(d.Stack.S3Endpoint), d.Stack.S3AccessKey, secret.Value(d.Stack.S3SecretKey), d.Stack.Region, d.Stack.Bucket
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/assemble"
+	"github.com/memagent/memagent/internal/buildinfo"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
+	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
 )
 
@@ -250,6 +253,7 @@ func OptionsFromConfig(cfg config.Config) Options {
 		S3VirtualHostStyle: !cfg.S3PathStyle,
 		S3SSE:              cfg.S3SSE,
 		S3KMSKeyID:         cfg.S3KMSKeyID,
+		ModelURLs:          cfg.ModelURLs(),
 		ModelAPIKey:        string(cfg.ModelAPIKey),
 		ModelAPI:           string(cfg.ModelAPI),
 		ModelAPIVersion:    cfg.ModelAPIVersion,
@@ -264,62 +268,53 @@ func OptionsFromConfig(cfg config.Config) Options {
 		TaskQueue:          cfg.TaskQueue,
 		DeploymentName:     cfg.DeploymentName,
 		BuildID:            cfg.BuildID,
+		Limits:             assemble.ConfigFrom(cfg).Limits,
+		OCRCommand:         cfg.OCRCommand,
 		CodecServer: CodecHandlerOptions{Token: string(cfg.CodecToken), AllowOrigins: cfg.CodecOrigins,
 			AllowHosts: cfg.CodecHosts, AllowEncode: cfg.CodecEncode},
-	}
-	for _, u := range strings.Split(string(cfg.ModelBaseURL), ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			o.ModelURLs = append(o.ModelURLs, u)
-		}
 	}
 	for _, k := range cfg.CodecKeys {
 		o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: []byte(k.Raw)})
 	}
-	o.Limits.MaxConvertedBytes = int64(cfg.MaxConvertedMB) << 20
-	o.Limits.PDFMemoryBytes = int64(cfg.PDFMemoryMB) << 20
-	o.Limits.ConvertTimeout = cfg.ConvertTimeout
-	o.Limits.OCRWorkers = cfg.OCRWorkers
-	o.Limits.OCRPageTimeout = cfg.OCRPageTimeout
-	o.Limits.OCRMemoryBytes = int64(cfg.OCRMemoryMB) << 20
-	o.OCRCommand = cfg.OCRCommand
 	return o
 }
 
-// config maps Options to the worker configuration the internal packages
-// take. The Temporal fields stay empty: the host's client is used.
-func (o Options) config() config.Config {
-	return config.Config{
-		Bucket:           o.Bucket,
-		CreateBucket:     o.CreateBucket,
-		ReadPrefixes:     o.ReadPrefixes,
-		WritePrefixes:    o.WritePrefixes,
-		ClaimRoots:       o.ClaimRoots,
-		ClaimDepth:       o.ClaimDepth,
-		NotifyHosts:      o.NotifyHosts,
-		NotifyAllowNets:  o.NotifyAllowNets,
-		S3Endpoint:       secret.Endpoint(o.S3Endpoint),
-		S3Region:         o.S3Region,
-		S3AccessKey:      o.S3AccessKeyID,
-		S3SecretKey:      secret.Value(o.S3SecretAccessKey),
-		S3PathStyle:      !o.S3VirtualHostStyle,
-		S3SSE:            o.S3SSE,
-		S3KMSKeyID:       o.S3KMSKeyID,
-		ModelBaseURL:     secret.Endpoint(strings.Join(o.ModelURLs, ",")),
-		ModelAPIKey:      secret.Value(o.ModelAPIKey),
-		ModelAPI:         inference.API(o.ModelAPI),
-		ModelAPIVersion:  o.ModelAPIVersion,
-		ModelContext:     o.ModelContext,
-		ModelFamily:      o.ModelFamily,
-		Model:            o.Model,
-		ModelTimeout:     o.ModelTimeout,
-		ModelMaxInFlight: o.ModelMaxInFlight,
-		ChunkCacheMB:     o.ChunkCacheMB,
-		RateLimit:        o.RateLimit,
-		StopTimeout:      o.StopTimeout,
-		TaskQueue:        o.TaskQueue,
-		OCRCommand:       o.OCRCommand,
-		DeploymentName:   o.DeploymentName,
-		BuildID:          o.BuildID,
+// activities is what the activities of a worker are built from.
+func (o Options) activities() assemble.Config {
+	return assemble.Config{
+		S3: s3store.Config{
+			Client:           o.S3Client,
+			AWSConfig:        o.AWSConfig,
+			Endpoint:         secret.Endpoint(o.S3Endpoint),
+			Region:           o.S3Region,
+			AccessKeyID:      o.S3AccessKeyID,
+			SecretAccessKey:  secret.Value(o.S3SecretAccessKey),
+			VirtualHostStyle: o.S3VirtualHostStyle,
+			SSE:              o.S3SSE,
+			KMSKeyID:         o.S3KMSKeyID,
+		},
+		Model: assemble.Model{
+			API:         inference.API(o.ModelAPI),
+			URLs:        o.ModelURLs,
+			APIKey:      secret.Value(o.ModelAPIKey),
+			APIVersion:  o.ModelAPIVersion,
+			Name:        o.Model,
+			Family:      o.ModelFamily,
+			Context:     o.ModelContext,
+			Timeout:     o.ModelTimeout,
+			MaxInFlight: o.ModelMaxInFlight,
+		},
+		Bucket:          o.Bucket,
+		CreateBucket:    o.CreateBucket,
+		ReadPrefixes:    o.ReadPrefixes,
+		WritePrefixes:   o.WritePrefixes,
+		ClaimRoots:      o.ClaimRoots,
+		ClaimDepth:      o.ClaimDepth,
+		NotifyHosts:     o.NotifyHosts,
+		NotifyAllowNets: o.NotifyAllowNets,
+		Limits:          o.Limits,
+		OCRCommand:      o.OCRCommand,
+		ChunkCacheMB:    o.ChunkCacheMB,
 	}
 }
 
@@ -328,7 +323,7 @@ func (o Options) buildID() string {
 	if o.BuildID != "" {
 		return o.BuildID
 	}
-	return config.BinaryVersion()
+	return buildinfo.BinaryVersion()
 }
 
 // withDefaults fills the zero fields that have defaults.
@@ -393,11 +388,11 @@ func (o Options) validateS3() []error {
 		}
 	}
 	switch o.S3SSE {
-	case "", config.SSES3:
+	case "", s3store.SSES3:
 		if o.S3KMSKeyID != "" {
 			errs = append(errs, fmt.Errorf("S3KMSKeyID is set but S3SSE is %q: set Options.S3SSE (MEMAGENT_S3_SSE) to aws:kms", o.S3SSE))
 		}
-	case config.SSEKMS:
+	case s3store.SSEKMS:
 	default:
 		errs = append(errs, fmt.Errorf("S3SSE %q: use AES256, aws:kms, or empty for the bucket's default (Options.S3SSE, MEMAGENT_S3_SSE)", o.S3SSE))
 	}
@@ -415,7 +410,7 @@ func (o Options) validateModel() []error {
 	}
 	if len(o.ModelURLs) == 0 {
 		errs = append(errs, errors.New("ModelURLs is empty: set Options.ModelURLs (OPENAI_BASE_URL) to the model servers' base URLs, e.g. http://gpu-1:8000/v1"))
-	} else if _, err := inference.ParseEndpoints(strings.Join(o.ModelURLs, ","), "", o.ModelMaxInFlight); err != nil {
+	} else if _, err := inference.Endpoints(inference.APIOpenAI, o.ModelURLs, "", o.ModelMaxInFlight); err != nil {
 		errs = append(errs, fmt.Errorf("ModelURLs: %w (Options.ModelURLs, Options.ModelMaxInFlight)", err))
 	}
 	return errs
@@ -430,7 +425,7 @@ func (o Options) validateWorker() []error {
 	if o.ChunkCacheMB < -1 {
 		errs = append(errs, errors.New("ChunkCacheMB must be megabytes >= 0, or -1 for no cache (Options.ChunkCacheMB, MEMAGENT_CHUNK_CACHE_MB)"))
 	}
-	if err := config.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
+	if err := buildinfo.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
 		errs = append(errs, fmt.Errorf("%w (Options.DeploymentName, TEMPORAL_DEPLOYMENT_NAME; Options.BuildID, TEMPORAL_WORKER_BUILD_ID)", err))
 	}
 	return errs
@@ -439,7 +434,7 @@ func (o Options) validateWorker() []error {
 // capacity is the model pool's capacity as configured, or 0 when the model
 // URLs do not parse (worker start reports that).
 func (o Options) capacity() int {
-	eps, err := inference.ParseEndpoints(strings.Join(o.ModelURLs, ","), "", o.ModelMaxInFlight)
+	eps, err := inference.Endpoints(inference.APIOpenAI, o.ModelURLs, "", o.ModelMaxInFlight)
 	if err != nil {
 		return 0
 	}

@@ -213,13 +213,10 @@ func (p *Plugin) setUp(ctx context.Context, key string, r registry) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	acts, pool, err := assemble.NewActivities(ctx, p.opts.config(), assemble.Options{
+	acts, pool, err := assemble.NewActivities(ctx, p.opts.activities(), assemble.Options{
 		UpdateTemplate: p.opts.UpdateTemplate,
 		FinalTemplate:  p.opts.FinalTemplate,
 		Logger:         p.opts.Logger,
-		S3Client:       p.opts.S3Client,
-		AWSConfig:      p.opts.AWSConfig,
-		Limits:         p.opts.Limits,
 		Tokenizers:     p.opts.Tokenizers,
 	})
 	if err != nil {

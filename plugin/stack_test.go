@@ -67,7 +67,7 @@ func startStack() (*stack, error) {
 		return nil, err
 	}
 	st := &stack{dev: d, cfg: d.Configure(config.Default()), logger: logger}
-	if st.store, err = assemble.NewStore(ctx, st.cfg); err != nil {
+	if st.store, err = assemble.NewStore(ctx, st.cfg.S3()); err != nil {
 		d.Close()
 		return nil, err
 	}

@@ -242,7 +242,7 @@ type session struct {
 }
 
 func (s *session) connect(ctx context.Context) error {
-	store, err := assemble.NewStore(ctx, s.cfg)
+	store, err := assemble.NewStore(ctx, s.cfg.S3())
 	if err != nil {
 		return err
 	}
@@ -508,7 +508,7 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 	if err != nil {
 		return err
 	}
-	m, err := assemble.NewModelPool(s.cfg, s.logger)
+	m, err := assemble.NewModelPool(assemble.ConfigFrom(s.cfg).Model, s.logger)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func testStore(t *testing.T) (config.Config, *s3store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := assemble.NewStore(context.Background(), cfg)
+	store, err := assemble.NewStore(context.Background(), cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

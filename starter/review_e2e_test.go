@@ -67,7 +67,7 @@ func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, c
 		t.Fatal(err)
 	}
 	opts := workerapp.Options{Logger: testLogger(t)}
-	acts, pool, err := assemble.NewActivities(ctx, cfg, opts)
+	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -453,7 +453,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		} else if !isNotFound(err) {
 			return fmt.Errorf("schedule %s: %w", c.ID, err)
 		}
-		store, err := assemble.NewStore(ctx, *cfg)
+		store, err := assemble.NewStore(ctx, cfg.S3())
 		if err != nil {
 			return err
 		}

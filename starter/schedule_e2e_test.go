@@ -126,7 +126,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 	if _, err := time.Parse(api.DatedReportLayout, folder); err != nil {
 		t.Errorf("report folder %q is not a UTC start time (%s): %v", folder, api.DatedReportLayout, err)
 	}
-	store, err := assemble.NewStore(context.Background(), cfg)
+	store, err := assemble.NewStore(context.Background(), cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestWatchReviewAndBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/memagent/memagent/internal/buildinfo"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/workerapp"
 )
@@ -44,7 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *showVersion {
-		v := config.BinaryVersion()
+		v := buildinfo.BinaryVersion()
 		if v == "" {
 			v = "unknown (built without a version: set --build-id to run it as a Worker Deployment version)"
 		}

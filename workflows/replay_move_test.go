@@ -114,7 +114,7 @@ func recordMoveHistories(t *testing.T) {
 		t.Helper()
 		bc := cfg
 		bc.BuildID = build
-		acts, pool, err := assemble.NewActivities(ctx, bc, workerapp.Options{Logger: logger})
+		acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(bc), workerapp.Options{Logger: logger})
 		if err != nil {
 			t.Fatalf("NewActivities: %v", err)
 		}
@@ -136,7 +136,7 @@ func recordMoveHistories(t *testing.T) {
 	}
 	current("v1")
 
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

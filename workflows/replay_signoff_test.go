@@ -112,7 +112,7 @@ func recordSignOffHistories(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, "replay-signoff")
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -316,7 +316,7 @@ func recordHistories(t *testing.T, g generation) {
 		t.Fatalf("the replay document has %d chunks, want more than %d for %d runs of %d chunks",
 			chunks, (minRuns-1)*replayChunks, minRuns, replayChunks)
 	}
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func startReplayWorker(ctx context.Context, t *testing.T, taskQueue string) (con
 	cfg := dev.Configure(config.Default())
 	cfg.TaskQueue = taskQueue
 
-	acts, pool, err := assemble.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), workerapp.Options{Logger: logger})
 	if err != nil {
 		t.Fatalf("NewActivities: %v", err)
 	}
@@ -719,7 +719,7 @@ func recordBatchHistories(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, batchReplayID)
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

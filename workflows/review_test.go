@@ -749,7 +749,7 @@ func recordReviewHistories(t *testing.T) {
 	t.Cleanup(func() { dev.Close() })
 	cfg := dev.Configure(config.Default())
 	cfg.TaskQueue = reviewReplayID
-	acts, pool, err := assemble.NewActivities(ctx, cfg, workerapp.Options{Logger: logger})
+	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), workerapp.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -768,7 +768,7 @@ func recordReviewHistories(t *testing.T) {
 	}
 	t.Cleanup(w.Stop)
 
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

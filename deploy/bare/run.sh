@@ -231,7 +231,7 @@ if [ "$mode" = upgrade ]; then
   # Two builds of the worker whose only difference is the version they
   # carry: each polls as its own version, its build id by default.
   for b in v1 v2; do
-    go build -ldflags "-X github.com/memagent/memagent/internal/config.version=bare-$b" -o "$cache/bin/worker-$b" ./worker
+    go build -ldflags "-X github.com/memagent/memagent/internal/buildinfo.version=bare-$b" -o "$cache/bin/worker-$b" ./worker
   done
 fi
 

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.opentelemetry.io/otel"
 
 	"go.temporal.io/sdk/client"
@@ -26,9 +24,104 @@ import (
 	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/searchattrs"
+	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/workflows"
 )
+
+// Config is what the activities are built from: the store, the model
+// servers, the bucket and the areas a run may use. The plugin builds it
+// from its Options; memagent's CLI and tests from config.Config.
+type Config struct {
+	// S3 says how to reach the store.
+	S3 s3store.Config
+	// Model says which model servers to call, and how.
+	Model Model
+	// Bucket holds the indexes, traces and results; CreateBucket lets
+	// NewActivities create it when it is missing.
+	Bucket       string
+	CreateBucket bool
+	// ReadPrefixes, WritePrefixes, ClaimRoots and ClaimDepth bound where
+	// a run may read, write and claim (see activities.Activities).
+	ReadPrefixes, WritePrefixes, ClaimRoots []string
+	ClaimDepth                              int
+	// NotifyHosts and NotifyAllowNets bound the notifications a batch
+	// sends (see notify.Policy).
+	NotifyHosts, NotifyAllowNets []string
+	// Limits bound documents; zero fields mean the defaults (Options.Limits
+	// wins where it is set).
+	Limits activities.Limits
+	// OCRCommand is the Tesseract binary; "" finds it on PATH, "none"
+	// turns OCR off.
+	OCRCommand string
+	// ChunkCacheMB bounds the chunk cache in MiB; 0 means the default, -1
+	// turns it off.
+	ChunkCacheMB int
+}
+
+// Model says which model servers a pool reaches and how.
+type Model struct {
+	// API is the servers' dialect; "" is OpenAI's.
+	API inference.API
+	// URLs are the servers' base URLs (Azure: the resources' endpoints),
+	// one server each.
+	URLs []string
+	// APIKey is sent to every server; empty sends none.
+	APIKey secret.Value
+	// APIVersion is Azure's api-version; empty means the client's default.
+	APIVersion string
+	// Name is the served model requests use when they name none; empty
+	// means the first the server lists.
+	Name string
+	// Family names the model's family when Name does not.
+	Family string
+	// Context is the model's context length in tokens; 0 means what the
+	// server reports.
+	Context int
+	// Timeout bounds one request.
+	Timeout time.Duration
+	// MaxInFlight caps the requests in flight per server; 0 means the
+	// pool's default.
+	MaxInFlight int
+}
+
+// ConfigFrom is what memagent's configuration builds the activities from,
+// for tools and tests that build them without the plugin (the plugin builds
+// them from its Options).
+func ConfigFrom(c config.Config) Config {
+	return Config{
+		S3: c.S3(),
+		Model: Model{
+			API:         c.ModelAPI,
+			URLs:        c.ModelURLs(),
+			APIKey:      c.ModelAPIKey,
+			APIVersion:  c.ModelAPIVersion,
+			Name:        c.Model,
+			Family:      c.ModelFamily,
+			Context:     c.ModelContext,
+			Timeout:     c.ModelTimeout,
+			MaxInFlight: c.ModelMaxInFlight,
+		},
+		Bucket:          c.Bucket,
+		CreateBucket:    c.CreateBucket,
+		ReadPrefixes:    c.ReadPrefixes,
+		WritePrefixes:   c.WritePrefixes,
+		ClaimRoots:      c.ClaimRoots,
+		ClaimDepth:      c.ClaimDepth,
+		NotifyHosts:     c.NotifyHosts,
+		NotifyAllowNets: c.NotifyAllowNets,
+		Limits: activities.Limits{
+			MaxConvertedBytes: int64(c.MaxConvertedMB) << 20,
+			PDFMemoryBytes:    int64(c.PDFMemoryMB) << 20,
+			ConvertTimeout:    c.ConvertTimeout,
+			OCRWorkers:        c.OCRWorkers,
+			OCRPageTimeout:    c.OCRPageTimeout,
+			OCRMemoryBytes:    int64(c.OCRMemoryMB) << 20,
+		},
+		OCRCommand:   c.OCRCommand,
+		ChunkCacheMB: c.ChunkCacheMB,
+	}
+}
 
 // Options are the worker settings that are not connection settings.
 type Options struct {
@@ -40,13 +133,7 @@ type Options struct {
 	Concurrency int
 	Logger      *slog.Logger
 
-	// S3Client, when set, is the S3 client the activities use as it is;
-	// cfg's S3 endpoint, region, keys and addressing are then ignored.
-	S3Client *s3.Client
-	// AWSConfig, when set (and S3Client is not), replaces the SDK's default
-	// configuration loading; cfg's S3 endpoint and addressing still apply.
-	AWSConfig *aws.Config
-	// Limits bound documents; zero fields mean the defaults.
+	// Limits bound documents; zero fields mean Config.Limits'.
 	Limits activities.Limits
 	// Tokenizers replaces the built-in tokenizers by name; nil means them.
 	Tokenizers func(name string) (memagent.Tokenizer, error)
@@ -55,45 +142,30 @@ type Options struct {
 // Telemetry: the wiring below reports to the OpenTelemetry global
 // providers, which telemetry.Setup installs and which are no-ops until then.
 
-// NewStore builds the S3 store described by cfg. Its requests made under a
-// span are traced.
-func NewStore(ctx context.Context, cfg config.Config) (*s3store.Store, error) {
-	return newStore(ctx, cfg, Options{})
-}
-
-// newStore is NewStore with the S3 client or AWS configuration of opts.
-func newStore(ctx context.Context, cfg config.Config, opts Options) (*s3store.Store, error) {
-	return s3store.New(ctx, s3store.Config{
-		Client:           opts.S3Client,
-		AWSConfig:        opts.AWSConfig,
-		Endpoint:         cfg.S3Endpoint,
-		Region:           cfg.S3Region,
-		AccessKeyID:      cfg.S3AccessKey,
-		SecretAccessKey:  cfg.S3SecretKey,
-		VirtualHostStyle: !cfg.S3PathStyle,
-		TracerProvider:   otel.GetTracerProvider(),
-		MeterProvider:    otel.GetMeterProvider(),
-		SSE:              cfg.S3SSE,
-		KMSKeyID:         cfg.S3KMSKeyID,
-	})
-}
-
-// NewModelPool builds the pool of model endpoints described by cfg. The
-// caller starts its health checks with Start (a worker does; a CLI need not)
-// and closes it.
-func NewModelPool(cfg config.Config, logger *slog.Logger) (*inference.Pool, error) {
-	parse := inference.ParseEndpoints
-	if cfg.ModelAPI == inference.APIAzure {
-		parse = inference.ParseAzureEndpoints
+// NewStore builds the S3 store cfg describes. Its requests made under a span
+// are traced.
+func NewStore(ctx context.Context, cfg s3store.Config) (*s3store.Store, error) {
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
 	}
-	eps, err := parse(string(cfg.ModelBaseURL), string(cfg.ModelAPIKey), cfg.ModelMaxInFlight)
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	return s3store.New(ctx, cfg)
+}
+
+// NewModelPool builds the pool of the model servers m describes. The caller
+// starts its health checks with Start (a worker does; a CLI need not) and
+// closes it.
+func NewModelPool(m Model, logger *slog.Logger) (*inference.Pool, error) {
+	eps, err := inference.Endpoints(m.API, m.URLs, string(m.APIKey), m.MaxInFlight)
 	if err != nil {
 		return nil, err
 	}
 	return inference.NewPool(inference.PoolConfig{
-		API: cfg.ModelAPI, Endpoints: eps, APIVersion: cfg.ModelAPIVersion,
-		Model: cfg.Model, ModelFamily: cfg.ModelFamily, ContextLength: cfg.ModelContext,
-		RequestTimeout: cfg.ModelTimeout, Logger: logger,
+		API: m.API, Endpoints: eps, APIVersion: m.APIVersion,
+		Model: m.Name, ModelFamily: m.Family, ContextLength: m.Context,
+		RequestTimeout: m.Timeout, Logger: logger,
 		TracerProvider: otel.GetTracerProvider(), MeterProvider: otel.GetMeterProvider(),
 	})
 }
@@ -168,7 +240,7 @@ func LoadTemplates(updatePath, finalPath string) (memagent.Templates, error) {
 // NewActivities builds the activities with all their dependencies, checking
 // that the store's bucket and the model server answer. It also returns the
 // model pool, which the caller starts (health checks) and closes.
-func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activities.Activities, *inference.Pool, error) {
+func NewActivities(ctx context.Context, cfg Config, opts Options) (*activities.Activities, *inference.Pool, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -177,18 +249,18 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := newStore(ctx, cfg, opts)
+	store, err := NewStore(ctx, cfg.S3)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := store.EnsureBucket(ctx, cfg.Bucket, cfg.CreateBucket); err != nil {
 		return nil, nil, BucketError(cfg.Bucket, err)
 	}
-	pool, err := NewModelPool(cfg, logger)
+	pool, err := NewModelPool(cfg.Model, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	name, maxLen, err := ResolveModel(ctx, pool, cfg.Model)
+	name, maxLen, err := ResolveModel(ctx, pool, cfg.Model.Name)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
@@ -208,7 +280,7 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		return nil, nil, err
 	}
 	checkTokenizer(ctx, pool, name, tok, logger)
-	adviseHostedModel(cfg, name, maxLen, tok, logger)
+	adviseHostedModel(cfg.Model, name, maxLen, tok, logger)
 	logger.Info("model resolved", "model", name, "max_model_len", maxLen, "endpoints", len(pool.Stats()), "capacity", pool.Capacity())
 	nets, err := notify.ParseNets(cfg.NotifyAllowNets)
 	if err != nil {
@@ -232,24 +304,7 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		Metrics:       metrics,
 		Limits:        opts.Limits,
 	}
-	if acts.Limits.MaxConvertedBytes == 0 {
-		acts.Limits.MaxConvertedBytes = int64(cfg.MaxConvertedMB) << 20
-	}
-	if acts.Limits.PDFMemoryBytes == 0 {
-		acts.Limits.PDFMemoryBytes = int64(cfg.PDFMemoryMB) << 20
-	}
-	if acts.Limits.ConvertTimeout == 0 {
-		acts.Limits.ConvertTimeout = cfg.ConvertTimeout
-	}
-	if acts.Limits.OCRWorkers == 0 {
-		acts.Limits.OCRWorkers = cfg.OCRWorkers
-	}
-	if acts.Limits.OCRPageTimeout == 0 {
-		acts.Limits.OCRPageTimeout = cfg.OCRPageTimeout
-	}
-	if acts.Limits.OCRMemoryBytes == 0 {
-		acts.Limits.OCRMemoryBytes = int64(cfg.OCRMemoryMB) << 20
-	}
+	FillLimits(&acts.Limits, cfg.Limits)
 	acts.OCRCommand = cfg.OCRCommand
 	logOCR(acts.OCR(ctx), logger)
 	switch {
@@ -263,6 +318,33 @@ func NewActivities(ctx context.Context, cfg config.Config, opts Options) (*activ
 		return nil, nil, err
 	}
 	return acts, pool, nil
+}
+
+// FillLimits sets the zero fields of l to def's.
+func FillLimits(l *activities.Limits, def activities.Limits) {
+	fill := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	fill(&l.MaxConvertedBytes, def.MaxConvertedBytes)
+	fill(&l.PDFMemoryBytes, def.PDFMemoryBytes)
+	fill(&l.OCRMemoryBytes, def.OCRMemoryBytes)
+	if l.ConvertTimeout == 0 {
+		l.ConvertTimeout = def.ConvertTimeout
+	}
+	if l.OCRPageTimeout == 0 {
+		l.OCRPageTimeout = def.OCRPageTimeout
+	}
+	if l.OCRWorkers == 0 {
+		l.OCRWorkers = def.OCRWorkers
+	}
+	if l.MaxDocumentBytes == 0 {
+		l.MaxDocumentBytes = def.MaxDocumentBytes
+	}
+	if l.MaxChunks == 0 {
+		l.MaxChunks = def.MaxChunks
+	}
 }
 
 // logOCR says at start whether the worker reads scanned pages.
@@ -301,12 +383,12 @@ func checkTokenizer(ctx context.Context, pool *inference.Pool, model string, tok
 // chunk budgets counted with another tokenizer than the model's own (the
 // default is Qwen's, the published MemAgent models'; OpenAI's models use
 // o200k_base or cl100k_base, chosen per request with options.tokenizer).
-func adviseHostedModel(cfg config.Config, model string, maxLen int, tok memagent.Tokenizer, logger *slog.Logger) {
-	if maxLen == 0 && cfg.ModelAPI == inference.APIAzure {
+func adviseHostedModel(m Model, model string, maxLen int, tok memagent.Tokenizer, logger *slog.Logger) {
+	if maxLen == 0 && m.API == inference.APIAzure {
 		logger.Warn("Azure OpenAI reports no context length: set MEMAGENT_MODEL_CONTEXT to the deployment's, so that a prompt that cannot fit fails before it is sent",
 			"model", model)
 	}
-	if want := tokenizer.ForModel(cmp.Or(cfg.ModelFamily, model)); want != "" && want != tok.Name() {
+	if want := tokenizer.ForModel(cmp.Or(m.Family, model)); want != "" && want != tok.Name() {
 		logger.Warn("the model's tokenizer is not the default one: chunk sizes are counted in the default's tokens; ask with --tokenizer "+want+" (options.tokenizer) for exact ones",
 			"model", model, "model_tokenizer", want, "default_tokenizer", tok.Name())
 	}

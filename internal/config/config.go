@@ -19,9 +19,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 
+	"github.com/memagent/memagent/internal/buildinfo"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
+	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
 )
 
@@ -227,7 +229,7 @@ type Config struct {
 	DeploymentName string
 	// BuildID names this worker's build within DeploymentName
 	// (TEMPORAL_WORKER_BUILD_ID, worker --build-id); empty means
-	// BinaryVersion (see WorkerBuildID).
+	// buildinfo.BinaryVersion (see WorkerBuildID).
 	BuildID string
 }
 
@@ -236,8 +238,29 @@ func (c Config) WorkerBuildID() string {
 	if c.BuildID != "" {
 		return c.BuildID
 	}
-	return BinaryVersion()
+	return buildinfo.BinaryVersion()
 }
+
+// S3 is the store c names: the one mapping from Config to s3store, for the
+// CLI's uploads and the activities (assemble.ConfigFrom).
+func (c Config) S3() s3store.Config {
+	ep := c.S3Endpoint
+	if ep == AWSEndpoint {
+		ep = ""
+	}
+	return s3store.Config{
+		Endpoint:         ep,
+		Region:           c.S3Region,
+		AccessKeyID:      c.S3AccessKey,
+		SecretAccessKey:  c.S3SecretKey,
+		VirtualHostStyle: !c.S3PathStyle,
+		SSE:              c.S3SSE,
+		KMSKeyID:         c.S3KMSKeyID,
+	}
+}
+
+// ModelURLs are the model servers' URLs, one per entry of ModelBaseURL.
+func (c Config) ModelURLs() []string { return splitList(string(c.ModelBaseURL)) }
 
 // DefaultStopTimeout is how long a stopping worker waits for in-flight
 // activities by default: most model calls finish within it, and what does
@@ -273,12 +296,6 @@ func (k CodecKeys) GoString() string { return k.String() }
 
 // LogValue is String, for slog.
 func (k CodecKeys) LogValue() slog.Value { return slog.StringValue(k.String()) }
-
-// Values of Config.S3SSE.
-const (
-	SSES3  = "AES256"
-	SSEKMS = "aws:kms"
-)
 
 // DefaultHTTPAddr is the worker's HTTP endpoint by default: loopback only,
 // on the port OpenTelemetry's Prometheus exporters conventionally use.
@@ -738,7 +755,7 @@ func (c Config) validateWorker() []error {
 	if _, _, err := c.TemporalConnection(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := CheckDeployment(c.DeploymentName, c.BuildID, c.WorkerBuildID()); err != nil {
+	if err := buildinfo.CheckDeployment(c.DeploymentName, c.BuildID, c.WorkerBuildID()); err != nil {
 		errs = append(errs, fmt.Errorf("%w (TEMPORAL_DEPLOYMENT_NAME or --deployment-name, TEMPORAL_WORKER_BUILD_ID or --build-id)", err))
 	}
 	return errs
@@ -747,11 +764,11 @@ func (c Config) validateWorker() []error {
 // validateSSE checks the server-side encryption asked of S3.
 func (c Config) validateSSE() []error {
 	switch c.S3SSE {
-	case "", SSES3:
+	case "", s3store.SSES3:
 		if c.S3KMSKeyID != "" {
 			return []error{fmt.Errorf("MEMAGENT_S3_KMS_KEY_ID is set but MEMAGENT_S3_SSE is %q: set MEMAGENT_S3_SSE=aws:kms to use the KMS key", c.S3SSE)}
 		}
-	case SSEKMS:
+	case s3store.SSEKMS:
 	default:
 		return []error{fmt.Errorf("MEMAGENT_S3_SSE %q: use AES256, aws:kms, or leave it empty for the bucket's default", c.S3SSE)}
 	}

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memagent/memagent/internal/buildinfo"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -533,32 +535,26 @@ func TestTemporalSettingsFollowEnvconfig(t *testing.T) {
 }
 
 // TestDeployment: Worker Versioning is off unless a deployment name is
-// set; the build id defaults to the binary's version, and what Temporal
-// would refuse (or a build id alone, or a versioned worker without a build
-// id) fails Validate naming the variables.
+// set, and what Temporal would refuse (or a build id alone, or a versioned
+// worker without a build id) fails Validate naming the variables. The
+// binary's version as the build id is buildinfo's TestDeployment.
 func TestDeployment(t *testing.T) {
 	tests := []struct {
 		name      string
 		env       map[string]string
-		version   string // the stamped binary version
 		wantBuild string
 		wantErr   string
 	}{
-		{"off", nil, "", "", ""},
-		{"off, with a binary version", nil, "1.3.0", "1.3.0", ""},
-		{"set", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0"}, "", "1.4.0", ""},
-		{"build id wins over the binary's", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "b2"}, "1.3.0", "b2", ""},
-		{"binary's version", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent"}, "1.3.0", "1.3.0", ""},
-		{"no version at all", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent"}, "", "", "carries no version"},
-		{"build id alone", map[string]string{"TEMPORAL_WORKER_BUILD_ID": "1.4.0"}, "", "1.4.0", "no deployment name"},
-		{"dot in the name", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent.prod", "TEMPORAL_WORKER_BUILD_ID": "1"}, "", "1", "'.' and ':'"},
-		{"reserved build id", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "__x"}, "", "__x", "reserves"},
+		{"off", nil, "", ""},
+		{"set", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0"}, "1.4.0", ""},
+		{"no version at all", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent"}, "", "carries no version"},
+		{"build id alone", map[string]string{"TEMPORAL_WORKER_BUILD_ID": "1.4.0"}, "1.4.0", "no deployment name"},
+		{"dot in the name", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent.prod", "TEMPORAL_WORKER_BUILD_ID": "1"}, "1", "'.' and ':'"},
+		{"reserved build id", map[string]string{"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "__x"}, "__x", "reserves"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			defer func(v string) { version = v }(version)
-			version = tt.version
-			if v := BinaryVersion(); tt.version == "" && v != "" {
+			if v := buildinfo.BinaryVersion(); v != "" {
 				t.Fatalf("the test binary carries version %q of its own: the cases without one cannot run", v)
 			}
 			c, err := FromEnv(env(tt.env))

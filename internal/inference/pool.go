@@ -82,7 +82,7 @@ type EndpointConfig struct {
 // http or https URL with a host, a URL listed twice, or an empty list is an
 // error naming OPENAI_BASE_URL.
 func ParseEndpoints(baseURLs, apiKey string, maxInFlight int) ([]EndpointConfig, error) {
-	return parseEndpoints(APIOpenAI, baseURLs, apiKey, maxInFlight)
+	return Endpoints(APIOpenAI, strings.Split(baseURLs, ","), apiKey, maxInFlight)
 }
 
 // ParseAzureEndpoints reads AZURE_OPENAI_ENDPOINT as ParseEndpoints reads
@@ -90,16 +90,19 @@ func ParseEndpoints(baseURLs, apiKey string, maxInFlight int) ([]EndpointConfig,
 // comma-separated, each holding a deployment of the same name and
 // accepting apiKey. Errors name AZURE_OPENAI_ENDPOINT.
 func ParseAzureEndpoints(endpoints, apiKey string, maxInFlight int) ([]EndpointConfig, error) {
-	return parseEndpoints(APIAzure, endpoints, apiKey, maxInFlight)
+	return Endpoints(APIAzure, strings.Split(endpoints, ","), apiKey, maxInFlight)
 }
 
-func parseEndpoints(dialect API, baseURLs, apiKey string, maxInFlight int) ([]EndpointConfig, error) {
+// Endpoints is ParseEndpoints, or ParseAzureEndpoints for dialect
+// APIAzure, over a list of URLs already split: blank entries are skipped,
+// and the rest are checked as those functions check them.
+func Endpoints(dialect API, baseURLs []string, apiKey string, maxInFlight int) ([]EndpointConfig, error) {
 	if maxInFlight < 0 {
 		return nil, fmt.Errorf("inference: max in-flight requests per endpoint is %d: use a positive number, or 0 for the default (%d)", maxInFlight, DefaultMaxInFlight)
 	}
 	var eps []EndpointConfig
 	seen := make(map[string]bool)
-	for i, raw := range strings.Split(baseURLs, ",") {
+	for i, raw := range baseURLs {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
 			continue

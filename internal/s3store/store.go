@@ -36,6 +36,12 @@ var ErrNotFound = errors.New("object not found")
 // pinned to: the document was overwritten after it was indexed.
 var ErrChanged = errors.New("object changed since it was indexed")
 
+// Values of Config.SSE: S3-managed keys, or keys in AWS KMS.
+const (
+	SSES3  = string(types.ServerSideEncryptionAes256)
+	SSEKMS = string(types.ServerSideEncryptionAwsKms)
+)
+
 // Config says how to reach the store. The zero value uses the SDK's default
 // resolution (environment, shared config, instance roles) against AWS.
 type Config struct {

@@ -126,7 +126,7 @@ func TestNothingLeaks(t *testing.T) {
 	if !strings.Contains(doc, leakMemoryMarker) {
 		t.Fatal("the marker is not in the document")
 	}
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestNothingLeaks(t *testing.T) {
 	ctl := d.Configure(plainBase)
 	ctl.TaskQueue = "leak-e2e-control"
 	ctl.HTTPAddr = ""
-	ctlActs, ctlPool, err := assemble.NewActivities(ctx, ctl, workerapp.Options{Logger: quiet})
+	ctlActs, ctlPool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(ctl), workerapp.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

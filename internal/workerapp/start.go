@@ -21,25 +21,16 @@ type Running struct {
 }
 
 // PluginOptions are the plugin options of memagent's worker: cfg's, as
-// plugin.OptionsFromEnv reads them, with opts' templates, limits, S3
-// client, tokenizers, concurrency and logger.
+// plugin.OptionsFromEnv reads them, with opts' templates, limits,
+// tokenizers, concurrency and logger.
 func PluginOptions(cfg config.Config, opts Options) plugin.Options {
 	po := plugin.OptionsFromConfig(cfg)
 	po.UpdateTemplate, po.FinalTemplate = opts.UpdateTemplate, opts.FinalTemplate
 	po.Concurrency = opts.Concurrency
-	po.S3Client, po.AWSConfig = opts.S3Client, opts.AWSConfig
 	po.Tokenizers = opts.Tokenizers
 	po.Logger = opts.Logger
 	l := opts.Limits
-	if l.MaxConvertedBytes == 0 {
-		l.MaxConvertedBytes = po.Limits.MaxConvertedBytes
-	}
-	if l.PDFMemoryBytes == 0 {
-		l.PDFMemoryBytes = po.Limits.PDFMemoryBytes
-	}
-	if l.ConvertTimeout == 0 {
-		l.ConvertTimeout = po.Limits.ConvertTimeout
-	}
+	assemble.FillLimits(&l, po.Limits)
 	po.Limits = l
 	return po
 }

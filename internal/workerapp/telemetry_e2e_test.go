@@ -81,7 +81,7 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := docgen.Needle(tok, 12_000, 0.5, 7)
-	store, err := assemble.NewStore(ctx, cfg)
+	store, err := assemble.NewStore(ctx, cfg.S3())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package config
+package buildinfo
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 // version is the binary's version when the build stamps one:
 //
-//	go build -ldflags "-X github.com/memagent/memagent/internal/config.version=1.4.0" ./worker
+//	go build -ldflags "-X github.com/memagent/memagent/internal/buildinfo.version=1.4.0" ./worker
 var version string
 
 // BinaryVersion is the version of the running binary: the one the build

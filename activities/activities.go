@@ -781,28 +781,12 @@ func withTaskPriority(ctx context.Context) context.Context {
 // dead worker is noticed within the heartbeat timeout even while the model
 // is still generating.
 func (a *Activities) startHeartbeat(ctx context.Context) func() {
-	if !activity.IsActivity(ctx) || ctx.Value(heartbeatKey{}) != nil {
+	if ctx.Value(heartbeatKey{}) != nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(a.heartbeatEvery(ctx))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	// Without details, beginHeartbeat's ticker records bare heartbeats.
+	_, hb := a.beginHeartbeat(ctx)
+	return hb.stop
 }
 
 func (a *Activities) modelName(opts api.ModelOptions) string {

@@ -476,63 +476,115 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
 	opts := in.Options.WithDefaults()
-	traceLoc, err := s3store.ParseURI(in.TracePrefix + fmt.Sprintf("chunks/%06d.json", in.Chunk))
-	if err != nil {
-		return nil, badInput(fmt.Errorf("trace prefix: %w", err))
-	}
-	indexLoc, idx, err := a.workerIndex(ctx, in.IndexURI)
+	c, err := a.locateChunk(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	if in.Chunk < 0 || in.Chunk >= len(idx.Chunks) {
-		return nil, badInput(fmt.Errorf("chunk %d out of range: the index has %d chunks", in.Chunk, len(idx.Chunks)))
-	}
-	ch := idx.Chunks[in.Chunk]
-	docLoc, err := s3store.ParseURI(in.Document)
+	traceChunk(ctx, in.Chunk, len(c.idx.Chunks))
+	text, err := a.chunkText(ctx, in, c, read, ahead)
 	if err != nil {
-		return nil, badInput(err)
-	}
-	if err := a.allowChunkRead(in, indexLoc, idx, ch); err != nil {
 		return nil, err
-	}
-	if err := a.allowOutput(ctx, "trace_prefix", traceLoc.String()); err != nil {
-		return nil, err
-	}
-	traceChunk(ctx, in.Chunk, len(idx.Chunks))
-	text, found := []byte(nil), false
-	if ahead {
-		text, found = a.ahead.take(ctx, chunkKey{doc: in.Document, etag: in.ETag, start: ch.Start, end: ch.End})
-	}
-	if !found {
-		sctx, cancel := a.s3ctx(ctx)
-		text, err = read(sctx, docLoc, ch.Start, ch.End, in.ETag)
-		cancel()
-		if err != nil {
-			return nil, storeError(err, in.Document)
-		}
-	}
-	if ahead && in.Chunk+1 < len(idx.Chunks) {
-		next := idx.Chunks[in.Chunk+1]
-		a.ahead.start(chunkKey{doc: in.Document, etag: in.ETag, start: next.Start, end: next.End}, a.s3Timeout(), func(ctx context.Context) ([]byte, error) {
-			return read(ctx, docLoc, next.Start, next.End, in.ETag)
-		})
 	}
 	prompt := a.Templates.RenderUpdate(in.Question, in.Memory, string(text))
 	digest := inputDigest(in.Question, in.Memory, in.ETag, fmt.Sprint(in.Chunk), a.modelName(opts))
-	comp, paid, err := a.paidCompletion(ctx, hb, traceLoc.String(), digest, func() *KeptCompletion {
+	comp, paid, err := a.paidCompletion(ctx, hb, c.trace.String(), digest, func() *KeptCompletion {
 		var tr ChunkTrace
-		if a.readKept(ctx, traceLoc, &tr) && tr.Kept != nil {
+		if a.readKept(ctx, c.trace, &tr) && tr.Kept != nil {
 			return tr.Kept
 		}
 		return nil
 	}, func() (inference.Completion, error) {
 		// This chunk's update, the later chunks' and the final answer.
-		left := len(idx.Chunks) - in.Chunk + 1
+		left := len(c.idx.Chunks) - in.Chunk + 1
 		return a.complete(context.WithValue(ctx, remainingKey{}, left), opts, prompt, opts.MemoryMaxTokens, callUpdate)
 	})
 	if err != nil {
 		return nil, err
 	}
+	out, trace := updateRecords(ctx, in, c, comp, paid, text, prompt, digest)
+	if err := a.writeUpdate(ctx, in, c, opts, out, trace); err != nil {
+		return nil, err
+	}
+	a.kept.done(c.trace.String())
+	a.recordChunk(ctx, opts, out.Memory)
+	a.logger().DebugContext(ctx, "memory updated", "chunk", in.Chunk, "memory", out.Memory)
+	a.logger().DebugContext(ctx, "chunk done",
+		"chunk", in.Chunk, "chunks", len(c.idx.Chunks), "prompt_tokens", comp.PromptTokens,
+		"completion_tokens", comp.CompletionTokens, "latency_ms", out.LatencyMS, "finish_reason", comp.FinishReason)
+	return out, nil
+}
+
+// updateChunk is where one memory update reads and writes: its chunk of
+// the index, the document and the chunk's trace.
+type updateChunk struct {
+	trace s3store.Location
+	doc   s3store.Location
+	idx   *memagent.ChunkIndex
+	ch    memagent.Chunk
+}
+
+// locateChunk resolves and checks every location an update touches
+// before any read of the document or call to the model: the input's
+// chunk must be in the index, readable by this caller, and its trace
+// writable.
+func (a *Activities) locateChunk(ctx context.Context, in actwire.UpdateInput) (updateChunk, error) {
+	var c updateChunk
+	traceLoc, err := s3store.ParseURI(in.TracePrefix + fmt.Sprintf("chunks/%06d.json", in.Chunk))
+	if err != nil {
+		return c, badInput(fmt.Errorf("trace prefix: %w", err))
+	}
+	indexLoc, idx, err := a.workerIndex(ctx, in.IndexURI)
+	if err != nil {
+		return c, err
+	}
+	if in.Chunk < 0 || in.Chunk >= len(idx.Chunks) {
+		return c, badInput(fmt.Errorf("chunk %d out of range: the index has %d chunks", in.Chunk, len(idx.Chunks)))
+	}
+	ch := idx.Chunks[in.Chunk]
+	docLoc, err := s3store.ParseURI(in.Document)
+	if err != nil {
+		return c, badInput(err)
+	}
+	if err := a.allowChunkRead(in, indexLoc, idx, ch); err != nil {
+		return c, err
+	}
+	if err := a.allowOutput(ctx, "trace_prefix", traceLoc.String()); err != nil {
+		return c, err
+	}
+	return updateChunk{trace: traceLoc, doc: docLoc, idx: idx, ch: ch}, nil
+}
+
+// chunkText returns the chunk's text, read ahead by the previous update
+// or with read, and with ahead starts reading the run's next chunk.
+func (a *Activities) chunkText(ctx context.Context, in actwire.UpdateInput, c updateChunk, read readRange, ahead bool) ([]byte, error) {
+	text, found := []byte(nil), false
+	if ahead {
+		text, found = a.ahead.take(ctx, chunkKey{doc: in.Document, etag: in.ETag, start: c.ch.Start, end: c.ch.End})
+	}
+	if !found {
+		sctx, cancel := a.s3ctx(ctx)
+		var err error
+		text, err = read(sctx, c.doc, c.ch.Start, c.ch.End, in.ETag)
+		cancel()
+		if err != nil {
+			return nil, storeError(err, in.Document)
+		}
+	}
+	if ahead && in.Chunk+1 < len(c.idx.Chunks) {
+		next := c.idx.Chunks[in.Chunk+1]
+		a.ahead.start(chunkKey{doc: in.Document, etag: in.ETag, start: next.Start, end: next.End}, a.s3Timeout(), func(ctx context.Context) ([]byte, error) {
+			return read(ctx, c.doc, next.Start, next.End, in.ETag)
+		})
+	}
+	return text, nil
+}
+
+// updateRecords builds the update's output and the chunk's trace from
+// the completion: the new memory, its evidence and sources, and what the
+// call cost.
+func updateRecords(ctx context.Context, in actwire.UpdateInput, c updateChunk, comp inference.Completion, paid paidCalls,
+	text []byte, prompt, digest string) (*actwire.UpdateOutput, ChunkTrace) {
+	ch, idx := c.ch, c.idx
 	memory, kept := nextMemory(in.Memory, comp.Text)
 	pages := idx.PageMap.Ref(ch.Start, ch.End)
 	out := &actwire.UpdateOutput{
@@ -560,35 +612,32 @@ func (a *Activities) updateMemoryReading(ctx context.Context, in actwire.UpdateI
 		Calls: paid.Calls, Kept: keep(digest, comp), Pages: pages, PromptSHA256: PromptDigest(prompt),
 		Sources: sources,
 	}
-	// The checkpoint is written beside the trace, at once: the trace keeps
-	// the completion, so either write failing is retried without a second
-	// model call.
+	return out, trace
+}
+
+// writeUpdate writes the chunk's trace and, when asked, its checkpoint.
+// The checkpoint is written beside the trace, at once: the trace keeps
+// the completion, so either write failing is retried without a second
+// model call.
+func (a *Activities) writeUpdate(ctx context.Context, in actwire.UpdateInput, c updateChunk, opts api.ModelOptions,
+	out *actwire.UpdateOutput, trace ChunkTrace) error {
 	var cpErr error
 	var wg sync.WaitGroup
 	if in.Checkpoint {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cpErr = a.writeCheckpoint(ctx, in, ch, opts, out, workflowID(ctx), runID(ctx))
+			cpErr = a.writeCheckpoint(ctx, in, c.ch, opts, out, workflowID(ctx), runID(ctx))
 		}()
 	}
 	sctx, cancel := a.s3ctx(ctx)
-	err = a.putJSON(sctx, traceLoc, trace)
+	err := a.putJSON(sctx, c.trace, trace)
 	cancel()
 	wg.Wait()
 	if err != nil {
-		return nil, fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
+		return fmt.Errorf("write trace of chunk %d: %w", in.Chunk, err)
 	}
-	if cpErr != nil {
-		return nil, cpErr
-	}
-	a.kept.done(traceLoc.String())
-	a.recordChunk(ctx, opts, memory)
-	a.logger().DebugContext(ctx, "memory updated", "chunk", in.Chunk, "memory", memory)
-	a.logger().DebugContext(ctx, "chunk done",
-		"chunk", in.Chunk, "chunks", len(idx.Chunks), "prompt_tokens", comp.PromptTokens,
-		"completion_tokens", comp.CompletionTokens, "latency_ms", out.LatencyMS, "finish_reason", comp.FinishReason)
-	return out, nil
+	return cpErr
 }
 
 // answer asks the model for the final answer from the memory alone,
@@ -732,28 +781,12 @@ func withTaskPriority(ctx context.Context) context.Context {
 // dead worker is noticed within the heartbeat timeout even while the model
 // is still generating.
 func (a *Activities) startHeartbeat(ctx context.Context) func() {
-	if !activity.IsActivity(ctx) || ctx.Value(heartbeatKey{}) != nil {
+	if ctx.Value(heartbeatKey{}) != nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(a.heartbeatEvery(ctx))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	// Without details, beginHeartbeat's ticker records bare heartbeats.
+	_, hb := a.beginHeartbeat(ctx)
+	return hb.stop
 }
 
 func (a *Activities) modelName(opts api.ModelOptions) string {

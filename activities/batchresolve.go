@@ -10,10 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
@@ -453,23 +453,22 @@ func itemBytes(it report.ManifestItem, docs map[string]*docState) int64 {
 	return n
 }
 
-// parallel calls f(0..n-1) with at most resolveParallel calls at once.
+// parallel calls f(0..n-1) with at most resolveParallel calls at once,
+// starting no more once ctx is done.
 func parallel(ctx context.Context, n int, f func(i int)) {
-	sem := make(chan struct{}, resolveParallel)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(resolveParallel)
 	for i := 0; i < n; i++ {
 		if ctx.Err() != nil {
 			break
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			f(i)
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // f reports its own errors
 }

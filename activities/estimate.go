@@ -3,8 +3,9 @@ package activities
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
@@ -100,32 +101,30 @@ func (a *Activities) reusedChunks(ctx context.Context, in actwire.EstimateCostIn
 	if opts.Model == "" {
 		opts.Model = in.Model // as the run asks: the model it resolved
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	// Every lookup runs, at most 8 at once; their errors are joined.
+	var g errgroup.Group
+	g.SetLimit(8)
 	errs := make([]error, len(in.Questions)*samples)
 	for qi, q := range in.Questions {
 		for s := range samples {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
+			g.Go(func() error {
 				cp, err := a.findCheckpoint(ctx, actwire.FindCheckpointInput{
 					Document: in.Document, ETag: in.ETag, IndexURI: in.IndexURI, Question: q, Options: opts, Sample: s,
 				})
 				if err != nil {
 					errs[qi*samples+s] = err
-					return
+					return nil
 				}
 				r := reuseFound{chunks: min(cp.Chunks, len(idx.Chunks))}
 				for _, c := range idx.Chunks[:r.chunks] {
 					r.tokens += int64(c.Tokens)
 				}
 				out[qi][s] = r
-			}()
+				return nil
+			})
 		}
 	}
-	wg.Wait()
+	_ = g.Wait() // the goroutines report into errs
 	return out, errors.Join(errs...)
 }
 

@@ -78,17 +78,6 @@ const CoalesceUpsertsChange = "coalesce-progress-upserts"
 // chunk count.
 const progressUpsertEvery = 5 * time.Second
 
-// CheckpointsChange gates corpora and memory checkpoints (gate: see
-// VERSIONS.md, corpus-checkpoints).
-const CheckpointsChange = "corpus-checkpoints"
-
-// ProvenanceChange gates telling FindCheckpoint and the memory updates the
-// run's chain, so that a checkpoint names the reading that wrote it only
-// to that reading's own chain (gate: see VERSIONS.md, reader-provenance).
-// The activity cites reused chunks' evidence in the reader's own document
-// whatever the version.
-const ProvenanceChange = "reader-provenance"
-
 // ReportToBatchChange gates tellBatch: a child its batch carried
 // (CarriedSignal) signals ItemDoneSignal as it closes (gate: see
 // VERSIONS.md, report-to-batch).

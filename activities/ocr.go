@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
@@ -125,12 +124,6 @@ func (c *ocrCache) Store(ctx context.Context, key string, page int, r *docconv.O
 	}
 }
 
-// convertProgress is what a conversion heartbeats, for a caller watching
-// it (the CLI's progress shows OCR pages done of total).
-func convertProgress(done, total int64, ocrDone, ocrTotal int) actwire.ConvertProgress {
-	return actwire.ConvertProgress{PagesRead: done, Pages: total, OCRDone: ocrDone, OCRPages: ocrTotal}
-}
-
 // ocrSummary fills a conversion output's OCR figures from its page map.
 func ocrSummary(out *actwire.ConvertOutput, pm *memagent.PageMap) {
 	if pm == nil {
@@ -182,9 +175,6 @@ func ocrCheckNote(pages []int) string {
 }
 
 var _ docconv.OCRCache = (*ocrCache)(nil)
-
-// ocrModeOf is the OCR mode of options, defaulted.
-func ocrModeOf(o api.ModelOptions) docconv.OCROptions { return ocrOptions(o.OCR, o.OCRLanguages) }
 
 // noteHeartbeat sets the details the activity's heartbeats carry from
 // now on (beginHeartbeat's, recorded with its next beat).

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/internal/memagent"
 )
 
@@ -337,14 +338,8 @@ func clipLabel(s string) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return strings.TrimSpace(s[:cut]) + "…"
+	return strings.TrimSpace(contract.ClipUTF8(s, max)) + "…"
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 type countingReader struct {
 	r io.Reader

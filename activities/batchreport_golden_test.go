@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,13 +22,18 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // recordingStore keeps, in order, every object written through it with
-// its content type: a transcript of what an activity wrote.
+// its content type: a transcript of what an activity wrote. Puts may
+// come at once (an update writes its trace and checkpoint together), so
+// each is recorded whole under mu.
 type recordingStore struct {
 	*activitiestest.Store
+	mu         sync.Mutex
 	transcript bytes.Buffer
 }
 
 func (s *recordingStore) record(loc s3store.Location, data []byte, contentType string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	fmt.Fprintf(&s.transcript, "=== put %s (%s)\n", loc, contentType)
 	s.transcript.Write(data)
 	s.transcript.WriteString("\n")

@@ -17,15 +17,21 @@ import (
 )
 
 // failingStore is a recordingStore whose Put of a key containing failKey
-// fails once.
+// fails once. failKey is read and cleared under the recording store's mu:
+// the trace and the checkpoint are put at once.
 type failingStore struct {
 	*recordingStore
 	failKey string
 }
 
 func (s *failingStore) Put(ctx context.Context, loc s3store.Location, data []byte, contentType string) error {
-	if s.failKey != "" && strings.Contains(loc.Key, s.failKey) {
+	s.mu.Lock()
+	fail := s.failKey != "" && strings.Contains(loc.Key, s.failKey)
+	if fail {
 		s.failKey = ""
+	}
+	s.mu.Unlock()
+	if fail {
 		return errors.New("put refused by the test")
 	}
 	return s.recordingStore.Put(ctx, loc, data, contentType)

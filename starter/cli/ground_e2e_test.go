@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/memagent/memagent/api"
+)
+
+// groundedJSON is what ask --json prints about an answer's grounding.
+type groundedJSON struct {
+	Answer      string         `json:"answer"`
+	AnswerFound bool           `json:"answer_found"`
+	AnswerPages string         `json:"answer_pages"`
+	Grounding   *api.Grounding `json:"grounding"`
+	ResultURI   string         `json:"result_uri"`
+}
+
+// TestAskGroundingEndToEnd is the done-means of grounding, through the
+// CLI, the DocumentQA workflow on the embedded dev stack, the simulator
+// and S3: the planted fact's answer is verbatim in the document, with a
+// quote that holds it, and an "unknown" answer is no answer, with no
+// citations and no grounding place. (An answer that occurs nowhere is
+// not_found: the simulator only answers with the document's own words,
+// so that is tested on the activity, activities/ground_test.go.)
+func TestAskGroundingEndToEnd(t *testing.T) {
+	d := stack(t)
+	startWorker(t)
+	path, doc := writeDoc(t, 19_000) // not 20,000: TestOperatingRuns lists the runs of that document
+
+	d.Simulator.Reset()
+	out, stderr, err := runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--answer", demoAnswer, "--chunk-tokens", "2000", "--json")
+	if err != nil {
+		t.Fatalf("ask: %v\nstderr: %s", err, stderr)
+	}
+	var res groundedJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("ask --json printed %q: %v", out, err)
+	}
+	g := res.Grounding
+	if res.Answer != demoAnswer || g == nil || g.Status != api.GroundingVerbatim || !strings.Contains(g.Quote, demoAnswer) {
+		t.Fatalf("answer %q grounding %+v, want %q verbatim with a quote holding it", res.Answer, g, demoAnswer)
+	}
+	if doc[g.Start:g.End] != demoAnswer {
+		t.Errorf("grounding range [%d,%d) holds %q, want the answer", g.Start, g.End, doc[g.Start:g.End])
+	}
+	// The text output says it too, on one line.
+	text, _, err := runCLI(t, "ask", "--doc", path, "--question", demoQuestion, "--answer", demoAnswer, "--chunk-tokens", "2000")
+	line := ""
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "Grounding: ") {
+			line = l
+		}
+	}
+	if err != nil || !strings.HasPrefix(line, `Grounding: verbatim: "`) || !strings.Contains(line, demoAnswer) {
+		t.Errorf("ask (text): %v; grounding line %q in\n%s", err, line, text)
+	}
+
+	// A question the document has no word of: the simulator answers
+	// \boxed{unknown}.
+	d.Simulator.Reset()
+	out, stderr, err = runCLI(t, "ask", "--doc", path, "--question", "Which xylophone did the quokka zymurgist prefer?", "--chunk-tokens", "2000", "--json")
+	if err != nil {
+		t.Fatalf("ask (unknown): %v\nstderr: %s", err, stderr)
+	}
+	res = groundedJSON{}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("ask --json printed %q: %v", out, err)
+	}
+	if res.Answer != "unknown" || res.AnswerFound || res.AnswerPages != "" || res.Grounding == nil ||
+		res.Grounding.Status != api.GroundingNoAnswer || res.Grounding.Quote != "" || res.Grounding.Pages != nil {
+		t.Errorf("unknown answer: %+v (grounding %+v), want answer_found false, no pages, grounding no_answer", res, res.Grounding)
+	}
+}

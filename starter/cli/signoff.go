@@ -1,0 +1,438 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
+	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/internal/desk"
+	"github.com/memagent/memagent/internal/reviewer"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/signoff"
+)
+
+// reviewerFlags are the identity flags of decide and signoff.
+type reviewerFlags struct {
+	source    *string
+	tokenFile *string
+}
+
+func bindReviewerFlags(fs *pflag.FlagSet) reviewerFlags {
+	return reviewerFlags{
+		source:    fs.String("reviewers", os.Getenv(reviewer.Env), "the reviewer identity `SOURCE` the operator set up: tokens:FILE ("+reviewer.Env+")"),
+		tokenFile: fs.String("token-file", "", "read your reviewer token from `FILE` (default $"+reviewer.TokenEnv+")"),
+	}
+}
+
+// who is the reviewer the token names, through the operator's token file.
+func (f reviewerFlags) who() (string, error) {
+	src, err := reviewer.Parse(*f.source, nil)
+	if err != nil {
+		return "", badRequest(err)
+	}
+	if !src.Tokens() {
+		return "", badRequest(errors.New("the reviewer identity source is a proxy's header, which only the desk sees: the CLI needs a token file (" + reviewer.Env + "=tokens:FILE)"))
+	}
+	token := os.Getenv(reviewer.TokenEnv)
+	if *f.tokenFile != "" {
+		data, err := os.ReadFile(*f.tokenFile)
+		if err != nil {
+			return "", badRequest(err)
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	name, err := src.FromToken(token)
+	if err != nil {
+		return "", badRequest(err)
+	}
+	return name, nil
+}
+
+// clientIdentity is the Temporal client identity of a starter command run
+// for a reviewer: Temporal records it beside each Update.
+func clientIdentity(command, name string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%d@%s starter %s (reviewer %s)", os.Getpid(), host, command, name)
+}
+
+// subjectArg is the one workflow id a sign-off command takes.
+func subjectArg(args []string, command string) (string, error) {
+	if len(args) != 1 || args[0] == "" {
+		return "", badRequest(fmt.Errorf("%s takes one workflow id: the review's or batch's (its sign-off is <id>%s)", command, api.SignOffSuffix))
+	}
+	return strings.TrimSuffix(args[0], api.SignOffSuffix), nil
+}
+
+func bindDecide(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
+	rf := bindReviewerFlags(fs)
+	cell := fs.String("cell", "", "the `CELL` to decide: a question id (a batch item's seq)")
+	accept := fs.Bool("accept", false, "accept the model's answer")
+	edit := fs.String("edit", "", "replace the model's answer with `ANSWER` (needs --reason)")
+	reject := fs.Bool("reject", false, "reject the answer (needs --reason)")
+	reopen := fs.Bool("reopen", false, "withdraw the cell's decisions at --level and above (needs --reason)")
+	reason := fs.String("reason", "", "why the answer is edited or rejected, or the cell reopened")
+	comment := fs.String("comment", "", "a comment kept with the decision")
+	level := fs.Int("level", 0, "the level decided at, 1 or 2 (default the level the sign-off waits for)")
+	version := fs.Int("version", -1, "the cell's version you decided on; a cell that changed since refuses the decision (default the version it has now)")
+	asJSON := outputFlag(cmd, "print the cell as JSON")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		subject, err := subjectArg(args, "decide")
+		if err != nil {
+			return err
+		}
+		n := 0
+		decision := ""
+		for _, b := range []struct {
+			set bool
+			d   string
+		}{{*accept, api.DecisionAccepted}, {*edit != "", api.DecisionEdited}, {*reject, api.DecisionRejected}, {*reopen, "reopen"}} {
+			if b.set {
+				n++
+				decision = b.d
+			}
+		}
+		if n != 1 {
+			return badRequest(errors.New("give one of --accept, --edit ANSWER, --reject or --reopen"))
+		}
+		if *cell == "" {
+			return badRequest(errors.New("no --cell: name the question id (or batch item) to decide"))
+		}
+		name, err := rf.who()
+		if err != nil {
+			return err
+		}
+		cfg.ClientIdentity = clientIdentity("decide", name)
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter decide")
+		if err != nil {
+			return err
+		}
+		defer func() { end(err) }()
+		mc := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue})
+		g, err := mc.SignOffGrid(ctx, subject)
+		if err != nil {
+			return err
+		}
+		if g.State == api.SignOffSignedOff {
+			return badRequest(fmt.Errorf("the sign-off of %s is complete: every level is signed off, and the grid is final", subject))
+		}
+		c := g.Cell(*cell)
+		if c == nil {
+			return badRequest(fmt.Errorf("no cell %q in the sign-off of %s", *cell, subject))
+		}
+		lv, ver := *level, *version
+		if lv == 0 {
+			lv = waitingLevel(g)
+		}
+		if ver < 0 {
+			ver = c.Version
+		}
+		var out *api.SignOffCell
+		if decision == "reopen" {
+			out, err = mc.Reopen(ctx, subject, api.ReopenRequest{Cell: *cell, Level: lv, Reason: *reason, Version: ver, Reviewer: name, ClientIdentity: cfg.ClientIdentity})
+		} else {
+			out, err = mc.Decide(ctx, subject, api.DecideRequest{Cell: *cell, Level: lv, Decision: decision, FinalAnswer: *edit,
+				Reason: *reason, Comment: *comment, Version: ver, Reviewer: name, ClientIdentity: cfg.ClientIdentity})
+		}
+		if err != nil {
+			return refusal(err)
+		}
+		if *asJSON {
+			return printJSON(stdout, out)
+		}
+		did := decision
+		if decision == api.DecisionAccepted && lv == 2 {
+			did = "approved"
+		}
+		fmt.Fprintf(stdout, "%s cell %s: %s at level %d by %s; the cell is %s (version %d)\n", subject, out.ID, did, lv, name, out.Status, out.Version)
+		return nil
+	}
+}
+
+// refusal marks an Update the sign-off refused as the caller's to fix.
+func refusal(err error) error {
+	if strings.Contains(err.Error(), "memagent:") || isValidatorRefusal(err) {
+		return badRequest(err)
+	}
+	return err
+}
+
+// isValidatorRefusal reports whether err is an Update's validator refusing
+// it (an application error the sign-off returned before accepting).
+func isValidatorRefusal(err error) bool {
+	var app interface{ Type() string }
+	return errors.As(err, &app)
+}
+
+// waitingLevel is the level a sign-off waits for.
+func waitingLevel(g *api.SignOffGrid) int {
+	for _, s := range g.SignOffs {
+		if s.Level == 1 {
+			return 2
+		}
+	}
+	return 1
+}
+
+func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
+	rf := bindReviewerFlags(fs)
+	start := fs.Bool("start", false, "start the sign-off of the finished review (or batch) instead")
+	levels := fs.Int("levels", 2, "with --start: how many levels the sign-off has, 1 or 2")
+	level := fs.Int("level", 0, "sign this level off, 1 or 2")
+	comment := fs.String("comment", "", "a comment kept with the sign-off")
+	asJSON := outputFlag(cmd, "print the sign-off's grid as JSON")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		subject, err := subjectArg(args, "signoff")
+		if err != nil {
+			return err
+		}
+		if *start && *level != 0 {
+			return badRequest(errors.New("--start and --level: start the sign-off first, then sign a level off"))
+		}
+		name := ""
+		if *level != 0 {
+			if name, err = rf.who(); err != nil {
+				return err
+			}
+			cfg.ClientIdentity = clientIdentity("signoff", name)
+		}
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter signoff")
+		if err != nil {
+			return err
+		}
+		defer func() { end(err) }()
+		mc := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue})
+		switch {
+		case *start:
+			in := api.SignOffInput{Review: subject, Levels: *levels}
+			d, err := s.temporal.DescribeWorkflowExecution(ctx, subject, "")
+			if err != nil {
+				return fmt.Errorf("%s: %w", subject, err)
+			}
+			if d.GetWorkflowExecutionInfo().GetType().GetName() == api.BatchQAName {
+				in = api.SignOffInput{Batch: subject, Levels: *levels}
+			}
+			if _, err := mc.StartSignOff(ctx, in); err != nil {
+				return badRequest(err)
+			}
+		case *level != 0:
+			if _, err := mc.SignOff(ctx, subject, api.SignOffRequest{Level: *level, Comment: *comment, Reviewer: name, ClientIdentity: cfg.ClientIdentity}); err != nil {
+				return refusal(err)
+			}
+		}
+		g, err := signOffGridAwait(ctx, mc, subject)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, g)
+		}
+		levels := "two levels"
+		if g.Levels == 1 {
+			levels = "one level"
+		}
+		fmt.Fprintf(stdout, "Sign-off: %s (%s %s, %s)\n", g.WorkflowID, g.Subject.Kind, g.Subject.WorkflowID, levels)
+		fmt.Fprintf(stdout, "State:    %s", g.State)
+		if g.State != api.SignOffSignedOff {
+			fmt.Fprintf(stdout, ", %d of %d cells pending at level %d", g.Pending, len(g.Cells), waitingLevel(g))
+		}
+		fmt.Fprintln(stdout)
+		for _, so := range g.SignOffs {
+			fmt.Fprintf(stdout, "Level %d:  signed off by %s at %s\n", so.Level, so.Reviewer, so.At.Format(time.RFC3339))
+		}
+		fmt.Fprintf(stdout, "Audit:    %s (%d lines)\n", g.Subject.AuditURI, g.AuditLines)
+		if g.XLSXURI != "" {
+			fmt.Fprintf(stdout, "Decided:  %s\n          %s\n", g.CSVURI, g.XLSXURI)
+		}
+		return nil
+	}
+}
+
+// signOffGridAwait reads the sign-off's grid, waiting a little for one just
+// started to read what it signs off.
+func signOffGridAwait(ctx context.Context, mc *memclient.Client, subject string) (*api.SignOffGrid, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		g, err := mc.SignOffGrid(ctx, subject)
+		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "still reading") {
+			return g, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
+	xlsx := fs.String("xlsx", "", "write the decided grid as an XLSX workbook to `FILE`")
+	csvOut := fs.String("csv", "", "write the decided grid as CSV to `FILE`")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		subject, err := subjectArg(args, "export grid")
+		if err != nil {
+			return err
+		}
+		if *xlsx == "" && *csvOut == "" {
+			return badRequest(errors.New("no --xlsx FILE or --csv FILE: say what to write"))
+		}
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, false, "starter export grid")
+		if err != nil {
+			return err
+		}
+		defer func() { end(err) }()
+		g, err := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue}).SignOffGrid(ctx, subject)
+		if err != nil {
+			return err
+		}
+		rows, err := readSignOffRows(ctx, s.store, g)
+		if err != nil {
+			return err
+		}
+		recs, err := signoff.Join(*g, rows)
+		if err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			path  string
+			write func(io.Writer) error
+		}{
+			{*xlsx, func(w io.Writer) error { return signoff.WriteXLSX(w, *g, recs) }},
+			{*csvOut, func(w io.Writer) error { return signoff.WriteCSV(w, recs) }},
+		} {
+			if f.path == "" {
+				continue
+			}
+			if err := writeFileWhole(f.path, f.write); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s: %d cells of %s (%s)\n", f.path, len(recs), subject, g.State)
+		}
+		return nil
+	}
+}
+
+// readSignOffRows reads the grid a sign-off was made on.
+func readSignOffRows(ctx context.Context, store *s3store.Store, g *api.SignOffGrid) ([]signoff.Row, error) {
+	loc, err := s3store.ParseURI(g.Subject.GridURI)
+	if err != nil {
+		return nil, err
+	}
+	data, err := store.ReadAll(ctx, loc)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", g.Subject.GridURI, err)
+	}
+	if g.Subject.Kind == api.SubjectReview {
+		rg, err := signoff.DecodeReviewGrid(data)
+		if err != nil {
+			return nil, err
+		}
+		return signoff.ReviewRows(rg), nil
+	}
+	return signoff.BatchRows(data)
+}
+
+// writeFileWhole writes path through a temporary file renamed over it, so
+// that a failure never leaves half a file.
+func writeFileWhole(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".export-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	fs := cmd.Flags()
+	cfg, cfgErr := config.Load()
+	connectionFlags(cmd, &cfg)
+	addr := fs.String("addr", "127.0.0.1:8090", "listen on `ADDR` (loopback by default: put an authenticating proxy in front to serve others)")
+	source := fs.String("reviewers", os.Getenv(reviewer.Env), "the reviewer identity `SOURCE`: tokens:FILE, or header:NAME set by an authenticating proxy ("+reviewer.Env+")")
+	trusted := fs.StringSlice("trusted-proxy", nil, "with header:NAME, the proxy's `ADDRESS` or CIDR the header is believed from (default loopback)")
+	hosts := fs.StringSlice("host", nil, "a `NAME` the desk is reached by (Host header), besides ADDR's and localhost")
+	return func(args []string) (err error) {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		if len(args) > 0 {
+			return badRequest(fmt.Errorf("unexpected arguments %q", args))
+		}
+		src, err := reviewer.Parse(*source, *trusted)
+		if err != nil {
+			return badRequest(err)
+		}
+		host, _ := os.Hostname()
+		cfg.ClientIdentity = fmt.Sprintf("%d@%s memagent-desk", os.Getpid(), host)
+		ctx, s, end, err := startCommand(ctx, cfg, stderr, false, "starter desk")
+		if err != nil {
+			return err
+		}
+		defer func() { end(err) }()
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return badRequest(fmt.Errorf("listen on %s: %w", *addr, err))
+		}
+		lhost, port, _ := net.SplitHostPort(ln.Addr().String())
+		allowed := append([]string{ln.Addr().String(), lhost, "localhost", "localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}, *hosts...)
+		checks := &activities.Activities{Store: s.store, Bucket: s.cfg.Bucket, ReadPrefixes: s.cfg.ReadPrefixes, WritePrefixes: s.cfg.WritePrefixes}
+		d, err := desk.New(desk.Config{
+			Temporal: s.temporal, ClientIdentity: cfg.ClientIdentity, TaskQueue: cfg.TaskQueue, Store: s.store,
+			Checks: checks, Reviewers: src, Hosts: allowed, Logger: s.logger,
+		})
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		srv := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+		fmt.Fprintf(stdout, "Review desk: http://%s/ (reviewers: %s)\n", ln.Addr(), *source)
+		go func() {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}

@@ -8,6 +8,7 @@
 //
 //	go run ./devstack                  # the stack and a worker (what `worker --dev` starts)
 //	go run ./devstack --no-worker      # the stack only (`worker --dev-stack`)
+//	go run ./devstack demo             # the quick start: a question about a generated document, answered on the stack
 //
 // It links the Temporal server; the production worker (./worker) does not,
 // and hands `worker --dev` over to this command.
@@ -29,7 +30,12 @@ import (
 	"github.com/memagent/memagent/internal/workerapp"
 )
 
-func main() { workerapp.Main("devstack", run) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "demo" {
+		demo()
+	}
+	workerapp.Main("devstack", run)
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load()

@@ -177,3 +177,17 @@ func TestLastProgress(t *testing.T) {
 		t.Errorf("queried %v, want neither the done run nor the batch", asked)
 	}
 }
+
+// TestDemoMovedToDevstack: the starter links no Temporal server, so its
+// `demo`, with any of the old flags, is a usage error in one line naming
+// the command that runs the demo now; Main prints it under the program's
+// name.
+func TestDemoMovedToDevstack(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"demo", "--tokens", "1000000", "--keep"}, &stdout, &stderr)
+	msg := stderr.String()
+	if code != ExitBadInput || !strings.HasPrefix(msg, "starter: ") || !strings.Contains(msg, "go run ./devstack demo") ||
+		strings.Count(msg, "\n") != 1 || stdout.Len() != 0 {
+		t.Errorf("starter demo: exit %d, stdout %q, stderr %q; want exit 2 and one line naming go run ./devstack demo", code, stdout.String(), msg)
+	}
+}

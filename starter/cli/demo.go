@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
@@ -23,7 +22,15 @@ const (
 	demoAnswer   = docgen.Answer
 )
 
-func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+// demoOn is `demo` on the dev stack start starts: the devstack command's
+// (WithDevStack).
+func demoOn(start StartDevStack) func(context.Context, *cobra.Command, io.Writer, io.Writer) func([]string) error {
+	return func(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func([]string) error {
+		return bindDemo(ctx, cmd, stdout, stderr, start)
+	}
+}
+
+func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer, start StartDevStack) func(args []string) error {
 	fs := cmd.Flags()
 	cfg, cfgErr := config.Load()
 	tokens := fs.Int("tokens", 120_000, "length of the generated document in tokens")
@@ -50,7 +57,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		logger := cliLogger(stderr)
 		_, modelSet := os.LookupEnv("OPENAI_BASE_URL")
 		fmt.Fprintln(stdout, "starting the embedded stack (Temporal server, Web UI, S3 server, inference simulator) ...")
-		d, err := devenv.Start(ctx, devenv.Options{DataDir: dir, FreePorts: !*keep, Simulator: !modelSet, Logger: logger})
+		d, err := start(ctx, DevStackOptions{DataDir: dir, FreePorts: !*keep, Simulator: !modelSet, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -98,7 +105,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		runPath := fmt.Sprintf("/namespaces/%s/workflows/%s", cfg.TemporalNamespace, res.WorkflowID)
 		switch {
 		case *keep:
-			fmt.Fprintf(stdout, "Web UI:   %s%s\nThe stack keeps running; Ctrl-C stops it.\n", d.Stack.UIURL, runPath)
+			fmt.Fprintf(stdout, "Web UI:   %s%s\nThe stack keeps running; Ctrl-C stops it.\n", d.UIURL, runPath)
 			<-ctx.Done()
 		case dir != "":
 			fmt.Fprintf(stdout, "To browse this run in the Temporal Web UI:\n  go run ./devstack --no-worker --data-dir %s\n  then open %s%s\n", dir, config.DevUIURL, runPath)
@@ -134,6 +141,18 @@ func bindGenDoc(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		}
 		fmt.Fprintf(stdout, "wrote %s: %d bytes, about %d tokens\nquestion: %s\nanswer:   %s\n", *out, len(doc), *tokens, demoQuestion, demoAnswer)
 		return nil
+	}
+}
+
+// bindDemoMoved answers `starter demo`, which moved to the devstack
+// command with the embedded stack it runs on (the starter links no
+// Temporal server): a usage error (exit 2) saying where it went. Its flags
+// are accepted so that an old command line gets this message and not a
+// flag error.
+func bindDemoMoved(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	cmd.DisableFlagParsing = true
+	return func(args []string) error {
+		return badRequest(errors.New("the demo moved to the devstack command, which embeds the Temporal server: run `go run ./devstack demo` (the same flags) in a memagent checkout"))
 	}
 }
 

@@ -165,8 +165,7 @@ func newRoot(ctx context.Context, stdout, stderr io.Writer, opts ...Option) *cob
 		Long: `Starts and inspects memagent runs: questions about documents of any length,
 reviews, batches and their schedules, evaluation sets. Without environment it
 finds the dev stack (devstack) at its default addresses.`,
-		Example: `  starter demo
-  starter ask --doc contract.txt --question "Who may terminate the agreement?"
+		Example: `  starter ask --doc contract.txt --question "Who may terminate the agreement?"
   starter status memagent-qa-1f2e3d4c5b6a7980 --history
   starter completion bash > /etc/bash_completion.d/starter`,
 		Args:          cobra.ArbitraryArgs,
@@ -187,13 +186,21 @@ finds the dev stack (devstack) at its default addresses.`,
 	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.HiddenDefaultCmd = false
 
-	root.AddCommand(
-		leaf("demo", "Run the stack, the simulator and a worker in this process and answer a question about a generated document",
+	// demo runs on the embedded dev stack, which only the devstack command
+	// links; the starter's demo says where it went.
+	demo := leaf("demo", "Moved: the demo runs in the devstack command, go run ./devstack demo",
+		"The demo embeds the Temporal server, which the starter does not link: run `go run ./devstack demo` (the same flags) in a memagent checkout.",
+		"  go run ./devstack demo", bind(bindDemoMoved))
+	if o.devStack != nil {
+		demo = leaf("demo", "Run the stack, the simulator and a worker in this process and answer a question about a generated document",
 			`Runs the embedded Temporal server, S3 and the inference simulator with a worker in
 this process, and answers a question about a generated document of 100K+
 tokens, with a live progress bar.`,
-			`  starter demo
-  starter demo --tokens 1000000 --keep`, bind(bindDemo)),
+			`  go run ./devstack demo
+  go run ./devstack demo --tokens 1000000 --keep`, bind(demoOn(o.devStack)))
+	}
+	root.AddCommand(
+		demo,
 		leaf("ask --doc PATH|s3://bucket/key --question TEXT [flags]", "Answer a question about a document",
 			`Answers a question about a document (a local file, uploaded once, or
 s3://bucket/key) with a memagent.DocumentQA run, following its progress until

@@ -6,8 +6,9 @@
 # The worker's base is Debian's slim image with Tesseract (tesseract-ocr),
 # which reads scanned PDF pages, in the languages of TESSERACT_LANGS
 # (Tesseract's codes, e.g. --build-arg TESSERACT_LANGS="eng deu fra").
-# The worker links no Temporal server (go list -deps ./worker); the CLI
-# does, for its demo, so it stays out of the worker's image.
+# Neither the worker nor the CLI links a Temporal server (go list -deps
+# ./worker ./starter); the demo, which embeds one, is `go run ./devstack
+# demo` in a checkout and in neither image.
 FROM golang:1.26.8 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

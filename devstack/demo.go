@@ -10,6 +10,12 @@ import (
 	"github.com/memagent/memagent/starter/cli"
 )
 
+// demoUsage heads the devstack's usage with its two forms.
+const demoUsage = `Usage: devstack [flags]        the dev stack and a worker on it (--no-worker: the stack alone)
+       devstack demo [flags]   the quick start: the stack answers a question about a generated document (demo --help)
+Flags of devstack:
+`
+
 // demo runs `devstack demo`: the starter's command tree (package
 // starter/cli) with the embedded dev stack under its demo, which the
 // starter, linking no Temporal server, cannot run. It exits.

@@ -24,7 +24,6 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
@@ -34,6 +33,7 @@ import (
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/memclient"
 )
 
 // stringList is a repeatable flag.
@@ -277,7 +277,7 @@ func (s *session) ask(ctx context.Context, req askRequest) (*api.DocumentQAResul
 }
 
 // start checks the request, uploads a local document and starts the
-// DocumentQA run through package client (its workflow id, reuse policy,
+// DocumentQA run through package memclient (its workflow id, reuse policy,
 // summary, memo and search attributes), or joins the run of the same
 // request.
 func (s *session) start(ctx context.Context, req askRequest) (memclient.Run, error) {

@@ -49,7 +49,7 @@ func TestLayers(t *testing.T) {
 // brings the whole server, scheduler included; once `demo` moves out of
 // the CLI, the check below becomes TestLayers' "no go.temporal.io/server/".
 func TestStarterLinksServerOnlyForTheDevStack(t *testing.T) {
-	const devStack = "github.com/memagent/memagent/internal/dev/devstack"
+	const devStack = "github.com/memagent/memagent/internal/dev/embedstack"
 	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../starter").Output()
 	if err != nil {
 		t.Fatalf("go list -deps ./starter: %v", err)

@@ -17,7 +17,7 @@ func TestLayers(t *testing.T) {
 		"./api": {"github.com/memagent/memagent/activities", "github.com/memagent/memagent/workflows",
 			"github.com/memagent/memagent/internal/", "go.temporal.io/server/", "github.com/sashabaranov/go-openai",
 			"github.com/aws/aws-sdk-go-v2/"},
-		"./client": {"github.com/memagent/memagent/activities", "github.com/memagent/memagent/workflows",
+		"./memclient": {"github.com/memagent/memagent/activities", "github.com/memagent/memagent/workflows",
 			"github.com/memagent/memagent/internal/docconv", "github.com/memagent/memagent/internal/inference",
 			"github.com/memagent/memagent/internal/tokenizer", "github.com/klippa-app/go-pdfium", "github.com/tetratelabs/wazero",
 			"github.com/pkoukk/tiktoken-go", "github.com/sashabaranov/go-openai", "go.temporal.io/server/"},
@@ -49,7 +49,7 @@ func TestLayers(t *testing.T) {
 // brings the whole server, scheduler included; once `demo` moves out of
 // the CLI, the check below becomes TestLayers' "no go.temporal.io/server/".
 func TestStarterLinksServerOnlyForTheDevStack(t *testing.T) {
-	const devStack = "github.com/memagent/memagent/internal/dev/devstack"
+	const devStack = "github.com/memagent/memagent/internal/dev/embedstack"
 	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../starter").Output()
 	if err != nil {
 		t.Fatalf("go list -deps ./starter: %v", err)

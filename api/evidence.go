@@ -50,22 +50,3 @@ func (e Evidence) Cite() string {
 	}
 	return e.Pages.String()
 }
-
-// The names of Evidence, EvidencePassage and MaxEvidence before they were
-// named for what they are, kept for one release so that code naming them
-// still builds.
-type (
-	// ReviewEvidence is Evidence.
-	//
-	// Deprecated: use Evidence.
-	ReviewEvidence = Evidence
-	// ReviewPassage is EvidencePassage.
-	//
-	// Deprecated: use EvidencePassage.
-	ReviewPassage = EvidencePassage
-)
-
-// MaxReviewEvidence is MaxEvidence.
-//
-// Deprecated: use MaxEvidence.
-const MaxReviewEvidence = MaxEvidence

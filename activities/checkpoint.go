@@ -45,10 +45,10 @@ type checkpoint struct {
 	// materially. EvidenceChunks are the chunks of the evidence the run
 	// kept before this one, EvidenceDropped how many entries it had
 	// dropped: a run that starts here rebuilds the evidence from those
-	// chunks' checkpoints, at most MaxReviewEvidence reads.
-	Evidence        *api.ReviewEvidence `json:"evidence,omitempty"`
-	EvidenceChunks  []int               `json:"evidence_chunks,omitempty"`
-	EvidenceDropped int                 `json:"evidence_dropped,omitempty"`
+	// chunks' checkpoints, at most MaxEvidence reads.
+	Evidence        *api.Evidence `json:"evidence,omitempty"`
+	EvidenceChunks  []int         `json:"evidence_chunks,omitempty"`
+	EvidenceDropped int           `json:"evidence_dropped,omitempty"`
 	// WorkflowID and RunID are the run that wrote it, FirstRunID its
 	// chain when the workflow said (UpdateInput.FirstRunID).
 	WorkflowID string    `json:"workflow_id"`
@@ -223,7 +223,7 @@ func (a *Activities) resumeFrom(ctx context.Context, in actwire.FindCheckpointIn
 // bytes at the same offsets): the pages of its page map, the documents
 // and pages of its corpus, exactly as UpdateMemory cites a chunk it reads.
 // An entry whose range is not one of idx's chunks is dropped.
-func reciteEvidence(idx *memagent.ChunkIndex, ev []api.ReviewEvidence) []api.ReviewEvidence {
+func reciteEvidence(idx *memagent.ChunkIndex, ev []api.Evidence) []api.Evidence {
 	out := ev[:0:0]
 	for _, e := range ev {
 		if e.Chunk < 0 || e.Chunk >= len(idx.Chunks) || idx.Chunks[e.Chunk].Start != e.Start || idx.Chunks[e.Chunk].End != e.End {
@@ -249,8 +249,8 @@ func reciteEvidence(idx *memagent.ChunkIndex, ev []api.ReviewEvidence) []api.Rev
 // had after its chunk: the entries it kept before (from their chunks'
 // checkpoints) and the chunk's own, pruned against the chunk's memory as
 // the run itself does. A checkpoint that is gone leaves its entry out.
-func (a *Activities) rebuildEvidence(ctx context.Context, read func(int) (*checkpoint, error), last *checkpoint) ([]api.ReviewEvidence, int, error) {
-	if len(last.EvidenceChunks) > 2*api.MaxReviewEvidence {
+func (a *Activities) rebuildEvidence(ctx context.Context, read func(int) (*checkpoint, error), last *checkpoint) ([]api.Evidence, int, error) {
+	if len(last.EvidenceChunks) > 2*api.MaxEvidence {
 		return nil, 0, nil // more than a run keeps: not one this worker wrote
 	}
 	kept := make([]*checkpoint, len(last.EvidenceChunks))
@@ -270,7 +270,7 @@ func (a *Activities) rebuildEvidence(ctx context.Context, read func(int) (*check
 	if err := errors.Join(errs...); err != nil {
 		return nil, 0, err
 	}
-	var ev []api.ReviewEvidence
+	var ev []api.Evidence
 	for _, cp := range kept {
 		if cp != nil && cp.Evidence != nil {
 			ev = append(ev, *cp.Evidence)
@@ -279,7 +279,7 @@ func (a *Activities) rebuildEvidence(ctx context.Context, read func(int) (*check
 	dropped := last.EvidenceDropped
 	if last.Evidence != nil {
 		var d int
-		ev, d = report.ReviewPruneEvidence(append(ev, *last.Evidence), last.Memory, api.MaxReviewEvidence)
+		ev, d = report.PruneEvidence(append(ev, *last.Evidence), last.Memory, api.MaxEvidence)
 		dropped += d
 	}
 	return ev, dropped, nil

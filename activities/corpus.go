@@ -319,7 +319,7 @@ func citeCorpus(c *memagent.CorpusMap, sources []api.SourceRef, out *actwire.Upd
 // passage is in (citing the passage's pages), else the one its chunk
 // starts in (citing the page it starts on). A nil corpus or entry is left
 // as it is.
-func citeEvidence(c *memagent.CorpusMap, ev *api.ReviewEvidence) {
+func citeEvidence(c *memagent.CorpusMap, ev *api.Evidence) {
 	if c == nil || ev == nil {
 		return
 	}

@@ -10,25 +10,25 @@ import (
 // evidenceOf is a chunk's evidence entry when it changed the memory
 // materially: the chunk, its pages, and the sentence the change came
 // from with that sentence's pages.
-func evidenceOf(in actwire.UpdateInput, ch memagent.Chunk, pm *memagent.PageMap, pages *api.PageRef, memory string, text []byte) *api.ReviewEvidence {
-	change := report.ReviewMaterialChange(in.Memory, memory)
+func evidenceOf(in actwire.UpdateInput, ch memagent.Chunk, pm *memagent.PageMap, pages *api.PageRef, memory string, text []byte) *api.Evidence {
+	change := report.MaterialChange(in.Memory, memory)
 	if !change.Material {
 		return nil
 	}
-	ev := &api.ReviewEvidence{Chunk: in.Chunk, Start: ch.Start, End: ch.End, Added: change.Added, Pages: pages}
-	if s, e, ok := report.ReviewLocatePassage(text, change.Added); ok {
+	ev := &api.Evidence{Chunk: in.Chunk, Start: ch.Start, End: ch.End, Added: change.Added, Pages: pages}
+	if s, e, ok := report.LocatePassage(text, change.Added); ok {
 		start, end := ch.Start+int64(s), ch.Start+int64(e)
-		ev.Passage = &api.ReviewPassage{Start: start, End: end, Pages: pm.Ref(start, end)}
+		ev.Passage = &api.EvidencePassage{Start: start, End: end, Pages: pm.Ref(start, end)}
 	}
 	return ev
 }
 
 // markEvidence sets SupportsAnswer on each entry whose words the final
 // memory still holds and cites the pages of those entries.
-func markEvidence(ev []api.ReviewEvidence, memory string) string {
+func markEvidence(ev []api.Evidence, memory string) string {
 	var refs []*api.PageRef
 	for i := range ev {
-		ev[i].SupportsAnswer = report.ReviewSupports(ev[i].Added, memory)
+		ev[i].SupportsAnswer = report.EvidenceSupports(ev[i].Added, memory)
 		if !ev[i].SupportsAnswer {
 			continue
 		}

@@ -146,7 +146,7 @@ func TestAnswerUnknownIsNoAnswer(t *testing.T) {
 			Question: testQuestion, Memory: "nothing", GoldAnswers: []string{"unknown"},
 			ResultURI: tracePrefix + "result.json",
 			Result: api.DocumentQAResult{WorkflowID: "wf-1", RunID: "run-1", StartedAt: time.Now(),
-				Evidence: []api.ReviewEvidence{{Chunk: 0, Added: []string{"nothing"}, Pages: &api.PageRef{Unit: api.UnitPage, First: 3, Last: 3}}}},
+				Evidence: []api.Evidence{{Chunk: 0, Added: []string{"nothing"}, Pages: &api.PageRef{Unit: api.UnitPage, First: 3, Last: 3}}}},
 		}
 		var res api.DocumentQAResult
 		if err := f.exec(t, AnswerName, in, &res); err != nil {

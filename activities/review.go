@@ -52,7 +52,7 @@ func (a *Activities) reviewUpdate(ctx context.Context, in actwire.UpdateInput) (
 }
 
 // maxPassageRead bounds the bytes read for one passage's text.
-const maxPassageRead = 2 * report.ReviewMaxPassageBytes
+const maxPassageRead = 2 * report.EvidenceMaxPassageBytes
 
 // writeReview reads the text of every evidence passage (one small ranged
 // read each, shared by questions that cite the same one) and writes the
@@ -121,7 +121,7 @@ func (a *Activities) fillPassages(ctx context.Context, g *api.ReviewGrid, doc s3
 	unreadable := false
 	passages := 0
 	for i := range g.Rows {
-		ev := append([]api.ReviewEvidence(nil), g.Rows[i].Evidence...)
+		ev := append([]api.Evidence(nil), g.Rows[i].Evidence...)
 		for k := range ev {
 			p := ev[k].Passage
 			if p == nil || p.End <= p.Start {

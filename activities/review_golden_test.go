@@ -30,9 +30,9 @@ func TestWriteReviewGolden(t *testing.T) {
 		other := int64(strings.Index(doc, "w001"))
 		g.Rows = append(g.Rows,
 			api.ReviewRow{ID: "q3", Question: "Where does line one start?", Status: api.ReviewStatusDone, Answer: "w001", AnswerFound: true,
-				Evidence: []api.ReviewEvidence{
-					{Chunk: 1, Start: 100, End: 200, Passage: &api.ReviewPassage{Start: other, End: other + 11}, Added: []string{"w001"}, SupportsAnswer: true},
-					{Chunk: 3, Start: 300, End: 400, Passage: &api.ReviewPassage{Start: 5, End: 5}},
+				Evidence: []api.Evidence{
+					{Chunk: 1, Start: 100, End: 200, Passage: &api.EvidencePassage{Start: other, End: other + 11}, Added: []string{"w001"}, SupportsAnswer: true},
+					{Chunk: 3, Start: 300, End: 400, Passage: &api.EvidencePassage{Start: 5, End: 5}},
 					{Chunk: 0, Start: 0, End: 100},
 				}},
 			api.ReviewRow{ID: "q4", Question: "Nothing?", Status: api.ReviewStatusFailed, Error: "boom"})

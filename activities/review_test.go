@@ -103,16 +103,16 @@ func TestReviewUpdateRecordsEvidence(t *testing.T) {
 
 func reviewTestGrid(doc string) api.ReviewGrid {
 	start := int64(strings.Index(doc, reviewFact))
-	pass := &api.ReviewPassage{Start: start, End: start + int64(len(reviewFact))}
+	pass := &api.EvidencePassage{Start: start, End: start + int64(len(reviewFact))}
 	prefix := "s3://memagent/reviews/default-test-workflow-id/run/"
 	return api.ReviewGrid{
 		Version: api.ReviewGridVersion, WorkflowID: "wf", RunID: "run", Document: testDocURI,
 		Chunks: 4, Prefix: prefix, JSONURI: prefix + ReviewGridJSON, CSVURI: prefix + ReviewGridCSV, HTMLURI: prefix + ReviewHTML,
 		Rows: []api.ReviewRow{
 			{ID: "q1", Question: "What is the gate code?", Status: api.ReviewStatusDone, Answer: "7391-ALPHA", AnswerFound: true,
-				Evidence: []api.ReviewEvidence{{Chunk: 2, Start: 200, End: 300, Passage: pass, Added: []string{"7391", "gate"}, SupportsAnswer: true}}},
+				Evidence: []api.Evidence{{Chunk: 2, Start: 200, End: 300, Passage: pass, Added: []string{"7391", "gate"}, SupportsAnswer: true}}},
 			{ID: "q2", Question: "Which <b>gate</b>?", Status: api.ReviewStatusDone, Answer: "north",
-				Evidence: []api.ReviewEvidence{{Chunk: 2, Start: 200, End: 300, Passage: pass, Added: []string{"north"}}}},
+				Evidence: []api.Evidence{{Chunk: 2, Start: 200, End: 300, Passage: pass, Added: []string{"north"}}}},
 		},
 	}
 }

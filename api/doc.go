@@ -12,7 +12,7 @@
 // It must never depend on memagent's implementation: its imports are the
 // standard library, the Temporal SDK's temporal package (priorities and
 // search attribute keys) and memagent's pure contract checker. A service
-// that only starts runs (package client, or any Go program) links this and
+// that only starts runs (package memclient, or any Go program) links this and
 // not the worker's model client, PDF converter or tokenizers.
 // Continue-as-new state is internal to the workflows and is not here.
 package api

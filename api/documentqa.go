@@ -45,9 +45,9 @@ type DocumentQAResult struct {
 	Format string `json:"format,omitempty"`
 	// Evidence lists, in document order, the chunks at which the memory
 	// changed materially, with their pages and passages (at most
-	// MaxReviewEvidence: past it, the entry the current memory holds least
+	// MaxEvidence: past it, the entry the current memory holds least
 	// is dropped); SupportsAnswer marks those the final memory still holds.
-	Evidence []ReviewEvidence `json:"evidence,omitempty"`
+	Evidence []Evidence `json:"evidence,omitempty"`
 	// AnswerPages cites the pages (or sections) that hold the answer, the
 	// grounding's first (Citation.AnswerPages): "p. 17", "pp. 3, 17",
 	// "p. 13 (PDF p. 17)" where the printed page label differs from the

@@ -17,7 +17,7 @@ func TestLayers(t *testing.T) {
 		"./api": {"github.com/memagent/memagent/activities", "github.com/memagent/memagent/workflows",
 			"github.com/memagent/memagent/internal/", "go.temporal.io/server/", "github.com/sashabaranov/go-openai",
 			"github.com/aws/aws-sdk-go-v2/"},
-		"./client": {"github.com/memagent/memagent/activities", "github.com/memagent/memagent/workflows",
+		"./memclient": {"github.com/memagent/memagent/activities", "github.com/memagent/memagent/workflows",
 			"github.com/memagent/memagent/internal/docconv", "github.com/memagent/memagent/internal/inference",
 			"github.com/memagent/memagent/internal/tokenizer", "github.com/klippa-app/go-pdfium", "github.com/tetratelabs/wazero",
 			"github.com/pkoukk/tiktoken-go", "github.com/sashabaranov/go-openai", "go.temporal.io/server/"},
@@ -57,7 +57,7 @@ func TestStarterLinksNoServer(t *testing.T) {
 	}
 	for _, pkg := range []string{"starter", "starter/cli"} {
 		for _, d := range deps(pkg) {
-			if strings.HasPrefix(d, "go.temporal.io/server/") || strings.HasPrefix(d, "github.com/memagent/memagent/internal/dev/dev") {
+			if strings.HasPrefix(d, "go.temporal.io/server/") || strings.HasPrefix(d, "github.com/memagent/memagent/internal/dev/devenv") || strings.HasPrefix(d, "github.com/memagent/memagent/internal/dev/embedstack") {
 				t.Errorf("./%s links %s: the dev stack belongs to ./devstack (devstack demo)", pkg, d)
 			}
 		}

@@ -38,9 +38,6 @@ const (
 	// before it continues-as-new, unless Temporal suggests it earlier.
 	DefaultReviewActivitiesPerRun = 200
 	MaxReviewActivitiesPerRun     = 1000
-	// MaxReviewEvidence bounds the evidence kept per question: past it,
-	// the entry the current memory holds least (the oldest on a tie) goes.
-	MaxReviewEvidence = 32
 )
 
 // StageWriting is the stage in which a review writes its grid and report.
@@ -316,7 +313,7 @@ type ReviewGrid struct {
 	ChunkTokens     int    `json:"chunk_tokens"`
 	MemoryMaxTokens int    `json:"memory_max_tokens"`
 	// EvidenceRule is the rule that decided material changes
-	// (ReviewEvidenceRule when the grid was made).
+	// (the worker's rule when the grid was made, such as "content-words/v1").
 	EvidenceRule string `json:"evidence_rule"`
 	// Runs is how many runs (continue-as-new generations) the review took.
 	Runs       int         `json:"runs"`
@@ -345,7 +342,7 @@ type ReviewRow struct {
 	Scores       *Scores `json:"scores,omitempty"`
 	// Evidence lists, in document order, the chunks at which the
 	// question's memory changed materially.
-	Evidence []ReviewEvidence `json:"evidence"`
+	Evidence []Evidence `json:"evidence"`
 	// EvidenceDropped counts entries dropped to keep the evidence bounded
 	// (those the memory had forgotten since, first).
 	EvidenceDropped int `json:"evidence_dropped,omitempty"`
@@ -381,52 +378,6 @@ type ReviewRow struct {
 	// document's text (a done row of a review from before grounding has
 	// none).
 	Grounding *Grounding `json:"grounding,omitempty"`
-}
-
-// ReviewEvidence is one chunk at which a question's memory changed
-// materially.
-type ReviewEvidence struct {
-	Chunk int `json:"chunk"`
-	// Document is the corpus document the entry's passage (else its
-	// chunk's start) is in, as the caller named it; empty for a single
-	// document.
-	Document string `json:"document,omitempty"`
-	// Start and End are the chunk's byte range [Start, End) in the
-	// document.
-	Start int64 `json:"start"`
-	End   int64 `json:"end"`
-	// Passage is the sentence of the chunk that best accounts for the
-	// change, when one was found.
-	Passage *ReviewPassage `json:"passage,omitempty"`
-	// Added are new content words the chunk brought into the memory (see
-	// ReviewChange): the entry's fingerprint.
-	Added []string `json:"added,omitempty"`
-	// SupportsAnswer reports that the final memory, from which the answer
-	// was given, still holds at least half of Added.
-	SupportsAnswer bool `json:"supports_answer"`
-	// Pages are the pages (or sections) of a converted document the chunk
-	// came from.
-	Pages *PageRef `json:"pages,omitempty"`
-}
-
-// ReviewPassage is a byte range [Start, End) of the document and, in the
-// written report only, its text.
-type ReviewPassage struct {
-	Start int64  `json:"start"`
-	End   int64  `json:"end"`
-	Text  string `json:"text,omitempty"`
-	// Pages are the page (or pages, or section) of a converted document
-	// the passage is on.
-	Pages *PageRef `json:"pages,omitempty"`
-}
-
-// Cite is where an evidence entry is in the source: its passage's pages,
-// or else its chunk's; "" for a text document.
-func (e ReviewEvidence) Cite() string {
-	if e.Passage != nil && e.Passage.Pages != nil {
-		return e.Passage.Pages.String()
-	}
-	return e.Pages.String()
 }
 
 // ReviewUsage sums the tokens the model server reported. It has the fields

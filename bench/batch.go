@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
@@ -28,6 +27,7 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/workflows"
 )
 

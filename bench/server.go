@@ -53,11 +53,11 @@ var embeddedServer = benchServer{
 }
 
 // embeddedHistoryShards is the embedded server's shard count
-// (internal/dev/devstack numHistoryShards).
+// (internal/dev/embedstack numHistoryShards).
 const embeddedHistoryShards = 1
 
 // serverDynamicConfig is the dynamic config the figures depend on: its value
-// on the embedded server (internal/dev/devstack devDynamicConfig) and the
+// on the embedded server (internal/dev/embedstack devDynamicConfig) and the
 // server's default (go.temporal.io/server v1.32.0), for a file that does not
 // set it.
 var serverDynamicConfig = []struct{ key, what, embedded, serverDefault string }{

@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/workflows"
 )
 

@@ -38,7 +38,7 @@ import (
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
-	"github.com/memagent/memagent/internal/dev/devstack"
+	"github.com/memagent/memagent/internal/dev/embedstack"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -507,12 +507,12 @@ func (h *chaosHarness) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.TemporalAddress = net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(h.temporalPort))
-	cfg.TemporalNamespace = devstack.DefaultNamespace
-	cfg.S3Endpoint = secret.Endpoint("http://" + net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(h.s3Port)))
-	cfg.S3Region, cfg.S3AccessKey, cfg.S3SecretKey = devstack.DevRegion, devstack.DevAccessKey, devstack.DevSecretKey
+	cfg.TemporalAddress = net.JoinHostPort(embedstack.DefaultHost, strconv.Itoa(h.temporalPort))
+	cfg.TemporalNamespace = embedstack.DefaultNamespace
+	cfg.S3Endpoint = secret.Endpoint("http://" + net.JoinHostPort(embedstack.DefaultHost, strconv.Itoa(h.s3Port)))
+	cfg.S3Region, cfg.S3AccessKey, cfg.S3SecretKey = embedstack.DevRegion, embedstack.DevAccessKey, embedstack.DevSecretKey
 	cfg.S3PathStyle = true
-	cfg.Bucket = devstack.DefaultBucket
+	cfg.Bucket = embedstack.DefaultBucket
 	h.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if h.store, err = assemble.NewStore(ctx, cfg.S3()); err != nil {
@@ -961,7 +961,7 @@ func chaosDocument(tok memagent.Tokenizer, chunks, chunkTokens int) (string, int
 // is found where the old one was.
 func chaosPorts() (temporalPort, s3Port int, err error) {
 	free := func(port int) bool {
-		l, err := net.Listen("tcp", net.JoinHostPort(devstack.DefaultHost, strconv.Itoa(port)))
+		l, err := net.Listen("tcp", net.JoinHostPort(embedstack.DefaultHost, strconv.Itoa(port)))
 		if err != nil {
 			return false
 		}
@@ -973,7 +973,7 @@ func chaosPorts() (temporalPort, s3Port int, err error) {
 		// takes a port while the stack is down.
 		base := 20000 + rand.IntN(12000)
 		if free(base) && free(base+1) && free(base+2) && free(base+6) && free(base+10) {
-			l, err := net.Listen("tcp", net.JoinHostPort(devstack.DefaultHost, "0"))
+			l, err := net.Listen("tcp", net.JoinHostPort(embedstack.DefaultHost, "0"))
 			if err != nil {
 				return 0, 0, err
 			}
@@ -989,7 +989,7 @@ func chaosPorts() (temporalPort, s3Port int, err error) {
 
 // chaosServe serves h on a free loopback port.
 func chaosServe(h http.Handler) (string, func(), error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(devstack.DefaultHost, "0"))
+	l, err := net.Listen("tcp", net.JoinHostPort(embedstack.DefaultHost, "0"))
 	if err != nil {
 		return "", nil, err
 	}

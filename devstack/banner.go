@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/memagent/memagent/internal/dev/devstack"
+	"github.com/memagent/memagent/internal/dev/embedstack"
 )
 
 // printDevStack writes where the dev stack listens and the shell exports a
@@ -13,7 +13,7 @@ import (
 // addresses, the S3 endpoint with its full credentials and, with the
 // simulator, the model server's URL (OPENAI_BASE_URL). simulatorURL is
 // empty when the model is modelURL instead; dir is empty in memory.
-func printDevStack(w io.Writer, s *devstack.Stack, simulatorURL, modelURL, dir string) {
+func printDevStack(w io.Writer, s *embedstack.Stack, simulatorURL, modelURL, dir string) {
 	fmt.Fprintf(w, "memagent dev stack\n")
 	fmt.Fprintf(w, "  Temporal:  %s (namespace %s)\n", s.TemporalAddress, s.Namespace)
 	fmt.Fprintf(w, "  HTTP API:  http://%s (Temporal's HTTP API: /api/v1/namespaces/%s/workflows/...)\n", s.TemporalHTTPAddress, s.Namespace)
@@ -30,7 +30,7 @@ func printDevStack(w io.Writer, s *devstack.Stack, simulatorURL, modelURL, dir s
 		fmt.Fprintf(w, "  Data:      %s\n", dir)
 	}
 	fmt.Fprintf(w, "clients in any language (docs/API.md), paste into a shell:\n")
-	var temporal, s3 []devstack.EnvVar
+	var temporal, s3 []embedstack.EnvVar
 	for _, v := range s.ClientEnv() {
 		if strings.HasPrefix(v.Name, "TEMPORAL_") {
 			temporal = append(temporal, v)
@@ -42,12 +42,12 @@ func printDevStack(w io.Writer, s *devstack.Stack, simulatorURL, modelURL, dir s
 	if simulatorURL != "" {
 		// A worker or ask started on its own must reach the simulator
 		// too, and it listens on a port of its own (--free-ports).
-		fmt.Fprintf(w, "  %s\n", exportLine([]devstack.EnvVar{{Name: "OPENAI_BASE_URL", Value: simulatorURL}}))
+		fmt.Fprintf(w, "  %s\n", exportLine([]embedstack.EnvVar{{Name: "OPENAI_BASE_URL", Value: simulatorURL}}))
 	}
 }
 
 // exportLine renders vars as one POSIX shell export command.
-func exportLine(vars []devstack.EnvVar) string {
+func exportLine(vars []embedstack.EnvVar) string {
 	var b strings.Builder
 	b.WriteString("export")
 	for _, v := range vars {

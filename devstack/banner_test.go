@@ -6,21 +6,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/internal/dev/devstack"
+	"github.com/memagent/memagent/internal/dev/embedstack"
 )
 
 // TestPrintDevStack checks the dev stack's banner: every address, including
 // Temporal's HTTP API, and export lines that a shell accepts as they are and
 // that set the stack's full S3 credentials.
 func TestPrintDevStack(t *testing.T) {
-	stack := func(secret string) *devstack.Stack {
-		return &devstack.Stack{
+	stack := func(secret string) *embedstack.Stack {
+		return &embedstack.Stack{
 			TemporalAddress: "127.0.0.1:7233", TemporalHTTPAddress: "127.0.0.1:7243", Namespace: "default",
 			UIURL: "http://127.0.0.1:8233", S3Endpoint: "http://127.0.0.1:9000", Bucket: "memagent",
-			Region: devstack.DevRegion, S3AccessKey: devstack.DevAccessKey, S3SecretKey: secret,
+			Region: embedstack.DevRegion, S3AccessKey: embedstack.DevAccessKey, S3SecretKey: secret,
 		}
 	}
-	s := stack(devstack.DevSecretKey)
+	s := stack(embedstack.DevSecretKey)
 	for _, tc := range []struct {
 		name, sim, model, dir string
 		want                  []string

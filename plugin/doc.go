@@ -14,7 +14,7 @@
 // Options are set in code and nothing is read from the environment, unless
 // the host asks: OptionsFromEnv returns the options memagent's own worker
 // reads from MEMAGENT_BUCKET, AWS_ENDPOINT_URL_S3, OPENAI_BASE_URL and the
-// rest. Runs are started and awaited with the client package.
+// rest. Runs are started and awaited with the memclient package.
 //
 // # Where the plugin goes
 //

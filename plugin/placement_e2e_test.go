@@ -22,8 +22,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/memclient"
 )
 
 // hostMark is the metadata key the host's own codec (markCodec) adds to

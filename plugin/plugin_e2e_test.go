@@ -10,8 +10,8 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/memclient"
 )
 
 func TestPluginOnPlainWorker(t *testing.T) {

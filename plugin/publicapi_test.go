@@ -21,7 +21,7 @@ import (
 var publicPackages = []string{
 	"github.com/memagent/memagent/api",
 	"github.com/memagent/memagent/plugin",
-	"github.com/memagent/memagent/client",
+	"github.com/memagent/memagent/memclient",
 	"github.com/memagent/memagent/workflows",
 	"github.com/memagent/memagent/activities",
 	"github.com/memagent/memagent/rollout",

@@ -48,9 +48,9 @@ type qaState struct {
 	StartedAt   time.Time             `json:"started_at"`
 	TracePrefix string                `json:"trace_prefix"`
 	// Evidence are the chunks at which the memory changed materially
-	// (see qaState.noteEvidence), at most MaxReviewEvidence.
-	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
-	EvidenceDropped int                  `json:"evidence_dropped,omitempty"`
+	// (see qaState.noteEvidence), at most MaxEvidence.
+	Evidence        []api.Evidence `json:"evidence,omitempty"`
+	EvidenceDropped int            `json:"evidence_dropped,omitempty"`
 	// Carried says the run's batch carried it over a continue-as-new of
 	// its own: the run tells the batch when it closes (ItemDoneSignal).
 	Carried bool `json:"carried,omitempty"`

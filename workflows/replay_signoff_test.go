@@ -30,9 +30,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/workflows"
 )
 

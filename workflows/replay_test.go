@@ -498,6 +498,10 @@ var batchGenerations = []generation{
 	// its grant asks through BudgetRequestUpdate and the batch reads its
 	// usage (ReadBatchChild); carried children keep their run ids.
 	{name: "v5-ledger", prefix: "batch_ledger_run"},
+	// BatchWholeReadingsChange at version 1, with reuse "none": the item
+	// asked twice is read again, not reused, and every child starts with
+	// reuse "none".
+	{name: "v6-whole", prefix: "batch_whole_run"},
 }
 
 const (
@@ -565,6 +569,9 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	if g.name == "v5-ledger" {
 		checkLedgerCoverage(t, histories)
 		replayLedgerChild(t, childPrefix(g.prefix))
+	}
+	if g.name == "v6-whole" {
+		checkWholeCoverage(t, histories)
 	}
 }
 
@@ -663,6 +670,38 @@ func checkLedgerCoverage(t *testing.T, histories []*historypb.History) {
 	}
 }
 
+// checkWholeCoverage asserts that a chain of BatchWholeReadingsChange at
+// version 1 recorded the change and started every child with reuse "none".
+func checkWholeCoverage(t *testing.T, histories []*historypb.History) {
+	t.Helper()
+	marker, children, whole := 0, 0, 0
+	dc := converter.GetDefaultDataConverter()
+	for _, hist := range histories {
+		if hist == nil {
+			return
+		}
+		for _, e := range hist.GetEvents() {
+			if m := e.GetMarkerRecordedEventAttributes(); m != nil && strings.Contains(m.String(), workflows.BatchWholeReadingsChange) {
+				marker++
+			}
+			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+				children++
+				var in api.DocumentQAInput
+				if err := dc.FromPayloads(a.GetInput(), &in); err != nil {
+					t.Fatal(err)
+				}
+				if in.Reuse == api.ReuseNone {
+					whole++
+				}
+			}
+		}
+	}
+	if marker == 0 || children == 0 || whole != children {
+		t.Errorf("%s marker %d times, %d children started, %d with reuse %q: want the marker and every child reading whole",
+			workflows.BatchWholeReadingsChange, marker, children, whole, api.ReuseNone)
+	}
+}
+
 // checkBatchCoverage asserts that the chain exercised every path of
 // BatchQA the replay is meant to guard.
 func checkBatchCoverage(t *testing.T, histories []*historypb.History) {
@@ -732,9 +771,10 @@ func recordBatchHistories(t *testing.T, prefix string) {
 	if err := store.Put(ctx, latin1, []byte("Na\xefve text from an old system.\n"), "text/plain"); err != nil {
 		t.Fatal(err)
 	}
-	// Page 0 runs two children that answer; page 1 settles without a
-	// child (the first item again, reused; a missing document); page 2's
-	// child fails (the document is not UTF-8).
+	// Page 0 runs two children that answer; page 1 runs one for the first
+	// item asked again (read whole, not reused) and settles a missing
+	// document without a child; page 2's child fails (the document is not
+	// UTF-8).
 	items := []map[string]any{
 		{"id": "fact", "document": doc.String(), "question": replayQuestion, "answers": []string{replayAnswer}, "labels": map[string]string{"kind": "fact"}},
 		{"id": "filler", "document": doc.String(), "question": "Who mended the willow baskets?"},
@@ -760,9 +800,13 @@ func recordBatchHistories(t *testing.T, prefix string) {
 			Priority: api.PriorityBatch, FairnessKey: "replay", FairnessWeight: 2,
 			Options:     api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
 			CompareWith: "s3://" + cfg.Bucket + "/replay/baseline/", NotifyURL: hook.URL + "/hook",
-			// The first child's grant is 16 calls, the second's the 9 left:
-			// the second asks for more and gets what the first leaves.
-			Budget: &api.Budget{MaxCalls: 25},
+			// Each child's grant is 16 calls, which it does not spend.
+			// (v5-ledger, recorded with 25 calls and reuse "auto", kept the
+			// history of the second child, which asked for more.)
+			Budget: &api.Budget{MaxCalls: 100},
+			// Every item read whole (BatchWholeReadingsChange): the item
+			// asked twice is answered again, not reused.
+			Reuse: api.ReuseNone,
 		})
 	if err != nil {
 		t.Fatalf("start BatchQA: %v", err)
@@ -772,18 +816,11 @@ func recordBatchHistories(t *testing.T, prefix string) {
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("BatchQA: %v", err)
 	}
-	if res.Items != 5 || res.Succeeded != 2 || res.Skipped != 1 || res.Failed != 2 || res.Runs < batchMinRuns || res.Overall.ExactMatch != 1 {
-		t.Fatalf("result %+v: want 5 items (2 answered, 1 reused, 2 failed, all scored items exact) in at least %d runs", res, batchMinRuns)
+	if res.Items != 5 || res.Succeeded != 3 || res.Skipped != 0 || res.Failed != 2 || res.Runs < batchMinRuns || res.Overall.ExactMatch != 1 {
+		t.Fatalf("result %+v: want 5 items (3 answered, none reused, 2 failed, all scored items exact) in at least %d runs", res, batchMinRuns)
 	}
 	if res.Changes == nil || res.Changes.New != 5 || res.Notify != api.NotifySent || posts.Load() != 1 {
 		t.Fatalf("changes %+v, notify %q, %d POSTs: want all 5 new (no earlier report), one POST", res.Changes, res.Notify, posts.Load())
 	}
 	writeChain(ctx, t, c, batchReplayID, runID, prefix)
-	// The child that asked for budget (the second of page 0: its grant was
-	// the 9 calls the first one left).
-	desc, err := c.DescribeWorkflowExecution(ctx, batchReplayID+"/1", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeChain(ctx, t, c, batchReplayID+"/1", desc.GetWorkflowExecutionInfo().GetFirstRunId(), childPrefix(prefix))
 }

@@ -52,15 +52,15 @@ type reviewQuestionState struct {
 	TokensDone int64     `json:"tokens_done"`
 	Usage      api.Usage `json:"usage"`
 	// Evidence are the chunks at which the memory changed materially,
-	// without SupportsAnswer (known at the end), at most MaxReviewEvidence.
-	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
-	EvidenceDropped int                  `json:"evidence_dropped,omitempty"`
-	Answered        bool                 `json:"answered,omitempty"`
-	Answer          string               `json:"answer,omitempty"`
-	AnswerFound     bool                 `json:"answer_found,omitempty"`
-	AnswerMethod    string               `json:"answer_method,omitempty"`
-	Scores          *api.Scores          `json:"scores,omitempty"`
-	ResultURI       string               `json:"result_uri,omitempty"`
+	// without SupportsAnswer (known at the end), at most MaxEvidence.
+	Evidence        []api.Evidence `json:"evidence,omitempty"`
+	EvidenceDropped int            `json:"evidence_dropped,omitempty"`
+	Answered        bool           `json:"answered,omitempty"`
+	Answer          string         `json:"answer,omitempty"`
+	AnswerFound     bool           `json:"answer_found,omitempty"`
+	AnswerMethod    string         `json:"answer_method,omitempty"`
+	Scores          *api.Scores    `json:"scores,omitempty"`
+	ResultURI       string         `json:"result_uri,omitempty"`
 	// Error and ErrorType are set when the question failed; it is then
 	// left out of the rest of the review.
 	Error     string `json:"error,omitempty"`
@@ -493,12 +493,12 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 		qs.Usage = qs.Usage.Add(out.Usage)
 		qs.Cursor = chunk + 1
 		if out.Material {
-			qs.Evidence = append(qs.Evidence, api.ReviewEvidence{
+			qs.Evidence = append(qs.Evidence, api.Evidence{
 				Chunk: out.Chunk, Start: out.Start, End: out.End, Passage: out.Passage, Added: out.Added,
 				Pages: out.Pages, Document: out.Document,
 			})
 			var dropped int
-			qs.Evidence, dropped = report.ReviewPruneEvidence(qs.Evidence, qs.Memory, api.MaxReviewEvidence)
+			qs.Evidence, dropped = report.PruneEvidence(qs.Evidence, qs.Memory, api.MaxEvidence)
 			qs.EvidenceDropped += dropped
 		}
 	})
@@ -677,7 +677,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		InvalidBytesReplaced: p.InvalidBytesReplaced, Model: r.opts.Model, Tokenizer: p.Tokenizer,
 		Source: p.Source, Format: p.Format, Documents: r.in.Documents,
 		ChunkTokens: p.ChunkTokens, MemoryMaxTokens: r.opts.WithDefaults().MemoryMaxTokens,
-		EvidenceRule: report.ReviewEvidenceRule, Runs: r.st.Runs, StartedAt: r.st.StartedAt,
+		EvidenceRule: report.EvidenceRule, Runs: r.st.Runs, StartedAt: r.st.StartedAt,
 		Prefix: r.st.Prefix, JSONURI: r.st.Prefix + activities.ReviewGridJSON,
 		CSVURI: r.st.Prefix + activities.ReviewGridCSV, HTMLURI: r.st.Prefix + activities.ReviewHTML,
 	}
@@ -687,7 +687,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 		row := api.ReviewRow{
 			ID: q.ID, Question: q.Question, GoldAnswers: q.GoldAnswers, Status: api.ReviewStatusDone,
 			Answer: qs.Answer, AnswerFound: qs.AnswerFound, AnswerMethod: qs.AnswerMethod, Scores: qs.Scores,
-			Evidence: make([]api.ReviewEvidence, 0, len(qs.Evidence)), EvidenceDropped: qs.EvidenceDropped,
+			Evidence: make([]api.Evidence, 0, len(qs.Evidence)), EvidenceDropped: qs.EvidenceDropped,
 			ChunksRead: qs.Cursor, Usage: api.ReviewUsage(qs.Usage), ResultURI: qs.ResultURI,
 			TracePrefix: r.questionPrefix(i) + "chunks/", Error: qs.Error, ErrorType: qs.ErrorType,
 			ChunksReused: chunksReused(qs.ReusedFrom), ReusedFrom: namedReuse(qs.ReusedFrom),
@@ -697,7 +697,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 			row.Status = api.ReviewStatusFailed
 		}
 		for _, e := range qs.Evidence {
-			e.SupportsAnswer = !qs.failed() && report.ReviewSupports(e.Added, qs.Memory)
+			e.SupportsAnswer = !qs.failed() && report.EvidenceSupports(e.Added, qs.Memory)
 			row.Evidence = append(row.Evidence, e)
 		}
 		if qs.AnswerFound {

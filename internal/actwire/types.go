@@ -280,14 +280,14 @@ type ConvertedDocument struct {
 type ReviewUpdateOutput struct {
 	UpdateOutput
 	// Material reports that the chunk changed the memory materially
-	// (report.ReviewMaterialChange, rule report.ReviewEvidenceRule).
+	// (report.MaterialChange, rule report.EvidenceRule).
 	Material bool `json:"material"`
 	// Added are the new content words, when Material: the evidence
 	// entry's fingerprint.
 	Added []string `json:"added,omitempty"`
 	// Passage is the chunk's sentence that best accounts for the change,
 	// as a byte range of the document, when Material and one was found.
-	Passage *api.ReviewPassage `json:"passage,omitempty"`
+	Passage *api.EvidencePassage `json:"passage,omitempty"`
 	// Document is the corpus document of the change, when Material.
 	Document string `json:"document,omitempty"`
 }
@@ -413,12 +413,12 @@ type FindCheckpointInput struct {
 // chain (FindCheckpointInput.FirstRunID): another reading of the same text
 // may be another caller's.
 type FindCheckpointOutput struct {
-	Chunks          int                  `json:"chunks"`
-	Memory          string               `json:"memory,omitempty"`
-	WorkflowID      string               `json:"workflow_id,omitempty"`
-	RunID           string               `json:"run_id,omitempty"`
-	Evidence        []api.ReviewEvidence `json:"evidence,omitempty"`
-	EvidenceDropped int                  `json:"evidence_dropped,omitempty"`
+	Chunks          int            `json:"chunks"`
+	Memory          string         `json:"memory,omitempty"`
+	WorkflowID      string         `json:"workflow_id,omitempty"`
+	RunID           string         `json:"run_id,omitempty"`
+	Evidence        []api.Evidence `json:"evidence,omitempty"`
+	EvidenceDropped int            `json:"evidence_dropped,omitempty"`
 }
 
 // UpdateOutput is the new memory and what it cost.
@@ -438,9 +438,9 @@ type UpdateOutput struct {
 	// came from.
 	Pages *api.PageRef `json:"pages,omitempty"`
 	// Evidence is set when the chunk changed the memory materially
-	// (report.ReviewMaterialChange): the chunk, its pages, and the
+	// (report.MaterialChange): the chunk, its pages, and the
 	// passage the change came from.
-	Evidence *api.ReviewEvidence `json:"evidence,omitempty"`
+	Evidence *api.Evidence `json:"evidence,omitempty"`
 }
 
 // AnswerInput asks for the final answer and carries the run's summary so the
@@ -521,7 +521,7 @@ type GroundEvidence struct {
 }
 
 // GroundEvidenceOf is the GroundEvidence of entries.
-func GroundEvidenceOf(entries []api.ReviewEvidence) []GroundEvidence {
+func GroundEvidenceOf(entries []api.Evidence) []GroundEvidence {
 	out := make([]GroundEvidence, 0, len(entries))
 	for _, e := range entries {
 		g := GroundEvidence{Start: e.Start, End: e.End, Supports: e.SupportsAnswer}

@@ -42,11 +42,11 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
+	"github.com/memagent/memagent/memclient"
 )
 
 //go:embed static templates

@@ -78,7 +78,7 @@ func TestCite(t *testing.T) {
 }
 
 func TestReviewCitation(t *testing.T) {
-	old := api.ReviewRow{AnswerFound: true, Evidence: []api.ReviewEvidence{
+	old := api.ReviewRow{AnswerFound: true, Evidence: []api.Evidence{
 		{SupportsAnswer: true, Pages: &api.PageRef{Unit: api.UnitPage, First: 3, Last: 3}},
 		{Pages: &api.PageRef{Unit: api.UnitPage, First: 4, Last: 4}},
 	}}

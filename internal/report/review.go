@@ -107,7 +107,7 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 // EvidenceDocumentName is the name (the last element of the key) of the
 // corpus document an evidence entry is in, empty for a single document's
 // entries, which name none.
-func EvidenceDocumentName(e api.ReviewEvidence) string {
+func EvidenceDocumentName(e api.Evidence) string {
 	if e.Document == "" {
 		return ""
 	}
@@ -117,7 +117,7 @@ func EvidenceDocumentName(e api.ReviewEvidence) string {
 // EvidenceCite cites an evidence entry as a reader reads it: its
 // document's name, when it has one, and its pages or section
 // ("deposition-12.pdf p. 4", "notes.txt"), else its pages alone (e.Cite).
-func EvidenceCite(e api.ReviewEvidence) string {
+func EvidenceCite(e api.Evidence) string {
 	if e.Document == "" {
 		return e.Cite()
 	}
@@ -126,7 +126,7 @@ func EvidenceCite(e api.ReviewEvidence) string {
 
 // evidencePages are the pages e.Cite cites: the passage's, else the
 // chunk's.
-func evidencePages(e api.ReviewEvidence) *api.PageRef {
+func evidencePages(e api.Evidence) *api.PageRef {
 	if e.Passage != nil && e.Passage.Pages != nil {
 		return e.Passage.Pages
 	}

@@ -29,7 +29,7 @@ func sampleGrid() api.ReviewGrid {
 		Document: "s3://memagent/converted/v1/ab/text.txt", DocumentSHA256: "ab12",
 		Source: "s3://memagent/documents/sha256/ab/contract.pdf", Format: "pdf",
 		Bytes: 2486695, Tokens: 500076, Chunks: 101, Model: "memagent-simulator", Tokenizer: "qwen2.5",
-		ChunkTokens: 5000, MemoryMaxTokens: 1024, EvidenceRule: ReviewEvidenceRule, Runs: 6,
+		ChunkTokens: 5000, MemoryMaxTokens: 1024, EvidenceRule: EvidenceRule, Runs: 6,
 		StartedAt: at, FinishedAt: at.Add(42 * time.Second),
 		Usage:  api.ReviewUsage{Calls: 23, PromptTokens: 120000, CompletionTokens: 900},
 		Prefix: "s3://memagent/reviews/w/r/", JSONURI: "s3://memagent/reviews/w/r/grid.json",
@@ -39,9 +39,9 @@ func sampleGrid() api.ReviewGrid {
 				ID: "q1", Question: "What is the access code for the north gate?", GoldAnswers: []string{"7391-ALPHA"},
 				Status: api.ReviewStatusDone, Answer: "7391-ALPHA", AnswerFound: true, AnswerMethod: "boxed",
 				Scores: &api.Scores{ExactMatch: true, SubstringMatch: true, F1: 1, BestGold: "7391-ALPHA"},
-				Evidence: []api.ReviewEvidence{{
+				Evidence: []api.Evidence{{
 					Chunk: 17, Start: 420000, End: 445000,
-					Passage: &api.ReviewPassage{Start: 431000, End: 431079, Text: "The access code for the north gate is 7391-ALPHA.",
+					Passage: &api.EvidencePassage{Start: 431000, End: 431079, Text: "The access code for the north gate is 7391-ALPHA.",
 						Pages: &api.PageRef{Unit: api.UnitPage, First: 17, Last: 17}},
 					Added:          []string{"7391", "alpha", "access", "code"},
 					SupportsAnswer: true,
@@ -57,9 +57,9 @@ func sampleGrid() api.ReviewGrid {
 			{
 				ID: "q2", Question: "=HYPERLINK(\"http://x\") " + hostile, GoldAnswers: []string{"-1", `"><img src=x onerror=alert(1)>`},
 				Status: api.ReviewStatusDone, Answer: `@SUM(A1) </td></tr></table>` + hostile, AnswerFound: false,
-				Evidence: []api.ReviewEvidence{{
+				Evidence: []api.Evidence{{
 					Chunk: 3, Start: 10, End: 20,
-					Passage: &api.ReviewPassage{Start: 12, End: 18, Text: "code " + hostile + " <b>bold</b> & more"},
+					Passage: &api.EvidencePassage{Start: 12, End: 18, Text: "code " + hostile + " <b>bold</b> & more"},
 					Added:   []string{"code", "script"},
 				}},
 				ChunksRead: 101, Usage: api.ReviewUsage{Calls: 102},
@@ -229,7 +229,7 @@ func TestReviewCorpusCitations(t *testing.T) {
 	g := api.ReviewGrid{Version: api.ReviewGridVersion, Documents: []string{"s3://m/notes.txt", "s3://m/deposition-12.pdf"},
 		Rows: []api.ReviewRow{{
 			ID: "q1", Question: "When?", Status: api.ReviewStatusDone, Answer: "1999", AnswerFound: true,
-			Evidence: []api.ReviewEvidence{
+			Evidence: []api.Evidence{
 				{Chunk: 0, Start: 0, End: 10, Document: "s3://m/notes.txt"},
 				{Chunk: 1, Start: 10, End: 20, Document: "s3://m/deposition-12.pdf", Pages: p4, SupportsAnswer: true},
 			},

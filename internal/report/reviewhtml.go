@@ -24,7 +24,7 @@ func WriteReviewHTML(w io.Writer, g api.ReviewGrid) error {
 	for i, r := range g.Rows {
 		pr := reviewPageRow{ReviewRow: r, Anchor: fmt.Sprintf("q%d", i+1)}
 		for k, e := range r.Evidence {
-			pe := reviewPageEvidence{ReviewEvidence: e, Anchor: fmt.Sprintf("q%d-e%d", i+1, k+1), Where: EvidenceCite(e)}
+			pe := reviewPageEvidence{Evidence: e, Anchor: fmt.Sprintf("q%d-e%d", i+1, k+1), Where: EvidenceCite(e)}
 			if e.Passage != nil {
 				pe.Segments = reviewHighlight(e.Passage.Text, e.Added)
 			}
@@ -92,7 +92,7 @@ type reviewPageRow struct {
 }
 
 type reviewPageEvidence struct {
-	api.ReviewEvidence
+	api.Evidence
 	Anchor string
 	// Where cites the entry: its document's name, for a corpus, and its
 	// pages or section (EvidenceCite).

@@ -26,8 +26,8 @@ type Row struct {
 	Grounding   *api.Grounding `json:"grounding,omitempty"`
 	// Evidence are a review row's evidence entries (a batch item has
 	// none in its report).
-	Evidence []api.ReviewEvidence `json:"evidence,omitempty"`
-	Error    string               `json:"error,omitempty"`
+	Evidence []api.Evidence `json:"evidence,omitempty"`
+	Error    string         `json:"error,omitempty"`
 }
 
 // EvidenceDocument is the document the row's grounding is in: the corpus

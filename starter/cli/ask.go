@@ -24,7 +24,6 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
@@ -34,6 +33,7 @@ import (
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/memclient"
 )
 
 // stringList is a repeatable flag.
@@ -277,7 +277,7 @@ func (s *session) ask(ctx context.Context, req askRequest) (*api.DocumentQAResul
 }
 
 // start checks the request, uploads a local document and starts the
-// DocumentQA run through package client (its workflow id, reuse policy,
+// DocumentQA run through package memclient (its workflow id, reuse policy,
 // summary, memo and search attributes), or joins the run of the same
 // request.
 func (s *session) start(ctx context.Context, req askRequest) (memclient.Run, error) {
@@ -588,30 +588,30 @@ func answerText(answer string, found bool) string {
 func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJSON bool) error {
 	if asJSON {
 		out := struct {
-			Answer      string               `json:"answer"`
-			AnswerFound bool                 `json:"answer_found"`
-			WorkflowID  string               `json:"workflow_id"`
-			RunID       string               `json:"run_id"`
-			Document    string               `json:"document"`
-			Chunks      int                  `json:"chunks"`
-			Tokens      int64                `json:"tokens"`
-			ResultURI   string               `json:"result_uri"`
-			TracePrefix string               `json:"trace_prefix"`
-			Scores      *api.Scores          `json:"scores,omitempty"`
-			Usage       api.Usage            `json:"usage"`
-			Runs        int                  `json:"runs"`
-			Source      string               `json:"source,omitempty"`
-			Format      string               `json:"format,omitempty"`
-			AnswerPages string               `json:"answer_pages,omitempty"`
-			Grounding   *api.Grounding       `json:"grounding,omitempty"`
-			Documents   []string             `json:"documents,omitempty"`
-			Sources     []api.SourceRef      `json:"answer_sources,omitempty"`
-			Evidence    []api.ReviewEvidence `json:"evidence,omitempty"`
-			Reused      int                  `json:"chunks_reused,omitempty"`
-			ReusedFrom  *api.ReusedFrom      `json:"reused_from,omitempty"`
-			Reading     string               `json:"reused_reading,omitempty"`
-			Context     string               `json:"context_pages,omitempty"`
-			ContextSrc  []api.SourceRef      `json:"context_sources,omitempty"`
+			Answer      string          `json:"answer"`
+			AnswerFound bool            `json:"answer_found"`
+			WorkflowID  string          `json:"workflow_id"`
+			RunID       string          `json:"run_id"`
+			Document    string          `json:"document"`
+			Chunks      int             `json:"chunks"`
+			Tokens      int64           `json:"tokens"`
+			ResultURI   string          `json:"result_uri"`
+			TracePrefix string          `json:"trace_prefix"`
+			Scores      *api.Scores     `json:"scores,omitempty"`
+			Usage       api.Usage       `json:"usage"`
+			Runs        int             `json:"runs"`
+			Source      string          `json:"source,omitempty"`
+			Format      string          `json:"format,omitempty"`
+			AnswerPages string          `json:"answer_pages,omitempty"`
+			Grounding   *api.Grounding  `json:"grounding,omitempty"`
+			Documents   []string        `json:"documents,omitempty"`
+			Sources     []api.SourceRef `json:"answer_sources,omitempty"`
+			Evidence    []api.Evidence  `json:"evidence,omitempty"`
+			Reused      int             `json:"chunks_reused,omitempty"`
+			ReusedFrom  *api.ReusedFrom `json:"reused_from,omitempty"`
+			Reading     string          `json:"reused_reading,omitempty"`
+			Context     string          `json:"context_pages,omitempty"`
+			ContextSrc  []api.SourceRef `json:"context_sources,omitempty"`
 		}{res.Answer, res.AnswerFound, res.WorkflowID, res.RunID, res.Document, res.Chunks, res.Tokens,
 			res.ResultURI, res.TracePrefix, res.Scores, res.Usage, res.Runs, res.Source, res.Format, res.AnswerPages, res.Grounding,
 			res.Documents, res.AnswerSources, res.Evidence, res.ChunksReused, res.ReusedFrom, res.ReusedReading, res.ContextPages, res.ContextSources}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/memclient"
 )
 
 // Workflow ids are how a second ask joins the first: a request without a

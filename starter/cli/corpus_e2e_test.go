@@ -24,14 +24,14 @@ import (
 // corpusJSON is the part of `starter ask --json` the corpus tests read.
 type corpusJSON struct {
 	convertedJSON
-	Documents     []string             `json:"documents"`
-	AnswerSources []api.SourceRef      `json:"answer_sources"`
-	Evidence      []api.ReviewEvidence `json:"evidence"`
-	ChunksReused  int                  `json:"chunks_reused"`
-	ReusedFrom    *api.ReusedFrom      `json:"reused_from"`
-	ReusedReading string               `json:"reused_reading"`
-	Chunks        int                  `json:"chunks"`
-	Usage         api.Usage            `json:"usage"`
+	Documents     []string        `json:"documents"`
+	AnswerSources []api.SourceRef `json:"answer_sources"`
+	Evidence      []api.Evidence  `json:"evidence"`
+	ChunksReused  int             `json:"chunks_reused"`
+	ReusedFrom    *api.ReusedFrom `json:"reused_from"`
+	ReusedReading string          `json:"reused_reading"`
+	Chunks        int             `json:"chunks"`
+	Usage         api.Usage       `json:"usage"`
 }
 
 // fillerText is a text document of about n words that does not answer
@@ -299,7 +299,7 @@ func TestReviewCorpusThenAsk(t *testing.T) {
 }
 
 // evidenceAt lists the chunks and documents of evidence entries.
-func evidenceAt(ev []api.ReviewEvidence) []string {
+func evidenceAt(ev []api.Evidence) []string {
 	var at []string
 	for _, e := range ev {
 		at = append(at, fmt.Sprintf("%d:%s", e.Chunk, filepath.Base(e.Document)))

@@ -26,13 +26,13 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/memclient"
 )
 
 var deskScreenshots = flag.String("desk-screenshots", "", "save the review desk test's screenshots in this folder (docs/ for docs/REVIEW.md)")

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/rollout"
 )
 

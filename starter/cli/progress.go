@@ -14,7 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/memclient"
 )
 
 // isTerminal reports whether w is a terminal, where progress is redrawn in

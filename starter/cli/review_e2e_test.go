@@ -17,7 +17,6 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
@@ -27,6 +26,7 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/memclient"
 )
 
 // rangeCounter counts the worker's ranged S3 reads by object and range,

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
@@ -22,6 +21,7 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/memclient"
 )
 
 // syncBuffer is a bytes.Buffer that a watch writes to while the test reads.

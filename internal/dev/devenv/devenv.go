@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/dev/devstack"
+	"github.com/memagent/memagent/internal/dev/embedstack"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/secret"
@@ -30,7 +30,7 @@ type Options struct {
 	// FreePorts picks free loopback ports instead of the defaults.
 	FreePorts bool
 	// TemporalPort, UIPort and S3Port, when nonzero, are the stack's ports
-	// whatever FreePorts says (see devstack.Options): a stack restarted on
+	// whatever FreePorts says (see embedstack.Options): a stack restarted on
 	// the same DataDir and ports is the same stack to its clients.
 	TemporalPort, UIPort, S3Port int
 	// Simulator serves the inference simulator next to the stack.
@@ -41,7 +41,7 @@ type Options struct {
 	SimulatorPolicy string
 	// DisableUI skips the Temporal Web UI.
 	DisableUI bool
-	// ExternalTemporal and Namespace: see devstack.Options. With
+	// ExternalTemporal and Namespace: see embedstack.Options. With
 	// ExternalTemporal no Temporal server is started; the search attributes
 	// are registered in Namespace on that server all the same.
 	ExternalTemporal, Namespace string
@@ -51,7 +51,7 @@ type Options struct {
 
 // Env is a running dev stack with, optionally, the simulator.
 type Env struct {
-	Stack        *devstack.Stack
+	Stack        *embedstack.Stack
 	Simulator    *simulator.Server
 	SimulatorURL string // base URL including /v1; empty without simulator
 	simSrv       *http.Server
@@ -66,10 +66,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	sopts := devstack.Options{DataDir: opts.DataDir, DisableUI: opts.DisableUI, Logger: logger,
+	sopts := embedstack.Options{DataDir: opts.DataDir, DisableUI: opts.DisableUI, Logger: logger,
 		ExternalTemporal: opts.ExternalTemporal, Namespace: opts.Namespace}
 	if opts.FreePorts {
-		sopts.TemporalPort, sopts.UIPort, sopts.S3Port = devstack.FreePort, devstack.FreePort, devstack.FreePort
+		sopts.TemporalPort, sopts.UIPort, sopts.S3Port = embedstack.FreePort, embedstack.FreePort, embedstack.FreePort
 	}
 	if opts.TemporalPort != 0 {
 		sopts.TemporalPort = opts.TemporalPort
@@ -80,7 +80,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.S3Port != 0 {
 		sopts.S3Port = opts.S3Port
 	}
-	stack, err := devstack.Start(ctx, sopts)
+	stack, err := embedstack.Start(ctx, sopts)
 	if err != nil {
 		return nil, fmt.Errorf("start dev stack: %w", err)
 	}

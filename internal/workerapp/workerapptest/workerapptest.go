@@ -48,7 +48,7 @@ func Start(t testing.TB) *Stack {
 }
 
 // Env is the process environment with the stack's client environment
-// (devstack.Stack.ClientEnv) in place of any value it had, and without the
+// (embedstack.Stack.ClientEnv) in place of any value it had, and without the
 // other TEMPORAL_, AWS_ and MEMAGENT_ variables, which would point a client
 // elsewhere (a profile, a session token, a TLS certificate).
 func (s *Stack) Env() []string {

@@ -29,7 +29,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/plugin"
 )
 

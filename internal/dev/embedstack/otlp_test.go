@@ -1,4 +1,4 @@
-package devstack_test
+package embedstack_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/dev/devstack"
+	"github.com/memagent/memagent/internal/dev/embedstack"
 )
 
 // TestServerSpansFollowTheOTLPProtocol: with OTEL_EXPORTER_OTLP_PROTOCOL
@@ -35,8 +35,8 @@ func TestServerSpansFollowTheOTLPProtocol(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "200")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := devstack.Start(ctx, devstack.Options{
-		TemporalPort: devstack.FreePort, UIPort: devstack.FreePort, S3Port: devstack.FreePort,
+	st, err := embedstack.Start(ctx, embedstack.Options{
+		TemporalPort: embedstack.FreePort, UIPort: embedstack.FreePort, S3Port: embedstack.FreePort,
 		DisableUI: true, Logger: testLogger(),
 	})
 	if err != nil {

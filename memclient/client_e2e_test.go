@@ -1,4 +1,4 @@
-package client_test
+package memclient_test
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
@@ -23,6 +22,7 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/memclient"
 )
 
 // TestReviewAndBatchEndToEnd drives a review of two questions and a batch

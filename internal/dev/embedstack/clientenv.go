@@ -1,4 +1,4 @@
-package devstack
+package embedstack
 
 // EnvVar is one environment variable.
 type EnvVar struct{ Name, Value string }

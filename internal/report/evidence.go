@@ -9,35 +9,35 @@ import (
 	"github.com/memagent/memagent/api"
 )
 
-// ReviewEvidenceRule names the rule by which ReviewMaterialChange decides
+// EvidenceRule names the rule by which MaterialChange decides
 // that a memory changed materially. Grids record it, so that a reader knows
 // which rule produced their evidence; a different rule gets a new name.
-const ReviewEvidenceRule = "content-words/v1"
+const EvidenceRule = "content-words/v1"
 
-// ReviewMaxAdded bounds ReviewChange.Added: the words kept as an evidence
+// EvidenceMaxAdded bounds EvidenceChange.Added: the words kept as an evidence
 // entry's fingerprint.
-const ReviewMaxAdded = 8
+const EvidenceMaxAdded = 8
 
-// ReviewMaxPassageBytes bounds a passage found by ReviewLocatePassage.
-const ReviewMaxPassageBytes = 1024
+// EvidenceMaxPassageBytes bounds a passage found by LocatePassage.
+const EvidenceMaxPassageBytes = 1024
 
-// ReviewChange is how a memory changed over one chunk.
-type ReviewChange struct {
+// EvidenceChange is how a memory changed over one chunk.
+type EvidenceChange struct {
 	// Material reports a change that brought something new into the
 	// memory, rather than rewording it.
 	Material bool
 	// Added are content words of the new memory that the old one lacks,
 	// distinct and lowercased: the distinctive ones (with a digit, or
 	// capitalised inside a sentence) first, then the others, each group in
-	// order of appearance; at most ReviewMaxAdded.
+	// order of appearance; at most EvidenceMaxAdded.
 	Added []string
 	// AddedTotal counts all of them.
 	AddedTotal int
 }
 
-// ReviewMaterialChange decides, from the memory before and after a chunk,
+// MaterialChange decides, from the memory before and after a chunk,
 // whether the chunk changed the memory materially (rule
-// ReviewEvidenceRule). Only content words count: stopwords and the words
+// EvidenceRule). Only content words count: stopwords and the words
 // memories use to say that nothing is known yet ("No previous memory", "no
 // relevant information so far") do not, nor do case, punctuation,
 // whitespace or order. The change is material when at least two new
@@ -45,7 +45,7 @@ type ReviewChange struct {
 // (it has a digit) or a name (capitalised inside a sentence). A model that
 // rewords its memory with one new common word has not read anything new;
 // one that adds a sentence, a figure or a name has.
-func ReviewMaterialChange(before, after string) ReviewChange {
+func MaterialChange(before, after string) EvidenceChange {
 	old := reviewWordSet(before)
 	seen := map[string]bool{}
 	var distinctive, plain []string
@@ -60,11 +60,11 @@ func ReviewMaterialChange(before, after string) ReviewChange {
 			plain = append(plain, w.text)
 		}
 	}
-	ch := ReviewChange{AddedTotal: len(distinctive) + len(plain)}
+	ch := EvidenceChange{AddedTotal: len(distinctive) + len(plain)}
 	ch.Material = ch.AddedTotal >= 2 || len(distinctive) > 0
 	added := append(distinctive, plain...)
-	if len(added) > ReviewMaxAdded {
-		added = added[:ReviewMaxAdded]
+	if len(added) > EvidenceMaxAdded {
+		added = added[:EvidenceMaxAdded]
 	}
 	if len(added) > 0 {
 		ch.Added = added
@@ -72,10 +72,10 @@ func ReviewMaterialChange(before, after string) ReviewChange {
 	return ch
 }
 
-// ReviewSupport is the share of added (an evidence entry's fingerprint)
+// EvidenceSupport is the share of added (an evidence entry's fingerprint)
 // that memory still holds, in [0, 1]: 0 when added is empty. An entry
 // whose words survive into the final memory shaped the answer.
-func ReviewSupport(added []string, memory string) float64 {
+func EvidenceSupport(added []string, memory string) float64 {
 	if len(added) == 0 {
 		return 0
 	}
@@ -89,28 +89,28 @@ func ReviewSupport(added []string, memory string) float64 {
 	return float64(n) / float64(len(added))
 }
 
-// ReviewSupports reports whether an evidence entry shaped memory: at least
+// EvidenceSupports reports whether an evidence entry shaped memory: at least
 // half of its fingerprint is still there.
-func ReviewSupports(added []string, memory string) bool {
-	return ReviewSupport(added, memory) >= 0.5
+func EvidenceSupports(added []string, memory string) bool {
+	return EvidenceSupport(added, memory) >= 0.5
 }
 
-// ReviewPruneEvidence bounds a question's evidence to max entries: while
+// PruneEvidence bounds a question's evidence to max entries: while
 // there are more, it drops the entry whose fingerprint the current memory
 // holds least (the oldest on a tie), since what the memory has since
 // forgotten shaped nothing that remains. It returns the entries kept, in
 // their order, and how many it dropped. It does not modify ev.
-func ReviewPruneEvidence(ev []api.ReviewEvidence, memory string, max int) ([]api.ReviewEvidence, int) {
+func PruneEvidence(ev []api.Evidence, memory string, max int) ([]api.Evidence, int) {
 	if max < 0 {
 		max = 0
 	}
 	if len(ev) <= max {
 		return ev, 0
 	}
-	kept := append([]api.ReviewEvidence(nil), ev...)
+	kept := append([]api.Evidence(nil), ev...)
 	support := make([]float64, len(kept))
 	for i, e := range kept {
-		support[i] = ReviewSupport(e.Added, memory)
+		support[i] = EvidenceSupport(e.Added, memory)
 	}
 	dropped := 0
 	for len(kept) > max {
@@ -127,14 +127,14 @@ func ReviewPruneEvidence(ev []api.ReviewEvidence, memory string, max int) ([]api
 	return kept, dropped
 }
 
-// ReviewLocatePassage finds, in a chunk's text, the sentence that holds the
-// most of added (a ReviewChange's words), the first on a tie, and returns
+// LocatePassage finds, in a chunk's text, the sentence that holds the
+// most of added (a EvidenceChange's words), the first on a tie, and returns
 // its byte range within text. A sentence ends at a line break, or after
 // '.', '!' or '?' followed by white space. A sentence longer than
-// ReviewMaxPassageBytes is narrowed to a window around its first match. ok
+// EvidenceMaxPassageBytes is narrowed to a window around its first match. ok
 // is false when no sentence holds any of the words (a model that reworded
 // rather than quoted).
-func ReviewLocatePassage(text []byte, added []string) (start, end int, ok bool) {
+func LocatePassage(text []byte, added []string) (start, end int, ok bool) {
 	if len(added) == 0 {
 		return 0, 0, false
 	}
@@ -151,7 +151,7 @@ func ReviewLocatePassage(text []byte, added []string) (start, end int, ok bool) 
 	if best.words == 0 {
 		return 0, 0, false
 	}
-	if best.end-best.start > ReviewMaxPassageBytes {
+	if best.end-best.start > EvidenceMaxPassageBytes {
 		best.narrow(text)
 	}
 	return best.start, best.end, true
@@ -208,11 +208,11 @@ func matchPassage(text []byte, s, e int, want map[string]bool) passageMatch {
 	return m
 }
 
-// narrow shrinks the range to at most ReviewMaxPassageBytes around its first
+// narrow shrinks the range to at most EvidenceMaxPassageBytes around its first
 // match, on rune boundaries.
 func (m *passageMatch) narrow(text []byte) {
-	s := max(m.start, m.first-ReviewMaxPassageBytes/4)
-	e := min(m.end, s+ReviewMaxPassageBytes)
+	s := max(m.start, m.first-EvidenceMaxPassageBytes/4)
+	e := min(m.end, s+EvidenceMaxPassageBytes)
 	for s < e && !utf8.RuneStart(text[s]) {
 		s++
 	}
@@ -317,7 +317,7 @@ known unclear unable determine determined related regarding`)
 // AnswerSources cites, by document, the corpus evidence that supports an
 // answer (SupportsAnswer set), in stream order, the passage's pages before
 // the chunk's; nil for a single document, whose entries name none.
-func AnswerSources(ev []api.ReviewEvidence) []api.SourceRef {
+func AnswerSources(ev []api.Evidence) []api.SourceRef {
 	var refs []api.SourceRef
 	for _, e := range ev {
 		if !e.SupportsAnswer || e.Document == "" {

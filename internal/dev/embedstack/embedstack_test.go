@@ -1,4 +1,4 @@
-package devstack_test
+package embedstack_test
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/internal/dev/devstack"
+	"github.com/memagent/memagent/internal/dev/embedstack"
 )
 
 const (
@@ -51,7 +51,7 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-func startStack(t *testing.T, opts devstack.Options) *devstack.Stack {
+func startStack(t *testing.T, opts embedstack.Options) *embedstack.Stack {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = testLogger()
@@ -59,7 +59,7 @@ func startStack(t *testing.T, opts devstack.Options) *devstack.Stack {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	began := time.Now()
-	st, err := devstack.Start(ctx, opts)
+	st, err := embedstack.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -89,7 +89,7 @@ func vmRSS(t *testing.T) string {
 	return "unknown"
 }
 
-func dial(t *testing.T, st *devstack.Stack) client.Client {
+func dial(t *testing.T, st *embedstack.Stack) client.Client {
 	t.Helper()
 	c, err := client.Dial(client.Options{
 		HostPort:  st.TemporalAddress,
@@ -143,7 +143,7 @@ func runGreet(t *testing.T, c client.Client, id string) {
 	}
 }
 
-func newS3Client(st *devstack.Stack, secret string) *s3.Client {
+func newS3Client(st *embedstack.Stack, secret string) *s3.Client {
 	return s3.New(s3.Options{
 		Region:       st.Region,
 		BaseEndpoint: aws.String(st.S3Endpoint),
@@ -174,10 +174,10 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 func TestStackInMemory(t *testing.T) {
-	st := startStack(t, devstack.Options{
-		TemporalPort: devstack.FreePort,
-		UIPort:       devstack.FreePort,
-		S3Port:       devstack.FreePort,
+	st := startStack(t, embedstack.Options{
+		TemporalPort: embedstack.FreePort,
+		UIPort:       embedstack.FreePort,
+		S3Port:       embedstack.FreePort,
 	})
 	c := dial(t, st)
 
@@ -236,7 +236,7 @@ func TestStackInMemory(t *testing.T) {
 	})
 }
 
-func testS3RoundTrips(t *testing.T, st *devstack.Stack) {
+func testS3RoundTrips(t *testing.T, st *embedstack.Stack) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cl := newS3Client(st, st.S3SecretKey)
@@ -317,17 +317,17 @@ func testS3RoundTrips(t *testing.T, st *devstack.Stack) {
 func TestTwoStacksInOneProcess(t *testing.T) {
 	var (
 		wg     sync.WaitGroup
-		stacks [2]*devstack.Stack
+		stacks [2]*embedstack.Stack
 		errs   [2]error
 	)
 	for i := range stacks {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			stacks[i], errs[i] = devstack.Start(ctx, devstack.Options{
-				TemporalPort: devstack.FreePort,
-				UIPort:       devstack.FreePort,
-				S3Port:       devstack.FreePort,
+			stacks[i], errs[i] = embedstack.Start(ctx, embedstack.Options{
+				TemporalPort: embedstack.FreePort,
+				UIPort:       embedstack.FreePort,
+				S3Port:       embedstack.FreePort,
 				Namespace:    fmt.Sprintf("ns-%d", i),
 				DisableUI:    i == 1,
 				Logger:       testLogger(),
@@ -374,18 +374,18 @@ func TestTwoStacksInOneProcess(t *testing.T) {
 func TestRestartOnSameFile(t *testing.T) {
 	dir := t.TempDir()
 	attrs := map[string]enumspb.IndexedValueType{"MemagentBatch": enumspb.INDEXED_VALUE_TYPE_KEYWORD}
-	var first *devstack.Stack
+	var first *embedstack.Stack
 
 	// Subtests so that the first stack's worker and client stop before the
 	// stack does, and the stack is closed before the second start.
 	if !t.Run("first start", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		first = startStack(t, devstack.Options{
+		first = startStack(t, embedstack.Options{
 			DataDir:      dir,
 			TemporalPort: freeBasePort(t),
-			UIPort:       devstack.FreePort,
-			S3Port:       devstack.FreePort,
+			UIPort:       embedstack.FreePort,
+			S3Port:       embedstack.FreePort,
 		})
 		// The journal_mode pragma took effect (an ignored pragma would leave
 		// SQLite in rollback-journal mode, without a -wal file).
@@ -409,7 +409,7 @@ func TestRestartOnSameFile(t *testing.T) {
 	t.Run("restart on the same ports", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		second := startStack(t, devstack.Options{
+		second := startStack(t, embedstack.Options{
 			DataDir:      dir,
 			TemporalPort: port(t, first.TemporalAddress),
 			UIPort:       port(t, strings.TrimPrefix(first.UIURL, "http://")),
@@ -451,17 +451,17 @@ func TestChildReadsPersisted(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestRestartOnSameFile")
 	}
-	st := startStack(t, devstack.Options{
+	st := startStack(t, embedstack.Options{
 		DataDir:      dir,
-		TemporalPort: devstack.FreePort,
-		UIPort:       devstack.FreePort,
-		S3Port:       devstack.FreePort,
+		TemporalPort: embedstack.FreePort,
+		UIPort:       embedstack.FreePort,
+		S3Port:       embedstack.FreePort,
 		DisableUI:    true,
 	})
 	checkPersisted(t, st, os.Getenv(childWorkflowEnv))
 }
 
-func checkPersisted(t *testing.T, st *devstack.Stack, workflowID string) {
+func checkPersisted(t *testing.T, st *embedstack.Stack, workflowID string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

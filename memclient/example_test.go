@@ -1,4 +1,4 @@
-package client_test
+package memclient_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/memagent/memagent/api"
-	memclient "github.com/memagent/memagent/client"
+	"github.com/memagent/memagent/memclient"
 )
 
 // A service asks one question, a review of many questions and a batch over

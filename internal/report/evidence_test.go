@@ -32,50 +32,50 @@ func TestReviewMaterialChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ReviewMaterialChange(tt.before, tt.after)
+			got := MaterialChange(tt.before, tt.after)
 			if got.Material != tt.material || !reflect.DeepEqual(got.Added, tt.added) {
-				t.Errorf("ReviewMaterialChange(%q, %q) = material %v added %q, want %v %q", tt.before, tt.after, got.Material, got.Added, tt.material, tt.added)
+				t.Errorf("MaterialChange(%q, %q) = material %v added %q, want %v %q", tt.before, tt.after, got.Material, got.Added, tt.material, tt.added)
 			}
 		})
 	}
 }
 
 func TestReviewMaterialChangeBoundsAdded(t *testing.T) {
-	got := ReviewMaterialChange("", "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo 99")
-	if len(got.Added) != ReviewMaxAdded || got.AddedTotal != 12 || got.Added[0] != "99" {
-		t.Errorf("added %q (total %d), want %d words, the distinctive 99 first, total 12", got.Added, got.AddedTotal, ReviewMaxAdded)
+	got := MaterialChange("", "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo 99")
+	if len(got.Added) != EvidenceMaxAdded || got.AddedTotal != 12 || got.Added[0] != "99" {
+		t.Errorf("added %q (total %d), want %d words, the distinctive 99 first, total 12", got.Added, got.AddedTotal, EvidenceMaxAdded)
 	}
 }
 
 func TestReviewLocatePassage(t *testing.T) {
 	fact := "The access code for the north gate of the Halvorsen observatory is 7391-ALPHA."
 	chunk := "River harvest lantern. Meadow copper winter orchard.\n\nValley whistle pebble. " + fact + " Ferry harbor candle.\nRibbon marble."
-	added := ReviewMaterialChange("No relevant information yet.", fact).Added
-	s, e, ok := ReviewLocatePassage([]byte(chunk), added)
+	added := MaterialChange("No relevant information yet.", fact).Added
+	s, e, ok := LocatePassage([]byte(chunk), added)
 	if !ok || chunk[s:e] != fact {
 		t.Fatalf("passage = %q (ok %v), want the fact %q", chunk[s:e], ok, fact)
 	}
 
 	t.Run("no word found", func(t *testing.T) {
-		if _, _, ok := ReviewLocatePassage([]byte(chunk), []string{"zebra"}); ok {
+		if _, _, ok := LocatePassage([]byte(chunk), []string{"zebra"}); ok {
 			t.Error("found a passage for a word the chunk lacks")
 		}
-		if _, _, ok := ReviewLocatePassage([]byte(chunk), nil); ok {
+		if _, _, ok := LocatePassage([]byte(chunk), nil); ok {
 			t.Error("found a passage for no words")
 		}
 	})
 	t.Run("the sentence with most words wins, the first on a tie", func(t *testing.T) {
 		text := "The gate is old. The north gate code is here. The north gate code is there."
-		s, e, _ := ReviewLocatePassage([]byte(text), []string{"north", "gate", "code"})
+		s, e, _ := LocatePassage([]byte(text), []string{"north", "gate", "code"})
 		if got := text[s:e]; got != "The north gate code is here." {
 			t.Errorf("passage = %q", got)
 		}
 	})
 	t.Run("a long line is narrowed around its first match, on rune boundaries", func(t *testing.T) {
 		text := strings.Repeat("é word ", 800) + "Halvorsen 7391 " + strings.Repeat("é word ", 800)
-		s, e, ok := ReviewLocatePassage([]byte(text), []string{"halvorsen"})
-		if !ok || e-s > ReviewMaxPassageBytes || !strings.Contains(text[s:e], "Halvorsen") {
-			t.Fatalf("passage [%d,%d) of %d bytes, want at most %d holding the match", s, e, e-s, ReviewMaxPassageBytes)
+		s, e, ok := LocatePassage([]byte(text), []string{"halvorsen"})
+		if !ok || e-s > EvidenceMaxPassageBytes || !strings.Contains(text[s:e], "Halvorsen") {
+			t.Fatalf("passage [%d,%d) of %d bytes, want at most %d holding the match", s, e, e-s, EvidenceMaxPassageBytes)
 		}
 		if !validUTF8(text[s:e]) {
 			t.Errorf("passage %q splits a character", text[s:e])
@@ -87,17 +87,17 @@ func validUTF8(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 func TestReviewSupportAndPrune(t *testing.T) {
 	memory := "The code is 7391-ALPHA. The chemist is Marquardt."
-	ev := []api.ReviewEvidence{
+	ev := []api.Evidence{
 		{Chunk: 1, Added: []string{"lantern", "meadow"}},          // forgotten
 		{Chunk: 2, Added: []string{"7391", "alpha", "code"}},      // kept
 		{Chunk: 3, Added: []string{"chemist", "marquardt", "ox"}}, // mostly kept
 		{Chunk: 4, Added: []string{"river", "chemist"}},           // half kept
 	}
-	if got := ReviewSupport(ev[0].Added, memory); got != 0 {
+	if got := EvidenceSupport(ev[0].Added, memory); got != 0 {
 		t.Errorf("support of forgotten words = %v, want 0", got)
 	}
-	if !ReviewSupports(ev[3].Added, memory) || ReviewSupports(ev[0].Added, memory) {
-		t.Error("ReviewSupports: want half kept to support and none kept not to")
+	if !EvidenceSupports(ev[3].Added, memory) || EvidenceSupports(ev[0].Added, memory) {
+		t.Error("EvidenceSupports: want half kept to support and none kept not to")
 	}
 	tests := []struct {
 		max         int
@@ -111,7 +111,7 @@ func TestReviewSupportAndPrune(t *testing.T) {
 		{0, nil, 4},
 	}
 	for _, tt := range tests {
-		kept, dropped := ReviewPruneEvidence(ev, memory, tt.max)
+		kept, dropped := PruneEvidence(ev, memory, tt.max)
 		var chunks []int
 		for _, e := range kept {
 			chunks = append(chunks, e.Chunk)
@@ -121,7 +121,7 @@ func TestReviewSupportAndPrune(t *testing.T) {
 		}
 	}
 	if ev[0].Chunk != 1 || len(ev) != 4 {
-		t.Error("ReviewPruneEvidence modified its input")
+		t.Error("PruneEvidence modified its input")
 	}
 }
 
@@ -144,9 +144,9 @@ func TestReviewLocatePassageRanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, e, ok := ReviewLocatePassage([]byte(tt.text), tt.added)
+			s, e, ok := LocatePassage([]byte(tt.text), tt.added)
 			if s != tt.start || e != tt.end || ok != tt.ok {
-				t.Errorf("ReviewLocatePassage = [%d,%d) %v, want [%d,%d) %v", s, e, ok, tt.start, tt.end, tt.ok)
+				t.Errorf("LocatePassage = [%d,%d) %v, want [%d,%d) %v", s, e, ok, tt.start, tt.end, tt.ok)
 			}
 		})
 	}

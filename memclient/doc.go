@@ -1,8 +1,8 @@
-// Package client starts memagent runs and waits for them, with typed
+// Package memclient starts memagent runs and waits for them, with typed
 // inputs, progress and results, from any Go service holding a Temporal
 // client:
 //
-//	mc := client.New(temporalClient, client.Options{})
+//	mc := memclient.New(temporalClient, memclient.Options{})
 //	res, err := mc.Ask(ctx, api.DocumentQAInput{Document: "s3://bucket/doc.txt", Question: "..."})
 //	grid, err := mc.Review(ctx, api.ReviewInput{Document: "s3://bucket/doc.txt", Questions: qs})
 //	out, err := mc.Batch(ctx, api.BatchQAInput{Manifest: "s3://bucket/items.jsonl", Name: "nightly"})
@@ -24,4 +24,4 @@
 // memo, search attributes). It must never upload documents or manifests,
 // read S3 or call a model: inputs are already s3:// URIs, and the worker
 // does the rest.
-package client
+package memclient

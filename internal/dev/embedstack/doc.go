@@ -1,4 +1,4 @@
-// Package devstack runs the embedded development stack in the current process:
+// Package embedstack runs the embedded development stack in the current process:
 // a real Temporal server (frontend, history, matching and worker services on
 // loopback, SQLite persistence and SQL visibility), the Temporal Web UI, and an
 // S3-compatible server.
@@ -22,4 +22,4 @@
 // (small) database behind until the process exits, and a file database stays
 // open after Close; restarting a stack on the same file in the same process
 // reuses that connection.
-package devstack
+package embedstack

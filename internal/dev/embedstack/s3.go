@@ -1,4 +1,4 @@
-package devstack
+package embedstack
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/rclone/gofakes3"
 	"github.com/rclone/gofakes3/s3mem"
 
-	"github.com/memagent/memagent/internal/dev/devstack/s3fs"
+	"github.com/memagent/memagent/internal/dev/embedstack/s3fs"
 )
 
 // s3Dir is the directory under Options.DataDir that holds the objects.

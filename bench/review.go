@@ -19,7 +19,7 @@ import (
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // The review comparison: 10 planted facts in a ~200K-token document, a

@@ -36,7 +36,6 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/devstack"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -44,7 +43,8 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 

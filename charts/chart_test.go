@@ -17,7 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // helmVersion is the Helm CLI the tests build from the module proxy: the

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // binDir holds the binaries the tests build, once per test process.

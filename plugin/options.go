@@ -14,11 +14,11 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/buildinfo"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout

@@ -11,8 +11,8 @@ import (
 
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/codec"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/secret"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // hostOnly are the worker settings that belong to the host of the plugin,
@@ -56,7 +56,7 @@ var workerEnv = map[string]string{
 // configuration builds them from, and the other settings (codec, worker
 // options, deployment) are the worker's.
 func TestOptionsFromEnvCarriesEveryWorkerSetting(t *testing.T) {
-	src, err := os.ReadFile("../internal/config/config.go")
+	src, err := os.ReadFile("../worker/config/config.go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,11 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // stack is the embedded dev stack the end-to-end tests of this package

@@ -21,11 +21,11 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 

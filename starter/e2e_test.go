@@ -16,14 +16,14 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // The end-to-end tests run the real embedded Temporal server, the real S3

@@ -10,7 +10,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // bindEstimate prints what asking the questions of the document would

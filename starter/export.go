@@ -17,8 +17,8 @@ import (
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/rollout"
+	"github.com/memagent/memagent/worker/config"
 )
 
 func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/contract"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // reviewQuestionFlags collects --question and --answer in command-line

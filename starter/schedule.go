@@ -24,9 +24,9 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // Wire names of a schedule's memo fields. The spec as the user wrote it is

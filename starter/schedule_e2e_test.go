@@ -17,8 +17,8 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestScheduleEndToEnd drives a schedule through its life on the embedded

@@ -12,7 +12,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestStartsGoThroughClient starts a question and a review with the CLI, on

@@ -15,8 +15,8 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {

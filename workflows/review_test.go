@@ -40,12 +40,12 @@ import (
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 

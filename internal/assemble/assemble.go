@@ -18,7 +18,6 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/notify"
@@ -26,6 +25,7 @@ import (
 	"github.com/memagent/memagent/internal/searchattrs"
 	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/workflows"
 )
 

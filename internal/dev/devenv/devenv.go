@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devstack"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/workflows"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestPluginOptionsKeepLimits: the document limits the configuration sets

@@ -17,8 +17,8 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/codec"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/telemetry"
+	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/workflows"
 )
 

@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // Running is a started worker with the client and plugin it owns.

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // docsWithSettings are the documents whose tables list settings with

@@ -33,7 +33,6 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/codec"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -41,7 +40,8 @@ import (
 	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // Markers that must never leave the process in plaintext: the API key, and

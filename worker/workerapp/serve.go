@@ -10,8 +10,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/telemetry"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // RegisterFlags adds the worker's own flags (beyond cfg's) to fs: the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -55,7 +56,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			return err
 		}
 		defer d.Close()
-		cfg = d.Configure(cfg)
+		cfg = cfg.AtDevStack(d.Addresses())
 		cfg.Normalize()
 		run, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 		if err != nil {
@@ -80,7 +81,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		defer os.Remove(path)
 		model := "the inference simulator (extractive stand-in, not a model)"
 		if modelSet {
-			model = string(cfg.ModelBaseURL)
+			model = strings.Join(cfg.ModelURLs, ",")
 		}
 		fmt.Fprintf(stdout, "document: %d tokens (%d bytes), the planted fact at %.0f%% depth\nquestion: %s\nmodel:    %s\n",
 			tok.Count(doc), len(doc), *depth*100, demoQuestion, model)

@@ -31,8 +31,8 @@ import (
 
 	"github.com/memagent/memagent/api"
 	memclient "github.com/memagent/memagent/client"
-	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -112,7 +112,7 @@ func recordSignOffHistories(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, "replay-signoff")
-	store, err := assemble.NewStore(ctx, cfg.S3())
+	store, err := plugin.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

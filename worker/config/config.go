@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/url"
 	"os"
@@ -21,25 +20,20 @@ import (
 
 	"github.com/memagent/memagent/internal/buildinfo"
 	"github.com/memagent/memagent/internal/codec"
+	"github.com/memagent/memagent/internal/devaddr"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
+	"github.com/memagent/memagent/internal/settings"
+	"github.com/memagent/memagent/plugin"
 )
 
-// Addresses and credentials of the embedded dev stack. Without any
-// environment, the worker and starter find it here.
+// Addresses of the embedded dev stack, which the worker and the starter
+// find without any environment (the rest are internal/devaddr's).
 const (
-	DevTemporalAddress = "127.0.0.1:7233"
-	DevUIURL           = "http://127.0.0.1:8233"
-	DevS3Endpoint      = "http://127.0.0.1:9000"
-	DevModelBaseURL    = "http://127.0.0.1:8000/v1"
-	DevS3AccessKey     = "memagent"
-	DevS3SecretKey     = "memagent-dev-secret"
-	DevRegion          = "us-east-1"
-	// AWSEndpoint as AWS_ENDPOINT_URL_S3 selects AWS itself (the SDK's own
-	// endpoint resolution) instead of the dev stack.
-	AWSEndpoint = "aws"
+	DevTemporalAddress = devaddr.TemporalAddress
+	DevUIURL           = devaddr.UIURL
 )
 
 // Config is everything a worker or starter needs to reach its services.
@@ -56,9 +50,21 @@ const (
 // names TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and TEMPORAL_TLS_CA still work,
 // with a deprecation in Deprecations.
 type Config struct {
+	// Options are the plugin's settings: the bucket and the areas a run
+	// may use, S3, the model servers, the limits, the codec, the worker's
+	// rate limit, stop timeout and deployment (plugin.OptionsFromEnv reads
+	// them, FromEnv through it).
+	plugin.Options
+	// Host are the settings of memagent's own programs, which host the
+	// plugin or are clients of its workflows.
+	Host
+}
+
+// Host are the settings of memagent's worker and CLI beside the plugin's:
+// the Temporal connection, logging and the worker's HTTP endpoint.
+type Host struct {
 	TemporalAddress   string
 	TemporalNamespace string
-	TaskQueue         string
 	// TemporalTLS turns on TLS to the frontend with the system's roots
 	// (TEMPORAL_TLS); setting any of the TLS files or the server name, or an
 	// API key, turns it on too.
@@ -91,85 +97,10 @@ type Config struct {
 	// (and the reviewer) it came through. No flag or environment variable.
 	ClientIdentity string
 
-	S3Endpoint  secret.Endpoint // "" after Load means AWS itself
-	S3Region    string
-	S3AccessKey string
-	S3SecretKey secret.Value
-	S3PathStyle bool
-	Bucket      string
-	// ReadPrefixes are the s3:// prefixes documents and manifests may be
-	// read from, and WritePrefixes those outputs (output_prefix,
-	// report_prefix) may be written under; empty means s3://<Bucket>/,
-	// and "s3://" means any bucket the credentials reach.
-	// MEMAGENT_READ_PREFIXES and MEMAGENT_WRITE_PREFIXES, comma-separated.
-	ReadPrefixes  []string
-	WritePrefixes []string
-	// ClaimRoots are the s3:// prefixes under which a caller's
-	// output_prefix or report_prefix may be claimed (MEMAGENT_CLAIM_ROOTS,
-	// comma-separated; empty means WritePrefixes), and ClaimDepth how many
-	// folders below its root a claimed prefix must be at least
-	// (MEMAGENT_CLAIM_DEPTH; 0 means 2).
-	ClaimRoots []string
-	ClaimDepth int
-	// NotifyHosts are the host names a batch's notify_url may name
-	// (MEMAGENT_NOTIFY_HOSTS, comma-separated; "*.example.com" matches its
-	// subdomains); empty means any. NotifyAllowNets are the loopback,
-	// link-local or private networks a notification may still be sent to
-	// (MEMAGENT_NOTIFY_ALLOW_NETS, CIDRs such as 10.1.0.0/16); empty means
-	// none. The dev stack allows loopback.
-	NotifyHosts     []string
-	NotifyAllowNets []string
-	// CreateBucket lets the worker and the starter create Bucket when it
-	// is missing (MEMAGENT_CREATE_BUCKET, --create-bucket); the dev stack
-	// sets it. Otherwise a missing bucket stops them with an error.
-	CreateBucket bool
-	// S3SSE asks S3 to encrypt every object memagent writes: "" (the
-	// bucket's default), "AES256" (S3-managed keys) or "aws:kms".
-	S3SSE string
-	// S3KMSKeyID is the KMS key for S3SSE "aws:kms"; empty means the
-	// account's AWS-managed key.
-	S3KMSKeyID string
-
-	// ModelAPI is the model server's dialect (MEMAGENT_MODEL_API): ""
-	// or "openai" for OpenAI and every compatible server, "azure" for
-	// Azure OpenAI.
-	ModelAPI inference.API
-	// ModelBaseURL is one OpenAI-compatible base URL or several,
-	// comma-separated: a pool of replicas (OPENAI_BASE_URL). With Azure it
-	// is the resource's endpoint, or several (AZURE_OPENAI_ENDPOINT).
-	ModelBaseURL secret.Endpoint
-	// ModelAPIKey is OPENAI_API_KEY, or with Azure AZURE_OPENAI_API_KEY.
-	ModelAPIKey secret.Value
-	// ModelAPIVersion is Azure's api-version (OPENAI_API_VERSION); empty
-	// means inference.DefaultAzureAPIVersion.
-	ModelAPIVersion string
-	// Model is the served model name, or the Azure deployment's name
-	// (MEMAGENT_MODEL).
-	Model string
-	// ModelFamily names the OpenAI model behind Model when its name does
-	// not say, as a deployment's need not (MEMAGENT_MODEL_FAMILY, e.g.
-	// "o3-mini"): it decides the request's shape and the tokenizer the
-	// worker suggests.
-	ModelFamily string
-	// ModelContext is the model's context length in tokens
-	// (MEMAGENT_MODEL_CONTEXT): what Azure cannot report, and a cap on what
-	// other servers report; 0 means what the server reports.
-	ModelContext int
 	// ModelConfigured says the environment names a model server
 	// (OPENAI_BASE_URL, or MEMAGENT_MODEL_API=azure): `devstack` then
 	// uses it instead of starting the simulator.
 	ModelConfigured bool
-	ModelTimeout    time.Duration
-	// ModelMaxInFlight caps the requests in flight per endpoint (0 = the
-	// pool's default).
-	ModelMaxInFlight int
-	// ChunkCacheMB bounds the worker's cache of chunk bytes, which lets the
-	// questions of a review share each chunk's S3 read (0 = the default,
-	// 64; -1 turns it off).
-	ChunkCacheMB int
-	// RateLimit caps activities started per second on the task queue,
-	// across all workers (0 = none), for pools shared with others.
-	RateLimit float64
 
 	LogLevel slog.Level
 
@@ -177,60 +108,6 @@ type Config struct {
 	// with CodecKeys, the codec server under /codec/; empty disables the
 	// endpoint.
 	HTTPAddr string
-
-	// CodecKeys, when set, encrypt every payload memagent puts into
-	// Temporal (inputs, results, memories, queries, memo, failures); the
-	// first key encrypts, all of them decrypt. Loaded from
-	// MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS; never printed.
-	CodecKeys CodecKeys
-	// CodecToken is the bearer token the codec server requires
-	// (MEMAGENT_CODEC_TOKEN); empty requires none.
-	CodecToken secret.Value
-	// CodecOrigins are the browser origins allowed to call the codec
-	// server (MEMAGENT_CODEC_CORS_ORIGINS, comma-separated; "*" allows any,
-	// without credentials).
-	CodecOrigins []string
-	// CodecHosts are Host names the codec server answers for besides
-	// loopback ones when it has no token (MEMAGENT_CODEC_HOSTS).
-	CodecHosts []string
-	// CodecEncode turns on the codec server's /encode
-	// (MEMAGENT_CODEC_ENCODE=true); off, it only decodes.
-	CodecEncode bool
-
-	// MaxConvertedMB bounds the text converted from one PDF, DOCX or HTML
-	// document, in MiB (MEMAGENT_MAX_CONVERTED_MB); PDFMemoryMB bounds the
-	// memory of each PDFium instance (MEMAGENT_PDF_MEMORY_MB);
-	// ConvertTimeout bounds one conversion (MEMAGENT_CONVERT_TIMEOUT). 0
-	// means the converter's defaults (64 MiB, 64 MiB, 10m).
-	MaxConvertedMB int
-	PDFMemoryMB    int
-	ConvertTimeout time.Duration
-	// OCRCommand is the Tesseract binary that reads scanned PDF pages
-	// (MEMAGENT_TESSERACT; "" is tesseract on PATH, "none" turns OCR off).
-	// OCRWorkers bounds the pages read at once (MEMAGENT_OCR_WORKERS; 0
-	// is GOMAXPROCS, at most 4), OCRPageTimeout the engine's time on one page
-	// (MEMAGENT_OCR_PAGE_TIMEOUT; 0 is 2m), OCRMemoryMB its address
-	// space (MEMAGENT_OCR_MEMORY_MB; 0 is 512).
-	OCRCommand     string
-	OCRWorkers     int
-	OCRPageTimeout time.Duration
-	OCRMemoryMB    int
-	// StopTimeout is how long a stopping worker lets in-flight activities
-	// run before it cancels them (MEMAGENT_STOP_TIMEOUT, worker
-	// --stop-timeout); 0 means DefaultStopTimeout. A deployment's grace
-	// period (Kubernetes' terminationGracePeriodSeconds) must exceed it.
-	StopTimeout time.Duration
-
-	// DeploymentName turns Worker Versioning on: the worker polls as
-	// build BuildID of this Temporal Worker Deployment
-	// (TEMPORAL_DEPLOYMENT_NAME, worker --deployment-name; the names the
-	// Temporal Worker Controller sets in the pods it runs). Empty: an
-	// unversioned worker, as before.
-	DeploymentName string
-	// BuildID names this worker's build within DeploymentName
-	// (TEMPORAL_WORKER_BUILD_ID, worker --build-id); empty means
-	// buildinfo.BinaryVersion (see WorkerBuildID).
-	BuildID string
 }
 
 // WorkerBuildID is BuildID, or this binary's version when unset.
@@ -241,319 +118,70 @@ func (c Config) WorkerBuildID() string {
 	return buildinfo.BinaryVersion()
 }
 
-// S3 is the store c names: the one mapping from Config to s3store, for the
-// CLI's uploads and the activities (assemble.ConfigFrom).
-func (c Config) S3() s3store.Config {
-	ep := c.S3Endpoint
-	if ep == AWSEndpoint {
-		ep = ""
-	}
-	return s3store.Config{
-		Endpoint:         ep,
-		Region:           c.S3Region,
-		AccessKeyID:      c.S3AccessKey,
-		SecretAccessKey:  c.S3SecretKey,
-		VirtualHostStyle: !c.S3PathStyle,
-		SSE:              c.S3SSE,
-		KMSKeyID:         c.S3KMSKeyID,
-	}
-}
-
-// ModelURLs are the model servers' URLs, one per entry of ModelBaseURL.
-func (c Config) ModelURLs() []string { return splitList(string(c.ModelBaseURL)) }
-
-// DefaultStopTimeout is how long a stopping worker waits for in-flight
-// activities by default: most model calls finish within it, and what does
-// not is handed back to Temporal when its heartbeat times out.
-const DefaultStopTimeout = 30 * time.Second
-
-// DefaultModelTimeout bounds one model request by default
-// (MEMAGENT_MODEL_TIMEOUT): the inference client's own default.
-const DefaultModelTimeout = inference.DefaultRequestTimeout
-
-// WorkerStopTimeout is StopTimeout, or DefaultStopTimeout when unset.
+// WorkerStopTimeout is StopTimeout, or plugin.DefaultStopTimeout when
+// unset.
 func (c Config) WorkerStopTimeout() time.Duration {
 	if c.StopTimeout <= 0 {
-		return DefaultStopTimeout
+		return plugin.DefaultStopTimeout
 	}
 	return c.StopTimeout
 }
-
-// CodecKeys are payload encryption keys. They format as their count and
-// the active key's id, never as key material.
-type CodecKeys []codec.Key
-
-// String describes the keys without revealing them.
-func (k CodecKeys) String() string {
-	if len(k) == 0 {
-		return "none"
-	}
-	return fmt.Sprintf("%d key(s), active %q", len(k), k[0].ID)
-}
-
-// GoString is String, so %#v does not print key material either.
-func (k CodecKeys) GoString() string { return k.String() }
-
-// LogValue is String, for slog.
-func (k CodecKeys) LogValue() slog.Value { return slog.StringValue(k.String()) }
 
 // DefaultHTTPAddr is the worker's HTTP endpoint by default: loopback only,
 // on the port OpenTelemetry's Prometheus exporters conventionally use.
 const DefaultHTTPAddr = "127.0.0.1:9464"
 
-// Default returns the configuration that talks to the embedded dev stack.
+// Default returns the configuration that talks to the embedded dev stack:
+// plugin.DevOptions, and the host's own defaults.
 func Default() Config {
 	return Config{
-		TemporalAddress:   DevTemporalAddress,
-		TemporalNamespace: "default",
-		TaskQueue:         "memagent",
-		S3Endpoint:        DevS3Endpoint,
-		S3Region:          DevRegion,
-		S3PathStyle:       true,
-		Bucket:            "memagent",
-		ModelBaseURL:      DevModelBaseURL,
-		ModelTimeout:      DefaultModelTimeout,
-		LogLevel:          slog.LevelInfo,
-		HTTPAddr:          DefaultHTTPAddr,
-		CodecOrigins:      []string{DevUIURL},
-		StopTimeout:       DefaultStopTimeout,
+		Options: plugin.DevOptions(),
+		Host: Host{
+			TemporalAddress:   DevTemporalAddress,
+			TemporalNamespace: "default",
+			LogLevel:          slog.LevelInfo,
+			HTTPAddr:          DefaultHTTPAddr,
+		},
 	}
 }
 
 // FromEnv returns Default overridden by the environment (lookup is
 // os.LookupEnv in production, a map in tests): the Temporal connection as
-// envconfig reads it, then each of settings in turn. The error names the
-// first variable that does not parse.
+// envconfig reads it, then the plugin's settings as
+// plugin.OptionsFromLookup reads them, then the host's own. The error
+// names the first variable that does not parse.
 func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c := Default()
-	if err := c.loadTemporal(firstSet(lookup)); err != nil {
+	if err := c.loadTemporal(settings.FirstSet(lookup)); err != nil {
 		return c, err
 	}
-	for _, s := range settings {
-		if err := s.apply(&c, lookup); err != nil {
-			return c, err
-		}
+	o, err := plugin.OptionsFromLookup(lookup)
+	c.Options = o
+	if err != nil {
+		return c, err
 	}
+	if err := settings.Apply(&c.Host, hostSettings, lookup); err != nil {
+		return c, err
+	}
+	_, urlSet := settings.FirstSet(lookup)("OPENAI_BASE_URL")
+	c.ModelConfigured = urlSet || c.ModelAPI == string(inference.APIAzure)
 	return c, nil
 }
 
-// firstSet is the value of the first of names that is set and not empty:
-// set and empty is unset, for every setting but MEMAGENT_HTTP_ADDR.
-func firstSet(lookup func(string) (string, bool)) func(names ...string) (string, bool) {
-	return func(names ...string) (string, bool) {
-		for _, n := range names {
-			if v, ok := lookup(n); ok && v != "" {
-				return v, true
-			}
-		}
-		return "", false
-	}
-}
-
-// A setting is one environment variable FromEnv reads, or several names
-// for it (the first set wins), and what its value does to a Config.
-type setting struct {
-	names []string
-	// set applies the value v of the variable name; its error names the
-	// variable and says what to write instead.
-	set func(c *Config, name, v string) error
-	// emptyCounts reads names[0] even when set and empty (which turns the
-	// HTTP endpoint off).
-	emptyCounts bool
-	// load, instead of set, reads what it needs itself, always.
-	load func(c *Config, lookup func(string) (string, bool)) error
-}
-
-func (s setting) apply(c *Config, lookup func(string) (string, bool)) error {
-	if s.load != nil {
-		return s.load(c, lookup)
-	}
-	v, ok := firstSet(lookup)(s.names...)
-	if s.emptyCounts {
-		v, ok = lookup(s.names[0])
-	}
-	if !ok {
-		return nil
-	}
-	return s.set(c, s.names[0], v)
-}
-
-// settings are the variables FromEnv reads after the Temporal connection,
-// in the order it reads them: a later one may depend on an earlier one
-// (Azure's variables on MEMAGENT_MODEL_API, the dev stack's credentials on
-// the S3 endpoint).
-var settings = []setting{
-	{names: []string{"MEMAGENT_TASK_QUEUE"}, set: text(func(c *Config) *string { return &c.TaskQueue })},
-	{names: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}, set: text(func(c *Config) *secret.Endpoint { return &c.S3Endpoint })},
-	{names: []string{"AWS_REGION", "AWS_DEFAULT_REGION"}, set: text(func(c *Config) *string { return &c.S3Region })},
-	{names: []string{"MEMAGENT_BUCKET"}, set: text(func(c *Config) *string { return &c.Bucket })},
-	{names: []string{"MEMAGENT_CREATE_BUCKET"}, set: func(c *Config, _, v string) error {
-		c.CreateBucket = v == "true" || v == "1"
-		return nil
-	}},
-	{names: []string{"MEMAGENT_READ_PREFIXES"}, set: list(func(c *Config) *[]string { return &c.ReadPrefixes })},
-	{names: []string{"MEMAGENT_WRITE_PREFIXES"}, set: list(func(c *Config) *[]string { return &c.WritePrefixes })},
-	{names: []string{"MEMAGENT_CLAIM_ROOTS"}, set: list(func(c *Config) *[]string { return &c.ClaimRoots })},
-	{names: []string{"MEMAGENT_CLAIM_DEPTH"}, set: whole(func(c *Config) *int { return &c.ClaimDepth }, 0, math.MaxInt,
-		"want how many folders below its claim root a claimed prefix must be, at least (e.g. 2; 0 = the default, 2)")},
-	{names: []string{"MEMAGENT_NOTIFY_HOSTS"}, set: list(func(c *Config) *[]string { return &c.NotifyHosts })},
-	{names: []string{"MEMAGENT_NOTIFY_ALLOW_NETS"}, set: list(func(c *Config) *[]string { return &c.NotifyAllowNets })},
-	{names: []string{"MEMAGENT_S3_PATH_STYLE"}, set: func(c *Config, _, v string) error {
-		c.S3PathStyle = v != "false" && v != "0"
-		return nil
-	}},
-	{names: []string{"OPENAI_BASE_URL"}, set: func(c *Config, _, v string) error {
-		c.ModelBaseURL, c.ModelConfigured = secret.Endpoint(v), true
-		return nil
-	}},
-	{names: []string{"OPENAI_API_KEY"}, set: text(func(c *Config) *secret.Value { return &c.ModelAPIKey })},
-	{names: []string{"MEMAGENT_MODEL_API"}, set: func(c *Config, name, v string) error {
-		api, err := inference.ParseAPI(v)
-		if err != nil {
-			return fmt.Errorf("%s %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Azure OpenAI)", name, v)
-		}
-		c.ModelAPI = api
-		return nil
-	}},
-	{load: loadAzure},
-	{names: []string{"OPENAI_API_VERSION"}, set: text(func(c *Config) *string { return &c.ModelAPIVersion })},
-	{names: []string{"MEMAGENT_MODEL"}, set: text(func(c *Config) *string { return &c.Model })},
-	{names: []string{"MEMAGENT_MODEL_FAMILY"}, set: text(func(c *Config) *string { return &c.ModelFamily })},
-	{names: []string{"MEMAGENT_MODEL_CONTEXT"}, set: whole(func(c *Config) *int { return &c.ModelContext }, 0, math.MaxInt,
-		"want the model's context length in tokens, e.g. 128000 (0 = what the server reports)")},
-	{names: []string{"MEMAGENT_MODEL_TIMEOUT"}, set: func(c *Config, name, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("%s %q: %w (use e.g. 10m)", name, v, err)
-		}
-		c.ModelTimeout = d
-		return nil
-	}},
-	{names: []string{"MEMAGENT_MAX_IN_FLIGHT"}, set: whole(func(c *Config) *int { return &c.ModelMaxInFlight }, 0, math.MaxInt,
-		"want a whole number >= 0")},
-	{names: []string{"MEMAGENT_CHUNK_CACHE_MB"}, set: whole(func(c *Config) *int { return &c.ChunkCacheMB }, -1, math.MaxInt,
-		"want megabytes >= 0 (0 = the default, 64), or -1 to turn the cache off")},
-	{names: []string{"MEMAGENT_RATE_LIMIT"}, set: func(c *Config, name, v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 {
-			return fmt.Errorf("%s %q: want activities per second >= 0", name, v)
-		}
-		c.RateLimit = f
-		return nil
-	}},
-	{names: []string{"MEMAGENT_MAX_CONVERTED_MB"}, set: whole(func(c *Config) *int { return &c.MaxConvertedMB }, 1, math.MaxInt, mibWanted)},
-	{names: []string{"MEMAGENT_PDF_MEMORY_MB"}, set: whole(func(c *Config) *int { return &c.PDFMemoryMB }, 1, math.MaxInt, mibWanted)},
-	{names: []string{"MEMAGENT_OCR_MEMORY_MB"}, set: whole(func(c *Config) *int { return &c.OCRMemoryMB }, 1, math.MaxInt, mibWanted)},
-	{names: []string{"MEMAGENT_TESSERACT"}, set: text(func(c *Config) *string { return &c.OCRCommand })},
-	{names: []string{"MEMAGENT_OCR_WORKERS"}, set: whole(func(c *Config) *int { return &c.OCRWorkers }, 0, 1024,
-		"want a number of pages read at once, 0 for one per CPU")},
-	{names: []string{"MEMAGENT_OCR_PAGE_TIMEOUT"}, set: positive(func(c *Config) *time.Duration { return &c.OCRPageTimeout }, "2m")},
-	{names: []string{"MEMAGENT_CONVERT_TIMEOUT"}, set: positive(func(c *Config) *time.Duration { return &c.ConvertTimeout }, "10m")},
-	{names: []string{"MEMAGENT_STOP_TIMEOUT"}, set: positive(func(c *Config) *time.Duration { return &c.StopTimeout }, "30s or 5m")},
-	{names: []string{"TEMPORAL_DEPLOYMENT_NAME"}, set: text(func(c *Config) *string { return &c.DeploymentName })},
-	{names: []string{"TEMPORAL_WORKER_BUILD_ID"}, set: text(func(c *Config) *string { return &c.BuildID })},
-	{names: []string{"MEMAGENT_LOG_LEVEL"}, set: func(c *Config, name, v string) error {
-		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+// hostSettings are the variables FromEnv reads after the plugin's.
+var hostSettings = []settings.Row[Host]{
+	{Names: []string{"MEMAGENT_LOG_LEVEL"}, Set: func(h *Host, name, v string) error {
+		if err := h.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("%s %q: use debug, info, warn or error", name, v)
 		}
 		return nil
 	}},
-	{names: []string{"MEMAGENT_HTTP_ADDR"}, emptyCounts: true, set: text(func(c *Config) *string { return &c.HTTPAddr })},
-	{names: []string{"MEMAGENT_S3_SSE"}, set: text(func(c *Config) *string { return &c.S3SSE })},
-	{names: []string{"MEMAGENT_S3_KMS_KEY_ID"}, set: text(func(c *Config) *string { return &c.S3KMSKeyID })},
-	{load: func(c *Config, lookup func(string) (string, bool)) error {
-		keys, err := codec.LoadKeys(lookup)
-		if err != nil {
-			return fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS: id:base64key entries, a key made with `openssl rand -base64 32`)", err)
-		}
-		c.CodecKeys = keys
-		return nil
-	}},
-	{names: []string{"MEMAGENT_CODEC_TOKEN"}, set: text(func(c *Config) *secret.Value { return &c.CodecToken })},
-	{names: []string{"MEMAGENT_CODEC_HOSTS"}, set: list(func(c *Config) *[]string { return &c.CodecHosts })},
-	{names: []string{"MEMAGENT_CODEC_ENCODE"}, set: func(c *Config, name, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%s %q: want true or false", name, v)
-		}
-		c.CodecEncode = b
-		return nil
-	}},
-	{names: []string{"MEMAGENT_CODEC_CORS_ORIGINS"}, set: list(func(c *Config) *[]string { return &c.CodecOrigins })},
-	{load: loadDevCredentials},
+	{Names: []string{"MEMAGENT_HTTP_ADDR"}, EmptyCounts: true, Set: settings.Text(func(h *Host) *string { return &h.HTTPAddr })},
 }
 
-// mibWanted is what the MiB settings want.
-const mibWanted = "want a positive number of MiB"
-
-// text sets a string field to the value as it is.
-func text[T ~string](field func(*Config) *T) func(*Config, string, string) error {
-	return func(c *Config, _, v string) error {
-		*field(c) = T(v)
-		return nil
-	}
-}
-
-// list sets a field to the comma-separated items of the value.
-func list(field func(*Config) *[]string) func(*Config, string, string) error {
-	return func(c *Config, _, v string) error {
-		*field(c) = splitList(v)
-		return nil
-	}
-}
-
-// whole sets an int field to the value, a whole number within [lo, hi],
-// or fails saying what is wanted.
-func whole(field func(*Config) *int, lo, hi int, want string) func(*Config, string, string) error {
-	return func(c *Config, name, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			return fmt.Errorf("%s %q: %s", name, v, want)
-		}
-		*field(c) = n
-		return nil
-	}
-}
-
-// positive sets a duration field to the value, a positive duration, or
-// fails with an example.
-func positive(field func(*Config) *time.Duration, example string) func(*Config, string, string) error {
-	return func(c *Config, name, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("%s %q: want a positive duration such as %s", name, v, example)
-		}
-		*field(c) = d
-		return nil
-	}
-}
-
-// loadAzure reads Azure's own variables, as OpenAI's SDKs read them, when
-// MEMAGENT_MODEL_API is azure; the OpenAI ones are not Azure's and are not
-// used.
-func loadAzure(c *Config, lookup func(string) (string, bool)) error {
-	if c.ModelAPI != inference.APIAzure {
-		return nil
-	}
-	get := firstSet(lookup)
-	endpoint, _ := get("AZURE_OPENAI_ENDPOINT")
-	key, _ := get("AZURE_OPENAI_API_KEY")
-	c.ModelBaseURL, c.ModelAPIKey, c.ModelConfigured = secret.Endpoint(endpoint), secret.Value(key), true
-	return nil
-}
-
-// loadDevCredentials supplies the dev stack's S3 keys when the endpoint is
-// the dev stack's and the environment names no credentials: static ones
-// from the environment are picked up by the SDK's default chain.
-func loadDevCredentials(c *Config, lookup func(string) (string, bool)) error {
-	get := firstSet(lookup)
-	_, hasKey := get("AWS_ACCESS_KEY_ID")
-	_, hasProfile := get("AWS_PROFILE")
-	if !hasKey && !hasProfile && c.S3Endpoint == DevS3Endpoint {
-		c.S3AccessKey, c.S3SecretKey = DevS3AccessKey, DevS3SecretKey
-	}
-	return nil
-}
+// EnvNames are the variables FromEnv reads through its tables (the
+// Temporal connection's are envconfig's, read besides).
+func EnvNames() []string { return append(plugin.EnvNames(), settings.Names(hostSettings)...) }
 
 // envLookup gives envconfig the variables get sees: set and empty is unset,
 // as for every other setting here.
@@ -650,7 +278,7 @@ func (c *Config) RegisterClientFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TemporalAddress, "temporal-address", c.TemporalAddress, "Temporal frontend host:port (TEMPORAL_ADDRESS)")
 	fs.StringVar(&c.TemporalNamespace, "namespace", c.TemporalNamespace, "Temporal namespace (TEMPORAL_NAMESPACE)")
 	fs.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "task queue (MEMAGENT_TASK_QUEUE)")
-	fs.StringVar((*string)(&c.S3Endpoint), "s3-endpoint", string(c.S3Endpoint), `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
+	fs.StringVar(&c.S3Endpoint, "s3-endpoint", c.S3Endpoint, `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "bucket for uploads, indexes, traces and results (MEMAGENT_BUCKET)")
 	fs.BoolVar(&c.CreateBucket, "create-bucket", c.CreateBucket, "create the bucket if it is missing (MEMAGENT_CREATE_BUCKET); otherwise a missing bucket is an error")
 	fs.StringVar(&c.Model, "model", c.Model, "served model name, or the Azure deployment; empty = the server's first model (MEMAGENT_MODEL)")
@@ -659,8 +287,8 @@ func (c *Config) RegisterClientFlags(fs *flag.FlagSet) {
 // RegisterWorkerFlags binds the flags only a worker uses: the model
 // server and the worker's limits.
 func (c *Config) RegisterWorkerFlags(fs *flag.FlagSet) {
-	fs.StringVar((*string)(&c.ModelBaseURL), "model-url", string(c.ModelBaseURL), "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL); with --model-api azure the resource's endpoint (AZURE_OPENAI_ENDPOINT)")
-	fs.StringVar((*string)(&c.ModelAPI), "model-api", string(c.ModelAPI), "the model server's API: openai (OpenAI and compatible servers such as vLLM) or azure (MEMAGENT_MODEL_API)")
+	fs.Var((*urlList)(&c.ModelURLs), "model-url", "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL); with --model-api azure the resource's endpoint (AZURE_OPENAI_ENDPOINT)")
+	fs.StringVar(&c.ModelAPI, "model-api", c.ModelAPI, "the model server's API: openai (OpenAI and compatible servers such as vLLM) or azure (MEMAGENT_MODEL_API)")
 	fs.IntVar(&c.ModelContext, "model-context", c.ModelContext, "the model's context length in tokens; 0 = what the server reports (MEMAGENT_MODEL_CONTEXT; Azure reports none)")
 	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
 	fs.IntVar(&c.ChunkCacheMB, "chunk-cache-mb", c.ChunkCacheMB, "megabytes of chunks a review's questions share in this worker; 0 = default 64, -1 = off (MEMAGENT_CHUNK_CACHE_MB)")
@@ -670,7 +298,7 @@ func (c *Config) RegisterWorkerFlags(fs *flag.FlagSet) {
 
 // Normalize resolves the "aws" endpoint marker. Call it after flags are parsed.
 func (c *Config) Normalize() {
-	if c.S3Endpoint == AWSEndpoint {
+	if c.S3Endpoint == s3store.AWSEndpoint {
 		c.S3Endpoint = ""
 	}
 }
@@ -728,7 +356,7 @@ func (c Config) validateS3Endpoint() []error {
 	if c.S3Endpoint == "" {
 		return nil
 	}
-	if err := checkURL(string(c.S3Endpoint)); err != nil {
+	if err := checkURL(c.S3Endpoint); err != nil {
 		return []error{fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err)}
 	}
 	return nil
@@ -782,10 +410,10 @@ func (c Config) validateCodec() []error {
 		return nil
 	}
 	var errs []error
-	if _, err := codec.New(c.CodecKeys); err != nil {
+	if _, err := c.Codec(); err != nil {
 		errs = append(errs, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS)", err))
 	}
-	if c.CodecToken == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
+	if c.CodecServer.Token == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
 		errs = append(errs, fmt.Errorf("the codec server on %s would decrypt runs for anyone who reaches it: set MEMAGENT_CODEC_TOKEN, or serve on 127.0.0.1 (MEMAGENT_HTTP_ADDR)", c.HTTPAddr))
 	}
 	return errs
@@ -794,7 +422,8 @@ func (c Config) validateCodec() []error {
 // validateModel checks the model server's settings.
 func (c Config) validateModel() []error {
 	var errs []error
-	api, err := inference.ParseAPI(string(c.ModelAPI))
+	urls := strings.Join(c.ModelURLs, ",")
+	api, err := inference.ParseAPI(c.ModelAPI)
 	if err != nil {
 		return []error{fmt.Errorf("%w (MEMAGENT_MODEL_API or --model-api)", err)}
 	}
@@ -802,14 +431,14 @@ func (c Config) validateModel() []error {
 		errs = append(errs, fmt.Errorf("model context %d is negative: set MEMAGENT_MODEL_CONTEXT (or --model-context) to the context length in tokens, or 0 for what the server reports", c.ModelContext))
 	}
 	if api != inference.APIAzure {
-		if _, err := inference.ParseEndpoints(string(c.ModelBaseURL), "", c.ModelMaxInFlight); err != nil {
+		if _, err := inference.ParseEndpoints(urls, "", c.ModelMaxInFlight); err != nil {
 			errs = append(errs, fmt.Errorf("model base URL: %w (OPENAI_BASE_URL or --model-url)", err))
 		}
 		return errs
 	}
-	if c.ModelBaseURL == DevModelBaseURL {
+	if urls == devaddr.ModelBaseURL {
 		errs = append(errs, errors.New("Azure OpenAI needs its endpoint: set AZURE_OPENAI_ENDPOINT (or --model-url) to the resource's URL, e.g. https://NAME.openai.azure.com"))
-	} else if _, err := inference.ParseAzureEndpoints(string(c.ModelBaseURL), "", c.ModelMaxInFlight); err != nil {
+	} else if _, err := inference.ParseAzureEndpoints(urls, "", c.ModelMaxInFlight); err != nil {
 		errs = append(errs, fmt.Errorf("%w (or --model-url)", err))
 	}
 	if c.Model == "" {
@@ -950,13 +579,50 @@ func checkURL(s string) error {
 	return nil
 }
 
-// splitList splits a comma-separated setting, dropping empty items.
-func splitList(v string) []string {
-	var out []string
-	for _, item := range strings.Split(v, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
+// urlList is a comma-separated flag of URLs (--model-url).
+type urlList []string
+
+func (u *urlList) String() string { return strings.Join(*u, ",") }
+
+func (u *urlList) Set(v string) error {
+	*u = settings.Split(v)
+	return nil
+}
+
+// Codec is the payload codec of CodecKeys (nil, nil without keys).
+func (c Config) Codec() (*codec.Codec, error) {
+	if len(c.CodecKeys) == 0 {
+		return nil, nil
 	}
-	return out
+	keys := make([]codec.Key, len(c.CodecKeys))
+	for i, k := range c.CodecKeys {
+		keys[i] = codec.Key{ID: k.ID, Raw: secret.Value(k.Key)}
+	}
+	return codec.New(keys)
+}
+
+// AtDevStack points c at a running dev stack: Temporal, S3 (with the
+// stack's credentials) and, when the simulator runs, the model (replacing
+// every model setting; without the simulator c's model is left as it is).
+// devenv.Env's Addresses say where a stack is.
+func (c Config) AtDevStack(s devaddr.Stack) Config {
+	c.TemporalAddress = s.TemporalAddress
+	c.TemporalNamespace = s.Namespace
+	c.S3Endpoint = s.S3Endpoint
+	c.S3Region = s.Region
+	c.S3AccessKeyID, c.S3SecretAccessKey = s.S3AccessKey, s.S3SecretKey
+	c.S3VirtualHostStyle = false
+	c.Bucket = s.Bucket
+	c.CreateBucket = true
+	// The stack's receivers (tests, a local webhook) are on this machine.
+	c.NotifyAllowNets = []string{"127.0.0.0/8", "::1/128"}
+	if s.SimulatorURL != "" {
+		c.ModelAPI = string(inference.APIOpenAI)
+		c.ModelURLs = []string{s.SimulatorURL}
+		c.ModelAPIKey = ""
+		c.Model = ""
+		c.ModelFamily = ""
+		c.ModelContext = 0
+	}
+	return c
 }

@@ -30,7 +30,7 @@ func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := d.Configure(config.Default())
+	cfg := config.Default().AtDevStack(d.Addresses())
 	cfg.HTTPAddr, cfg.LogLevel, cfg.TemporalNamespace = "", slog.LevelError, ns
 	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {

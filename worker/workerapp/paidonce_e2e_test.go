@@ -17,7 +17,6 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -72,9 +71,9 @@ func TestModelCallPaidOnceThroughS3WriteFailures(t *testing.T) {
 	proxy := httptest.NewServer(faults)
 	defer proxy.Close()
 
-	cfg := d.Configure(config.Default())
+	cfg := config.Default().AtDevStack(d.Addresses())
 	cfg.HTTPAddr, cfg.LogLevel = "", slog.LevelError
-	cfg.S3Endpoint = secret.Endpoint(proxy.URL)
+	cfg.S3Endpoint = proxy.URL
 	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func Start(t testing.TB) *Stack {
 		t.Fatalf("start dev stack: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
-	cfg := d.Configure(config.Default())
+	cfg := config.Default().AtDevStack(d.Addresses())
 	cfg.HTTPAddr = ""
 	cfg.LogLevel = slog.LevelError
 	if err := cfg.Validate(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/devaddr"
 	"github.com/memagent/memagent/internal/inference"
@@ -20,7 +21,7 @@ import (
 // timeouts. OptionsFromEnv starts from them.
 func DevOptions() Options {
 	return Options{
-		TaskQueue:    "memagent",
+		TaskQueue:    api.DefaultTaskQueue,
 		S3Endpoint:   devaddr.S3Endpoint,
 		S3Region:     devaddr.Region,
 		Bucket:       devaddr.Bucket,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -30,3 +31,8 @@ func (c Config) GoString() string { return fmt.Sprintf("%#v", c) }
 
 // LogValue logs c with its secrets redacted.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// MarshalJSON is c with its secrets redacted, as a JSON string: the
+// plugin's Options hold their secrets as plain strings, which
+// encoding/json would otherwise print.
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -20,6 +21,8 @@ func printings(v, ptr any) map[string]string {
 		out["pointer "+verb] = fmt.Sprintf(verb, ptr)
 	}
 	out["Sprint"] = fmt.Sprint(v)
+	j, err := json.Marshal(v)
+	out["JSON"] = string(j) + fmt.Sprint(err)
 	out["Sprintln"] = fmt.Sprintln(v)
 	for name, h := range map[string]func(*bytes.Buffer) slog.Handler{
 		"slog text": func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },

@@ -14,7 +14,7 @@ import (
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
-	"github.com/memagent/memagent/internal/workerapp/workerapptest"
+	"github.com/memagent/memagent/worker/workerapp/workerapptest"
 )
 
 // TestWorkerAreasCoverEveryWrite runs every kind of work on the embedded

@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,7 +23,7 @@ func TestLayers(t *testing.T) {
 			"github.com/memagent/memagent/internal/docconv", "github.com/memagent/memagent/internal/inference",
 			"github.com/memagent/memagent/internal/tokenizer", "github.com/klippa-app/go-pdfium", "github.com/tetratelabs/wazero",
 			"github.com/pkoukk/tiktoken-go", "github.com/sashabaranov/go-openai", "go.temporal.io/server/"},
-		"./plugin": {"go.temporal.io/server/", "github.com/memagent/memagent/internal/dev/"},
+		"./plugin": {"go.temporal.io/server/", "github.com/memagent/memagent/internal/dev/", "github.com/memagent/memagent/worker/"},
 		"./worker": {"go.temporal.io/server/", "github.com/memagent/memagent/internal/dev/"},
 	}
 	for pkg, bad := range forbidden {
@@ -39,6 +41,54 @@ func TestLayers(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d packages", pkg, len(deps))
+	}
+}
+
+// TestInternalImportsNothingAbove keeps internal/ a floor of libraries:
+// no package under internal/ imports a package of a top-level folder above
+// it, which is every folder but api and memclient (the contract, which
+// libraries may speak) and internal itself. Wiring that needs the
+// activities, the workflows or the plugin lives with them or above them
+// (plugin, worker/...), never in internal/.
+func TestInternalImportsNothingAbove(t *testing.T) {
+	const mod = "github.com/memagent/memagent/"
+	entries, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var above []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !slices.Contains([]string{"api", "memclient", "internal"}, e.Name()) {
+			above = append(above, e.Name())
+		}
+	}
+	if !slices.Contains(above, "workflows") || !slices.Contains(above, "plugin") {
+		t.Fatalf("folders above internal/ = %v, want workflows and plugin among them: run from api/", above)
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list ./internal/...: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		n++
+		for _, imp := range f[1:] {
+			rest, ok := strings.CutPrefix(imp, mod)
+			if !ok {
+				continue
+			}
+			top, _, _ := strings.Cut(rest, "/")
+			if slices.Contains(above, top) {
+				t.Errorf("%s imports %s, which is above internal/: move the wiring out of internal/, or what it needs below it", f[0], imp)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("go list ./internal/... listed %d packages, want all of them", n)
 	}
 }
 

@@ -20,14 +20,13 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -96,7 +95,7 @@ func (r batchResult) mean(v int) (wall, cpu time.Duration) {
 // the same options as workerapp.NewWorker except the number of workflow
 // task pollers, so that only that differs between variants.
 func startPollerWorker(ctx context.Context, env *benchEnv, cfg config.Config, pollers int) (stop func(), err error) {
-	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), workerapp.Options{Logger: env.logger})
+	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +130,7 @@ func runBatch(ctx context.Context, env *benchEnv, variants []batchVariant, order
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	cfg := env.cfg
-	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
+	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.TaskQueue = "bench-batch"
 	mc := memclient.New(env.temporal, memclient.Options{TaskQueue: cfg.TaskQueue})
 

@@ -19,7 +19,6 @@ import (
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
 )
 
 // The corpus comparison: 40 generated documents read as one stream, then
@@ -118,7 +117,7 @@ func runCorpus(ctx context.Context, env *benchEnv) (*corpusResult, error) {
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	cfg := env.cfg
-	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
+	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.TaskQueue = "bench-corpus"
 	stop, err := env.startWorker(ctx, cfg)
 	if err != nil {

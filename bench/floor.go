@@ -16,8 +16,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // The floor of orchestration: a workflow that runs trivial activities one
@@ -60,7 +61,7 @@ func nothing(context.Context, floorActivityInput) error { return nil }
 // run on one worker with one configuration.
 func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (stop func(), err error) {
 	opts := workerapp.Options{Logger: env.logger}
-	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), opts)
+	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, opts))
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +116,8 @@ func startWorkerProcess(ctx context.Context, env *benchEnv, queue, modelURL stri
 	cmd := exec.CommandContext(ctx, os.Args[0])
 	cmd.Env = append(os.Environ(), workerProcessEnv+"=1",
 		"TEMPORAL_ADDRESS="+env.cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+env.cfg.TemporalNamespace,
-		"AWS_ENDPOINT_URL_S3="+string(env.cfg.S3Endpoint), "AWS_ACCESS_KEY_ID="+env.cfg.S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY="+string(env.cfg.S3SecretKey), "AWS_REGION="+env.cfg.S3Region,
+		"AWS_ENDPOINT_URL_S3="+string(env.cfg.S3Endpoint), "AWS_ACCESS_KEY_ID="+env.cfg.S3AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY="+env.cfg.S3SecretAccessKey, "AWS_REGION="+env.cfg.S3Region,
 		"MEMAGENT_BUCKET="+env.cfg.Bucket, "OPENAI_BASE_URL="+modelURL, "MEMAGENT_TASK_QUEUE="+queue,
 		"MEMAGENT_LOG_LEVEL=error")
 	stdout, err := cmd.StdoutPipe()

@@ -18,7 +18,6 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
 )
 
 // The heartbeat section counts the RPCs a worker sends to Temporal per
@@ -120,7 +119,7 @@ func heartbeatRun(ctx context.Context, env *benchEnv, counter *rpcCounter, doc s
 	srv := httptest.NewServer(simulator.New(simulator.Options{Tokenizer: env.tok, Latency: latency}))
 	defer srv.Close()
 	cfg := env.cfg
-	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
+	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.TaskQueue = fmt.Sprintf("bench-heartbeat-%d-%d", latency.Milliseconds(), timeout)
 	stop, err := env.startWorker(ctx, cfg)
 	if err != nil {

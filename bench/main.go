@@ -26,14 +26,14 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 const benchQuestion = docgen.Question
@@ -304,8 +304,8 @@ func newBenchEnv(ctx context.Context, ext externalTemporal) (*benchEnv, error) {
 		return nil, err
 	}
 	env := &benchEnv{dev: dev, logger: logger, server: embeddedServer}
-	env.cfg = dev.Configure(config.Default())
-	if env.store, err = assemble.NewStore(ctx, env.cfg.S3()); err != nil {
+	env.cfg = config.Default().AtDevStack(dev.Addresses())
+	if env.store, err = plugin.NewStore(ctx, env.cfg.Options); err != nil {
 		dev.Close()
 		return nil, err
 	}

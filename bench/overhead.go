@@ -15,13 +15,12 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
+	"github.com/memagent/memagent/plugin"
 )
 
 // overheadRepeats is how many times each path is timed at 0 ms; the
@@ -114,9 +113,9 @@ func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	cfg := env.cfg
-	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
+	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.TaskQueue = fmt.Sprintf("bench-overhead-%d", latency.Milliseconds())
-	model, err := assemble.NewModelPool(assemble.ConfigFrom(cfg).Model, env.logger)
+	model, err := plugin.NewModelPool(cfg.Options, env.logger)
 	if err != nil {
 		return res, err
 	}

@@ -13,13 +13,12 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // The review comparison: 10 planted facts in a ~200K-token document, a
@@ -148,7 +147,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	cfg := env.cfg
-	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
+	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.TaskQueue = "bench-review"
 
 	facts := docgen.Facts()[:reviewQuestions]
@@ -172,7 +171,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		}
 	}
 
-	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), workerapp.Options{Logger: env.logger})
+	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
 	if err != nil {
 		return res, err
 	}

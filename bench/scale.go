@@ -19,11 +19,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // workerProcessEnv makes the bench binary act as a plain worker, so that a
@@ -79,8 +79,8 @@ func runScale(ctx context.Context, env *benchEnv, tokens int) (scaleResult, erro
 	cmd := exec.CommandContext(ctx, os.Args[0])
 	cmd.Env = append(os.Environ(), workerProcessEnv+"=1",
 		"TEMPORAL_ADDRESS="+env.cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+env.cfg.TemporalNamespace,
-		"AWS_ENDPOINT_URL_S3="+string(env.cfg.S3Endpoint), "AWS_ACCESS_KEY_ID="+env.cfg.S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY="+string(env.cfg.S3SecretKey), "AWS_REGION="+env.cfg.S3Region,
+		"AWS_ENDPOINT_URL_S3="+string(env.cfg.S3Endpoint), "AWS_ACCESS_KEY_ID="+env.cfg.S3AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY="+env.cfg.S3SecretAccessKey, "AWS_REGION="+env.cfg.S3Region,
 		"MEMAGENT_BUCKET="+env.cfg.Bucket, "OPENAI_BASE_URL="+srv.URL+"/v1", "MEMAGENT_TASK_QUEUE="+queue,
 		"MEMAGENT_LOG_LEVEL=error")
 	stdout, err := cmd.StdoutPipe()

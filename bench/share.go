@@ -21,7 +21,6 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
 )
 
 // The shared-pool sections: how well memagent keeps a GPU pool busy with a
@@ -54,7 +53,7 @@ func newSharePool(ctx context.Context, env *benchEnv, name string, replicas, slo
 		PrefillTokensPerSec: sharePrefillTPS, DecodeTokensPerSec: shareDecodeTPS})
 	srv := httptest.NewServer(sim)
 	cfg := env.cfg
-	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
+	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.ModelMaxInFlight = replicas * slots
 	cfg.TaskQueue = "bench-" + name
 	stop, err := env.startWorker(ctx, cfg)

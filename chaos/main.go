@@ -27,7 +27,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 func main() { workerapp.Main("chaos", run) }

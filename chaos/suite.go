@@ -35,16 +35,15 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/embedstack"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -509,13 +508,13 @@ func (h *chaosHarness) connect(ctx context.Context) error {
 	}
 	cfg.TemporalAddress = net.JoinHostPort(embedstack.DefaultHost, strconv.Itoa(h.temporalPort))
 	cfg.TemporalNamespace = embedstack.DefaultNamespace
-	cfg.S3Endpoint = secret.Endpoint("http://" + net.JoinHostPort(embedstack.DefaultHost, strconv.Itoa(h.s3Port)))
-	cfg.S3Region, cfg.S3AccessKey, cfg.S3SecretKey = embedstack.DevRegion, embedstack.DevAccessKey, embedstack.DevSecretKey
-	cfg.S3PathStyle = true
+	cfg.S3Endpoint = "http://" + net.JoinHostPort(embedstack.DefaultHost, strconv.Itoa(h.s3Port))
+	cfg.S3Region, cfg.S3AccessKeyID, cfg.S3SecretAccessKey = embedstack.DevRegion, embedstack.DevAccessKey, embedstack.DevSecretKey
+	cfg.S3VirtualHostStyle = false
 	cfg.Bucket = embedstack.DefaultBucket
 	h.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if h.store, err = assemble.NewStore(ctx, cfg.S3()); err != nil {
+	if h.store, err = plugin.NewStore(ctx, cfg.Options); err != nil {
 		return err
 	}
 	h.temporal, err = workerapp.Dial(ctx, cfg, logger)
@@ -581,8 +580,8 @@ func (h *chaosHarness) run(ctx context.Context, s *chaosScenario, disturb func(c
 	}
 	s.env = map[string]string{
 		"TEMPORAL_ADDRESS": h.cfg.TemporalAddress, "TEMPORAL_NAMESPACE": namespace,
-		"AWS_ENDPOINT_URL_S3": s3URL, "AWS_ACCESS_KEY_ID": h.cfg.S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY": string(h.cfg.S3SecretKey), "AWS_REGION": h.cfg.S3Region,
+		"AWS_ENDPOINT_URL_S3": s3URL, "AWS_ACCESS_KEY_ID": h.cfg.S3AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY": h.cfg.S3SecretAccessKey, "AWS_REGION": h.cfg.S3Region,
 		"MEMAGENT_BUCKET": h.cfg.Bucket, "OPENAI_BASE_URL": simURL + "/v1", "OPENAI_API_KEY": "", "MEMAGENT_MODEL": "",
 		"MEMAGENT_TASK_QUEUE": s.id, "MEMAGENT_MODEL_TIMEOUT": h.o.ModelTimeout.String(), "MEMAGENT_LOG_LEVEL": "error",
 	}

@@ -17,7 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // helmVersion is the Helm CLI the tests build from the module proxy: the
@@ -353,7 +353,7 @@ func TestRenderDefaults(t *testing.T) {
 		if cfg.HTTPAddr != ":9464" {
 			t.Errorf("HTTPAddr = %q, want :9464 so probes and scrapes reach it", cfg.HTTPAddr)
 		}
-		if cfg.S3AccessKey != "" {
+		if cfg.S3AccessKeyID != "" {
 			t.Errorf("S3 keys set without a Secret: the dev stack's keys leaked into a deployment")
 		}
 		grace := asInt(t, dig(dep, "spec", "template", "spec", "terminationGracePeriodSeconds"))
@@ -514,7 +514,7 @@ func TestRenderAllFeatures(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !cfg.TemporalTLS || cfg.TemporalTLSCA != "/etc/memagent/temporal-tls/ca.crt" || cfg.TemporalAPIKey == "" || cfg.S3SSE != "aws:kms" ||
-			cfg.ModelBaseURL != "http://vllm-0.vllm.gpu.svc:8000/v1,http://vllm-1.vllm.gpu.svc:8000/v1" || cfg.ModelMaxInFlight != 32 || cfg.RateLimit != 2.5 ||
+			strings.Join(cfg.ModelURLs, ",") != "http://vllm-0.vllm.gpu.svc:8000/v1,http://vllm-1.vllm.gpu.svc:8000/v1" || cfg.ModelMaxInFlight != 32 || cfg.RateLimit != 2.5 ||
 			cfg.WorkerStopTimeout() != 120*time.Second || cfg.Model != "BytedTsinghua-SIA/RL-MemoryAgent-14B" {
 			t.Errorf("config from the chart's environment = %+v", cfg)
 		}
@@ -677,10 +677,10 @@ func TestRenderAzure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ModelAPI != "azure" || cfg.ModelBaseURL != "https://res.openai.azure.com" || cfg.Model != "gpt-4o-qa" ||
+	if cfg.ModelAPI != "azure" || strings.Join(cfg.ModelURLs, ",") != "https://res.openai.azure.com" || cfg.Model != "gpt-4o-qa" ||
 		cfg.ModelAPIVersion != "2025-01-01-preview" || cfg.ModelContext != 128000 || cfg.ModelFamily != "gpt-4o" || cfg.ModelAPIKey == "" {
 		t.Errorf("config from the chart's environment: API %q, endpoint %q, model %q, version %q, context %d, family %q",
-			cfg.ModelAPI, cfg.ModelBaseURL, cfg.Model, cfg.ModelAPIVersion, cfg.ModelContext, cfg.ModelFamily)
+			cfg.ModelAPI, cfg.ModelURLs, cfg.Model, cfg.ModelAPIVersion, cfg.ModelContext, cfg.ModelFamily)
 	}
 	cfg.Normalize()
 	if err := cfg.Validate(); err != nil {
@@ -708,8 +708,8 @@ func TestOCRValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.OCRWorkers != 2 || cfg.OCRPageTimeout != 2*time.Minute || cfg.OCRMemoryMB != 512 || env["MEMAGENT_TESSERACT"] != "" {
-		t.Errorf("OCR config %d workers, %v a page, %d MiB, MEMAGENT_TESSERACT %q; want 2, 2m, 512 and unset", cfg.OCRWorkers, cfg.OCRPageTimeout, cfg.OCRMemoryMB, env["MEMAGENT_TESSERACT"])
+	if cfg.Limits.OCRWorkers != 2 || cfg.Limits.OCRPageTimeout != 2*time.Minute || cfg.Limits.OCRMemoryBytes != 512<<20 || env["MEMAGENT_TESSERACT"] != "" {
+		t.Errorf("OCR config %d workers, %v a page, %d MiB, MEMAGENT_TESSERACT %q; want 2, 2m, 512 and unset", cfg.Limits.OCRWorkers, cfg.Limits.OCRPageTimeout, cfg.Limits.OCRMemoryBytes>>20, env["MEMAGENT_TESSERACT"])
 	}
 	off := workerEnv(t, mustRender(t, "--set", "ocr.enabled=false"))
 	if off["MEMAGENT_TESSERACT"] != "none" || off["MEMAGENT_OCR_WORKERS"] != "" {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/internal/buildinfo"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestRenderVersioned: with versioning on, each build runs as a

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // binDir holds the binaries the tests build, once per test process.
@@ -270,8 +270,8 @@ func TestComposeProfiles(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Errorf("the worker's compose environment does not validate: %v", err)
 			}
-			if cfg.ModelBaseURL != "http://inference:8000/v1" || cfg.Model != "" {
-				t.Errorf("worker model %q at %s, want the server's own model at http://inference:8000/v1", cfg.Model, cfg.ModelBaseURL)
+			if strings.Join(cfg.ModelURLs, ",") != "http://inference:8000/v1" || cfg.Model != "" {
+				t.Errorf("worker model %q at %s, want the server's own model at http://inference:8000/v1", cfg.Model, cfg.ModelURLs)
 			}
 			if cfg.S3Endpoint != "http://s3:7070" || cfg.TemporalAddress != "temporal:7233" || cfg.HTTPAddr != "0.0.0.0:9464" {
 				t.Errorf("worker reaches S3 %s, Temporal %s, serves %s", cfg.S3Endpoint, cfg.TemporalAddress, cfg.HTTPAddr)

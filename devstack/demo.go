@@ -8,6 +8,7 @@ import (
 
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // demoUsage heads the devstack's usage with its two forms.
@@ -33,5 +34,5 @@ func startDevStack(ctx context.Context, o cli.DevStackOptions) (*cli.DevStack, e
 	if err != nil {
 		return nil, err
 	}
-	return &cli.DevStack{Configure: d.Configure, UIURL: d.Stack.UIURL, Close: d.Close}, nil
+	return &cli.DevStack{Configure: func(c config.Config) config.Config { return c.AtDevStack(d.Addresses()) }, UIURL: d.Stack.UIURL, Close: d.Close}, nil
 }

@@ -23,11 +23,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/inference"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/internal/secret"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 func main() {
@@ -77,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer d.Close()
-	cfg = d.Configure(cfg)
+	cfg = cfg.AtDevStack(d.Addresses())
 	printDevStack(stdout, d.Stack, d.SimulatorURL, describeModel(cfg), dir)
 	if *noWorker || *devStack {
 		fmt.Fprintln(stdout, "dev stack ready; Ctrl-C stops it")
@@ -90,14 +92,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // describeModel names the configured model server for the dev stack's
 // banner, without its key.
 func describeModel(cfg config.Config) string {
-	if cfg.ModelAPI == inference.APIAzure {
-		return fmt.Sprintf("%s (Azure OpenAI deployment %q, api-version %s)", cfg.ModelBaseURL, cfg.Model,
+	urls := secret.Endpoint(strings.Join(cfg.ModelURLs, ","))
+	if cfg.ModelAPI == string(inference.APIAzure) {
+		return fmt.Sprintf("%s (Azure OpenAI deployment %q, api-version %s)", urls, cfg.Model,
 			cmp.Or(cfg.ModelAPIVersion, inference.DefaultAzureAPIVersion))
 	}
 	if cfg.Model != "" {
-		return fmt.Sprintf("%s (model %q)", cfg.ModelBaseURL, cfg.Model)
+		return fmt.Sprintf("%s (model %q)", urls, cfg.Model)
 	}
-	return string(cfg.ModelBaseURL)
+	return string(urls)
 }
 
 // defaultDataDir is where the dev stack keeps its state between runs.

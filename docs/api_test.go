@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/testdeps"
-	"github.com/memagent/memagent/internal/workerapp/workerapptest"
+	"github.com/memagent/memagent/worker/workerapp/workerapptest"
 )
 
 // apiTestMarker, on the line before a ```sh fence, marks a block of

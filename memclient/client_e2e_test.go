@@ -14,15 +14,15 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // TestReviewAndBatchEndToEnd drives a review of two questions and a batch
@@ -41,7 +41,7 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 		t.Fatalf("StartDev: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
-	cfg := d.Configure(config.Default())
+	cfg := config.Default().AtDevStack(d.Addresses())
 	cfg.TaskQueue = "client-e2e"
 	cfg.LogLevel = slog.LevelError
 	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
@@ -60,7 +60,7 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 	facts := docgen.Facts()[:2]
 	text, _ := docgen.MultiNeedle(tok, 2800, facts, 5)
 	doc := s3store.Location{Bucket: cfg.Bucket, Key: "client-e2e/doc.txt"}
-	store, err := assemble.NewStore(ctx, cfg.S3())
+	store, err := plugin.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/buildinfo"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/s3store"
@@ -22,13 +21,15 @@ import (
 )
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout
-// is zero.
-const DefaultModelTimeout = config.DefaultModelTimeout
+// is zero (MEMAGENT_MODEL_TIMEOUT): the inference client's own default.
+const DefaultModelTimeout = inference.DefaultRequestTimeout
 
 // DefaultStopTimeout is how long a stopping worker lets in-flight
 // activities finish when Options.StopTimeout is zero and the host left
-// worker.Options.WorkerStopTimeout unset.
-const DefaultStopTimeout = config.DefaultStopTimeout
+// worker.Options.WorkerStopTimeout unset: most model calls finish within
+// it, and what does not is handed back to Temporal when its heartbeat
+// times out.
+const DefaultStopTimeout = 30 * time.Second
 
 // Options configure the plugin in code. Nothing is read from the
 // environment: a zero field means the default written beside it, never
@@ -210,111 +211,33 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// OptionsFromEnv returns options from the environment memagent's own
-// worker reads: the dev stack's addresses (S3 on 127.0.0.1:9000, the model
-// server on 127.0.0.1:8000, bucket "memagent") overridden by the usual
-// environment variables (MEMAGENT_BUCKET, AWS_ENDPOINT_URL_S3, AWS_REGION,
-// OPENAI_BASE_URL, OPENAI_API_KEY, MEMAGENT_MODEL, MEMAGENT_CODEC_KEYS, ...;
-// see the README). It leaves InstallConverter false and Logger nil. An
-// error names the variable that does not parse.
-//
-// It carries every setting memagent's worker reads that is not the host's
-// own (the Temporal connection, the task queue's worker options, logging
-// and the worker's HTTP endpoint): a test checks that each one survives
-// the way from the environment to the activities.
-func OptionsFromEnv() (Options, error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return Options{}, fmt.Errorf("memagent plugin: %w", err)
+// s3 is the store o names: the one mapping from Options to the S3 client.
+func (o Options) s3() s3store.Config {
+	return s3store.Config{
+		Client:           o.S3Client,
+		AWSConfig:        o.AWSConfig,
+		Endpoint:         secret.Endpoint(o.S3Endpoint),
+		Region:           o.S3Region,
+		AccessKeyID:      o.S3AccessKeyID,
+		SecretAccessKey:  secret.Value(o.S3SecretAccessKey),
+		VirtualHostStyle: o.S3VirtualHostStyle,
+		SSE:              o.S3SSE,
+		KMSKeyID:         o.S3KMSKeyID,
 	}
-	return OptionsFromConfig(cfg), nil
 }
 
-// OptionsFromConfig maps memagent's worker configuration to Options, as
-// OptionsFromEnv does after reading the environment. memagent's own worker,
-// a host of the plugin, calls it with the configuration its flags changed.
-// Its argument's type is internal to memagent, so other programs cannot
-// call it: they use OptionsFromEnv.
-func OptionsFromConfig(cfg config.Config) Options {
-	cfg.Normalize()
-	o := Options{
-		Bucket:             cfg.Bucket,
-		CreateBucket:       cfg.CreateBucket,
-		ReadPrefixes:       cfg.ReadPrefixes,
-		WritePrefixes:      cfg.WritePrefixes,
-		ClaimRoots:         cfg.ClaimRoots,
-		ClaimDepth:         cfg.ClaimDepth,
-		NotifyHosts:        cfg.NotifyHosts,
-		NotifyAllowNets:    cfg.NotifyAllowNets,
-		S3Endpoint:         string(cfg.S3Endpoint),
-		S3Region:           cfg.S3Region,
-		S3AccessKeyID:      cfg.S3AccessKey,
-		S3SecretAccessKey:  string(cfg.S3SecretKey),
-		S3VirtualHostStyle: !cfg.S3PathStyle,
-		S3SSE:              cfg.S3SSE,
-		S3KMSKeyID:         cfg.S3KMSKeyID,
-		ModelURLs:          cfg.ModelURLs(),
-		ModelAPIKey:        string(cfg.ModelAPIKey),
-		ModelAPI:           string(cfg.ModelAPI),
-		ModelAPIVersion:    cfg.ModelAPIVersion,
-		ModelContext:       cfg.ModelContext,
-		ModelFamily:        cfg.ModelFamily,
-		Model:              cfg.Model,
-		ModelTimeout:       cfg.ModelTimeout,
-		ModelMaxInFlight:   cfg.ModelMaxInFlight,
-		ChunkCacheMB:       cfg.ChunkCacheMB,
-		RateLimit:          cfg.RateLimit,
-		StopTimeout:        cfg.StopTimeout,
-		TaskQueue:          cfg.TaskQueue,
-		DeploymentName:     cfg.DeploymentName,
-		BuildID:            cfg.BuildID,
-		Limits:             assemble.ConfigFrom(cfg).Limits,
-		OCRCommand:         cfg.OCRCommand,
-		CodecServer: CodecHandlerOptions{Token: string(cfg.CodecToken), AllowOrigins: cfg.CodecOrigins,
-			AllowHosts: cfg.CodecHosts, AllowEncode: cfg.CodecEncode},
-	}
-	for _, k := range cfg.CodecKeys {
-		o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: []byte(k.Raw)})
-	}
-	return o
-}
-
-// activities is what the activities of a worker are built from.
-func (o Options) activities() assemble.Config {
-	return assemble.Config{
-		S3: s3store.Config{
-			Client:           o.S3Client,
-			AWSConfig:        o.AWSConfig,
-			Endpoint:         secret.Endpoint(o.S3Endpoint),
-			Region:           o.S3Region,
-			AccessKeyID:      o.S3AccessKeyID,
-			SecretAccessKey:  secret.Value(o.S3SecretAccessKey),
-			VirtualHostStyle: o.S3VirtualHostStyle,
-			SSE:              o.S3SSE,
-			KMSKeyID:         o.S3KMSKeyID,
-		},
-		Model: assemble.Model{
-			API:         inference.API(o.ModelAPI),
-			URLs:        o.ModelURLs,
-			APIKey:      secret.Value(o.ModelAPIKey),
-			APIVersion:  o.ModelAPIVersion,
-			Name:        o.Model,
-			Family:      o.ModelFamily,
-			Context:     o.ModelContext,
-			Timeout:     o.ModelTimeout,
-			MaxInFlight: o.ModelMaxInFlight,
-		},
-		Bucket:          o.Bucket,
-		CreateBucket:    o.CreateBucket,
-		ReadPrefixes:    o.ReadPrefixes,
-		WritePrefixes:   o.WritePrefixes,
-		ClaimRoots:      o.ClaimRoots,
-		ClaimDepth:      o.ClaimDepth,
-		NotifyHosts:     o.NotifyHosts,
-		NotifyAllowNets: o.NotifyAllowNets,
-		Limits:          o.Limits,
-		OCRCommand:      o.OCRCommand,
-		ChunkCacheMB:    o.ChunkCacheMB,
+// model is the model pool o names: the one mapping from Options to it.
+func (o Options) model() assemble.Model {
+	return assemble.Model{
+		API:         inference.API(o.ModelAPI),
+		URLs:        o.ModelURLs,
+		APIKey:      secret.Value(o.ModelAPIKey),
+		APIVersion:  o.ModelAPIVersion,
+		Name:        o.Model,
+		Family:      o.ModelFamily,
+		Context:     o.ModelContext,
+		Timeout:     o.ModelTimeout,
+		MaxInFlight: o.ModelMaxInFlight,
 	}
 }
 

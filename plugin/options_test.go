@@ -8,21 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/codec"
-	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/secret"
 )
 
-// hostOnly are the worker settings that belong to the host of the plugin,
-// not to the plugin: its Temporal client, its logging, its HTTP endpoint.
-var hostOnly = []string{
-	"TemporalAddress", "TemporalNamespace", "TemporalTLS", "TemporalTLSCert", "TemporalTLSKey", "TemporalTLSCA",
-	"TemporalTLSServerName", "TemporalAPIKey", "TemporalProfile", "ClientIdentity", "Deprecations", "LogLevel", "HTTPAddr", "ModelConfigured",
-}
-
-// workerEnv is a value for every variable config.FromEnv reads, each unlike
+// workerEnv is a value for every variable memagent's worker reads (its
+// host's settings too, which OptionsFromEnv leaves alone), each unlike
 // its default, with the Azure dialect on (so that the Azure variables are
 // the ones read).
 var workerEnv = map[string]string{
@@ -50,93 +39,105 @@ var workerEnv = map[string]string{
 	"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0",
 }
 
-// TestOptionsFromEnvCarriesEveryWorkerSetting sets every variable the
-// worker reads and checks that each setting that is not the host's reaches
-// the plugin: what the activities are built from equals what the worker's
-// configuration builds them from, and the other settings (codec, worker
-// options, deployment) are the worker's.
-func TestOptionsFromEnvCarriesEveryWorkerSetting(t *testing.T) {
-	src, err := os.ReadFile("../internal/config/config.go")
+// notFromEnv are the Options fields no environment variable sets: what a
+// program sets in code, and the static S3 keys, which OptionsFromEnv sets
+// only for the dev stack's endpoint (elsewhere the SDK's chain reads
+// AWS_ACCESS_KEY_ID itself).
+var notFromEnv = []string{"S3Client", "AWSConfig", "Tokenizers", "UpdateTemplate", "FinalTemplate", "Concurrency",
+	"InstallConverter", "StartTimeout", "Logger", "S3AccessKeyID", "S3SecretAccessKey"}
+
+// TestOptionsFromEnvSetsEveryField sets every variable the plugin's table
+// reads, each unlike its default, and checks that every field of Options
+// (and of its Limits and CodecServer) that a variable configures is set:
+// a variable the table reads without a field, or a field no variable
+// reaches, fails here.
+func TestOptionsFromEnvSetsEveryField(t *testing.T) {
+	src, err := os.ReadFile("env.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var read []string
-	for _, m := range regexp.MustCompile(`(?:get|lookup)\(("[A-Z0-9_]+"(?:, "[A-Z0-9_]+")*)\)`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`(?:get|Names: \[\]string\{)\(?("[A-Z0-9_]+"(?:, "[A-Z0-9_]+")*)`).FindAllStringSubmatch(string(src), -1) {
 		for _, name := range strings.Split(m[1], ", ") {
 			read = append(read, strings.Trim(name, `"`))
 		}
 	}
-	for _, k := range []string{"MEMAGENT_CODEC_KEYS", "MEMAGENT_CODEC_KEYS_FILE"} { // read by codec.LoadKeys
-		read = append(read, k)
+	read = append(read, "MEMAGENT_CODEC_KEYS", "MEMAGENT_CODEC_KEYS_FILE") // read by codec.LoadKeys
+	if len(read) < len(EnvNames())+5 {
+		t.Fatalf("found %d variables in env.go, want EnvNames' %d and those read besides", len(read), len(EnvNames()))
 	}
 	for _, name := range read {
 		if _, ok := workerEnv[name]; !ok {
-			t.Errorf("the worker reads %s, which this test does not set: add it to workerEnv and check it reaches Options", name)
+			t.Errorf("OptionsFromEnv reads %s, which this test does not set: add it to workerEnv and check it reaches Options", name)
 		}
 	}
-	cfg, err := config.FromEnv(func(k string) (string, bool) { v, ok := workerEnv[k]; return v, ok && v != "" })
+	o, err := OptionsFromLookup(func(k string) (string, bool) { v, ok := workerEnv[k]; return v, ok && v != "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Normalize()
-	o := OptionsFromConfig(cfg)
-	// What the activities are built from is the same by the plugin's way
-	// and by the worker configuration's own.
-	if got, want := o.activities(), assemble.ConfigFrom(cfg); !reflect.DeepEqual(got, want) {
-		t.Errorf("the plugin builds the activities from\n%+v\nthe worker's configuration from\n%+v", got, want)
-	}
-	// The fields Activities maps, and the others, each compared here.
-	reached := []string{"S3Endpoint", "S3Region", "S3AccessKey", "S3SecretKey", "S3PathStyle", "S3SSE", "S3KMSKeyID",
-		"ModelAPI", "ModelBaseURL", "ModelAPIKey", "ModelAPIVersion", "Model", "ModelFamily", "ModelContext", "ModelTimeout", "ModelMaxInFlight",
-		"Bucket", "CreateBucket", "ReadPrefixes", "WritePrefixes", "ClaimRoots", "ClaimDepth", "NotifyHosts", "NotifyAllowNets",
-		"MaxConvertedMB", "PDFMemoryMB", "ConvertTimeout", "OCRCommand", "OCRWorkers", "OCRPageTimeout", "OCRMemoryMB", "ChunkCacheMB"}
-	var keys config.CodecKeys
-	for _, k := range o.CodecKeys {
-		keys = append(keys, codec.Key{ID: k.ID, Raw: secret.Value(k.Key)})
+	for _, v := range []struct {
+		what string
+		val  reflect.Value
+		skip []string
+	}{
+		{"Options", reflect.ValueOf(o), notFromEnv},
+		// The document size and chunk count limits are code's only.
+		{"Limits", reflect.ValueOf(o.Limits), []string{"MaxDocumentBytes", "MaxChunks"}},
+		{"CodecServer", reflect.ValueOf(o.CodecServer), nil},
+	} {
+		for i := range v.val.NumField() {
+			name := v.val.Type().Field(i).Name
+			if slices.Contains(v.skip, name) {
+				continue
+			}
+			if v.val.Field(i).IsZero() {
+				t.Errorf("%s.%s is zero: no variable of the test's environment reaches it", v.what, name)
+			}
+		}
 	}
 	for _, f := range []struct {
 		name      string
 		got, want any
 	}{
-		{"TaskQueue", o.TaskQueue, cfg.TaskQueue},
-		{"RateLimit", o.RateLimit, cfg.RateLimit},
-		{"StopTimeout", o.StopTimeout, cfg.StopTimeout},
-		{"DeploymentName", o.DeploymentName, cfg.DeploymentName},
-		{"BuildID", o.BuildID, cfg.BuildID},
-		{"CodecKeys", keys, cfg.CodecKeys},
-		{"CodecToken", secret.Value(o.CodecServer.Token), cfg.CodecToken},
-		{"CodecOrigins", o.CodecServer.AllowOrigins, cfg.CodecOrigins},
-		{"CodecHosts", o.CodecServer.AllowHosts, cfg.CodecHosts},
-		{"CodecEncode", o.CodecServer.AllowEncode, cfg.CodecEncode},
+		{"ModelAPI", o.ModelAPI, "azure"},
+		{"ModelURLs", o.ModelURLs, []string{"https://r.openai.azure.com"}},
+		{"ModelAPIKey", o.ModelAPIKey, "azk"},
+		{"ModelTimeout", o.ModelTimeout, 3 * time.Minute},
+		{"S3Endpoint", o.S3Endpoint, "http://s3.example:9000"},
+		{"S3VirtualHostStyle", o.S3VirtualHostStyle, true},
+		{"ReadPrefixes", o.ReadPrefixes, []string{"s3://docs/", "s3://b/"}},
+		{"Limits.MaxConvertedBytes", o.Limits.MaxConvertedBytes, int64(100 << 20)},
+		{"Limits.OCRMemoryBytes", o.Limits.OCRMemoryBytes, int64(768 << 20)},
+		{"Limits.OCRPageTimeout", o.Limits.OCRPageTimeout, 45 * time.Second},
+		{"CodecKeys", o.CodecKeys, []CodecKey{{ID: "k1", Key: make([]byte, 32)}}},
+		{"CodecServer", o.CodecServer, CodecHandlerOptions{Token: "ct", AllowOrigins: []string{"https://ui.example"}, AllowHosts: []string{"codec.example"}, AllowEncode: true}},
 	} {
-		reached = append(reached, f.name)
 		if !reflect.DeepEqual(f.got, f.want) {
-			t.Errorf("%s: the worker has %#v, the plugin %#v", f.name, f.want, f.got)
+			t.Errorf("%s = %#v, want %#v", f.name, f.got, f.want)
 		}
 	}
+}
 
-	want := reflect.ValueOf(cfg)
-	for i := range want.NumField() {
-		name := want.Type().Field(i).Name
-		if slices.Contains(hostOnly, name) {
-			continue
-		}
-		if !slices.Contains(reached, name) {
-			t.Errorf("%s is a worker setting this test does not follow to the plugin: compare it with the Options field it becomes", name)
-		}
-		// S3PathStyle's default is true, and static S3 keys come from the
-		// environment only for the dev stack's endpoint (else the SDK's
-		// chain reads AWS_ACCESS_KEY_ID itself).
-		zeroOK := name == "S3PathStyle" || name == "S3AccessKey" || name == "S3SecretKey"
-		if !zeroOK && reflect.DeepEqual(want.Field(i).Interface(), reflect.Zero(want.Field(i).Type()).Interface()) {
-			t.Errorf("%s is zero: the test's environment does not exercise it", name)
-		}
+// TestOptionsFromEnvDefaults: without environment the options reach the
+// dev stack, with its S3 keys; AWS_ENDPOINT_URL_S3=aws means AWS itself
+// and its default chain.
+func TestOptionsFromEnvDefaults(t *testing.T) {
+	o, err := OptionsFromLookup(func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
 	}
-	if o.ModelAPI != "azure" || o.ModelURLs[0] != "https://r.openai.azure.com" || o.ModelAPIKey != "azk" {
-		t.Errorf("Azure: ModelAPI %q, ModelURLs %v, key set %v; want the Azure endpoint and key", o.ModelAPI, o.ModelURLs, o.ModelAPIKey == "azk")
+	d := DevOptions()
+	d.S3AccessKeyID, d.S3SecretAccessKey = "memagent", "memagent-dev-secret"
+	if !reflect.DeepEqual(o, d) {
+		t.Errorf("OptionsFromLookup(no environment) = %+v, want %+v", o, d)
 	}
-	if o.ModelTimeout != 3*time.Minute {
-		t.Errorf("ModelTimeout = %v", o.ModelTimeout)
+	o, err = OptionsFromLookup(func(k string) (string, bool) { return "aws", k == "AWS_ENDPOINT_URL_S3" })
+	if err != nil || o.S3Endpoint != "" || o.S3AccessKeyID != "" {
+		t.Errorf("AWS_ENDPOINT_URL_S3=aws: S3Endpoint %q, key %q, %v; want AWS itself and its chain", o.S3Endpoint, o.S3AccessKeyID, err)
+	}
+	if _, err := OptionsFromLookup(func(k string) (string, bool) { return "soon", k == "MEMAGENT_MODEL_TIMEOUT" }); err == nil ||
+		!strings.HasPrefix(err.Error(), `MEMAGENT_MODEL_TIMEOUT "soon"`) {
+		t.Errorf("a bad variable: %v, want an error naming it", err)
 	}
 }
 

@@ -213,12 +213,7 @@ func (p *Plugin) setUp(ctx context.Context, key string, r registry) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	acts, pool, err := assemble.NewActivities(ctx, p.opts.activities(), assemble.Options{
-		UpdateTemplate: p.opts.UpdateTemplate,
-		FinalTemplate:  p.opts.FinalTemplate,
-		Logger:         p.opts.Logger,
-		Tokenizers:     p.opts.Tokenizers,
-	})
+	acts, pool, err := newActivities(ctx, p.opts)
 	if err != nil {
 		return err
 	}

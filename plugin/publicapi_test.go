@@ -27,10 +27,11 @@ var publicPackages = []string{
 	"github.com/memagent/memagent/rollout",
 }
 
-// ownWorkerOnly are exported names that only memagent's own worker calls:
-// their signatures name memagent's internal configuration on purpose, so
-// that the worker hosts the plugin through the plugin's own mapping of it.
-var ownWorkerOnly = map[string]bool{"plugin.OptionsFromConfig": true}
+// ownWorkerOnly are exported names that only memagent's own programs and
+// tests call: their results are memagent's internal store and model pool
+// on purpose, so that its tools build them from Options through the
+// plugin's one mapping, as the plugin builds a worker's.
+var ownWorkerOnly = map[string]bool{"plugin.NewStore": true, "plugin.NewModelPool": true, "plugin.NewActivities": true}
 
 // TestPublicAPINeedsNoInternalType checks that every type reachable from
 // an exported name of the public packages (fields, parameters, results,

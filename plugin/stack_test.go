@@ -11,10 +11,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/devaddr"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
@@ -24,7 +23,7 @@ import (
 // HTTP), with a document holding docgen's planted fact.
 type stack struct {
 	dev    *devenv.Env
-	cfg    config.Config
+	addr   devaddr.Stack
 	store  *s3store.Store
 	doc    string // s3:// URI of the document
 	logger *slog.Logger
@@ -66,12 +65,12 @@ func startStack() (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &stack{dev: d, cfg: d.Configure(config.Default()), logger: logger}
-	if st.store, err = assemble.NewStore(ctx, st.cfg.S3()); err != nil {
+	st := &stack{dev: d, addr: d.Addresses(), logger: logger}
+	if st.store, err = NewStore(ctx, st.options()); err != nil {
 		d.Close()
 		return nil, err
 	}
-	if err := st.store.EnsureBucket(ctx, st.cfg.Bucket, true); err != nil {
+	if err := st.store.EnsureBucket(ctx, st.addr.Bucket, true); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -80,7 +79,7 @@ func startStack() (*stack, error) {
 		d.Close()
 		return nil, err
 	}
-	loc := activities.Location{Bucket: st.cfg.Bucket, Key: "plugin-e2e/doc.txt"}
+	loc := activities.Location{Bucket: st.addr.Bucket, Key: "plugin-e2e/doc.txt"}
 	if err := st.store.Put(ctx, loc, []byte(docgen.Needle(tok, 8_000, 0.5, 7)), "text/plain"); err != nil {
 		d.Close()
 		return nil, err
@@ -92,7 +91,18 @@ func startStack() (*stack, error) {
 // options are plugin options for the stack, as OptionsFromEnv would give
 // them with the stack's addresses in the environment.
 func (st *stack) options() Options {
-	o := OptionsFromConfig(st.cfg)
+	a := st.addr
+	env := map[string]string{
+		"AWS_ENDPOINT_URL_S3": a.S3Endpoint, "AWS_REGION": a.Region, "MEMAGENT_BUCKET": a.Bucket, "MEMAGENT_CREATE_BUCKET": "true",
+		"OPENAI_BASE_URL": a.SimulatorURL, "MEMAGENT_NOTIFY_ALLOW_NETS": "127.0.0.0/8,::1/128",
+	}
+	o, err := OptionsFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		panic(err)
+	}
+	// Static keys in the environment are the SDK's chain's to read, not
+	// OptionsFromEnv's: the test's map is not the process's environment.
+	o.S3AccessKeyID, o.S3SecretAccessKey = a.S3AccessKey, a.S3SecretKey
 	o.Logger = st.logger
 	return o
 }
@@ -101,7 +111,7 @@ func (st *stack) options() Options {
 // plugins and converters; it is closed when the test ends.
 func (st *stack) dial(ctx context.Context, t *testing.T, edit func(*client.Options)) client.Client {
 	t.Helper()
-	co := client.Options{HostPort: st.cfg.TemporalAddress, Namespace: st.cfg.TemporalNamespace}
+	co := client.Options{HostPort: st.addr.TemporalAddress, Namespace: st.addr.Namespace}
 	if edit != nil {
 		edit(&co)
 	}

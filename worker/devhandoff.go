@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // devstackBinary is the devstack command's installed name.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // TestDevWithoutDevstackIsAUsageError: a worker binary outside a checkout,

@@ -17,13 +17,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // subprocessEnv makes the test binary act as the worker command, so the
@@ -89,7 +89,7 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := assemble.NewStore(ctx, cfg.S3())
+	store, err := plugin.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"log/slog"
 
 	"github.com/memagent/memagent/internal/buildinfo"
-	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 func main() { workerapp.Main("worker", run) }

@@ -17,7 +17,7 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
-	"github.com/memagent/memagent/internal/workerapp/workerapptest"
+	"github.com/memagent/memagent/worker/workerapp/workerapptest"
 	"github.com/memagent/memagent/workflows"
 )
 

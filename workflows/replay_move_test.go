@@ -13,11 +13,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -98,7 +98,7 @@ func recordMoveHistories(t *testing.T) {
 		t.Fatalf("start dev stack: %v", err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	cfg := dev.Configure(config.Default())
+	cfg := config.Default().AtDevStack(dev.Addresses())
 	cfg.TaskQueue, cfg.DeploymentName = "replay-move", "memagent-replay"
 	// A fixed identity keeps this machine's host name out of the histories.
 	c, err := client.DialContext(ctx, client.Options{
@@ -114,7 +114,7 @@ func recordMoveHistories(t *testing.T) {
 		t.Helper()
 		bc := cfg
 		bc.BuildID = build
-		acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(bc), workerapp.Options{Logger: logger})
+		acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(bc, workerapp.Options{Logger: logger}))
 		if err != nil {
 			t.Fatalf("NewActivities: %v", err)
 		}
@@ -136,7 +136,7 @@ func recordMoveHistories(t *testing.T) {
 	}
 	current("v1")
 
-	store, err := assemble.NewStore(ctx, cfg.S3())
+	store, err := plugin.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,13 +39,13 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -747,9 +747,9 @@ func recordReviewHistories(t *testing.T) {
 		t.Fatalf("start dev stack: %v", err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	cfg := dev.Configure(config.Default())
+	cfg := config.Default().AtDevStack(dev.Addresses())
 	cfg.TaskQueue = reviewReplayID
-	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), workerapp.Options{Logger: logger})
+	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -768,7 +768,7 @@ func recordReviewHistories(t *testing.T) {
 	}
 	t.Cleanup(w.Stop)
 
-	store, err := assemble.NewStore(ctx, cfg.S3())
+	store, err := plugin.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/testdeps"
-	"github.com/memagent/memagent/internal/workerapp/workerapptest"
+	"github.com/memagent/memagent/worker/workerapp/workerapptest"
 )
 
 // TestTypeScriptExample builds the TypeScript example with its own tsc and

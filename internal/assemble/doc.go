@@ -1,11 +1,11 @@
-// Package assemble builds memagent's activities from what they need
-// (Config: the S3 store, the model servers, the bucket and the areas a run
-// may use, the limits; Options: templates, tokenizers, logger): the store,
-// the model pool (its model resolved and its tokenizer checked), the prompt
-// templates and the limits. The plugin builds every worker's activities with
-// it from its Options, and so, through the plugin, does memagent's own
-// worker; tools and tests build them from memagent's configuration
-// (ConfigFrom). It also checks a namespace's search attributes.
+// Package assemble builds the parts memagent's activities and tools are
+// made of from plain settings: the S3 store (traced), the model pool (its
+// model resolved), the prompt templates, the errors that say what to do
+// about a bucket, the worker options memagent decides, and the check of a
+// namespace's search attributes. The plugin puts the activities together
+// from them (plugin.NewActivities); the CLI and the tools use them for
+// what they reach themselves.
 //
-// It never dials Temporal for itself and never starts a worker.
+// It is a library: it imports no package above internal/, never dials
+// Temporal for itself and never starts a worker.
 package assemble

@@ -40,7 +40,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/reviewer"
@@ -60,6 +59,13 @@ type Store interface {
 	ReadAll(ctx context.Context, loc s3store.Location) ([]byte, error)
 }
 
+// Checks are the worker's checks of where a caller may read and whose
+// output a grid is (activities.Activities has them).
+type Checks interface {
+	CheckRead(field, uri string) error
+	CheckOutputOf(ctx context.Context, field, uri, workflowID string) error
+}
+
 // Config is what a desk needs.
 type Config struct {
 	// Temporal is the desk's client; ClientIdentity the identity it dialed
@@ -70,7 +76,7 @@ type Config struct {
 	Store          Store
 	// Checks are the worker's read checks, configured as the worker's
 	// (its bucket, read and write prefixes, Store).
-	Checks *activities.Activities
+	Checks Checks
 	// Reviewers is the identity source.
 	Reviewers *reviewer.Source
 	// Hosts are the Host header values the desk answers (the address it

@@ -42,6 +42,11 @@ const (
 	SSEKMS = string(types.ServerSideEncryptionAwsKms)
 )
 
+// AWSEndpoint, written as an endpoint setting (AWS_ENDPOINT_URL_S3,
+// --s3-endpoint), selects AWS itself, the SDK's own endpoint resolution,
+// instead of the dev stack: it stands for the empty Config.Endpoint.
+const AWSEndpoint = "aws"
+
 // Config says how to reach the store. The zero value uses the SDK's default
 // resolution (environment, shared config, instance roles) against AWS.
 type Config struct {

@@ -16,6 +16,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+
+	"github.com/memagent/memagent/api"
 )
 
 // MissingError lists the attributes a namespace lacks.
@@ -78,4 +80,23 @@ func Ensure(ctx context.Context, op operatorservice.OperatorServiceClient, names
 		return nil, &MissingError{Namespace: namespace, Names: names, Cause: fmt.Errorf("%w (SQL visibility allows 3 Int, 10 Keyword and 3 Text custom attributes per namespace; memagent needs 3 Int and 6 Keyword: see `temporal operator search-attribute list`)", err)}
 	}
 	return nil, &MissingError{Namespace: namespace, Names: names, Cause: err}
+}
+
+// Memagent returns every custom search attribute memagent's workflows set,
+// by name, with its type: the one list that `starter setup`, the worker's
+// start-up check and the dev stack register (workflows.SearchAttributes
+// returns it). SQL visibility allows 3 Int, 10 Keyword and 3 Text custom
+// attributes per namespace; this list uses 3 Int and 6 Keyword.
+func Memagent() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		api.AttrDocument:       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		api.AttrModel:          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		api.AttrQuestionDigest: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		api.AttrBatch:          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		api.AttrChunksDone:     enumspb.INDEXED_VALUE_TYPE_INT,
+		api.AttrChunksTotal:    enumspb.INDEXED_VALUE_TYPE_INT,
+		api.AttrStatus:         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		api.AttrChangedItems:   enumspb.INDEXED_VALUE_TYPE_INT,
+		api.AttrSignoff:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	}
 }

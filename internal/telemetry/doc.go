@@ -9,7 +9,7 @@
 // is pull-based and cheap, and go to OTLP as well when an endpoint is
 // configured. [Setup] installs its providers and the W3C trace-context and
 // baggage propagator as the OpenTelemetry globals, which is where the
-// wiring in internal/workerapp finds them.
+// wiring in worker/workerapp finds them.
 //
 // It decides nothing about what is measured: the instrumented packages
 // (internal/inference, internal/s3store, activities) define their own spans

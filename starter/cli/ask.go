@@ -25,15 +25,16 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // stringList is a repeatable flag.
@@ -242,7 +243,7 @@ type session struct {
 }
 
 func (s *session) connect(ctx context.Context) error {
-	store, err := assemble.NewStore(ctx, s.cfg.S3())
+	store, err := plugin.NewStore(ctx, s.cfg.Options)
 	if err != nil {
 		return err
 	}
@@ -508,7 +509,7 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 	if err != nil {
 		return err
 	}
-	m, err := assemble.NewModelPool(assemble.ConfigFrom(s.cfg).Model, s.logger)
+	m, err := plugin.NewModelPool(s.cfg.Options, s.logger)
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,10 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // maxReportedItemErrors bounds the item errors a manifest check lists.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestBudgetPausesAndResumes: ask --max-calls 3 on a document of more

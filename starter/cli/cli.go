@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/contract"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // binder registers a command's flags on cmd and returns its body, which

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // oneJSONLine decodes out, which must be one JSON object on one line,

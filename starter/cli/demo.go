@@ -7,13 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // The demo's planted fact, question and answer.
@@ -87,7 +88,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer,
 		defer os.Remove(path)
 		model := "the inference simulator (extractive stand-in, not a model)"
 		if modelSet {
-			model = string(cfg.ModelBaseURL)
+			model = strings.Join(cfg.ModelURLs, ",")
 		}
 		fmt.Fprintf(stdout, "document: %d tokens (%d bytes), the planted fact at %.0f%% depth\nquestion: %s\nmodel:    %s\n",
 			tok.Count(doc), len(doc), *depth*100, demoQuestion, model)

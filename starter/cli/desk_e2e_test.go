@@ -31,8 +31,8 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/internal/testdeps"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 var deskScreenshots = flag.String("desk-screenshots", "", "save the review desk test's screenshots in this folder (docs/ for docs/REVIEW.md)")

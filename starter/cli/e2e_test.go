@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // The end-to-end tests run the real embedded Temporal server, the real S3
@@ -109,7 +109,7 @@ func testStore(t *testing.T) (config.Config, *s3store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := assemble.NewStore(context.Background(), cfg.S3())
+	store, err := plugin.NewStore(context.Background(), cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // bindEstimate prints what asking the questions of the document would

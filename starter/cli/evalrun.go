@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // Labels of MemAgent's evaluation format that the score table reads.

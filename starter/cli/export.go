@@ -16,9 +16,9 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/rollout"
+	"github.com/memagent/memagent/worker/config"
 )
 
 func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {

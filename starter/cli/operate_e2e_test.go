@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/workflows"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // Option changes the command tree that Main, Run and NewRoot build.

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // reviewQuestionFlags collects --question and --answer in command-line

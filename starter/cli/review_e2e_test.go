@@ -17,16 +17,16 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // rangeCounter counts the worker's ranged S3 reads by object and range,
@@ -67,7 +67,7 @@ func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, c
 		t.Fatal(err)
 	}
 	opts := workerapp.Options{Logger: testLogger(t)}
-	acts, pool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(cfg), opts)
+	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, opts))
 	if err != nil {
 		t.Fatal(err)
 	}

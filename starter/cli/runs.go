@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // runFilter selects runs by their search attributes; empty fields match

@@ -23,10 +23,10 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // Wire names of a schedule's memo fields. The spec as the user wrote it is
@@ -453,7 +453,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		} else if !isNotFound(err) {
 			return fmt.Errorf("schedule %s: %w", c.ID, err)
 		}
-		store, err := assemble.NewStore(ctx, cfg.S3())
+		store, err := plugin.NewStore(ctx, cfg.Options)
 		if err != nil {
 			return err
 		}

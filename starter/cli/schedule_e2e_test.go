@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestScheduleEndToEnd drives a schedule through its life on the embedded
@@ -126,7 +126,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 	if _, err := time.Parse(api.DatedReportLayout, folder); err != nil {
 		t.Errorf("report folder %q is not a UTC start time (%s): %v", folder, api.DatedReportLayout, err)
 	}
-	store, err := assemble.NewStore(context.Background(), cfg.S3())
+	store, err := plugin.NewStore(context.Background(), cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

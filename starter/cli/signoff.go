@@ -17,12 +17,12 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/desk"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // reviewerFlags are the identity flags of decide and signoff.

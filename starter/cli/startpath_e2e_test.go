@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestStartsGoThroughClient starts a question and a review with the CLI, on

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // closeWait is how long cancel waits for the run to close before it says

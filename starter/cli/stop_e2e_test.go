@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestCancelAndTerminate: a run no worker polls for is not silently stuck:

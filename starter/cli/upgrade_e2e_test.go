@@ -21,12 +21,11 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
-	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -54,7 +53,7 @@ func TestUpgradeMovesRunsAtContinueAsNew(t *testing.T) {
 	ctx, s := testSession(t, 8*time.Minute)
 	c := s.temporal
 	cfg := s.cfg
-	cfg.ModelBaseURL = secret.Endpoint(srv.URL + "/v1")
+	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	dep := fmt.Sprintf("memagent-upgrade-%d", time.Now().UnixNano())
 	dh := c.WorkerDeploymentClient().GetHandle(dep)
 	const chunkTokens = 300
@@ -242,7 +241,7 @@ func TestUpgradeMovesRunsAtContinueAsNew(t *testing.T) {
 	srv2 := httptest.NewServer(sim2)
 	t.Cleanup(srv2.Close)
 	plain := cfg
-	plain.TaskQueue, plain.ModelBaseURL = cfg.TaskQueue+"-undisturbed", secret.Endpoint(srv2.URL+"/v1")
+	plain.TaskQueue, plain.ModelURLs = cfg.TaskQueue+"-undisturbed", []string{srv2.URL + "/v1"}
 	startBuild(t, plain, "", "")
 	var ref api.DocumentQAResult
 	refRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: qaID + "-undisturbed", TaskQueue: plain.TaskQueue}, api.DocumentQAName, qaInput(longURI))

@@ -10,13 +10,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/embedstack"
 	"github.com/memagent/memagent/internal/dev/simulator"
-	"github.com/memagent/memagent/internal/inference"
-	"github.com/memagent/memagent/internal/secret"
+	"github.com/memagent/memagent/internal/devaddr"
+	"github.com/memagent/memagent/internal/searchattrs"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/workflows"
 )
 
 // DefaultSimulatorPort is where the dev stack serves the simulator, vLLM's
@@ -84,7 +82,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start dev stack: %w", err)
 	}
-	if err := stack.RegisterSearchAttributes(ctx, workflows.SearchAttributes()); err != nil {
+	if err := stack.RegisterSearchAttributes(ctx, searchattrs.Memagent()); err != nil {
 		stack.Close()
 		return nil, fmt.Errorf("start dev stack: %w", err)
 	}
@@ -117,29 +115,16 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return d, nil
 }
 
-// Configure points cfg at the stack: Temporal, S3 (with the stack's
-// credentials) and, when the simulator runs, the model (replacing every
-// model setting; without the simulator cfg's model is left as it is).
-func (d *Env) Configure(cfg config.Config) config.Config {
-	cfg.TemporalAddress = d.Stack.TemporalAddress
-	cfg.TemporalNamespace = d.Stack.Namespace
-	cfg.S3Endpoint = secret.Endpoint(d.Stack.S3Endpoint)
-	cfg.S3Region = d.Stack.Region
-	cfg.S3AccessKey, cfg.S3SecretKey = d.Stack.S3AccessKey, secret.Value(d.Stack.S3SecretKey)
-	cfg.S3PathStyle = true
-	cfg.Bucket = d.Stack.Bucket
-	cfg.CreateBucket = true
-	// The stack's receivers (tests, a local webhook) are on this machine.
-	cfg.NotifyAllowNets = []string{"127.0.0.0/8", "::1/128"}
-	if d.SimulatorURL != "" {
-		cfg.ModelAPI = inference.APIOpenAI
-		cfg.ModelBaseURL = secret.Endpoint(d.SimulatorURL)
-		cfg.ModelAPIKey = ""
-		cfg.Model = ""
-		cfg.ModelFamily = ""
-		cfg.ModelContext = 0
+// Addresses are where the stack is, for a configuration to point at it
+// (worker/config's Config.AtDevStack): Temporal, S3 with the stack's
+// credentials, and the simulator's URL when it runs.
+func (d *Env) Addresses() devaddr.Stack {
+	return devaddr.Stack{
+		TemporalAddress: d.Stack.TemporalAddress, Namespace: d.Stack.Namespace,
+		S3Endpoint: d.Stack.S3Endpoint, Region: d.Stack.Region,
+		S3AccessKey: d.Stack.S3AccessKey, S3SecretKey: d.Stack.S3SecretKey,
+		Bucket: d.Stack.Bucket, SimulatorURL: d.SimulatorURL,
 	}
-	return cfg
 }
 
 // Close stops the simulator and the stack.

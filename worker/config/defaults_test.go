@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // docsWithSettings are the documents whose tables list settings with
@@ -39,11 +39,11 @@ func codeDefaults() map[string][]string {
 		"MEMAGENT_TASK_QUEUE":         {d.TaskQueue},
 		"AWS_ENDPOINT_URL_S3":         {string(d.S3Endpoint)},
 		"AWS_REGION":                  {d.S3Region},
-		"MEMAGENT_S3_PATH_STYLE":      boolean(d.S3PathStyle),
+		"MEMAGENT_S3_PATH_STYLE":      boolean(!d.S3VirtualHostStyle),
 		"MEMAGENT_BUCKET":             {d.Bucket},
 		"MEMAGENT_CREATE_BUCKET":      boolean(d.CreateBucket),
 		"MEMAGENT_CLAIM_DEPTH":        {strconv.Itoa(activities.DefaultClaimDepth)},
-		"OPENAI_BASE_URL":             {string(d.ModelBaseURL)},
+		"OPENAI_BASE_URL":             {strings.Join(d.ModelURLs, ",")},
 		"MEMAGENT_MAX_IN_FLIGHT":      {strconv.Itoa(inference.DefaultMaxInFlight)},
 		"MEMAGENT_MAX_CONVERTED_MB":   mib(docconv.DefaultMaxTextBytes),
 		"MEMAGENT_PDF_MEMORY_MB":      mib(docconv.DefaultPDFMemoryBytes),
@@ -56,8 +56,8 @@ func codeDefaults() map[string][]string {
 		"MEMAGENT_MODEL_TIMEOUT":      {duration(d.ModelTimeout)},
 		"MEMAGENT_STOP_TIMEOUT":       {duration(d.StopTimeout)},
 		"MEMAGENT_LOG_LEVEL":          {strings.ToLower(d.LogLevel.String())},
-		"MEMAGENT_CODEC_CORS_ORIGINS": {strings.Join(d.CodecOrigins, ",")},
-		"MEMAGENT_CODEC_ENCODE":       boolean(d.CodecEncode),
+		"MEMAGENT_CODEC_CORS_ORIGINS": {strings.Join(d.CodecServer.AllowOrigins, ",")},
+		"MEMAGENT_CODEC_ENCODE":       boolean(d.CodecServer.AllowEncode),
 	}
 }
 

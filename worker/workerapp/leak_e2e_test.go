@@ -31,17 +31,16 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/codec"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // Markers that must never leave the process in plaintext: the API key, and
@@ -116,8 +115,8 @@ func TestNothingLeaks(t *testing.T) {
 	sim := simulator.New(simulator.Options{Tokenizer: tok, Faults: simulator.Faults{ServerError: 0.3, Seed: 11}})
 	simURL := serve(t, sim)
 
-	cfg := d.Configure(base)
-	cfg.ModelBaseURL = secret.Endpoint(simURL + "/v1")
+	cfg := base.AtDevStack(d.Addresses())
+	cfg.ModelURLs = []string{simURL + "/v1"}
 	cfg.ModelAPIKey = leakKeyMarker // the simulator accepts any key
 	cfg.TaskQueue = "leak-e2e"
 	cfg.HTTPAddr = ""
@@ -126,7 +125,7 @@ func TestNothingLeaks(t *testing.T) {
 	if !strings.Contains(doc, leakMemoryMarker) {
 		t.Fatal("the marker is not in the document")
 	}
-	store, err := assemble.NewStore(ctx, cfg.S3())
+	store, err := plugin.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,10 +267,10 @@ func TestNothingLeaks(t *testing.T) {
 
 	// Control: the same scan of a run without the codec finds the memory
 	// marker, so the scan above could have found it.
-	ctl := d.Configure(plainBase)
+	ctl := plainBase.AtDevStack(d.Addresses())
 	ctl.TaskQueue = "leak-e2e-control"
 	ctl.HTTPAddr = ""
-	ctlActs, ctlPool, err := assemble.NewActivities(ctx, assemble.ConfigFrom(ctl), workerapp.Options{Logger: quiet})
+	ctlActs, ctlPool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(ctl, workerapp.Options{Logger: quiet}))
 	if err != nil {
 		t.Fatal(err)
 	}

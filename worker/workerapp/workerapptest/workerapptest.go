@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // Stack is a running dev stack with a worker.
@@ -32,7 +32,7 @@ func Start(t testing.TB) *Stack {
 		t.Fatalf("start dev stack: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
-	cfg := d.Configure(config.Default())
+	cfg := config.Default().AtDevStack(d.Addresses())
 	cfg.HTTPAddr = ""
 	cfg.LogLevel = slog.LevelError
 	if err := cfg.Validate(); err != nil {

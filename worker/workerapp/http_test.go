@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/internal/inference"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 type fakeTemporal struct{ err error }

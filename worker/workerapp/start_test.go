@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/config"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // TestPluginOptionsKeepLimits: the document limits the configuration sets
@@ -13,8 +13,8 @@ import (
 // limit the host sets in Options wins over the configuration's.
 func TestPluginOptionsKeepLimits(t *testing.T) {
 	cfg := config.Default()
-	cfg.MaxConvertedMB, cfg.PDFMemoryMB, cfg.ConvertTimeout = 100, 128, 4*time.Minute
-	cfg.OCRWorkers, cfg.OCRPageTimeout, cfg.OCRMemoryMB = 3, 45*time.Second, 768
+	cfg.Limits.MaxConvertedBytes, cfg.Limits.PDFMemoryBytes, cfg.Limits.ConvertTimeout = 100<<20, 128<<20, 4*time.Minute
+	cfg.Limits.OCRWorkers, cfg.Limits.OCRPageTimeout, cfg.Limits.OCRMemoryBytes = 3, 45*time.Second, 768<<20
 	got := PluginOptions(cfg, Options{Limits: activities.Limits{MaxChunks: 10, PDFMemoryBytes: 1 << 20}}).Limits
 	want := activities.Limits{MaxChunks: 10, MaxConvertedBytes: 100 << 20, PDFMemoryBytes: 1 << 20, ConvertTimeout: 4 * time.Minute,
 		OCRWorkers: 3, OCRPageTimeout: 45 * time.Second, OCRMemoryBytes: 768 << 20}

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/buildinfo"
+	"github.com/memagent/memagent/internal/devaddr"
+	"github.com/memagent/memagent/plugin"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -33,11 +35,11 @@ func TestFromEnv(t *testing.T) {
 		check func(t *testing.T, c Config)
 	}{
 		{"defaults reach the dev stack", nil, func(t *testing.T, c Config) {
-			if c.TemporalAddress != DevTemporalAddress || c.S3Endpoint != DevS3Endpoint || c.ModelBaseURL != DevModelBaseURL {
-				t.Errorf("got %s %s %s, want the dev stack addresses", c.TemporalAddress, c.S3Endpoint, c.ModelBaseURL)
+			if c.TemporalAddress != DevTemporalAddress || c.S3Endpoint != devaddr.S3Endpoint || strings.Join(c.ModelURLs, ",") != devaddr.ModelBaseURL {
+				t.Errorf("got %s %s %s, want the dev stack addresses", c.TemporalAddress, c.S3Endpoint, c.ModelURLs)
 			}
-			if c.S3AccessKey != DevS3AccessKey {
-				t.Errorf("S3AccessKey = %q, want the dev key", c.S3AccessKey)
+			if c.S3AccessKeyID != devaddr.S3AccessKey {
+				t.Errorf("S3AccessKeyID = %q, want the dev key", c.S3AccessKeyID)
 			}
 		}},
 		{"environment overrides", map[string]string{
@@ -45,16 +47,16 @@ func TestFromEnv(t *testing.T) {
 			"OPENAI_BASE_URL": "http://vllm:8000/v1", "OPENAI_API_KEY": "k", "MEMAGENT_MODEL": "m", "MEMAGENT_MODEL_TIMEOUT": "90s",
 		}, func(t *testing.T, c Config) {
 			if c.TemporalAddress != "temporal:7233" || c.TemporalNamespace != "qa" || c.S3Endpoint != "https://s3.example" ||
-				c.ModelBaseURL != "http://vllm:8000/v1" || c.ModelAPIKey != "k" || c.Model != "m" || c.ModelTimeout != 90*time.Second {
+				strings.Join(c.ModelURLs, ",") != "http://vllm:8000/v1" || c.ModelAPIKey != "k" || c.Model != "m" || c.ModelTimeout != 90*time.Second {
 				t.Errorf("got %+v", c)
 			}
-			if c.S3AccessKey != "" {
-				t.Errorf("S3AccessKey = %q, want empty (default credential chain) for a non-dev endpoint", c.S3AccessKey)
+			if c.S3AccessKeyID != "" {
+				t.Errorf("S3AccessKeyID = %q, want empty (default credential chain) for a non-dev endpoint", c.S3AccessKeyID)
 			}
 		}},
 		{"aws credentials are not shadowed by dev ones", map[string]string{"AWS_ACCESS_KEY_ID": "x"}, func(t *testing.T, c Config) {
-			if c.S3AccessKey != "" {
-				t.Errorf("S3AccessKey = %q, want empty", c.S3AccessKey)
+			if c.S3AccessKeyID != "" {
+				t.Errorf("S3AccessKeyID = %q, want empty", c.S3AccessKeyID)
 			}
 		}},
 	}
@@ -185,11 +187,11 @@ func TestCodecAndSSE(t *testing.T) {
 			}
 		})
 	}
-	if c, _ := FromEnv(env(map[string]string{"MEMAGENT_CODEC_CORS_ORIGINS": "https://ui.example, http://127.0.0.1:8233"})); len(c.CodecOrigins) != 2 || c.CodecOrigins[0] != "https://ui.example" {
-		t.Errorf("CodecOrigins = %q, want the two listed", c.CodecOrigins)
+	if c, _ := FromEnv(env(map[string]string{"MEMAGENT_CODEC_CORS_ORIGINS": "https://ui.example, http://127.0.0.1:8233"})); len(c.CodecServer.AllowOrigins) != 2 || c.CodecServer.AllowOrigins[0] != "https://ui.example" {
+		t.Errorf("CodecOrigins = %q, want the two listed", c.CodecServer.AllowOrigins)
 	}
-	if c := Default(); len(c.CodecOrigins) != 1 || c.CodecOrigins[0] != DevUIURL {
-		t.Errorf("default CodecOrigins = %q, want the dev UI", c.CodecOrigins)
+	if c := Default(); len(c.CodecServer.AllowOrigins) != 1 || c.CodecServer.AllowOrigins[0] != DevUIURL {
+		t.Errorf("default CodecOrigins = %q, want the dev UI", c.CodecServer.AllowOrigins)
 	}
 }
 
@@ -200,7 +202,7 @@ func TestStopTimeout(t *testing.T) {
 		want    time.Duration
 		loadErr bool
 	}{
-		{"default", nil, DefaultStopTimeout, false},
+		{"default", nil, plugin.DefaultStopTimeout, false},
 		{"set", map[string]string{"MEMAGENT_STOP_TIMEOUT": "2m"}, 2 * time.Minute, false},
 		{"not a duration", map[string]string{"MEMAGENT_STOP_TIMEOUT": "120"}, 0, true},
 		{"zero", map[string]string{"MEMAGENT_STOP_TIMEOUT": "0s"}, 0, true},
@@ -222,8 +224,8 @@ func TestStopTimeout(t *testing.T) {
 			}
 		})
 	}
-	if got := (Config{}).WorkerStopTimeout(); got != DefaultStopTimeout {
-		t.Errorf("zero Config's WorkerStopTimeout() = %v, want the default %v", got, DefaultStopTimeout)
+	if got := (Config{}).WorkerStopTimeout(); got != plugin.DefaultStopTimeout {
+		t.Errorf("zero Config's WorkerStopTimeout() = %v, want the default %v", got, plugin.DefaultStopTimeout)
 	}
 	c := Default()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
@@ -370,11 +372,11 @@ func TestAzureFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ModelAPI != "azure" || c.ModelBaseURL != "https://res.openai.azure.com" || c.ModelAPIKey != "azure-key" ||
+	if c.ModelAPI != "azure" || strings.Join(c.ModelURLs, ",") != "https://res.openai.azure.com" || c.ModelAPIKey != "azure-key" ||
 		c.ModelAPIVersion != "2025-04-01-preview" || c.Model != "qa-prod" || c.ModelContext != 128000 ||
 		c.ModelFamily != "o3-mini" || !c.ModelConfigured {
 		t.Errorf("got API %q, URL %q, key %q, version %q, model %q, context %d, family %q, configured %v",
-			c.ModelAPI, c.ModelBaseURL, c.ModelAPIKey, c.ModelAPIVersion, c.Model, c.ModelContext, c.ModelFamily, c.ModelConfigured)
+			c.ModelAPI, c.ModelURLs, c.ModelAPIKey, c.ModelAPIVersion, c.Model, c.ModelContext, c.ModelFamily, c.ModelConfigured)
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
@@ -456,7 +458,7 @@ func TestModelFlags(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
 	}
-	c.ModelBaseURL = DevModelBaseURL
+	c.ModelURLs = []string{devaddr.ModelBaseURL}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "AZURE_OPENAI_ENDPOINT") {
 		t.Errorf("Validate with the dev model URL: %v, want an error naming AZURE_OPENAI_ENDPOINT", err)
 	}

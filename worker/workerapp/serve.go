@@ -10,8 +10,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/telemetry"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // RegisterFlags adds the worker's own flags (beyond cfg's) to fs: the
@@ -57,7 +58,7 @@ func Serve(ctx context.Context, cfg config.Config, opts Options, stdout io.Write
 	if err != nil {
 		return err
 	}
-	logger.Info("payload encryption", "codec_keys", cfg.CodecKeys, "s3_sse", cfg.S3SSE)
+	logger.Info("payload encryption", "codec_keys", describeKeys(cfg.CodecKeys), "s3_sse", cfg.S3SSE)
 	if cfg.HTTPAddr != "" {
 		addr, stopHTTP, err := ServeHTTP(cfg.HTTPAddr, Handler(tel.Prometheus, &probe, WithCodecServer(codecServer)), logger)
 		if err != nil {
@@ -140,4 +141,13 @@ func logRouting(rc client.WorkerDeploymentRoutingConfig, deployment, buildID str
 		logger.Info("another build is current: this one takes runs once made current or ramping: "+set,
 			"deployment", deployment, "build_id", buildID, "current_build_id", rc.CurrentVersion.BuildID)
 	}
+}
+
+// describeKeys says how many codec keys there are and which one encrypts,
+// never their material.
+func describeKeys(keys []plugin.CodecKey) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d key(s), active %q", len(keys), keys[0].ID)
 }

@@ -16,10 +16,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/secret"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // writeFaults forwards S3 requests and fails the first failures writes of
@@ -72,9 +71,9 @@ func TestModelCallPaidOnceThroughS3WriteFailures(t *testing.T) {
 	proxy := httptest.NewServer(faults)
 	defer proxy.Close()
 
-	cfg := d.Configure(config.Default())
+	cfg := config.Default().AtDevStack(d.Addresses())
 	cfg.HTTPAddr, cfg.LogLevel = "", slog.LevelError
-	cfg.S3Endpoint = secret.Endpoint(proxy.URL)
+	cfg.S3Endpoint = proxy.URL
 	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -21,14 +21,14 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // apiKeyMarker stands in for a real API key: it must reach no span.
@@ -71,7 +71,7 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := d.Configure(base)
+	cfg := base.AtDevStack(d.Addresses())
 	cfg.ModelAPIKey = apiKeyMarker // the simulator accepts any key; it must still reach no span
 	cfg.TaskQueue = "telemetry-e2e"
 
@@ -81,7 +81,7 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := docgen.Needle(tok, 12_000, 0.5, 7)
-	store, err := assemble.NewStore(ctx, cfg.S3())
+	store, err := plugin.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // A worker on a namespace where `starter setup` never ran registers
@@ -30,7 +30,7 @@ func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := d.Configure(config.Default())
+	cfg := config.Default().AtDevStack(d.Addresses())
 	cfg.HTTPAddr, cfg.LogLevel, cfg.TemporalNamespace = "", slog.LevelError, ns
 	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {

@@ -2,14 +2,14 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/memagent/memagent/plugin"
 	"go.temporal.io/sdk/contrib/envconfig"
-
-	"github.com/memagent/memagent/internal/secret"
 )
 
 // printings renders v every way a program prints a value: each fmt verb,
@@ -21,6 +21,8 @@ func printings(v, ptr any) map[string]string {
 		out["pointer "+verb] = fmt.Sprintf(verb, ptr)
 	}
 	out["Sprint"] = fmt.Sprint(v)
+	j, err := json.Marshal(v)
+	out["JSON"] = string(j) + fmt.Sprint(err)
 	out["Sprintln"] = fmt.Sprintln(v)
 	for name, h := range map[string]func(*bytes.Buffer) slog.Handler{
 		"slog text": func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
@@ -36,11 +38,11 @@ func printings(v, ptr any) map[string]string {
 func TestConfigPrintsNoSecret(t *testing.T) {
 	c := Default()
 	c.TemporalAPIKey = "temporal-key-SECRET1"
-	c.S3SecretKey = "s3-SECRET2"
+	c.S3SecretAccessKey = "s3-SECRET2"
 	c.ModelAPIKey = "sk-SECRET3"
-	c.CodecToken = "codec-token-SECRET4"
-	c.ModelBaseURL = "http://user:url-SECRET5@vllm:8000/v1,http://tok-SECRET6@vllm2:8000/v1"
-	c.CodecKeys = CodecKeys{{ID: "k1", Raw: secret.Value(strings.Repeat("A", 32))}}
+	c.CodecServer.Token = "codec-token-SECRET4"
+	c.ModelURLs = []string{"http://user:url-SECRET5@vllm:8000/v1", "http://tok-SECRET6@vllm2:8000/v1"}
+	c.CodecKeys = []plugin.CodecKey{{ID: "k1", Key: []byte(strings.Repeat("A", 32))}}
 	c.TemporalProfile.V.APIKey = "profile-key-SECRET7"
 	c.TemporalProfile.V.TLS = &envconfig.ClientConfigTLS{ClientKeyData: []byte("-----BEGIN KEY-----SECRET8")}
 	c.TemporalProfile.V.GRPCMeta = map[string]string{"authorization": "Bearer SECRET9"}

@@ -7,9 +7,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
 )
 
 // Running is a started worker with the client and plugin it owns.
@@ -24,13 +25,14 @@ type Running struct {
 // plugin.OptionsFromEnv reads them, with opts' templates, limits,
 // tokenizers, concurrency and logger.
 func PluginOptions(cfg config.Config, opts Options) plugin.Options {
-	po := plugin.OptionsFromConfig(cfg)
+	cfg.Normalize()
+	po := cfg.Options
 	po.UpdateTemplate, po.FinalTemplate = opts.UpdateTemplate, opts.FinalTemplate
 	po.Concurrency = opts.Concurrency
 	po.Tokenizers = opts.Tokenizers
 	po.Logger = opts.Logger
 	l := opts.Limits
-	assemble.FillLimits(&l, po.Limits)
+	fillLimits(&l, po.Limits)
 	po.Limits = l
 	return po
 }
@@ -67,4 +69,29 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (*Running, erro
 func (r *Running) Stop() {
 	r.Worker.Stop()
 	r.Client.Close()
+}
+
+// fillLimits sets the zero fields of l to def's.
+func fillLimits(l *activities.Limits, def activities.Limits) {
+	fill := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	fill(&l.MaxConvertedBytes, def.MaxConvertedBytes)
+	fill(&l.PDFMemoryBytes, def.PDFMemoryBytes)
+	fill(&l.OCRMemoryBytes, def.OCRMemoryBytes)
+	fill(&l.MaxDocumentBytes, def.MaxDocumentBytes)
+	if l.ConvertTimeout == 0 {
+		l.ConvertTimeout = def.ConvertTimeout
+	}
+	if l.OCRPageTimeout == 0 {
+		l.OCRPageTimeout = def.OCRPageTimeout
+	}
+	if l.OCRWorkers == 0 {
+		l.OCRWorkers = def.OCRWorkers
+	}
+	if l.MaxChunks == 0 {
+		l.MaxChunks = def.MaxChunks
+	}
 }

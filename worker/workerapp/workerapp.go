@@ -16,9 +16,9 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/codec"
-	"github.com/memagent/memagent/internal/config"
 	"github.com/memagent/memagent/internal/telemetry"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -106,7 +106,7 @@ func Converters(cfg config.Config) (converter.DataConverter, converter.FailureCo
 	if len(cfg.CodecKeys) == 0 {
 		return nil, nil, nil
 	}
-	c, err := codec.New(cfg.CodecKeys)
+	c, err := cfg.Codec()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,14 +125,25 @@ func CodecServer(cfg config.Config) (http.Handler, error) {
 	if len(cfg.CodecKeys) == 0 {
 		return nil, nil
 	}
-	c, err := codec.New(cfg.CodecKeys)
+	c, err := cfg.Codec()
 	if err != nil {
 		return nil, err
 	}
-	return codec.NewServer(c, codec.ServerOptions{Token: cfg.CodecToken, AllowOrigins: cfg.CodecOrigins,
-		AllowHosts: cfg.CodecHosts, AllowEncode: cfg.CodecEncode}), nil
+	return plugin.NewCodecHandler(c, cfg.CodecServer), nil
 }
 
-// Options are the worker settings that are not connection settings; see
-// assemble.Options.
-type Options = assemble.Options
+// Options are the worker settings the worker's flags and memagent's tests
+// set beside the configuration; PluginOptions puts them into the plugin's.
+type Options struct {
+	// UpdateTemplate and FinalTemplate are paths of template files; empty
+	// means the built-in prompts.
+	UpdateTemplate, FinalTemplate string
+	// Concurrency caps activities running at once in this worker; default
+	// four times the model pool's capacity.
+	Concurrency int
+	Logger      *slog.Logger
+	// Limits bound documents; zero fields mean the configuration's.
+	Limits activities.Limits
+	// Tokenizers replaces the built-in tokenizers by name; nil means them.
+	Tokenizers func(name string) (activities.Tokenizer, error)
+}

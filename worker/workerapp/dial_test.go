@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memagent/memagent/internal/config"
-	"github.com/memagent/memagent/internal/workerapp"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // Dial uses the Temporal TLS settings: a half-configured client

@@ -2,6 +2,7 @@ package workerapp
 
 import (
 	"bytes"
+	"github.com/memagent/memagent/plugin"
 	"log/slog"
 	"strings"
 	"testing"
@@ -23,6 +24,22 @@ func TestSDKLoggerLevels(t *testing.T) {
 	for _, want := range []string{"level=WARN msg=\"Task processing failed with error\"", "level=WARN msg=\"Failed to process workflow task.\""} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %s in:\n%s", want, out)
+		}
+	}
+}
+
+// TestDescribeKeys: the start-up log names the keys' count and the active
+// key's id, never their material.
+func TestDescribeKeys(t *testing.T) {
+	for _, tt := range []struct {
+		keys []plugin.CodecKey
+		want string
+	}{
+		{nil, "none"},
+		{[]plugin.CodecKey{{ID: "k2", Key: []byte("SECRET-material-32-bytes-long!!!")}, {ID: "k1"}}, `2 key(s), active "k2"`},
+	} {
+		if got := describeKeys(tt.keys); got != tt.want {
+			t.Errorf("describeKeys(%d keys) = %q, want %q", len(tt.keys), got, tt.want)
 		}
 	}
 }

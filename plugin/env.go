@@ -1,0 +1,202 @@
+package plugin
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/codec"
+	"github.com/memagent/memagent/internal/devaddr"
+	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/settings"
+)
+
+// DevOptions are the options that reach the embedded dev stack: S3 on
+// 127.0.0.1:9000 (path-style), bucket "memagent", the model server on
+// 127.0.0.1:8000, a codec server the stack's UI may call, and the default
+// timeouts. OptionsFromEnv starts from them.
+func DevOptions() Options {
+	return Options{
+		TaskQueue:    api.DefaultTaskQueue,
+		S3Endpoint:   devaddr.S3Endpoint,
+		S3Region:     devaddr.Region,
+		Bucket:       devaddr.Bucket,
+		ModelURLs:    []string{devaddr.ModelBaseURL},
+		ModelTimeout: DefaultModelTimeout,
+		CodecServer:  CodecHandlerOptions{AllowOrigins: []string{devaddr.UIURL}},
+		StopTimeout:  DefaultStopTimeout,
+	}
+}
+
+// OptionsFromEnv returns options from the environment memagent's own
+// worker reads: DevOptions overridden by the usual environment variables
+// (MEMAGENT_BUCKET, AWS_ENDPOINT_URL_S3, AWS_REGION, OPENAI_BASE_URL,
+// OPENAI_API_KEY, MEMAGENT_MODEL, MEMAGENT_CODEC_KEYS, ...; see the
+// README). It leaves InstallConverter false and Logger nil. An error names
+// the variable that does not parse.
+//
+// It reads every setting memagent's worker reads that is not the host's
+// own (the Temporal connection, logging and the worker's HTTP endpoint).
+func OptionsFromEnv() (Options, error) {
+	o, err := OptionsFromLookup(os.LookupEnv)
+	if err != nil {
+		return Options{}, fmt.Errorf("memagent plugin: %w", err)
+	}
+	return o, nil
+}
+
+// OptionsFromLookup is OptionsFromEnv reading the variables through lookup
+// (a map in tests, or a host's own source), with errors unprefixed: the
+// loader of memagent's worker configuration, which embeds Options, calls it.
+// A variable set to the empty string counts as unset.
+func OptionsFromLookup(lookup func(name string) (string, bool)) (Options, error) {
+	o := DevOptions()
+	if err := settings.Apply(&o, envSettings, lookup); err != nil {
+		return o, err
+	}
+	if o.S3Endpoint == s3store.AWSEndpoint {
+		o.S3Endpoint = ""
+	}
+	return o, nil
+}
+
+// EnvNames are the variables OptionsFromEnv reads through its table, in
+// the order it reads them (Azure's, the codec keys' and AWS's credential
+// variables are read besides).
+func EnvNames() []string { return settings.Names(envSettings) }
+
+// envSettings are the variables OptionsFromLookup reads, in order: a later
+// one may depend on an earlier one (Azure's variables on
+// MEMAGENT_MODEL_API, the dev stack's credentials on the S3 endpoint).
+var envSettings = []settings.Row[Options]{
+	{Names: []string{"MEMAGENT_TASK_QUEUE"}, Set: settings.Text(func(o *Options) *string { return &o.TaskQueue })},
+	{Names: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}, Set: settings.Text(func(o *Options) *string { return &o.S3Endpoint })},
+	{Names: []string{"AWS_REGION", "AWS_DEFAULT_REGION"}, Set: settings.Text(func(o *Options) *string { return &o.S3Region })},
+	{Names: []string{"MEMAGENT_BUCKET"}, Set: settings.Text(func(o *Options) *string { return &o.Bucket })},
+	{Names: []string{"MEMAGENT_CREATE_BUCKET"}, Set: func(o *Options, _, v string) error {
+		o.CreateBucket = v == "true" || v == "1"
+		return nil
+	}},
+	{Names: []string{"MEMAGENT_READ_PREFIXES"}, Set: settings.List(func(o *Options) *[]string { return &o.ReadPrefixes })},
+	{Names: []string{"MEMAGENT_WRITE_PREFIXES"}, Set: settings.List(func(o *Options) *[]string { return &o.WritePrefixes })},
+	{Names: []string{"MEMAGENT_CLAIM_ROOTS"}, Set: settings.List(func(o *Options) *[]string { return &o.ClaimRoots })},
+	{Names: []string{"MEMAGENT_CLAIM_DEPTH"}, Set: settings.Whole(func(o *Options, n int) { o.ClaimDepth = n }, 0, math.MaxInt,
+		"want how many folders below its claim root a claimed prefix must be, at least (e.g. 2; 0 = the default, 2)")},
+	{Names: []string{"MEMAGENT_NOTIFY_HOSTS"}, Set: settings.List(func(o *Options) *[]string { return &o.NotifyHosts })},
+	{Names: []string{"MEMAGENT_NOTIFY_ALLOW_NETS"}, Set: settings.List(func(o *Options) *[]string { return &o.NotifyAllowNets })},
+	{Names: []string{"MEMAGENT_S3_PATH_STYLE"}, Set: func(o *Options, _, v string) error {
+		o.S3VirtualHostStyle = v == "false" || v == "0"
+		return nil
+	}},
+	{Names: []string{"OPENAI_BASE_URL"}, Set: settings.List(func(o *Options) *[]string { return &o.ModelURLs })},
+	{Names: []string{"OPENAI_API_KEY"}, Set: settings.Text(func(o *Options) *string { return &o.ModelAPIKey })},
+	{Names: []string{"MEMAGENT_MODEL_API"}, Set: func(o *Options, name, v string) error {
+		api, err := inference.ParseAPI(v)
+		if err != nil {
+			return fmt.Errorf("%s %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Azure OpenAI)", name, v)
+		}
+		o.ModelAPI = string(api)
+		return nil
+	}},
+	{Load: loadAzure},
+	{Names: []string{"OPENAI_API_VERSION"}, Set: settings.Text(func(o *Options) *string { return &o.ModelAPIVersion })},
+	{Names: []string{"MEMAGENT_MODEL"}, Set: settings.Text(func(o *Options) *string { return &o.Model })},
+	{Names: []string{"MEMAGENT_MODEL_FAMILY"}, Set: settings.Text(func(o *Options) *string { return &o.ModelFamily })},
+	{Names: []string{"MEMAGENT_MODEL_CONTEXT"}, Set: settings.Whole(func(o *Options, n int) { o.ModelContext = n }, 0, math.MaxInt,
+		"want the model's context length in tokens, e.g. 128000 (0 = what the server reports)")},
+	{Names: []string{"MEMAGENT_MODEL_TIMEOUT"}, Set: func(o *Options, name, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s %q: %w (use e.g. 10m)", name, v, err)
+		}
+		o.ModelTimeout = d
+		return nil
+	}},
+	{Names: []string{"MEMAGENT_MAX_IN_FLIGHT"}, Set: settings.Whole(func(o *Options, n int) { o.ModelMaxInFlight = n }, 0, math.MaxInt,
+		"want a whole number >= 0")},
+	{Names: []string{"MEMAGENT_CHUNK_CACHE_MB"}, Set: settings.Whole(func(o *Options, n int) { o.ChunkCacheMB = n }, -1, math.MaxInt,
+		"want megabytes >= 0 (0 = the default, 64), or -1 to turn the cache off")},
+	{Names: []string{"MEMAGENT_RATE_LIMIT"}, Set: func(o *Options, name, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			return fmt.Errorf("%s %q: want activities per second >= 0", name, v)
+		}
+		o.RateLimit = f
+		return nil
+	}},
+	{Names: []string{"MEMAGENT_MAX_CONVERTED_MB"}, Set: mib(func(o *Options) *int64 { return &o.Limits.MaxConvertedBytes })},
+	{Names: []string{"MEMAGENT_PDF_MEMORY_MB"}, Set: mib(func(o *Options) *int64 { return &o.Limits.PDFMemoryBytes })},
+	{Names: []string{"MEMAGENT_OCR_MEMORY_MB"}, Set: mib(func(o *Options) *int64 { return &o.Limits.OCRMemoryBytes })},
+	{Names: []string{"MEMAGENT_TESSERACT"}, Set: settings.Text(func(o *Options) *string { return &o.OCRCommand })},
+	{Names: []string{"MEMAGENT_OCR_WORKERS"}, Set: settings.Whole(func(o *Options, n int) { o.Limits.OCRWorkers = n }, 0, 1024,
+		"want a number of pages read at once, 0 for one per CPU")},
+	{Names: []string{"MEMAGENT_OCR_PAGE_TIMEOUT"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.Limits.OCRPageTimeout = d }, "2m")},
+	{Names: []string{"MEMAGENT_CONVERT_TIMEOUT"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.Limits.ConvertTimeout = d }, "10m")},
+	{Names: []string{"MEMAGENT_STOP_TIMEOUT"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.StopTimeout = d }, "30s or 5m")},
+	{Names: []string{"TEMPORAL_DEPLOYMENT_NAME"}, Set: settings.Text(func(o *Options) *string { return &o.DeploymentName })},
+	{Names: []string{"TEMPORAL_WORKER_BUILD_ID"}, Set: settings.Text(func(o *Options) *string { return &o.BuildID })},
+	{Names: []string{"MEMAGENT_S3_SSE"}, Set: settings.Text(func(o *Options) *string { return &o.S3SSE })},
+	{Names: []string{"MEMAGENT_S3_KMS_KEY_ID"}, Set: settings.Text(func(o *Options) *string { return &o.S3KMSKeyID })},
+	{Load: func(o *Options, lookup settings.Lookup) error {
+		keys, err := codec.LoadKeys(lookup)
+		if err != nil {
+			return fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS: id:base64key entries, a key made with `openssl rand -base64 32`)", err)
+		}
+		o.CodecKeys = nil
+		for _, k := range keys {
+			o.CodecKeys = append(o.CodecKeys, CodecKey{ID: k.ID, Key: []byte(k.Raw)})
+		}
+		return nil
+	}},
+	{Names: []string{"MEMAGENT_CODEC_TOKEN"}, Set: settings.Text(func(o *Options) *string { return &o.CodecServer.Token })},
+	{Names: []string{"MEMAGENT_CODEC_HOSTS"}, Set: settings.List(func(o *Options) *[]string { return &o.CodecServer.AllowHosts })},
+	{Names: []string{"MEMAGENT_CODEC_ENCODE"}, Set: func(o *Options, name, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s %q: want true or false", name, v)
+		}
+		o.CodecServer.AllowEncode = b
+		return nil
+	}},
+	{Names: []string{"MEMAGENT_CODEC_CORS_ORIGINS"}, Set: settings.List(func(o *Options) *[]string { return &o.CodecServer.AllowOrigins })},
+	{Load: loadDevCredentials},
+}
+
+// mibWanted is what the MiB settings want.
+const mibWanted = "want a positive number of MiB"
+
+// mib sets a byte limit from a positive number of MiB.
+func mib(field func(*Options) *int64) func(*Options, string, string) error {
+	return settings.Whole(func(o *Options, n int) { *field(o) = int64(n) << 20 }, 1, math.MaxInt, mibWanted)
+}
+
+// loadAzure reads Azure's own variables, as OpenAI's SDKs read them, when
+// MEMAGENT_MODEL_API is azure; the OpenAI ones are not Azure's and are not
+// used.
+func loadAzure(o *Options, lookup settings.Lookup) error {
+	if o.ModelAPI != string(inference.APIAzure) {
+		return nil
+	}
+	get := settings.FirstSet(lookup)
+	endpoint, _ := get("AZURE_OPENAI_ENDPOINT")
+	key, _ := get("AZURE_OPENAI_API_KEY")
+	o.ModelURLs, o.ModelAPIKey = settings.Split(endpoint), key
+	return nil
+}
+
+// loadDevCredentials supplies the dev stack's S3 keys when the endpoint is
+// the dev stack's and the environment names no credentials: static ones
+// from the environment are picked up by the SDK's default chain.
+func loadDevCredentials(o *Options, lookup settings.Lookup) error {
+	get := settings.FirstSet(lookup)
+	_, hasKey := get("AWS_ACCESS_KEY_ID")
+	_, hasProfile := get("AWS_PROFILE")
+	if !hasKey && !hasProfile && o.S3Endpoint == devaddr.S3Endpoint {
+		o.S3AccessKeyID, o.S3SecretAccessKey = devaddr.S3AccessKey, devaddr.S3SecretKey
+	}
+	return nil
+}

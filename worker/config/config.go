@@ -1,0 +1,628 @@
+package config
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+
+	"github.com/memagent/memagent/internal/buildinfo"
+	"github.com/memagent/memagent/internal/codec"
+	"github.com/memagent/memagent/internal/devaddr"
+	"github.com/memagent/memagent/internal/inference"
+	"github.com/memagent/memagent/internal/notify"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/secret"
+	"github.com/memagent/memagent/internal/settings"
+	"github.com/memagent/memagent/plugin"
+)
+
+// Addresses of the embedded dev stack, which the worker and the starter
+// find without any environment (the rest are internal/devaddr's).
+const (
+	DevTemporalAddress = devaddr.TemporalAddress
+	DevUIURL           = devaddr.UIURL
+)
+
+// Config is everything a worker or starter needs to reach its services.
+//
+// The Temporal connection settings are read as the Temporal SDK's
+// contrib/envconfig and the temporal CLI read them: a profile of the TOML
+// file (TEMPORAL_CONFIG_FILE, default ~/.config/temporalio/temporal.toml;
+// TEMPORAL_PROFILE, default "default") overridden by TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS,
+// TEMPORAL_TLS_CLIENT_CERT_PATH (or _DATA), TEMPORAL_TLS_CLIENT_KEY_PATH
+// (or _DATA), TEMPORAL_TLS_SERVER_CA_CERT_PATH (or _DATA),
+// TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION,
+// TEMPORAL_CLIENT_AUTHORITY and TEMPORAL_GRPC_META_*. memagent's older
+// names TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and TEMPORAL_TLS_CA still work,
+// with a deprecation in Deprecations.
+type Config struct {
+	// Options are the plugin's settings: the bucket and the areas a run
+	// may use, S3, the model servers, the limits, the codec, the worker's
+	// rate limit, stop timeout and deployment (plugin.OptionsFromEnv reads
+	// them, FromEnv through it).
+	plugin.Options
+	// Host are the settings of memagent's own programs, which host the
+	// plugin or are clients of its workflows.
+	Host
+}
+
+// Host are the settings of memagent's worker and CLI beside the plugin's:
+// the Temporal connection, logging and the worker's HTTP endpoint.
+type Host struct {
+	TemporalAddress   string
+	TemporalNamespace string
+	// TemporalTLS turns on TLS to the frontend with the system's roots
+	// (TEMPORAL_TLS); setting any of the TLS files or the server name, or an
+	// API key, turns it on too.
+	TemporalTLS bool
+	// TemporalTLSCert and TemporalTLSKey are the paths of a PEM client
+	// certificate and key for mTLS (TEMPORAL_TLS_CLIENT_CERT_PATH,
+	// TEMPORAL_TLS_CLIENT_KEY_PATH).
+	TemporalTLSCert, TemporalTLSKey string
+	// TemporalTLSCA is the path of PEM roots to verify the frontend with
+	// instead of the system's (TEMPORAL_TLS_SERVER_CA_CERT_PATH).
+	TemporalTLSCA string
+	// TemporalProfile is the envconfig profile the fields above were read
+	// from: it also carries what they cannot say (inline PEM data, host
+	// verification, the :authority, gRPC metadata), which
+	// TemporalConnection and TemporalHeaders apply.
+	TemporalProfile secret.Opaque[envconfig.ClientConfigProfile]
+	// Deprecations are one-line notes on deprecated settings in use, for
+	// the process to log at start.
+	Deprecations []string
+	// TemporalTLSServerName overrides the name verified in the frontend's
+	// certificate (TEMPORAL_TLS_SERVER_NAME).
+	TemporalTLSServerName string
+	// TemporalAPIKey is sent as a bearer token on every Temporal call
+	// (TEMPORAL_API_KEY), as Temporal Cloud's API keys are; never printed.
+	TemporalAPIKey secret.Value
+	// ClientIdentity is the identity a client dials Temporal with, which
+	// Temporal records in the history of what it sends; empty means the
+	// SDK's default (pid@host). The review desk and the starter's sign-off
+	// commands set it, so that a decision's history names the program
+	// (and the reviewer) it came through. No flag or environment variable.
+	ClientIdentity string
+
+	// ModelConfigured says the environment names a model server
+	// (OPENAI_BASE_URL, or MEMAGENT_MODEL_API=azure): `devstack` then
+	// uses it instead of starting the simulator.
+	ModelConfigured bool
+
+	LogLevel slog.Level
+
+	// HTTPAddr is where a worker serves /metrics, /healthz, /readyz and,
+	// with CodecKeys, the codec server under /codec/; empty disables the
+	// endpoint.
+	HTTPAddr string
+}
+
+// WorkerBuildID is BuildID, or this binary's version when unset.
+func (c Config) WorkerBuildID() string {
+	if c.BuildID != "" {
+		return c.BuildID
+	}
+	return buildinfo.BinaryVersion()
+}
+
+// WorkerStopTimeout is StopTimeout, or plugin.DefaultStopTimeout when
+// unset.
+func (c Config) WorkerStopTimeout() time.Duration {
+	if c.StopTimeout <= 0 {
+		return plugin.DefaultStopTimeout
+	}
+	return c.StopTimeout
+}
+
+// DefaultHTTPAddr is the worker's HTTP endpoint by default: loopback only,
+// on the port OpenTelemetry's Prometheus exporters conventionally use.
+const DefaultHTTPAddr = "127.0.0.1:9464"
+
+// Default returns the configuration that talks to the embedded dev stack:
+// plugin.DevOptions, and the host's own defaults.
+func Default() Config {
+	return Config{
+		Options: plugin.DevOptions(),
+		Host: Host{
+			TemporalAddress:   DevTemporalAddress,
+			TemporalNamespace: "default",
+			LogLevel:          slog.LevelInfo,
+			HTTPAddr:          DefaultHTTPAddr,
+		},
+	}
+}
+
+// FromEnv returns Default overridden by the environment (lookup is
+// os.LookupEnv in production, a map in tests): the Temporal connection as
+// envconfig reads it, then the plugin's settings as
+// plugin.OptionsFromLookup reads them, then the host's own. The error
+// names the first variable that does not parse.
+func FromEnv(lookup func(string) (string, bool)) (Config, error) {
+	c := Default()
+	if err := c.loadTemporal(settings.FirstSet(lookup)); err != nil {
+		return c, err
+	}
+	o, err := plugin.OptionsFromLookup(lookup)
+	c.Options = o
+	if err != nil {
+		return c, err
+	}
+	if err := settings.Apply(&c.Host, hostSettings, lookup); err != nil {
+		return c, err
+	}
+	_, urlSet := settings.FirstSet(lookup)("OPENAI_BASE_URL")
+	c.ModelConfigured = urlSet || c.ModelAPI == string(inference.APIAzure)
+	return c, nil
+}
+
+// hostSettings are the variables FromEnv reads after the plugin's.
+var hostSettings = []settings.Row[Host]{
+	{Names: []string{"MEMAGENT_LOG_LEVEL"}, Set: func(h *Host, name, v string) error {
+		if err := h.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return fmt.Errorf("%s %q: use debug, info, warn or error", name, v)
+		}
+		return nil
+	}},
+	{Names: []string{"MEMAGENT_HTTP_ADDR"}, EmptyCounts: true, Set: settings.Text(func(h *Host) *string { return &h.HTTPAddr })},
+}
+
+// EnvNames are the variables FromEnv reads through its tables (the
+// Temporal connection's are envconfig's, read besides).
+func EnvNames() []string { return append(plugin.EnvNames(), settings.Names(hostSettings)...) }
+
+// envLookup gives envconfig the variables get sees: set and empty is unset,
+// as for every other setting here.
+type envLookup func(names ...string) (string, bool)
+
+func (e envLookup) LookupEnv(name string) (string, bool) { return e(name) }
+
+// Environ lists the TEMPORAL_GRPC_META_* variables, from this process's
+// environment (a map in tests has none).
+func (e envLookup) Environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "TEMPORAL_GRPC_META_") {
+			if v, ok := e(name); ok {
+				out = append(out, name+"="+v)
+			}
+		}
+	}
+	return out
+}
+
+// deprecatedTLS are memagent's former names of envconfig's TLS variables.
+var deprecatedTLS = []struct{ old, now string }{
+	{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_CLIENT_CERT_PATH"},
+	{"TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CLIENT_KEY_PATH"},
+	{"TEMPORAL_TLS_CA", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
+}
+
+// loadTemporal reads the Temporal connection the way envconfig does (the
+// profile of the config file, then the environment), then memagent's
+// deprecated names where envconfig's are not set.
+func (c *Config) loadTemporal(get func(names ...string) (string, bool)) error {
+	lookup := envLookup(get)
+	p, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{EnvLookup: lookup})
+	if err != nil {
+		return fmt.Errorf("Temporal connection settings (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE, TEMPORAL_*): %w", err)
+	}
+	if v, ok := get("TEMPORAL_TLS"); ok {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("TEMPORAL_TLS %q: use true or false", v)
+		}
+	}
+	for _, d := range deprecatedTLS {
+		v, ok := get(d.old)
+		if !ok {
+			continue
+		}
+		if _, set := get(d.now); set {
+			c.Deprecations = append(c.Deprecations, fmt.Sprintf("%s is ignored: %s, its replacement, is set too", d.old, d.now))
+			continue
+		}
+		c.Deprecations = append(c.Deprecations, fmt.Sprintf("%s is deprecated: name it %s, as the Temporal SDKs and CLI do", d.old, d.now))
+		if p.TLS == nil {
+			p.TLS = &envconfig.ClientConfigTLS{}
+		}
+		switch d.old {
+		case "TEMPORAL_TLS_CERT":
+			p.TLS.ClientCertPath = v
+		case "TEMPORAL_TLS_KEY":
+			p.TLS.ClientKeyPath = v
+		case "TEMPORAL_TLS_CA":
+			p.TLS.ServerCACertPath = v
+		}
+	}
+	c.TemporalProfile.V = p
+	if p.Address != "" {
+		c.TemporalAddress = p.Address
+	}
+	if p.Namespace != "" {
+		c.TemporalNamespace = p.Namespace
+	}
+	c.TemporalAPIKey = secret.Value(p.APIKey)
+	if t := p.TLS; t != nil {
+		c.TemporalTLS = !t.Disabled
+		c.TemporalTLSCert, c.TemporalTLSKey, c.TemporalTLSCA = t.ClientCertPath, t.ClientKeyPath, t.ServerCACertPath
+		c.TemporalTLSServerName = t.ServerName
+	}
+	return nil
+}
+
+// Load reads the environment of this process.
+func Load() (Config, error) { return FromEnv(os.LookupEnv) }
+
+// RegisterFlags binds flags that override c's fields: the client's and
+// the worker's.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.RegisterClientFlags(fs)
+	c.RegisterWorkerFlags(fs)
+}
+
+// RegisterClientFlags binds the flags a client of the workflows uses: where
+// Temporal and S3 are, and the model a run names.
+func (c *Config) RegisterClientFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.TemporalAddress, "temporal-address", c.TemporalAddress, "Temporal frontend host:port (TEMPORAL_ADDRESS)")
+	fs.StringVar(&c.TemporalNamespace, "namespace", c.TemporalNamespace, "Temporal namespace (TEMPORAL_NAMESPACE)")
+	fs.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "task queue (MEMAGENT_TASK_QUEUE)")
+	fs.StringVar(&c.S3Endpoint, "s3-endpoint", c.S3Endpoint, `S3-compatible endpoint URL, or "aws" (AWS_ENDPOINT_URL_S3)`)
+	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "bucket for uploads, indexes, traces and results (MEMAGENT_BUCKET)")
+	fs.BoolVar(&c.CreateBucket, "create-bucket", c.CreateBucket, "create the bucket if it is missing (MEMAGENT_CREATE_BUCKET); otherwise a missing bucket is an error")
+	fs.StringVar(&c.Model, "model", c.Model, "served model name, or the Azure deployment; empty = the server's first model (MEMAGENT_MODEL)")
+}
+
+// RegisterWorkerFlags binds the flags only a worker uses: the model
+// server and the worker's limits.
+func (c *Config) RegisterWorkerFlags(fs *flag.FlagSet) {
+	fs.Var((*urlList)(&c.ModelURLs), "model-url", "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL); with --model-api azure the resource's endpoint (AZURE_OPENAI_ENDPOINT)")
+	fs.StringVar(&c.ModelAPI, "model-api", c.ModelAPI, "the model server's API: openai (OpenAI and compatible servers such as vLLM) or azure (MEMAGENT_MODEL_API)")
+	fs.IntVar(&c.ModelContext, "model-context", c.ModelContext, "the model's context length in tokens; 0 = what the server reports (MEMAGENT_MODEL_CONTEXT; Azure reports none)")
+	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
+	fs.IntVar(&c.ChunkCacheMB, "chunk-cache-mb", c.ChunkCacheMB, "megabytes of chunks a review's questions share in this worker; 0 = default 64, -1 = off (MEMAGENT_CHUNK_CACHE_MB)")
+	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "activities started per second on the task queue, all workers together; 0 = none (MEMAGENT_RATE_LIMIT)")
+	fs.DurationVar(&c.ModelTimeout, "model-timeout", c.ModelTimeout, "deadline of one model request (MEMAGENT_MODEL_TIMEOUT)")
+}
+
+// Normalize resolves the "aws" endpoint marker. Call it after flags are parsed.
+func (c *Config) Normalize() {
+	if c.S3Endpoint == s3store.AWSEndpoint {
+		c.S3Endpoint = ""
+	}
+}
+
+// Validate reports every setting that cannot work, each naming what to
+// change.
+func (c Config) Validate() error {
+	var errs []error
+	for _, check := range []func() []error{c.validateRequired, c.validateAreas, c.validateS3Endpoint, c.validateModel, c.validateWorker, c.validateSSE, c.validateCodec} {
+		errs = append(errs, check()...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateRequired checks the settings that have to be set.
+func (c Config) validateRequired() []error {
+	var errs []error
+	if c.TemporalAddress == "" {
+		errs = append(errs, errors.New("temporal address is empty: set TEMPORAL_ADDRESS or --temporal-address"))
+	}
+	if c.TemporalNamespace == "" {
+		errs = append(errs, errors.New("namespace is empty: set TEMPORAL_NAMESPACE or --namespace"))
+	}
+	if c.TaskQueue == "" {
+		errs = append(errs, errors.New("task queue is empty: set MEMAGENT_TASK_QUEUE or --task-queue"))
+	}
+	if c.Bucket == "" {
+		errs = append(errs, errors.New("bucket is empty: set MEMAGENT_BUCKET or --bucket"))
+	}
+	return errs
+}
+
+// validateAreas checks where a caller may read, write and notify.
+func (c Config) validateAreas() []error {
+	var errs []error
+	for _, p := range append(append(append([]string(nil), c.ReadPrefixes...), c.WritePrefixes...), c.ClaimRoots...) {
+		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
+			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (MEMAGENT_READ_PREFIXES, MEMAGENT_WRITE_PREFIXES, MEMAGENT_CLAIM_ROOTS)", p))
+		}
+	}
+	if c.ClaimDepth < 0 {
+		errs = append(errs, errors.New("claim depth must not be negative: set MEMAGENT_CLAIM_DEPTH (0 = the default, 2)"))
+	}
+	if _, err := notify.ParseNets(c.NotifyAllowNets); err != nil {
+		errs = append(errs, fmt.Errorf("%w (MEMAGENT_NOTIFY_ALLOW_NETS)", err))
+	}
+	if err := notify.CheckHosts(c.NotifyHosts); err != nil {
+		errs = append(errs, fmt.Errorf("%w (MEMAGENT_NOTIFY_HOSTS)", err))
+	}
+	return errs
+}
+
+// validateS3Endpoint checks the S3 endpoint, when it is not AWS itself.
+func (c Config) validateS3Endpoint() []error {
+	if c.S3Endpoint == "" {
+		return nil
+	}
+	if err := checkURL(c.S3Endpoint); err != nil {
+		return []error{fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err)}
+	}
+	return nil
+}
+
+// validateWorker checks the worker's limits, its HTTP endpoint, its
+// Temporal connection and its deployment.
+func (c Config) validateWorker() []error {
+	var errs []error
+	if c.RateLimit < 0 {
+		errs = append(errs, errors.New("rate limit must not be negative: set --rate-limit"))
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			errs = append(errs, fmt.Errorf("HTTP address %q is not host:port (e.g. 127.0.0.1:9464, or :9464 for every interface; empty disables it): set MEMAGENT_HTTP_ADDR or --http-addr", c.HTTPAddr))
+		}
+	}
+	if c.ModelTimeout <= 0 {
+		errs = append(errs, errors.New("model timeout must be positive: set --model-timeout"))
+	}
+	if c.StopTimeout < 0 {
+		errs = append(errs, errors.New("stop timeout must not be negative: set MEMAGENT_STOP_TIMEOUT or --stop-timeout"))
+	}
+	if _, _, err := c.TemporalConnection(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := buildinfo.CheckDeployment(c.DeploymentName, c.BuildID, c.WorkerBuildID()); err != nil {
+		errs = append(errs, fmt.Errorf("%w (TEMPORAL_DEPLOYMENT_NAME or --deployment-name, TEMPORAL_WORKER_BUILD_ID or --build-id)", err))
+	}
+	return errs
+}
+
+// validateSSE checks the server-side encryption asked of S3.
+func (c Config) validateSSE() []error {
+	switch c.S3SSE {
+	case "", s3store.SSES3:
+		if c.S3KMSKeyID != "" {
+			return []error{fmt.Errorf("MEMAGENT_S3_KMS_KEY_ID is set but MEMAGENT_S3_SSE is %q: set MEMAGENT_S3_SSE=aws:kms to use the KMS key", c.S3SSE)}
+		}
+	case s3store.SSEKMS:
+	default:
+		return []error{fmt.Errorf("MEMAGENT_S3_SSE %q: use AES256, aws:kms, or leave it empty for the bucket's default", c.S3SSE)}
+	}
+	return nil
+}
+
+// validateCodec checks the payload keys, and that a codec server others
+// can reach requires a token.
+func (c Config) validateCodec() []error {
+	if len(c.CodecKeys) == 0 {
+		return nil
+	}
+	var errs []error
+	if _, err := c.Codec(); err != nil {
+		errs = append(errs, fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS)", err))
+	}
+	if c.CodecServer.Token == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
+		errs = append(errs, fmt.Errorf("the codec server on %s would decrypt runs for anyone who reaches it: set MEMAGENT_CODEC_TOKEN, or serve on 127.0.0.1 (MEMAGENT_HTTP_ADDR)", c.HTTPAddr))
+	}
+	return errs
+}
+
+// validateModel checks the model server's settings.
+func (c Config) validateModel() []error {
+	var errs []error
+	urls := strings.Join(c.ModelURLs, ",")
+	api, err := inference.ParseAPI(c.ModelAPI)
+	if err != nil {
+		return []error{fmt.Errorf("%w (MEMAGENT_MODEL_API or --model-api)", err)}
+	}
+	if c.ModelContext < 0 {
+		errs = append(errs, fmt.Errorf("model context %d is negative: set MEMAGENT_MODEL_CONTEXT (or --model-context) to the context length in tokens, or 0 for what the server reports", c.ModelContext))
+	}
+	if api != inference.APIAzure {
+		if _, err := inference.ParseEndpoints(urls, "", c.ModelMaxInFlight); err != nil {
+			errs = append(errs, fmt.Errorf("model base URL: %w (OPENAI_BASE_URL or --model-url)", err))
+		}
+		return errs
+	}
+	if urls == devaddr.ModelBaseURL {
+		errs = append(errs, errors.New("Azure OpenAI needs its endpoint: set AZURE_OPENAI_ENDPOINT (or --model-url) to the resource's URL, e.g. https://NAME.openai.azure.com"))
+	} else if _, err := inference.ParseAzureEndpoints(urls, "", c.ModelMaxInFlight); err != nil {
+		errs = append(errs, fmt.Errorf("%w (or --model-url)", err))
+	}
+	if c.Model == "" {
+		errs = append(errs, errors.New("Azure OpenAI needs the deployment's name: set MEMAGENT_MODEL (or --model)"))
+	}
+	if c.ModelAPIKey == "" {
+		errs = append(errs, errors.New("Azure OpenAI needs an API key: set AZURE_OPENAI_API_KEY (Microsoft Entra ID tokens are not supported)"))
+	}
+	return errs
+}
+
+// TemporalConnection returns the connection options and credentials of
+// the Temporal client: TLS when TemporalTLS, a TLS file, the server name or
+// an API key is set (an API key alone uses the system's roots), the client
+// certificate for mTLS, and the API key as bearer credentials. Both are
+// zero for a plaintext connection without credentials. Errors name the
+// variable to fix, never a file's content or the key.
+func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentials, error) {
+	var (
+		conn  client.ConnectionOptions
+		creds client.Credentials
+		pt    envconfig.ClientConfigTLS
+	)
+	if c.TemporalProfile.V.TLS != nil {
+		pt = *c.TemporalProfile.V.TLS
+	}
+	conn.Authority = c.TemporalProfile.V.Authority
+	certData, keyData := len(pt.ClientCertData) > 0, len(pt.ClientKeyData) > 0
+	if (c.TemporalTLSCert == "" && !certData) != (c.TemporalTLSKey == "" && !keyData) {
+		return conn, nil, errors.New("Temporal mTLS needs both a client certificate and its key: set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together")
+	}
+	if c.temporalWantsTLS(pt) {
+		tc, err := c.temporalTLS(pt)
+		if err != nil {
+			return conn, nil, err
+		}
+		conn.TLS = tc
+	}
+	if c.TemporalAPIKey != "" {
+		creds = client.NewAPIKeyStaticCredentials(string(c.TemporalAPIKey))
+	}
+	return conn, creds, nil
+}
+
+// temporalWantsTLS reports whether the connection uses TLS: when asked, or
+// when a TLS file, the server name or an API key is set, unless
+// TEMPORAL_TLS=false (or tls.disabled in the profile) keeps it off, as
+// envconfig does; flags turn it back on.
+func (c Config) temporalWantsTLS(pt envconfig.ClientConfigTLS) bool {
+	if pt.Disabled && !c.TemporalTLS {
+		return false
+	}
+	return c.TemporalTLS || c.TemporalTLSCert != "" || len(pt.ClientCertData) > 0 || c.TemporalTLSCA != "" || len(pt.ServerCACertData) > 0 ||
+		c.TemporalTLSServerName != "" || c.TemporalAPIKey != ""
+}
+
+// temporalTLS is the TLS configuration of the connection: the client
+// certificate for mTLS and the roots to verify the frontend with, from
+// the profile's data or from files.
+func (c Config) temporalTLS(pt envconfig.ClientConfigTLS) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName, InsecureSkipVerify: pt.DisableHostVerification}
+	switch {
+	case len(pt.ClientCertData) > 0:
+		cert, err := tls.X509KeyPair(pt.ClientCertData, pt.ClientKeyData)
+		if err != nil {
+			return nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_DATA, TEMPORAL_TLS_CLIENT_KEY_DATA): %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	case c.TemporalTLSCert != "":
+		cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH): %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	roots, err := c.temporalRoots(pt)
+	if err != nil {
+		return nil, err
+	}
+	tc.RootCAs = roots
+	return tc, nil
+}
+
+// temporalRoots are the roots the profile's CA data or the CA file hold,
+// or nil for the system's.
+func (c Config) temporalRoots(pt envconfig.ClientConfigTLS) (*x509.CertPool, error) {
+	pem, from := pt.ServerCACertData, "TEMPORAL_TLS_SERVER_CA_CERT_DATA"
+	if len(pem) == 0 && c.TemporalTLSCA != "" {
+		var err error
+		if pem, err = os.ReadFile(c.TemporalTLSCA); err != nil {
+			return nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %w", err)
+		}
+		from = c.TemporalTLSCA
+	}
+	if len(pem) == 0 {
+		return nil, nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %s holds no PEM certificate", from)
+	}
+	return roots, nil
+}
+
+// TemporalHeaders is the gRPC metadata the profile adds to every Temporal
+// call (TEMPORAL_GRPC_META_*, grpc_meta in the config file), or nil.
+func (c Config) TemporalHeaders() interface {
+	GetHeaders(context.Context) (map[string]string, error)
+} {
+	if len(c.TemporalProfile.V.GRPCMeta) == 0 {
+		return nil
+	}
+	return fixedHeaders(c.TemporalProfile.V.GRPCMeta)
+}
+
+type fixedHeaders map[string]string
+
+func (h fixedHeaders) GetHeaders(context.Context) (map[string]string, error) { return h, nil }
+
+// loopback reports whether host:port listens on loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", secret.URL(s))
+	}
+	return nil
+}
+
+// urlList is a comma-separated flag of URLs (--model-url).
+type urlList []string
+
+func (u *urlList) String() string { return strings.Join(*u, ",") }
+
+func (u *urlList) Set(v string) error {
+	*u = settings.Split(v)
+	return nil
+}
+
+// Codec is the payload codec of CodecKeys (nil, nil without keys).
+func (c Config) Codec() (*codec.Codec, error) {
+	if len(c.CodecKeys) == 0 {
+		return nil, nil
+	}
+	keys := make([]codec.Key, len(c.CodecKeys))
+	for i, k := range c.CodecKeys {
+		keys[i] = codec.Key{ID: k.ID, Raw: secret.Value(k.Key)}
+	}
+	return codec.New(keys)
+}
+
+// AtDevStack points c at a running dev stack: Temporal, S3 (with the
+// stack's credentials) and, when the simulator runs, the model (replacing
+// every model setting; without the simulator c's model is left as it is).
+// devenv.Env's Addresses say where a stack is.
+func (c Config) AtDevStack(s devaddr.Stack) Config {
+	c.TemporalAddress = s.TemporalAddress
+	c.TemporalNamespace = s.Namespace
+	c.S3Endpoint = s.S3Endpoint
+	c.S3Region = s.Region
+	c.S3AccessKeyID, c.S3SecretAccessKey = s.S3AccessKey, s.S3SecretKey
+	c.S3VirtualHostStyle = false
+	c.Bucket = s.Bucket
+	c.CreateBucket = true
+	// The stack's receivers (tests, a local webhook) are on this machine.
+	c.NotifyAllowNets = []string{"127.0.0.0/8", "::1/128"}
+	if s.SimulatorURL != "" {
+		c.ModelAPI = string(inference.APIOpenAI)
+		c.ModelURLs = []string{s.SimulatorURL}
+		c.ModelAPIKey = ""
+		c.Model = ""
+		c.ModelFamily = ""
+		c.ModelContext = 0
+	}
+	return c
+}

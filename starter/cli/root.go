@@ -156,7 +156,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, op
 // did; results and completion scripts go to stdout.
 func newRoot(ctx context.Context, stdout, stderr io.Writer, opts ...Option) *cobra.Command {
 	o := buildOptions(opts)
-	bind := func(f func(context.Context, *cobra.Command, io.Writer, io.Writer) func([]string) error) binder {
+	bind := func(f commandBody) binder {
 		return func(cmd *cobra.Command) func([]string) error { return f(ctx, cmd, stdout, stderr) }
 	}
 	root := &cobra.Command{
@@ -186,6 +186,25 @@ finds the dev stack (devstack) at its default addresses.`,
 	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.HiddenDefaultCmd = false
 
+	root.AddCommand(demoCommand(o, bind))
+	root.AddCommand(runCommands(bind)...)
+	root.AddCommand(scheduleCommand(bind, stderr), evalCommand(bind, stderr))
+	root.AddCommand(signOffCommands(bind)...)
+	root.AddCommand(exportCommand(bind, stderr))
+	root.AddCommand(toolCommands(bind)...)
+	root.InitDefaultCompletionCmd()
+	return root
+}
+
+// commandBody is a command's body given the command tree's context and
+// outputs; bindWith binds one to them.
+type commandBody func(context.Context, *cobra.Command, io.Writer, io.Writer) func([]string) error
+
+type bindWith func(commandBody) binder
+
+// demoCommand is `demo`: on the dev stack o gives, or the pointer to
+// `devstack demo` when it gives none.
+func demoCommand(o options, bind bindWith) *cobra.Command {
 	// demo runs on the embedded dev stack, which only the devstack command
 	// links; the starter's demo says where it went.
 	demo := leaf("demo", "Moved: the demo runs in the devstack command, go run ./devstack demo",
@@ -199,8 +218,12 @@ tokens, with a live progress bar.`,
 			`  go run ./devstack demo
   go run ./devstack demo --tokens 1000000 --keep`, bind(demoOn(o.devStack)))
 	}
-	root.AddCommand(
-		demo,
+	return demo
+}
+
+// runCommands start, follow and stop runs.
+func runCommands(bind bindWith) []*cobra.Command {
+	return []*cobra.Command{
 		leaf("ask --doc PATH|s3://bucket/key --question TEXT [flags]", "Answer a question about a document",
 			`Answers a question about a document (a local file, uploaded once, or
 s3://bucket/key) with a memagent.DocumentQA run, following its progress until
@@ -264,32 +287,41 @@ and where the grid (JSON, CSV) and the HTML report were written.`,
 a scored report (see docs/BATCH.md).`,
 			`  starter batch --manifest items.jsonl --concurrency 16 --name nightly
   starter batch --manifest s3://memagent/manifests/big.jsonl --no-wait`, bind(bindBatch)),
-		group("schedule", "Temporal Schedules that run BatchQA", `Temporal Schedules that run a BatchQA over a manifest, each run writing a
+	}
+}
+
+// scheduleCommand is `schedule` and its subcommands.
+func scheduleCommand(bind bindWith, stderr io.Writer) *cobra.Command {
+	return group("schedule", "Temporal Schedules that run BatchQA", `Temporal Schedules that run a BatchQA over a manifest, each run writing a
 dated report.`,
-			`  starter schedule create --id nightly-qa --manifest s3://memagent/manifests/nightly.jsonl --cron "0 2 * * *"
+		`  starter schedule create --id nightly-qa --manifest s3://memagent/manifests/nightly.jsonl --cron "0 2 * * *"
   starter schedule describe nightly-qa -o json`, stderr,
-			leaf("create --id NAME --manifest s3://…|PATH (--cron SPEC | --every INTERVAL) [flags]", "Create a schedule",
-				"Creates a schedule that runs BatchQA over a manifest on a cron spec or at an interval.",
-				`  starter schedule create --id nightly-qa --manifest items.jsonl --cron "0 2 * * *" --timezone Europe/Paris
+		leaf("create --id NAME --manifest s3://…|PATH (--cron SPEC | --every INTERVAL) [flags]", "Create a schedule",
+			"Creates a schedule that runs BatchQA over a manifest on a cron spec or at an interval.",
+			`  starter schedule create --id nightly-qa --manifest items.jsonl --cron "0 2 * * *" --timezone Europe/Paris
   starter schedule create --id weekly --manifest s3://memagent/m.jsonl --every 7d`, bind(bindScheduleCreate)),
-			leaf("list [flags]", "List the schedules that run BatchQA",
-				"Lists the schedules that run BatchQA: spec, paused, next run, last run's status.",
-				"  starter schedule list --all", bind(bindScheduleList)),
-			leaf("describe ID [flags]", "Show a schedule", "Shows a schedule's spec, action, recent runs with their workflow ids and next runs.",
-				"  starter schedule describe nightly-qa --json", bind(bindScheduleDescribe)),
-			leaf("pause ID [--note TEXT]", "Pause a schedule", "", `  starter schedule pause nightly-qa --note "GPU pool upgrade"`, bind(bindSchedulePause)),
-			leaf("unpause ID [--note TEXT]", "Unpause a schedule", "", "  starter schedule unpause nightly-qa", bind(bindSchedulePause)),
-			leaf("trigger ID [--wait] [--overlap POLICY]", "Run a schedule now",
-				"Runs a schedule's batch now; --wait waits for the batch and prints its report.",
-				"  starter schedule trigger nightly-qa --wait", bind(bindScheduleTrigger)),
-			leaf("delete ID", "Delete a schedule", "Deletes a schedule; runs already started and their reports are kept.",
-				"  starter schedule delete nightly-qa", bind(bindScheduleDelete)),
-		),
-		group("eval", "Evaluation sets: generate, run, score", "RULER-style evaluation sets in MemAgent's format, their scores by length, and one answer's score.",
-			`  starter eval gen --task niah_single,vt --lengths 2K,8K --samples 4 --out small.json
+		leaf("list [flags]", "List the schedules that run BatchQA",
+			"Lists the schedules that run BatchQA: spec, paused, next run, last run's status.",
+			"  starter schedule list --all", bind(bindScheduleList)),
+		leaf("describe ID [flags]", "Show a schedule", "Shows a schedule's spec, action, recent runs with their workflow ids and next runs.",
+			"  starter schedule describe nightly-qa --json", bind(bindScheduleDescribe)),
+		leaf("pause ID [--note TEXT]", "Pause a schedule", "", `  starter schedule pause nightly-qa --note "GPU pool upgrade"`, bind(bindSchedulePause)),
+		leaf("unpause ID [--note TEXT]", "Unpause a schedule", "", "  starter schedule unpause nightly-qa", bind(bindSchedulePause)),
+		leaf("trigger ID [--wait] [--overlap POLICY]", "Run a schedule now",
+			"Runs a schedule's batch now; --wait waits for the batch and prints its report.",
+			"  starter schedule trigger nightly-qa --wait", bind(bindScheduleTrigger)),
+		leaf("delete ID", "Delete a schedule", "Deletes a schedule; runs already started and their reports are kept.",
+			"  starter schedule delete nightly-qa", bind(bindScheduleDelete)),
+	)
+}
+
+// evalCommand is `eval` and its subcommands.
+func evalCommand(bind bindWith, stderr io.Writer) *cobra.Command {
+	return group("eval", "Evaluation sets: generate, run, score", "RULER-style evaluation sets in MemAgent's format, their scores by length, and one answer's score.",
+		`  starter eval gen --task niah_single,vt --lengths 2K,8K --samples 4 --out small.json
   starter eval run --set small.json --chunk-tokens 1024`, stderr,
-			leaf("gen --task TASK[,TASK...] --lengths 8K,16K,... --out PATH|- [flags]", "Write a RULER-style evaluation set in MemAgent's JSON format",
-				`Writes a RULER-style evaluation set in MemAgent's format: a JSON array of
+		leaf("gen --task TASK[,TASK...] --lengths 8K,16K,... --out PATH|- [flags]", "Write a RULER-style evaluation set in MemAgent's JSON format",
+			`Writes a RULER-style evaluation set in MemAgent's format: a JSON array of
 {"_id", "context", "input", "answers", "length", "task", "tokens"}, one
 object per sample, streamed. The same flags always write the same bytes.
 
@@ -304,14 +336,14 @@ Tasks:
 
 Lengths are tokens of --tokenizer, with K = 1024 and M = 1048576 (1.75M =
 1835008); each context is within 1% of its length, usually exact.`,
-				"  starter eval gen --task vt,fwe --lengths 8K,32K --samples 4 --out -", bind(bindEvalGen)),
-			leaf("run --set PATH|s3://bucket/key [flags]", "Run an evaluation set through BatchQA and print the score by length",
-				`Runs an evaluation set through BatchQA and prints the score by length
+			"  starter eval gen --task vt,fwe --lengths 8K,32K --samples 4 --out -", bind(bindEvalGen)),
+		leaf("run --set PATH|s3://bucket/key [flags]", "Run an evaluation set through BatchQA and print the score by length",
+			`Runs an evaluation set through BatchQA and prints the score by length
 (--protocol paper: as the MemAgent paper's scripts, beside its table).`,
-				`  starter eval run --set small.json --chunk-tokens 1024
+			`  starter eval run --set small.json --chunk-tokens 1024
   starter eval run --set ruler-hqa.json --protocol paper`, bind(bindEvalRun)),
-			leaf("score [--protocol default|paper] --pred ANSWER --gold GOLD [--gold GOLD ...]", "Score one answer against gold answers",
-				`Scores one answer and prints the scores as JSON.
+		leaf("score [--protocol default|paper] --pred ANSWER --gold GOLD [--gold GOLD ...]", "Score one answer against gold answers",
+			`Scores one answer and prints the scores as JSON.
 
   --protocol default  against every --gold (aliases; recall counts them all):
                       {"exact_match":…,"substring_match":…,"f1":…,"best_gold":…,"recall":…}
@@ -321,8 +353,13 @@ Lengths are tokens of --tokenizer, with K = 1024 and M = 1048576 (1.75M =
 
 JSON (--output json, the default) carries the values unrounded; f1_rounded is
 the paper protocol's F1 to two decimals, as its scripts average it.`,
-				`  starter eval score --pred "Paris" --gold "Paris, France" --protocol paper`, bind(bindEvalScore)),
-		),
+			`  starter eval score --pred "Paris" --gold "Paris, France" --protocol paper`, bind(bindEvalScore)),
+	)
+}
+
+// signOffCommands serve the desk and record decisions and sign-offs.
+func signOffCommands(bind bindWith) []*cobra.Command {
+	return []*cobra.Command{
 		leaf("desk [--addr 127.0.0.1:8090] [--reviewers tokens:FILE|header:NAME]", "Serve the review desk: decide on every answer with the cited page in front of you",
 			`Serves the review desk, a web page on which reviewers go through the reviews and
 batches waiting for sign-off, decide on each answer with the cited page of the PDF
@@ -347,28 +384,36 @@ once none of its cells is pending (--level), or, with neither, shows the
 sign-off: its state, the pending cells, the audit log and the decided grid.`,
 			`  starter signoff memagent-review-1f2e3d4c5b6a7980 --start
   starter signoff memagent-review-1f2e3d4c5b6a7980 --level 1 --comment "all answers checked"`, bind(bindSignOff)),
-		group("export", "Export a batch's turns or a decided grid", "Exports data from finished runs.",
-			"  starter export rollouts memagent-batch-grpo-step-1-20250102T030405.006Z --out rollouts.jsonl\n  starter export grid memagent-review-1f2e3d4c5b6a7980 --xlsx decided.xlsx", stderr,
-			leaf("grid ID (--xlsx FILE | --csv FILE)", "Write a sign-off's decided grid as XLSX or CSV",
-				`Writes the grid of a review's or batch's sign-off, decided or not yet, one row a
+	}
+}
+
+// exportCommand is `export` and its subcommands.
+func exportCommand(bind bindWith, stderr io.Writer) *cobra.Command {
+	return group("export", "Export a batch's turns or a decided grid", "Exports data from finished runs.",
+		"  starter export rollouts memagent-batch-grpo-step-1-20250102T030405.006Z --out rollouts.jsonl\n  starter export grid memagent-review-1f2e3d4c5b6a7980 --xlsx decided.xlsx", stderr,
+		leaf("grid ID (--xlsx FILE | --csv FILE)", "Write a sign-off's decided grid as XLSX or CSV",
+			`Writes the grid of a review's or batch's sign-off, decided or not yet, one row a
 cell: model answer, final answer, decision, reviewer, time, comment, reason,
 each level's decision, and the evidence (document, printed page, quote).`,
-				"  starter export grid memagent-review-1f2e3d4c5b6a7980 --xlsx decided.xlsx --csv decided.csv", bind(bindExportGrid)),
-			leaf("rollouts BATCH_WORKFLOW_ID --out FILE [--reward sub_em|em|f1]", "Write a batch's turns as RL training data (JSON Lines)",
-				`Writes the rollouts of a finished BatchQA run (run it with --samples K for
+			"  starter export grid memagent-review-1f2e3d4c5b6a7980 --xlsx decided.xlsx --csv decided.csv", bind(bindExportGrid)),
+		leaf("rollouts BATCH_WORKFLOW_ID --out FILE [--reward sub_em|em|f1]", "Write a batch's turns as RL training data (JSON Lines)",
+			`Writes the rollouts of a finished BatchQA run (run it with --samples K for
 groups of K) as JSON Lines, one record per model turn: the exact chat
 messages sent, the text returned, loss_mask 1 for a memory update and 0 for
 the final answer, and the sample's reward spread evenly over its turns.
 See docs/ROLLOUTS.md.`,
-				`  starter export rollouts "$(jq -r .result.workflow_id batch.json)" --out rollouts.jsonl --reward sub_em`, bind(bindExportRollouts)),
-		),
+			`  starter export rollouts "$(jq -r .result.workflow_id batch.json)" --out rollouts.jsonl --reward sub_em`, bind(bindExportRollouts)),
+	)
+}
+
+// toolCommands are the developer's helpers left in the CLI.
+func toolCommands(bind bindWith) []*cobra.Command {
+	return []*cobra.Command{
 		leaf("gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]", "Write the demo's generated document to a file",
 			"Writes the demo's generated document (filler with one planted fact) to a file.",
 			"  starter gen-doc --tokens 1000000 --out big.txt", bind(bindGenDoc)),
 		leaf("chaos", "Moved: the chaos suite is its own command, go run ./chaos",
 			"The chaos suite is a developer's tool and no longer part of this CLI: run `go run ./chaos --help` in a memagent checkout.",
 			"  go run ./chaos --kills 10 --out docs/CHAOS.md", bind(bindChaosMoved)),
-	)
-	root.InitDefaultCompletionCmd()
-	return root
+	}
 }

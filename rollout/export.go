@@ -271,6 +271,36 @@ func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric
 		return &Incomplete{Group: group, Seq: r.Seq, Sample: r.Sample, WorkflowID: r.WorkflowID,
 			Turns: turns, Missing: missing, Reason: fmt.Sprintf(reason, args...)}
 	}
+	res, inc, err := loadSample(ctx, store, r, incomplete)
+	if res == nil {
+		return nil, inc, err
+	}
+	turns := res.Chunks + 1
+	reward := SampleReward(r.Answer, r.GoldAnswers, metric)
+	s := sample{res: res, tmpl: tmpl, opts: res.Options.WithDefaults(), incomplete: incomplete, base: Record{
+		Group: group, Seq: r.Seq, Sample: r.Sample, Turns: turns,
+		Reward: reward / float64(turns), SampleReward: reward, RewardMetric: metric,
+		WorkflowID: res.WorkflowID,
+	}}
+	out, inc, err := s.updates(ctx, store)
+	if inc != nil || err != nil {
+		return nil, inc, err
+	}
+	final, err := s.final()
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(out, final), nil, nil
+}
+
+// incompleteFunc describes a sample whose turns cannot all be rebuilt.
+type incompleteFunc func(turns, missing int, reason string, args ...any) *Incomplete
+
+// loadSample reads an answered sample's result.json. It returns no result,
+// but an Incomplete, for a sample whose turns were not all taken in its own
+// run (a reused answer, a run started from another's checkpoint) or whose
+// result is gone.
+func loadSample(ctx context.Context, store Store, r api.BatchItemResult, incomplete incompleteFunc) (*activities.StoredResult, *Incomplete, error) {
 	if r.Status == api.ItemReused {
 		// The answer is an earlier reading's, kept under answers/: none of
 		// its turns were taken by this batch, whatever that reading holds.
@@ -287,22 +317,31 @@ func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, nil, fmt.Errorf("decode result %s: %w", r.ResultURI, err)
 	}
-	turns := res.Chunks + 1
 	if res.ChunksReused > 0 {
 		from := "an earlier reading"
 		if res.ReusedFrom != nil {
 			from = res.ReusedFrom.WorkflowID
 		}
-		return nil, incomplete(turns, res.ChunksReused, "its run started from the memory checkpoint of %s after %d of %d chunks: those memory updates were made there, not in this batch",
+		return nil, incomplete(res.Chunks+1, res.ChunksReused, "its run started from the memory checkpoint of %s after %d of %d chunks: those memory updates were made there, not in this batch",
 			from, res.ChunksReused, res.Chunks), nil
 	}
-	opts := res.Options.WithDefaults()
-	reward := SampleReward(r.Answer, r.GoldAnswers, metric)
-	base := Record{
-		Group: group, Seq: r.Seq, Sample: r.Sample, Turns: turns,
-		Reward: reward / float64(turns), SampleReward: reward, RewardMetric: metric,
-		WorkflowID: res.WorkflowID,
-	}
+	return &res, nil, nil
+}
+
+// sample is one answered sample whose turns are being rebuilt.
+type sample struct {
+	res        *activities.StoredResult
+	tmpl       activities.Templates
+	opts       api.ModelOptions
+	incomplete incompleteFunc
+	// base is every record's group, reward and run.
+	base Record
+}
+
+// updates rebuilds the memory-update turns, one per chunk, from the chunk
+// traces, or says why they cannot all be.
+func (s sample) updates(ctx context.Context, store Store) ([]Record, *Incomplete, error) {
+	res, turns := s.res, s.res.Chunks+1
 	docLoc, err := activities.ParseURI(res.Document)
 	if err != nil {
 		return nil, nil, err
@@ -328,25 +367,15 @@ func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric
 		}
 		text, err := store.ReadRange(ctx, docLoc, tr.Start, tr.End, "")
 		if errors.Is(err, activities.ErrNotFound) {
-			return nil, incomplete(turns, turns, "its document %s no longer exists, so its prompts cannot be rebuilt", res.Document), nil
+			return nil, s.incomplete(turns, turns, "its document %s no longer exists, so its prompts cannot be rebuilt", res.Document), nil
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("read chunk %d of %s: %w", i, res.Document, err)
 		}
-		prompt := tmpl.RenderUpdate(res.Question, memory, string(text))
-		verified, err := verify(prompt, tr.PromptSHA256, fmt.Sprintf("chunk %d", i))
+		rec, err := s.update(i, tr, memory, string(text))
 		if err != nil {
 			return nil, nil, err
 		}
-		rec := base
-		rec.Turn, rec.Kind, rec.LossMask = i, "update", MaskUpdate
-		rec.Messages = []Message{{Role: "user", Content: prompt}}
-		rec.Response = tr.Kept.Text
-		rec.Chunk = &Chunk{Index: i, Start: tr.Start, End: tr.End, Tokens: tr.ChunkTokens}
-		rec.PromptTokens, rec.CompletionTokens, rec.FinishReason = tr.Kept.PromptTokens, tr.Kept.CompletionTokens, tr.Kept.FinishReason
-		rec.Model = tr.Kept.Model
-		rec.Sampling = Sampling{Temperature: *opts.Temperature, TopP: *opts.TopP, MaxTokens: opts.MemoryMaxTokens}
-		rec.PromptVerified = verified
 		out = append(out, rec)
 		memory = tr.MemoryAfter
 	}
@@ -355,26 +384,52 @@ func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric
 	}
 	switch {
 	case gone > 0:
-		return nil, incomplete(turns, gone+unkept, "%d of its %d chunk traces are not under %s", gone, res.Chunks, res.TracePrefix), nil
+		return nil, s.incomplete(turns, gone+unkept, "%d of its %d chunk traces are not under %s", gone, res.Chunks, res.TracePrefix), nil
 	case unkept > 0:
-		return nil, incomplete(turns, unkept, "its run predates kept completions: the responses of %d turns are unknown", unkept), nil
+		return nil, s.incomplete(turns, unkept, "its run predates kept completions: the responses of %d turns are unknown", unkept), nil
 	case memory != res.FinalMemory:
-		return nil, incomplete(turns, turns, "its traces are of another run: the last chunk's memory is not the memory its answer was asked from"), nil
+		return nil, s.incomplete(turns, turns, "its traces are of another run: the last chunk's memory is not the memory its answer was asked from"), nil
 	}
-	prompt := tmpl.RenderFinal(res.Question, res.FinalMemory)
+	return out, nil, nil
+}
+
+// update is chunk i's memory-update turn, its prompt rebuilt from the
+// memory before it and the chunk's text.
+func (s sample) update(i int, tr *activities.ChunkTrace, memory, text string) (Record, error) {
+	prompt := s.tmpl.RenderUpdate(s.res.Question, memory, text)
+	verified, err := verify(prompt, tr.PromptSHA256, fmt.Sprintf("chunk %d", i))
+	if err != nil {
+		return Record{}, err
+	}
+	rec := s.base
+	rec.Turn, rec.Kind, rec.LossMask = i, "update", MaskUpdate
+	rec.Messages = []Message{{Role: "user", Content: prompt}}
+	rec.Response = tr.Kept.Text
+	rec.Chunk = &Chunk{Index: i, Start: tr.Start, End: tr.End, Tokens: tr.ChunkTokens}
+	rec.PromptTokens, rec.CompletionTokens, rec.FinishReason = tr.Kept.PromptTokens, tr.Kept.CompletionTokens, tr.Kept.FinishReason
+	rec.Model = tr.Kept.Model
+	rec.Sampling = Sampling{Temperature: *s.opts.Temperature, TopP: *s.opts.TopP, MaxTokens: s.opts.MemoryMaxTokens}
+	rec.PromptVerified = verified
+	return rec, nil
+}
+
+// final is the answer turn, asked from the final memory.
+func (s sample) final() (Record, error) {
+	res := s.res
+	prompt := s.tmpl.RenderFinal(res.Question, res.FinalMemory)
 	verified, err := verify(prompt, res.PromptSHA256, "final answer")
 	if err != nil {
-		return nil, nil, err
+		return Record{}, err
 	}
-	rec := base
+	rec := s.base
 	rec.Turn, rec.Kind, rec.LossMask = res.Chunks, "final", MaskFinal
 	rec.Messages = []Message{{Role: "user", Content: prompt}}
 	rec.Response = res.Completion
 	rec.PromptTokens, rec.CompletionTokens, rec.FinishReason = res.Kept.PromptTokens, res.Kept.CompletionTokens, res.Kept.FinishReason
 	rec.Model = res.Kept.Model
-	rec.Sampling = Sampling{Temperature: *opts.Temperature, TopP: *opts.TopP, MaxTokens: opts.AnswerMaxTokens}
+	rec.Sampling = Sampling{Temperature: *s.opts.Temperature, TopP: *s.opts.TopP, MaxTokens: s.opts.AnswerMaxTokens}
 	rec.PromptVerified = verified
-	return append(out, rec), nil, nil
+	return rec, nil
 }
 
 // verify compares a rebuilt prompt with the digest stored when it was

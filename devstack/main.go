@@ -42,7 +42,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load()
 	if err != nil {
-		return err
+		return workerapp.Usage(err)
 	}
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), demoUsage); fs.PrintDefaults() }
@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		devStack = fs.Bool("dev-stack", false, "the same as --no-worker (for `worker --dev-stack`)")
 	)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return workerapp.Usage(err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	opts.Logger = logger

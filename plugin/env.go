@@ -77,10 +77,7 @@ var envSettings = []settings.Row[Options]{
 	{Names: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}, Set: settings.Text(func(o *Options) *string { return &o.S3Endpoint })},
 	{Names: []string{"AWS_REGION", "AWS_DEFAULT_REGION"}, Set: settings.Text(func(o *Options) *string { return &o.S3Region })},
 	{Names: []string{"MEMAGENT_BUCKET"}, Set: settings.Text(func(o *Options) *string { return &o.Bucket })},
-	{Names: []string{"MEMAGENT_CREATE_BUCKET"}, Set: func(o *Options, _, v string) error {
-		o.CreateBucket = v == "true" || v == "1"
-		return nil
-	}},
+	{Names: []string{"MEMAGENT_CREATE_BUCKET"}, Set: settings.Bool(func(o *Options, b bool) { o.CreateBucket = b })},
 	{Names: []string{"MEMAGENT_READ_PREFIXES"}, Set: settings.List(func(o *Options) *[]string { return &o.ReadPrefixes })},
 	{Names: []string{"MEMAGENT_WRITE_PREFIXES"}, Set: settings.List(func(o *Options) *[]string { return &o.WritePrefixes })},
 	{Names: []string{"MEMAGENT_CLAIM_ROOTS"}, Set: settings.List(func(o *Options) *[]string { return &o.ClaimRoots })},
@@ -88,10 +85,7 @@ var envSettings = []settings.Row[Options]{
 		"want how many folders below its claim root a claimed prefix must be, at least (e.g. 2; 0 = the default, 2)")},
 	{Names: []string{"MEMAGENT_NOTIFY_HOSTS"}, Set: settings.List(func(o *Options) *[]string { return &o.NotifyHosts })},
 	{Names: []string{"MEMAGENT_NOTIFY_ALLOW_NETS"}, Set: settings.List(func(o *Options) *[]string { return &o.NotifyAllowNets })},
-	{Names: []string{"MEMAGENT_S3_PATH_STYLE"}, Set: func(o *Options, _, v string) error {
-		o.S3VirtualHostStyle = v == "false" || v == "0"
-		return nil
-	}},
+	{Names: []string{"MEMAGENT_S3_PATH_STYLE"}, Set: settings.Bool(func(o *Options, pathStyle bool) { o.S3VirtualHostStyle = !pathStyle })},
 	{Names: []string{"OPENAI_BASE_URL"}, Set: settings.List(func(o *Options) *[]string { return &o.ModelURLs })},
 	{Names: []string{"OPENAI_API_KEY"}, Set: settings.Text(func(o *Options) *string { return &o.ModelAPIKey })},
 	{Names: []string{"MEMAGENT_MODEL_API"}, Set: func(o *Options, name, v string) error {
@@ -108,14 +102,7 @@ var envSettings = []settings.Row[Options]{
 	{Names: []string{"MEMAGENT_MODEL_FAMILY"}, Set: settings.Text(func(o *Options) *string { return &o.ModelFamily })},
 	{Names: []string{"MEMAGENT_MODEL_CONTEXT"}, Set: settings.Whole(func(o *Options, n int) { o.ModelContext = n }, 0, math.MaxInt,
 		"want the model's context length in tokens, e.g. 128000 (0 = what the server reports)")},
-	{Names: []string{"MEMAGENT_MODEL_TIMEOUT"}, Set: func(o *Options, name, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("%s %q: %w (use e.g. 10m)", name, v, err)
-		}
-		o.ModelTimeout = d
-		return nil
-	}},
+	{Names: []string{"MEMAGENT_MODEL_TIMEOUT"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.ModelTimeout = d }, "10m")},
 	{Names: []string{"MEMAGENT_MAX_IN_FLIGHT"}, Set: settings.Whole(func(o *Options, n int) { o.ModelMaxInFlight = n }, 0, math.MaxInt,
 		"want a whole number >= 0")},
 	{Names: []string{"MEMAGENT_CHUNK_CACHE_MB"}, Set: settings.Whole(func(o *Options, n int) { o.ChunkCacheMB = n }, -1, math.MaxInt,
@@ -154,14 +141,7 @@ var envSettings = []settings.Row[Options]{
 	}},
 	{Names: []string{"MEMAGENT_CODEC_TOKEN"}, Set: settings.Text(func(o *Options) *string { return &o.CodecServer.Token })},
 	{Names: []string{"MEMAGENT_CODEC_HOSTS"}, Set: settings.List(func(o *Options) *[]string { return &o.CodecServer.AllowHosts })},
-	{Names: []string{"MEMAGENT_CODEC_ENCODE"}, Set: func(o *Options, name, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%s %q: want true or false", name, v)
-		}
-		o.CodecServer.AllowEncode = b
-		return nil
-	}},
+	{Names: []string{"MEMAGENT_CODEC_ENCODE"}, Set: settings.Bool(func(o *Options, b bool) { o.CodecServer.AllowEncode = b })},
 	{Names: []string{"MEMAGENT_CODEC_CORS_ORIGINS"}, Set: settings.List(func(o *Options) *[]string { return &o.CodecServer.AllowOrigins })},
 	{Load: loadDevCredentials},
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout
-// is zero (MEMAGENT_MODEL_TIMEOUT): the inference client's own default.
+// is zero (MEMAGENT_MODEL_TIMEOUT): 10 minutes, the inference client's own default.
 const DefaultModelTimeout = inference.DefaultRequestTimeout
 
 // DefaultStopTimeout is how long a stopping worker lets in-flight

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -13,12 +14,14 @@ type plainOptions Options
 
 // redacted is a copy of o with every secret masked: the S3 secret key, the
 // model's API key, the codec keys and token, the AWS configuration (whose
-// credentials provider holds keys), and the user info of the model's URLs.
+// credentials provider holds keys), and the user info of the S3 endpoint
+// and of the model's URLs.
 func (o Options) redacted() plainOptions {
 	p := plainOptions(o)
 	p.S3SecretAccessKey = secret.String(o.S3SecretAccessKey)
 	p.ModelAPIKey = secret.String(o.ModelAPIKey)
 	p.CodecServer.Token = secret.String(o.CodecServer.Token)
+	p.S3Endpoint = secret.URL(o.S3Endpoint)
 	p.AWSConfig = nil
 	p.ModelURLs = nil
 	for _, u := range o.ModelURLs {
@@ -50,6 +53,13 @@ func (k CodecKey) Format(f fmt.State, verb rune) {
 // LogValue logs the key's id.
 func (k CodecKey) LogValue() slog.Value { return slog.StringValue("codec key " + k.ID) }
 
+// MarshalJSON writes the key's id, never its bytes.
+func (k CodecKey) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		ID string `json:"id"`
+	}{k.ID})
+}
+
 // Format prints the options with the token redacted, with any verb.
 func (o CodecHandlerOptions) Format(f fmt.State, verb rune) {
 	type codecHandlerOptions CodecHandlerOptions
@@ -60,3 +70,11 @@ func (o CodecHandlerOptions) Format(f fmt.State, verb rune) {
 
 // LogValue logs the options with the token redacted.
 func (o CodecHandlerOptions) LogValue() slog.Value { return slog.StringValue(fmt.Sprintf("%+v", o)) }
+
+// MarshalJSON writes the options with the token redacted.
+func (o CodecHandlerOptions) MarshalJSON() ([]byte, error) {
+	type codecHandlerOptions CodecHandlerOptions
+	r := codecHandlerOptions(o)
+	r.Token = secret.String(o.Token)
+	return json.Marshal(r)
+}

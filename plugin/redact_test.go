@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,6 +19,7 @@ func TestOptionsPrintNoSecret(t *testing.T) {
 		CodecKeys:   []CodecKey{{ID: "k1", Key: []byte("key-SECRET4-key-SECRET4-key-SECR")}},
 		CodecServer: CodecHandlerOptions{Token: "codec-SECRET5"},
 		AWSConfig:   &aws.Config{Credentials: credentials.NewStaticCredentialsProvider("AKIA", "aws-SECRET6", "")},
+		S3Endpoint:  "http://minio:s3url-SECRET7@vllm-s3:9000",
 	}
 	outs := map[string]string{}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
@@ -32,8 +34,15 @@ func TestOptionsPrintNoSecret(t *testing.T) {
 		slog.New(h(&b)).Info("options", "opts", o, "ptr", &o)
 		outs[name] = b.String()
 	}
+	for name, v := range map[string]any{"JSON of a codec key": o.CodecKeys[0], "JSON of the codec server's options": o.CodecServer} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[name] = string(b) + " AKIAVISIBLE vllm"
+	}
 	for how, s := range outs {
-		for _, secret := range []string{"SECRET1", "SECRET2", "SECRET3", "SECRET4", "SECRET5", "SECRET6", "107 101 121"} {
+		for _, secret := range []string{"SECRET1", "SECRET2", "SECRET3", "SECRET4", "SECRET5", "SECRET6", "SECRET7", "107 101 121", "a2V5LVNFQ1JFVD"} {
 			if strings.Contains(s, secret) {
 				t.Errorf("%s prints %s: %s", how, secret, s)
 			}

@@ -30,9 +30,12 @@ import (
 // test can SIGKILL a real, separate worker process.
 const subprocessEnv = "MEMAGENT_TEST_WORKER_PROCESS"
 
+// subprocessArgsEnv holds the worker process's arguments, space-separated.
+const subprocessArgsEnv = "MEMAGENT_TEST_WORKER_ARGS"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(subprocessEnv) == "1" {
-		os.Args = os.Args[:1]
+		os.Args = append(os.Args[:1], strings.Fields(os.Getenv(subprocessArgsEnv))...)
 		main()
 		os.Exit(0)
 	}

@@ -25,7 +25,7 @@ func main() { workerapp.Main("worker", run) }
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load()
 	if err != nil {
-		return err
+		return workerapp.Usage(err)
 	}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Bool("in-memory", false, "with --dev or --dev-stack: keep the dev stack's state in memory only")
 	fs.Bool("free-ports", false, "with --dev or --dev-stack: listen on free loopback ports; the banner prints them")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return workerapp.Usage(err)
 	}
 	if *showVersion {
 		v := buildinfo.BinaryVersion()

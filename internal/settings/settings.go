@@ -49,14 +49,25 @@ func (r Row[C]) apply(c *C, lookup Lookup) error {
 	if r.Load != nil {
 		return r.Load(c, lookup)
 	}
-	v, ok := FirstSet(lookup)(r.Names...)
+	name, v, ok := firstSet(lookup, r.Names)
 	if r.EmptyCounts {
-		v, ok = lookup(r.Names[0])
+		name = r.Names[0]
+		v, ok = lookup(name)
 	}
 	if !ok {
 		return nil
 	}
-	return r.Set(c, r.Names[0], v)
+	return r.Set(c, name, v)
+}
+
+// firstSet is the first of names that is set and not empty, and its value.
+func firstSet(lookup Lookup, names []string) (string, string, bool) {
+	for _, n := range names {
+		if v, ok := lookup(n); ok && v != "" {
+			return n, v, true
+		}
+	}
+	return "", "", false
 }
 
 // Names are every variable rows read through Set (not those a Load reads).
@@ -72,12 +83,8 @@ func Names[C any](rows []Row[C]) []string {
 // set and empty is unset, for every setting but those with EmptyCounts.
 func FirstSet(lookup Lookup) func(names ...string) (string, bool) {
 	return func(names ...string) (string, bool) {
-		for _, n := range names {
-			if v, ok := lookup(n); ok && v != "" {
-				return v, true
-			}
-		}
-		return "", false
+		_, v, ok := firstSet(lookup, names)
+		return v, ok
 	}
 }
 
@@ -106,6 +113,19 @@ func Whole[C any](set func(*C, int), lo, hi int, want string) func(*C, string, s
 			return fmt.Errorf("%s %q: %s", name, v, want)
 		}
 		set(c, n)
+		return nil
+	}
+}
+
+// Bool passes set the value, true or false (as strconv.ParseBool reads
+// them: 1, t, TRUE, 0, f, False, ...), or fails saying so.
+func Bool[C any](set func(*C, bool)) func(*C, string, string) error {
+	return func(c *C, name, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s %q: want true or false", name, v)
+		}
+		set(c, b)
 		return nil
 	}
 }

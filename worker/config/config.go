@@ -53,7 +53,7 @@ type Config struct {
 	// Options are the plugin's settings: the bucket and the areas a run
 	// may use, S3, the model servers, the limits, the codec, the worker's
 	// rate limit, stop timeout and deployment (plugin.OptionsFromEnv reads
-	// them, FromEnv through it).
+	// them; FromEnv through plugin.OptionsFromLookup).
 	plugin.Options
 	// Host are the settings of memagent's own programs, which host the
 	// plugin or are clients of its workflows.
@@ -357,7 +357,7 @@ func (c Config) validateS3Endpoint() []error {
 		return nil
 	}
 	if err := checkURL(c.S3Endpoint); err != nil {
-		return []error{fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3 or --s3-endpoint)", err)}
+		return []error{fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or --s3-endpoint)", err)}
 	}
 	return nil
 }
@@ -367,7 +367,7 @@ func (c Config) validateS3Endpoint() []error {
 func (c Config) validateWorker() []error {
 	var errs []error
 	if c.RateLimit < 0 {
-		errs = append(errs, errors.New("rate limit must not be negative: set --rate-limit"))
+		errs = append(errs, errors.New("rate limit must not be negative: set MEMAGENT_RATE_LIMIT or --rate-limit"))
 	}
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
@@ -375,7 +375,10 @@ func (c Config) validateWorker() []error {
 		}
 	}
 	if c.ModelTimeout <= 0 {
-		errs = append(errs, errors.New("model timeout must be positive: set --model-timeout"))
+		errs = append(errs, errors.New("model timeout must be positive: set MEMAGENT_MODEL_TIMEOUT or --model-timeout"))
+	}
+	if c.ChunkCacheMB < -1 {
+		errs = append(errs, errors.New("chunk cache must be megabytes >= 0 (0 = the default, 64), or -1 for none: set MEMAGENT_CHUNK_CACHE_MB or --chunk-cache-mb"))
 	}
 	if c.StopTimeout < 0 {
 		errs = append(errs, errors.New("stop timeout must not be negative: set MEMAGENT_STOP_TIMEOUT or --stop-timeout"))
@@ -429,6 +432,9 @@ func (c Config) validateModel() []error {
 	}
 	if c.ModelContext < 0 {
 		errs = append(errs, fmt.Errorf("model context %d is negative: set MEMAGENT_MODEL_CONTEXT (or --model-context) to the context length in tokens, or 0 for what the server reports", c.ModelContext))
+	}
+	if c.ModelMaxInFlight < 0 {
+		return append(errs, fmt.Errorf("requests in flight per model server %d is negative: set MEMAGENT_MAX_IN_FLIGHT (or --max-in-flight) to a whole number, 0 for the pool's default", c.ModelMaxInFlight))
 	}
 	if api != inference.APIAzure {
 		if _, err := inference.ParseEndpoints(urls, "", c.ModelMaxInFlight); err != nil {

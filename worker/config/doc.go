@@ -9,4 +9,9 @@
 // It must never print secrets: String() and errors name variables, not
 // their values. It lives beside the worker, above plugin, because Config
 // embeds plugin.Options; plugin never imports it.
+//
+// It is importable so that memagent's own commands (worker, devstack,
+// starter, bench, chaos) and tests share it; other programs configure the
+// plugin with plugin.Options and plugin.OptionsFromEnv, which are the
+// stable API: this package makes no compatibility promise.
 package config

@@ -16,4 +16,8 @@
 // It is wiring only: no MemAgent logic lives here, and it brings up no dev
 // stack (internal/dev/devenv does). It validates configuration at start,
 // never mid-run.
+//
+// It is importable so that memagent's own commands and tests share it;
+// other programs host the plugin themselves (plugin.New in their worker's
+// Options): this package makes no compatibility promise.
 package workerapp

@@ -39,7 +39,7 @@ func Serve(ctx context.Context, cfg config.Config, opts Options, stdout io.Write
 		opts.Logger = logger
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return Usage(err)
 	}
 	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "memagent-worker", Logger: logger})
 	if err != nil {

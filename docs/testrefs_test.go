@@ -391,13 +391,9 @@ func checkTestFiles(idx repoTests, root, md, text string) []string {
 	return problems
 }
 
-// TestDocsNameRealTests keeps the test commands and test files the
-// Markdown files of the repository name true: `go test ./PKG -run PATTERN`
-// must name a package with tests and a pattern that selects at least one
-// of them (go test says "no test files" or "no tests to run" and exits 0
-// otherwise, so a stale command passes unnoticed), and a path ending in
-// _test.go must exist.
-func TestDocsNameRealTests(t *testing.T) {
+// repoIndex returns the repository's root and its tests' index.
+func repoIndex(t *testing.T) (string, repoTests) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -406,6 +402,17 @@ func TestDocsNameRealTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root, idx
+}
+
+// TestDocsNameRealTests keeps the test commands and test files the
+// Markdown files of the repository name true: `go test ./PKG -run PATTERN`
+// must name a package with tests and a pattern that selects at least one
+// of them (go test says "no test files" or "no tests to run" and exits 0
+// otherwise, so a stale command passes unnoticed), and a path ending in
+// _test.go must exist.
+func TestDocsNameRealTests(t *testing.T) {
+	root, idx := repoIndex(t)
 	files, err := markdownFiles(root)
 	if err != nil {
 		t.Fatal(err)
@@ -479,14 +486,7 @@ func TestGoTestCmdParsing(t *testing.T) {
 // (a package that lost its tests, a pattern no test of the package
 // matches, a test file that moved) and pass what is right.
 func TestDocsNameRealTestsCatches(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := indexTests(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, idx := repoIndex(t)
 	tests := []struct {
 		text string
 		want string // in the one problem, "" for none

@@ -8,6 +8,8 @@ const MaxEvidence = 32
 // Evidence is one chunk at which a question's memory changed materially,
 // in a DocumentQA result or a review's row.
 type Evidence struct {
+	// Chunk is the chunk's index among the chunks the run read, from 0,
+	// in reading order.
 	Chunk int `json:"chunk"`
 	// Document is the corpus document the entry's passage (else its
 	// chunk's start) is in, as the caller named it; empty for a single
@@ -20,8 +22,11 @@ type Evidence struct {
 	// Passage is the sentence of the chunk that best accounts for the
 	// change, when one was found.
 	Passage *EvidencePassage `json:"passage,omitempty"`
-	// Added are new content words the chunk brought into the memory (see
-	// EvidenceChange): the entry's fingerprint.
+	// Added are new content words the chunk brought into the memory:
+	// words of the memory after the chunk that the memory before it
+	// lacked, stopwords and case aside, distinct and lowercased, those
+	// with a digit or capitalised inside a sentence first, a few at most.
+	// They are the entry's fingerprint.
 	Added []string `json:"added,omitempty"`
 	// SupportsAnswer reports that the final memory, from which the answer
 	// was given, still holds at least half of Added.

@@ -1,7 +1,8 @@
 // Package plugin adds MemAgent to an existing Temporal Go worker with one
-// call: a Temporal SDK plugin that registers the memagent.DocumentQA,
-// memagent.ReviewDocument and memagent.BatchQA workflows and their
-// activities under their stable names on the worker it is attached to.
+// call: a Temporal SDK plugin that registers memagent's workflows
+// (memagent.DocumentQA, memagent.ReviewDocument, memagent.BatchQA,
+// memagent.Estimate and memagent.SignOff) and their activities under their
+// stable names on the worker it is attached to.
 //
 //	p, err := plugin.New(plugin.Options{
 //		Bucket:    "my-memagent-bucket",

@@ -2,9 +2,9 @@
 # test-deps: install what the tests need from outside Go, and nothing when
 # it is all there already (idempotent; .ci/run calls it, anyone may):
 #   - jq and curl: docs/API.md's examples (docs TestAPIExamples)
-#   - chromium: the Web UI check (starter TestWebUIShowsRun) and the review
-#     desk's browser test (starter TestReviewDeskEndToEnd, driven by chromedp,
-#     which needs no chromedriver)
+#   - chromium: the Web UI check (starter/cli TestWebUIShowsRun) and the
+#     review desk's browser test (starter/cli TestReviewDeskEndToEnd, driven
+#     by chromedp, which needs no chromedriver)
 #   - poppler-utils (pdftotext) and time (/usr/bin/time -v): the conversion
 #     benchmark measures pdftotext the way its users would
 #   - the npm modules of examples/typescript (TestTypeScriptExample)
@@ -12,14 +12,14 @@
 #   - Tesseract 5 with English (tesseract-ocr, tesseract-ocr-eng), which
 #     reads scanned PDF pages, and img2pdf, with which the OCR tests make
 #     scans of Debian manuals' pages (docconv TestOCRAccuracyOnDebianManuals,
-#     TestMixedPDF, the hostile scans; starter TestScannedPageAnswered)
+#     TestMixedPDF, the hostile scans; starter/cli TestScannedPageAnswered)
 #   - groff with its PDF output (gropdf; groff-base has none): the PDF
 #     tests typeset a book with running headers, footnotes and roman front
 #     matter (docconv TestTypesetBook)
 #   - three Debian manuals (scripts/manuals.sh --download-only: about 15 MB
 #     once, under ~/.cache/memagent/manuals): c++-annotations' and
 #     gnuplot's PDFs and PostgreSQL's HTML, which docconv TestDebianManuals
-#     and starter TestCitationsOnRealManual read
+#     and starter/cli TestCitationsOnRealManual read
 # Debian packages need root (apt-get); Node.js and npm must be on PATH.
 # With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.
 set -euo pipefail

@@ -57,5 +57,8 @@ type DevStack struct {
 	Configure func(config.Config) config.Config
 	// UIURL is the Temporal Web UI's base URL.
 	UIURL string
+	// Close stops the stack's servers (and the simulator, if started) and
+	// releases their ports; state under DataDir stays for the next start.
+	// The demo calls it once, after its worker has stopped.
 	Close func() error
 }

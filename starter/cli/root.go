@@ -3,6 +3,10 @@
 // commands). The starter's main calls Main; the devstack command calls it
 // too, with WithDevStack, for `devstack demo`.
 //
+// It is memagent's own CLI, importable only so that devstack and the tests
+// reuse it: its API carries no compatibility promise for other programs,
+// which should use packages plugin, memclient and api instead.
+//
 //	starter ask --doc PATH|s3://b/k --question TEXT [--answer GOLD]... [--json]
 //	starter status WORKFLOW_ID        progress of a run
 //	starter watch WORKFLOW_ID         follow a run live until it closes

@@ -60,21 +60,24 @@ func (k CodecKey) MarshalJSON() ([]byte, error) {
 	}{k.ID})
 }
 
+// plainCodecHandlerOptions is CodecHandlerOptions without its methods,
+// for printing a redacted copy.
+type plainCodecHandlerOptions CodecHandlerOptions
+
+// redacted is a copy of o with its token masked.
+func (o CodecHandlerOptions) redacted() plainCodecHandlerOptions {
+	r := plainCodecHandlerOptions(o)
+	r.Token = secret.String(o.Token)
+	return r
+}
+
 // Format prints the options with the token redacted, with any verb.
 func (o CodecHandlerOptions) Format(f fmt.State, verb rune) {
-	type codecHandlerOptions CodecHandlerOptions
-	r := codecHandlerOptions(o)
-	r.Token = secret.String(o.Token)
-	secret.Format(f, verb, r, "plugin.codecHandlerOptions", "plugin.CodecHandlerOptions")
+	secret.Format(f, verb, o.redacted(), "plugin.plainCodecHandlerOptions", "plugin.CodecHandlerOptions")
 }
 
 // LogValue logs the options with the token redacted.
 func (o CodecHandlerOptions) LogValue() slog.Value { return slog.StringValue(fmt.Sprintf("%+v", o)) }
 
 // MarshalJSON writes the options with the token redacted.
-func (o CodecHandlerOptions) MarshalJSON() ([]byte, error) {
-	type codecHandlerOptions CodecHandlerOptions
-	r := codecHandlerOptions(o)
-	r.Token = secret.String(o.Token)
-	return json.Marshal(r)
-}
+func (o CodecHandlerOptions) MarshalJSON() ([]byte, error) { return json.Marshal(o.redacted()) }

@@ -22,6 +22,8 @@ import (
 	"go.temporal.io/server/temporal"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/memagent/memagent/internal/devaddr"
 )
 
 // Defaults and fixed development values.
@@ -41,15 +43,17 @@ const (
 	FreePort = -1
 	// DefaultNamespace is the Temporal namespace registered at start.
 	DefaultNamespace = "default"
-	// DefaultBucket is the bucket created at start.
-	DefaultBucket = "memagent"
-	// DevAccessKey and DevSecretKey are the S3 server's only credentials.
+	// DefaultBucket is the bucket created at start: the configuration's
+	// default bucket, so that a worker without environment finds it.
+	DefaultBucket = devaddr.Bucket
+	// DevAccessKey and DevSecretKey are the S3 server's only credentials,
+	// the ones the configuration supplies for the dev stack's endpoint.
 	// They guard nothing but accidents: the server is for loopback use.
-	DevAccessKey = "memagent"
+	DevAccessKey = devaddr.S3AccessKey
 	// DevSecretKey is the secret of DevAccessKey.
-	DevSecretKey = "memagent-dev-secret"
+	DevSecretKey = devaddr.S3SecretKey
 	// DevRegion is the region clients must sign S3 requests for.
-	DevRegion = "us-east-1"
+	DevRegion = devaddr.Region
 )
 
 // startTimeout bounds the wait for the frontend when the caller's context

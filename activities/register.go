@@ -21,6 +21,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.answer, activity.RegisterOptions{Name: AnswerName})
 	r.RegisterActivityWithOptions(a.estimateCost, activity.RegisterOptions{Name: EstimateCostName})
 	r.RegisterActivityWithOptions(a.groundAnswer, activity.RegisterOptions{Name: GroundAnswerName})
+	r.RegisterActivityWithOptions(a.verifyContinuedRun, activity.RegisterOptions{Name: VerifyContinuedRunName})
 	a.registerReview(r)
 	a.registerBatch(r)
 	a.registerSignOff(r)

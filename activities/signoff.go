@@ -238,6 +238,12 @@ func (a *Activities) appendAudit(ctx context.Context, in actwire.AppendAuditInpu
 	if skip >= len(in.Entries) {
 		return nil
 	}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		if err := checkAuditEntries(ctx, activity.GetClient(ctx), info.WorkflowExecution.ID, info.WorkflowExecution.RunID, have, in.Entries[skip:]); err != nil {
+			return err
+		}
+	}
 	var buf bytes.Buffer
 	buf.Write(old)
 	enc := json.NewEncoder(&buf)

@@ -121,9 +121,6 @@ func (f *batchFixture) runWith(t *testing.T, id string, in batchRunInput) (*test
 	// workflow task may wait for the CPU longer than the default 1 s
 	// deadlock detection allows.
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
-	if in.State != nil {
-		env.SetContinuedExecutionRunID(testRunID)
-	}
 	env.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: api.BatchQAName})
 	if f.child != nil {
 		env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: api.DocumentQAName})
@@ -131,6 +128,9 @@ func (f *batchFixture) runWith(t *testing.T, id string, in batchRunInput) (*test
 		env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	}
 	f.acts.Register(env)
+	if in.State != nil {
+		ContinuedFrom(env)
+	}
 	// A test environment runs one run at a time: the children a run
 	// carries over to the next one live in no environment. These tests
 	// therefore run the batch as runs recorded before BatchCarryChange do

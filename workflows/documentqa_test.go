@@ -82,11 +82,11 @@ func (f *fixture) runWith(t *testing.T, in qaRunInput) (*testsuite.TestWorkflowE
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	if in.State != nil {
-		env.SetContinuedExecutionRunID(testRunID)
-	}
 	env.RegisterWorkflowWithOptions(DocumentQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	f.acts.Register(env)
+	if in.State != nil {
+		ContinuedFrom(env)
+	}
 	if f.setup != nil {
 		f.setup(env)
 	}

@@ -1,5 +1,12 @@
 package workflows
 
+import (
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/memagent/memagent/activities"
+)
+
 // RawJSON is rawJSON for the external tests: one argument as a client in
 // another language sends it.
 var RawJSON = rawJSON
@@ -21,3 +28,12 @@ type (
 	ReviewState         = reviewState
 	ReviewQuestionState = reviewQuestionState
 )
+
+// ContinuedFrom makes env's run a continuation of testRunID that
+// VerifyContinuedRun proves memagent's own, as Temporal would answer for a
+// run memagent's worker continued as new (the test environment has no
+// server to ask).
+func ContinuedFrom(env *testsuite.TestWorkflowEnvironment) {
+	env.SetContinuedExecutionRunID(testRunID)
+	env.OnActivity(activities.VerifyContinuedRunName, mock.Anything, mock.Anything).Return(nil)
+}

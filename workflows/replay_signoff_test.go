@@ -39,6 +39,9 @@ import (
 // signOffGenerations are SignOff's recorded chains, oldest first.
 var signOffGenerations = []generation{
 	{name: "v1", prefix: "signoff_run"},
+	// VerifyCarryChange at version 1: each continued run registers its
+	// handlers, proves where its state came from, then takes it.
+	{name: "v2-verified", prefix: "signoff_verified_run"},
 }
 
 const signOffMinRuns = 3

@@ -115,6 +115,9 @@ var generations = []generation{
 	// and ProvenanceChange at version 1: FindCheckpoint and the memory
 	// updates told the run's chain.
 	{name: "v1-provenance", prefix: "documentqa_provenance_run", version: 1},
+	// and VerifyCarryChange at version 1: each continued run proves where
+	// its state came from (VerifyContinuedRun, a local activity).
+	{name: "v1-verified", prefix: "documentqa_verified_run", version: 1},
 }
 
 const (
@@ -502,6 +505,9 @@ var batchGenerations = []generation{
 	// asked twice is read again, not reused, and every child starts with
 	// reuse "none".
 	{name: "v6-whole", prefix: "batch_whole_run"},
+	// VerifyCarryChange at version 1: each continued run proves where its
+	// state came from (VerifyContinuedRun, a local activity).
+	{name: "v7-verified", prefix: "batch_verified_run"},
 }
 
 const (

@@ -7,8 +7,9 @@ package workflows_test
 // from before GroundingChange, testdata/review_ground_run{N}.json, frozen,
 // from before CoalesceUpsertsChange, testdata/review_coalesce_run{N}.json,
 // frozen, from before CheckpointsChange, testdata/review_checkpoints_run{N}.json,
-// frozen, from before ProvenanceChange, and
-// testdata/review_provenance_run{N}.json, the current generation; record that
+// frozen, from before ProvenanceChange, testdata/review_provenance_run{N}.json,
+// frozen, from before VerifyCarryChange, and
+// testdata/review_verified_run{N}.json, the current generation; record that
 // again with
 // go test ./workflows -run TestReplayReview -update).
 
@@ -241,7 +242,7 @@ func (f *reviewFixture) runFrom(t *testing.T, in workflows.ReviewRunInput) (*tes
 	for runs := 1; runs <= 100; runs++ {
 		env := f.env(t)
 		if in.State != nil {
-			env.SetContinuedExecutionRunID(workflows.TestRunID)
+			workflows.ContinuedFrom(env)
 		}
 		env.ExecuteWorkflow(api.ReviewDocumentName, in)
 		if !env.IsWorkflowCompleted() {
@@ -682,8 +683,9 @@ const (
 	// records: ConvertDocument before PrepareDocument, GroundAnswer before
 	// WriteReview, the chunk count upserted at most every few seconds,
 	// FindCheckpoint for each question after PrepareDocument, told the
-	// review's chain (ProvenanceChange).
-	reviewHistoryPrefix = "review_provenance_run"
+	// review's chain (ProvenanceChange), each continued run proving where
+	// its state came from (VerifyCarryChange).
+	reviewHistoryPrefix = "review_verified_run"
 	reviewReplayID      = "replay-review"
 	reviewMinRuns       = 3
 )
@@ -696,9 +698,11 @@ func TestReplayReview(t *testing.T) {
 	// review_convert_run{N}: before GroundingChange (frozen);
 	// review_ground_run{N}: before CoalesceUpsertsChange (frozen);
 	// review_coalesce_run{N}: before CheckpointsChange (frozen);
-	// review_checkpoints_run{N}: before ProvenanceChange (frozen).
+	// review_checkpoints_run{N}: before ProvenanceChange (frozen);
+	// review_provenance_run{N}: before VerifyCarryChange (frozen).
 	var paths []string
-	for _, prefix := range []string{"review_run", "review_convert_run", "review_ground_run", "review_coalesce_run", "review_checkpoints_run", reviewHistoryPrefix} {
+	for _, prefix := range []string{"review_run", "review_convert_run", "review_ground_run", "review_coalesce_run", "review_checkpoints_run",
+		"review_provenance_run", reviewHistoryPrefix} {
 		gen, err := filepath.Glob(filepath.Join(historyDir, prefix+"[0-9]*.json"))
 		if err != nil {
 			t.Fatal(err)

@@ -70,14 +70,14 @@ type signOffState struct {
 // writes the decided grid (JSON, CSV, XLSX) and completes with it.
 func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid, err error) {
 	edge := newBoundary(ctx)
-	s := &signOffRun{ctx: ctx}
+	s := &signOffRun{ctx: ctx, proven: true}
 	defer func() {
 		if st := edge.closedStatus(err); st != "" && st != api.StageDone {
 			_ = workflow.UpsertTypedSearchAttributes(ctx, api.StatusKey.ValueSet(st))
 		}
 	}()
 	if err := workflow.SetQueryHandler(ctx, api.SignOffGridQuery, func() (api.SignOffGrid, error) {
-		if s.st == nil {
+		if s.st == nil || !s.proven {
 			return api.SignOffGrid{}, errors.New("the sign-off is still reading what it signs off")
 		}
 		return s.grid(), nil
@@ -85,7 +85,7 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 		return nil, err
 	}
 	if err := workflow.SetQueryHandler(ctx, api.CellHistoryQuery, func(cell string) (api.SignOffCellHistory, error) {
-		if s.st == nil {
+		if s.st == nil || !s.proven {
 			return api.SignOffCellHistory{}, errors.New("the sign-off is still reading what it signs off")
 		}
 		c := s.cell(cell)
@@ -119,8 +119,23 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 	// buffered for this run is validated as its handler is registered.
 	// A first run registers them before it reads what it signs off, so
 	// that an Update coming meanwhile is refused by its validator ("still
-	// reading"), never dropped as unknown.
-	if run.State != nil {
+	// reading"), never dropped as unknown. A continued run at
+	// VerifyCarryChange registers them too before it proves where its
+	// state came from (checkCarry asks Temporal): an Update its validator
+	// accepts meanwhile waits in its handler until the state is proven,
+	// and is validated again then (awaitProven); the queries answer only
+	// then; a state that fails the proof fails the run with nothing
+	// written.
+	if run.State != nil && workflow.GetVersion(ctx, VerifyCarryChange, workflow.DefaultVersion, 1) >= 1 {
+		s.st, s.proven = run.State, false
+		if err := s.handlers(); err != nil {
+			return nil, err
+		}
+		if err := checkCarry(ctx, run.State.From); err != nil {
+			return nil, err
+		}
+		s.proven = true
+	} else if run.State != nil {
 		if err := checkCarry(ctx, run.State.From); err != nil {
 			return nil, err
 		}
@@ -158,16 +173,40 @@ type signOffRun struct {
 	accepted int
 	// published is the MemagentSignoff last upserted.
 	published string
+	// proven is false while a continued run proves where its state came
+	// from (VerifyCarryChange); the handlers apply nothing until it is.
+	proven bool
+}
+
+// awaitProven waits, in an Update's handler, until the run's state is
+// proven, and then validates the Update again with check: another Update
+// may have changed the state while it waited. It returns at once on a run
+// whose state needs no proof, so histories from before VerifyCarryChange
+// replay as they were recorded.
+func (s *signOffRun) awaitProven(ctx workflow.Context, check func() error) error {
+	if s.proven {
+		return nil
+	}
+	if err := workflow.Await(ctx, func() bool { return s.proven }); err != nil {
+		return err
+	}
+	return check()
 }
 
 func (s *signOffRun) handlers() error {
 	if err := workflow.SetUpdateHandlerWithOptions(s.ctx, api.DecideUpdate, func(ctx workflow.Context, r api.DecideRequest) (api.SignOffCell, error) {
+		if err := s.awaitProven(ctx, func() error { return s.checkDecide(r) }); err != nil {
+			return api.SignOffCell{}, err
+		}
 		seq := s.decide(ctx, r)
 		return *s.cell(r.Cell), s.awaitWritten(ctx, seq)
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, r api.DecideRequest) error { return s.checkDecide(r) }}); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(s.ctx, api.SignOffUpdate, func(ctx workflow.Context, r api.SignOffRequest) (api.SignOffGrid, error) {
+		if err := s.awaitProven(ctx, func() error { return s.checkSignOff(r) }); err != nil {
+			return api.SignOffGrid{}, err
+		}
 		seq := s.signOff(ctx, r)
 		if err := s.awaitWritten(ctx, seq); err != nil {
 			return api.SignOffGrid{}, err
@@ -177,6 +216,9 @@ func (s *signOffRun) handlers() error {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(s.ctx, api.ReopenUpdate, func(ctx workflow.Context, r api.ReopenRequest) (api.SignOffCell, error) {
+		if err := s.awaitProven(ctx, func() error { return s.checkReopen(r) }); err != nil {
+			return api.SignOffCell{}, err
+		}
 		seq := s.reopen(ctx, r)
 		return *s.cell(r.Cell), s.awaitWritten(ctx, seq)
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, r api.ReopenRequest) error { return s.checkReopen(r) }})

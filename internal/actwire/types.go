@@ -539,3 +539,11 @@ type GroundOutput struct {
 	Groundings []api.Grounding `json:"groundings"`
 	Citations  []api.Citation  `json:"citations,omitempty"`
 }
+
+// VerifyRunInput asks VerifyContinuedRun whether the run the calling run
+// continued from is memagent's own: PreviousRunID is the calling run's
+// ContinuedExecutionRunID, as Temporal set it. Who asks (workflow id,
+// type, task queue) comes from the activity's own info, never the input.
+type VerifyRunInput struct {
+	PreviousRunID string `json:"previous_run_id"`
+}

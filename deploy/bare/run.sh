@@ -52,6 +52,8 @@
 # Needs: go, jq, curl, PostgreSQL's server binaries (Debian: postgresql).
 # Binaries it builds are kept in MEMAGENT_BARE_CACHE (default
 # ~/.cache/memagent/bare); the first run builds Temporal's server (minutes).
+# MEMAGENT_BARE_V1_REF=REF (with --upgrade) builds bare-v1 from git ref REF,
+# the build before a change, and bare-v2 from this checkout.
 # MEMAGENT_BARE_KEEP=1 keeps the temporary directory (logs) after the run;
 # MEMAGENT_BARE_RESULT=FILE copies the ask's JSON result (workflow_id,
 # chunks, answer, ...) to FILE.
@@ -233,6 +235,17 @@ if [ "$mode" = upgrade ]; then
   for b in v1 v2; do
     go build -ldflags "-X github.com/memagent/memagent/internal/buildinfo.version=bare-$b" -o "$cache/bin/worker-$b" ./worker
   done
+  # MEMAGENT_BARE_V1_REF=<git ref>: build v1 from that commit instead (the
+  # build before a workflow change), so the upgrade carries runs in flight
+  # from the old code onto this checkout's.
+  if [ -n "${MEMAGENT_BARE_V1_REF:-}" ]; then
+    v1src=$(mktemp -d)
+    git -C "$root" worktree add --detach --quiet "$v1src/src" "$MEMAGENT_BARE_V1_REF"
+    (cd "$v1src/src" && go build -ldflags "-X github.com/memagent/memagent/internal/buildinfo.version=bare-v1" -o "$cache/bin/worker-v1" ./worker)
+    git -C "$root" worktree remove --force "$v1src/src"
+    rm -rf "$v1src"
+    log "bare-v1 built from $MEMAGENT_BARE_V1_REF ($(git -C "$root" rev-parse --short "$MEMAGENT_BARE_V1_REF"))"
+  fi
 fi
 
 # start NAME SERVICE ARGV...: runs ARGV with SERVICE's environment (and

@@ -8,8 +8,9 @@ import (
 
 // nestedGroupsPDF is a two-page PDF: page 1 draws a chain of depth form
 // XObjects, each a transparency group that draws the next twice under a
-// blend mode, so PDFium composites 2^depth page-sized groups (about 1.5
-// KB for depth 20); page 2 is one line of text.
+// blend mode, so PDFium composites 2^depth page-sized groups: 1.6 KB and
+// 3 s at depth 3, 2.8 KB and minutes at depth 8 (measured at 110 dpi);
+// page 2 is one line of text.
 func nestedGroupsPDF(depth int) []byte {
 	const first = 9 // object number of the first form
 	objs := []string{

@@ -47,7 +47,7 @@ func get(d *Desk, key string, data []byte, page int) *httptest.ResponseRecorder 
 	return w
 }
 
-// TestSlowPage is the review's slow page: a 2 KB page of nested
+// TestSlowPage is the review's slow page: a 3 KB PDF of nested
 // transparency groups that keeps PDFium compositing for minutes. Another
 // page of the same document is served while it is pending, the slow one
 // fails at the deadline with a 504 that says why (its instance killed,

@@ -130,6 +130,9 @@ func New(cfg Config) (*Desk, error) {
 	if cfg.Temporal == nil || cfg.Store == nil || cfg.Checks == nil || cfg.Reviewers == nil {
 		return nil, errors.New("desk: Temporal, Store, Checks and Reviewers are required")
 	}
+	if err := cfg.Reviewers.Check(); err != nil {
+		return nil, fmt.Errorf("desk: %w", err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

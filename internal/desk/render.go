@@ -56,6 +56,10 @@ type renderer struct {
 	logger *slog.Logger
 	cache  *lru
 
+	// stop cancels every job, at Close.
+	base context.Context
+	stop context.CancelFunc
+
 	mu        sync.Mutex
 	conv      *docconv.Converter
 	instances int
@@ -67,10 +71,19 @@ type renderer struct {
 }
 
 func newRenderer(timeout time.Duration, instances int, cacheBytes int64, logger *slog.Logger) *renderer {
+	base, stop := context.WithCancel(context.Background())
 	return &renderer{
 		timeout: timeout, grace: stuckGrace, slots: make(chan struct{}, instances), logger: logger,
-		cache: newLRU(cacheBytes), conv: &docconv.Converter{Instances: instances}, instances: instances,
+		cache: newLRU(cacheBytes), conv: newConverter(instances), instances: instances,
+		base: base, stop: stop,
 	}
+}
+
+// newConverter is a Converter of n instances that keeps wazero's
+// compiled PDFium where the worker does, so that a replacement (and the
+// desk's first page) starts in a fraction of the time.
+func newConverter(n int) *docconv.Converter {
+	return &docconv.Converter{Instances: n, CacheDir: docconv.DefaultCacheDir()}
 }
 
 // converter is the current Converter.
@@ -91,53 +104,75 @@ func (r *renderer) replace(old *docconv.Converter) {
 		r.mu.Unlock()
 		return
 	}
-	r.conv = &docconv.Converter{Instances: r.instances}
+	r.conv = newConverter(r.instances)
 	r.mu.Unlock()
 	r.replaced.Add(1)
 	r.logger.Warn("a page render did not stop at its deadline: PDFium replaced")
 	go old.Close()
 }
 
-// Close stops PDFium.
+// Close kills the jobs running, waits (at most r.grace) for them to end,
+// and stops PDFium: go-pdfium's pool must not close an instance that a
+// job is killing.
 func (r *renderer) Close() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.closed = true
-	return r.conv.Close()
+	conv := r.conv
+	r.mu.Unlock()
+	r.stop()
+	wait := time.NewTimer(r.grace)
+	defer wait.Stop()
+	for range cap(r.slots) {
+		select {
+		case r.slots <- struct{}{}:
+		case <-wait.C:
+			return conv.Close()
+		}
+	}
+	return conv.Close()
 }
 
-// run runs job under the renderer's deadline in one of its slots. It
-// returns errRenderBusy when no slot frees within the deadline and
-// errRenderTimeout when job is still running at it; it does not wait for
-// such a job, whose slot stays taken until it ends (or, r.grace later,
-// its Converter is replaced).
-func (r *renderer) run(ctx context.Context, job func(context.Context, *docconv.Converter) error) error {
+// run runs job under r's deadline in one of its slots, and returns what
+// it returns. It returns errRenderBusy when no slot frees within the
+// deadline and errRenderTimeout when job is still running at it; it does
+// not wait for such a job, whose slot stays taken until it ends (or,
+// r.grace later, its Converter is replaced).
+func run[T any](ctx context.Context, r *renderer, job func(context.Context, *docconv.Converter) (T, error)) (T, error) {
+	var zero T
 	wait := time.NewTimer(r.timeout)
 	defer wait.Stop()
 	select {
 	case r.slots <- struct{}{}:
 	case <-wait.C:
-		return errRenderBusy
+		return zero, errRenderBusy
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	}
 	conv, err := r.converter()
 	if err != nil {
 		<-r.slots
-		return err
+		return zero, err
 	}
 	r.jobs.Add(1)
 	jctx, cancel := context.WithTimeout(ctx, r.timeout)
-	done := make(chan error, 1)
-	go func() { done <- job(jctx, conv) }()
+	defer context.AfterFunc(r.base, cancel)()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := job(jctx, conv)
+		done <- result{v, err}
+	}()
 	select {
-	case err := <-done:
+	case res := <-done:
 		cancel()
 		<-r.slots
-		if err != nil && errors.Is(jctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return errRenderTimeout
+		if res.err != nil && errors.Is(jctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return zero, errRenderTimeout
 		}
-		return err
+		return res.v, res.err
 	case <-jctx.Done():
 	}
 	cancel()
@@ -151,10 +186,13 @@ func (r *renderer) run(ctx context.Context, job func(context.Context, *docconv.C
 			r.replace(conv)
 		}
 	}()
-	if ctx.Err() != nil {
-		return ctx.Err()
+	switch {
+	case ctx.Err() != nil:
+		return zero, ctx.Err()
+	case r.base.Err() != nil:
+		return zero, errors.New("the desk is closing")
 	}
-	return errRenderTimeout
+	return zero, errRenderTimeout
 }
 
 // page is the PNG of page (from 1) of the PDF data at dpi, from the
@@ -164,13 +202,12 @@ func (r *renderer) page(ctx context.Context, key string, data []byte, page, dpi 
 	if v, ok := r.cache.get(ck); ok {
 		return cached[[]byte](v)
 	}
-	var png []byte
-	err := r.run(ctx, func(ctx context.Context, c *docconv.Converter) error {
+	png, err := run(ctx, r, func(ctx context.Context, c *docconv.Converter) ([]byte, error) {
 		img, err := c.RenderPage(ctx, bytes.NewReader(data), int64(len(data)), page, dpi)
-		if err == nil {
-			png = img.PNG
+		if err != nil {
+			return nil, err
 		}
-		return err
+		return img.PNG, nil
 	})
 	r.remember(ck, png, int64(len(png)), err)
 	return png, err
@@ -183,11 +220,8 @@ func (r *renderer) charBoxes(ctx context.Context, key string, data []byte, page 
 	if v, ok := r.cache.get(ck); ok {
 		return cached[[]docconv.CharBox](v)
 	}
-	var chars []docconv.CharBox
-	err := r.run(ctx, func(ctx context.Context, c *docconv.Converter) error {
-		var err error
-		chars, err = c.CharBoxes(ctx, bytes.NewReader(data), int64(len(data)), page)
-		return err
+	chars, err := run(ctx, r, func(ctx context.Context, c *docconv.Converter) ([]docconv.CharBox, error) {
+		return c.CharBoxes(ctx, bytes.NewReader(data), int64(len(data)), page)
 	})
 	r.remember(ck, chars, int64(len(chars))*40, err)
 	return chars, err

@@ -12,7 +12,10 @@
 // safe against cross-site requests (Fetch metadata and Origin checked,
 // a per-session CSRF token on every change, SameSite=Strict cookies, a
 // Host check against DNS rebinding) and listens on loopback unless told
-// otherwise. It never logs a token, a document's text or an answer.
+// otherwise. It renders pages in a few PDFium instances, each page under
+// a deadline (a hostile page of a few KB can keep PDFium busy for
+// minutes), and keeps rendered pages in a cache bounded by bytes. It never
+// logs a token, a document's text or an answer.
 package desk
 
 import (

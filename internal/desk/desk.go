@@ -12,7 +12,10 @@
 // safe against cross-site requests (Fetch metadata and Origin checked,
 // a per-session CSRF token on every change, SameSite=Strict cookies, a
 // Host check against DNS rebinding) and listens on loopback unless told
-// otherwise. It never logs a token, a document's text or an answer.
+// otherwise. It renders pages in a few PDFium instances, each page under
+// a deadline (a hostile page of a few KB can keep PDFium busy for
+// minutes), and keeps rendered pages in a cache bounded by bytes. It never
+// logs a token, a document's text or an answer.
 package desk
 
 import (
@@ -87,20 +90,30 @@ type Config struct {
 	// MaxDocumentBytes bounds a PDF the desk renders pages of (default
 	// 128 MiB).
 	MaxDocumentBytes int64
+	// RenderTimeout bounds PDFium's work on one page, its image or its
+	// character boxes (default DefaultRenderTimeout): past it the request
+	// fails (504) and the instance is killed.
+	RenderTimeout time.Duration
+	// RenderInstances is the PDFium instances pages render in at once
+	// (default DefaultRenderInstances); a page that finds none free within
+	// RenderTimeout fails (503).
+	RenderInstances int
+	// PageCacheBytes bounds the rendered pages and character boxes kept
+	// (default DefaultPageCacheBytes).
+	PageCacheBytes int64
 }
 
 // Desk serves the review desk.
 type Desk struct {
 	cfg    Config
 	mc     *memclient.Client
-	pdf    *docconv.Converter
+	pages  *renderer
 	secret []byte
 	mux    *http.ServeMux
 
 	mu       sync.Mutex
 	sessions map[string]session
 	docs     map[string][]byte // source URI@etag → the PDF, at most maxDocs
-	chars    map[string][]docconv.CharBox
 }
 
 type session struct {
@@ -112,7 +125,6 @@ const (
 	sessionCookie = "memagent_desk"
 	sessionTTL    = 12 * time.Hour
 	maxDocs       = 2
-	maxCharPages  = 64
 	renderDPI     = 110
 )
 
@@ -121,16 +133,28 @@ func New(cfg Config) (*Desk, error) {
 	if cfg.Temporal == nil || cfg.Store == nil || cfg.Checks == nil || cfg.Reviewers == nil {
 		return nil, errors.New("desk: Temporal, Store, Checks and Reviewers are required")
 	}
+	if err := cfg.Reviewers.Check(); err != nil {
+		return nil, fmt.Errorf("desk: %w", err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.MaxDocumentBytes <= 0 {
 		cfg.MaxDocumentBytes = 128 << 20
 	}
+	if cfg.RenderTimeout <= 0 {
+		cfg.RenderTimeout = DefaultRenderTimeout
+	}
+	if cfg.RenderInstances <= 0 {
+		cfg.RenderInstances = DefaultRenderInstances
+	}
+	if cfg.PageCacheBytes <= 0 {
+		cfg.PageCacheBytes = DefaultPageCacheBytes
+	}
 	d := &Desk{
 		cfg: cfg, mc: memclient.New(cfg.Temporal, memclient.Options{TaskQueue: cfg.TaskQueue}),
-		pdf: &docconv.Converter{Instances: 1}, secret: make([]byte, 32),
-		sessions: map[string]session{}, docs: map[string][]byte{}, chars: map[string][]docconv.CharBox{},
+		pages:  newRenderer(cfg.RenderTimeout, cfg.RenderInstances, cfg.PageCacheBytes, cfg.Logger),
+		secret: make([]byte, 32), sessions: map[string]session{}, docs: map[string][]byte{},
 	}
 	if _, err := rand.Read(d.secret); err != nil {
 		return nil, err
@@ -156,7 +180,7 @@ func New(cfg Config) (*Desk, error) {
 }
 
 // Close stops PDFium.
-func (d *Desk) Close() error { return d.pdf.Close() }
+func (d *Desk) Close() error { return d.pages.Close() }
 
 // ServeHTTP checks the Host, refuses cross-site requests that change
 // anything, sets the page's security headers, and serves.
@@ -554,32 +578,33 @@ func quoteCandidates(q string) []string {
 }
 
 // document returns the PDF at uri, read once (with the worker's read
-// check) and kept for the next pages.
-func (d *Desk) document(ctx context.Context, uri string) ([]byte, error) {
+// check) and kept for the next pages, and the key of its version
+// (URI@ETag).
+func (d *Desk) document(ctx context.Context, uri string) (data []byte, key string, err error) {
 	if err := d.cfg.Checks.CheckRead("document", uri); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	loc, err := s3store.ParseURI(uri)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	info, err := d.cfg.Store.Head(ctx, loc)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	key := uri + "@" + info.ETag
+	key = uri + "@" + info.ETag
 	d.mu.Lock()
 	data, ok := d.docs[key]
 	d.mu.Unlock()
 	if ok {
-		return data, nil
+		return data, key, nil
 	}
 	if info.Size > d.cfg.MaxDocumentBytes {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d the desk renders", uri, info.Size, d.cfg.MaxDocumentBytes)
+		return nil, "", fmt.Errorf("%s is %d bytes, over the %d the desk renders", uri, info.Size, d.cfg.MaxDocumentBytes)
 	}
 	data, err = d.cfg.Store.ReadAll(ctx, loc)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	d.mu.Lock()
 	if len(d.docs) >= maxDocs {
@@ -587,32 +612,16 @@ func (d *Desk) document(ctx context.Context, uri string) ([]byte, error) {
 	}
 	d.docs[key] = data
 	d.mu.Unlock()
-	return data, nil
+	return data, key, nil
 }
 
 func (d *Desk) charBoxes(ctx context.Context, uri string, page int) ([]docconv.CharBox, error) {
-	data, err := d.document(ctx, uri)
+	data, key, err := d.document(ctx, uri)
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s#%d#%d", uri, len(data), page)
-	d.mu.Lock()
-	chars, ok := d.chars[key]
-	d.mu.Unlock()
-	if ok {
-		return chars, nil
-	}
-	chars, err = d.pdf.CharBoxes(ctx, bytes.NewReader(data), int64(len(data)), page)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	if len(d.chars) >= maxCharPages {
-		clear(d.chars)
-	}
-	d.chars[key] = chars
-	d.mu.Unlock()
-	return chars, nil
+	chars, err := d.pages.charBoxes(ctx, key, data, page)
+	return chars, d.renderError(err, page)
 }
 
 func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string) {
@@ -633,19 +642,60 @@ func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string)
 		http.Error(w, "this cell cites no page of a PDF", http.StatusNotFound)
 		return
 	}
-	data, err := d.document(ctx, source(g, *row))
+	data, key, err := d.document(ctx, source(g, *row))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	img, err := d.pdf.RenderPage(ctx, bytes.NewReader(data), int64(len(data)), row.Grounding.Pages.First, renderDPI)
+	d.writePage(w, r, key, data, row.Grounding.Pages.First)
+}
+
+// writePage answers the PNG of page of the PDF data (key its version), or
+// a JSON error: 504 for a page past the render deadline, 503 when every
+// renderer stayed busy.
+func (d *Desk) writePage(w http.ResponseWriter, r *http.Request, key string, data []byte, page int) {
+	png, err := d.pages.page(r.Context(), key, data, page, renderDPI)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		err = d.renderError(err, page)
+		switch {
+		case errors.Is(err, errRenderTimeout):
+			jsonError(w, http.StatusGatewayTimeout, err)
+		case errors.Is(err, errRenderBusy):
+			w.Header().Set("Retry-After", fmt.Sprint(int(d.cfg.RenderTimeout.Seconds())+1))
+			jsonError(w, http.StatusServiceUnavailable, err)
+		default:
+			jsonError(w, http.StatusInternalServerError, err)
+		}
 		return
 	}
 	w.Header().Set("Content-Type", "image/png")
-	_, _ = w.Write(img.PNG)
+	_, _ = w.Write(png)
 }
+
+// renderError says what a renderer's error means for page.
+func (d *Desk) renderError(err error, page int) error {
+	var msg string
+	switch {
+	case errors.Is(err, errSlowAgain):
+		msg = fmt.Sprintf("page %d took longer than %v to render less than %v ago and is not tried again yet: a page this slow is likely made to be; read it in the document itself", page, d.cfg.RenderTimeout, slowPageTTL)
+	case errors.Is(err, errRenderTimeout):
+		msg = fmt.Sprintf("page %d took longer than %v to render and PDFium was stopped: a page this slow is likely made to be; read it in the document itself", page, d.cfg.RenderTimeout)
+	case errors.Is(err, errRenderBusy):
+		msg = fmt.Sprintf("page %d: the desk's page renderers stayed busy with other pages for %v: try again in a moment", page, d.cfg.RenderTimeout)
+	default:
+		return err
+	}
+	return &renderFailure{msg: msg, err: err}
+}
+
+// renderFailure is a renderer's error as the desk tells it.
+type renderFailure struct {
+	msg string
+	err error
+}
+
+func (e *renderFailure) Error() string { return e.msg }
+func (e *renderFailure) Unwrap() error { return e.err }
 
 func (d *Desk) export(w http.ResponseWriter, r *http.Request, name, sid string) {
 	subject := r.URL.Query().Get("id")

@@ -369,10 +369,11 @@ func signOffCommands(bind bindWith) []*cobra.Command {
 batches waiting for sign-off, decide on each answer with the cited page of the PDF
 rendered and the quote highlighted where it stands, and sign a level off
 (keyboard: a accept, e edit, r reject, n next open cell). Reviewers sign in
-through the identity source the operator configures (docs/REVIEW.md#who-decided).
-Loopback by default.`,
+through the identity source the operator configures (docs/REVIEW.md#who-decided);
+a proxy's header needs the proxy named, by --trusted-proxy or by its secret.
+Each page renders within --render-timeout. Loopback by default.`,
 			`  MEMAGENT_REVIEWERS=tokens:/etc/memagent/reviewers starter desk
-  starter desk --addr 127.0.0.1:8090 --reviewers header:X-Forwarded-User`, bind(bindDesk)),
+  starter desk --reviewers header:X-Forwarded-User --proxy-secret-file /etc/memagent/desk-proxy-secret`, bind(bindDesk)),
 		leaf("decide ID --cell CELL (--accept | --edit ANSWER --reason WHY | --reject --reason WHY | --reopen --reason WHY) [flags]",
 			"Decide on one answer of a review or batch waiting for sign-off",
 			`Records a decision on one cell of a sign-off (a review's question, a batch's

@@ -40,6 +40,9 @@ func bindReviewerFlags(fs *pflag.FlagSet) reviewerFlags {
 
 // who is the reviewer the token names, through the operator's token file.
 func (f reviewerFlags) who() (string, error) {
+	if reviewer.IsHeader(*f.source) {
+		return "", badRequest(errors.New("the reviewer identity source is a proxy's header, which only the desk sees: the CLI needs a token file (" + reviewer.Env + "=tokens:FILE)"))
+	}
 	src, err := reviewer.Parse(*f.source, nil)
 	if err != nil {
 		return "", badRequest(err)
@@ -387,7 +390,12 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 	connectionFlags(cmd, &cfg)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen on `ADDR` (loopback by default: put an authenticating proxy in front to serve others)")
 	source := fs.String("reviewers", os.Getenv(reviewer.Env), "the reviewer identity `SOURCE`: tokens:FILE, or header:NAME set by an authenticating proxy ("+reviewer.Env+")")
-	trusted := fs.StringSlice("trusted-proxy", nil, "with header:NAME, the proxy's `ADDRESS` or CIDR the header is believed from (default loopback)")
+	trusted := fs.StringSlice("trusted-proxy", envList(reviewer.TrustedEnv), "with header:NAME, the proxy's `ADDRESS` or CIDR the header is believed from, exactly: no default, since loopback is every local process ("+reviewer.TrustedEnv+")")
+	secretHeader := fs.String("proxy-secret-header", reviewer.DefaultSecretHeader, "with header:NAME, the `HEADER` the proxy sends its secret in")
+	secretFile := fs.String("proxy-secret-file", "", "with header:NAME, read the secret the proxy sends from `FILE` (default $"+reviewer.SecretEnv+"); a request without it is no one")
+	renderTimeout := fs.Duration("render-timeout", desk.DefaultRenderTimeout, "stop rendering a page after `DURATION` (the page's request fails)")
+	renderInstances := fs.Int("render-instances", desk.DefaultRenderInstances, "render at most `N` pages at once, each in a PDFium instance of its own")
+	pageCacheMB := fs.Int64("page-cache-mb", desk.DefaultPageCacheBytes>>20, "keep at most `MB` of rendered pages")
 	hosts := fs.StringSlice("host", nil, "a `NAME` the desk is reached by (Host header), besides ADDR's and localhost")
 	return func(args []string) (err error) {
 		if cfgErr != nil {
@@ -396,9 +404,20 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		if len(args) > 0 {
 			return badRequest(fmt.Errorf("unexpected arguments %q", args))
 		}
-		src, err := reviewer.Parse(*source, *trusted)
+		proxy := &reviewer.Proxy{Trusted: *trusted, SecretHeader: *secretHeader, Secret: os.Getenv(reviewer.SecretEnv)}
+		if *secretFile != "" {
+			data, err := os.ReadFile(*secretFile)
+			if err != nil {
+				return badRequest(fmt.Errorf("--proxy-secret-file: %w", err))
+			}
+			proxy.Secret = strings.TrimSpace(string(data))
+		}
+		src, err := reviewer.Parse(*source, proxy)
 		if err != nil {
 			return badRequest(err)
+		}
+		if *renderTimeout <= 0 || *renderInstances <= 0 || *pageCacheMB <= 0 {
+			return badRequest(errors.New("--render-timeout, --render-instances and --page-cache-mb must be positive"))
 		}
 		host, _ := os.Hostname()
 		cfg.ClientIdentity = fmt.Sprintf("%d@%s memagent-desk", os.Getpid(), host)
@@ -417,6 +436,7 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		d, err := desk.New(desk.Config{
 			Temporal: s.temporal, ClientIdentity: cfg.ClientIdentity, TaskQueue: cfg.TaskQueue, Store: s.store,
 			Checks: checks, Reviewers: src, Hosts: allowed, Logger: s.logger,
+			RenderTimeout: *renderTimeout, RenderInstances: *renderInstances, PageCacheBytes: *pageCacheMB << 20,
 		})
 		if err != nil {
 			return err
@@ -435,4 +455,15 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		}
 		return nil
 	}
+}
+
+// envList is the comma-separated list in the environment variable name.
+func envList(name string) []string {
+	var out []string
+	for _, v := range strings.Split(os.Getenv(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -94,6 +94,28 @@ const (
 	// refused, with the message saying so.
 	MaxSignOffTextBytes = 512 << 10
 	MaxSignOffEntries   = 2000
+	// MaxSignOffRevisions bounds what one reviewer does at one level of a
+	// sign-off beyond a first decision on each cell: a reviewer makes at
+	// most (cells + MaxSignOffRevisions) decisions and reopenings at a
+	// level, over the whole sign-off (every run). A flood of Updates from
+	// one reviewer stops there, and leaves the entries to the others.
+	MaxSignOffRevisions = 50
+)
+
+// A sign-off keeps room for what is still needed to finish it. The level
+// sign-offs not made yet always have an entry and MaxCommentBytes of text
+// each that no decision or reopening may take; and a decision that is
+// not the first on a pending cell (a change of mind, a reopening, an
+// optional level-2 decision) is refused when it would leave no room for
+// a decision on every cell still waiting for one. A sign-off Update is
+// refused only at MaxSignOffEntries and MaxSignOffTextBytes themselves.
+const (
+	// SignOffReservedTextBytes is the text kept for each level sign-off
+	// not made yet (its comment).
+	SignOffReservedTextBytes = MaxCommentBytes
+)
+
+const (
 	// DefaultSignOffUpdatesPerRun is how many accepted Updates a run takes
 	// before it continues as new (earlier when Temporal suggests it).
 	DefaultSignOffUpdatesPerRun = 500

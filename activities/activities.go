@@ -134,10 +134,17 @@ type Activities struct {
 	// by default any host whose addresses are public, never loopback,
 	// link-local or private ones.
 	NotifyPolicy NotifyPolicy
-	// NotifyAttemptTime is the least time an attempt to notify that does
-	// not deliver takes before it fails (default 30s, the attempt's
-	// timeout), so that its timing says nothing about the host.
+	// NotifyAttemptTime is the budget of an attempt to notify (default
+	// 30s): the POST ends by then, and an attempt that does not deliver
+	// ends then, however early it failed, so that its timing says nothing
+	// about the host. It must stay below the workflow's 45 s start-to-close
+	// timeout of the attempt.
 	NotifyAttemptTime time.Duration
+	// NotifyAttempts is how many attempts a notification gets (default 1):
+	// every undelivered attempt before the last is retried, whatever the
+	// host did, and the last one is not. More attempts ride out a
+	// receiver's restart; each one that fails lasts NotifyAttemptTime.
+	NotifyAttempts int
 
 	// owners remembers the owners of claimed output prefixes (allowOutput).
 	owners ownerCache

@@ -122,7 +122,7 @@ func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInpu
 	a.recordOCR(ctx, done.PageMap.OCR)
 	a.logger().InfoContext(ctx, "document converted", "document", in.Document, "format", done.PageMap.Format,
 		"pages", done.PageMap.Pages, "bytes", done.Bytes, "dropped_lines", done.Dropped,
-		"ocr_pages", out.OCRPages, "ocr_seconds", out.OCRSeconds, "ocr_check_pages", ocrCheckNote(out.OCRCheckPages))
+		"ocr_pages", out.OCRPages, "ocr_seconds", out.OCRSeconds, "ocr_check_pages", ocrCheckNote(out.OCRCheckPages), "ocr_not_read", ocrCheckNote(out.OCRNotRead))
 	return out, nil
 }
 
@@ -145,6 +145,13 @@ func (a *Activities) readConverted(ctx context.Context, mapLoc, textLoc s3store.
 	var d actwire.ConvertedDocument
 	if json.Unmarshal(data, &d) != nil || d.Text != textLoc.String() {
 		return nil, false
+	}
+	// A conversion whose OCR budget ran out is not reused: converting
+	// again reads the pages it did not (those it read are cached).
+	for _, o := range d.PageMap.OCR {
+		if o.NotRead {
+			return nil, false
+		}
 	}
 	info, err := a.Store.Head(ctx, textLoc)
 	if err != nil || info.ETag != d.TextETag {
@@ -263,6 +270,7 @@ func (a *Activities) converter(ctx context.Context) *docconv.Converter {
 	if a.documents == nil {
 		a.documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir(), Limits: docconv.Limits{
 			MaxTextBytes: a.Limits.MaxConvertedBytes, PDFMemoryBytes: a.Limits.PDFMemoryBytes, Timeout: a.Limits.ConvertTimeout,
+			MaxOCRPages: a.Limits.OCRMaxPages, OCRBudget: a.Limits.OCRBudget,
 		}, OCR: engine}
 	}
 	return a.documents

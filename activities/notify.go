@@ -19,24 +19,31 @@ import (
 	"github.com/memagent/memagent/internal/notify"
 )
 
-// notifyTimeout bounds one POST to a notify_url when Activities.Notifier
-// is not set; the workflow's start-to-close bounds it too.
-const notifyTimeout = 30 * time.Second
+// Defaults of Activities.NotifyAttemptTime and NotifyAttempts.
+const (
+	notifyTimeout  = 30 * time.Second
+	notifyAttempts = 1
+)
 
 // notifyChanges POSTs a batch's change notification to its notify_url as
-// JSON, once per attempt. A 2xx is delivered. Whatever else happens, the
-// caller learns only that it was not delivered and whether Temporal
-// retries it: never the status code, the body, the network error or how
-// long the host took (an attempt that does not deliver ends no sooner
-// than NotifyAttemptTime after it began), so that notify_url is nobody's
-// port scanner. A 3xx or a 4xx other than 408 and 429, and an address the
-// policy refuses (NotifyPolicy, checked on each address dialled), are
-// memagent.NotifyRejected (non-retryable); anything else is retried. The
-// worker's log says what the host answered. The URL may carry a token in
-// its userinfo, path or query: it is never logged nor put in an error,
-// only its scheme and host. The Idempotency-Key header (the batch's
-// workflow and run id) lets a receiver drop the repeat of a POST whose
-// answer was lost.
+// JSON, once per attempt. A 2xx is delivered. Whatever else happens (a
+// closed port, an open one that speaks no HTTP or never answers, any
+// status other than 2xx, an address the policy refuses), the attempt
+// ends the same way: NotifyAttemptTime after it began (the POST's budget,
+// and the time an undelivered attempt is padded to), with the same error,
+// "notify <scheme://host>: not delivered", memagent.NotifyRejected,
+// retryable on every attempt before the NotifyAttempts-th (by default
+// there is one attempt) and non-retryable on that one.
+// The caller (the workflow's history and result, the batch's report and
+// search attributes) therefore learns whether it was delivered and
+// nothing else: never the status code, the body, the network error, how
+// long the host took or whether a retry might help, so that notify_url is
+// nobody's port scanner. Only a host off MEMAGENT_NOTIFY_HOSTS, which the
+// caller's own URL names, is refused at once. The worker's log says what
+// the host answered. The URL may carry a token in its userinfo, path or
+// query: it is never logged nor put in an error, only its scheme and
+// host. The Idempotency-Key header (the batch's workflow and run id) lets
+// a receiver drop the repeat of a POST whose answer was lost.
 func (a *Activities) notifyChanges(ctx context.Context, in actwire.NotifyInput) error {
 	began := time.Now()
 	if err := api.CheckNotifyURL(in.URL); err != nil {
@@ -62,16 +69,23 @@ func (a *Activities) notifyChanges(ctx context.Context, in actwire.NotifyInput) 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "memagent-notify/1")
 	req.Header.Set("Idempotency-Key", in.Notification.WorkflowID+"/"+in.Notification.RunID)
+	budget := a.notifyBudget()
 	client := a.Notifier
 	if client == nil {
-		client = notify.NewClient(a.NotifyPolicy, notifyTimeout)
+		client = notify.NewClient(a.NotifyPolicy, budget)
+		defer client.CloseIdleConnections()
 	}
 	attempt := int32(1)
 	if activity.IsActivity(ctx) {
 		attempt = activity.GetInfo(ctx).Attempt
 	}
 	log := a.logger().With("notify_host", host, "attempt", attempt)
-	resp, err := client.Do(req)
+	// The budget bounds the whole exchange, whatever client is used: a
+	// host that accepts and never answers ends the attempt when a closed
+	// port's attempt ends.
+	rctx, cancel := context.WithDeadline(ctx, began.Add(budget))
+	defer cancel()
+	resp, err := client.Do(req.WithContext(rctx))
 	if err != nil {
 		// A *url.Error quotes the whole URL: keep only what it wraps.
 		var ue *url.Error
@@ -80,35 +94,35 @@ func (a *Activities) notifyChanges(ctx context.Context, in actwire.NotifyInput) 
 		}
 		if notify.Refused(err) {
 			log.WarnContext(ctx, "notify_url refused: its address is loopback, link-local or private and not in MEMAGENT_NOTIFY_ALLOW_NETS")
-			return a.undelivered(ctx, began, host, false)
+		} else {
+			log.WarnContext(ctx, "notify_url not reached", "err", err)
 		}
-		log.WarnContext(ctx, "notify_url not reached", "err", err)
-		return a.undelivered(ctx, began, host, true)
+		return a.undelivered(ctx, began, host, attempt)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	switch code := resp.StatusCode; {
-	case code >= 200 && code < 300:
-		log.InfoContext(ctx, "batch changes notified", "status", code)
-		return nil
-	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		log.WarnContext(ctx, "notify_url answered with an error; retrying", "status", code)
-		return a.undelivered(ctx, began, host, true)
-	default:
-		log.WarnContext(ctx, "notify_url answered with a status a retry would not change", "status", code)
-		return a.undelivered(ctx, began, host, false)
+	if code := resp.StatusCode; code < 200 || code >= 300 {
+		log.WarnContext(ctx, "notify_url answered with a status other than 2xx", "status", code)
+		return a.undelivered(ctx, began, host, attempt)
 	}
+	log.InfoContext(ctx, "batch changes notified", "status", resp.StatusCode)
+	return nil
+}
+
+// notifyBudget is NotifyAttemptTime or its default.
+func (a *Activities) notifyBudget() time.Duration {
+	if a.NotifyAttemptTime > 0 {
+		return a.NotifyAttemptTime
+	}
+	return notifyTimeout
 }
 
 // undelivered is the error of an attempt that did not deliver, returned
-// no sooner than NotifyAttemptTime after the attempt began: whatever the
-// host did, every such attempt looks the same to the caller.
-func (a *Activities) undelivered(ctx context.Context, began time.Time, host string, retry bool) error {
-	floor := a.NotifyAttemptTime
-	if floor == 0 {
-		floor = notifyTimeout
-	}
-	if wait := time.Until(began.Add(floor)); wait > 0 {
+// NotifyAttemptTime after the attempt began: whatever the host did, every
+// such attempt looks the same to the caller, and only the attempt's
+// number (not the host) decides whether Temporal tries again.
+func (a *Activities) undelivered(ctx context.Context, began time.Time, host string, attempt int32) error {
+	if wait := time.Until(began.Add(a.notifyBudget())); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -116,9 +130,13 @@ func (a *Activities) undelivered(ctx context.Context, began time.Time, host stri
 			t.Stop()
 		}
 	}
-	if retry {
-		return fmt.Errorf("notify %s: not delivered; retrying", host)
+	msg := fmt.Sprintf("notify %s: not delivered (the worker's log says why)", host)
+	attempts := a.NotifyAttempts
+	if attempts <= 0 {
+		attempts = notifyAttempts
 	}
-	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("notify %s: not delivered: check notify_url (the worker's log says why)", host), api.ErrNotifyRejected, nil)
+	if int(attempt) < attempts {
+		return temporal.NewApplicationError(msg, api.ErrNotifyRejected)
+	}
+	return temporal.NewNonRetryableApplicationError(msg, api.ErrNotifyRejected, nil)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -24,20 +25,21 @@ import (
 
 func TestNotifyChanges(t *testing.T) {
 	const secret = "s3cr3t-token"
+	// Every status that does not deliver ends alike: whether a retry
+	// would help is the host's to know, not the caller's.
 	tests := []struct {
-		name          string
-		status        int
-		wantErr       bool
-		wantRetryable bool
+		name    string
+		status  int
+		wantErr bool
 	}{
-		{"ok", http.StatusOK, false, false},
-		{"accepted", http.StatusAccepted, false, false},
-		{"server error", http.StatusBadGateway, true, true},
-		{"request timeout", http.StatusRequestTimeout, true, true},
-		{"rate limited", http.StatusTooManyRequests, true, true},
-		{"not found", http.StatusNotFound, true, false},
-		{"unauthorized", http.StatusUnauthorized, true, false},
-		{"redirect", http.StatusFound, true, false},
+		{"ok", http.StatusOK, false},
+		{"accepted", http.StatusAccepted, false},
+		{"server error", http.StatusBadGateway, true},
+		{"request timeout", http.StatusRequestTimeout, true},
+		{"rate limited", http.StatusTooManyRequests, true},
+		{"not found", http.StatusNotFound, true},
+		{"unauthorized", http.StatusUnauthorized, true},
+		{"redirect", http.StatusFound, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +59,7 @@ func TestNotifyChanges(t *testing.T) {
 			defer srv.Close()
 			var logs bytes.Buffer
 			a := &Activities{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-				NotifyPolicy: loopbackAllowed(t), NotifyAttemptTime: time.Millisecond}
+				NotifyPolicy: loopbackAllowed(t), NotifyAttemptTime: 500 * time.Millisecond}
 			url := strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1) + "/hook/" + secret + "?token=" + secret
 			n := api.ChangeNotification{Name: "nightly", WorkflowID: "w", RunID: "r", Items: 20, Changes: &api.ChangeSummary{Changed: 5, Unchanged: 15}}
 			err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: url, Notification: n})
@@ -70,8 +72,8 @@ func TestNotifyChanges(t *testing.T) {
 			if err != nil {
 				var appErr *temporal.ApplicationError
 				nonRetryable := errors.As(err, &appErr) && appErr.NonRetryable()
-				if nonRetryable == tt.wantRetryable {
-					t.Errorf("err = %v: non-retryable %v, want retryable %v", err, nonRetryable, tt.wantRetryable)
+				if !nonRetryable || appErr.Type() != api.ErrNotifyRejected {
+					t.Errorf("err = %v: want %s, non-retryable (one attempt by default)", err, api.ErrNotifyRejected)
 				}
 				if !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "not delivered") {
 					t.Errorf("err = %v: want the scheme and host %s, not delivered", err, srv.URL)
@@ -89,8 +91,9 @@ func TestNotifyChanges(t *testing.T) {
 	}
 }
 
-// TestNotifyChangesConnectionError: a refused connection is retried, and
-// its error (which net/http makes quote the URL) keeps the secret out.
+// TestNotifyChangesConnectionError: a refused connection ends as any
+// undelivered attempt does, and its error (which net/http makes quote the
+// URL) keeps the secret out.
 func TestNotifyChangesConnectionError(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	url := srv.URL + "/hook?token=s3cr3t"
@@ -98,8 +101,8 @@ func TestNotifyChangesConnectionError(t *testing.T) {
 	a := &Activities{NotifyPolicy: loopbackAllowed(t), NotifyAttemptTime: time.Millisecond}
 	err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: url})
 	var appErr *temporal.ApplicationError
-	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) || strings.Contains(err.Error(), "s3cr3t") {
-		t.Errorf("err = %v, want a retryable error without the token", err)
+	if !errors.As(err, &appErr) || appErr.Type() != api.ErrNotifyRejected || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("err = %v, want %s without the token", err, api.ErrNotifyRejected)
 	}
 	for _, bad := range []string{"ftp://host/x", "/relative", "http://"} {
 		err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: bad})
@@ -175,5 +178,102 @@ func TestNotifyIsNoPortScanner(t *testing.T) {
 	err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: "https://evil.example.net/x"})
 	if !strings.Contains(errText(err), "MEMAGENT_NOTIFY_HOSTS") {
 		t.Errorf("a host off the list: err = %v, want it refused naming MEMAGENT_NOTIFY_HOSTS", err)
+	}
+}
+
+// TestNotifyOutcomeIsUniform performs the port probe the review did: a
+// notify_url at a closed port, at an open port that never answers, at one
+// that speaks no HTTP, at a server that answers 500 and at one that
+// answers 404. Each ends as every other does (the same error, type and
+// retryability, on a middle attempt and on the last) and at the same time,
+// the attempt's budget; only a server that answers 200 is delivered.
+func TestNotifyOutcomeIsUniform(t *testing.T) {
+	status := func(code int) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	closedSrv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	closed := closedSrv.URL
+	closedSrv.Close()
+	// An open port that accepts and then says nothing, or something that
+	// is not HTTP, and keeps the connection open.
+	listen := func(greeting string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns []net.Conn
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					for _, c := range conns {
+						c.Close()
+					}
+					return
+				}
+				conns = append(conns, c)
+				if greeting != "" {
+					_, _ = c.Write([]byte(greeting))
+				}
+			}
+		}()
+		t.Cleanup(func() { ln.Close(); <-done })
+		return "http://" + ln.Addr().String()
+	}
+	silent, notHTTP := listen(""), listen("SSH-2.0-OpenSSH_9.6\r\n")
+	slowRelease := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-slowRelease:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(slowRelease) })
+	ok := status(http.StatusOK)
+
+	const budget = 300 * time.Millisecond
+	const spread = 150 * time.Millisecond
+	failing := []struct{ name, url string }{
+		{"closed port", closed}, {"silent open port", silent}, {"not HTTP", notHTTP}, {"slow server", slow.URL},
+		{"500", status(http.StatusInternalServerError)}, {"404", status(http.StatusNotFound)},
+	}
+	for _, attempts := range []int{2, 1} { // attempt 1 of 2 (retried), then the last one
+		a := &Activities{NotifyPolicy: loopbackAllowed(t), NotifyAttemptTime: budget, NotifyAttempts: attempts}
+		type seen struct {
+			text         string
+			typ          string
+			nonRetryable bool
+			took         time.Duration
+		}
+		var got []seen
+		for _, f := range failing {
+			began := time.Now()
+			err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: f.url + "/hook"})
+			took := time.Since(began)
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) {
+				t.Fatalf("%s: err = %v, want an application error", f.name, err)
+			}
+			got = append(got, seen{strings.ReplaceAll(errText(err), api.NotifyHost(f.url), "HOST"), appErr.Type(), appErr.NonRetryable(), took})
+		}
+		for i, g := range got {
+			if g.text != got[0].text || g.typ != got[0].typ || g.nonRetryable != got[0].nonRetryable {
+				t.Errorf("attempts %d: %s ends %+v, %s ends %+v: the caller can tell them apart", attempts, failing[i].name, g, failing[0].name, got[0])
+			}
+			if g.took < budget || g.took > budget+spread {
+				t.Errorf("attempts %d: %s ended after %v, want within [%v, %v]", attempts, failing[i].name, g.took, budget, budget+spread)
+			}
+		}
+		if want := attempts == 1; got[0].nonRetryable != want || got[0].typ != api.ErrNotifyRejected || !strings.Contains(got[0].text, "not delivered") {
+			t.Errorf("attempts %d: %+v, want %s, not delivered, non-retryable %v", attempts, got[0], api.ErrNotifyRejected, want)
+		}
+		if err := a.notifyChanges(context.Background(), actwire.NotifyInput{URL: ok + "/hook"}); err != nil {
+			t.Errorf("a server answering 200: %v, want delivered", err)
+		}
 	}
 }

@@ -134,6 +134,9 @@ func ocrSummary(out *actwire.ConvertOutput, pm *memagent.PageMap) {
 		if o.Check() {
 			out.OCRCheckPages = append(out.OCRCheckPages, o.Page)
 		}
+		if o.NotRead {
+			out.OCRNotRead = append(out.OCRNotRead, o.Page)
+		}
 	}
 }
 
@@ -151,6 +154,8 @@ func (a *Activities) recordOCR(ctx context.Context, pages []memagent.OCRPage) {
 		}
 		outcome := "read"
 		switch {
+		case o.NotRead:
+			outcome = "not_read"
 		case o.Error != "":
 			outcome = "failed"
 		case o.Blank:

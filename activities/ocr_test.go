@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -146,5 +148,55 @@ func TestOCRVariant(t *testing.T) {
 		if got := ocrVariant(tc.format, ocrOptions(tc.mode, tc.langs)); got != tc.want {
 			t.Errorf("ocrVariant(%s, %q, %q) = %q, want %q", tc.format, tc.mode, tc.langs, got, tc.want)
 		}
+	}
+}
+
+// TestConvertOCRLimits: a document with more pages to read by OCR than
+// Limits.OCRMaxPages is memagent.BadInput naming MEMAGENT_OCR_MAX_PAGES,
+// before any page is read; one whose OCR budget runs out converts with
+// the pages not read listed (ocr_not_read) and marked in the text, and is
+// not reused: the next conversion reads them.
+func TestConvertOCRLimits(t *testing.T) {
+	testdeps.Command(t, "tesseract", "apt-get install tesseract-ocr tesseract-ocr-eng")
+	ctx := context.Background()
+	pdf := docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 2, Fact: "The access code is 7391-ALPHA.", Seed: 8})
+	in := actwire.ConvertInput{Document: scanURI, OCR: api.OCRForce}
+
+	f := newFixture(t, nil)
+	f.acts.Limits.OCRMaxPages = 2
+	if err := f.store.Store.Put(ctx, mustLoc(t, scanURI), pdf, "application/pdf"); err != nil {
+		t.Fatal(err)
+	}
+	var out actwire.ConvertOutput
+	err := f.exec(t, ConvertDocumentName, in, &out)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() ||
+		!strings.Contains(appErr.Message(), "over the converter's limit of 2 pages read by OCR per document") || !strings.Contains(appErr.Message(), "MEMAGENT_OCR_MAX_PAGES") {
+		t.Errorf("3 pages to read, a limit of 2: %v, want memagent.BadInput naming the limit and MEMAGENT_OCR_MAX_PAGES", err)
+	}
+	if keys, _ := f.store.Store.List(ctx, "memagent", ocrPagesArea, 0); len(keys) != 0 {
+		t.Errorf("%d pages read before the refusal", len(keys))
+	}
+
+	g := newFixture(t, nil)
+	g.acts.Limits.OCRBudget = time.Millisecond
+	if err := g.store.Store.Put(ctx, mustLoc(t, scanURI), pdf, "application/pdf"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.exec(t, ConvertDocumentName, in, &out); err != nil {
+		t.Fatal(err)
+	}
+	text := g.read(t, out.Document)
+	if !slices.Equal(out.OCRNotRead, []int{1, 2, 3}) || !slices.Equal(out.OCRCheckPages, []int{1, 2, 3}) ||
+		!strings.Contains(text, "[page 2 (a scan) was not read: the document's OCR budget ran out]") {
+		t.Fatalf("budget of 1 ms: not read %v, check %v, text %q; want the 3 pages not read and marked", out.OCRNotRead, out.OCRCheckPages, text)
+	}
+	g.acts.documents.Limits.OCRBudget = 0
+	var again actwire.ConvertOutput
+	if err := g.exec(t, ConvertDocumentName, in, &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Reused || len(again.OCRNotRead) != 0 || !strings.Contains(g.read(t, again.Document), "7391-ALPHA") {
+		t.Errorf("the next conversion = %+v, want the pages read, not the marked conversion reused", again)
 	}
 }

@@ -38,6 +38,14 @@ type Limits struct {
 	OCRWorkers     int
 	OCRPageTimeout time.Duration
 	OCRMemoryBytes int64
+	// OCRMaxPages bounds the pages of one document read by OCR (default
+	// 500): a document with more is refused as memagent.BadInput before
+	// any is read. OCRBudget bounds the time OCR spends on one document
+	// (default 30 minutes): the pages not read by then are marked not
+	// read in the converted text and the page map
+	// (ConvertOutput.OCRNotRead).
+	OCRMaxPages int
+	OCRBudget   time.Duration
 }
 
 // withDefaults fills the zero fields.

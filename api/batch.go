@@ -162,10 +162,11 @@ type BatchQAInput struct {
 	// means every item is new.
 	CompareWith string `json:"compare_with,omitempty" contract:"maxlen=1024"`
 	// NotifyURL, an http or https URL, gets a POST of a
-	// ChangeNotification (JSON) once the report is written, retried for
-	// up to an hour; a batch whose notification never succeeds still
+	// ChangeNotification (JSON) once the report is written, one attempt
+	// of 30 s; a batch whose notification does not succeed still
 	// completes, with notify "failed" in its result. The caller learns
-	// whether it was delivered, never what the host answered. The worker
+	// whether it was delivered, never what the host answered nor how
+	// long it took to (every undelivered attempt lasts 30 s). The worker
 	// reaches no loopback, link-local or private address its operator did
 	// not allow. The URL may hold a token: only its scheme and host are
 	// ever logged or shown.

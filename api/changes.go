@@ -45,8 +45,9 @@ const (
 	NotifyFailed = "failed"
 )
 
-// ErrNotifyRejected is a notify_url that answered with a 4xx status other
-// than 408 and 429: the request will not succeed if repeated.
+// ErrNotifyRejected is a notify_url that was not delivered, whatever the
+// host did (a closed port, a silence, a status other than 2xx): the one
+// error of an undelivered notification.
 const ErrNotifyRejected = "memagent.NotifyRejected"
 
 // ChangeSummary counts how a batch's items compare with the previous

@@ -94,6 +94,12 @@ const (
 	// refused, with the message saying so.
 	MaxSignOffTextBytes = 512 << 10
 	MaxSignOffEntries   = 2000
+	// MaxSignOffRevisions bounds what one reviewer does at one level of a
+	// sign-off beyond a first decision on each cell: a reviewer makes at
+	// most (cells + MaxSignOffRevisions) decisions and reopenings at a
+	// level, over the whole sign-off (every run). A flood of Updates from
+	// one reviewer stops there, and leaves the entries to the others.
+	MaxSignOffRevisions = 50
 	// DefaultSignOffUpdatesPerRun is how many accepted Updates a run takes
 	// before it continues as new (earlier when Temporal suggests it).
 	DefaultSignOffUpdatesPerRun = 500
@@ -103,6 +109,17 @@ const (
 	// small).
 	DefaultSignOffRunHours = 24
 )
+
+// SignOffReservedTextBytes is the text a sign-off keeps for each level
+// sign-off not made yet (its comment). A sign-off keeps room for what is
+// still needed to finish it: the level sign-offs not made yet always have
+// an entry and SignOffReservedTextBytes of text each that no decision or
+// reopening may take, and a decision that is not the first on a pending
+// cell (a change of mind, a reopening, an optional level-2 decision) is
+// refused when it would leave no entry for a decision on every cell still
+// waiting for one. A sign-off Update is refused only at MaxSignOffEntries
+// and MaxSignOffTextBytes themselves.
+const SignOffReservedTextBytes = MaxCommentBytes
 
 // SignOffInput starts a SignOff. It is JSON on the wire. Start it under
 // SignOffWorkflowID of the review or batch.

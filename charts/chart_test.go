@@ -711,6 +711,9 @@ func TestOCRValues(t *testing.T) {
 	if cfg.Limits.OCRWorkers != 2 || cfg.Limits.OCRPageTimeout != 2*time.Minute || cfg.Limits.OCRMemoryBytes != 512<<20 || env["MEMAGENT_TESSERACT"] != "" {
 		t.Errorf("OCR config %d workers, %v a page, %d MiB, MEMAGENT_TESSERACT %q; want 2, 2m, 512 and unset", cfg.Limits.OCRWorkers, cfg.Limits.OCRPageTimeout, cfg.Limits.OCRMemoryBytes>>20, env["MEMAGENT_TESSERACT"])
 	}
+	if cfg.Limits.OCRMaxPages != 500 || cfg.Limits.OCRBudget != 30*time.Minute {
+		t.Errorf("OCR config %d pages, a budget of %v; want 500 and 30m", cfg.Limits.OCRMaxPages, cfg.Limits.OCRBudget)
+	}
 	off := workerEnv(t, mustRender(t, "--set", "ocr.enabled=false"))
 	if off["MEMAGENT_TESSERACT"] != "none" || off["MEMAGENT_OCR_WORKERS"] != "" {
 		t.Errorf("ocr.enabled=false: MEMAGENT_TESSERACT %q, MEMAGENT_OCR_WORKERS %q; want none and unset", off["MEMAGENT_TESSERACT"], off["MEMAGENT_OCR_WORKERS"])

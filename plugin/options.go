@@ -348,6 +348,12 @@ func (o Options) validateWorker() []error {
 	if o.ChunkCacheMB < -1 {
 		errs = append(errs, errors.New("ChunkCacheMB must be megabytes >= 0, or -1 for no cache (Options.ChunkCacheMB, MEMAGENT_CHUNK_CACHE_MB)"))
 	}
+	if o.Limits.OCRMaxPages < 0 {
+		errs = append(errs, errors.New("Limits.OCRMaxPages must not be negative: the pages of one document read by OCR, or 0 for the default, 500 (Options.Limits.OCRMaxPages, MEMAGENT_OCR_MAX_PAGES)"))
+	}
+	if o.Limits.OCRBudget < 0 {
+		errs = append(errs, errors.New("Limits.OCRBudget must not be negative: OCR's time on one document, or 0 for the default, 30m (Options.Limits.OCRBudget, MEMAGENT_OCR_BUDGET)"))
+	}
 	if err := buildinfo.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
 		errs = append(errs, fmt.Errorf("%w (Options.DeploymentName, TEMPORAL_DEPLOYMENT_NAME; Options.BuildID, TEMPORAL_WORKER_BUILD_ID)", err))
 	}

@@ -35,7 +35,7 @@ var workerEnv = map[string]string{
 	"MEMAGENT_CODEC_KEYS_FILE": "", "MEMAGENT_CODEC_TOKEN": "ct", "MEMAGENT_CODEC_HOSTS": "codec.example",
 	"MEMAGENT_CODEC_ENCODE": "true", "MEMAGENT_CODEC_CORS_ORIGINS": "https://ui.example",
 	"MEMAGENT_TESSERACT": "/opt/tesseract/bin/tesseract", "MEMAGENT_OCR_WORKERS": "3", "MEMAGENT_OCR_PAGE_TIMEOUT": "45s",
-	"MEMAGENT_OCR_MEMORY_MB":   "768",
+	"MEMAGENT_OCR_MEMORY_MB": "768", "MEMAGENT_OCR_MAX_PAGES": "40", "MEMAGENT_OCR_BUDGET": "7m",
 	"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0",
 }
 
@@ -109,6 +109,8 @@ func TestOptionsFromEnvSetsEveryField(t *testing.T) {
 		{"Limits.MaxConvertedBytes", o.Limits.MaxConvertedBytes, int64(100 << 20)},
 		{"Limits.OCRMemoryBytes", o.Limits.OCRMemoryBytes, int64(768 << 20)},
 		{"Limits.OCRPageTimeout", o.Limits.OCRPageTimeout, 45 * time.Second},
+		{"Limits.OCRMaxPages", o.Limits.OCRMaxPages, 40},
+		{"Limits.OCRBudget", o.Limits.OCRBudget, 7 * time.Minute},
 		{"CodecKeys", o.CodecKeys, []CodecKey{{ID: "k1", Key: make([]byte, 32)}}},
 		{"CodecServer", o.CodecServer, CodecHandlerOptions{Token: "ct", AllowOrigins: []string{"https://ui.example"}, AllowHosts: []string{"codec.example"}, AllowEncode: true}},
 	} {

@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/memagent/memagent/worker/config"
 )
@@ -39,6 +40,8 @@ func TestValidationsAgree(t *testing.T) {
 		"in flight":                func(c *config.Config) { c.ModelMaxInFlight = -2 },
 		"rate limit":               func(c *config.Config) { c.RateLimit = -1 },
 		"chunk cache":              func(c *config.Config) { c.ChunkCacheMB = -5 },
+		"OCR max pages":            func(c *config.Config) { c.Limits.OCRMaxPages = -1 },
+		"OCR budget":               func(c *config.Config) { c.Limits.OCRBudget = -time.Second },
 		"build without deployment": func(c *config.Config) { c.BuildID = "v1" },
 	} {
 		c := valid

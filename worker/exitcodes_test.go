@@ -33,6 +33,8 @@ func TestWorkerExitCodes(t *testing.T) {
 		{"stop timeout", "", []string{"MEMAGENT_STOP_TIMEOUT=abc"}, 2, "MEMAGENT_STOP_TIMEOUT"},
 		{"the name set", "", []string{"AWS_ENDPOINT_URL=notaurl"}, 2, "AWS_ENDPOINT_URL"},
 		{"sse", "", []string{"MEMAGENT_S3_SSE=bogus"}, 2, "MEMAGENT_S3_SSE"},
+		{"OCR max pages", "", []string{"MEMAGENT_OCR_MAX_PAGES=0"}, 2, `MEMAGENT_OCR_MAX_PAGES "0": want a number of pages >= 1`},
+		{"OCR budget", "", []string{"MEMAGENT_OCR_BUDGET=-1m"}, 2, `MEMAGENT_OCR_BUDGET "-1m": want a positive duration`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

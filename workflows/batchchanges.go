@@ -28,8 +28,9 @@ func scheduleOf(ctx workflow.Context) string {
 }
 
 // Bounds of the notify_url POST: each attempt, and all of them together.
-// An hour of retries (backing off to two minutes apart) covers a
-// receiver's restart or deploy; past it the batch completes with notify
+// The activity decides how many attempts there are (one by default, each
+// lasting its budget, 30 s, when it does not deliver) and ends them all
+// alike whatever the host did; past them the batch completes with notify
 // "failed", as the report, changes.json and the search attribute hold
 // everything the POST would have said.
 const (

@@ -22,9 +22,10 @@ import (
 func TestBatchQAComparesWithPreviousScheduledReport(t *testing.T) {
 	f := newBatchFixture(t)
 	// The test's receiver is on loopback, which a worker notifies only
-	// when its operator allows it; an undelivered attempt lasts a moment.
+	// when its operator allows it; an attempt has 300 ms, and an
+	// undelivered one lasts that long.
 	loopback, _ := notify.ParseNets([]string{"127.0.0.0/8", "::1/128"})
-	f.acts.NotifyPolicy, f.acts.NotifyAttemptTime = notify.Policy{AllowNets: loopback}, time.Millisecond
+	f.acts.NotifyPolicy, f.acts.NotifyAttemptTime = notify.Policy{AllowNets: loopback}, 300*time.Millisecond
 	var mu sync.Mutex
 	var posts []api.ChangeNotification
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

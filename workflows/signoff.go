@@ -59,7 +59,12 @@ type signOffState struct {
 //     reopening a cell withdraws its decisions at that level and above
 //     and the sign-offs of those levels;
 //   - the text held stays within api.MaxSignOffTextBytes and
-//     api.MaxSignOffEntries, so the state always fits continue-as-new.
+//     api.MaxSignOffEntries, so the state always fits continue-as-new;
+//   - room is kept for finishing: decisions and reopenings never take the
+//     entries and text kept for the level sign-offs not made yet, a
+//     change of mind never the entries a pending cell's decision needs,
+//     and one reviewer makes at most (cells + api.MaxSignOffRevisions)
+//     decisions and reopenings at a level (checkUpdateRoom).
 //
 // Every accepted Update is appended to the audit log (a JSON line in S3
 // beside the review) before the Update returns. The run waits for people
@@ -431,13 +436,73 @@ func (s *signOffRun) signedOff(level int) *api.LevelSignOff {
 	return nil
 }
 
-// checkRoom refuses an entry of text bytes past the sign-off's bounds.
+// checkRoom refuses an entry of text bytes past the sign-off's bounds:
+// what a level sign-off is checked against.
 func (s *signOffRun) checkRoom(text int) error {
 	if len(s.st.Entries) >= api.MaxSignOffEntries {
 		return fmt.Errorf("the sign-off holds %d entries, its limit: export the grid (starter export grid) and sign off what remains in a new review", len(s.st.Entries))
 	}
 	if s.st.TextBytes+text > api.MaxSignOffTextBytes {
 		return fmt.Errorf("the sign-off's decisions hold %d bytes of text, and this one %d more, over the limit of %d: shorten the comment or the reason", s.st.TextBytes, text, api.MaxSignOffTextBytes)
+	}
+	return nil
+}
+
+// cellNeed is how many decisions cell c still needs, at most, before
+// every level of a sign-off of levels can be signed off: a cell level 1
+// has not decided may need level 2 too (if level 1 edits or rejects it).
+func cellNeed(c api.SignOffCell, levels int) int {
+	switch {
+	case c.Level1 == nil && levels == 2:
+		return 2
+	case c.Level1 == nil:
+		return 1
+	case levels == 2 && c.NeedsLevel2() && c.Level2 == nil:
+		return 1
+	}
+	return 0
+}
+
+// checkUpdateRoom refuses a decision or reopening that would take the
+// room a sign-off keeps for what finishing it needs (api.MaxSignOffRevisions
+// and the reserve beside it): after is cell c as the Update leaves it,
+// signedOff the level sign-offs that stand after it, text its bytes.
+//
+// Only validators call it, and a validator does not run on replay, nor
+// does a refused Update reach the history: changing these rules changes
+// no command of a recorded history, so they need no workflow.GetVersion.
+func (s *signOffRun) checkUpdateRoom(reviewer string, level int, c *api.SignOffCell, after api.SignOffCell, signedOff, text int) error {
+	made := 0
+	for _, e := range s.st.Entries {
+		if e.Reviewer == reviewer && e.Level == level && (e.Action == api.ActionDecide || e.Action == api.ActionReopen) {
+			made++
+		}
+	}
+	if limit := len(s.st.Cells) + api.MaxSignOffRevisions; made >= limit {
+		return fmt.Errorf("%s has made %d decisions and reopenings at level %d of this sign-off, the most one reviewer may (one a cell, %d cells, and %d more): another reviewer decides what remains at level %d",
+			reviewer, made, level, len(s.st.Cells), api.MaxSignOffRevisions, level)
+	}
+	missing := max(s.in.Levels-signedOff, 0)
+	entries := len(s.st.Entries) + 1
+	if entries+missing > api.MaxSignOffEntries {
+		return fmt.Errorf("the sign-off holds %d entries and keeps its last %d for the level sign-offs not made yet (the limit is %d): sign the levels off, then export the grid (starter export grid) and decide what remains in a new review",
+			len(s.st.Entries), missing, api.MaxSignOffEntries)
+	}
+	if reserved := missing * api.SignOffReservedTextBytes; s.st.TextBytes+text+reserved > api.MaxSignOffTextBytes {
+		return fmt.Errorf("the sign-off's decisions hold %d bytes of text, and this one %d more, over the limit of %d less the %d kept for the level sign-offs not made yet: shorten the comment or the reason",
+			s.st.TextBytes, text, api.MaxSignOffTextBytes, reserved)
+	}
+	before := 0
+	for _, x := range s.st.Cells {
+		before += cellNeed(x, s.in.Levels)
+	}
+	need := before - cellNeed(*c, s.in.Levels) + cellNeed(after, s.in.Levels)
+	if need < before {
+		return nil // it decides a cell that waited for it
+	}
+	if entries+missing+need > api.MaxSignOffEntries {
+		return fmt.Errorf("the sign-off holds %d entries of its %d and keeps the rest for a decision on each cell still waiting for one (%d) and the level sign-offs not made yet (%d): decide the pending cells and sign the levels off; a change of mind or a reopening no longer fits",
+			len(s.st.Entries), api.MaxSignOffEntries, need, missing)
 	}
 	return nil
 }
@@ -483,7 +548,14 @@ func (s *signOffRun) checkDecide(r api.DecideRequest) error {
 			return fmt.Errorf("four eyes: %s decided cell %s at level 1, so another reviewer decides it at level 2", r.Reviewer, c.ID)
 		}
 	}
-	return s.checkRoom(len(r.FinalAnswer) + len(r.Reason) + len(r.Comment))
+	after := *c
+	d := &api.Decision{Level: r.Level, Decision: r.Decision}
+	if r.Level == 1 {
+		after.Level1 = d
+	} else {
+		after.Level2 = d
+	}
+	return s.checkUpdateRoom(r.Reviewer, r.Level, c, after, len(s.st.SignOffs), len(r.FinalAnswer)+len(r.Reason)+len(r.Comment))
 }
 
 func (s *signOffRun) checkSignOff(r api.SignOffRequest) error {
@@ -533,7 +605,18 @@ func (s *signOffRun) checkReopen(r api.ReopenRequest) error {
 	if (r.Level == 1 && c.Level1 == nil && c.Level2 == nil) || (r.Level == 2 && c.Level2 == nil) {
 		return fmt.Errorf("cell %s has no decision at level %d or above to reopen", c.ID, r.Level)
 	}
-	return s.checkRoom(len(r.Reason))
+	after := *c
+	if r.Level == 1 {
+		after.Level1 = nil
+	}
+	after.Level2 = nil
+	kept := 0
+	for _, so := range s.st.SignOffs {
+		if so.Level < r.Level {
+			kept++
+		}
+	}
+	return s.checkUpdateRoom(r.Reviewer, r.Level, c, after, kept, len(r.Reason))
 }
 
 // record appends an entry to the state; the audit loop writes it.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +214,142 @@ func TestSignOffRefusesAnotherID(t *testing.T) {
 	e.env.ExecuteWorkflow(api.SignOffName, api.SignOffInput{Review: "rev-3"})
 	if err := e.env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), `runs as workflow "rev-3/signoff"`) {
 		t.Errorf("error %v, want a refusal naming the sign-off's id", err)
+	}
+}
+
+// TestSignOffFloodIsBounded: one reviewer sending decide and reopen
+// Updates without end is refused once past (cells +
+// api.MaxSignOffRevisions) at the level, with a refusal naming the limit,
+// and the others still decide and sign both levels off.
+func TestSignOffFloodIsBounded(t *testing.T) {
+	e := newSignOffEnv(t, api.SignOffInput{Review: "rev-flood"})
+	limit := 3 + api.MaxSignOffRevisions
+	flood := limit + 10
+	refusals := make([]string, flood)
+	at := time.Duration(0)
+	next := func() time.Duration { at += time.Minute; return at }
+	for i := range flood {
+		// Decide, reopen, decide, …: each accepted one moves q1 a version.
+		version := min(i, limit)
+		var arg any = decide("q1", 1, api.DecisionAccepted, "mallory", version)
+		name := api.DecideUpdate
+		if i%2 == 1 {
+			name, arg = api.ReopenUpdate, api.ReopenRequest{Cell: "q1", Level: 1, Reason: "again", Reviewer: "mallory", ClientIdentity: "c", Version: version}
+		}
+		e.env.RegisterDelayedCallback(func() { e.update(t, name, arg, &refusals[i]) }, next())
+	}
+	var others [4]string
+	e.env.RegisterDelayedCallback(func() { e.update(t, api.DecideUpdate, decide("q2", 1, api.DecisionAccepted, "bob", 0), &others[0]) }, next())
+	e.env.RegisterDelayedCallback(func() { e.update(t, api.DecideUpdate, decide("q3", 1, api.DecisionAccepted, "bob", 0), &others[1]) }, next())
+	e.env.RegisterDelayedCallback(func() { e.update(t, api.SignOffUpdate, signOffReq(1, "bob"), &others[2]) }, next())
+	e.env.RegisterDelayedCallback(func() { e.update(t, api.SignOffUpdate, signOffReq(2, "carol"), &others[3]) }, next())
+	e.env.ExecuteWorkflow(api.SignOffName, api.SignOffInput{Review: "rev-flood"})
+	if err := e.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range refusals {
+		switch {
+		case i < limit && r != "":
+			t.Errorf("flood update %d refused: %s", i+1, r)
+		case i >= limit && !strings.Contains(r, fmt.Sprintf("mallory has made %d decisions and reopenings at level 1 of this sign-off, the most one reviewer may", limit)):
+			t.Errorf("flood update %d: refusal %q, want the per-reviewer limit", i+1, r)
+		}
+	}
+	for i, r := range others {
+		if r != "" {
+			t.Errorf("other reviewers' update %d refused: %s", i+1, r)
+		}
+	}
+	var g api.SignOffGrid
+	if err := e.env.GetWorkflowResult(&g); err != nil {
+		t.Fatal(err)
+	}
+	if g.State != api.SignOffSignedOff || len(e.audit) != limit+4 {
+		t.Errorf("state %s, %d audit lines; want signed off with the %d accepted updates", g.State, len(e.audit), limit+4)
+	}
+}
+
+// TestSignOffKeepsRoom: a sign-off near its entries and text limits
+// refuses changes of mind and reopenings that would take the room kept for
+// pending cells and level sign-offs, and still takes those.
+func TestSignOffKeepsRoom(t *testing.T) {
+	accepted := func(reviewer string) *api.Decision {
+		return &api.Decision{Level: 1, Decision: api.DecisionAccepted, Reviewer: reviewer}
+	}
+	// entries filled by many reviewers, none past its own limit.
+	filled := func(n int) []api.SignOffEntry {
+		es := make([]api.SignOffEntry, n)
+		for i := range es {
+			es[i] = api.SignOffEntry{Seq: i + 1, Action: api.ActionDecide, Cell: "q1", Level: 1, Reviewer: fmt.Sprintf("r%d", i%100)}
+		}
+		return es
+	}
+	run := func(entries, text int, cells []api.SignOffCell, signOffs ...api.LevelSignOff) *signOffRun {
+		return &signOffRun{in: api.SignOffInput{Review: "rev"}.WithDefaults(), st: &signOffState{
+			Subject: api.SignOffSubject{Kind: api.SubjectReview, WorkflowID: "rev"},
+			Cells:   cells, SignOffs: signOffs, Entries: filled(entries), TextBytes: text,
+		}}
+	}
+	reopen := func(cell string, level, version int) api.ReopenRequest {
+		return api.ReopenRequest{Cell: cell, Level: level, Reason: "again", Reviewer: "bob", ClientIdentity: "c", Version: version}
+	}
+	max := api.MaxSignOffEntries
+	tests := []struct {
+		name    string
+		s       *signOffRun
+		check   func(s *signOffRun) error
+		refused string
+	}{
+		{"a change of mind that leaves no room for the pending cells",
+			run(max-5, 0, []api.SignOffCell{{ID: "q1", Version: 1, Level1: accepted("a")}, {ID: "q2"}, {ID: "q3"}}),
+			func(s *signOffRun) error { return s.checkDecide(decide("q1", 1, api.DecisionRejected, "bob", 1)) },
+			"keeps the rest for a decision on each cell still waiting for one (5)"},
+		{"a reopening that leaves no room for the pending cells",
+			run(max-5, 0, []api.SignOffCell{{ID: "q1", Version: 1, Level1: accepted("a")}, {ID: "q2"}, {ID: "q3"}}),
+			func(s *signOffRun) error { return s.checkReopen(reopen("q1", 1, 1)) },
+			"a change of mind or a reopening no longer fits"},
+		{"a pending cell's first decision",
+			run(max-5, 0, []api.SignOffCell{{ID: "q1", Version: 1, Level1: accepted("a")}, {ID: "q2"}, {ID: "q3"}}),
+			func(s *signOffRun) error { return s.checkDecide(decide("q2", 1, api.DecisionEdited, "bob", 0)) },
+			""},
+		{"a first decision into the sign-offs' reserve",
+			run(max-2, 0, []api.SignOffCell{{ID: "q1", Version: 1, Level1: accepted("a")}, {ID: "q2"}}),
+			func(s *signOffRun) error { return s.checkDecide(decide("q2", 1, api.DecisionAccepted, "bob", 0)) },
+			"keeps its last 2 for the level sign-offs not made yet"},
+		{"level 1's sign-off from the reserve",
+			run(max-2, 0, []api.SignOffCell{{ID: "q1", Version: 1, Level1: accepted("a")}}),
+			func(s *signOffRun) error { return s.checkSignOff(signOffReq(1, "a")) },
+			""},
+		{"an optional level-2 decision from level 2's reserve",
+			run(max-1, 0, []api.SignOffCell{{ID: "q1", Version: 1, Level1: accepted("a")}}, api.LevelSignOff{Level: 1, Reviewer: "a"}),
+			func(s *signOffRun) error { return s.checkDecide(decide("q1", 2, api.DecisionAccepted, "bob", 1)) },
+			"keeps its last 1 for the level sign-offs"},
+		{"level 2's sign-off, the last entry",
+			run(max-1, 0, []api.SignOffCell{{ID: "q1", Version: 1, Level1: accepted("a")}}, api.LevelSignOff{Level: 1, Reviewer: "a"}),
+			func(s *signOffRun) error { return s.checkSignOff(signOffReq(2, "bob")) },
+			""},
+		{"a reason into the sign-offs' text",
+			run(10, api.MaxSignOffTextBytes-2*api.SignOffReservedTextBytes, []api.SignOffCell{{ID: "q1"}}),
+			func(s *signOffRun) error { return s.checkDecide(decide("q1", 1, api.DecisionRejected, "bob", 0)) },
+			"less the 2048 kept for the level sign-offs"},
+		{"a sign-off comment from the reserved text",
+			run(10, api.MaxSignOffTextBytes-2*api.SignOffReservedTextBytes, []api.SignOffCell{{ID: "q1", Version: 1, Level1: accepted("a")}}),
+			func(s *signOffRun) error {
+				r := signOffReq(1, "a")
+				r.Comment = strings.Repeat("x", api.MaxCommentBytes)
+				return s.checkSignOff(r)
+			},
+			""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.check(tt.s)
+			switch {
+			case tt.refused == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused)):
+				t.Errorf("got %v, want a refusal holding %q", err, tt.refused)
+			}
+		})
 	}
 }

@@ -252,6 +252,10 @@ type ConvertOutput struct {
 	OCRPages      int     `json:"ocr_pages,omitempty"`
 	OCRSeconds    float64 `json:"ocr_seconds,omitempty"`
 	OCRCheckPages []int   `json:"ocr_check_pages,omitempty"`
+	// OCRNotRead are the pages OCR did not read because the document's
+	// OCR budget (MEMAGENT_OCR_BUDGET) ran out first: the text says so in
+	// their place. They are among OCRCheckPages too.
+	OCRNotRead []int `json:"ocr_not_read,omitempty"`
 	// OCRPending counts, for a survey (ConvertInput.Survey), the pages
 	// OCR would read, whose text is not in Document; OCRCached those of
 	// them an earlier conversion read already; OCRSecondsExpected the

@@ -35,6 +35,15 @@ type Limits struct {
 	// MaxImagePixels bounds an image on a page read by OCR; default
 	// DefaultMaxImagePixels.
 	MaxImagePixels int64
+	// MaxOCRPages bounds the pages of one document to read by OCR; default
+	// DefaultMaxOCRPages (MEMAGENT_OCR_MAX_PAGES). A document with more is
+	// refused as *Error before any page is read.
+	MaxOCRPages int
+	// OCRBudget bounds the time OCR spends on one document; default
+	// DefaultOCRBudget (MEMAGENT_OCR_BUDGET). The pages not read when it
+	// runs out are recorded as not read (memagent.OCRPage.NotRead) and
+	// their place in the text says so; the conversion completes.
+	OCRBudget time.Duration
 }
 
 // Defaults of Limits, and the bounds that have no knob: a paragraph longer
@@ -55,6 +64,8 @@ const (
 	DefaultMaxPageChars   = 200_000
 	DefaultPDFMemoryBytes = 64 << 20
 	DefaultConvertTimeout = 10 * time.Minute
+	DefaultMaxOCRPages    = 500
+	DefaultOCRBudget      = 30 * time.Minute
 
 	maxParagraphBytes = 256 << 10
 	maxRunBytes       = 16 << 20
@@ -81,6 +92,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxImagePixels <= 0 {
 		l.MaxImagePixels = DefaultMaxImagePixels
+	}
+	if l.MaxOCRPages <= 0 {
+		l.MaxOCRPages = DefaultMaxOCRPages
+	}
+	if l.OCRBudget <= 0 {
+		l.OCRBudget = DefaultOCRBudget
 	}
 	return l
 }

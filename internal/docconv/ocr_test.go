@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
@@ -412,4 +413,77 @@ func (c *memCache) Store(_ context.Context, key string, page int, r *docconv.OCR
 	defer c.mu.Unlock()
 	cp := *r
 	c.m[fmt.Sprint(key, page)] = &cp
+}
+
+// TestOCRLimits: a document with more pages to read by OCR than
+// Limits.MaxOCRPages is refused before the engine reads any, naming the
+// limit, its variable and what to do; a document whose OCR budget runs
+// out converts with the pages not read marked in the text and in the
+// page map, nothing of them cached, so a later conversion reads them.
+func TestOCRLimits(t *testing.T) {
+	data := docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 2, Fact: "The access code is 7391-ALPHA.", Seed: 4})
+	path := filepath.Join(t.TempDir(), "doc.pdf")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	forced := docconv.OCROptions{Mode: docconv.OCRForce}
+
+	t.Run("max pages", func(t *testing.T) {
+		c := ocrConverter(t)
+		defer c.Close()
+		c.Limits.MaxOCRPages = 2
+		read := 0
+		_, _, err := convertFile(t, c, path, docconv.Options{OCR: forced, OCRProgress: func(done, _ int) { read = done }})
+		var bad *docconv.Error
+		if !errors.As(err, &bad) || !strings.Contains(bad.Msg, "has more than 2 pages to read by OCR") ||
+			!strings.Contains(bad.Msg, "over the converter's limit of 2 pages read by OCR per document") || !strings.Contains(bad.Msg, "raise MEMAGENT_OCR_MAX_PAGES") {
+			t.Errorf("err = %v, want a refusal naming the limit and MEMAGENT_OCR_MAX_PAGES", err)
+		}
+		if read != 0 {
+			t.Errorf("the engine read %d pages before the refusal", read)
+		}
+		c.Limits.MaxOCRPages = 3
+		if _, _, err := convertFile(t, c, path, docconv.Options{OCR: forced}); err != nil {
+			t.Errorf("3 pages within a limit of 3: %v", err)
+		}
+	})
+
+	t.Run("budget", func(t *testing.T) {
+		c := ocrConverter(t)
+		defer c.Close()
+		c.Limits.OCRBudget = time.Millisecond
+		cache := &memCache{m: map[string]*docconv.OCRResult{}}
+		text, res, err := convertFile(t, c, path, docconv.Options{OCR: forced, OCRCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Map.OCR) != 3 {
+			t.Fatalf("OCR records %+v, want the 3 pages", res.Map.OCR)
+		}
+		for _, o := range res.Map.OCR {
+			if !o.NotRead || !strings.Contains(o.Error, "MEMAGENT_OCR_BUDGET") || !o.Check() {
+				t.Errorf("page %d: %+v, want not read, saying MEMAGENT_OCR_BUDGET, flagged for a human", o.Page, o)
+			}
+			if want := fmt.Sprintf("[page %d (a scan) was not read: the document's OCR budget ran out]", o.Page); !strings.Contains(pageText(text, res, o.Page), want) {
+				t.Errorf("page %d reads %q, want %q", o.Page, pageText(text, res, o.Page), want)
+			}
+		}
+		if strings.Contains(text, "7391-ALPHA") || len(cache.m) != 0 {
+			t.Errorf("pages past the budget were read or cached (%d cached)", len(cache.m))
+		}
+		// With the budget back, a later conversion reads every page.
+		c.Limits.OCRBudget = 0
+		text, res, err = convertFile(t, c, path, docconv.Options{OCR: forced, OCRCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Map.OCR {
+			if o.NotRead || o.Error != "" {
+				t.Errorf("page %d: %+v, want read", o.Page, o)
+			}
+		}
+		if !strings.Contains(text, "7391-ALPHA") {
+			t.Errorf("the fact was not read:\n%s", text)
+		}
+	})
 }

@@ -81,20 +81,32 @@ type rendered struct {
 	file string
 }
 
+// errOCRBudget is the cause of the OCR phase's context past
+// Limits.OCRBudget.
+var errOCRBudget = errors.New("the document's OCR budget ran out")
+
 // run reads every job's page, or fails on the first page that cannot be
-// rendered (a conversion error) or with the context.
-func (o *ocrPhase) run(ctx context.Context) error {
+// rendered (a conversion error) or with the context. When the document's
+// OCR budget (Limits.OCRBudget) runs out first, the pages not read by
+// then are recorded as not read (notRead) and the conversion goes on: the
+// budget bounds how long one document holds the engine's slots.
+func (o *ocrPhase) run(parent context.Context) error {
 	eng := o.c.OCR
 	langs := o.opts.OCR.Normalized().Languages
 	key := OCRKey(eng.Name(), langs)
-	budget := budgetOf(ctx)
+	budget := budgetOf(parent)
 	slots := eng.Slots()
 	for range o.jobs {
 		budget.extend(ocrPageBudget / time.Duration(slots))
 	}
 	o.opts.OCRProgress(0, len(o.jobs))
-	ctx, cancel := context.WithCancel(ctx)
+	octx, stop := context.WithTimeoutCause(parent, o.limits.OCRBudget, errOCRBudget)
+	defer stop()
+	ctx, cancel := context.WithCancel(octx)
 	defer cancel()
+	// outOfBudget reports whether ctx ended because the budget ran out,
+	// and nothing else did.
+	outOfBudget := func() bool { return parent.Err() == nil && context.Cause(octx) == errOCRBudget }
 
 	queue := make(chan rendered, slots)
 	var renderErr error
@@ -115,6 +127,9 @@ func (o *ocrPhase) run(ctx context.Context) error {
 			for p := range queue {
 				r, err := o.read(ctx, eng, p.job, p.file, langs)
 				os.Remove(p.file)
+				if err != nil && outOfBudget() {
+					continue // recorded as not read below
+				}
 				if err != nil {
 					errMu.Lock()
 					if firstErr == nil {
@@ -129,16 +144,50 @@ func (o *ocrPhase) run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	// Past the budget, the renderer's error is the budget's (PDFium
+	// interrupted), unless it is the document's own.
+	var bad *Error
+	if outOfBudget() && !errors.As(renderErr, &bad) && firstErr == nil {
+		o.notRead(parent, key)
+		renderErr = nil
+	}
 	switch {
 	case renderErr != nil:
 		return renderErr
 	case firstErr != nil:
 		return firstErr
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && !outOfBudget():
 		return ctx.Err()
 	}
 	sortRecords(o.records)
 	return nil
+}
+
+// notRead records every job that has no record yet as not read, the OCR
+// budget having run out: no text but a line saying so, in the page's
+// place, and a record that says why (flagged for a human, as a page the
+// engine failed on is). Nothing is cached: a later conversion reads them.
+func (o *ocrPhase) notRead(ctx context.Context, key string) {
+	o.mu.Lock()
+	have := make(map[int]bool, len(o.records))
+	for _, r := range o.records {
+		have[r.Page] = true
+	}
+	o.mu.Unlock()
+	eng := o.c.OCR
+	for _, j := range o.jobs {
+		if have[j.Page] {
+			continue
+		}
+		msg := fmt.Sprintf("not read: the document's OCR budget (%s, MEMAGENT_OCR_BUDGET) ran out before this page", o.limits.OCRBudget)
+		line := Line{Text: fmt.Sprintf("[page %d (a scan) was not read: the document's OCR budget ran out]", j.Page),
+			Top: j.Height / 2, Bottom: j.Height/2 - 12, Left: 0, Right: j.Width}
+		o.finish(ctx, key, j.Page, &OCRResult{
+			Record: memagent.OCRPage{Page: j.Page, Reason: j.Reason, Engine: eng.Name(), Languages: o.opts.OCR.Normalized().Languages,
+				DPI: j.DPI, Error: msg, NotRead: true},
+			Lines: []Line{line},
+		}, false)
+	}
 }
 
 // render rasterises the jobs' pages in order onto queue, finishing at

@@ -320,6 +320,10 @@ func (c *Converter) readPages(ctx context.Context, inst pdfium.Pdfium, doc refer
 			if err := c.canOCR(ocrOpts, i+1, p.OCR); err != nil {
 				return 0, nil, err
 			}
+			if len(jobs) >= limits.MaxOCRPages {
+				return 0, nil, badf("has more than %d pages to read by OCR (of its %d pages, page %d is one more), over the converter's limit of %d pages read by OCR per document: split the document, ask with ocr off (its scanned pages then have no text), or raise MEMAGENT_OCR_MAX_PAGES on the worker",
+					limits.MaxOCRPages, pages, i+1, limits.MaxOCRPages)
+			}
 			dpi, ok := ocrDPI(p.images.DPI, p.width, p.height)
 			if !ok {
 				return 0, nil, badf("has a page (%d) of %.0f × %.0f points, too large to rasterise for OCR: split or shrink it", i+1, p.width, p.height)

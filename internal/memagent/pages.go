@@ -68,9 +68,13 @@ type OCRPage struct {
 	// read (another attempt, or another OCR mode): no engine ran on it.
 	Reused bool `json:"reused,omitempty"`
 	// Error says why the page could not be read (the engine timed out,
-	// crashed or ran out of its memory on every attempt); it then has
-	// no text.
+	// crashed or ran out of its memory on every attempt, or the
+	// document's OCR budget ran out before it); it then has no text.
 	Error string `json:"error,omitempty"`
+	// NotRead is set on a page the engine never read because the
+	// document's OCR budget (MEMAGENT_OCR_BUDGET) ran out first: the
+	// converted text holds, in its place, a line saying so (Error's).
+	NotRead bool `json:"not_read,omitempty"`
 }
 
 // OCRLowWordConfidence is the confidence under which a word counts in

@@ -383,6 +383,12 @@ func (c Config) validateWorker() []error {
 	if c.StopTimeout < 0 {
 		errs = append(errs, errors.New("stop timeout must not be negative: set MEMAGENT_STOP_TIMEOUT or --stop-timeout"))
 	}
+	if c.Limits.OCRMaxPages < 0 {
+		errs = append(errs, errors.New("OCR max pages must be a number of pages >= 1 (0 = the default, 500): set MEMAGENT_OCR_MAX_PAGES"))
+	}
+	if c.Limits.OCRBudget < 0 {
+		errs = append(errs, errors.New("OCR budget must be a positive duration such as 30m (0 = the default): set MEMAGENT_OCR_BUDGET"))
+	}
 	if _, _, err := c.TemporalConnection(); err != nil {
 		errs = append(errs, err)
 	}

@@ -50,6 +50,8 @@ func codeDefaults() map[string][]string {
 		"MEMAGENT_CONVERT_TIMEOUT":    {duration(docconv.DefaultConvertTimeout)},
 		"MEMAGENT_OCR_PAGE_TIMEOUT":   {duration(docconv.DefaultOCRPageTimeout)},
 		"MEMAGENT_OCR_MEMORY_MB":      mib(docconv.DefaultOCRMemoryBytes),
+		"MEMAGENT_OCR_MAX_PAGES":      {strconv.Itoa(docconv.DefaultMaxOCRPages)},
+		"MEMAGENT_OCR_BUDGET":         {duration(docconv.DefaultOCRBudget)},
 		"MEMAGENT_CHUNK_CACHE_MB":     mib(activities.DefaultChunkCacheBytes),
 		"MEMAGENT_MODEL_API":          {string(inference.APIOpenAI)},
 		"OPENAI_API_VERSION":          {inference.DefaultAzureAPIVersion},

@@ -28,6 +28,8 @@ func TestFromEnvErrorMessages(t *testing.T) {
 		{"MEMAGENT_OCR_MEMORY_MB", "-1", `MEMAGENT_OCR_MEMORY_MB "-1": want a positive number of MiB`},
 		{"MEMAGENT_OCR_WORKERS", "1025", `MEMAGENT_OCR_WORKERS "1025": want a number of pages read at once, 0 for one per CPU`},
 		{"MEMAGENT_OCR_PAGE_TIMEOUT", "0s", `MEMAGENT_OCR_PAGE_TIMEOUT "0s": want a positive duration such as 2m`},
+		{"MEMAGENT_OCR_MAX_PAGES", "0", `MEMAGENT_OCR_MAX_PAGES "0": want a number of pages >= 1 that one document may have read by OCR, e.g. 500`},
+		{"MEMAGENT_OCR_BUDGET", "soon", `MEMAGENT_OCR_BUDGET "soon": want a positive duration such as 30m`},
 		{"MEMAGENT_CONVERT_TIMEOUT", "-1m", `MEMAGENT_CONVERT_TIMEOUT "-1m": want a positive duration such as 10m`},
 		{"MEMAGENT_STOP_TIMEOUT", "later", `MEMAGENT_STOP_TIMEOUT "later": want a positive duration such as 30s or 5m`},
 		{"MEMAGENT_LOG_LEVEL", "loud", `MEMAGENT_LOG_LEVEL "loud": use debug, info, warn or error`},

@@ -88,6 +88,12 @@ func fillLimits(l *activities.Limits, def activities.Limits) {
 	if l.OCRPageTimeout == 0 {
 		l.OCRPageTimeout = def.OCRPageTimeout
 	}
+	if l.OCRMaxPages == 0 {
+		l.OCRMaxPages = def.OCRMaxPages
+	}
+	if l.OCRBudget == 0 {
+		l.OCRBudget = def.OCRBudget
+	}
 	if l.OCRWorkers == 0 {
 		l.OCRWorkers = def.OCRWorkers
 	}

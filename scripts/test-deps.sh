@@ -16,10 +16,11 @@
 #   - groff with its PDF output (gropdf; groff-base has none): the PDF
 #     tests typeset a book with running headers, footnotes and roman front
 #     matter (docconv TestTypesetBook)
-#   - three Debian manuals (scripts/manuals.sh --download-only: about 15 MB
-#     once, under ~/.cache/memagent/manuals): c++-annotations' and
-#     gnuplot's PDFs and PostgreSQL's HTML, which docconv TestDebianManuals
-#     and starter/cli TestCitationsOnRealManual read
+#   - four Debian manuals (scripts/manuals.sh --download-only: about 18 MB
+#     once, under ~/.cache/memagent/manuals): c++-annotations',
+#     gnuplot's and asymptote's PDFs and PostgreSQL's HTML, which docconv
+#     TestDebianManuals and TestDebianManualsLinesApart and starter/cli
+#     TestCitationsOnRealManual read
 # Debian packages need root (apt-get); Node.js and npm must be on PATH.
 # With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.
 set -euo pipefail
@@ -55,5 +56,5 @@ stamp=examples/typescript/node_modules/.package-lock.json
 if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; then
   npm ci --prefix examples/typescript --no-audit --no-fund
 fi
-bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15
+bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15 asymptote-doc
 echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff, Tesseract, img2pdf, the Debian manuals and the TypeScript example's modules are in place"

@@ -286,6 +286,15 @@ func raisedAlone(rows []row, k int, stream []Glyph) bool {
 // groupRows clusters glyphs into rows by vertical overlap, top to bottom,
 // each row's glyphs left to right. Glyphs with no box (PDFium's generated
 // spaces and line breaks) are dropped; spacing comes from the geometry.
+//
+// A glyph joins the row whose band holds its middle, and the band grows
+// with it. Glyphs much taller than the page's usual (see outsized) join
+// only after every other glyph has its row: a symbol font's loose box,
+// such as Computer Modern's for "•", "−" or "×" in a Texinfo manual, is
+// 1.7 em tall, and as the first to grow a row's band it would draw the
+// next line's glyphs into the row, the two lines' characters interleaved
+// ("• astasntadnadrdar fdorfo…" for "• a standard for…").
+// Overstruck copies of a glyph are dropped (see overstruck).
 func groupRows(glyphs []Glyph) []row {
 	gs := make([]Glyph, 0, len(glyphs))
 	for _, g := range glyphs {
@@ -302,16 +311,21 @@ func groupRows(glyphs []Glyph) []row {
 		}
 		return gs[i].Left < gs[j].Left
 	})
+	tall := outsized(gs)
 	var rows []row
+	var late []Glyph
 	for _, g := range gs {
+		if g.Top-g.Bottom > tall {
+			late = append(late, g)
+			continue
+		}
 		mid := (g.Top + g.Bottom) / 2
 		placed := false
 		// A glyph joins the latest rows whose band holds its middle.
 		for k := len(rows) - 1; k >= 0 && k >= len(rows)-3; k-- {
 			r := &rows[k]
 			if mid <= r.top && mid >= r.bottom {
-				r.glyphs = append(r.glyphs, g)
-				r.top, r.bottom = math.Max(r.top, g.Top), math.Min(r.bottom, g.Bottom)
+				r.add(g)
 				placed = true
 				break
 			}
@@ -320,11 +334,141 @@ func groupRows(glyphs []Glyph) []row {
 			rows = append(rows, row{glyphs: []Glyph{g}, top: g.Top, bottom: g.Bottom})
 		}
 	}
+	rows = placeLate(rows, late)
 	for i := range rows {
-		sort.SliceStable(rows[i].glyphs, func(a, b int) bool { return rows[i].glyphs[a].Left < rows[i].glyphs[b].Left })
+		// Left to right; the letters of a ligature ("fi": PDFium gives
+		// each the ligature's box) in the text stream's order.
+		gs := rows[i].glyphs
+		sort.SliceStable(gs, func(a, b int) bool {
+			if gs[a].Left != gs[b].Left {
+				return gs[a].Left < gs[b].Left
+			}
+			return gs[a].Index < gs[b].Index
+		})
+		rows[i].glyphs = overstruck(gs)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].top > rows[j].top })
 	return rows
+}
+
+// add puts g in the row and grows its band to hold g's box.
+func (r *row) add(g Glyph) {
+	r.glyphs = append(r.glyphs, g)
+	r.top, r.bottom = math.Max(r.top, g.Top), math.Min(r.bottom, g.Bottom)
+}
+
+// ligature reports whether glyphs a and b are letters of one ligature:
+// PDFium spells "ﬀ" as two f's, next to each other in the text stream with
+// the ligature's box each. An overstruck copy is drawn again, after the
+// rest of its word or line, and rarely to a hundredth of a point.
+func ligature(a, b Glyph) bool {
+	const same = 0.01
+	return a.Index > 0 && b.Index > 0 && (a.Index-b.Index == 1 || b.Index-a.Index == 1) &&
+		math.Abs(a.Left-b.Left) < same && math.Abs(a.Right-b.Right) < same &&
+		math.Abs(a.Bottom-b.Bottom) < same && math.Abs(a.Top-b.Top) < same
+}
+
+// outsized is the height above which a glyph of gs (sorted by middle) is
+// too tall to set a row's band: 1.4 times the median height. A page's
+// body text sets the median; headings up to Texinfo's section size (14.4
+// on 10 or 11 points) stay under the bound, and taller glyphs still make
+// rows of their own where no line is beside them.
+func outsized(gs []Glyph) float64 {
+	if len(gs) == 0 {
+		return 0
+	}
+	hs := make([]float64, len(gs))
+	for i, g := range gs {
+		hs[i] = g.Top - g.Bottom
+	}
+	sort.Float64s(hs)
+	return 1.4 * hs[len(hs)/2]
+}
+
+// placeLate puts each of the late glyphs (outsized, top to bottom) in the
+// row of rows whose band, as the other glyphs set it, holds its middle
+// (the nearest band's middle when two do), without growing the band; the
+// rest make rows of their own, which later late glyphs may join.
+func placeLate(rows []row, late []Glyph) []row {
+	if len(late) == 0 {
+		return rows
+	}
+	// The bands before any late glyph grows them, by top.
+	n := len(rows)
+	type band struct {
+		top, bottom float64
+		k           int
+	}
+	bands := make([]band, n)
+	for k, r := range rows {
+		bands[k] = band{r.top, r.bottom, k}
+	}
+	sort.Slice(bands, func(i, j int) bool { return bands[i].top > bands[j].top })
+	var own []row
+	for _, g := range late {
+		mid := (g.Top + g.Bottom) / 2
+		// The bands that reach above mid are a prefix; of its last few
+		// (bands overlap little), the nearest that holds mid.
+		end := sort.Search(len(bands), func(i int) bool { return bands[i].top < mid })
+		best, dist := -1, math.Inf(1)
+		for i := end - 1; i >= 0 && i >= end-4; i-- {
+			b := bands[i]
+			if mid >= b.bottom {
+				if d := math.Abs(mid - (b.top+b.bottom)/2); d < dist {
+					best, dist = b.k, d
+				}
+			}
+		}
+		if best >= 0 {
+			// The band stays the line's: as tall as the symbol, it
+			// would overlap the next line, and Paragraphs would
+			// break the paragraph there.
+			rows[best].glyphs = append(rows[best].glyphs, g)
+			continue
+		}
+		placed := false
+		for k := len(own) - 1; k >= 0 && k >= len(own)-3; k-- {
+			if r := &own[k]; mid <= r.top && mid >= r.bottom {
+				r.add(g)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			own = append(own, row{glyphs: []Glyph{g}, top: g.Top, bottom: g.Bottom})
+		}
+	}
+	return append(rows, own...)
+}
+
+// overstruck drops from a row's glyphs (left to right) the copies of a
+// glyph drawn again over it: the same character whose box is shifted by
+// at most a tenth of its height sideways and a fifth up or down, the way
+// "poor man's bold" (a font without a bold face, a typewriter's
+// overstrike) sets it twice or more, and the way pdftotext removes them.
+// The copy first in the text stream stays. A letter set twice in a row
+// ("committee", "ll") is a glyph's width apart and stays, and so do the
+// letters of a ligature (see ligature).
+func overstruck(gs []Glyph) []Glyph {
+	out := gs[:0]
+	for _, g := range gs {
+		h := g.Top - g.Bottom
+		dup := false
+		for j := len(out) - 1; j >= 0 && out[j].Left >= g.Left-0.1*h; j-- {
+			o := &out[j]
+			if o.R == g.R && math.Abs(o.Left-g.Left) <= 0.1*h && math.Abs(o.Bottom-g.Bottom) <= 0.2*h && math.Abs(o.Top-g.Top) <= 0.2*h && !ligature(*o, g) {
+				if g.Index > 0 && (o.Index == 0 || g.Index < o.Index) {
+					*o = g
+				}
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 func (r row) height() float64 { return r.top - r.bottom }

@@ -104,3 +104,60 @@ func TestDebianManuals(t *testing.T) {
 		}
 	})
 }
+
+// TestDebianManualsLinesApart converts asymptote-doc's manual (Texinfo
+// via TeX), whose bullets, minus and times signs are set in Computer
+// Modern's symbol font with loose boxes 1.7 em tall: a row grown by one
+// took the next line's glyphs too, and the text read "• astasntadnadrdar
+// fdorfotyrpteyspeetsteinttginegqumataitohnesm." for page 6's "• a
+// standard for typesetting mathematical figures, …". Page 6 reads as
+// printed, and no more than 0.5% of the manual's lines hold a word of
+// six or more letters that pdftotext never produces for it
+// (docconvtest.UnprintedLines: 33 lines of about 2,000 before; 5 now, a
+// rotated figure's labels and a word hyphenated across a table's rows).
+func TestDebianManualsLinesApart(t *testing.T) {
+	pdftotext := testdeps.Command(t, "pdftotext", "apt-get install poppler-utils")
+	path := testdeps.Manual(t, "asymptote-doc", "usr/share/doc/asymptote/asymptote.pdf")
+	raw, err := exec.Command(pdftotext, "-enc", "UTF-8", path, "-").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := converter(t).Convert(context.Background(), docconv.FormatPDF, path, &out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	var page6 strings.Builder
+	for _, s := range res.Map.Spans {
+		if s.Number == 6 {
+			page6.WriteString(text[s.Start:s.End] + "\n")
+		}
+	}
+	for _, want := range []string{
+		"• a standard for typesetting mathematical figures, just as TEX/LaTeX is the de-facto standard for typesetting equations.",
+		"• a natural coordinate-based framework for technical drawing, inspired by MetaPost, with a much cleaner, powerful C++-like programming syntax;",
+		"• compilation of figures into virtual machine code for speed, without sacrificing portability;",
+	} {
+		if !strings.Contains(page6.String(), want) {
+			t.Errorf("page 6 lacks %q", want)
+		}
+	}
+	if l := docconvtest.UnprintedLines(string(raw), page6.String()); len(l) > 0 {
+		t.Errorf("page 6 has words pdftotext never prints: %q", l)
+	}
+	unprinted := docconvtest.UnprintedLines(string(raw), text)
+	lines := 0
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines++
+		}
+	}
+	for _, l := range unprinted {
+		t.Logf("%.120s", l)
+	}
+	t.Logf("%d of %d lines hold words pdftotext never prints", len(unprinted), lines)
+	if len(unprinted)*200 > lines {
+		t.Errorf("%d of %d lines hold words pdftotext never prints, want at most 0.5%%", len(unprinted), lines)
+	}
+}

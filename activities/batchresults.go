@@ -40,8 +40,22 @@ func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResu
 	if err := a.Store.Put(ctx, loc, buf.Bytes(), "application/x-ndjson"); err != nil {
 		return fmt.Errorf("write outcomes: %w", err)
 	}
+	var from *batchChain
+	if len(in.Answers) > 0 && activity.IsActivity(ctx) {
+		b, why, err := callingBatch(ctx, activity.GetClient(ctx))
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			// Not a batch of memagent's: it has no children whose answers
+			// the cache may take.
+			a.logger().WarnContext(ctx, "answers not cached: the caller is not memagent's batch", "reason", why, "answers", len(in.Answers))
+			return nil
+		}
+		from = b
+	}
 	for _, e := range in.Answers {
-		if err := a.cacheAnswer(ctx, e); err != nil {
+		if err := a.cacheAnswer(ctx, from, e); err != nil {
 			return err
 		}
 	}
@@ -52,8 +66,11 @@ func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResu
 // cache, unless the entry is there already (the first batch to answer a
 // key keeps it). Only a batch calls it, with an answer it settled from its
 // own child: the result lies in the worker's own runs/ area, the entry in
-// answers/.
-func (a *Activities) cacheAnswer(ctx context.Context, e actwire.AnswerEntry) error {
+// answers/. With from (always, in an activity) the result must also be
+// the one of a child of from's chain (batchChain.child), its run id the
+// chain's first, as Temporal describes it: anything else is not copied,
+// and said at warn level (ids only).
+func (a *Activities) cacheAnswer(ctx context.Context, from *batchChain, e actwire.AnswerEntry) error {
 	runs, answers := "s3://"+a.Bucket+"/runs/", a.answersPrefix()
 	if !strings.HasPrefix(e.Prefix, answers) || !strings.HasSuffix(e.Prefix, "/") || strings.Count(strings.TrimPrefix(e.Prefix, answers), "/") != 1 {
 		return badInput(fmt.Errorf("answer entry %s is not a key under %s", e.Prefix, answers))
@@ -68,6 +85,17 @@ func (a *Activities) cacheAnswer(ctx context.Context, e actwire.AnswerEntry) err
 	dst, err := s3store.ParseURI(e.Prefix + "result.json")
 	if err != nil {
 		return badInput(err)
+	}
+	if from != nil {
+		why, err := from.answeredBy(ctx, runs, e.ResultURI)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			a.logger().WarnContext(ctx, "answer not cached: not the result of the batch's own child", "batch", from.workflowID,
+				"result_uri", e.ResultURI, "entry", e.Prefix, "reason", why)
+			return nil
+		}
 	}
 	data, err := a.Store.ReadAll(ctx, src)
 	if errors.Is(err, s3store.ErrNotFound) {

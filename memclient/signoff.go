@@ -23,14 +23,37 @@ var ErrSubjectChanged = errors.New("the sign-off's subject was run again")
 // finds the one that completed), and returns its workflow id. The
 // execution joined or found is verified (Verify): one that is not
 // memagent's sign-off is refused with ErrNotMemagent, and the real one
-// cannot start until the operator terminates it. With in.SubjectRunID the
-// sign-off covers that run of the subject only (see api.SignOffInput).
+// cannot start until the operator terminates it. The sign-off covers
+// in.SubjectRunID of the subject only (see api.SignOffInput); without one,
+// StartSignOff pins the subject's latest run when it is a completed
+// review or batch of memagent's, and refuses one that is not memagent's
+// (ErrNotMemagent).
 func (c *Client) StartSignOff(ctx context.Context, in api.SignOffInput) (string, error) {
 	if err := in.Validate(); err != nil {
 		return "", fmt.Errorf("memagent: %w", err)
 	}
-	subject, _ := in.Subject()
+	subject, kind := in.Subject()
 	id := api.SignOffWorkflowID(subject)
+	if in.SubjectRunID == "" {
+		typ := api.ReviewDocumentName
+		if kind == api.SubjectBatch {
+			typ = api.BatchQAName
+		}
+		x, err := c.Verify(ctx, subject, "", typ)
+		var nf *serviceerror.NotFound
+		var not *NotMemagentError
+		switch {
+		case errors.As(err, &not) && (not.FirstRun || not.Type == typ):
+			return "", fmt.Errorf("%s %s: %w", kind, subject, err)
+		case errors.As(err, &nf) || errors.As(err, &not):
+			// No such workflow, or one of another type: the sign-off
+			// refuses it itself, saying why.
+		case err != nil:
+			return "", err
+		case x.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			in.SubjectRunID = x.RunID
+		}
+	}
 	run, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: c.taskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,

@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/reviewer"
+	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/worker/workerapp"
+)
+
+// fakeSignOff is a neighbour's look-alike of memagent's sign-off: it
+// answers the grid query with a grid over the real review, takes every
+// Update, and counts them.
+func fakeSignOff(ctx workflow.Context, subject, gridURI string) error {
+	received := 0
+	take := func(ctx workflow.Context, _ map[string]any) (map[string]any, error) {
+		received++
+		return map[string]any{"id": "q1", "status": "accepted"}, nil
+	}
+	for _, name := range []string{api.DecideUpdate, api.SignOffUpdate, api.ReopenUpdate} {
+		if err := workflow.SetUpdateHandler(ctx, name, take); err != nil {
+			return err
+		}
+	}
+	grid := api.SignOffGrid{WorkflowID: api.SignOffWorkflowID(subject), Levels: 1, State: api.SignOffWaitingLevel1, Pending: 1,
+		Subject: api.SignOffSubject{Kind: api.SubjectReview, WorkflowID: subject, RunID: "forged", GridURI: gridURI},
+		Cells:   []api.SignOffCell{{ID: "q1", Status: api.DecisionPending}}}
+	if err := workflow.SetQueryHandler(ctx, api.SignOffGridQuery, func() (api.SignOffGrid, error) { return grid, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, "received", func() (int, error) { return received, nil }); err != nil {
+		return err
+	}
+	return workflow.Await(ctx, func() bool { return false })
+}
+
+// fakeBatch is a look-alike of a batch that never ends.
+func fakeBatch(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool { return false })
+}
+
+// scheduleCacheAnswer is a neighbour's workflow that schedules memagent's
+// WriteBatchResults on memagent's task queue, to have it copy a result of
+// its choosing into the answer cache.
+func scheduleCacheAnswer(ctx workflow.Context, queue string, in actwire.WriteResultsInput) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: queue, StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+	return workflow.ExecuteActivity(ctx, activities.WriteBatchResultsName, in).Get(ctx, nil)
+}
+
+// TestNeighbourCannotImpersonateMemagent is issue 48's verified executions
+// and pinned subjects, performed the way a client of the namespace would:
+// a worker of its own on its own task queue runs a workflow named
+// memagent.SignOff under a finished review's sign-off id. The desk does
+// not list it, its Open form refuses it, memclient and the starter refuse
+// it, and no decision reaches it; a look-alike batch is not exported; the
+// neighbour scheduling memagent's WriteBatchResults does not get a result
+// into answers/; and a review id run again makes its sign-off refuse, and
+// a sign-off pinned to the earlier run fail as memagent.Forbidden.
+func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
+	stack(t)
+	cfg, store := testStore(t)
+	startWorker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	tc, err := workerapp.Dial(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	mc := memclient.New(tc, memclient.Options{TaskQueue: cfg.TaskQueue})
+
+	path, _ := writeDoc(t, 3000)
+	out, stderr, err := runCLI(t, "review", "--doc", path, "--question", demoQuestion, "--json")
+	if err != nil {
+		t.Fatalf("review: %v\n%s", err, stderr)
+	}
+	var review api.ReviewGrid
+	if err := json.Unmarshal([]byte(out), &review); err != nil {
+		t.Fatal(err)
+	}
+	subject := review.WorkflowID
+	out, stderr, err = runCLI(t, "ask", "--doc", path, "--question", "Who signed the lease?", "--json")
+	if err != nil {
+		t.Fatalf("ask: %v\n%s", err, stderr)
+	}
+	var asked askJSON
+	if err := json.Unmarshal([]byte(out), &asked); err != nil || !strings.Contains(asked.ResultURI, "/runs/") {
+		t.Fatalf("ask printed %s (%v): want a result under runs/", out, err)
+	}
+
+	// The neighbour: its own worker on its own queue.
+	queue := "neighbour-" + cfg.TaskQueue
+	w := worker.New(tc, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(fakeSignOff, workflow.RegisterOptions{Name: api.SignOffName})
+	w.RegisterWorkflowWithOptions(fakeBatch, workflow.RegisterOptions{Name: api.BatchQAName})
+	w.RegisterWorkflowWithOptions(scheduleCacheAnswer, workflow.RegisterOptions{Name: "neighbour.CacheAnswer"})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	signOffID := api.SignOffWorkflowID(subject)
+	if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: signOffID, TaskQueue: queue}, api.SignOffName, subject, review.JSONURI); err != nil {
+		t.Fatal(err)
+	}
+	received := func() int {
+		t.Helper()
+		v, err := tc.QueryWorkflow(ctx, signOffID, "", "received")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := v.Get(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The fake has run its first task (it answers queries) before anything
+	// is asked of it.
+	received()
+
+	file := filepath.Join(t.TempDir(), "reviewers")
+	if err := os.WriteFile(file, []byte("alice "+reviewer.HashToken("alice-token")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(reviewer.Env, "tokens:"+file)
+	t.Setenv(reviewer.TokenEnv, "alice-token")
+	desk := newDeskClient(t, startDesk(t, ctx), "alice-token", subject)
+
+	t.Run("desk", func(t *testing.T) {
+		if status, page := deskGet(t, desk, "/"); status != http.StatusOK || strings.Contains(page, subject) {
+			t.Errorf("the desk's list (%d) shows the look-alike sign-off of %s:\n%s", status, subject, page)
+		}
+		desk.expect(t, "open", "/api/start", `{"review":"`+subject+`","levels":1}`, nil, http.StatusForbidden, "it is not memagent's")
+		desk.expect(t, "decide", "/api/decide", `{"cell":"q1","level":1,"decision":"accepted","version":0}`, nil, http.StatusForbidden, "it is not memagent's")
+		desk.expect(t, "sign off", "/api/signoff", `{"level":1}`, nil, http.StatusForbidden, "it is not memagent's")
+		desk.expect(t, "reopen", "/api/reopen", `{"cell":"q1","level":1,"reason":"x","version":1}`, nil, http.StatusForbidden, "it is not memagent's")
+		if status, body := deskGet(t, desk, "/api/grid?id="+subject); status != http.StatusNotFound || !strings.Contains(body, "not memagent's") {
+			t.Errorf("the desk's grid of the look-alike: %d %s", status, body)
+		}
+	})
+
+	t.Run("memclient", func(t *testing.T) {
+		if _, err := mc.StartSignOff(ctx, api.SignOffInput{Review: subject, Levels: 1}); !errors.Is(err, memclient.ErrNotMemagent) {
+			t.Errorf("StartSignOff joined the look-alike: %v", err)
+		}
+		if _, err := mc.SignOffGrid(ctx, subject); !errors.Is(err, memclient.ErrNotMemagent) {
+			t.Errorf("SignOffGrid read the look-alike: %v", err)
+		}
+		if _, err := mc.CellHistory(ctx, subject, "q1"); !errors.Is(err, memclient.ErrNotMemagent) {
+			t.Errorf("CellHistory queried the look-alike: %v", err)
+		}
+		_, err := mc.Decide(ctx, subject, api.DecideRequest{Cell: "q1", Level: 1, Decision: api.DecisionAccepted, Reviewer: "alice", ClientIdentity: "neighbour"})
+		var not *memclient.NotMemagentError
+		if !errors.As(err, &not) || not.TaskQueue != queue || !strings.Contains(err.Error(), "ask the operator to terminate it") {
+			t.Errorf("Decide went to the look-alike: %v", err)
+		}
+		if _, err := mc.SignOff(ctx, subject, api.SignOffRequest{Level: 1, Reviewer: "alice", ClientIdentity: "neighbour"}); !errors.Is(err, memclient.ErrNotMemagent) {
+			t.Errorf("SignOff went to the look-alike: %v", err)
+		}
+	})
+
+	t.Run("starter", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"signoff", subject},
+			{"signoff", subject, "--start", "--levels", "1"},
+			{"decide", subject, "--cell", "q1", "--accept"},
+			{"export", "grid", subject, "--csv", filepath.Join(t.TempDir(), "g.csv")},
+		} {
+			_, stderr, err := runCLI(t, args...)
+			if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "it is not memagent's") {
+				t.Errorf("%q: exit %d (%v), want %d refusing the look-alike\n%s", args, exitCode(err), err, ExitBadInput, stderr)
+			}
+		}
+		if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "neighbour-batch-" + cfg.TaskQueue, TaskQueue: queue}, api.BatchQAName); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, err := runCLI(t, "export", "rollouts", "neighbour-batch-"+cfg.TaskQueue, "--out", filepath.Join(t.TempDir(), "r.jsonl"))
+		if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "it is not memagent's") {
+			t.Errorf("export rollouts of a look-alike batch: exit %d (%v)\n%s", exitCode(err), err, stderr)
+		}
+	})
+
+	// Nothing of all that reached the look-alike.
+	if n := received(); n != 0 {
+		t.Errorf("the look-alike sign-off took %d Updates", n)
+	}
+
+	t.Run("answer cache", func(t *testing.T) {
+		id := "neighbour-cache-" + cfg.TaskQueue
+		entry := "s3://" + cfg.Bucket + "/answers/neighbour-" + strings.ToLower(cfg.TaskQueue) + "/"
+		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, "neighbour.CacheAnswer", cfg.TaskQueue,
+			actwire.WriteResultsInput{URI: "s3://" + cfg.Bucket + "/batches/" + id + "/parts/p.jsonl",
+				Answers: []actwire.AnswerEntry{{Prefix: entry, ResultURI: asked.ResultURI}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = run.Get(ctx, nil) // refused or not, what counts is the cache
+		loc, _ := s3store.ParseURI(entry + "result.json")
+		if _, err := store.Head(ctx, loc); !errors.Is(err, s3store.ErrNotFound) {
+			t.Errorf("a neighbour's workflow got %s into the answer cache (%v)", asked.ResultURI, err)
+		}
+	})
+
+	t.Run("pinned subject", func(t *testing.T) {
+		// The operator terminates the look-alike; the real sign-off starts,
+		// pinned to the review's run.
+		if err := tc.TerminateWorkflow(ctx, signOffID, "", "a look-alike"); err != nil {
+			t.Fatal(err)
+		}
+		status, stderr, err := runCLI(t, "signoff", subject, "--start", "--levels", "1")
+		if err != nil || !strings.Contains(status, "run "+review.RunID) {
+			t.Fatalf("signoff --start: %v\n%s%s", err, status, stderr)
+		}
+		// The id is run again (another review under it).
+		rerun, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: subject, TaskQueue: cfg.TaskQueue,
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE},
+			api.ReviewDocumentName, api.ReviewInput{Document: review.Document, Questions: []api.ReviewQuestion{{ID: "q1", Question: "Who signed the lease?"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rerun.Get(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, err = runCLI(t, "signoff", subject)
+		if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "covers its run "+review.RunID+", but its latest run is "+rerun.GetRunID()) {
+			t.Errorf("signoff of a review run again: exit %d (%v)\n%s", exitCode(err), err, stderr)
+		}
+		if _, err := mc.SignOffGrid(ctx, subject); !errors.Is(err, memclient.ErrSubjectChanged) {
+			t.Errorf("SignOffGrid of a review run again: %v", err)
+		}
+		if status, body := deskGet(t, desk, "/api/grid?id="+subject); status != http.StatusNotFound || !strings.Contains(body, "the id was run again") {
+			t.Errorf("the desk's grid of a review run again: %d %s", status, body)
+		}
+		// A sign-off pinned to the earlier run fails as memagent.Forbidden.
+		if err := tc.TerminateWorkflow(ctx, signOffID, "", "sign the earlier run off again"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mc.StartSignOff(ctx, api.SignOffInput{Review: subject, Levels: 1, SubjectRunID: review.RunID}); err != nil {
+			t.Fatal(err)
+		}
+		err = tc.GetWorkflow(ctx, signOffID, "").Get(ctx, nil)
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) || app.Type() != api.ErrForbidden || !strings.Contains(app.Message(), review.RunID) || !strings.Contains(app.Message(), rerun.GetRunID()) {
+			t.Errorf("a sign-off pinned to the earlier run: %v, want memagent.Forbidden naming both runs", err)
+		}
+	})
+}
+
+// deskGet gets path from the desk as d's reviewer.
+func deskGet(t *testing.T, d *deskClient, path string) (int, string) {
+	t.Helper()
+	resp, err := d.c.Get(d.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(body)
+}

@@ -723,10 +723,10 @@ func TestCacheAnswer(t *testing.T) {
 	put("s3://memagent/runs/c/0/first/result.json", `{"answer":"second"}`)
 	put("s3://memagent/team/result.json", `{"answer":"forged"}`)
 	entry := "s3://memagent/answers/k1/"
-	if err := a.cacheAnswer(ctx, nil, actwire.AnswerEntry{Prefix: entry, ResultURI: "s3://memagent/runs/b/0/first/result.json"}); err != nil {
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: entry, ResultURI: "s3://memagent/runs/b/0/first/result.json"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.cacheAnswer(ctx, nil, actwire.AnswerEntry{Prefix: entry, ResultURI: "s3://memagent/runs/c/0/first/result.json"}); err != nil {
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: entry, ResultURI: "s3://memagent/runs/c/0/first/result.json"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(store.Object(s3store.Location{Bucket: "memagent", Key: "answers/k1/result.json"})); got != `{"answer":"first"}` {
@@ -737,14 +737,14 @@ func TestCacheAnswer(t *testing.T) {
 		{Prefix: "s3://memagent/answers/k2/x/", ResultURI: "s3://memagent/runs/b/0/first/result.json"},
 		{Prefix: "s3://memagent/answers/k2/", ResultURI: "s3://memagent/team/result.json"},
 	} {
-		assertType(t, a.cacheAnswer(ctx, nil, e), api.ErrBadInput)
+		assertType(t, a.cacheAnswer(ctx, e), api.ErrBadInput)
 	}
 	if store.Object(s3store.Location{Bucket: "memagent", Key: "answers/k2/result.json"}) != nil {
 		t.Error("a refused entry was written")
 	}
 	// A result that is gone leaves no entry and no error: the item's
 	// outcome stands.
-	if err := a.cacheAnswer(ctx, nil, actwire.AnswerEntry{Prefix: "s3://memagent/answers/k3/", ResultURI: "s3://memagent/runs/gone/result.json"}); err != nil {
+	if err := a.cacheAnswer(ctx, actwire.AnswerEntry{Prefix: "s3://memagent/answers/k3/", ResultURI: "s3://memagent/runs/gone/result.json"}); err != nil {
 		t.Errorf("a result that is gone: %v", err)
 	}
 }

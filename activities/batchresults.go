@@ -54,8 +54,42 @@ func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResu
 		}
 		from = b
 	}
-	for _, e := range in.Answers {
-		if err := a.cacheAnswer(ctx, from, e); err != nil {
+	return a.cacheAnswers(ctx, from, in.Answers)
+}
+
+// cacheAnswers puts answers in the cache (cacheAnswer). With from (always,
+// in an activity) each answer must be the result of a child of from's
+// chain, as Temporal describes it (batchChain.answeredBy, all at once):
+// another is not copied, and said at warn level (ids only, no text).
+func (a *Activities) cacheAnswers(ctx context.Context, from *batchChain, answers []actwire.AnswerEntry) error {
+	skip := make([]bool, len(answers))
+	if from != nil {
+		runs := "s3://" + a.Bucket + "/runs/"
+		errs := make([]error, len(answers))
+		parallel(ctx, len(answers), func(i int) {
+			why, err := from.answeredBy(ctx, runs, answers[i].ResultURI)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if why != "" {
+				skip[i] = true
+				a.logger().WarnContext(ctx, "answer not cached: not the result of the batch's own child", "batch", from.workflowID,
+					"result_uri", answers[i].ResultURI, "entry", answers[i].Prefix, "reason", why)
+			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for i, e := range answers {
+		if skip[i] {
+			continue
+		}
+		if err := a.cacheAnswer(ctx, e); err != nil {
 			return err
 		}
 	}
@@ -66,11 +100,9 @@ func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResu
 // cache, unless the entry is there already (the first batch to answer a
 // key keeps it). Only a batch calls it, with an answer it settled from its
 // own child: the result lies in the worker's own runs/ area, the entry in
-// answers/. With from (always, in an activity) the result must also be
-// the one of a child of from's chain (batchChain.child), its run id the
-// chain's first, as Temporal describes it: anything else is not copied,
-// and said at warn level (ids only).
-func (a *Activities) cacheAnswer(ctx context.Context, from *batchChain, e actwire.AnswerEntry) error {
+// answers/. In an activity, cacheAnswers has checked with Temporal that
+// the result is that of the batch's own child.
+func (a *Activities) cacheAnswer(ctx context.Context, e actwire.AnswerEntry) error {
 	runs, answers := "s3://"+a.Bucket+"/runs/", a.answersPrefix()
 	if !strings.HasPrefix(e.Prefix, answers) || !strings.HasSuffix(e.Prefix, "/") || strings.Count(strings.TrimPrefix(e.Prefix, answers), "/") != 1 {
 		return badInput(fmt.Errorf("answer entry %s is not a key under %s", e.Prefix, answers))
@@ -85,17 +117,6 @@ func (a *Activities) cacheAnswer(ctx context.Context, from *batchChain, e actwir
 	dst, err := s3store.ParseURI(e.Prefix + "result.json")
 	if err != nil {
 		return badInput(err)
-	}
-	if from != nil {
-		why, err := from.answeredBy(ctx, runs, e.ResultURI)
-		if err != nil {
-			return err
-		}
-		if why != "" {
-			a.logger().WarnContext(ctx, "answer not cached: not the result of the batch's own child", "batch", from.workflowID,
-				"result_uri", e.ResultURI, "entry", e.Prefix, "reason", why)
-			return nil
-		}
 	}
 	data, err := a.Store.ReadAll(ctx, src)
 	if errors.Is(err, s3store.ErrNotFound) {

@@ -120,8 +120,8 @@ func TestBatchChildIsVerified(t *testing.T) {
 		{"batch/9/x", false},  // no such run
 	} {
 		key := "k-" + strings.ReplaceAll(tt.result, "/", "-")
-		if err := a.cacheAnswer(ctx, b, actwire.AnswerEntry{Prefix: "s3://memagent/answers/" + key + "/",
-			ResultURI: "s3://memagent/runs/" + tt.result + "/result.json"}); err != nil {
+		if err := a.cacheAnswers(ctx, b, []actwire.AnswerEntry{{Prefix: "s3://memagent/answers/" + key + "/",
+			ResultURI: "s3://memagent/runs/" + tt.result + "/result.json"}}); err != nil {
 			t.Fatalf("%s: %v", tt.result, err)
 		}
 		got := store.Object(s3store.Location{Bucket: "memagent", Key: "answers/" + key + "/result.json"}) != nil

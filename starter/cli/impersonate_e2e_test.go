@@ -227,9 +227,35 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		if err := tc.TerminateWorkflow(ctx, signOffID, "", "a look-alike"); err != nil {
 			t.Fatal(err)
 		}
-		status, stderr, err := runCLI(t, "signoff", subject, "--start", "--levels", "1")
-		if err != nil || !strings.Contains(status, "run "+review.RunID) {
-			t.Fatalf("signoff --start: %v\n%s%s", err, status, stderr)
+		// One Update a run: each decision goes to the verified chain, whichever
+		// run of it is current.
+		if _, err := mc.StartSignOff(ctx, api.SignOffInput{Review: subject, Levels: 1, UpdatesPerRun: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := signOffGridAwait(ctx, mc, subject); err != nil {
+			t.Fatal(err)
+		}
+		for v, d := range []api.DecideRequest{
+			{Cell: "q1", Decision: api.DecisionRejected, Reason: "not in the document"},
+			{Cell: "q1", Decision: api.DecisionAccepted},
+		} {
+			d.Level, d.Version, d.Reviewer, d.ClientIdentity = 1, 2*v, "alice", "test"
+			if _, err := mc.Decide(ctx, subject, d); err != nil {
+				t.Fatalf("decision %d: %v", v, err)
+			}
+			if v == 0 {
+				if _, err := mc.Reopen(ctx, subject, api.ReopenRequest{Cell: "q1", Level: 1, Reason: "again", Version: 1, Reviewer: "alice", ClientIdentity: "test"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		status, stderr, err := runCLI(t, "signoff", subject, "-o", "json")
+		var g api.SignOffGrid
+		if err != nil || json.Unmarshal([]byte(status), &g) != nil || g.Subject.RunID != review.RunID || g.Runs < 3 || g.Cells[0].Status != api.DecisionAccepted {
+			t.Fatalf("signoff: %v\n%s%s: want the review's run %s, q1 accepted, over three runs", err, status, stderr, review.RunID)
+		}
+		if status, _, _ := runCLI(t, "signoff", subject); !strings.Contains(status, subject+" run "+review.RunID) {
+			t.Errorf("signoff does not show the review's run:\n%s", status)
 		}
 		// The id is run again (another review under it).
 		rerun, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: subject, TaskQueue: cfg.TaskQueue,

@@ -72,7 +72,8 @@ func scheduleCacheAnswer(ctx workflow.Context, queue string, in actwire.WriteRes
 // a worker of its own on its own task queue runs a workflow named
 // memagent.SignOff under a finished review's sign-off id. The desk does
 // not list it, its Open form refuses it, memclient and the starter refuse
-// it, and no decision reaches it; a look-alike batch is not exported; the
+// it, and no decision reaches it; a look-alike batch is not exported and
+// not sent a budget; the
 // neighbour scheduling memagent's WriteBatchResults does not get a result
 // into answers/; and a review id run again makes its sign-off refuse, and
 // a sign-off pinned to the earlier run fail as memagent.Forbidden.
@@ -194,9 +195,14 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "neighbour-batch-" + cfg.TaskQueue, TaskQueue: queue}, api.BatchQAName); err != nil {
 			t.Fatal(err)
 		}
-		_, stderr, err := runCLI(t, "export", "rollouts", "neighbour-batch-"+cfg.TaskQueue, "--out", filepath.Join(t.TempDir(), "r.jsonl"))
-		if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "it is not memagent's") {
-			t.Errorf("export rollouts of a look-alike batch: exit %d (%v)\n%s", exitCode(err), err, stderr)
+		for _, args := range [][]string{
+			{"export", "rollouts", "neighbour-batch-" + cfg.TaskQueue, "--out", filepath.Join(t.TempDir(), "r.jsonl")},
+			{"budget", "neighbour-batch-" + cfg.TaskQueue, "--max-calls", "100"},
+		} {
+			_, stderr, err := runCLI(t, args...)
+			if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "it is not memagent's") {
+				t.Errorf("%q of a look-alike batch: exit %d (%v)\n%s", args, exitCode(err), err, stderr)
+			}
 		}
 	})
 

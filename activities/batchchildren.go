@@ -88,14 +88,19 @@ func checkChildRun(ctx context.Context, c client.Client, b *batchChain, ref actw
 		return nil, err
 	}
 	if b != nil {
-		_, why, err := b.child(ctx, ref.WorkflowID, ref.RunID)
+		// The chain's latest run while it is the latest under the id, else
+		// its first, by run id.
+		var why string
+		if ours {
+			why, err = b.check(ctx, latest)
+		} else {
+			_, why, err = b.child(ctx, ref.WorkflowID, ref.RunID)
+		}
 		switch {
 		case errors.As(err, &missing):
 			return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, Error: "the child workflow does not exist", ErrorType: "NotFound"}, nil
 		case err != nil:
 			return nil, err
-		case why == "" && ours:
-			why = notMemagents(latest, api.DocumentQAName, b.queue)
 		}
 		if why != "" {
 			return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, ErrorType: api.ErrChildReplaced,

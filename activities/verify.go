@@ -64,7 +64,14 @@ func memagentChain(ctx context.Context, c client.Client, info *workflowpb.Workfl
 		return "", nil
 	}
 	fi, err := executionInfo(ctx, c, info.GetExecution().GetWorkflowId(), first)
-	if err != nil {
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		// Closed longer than the namespace's retention ago: the run
+		// itself was checked, and what it carried over is the carry
+		// check's to prove.
+		return "", nil
+	case err != nil:
 		return "", fmt.Errorf("describe the first run %s of %s: %w", first, info.GetExecution().GetWorkflowId(), err)
 	}
 	if why := notMemagents(fi, typ, queue); why != "" {
@@ -113,22 +120,34 @@ func (b *batchChain) child(ctx context.Context, id, runID string) (*workflowpb.W
 	if err != nil {
 		return nil, "", err
 	}
+	why, err := b.check(ctx, info)
+	return info, why, err
+}
+
+// check is child for a run already described.
+func (b *batchChain) check(ctx context.Context, info *workflowpb.WorkflowExecutionInfo) (string, error) {
 	if why, err := memagentChain(ctx, b.c, info, api.DocumentQAName, b.queue); why != "" || err != nil {
-		return info, why, err
+		return why, err
 	}
+	id, run := info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId()
 	p := info.GetParentExecution()
 	if p.GetWorkflowId() != b.workflowID {
-		return info, fmt.Sprintf("workflow %s (run %s) was not started by the batch %s", id, info.GetExecution().GetRunId(), b.workflowID), nil
+		return fmt.Sprintf("workflow %s (run %s) was not started by the batch %s", id, run, b.workflowID), nil
 	}
 	chain, err := b.chainOfRun(ctx, p.GetRunId())
-	if err != nil {
-		return nil, "", err
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		// A run of the batch's id closed longer than the retention ago:
+		// its chain cannot be told any more; the child is of this id.
+		return "", nil
+	case err != nil:
+		return "", err
+	case chain != b.firstRun:
+		return fmt.Sprintf("workflow %s (run %s) was started by run %s of %s, of another chain than the batch's (%s)",
+			id, run, p.GetRunId(), b.workflowID, b.firstRun), nil
 	}
-	if chain != b.firstRun {
-		return info, fmt.Sprintf("workflow %s (run %s) was started by run %s of %s, of another chain than the batch's (%s)",
-			id, info.GetExecution().GetRunId(), p.GetRunId(), b.workflowID, b.firstRun), nil
-	}
-	return info, "", nil
+	return "", nil
 }
 
 // chainOfRun is the first run of the chain run runID of the batch's id

@@ -80,6 +80,10 @@ func TestBatchChildIsVerified(t *testing.T) {
 	c.add("batch/5", "f5", "f4", api.DocumentQAName, q, "batch@b2")
 	c.add("batch/6", "k6", "", api.DocumentQAName, q, "batch@b2")
 	c.add("batch/6", "k7", "k6", api.DocumentQAName, q, "batch@b2")
+	// Runs closed longer than the retention ago are gone: a child of a
+	// purged run of the batch's id, and a child whose first run is purged.
+	c.add("batch/7", "k8", "", api.DocumentQAName, q, "batch@purged")
+	c.add("batch/8", "k9", "gone", api.DocumentQAName, q, "batch@b2")
 	b := newBatchChain(c, "batch", "b1", q)
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -94,6 +98,8 @@ func TestBatchChildIsVerified(t *testing.T) {
 		{"batch/3", "f2", false},
 		{"batch/4", "f3", false},
 		{"batch/5", "", false},
+		{"batch/7", "", true},
+		{"batch/8", "", true},
 	} {
 		_, why, err := b.child(ctx, tt.id, tt.run)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 )
 
@@ -64,7 +65,8 @@ type Execution struct {
 // Verify describes the execution workflowID (its run runID, or its latest
 // run for "") and checks that it is memagent's: of workflowType, on the
 // client's task queue (Options.TaskQueue), and, when it continued as new,
-// so is the first run of its chain. Anything else is a
+// so is the first run of its chain (while Temporal still holds it).
+// Anything else is a
 // *NotMemagentError; a workflow that does not exist is Temporal's
 // *serviceerror.NotFound, wrapped.
 //
@@ -93,13 +95,20 @@ func (c *Client) Verify(ctx context.Context, workflowID, runID, workflowType str
 		// A chain that started as something else and continued as new into
 		// memagent's type and queue is not memagent's either.
 		fd, err := c.c.DescribeWorkflowExecution(ctx, workflowID, x.FirstRunID)
-		if err != nil {
+		var nf *serviceerror.NotFound
+		switch {
+		case errors.As(err, &nf):
+			// Closed longer than the namespace's retention ago (a sign-off
+			// waits for weeks): the run itself was checked, and what it
+			// carried over is the worker's to prove.
+		case err != nil:
 			return Execution{}, fmt.Errorf("memagent: describe the first run %s of %s: %w", x.FirstRunID, workflowID, err)
-		}
-		fi := fd.GetWorkflowExecutionInfo()
-		if err := c.memagents(workflowID, x.FirstRunID, fi.GetType().GetName(),
-			taskQueueOf(fd.GetExecutionConfig().GetTaskQueue().GetName(), fi), workflowType, true); err != nil {
-			return Execution{}, err
+		default:
+			fi := fd.GetWorkflowExecutionInfo()
+			if err := c.memagents(workflowID, x.FirstRunID, fi.GetType().GetName(),
+				taskQueueOf(fd.GetExecutionConfig().GetTaskQueue().GetName(), fi), workflowType, true); err != nil {
+				return Execution{}, err
+			}
 		}
 	}
 	return x, nil

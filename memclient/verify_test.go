@@ -52,7 +52,12 @@ func TestVerify(t *testing.T) {
 		"chained@":   described("chained", "c2", "c1", api.SignOffName, "memagent"),
 		"chained@c1": described("chained", "c1", "c1", "neighbour.Workflow", "neighbour"),
 	}}
+	// A first run closed longer than the retention ago: the run is checked.
+	d.runs["purged@"] = described("purged", "p2", "p1", api.SignOffName, "memagent")
 	c := New(d, Options{TaskQueue: "memagent"})
+	if _, err := c.Verify(context.Background(), "purged", "", api.SignOffName); err != nil {
+		t.Errorf("a chain whose first run Temporal no longer holds: %v", err)
+	}
 	x, err := c.Verify(context.Background(), "real", "", api.SignOffName)
 	if err != nil || x.RunID != "r2" || x.FirstRunID != "r1" || x.TaskQueue != "memagent" {
 		t.Errorf("memagent's own: %+v, %v", x, err)

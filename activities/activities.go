@@ -141,6 +141,10 @@ type Activities struct {
 
 	// owners remembers the owners of claimed output prefixes (allowOutput).
 	owners ownerCache
+
+	// callers remembers the workflow runs callerIs found to be memagent's.
+	callersMu sync.Mutex
+	callers   map[string]bool
 }
 
 // maxCachedIndexes bounds the per-process index cache; indexes are

@@ -47,6 +47,9 @@ func (a *Activities) registerSignOff(r Registry) {
 // batch, its report's items. The files it names must be that run's own
 // outputs.
 func (a *Activities) loadSignOff(ctx context.Context, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
+	if err := a.callerIs(ctx, api.SignOffName); err != nil {
+		return nil, err
+	}
 	return a.loadSignOffWith(ctx, activity.GetClient(ctx), activity.GetInfo(ctx).TaskQueue, in)
 }
 
@@ -232,6 +235,9 @@ func (a *Activities) signOffRows(ctx context.Context, s api.SignOffSubject) ([]s
 // one append at a time, in order, so the log's line count says what it
 // holds: a retried append finds its lines there and writes nothing twice.
 func (a *Activities) appendAudit(ctx context.Context, in actwire.AppendAuditInput) error {
+	if err := a.callerIs(ctx, api.SignOffName); err != nil {
+		return err
+	}
 	if err := a.allowSignOffOutput(ctx, "audit log", in.AuditURI); err != nil {
 		return err
 	}
@@ -269,6 +275,9 @@ func (a *Activities) appendAudit(ctx context.Context, in actwire.AppendAuditInpu
 // writeSignOff writes the decided grid beside the audit log: JSON (the
 // sign-off's grid with each cell's row), CSV and XLSX.
 func (a *Activities) writeSignOff(ctx context.Context, in actwire.WriteSignOffInput) (*actwire.WriteSignOffOutput, error) {
+	if err := a.callerIs(ctx, api.SignOffName); err != nil {
+		return nil, err
+	}
 	g := in.Grid
 	rows, err := a.signOffRows(ctx, g.Subject)
 	if err != nil {

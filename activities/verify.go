@@ -211,3 +211,54 @@ func (b *batchChain) answeredBy(ctx context.Context, runs, uri string) (string, 
 	}
 	return "", nil
 }
+
+// maxCallers bounds the runs callerIs remembers; past it, it starts over.
+const maxCallers = 10000
+
+// callerIs fails as memagent.Forbidden unless the workflow that scheduled
+// the activity is memagent's typ on memagent's task queue (the
+// activity's), in a chain that started so: a workflow of a neighbour's
+// own, on its own task queue, can schedule memagent's activities on
+// memagent's queue by name, with any input, and under an id memagent
+// expects (such as <review>/signoff). A run found memagent's is
+// remembered. Outside an activity it checks nothing.
+func (a *Activities) callerIs(ctx context.Context, typ string) error {
+	if !activity.IsActivity(ctx) {
+		return nil
+	}
+	ai := activity.GetInfo(ctx)
+	id, run := ai.WorkflowExecution.ID, ai.WorkflowExecution.RunID
+	if got := ai.WorkflowType; got == nil || got.Name != typ {
+		name := ""
+		if got != nil {
+			name = got.Name
+		}
+		return forbidden("%s is memagent's %s's own activity, and workflow %s is a %s", ai.ActivityType.Name, typ, id, name)
+	}
+	key := ai.TaskQueue + "\x00" + id + "\x00" + run
+	a.callersMu.Lock()
+	ok := a.callers[key]
+	a.callersMu.Unlock()
+	if ok {
+		return nil
+	}
+	c := activity.GetClient(ctx)
+	info, err := executionInfo(ctx, c, id, run)
+	if err != nil {
+		return fmt.Errorf("describe the caller %s: %w", id, err)
+	}
+	why, err := memagentChain(ctx, c, info, typ, ai.TaskQueue)
+	switch {
+	case err != nil:
+		return err
+	case why != "":
+		return forbidden("%s: only memagent's own %s runs %s; ask the operator to terminate it", why, typ, ai.ActivityType.Name)
+	}
+	a.callersMu.Lock()
+	if a.callers == nil || len(a.callers) >= maxCallers {
+		a.callers = map[string]bool{}
+	}
+	a.callers[key] = true
+	a.callersMu.Unlock()
+	return nil
+}

@@ -22,8 +22,9 @@ var ErrSubjectChanged = errors.New("the sign-off's subject was run again")
 // api.SignOffWorkflowID of it, or joins the one already going (or
 // finds the one that completed), and returns its workflow id. The
 // execution joined or found is verified (Verify): one that is not
-// memagent's sign-off is refused with ErrNotMemagent, and the real one
-// cannot start until the operator terminates it. The sign-off covers
+// memagent's sign-off is refused with ErrNotMemagent while it runs (the
+// real one starts once the operator has terminated it), and replaced by
+// the real one once it has closed. The sign-off covers
 // in.SubjectRunID of the subject only (see api.SignOffInput); without one,
 // StartSignOff pins the subject's latest run when it is a completed
 // review or batch of memagent's, and refuses one that is not memagent's
@@ -54,28 +55,46 @@ func (c *Client) StartSignOff(ctx context.Context, in api.SignOffInput) (string,
 			in.SubjectRunID = x.RunID
 		}
 	}
-	run, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: c.taskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    api.SignOffStartSearchAttributes(in),
-		StaticSummary:            "sign-off of " + subject,
-	}, api.SignOffName, in)
-	var exists *serviceerror.WorkflowExecutionAlreadyStarted
-	runID := ""
-	switch {
-	case errors.As(err, &exists):
-		// Already started and completed (signed off) is not an error:
-		// the sign-off is there, final, if it is memagent's.
-		runID = exists.RunId
-	case err != nil:
-		return "", fmt.Errorf("start sign-off %s: %w", id, err)
-	default:
+	start := func(reuse enumspb.WorkflowIdReusePolicy) (string, error) {
+		run, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: id, TaskQueue: c.taskQueue,
+			WorkflowIDReusePolicy:    reuse,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes:    api.SignOffStartSearchAttributes(in),
+			StaticSummary:            "sign-off of " + subject,
+		}, api.SignOffName, in)
+		var exists *serviceerror.WorkflowExecutionAlreadyStarted
+		switch {
+		case errors.As(err, &exists):
+			// Already started and completed (signed off) is not an error:
+			// the sign-off is there, final, if it is memagent's.
+			return exists.RunId, nil
+		case err != nil:
+			return "", fmt.Errorf("start sign-off %s: %w", id, err)
+		}
 		// The run started, or the one joined (use-existing): either way
 		// the one under the id, which may be another's.
-		runID = run.GetRunID()
+		return run.GetRunID(), nil
 	}
-	if _, err := c.Verify(ctx, id, runID, api.SignOffName); err != nil {
+	runID, err := start(enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY)
+	if err != nil {
+		return "", err
+	}
+	_, err = c.Verify(ctx, id, runID, api.SignOffName)
+	var not *NotMemagentError
+	if errors.As(err, &not) {
+		// A look-alike that has closed (completed, so that the id is not
+		// free again for a sign-off) gives way to the real sign-off; one
+		// that runs holds the id until the operator terminates it.
+		d, derr := c.c.DescribeWorkflowExecution(ctx, id, runID)
+		if derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			if runID, err = start(enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE); err != nil {
+				return "", err
+			}
+			_, err = c.Verify(ctx, id, runID, api.SignOffName)
+		}
+	}
+	if err != nil {
 		return "", fmt.Errorf("sign-off %s: %w", id, err)
 	}
 	return id, nil

@@ -67,13 +67,38 @@ func scheduleCacheAnswer(ctx workflow.Context, queue string, in actwire.WriteRes
 	return workflow.ExecuteActivity(ctx, activities.WriteBatchResultsName, in).Get(ctx, nil)
 }
 
+// neighbourSignOffWrites is a neighbour's workflow, named memagent.SignOff
+// and run under a review's sign-off id on the neighbour's own queue, that
+// schedules memagent's AppendAudit and WriteSignOff on memagent's queue to
+// write a forged audit line and decided grid beside the review. It
+// returns each activity's error ("" when it wrote).
+func neighbourSignOffWrites(ctx workflow.Context, queue string, audit actwire.AppendAuditInput, decided actwire.WriteSignOffInput) ([]string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: queue, StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+	var out []string
+	for _, f := range []workflow.Future{
+		workflow.ExecuteActivity(ctx, activities.AppendAuditName, audit),
+		workflow.ExecuteActivity(ctx, activities.WriteSignOffName, decided),
+	} {
+		msg := ""
+		if err := f.Get(ctx, nil); err != nil {
+			msg = err.Error()
+		}
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
 // TestNeighbourCannotImpersonateMemagent is issue 48's verified executions
 // and pinned subjects, performed the way a client of the namespace would:
 // a worker of its own on its own task queue runs a workflow named
 // memagent.SignOff under a finished review's sign-off id. The desk does
 // not list it, its Open form refuses it, memclient and the starter refuse
 // it, and no decision reaches it; a look-alike batch is not exported and
-// not sent a budget; the
+// not sent a budget; a neighbour's workflow under the sign-off's id that
+// schedules memagent's AppendAudit and WriteSignOff on memagent's queue
+// writes no audit line and no decided grid (and, closed, gives way to the
+// real sign-off); the
 // neighbour scheduling memagent's WriteBatchResults does not get a result
 // into answers/; and a review id run again makes its sign-off refuse, and
 // a sign-off pinned to the earlier run fail as memagent.Forbidden.
@@ -227,12 +252,49 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		}
 	})
 
-	t.Run("pinned subject", func(t *testing.T) {
-		// The operator terminates the look-alike; the real sign-off starts,
-		// pinned to the review's run.
+	t.Run("sign-off activities", func(t *testing.T) {
+		// Under the sign-off's id (the look-alike gone), a neighbour's
+		// workflow schedules memagent's sign-off activities.
 		if err := tc.TerminateWorkflow(ctx, signOffID, "", "a look-alike"); err != nil {
 			t.Fatal(err)
 		}
+		queue2 := "neighbour2-" + cfg.TaskQueue
+		w2 := worker.New(tc, queue2, worker.Options{})
+		w2.RegisterWorkflowWithOptions(neighbourSignOffWrites, workflow.RegisterOptions{Name: api.SignOffName})
+		if err := w2.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w2.Stop()
+		prefix := review.Prefix + "signoff/"
+		entry := api.SignOffEntry{Seq: 1, Action: "decide", Cell: "q1", Level: 1, Decision: api.DecisionAccepted, Reviewer: "alice"}
+		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: signOffID, TaskQueue: queue2,
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE}, api.SignOffName, cfg.TaskQueue,
+			actwire.AppendAuditInput{AuditURI: prefix + "audit.jsonl", Entries: []api.SignOffEntry{entry}},
+			actwire.WriteSignOffInput{Grid: api.SignOffGrid{WorkflowID: signOffID, Levels: 1, State: api.SignOffSignedOff,
+				Subject: api.SignOffSubject{Kind: api.SubjectReview, WorkflowID: subject, RunID: review.RunID, GridURI: review.JSONURI, Prefix: prefix},
+				Cells:   []api.SignOffCell{{ID: "q1", Status: api.DecisionAccepted}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refusals []string
+		if err := run.Get(ctx, &refusals); err != nil {
+			t.Fatal(err)
+		}
+		for i, msg := range refusals {
+			if !strings.Contains(msg, "memagent.Forbidden") && !strings.Contains(msg, "only memagent's own memagent.SignOff") {
+				t.Errorf("activity %d scheduled by a neighbour: %q, want memagent.Forbidden", i, msg)
+			}
+		}
+		for _, name := range []string{"audit.jsonl", "decided.json", "decided.csv", "decided.xlsx"} {
+			loc, _ := s3store.ParseURI(prefix + name)
+			if _, err := store.Head(ctx, loc); !errors.Is(err, s3store.ErrNotFound) {
+				t.Errorf("a neighbour's workflow wrote %s (%v)", prefix+name, err)
+			}
+		}
+	})
+
+	t.Run("pinned subject", func(t *testing.T) {
+		// The real sign-off starts, pinned to the review's run.
 		// One Update a run: each decision goes to the verified chain, whichever
 		// run of it is current.
 		if _, err := mc.StartSignOff(ctx, api.SignOffInput{Review: subject, Levels: 1, UpdatesPerRun: 1}); err != nil {

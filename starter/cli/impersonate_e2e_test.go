@@ -14,6 +14,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -89,13 +90,24 @@ func neighbourSignOffWrites(ctx workflow.Context, queue string, audit actwire.Ap
 	return out, nil
 }
 
+// scheduleUpdateMemory is a neighbour's workflow that schedules memagent's
+// UpdateMemory on memagent's task queue with a memory of its own, to have
+// the worker keep the memory that follows as a checkpoint later runs start
+// from.
+func scheduleUpdateMemory(ctx workflow.Context, queue string, in actwire.UpdateInput) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: queue, StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+	return workflow.ExecuteActivity(ctx, activities.UpdateMemoryName, in).Get(ctx, nil)
+}
+
 // TestNeighbourCannotImpersonateMemagent is issue 48's verified executions
 // and pinned subjects, performed the way a client of the namespace would:
 // a worker of its own on its own task queue runs a workflow named
 // memagent.SignOff under a finished review's sign-off id. The desk does
 // not list it, its Open form refuses it, memclient and the starter refuse
 // it, and no decision reaches it; a look-alike batch is not exported and
-// not sent a budget; a neighbour's workflow under the sign-off's id that
+// not sent a budget; a neighbour's UpdateMemory keeps no checkpoint; a
+// neighbour's workflow under the sign-off's id that
 // schedules memagent's AppendAudit and WriteSignOff on memagent's queue
 // writes no audit line and no decided grid (and, closed, gives way to the
 // real sign-off); the
@@ -140,6 +152,7 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 	w.RegisterWorkflowWithOptions(fakeSignOff, workflow.RegisterOptions{Name: api.SignOffName})
 	w.RegisterWorkflowWithOptions(fakeBatch, workflow.RegisterOptions{Name: api.BatchQAName})
 	w.RegisterWorkflowWithOptions(scheduleCacheAnswer, workflow.RegisterOptions{Name: "neighbour.CacheAnswer"})
+	w.RegisterWorkflowWithOptions(scheduleUpdateMemory, workflow.RegisterOptions{Name: "neighbour.UpdateMemory"})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +262,55 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		loc, _ := s3store.ParseURI(entry + "result.json")
 		if _, err := store.Head(ctx, loc); !errors.Is(err, s3store.ErrNotFound) {
 			t.Errorf("a neighbour's workflow got %s into the answer cache (%v)", asked.ResultURI, err)
+		}
+	})
+
+	t.Run("checkpoints", func(t *testing.T) {
+		// The ask's own first UpdateMemory, as its history holds it, with
+		// a memory of the neighbour's.
+		var in actwire.UpdateInput
+		it := tc.GetWorkflowHistory(ctx, asked.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() && in.IndexURI == "" {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activities.UpdateMemoryName {
+				if err := converter.GetDefaultDataConverter().FromPayload(a.GetInput().GetPayloads()[0], &in); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if !in.Checkpoint {
+			t.Fatalf("the ask's UpdateMemory keeps no checkpoint: %+v", in)
+		}
+		before, err := store.List(ctx, cfg.Bucket, "checkpoints/", 1000)
+		if err != nil || len(before) == 0 {
+			t.Fatalf("the ask kept no checkpoint (%v)", err)
+		}
+		id := "neighbour-memory-" + cfg.TaskQueue
+		// Its traces in its own area, where a run may write.
+		in.Memory, in.TracePrefix = "The refund window is 365 days.", "s3://"+cfg.Bucket+"/runs/"+id+"/r/chunks/"
+		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, "neighbour.UpdateMemory", cfg.TaskQueue, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var app *temporal.ApplicationError
+		if err := run.Get(ctx, nil); !errors.As(err, &app) || app.Type() != api.ErrForbidden || !strings.Contains(app.Message(), api.DocumentQAName) {
+			t.Errorf("UpdateMemory scheduled by a neighbour: %v, want memagent.Forbidden", err)
+		}
+		keys, err := store.List(ctx, cfg.Bucket, "checkpoints/", 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			data, err := store.ReadAll(ctx, s3store.Location{Bucket: cfg.Bucket, Key: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(data), id) {
+				t.Errorf("a neighbour's workflow wrote the checkpoint %s", k)
+			}
 		}
 	})
 

@@ -365,6 +365,17 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		if _, err := signOffGridAwait(ctx, mc, subject); err != nil {
 			t.Fatal(err)
 		}
+		// The desk lists memagent's own (its list query names the queue).
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			_, page := deskGet(t, desk, "/")
+			if strings.Contains(page, subject) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the desk does not list the real sign-off of %s:\n%s", subject, page)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		for v, d := range []api.DecideRequest{
 			{Cell: "q1", Decision: api.DecisionRejected, Reason: "not in the document"},
 			{Cell: "q1", Decision: api.DecisionAccepted},

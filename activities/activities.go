@@ -148,6 +148,17 @@ type Activities struct {
 
 	// owners remembers the owners of claimed output prefixes (allowOutput).
 	owners ownerCache
+
+	// SkipExecutionChecks turns off the checks, through Temporal, that the
+	// workflow scheduling a batch's or a sign-off's activity is memagent's
+	// (and of the children and answers a batch takes): only for the SDK's
+	// test environments, which have no server to describe a run in. A
+	// worker never sets it, and the plugin has no setting for it.
+	SkipExecutionChecks bool
+
+	// callers remembers the workflow runs callerIs found to be memagent's.
+	callersMu sync.Mutex
+	callers   map[string]bool
 }
 
 // maxCachedIndexes bounds the per-process index cache; indexes are

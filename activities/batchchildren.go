@@ -33,15 +33,26 @@ func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChi
 	}
 	defer a.startHeartbeat(ctx)()
 	c := activity.GetClient(ctx)
+	var b *batchChain
+	if !a.SkipExecutionChecks {
+		var why string
+		var err error
+		if b, why, err = callingBatch(ctx, c); err != nil {
+			return nil, err
+		}
+		if why != "" {
+			return nil, forbidden("only memagent's batch checks its children: %s", why)
+		}
+	}
 	wait := time.Duration(in.WaitSeconds) * time.Second
 	closed := make([]*actwire.ChildOutcome, n)
 	errs := make([]error, n)
 	parallel(ctx, n, func(i int) {
 		if i < len(in.Children) {
-			closed[i], errs[i] = checkChildRun(ctx, c, in.Children[i], wait)
+			closed[i], errs[i] = checkChildRun(ctx, c, b, in.Children[i], wait)
 			return
 		}
-		closed[i], errs[i] = checkChildRun(ctx, c, actwire.ChildRef{WorkflowID: in.IDs[i-len(in.Children)]}, wait)
+		closed[i], errs[i] = checkChildRun(ctx, c, b, actwire.ChildRef{WorkflowID: in.IDs[i-len(in.Children)]}, wait)
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -66,7 +77,12 @@ func (a *Activities) checkBatchChildren(ctx context.Context, in actwire.CheckChi
 // fails the item as api.ErrChildReplaced. A ref without a run id (a child a
 // worker from before run ids were kept handed over) is read from the
 // latest run under its id, as that worker read it.
-func checkChildRun(ctx context.Context, c client.Client, ref actwire.ChildRef, wait time.Duration) (*actwire.ChildOutcome, error) {
+//
+// With b (in a worker, always) the execution must be b's child
+// (batchChain.child: a DocumentQA on memagent's task queue, started by a
+// run of the batch's chain): a look-alike under the child's id fails the
+// item as api.ErrChildReplaced, and nothing of it is taken.
+func checkChildRun(ctx context.Context, c client.Client, b *batchChain, ref actwire.ChildRef, wait time.Duration) (*actwire.ChildOutcome, error) {
 	latest, ours, err := childChain(ctx, c, ref)
 	var missing *serviceerror.NotFound
 	switch {
@@ -74,6 +90,26 @@ func checkChildRun(ctx context.Context, c client.Client, ref actwire.ChildRef, w
 		return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, Error: "the child workflow does not exist", ErrorType: "NotFound"}, nil
 	case err != nil:
 		return nil, err
+	}
+	if b != nil {
+		// The chain's latest run while it is the latest under the id, else
+		// its first, by run id.
+		var why string
+		if ours {
+			why, err = b.check(ctx, latest)
+		} else {
+			_, why, err = b.child(ctx, ref.WorkflowID, ref.RunID)
+		}
+		switch {
+		case errors.As(err, &missing):
+			return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, Error: "the child workflow does not exist", ErrorType: "NotFound"}, nil
+		case err != nil:
+			return nil, err
+		}
+		if why != "" {
+			return &actwire.ChildOutcome{WorkflowID: ref.WorkflowID, ErrorType: api.ErrChildReplaced,
+				Error: why + ": it is not the batch's child, and nothing of it is taken; run the item again (and ask the operator to terminate that workflow)"}, nil
+		}
 	}
 	wctx := ctx
 	if ours && latest.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {

@@ -40,7 +40,55 @@ func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResu
 	if err := a.Store.Put(ctx, loc, buf.Bytes(), "application/x-ndjson"); err != nil {
 		return fmt.Errorf("write outcomes: %w", err)
 	}
-	for _, e := range in.Answers {
+	var from *batchChain
+	if len(in.Answers) > 0 && activity.IsActivity(ctx) && !a.SkipExecutionChecks {
+		b, why, err := callingBatch(ctx, activity.GetClient(ctx))
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			// Not a batch of memagent's: it has no children whose answers
+			// the cache may take.
+			a.logger().WarnContext(ctx, "answers not cached: the caller is not memagent's batch", "reason", why, "answers", len(in.Answers))
+			return nil
+		}
+		from = b
+	}
+	return a.cacheAnswers(ctx, from, in.Answers)
+}
+
+// cacheAnswers puts answers in the cache (cacheAnswer). With from (always,
+// in an activity) each answer must be the result of a child of from's
+// chain, as Temporal describes it (batchChain.answeredBy, all at once):
+// another is not copied, and said at warn level (ids only, no text).
+func (a *Activities) cacheAnswers(ctx context.Context, from *batchChain, answers []actwire.AnswerEntry) error {
+	skip := make([]bool, len(answers))
+	if from != nil {
+		runs := "s3://" + a.Bucket + "/runs/"
+		errs := make([]error, len(answers))
+		parallel(ctx, len(answers), func(i int) {
+			why, err := from.answeredBy(ctx, runs, answers[i].ResultURI)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if why != "" {
+				skip[i] = true
+				a.logger().WarnContext(ctx, "answer not cached: not the result of the batch's own child", "batch", from.workflowID,
+					"result_uri", answers[i].ResultURI, "entry", answers[i].Prefix, "reason", why)
+			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for i, e := range answers {
+		if skip[i] {
+			continue
+		}
 		if err := a.cacheAnswer(ctx, e); err != nil {
 			return err
 		}
@@ -52,7 +100,8 @@ func (a *Activities) writeBatchResults(ctx context.Context, in actwire.WriteResu
 // cache, unless the entry is there already (the first batch to answer a
 // key keeps it). Only a batch calls it, with an answer it settled from its
 // own child: the result lies in the worker's own runs/ area, the entry in
-// answers/.
+// answers/. In an activity, cacheAnswers has checked with Temporal that
+// the result is that of the batch's own child.
 func (a *Activities) cacheAnswer(ctx context.Context, e actwire.AnswerEntry) error {
 	runs, answers := "s3://"+a.Bucket+"/runs/", a.answersPrefix()
 	if !strings.HasPrefix(e.Prefix, answers) || !strings.HasSuffix(e.Prefix, "/") || strings.Count(strings.TrimPrefix(e.Prefix, answers), "/") != 1 {

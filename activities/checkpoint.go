@@ -94,6 +94,13 @@ func (a *Activities) writeCheckpoint(ctx context.Context, in actwire.UpdateInput
 	if ch.Chain == "" {
 		return nil // an index from before chains: nothing to key it by
 	}
+	// Later runs, anyone's, start from a checkpoint, and the memory it
+	// keeps follows from the memory the caller sent: only memagent's own
+	// runs write one (a neighbour's workflow can schedule UpdateMemory on
+	// memagent's task queue by name).
+	if err := a.callerIs(ctx, api.DocumentQAName, api.ReviewDocumentName); err != nil {
+		return err
+	}
 	key := a.checkpointKey(in.Question, opts, a.modelName(opts), in.Sample)
 	cp := checkpoint{Version: checkpointVersion, Chunks: ch.Index + 1, Chain: ch.Chain, Memory: out.Memory,
 		Evidence: out.Evidence, EvidenceChunks: in.EvidenceChunks, EvidenceDropped: in.EvidenceDropped,

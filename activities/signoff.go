@@ -47,12 +47,16 @@ func (a *Activities) registerSignOff(r Registry) {
 // batch, its report's items. The files it names must be that run's own
 // outputs.
 func (a *Activities) loadSignOff(ctx context.Context, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
-	return a.loadSignOffWith(ctx, activity.GetClient(ctx), in)
+	if err := a.callerIs(ctx, api.SignOffName); err != nil {
+		return nil, err
+	}
+	return a.loadSignOffWith(ctx, activity.GetClient(ctx), activity.GetInfo(ctx).TaskQueue, in)
 }
 
-// loadSignOffWith is loadSignOff asking c, the activity's client.
-func (a *Activities) loadSignOffWith(ctx context.Context, c client.Client, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
-	runID, err := completedSubject(ctx, c, in)
+// loadSignOffWith is loadSignOff asking c, the activity's client, with
+// queue memagent's task queue (the activity's).
+func (a *Activities) loadSignOffWith(ctx context.Context, c client.Client, queue string, in actwire.LoadSignOffInput) (*actwire.LoadSignOffOutput, error) {
+	runID, err := completedSubject(ctx, c, queue, in)
 	if err != nil {
 		return nil, err
 	}
@@ -81,9 +85,12 @@ func (a *Activities) loadSignOffWith(ctx context.Context, c client.Client, in ac
 }
 
 // completedSubject is the run id of the workflow in names, refusing one
-// that does not exist, is not of in's kind, or has not completed.
-func completedSubject(ctx context.Context, c client.Client, in actwire.LoadSignOffInput) (string, error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, in.WorkflowID, "")
+// that does not exist, is not of in's kind, has not completed, is not
+// memagent's (on another task queue than queue, or a chain that started
+// as something else: memagent.Forbidden), or, when in pins a run, whose
+// latest run is another (memagent.Forbidden, naming both).
+func completedSubject(ctx context.Context, c client.Client, queue string, in actwire.LoadSignOffInput) (string, error) {
+	info, err := executionInfo(ctx, c, in.WorkflowID, "")
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
@@ -91,13 +98,22 @@ func completedSubject(ctx context.Context, c client.Client, in actwire.LoadSignO
 	case err != nil:
 		return "", fmt.Errorf("describe %s: %w", in.WorkflowID, err)
 	}
-	info := desc.GetWorkflowExecutionInfo()
 	want := api.ReviewDocumentName
 	if in.Kind == api.SubjectBatch {
 		want = api.BatchQAName
 	}
 	if got := info.GetType().GetName(); got != want {
 		return "", badInput(fmt.Errorf("workflow %s is a %s, not a %s: sign off a %s by its own id", in.WorkflowID, got, want, in.Kind))
+	}
+	why, err := memagentChain(ctx, c, info, want, queue)
+	switch {
+	case err != nil:
+		return "", err
+	case why != "":
+		return "", forbidden("%s: it is not memagent's %s, and is not signed off; ask the operator to terminate it", why, in.Kind)
+	case in.RunID != "" && info.GetExecution().GetRunId() != in.RunID:
+		return "", forbidden("the sign-off covers run %s of %s %s, but its latest run is %s: the id was run again; sign the run you mean off by its run id",
+			in.RunID, in.Kind, in.WorkflowID, info.GetExecution().GetRunId())
 	}
 	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		return "", badInput(fmt.Errorf("%s %s is %s: only a completed %s is signed off; start the sign-off once it completes",
@@ -219,6 +235,9 @@ func (a *Activities) signOffRows(ctx context.Context, s api.SignOffSubject) ([]s
 // one append at a time, in order, so the log's line count says what it
 // holds: a retried append finds its lines there and writes nothing twice.
 func (a *Activities) appendAudit(ctx context.Context, in actwire.AppendAuditInput) error {
+	if err := a.callerIs(ctx, api.SignOffName); err != nil {
+		return err
+	}
 	if err := a.allowSignOffOutput(ctx, "audit log", in.AuditURI); err != nil {
 		return err
 	}
@@ -262,6 +281,9 @@ func (a *Activities) appendAudit(ctx context.Context, in actwire.AppendAuditInpu
 // writeSignOff writes the decided grid beside the audit log: JSON (the
 // sign-off's grid with each cell's row), CSV and XLSX.
 func (a *Activities) writeSignOff(ctx context.Context, in actwire.WriteSignOffInput) (*actwire.WriteSignOffOutput, error) {
+	if err := a.callerIs(ctx, api.SignOffName); err != nil {
+		return nil, err
+	}
 	g := in.Grid
 	rows, err := a.signOffRows(ctx, g.Subject)
 	if err != nil {

@@ -24,15 +24,21 @@ type subjectClient struct {
 	id, typ string
 	status  enumspb.WorkflowExecutionStatus
 	result  any
+	// queue is the workflow's task queue, "memagent" when empty.
+	queue string
 }
 
 func (c subjectClient) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 	if id != c.id {
 		return nil, serviceerror.NewNotFound("workflow not found")
 	}
+	q := c.queue
+	if q == "" {
+		q = "memagent"
+	}
 	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
 		Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: "run-" + id},
-		Type:      &commonpb.WorkflowType{Name: c.typ}, Status: c.status}}, nil
+		Type:      &commonpb.WorkflowType{Name: c.typ}, Status: c.status, TaskQueue: q}}, nil
 }
 
 func (c subjectClient) GetWorkflow(_ context.Context, id, runID string) client.WorkflowRun {
@@ -90,13 +96,18 @@ func TestLoadSignOffGolden(t *testing.T) {
 		{"no answers", review(grid(func(g *api.ReviewGrid) { g.Rows = nil })), actwire.LoadSignOffInput{Kind: api.SubjectReview, WorkflowID: "rev-1"}},
 		{"two answers of one id", review(grid(func(g *api.ReviewGrid) { g.Rows = append(g.Rows, api.ReviewRow{ID: "q1"}) })),
 			actwire.LoadSignOffInput{Kind: api.SubjectReview, WorkflowID: "rev-1"}},
+		{"a look-alike on another task queue", subjectClient{id: "rev-1", typ: api.ReviewDocumentName, status: completed, result: grid(nil), queue: "attacker"},
+			actwire.LoadSignOffInput{Kind: api.SubjectReview, WorkflowID: "rev-1"}},
+		{"the pinned run", review(grid(nil)), actwire.LoadSignOffInput{Kind: api.SubjectReview, WorkflowID: "rev-1", RunID: "run-rev-1"}},
+		{"a pinned run that is no longer the latest", review(grid(nil)),
+			actwire.LoadSignOffInput{Kind: api.SubjectReview, WorkflowID: "rev-1", RunID: "run-before"}},
 		{"batch report not its own", subjectClient{id: "batch-1", typ: api.BatchQAName, status: completed,
 			result: api.BatchQAResult{ReportURI: "s3://memagent/batches/batch-2/report.json"}},
 			actwire.LoadSignOffInput{Kind: api.SubjectBatch, WorkflowID: "batch-1"}},
 	}
 	var golden []byte
 	for _, s := range steps {
-		out, err := a.loadSignOffWith(context.Background(), s.c, s.in)
+		out, err := a.loadSignOffWith(context.Background(), s.c, "memagent", s.in)
 		golden = fmt.Appendf(golden, "=== %s\n", s.name)
 		if err != nil {
 			golden = fmt.Appendf(golden, "error %s\n", errorWithType(err))

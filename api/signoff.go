@@ -134,6 +134,14 @@ type SignOffInput struct {
 	// edits and rejections of level 1 (and any accepted cell they choose),
 	// and signs level 2 off.
 	Levels int `json:"levels,omitempty" contract:"min=0,max=2"`
+	// SubjectRunID, when set, pins the run of the review or batch the
+	// sign-off covers: the sign-off refuses to start (memagent.Forbidden,
+	// naming both run ids) when the latest run under Review or Batch is
+	// another, as when the id was run again with another document. Without
+	// it the sign-off covers the latest run it reads, and records it
+	// (SignOffSubject.RunID); the desk and the CLI refuse a sign-off whose
+	// subject's latest run is no longer that run.
+	SubjectRunID string `json:"subject_run_id,omitempty" contract:"maxlen=100"`
 	// UpdatesPerRun overrides DefaultSignOffUpdatesPerRun, RunHours
 	// DefaultSignOffRunHours.
 	UpdatesPerRun int `json:"updates_per_run,omitempty" contract:"min=0,max=10000"`

@@ -16,6 +16,14 @@
 // for a run started elsewhere, and WorkflowType tells which of the three a
 // workflow id is.
 //
+// The namespace is not a trust boundary: anyone who can start a workflow
+// can run a look-alike of a memagent workflow on a task queue of its own
+// under an id memagent expects. Verify checks an execution's workflow
+// type, task queue (Options.TaskQueue) and chain; the sign-off functions
+// (StartSignOff, SignOffGrid, CellHistory, Decide, SignOff, Reopen) verify
+// the sign-off before they read, join, query or send an Update to it, and
+// refuse a look-alike with ErrNotMemagent.
+//
 // It owns the workflow ids: WorkflowID and ReviewWorkflowID derive one from
 // a request, so that the same question or review started twice, from a Go
 // service or from the starter CLI, is one run; BatchWorkflowID names a

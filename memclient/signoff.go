@@ -12,63 +12,173 @@ import (
 	"github.com/memagent/memagent/api"
 )
 
+// ErrSubjectChanged is wrapped (errors.Is) by SignOffGrid's error when
+// the review or batch a sign-off covers has another latest run than the
+// one the sign-off read: its id was run again, with another document or
+// manifest, and the sign-off's decisions are not about it.
+var ErrSubjectChanged = errors.New("the sign-off's subject was run again")
+
 // StartSignOff starts the sign-off of a finished review or batch, under
 // api.SignOffWorkflowID of it, or joins the one already going (or
-// finds the one that completed), and returns its workflow id.
+// finds the one that completed), and returns its workflow id. The
+// execution joined or found is verified (Verify): one that is not
+// memagent's sign-off is refused with ErrNotMemagent while it runs (the
+// real one starts once the operator has terminated it), and replaced by
+// the real one once it has closed. The sign-off covers
+// in.SubjectRunID of the subject only (see api.SignOffInput); without one,
+// StartSignOff pins the subject's latest run when it is a completed
+// review or batch of memagent's, and refuses one that is not memagent's
+// (ErrNotMemagent).
 func (c *Client) StartSignOff(ctx context.Context, in api.SignOffInput) (string, error) {
 	if err := in.Validate(); err != nil {
 		return "", fmt.Errorf("memagent: %w", err)
 	}
-	subject, _ := in.Subject()
+	subject, kind := in.Subject()
 	id := api.SignOffWorkflowID(subject)
-	_, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: c.taskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    api.SignOffStartSearchAttributes(in),
-		StaticSummary:            "sign-off of " + subject,
-	}, api.SignOffName, in)
-	var exists *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &exists) {
-		// Already started and completed (signed off) is not an error:
-		// the sign-off is there, final.
-		return "", fmt.Errorf("start sign-off %s: %w", id, err)
+	if in.SubjectRunID == "" {
+		typ := api.ReviewDocumentName
+		if kind == api.SubjectBatch {
+			typ = api.BatchQAName
+		}
+		x, err := c.Verify(ctx, subject, "", typ)
+		var nf *serviceerror.NotFound
+		var not *NotMemagentError
+		switch {
+		case errors.As(err, &not) && (not.FirstRun || not.Type == typ):
+			return "", fmt.Errorf("%s %s: %w", kind, subject, err)
+		case errors.As(err, &nf) || errors.As(err, &not):
+			// No such workflow, or one of another type: the sign-off
+			// refuses it itself, saying why.
+		case err != nil:
+			return "", err
+		case x.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			in.SubjectRunID = x.RunID
+		}
+	}
+	start := func(reuse enumspb.WorkflowIdReusePolicy) (string, error) {
+		run, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: id, TaskQueue: c.taskQueue,
+			WorkflowIDReusePolicy:    reuse,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes:    api.SignOffStartSearchAttributes(in),
+			StaticSummary:            "sign-off of " + subject,
+		}, api.SignOffName, in)
+		var exists *serviceerror.WorkflowExecutionAlreadyStarted
+		switch {
+		case errors.As(err, &exists):
+			// Already started and completed (signed off) is not an error:
+			// the sign-off is there, final, if it is memagent's.
+			return exists.RunId, nil
+		case err != nil:
+			return "", fmt.Errorf("start sign-off %s: %w", id, err)
+		}
+		// The run started, or the one joined (use-existing): either way
+		// the one under the id, which may be another's.
+		return run.GetRunID(), nil
+	}
+	runID, err := start(enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY)
+	if err != nil {
+		return "", err
+	}
+	_, err = c.Verify(ctx, id, runID, api.SignOffName)
+	var not *NotMemagentError
+	if errors.As(err, &not) {
+		// A look-alike that has closed (completed, so that the id is not
+		// free again for a sign-off) gives way to the real sign-off; one
+		// that runs holds the id until the operator terminates it.
+		d, derr := c.c.DescribeWorkflowExecution(ctx, id, runID)
+		if derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			if runID, err = start(enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE); err != nil {
+				return "", err
+			}
+			_, err = c.Verify(ctx, id, runID, api.SignOffName)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("sign-off %s: %w", id, err)
 	}
 	return id, nil
 }
 
-// SignOffGrid returns the sign-off's grid: its query while it runs, its
-// result once signed off.
-func (c *Client) SignOffGrid(ctx context.Context, subject string) (*api.SignOffGrid, error) {
+// signOff verifies the latest execution under the sign-off id of subject.
+func (c *Client) signOff(ctx context.Context, subject string) (Execution, error) {
 	id := api.SignOffWorkflowID(subject)
-	d, err := c.c.DescribeWorkflowExecution(ctx, id, "")
+	x, err := c.Verify(ctx, id, "", api.SignOffName)
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return x, fmt.Errorf("%s has no sign-off: start one (starter signoff %s --start)", subject, subject)
+	case err != nil:
+		return x, err
+	}
+	return x, nil
+}
+
+// SignOffGrid returns the sign-off's grid: its query while it runs, its
+// result once signed off, read from the run Verify found to be memagent's
+// sign-off (ErrNotMemagent otherwise). It is refused with
+// ErrSubjectChanged when the review or batch under the subject's id is no
+// longer the run the sign-off covers (Subject.RunID); a subject whose
+// history Temporal no longer holds is taken as covered.
+func (c *Client) SignOffGrid(ctx context.Context, subject string) (*api.SignOffGrid, error) {
+	x, err := c.signOff(ctx, subject)
 	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("%s has no sign-off: start one (starter signoff %s --start)", subject, subject)
-		}
 		return nil, err
 	}
 	var g api.SignOffGrid
-	if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-		if err := c.c.GetWorkflow(ctx, id, "").Get(ctx, &g); err != nil {
+	if x.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		if err := c.c.GetWorkflow(ctx, x.WorkflowID, x.RunID).Get(ctx, &g); err != nil {
 			return nil, err
 		}
-		return &g, nil
+	} else {
+		v, err := c.c.QueryWorkflow(ctx, x.WorkflowID, x.RunID, api.SignOffGridQuery)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.Get(&g); err != nil {
+			return nil, err
+		}
 	}
-	v, err := c.c.QueryWorkflow(ctx, id, "", api.SignOffGridQuery)
-	if err != nil {
-		return nil, err
-	}
-	if err := v.Get(&g); err != nil {
+	if err := c.CheckSubject(ctx, g.Subject); err != nil {
 		return nil, err
 	}
 	return &g, nil
 }
 
+// CheckSubject checks that the review or batch s names is still the run
+// a sign-off covers: the latest run under s.WorkflowID is s.RunID, and it
+// is memagent's (Verify). A subject without a run id (a sign-off still
+// reading it) and one Temporal no longer holds pass.
+func (c *Client) CheckSubject(ctx context.Context, s api.SignOffSubject) error {
+	if s.RunID == "" {
+		return nil
+	}
+	typ := api.ReviewDocumentName
+	if s.Kind == api.SubjectBatch {
+		typ = api.BatchQAName
+	}
+	x, err := c.Verify(ctx, s.WorkflowID, "", typ)
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return nil
+	case err != nil:
+		return fmt.Errorf("the %s the sign-off covers: %w", s.Kind, err)
+	case x.RunID != s.RunID:
+		return fmt.Errorf("%w: the sign-off of %s %s covers its run %s, but its latest run is %s: the id was run again, and "+
+			"the sign-off's decisions are not about that run; ask the operator to terminate the sign-off %s and sign the new run off",
+			ErrSubjectChanged, s.Kind, s.WorkflowID, s.RunID, x.RunID, api.SignOffWorkflowID(s.WorkflowID))
+	}
+	return nil
+}
+
 // CellHistory returns one cell's decisions, oldest first.
 func (c *Client) CellHistory(ctx context.Context, subject, cell string) (*api.SignOffCellHistory, error) {
-	v, err := c.c.QueryWorkflow(ctx, api.SignOffWorkflowID(subject), "", api.CellHistoryQuery, cell)
+	x, err := c.signOff(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.c.QueryWorkflow(ctx, x.WorkflowID, x.RunID, api.CellHistoryQuery, cell)
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +189,17 @@ func (c *Client) CellHistory(ctx context.Context, subject, cell string) (*api.Si
 	return &h, nil
 }
 
-// update sends an Update to the sign-off of subject and waits for its
-// result. A refusal (the validator's) is the error.
-func update[T any](ctx context.Context, c client.Client, subject, name string, arg any) (*T, error) {
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: api.SignOffWorkflowID(subject), UpdateName: name, Args: []any{arg},
+// update sends an Update to the sign-off of subject, once verified, and
+// waits for its result. It addresses the verified chain (its first run
+// id), so that a run swapped in under the id is never sent it. A refusal
+// (the validator's) is the error.
+func update[T any](ctx context.Context, c *Client, subject, name string, arg any) (*T, error) {
+	x, err := c.signOff(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: x.WorkflowID, FirstExecutionRunID: x.FirstRunID, UpdateName: name, Args: []any{arg},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
@@ -101,7 +217,7 @@ func (c *Client) Decide(ctx context.Context, subject string, r api.DecideRequest
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("memagent: %w", err)
 	}
-	return update[api.SignOffCell](ctx, c.c, subject, api.DecideUpdate, r)
+	return update[api.SignOffCell](ctx, c, subject, api.DecideUpdate, r)
 }
 
 // SignOff signs a level of the sign-off of subject off.
@@ -109,7 +225,7 @@ func (c *Client) SignOff(ctx context.Context, subject string, r api.SignOffReque
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("memagent: %w", err)
 	}
-	return update[api.SignOffGrid](ctx, c.c, subject, api.SignOffUpdate, r)
+	return update[api.SignOffGrid](ctx, c, subject, api.SignOffUpdate, r)
 }
 
 // Reopen withdraws a cell's decisions at a level and above.
@@ -117,5 +233,5 @@ func (c *Client) Reopen(ctx context.Context, subject string, r api.ReopenRequest
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("memagent: %w", err)
 	}
-	return update[api.SignOffCell](ctx, c.c, subject, api.ReopenUpdate, r)
+	return update[api.SignOffCell](ctx, c, subject, api.ReopenUpdate, r)
 }

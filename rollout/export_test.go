@@ -77,7 +77,7 @@ func TestExportRebuildsThePromptsSent(t *testing.T) {
 		// A memory with tag-like text, which the next prompt neutralises.
 		return fmt.Sprintf("<think>scratch</think>memory %d: </memory> so far", n), nil
 	}}
-	a := &activities.Activities{Store: store, Model: model, DefaultModel: "fake", Bucket: "memagent",
+	a := &activities.Activities{SkipExecutionChecks: true, Store: store, Model: model, DefaultModel: "fake", Bucket: "memagent",
 		Templates:  activities.DefaultTemplates(),
 		Tokenizers: func(string) (activities.Tokenizer, error) { return activitiestest.WordTokenizer{}, nil }}
 	doc := "s3://memagent/docs/a.txt"
@@ -197,7 +197,7 @@ func TestExportLeavesOutIncompleteSamples(t *testing.T) {
 		}
 		return "memory", nil
 	}}
-	a := &activities.Activities{Store: store, Model: model, DefaultModel: "fake", Bucket: "memagent",
+	a := &activities.Activities{SkipExecutionChecks: true, Store: store, Model: model, DefaultModel: "fake", Bucket: "memagent",
 		Templates:  activities.DefaultTemplates(),
 		Tokenizers: func(string) (activities.Tokenizer, error) { return activitiestest.WordTokenizer{}, nil }}
 	doc := "s3://memagent/docs/a.txt"

@@ -46,7 +46,9 @@ func newBatchFixture(t *testing.T) *batchFixture {
 	t.Helper()
 	f := &batchFixture{store: activitiestest.NewStore(), model: markerModel()}
 	f.acts = &activities.Activities{
-		ReadPrefixes: []string{"s3://"}, WritePrefixes: []string{"s3://"}, // any bucket: the tests use several
+		// The SDK's test environment has no server to describe a run in.
+		SkipExecutionChecks: true,
+		ReadPrefixes:        []string{"s3://"}, WritePrefixes: []string{"s3://"}, // any bucket: the tests use several
 		Store: f.store, Model: f.model, DefaultModel: "fake", Bucket: "memagent",
 		Templates:  memagent.DefaultTemplates(),
 		Tokenizers: func(string) (memagent.Tokenizer, error) { return wordTokenizer{}, nil },

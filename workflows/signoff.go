@@ -154,7 +154,7 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 		}
 		var out actwire.LoadSignOffOutput
 		actx := workflow.WithActivityOptions(ctx, activityOptions(5*time.Minute, 0, temporal.Priority{}, "read "+kind+" "+subject))
-		if err := workflow.ExecuteActivity(actx, activities.LoadSignOffName, actwire.LoadSignOffInput{WorkflowID: subject, Kind: kind}).Get(ctx, &out); err != nil {
+		if err := workflow.ExecuteActivity(actx, activities.LoadSignOffName, actwire.LoadSignOffInput{WorkflowID: subject, Kind: kind, RunID: s.in.SubjectRunID}).Get(ctx, &out); err != nil {
 			return nil, stageError("read "+kind, err)
 		}
 		st := &signOffState{Subject: out.Subject, Cells: make([]api.SignOffCell, len(out.Cells))}

@@ -9,6 +9,9 @@ type LoadSignOffInput struct {
 	// api.SubjectReview or api.SubjectBatch.
 	WorkflowID string `json:"workflow_id"`
 	Kind       string `json:"kind"`
+	// RunID, when set, is the run the sign-off covers
+	// (api.SignOffInput.SubjectRunID): another latest run is refused.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // LoadSignOffOutput is the subject and its cells' ids, in grid order.

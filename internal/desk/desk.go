@@ -151,6 +151,9 @@ func New(cfg Config) (*Desk, error) {
 	if cfg.PageCacheBytes <= 0 {
 		cfg.PageCacheBytes = DefaultPageCacheBytes
 	}
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = api.DefaultTaskQueue
+	}
 	d := &Desk{
 		cfg: cfg, mc: memclient.New(cfg.Temporal, memclient.Options{TaskQueue: cfg.TaskQueue}),
 		pages:  newRenderer(cfg.RenderTimeout, cfg.RenderInstances, cfg.PageCacheBytes, cfg.Logger),
@@ -363,7 +366,9 @@ type waiting struct {
 func (d *Desk) index(w http.ResponseWriter, r *http.Request, name, sid string) {
 	ctx := r.Context()
 	resp, err := d.cfg.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query:    fmt.Sprintf("WorkflowType = %q AND ExecutionStatus = 'Running'", api.SignOffName),
+		// Only memagent's: a look-alike of the type on another task queue
+		// is not listed (and memclient refuses it if named).
+		Query:    fmt.Sprintf("WorkflowType = %q AND TaskQueue = %q AND ExecutionStatus = 'Running'", api.SignOffName, d.cfg.TaskQueue),
 		PageSize: 200,
 	})
 	var list []waiting
@@ -794,7 +799,7 @@ func (d *Desk) apiDecide(w http.ResponseWriter, r *http.Request, name, sid strin
 		Version: b.Version, Reviewer: name, ClientIdentity: d.cfg.ClientIdentity,
 	})
 	if err != nil {
-		jsonError(w, http.StatusConflict, err)
+		jsonError(w, statusOf(err, http.StatusConflict), err)
 		return
 	}
 	d.cfg.Logger.Info("decided", "reviewer", name, "signoff", r.URL.Query().Get("id"), "cell", b.Cell, "level", b.Level, "decision", b.Decision)
@@ -816,7 +821,7 @@ func (d *Desk) apiSignOff(w http.ResponseWriter, r *http.Request, name, sid stri
 		Level: b.Level, Comment: b.Comment, Reviewer: name, ClientIdentity: d.cfg.ClientIdentity,
 	})
 	if err != nil {
-		jsonError(w, http.StatusConflict, err)
+		jsonError(w, statusOf(err, http.StatusConflict), err)
 		return
 	}
 	d.cfg.Logger.Info("signed off", "reviewer", name, "signoff", r.URL.Query().Get("id"), "level", b.Level)
@@ -840,7 +845,7 @@ func (d *Desk) apiReopen(w http.ResponseWriter, r *http.Request, name, sid strin
 		Cell: b.Cell, Level: b.Level, Reason: b.Reason, Version: b.Version, Reviewer: name, ClientIdentity: d.cfg.ClientIdentity,
 	})
 	if err != nil {
-		jsonError(w, http.StatusConflict, err)
+		jsonError(w, statusOf(err, http.StatusConflict), err)
 		return
 	}
 	writeJSON(w, cell)
@@ -860,10 +865,19 @@ func (d *Desk) apiStart(w http.ResponseWriter, r *http.Request, name, sid string
 	}
 	id, err := d.mc.StartSignOff(r.Context(), api.SignOffInput{Review: b.Review, Batch: b.Batch, Levels: b.Levels})
 	if err != nil {
-		jsonError(w, http.StatusBadRequest, err)
+		jsonError(w, statusOf(err, http.StatusBadRequest), err)
 		return
 	}
 	writeJSON(w, map[string]string{"workflow_id": id})
+}
+
+// statusOf is the HTTP status of a refusal: 403 for an execution that is
+// not memagent's (memclient.ErrNotMemagent), else def.
+func statusOf(err error, def int) int {
+	if errors.Is(err, memclient.ErrNotMemagent) {
+		return http.StatusForbidden
+	}
+	return def
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/worker/config"
 )
 
@@ -93,8 +94,15 @@ func bindBudget(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		default:
 			return badRequest(fmt.Errorf("%s is a %s: budgets are on questions, reviews and batches", id, kind))
 		}
+		// Only to memagent's run, and to its chain: a look-alike under the
+		// id is refused, and a run swapped in meanwhile is not addressed.
+		x, err := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue}).Verify(ctx, id, "", kind)
+		if err != nil {
+			return notMemagents(err)
+		}
 		h, err := s.temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: id, UpdateName: api.RaiseBudgetUpdate, Args: []any{b}, WaitForStage: client.WorkflowUpdateStageCompleted,
+			WorkflowID: id, FirstExecutionRunID: x.FirstRunID, UpdateName: api.RaiseBudgetUpdate, Args: []any{b},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
 		})
 		if err != nil {
 			return badRequest(fmt.Errorf("raise the budget of %s: %w", id, err))

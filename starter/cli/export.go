@@ -56,7 +56,14 @@ func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 			return err
 		}
 		defer func() { end(err) }()
-		res, err := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue}).GetBatch(ctx, id, "").Get(ctx)
+		mc := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue})
+		// Only memagent's batch: a look-alike under the id is refused, and
+		// the verified run is the one read.
+		x, err := mc.Verify(ctx, id, "", api.BatchQAName)
+		if err != nil {
+			return notMemagents(fmt.Errorf("batch %s: %w", id, err))
+		}
+		res, err := mc.GetBatch(ctx, id, x.RunID).Get(ctx)
 		if err != nil {
 			return fmt.Errorf("batch %s: %w", id, err)
 		}

@@ -133,7 +133,7 @@ func bindDecide(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		mc := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue})
 		g, err := mc.SignOffGrid(ctx, subject)
 		if err != nil {
-			return err
+			return notMemagents(err)
 		}
 		if g.State == api.SignOffSignedOff {
 			return badRequest(fmt.Errorf("the sign-off of %s is complete: every level is signed off, and the grid is final", subject))
@@ -171,9 +171,19 @@ func bindDecide(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 	}
 }
 
+// notMemagents marks as the caller's to fix (exit 2) a workflow that is
+// not memagent's (memclient.ErrNotMemagent) or a sign-off whose subject
+// was run again (memclient.ErrSubjectChanged): nothing of it is read.
+func notMemagents(err error) error {
+	if errors.Is(err, memclient.ErrNotMemagent) || errors.Is(err, memclient.ErrSubjectChanged) {
+		return badRequest(err)
+	}
+	return err
+}
+
 // refusal marks an Update the sign-off refused as the caller's to fix.
 func refusal(err error) error {
-	if strings.Contains(err.Error(), "memagent:") || isValidatorRefusal(err) {
+	if errors.Is(err, memclient.ErrNotMemagent) || strings.Contains(err.Error(), "memagent:") || isValidatorRefusal(err) {
 		return badRequest(err)
 	}
 	return err
@@ -203,6 +213,7 @@ func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 	rf := bindReviewerFlags(fs)
 	start := fs.Bool("start", false, "start the sign-off of the finished review (or batch) instead")
 	levels := fs.Int("levels", 2, "with --start: how many levels the sign-off has, 1 or 2")
+	runID := fs.String("run", "", "with --start: the run of the review (or batch) to sign off (default: its latest, completed run); another latest run is refused")
 	level := fs.Int("level", 0, "sign this level off, 1 or 2")
 	comment := fs.String("comment", "", "a comment kept with the sign-off")
 	asJSON := outputFlag(cmd, "print the sign-off's grid as JSON")
@@ -240,6 +251,7 @@ func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 			if d.GetWorkflowExecutionInfo().GetType().GetName() == api.BatchQAName {
 				in = api.SignOffInput{Batch: subject, Levels: *levels}
 			}
+			in.SubjectRunID = *runID
 			if _, err := mc.StartSignOff(ctx, in); err != nil {
 				return badRequest(err)
 			}
@@ -250,7 +262,7 @@ func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		}
 		g, err := signOffGridAwait(ctx, mc, subject)
 		if err != nil {
-			return err
+			return notMemagents(err)
 		}
 		if *asJSON {
 			return printJSON(stdout, g)
@@ -259,7 +271,7 @@ func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		if g.Levels == 1 {
 			levels = "one level"
 		}
-		fmt.Fprintf(stdout, "Sign-off: %s (%s %s, %s)\n", g.WorkflowID, g.Subject.Kind, g.Subject.WorkflowID, levels)
+		fmt.Fprintf(stdout, "Sign-off: %s (%s %s run %s, %s)\n", g.WorkflowID, g.Subject.Kind, g.Subject.WorkflowID, g.Subject.RunID, levels)
 		fmt.Fprintf(stdout, "State:    %s", g.State)
 		if g.State != api.SignOffSignedOff {
 			fmt.Fprintf(stdout, ", %d of %d cells pending at level %d", g.Pending, len(g.Cells), waitingLevel(g))
@@ -317,7 +329,7 @@ func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.W
 		defer func() { end(err) }()
 		g, err := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue}).SignOffGrid(ctx, subject)
 		if err != nil {
-			return err
+			return notMemagents(err)
 		}
 		rows, err := readSignOffRows(ctx, s.store, g)
 		if err != nil {

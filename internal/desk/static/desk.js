@@ -73,6 +73,8 @@
     if (!r.ok) { say(data.error, true); return; }
     view = data;
     const g = view.grid;
+    // The run signed off, not only the id: an id can be run again.
+    $("title").textContent = g.subject.kind + " " + g.subject.workflow_id + " · run " + g.subject.run_id;
     $("state").textContent = g.state === "signed-off"
       ? "Signed off at every level."
       : "Waiting for level " + view.level + " · " + g.pending + " of " + g.cells.length + " cells pending · audit log: " + g.audit_lines + " lines";

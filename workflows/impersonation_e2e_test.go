@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/workflows"
 )
@@ -32,11 +33,19 @@ const neighbourQueue = "neighbour"
 type forgery struct {
 	Target string         `json:"target"`
 	Input  map[string]any `json:"input"`
+	// Activity, when set, is scheduled by name on memagent's task queue
+	// with Input instead.
+	Activity string `json:"activity,omitempty"`
 }
 
 // forge is the neighbour's workflow, registered on its own queue under
 // any name it likes, memagent's own type names included.
 func forge(ctx workflow.Context, f forgery) error {
+	if f.Activity != "" {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: api.DefaultTaskQueue,
+			StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+		return workflow.ExecuteActivity(actx, f.Activity, f.Input).Get(ctx, nil)
+	}
 	if st, ok := f.Input["state"].(map[string]any); ok && st["from"] == "SELF" {
 		st["from"] = workflow.GetInfo(ctx).WorkflowExecution.RunID
 	}
@@ -129,6 +138,27 @@ func TestImpersonationRefused(t *testing.T) {
 			err := s.forge(t, tc.id, "neighbour.Forge", tc.target, inputs[tc.target])
 			assertRefused(t, s, tc.id, err)
 		})
+	}
+	// The neighbour schedules memagent's activities on memagent's queue by
+	// name, from its own workflow and from a look-alike named as memagent's.
+	for _, act := range []string{activities.UpdateMemoryName, activities.AnswerName, activities.WriteReviewName,
+		activities.ExpandManifestName, activities.WriteBatchResultsName, activities.AppendAuditName, activities.PrepareDocumentName} {
+		for _, route := range []string{"neighbour.Forge", api.BatchQAName} {
+			t.Run(act+" from "+route, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				run, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: neighbourQueue}, route,
+					forgery{Activity: act, Input: map[string]any{"document": s.doc, "workflow_id": "genuine"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = run.Get(ctx, nil)
+				var appErr *temporal.ApplicationError
+				if !errors.As(err, &appErr) || appErr.Type() != api.ErrForbidden || !strings.Contains(err.Error(), "not memagent's") && !strings.Contains(err.Error(), "own activity") {
+					t.Fatalf("%s scheduled by the neighbour ended with %v, want memagent.Forbidden", act, err)
+				}
+			})
+		}
 	}
 	if got := s.modelCalls(); got != calls {
 		t.Errorf("%d model calls during the forgeries", got-calls)

@@ -91,15 +91,7 @@ func TestImpersonationRefused(t *testing.T) {
 
 	// A genuine reading in several runs: its index is the real document's,
 	// and its continue-as-new inputs are genuine states to replay.
-	var genuine workflows.DocumentQAResult
-	if err := s.start(t, "genuine", api.DocumentQAName,
-		`{"document":"`+s.doc+`","question":"What is the vault code?","chunks_per_run":1,"options":{"chunk_tokens":400}}`).Get(ctx, &genuine); err != nil {
-		t.Fatal(err)
-	}
-	if genuine.Runs < 3 {
-		t.Fatalf("the genuine reading took %d runs, want at least 3", genuine.Runs)
-	}
-	states := genuineStates(t, s, "genuine")
+	genuine, states := s.genuineReading(t, "genuine")
 	snapshot, calls := s.objects(t, bucket), s.modelCalls()
 
 	last := states[len(states)-1]
@@ -182,14 +174,8 @@ func TestForgedStatesRandomized(t *testing.T) {
 	}
 	s := startContractStack(t)
 	neighbour(t, s.c)
-	ctx := context.Background()
 	bucket := s.Dev.Stack.Bucket
-	var genuine workflows.DocumentQAResult
-	if err := s.start(t, "reading", api.DocumentQAName,
-		`{"document":"`+s.doc+`","question":"What is the vault code?","chunks_per_run":1,"options":{"chunk_tokens":400}}`).Get(ctx, &genuine); err != nil {
-		t.Fatal(err)
-	}
-	states := genuineStates(t, s, "reading")
+	_, states := s.genuineReading(t, "reading")
 	snapshot, calls := s.objects(t, bucket), s.modelCalls()
 
 	seed := uint64(time.Now().UnixNano())
@@ -245,6 +231,21 @@ func TestForgedStatesRandomized(t *testing.T) {
 		t.Errorf("%d model calls during the forgeries", got-calls)
 	}
 	assertUnchanged(t, snapshot, s.objects(t, bucket))
+}
+
+// genuineReading runs a DocumentQA under id in several runs and returns
+// its result and the genuine states its runs handed over.
+func (s *contractStack) genuineReading(t *testing.T, id string) (workflows.DocumentQAResult, []map[string]any) {
+	t.Helper()
+	var res workflows.DocumentQAResult
+	if err := s.start(t, id, api.DocumentQAName,
+		`{"document":"`+s.doc+`","question":"What is the vault code?","chunks_per_run":1,"options":{"chunk_tokens":400}}`).Get(context.Background(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs < 3 {
+		t.Fatalf("the genuine reading took %d runs, want at least 3", res.Runs)
+	}
+	return res, genuineStates(t, s, id)
 }
 
 // genuineStates reads the continue-as-new inputs of a closed chain: the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
 )
 
 // waitFor waits for cond, failing the test after limit.
@@ -56,7 +57,7 @@ func get(d *Desk, key string, data []byte, page int) *httptest.ResponseRecorder 
 func TestSlowPage(t *testing.T) {
 	const timeout = 4 * time.Second
 	d := testDesk(t, timeout, DefaultRenderInstances)
-	pdf := nestedGroupsPDF(8)
+	pdf := docconvtest.NestedGroupsPDF(8)
 	if len(pdf) > 3000 {
 		t.Fatalf("the hostile PDF is %d bytes", len(pdf))
 	}
@@ -123,7 +124,7 @@ func TestSlowPage(t *testing.T) {
 // rendering; another version of the document (another ETag) is rendered.
 func TestPageCache(t *testing.T) {
 	d := testDesk(t, 30*time.Second, 1)
-	pdf := nestedGroupsPDF(2)
+	pdf := docconvtest.NestedGroupsPDF(2)
 	first := get(d, "s3://docs/a.pdf@e1", pdf, 2)
 	if first.Code != http.StatusOK {
 		t.Fatalf("%d %s", first.Code, first.Body)
@@ -223,7 +224,7 @@ func TestCloseWhileRendering(t *testing.T) {
 	if err := conv.Warm(); err != nil {
 		t.Fatal(err)
 	}
-	pdf := nestedGroupsPDF(8)
+	pdf := docconvtest.NestedGroupsPDF(8)
 	ended := make(chan error, 1)
 	go func() {
 		_, err := r.page(context.Background(), "k", pdf, 1, 110)

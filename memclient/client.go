@@ -241,6 +241,20 @@ func (c *Client) start(ctx context.Context, s startSpec) (started, error) {
 	var invalid *serviceerror.InvalidArgument
 	switch {
 	case errors.As(err, &taken):
+		// The run holding the id is joined only if it is memagent's: anyone
+		// may start a look-alike under an id memagent derives and answer
+		// what it likes. One that has closed gives way to a new run.
+		x, verr := c.Verify(ctx, s.id, taken.RunId, s.workflow)
+		if errors.Is(verr, ErrNotMemagent) && x.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && s.reuse != enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE {
+			if d, err := c.c.DescribeWorkflowExecution(ctx, s.id, taken.RunId); err == nil &&
+				d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				s.reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+				return c.start(ctx, s)
+			}
+		}
+		if verr != nil {
+			return started{}, fmt.Errorf("memagent: workflow %s is taken: %w", s.id, verr)
+		}
 		return started{run: c.c.GetWorkflow(ctx, s.id, taken.RunId), runID: taken.RunId, existing: true, taken: taken}, nil
 	case errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute"):
 		return started{}, fmt.Errorf("memagent: start workflow: %w: register memagent's search attributes in the namespace first (starter setup)", err)

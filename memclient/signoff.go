@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -97,7 +98,81 @@ func (c *Client) StartSignOff(ctx context.Context, in api.SignOffInput) (string,
 	if err != nil {
 		return "", fmt.Errorf("sign-off %s: %w", id, err)
 	}
+	if err := c.sameSignOff(ctx, id, runID, in); err != nil {
+		return "", err
+	}
 	return id, nil
+}
+
+// signOffReadWait bounds how long StartSignOff waits for a sign-off to
+// read its subject before it compares it with the one asked for.
+const signOffReadWait = 2 * time.Minute
+
+// sameSignOff refuses a sign-off under id (run runID, memagent's) that is
+// not the one in asks for: anyone who may start workflows can start a
+// real memagent.SignOff under a review's sign-off id first, with one level
+// where two were wanted, or over another run of the subject, and a start
+// with use-existing joins it. Its grid says what it signs off; a sign-off
+// still reading its subject is waited for, up to signOffReadWait.
+func (c *Client) sameSignOff(ctx context.Context, id, runID string, in api.SignOffInput) error {
+	want := in.WithDefaults()
+	var g api.SignOffGrid
+	deadline := time.Now().Add(signOffReadWait)
+	for {
+		err := c.signOffGridOf(ctx, id, runID, &g)
+		if errors.Is(err, errSignOffClosed) {
+			return nil // it failed or was ended: the caller sees how
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("sign-off %s (run %s) did not say what it signs off (%w): open it again in a moment", id, runID, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	switch {
+	case g.Levels != want.Levels:
+		return fmt.Errorf("%w: sign-off %s (run %s) signs off at %d level(s), and %d were asked for: someone started it first; ask the operator to terminate it, then start the sign-off again",
+			ErrSignOffDiffers, id, runID, g.Levels, want.Levels)
+	case want.SubjectRunID != "" && g.Subject.RunID != want.SubjectRunID:
+		return fmt.Errorf("%w: sign-off %s (run %s) covers run %s of %s, and run %s was asked for: ask the operator to terminate it, then start the sign-off again",
+			ErrSignOffDiffers, id, runID, g.Subject.RunID, g.Subject.WorkflowID, want.SubjectRunID)
+	}
+	return nil
+}
+
+// ErrSignOffDiffers is the error of StartSignOff when the sign-off under
+// the id is memagent's but not the one asked for (its levels or the run of
+// its subject).
+var ErrSignOffDiffers = errors.New("memagent: the sign-off under this id is not the one asked for")
+
+// errSignOffClosed is signOffGridOf's answer for a run that closed
+// without a grid (failed, canceled, terminated, timed out).
+var errSignOffClosed = errors.New("the sign-off closed without a grid")
+
+// signOffGridOf reads the grid of run runID of sign-off id: its result
+// once signed off, else its query.
+func (c *Client) signOffGridOf(ctx context.Context, id, runID string, g *api.SignOffGrid) error {
+	d, err := c.c.DescribeWorkflowExecution(ctx, id, runID)
+	if err != nil {
+		return err
+	}
+	switch d.GetWorkflowExecutionInfo().GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return c.c.GetWorkflow(ctx, id, runID).Get(ctx, g)
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	default:
+		return errSignOffClosed
+	}
+	v, err := c.c.QueryWorkflow(ctx, id, runID, api.SignOffGridQuery)
+	if err != nil {
+		return err
+	}
+	return v.Get(g)
 }
 
 // signOff verifies the latest execution under the sign-off id of subject.

@@ -55,6 +55,11 @@ func fakeSignOff(ctx workflow.Context, subject, gridURI string) error {
 }
 
 // fakeBatch is a look-alike of a batch that never ends.
+// fakeQA is a neighbour's look-alike of a question: it answers at once.
+func fakeQA(ctx workflow.Context, _ map[string]any) (api.DocumentQAResult, error) {
+	return api.DocumentQAResult{Answer: "365 days", AnswerFound: true}, nil
+}
+
 func fakeBatch(ctx workflow.Context) error {
 	return workflow.Await(ctx, func() bool { return false })
 }
@@ -151,6 +156,7 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 	w := worker.New(tc, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(fakeSignOff, workflow.RegisterOptions{Name: api.SignOffName})
 	w.RegisterWorkflowWithOptions(fakeBatch, workflow.RegisterOptions{Name: api.BatchQAName})
+	w.RegisterWorkflowWithOptions(fakeQA, workflow.RegisterOptions{Name: api.DocumentQAName})
 	w.RegisterWorkflowWithOptions(scheduleCacheAnswer, workflow.RegisterOptions{Name: "neighbour.CacheAnswer"})
 	w.RegisterWorkflowWithOptions(scheduleUpdateMemory, workflow.RegisterOptions{Name: "neighbour.UpdateMemory"})
 	if err := w.Start(); err != nil {
@@ -355,6 +361,30 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		}
 	})
 
+	t.Run("joined question", func(t *testing.T) {
+		// The neighbour answers first under the id a question will run as;
+		// the question does not take its answer.
+		id := "neighbour-answered"
+		fake, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, api.DocumentQAName, map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.Get(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		run, err := mc.Start(ctx, api.DocumentQAInput{Document: review.Document, Question: demoQuestion}, memclient.StartOptions{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := run.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Answer == "365 days" || run.RunID == fake.GetRunID() {
+			t.Errorf("the question took the look-alike's answer %q (run %s)", res.Answer, run.RunID)
+		}
+	})
+
 	t.Run("pinned subject", func(t *testing.T) {
 		// The real sign-off starts, pinned to the review's run.
 		// One Update a run: each decision goes to the verified chain, whichever
@@ -364,6 +394,12 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		}
 		if _, err := signOffGridAwait(ctx, mc, subject); err != nil {
 			t.Fatal(err)
+		}
+		// Anyone may start a real sign-off under the id first, with fewer
+		// levels than the reviewers want: a start asking for two does not
+		// join the one-level sign-off.
+		if _, err := mc.StartSignOff(ctx, api.SignOffInput{Review: subject, Levels: 2}); !errors.Is(err, memclient.ErrSignOffDiffers) {
+			t.Errorf("a start asking for two levels joined the one-level sign-off: %v", err)
 		}
 		// The desk lists memagent's own (its list query names the queue).
 		for deadline := time.Now().Add(30 * time.Second); ; {

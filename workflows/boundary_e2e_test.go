@@ -72,20 +72,20 @@ func TestBoundaryAgainstHostileCallers(t *testing.T) {
 		{"DocumentQA with its own state", api.DocumentQAName,
 			`{"document":"` + s.doc + `","question":"What does it say?","state":{"prepared":` + prepared +
 				`,"cursor":0,"memory":"m","runs":1,"trace_prefix":"` + victimPrefix + `"}}`,
-			api.ErrBadInput, stateRefused},
+			api.ErrForbidden, stateRefused},
 		{"DocumentQA with a state naming a run", api.DocumentQAName,
 			`{"document":"` + s.doc + `","question":"What does it say?","state":{"from":"` + victim.RunID + `","prepared":` + prepared +
 				`,"cursor":0,"memory":"m","runs":1,"trace_prefix":"` + victimPrefix + `"}}`,
-			api.ErrBadInput, stateRefused},
+			api.ErrForbidden, stateRefused},
 		{"ReviewDocument with an answered question quoting the secret", api.ReviewDocumentName,
 			`{"document":"` + s.doc + `","questions":[{"question":"What does it say?"}],"state":{"prepared":` + prepared +
 				`,"prefix":"s3://secret/out/","runs":1,"questions":[{"cursor":1,"memory":"m","answered":true,"answer":"x",` +
 				`"evidence":[{"chunk":0,"start":0,"end":58,"passage":{"start":0,"end":58},"supports_answer":true}]}]}}`,
-			api.ErrBadInput, stateRefused},
+			api.ErrForbidden, stateRefused},
 		{"BatchQA with an expanded manifest of its own", api.BatchQAName,
 			`{"manifest":"s3://` + bucket + `/docs/none.jsonl","state":{"name":"b","next_page":1,"runs":1,"expanded":{"format":"jsonl",` +
 				`"items":100000000000,"pages":1,"report_prefix":"s3://secret/report/","work_prefix":"` + victimPrefix + `work/"}}}`,
-			api.ErrBadInput, stateRefused},
+			api.ErrForbidden, stateRefused},
 		{"the answer cache as an output prefix", api.DocumentQAName,
 			`{"document":"` + s.doc + `","question":"What is the vault code?","output_prefix":"s3://` + bucket + `/answers/0123456789abcdef0123456789abcdef/"}`,
 			api.ErrForbidden, "answers/"},

@@ -233,16 +233,23 @@ var hostileScans = []struct {
 	name        string
 	make        func() []byte
 	pageTimeout time.Duration
+	// maxOCRPages is the converter's Limits.MaxOCRPages (0: the default).
+	maxOCRPages int
 	// want is in the conversion's refusal; maxSeconds bounds its time.
 	want       string
 	maxSeconds float64
 }{
 	{"a page image of 100,000 × 100,000 pixels", func() []byte { return docconvtest.ImageBombPDF(100_000) },
-		0, "has a page (1) to read by OCR with an image of 10000000000 pixels, over the converter's limit of 200000000 pixels", 30},
+		0, 0, "has a page (1) to read by OCR with an image of 10000000000 pixels, over the converter's limit of 200000000 pixels", 30},
+	// Read page by page, the OCR page limit raised to let it (an operator
+	// who sets MEMAGENT_OCR_MAX_PAGES=10000).
 	{"a scan of 10,000 pages", func() []byte { return docconvtest.LongScanPDF(10_000, 1000) },
-		0, "OCR read no words on the 10000 pages it read of its 10000", 600},
+		0, 10_000, "OCR read no words on the 10000 pages it read of its 10000", 600},
+	// Under the default limit, refused before any page is read.
+	{"a scan of 10,000 pages over the OCR page limit", func() []byte { return docconvtest.LongScanPDF(10_000, 1000) },
+		0, 0, "has more than 500 pages to read by OCR", 30},
 	{"a page that makes Tesseract hang", func() []byte { return docconvtest.EngineHangPDF(1) },
-		5 * time.Second, "(page 1: tesseract " + "", 120},
+		5 * time.Second, 0, "(page 1: tesseract " + "", 120},
 }
 
 // scanReport is what the scan child prints.
@@ -314,7 +321,7 @@ func TestHostileScanChild(t *testing.T) {
 	}
 	e := testEngine(t)
 	e.PageTimeout = h.pageTimeout
-	c := &Converter{Instances: 2, CacheDir: DefaultCacheDir(), OCR: e}
+	c := &Converter{Instances: 2, CacheDir: DefaultCacheDir(), OCR: e, Limits: Limits{MaxOCRPages: h.maxOCRPages}}
 	defer c.Close()
 	began := time.Now()
 	res, err := c.ConvertWith(context.Background(), FormatPDF, path, io.Discard, Options{})

@@ -2,8 +2,8 @@
 # test-deps: install what the tests need from outside Go, and nothing when
 # it is all there already (idempotent; .ci/run calls it, anyone may):
 #   - jq and curl: docs/API.md's examples (docs TestAPIExamples)
-#   - chromium: the Web UI check (starter/cli TestWebUIShowsRun) and the
-#     review desk's browser test (starter/cli TestReviewDeskEndToEnd, driven
+#   - chromium: the Web UI check (starter/cli/e2e/review TestWebUIShowsRun) and the
+#     review desk's browser test (starter/cli/e2e/review TestReviewDeskEndToEnd, driven
 #     by chromedp, which needs no chromedriver)
 #   - poppler-utils (pdftotext) and time (/usr/bin/time -v): the conversion
 #     benchmark measures pdftotext the way its users would
@@ -12,14 +12,14 @@
 #   - Tesseract 5 with English (tesseract-ocr, tesseract-ocr-eng), which
 #     reads scanned PDF pages, and img2pdf, with which the OCR tests make
 #     scans of Debian manuals' pages (docconv TestOCRAccuracyOnDebianManuals,
-#     TestMixedPDF, the hostile scans; starter/cli TestScannedPageAnswered)
+#     TestMixedPDF, the hostile scans; starter/cli/e2e/documents TestScannedPageAnswered)
 #   - groff with its PDF output (gropdf; groff-base has none): the PDF
 #     tests typeset a book with running headers, footnotes and roman front
 #     matter (docconv TestTypesetBook)
 #   - four Debian manuals (scripts/manuals.sh --download-only: about 18 MB
 #     once, under ~/.cache/memagent/manuals): c++-annotations',
 #     gnuplot's and asymptote's PDFs and PostgreSQL's HTML, which docconv
-#     TestDebianManuals and TestDebianManualsLinesApart and starter/cli
+#     TestDebianManuals and TestDebianManualsLinesApart and starter/cli/e2e/documents
 #     TestCitationsOnRealManual read
 # Debian packages need root (apt-get); Node.js and npm must be on PATH.
 # With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.

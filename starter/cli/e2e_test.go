@@ -3,172 +3,56 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
-	"github.com/memagent/memagent/worker/config"
-	"github.com/memagent/memagent/worker/workerapp"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // The end-to-end tests run the real embedded Temporal server, the real S3
 // server and the simulator over loopback HTTP, with one stack per test
-// binary, and drive them through the CLI's own run function.
-
-var (
-	devOnce sync.Once
-	dev     *devenv.Env
-	devErr  error
-)
+// binary, and drive them through the CLI's own run function (clitest).
+// Those that need only the CLI's exported surface live in the packages
+// under e2e/, each a test binary of its own, so that no binary runs near
+// go test's ten-minute default on two cores; those here use the
+// package's own types.
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if dev != nil {
-		dev.Close()
-	}
-	os.Exit(code)
+	clitest.Main(m, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return run(ctx, args, stdout, stderr)
+	}, exitCode)
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
+type askJSON = clitest.AskJSON
 
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-// stack returns the shared dev stack and points this test's environment at
-// it, with its own task queue so tests do not share workers.
-func stack(t *testing.T) *devenv.Env {
-	t.Helper()
-	devOnce.Do(func() {
-		dev, devErr = devenv.Start(context.Background(), devenv.Options{
-			FreePorts: true, Simulator: true, DisableUI: true,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		})
-	})
-	if devErr != nil {
-		t.Fatalf("start dev stack: %v", devErr)
-	}
-	for k, v := range map[string]string{
-		"TEMPORAL_ADDRESS":      dev.Stack.TemporalAddress,
-		"TEMPORAL_NAMESPACE":    dev.Stack.Namespace,
-		"AWS_ENDPOINT_URL_S3":   dev.Stack.S3Endpoint,
-		"AWS_ACCESS_KEY_ID":     dev.Stack.S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY": dev.Stack.S3SecretKey,
-		"AWS_REGION":            dev.Stack.Region,
-		"MEMAGENT_BUCKET":       dev.Stack.Bucket,
-		"OPENAI_BASE_URL":       dev.SimulatorURL,
-		"MEMAGENT_TASK_QUEUE":   "e2e-" + strings.ReplaceAll(t.Name(), "/", "-"),
-		"MEMAGENT_LOG_LEVEL":    "error",
-		// The tests' notify_url receivers are on loopback.
-		"MEMAGENT_NOTIFY_ALLOW_NETS": "127.0.0.0/8,::1/128",
-	} {
-		t.Setenv(k, v)
-	}
-	return dev
-}
-
-// startWorker runs an in-process worker on the test's task queue.
-func startWorker(t *testing.T) {
-	t.Helper()
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatalf("start worker: %v", err)
-	}
-	t.Cleanup(run.Stop)
-}
-
-// testStore is the configuration stack(t) put in the environment and an
-// S3 client of the stack's store.
-func testStore(t *testing.T) (config.Config, *s3store.Store) {
-	t.Helper()
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := plugin.NewStore(context.Background(), cfg.Options)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg, store
-}
-
-// writeDoc writes a generated document with the demo's planted fact.
-func writeDoc(t *testing.T, tokens int) (string, string) {
-	t.Helper()
-	tok, err := tokenizer.New(tokenizer.Qwen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := docgen.Needle(tok, tokens, 0.5, 11)
-	path := filepath.Join(t.TempDir(), "doc.txt")
-	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, doc
-}
-
-// chunkHashes returns the SHA-256 of every chunk the planner cuts from doc.
-func chunkHashes(t *testing.T, doc string, chunkTokens int) []string {
-	t.Helper()
-	tok, _ := tokenizer.New(tokenizer.Qwen)
-	idx, err := memagent.PlanChunks(strings.NewReader(doc), tok, chunkTokens)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hashes := make([]string, len(idx.Chunks))
-	for i, c := range idx.Chunks {
-		h := sha256.Sum256([]byte(doc[c.Start:c.End]))
-		hashes[i] = hex.EncodeToString(h[:])
-	}
-	return hashes
-}
-
-type askJSON struct {
-	Answer      string `json:"answer"`
-	AnswerFound bool   `json:"answer_found"`
-	WorkflowID  string `json:"workflow_id"`
-	Document    string `json:"document"`
-	Chunks      int    `json:"chunks"`
-	Tokens      int64  `json:"tokens"`
-	ResultURI   string `json:"result_uri"`
-	TracePrefix string `json:"trace_prefix"`
-	Scores      *struct {
-		ExactMatch bool `json:"exact_match"`
-	} `json:"scores"`
-}
-
-func runCLI(t *testing.T, args ...string) (string, string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	err := run(ctx, args, &stdout, &stderr)
-	return stdout.String(), stderr.String(), err
-}
+var (
+	stack         = clitest.Stack
+	startWorker   = clitest.StartWorker
+	testStore     = clitest.Store
+	testLogger    = clitest.Logger
+	dialTest      = clitest.Dial
+	writeDoc      = clitest.WriteDoc
+	putDoc        = clitest.PutDoc
+	chunkHashes   = clitest.ChunkHashes
+	runCLI        = clitest.RunCLI
+	runBatchCLI   = clitest.RunBatch
+	writeFile     = clitest.WriteFile
+	writeManifest = clitest.WriteManifest
+	fillerText    = clitest.FillerText
+	readJSON      = clitest.ReadJSON
+	readResults   = clitest.ReadResults
+	eventually    = clitest.Eventually
+	docTokens     = clitest.DocTokens
+)
 
 func TestAskEndToEnd(t *testing.T) {
 	d := stack(t)

@@ -53,16 +53,6 @@ func readExitCases(t *testing.T) []exitCase {
 	return cases
 }
 
-// writeFile writes data to dir/name and returns the path.
-func writeFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // exitFixtures makes the files the table's placeholders name.
 func exitFixtures(t *testing.T, doc string) map[string]string {
 	t.Helper()

@@ -18,23 +18,6 @@ import (
 	"github.com/memagent/memagent/workflows"
 )
 
-// eventually polls cond until it holds or the deadline passes; visibility
-// is written a moment after the run changes.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15s; last: %s", what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func converterFrom(p *commonpb.Payload, v any) error {
 	return converter.GetDefaultDataConverter().FromPayload(p, v)
 }

@@ -281,8 +281,13 @@ func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 			fmt.Fprintf(stdout, "Level %d:  signed off by %s at %s\n", so.Level, so.Reviewer, so.At.Format(time.RFC3339))
 		}
 		fmt.Fprintf(stdout, "Audit:    %s (%d lines)\n", g.Subject.AuditURI, g.AuditLines)
-		if g.XLSXURI != "" {
+		switch {
+		case g.XLSXURI != "":
 			fmt.Fprintf(stdout, "Decided:  %s\n          %s\n", g.CSVURI, g.XLSXURI)
+		case g.State == api.SignOffSignedOff:
+			// The grid is final; the worker writes decided.{json,csv,xlsx}
+			// a moment after the last sign-off.
+			fmt.Fprintln(stdout, "Decided:  being written beside the audit log; run this again in a moment")
 		}
 		return nil
 	}

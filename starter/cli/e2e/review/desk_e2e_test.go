@@ -1,4 +1,4 @@
-package cli
+package review
 
 import (
 	"bufio"
@@ -32,6 +32,7 @@ import (
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
@@ -382,7 +383,7 @@ func startDesk(t *testing.T, ctx context.Context) string {
 	done := make(chan error, 1)
 	go func() {
 		var stderr bytes.Buffer
-		err := run(dctx, []string{"desk", "--addr", "127.0.0.1:0"}, w, &stderr)
+		err := cli.Run(dctx, []string{"desk", "--addr", "127.0.0.1:0"}, w, &stderr)
 		if err != nil {
 			err = fmt.Errorf("%w: %s", err, stderr.String())
 		}

@@ -1,4 +1,4 @@
-package cli
+package documents
 
 import (
 	"encoding/json"
@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/testdeps"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // citedJSON is the part of `starter ask --json` the citation test reads.
@@ -69,7 +71,8 @@ func TestCitationsOnRealManual(t *testing.T) {
 	}
 	ask := func(args ...string) citedJSON {
 		t.Helper()
-		out, stderr, err := runCLI(t, append(append([]string{"ask"}, args...), "--json")...)
+		// The first question converts the 600-page manual.
+		out, stderr, err := clitest.RunCLIWithin(t, 6*time.Minute, append(append([]string{"ask"}, args...), "--json")...)
 		if err != nil {
 			t.Fatalf("ask %q: %v\n%s", args, err, stderr)
 		}

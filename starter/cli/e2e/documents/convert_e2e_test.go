@@ -1,4 +1,4 @@
-package cli
+package documents
 
 import (
 	"bytes"
@@ -16,16 +16,6 @@ import (
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
 )
-
-// convertedJSON is the part of `starter ask --json` these tests read.
-type convertedJSON struct {
-	askJSON
-	Source      string         `json:"source"`
-	Format      string         `json:"format"`
-	ResultURI   string         `json:"result_uri"`
-	AnswerPages string         `json:"answer_pages"`
-	Grounding   *api.Grounding `json:"grounding"`
-}
 
 // TestAskConvertedDocumentsEndToEnd is the done-means of document
 // conversion: a generated 30-page PDF with the fact on page 17, and a DOCX
@@ -234,20 +224,5 @@ func TestAskRefusesUnconvertibleDocuments(t *testing.T) {
 			}
 			t.Logf("%s refused in %s", tc.name, took.Round(time.Millisecond))
 		})
-	}
-}
-
-func readJSON(t *testing.T, store *s3store.Store, uri string, v any) {
-	t.Helper()
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := store.ReadAll(context.Background(), loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", uri, err)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package review
 
 import (
 	"encoding/json"
@@ -63,10 +63,11 @@ func TestSignOffBatchWithTheCLI(t *testing.T) {
 		}
 	}
 	// Once signed off the grid is final, and written beside the report.
-	status := cli(0, "signoff", id)
-	if !strings.Contains(status, "State:    signed-off") || !strings.Contains(status, "decided.xlsx") {
-		t.Errorf("signoff status:\n%s", status)
-	}
+	// The decided grid is written a moment after the last sign-off.
+	eventually(t, "the decided grid", func() (bool, string) {
+		status := cli(0, "signoff", id)
+		return strings.Contains(status, "State:    signed-off") && strings.Contains(status, "decided.xlsx"), status
+	})
 	if msg := cli(ExitBadInput, "decide", id, "--cell", "0", "--reject", "--reason", "late"); !strings.Contains(msg, "the grid is final") {
 		t.Errorf("a decision after the sign-off: %q", msg)
 	}

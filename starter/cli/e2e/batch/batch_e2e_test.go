@@ -1,10 +1,9 @@
-package cli
+package batch
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -23,42 +22,10 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
-
-// batchJSON is what `starter batch --json` prints.
-type batchJSON struct {
-	Result api.BatchQAResult `json:"result"`
-	Report api.BatchReport   `json:"report"`
-}
-
-// runBatchCLI runs `starter batch` with a deadline of its own: a batch
-// takes longer than runCLI allows.
-func runBatchCLI(t *testing.T, args ...string) (batchJSON, time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	err := run(ctx, append([]string{"batch"}, args...), &stdout, &stderr)
-	took := time.Since(start)
-	// A batch with failed items exits 1 after printing its result.
-	var partial *itemsFailed
-	if errors.As(err, &partial) && exitCode(err) != ExitFailed {
-		t.Errorf("batch with failed items: exit %d, want %d", exitCode(err), ExitFailed)
-	}
-	if err != nil && !errors.As(err, &partial) {
-		t.Fatalf("batch: %v\nstderr: %s", err, stderr.String())
-	}
-	var out batchJSON
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("batch --json printed %q: %v", stdout.String(), err)
-	}
-	return out, took
-}
 
 // TestBatchEndToEnd is the done-means of BatchQA: a 1,000-item batch at a
 // concurrency of 16 on the real stack and the simulator, one item of which
@@ -225,9 +192,6 @@ func replayBatch(t *testing.T, cfg config.Config, id string) {
 	}
 }
 
-// docTokens is the length of document i: 2 or 3 chunks of 600 tokens.
-func docTokens(i int) int { return 1200 + 600*(i%2) }
-
 // processCPU is the CPU time (user and system) this process has used.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
@@ -235,27 +199,6 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func readResults(t *testing.T, store *s3store.Store, uri string) []api.BatchItemResult {
-	t.Helper()
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := store.ReadAll(context.Background(), loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items []api.BatchItemResult
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte{'\n'}) {
-		var r api.BatchItemResult
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, r)
-	}
-	return items
 }
 
 // checkAggregates recomputes the report's aggregates from the per-item
@@ -332,50 +275,6 @@ func checkAggregates(t *testing.T, rep *api.BatchReport, items []api.BatchItemRe
 	}
 }
 
-// TestBatchChecksBeforeStarting needs no stack: bad flags and bad local
-// manifests are refused before anything is dialled or uploaded.
-func TestBatchChecksBeforeStarting(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.jsonl")
-	os.WriteFile(bad, []byte(`{"document": "s3://b/k", "question": "q"}`+"\n"+`{"document": "s3://b/k"}`+"\n"+`{"document": "doc.txt", "question": "q"}`+"\n"), 0o644)
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"no manifest", nil, "no manifest"},
-		{"concurrency", []string{"--manifest", bad, "--concurrency", "-1"}, "--concurrency (-1)"},
-		{"format", []string{"--manifest", bad, "--format", "csv"}, `format "csv"`},
-		{"report prefix", []string{"--manifest", bad, "--report-prefix", "/tmp/r"}, "is not an s3://bucket/prefix URI"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), append([]string{"batch"}, tt.args...), &stdout, &stderr)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error = %v, want one containing %q", err, tt.want)
-			}
-		})
-	}
-
-	n, err := checkManifest(strings.NewReader(`{"document": "s3://b/k", "question": "q"}`+"\n"), "")
-	if err != nil || n != 1 {
-		t.Errorf("good manifest: %d items, %v", n, err)
-	}
-	f, _ := os.Open(bad)
-	defer f.Close()
-	_, err = checkManifest(f, "")
-	if err == nil || !strings.Contains(err.Error(), `2 bad item(s): line 2: missing question: set "question"; line 3: document "doc.txt" is not an s3:// URI`) {
-		t.Errorf("bad manifest: %v", err)
-	}
-	if _, err := checkManifest(strings.NewReader("[]"), ""); err == nil || !strings.Contains(err.Error(), "no items") {
-		t.Errorf("empty array: %v", err)
-	}
-	if id := memclient.BatchWorkflowID("night ly/1", time.Date(2025, 1, 2, 3, 4, 5, 6e6, time.UTC)); id != "memagent-batch-night_ly_1-20250102T030405.006Z" {
-		t.Errorf("BatchWorkflowID = %q", id)
-	}
-}
-
 // TestBatchUploadsLocalDocuments: a local JSON Lines manifest may name
 // local documents, relative to its folder or absolute; starter batch
 // uploads each once, as ask does (a corpus's documents too), and the
@@ -416,13 +315,4 @@ func TestBatchUploadsLocalDocuments(t *testing.T) {
 	if _, _, err := runCLI(t, "batch", "--manifest", writeManifest(t, `{"id":"x","document":"nope.txt","question":"q"}`)); exitCode(err) != ExitBadInput {
 		t.Errorf("a manifest naming a missing local file: %v (exit %d), want exit %d", err, exitCode(err), ExitBadInput)
 	}
-}
-
-func writeManifest(t *testing.T, lines ...string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "m.jsonl")
-	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -1,10 +1,9 @@
-package cli
+package batch
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -32,18 +31,6 @@ type corpusJSON struct {
 	ReusedReading string          `json:"reused_reading"`
 	Chunks        int             `json:"chunks"`
 	Usage         api.Usage       `json:"usage"`
-}
-
-// fillerText is a text document of about n words that does not answer
-// docgen.Question.
-func fillerText(seed uint64, paragraphs int) []byte {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var b strings.Builder
-	for range paragraphs {
-		b.WriteString(docconvtest.Paragraph(rng, 120))
-		b.WriteString("\n\n")
-	}
-	return []byte(b.String())
 }
 
 // TestAskCorpusEndToEnd is the first done-means of corpora: a text file, a

@@ -1,4 +1,4 @@
-package cli
+package pool
 
 import (
 	"context"
@@ -16,23 +16,8 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
-	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/worker/config"
-	"github.com/memagent/memagent/worker/workerapp"
 )
-
-// putDoc uploads a generated document and returns its URI.
-func putDoc(t *testing.T, key string, tokens int, seed uint64) string {
-	t.Helper()
-	cfg, store := testStore(t)
-	tok, _ := tokenizer.New(tokenizer.Qwen)
-	loc := s3store.Location{Bucket: cfg.Bucket, Key: key}
-	if err := store.Put(context.Background(), loc, []byte(docgen.Needle(tok, tokens, 0.5, seed)), "text/plain"); err != nil {
-		t.Fatal(err)
-	}
-	return loc.String()
-}
 
 // runQA runs DocumentQA on the test's task queue and returns its result.
 func runQA(ctx context.Context, t *testing.T, c client.Client, in api.DocumentQAInput) (api.DocumentQAResult, error) {
@@ -43,20 +28,6 @@ func runQA(ctx context.Context, t *testing.T, c client.Client, in api.DocumentQA
 		return res, err
 	}
 	return res, run.Get(ctx, &res)
-}
-
-func dialTest(t *testing.T) client.Client {
-	t.Helper()
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := workerapp.Dial(context.Background(), cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
 }
 
 // TestPoolWithAFailingEndpoint: three endpoints, one of which answers every

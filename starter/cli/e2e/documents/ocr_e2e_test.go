@@ -1,8 +1,7 @@
-package cli
+package documents
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,8 +89,7 @@ func TestScannedPageAnswered(t *testing.T) {
 	}
 
 	_, stderr, err = runCLI(t, "ask", "--doc", path, "--question", docgen.Question, "--ocr-lang", "eng+zul")
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error()+stderr, "install tesseract-ocr-zul on the worker") {
+	if exitCode(err) != ExitBadInput || !strings.Contains(err.Error()+stderr, "install tesseract-ocr-zul on the worker") {
 		t.Errorf("--ocr-lang eng+zul: %v (%s), want exit 2 naming tesseract-ocr-zul", err, stderr)
 	}
 }

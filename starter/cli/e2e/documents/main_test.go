@@ -1,0 +1,52 @@
+package documents
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
+)
+
+// TestMain runs this package's end-to-end tests on a dev stack of its own
+// (clitest), driving the CLI through its exported Run.
+func TestMain(m *testing.M) {
+	clitest.Main(m, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return cli.Run(ctx, args, stdout, stderr)
+	}, cli.ExitCode)
+}
+
+const (
+	ExitFailed   = cli.ExitFailed
+	ExitBadInput = cli.ExitBadInput
+	demoQuestion = docgen.Question
+	demoAnswer   = docgen.Answer
+)
+
+type (
+	askJSON       = clitest.AskJSON
+	convertedJSON = clitest.ConvertedJSON
+)
+
+var (
+	exitCode      = cli.ExitCode
+	stack         = clitest.Stack
+	startWorker   = clitest.StartWorker
+	testStore     = clitest.Store
+	testLogger    = clitest.Logger
+	dialTest      = clitest.Dial
+	writeDoc      = clitest.WriteDoc
+	putDoc        = clitest.PutDoc
+	chunkHashes   = clitest.ChunkHashes
+	runCLI        = clitest.RunCLI
+	runBatchCLI   = clitest.RunBatch
+	writeFile     = clitest.WriteFile
+	writeManifest = clitest.WriteManifest
+	fillerText    = clitest.FillerText
+	readJSON      = clitest.ReadJSON
+	readResults   = clitest.ReadResults
+	eventually    = clitest.Eventually
+	docTokens     = clitest.DocTokens
+)

@@ -19,6 +19,8 @@ func TestHeadingsRunOn(t *testing.T) {
 		{"indented", "   3.1 Overview", 1, 0},
 		{"chapter number alone is a list item too", "1 Introduction\n2. Second item", 0, 0},
 		{"table of contents entry", "2.2.2 Working on input files . . . . . . . . . 15\n4.1 Notes .......... xii", 0, 0},
+		{"table of contents run together", "6.10 Implicit scaling . . . . . . . . . 63 6.11 Functions . . . . . . . . . 64 6.12 Arrays . . . . . . . . . 71", 0, 0},
+		{"a number once, run on if any line is", "2.1 Unix\n3.1 Drawing\n\n2.1 Unix is long enough to run past one hundred characters of text, as a heading run on into its first paragraph would be.\n3.1 Drawing", 2, 1},
 		{"a number alone", "2.24.1\n3.5 %", 0, 0},
 		{"a number inside a line", "See section 2.2.2 Working on input files, which is long enough to run past one hundred characters of text.", 0, 0},
 		{"exactly the limit", "9.9 " + strings.Repeat("a", RunOnLength-4), 1, 0},

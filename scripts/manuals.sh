@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir="${MEMAGENT_MANUALS:-$HOME/.cache/memagent/manuals}"
-all=(c++-annotations-pdf gnuplot-doc debian-reference-en r-doc-pdf groff postgresql-doc-15 sphinx-doc asymptote-doc)
+all=(c++-annotations-pdf gnuplot-doc debian-reference-en r-doc-pdf groff postgresql-doc-15 sphinx-doc asymptote-doc bash-doc gnu-standards octave-doc r-cran-officer)
 
 download_only=0
 if [ "${1:-}" = "--download-only" ]; then

@@ -155,7 +155,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Name, err)
 		}
-		fmt.Fprintf(os.Stderr, "manuals: %s: %d pages in %.1f s\n", m.Name, r.mem.Pages, r.mem.Wall.Seconds())
+		fmt.Fprintf(os.Stderr, "manuals: %s: %d pages (%d by OCR) in %.1f s\n", m.Name, r.mem.Pages, r.mem.OCRPages, r.mem.Wall.Seconds())
 		if *verbose {
 			for _, l := range r.leaks.Lines {
 				fmt.Fprintf(os.Stderr, "%s: leak: %s\n", m.Name, l)
@@ -291,6 +291,9 @@ func writeFidelity(w io.Writer, rows []measure) {
 			pages += " sections"
 		case !r.m.isPDF():
 			pages += " files"
+		}
+		if n := r.mem.OCRPages; n > 0 && !r.m.isScan() {
+			pages += fmt.Sprintf(" (%d by OCR)", n)
 		}
 		unprinted := dash
 		if r.hasReference {

@@ -40,6 +40,8 @@ type childReport struct {
 	// (a directory of HTML) converted.
 	Pages int `json:"pages"`
 	Files int `json:"files"`
+	// OCRPages counts the pages read by OCR.
+	OCRPages int `json:"ocr_pages"`
 	// CPUNanos is user+system time of the conversions, the engine
 	// processes' included (OCR), after PDFium started.
 	CPUNanos  int64 `json:"cpu_ns"`
@@ -85,6 +87,7 @@ func runChild(path string) error {
 		}
 		maps[i] = res.Map
 		rep.Pages += res.Map.Pages
+		rep.OCRPages += len(res.Map.OCR)
 	}
 	rep.CPUNanos, rep.WallNanos = (cpuTime() - cpu0).Nanoseconds(), time.Since(began).Nanoseconds()
 	rep.PeakRSS, rep.Files = vmHWM(), len(files)
@@ -143,9 +146,9 @@ func htmlFiles(dir string) ([]string, error) {
 
 // conversion is one tool's conversion of a manual.
 type conversion struct {
-	Pages, Files int
-	CPU, Wall    time.Duration
-	PeakRSS      int64
+	Pages, Files, OCRPages int
+	CPU, Wall              time.Duration
+	PeakRSS                int64
 	// Texts and Maps are memagent's text and page map of each file.
 	Texts []string
 	Maps  []memagent.PageMap
@@ -181,7 +184,7 @@ func convertInChild(ctx context.Context, path string, ocr bool) (conversion, err
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		return conversion{}, fmt.Errorf("converting process printed %q: %w", stdout.String(), err)
 	}
-	c := conversion{Pages: rep.Pages, Files: rep.Files, CPU: time.Duration(rep.CPUNanos), Wall: time.Duration(rep.WallNanos), PeakRSS: rep.PeakRSS}
+	c := conversion{Pages: rep.Pages, Files: rep.Files, OCRPages: rep.OCRPages, CPU: time.Duration(rep.CPUNanos), Wall: time.Duration(rep.WallNanos), PeakRSS: rep.PeakRSS}
 	for i := 0; i < rep.Files; i++ {
 		text, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.txt", i)))
 		if err != nil {

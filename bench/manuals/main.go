@@ -44,6 +44,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 )
@@ -117,6 +118,10 @@ type measure struct {
 	numbered, runOn int
 	leaks           docconvtest.Leaks
 	hasLeaks        bool
+	// joined counts the page breaks inside a paragraph: two pages' spans
+	// of the page map not apart by a blank line, where a quote could
+	// cross from one page to the next.
+	joined int
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
@@ -231,7 +236,13 @@ func measureManual(ctx context.Context, path string, m manual) (measure, error) 
 	if r.mem, err = convertInChild(ctx, path, m.isScan()); err != nil {
 		return r, err
 	}
-	for _, t := range r.mem.Texts {
+	for i, t := range r.mem.Texts {
+		spans := r.mem.Maps[i].Spans
+		for k := 1; k < len(spans) && r.mem.Maps[i].Unit == api.UnitPage; k++ {
+			if gap := t[spans[k-1].End:spans[k].Start]; !strings.Contains(gap, "\n\n") {
+				r.joined++
+			}
+		}
 		for _, l := range strings.Split(t, "\n") {
 			if strings.TrimSpace(l) != "" {
 				r.lines++
@@ -316,6 +327,16 @@ func writeFidelity(w io.Writer, rows []measure) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.m.Name, r.m.Package, r.m.Toolchain, pages, r.lines,
 			unprinted, runOn, leaks, speed(r.mem), pdfSpeed, mb(r.mem.PeakRSS), pdfPeak)
 	}
+	joined, pageBreaks := 0, 0
+	for _, r := range rows {
+		joined += r.joined
+		for _, m := range r.mem.Maps {
+			if m.Unit == api.UnitPage {
+				pageBreaks += max(len(m.Spans)-1, 0)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nPage breaks inside a paragraph of the text (where a quote could run from one page onto the next): %d of %d.\n", joined, pageBreaks)
 }
 
 func speed(c conversion) string {

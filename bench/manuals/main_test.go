@@ -50,6 +50,9 @@ func TestMeasurePDF(t *testing.T) {
 	if !r.hasReference || len(r.unprinted) > 0 || r.lines == 0 {
 		t.Errorf("unprinted lines %q of %d (reference %v); want none of some", r.unprinted, r.lines, r.hasReference)
 	}
+	if r.joined != 0 {
+		t.Errorf("%d page breaks inside a paragraph; want none (each page's text is paragraphs of its own)", r.joined)
+	}
 	if !r.hasLeaks || r.leaks.Bearing != 20 || len(r.leaks.Lines) > 0 {
 		t.Errorf("leaks %+v; want 20 header-bearing pages, no line left", r.leaks)
 	}

@@ -41,8 +41,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
@@ -114,6 +116,11 @@ type measure struct {
 	lines        int
 	unprinted    []string
 	hasReference bool
+	// pieces counts the unprinted lines whose every such word is a piece
+	// of a longer word pdftotext prints: a word cut by a line-end hyphen
+	// that the converter keeps apart ("permis-", "signment") where
+	// pdftotext joins it.
+	pieces int
 	// numbered and runOn are docconvtest.HeadingsRunOn's counts.
 	numbered, runOn int
 	leaks           docconvtest.Leaks
@@ -256,6 +263,7 @@ func measureManual(ctx context.Context, path string, m manual) (measure, error) 
 	case m.isDOCX():
 	case m.isPDF():
 		r.unprinted = docconvtest.UnprintedLines(reference, r.mem.Texts[0])
+		r.pieces = hyphenPieces(reference, r.unprinted)
 		r.leaks, r.hasLeaks = docconvtest.PDFLeaks(reference, r.mem.Texts[0], r.mem.Maps[0]), !m.isScan()
 	default:
 		names, err := htmlFiles(path)
@@ -309,6 +317,9 @@ func writeFidelity(w io.Writer, rows []measure) {
 		unprinted := dash
 		if r.hasReference {
 			unprinted = fmt.Sprintf("%d (%s)", len(r.unprinted), percent(len(r.unprinted), r.lines))
+			if r.pieces > 0 {
+				unprinted = fmt.Sprintf("%d (%s; %d a hyphenated word's piece)", len(r.unprinted), percent(len(r.unprinted), r.lines), r.pieces)
+			}
 		}
 		runOn := fmt.Sprintf("%d of %d (%s)", r.runOn, r.numbered, percent(r.runOn, r.numbered))
 		if r.numbered == 0 {
@@ -342,9 +353,8 @@ func writeFidelity(w io.Writer, rows []measure) {
 func speed(c conversion) string {
 	if v := c.pagesPerCoreSecond(); v < 10 {
 		return fmt.Sprintf("%.2f", v)
-	} else {
-		return fmt.Sprintf("%.0f", v)
 	}
+	return fmt.Sprintf("%.0f", c.pagesPerCoreSecond())
 }
 
 func percent(n, of int) string {
@@ -355,3 +365,42 @@ func percent(n, of int) string {
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }
+
+// longWord is a word of letters alone, as docconvtest.UnprintedLines
+// counts them.
+var longWord = regexp.MustCompile(`\pL+`)
+
+// hyphenPieces counts the lines (docconvtest.UnprintedLines' of text
+// against reference) whose every word of six letters or more that
+// reference lacks is the start or the end of a longer word reference has:
+// a word the converter left cut at a line-end hyphen where pdftotext
+// joined it, rather than letters out of order or two words glued.
+func hyphenPieces(reference string, unprinted []string) int {
+	printed := map[string]bool{}
+	for _, w := range longWord.FindAllString(reference, -1) {
+		printed[strings.ToLower(w)] = true
+	}
+	piece := func(w string) bool {
+		for p := range printed {
+			if len(p) > len(w) && (strings.HasPrefix(p, w) || strings.HasSuffix(p, w)) {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for _, line := range unprinted {
+		all := true
+		for _, w := range longWord.FindAllString(line, -1) {
+			w = strings.ToLower(w)
+			if utf8.RuneCountInString(w) >= 6 && !printed[w] && !piece(w) {
+				all = false
+				break
+			}
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}

@@ -57,3 +57,16 @@ func TestMeasurePDF(t *testing.T) {
 		t.Errorf("leaks %+v; want 20 header-bearing pages, no line left", r.leaks)
 	}
 }
+
+func TestHyphenPieces(t *testing.T) {
+	reference := "The file's group has execute/search permissions.\nAn assignment statements.\n"
+	unprinted := []string{
+		"group_exec 0010 S_IXGRP The file’s group has execute/search permis-", // the converter kept the hyphen's halves
+		"signment statements or unset.",
+		"ssh-askpass a-sgknsousmeer (f1o)r a pass phrase", // interleaved
+		"permis- and managementsuch",                      // one piece, one glued
+	}
+	if got := hyphenPieces(reference, unprinted); got != 2 {
+		t.Errorf("hyphenPieces = %d, want 2 (the first two lines)", got)
+	}
+}

@@ -13,9 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/memagent/memagent/internal/dev/procstat"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
 )
@@ -32,7 +32,7 @@ const (
 
 // timeCommand is GNU time: pdftotext runs under `/usr/bin/time -v`, as
 // its users would measure it.
-const timeCommand = "/usr/bin/time"
+const timeCommand = procstat.TimeCommand
 
 // childReport is what the converting child prints.
 type childReport struct {
@@ -79,7 +79,7 @@ func runChild(path string) error {
 	out := os.Getenv(childOutEnv)
 	var rep childReport
 	maps := make([]memagent.PageMap, len(files))
-	cpu0, began := cpuTime(), time.Now()
+	cpu0, began := procstat.CPUTime(true), time.Now()
 	for i, f := range files {
 		res, err := convertFile(c, f, filepath.Join(out, fmt.Sprintf("%d.txt", i)))
 		if err != nil {
@@ -89,8 +89,8 @@ func runChild(path string) error {
 		rep.Pages += res.Map.Pages
 		rep.OCRPages += len(res.Map.OCR)
 	}
-	rep.CPUNanos, rep.WallNanos = (cpuTime() - cpu0).Nanoseconds(), time.Since(began).Nanoseconds()
-	rep.PeakRSS, rep.Files = vmHWM(), len(files)
+	rep.CPUNanos, rep.WallNanos = (procstat.CPUTime(true) - cpu0).Nanoseconds(), time.Since(began).Nanoseconds()
+	rep.PeakRSS, rep.Files = procstat.PeakRSS(), len(files)
 	if len(files) > 1 {
 		rep.Pages = len(files)
 	}
@@ -225,75 +225,11 @@ func pdftotext(ctx context.Context, pdf string, pages int) (conversion, error) {
 	if err != nil {
 		return conversion{}, err
 	}
-	cpu, rss, err := parseTimeV(stderr.String())
+	tv, err := procstat.ParseTimeV(stderr.String())
 	if err != nil {
 		return conversion{}, err
 	}
-	return conversion{Pages: pages, Files: 1, CPU: cpu, Wall: wall, PeakRSS: rss, Text: string(text)}, nil
-}
-
-// parseTimeV reads GNU time -v's report: "User time (seconds): 0.21",
-// "System time (seconds): 0.03", "Maximum resident set size (kbytes):
-// 12800" (as bench/convert.go does).
-func parseTimeV(report string) (cpu time.Duration, maxRSS int64, err error) {
-	found := 0
-	for _, line := range strings.Split(report, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "): ")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "User time (seconds", "System time (seconds":
-			sec, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, 0, fmt.Errorf("time -v: %q: %w", line, err)
-			}
-			cpu += time.Duration(sec * float64(time.Second))
-			found++
-		case "Maximum resident set size (kbytes":
-			kb, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return 0, 0, fmt.Errorf("time -v: %q: %w", line, err)
-			}
-			maxRSS = kb << 10
-			found++
-		}
-	}
-	if found != 3 {
-		return 0, 0, fmt.Errorf("time -v printed no user time, system time and maximum resident set: %q", report)
-	}
-	return cpu, maxRSS, nil
-}
-
-// vmHWM is this process's peak resident set since its exec, from
-// /proc/self/status, in bytes.
-func vmHWM() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}
-
-// cpuTime is this process's user+system time and that of the children it
-// waited for (the OCR engine's processes).
-func cpuTime() time.Duration {
-	var d time.Duration
-	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(who, &ru); err == nil {
-			d += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		}
-	}
-	return d
+	return conversion{Pages: pages, Files: 1, CPU: tv.CPU, Wall: wall, PeakRSS: tv.MaxRSS, Text: string(text)}, nil
 }
 
 // pdfPages is a PDF's page count, as pdfinfo reads it.

@@ -13,7 +13,8 @@
 #   scripts/manuals.sh -fidelity            # BENCHMARKS.md's fidelity table (issue 49):
 #                                           # words pdftotext never prints, headings run on,
 #                                           # leaks, speed and memory beside pdftotext
-#                                           # (about 2 min on 2 idle cores, 4 on a busy machine)
+#                                           # (about 2 min on 2 idle cores, 5 on a busy machine;
+#                                           # -rounds 3 for medians of three, three times as long)
 #   scripts/manuals.sh --download-only [PKG ...]   # what scripts/test-deps.sh does for the tests
 #
 # apt-get download needs the package lists (apt-get update, as root, once).

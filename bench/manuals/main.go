@@ -42,6 +42,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -136,6 +137,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	dir := fs.String("dir", "", "the directory the manuals' packages were extracted into (dpkg -x PKG.deb DIR)")
 	only := fs.String("only", "", "measure only the manual of this name")
 	fidelity := fs.Bool("fidelity", false, "print the fidelity table (unprinted words, headings run on, leaks, speed and memory beside pdftotext) instead of the leaks table")
+	rounds := fs.Int("rounds", 1, "convert each manual this many times with each tool, alternating, and report the median CPU time and the median peak of each (the texts are the same each time)")
 	verbose := fs.Bool("v", false, "list each leak, unprinted line and heading run on, on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -163,7 +165,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if !*fidelity && (m.isDOCX() || m.isScan()) {
 			continue // no running lines to measure
 		}
-		r, err := measureManual(ctx, filepath.Join(*dir, m.Path), m)
+		r, err := measureManual(ctx, filepath.Join(*dir, m.Path), m, max(*rounds, 1))
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Name, err)
 		}
@@ -197,8 +199,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // measureManual converts m (path, under the packages' directory) with
-// pdftotext (a PDF) and with memagent's converter, and measures the text.
-func measureManual(ctx context.Context, path string, m manual) (measure, error) {
+// pdftotext (a PDF) and with memagent's converter, rounds times each,
+// alternating, and measures the text.
+func measureManual(ctx context.Context, path string, m manual, rounds int) (measure, error) {
 	r := measure{m: m}
 	tmp, err := os.MkdirTemp("", "memagent-manual-")
 	if err != nil {
@@ -224,6 +227,7 @@ func measureManual(ctx context.Context, path string, m manual) (measure, error) 
 		return r, fmt.Errorf("%w: run scripts/manuals.sh --download-only %s", err, m.Package)
 	}
 	var reference string
+	pages := 0
 	switch {
 	case m.isScan():
 		if path, reference, err = scan(ctx, path, m.Scan[0], m.Scan[1], tmp); err != nil {
@@ -231,18 +235,28 @@ func measureManual(ctx context.Context, path string, m manual) (measure, error) 
 		}
 		r.hasReference = true
 	case m.isPDF():
-		pages, err := pdfPages(ctx, path)
+		if pages, err = pdfPages(ctx, path); err != nil {
+			return r, err
+		}
+		r.hasReference = true
+	}
+	var mems, pdfs []conversion
+	for i := 0; i < rounds; i++ {
+		if pages > 0 {
+			c, err := pdftotext(ctx, path, pages)
+			if err != nil {
+				return r, err
+			}
+			pdfs = append(pdfs, c)
+			reference = c.Text
+		}
+		c, err := convertInChild(ctx, path, m.isScan())
 		if err != nil {
 			return r, err
 		}
-		if r.pdf, err = pdftotext(ctx, path, pages); err != nil {
-			return r, err
-		}
-		reference, r.hasReference = r.pdf.Text, true
+		mems = append(mems, c)
 	}
-	if r.mem, err = convertInChild(ctx, path, m.isScan()); err != nil {
-		return r, err
-	}
+	r.mem, r.pdf = medians(mems), medians(pdfs)
 	for i, t := range r.mem.Texts {
 		spans := r.mem.Maps[i].Spans
 		for k := 1; k < len(spans) && r.mem.Maps[i].Unit == api.UnitPage; k++ {
@@ -403,4 +417,23 @@ func hyphenPieces(reference string, unprinted []string) int {
 		}
 	}
 	return n
+}
+
+// medians returns runs[0] (its text, pages and wall time) with the
+// median CPU time and the median peak of all runs; the zero conversion
+// for none.
+func medians(runs []conversion) conversion {
+	if len(runs) == 0 {
+		return conversion{}
+	}
+	out := runs[0]
+	cpu := make([]time.Duration, len(runs))
+	peak := make([]int64, len(runs))
+	for i, c := range runs {
+		cpu[i], peak[i] = c.CPU, c.PeakRSS
+	}
+	slices.Sort(cpu)
+	slices.Sort(peak)
+	out.CPU, out.PeakRSS = cpu[len(cpu)/2], peak[len(peak)/2]
+	return out
 }

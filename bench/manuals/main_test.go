@@ -37,7 +37,7 @@ func TestMeasurePDF(t *testing.T) {
 	if err := os.WriteFile(path, docconvtest.PDF(docconvtest.PDFOptions{Pages: 20, FactPage: 7, Fact: docgen.Fact, Seed: 1}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := measureManual(context.Background(), path, manual{Name: "small.pdf", Path: "small.pdf"})
+	r, err := measureManual(context.Background(), path, manual{Name: "small.pdf", Path: "small.pdf"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +68,15 @@ func TestHyphenPieces(t *testing.T) {
 	}
 	if got := hyphenPieces(reference, unprinted); got != 2 {
 		t.Errorf("hyphenPieces = %d, want 2 (the first two lines)", got)
+	}
+}
+
+func TestMedians(t *testing.T) {
+	runs := []conversion{{Pages: 9, CPU: 3, PeakRSS: 10}, {Pages: 9, CPU: 1, PeakRSS: 30}, {Pages: 9, CPU: 2, PeakRSS: 20}}
+	if got := medians(runs); got.CPU != 2 || got.PeakRSS != 20 || got.Pages != 9 {
+		t.Errorf("medians = %+v; want CPU 2, peak 20, pages 9", got)
+	}
+	if got := medians(nil); got.Pages != 0 {
+		t.Errorf("medians(nil) = %+v; want the zero conversion", got)
 	}
 }

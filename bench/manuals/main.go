@@ -21,6 +21,7 @@
 //
 //	scripts/manuals.sh                       # the leaks table
 //	scripts/manuals.sh -fidelity             # the fidelity table
+//	scripts/manuals.sh -fidelity -rounds 3   # medians of three conversions a tool, for speed and memory
 //	go run ./bench/manuals -dir DIR -v       # DIR as the script leaves it; -v lists each leak and unprinted line
 //
 // memagent's converter runs in a child process (this binary, started

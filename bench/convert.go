@@ -10,12 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/dev/procstat"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 )
@@ -27,7 +26,7 @@ const convertProcessEnv = "MEMAGENT_BENCH_CONVERT"
 // timeCommand is GNU time, which reports a command's peak resident set
 // and CPU time the way pdftotext's users would measure it
 // (/usr/bin/time -v): pdftotext runs under it, from the bench directly.
-const timeCommand = "/usr/bin/time"
+const timeCommand = procstat.TimeCommand
 
 // convertCacheEnv overrides the child's compilation cache directory: an
 // empty one measures a cold start.
@@ -69,24 +68,6 @@ type convertChild struct {
 	PeakRSS int64 `json:"peak_rss"`
 }
 
-// vmHWM is this process's peak resident set since its exec, from
-// /proc/self/status, in bytes.
-func vmHWM() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}
-
 // runConvertProcess is the child: convert the PDF named by the
 // environment to a file and print a convertChild.
 func runConvertProcess(pdf string) error {
@@ -107,29 +88,21 @@ func runConvertProcess(pdf string) error {
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
-	cpu0 := cpuTime()
+	cpu0 := procstat.CPUTime(false)
 	began = time.Now()
 	res, err := c.Convert(context.Background(), docconv.FormatPDF, pdf, out, nil)
 	if err != nil {
 		return err
 	}
-	wall, cpu := time.Since(began), cpuTime()-cpu0
+	wall, cpu := time.Since(began), procstat.CPUTime(false)-cpu0
 	text, err := os.ReadFile(out.Name())
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(convertChild{
 		Pages: res.Map.Pages, CPUNanos: cpu.Nanoseconds(), WallNanos: wall.Nanoseconds(), StartNanos: start.Nanoseconds(),
-		Bytes: res.Bytes, FactOneLine: bytes.Contains(text, []byte(docgen.Fact)), PeakRSS: vmHWM(),
+		Bytes: res.Bytes, FactOneLine: bytes.Contains(text, []byte(docgen.Fact)), PeakRSS: procstat.PeakRSS(),
 	})
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // convertResult is the section's outcome: memagent's and pdftotext's
@@ -240,51 +213,12 @@ func pdftotextRun(ctx context.Context, tool, pdf string) (convertRun, error) {
 	if err != nil {
 		return convertRun{}, err
 	}
-	report, err := parseTimeV(stderr.String())
+	report, err := procstat.ParseTimeV(stderr.String())
 	if err != nil {
 		return convertRun{}, err
 	}
-	return convertRun{Pages: convertPages, CPU: report.cpu, Wall: wall, PeakRSS: report.maxRSS,
+	return convertRun{Pages: convertPages, CPU: report.CPU, Wall: wall, PeakRSS: report.MaxRSS,
 		Bytes: int64(len(text)), Fact: bytes.Contains(text, []byte(docgen.Fact))}, nil
-}
-
-// timeV is what GNU time -v reports of a command.
-type timeV struct {
-	cpu    time.Duration
-	maxRSS int64 // bytes
-}
-
-// parseTimeV reads GNU time -v's report: "User time (seconds): 0.21",
-// "System time (seconds): 0.03", "Maximum resident set size (kbytes): 12800".
-func parseTimeV(report string) (timeV, error) {
-	var r timeV
-	found := 0
-	for _, line := range strings.Split(report, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "): ")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "User time (seconds", "System time (seconds":
-			sec, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return r, fmt.Errorf("time -v: %q: %w", line, err)
-			}
-			r.cpu += time.Duration(sec * float64(time.Second))
-			found++
-		case "Maximum resident set size (kbytes":
-			kb, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return r, fmt.Errorf("time -v: %q: %w", line, err)
-			}
-			r.maxRSS = kb << 10
-			found++
-		}
-	}
-	if found != 3 {
-		return r, fmt.Errorf("time -v printed no user time, system time and maximum resident set: %q", report)
-	}
-	return r, nil
 }
 
 // median returns the run with the median CPU time.

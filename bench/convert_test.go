@@ -5,32 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/testdeps"
 )
-
-func TestParseTimeV(t *testing.T) {
-	report := `	Command being timed: "pdftotext a.pdf b.txt"
-	User time (seconds): 0.21
-	System time (seconds): 0.03
-	Percent of CPU this job got: 98%
-	Maximum resident set size (kbytes): 12800
-	Exit status: 0
-`
-	r, err := parseTimeV(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.cpu != 240*time.Millisecond || r.maxRSS != 12800<<10 {
-		t.Errorf("parsed %+v, want 240ms and 12800 KiB", r)
-	}
-	if _, err := parseTimeV("Exit status: 0"); err == nil {
-		t.Error("a report without the figures parsed")
-	}
-}
 
 // TestPdftotextMeasuredDirectly runs the bench's pdftotext measurement on
 // a small PDF: its peak memory is pdftotext's own (tens of MB at most),

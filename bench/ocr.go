@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memagent/memagent/internal/dev/procstat"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 )
@@ -66,7 +67,7 @@ func runOCRProcess(pdf string) error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(ocrChild{OCRPages: len(res.Map.OCR), WallNanos: time.Since(began).Nanoseconds(),
-		PeakRSS: vmHWM(), Workers: e.Slots()})
+		PeakRSS: procstat.PeakRSS(), Workers: e.Slots()})
 }
 
 // ocrRun is one tool's reading of the scan.
@@ -147,7 +148,7 @@ func runOCR(ctx context.Context, source string) (*ocrResult, error) {
 		return nil, fmt.Errorf("memagent OCR: %v: %s", err, stderr.String())
 	}
 	wall := time.Since(began)
-	tv, err := parseTimeV(stderr.String())
+	tv, err := procstat.ParseTimeV(stderr.String())
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func runOCR(ctx context.Context, source string) (*ocrResult, error) {
 		return nil, err
 	}
 	res.Runs = append(res.Runs, ocrRun{Tool: fmt.Sprintf("memagent (Tesseract, %d pages at once)", child.Workers), Pages: child.OCRPages,
-		CPU: tv.cpu, Wall: wall, PeakRSS: tv.maxRSS, WorkerRSS: child.PeakRSS, Accuracy: docconvtest.WordAccuracy(refWords, docconvtest.WordsOf(string(got)))})
+		CPU: tv.CPU, Wall: wall, PeakRSS: tv.MaxRSS, WorkerRSS: child.PeakRSS, Accuracy: docconvtest.WordAccuracy(refWords, docconvtest.WordsOf(string(got)))})
 	fmt.Fprintf(os.Stderr, "ocr: memagent %d pages in %v\n", child.OCRPages, wall.Round(time.Millisecond))
 
 	sidecar := filepath.Join(dir, "sidecar.txt")
@@ -173,14 +174,14 @@ func runOCR(ctx context.Context, source string) (*ocrResult, error) {
 		return nil, fmt.Errorf("ocrmypdf: %v: %s", err, stderr.String())
 	}
 	wall = time.Since(began)
-	if tv, err = parseTimeV(stderr.String()); err != nil {
+	if tv, err = procstat.ParseTimeV(stderr.String()); err != nil {
 		return nil, err
 	}
 	if got, err = os.ReadFile(sidecar); err != nil {
 		return nil, err
 	}
 	res.Runs = append(res.Runs, ocrRun{Tool: fmt.Sprintf("ocrmypdf --sidecar (--jobs %d)", res.Workers), Pages: ocrPages,
-		CPU: tv.cpu, Wall: wall, PeakRSS: tv.maxRSS, Accuracy: docconvtest.WordAccuracy(refWords, docconvtest.WordsOf(string(got)))})
+		CPU: tv.CPU, Wall: wall, PeakRSS: tv.MaxRSS, Accuracy: docconvtest.WordAccuracy(refWords, docconvtest.WordsOf(string(got)))})
 	fmt.Fprintf(os.Stderr, "ocr: ocrmypdf in %v\n", wall.Round(time.Millisecond))
 	return res, nil
 }

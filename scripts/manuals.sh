@@ -3,12 +3,18 @@
 # footers and navigation (docs/DOCUMENTS.md's table) and that the
 # real-manual tests read. Downloads each package once (apt-get download,
 # dpkg -x) under $MEMAGENT_MANUALS (default ~/.cache/memagent/manuals),
-# then prints the table: every manual converted by internal/docconv and
-# checked against pdftotext's layout (poppler-utils) or, for HTML, by
-# repetition across its pages (go run ./bench/manuals; its doc says how).
+# then prints the table: every manual converted by internal/docconv (in a
+# process of its own) and checked against pdftotext's layout
+# (poppler-utils) or, for HTML, by repetition across its pages and by
+# Texinfo's panels (go run ./bench/manuals; its doc says how).
 #
 #   scripts/manuals.sh                      # download all, print the table
 #   scripts/manuals.sh -v                   # and each leak, on stderr
+#   scripts/manuals.sh -fidelity            # BENCHMARKS.md's fidelity table (issue 49):
+#                                           # words pdftotext never prints, headings run on,
+#                                           # leaks, speed and memory beside pdftotext
+#                                           # (about 2 min on 2 idle cores, 5 on a busy machine;
+#                                           # -rounds 3 for medians of three, three times as long)
 #   scripts/manuals.sh --download-only [PKG ...]   # what scripts/test-deps.sh does for the tests
 #
 # apt-get download needs the package lists (apt-get update, as root, once).
@@ -16,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir="${MEMAGENT_MANUALS:-$HOME/.cache/memagent/manuals}"
-all=(c++-annotations-pdf gnuplot-doc debian-reference-en r-doc-pdf groff postgresql-doc-15 sphinx-doc asymptote-doc)
+all=(c++-annotations-pdf gnuplot-doc debian-reference-en r-doc-pdf groff postgresql-doc-15 sphinx-doc asymptote-doc bash-doc gnu-standards octave-doc r-cran-officer)
 
 download_only=0
 if [ "${1:-}" = "--download-only" ]; then

@@ -22,13 +22,15 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
 )
 
 // TestBatchEndToEnd is the done-means of BatchQA: a 1,000-item batch at a
-// concurrency of 16 on the real stack and the simulator, one item of which
+// concurrency of 16 on the real clitest.Stack and the simulator, one item of which
 // names a missing document and fails alone, with a report whose aggregates
 // match the per-item results in S3; then the same manifest again, reusing
 // every answer.
@@ -36,9 +38,9 @@ func TestBatchEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000-item batch")
 	}
-	d := stack(t)
-	startWorker(t)
-	cfg, store := testStore(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
+	cfg, store := clitest.Store(t)
 
 	// 25 distinct documents of 1.2K or 1.8K tokens (2 or 3 chunks of 600
 	// tokens), 40 questions each.
@@ -47,7 +49,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	var uris []string
 	for i := range docs {
 		loc := s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("batch-e2e/doc-%02d.txt", i)}
-		text := docgen.Needle(tok, docTokens(i), float64(i%5)/5, uint64(100+i))
+		text := docgen.Needle(tok, clitest.DocTokens(i), float64(i%5)/5, uint64(100+i))
 		if err := store.Put(context.Background(), loc, []byte(text), "text/plain"); err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +67,7 @@ func TestBatchEndToEnd(t *testing.T) {
 			"id": fmt.Sprintf("d%02d-q%02d", doc, q), "document": uri,
 			"question": fmt.Sprintf("%s (variant %d)", docgen.Question, q),
 			"answers":  []string{docgen.Answer},
-			"labels":   map[string]string{"length": fmt.Sprint(docTokens(doc)), "depth": fmt.Sprint(doc % 5)},
+			"labels":   map[string]string{"length": fmt.Sprint(clitest.DocTokens(doc)), "depth": fmt.Sprint(doc % 5)},
 		})
 		manifest.Write(append(line, '\n'))
 	}
@@ -76,7 +78,7 @@ func TestBatchEndToEnd(t *testing.T) {
 
 	d.Simulator.Reset()
 	cpu := processCPU()
-	first, took := runBatchCLI(t, "--manifest", path, "--concurrency", "16", "--name", "e2e-1000", "--chunk-tokens", "600", "--json")
+	first, took := clitest.RunBatch(t, "--manifest", path, "--concurrency", "16", "--name", "e2e-1000", "--chunk-tokens", "600", "--json")
 	calls := len(d.Simulator.Calls())
 	// The CPU time of the whole process (Temporal, S3, simulator, worker
 	// and CLI) says what the batch costs whatever else the machine runs.
@@ -90,7 +92,7 @@ func TestBatchEndToEnd(t *testing.T) {
 		t.Errorf("runs = %d: 1,000 items should continue-as-new at least once", res.Runs)
 	}
 
-	items := readResults(t, store, rep.ResultsURI)
+	items := clitest.ReadResults(t, store, rep.ResultsURI)
 	if len(items) != 1000 {
 		t.Fatalf("results.jsonl has %d items, want 1000", len(items))
 	}
@@ -129,7 +131,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	replayBatch(t, cfg, res.WorkflowID)
 
 	// The children are listed by the batch's name.
-	rows, _, err := runCLI(t, "runs", "--batch", "e2e-1000", "--json", "--limit", "5")
+	rows, _, err := clitest.RunCLI(t, "runs", "--batch", "e2e-1000", "--json", "--limit", "5")
 	if err != nil || strings.Count(rows, `"workflow_id"`) != 5 {
 		t.Errorf("runs --batch: %v\n%s", err, rows)
 	}
@@ -137,7 +139,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	// The same manifest again: every answered item is reused, no model call.
 	d.Simulator.Reset()
 	htmlPath := filepath.Join(t.TempDir(), "report.html")
-	second, took2 := runBatchCLI(t, "--manifest", path, "--concurrency", "16", "--name", "e2e-1000-again", "--chunk-tokens", "600", "--json", "--html", htmlPath)
+	second, took2 := clitest.RunBatch(t, "--manifest", path, "--concurrency", "16", "--name", "e2e-1000-again", "--chunk-tokens", "600", "--json", "--html", htmlPath)
 	t.Logf("re-run of the same manifest: %s wall", took2.Round(time.Millisecond))
 	if r := second.Result; r.Skipped != 999 || r.Failed != 1 || r.Succeeded != 0 {
 		t.Errorf("re-run = %+v, want 999 reused and the missing document failed again", r)
@@ -145,7 +147,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	if n := len(d.Simulator.Calls()); n != 0 {
 		t.Errorf("re-run made %d simulator calls, want 0", n)
 	}
-	again := readResults(t, store, second.Report.ResultsURI)
+	again := clitest.ReadResults(t, store, second.Report.ResultsURI)
 	for i, r := range again {
 		if i != missingSeq && (r.Answer != items[i].Answer || r.Status != api.ItemReused) {
 			t.Errorf("re-run item %d: status %s answer %q, first run answered %q", i, r.Status, r.Answer, items[i].Answer)
@@ -163,7 +165,7 @@ func TestBatchEndToEnd(t *testing.T) {
 // history length.
 func replayBatch(t *testing.T, cfg config.Config, id string) {
 	t.Helper()
-	c := dialTest(t)
+	c := clitest.Dial(t)
 	ctx := context.Background()
 	runs, err := workerapp.ListRuns(ctx, c, cfg.TemporalNamespace, id)
 	if err != nil {
@@ -280,9 +282,9 @@ func checkAggregates(t *testing.T, rep *api.BatchReport, items []api.BatchItemRe
 // uploads each once, as ask does (a corpus's documents too), and the
 // batch answers them.
 func TestBatchUploadsLocalDocuments(t *testing.T) {
-	stack(t)
-	startWorker(t)
-	doc, _ := writeDoc(t, 3_000)
+	clitest.Stack(t)
+	clitest.StartWorker(t)
+	doc, _ := clitest.WriteDoc(t, 3_000)
 	dir := t.TempDir()
 	if err := os.Rename(doc, filepath.Join(dir, "doc.txt")); err != nil {
 		t.Fatal(err)
@@ -290,29 +292,29 @@ func TestBatchUploadsLocalDocuments(t *testing.T) {
 	var manifest bytes.Buffer
 	for i, d := range []string{"doc.txt", filepath.Join(dir, "doc.txt")} {
 		line, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("local-%d", i), "document": d,
-			"question": fmt.Sprintf("%s (%d)", demoQuestion, i), "answers": []string{demoAnswer}})
+			"question": fmt.Sprintf("%s (%d)", docgen.Question, i), "answers": []string{docgen.Answer}})
 		manifest.Write(append(line, '\n'))
 	}
 	// A corpus of local documents, one relative and one absolute.
-	notes := writeFile(t, t.TempDir(), "notes.txt", fillerText(7, 2))
+	notes := clitest.WriteFile(t, t.TempDir(), "notes.txt", clitest.FillerText(7, 2))
 	line, _ := json.Marshal(map[string]any{"id": "local-corpus", "documents": []string{"doc.txt", notes},
-		"question": demoQuestion + " (corpus)"})
+		"question": docgen.Question + " (corpus)"})
 	manifest.Write(append(line, '\n'))
 	path := filepath.Join(dir, "manifest.jsonl")
 	if err := os.WriteFile(path, manifest.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := runBatchCLI(t, "--manifest", path, "--name", "local-docs", "--chunk-tokens", "1000", "--json")
+	out, _ := clitest.RunBatch(t, "--manifest", path, "--name", "local-docs", "--chunk-tokens", "1000", "--json")
 	if r := out.Result; r.Items != 3 || r.Succeeded != 3 || r.Failed != 0 || r.Overall.ExactMatch != 1 {
 		t.Errorf("result %+v, want the three items answered, the two scored exactly", r)
 	}
-	_, store := testStore(t)
-	items := readResults(t, store, out.Report.ResultsURI)
+	_, store := clitest.Store(t)
+	items := clitest.ReadResults(t, store, out.Report.ResultsURI)
 	if c := items[len(items)-1]; len(c.Documents) != 2 || !strings.HasPrefix(c.Documents[0], "s3://") ||
 		!strings.HasSuffix(c.Documents[0], "/doc.txt") || !strings.HasSuffix(c.Documents[1], "/notes.txt") {
 		t.Errorf("corpus item documents %q, want the two uploads in order", c.Documents)
 	}
-	if _, _, err := runCLI(t, "batch", "--manifest", writeManifest(t, `{"id":"x","document":"nope.txt","question":"q"}`)); exitCode(err) != ExitBadInput {
-		t.Errorf("a manifest naming a missing local file: %v (exit %d), want exit %d", err, exitCode(err), ExitBadInput)
+	if _, _, err := clitest.RunCLI(t, "batch", "--manifest", clitest.WriteManifest(t, `{"id":"x","document":"nope.txt","question":"q"}`)); cli.ExitCode(err) != cli.ExitBadInput {
+		t.Errorf("a manifest naming a missing local file: %v (exit %d), want exit %d", err, cli.ExitCode(err), cli.ExitBadInput)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // TestBatchCorpusEndToEnd: a manifest line with documents (three text
@@ -24,9 +25,9 @@ import (
 // call; and once the second document changes, the next batch runs the
 // corpus item again while the unchanged single-document item is reused.
 func TestBatchCorpusEndToEnd(t *testing.T) {
-	d := stack(t)
-	startWorker(t)
-	cfg, store := testStore(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
+	cfg, store := clitest.Store(t)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("batch-corpus-%d/", time.Now().UnixNano())
 	put := func(name string, data []byte) string {
@@ -39,12 +40,12 @@ func TestBatchCorpusEndToEnd(t *testing.T) {
 	}
 	withFact := func(seed uint64) []byte {
 		var b bytes.Buffer
-		b.Write(fillerText(seed, 2))
+		b.Write(clitest.FillerText(seed, 2))
 		b.WriteString(docgen.Fact + "\n\n")
-		b.Write(fillerText(seed+1, 2))
+		b.Write(clitest.FillerText(seed+1, 2))
 		return b.Bytes()
 	}
-	docs := []string{put("intro.txt", fillerText(11, 3)), put("deposition-12.txt", withFact(12)), put("annex.txt", fillerText(14, 3))}
+	docs := []string{put("intro.txt", clitest.FillerText(11, 3)), put("deposition-12.txt", withFact(12)), put("annex.txt", clitest.FillerText(14, 3))}
 	tok, _ := tokenizer.New(tokenizer.Qwen)
 	single := put("single.txt", []byte(docgen.Needle(tok, 1200, 0.5, 15)))
 
@@ -56,12 +57,12 @@ func TestBatchCorpusEndToEnd(t *testing.T) {
 		b, _ := json.Marshal(line)
 		manifest.Write(append(b, '\n'))
 	}
-	path := writeFile(t, t.TempDir(), "manifest.jsonl", manifest.Bytes())
+	path := clitest.WriteFile(t, t.TempDir(), "manifest.jsonl", manifest.Bytes())
 	batch := func(name string) (api.BatchQAResult, []api.BatchItemResult, api.BatchReport, int) {
 		t.Helper()
 		d.Simulator.Reset()
-		out, _ := runBatchCLI(t, "--manifest", path, "--name", name, "--chunk-tokens", "800", "--json")
-		items := readResults(t, store, out.Report.ResultsURI)
+		out, _ := clitest.RunBatch(t, "--manifest", path, "--name", name, "--chunk-tokens", "800", "--json")
+		items := clitest.ReadResults(t, store, out.Report.ResultsURI)
 		if len(items) != 2 {
 			t.Fatalf("%s: results.jsonl has %d lines, want 2", name, len(items))
 		}

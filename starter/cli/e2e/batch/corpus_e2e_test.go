@@ -18,11 +18,12 @@ import (
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // corpusJSON is the part of `starter ask --json` the corpus tests read.
 type corpusJSON struct {
-	convertedJSON
+	clitest.ConvertedJSON
 	Documents     []string        `json:"documents"`
 	AnswerSources []api.SourceRef `json:"answer_sources"`
 	Evidence      []api.Evidence  `json:"evidence"`
@@ -38,14 +39,14 @@ type corpusJSON struct {
 // JSON client with documents; the answer comes from the PDF's page 17,
 // and every evidence entry names its document.
 func TestAskCorpusEndToEnd(t *testing.T) {
-	stack(t)
-	startWorker(t)
+	clitest.Stack(t)
+	clitest.StartWorker(t)
 	dir := t.TempDir()
-	a := writeFile(t, dir, "notes.txt", fillerText(1, 12))
-	b := writeFile(t, dir, "agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 30, FactPage: 17, Fact: docgen.Fact, Seed: 3}))
-	c := writeFile(t, dir, "annex.docx", docconvtest.DOCX("Annex", docconvtest.Sections(4, 0, "", 9)))
+	a := clitest.WriteFile(t, dir, "notes.txt", clitest.FillerText(1, 12))
+	b := clitest.WriteFile(t, dir, "agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 30, FactPage: 17, Fact: docgen.Fact, Seed: 3}))
+	c := clitest.WriteFile(t, dir, "annex.docx", docconvtest.DOCX("Annex", docconvtest.Sections(4, 0, "", 9)))
 
-	out, stderr, err := runCLI(t, "ask", "--doc", a, "--doc", b, "--doc", c, "--question", docgen.Question,
+	out, stderr, err := clitest.RunCLI(t, "ask", "--doc", a, "--doc", b, "--doc", c, "--question", docgen.Question,
 		"--answer", docgen.Answer, "--chunk-tokens", "800", "--json")
 	if err != nil {
 		t.Fatalf("ask: %v\nstderr: %s", err, stderr)
@@ -74,13 +75,13 @@ func TestAskCorpusEndToEnd(t *testing.T) {
 			t.Errorf("evidence entry at chunk %d names document %q, not one of the corpus", e.Chunk, e.Document)
 		}
 	}
-	human, _, err := runCLI(t, "ask", "--doc", a, "--doc", b, "--doc", c, "--question", docgen.Question, "--chunk-tokens", "800")
+	human, _, err := clitest.RunCLI(t, "ask", "--doc", a, "--doc", b, "--doc", c, "--question", docgen.Question, "--chunk-tokens", "800")
 	if err != nil || !strings.Contains(human, "Found on: agreement.pdf p. 17") || !strings.Contains(human, "Corpus:   3 documents") {
 		t.Errorf("ask (text): %v\n%s", err, human)
 	}
 
 	// An s3:// prefix stands for its objects in name order.
-	cfg, store := testStore(t)
+	cfg, store := clitest.Store(t)
 	for i, p := range []string{c, a} { // written out of order
 		data, _ := os.ReadFile(p)
 		loc := s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("matters/%s/%d-%s", t.Name(), 2-i, filepath.Base(p))}
@@ -88,7 +89,7 @@ func TestAskCorpusEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, stderr, err = runCLI(t, "ask", "--doc", "s3://"+cfg.Bucket+"/matters/"+t.Name()+"/", "--question", docgen.Question, "--chunk-tokens", "800", "--json")
+	out, stderr, err = clitest.RunCLI(t, "ask", "--doc", "s3://"+cfg.Bucket+"/matters/"+t.Name()+"/", "--question", docgen.Question, "--chunk-tokens", "800", "--json")
 	if err != nil {
 		t.Fatalf("ask of a prefix: %v\nstderr: %s", err, stderr)
 	}
@@ -145,7 +146,7 @@ func TestAskCorpusEndToEnd(t *testing.T) {
 // is a hash of every chunk read, in order (simulator.PolicyChain).
 func chainWorker(t *testing.T) *simulator.Server {
 	t.Helper()
-	stack(t)
+	clitest.Stack(t)
 	tok, err := tokenizer.New(tokenizer.Qwen)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +155,7 @@ func chainWorker(t *testing.T) *simulator.Server {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
-	startWorker(t)
+	clitest.StartWorker(t)
 	return sim
 }
 
@@ -167,7 +168,7 @@ func askCorpus(t *testing.T, sim *simulator.Server, docs []string, extra ...stri
 		args = append(args, "--doc", d)
 	}
 	before := sim.Stats().Latency.Count
-	out, stderr, err := runCLI(t, append(args, extra...)...)
+	out, stderr, err := clitest.RunCLI(t, append(args, extra...)...)
 	if err != nil {
 		t.Fatalf("ask: %v\nstderr: %s", err, stderr)
 	}
@@ -189,7 +190,7 @@ func TestCorpusReuseEqualsFreshReading(t *testing.T) {
 	dir := t.TempDir()
 	var docs []string
 	for i := range 5 {
-		docs = append(docs, writeFile(t, dir, fmt.Sprintf("doc-%d.txt", i+1), fillerText(uint64(10+i), 10)))
+		docs = append(docs, clitest.WriteFile(t, dir, fmt.Sprintf("doc-%d.txt", i+1), clitest.FillerText(uint64(10+i), 10)))
 	}
 	first, calls := askCorpus(t, sim, docs)
 	if first.ChunksReused != 0 || calls != first.Chunks+1 || !strings.HasPrefix(first.Answer, "chain-") {
@@ -218,13 +219,13 @@ func TestCorpusReuseEqualsFreshReading(t *testing.T) {
 			t.Errorf("%s: resumed evidence at chunks %v, fresh reading's at %v", name, evidenceAt(resumed.Evidence), evidenceAt(fresh.Evidence))
 		}
 	}
-	grown := append(append([]string{}, docs...), writeFile(t, dir, "doc-6.txt", fillerText(99, 3)))
+	grown := append(append([]string{}, docs...), clitest.WriteFile(t, dir, "doc-6.txt", clitest.FillerText(99, 3)))
 	check("appended", grown)
 
 	// An edit in the third of five documents: the chunks before it are
 	// reused, the rest read again.
 	edited := append([]string{}, grown...)
-	edited[2] = writeFile(t, t.TempDir(), filepath.Base(docs[2]), append(fillerText(12, 10)[:2000], fillerText(77, 4)...))
+	edited[2] = clitest.WriteFile(t, t.TempDir(), filepath.Base(docs[2]), append(clitest.FillerText(12, 10)[:2000], clitest.FillerText(77, 4)...))
 	check("edited", edited)
 
 	// The same corpus asked again reads nothing: one call, the answer.
@@ -239,12 +240,12 @@ func TestCorpusReuseEqualsFreshReading(t *testing.T) {
 // question asked alone starts from the review's last checkpoint (one
 // call, the answer), answering as the review did.
 func TestReviewCorpusThenAsk(t *testing.T) {
-	stack(t)
-	startWorker(t)
+	clitest.Stack(t)
+	clitest.StartWorker(t)
 	dir := t.TempDir()
-	a := writeFile(t, dir, "minutes.txt", fillerText(5, 8))
-	b := writeFile(t, dir, "agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 20, FactPage: 12, Fact: docgen.Fact, Seed: 4}))
-	out, stderr, err := runCLI(t, "review", "--doc", a, "--doc", b, "--question", docgen.Question, "--question", "Who signed the minutes?",
+	a := clitest.WriteFile(t, dir, "minutes.txt", clitest.FillerText(5, 8))
+	b := clitest.WriteFile(t, dir, "agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 20, FactPage: 12, Fact: docgen.Fact, Seed: 4}))
+	out, stderr, err := clitest.RunCLI(t, "review", "--doc", a, "--doc", b, "--question", docgen.Question, "--question", "Who signed the minutes?",
 		"--chunk-tokens", "800", "--json")
 	if err != nil {
 		t.Fatalf("review: %v\nstderr: %s", err, stderr)
@@ -265,7 +266,7 @@ func TestReviewCorpusThenAsk(t *testing.T) {
 			t.Errorf("row 1: evidence at chunk %d names no document", e.Chunk)
 		}
 	}
-	out, stderr, err = runCLI(t, "ask", "--doc", a, "--doc", b, "--question", docgen.Question, "--chunk-tokens", "800", "--json")
+	out, stderr, err = clitest.RunCLI(t, "ask", "--doc", a, "--doc", b, "--question", docgen.Question, "--chunk-tokens", "800", "--json")
 	if err != nil {
 		t.Fatalf("ask: %v\nstderr: %s", err, stderr)
 	}

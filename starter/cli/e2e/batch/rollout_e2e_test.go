@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/rollout"
+	"github.com/memagent/memagent/starter/cli/clitest"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -28,14 +29,14 @@ import (
 // exported prompt is one the simulator received, byte for byte, and every
 // response the text it sent back.
 func TestRolloutExportEndToEnd(t *testing.T) {
-	d := stack(t)
-	startWorker(t)
-	cfg, store := testStore(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
+	cfg, store := clitest.Store(t)
 	tok, _ := tokenizer.New(tokenizer.Qwen)
 	var manifest bytes.Buffer
 	for i := range 2 {
 		loc := s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("rollout-e2e/doc-%d.txt", i)}
-		text := docgen.Needle(tok, docTokens(i), 0.3+0.4*float64(i), uint64(700+i))
+		text := docgen.Needle(tok, clitest.DocTokens(i), 0.3+0.4*float64(i), uint64(700+i))
 		if err := store.Put(context.Background(), loc, []byte(text), "text/plain"); err != nil {
 			t.Fatal(err)
 		}
@@ -52,17 +53,17 @@ func TestRolloutExportEndToEnd(t *testing.T) {
 	}
 
 	d.Simulator.Reset()
-	out, _ := runBatchCLI(t, "--manifest", path, "--samples", "2", "--name", "rollout-e2e", "--chunk-tokens", "600", "--json")
+	out, _ := clitest.RunBatch(t, "--manifest", path, "--samples", "2", "--name", "rollout-e2e", "--chunk-tokens", "600", "--json")
 	res := out.Result
 	if res.Items != 2 || res.Succeeded != 4 || res.Samples != 2 || res.Groups == nil || res.Groups.Items != 2 {
 		t.Fatalf("batch result = %+v", res)
 	}
-	items := readResults(t, store, out.Report.ResultsURI)
+	items := clitest.ReadResults(t, store, out.Report.ResultsURI)
 	if len(items) != 4 {
 		t.Fatalf("results.jsonl has %d lines, want 4", len(items))
 	}
 	file := filepath.Join(dir, "rollouts.jsonl")
-	stdout, stderr, err := runCLI(t, "export", "rollouts", res.WorkflowID, "--out", file, "--json")
+	stdout, stderr, err := clitest.RunCLI(t, "export", "rollouts", res.WorkflowID, "--out", file, "--json")
 	if err != nil {
 		t.Fatalf("export: %v\nstderr: %s", err, stderr)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/rollout"
+	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // rolloutDocs writes two local documents with the planted fact, of 2 and
@@ -30,7 +32,7 @@ func rolloutDocs(t *testing.T, seed uint64) (docs []string, manifest string) {
 	var lines []string
 	for i := range 2 {
 		name := fmt.Sprintf("d%d.txt", i+1)
-		docs = append(docs, writeFile(t, dir, name, []byte(docgen.Needle(tok, docTokens(i), 0.3+0.4*float64(i), seed+uint64(i)))))
+		docs = append(docs, clitest.WriteFile(t, dir, name, []byte(docgen.Needle(tok, clitest.DocTokens(i), 0.3+0.4*float64(i), seed+uint64(i)))))
 		line, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("item-%d", i), "document": name,
 			"question": docgen.Question, "answers": []string{docgen.Answer}})
 		lines = append(lines, string(line))
@@ -46,11 +48,11 @@ func rolloutDocs(t *testing.T, seed uint64) (docs []string, manifest string) {
 // its reading behind, and returns its chunk count.
 func askOnce(t *testing.T, doc string) int {
 	t.Helper()
-	stdout, stderr, err := runCLI(t, "ask", "--doc", doc, "--question", docgen.Question, "--chunk-tokens", "600", "--json")
+	stdout, stderr, err := clitest.RunCLI(t, "ask", "--doc", doc, "--question", docgen.Question, "--chunk-tokens", "600", "--json")
 	if err != nil {
 		t.Fatalf("ask %s: %v\nstderr: %s", doc, err, stderr)
 	}
-	var res askJSON
+	var res clitest.AskJSON
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Chunks < 2 {
 		t.Fatalf("ask --json printed %q (%v): want a result of 2 chunks or more", stdout, err)
 	}
@@ -61,7 +63,7 @@ func askOnce(t *testing.T, doc string) int {
 func storedResult(t *testing.T, store *s3store.Store, uri string) activities.StoredResult {
 	t.Helper()
 	var res activities.StoredResult
-	readJSON(t, store, uri, &res)
+	clitest.ReadJSON(t, store, uri, &res)
 	return res
 }
 
@@ -79,21 +81,21 @@ type exportJSON struct {
 // every sample reads every chunk in its own run and the export holds 2
 // groups × 2 samples of chunks + 1 turns each.
 func TestRolloutsWholeAfterAsk(t *testing.T) {
-	d := stack(t)
-	startWorker(t)
-	_, store := testStore(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
+	_, store := clitest.Store(t)
 	docs, manifest := rolloutDocs(t, 4300)
 	for _, doc := range docs {
 		askOnce(t, doc)
 	}
 
 	d.Simulator.Reset()
-	out, _ := runBatchCLI(t, "--manifest", manifest, "--samples", "2", "--name", "rollout-after-ask", "--chunk-tokens", "600", "--json")
+	out, _ := clitest.RunBatch(t, "--manifest", manifest, "--samples", "2", "--name", "rollout-after-ask", "--chunk-tokens", "600", "--json")
 	res := out.Result
 	if res.Items != 2 || res.Succeeded != 4 || res.Skipped != 0 || res.Samples != 2 {
 		t.Fatalf("batch result = %+v, want 2 items × 2 samples answered, none reused", res)
 	}
-	items := readResults(t, store, out.Report.ResultsURI)
+	items := clitest.ReadResults(t, store, out.Report.ResultsURI)
 	wantCalls := 0
 	for _, r := range items {
 		if got := storedResult(t, store, r.ResultURI); got.ChunksReused != 0 || got.ReusedFrom != nil {
@@ -108,7 +110,7 @@ func TestRolloutsWholeAfterAsk(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), "r.jsonl")
-	stdout, stderr, err := runCLI(t, "export", "rollouts", res.WorkflowID, "--out", file, "--json")
+	stdout, stderr, err := clitest.RunCLI(t, "export", "rollouts", res.WorkflowID, "--out", file, "--json")
 	if err != nil {
 		t.Fatalf("export: %v\nstderr: %s", err, stderr)
 	}
@@ -129,18 +131,18 @@ func TestRolloutsWholeAfterAsk(t *testing.T) {
 // turns missing, why) with the command that reads it whole, and exits 1;
 // that command's batch then exports whole.
 func TestRolloutExportReportsIncompleteSample(t *testing.T) {
-	d := stack(t)
-	startWorker(t)
-	_, store := testStore(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
+	_, store := clitest.Store(t)
 	docs, manifest := rolloutDocs(t, 4400)
 	chunks := askOnce(t, docs[0])
 
 	d.Simulator.Reset()
-	out, _ := runBatchCLI(t, "--manifest", manifest, "--samples", "2", "--reuse", "always", "--name", "rollout-reused", "--chunk-tokens", "600", "--json")
+	out, _ := clitest.RunBatch(t, "--manifest", manifest, "--samples", "2", "--reuse", "always", "--name", "rollout-reused", "--chunk-tokens", "600", "--json")
 	if r := out.Result; r.Succeeded != 4 || r.Skipped != 0 {
 		t.Fatalf("batch result = %+v, want 4 samples answered", r)
 	}
-	items := readResults(t, store, out.Report.ResultsURI)
+	items := clitest.ReadResults(t, store, out.Report.ResultsURI)
 	var whole []api.BatchItemResult
 	for _, r := range items {
 		reused := storedResult(t, store, r.ResultURI).ChunksReused
@@ -158,9 +160,9 @@ func TestRolloutExportReportsIncompleteSample(t *testing.T) {
 	calls := d.Simulator.Calls()
 
 	file := filepath.Join(t.TempDir(), "r.jsonl")
-	stdout, stderr, err := runCLI(t, "export", "rollouts", out.Result.WorkflowID, "--out", file, "--json")
-	if exitCode(err) != ExitFailed {
-		t.Fatalf("export: %v (exit %d), want exit %d for a sample left out\nstderr: %s", err, exitCode(err), ExitFailed, stderr)
+	stdout, stderr, err := clitest.RunCLI(t, "export", "rollouts", out.Result.WorkflowID, "--out", file, "--json")
+	if cli.ExitCode(err) != cli.ExitFailed {
+		t.Fatalf("export: %v (exit %d), want exit %d for a sample left out\nstderr: %s", err, cli.ExitCode(err), cli.ExitFailed, stderr)
 	}
 	var st exportJSON
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
@@ -181,9 +183,9 @@ func TestRolloutExportReportsIncompleteSample(t *testing.T) {
 	checkRollouts(t, calls, out.Result.WorkflowID, whole, file)
 
 	// As text: the item, the sample, the turns missing and the command.
-	text, _, err := runCLI(t, "export", "rollouts", out.Result.WorkflowID, "--out", file)
-	if exitCode(err) != ExitFailed {
-		t.Errorf("export as text: %v (exit %d), want exit %d", err, exitCode(err), ExitFailed)
+	text, _, err := clitest.RunCLI(t, "export", "rollouts", out.Result.WorkflowID, "--out", file)
+	if cli.ExitCode(err) != cli.ExitFailed {
+		t.Errorf("export as text: %v (exit %d), want exit %d", err, cli.ExitCode(err), cli.ExitFailed)
 	}
 	for _, want := range []string{"1 without all their turns", fmt.Sprintf("left out: item 0 (item-0) sample 0, %d of %d turns missing", chunks, chunks+1), st.WholeCommand} {
 		if !strings.Contains(text, want) {
@@ -193,9 +195,9 @@ func TestRolloutExportReportsIncompleteSample(t *testing.T) {
 
 	// The command it names reads every sample whole.
 	d.Simulator.Reset()
-	again, _ := runBatchCLI(t, append(strings.Fields(st.WholeCommand)[2:], "--json")...)
-	items = readResults(t, store, again.Report.ResultsURI)
-	if _, _, err := runCLI(t, "export", "rollouts", again.Result.WorkflowID, "--out", file, "--json"); err != nil || len(items) != 4 {
+	again, _ := clitest.RunBatch(t, append(strings.Fields(st.WholeCommand)[2:], "--json")...)
+	items = clitest.ReadResults(t, store, again.Report.ResultsURI)
+	if _, _, err := clitest.RunCLI(t, "export", "rollouts", again.Result.WorkflowID, "--out", file, "--json"); err != nil || len(items) != 4 {
 		t.Fatalf("export of the batch the command started: %v (%d samples)", err, len(items))
 	}
 	checkRollouts(t, d.Simulator.Calls(), again.Result.WorkflowID, items, file)

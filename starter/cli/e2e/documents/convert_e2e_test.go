@@ -15,37 +15,39 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // TestAskConvertedDocumentsEndToEnd is the done-means of document
 // conversion: a generated 30-page PDF with the fact on page 17, and a DOCX
 // and an HTML page with it in the third clause, asked through the CLI on
-// the real stack; the answers, results and review evidence name the page
+// the real clitest.Stack; the answers, results and review evidence name the page
 // or section; a second question converts nothing; an encrypted PDF and a
 // PDF of scans fail fast as memagent.BadInput.
 func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
-	d := stack(t)
-	startWorker(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
 	dir := t.TempDir()
 	secs := docconvtest.Sections(6, 3, docgen.Fact, 7)
 	clause3 := "§ " + secs[2].Heading // section 1 is the title
 	docs := []struct {
 		name, path, format, cite string
 	}{
-		{"pdf", writeFile(t, dir, "agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 30, FactPage: 17, Fact: docgen.Fact, Seed: 3})), "pdf", "p. 17"},
-		{"docx", writeFile(t, dir, "agreement.docx", docconvtest.DOCX("Supply agreement", secs)), "docx", clause3},
-		{"html", writeFile(t, dir, "agreement.html", docconvtest.HTML("Supply agreement", secs)), "html", clause3},
+		{"pdf", clitest.WriteFile(t, dir, "agreement.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 30, FactPage: 17, Fact: docgen.Fact, Seed: 3})), "pdf", "p. 17"},
+		{"docx", clitest.WriteFile(t, dir, "agreement.docx", docconvtest.DOCX("Supply agreement", secs)), "docx", clause3},
+		{"html", clitest.WriteFile(t, dir, "agreement.html", docconvtest.HTML("Supply agreement", secs)), "html", clause3},
 	}
-	cfg, store := testStore(t)
+	cfg, store := clitest.Store(t)
 	for _, doc := range docs {
 		t.Run(doc.name, func(t *testing.T) {
 			d.Simulator.Reset()
-			out, stderr, err := runCLI(t, "ask", "--doc", doc.path, "--question", docgen.Question, "--answer", docgen.Answer,
+			out, stderr, err := clitest.RunCLI(t, "ask", "--doc", doc.path, "--question", docgen.Question, "--answer", docgen.Answer,
 				"--chunk-tokens", "800", "--json")
 			if err != nil {
 				t.Fatalf("ask: %v\nstderr: %s", err, stderr)
 			}
-			var res convertedJSON
+			var res clitest.ConvertedJSON
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("ask --json printed %q: %v", out, err)
 			}
@@ -64,7 +66,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 			// The stored result: the evidence that supports the answer is
 			// the fact's sentence, on its page.
 			var stored api.DocumentQAResult
-			readJSON(t, store, res.ResultURI, &stored)
+			clitest.ReadJSON(t, store, res.ResultURI, &stored)
 			found := false
 			for _, e := range stored.Evidence {
 				if e.SupportsAnswer && e.Passage != nil && e.Passage.Pages.String() == doc.cite {
@@ -80,7 +82,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 
 			// The text version of the human output says where too.
 			d.Simulator.Reset()
-			human, _, err := runCLI(t, "ask", "--doc", doc.path, "--question", docgen.Question, "--answer", docgen.Answer, "--chunk-tokens", "800")
+			human, _, err := clitest.RunCLI(t, "ask", "--doc", doc.path, "--question", docgen.Question, "--answer", docgen.Answer, "--chunk-tokens", "800")
 			if err != nil || !strings.Contains(human, "Found on: "+doc.cite) || !strings.Contains(human, "Grounding: verbatim, "+doc.cite+": \"") {
 				t.Errorf("ask (text): %v\n%s", err, human)
 			}
@@ -110,7 +112,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 	if len(before) != len(docs) {
 		t.Fatalf("%d conversions stored, want %d", len(before), len(docs))
 	}
-	out, stderr, err := runCLI(t, "ask", "--doc", docs[0].path, "--question", "Which observatory has a north gate with an access code?",
+	out, stderr, err := clitest.RunCLI(t, "ask", "--doc", docs[0].path, "--question", "Which observatory has a north gate with an access code?",
 		"--chunk-tokens", "800", "--json")
 	if err != nil {
 		t.Fatalf("second question: %v\n%s", err, stderr)
@@ -118,7 +120,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 	if after := pagesKey(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Error("the second question converted the PDF again")
 	}
-	var second convertedJSON
+	var second clitest.ConvertedJSON
 	_ = json.Unmarshal([]byte(out), &second)
 	if second.Format != "pdf" {
 		t.Errorf("second question: format %q", second.Format)
@@ -128,7 +130,7 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 	// passage.
 	d.Simulator.Reset()
 	htmlPath := filepath.Join(dir, "report.html")
-	out, stderr, err = runCLI(t, "review", "--doc", docs[0].path, "--question", docgen.Question, "--answer", docgen.Answer,
+	out, stderr, err = clitest.RunCLI(t, "review", "--doc", docs[0].path, "--question", docgen.Question, "--answer", docgen.Answer,
 		"--chunk-tokens", "800", "--json", "--html", htmlPath)
 	if err != nil {
 		t.Fatalf("review: %v\n%s", err, stderr)
@@ -164,8 +166,8 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 	// A batch over the three uploaded documents: each result line cites.
 	var manifest bytes.Buffer
 	for _, doc := range docs {
-		var q convertedJSON
-		out, _, err := runCLI(t, "ask", "--doc", doc.path, "--question", docgen.Question, "--answer", docgen.Answer, "--chunk-tokens", "800", "--json")
+		var q clitest.ConvertedJSON
+		out, _, err := clitest.RunCLI(t, "ask", "--doc", doc.path, "--question", docgen.Question, "--answer", docgen.Answer, "--chunk-tokens", "800", "--json")
 		if err != nil || json.Unmarshal([]byte(out), &q) != nil {
 			t.Fatalf("ask %s: %v", doc.name, err)
 		}
@@ -175,9 +177,9 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 			"question": fmt.Sprintf("%s (%s item)", docgen.Question, doc.name), "answers": []string{docgen.Answer}})
 		manifest.Write(append(line, '\n'))
 	}
-	mpath := writeFile(t, dir, "manifest.jsonl", manifest.Bytes())
-	b, _ := runBatchCLI(t, "--manifest", mpath, "--chunk-tokens", "800", "--json")
-	items := readResults(t, store, b.Report.ResultsURI)
+	mpath := clitest.WriteFile(t, dir, "manifest.jsonl", manifest.Bytes())
+	b, _ := clitest.RunBatch(t, "--manifest", mpath, "--chunk-tokens", "800", "--json")
+	items := clitest.ReadResults(t, store, b.Report.ResultsURI)
 	if len(items) != len(docs) {
 		t.Fatalf("%d batch results, want %d", len(items), len(docs))
 	}
@@ -192,8 +194,8 @@ func TestAskConvertedDocumentsEndToEnd(t *testing.T) {
 // scans asked about with OCR off fail as memagent.BadInput, each saying
 // why and what to do, before any model call.
 func TestAskRefusesUnconvertibleDocuments(t *testing.T) {
-	d := stack(t)
-	startWorker(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name string
@@ -211,13 +213,13 @@ func TestAskRefusesUnconvertibleDocuments(t *testing.T) {
 			}
 			d.Simulator.Reset()
 			began := time.Now()
-			_, _, err := runCLI(t, append([]string{"ask", "--doc", path, "--question", docgen.Question}, tc.args...)...)
+			_, _, err := clitest.RunCLI(t, append([]string{"ask", "--doc", path, "--question", docgen.Question}, tc.args...)...)
 			took := time.Since(began)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("ask: error %v, want it to say %q", err, tc.want)
 			}
-			if !strings.Contains(err.Error(), "failed ("+api.ErrBadInput+")") || exitCode(err) != ExitBadInput {
-				t.Errorf("error %v is not a memagent.BadInput with exit code %d", err, ExitBadInput)
+			if !strings.Contains(err.Error(), "failed ("+api.ErrBadInput+")") || cli.ExitCode(err) != cli.ExitBadInput {
+				t.Errorf("error %v is not a memagent.BadInput with exit code %d", err, cli.ExitBadInput)
 			}
 			if n := len(d.Simulator.Calls()); n != 0 {
 				t.Errorf("%d model calls, want 0", n)

@@ -12,6 +12,8 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/testdeps"
+	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // mixedBook writes the typeset book of docconvtest with the page of its
@@ -46,12 +48,12 @@ func mixedBook(t *testing.T) string {
 // before any model call (exit 2) naming the package to install.
 func TestScannedPageAnswered(t *testing.T) {
 	path := mixedBook(t)
-	stack(t)
-	startWorker(t)
+	clitest.Stack(t)
+	clitest.StartWorker(t)
 
 	estimate := func() api.Estimate {
 		t.Helper()
-		out, stderr, err := runCLI(t, "estimate", "--doc", path, "--question", docgen.Question, "--json")
+		out, stderr, err := clitest.RunCLI(t, "estimate", "--doc", path, "--question", docgen.Question, "--json")
 		if err != nil {
 			t.Fatalf("estimate: %v\n%s", err, stderr)
 		}
@@ -67,7 +69,7 @@ func TestScannedPageAnswered(t *testing.T) {
 		t.Errorf("estimate: %d OCR pages, %d pending, %.1f s, approximate %v; want 1, 1, some time, approximate", e.OCRPages, e.OCRPagesPending, e.OCRSecondsExpected, e.TokensApproximate)
 	}
 
-	out, stderr, err := runCLI(t, "ask", "--doc", path, "--question", docgen.Question, "--json")
+	out, stderr, err := clitest.RunCLI(t, "ask", "--doc", path, "--question", docgen.Question, "--json")
 	if err != nil {
 		t.Fatalf("ask: %v\n%s", err, stderr)
 	}
@@ -88,8 +90,8 @@ func TestScannedPageAnswered(t *testing.T) {
 		t.Errorf("estimate after: %d OCR pages, %d pending, approximate %v; want 1, 0, exact", e.OCRPages, e.OCRPagesPending, e.TokensApproximate)
 	}
 
-	_, stderr, err = runCLI(t, "ask", "--doc", path, "--question", docgen.Question, "--ocr-lang", "eng+zul")
-	if exitCode(err) != ExitBadInput || !strings.Contains(err.Error()+stderr, "install tesseract-ocr-zul on the worker") {
+	_, stderr, err = clitest.RunCLI(t, "ask", "--doc", path, "--question", docgen.Question, "--ocr-lang", "eng+zul")
+	if cli.ExitCode(err) != cli.ExitBadInput || !strings.Contains(err.Error()+stderr, "install tesseract-ocr-zul on the worker") {
 		t.Errorf("--ocr-lang eng+zul: %v (%s), want exit 2 naming tesseract-ocr-zul", err, stderr)
 	}
 }

@@ -59,8 +59,8 @@ func TestCitationsOnRealManual(t *testing.T) {
 	manual := testdeps.Manual(t, "c++-annotations-pdf", "usr/share/doc/c++-annotations/cplusplus.pdf")
 	psql := testdeps.Manual(t, "postgresql-doc-15", "usr/share/doc/postgresql-doc-15/html/app-psql.html")
 	gnuplot := testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf")
-	stack(t)
-	startWorker(t)
+	clitest.Stack(t)
+	clitest.StartWorker(t)
 	pageText := func(n int) string {
 		out, err := exec.Command(pdftotext, "-enc", "UTF-8", "-f", strconv.Itoa(n), "-l", strconv.Itoa(n), manual, "-").Output()
 		if err != nil {

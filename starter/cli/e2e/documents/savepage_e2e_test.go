@@ -13,6 +13,7 @@ import (
 
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // TestSavedReportsWorkOffline saves a review's and a batch's report with
@@ -20,8 +21,8 @@ import (
 // src) names a file that exists on disk, under the page's _files folder,
 // and that nothing else was written.
 func TestSavedReportsWorkOffline(t *testing.T) {
-	stack(t)
-	startWorker(t)
+	clitest.Stack(t)
+	clitest.StartWorker(t)
 	tok, err := tokenizer.New(tokenizer.Qwen)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestSavedReportsWorkOffline(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pagePath := filepath.Join(out, tc.page)
-			stdout, stderr, err := runCLI(t, append(tc.args, "--html", pagePath)...)
+			stdout, stderr, err := clitest.RunCLI(t, append(tc.args, "--html", pagePath)...)
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", tc.name, err, stderr)
 			}

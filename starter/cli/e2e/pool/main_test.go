@@ -5,7 +5,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
 )
@@ -17,36 +16,3 @@ func TestMain(m *testing.M) {
 		return cli.Run(ctx, args, stdout, stderr)
 	}, cli.ExitCode)
 }
-
-const (
-	ExitFailed   = cli.ExitFailed
-	ExitBadInput = cli.ExitBadInput
-	demoQuestion = docgen.Question
-	demoAnswer   = docgen.Answer
-)
-
-type (
-	askJSON       = clitest.AskJSON
-	convertedJSON = clitest.ConvertedJSON
-)
-
-var (
-	exitCode      = cli.ExitCode
-	stack         = clitest.Stack
-	startWorker   = clitest.StartWorker
-	testStore     = clitest.Store
-	testLogger    = clitest.Logger
-	dialTest      = clitest.Dial
-	writeDoc      = clitest.WriteDoc
-	putDoc        = clitest.PutDoc
-	chunkHashes   = clitest.ChunkHashes
-	runCLI        = clitest.RunCLI
-	runBatchCLI   = clitest.RunBatch
-	writeFile     = clitest.WriteFile
-	writeManifest = clitest.WriteManifest
-	fillerText    = clitest.FillerText
-	readJSON      = clitest.ReadJSON
-	readResults   = clitest.ReadResults
-	eventually    = clitest.Eventually
-	docTokens     = clitest.DocTokens
-)

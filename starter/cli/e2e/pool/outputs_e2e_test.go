@@ -19,10 +19,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
-// The attacks of issue 37, each performed on the embedded stack as a
+// The attacks of issue 37, each performed on the embedded clitest.Stack as a
 // caller would: every one ends as memagent.Forbidden or BadInput with
 // nothing written and no other caller's workflow id or document in any
 // output.
@@ -57,23 +60,23 @@ func bucketKeys(t *testing.T, store *s3store.Store, bucket string) []string {
 // the victim's workflow nor its runs, with no model call and no object
 // written.
 func TestCallersKeptOutOfEachOthersOutputs(t *testing.T) {
-	d := stack(t)
-	startWorker(t)
-	c := dialTest(t)
-	cfg, store := testStore(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
+	c := clitest.Dial(t)
+	cfg, store := clitest.Store(t)
 	ctx := context.Background()
 	b := "s3://" + cfg.Bucket + "/"
-	doc := putDoc(t, "outputs-e2e/contract.txt", 3000, 7)
+	doc := clitest.PutDoc(t, "outputs-e2e/contract.txt", 3000, 7)
 	opts := api.ModelOptions{ChunkTokens: 2000}
 
 	victimPrefix := b + "team-a/review1/"
 	var victim api.DocumentQAResult
-	if err := startAs(t, c, "matter-acme-merger", api.DocumentQAName, api.DocumentQAInput{Document: doc, Question: demoQuestion,
+	if err := startAs(t, c, "matter-acme-merger", api.DocumentQAName, api.DocumentQAInput{Document: doc, Question: docgen.Question,
 		Options: opts, OutputPrefix: victimPrefix}).Get(ctx, &victim); err != nil {
 		t.Fatal(err)
 	}
 	manifest := b + "outputs-e2e/m.jsonl"
-	if err := store.Put(ctx, mustParse(t, manifest), []byte(fmt.Sprintf(`{"id":"c","document":%q,"question":%q}`+"\n", doc, demoQuestion)), ""); err != nil {
+	if err := store.Put(ctx, mustParse(t, manifest), []byte(fmt.Sprintf(`{"id":"c","document":%q,"question":%q}`+"\n", doc, docgen.Question)), ""); err != nil {
 		t.Fatal(err)
 	}
 	var victimBatch api.BatchQAResult
@@ -153,16 +156,16 @@ func mustParse(t *testing.T, uri string) s3store.Location {
 // own documents and names neither the first client's documents nor its
 // workflow or runs.
 func TestReusedMemoryCarriesTheReadersNames(t *testing.T) {
-	stack(t)
-	startWorker(t)
-	c := dialTest(t)
-	_, store := testStore(t)
+	clitest.Stack(t)
+	clitest.StartWorker(t)
+	c := clitest.Dial(t)
+	_, store := clitest.Store(t)
 	ctx := context.Background()
 	// The same text under both clients' names (docgen's needle, same seed).
 	var docsA, docsB []string
 	for i, name := range []string{"notes.txt", "annex.txt"} {
-		docsA = append(docsA, putDoc(t, "clientA-merger/"+name, 2000, uint64(11+i)))
-		docsB = append(docsB, putDoc(t, "clientB/"+name, 2000, uint64(11+i)))
+		docsA = append(docsA, clitest.PutDoc(t, "clientA-merger/"+name, 2000, uint64(11+i)))
+		docsB = append(docsB, clitest.PutDoc(t, "clientB/"+name, 2000, uint64(11+i)))
 	}
 	for i := range docsA {
 		a, _ := store.ReadAll(ctx, mustParse(t, docsA[i]))
@@ -173,7 +176,7 @@ func TestReusedMemoryCarriesTheReadersNames(t *testing.T) {
 	}
 	opts := api.ModelOptions{ChunkTokens: 1000}
 	var first api.DocumentQAResult
-	if err := startAs(t, c, "matter-acme-merger", api.DocumentQAName, api.DocumentQAInput{Documents: docsA, Question: demoQuestion,
+	if err := startAs(t, c, "matter-acme-merger", api.DocumentQAName, api.DocumentQAInput{Documents: docsA, Question: docgen.Question,
 		Options: opts}).Get(ctx, &first); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +184,7 @@ func TestReusedMemoryCarriesTheReadersNames(t *testing.T) {
 		t.Fatalf("client A's reading has evidence %+v, want it to cite its documents", first.Evidence)
 	}
 	var second api.DocumentQAResult
-	if err := startAs(t, c, "clientb-question", api.DocumentQAName, api.DocumentQAInput{Documents: docsB, Question: demoQuestion,
+	if err := startAs(t, c, "clientb-question", api.DocumentQAName, api.DocumentQAInput{Documents: docsB, Question: docgen.Question,
 		Options: opts}).Get(ctx, &second); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +221,7 @@ func TestReusedMemoryCarriesTheReadersNames(t *testing.T) {
 	} else {
 		check("client B's result.json", string(stored))
 	}
-	out, stderr, err := runCLI(t, "ask", "--doc", docsB[0], "--doc", docsB[1], "--question", demoQuestion, "--chunk-tokens", "1000")
+	out, stderr, err := clitest.RunCLI(t, "ask", "--doc", docsB[0], "--doc", docsB[1], "--question", docgen.Question, "--chunk-tokens", "1000")
 	if err != nil {
 		t.Fatalf("ask: %v\n%s", err, stderr)
 	}
@@ -235,36 +238,36 @@ func TestReusedMemoryCarriesTheReadersNames(t *testing.T) {
 // written. The schedule's runs complete under their plain dated prefixes,
 // and the second compares with the first.
 func TestNightlyBatchCompletesAfterASquatAttempt(t *testing.T) {
-	stack(t)
-	startWorker(t)
+	clitest.Stack(t)
+	clitest.StartWorker(t)
 	const id = "e2e-squat-nightly"
-	c := dialTest(t)
+	c := clitest.Dial(t)
 	t.Cleanup(func() { _ = c.ScheduleClient().GetHandle(context.Background(), id).Delete(context.Background()) })
-	cfg, store := testStore(t)
+	cfg, store := clitest.Store(t)
 	ctx := context.Background()
 	b := "s3://" + cfg.Bucket + "/"
 	prefix := b + "reports/nightly/"
-	doc := putDoc(t, "squat-e2e/doc.txt", 2000, 31)
+	doc := clitest.PutDoc(t, "squat-e2e/doc.txt", 2000, 31)
 	manifest := filepath.Join(t.TempDir(), "nightly.jsonl")
-	if err := os.WriteFile(manifest, []byte(fmt.Sprintf(`{"id":"q","document":%q,"question":%q}`+"\n", doc, demoQuestion)), 0o644); err != nil {
+	if err := os.WriteFile(manifest, []byte(fmt.Sprintf(`{"id":"q","document":%q,"question":%q}`+"\n", doc, docgen.Question)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := runCLI(t, "schedule", "create", "--id", id, "--manifest", manifest, "--every", "24h",
+	if _, stderr, err := clitest.RunCLI(t, "schedule", "create", "--id", id, "--manifest", manifest, "--every", "24h",
 		"--report-prefix", prefix, "--chunk-tokens", "2000"); err != nil {
 		t.Fatalf("schedule create: %v\n%s", err, stderr)
 	}
 	// A second schedule may not take the prefix either.
-	if _, _, err := runCLI(t, "schedule", "create", "--id", id+"-2", "--manifest", manifest, "--every", "24h", "--report-prefix", prefix); err == nil ||
-		exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "--report-prefix") {
-		t.Errorf("a second schedule on the prefix: %v (exit %d), want exit %d naming --report-prefix", err, exitCode(err), ExitBadInput)
+	if _, _, err := clitest.RunCLI(t, "schedule", "create", "--id", id+"-2", "--manifest", manifest, "--every", "24h", "--report-prefix", prefix); err == nil ||
+		cli.ExitCode(err) != cli.ExitBadInput || !strings.Contains(err.Error(), "--report-prefix") {
+		t.Errorf("a second schedule on the prefix: %v (exit %d), want exit %d naming --report-prefix", err, cli.ExitCode(err), cli.ExitBadInput)
 	}
 
 	before := bucketKeys(t, store, cfg.Bucket)
 	next := time.Now().UTC().Add(time.Second).Format(api.DatedReportLayout)
 	for i, in := range []any{
-		api.DocumentQAInput{Document: doc, Question: demoQuestion, OutputPrefix: b + "reports/"},
-		api.DocumentQAInput{Document: doc, Question: demoQuestion, OutputPrefix: prefix},
-		api.DocumentQAInput{Document: doc, Question: demoQuestion, OutputPrefix: prefix + next + "/"},
+		api.DocumentQAInput{Document: doc, Question: docgen.Question, OutputPrefix: b + "reports/"},
+		api.DocumentQAInput{Document: doc, Question: docgen.Question, OutputPrefix: prefix},
+		api.DocumentQAInput{Document: doc, Question: docgen.Question, OutputPrefix: prefix + next + "/"},
 		api.BatchQAInput{Manifest: b + "squat-e2e/none.jsonl", ReportPrefix: prefix, DatedReport: true},
 	} {
 		name := api.DocumentQAName
@@ -283,9 +286,9 @@ func TestNightlyBatchCompletesAfterASquatAttempt(t *testing.T) {
 
 	trigger := func() api.BatchQAResult {
 		t.Helper()
-		out, stderr, err := runCLI(t, "schedule", "trigger", id, "--wait", "--json")
+		out, stderr, err := clitest.RunCLI(t, "schedule", "trigger", id, "--wait", "--json")
 		if err != nil {
-			d, _, _ := runCLI(t, "schedule", "describe", id, "--json")
+			d, _, _ := clitest.RunCLI(t, "schedule", "describe", id, "--json")
 			t.Fatalf("schedule trigger --wait: %v\n%s\n%s", err, stderr, d)
 		}
 		var res api.BatchQAResult
@@ -302,7 +305,7 @@ func TestNightlyBatchCompletesAfterASquatAttempt(t *testing.T) {
 	// Temporal names a scheduled run by its second, and the dated folder
 	// is the second it started: the next trigger waits for the next one.
 	started, _ := time.Parse(api.DatedReportLayout+"/", strings.TrimPrefix(first.ReportPrefix, prefix))
-	eventually(t, "the second after the first run's", func() (bool, string) {
+	clitest.Eventually(t, "the second after the first run's", func() (bool, string) {
 		return time.Now().After(started.Add(time.Second)), time.Now().String()
 	})
 	second := trigger()
@@ -316,11 +319,11 @@ func TestNightlyBatchCompletesAfterASquatAttempt(t *testing.T) {
 // (the default). The port is never reached; the batch completes with
 // notify "failed", and nothing in its history says what the port is.
 func TestNotifyURLIsNoPortScanner(t *testing.T) {
-	stack(t)
+	clitest.Stack(t)
 	t.Setenv("MEMAGENT_NOTIFY_ALLOW_NETS", "")
-	startWorker(t)
-	c := dialTest(t)
-	cfg, store := testStore(t)
+	clitest.StartWorker(t)
+	c := clitest.Dial(t)
+	cfg, store := clitest.Store(t)
 	ctx := context.Background()
 	var hits atomic.Int32
 	port := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -328,9 +331,9 @@ func TestNotifyURLIsNoPortScanner(t *testing.T) {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 	}))
 	defer port.Close()
-	doc := putDoc(t, "notify-e2e/doc.txt", 1000, 41)
+	doc := clitest.PutDoc(t, "notify-e2e/doc.txt", 1000, 41)
 	manifest := "s3://" + cfg.Bucket + "/notify-e2e/m.jsonl"
-	if err := store.Put(ctx, mustParse(t, manifest), []byte(fmt.Sprintf(`{"id":"q","document":%q,"question":%q}`+"\n", doc, demoQuestion)), ""); err != nil {
+	if err := store.Put(ctx, mustParse(t, manifest), []byte(fmt.Sprintf(`{"id":"q","document":%q,"question":%q}`+"\n", doc, docgen.Question)), ""); err != nil {
 		t.Fatal(err)
 	}
 	run := startAs(t, c, "port-scan", api.BatchQAName, api.BatchQAInput{Manifest: manifest, NotifyURL: port.URL + "/"})

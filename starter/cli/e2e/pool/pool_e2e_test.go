@@ -17,6 +17,7 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/tokenizer"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // runQA runs DocumentQA on the test's task queue and returns its result.
@@ -34,7 +35,7 @@ func runQA(ctx context.Context, t *testing.T, c client.Client, in api.DocumentQA
 // completion with 503. Concurrent runs all complete, and no endpoint ever
 // has more requests open than the per-endpoint cap.
 func TestPoolWithAFailingEndpoint(t *testing.T) {
-	stack(t)
+	clitest.Stack(t)
 	tok, _ := tokenizer.New(tokenizer.Qwen)
 	const maxInFlight = 2
 	var sims []*simulator.Server
@@ -52,8 +53,8 @@ func TestPoolWithAFailingEndpoint(t *testing.T) {
 	}
 	t.Setenv("OPENAI_BASE_URL", strings.Join(urls, ","))
 	t.Setenv("MEMAGENT_MAX_IN_FLIGHT", fmt.Sprint(maxInFlight))
-	startWorker(t)
-	c := dialTest(t)
+	clitest.StartWorker(t)
+	c := clitest.Dial(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -62,7 +63,7 @@ func TestPoolWithAFailingEndpoint(t *testing.T) {
 	errs := make([]error, runs)
 	answers := make([]string, runs)
 	for i := range runs {
-		uri := putDoc(t, fmt.Sprintf("pool/doc-%d.txt", i), 6000, uint64(i))
+		uri := clitest.PutDoc(t, fmt.Sprintf("pool/doc-%d.txt", i), 6000, uint64(i))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -95,7 +96,7 @@ func TestFaultsOfEveryKind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 200-chunk run with retries")
 	}
-	stack(t)
+	clitest.Stack(t)
 	tok, _ := tokenizer.New(tokenizer.Qwen)
 	faulty := simulator.New(simulator.Options{Tokenizer: tok, FaultRate: 0.2, Faults: simulator.Faults{Seed: 42}, RetryAfter: time.Second})
 	srv := httptest.NewServer(faulty)
@@ -104,15 +105,15 @@ func TestFaultsOfEveryKind(t *testing.T) {
 	cleanSrv := httptest.NewServer(clean)
 	t.Cleanup(cleanSrv.Close)
 
-	uri := putDoc(t, "faults/doc.txt", 20_000, 99)
+	uri := clitest.PutDoc(t, "faults/doc.txt", 20_000, 99)
 	in := api.DocumentQAInput{Document: uri, Question: docgen.Question, Options: optsChunk(100), Reuse: api.ReuseNone}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	t.Setenv("OPENAI_BASE_URL", cleanSrv.URL+"/v1")
 	t.Setenv("MEMAGENT_TASK_QUEUE", "faults-clean")
-	startWorker(t)
-	c := dialTest(t)
+	clitest.StartWorker(t)
+	c := clitest.Dial(t)
 	want, err := runQA(ctx, t, c, in)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestFaultsOfEveryKind(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("MEMAGENT_TASK_QUEUE", "faults-faulty")
 	t.Setenv("MEMAGENT_MODEL_TIMEOUT", "2s")
-	startWorker(t)
+	clitest.StartWorker(t)
 	start := time.Now()
 	got, err := runQA(ctx, t, c, in)
 	if err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
@@ -62,9 +63,9 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	}
 	manual := testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf")
 	chromium := testdeps.File(t, chromiumPath, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
-	stack(t)
-	cfg, store := testStore(t)
-	worker, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: testLogger(t)})
+	clitest.Stack(t)
+	cfg, store := clitest.Store(t)
+	worker, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: clitest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	for _, q := range deskQuestions {
 		args = append(args, "--question", q)
 	}
-	out, stderr, err := runCLI(t, args...)
+	out, stderr, err := clitest.RunCLI(t, args...)
 	if err != nil {
 		t.Fatalf("review: %v\n%s", err, stderr)
 	}
@@ -215,7 +216,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 
 	// The review waits for level 2 across a worker restart.
 	worker.Stop()
-	worker, err = workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: testLogger(t)})
+	worker, err = workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: clitest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 		"q3": {api.DecisionRejected, "alice", "bob", ""},
 	}
 	xlsx := filepath.Join(t.TempDir(), "decided.xlsx")
-	if out, stderr, err := runCLI(t, "export", "grid", subject, "--xlsx", xlsx); err != nil {
+	if out, stderr, err := clitest.RunCLI(t, "export", "grid", subject, "--xlsx", xlsx); err != nil {
 		t.Fatalf("export grid: %v\n%s", err, stderr)
 	} else {
 		t.Logf("export: %s", out)

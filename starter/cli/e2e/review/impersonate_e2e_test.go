@@ -22,9 +22,12 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
@@ -120,9 +123,9 @@ func scheduleUpdateMemory(ctx workflow.Context, queue string, in actwire.UpdateI
 // into answers/; and a review id run again makes its sign-off refuse, and
 // a sign-off pinned to the earlier run fail as memagent.Forbidden.
 func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
-	stack(t)
-	cfg, store := testStore(t)
-	startWorker(t)
+	clitest.Stack(t)
+	cfg, store := clitest.Store(t)
+	clitest.StartWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	tc, err := workerapp.Dial(ctx, cfg, nil)
@@ -132,8 +135,8 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 	defer tc.Close()
 	mc := memclient.New(tc, memclient.Options{TaskQueue: cfg.TaskQueue})
 
-	path, _ := writeDoc(t, 3000)
-	out, stderr, err := runCLI(t, "review", "--doc", path, "--question", demoQuestion, "--json")
+	path, _ := clitest.WriteDoc(t, 3000)
+	out, stderr, err := clitest.RunCLI(t, "review", "--doc", path, "--question", docgen.Question, "--json")
 	if err != nil {
 		t.Fatalf("review: %v\n%s", err, stderr)
 	}
@@ -142,11 +145,11 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		t.Fatal(err)
 	}
 	subject := review.WorkflowID
-	out, stderr, err = runCLI(t, "ask", "--doc", path, "--question", "Who signed the lease?", "--json")
+	out, stderr, err = clitest.RunCLI(t, "ask", "--doc", path, "--question", "Who signed the lease?", "--json")
 	if err != nil {
 		t.Fatalf("ask: %v\n%s", err, stderr)
 	}
-	var asked askJSON
+	var asked clitest.AskJSON
 	if err := json.Unmarshal([]byte(out), &asked); err != nil || !strings.Contains(asked.ResultURI, "/runs/") {
 		t.Fatalf("ask printed %s (%v): want a result under runs/", out, err)
 	}
@@ -231,9 +234,9 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 			{"decide", subject, "--cell", "q1", "--accept"},
 			{"export", "grid", subject, "--csv", filepath.Join(t.TempDir(), "g.csv")},
 		} {
-			_, stderr, err := runCLI(t, args...)
-			if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "it is not memagent's") {
-				t.Errorf("%q: exit %d (%v), want %d refusing the look-alike\n%s", args, exitCode(err), err, ExitBadInput, stderr)
+			_, stderr, err := clitest.RunCLI(t, args...)
+			if cli.ExitCode(err) != cli.ExitBadInput || !strings.Contains(err.Error(), "it is not memagent's") {
+				t.Errorf("%q: exit %d (%v), want %d refusing the look-alike\n%s", args, cli.ExitCode(err), err, cli.ExitBadInput, stderr)
 			}
 		}
 		if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "neighbour-batch-" + cfg.TaskQueue, TaskQueue: queue}, api.BatchQAName); err != nil {
@@ -243,9 +246,9 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 			{"export", "rollouts", "neighbour-batch-" + cfg.TaskQueue, "--out", filepath.Join(t.TempDir(), "r.jsonl")},
 			{"budget", "neighbour-batch-" + cfg.TaskQueue, "--max-calls", "100"},
 		} {
-			_, stderr, err := runCLI(t, args...)
-			if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "it is not memagent's") {
-				t.Errorf("%q of a look-alike batch: exit %d (%v)\n%s", args, exitCode(err), err, stderr)
+			_, stderr, err := clitest.RunCLI(t, args...)
+			if cli.ExitCode(err) != cli.ExitBadInput || !strings.Contains(err.Error(), "it is not memagent's") {
+				t.Errorf("%q of a look-alike batch: exit %d (%v)\n%s", args, cli.ExitCode(err), err, stderr)
 			}
 		}
 	})
@@ -372,7 +375,7 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		if err := fake.Get(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		run, err := mc.Start(ctx, api.DocumentQAInput{Document: review.Document, Question: demoQuestion}, memclient.StartOptions{ID: id})
+		run, err := mc.Start(ctx, api.DocumentQAInput{Document: review.Document, Question: docgen.Question}, memclient.StartOptions{ID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,12 +429,12 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 				}
 			}
 		}
-		status, stderr, err := runCLI(t, "signoff", subject, "-o", "json")
+		status, stderr, err := clitest.RunCLI(t, "signoff", subject, "-o", "json")
 		var g api.SignOffGrid
 		if err != nil || json.Unmarshal([]byte(status), &g) != nil || g.Subject.RunID != review.RunID || g.Runs < 3 || g.Cells[0].Status != api.DecisionAccepted {
 			t.Fatalf("signoff: %v\n%s%s: want the review's run %s, q1 accepted, over three runs", err, status, stderr, review.RunID)
 		}
-		if status, _, _ := runCLI(t, "signoff", subject); !strings.Contains(status, subject+" run "+review.RunID) {
+		if status, _, _ := clitest.RunCLI(t, "signoff", subject); !strings.Contains(status, subject+" run "+review.RunID) {
 			t.Errorf("signoff does not show the review's run:\n%s", status)
 		}
 		// The id is run again (another review under it).
@@ -444,9 +447,9 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		if err := rerun.Get(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		_, stderr, err = runCLI(t, "signoff", subject)
-		if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "covers its run "+review.RunID+", but its latest run is "+rerun.GetRunID()) {
-			t.Errorf("signoff of a review run again: exit %d (%v)\n%s", exitCode(err), err, stderr)
+		_, stderr, err = clitest.RunCLI(t, "signoff", subject)
+		if cli.ExitCode(err) != cli.ExitBadInput || !strings.Contains(err.Error(), "covers its run "+review.RunID+", but its latest run is "+rerun.GetRunID()) {
+			t.Errorf("signoff of a review run again: exit %d (%v)\n%s", cli.ExitCode(err), err, stderr)
 		}
 		if _, err := mc.SignOffGrid(ctx, subject); !errors.Is(err, memclient.ErrSubjectChanged) {
 			t.Errorf("SignOffGrid of a review run again: %v", err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
@@ -21,39 +20,6 @@ func TestMain(m *testing.M) {
 		return cli.Run(ctx, args, stdout, stderr)
 	}, cli.ExitCode)
 }
-
-const (
-	ExitFailed   = cli.ExitFailed
-	ExitBadInput = cli.ExitBadInput
-	demoQuestion = docgen.Question
-	demoAnswer   = docgen.Answer
-)
-
-type (
-	askJSON       = clitest.AskJSON
-	convertedJSON = clitest.ConvertedJSON
-)
-
-var (
-	exitCode      = cli.ExitCode
-	stack         = clitest.Stack
-	startWorker   = clitest.StartWorker
-	testStore     = clitest.Store
-	testLogger    = clitest.Logger
-	dialTest      = clitest.Dial
-	writeDoc      = clitest.WriteDoc
-	putDoc        = clitest.PutDoc
-	chunkHashes   = clitest.ChunkHashes
-	runCLI        = clitest.RunCLI
-	runBatchCLI   = clitest.RunBatch
-	writeFile     = clitest.WriteFile
-	writeManifest = clitest.WriteManifest
-	fillerText    = clitest.FillerText
-	readJSON      = clitest.ReadJSON
-	readResults   = clitest.ReadResults
-	eventually    = clitest.Eventually
-	docTokens     = clitest.DocTokens
-)
 
 // signOffGridAwait reads the sign-off's grid, waiting up to 30 seconds for
 // one just started to read what it signs off.

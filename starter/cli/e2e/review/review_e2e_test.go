@@ -24,6 +24,7 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/starter/cli/clitest"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -56,7 +57,7 @@ func (s *rangeCounter) of(key string) map[[2]int64]int {
 	return out
 }
 
-// startCountingWorker runs an in-process worker, like startWorker, whose
+// startCountingWorker runs an in-process worker, like clitest.StartWorker, whose
 // S3 reads are counted.
 func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, client.Client) {
 	t.Helper()
@@ -65,7 +66,7 @@ func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := workerapp.Options{Logger: testLogger(t)}
+	opts := workerapp.Options{Logger: clitest.Logger(t)}
 	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, opts))
 	if err != nil {
 		t.Fatal(err)
@@ -89,11 +90,11 @@ func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, c
 }
 
 // TestReviewEndToEnd is the review's definition of done: 10 questions over a
-// 500K-token document on the real stack and the simulator read each chunk
+// 500K-token document on the real clitest.Stack and the simulator read each chunk
 // from S3 exactly once, make 10 × chunks memory updates, and produce a grid
 // whose evidence points at the planted facts.
 func TestReviewEndToEnd(t *testing.T) {
-	d := stack(t)
+	d := clitest.Stack(t)
 	counter, acts, c := startCountingWorker(t)
 	const tokens, chunkTokens = 500_000, api.DefaultChunkTokens
 	tok, err := tokenizer.New(tokenizer.Qwen)
@@ -138,7 +139,7 @@ func TestReviewEndToEnd(t *testing.T) {
 
 	htmlPath := filepath.Join(dir, "report.html")
 	began := time.Now()
-	out, stderr, err := runCLI(t, "review", "--doc", docPath, "--questions", qPath, "--json", "--html", htmlPath)
+	out, stderr, err := clitest.RunCLI(t, "review", "--doc", docPath, "--questions", qPath, "--json", "--html", htmlPath)
 	wall := time.Since(began)
 	if err != nil {
 		t.Fatalf("review: %v\nstderr: %s", err, stderr)
@@ -277,7 +278,7 @@ func TestReviewEndToEnd(t *testing.T) {
 	// Each run's history is bounded by the activities it ran, not by the
 	// document.
 	var maxEvents, maxBytes int64
-	eventually(t, "every run listed as closed", func() (bool, string) {
+	clitest.Eventually(t, "every run listed as closed", func() (bool, string) {
 		runs, err := workerapp.ListRuns(context.Background(), c, d.Stack.Namespace, res.WorkflowID)
 		if err != nil {
 			return false, err.Error()
@@ -301,7 +302,7 @@ func TestReviewEndToEnd(t *testing.T) {
 
 	// The same request again joins the finished run: no new model call.
 	before := len(d.Simulator.Calls())
-	out2, stderr, err := runCLI(t, "review", "--doc", docPath, "--questions", qPath, "--json", "--parallelism", "3")
+	out2, stderr, err := clitest.RunCLI(t, "review", "--doc", docPath, "--questions", qPath, "--json", "--parallelism", "3")
 	if err != nil {
 		t.Fatalf("second review: %v\n%s", err, stderr)
 	}
@@ -312,7 +313,7 @@ func TestReviewEndToEnd(t *testing.T) {
 }
 
 func TestReviewRejectsBadInputBeforeStarting(t *testing.T) {
-	d := stack(t)
+	d := clitest.Stack(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -342,7 +343,7 @@ func TestReviewRejectsBadInputBeforeStarting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d.Simulator.Reset()
-			_, _, err := runCLI(t, append([]string{"review"}, tt.args...)...)
+			_, _, err := clitest.RunCLI(t, append([]string{"review"}, tt.args...)...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("review %v: error %v, want it to contain %q", tt.args, err, tt.want)
 			}

@@ -8,8 +8,11 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/starter/cli"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // TestSignOffBatchWithTheCLI signs a batch's items off from the starter
@@ -17,13 +20,13 @@ import (
 // recorded under the reviewer the token names, a token not in the file
 // decides nothing, and the decided grid lands beside the batch's report.
 func TestSignOffBatchWithTheCLI(t *testing.T) {
-	stack(t)
-	startWorker(t)
-	doc, _ := writeDoc(t, 3000)
-	m := writeManifest(t,
-		`{"id":"a","document":"`+doc+`","question":"`+demoQuestion+`","answers":["`+demoAnswer+`"]}`,
+	clitest.Stack(t)
+	clitest.StartWorker(t)
+	doc, _ := clitest.WriteDoc(t, 3000)
+	m := clitest.WriteManifest(t,
+		`{"id":"a","document":"`+doc+`","question":"`+docgen.Question+`","answers":["`+docgen.Answer+`"]}`,
 		`{"id":"b","document":"`+doc+`","question":"Who signed the lease?"}`)
-	out, _ := runBatchCLI(t, "--manifest", m, "--name", "signoff-batch", "--json")
+	out, _ := clitest.RunBatch(t, "--manifest", m, "--name", "signoff-batch", "--json")
 	id := out.Result.WorkflowID
 
 	file := filepath.Join(t.TempDir(), "reviewers")
@@ -31,27 +34,27 @@ func TestSignOffBatchWithTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(reviewer.Env, "tokens:"+file)
-	cli := func(wantExit int, args ...string) string {
+	starter := func(wantExit int, args ...string) string {
 		t.Helper()
-		stdout, stderr, err := runCLI(t, args...)
-		if exitCode(err) != wantExit {
-			t.Fatalf("%q: exit %d (%v), want %d\n%s", args, exitCode(err), err, wantExit, stderr)
+		stdout, stderr, err := clitest.RunCLI(t, args...)
+		if cli.ExitCode(err) != wantExit {
+			t.Fatalf("%q: exit %d (%v), want %d\n%s", args, cli.ExitCode(err), err, wantExit, stderr)
 		}
 		if err != nil {
 			return err.Error()
 		}
 		return stdout
 	}
-	cli(0, "signoff", id, "--start", "--levels", "1")
+	starter(0, "signoff", id, "--start", "--levels", "1")
 	t.Setenv(reviewer.TokenEnv, "not-a-reviewer")
-	if msg := cli(ExitBadInput, "decide", id, "--cell", "0", "--accept"); !strings.Contains(msg, "not in "+file) {
+	if msg := starter(cli.ExitBadInput, "decide", id, "--cell", "0", "--accept"); !strings.Contains(msg, "not in "+file) {
 		t.Errorf("an unknown token: %q", msg)
 	}
 	t.Setenv(reviewer.TokenEnv, "carol-secret")
-	cli(0, "decide", id, "--cell", "0", "--accept", "--comment", "checked against the document")
-	cli(0, "decide", id, "--cell", "1", "--reject", "--reason", "the document names no lease")
+	starter(0, "decide", id, "--cell", "0", "--accept", "--comment", "checked against the document")
+	starter(0, "decide", id, "--cell", "1", "--reject", "--reason", "the document names no lease")
 	var g api.SignOffGrid
-	if err := json.Unmarshal([]byte(cli(0, "signoff", id, "--level", "1", "-o", "json")), &g); err != nil {
+	if err := json.Unmarshal([]byte(starter(0, "signoff", id, "--level", "1", "-o", "json")), &g); err != nil {
 		t.Fatal(err)
 	}
 	if g.Subject.Kind != api.SubjectBatch || len(g.Cells) != 2 || !strings.HasPrefix(g.Subject.AuditURI, out.Result.ReportPrefix+"signoff/") {
@@ -64,14 +67,14 @@ func TestSignOffBatchWithTheCLI(t *testing.T) {
 	}
 	// Once signed off the grid is final, and written beside the report.
 	// The decided grid is written a moment after the last sign-off.
-	eventually(t, "the decided grid", func() (bool, string) {
-		status := cli(0, "signoff", id)
+	clitest.Eventually(t, "the decided grid", func() (bool, string) {
+		status := starter(0, "signoff", id)
 		return strings.Contains(status, "State:    signed-off") && strings.Contains(status, "decided.xlsx"), status
 	})
-	if msg := cli(ExitBadInput, "decide", id, "--cell", "0", "--reject", "--reason", "late"); !strings.Contains(msg, "the grid is final") {
+	if msg := starter(cli.ExitBadInput, "decide", id, "--cell", "0", "--reject", "--reason", "late"); !strings.Contains(msg, "the grid is final") {
 		t.Errorf("a decision after the sign-off: %q", msg)
 	}
-	_, store := testStore(t)
+	_, store := clitest.Store(t)
 	loc, err := s3store.ParseURI(out.Result.ReportPrefix + "signoff/decided.csv")
 	if err != nil {
 		t.Fatal(err)

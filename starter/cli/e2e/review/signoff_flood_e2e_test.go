@@ -9,26 +9,28 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
-// TestSignOffFloodIsBounded performs the review's flood on the dev stack:
+// TestSignOffFloodIsBounded performs the review's flood on the dev clitest.Stack:
 // a namespace client sends decide and reopen Updates to a batch's
 // sign-off without end under one reviewer's name. Past (cells +
 // api.MaxSignOffRevisions) at the level each is refused naming the limit,
 // and another reviewer still decides the cells and signs the level off.
 func TestSignOffFloodIsBounded(t *testing.T) {
-	stack(t)
-	startWorker(t)
-	doc, _ := writeDoc(t, 3000)
-	m := writeManifest(t,
-		`{"id":"a","document":"`+doc+`","question":"`+demoQuestion+`"}`,
+	clitest.Stack(t)
+	clitest.StartWorker(t)
+	doc, _ := clitest.WriteDoc(t, 3000)
+	m := clitest.WriteManifest(t,
+		`{"id":"a","document":"`+doc+`","question":"`+docgen.Question+`"}`,
 		`{"id":"b","document":"`+doc+`","question":"Who signed the lease?"}`)
-	out, _ := runBatchCLI(t, "--manifest", m, "--name", "signoff-flood", "--json")
+	out, _ := clitest.RunBatch(t, "--manifest", m, "--name", "signoff-flood", "--json")
 	id := out.Result.WorkflowID
-	if _, stderr, err := runCLI(t, "signoff", id, "--start", "--levels", "1"); err != nil {
+	if _, stderr, err := clitest.RunCLI(t, "signoff", id, "--start", "--levels", "1"); err != nil {
 		t.Fatalf("signoff --start: %v\n%s", err, stderr)
 	}
-	c := dialTest(t)
+	c := clitest.Dial(t)
 	ctx := context.Background()
 	update := func(name string, arg any) error {
 		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: api.SignOffWorkflowID(id), UpdateName: name,

@@ -12,28 +12,30 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/testdeps"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // chromiumPath is Debian's chromium; scripts/ui-check.sh installs it.
 const chromiumPath = "/usr/bin/chromium"
 
-// TestWebUIShowsRun is scripts/ui-check.sh's check in Go: the dev stack's
+// TestWebUIShowsRun is scripts/ui-check.sh's check in Go: the dev clitest.Stack's
 // Web UI lists a run under its document's MemagentDocument filter, and not
 // a run over another document, and the run's page names the document. It
 // needs Chromium, which CI does not have by default.
 func TestWebUIShowsRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a second dev stack with the Web UI and a browser; skipped in -short mode")
+		t.Skip("starts a second dev clitest.Stack with the Web UI and a browser; skipped in -short mode")
 	}
 	testdeps.File(t, chromiumPath, "the Web UI cannot be checked without Chromium: apt-get install -y chromium (as root), or run scripts/ui-check.sh")
-	// The shared stack runs without the Web UI: this test has its own.
+	// The shared clitest.Stack runs without the Web UI: this test has its own.
 	d, err := devenv.Start(context.Background(), devenv.Options{
 		FreePorts: true, Simulator: true,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {
-		t.Fatalf("start dev stack with the Web UI: %v", err)
+		t.Fatalf("start dev clitest.Stack with the Web UI: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
 	for k, v := range map[string]string{
@@ -44,7 +46,7 @@ func TestWebUIShowsRun(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	startWorker(t)
+	clitest.StartWorker(t)
 
 	type asked struct {
 		WorkflowID string `json:"workflow_id"`
@@ -53,8 +55,8 @@ func TestWebUIShowsRun(t *testing.T) {
 	}
 	ask := func(tokens int, question string) asked {
 		t.Helper()
-		path, _ := writeDoc(t, tokens)
-		out, stderr, err := runCLI(t, "ask", "--doc", path, "--question", question, "--json")
+		path, _ := clitest.WriteDoc(t, tokens)
+		out, stderr, err := clitest.RunCLI(t, "ask", "--doc", path, "--question", question, "--json")
 		if err != nil {
 			t.Fatalf("ask: %v\n%s", err, stderr)
 		}
@@ -64,7 +66,7 @@ func TestWebUIShowsRun(t *testing.T) {
 		}
 		return a
 	}
-	run := ask(12_000, demoQuestion)
+	run := ask(12_000, docgen.Question)
 	other := ask(6_000, "Who signed the lease?")
 
 	ui := d.Stack.UIURL + "/namespaces/" + url.PathEscape(d.Stack.Namespace) + "/workflows"

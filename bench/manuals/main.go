@@ -50,6 +50,8 @@ var manuals = []manual{
 	{"automake.pdf", "groff", "groff (mom, gropdf)", "usr/share/doc/groff-base/pdf/automake.pdf.gz", true},
 	{"postgresql-doc-15 HTML", "postgresql-doc-15", "DocBook XSL (HTML)", "usr/share/doc/postgresql-doc-15/html", false},
 	{"sphinx-doc HTML", "sphinx-doc", "Sphinx (HTML)", "usr/share/doc/sphinx-doc/html", false},
+	{"asymptote-doc HTML", "asymptote-doc", "Texinfo 6.8 (HTML)", "usr/share/doc/asymptote/html", false},
+	{"asymptote-doc HTML (trixie)", "asymptote-doc/trixie", "Texinfo 7.1 (HTML)", "trixie/usr/share/doc/asymptote/html", false},
 }
 
 func main() {
@@ -162,12 +164,16 @@ func measureHTML(ctx context.Context, conv *docconv.Converter, dir string) (docc
 	}
 	sort.Strings(files)
 	names := make([]string, len(files))
+	pages := make([][]byte, len(files))
 	texts := make([]string, len(files))
 	for i, f := range files {
 		names[i], _ = filepath.Rel(dir, f)
+		if pages[i], err = os.ReadFile(f); err != nil {
+			return docconvtest.Leaks{}, err
+		}
 		if texts[i], _, err = convert(ctx, conv, f); err != nil {
 			return docconvtest.Leaks{}, fmt.Errorf("%s: %w", f, err)
 		}
 	}
-	return docconvtest.HTMLLeaks(names, texts), nil
+	return docconvtest.HTMLPageLeaks(names, pages, texts), nil
 }

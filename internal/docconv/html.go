@@ -320,14 +320,24 @@ func (w *htmlWalk) closeImplicit(closes, scope []atom.Atom, popped []int32) []in
 // counts it.
 type htmlRun struct {
 	words, linkWords int32
-	last             rune
+	// navLinks are the run's links between pages (see countLink).
+	navLinks int32
+	last     rune
 }
 
 // weight is the run's sentence words: its words outside links when it
 // reads as prose (ten words or more, or a last character that ends a
 // sentence or a clause), else none. Navigation labels, titles and table
 // cells weigh nothing; paragraphs do.
+//
+// A run of links between pages whose other words are no more than its
+// links (Texinfo's "Next: Bezier curves, Previous: Tutorial, Up:
+// Asymptote [Contents][Index]", ten words and more) weighs nothing either:
+// its other words are the links' labels.
 func (r htmlRun) weight() int32 {
+	if r.navLinks >= 2 && r.words-r.linkWords <= r.navLinks {
+		return 0
+	}
 	if r.words >= 10 || strings.ContainsRune(".!?:;", r.last) {
 		return r.words - r.linkWords
 	}
@@ -353,6 +363,16 @@ var (
 	navKeys    = map[string]bool{"p": true, "n": true, "u": true, "h": true, "t": true}
 	landRoles  = map[string]bool{"navigation": true, "search": true, "banner": true, "contentinfo": true, "complementary": true}
 	sideblocks = map[atom.Atom]bool{atom.Header: true, atom.Footer: true, atom.Aside: true}
+	// navClasses are the classes the generators docs/DOCUMENTS.md names
+	// give their navigation: Texinfo 7's nav-panel, DocBook XSL's
+	// navheader and navfooter, Sphinx's related bar and sidebar,
+	// LaTeX2HTML's navigation panel.
+	navClasses = map[string]bool{"nav-panel": true, "navheader": true, "navfooter": true, "related": true,
+		"sphinxsidebar": true, "navigation": true}
+	// sideClasses are classes that declare navigation outside an article,
+	// main or section, as header, footer and aside do: Texinfo 6's header
+	// (its navigation panel), Sphinx's footer.
+	sideClasses = map[string]bool{"header": true, "footer": true}
 )
 
 // analyzeHTML is the first pass: it weighs every block element and
@@ -463,19 +483,25 @@ func (a *htmlAnalysis) start(t htmlToken) {
 	if blocks[t.a] {
 		finishIn(a.nodes, a.w.current(), &a.run)
 	}
-	if t.a == atom.A && t.tt == html.StartTagToken {
-		countLink(&a.nodes[a.w.current()], a.w.z)
+	if t.a == atom.A && t.tt == html.StartTagToken && countLink(&a.nodes[a.w.current()], a.w.z) {
+		a.run.navLinks++
 	}
 }
 
 // nodeFlags are the flags of a node of element a just opened on w.
 func nodeFlags(w *htmlWalk, a atom.Atom) uint8 {
 	var flags uint8
-	role := strings.ToLower(tagAttrs(w.z, "role")["role"])
+	at := tagAttrs(w.z, "role", "class")
+	role := strings.ToLower(at["role"])
+	nav, side := false, sideblocks[a]
+	for _, c := range strings.Fields(strings.ToLower(at["class"])) {
+		nav = nav || navClasses[c]
+		side = side || sideClasses[c]
+	}
 	switch {
-	case a == atom.Nav || landRoles[role]:
+	case a == atom.Nav || landRoles[role] || nav:
 		flags |= nodeLandmark
-	case sideblocks[a] && !w.within(atom.Article, atom.Main, atom.Section):
+	case side && !w.within(atom.Article, atom.Main, atom.Section):
 		flags |= nodeLandmark
 	}
 	if a == atom.Main || role == "main" {
@@ -497,8 +523,9 @@ func nodeFlags(w *htmlWalk, a atom.Atom) uint8 {
 }
 
 // countLink counts the link whose start tag z is at into n, and among
-// the links between pages if its rel or accesskey says so.
-func countLink(n *htmlNode, z *html.Tokenizer) {
+// the links between pages if its rel or accesskey says so; it reports
+// whether it is one.
+func countLink(n *htmlNode, z *html.Tokenizer) bool {
 	n.links++
 	at := tagAttrs(z, "rel", "accesskey")
 	rel, key := strings.ToLower(at["rel"]), strings.ToLower(at["accesskey"])
@@ -509,7 +536,9 @@ func countLink(n *htmlNode, z *html.Tokenizer) {
 	}
 	if navKeys[key] {
 		n.navLinks++
+		return true
 	}
+	return false
 }
 
 // finishIn adds the run to node n and starts the next.
@@ -521,6 +550,10 @@ func finishIn(nodes []htmlNode, n int32, run *htmlRun) {
 }
 
 // closeNodes adds closed nodes' figures to their parents, innermost first.
+// An element declared as navigation adds its words alone: it goes
+// whatever it holds, and its links must not make the element around it
+// (Texinfo's section, whose navigation panel is its first child) look
+// like navigation too.
 func closeNodes(nodes []htmlNode, closed []int32) {
 	for _, c := range closed {
 		if int(c) >= len(nodes) {
@@ -528,6 +561,10 @@ func closeNodes(nodes []htmlNode, closed []int32) {
 		}
 		n := nodes[c]
 		p := &nodes[n.parent]
+		if n.flags&nodeLandmark != 0 {
+			p.words += n.words
+			continue
+		}
 		p.words += n.words
 		p.linkWords += n.linkWords
 		p.weight += n.weight

@@ -7,9 +7,11 @@ import (
 
 // TestHTMLMainContent: the boilerplate of manuals' HTML (DocBook's
 // Prev/Up/Next bars and per-page tables of contents, Sphinx's related bar,
-// sidebar and footer around its role=main body, Texinfo's navigation
-// panel, a generic site's menu and footer) is left out by main-content
-// detection, and the text, headings and tables stay, a table row a line.
+// sidebar and footer around its role=main body or without roles, Texinfo
+// 6's and 7's navigation panels, whose names of the pages around made ten
+// words and more, LaTeX2HTML's navigation panel, a generic site's menu
+// and footer) is left out by structure and main-content detection, and
+// the text, headings and tables stay, a table row a line.
 func TestHTMLMainContent(t *testing.T) {
 	for _, tc := range []struct {
 		name, html string
@@ -42,6 +44,37 @@ func TestHTMLMainContent(t *testing.T) {
 <h2 class="chapter">1 Overview</h2>
 <p>The program reads its input and writes its output.</p></div></body></html>`,
 			[]string{"1 Overview", "The program reads its input and writes its output."}},
+		{"Texinfo 7, a panel of ten words and more", `<!DOCTYPE html><html><!-- Created by GNU Texinfo 7.1.1 --><body>
+<div class="section-level-extent" id="Bezier-curves">
+<div class="nav-panel"><p>Next: <a href="LaTeX-usage.html" accesskey="n" rel="next">LaTeX usage</a>, Previous: <a href="Drawing-commands.html" accesskey="p" rel="prev">Drawing commands and their options</a>, Up: <a href="index.html" accesskey="u" rel="up">Asymptote</a> &nbsp; [<a href="index.html#SEC_Contents" title="Table of contents" rel="contents">Contents</a>][<a href="Index.html" title="Index" rel="index">Index</a>]</p></div><hr>
+<h2 class="chapter" id="Bezier-curves-1"><span>5 Bezier curves<a class="copiable-link" href="#Bezier-curves-1"> &para;</a></span></h2>
+<p>Each interior node of a cubic spline may be given a direction prefix or suffix.</p>
+<hr><div class="nav-panel"><p>Next: <a href="LaTeX-usage.html" accesskey="n" rel="next">LaTeX usage</a>, Previous: <a href="Drawing-commands.html" accesskey="p" rel="prev">Drawing commands and their options</a>, Up: <a href="index.html" accesskey="u" rel="up">Asymptote</a> &nbsp; [<a href="index.html#SEC_Contents" title="Table of contents" rel="contents">Contents</a>][<a href="Index.html" title="Index" rel="index">Index</a>]</p></div></div></body></html>`,
+			[]string{"5 Bezier curves", "Each interior node of a cubic spline may be given a direction prefix or suffix."}},
+		{"Texinfo 7, a node that is its heading and menu", `<html><body><div class="section-level-extent" id="Operators">
+<div class="nav-panel"><p>Next: <a href="Implicit-scaling.html" accesskey="n" rel="next">Implicit scaling</a>, Previous: <a href="Structures.html" accesskey="p" rel="prev">Structures</a>, Up: <a href="Programming.html" accesskey="u" rel="up">Programming</a> &nbsp; [<a href="index.html#SEC_Contents" rel="contents">Contents</a>][<a href="Index.html" rel="index">Index</a>]</p></div><hr>
+<h3 class="section">6.10 Operators</h3>
+<ul class="mini-toc"><li><a href="a.html" accesskey="1">Arithmetic &amp; logical operators</a></li><li><a href="b.html" accesskey="2">Self &amp; prefix operators</a></li><li><a href="c.html" accesskey="3">User-defined operators</a></li></ul></div></body></html>`,
+			[]string{"6.10 Operators"}},
+		{"Texinfo 6", `<html><body><span id="Tutorial"></span><div class="header"><p>
+Next: <a href="Command_002dLine-Interface.html" accesskey="n" rel="next">Command-Line Interface</a>, Previous: <a href="Configuring.html" accesskey="p" rel="prev">Configuring Asymptote for your system</a>, Up: <a href="index.html" accesskey="u" rel="up">Top</a> &nbsp; [<a href="index.html#SEC_Contents" title="Table of contents" rel="contents">Contents</a>][<a href="Index.html" title="Index" rel="index">Index</a>]</p>
+</div><hr><h2 class="chapter">3 Tutorial</h2><p>A concise introduction to Asymptote is given here.</p></body></html>`,
+			[]string{"3 Tutorial", "A concise introduction to Asymptote is given here."}},
+		{"DocBook, a footer naming the pages in sentences", `<html><body><div class="navheader"><table><tr><th colspan="5">15.1. How Parallel Query Works</th></tr>
+<tr><td><a accesskey="p" href="parallel-query.html">Prev</a></td><td><a accesskey="u" href="parallel-query.html">Up</a></td><th>Chapter 15. Parallel Query</th><td><a accesskey="h" href="index.html">Home</a></td><td><a accesskey="n" href="when.html">Next</a></td></tr></table><hr /></div>
+<div class="sect1"><h2 class="title">15.1. How Parallel Query Works</h2><p>When the optimizer determines that parallel query is the fastest execution strategy, it creates a plan.</p></div>
+<div class="navfooter"><hr /><table><tr><td><a accesskey="p" href="parallel-query.html">Prev</a></td><td><a accesskey="u" href="parallel-query.html">Up</a></td><td><a accesskey="n" href="when.html">Next</a></td></tr>
+<tr><td>Chapter 15. Parallel Query </td><td><a accesskey="h" href="index.html">Home</a></td><td> 15.2. When Can Parallel Query Be Used?</td></tr></table></div></body></html>`,
+			[]string{"15.1. How Parallel Query Works", "When the optimizer determines that parallel query is the fastest execution strategy, it creates a plan."}},
+		{"Sphinx without roles", `<html><body><div class="related"><h3>Navigation</h3><ul><li class="right"><a href="genindex.html" title="General Index">index</a></li><li class="right"><a href="usage.html" title="Using Sphinx">next</a> |</li><li><a href="index.html">Sphinx documentation</a> &#187;</li></ul></div>
+<div class="document"><div class="body"><section><h1>Installing Sphinx</h1><p>Sphinx is written in Python and supports Python 3.7+.</p></section></div>
+<div class="sphinxsidebar"><div class="sphinxsidebarwrapper"><h3>Table of Contents</h3><ul><li><a href="#">Installing Sphinx</a><ul><li><a href="#overview">Overview</a></li><li><a href="#linux">Linux</a></li></ul></li></ul><h3>Previous topic</h3><p><a href="tutorial.html" title="previous chapter">Tutorial: Build your first project</a></p></div></div></div>
+<div class="footer">&#169; Copyright 2007-2022, the Sphinx developers. Created using Sphinx 5.3.0.</div></body></html>`,
+			[]string{"Installing Sphinx", "Sphinx is written in Python and supports Python 3.7+."}},
+		{"LaTeX2HTML", `<html><body><div class="navigation"><a name="tex2html1" href="node6.html"><img alt="next" src="next.png"></a> <a href="gnuplot.html"><img alt="up" src="up.png"></a> <a href="node4.html"><img alt="previous" src="prev.png"></a> <a href="node7.html"><img alt="index" src="index.png"></a><br>
+<b> Next:</b> <a href="node6.html">Features introduced in version</a> <b> Up:</b> <a href="gnuplot.html">Gnuplot</a> <b> Previous:</b> <a href="node4.html">Seeking-assistance</a> &nbsp; <b><a href="node7.html">Index</a></b><br><br></div>
+<h1>New features</h1><p>This section lists major additions since version 5.2.</p></body></html>`,
+			[]string{"New features", "This section lists major additions since version 5.2."}},
 		{"a site without main", `<html><body><header><a href="/">Home</a> <a href="/docs">Docs</a> <a href="/blog">Blog</a></header>
 <div><div class="crumbs"><a href="/">Home</a> › <a href="/docs">Docs</a> › <a href="/docs/x">X</a></div>
 <h1>Setting up</h1><p>Install the package, then run it once. It writes its configuration on the first run.</p><p>Then restart.</p></div>

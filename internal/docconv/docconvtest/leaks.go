@@ -297,10 +297,10 @@ func htmlLines(page []byte) (string, []string) {
 				} else if tt == html.EndTagToken && skip > 0 {
 					skip--
 				}
-			case atom.A, atom.Span, atom.Em, atom.Strong, atom.B, atom.I, atom.Code, atom.Var, atom.Kbd,
-				atom.Samp, atom.Cite, atom.Abbr, atom.Sub, atom.Sup, atom.Small, atom.Tt, atom.U, atom.Q, atom.Img:
 			default:
-				flush()
+				if lineBlocks[a] {
+					flush()
+				}
 			}
 		case html.TextToken:
 			if skip == 0 {
@@ -308,6 +308,16 @@ func htmlLines(page []byte) (string, []string) {
 			}
 		}
 	}
+}
+
+// lineBlocks are the elements that HTMLLines ends a line at.
+var lineBlocks = map[atom.Atom]bool{
+	atom.P: true, atom.Div: true, atom.Section: true, atom.Article: true, atom.Main: true,
+	atom.Header: true, atom.Footer: true, atom.Nav: true, atom.Aside: true, atom.Blockquote: true,
+	atom.Pre: true, atom.Ul: true, atom.Ol: true, atom.Li: true, atom.Dl: true, atom.Dt: true,
+	atom.Dd: true, atom.Table: true, atom.Tr: true, atom.Td: true, atom.Th: true, atom.Caption: true,
+	atom.Figure: true, atom.Figcaption: true, atom.Form: true, atom.Fieldset: true, atom.Address: true,
+	atom.Hr: true, atom.Br: true, atom.Body: true, atom.Html: true, atom.Details: true, atom.Summary: true,
 }
 
 // pieces are the masked pieces of a converted text: its lines, and the

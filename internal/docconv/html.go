@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -727,9 +728,14 @@ func writeHTML(ctx context.Context, path string, w io.Writer, progress Progress,
 	sections := newSectionCounter(tw)
 	hw := &htmlWriter{
 		walk: walk, page: page, tw: tw, sections: sections,
-		para:    newParagraphBuilder(sections.paragraph),
 		heading: newParagraphBuilder(func(string) error { return nil }),
 	}
+	hw.para = newParagraphBuilder(func(text string) error {
+		if hw.para.keepRaw {
+			return sections.preformatted(text)
+		}
+		return sections.paragraph(text)
+	})
 	var lastProgress int64
 	var popped []int32
 	for {
@@ -789,11 +795,78 @@ type htmlWriter struct {
 	// (¶) is left out.
 	link       []byte
 	inLinkText bool
+	// lists are the ul and ol elements open in kept nodes, innermost
+	// last; marker is a list item's marker ("• ", "3. "), held until the
+	// item's first text.
+	lists  []htmlList
+	marker string
+}
+
+// htmlList is an open list: its node, and for an ordered list the number
+// of its last item.
+type htmlList struct {
+	node    int32
+	ordered bool
+	n       int
+	kind    string // an ordered list's type: "1", "a", "A", "i" or "I"
+}
+
+// itemNumber is item n's number in an ordered list of type kind (a, b, c
+// for "a"; i, ii, iii for "i"), as a browser numbers it.
+func itemNumber(n int, kind string) string {
+	switch {
+	case n <= 0 || kind == "1" || kind == "":
+	case kind == "a" || kind == "A":
+		var b []byte
+		for m := n; m > 0; m = (m - 1) / 26 {
+			b = append([]byte{byte('a' + (m-1)%26)}, b...)
+		}
+		if kind == "A" {
+			return strings.ToUpper(string(b))
+		}
+		return string(b)
+	case (kind == "i" || kind == "I") && n < 4000:
+		var b strings.Builder
+		m := n
+		for _, r := range []struct {
+			v int
+			s string
+		}{{1000, "m"}, {900, "cm"}, {500, "d"}, {400, "cd"}, {100, "c"}, {90, "xc"}, {50, "l"}, {40, "xl"}, {10, "x"}, {9, "ix"}, {5, "v"}, {4, "iv"}, {1, "i"}} {
+			for ; m >= r.v; m -= r.v {
+				b.WriteString(r.s)
+			}
+		}
+		if kind == "I" {
+			return strings.ToUpper(b.String())
+		}
+		return b.String()
+	}
+	return strconv.Itoa(n)
+}
+
+// preformatted writes a preformatted block (see textWriter.preformatted).
+func (s *sectionCounter) preformatted(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	s.hasText = true
+	return s.tw.preformatted(text)
+}
+
+// writeMarker writes the list item's marker held, before its first text.
+func (h *htmlWriter) writeMarker() {
+	if h.marker != "" {
+		h.para.WriteString(h.marker)
+		h.marker = ""
+	}
 }
 
 // flushLink writes the link text held, if any.
 func (h *htmlWriter) flushLink() {
 	if h.inLinkText {
+		if hasWord(h.link) {
+			h.writeMarker()
+		}
 		h.para.Write(h.link)
 		if h.inHeading > 0 && len(h.heading.buf) < 1<<10 {
 			h.heading.Write(h.link)
@@ -830,6 +903,15 @@ func (h *htmlWriter) finish() (*Result, error) {
 	return res, nil
 }
 
+// closeList ends the innermost list if node n is it; an item's marker
+// that found no text goes with it.
+func (h *htmlWriter) closeList(n int32) {
+	if k := len(h.lists) - 1; k >= 0 && h.lists[k].node == n {
+		h.lists = h.lists[:k]
+		h.marker = ""
+	}
+}
+
 // start handles a start tag (or a self-closing one); keep says whether
 // the node it is in is kept.
 func (h *htmlWriter) start(t htmlToken, keep bool) error {
@@ -837,6 +919,7 @@ func (h *htmlWriter) start(t htmlToken, keep bool) error {
 		if h.page.isRow(n) && h.rows > 0 {
 			h.rows--
 		}
+		h.closeList(n)
 	}
 	switch {
 	case t.a == atom.Tr && h.page.isRow(t.node) && keep:
@@ -881,9 +964,34 @@ func (h *htmlWriter) startKept(t htmlToken) {
 		h.flushLink()
 		h.inLinkText = true
 	}
+	if (t.a == atom.Ul || t.a == atom.Ol) && opens {
+		l := htmlList{node: t.node, ordered: t.a == atom.Ol}
+		if l.ordered {
+			at := tagAttrs(h.walk.z, "start", "type")
+			if n, err := strconv.Atoi(strings.TrimSpace(at["start"])); err == nil {
+				l.n = n - 1
+			}
+			l.kind = strings.TrimSpace(at["type"])
+		}
+		h.lists = append(h.lists, l)
+	}
+	if t.a == atom.Li && opens {
+		// An item's marker, before its first text: a bullet, or its
+		// number in an ordered list (its value attribute, else the next).
+		h.marker = "• "
+		if k := len(h.lists) - 1; k >= 0 && h.lists[k].ordered {
+			l := &h.lists[k]
+			l.n++
+			if v, err := strconv.Atoi(strings.TrimSpace(tagAttrs(h.walk.z, "value")["value"])); err == nil {
+				l.n = v
+			}
+			h.marker = itemNumber(l.n, l.kind) + ". "
+		}
+	}
 	if t.a == atom.Img {
 		// Alt text stands in for an image.
 		if alt := strings.TrimSpace(tagAttrs(h.walk.z, "alt")["alt"]); alt != "" {
+			h.writeMarker()
 			h.para.WriteString(" " + alt + " ")
 		}
 	}
@@ -909,6 +1017,7 @@ func (h *htmlWriter) end(t htmlToken) error {
 			h.rows--
 			endRow = h.rows == 0
 		}
+		h.closeList(n)
 	}
 	if endRow {
 		return h.boundary()
@@ -932,6 +1041,9 @@ func (h *htmlWriter) text(text []byte) {
 		return
 	}
 	h.flushLink()
+	if h.pre > 0 || strings.TrimSpace(string(text)) != "" {
+		h.writeMarker()
+	}
 	h.para.Write(text)
 	if h.inHeading > 0 && len(h.heading.buf) < 1<<10 {
 		h.heading.Write(text)

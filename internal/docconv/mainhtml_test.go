@@ -84,12 +84,12 @@ Next: <a href="Command_002dLine-Interface.html" accesskey="n" rel="next">Command
 <dt><a href="a.html">1. Getting Started</a></dt><dt><a href="b.html">2. The SQL Language</a></dt><dt><a href="c.html">3. Advanced Features</a></dt></dl></div></div></body></html>`,
 			[]string{"The Manual", "Table of Contents", "1. Getting Started", "2. The SQL Language", "3. Advanced Features"}},
 		{"unclosed paragraphs and items", `<html><body><p>First paragraph, left open.<p>Second paragraph.<ul><li>one<li>two</ul></body></html>`,
-			[]string{"First paragraph, left open.", "Second paragraph.", "one", "two"}},
+			[]string{"First paragraph, left open.", "Second paragraph.", "• one", "• two"}},
 		{"a table of contents in a page left open", `<html><body><h1>Chapter 2</h1><div class="toc"><ul><li><a href="a">2.1 One</a><li><a href="b">2.2 Two</a><li><a href="c">2.3 Three</a></ul></div>
 <p>The chapter begins here, and it goes on for a while, as chapters do, with sentences.`,
 			[]string{"Chapter 2", "The chapter begins here, and it goes on for a while, as chapters do, with sentences."}},
 		{"links alone", `<html><body><ul><li><a href="a">A</a><li><a href="b">B</a><li><a href="c">C</a></ul></body></html>`,
-			[]string{"A", "B", "C"}},
+			[]string{"• A", "• B", "• C"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text, _, err := convert(t, []byte(tc.html))
@@ -98,6 +98,44 @@ Next: <a href="Command_002dLine-Interface.html" accesskey="n" rel="next">Command
 			}
 			if got := strings.Split(strings.TrimSpace(text), "\n\n"); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("text:\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHTMLStructure: the structure the markup says is kept in the text:
+// headings on their own line, list items one a line with their markers (a
+// bullet, or their number in an ordered list: its start, an item's value,
+// its type of letters or roman numerals, nested lists), preformatted blocks as lines with their indentation, the
+// first line's included, a table row a line with its cells apart by
+// " | " (as PDF and DOCX tables are), a definition list's term on its
+// line and its description after it.
+func TestHTMLStructure(t *testing.T) {
+	for _, tc := range []struct {
+		name, html, want string
+	}{
+		{"heading", `<html><body><h2>2.2.2 Working on input files</h2>LilyPond input files are similar to source files.</body></html>`,
+			"2.2.2 Working on input files\n\nLilyPond input files are similar to source files."},
+		{"bullets", `<html><body><ul><li>one item</li><li>two <b>items</b></li><li><p>in a paragraph</p></li><li></li></ul></body></html>`,
+			"• one item\n\n• two items\n\n• in a paragraph"},
+		{"numbers", `<html><body><ol start="3"><li>third</li><li><p>fourth</p><ul><li><a href="x">nested</a></li></ul></li><li value="9">ninth</li><li>tenth</li></ol><ol><li>one</li></ol></body></html>`,
+			"3. third\n\n4. fourth\n\n• nested\n\n9. ninth\n\n10. tenth\n\n1. one"},
+		{"letters and roman numerals", `<html><body><ol type="a"><li>first</li><li value="27">later</li></ol><ol type="I" start="4"><li>fourth</li><li>fifth</li></ol></body></html>`,
+			"a. first\n\naa. later\n\nIV. fourth\n\nV. fifth"},
+		{"preformatted", "<html><body><p>Here:</p><pre class=\"example\">\n  pair z=(3,4);\n    z=(z.x,-z.y);\n\n</pre><p>Here I is the imaginary unit.</p></body></html>",
+			"Here:\n\n  pair z=(3,4);\n    z=(z.x,-z.y);\n\nHere I is the imaginary unit."},
+		{"table", `<html><body><table><tr><th>Name</th><th>Size</th></tr><tr><td>smallint</td><td>2 bytes</td></tr></table></body></html>`,
+			"Name | Size\n\nsmallint | 2 bytes"},
+		{"definition list", `<html><body><dl><dt><code>-V</code></dt><dd><p>Print the version.</p></dd><dt>-h</dt><dd>Print help.</dd></dl></body></html>`,
+			"-V\n\nPrint the version.\n\n-h\n\nPrint help."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, _, err := convert(t, []byte(tc.html))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimRight(text, "\n"); got != tc.want {
+				t.Errorf("text:\n%s\nwant\n%s", got, tc.want)
 			}
 		})
 	}

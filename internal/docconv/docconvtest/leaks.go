@@ -326,7 +326,14 @@ func pieces(text string, mask func(string) string) []string {
 	var out []string
 	for _, p := range strings.Split(text, "\n") {
 		for _, c := range strings.Split(p, " | ") {
-			if c = mask(c); c != "" {
+			// A list item's marker, which the converter writes and the
+			// page's text has not, is no part of the piece (nor a
+			// number's, a heading's or an item's, on either side).
+			c = mask(c)
+			for _, m := range []string{"• ", "#. "} {
+				c = strings.TrimPrefix(c, m)
+			}
+			if c != "" {
 				out = append(out, c)
 			}
 		}

@@ -9,7 +9,7 @@
 //
 // A PDF is measured against pdftotext's layout of its pages
 // (docconvtest.PDFLeaks), an HTML manual by repetition across its pages
-// (docconvtest.HTMLLeaks).
+// own text (docconvtest.HTMLPageLeaks).
 package main
 
 import (

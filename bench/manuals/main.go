@@ -8,7 +8,7 @@
 //	go run ./bench/manuals -dir DIR -v # DIR as the script leaves it; -v lists the leaks
 //
 // A PDF is measured against pdftotext's layout of its pages
-// (docconvtest.PDFLeaks), an HTML manual by repetition across its pages
+// (docconvtest.PDFLeaks), an HTML manual by repetition across its pages'
 // own text (docconvtest.HTMLPageLeaks).
 package main
 

@@ -42,7 +42,10 @@ mkdir -p "$dir/debs" "$dir/x"
 download_suite() {
   local p="$1" suite="$2" apt="$dir/apt/$2"
   local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/sources.list.d"
-    -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "APT::Sandbox::User=root")
+    -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "APT::Sandbox::User=root"
+    -o "Acquire::Languages=none" -o "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false"
+    -o "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false"
+    -o "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false")
   mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d"
   echo "deb http://deb.debian.org/debian $suite main" >"$apt/sources.list"
   if ! ls "$apt/lists/"*_dists_"${suite}"_* >/dev/null 2>&1; then

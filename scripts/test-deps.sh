@@ -22,7 +22,7 @@
 #     TestDebianManuals and TestDebianManualsLinesApart and starter/cli
 #     TestCitationsOnRealManual read, and asymptote's HTML from Debian 13
 #     (asymptote-doc/trixie: Texinfo 7.1, which Debian 12 builds nothing
-#     with; 3.4 MB, and Debian 13's package lists, about 15 MB, once), which
+#     with; 3.4 MB, and Debian 13's package lists, about 10 MB, once), which
 #     docconv TestDebianManualsTexinfo7HTML reads
 # Debian packages need root (apt-get); Node.js and npm must be on PATH.
 # With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.

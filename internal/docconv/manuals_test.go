@@ -115,11 +115,12 @@ func TestDebianManuals(t *testing.T) {
 // builds none with: scripts/manuals.sh downloads asymptote-doc/trixie),
 // whose navigation panels ("Next: LaTeX usage, Previous: Bezier curves,
 // Up: Asymptote [Contents][Index]", in a div of class nav-panel) came
-// through on 20 of its 156 pages, as the text of a section "§ 1", where
-// the page names made ten words and more. No navigation is left
-// (docconvtest.HTMLPageLeaks: 26 pieces before), and the pages keep their
-// text; a node that is its heading and a menu of the nodes below keeps
-// its heading (it was written whole, its panels included, before).
+// through on 26 of its 156 pages, as the text of a section "§ 1": where
+// the page names made ten words and more, and on a node that is its
+// heading and a menu of the nodes below, written whole. No navigation is
+// left (docconvtest.HTMLPageLeaks: 26 pieces before), every page's first
+// section is named by its heading, and the pages keep their text (the
+// menu node its heading).
 func TestDebianManualsTexinfo7HTML(t *testing.T) {
 	index := testdeps.Manual(t, "asymptote-doc/trixie", "trixie/usr/share/doc/asymptote/html/index.html")
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(index), "*.html"))
@@ -136,8 +137,14 @@ func TestDebianManualsTexinfo7HTML(t *testing.T) {
 		if i == 0 && !bytes.Contains(pages[i], []byte("Created by GNU Texinfo 7.")) {
 			t.Fatalf("%s was not made by Texinfo 7", f)
 		}
-		if texts[i], _, err = convert(t, pages[i]); err != nil {
+		var res *docconv.Result
+		if texts[i], res, err = convert(t, pages[i]); err != nil {
 			t.Fatalf("%s: %v", f, err)
+		}
+		// A page's text opens with its heading, which names its first
+		// section: the panel before it made a section without one ("§ 1").
+		if sp := res.Map.Spans; bytes.Contains(pages[i], []byte(`class="nav-panel"`)) && (len(sp) == 0 || sp[0].Label == "") {
+			t.Errorf("%s opens with a section without a heading: %.80q", filepath.Base(f), texts[i])
 		}
 		for _, line := range strings.Split(texts[i], "\n") {
 			if strings.Contains(line, "[Contents][Index]") || strings.HasPrefix(line, "Next: ") || strings.HasPrefix(line, "Previous: ") {

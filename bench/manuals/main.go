@@ -50,6 +50,7 @@ var manuals = []manual{
 	{"automake.pdf", "groff", "groff (mom, gropdf)", "usr/share/doc/groff-base/pdf/automake.pdf.gz", true},
 	{"postgresql-doc-15 HTML", "postgresql-doc-15", "DocBook XSL (HTML)", "usr/share/doc/postgresql-doc-15/html", false},
 	{"sphinx-doc HTML", "sphinx-doc", "Sphinx (HTML)", "usr/share/doc/sphinx-doc/html", false},
+	{"gnuplot-doc HTML", "gnuplot-doc", "LaTeX2HTML", "usr/share/doc/gnuplot/htmldocs", false},
 	{"asymptote-doc HTML", "asymptote-doc", "Texinfo 6.8 (HTML)", "usr/share/doc/asymptote/html", false},
 	{"asymptote-doc HTML (trixie)", "asymptote-doc/trixie", "Texinfo 7.1 (HTML)", "trixie/usr/share/doc/asymptote/html", false},
 }

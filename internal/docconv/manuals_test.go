@@ -25,7 +25,7 @@ import (
 // HTML (docconvtest.HTMLPageLeaks, over the reference pages: its
 // navfooter's page titles, "15.2. When Can Parallel Query Be Used?", read
 // as prose and stayed on 5 pages before the navfooter's class dropped
-// it); and footnotes
+// it); none of LaTeX2HTML's in gnuplot's HTML; and footnotes
 // kept apart and marked. scripts/test-deps.sh downloads the manuals;
 // scripts/manuals.sh measures the whole table.
 func TestDebianManuals(t *testing.T) {
@@ -106,6 +106,33 @@ func TestDebianManuals(t *testing.T) {
 		}
 		if !strings.Contains(texts[sort.SearchStrings(files, filepath.Join(dir, "app-psql.html"))], "psql is a terminal-based front-end to PostgreSQL.") {
 			t.Error("app-psql.html lost its description")
+		}
+	})
+	t.Run("gnuplot HTML", func(t *testing.T) {
+		// LaTeX2HTML's panel (div class navigation: next, up, previous
+		// and index as images, then "Next: … Up: … Previous: …" in
+		// words) stayed on every page: 150 pieces before.
+		dir := filepath.Dir(testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/htmldocs/index.html"))
+		files, err := filepath.Glob(filepath.Join(dir, "*.html"))
+		if err != nil || len(files) < 600 {
+			t.Fatalf("%d pages (%v)", len(files), err)
+		}
+		pages := make([][]byte, len(files))
+		texts := make([]string, len(files))
+		for i, f := range files {
+			if pages[i], err = os.ReadFile(f); err != nil {
+				t.Fatal(err)
+			}
+			if texts[i], _, err = convert(t, pages[i]); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+		l := docconvtest.HTMLPageLeaks(files, pages, texts)
+		for _, line := range l.Lines[:min(len(l.Lines), 10)] {
+			t.Log(line)
+		}
+		if len(l.Lines) > 0 {
+			t.Errorf("%d pieces of navigation left on %d pages, want none", len(l.Lines), l.Pages)
 		}
 	})
 }

@@ -218,9 +218,9 @@ func leaked(l string, paras []string, page []string) bool {
 // repetition among them: a piece of text (a line, or a table cell: the
 // text between " | ") that comes out of half the files or more (and
 // three) is navigation or a banner, and each file that keeps one leaked
-// it. So is a piece whose skeleton does: its words that three quarters of
-// the files hold, each run of other words elided, when the skeleton keeps
-// two words or more and no fewer than the runs it elides. A navigation
+// it. So is a piece whose skeleton does: its common words (those that
+// half the files hold), each run of other words elided (see skeletons).
+// A navigation
 // panel that names the pages around each page (Texinfo's "Next: Bezier
 // curves, Previous: Tutorial, Up: Asymptote [Contents][Index]") differs
 // from page to page; its skeleton ("next: … previous: … up: …
@@ -388,15 +388,25 @@ func htmlLeaks(names, ref, texts []string, headings [][]string) Leaks {
 				refPieces[i] = append(refPieces[i], p)
 				count[p]++
 			}
+		}
+	}
+	repeated := func(n int) bool { return n >= 3 && n*2 >= len(ref) }
+	// A word is common by the pieces that are not repeated whole: a menu
+	// of every page on every page does not make its titles common.
+	for _, ps := range refPieces {
+		seen := map[string]bool{}
+		for _, p := range ps {
+			if repeated(count[p]) {
+				continue
+			}
 			for _, w := range strings.Fields(p) {
-				if !seen["\x00"+w] {
-					seen["\x00"+w] = true
+				if !seen[w] {
+					seen[w] = true
 					df[w]++
 				}
 			}
 		}
 	}
-	repeated := func(n int) bool { return n >= 3 && n*2 >= len(ref) }
 	common := func(w string) bool { return repeated(df[w]) }
 	skelCount := map[string]int{}
 	for _, ps := range refPieces {
@@ -438,9 +448,11 @@ func htmlLeaks(names, ref, texts []string, headings [][]string) Leaks {
 // skeletons are the masked piece p's skeletons: p with each run of words
 // that are not common elided as "…", and that with one of its common
 // words elided too (the title of the page a panel goes up to may be a
-// common word), when it keeps two words or more and no fewer than the
-// runs it elides (prose, whose common words are "the", "of", "is", has
-// many runs). A piece of more than 64 words has none.
+// common word), when it keeps three words or more and more than the runs
+// it elides (prose, whose common words are "the", "of", "is", has many
+// runs; a title, "The … command", few words). A word is common when half
+// the pages or more hold it in pieces that are not repeated whole. A
+// piece of more than 64 words has none.
 func skeletons(p string, common func(string) bool) []string {
 	words := strings.Fields(p)
 	if len(words) > 64 {
@@ -470,7 +482,7 @@ func skeletons(p string, common func(string) bool) []string {
 				runs++
 			}
 		}
-		if n >= 2 && n >= runs {
+		if n >= 3 && n > runs {
 			out = append(out, strings.Join(b, " "))
 		}
 	}

@@ -383,7 +383,9 @@ var (
 //   - with a main element (main, or role main), only its text is kept;
 //   - an element declared as navigation (nav, an ARIA landmark role of
 //     navigation, search, banner, contentinfo or complementary; a header,
-//     footer or aside outside an article, main or section) is dropped;
+//     footer or aside outside an article, main or section; a class the
+//     generators give their navigation: navClasses, and sideClasses
+//     outside an article, main or section) is dropped;
 //   - so is one without prose (no sentence words: see htmlRun.weight) that
 //     holds two links between the manual's pages (rel prev, next, up…,
 //     or an accesskey: DocBook's and Texinfo's Prev/Up/Next bars), or one

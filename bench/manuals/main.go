@@ -5,8 +5,8 @@
 //   - the leaks table of docs/DOCUMENTS.md (the default): how much of a
 //     manual's running headers, footers and navigation the text keeps. A
 //     PDF is measured against pdftotext's layout of its pages
-//     (docconvtest.PDFLeaks), an HTML manual by repetition across its pages
-//     (docconvtest.HTMLLeaks) and by the shape of Texinfo's navigation
+//     (docconvtest.PDFLeaks), an HTML manual by repetition across its pages'
+//     own text (docconvtest.HTMLPageLeaks) and by the shape of Texinfo's navigation
 //     panels (docconvtest.TexinfoPanels), which name each page's own
 //     neighbours and so never repeat.
 //   - the fidelity table of BENCHMARKS.md (-fidelity): beside the leaks,
@@ -91,6 +91,9 @@ var manuals = []manual{
 	{Name: "sphinx-doc HTML", Package: "sphinx-doc", Toolchain: "Sphinx (HTML)", Path: "usr/share/doc/sphinx-doc/html"},
 	{Name: "standards.html", Package: "gnu-standards", Toolchain: "Texinfo 6.8 (makeinfo HTML, one file)", Path: "usr/share/doc/gnu-standards/standards.html"},
 	{Name: "liboctave HTML", Package: "octave-doc", Toolchain: "Texinfo 6.8 (makeinfo HTML)", Path: "usr/share/doc/octave/liboctave.html"},
+	{Name: "gnuplot-doc HTML", Package: "gnuplot-doc", Toolchain: "LaTeX2HTML", Path: "usr/share/doc/gnuplot/htmldocs"},
+	{Name: "asymptote-doc HTML", Package: "asymptote-doc", Toolchain: "Texinfo 6.8 (makeinfo HTML)", Path: "usr/share/doc/asymptote/html"},
+	{Name: "asymptote-doc HTML (trixie)", Package: "asymptote-doc/trixie", Toolchain: "Texinfo 7.1 (makeinfo HTML)", Path: "trixie/usr/share/doc/asymptote/html"},
 }
 
 func main() {
@@ -285,10 +288,14 @@ func measureManual(ctx context.Context, path string, m manual, rounds int) (meas
 		if err != nil {
 			return r, err
 		}
+		pages := make([][]byte, len(names))
 		for i := range names {
+			if pages[i], err = os.ReadFile(names[i]); err != nil {
+				return r, err
+			}
 			names[i], _ = filepath.Rel(path, names[i])
 		}
-		r.leaks, r.hasLeaks = docconvtest.HTMLLeaks(names, r.mem.Texts), true
+		r.leaks, r.hasLeaks = docconvtest.HTMLPageLeaks(names, pages, r.mem.Texts), true
 		// Texinfo's panels, which repetition misses, are leaks too.
 		seen := map[string]bool{}
 		for _, l := range r.leaks.Lines {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/memagent/memagent/internal/memagent"
 )
@@ -191,7 +192,29 @@ func (t *textWriter) end() {
 // paragraph writes one paragraph: one line of text, or a table's rows a
 // line each.
 func (t *textWriter) paragraph(p string) error {
-	p = strings.TrimSpace(strings.ToValidUTF8(p, "\uFFFD"))
+	return t.block(strings.TrimSpace(strings.ToValidUTF8(p, "\uFFFD")))
+}
+
+// preformatted writes a preformatted block (HTML's pre): as paragraph,
+// less only its blank lines and white space at its ends, so that its
+// first line keeps its indentation.
+func (t *textWriter) preformatted(p string) error {
+	p = strings.TrimRightFunc(strings.ToValidUTF8(p, "\uFFFD"), unicode.IsSpace)
+	for {
+		line, rest, ok := strings.Cut(p, "\n")
+		if !ok || strings.TrimSpace(line) != "" {
+			break
+		}
+		p = rest
+	}
+	if strings.TrimSpace(p) == "" {
+		return nil
+	}
+	return t.block(p)
+}
+
+// block writes p, not empty, as the next block of text.
+func (t *textWriter) block(p string) error {
 	if p == "" {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -320,14 +321,24 @@ func (w *htmlWalk) closeImplicit(closes, scope []atom.Atom, popped []int32) []in
 // counts it.
 type htmlRun struct {
 	words, linkWords int32
-	last             rune
+	// navLinks are the run's links between pages (see countLink).
+	navLinks int32
+	last     rune
 }
 
 // weight is the run's sentence words: its words outside links when it
 // reads as prose (ten words or more, or a last character that ends a
 // sentence or a clause), else none. Navigation labels, titles and table
 // cells weigh nothing; paragraphs do.
+//
+// A run of links between pages whose other words are no more than its
+// links (Texinfo's "Next: Bezier curves, Previous: Tutorial, Up:
+// Asymptote [Contents][Index]", ten words and more) weighs nothing either:
+// its other words are the links' labels.
 func (r htmlRun) weight() int32 {
+	if r.navLinks >= 2 && r.words-r.linkWords <= r.navLinks {
+		return 0
+	}
 	if r.words >= 10 || strings.ContainsRune(".!?:;", r.last) {
 		return r.words - r.linkWords
 	}
@@ -353,6 +364,16 @@ var (
 	navKeys    = map[string]bool{"p": true, "n": true, "u": true, "h": true, "t": true}
 	landRoles  = map[string]bool{"navigation": true, "search": true, "banner": true, "contentinfo": true, "complementary": true}
 	sideblocks = map[atom.Atom]bool{atom.Header: true, atom.Footer: true, atom.Aside: true}
+	// navClasses are the classes the generators docs/DOCUMENTS.md names
+	// give their navigation: Texinfo 7's nav-panel, DocBook XSL's
+	// navheader and navfooter, Sphinx's related bar and sidebar,
+	// LaTeX2HTML's navigation panel.
+	navClasses = map[string]bool{"nav-panel": true, "navheader": true, "navfooter": true, "related": true,
+		"sphinxsidebar": true, "navigation": true}
+	// sideClasses are classes that declare navigation outside an article,
+	// main or section, as header, footer and aside do: Texinfo 6's header
+	// (its navigation panel), Sphinx's footer.
+	sideClasses = map[string]bool{"header": true, "footer": true}
 )
 
 // analyzeHTML is the first pass: it weighs every block element and
@@ -362,7 +383,9 @@ var (
 //   - with a main element (main, or role main), only its text is kept;
 //   - an element declared as navigation (nav, an ARIA landmark role of
 //     navigation, search, banner, contentinfo or complementary; a header,
-//     footer or aside outside an article, main or section) is dropped;
+//     footer or aside outside an article, main or section; a class the
+//     generators give their navigation: navClasses, and sideClasses
+//     outside an article, main or section) is dropped;
 //   - so is one without prose (no sentence words: see htmlRun.weight) that
 //     holds two links between the manual's pages (rel prev, next, up…,
 //     or an accesskey: DocBook's and Texinfo's Prev/Up/Next bars), or one
@@ -463,19 +486,25 @@ func (a *htmlAnalysis) start(t htmlToken) {
 	if blocks[t.a] {
 		finishIn(a.nodes, a.w.current(), &a.run)
 	}
-	if t.a == atom.A && t.tt == html.StartTagToken {
-		countLink(&a.nodes[a.w.current()], a.w.z)
+	if t.a == atom.A && t.tt == html.StartTagToken && countLink(&a.nodes[a.w.current()], a.w.z) {
+		a.run.navLinks++
 	}
 }
 
 // nodeFlags are the flags of a node of element a just opened on w.
 func nodeFlags(w *htmlWalk, a atom.Atom) uint8 {
 	var flags uint8
-	role := strings.ToLower(tagAttrs(w.z, "role")["role"])
+	at := tagAttrs(w.z, "role", "class")
+	role := strings.ToLower(at["role"])
+	nav, side := false, sideblocks[a]
+	for _, c := range strings.Fields(strings.ToLower(at["class"])) {
+		nav = nav || navClasses[c]
+		side = side || sideClasses[c]
+	}
 	switch {
-	case a == atom.Nav || landRoles[role]:
+	case a == atom.Nav || landRoles[role] || nav:
 		flags |= nodeLandmark
-	case sideblocks[a] && !w.within(atom.Article, atom.Main, atom.Section):
+	case side && !w.within(atom.Article, atom.Main, atom.Section):
 		flags |= nodeLandmark
 	}
 	if a == atom.Main || role == "main" {
@@ -497,8 +526,9 @@ func nodeFlags(w *htmlWalk, a atom.Atom) uint8 {
 }
 
 // countLink counts the link whose start tag z is at into n, and among
-// the links between pages if its rel or accesskey says so.
-func countLink(n *htmlNode, z *html.Tokenizer) {
+// the links between pages if its rel or accesskey says so; it reports
+// whether it is one.
+func countLink(n *htmlNode, z *html.Tokenizer) bool {
 	n.links++
 	at := tagAttrs(z, "rel", "accesskey")
 	rel, key := strings.ToLower(at["rel"]), strings.ToLower(at["accesskey"])
@@ -509,7 +539,9 @@ func countLink(n *htmlNode, z *html.Tokenizer) {
 	}
 	if navKeys[key] {
 		n.navLinks++
+		return true
 	}
+	return false
 }
 
 // finishIn adds the run to node n and starts the next.
@@ -521,6 +553,10 @@ func finishIn(nodes []htmlNode, n int32, run *htmlRun) {
 }
 
 // closeNodes adds closed nodes' figures to their parents, innermost first.
+// An element declared as navigation adds its words alone: it goes
+// whatever it holds, and its links must not make the element around it
+// (Texinfo's section, whose navigation panel is its first child) look
+// like navigation too.
 func closeNodes(nodes []htmlNode, closed []int32) {
 	for _, c := range closed {
 		if int(c) >= len(nodes) {
@@ -528,6 +564,10 @@ func closeNodes(nodes []htmlNode, closed []int32) {
 		}
 		n := nodes[c]
 		p := &nodes[n.parent]
+		if n.flags&nodeLandmark != 0 {
+			p.words += n.words
+			continue
+		}
 		p.words += n.words
 		p.linkWords += n.linkWords
 		p.weight += n.weight
@@ -690,9 +730,14 @@ func writeHTML(ctx context.Context, path string, w io.Writer, progress Progress,
 	sections := newSectionCounter(tw)
 	hw := &htmlWriter{
 		walk: walk, page: page, tw: tw, sections: sections,
-		para:    newParagraphBuilder(sections.paragraph),
 		heading: newParagraphBuilder(func(string) error { return nil }),
 	}
+	hw.para = newParagraphBuilder(func(text string) error {
+		if hw.para.keepRaw {
+			return sections.preformatted(text)
+		}
+		return sections.paragraph(text)
+	})
 	var lastProgress int64
 	var popped []int32
 	for {
@@ -752,11 +797,78 @@ type htmlWriter struct {
 	// (¶) is left out.
 	link       []byte
 	inLinkText bool
+	// lists are the ul and ol elements open in kept nodes, innermost
+	// last; marker is a list item's marker ("• ", "3. "), held until the
+	// item's first text.
+	lists  []htmlList
+	marker string
+}
+
+// htmlList is an open list: its node, and for an ordered list the number
+// of its last item.
+type htmlList struct {
+	node    int32
+	ordered bool
+	n       int
+	kind    string // an ordered list's type: "1", "a", "A", "i" or "I"
+}
+
+// itemNumber is item n's number in an ordered list of type kind (a, b, c
+// for "a"; i, ii, iii for "i"), as a browser numbers it.
+func itemNumber(n int, kind string) string {
+	switch {
+	case n <= 0 || kind == "1" || kind == "":
+	case kind == "a" || kind == "A":
+		var b []byte
+		for m := n; m > 0; m = (m - 1) / 26 {
+			b = append([]byte{byte('a' + (m-1)%26)}, b...)
+		}
+		if kind == "A" {
+			return strings.ToUpper(string(b))
+		}
+		return string(b)
+	case (kind == "i" || kind == "I") && n < 4000:
+		var b strings.Builder
+		m := n
+		for _, r := range []struct {
+			v int
+			s string
+		}{{1000, "m"}, {900, "cm"}, {500, "d"}, {400, "cd"}, {100, "c"}, {90, "xc"}, {50, "l"}, {40, "xl"}, {10, "x"}, {9, "ix"}, {5, "v"}, {4, "iv"}, {1, "i"}} {
+			for ; m >= r.v; m -= r.v {
+				b.WriteString(r.s)
+			}
+		}
+		if kind == "I" {
+			return strings.ToUpper(b.String())
+		}
+		return b.String()
+	}
+	return strconv.Itoa(n)
+}
+
+// preformatted writes a preformatted block (see textWriter.preformatted).
+func (s *sectionCounter) preformatted(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	s.hasText = true
+	return s.tw.preformatted(text)
+}
+
+// writeMarker writes the list item's marker held, before its first text.
+func (h *htmlWriter) writeMarker() {
+	if h.marker != "" {
+		h.para.WriteString(h.marker)
+		h.marker = ""
+	}
 }
 
 // flushLink writes the link text held, if any.
 func (h *htmlWriter) flushLink() {
 	if h.inLinkText {
+		if hasWord(h.link) {
+			h.writeMarker()
+		}
 		h.para.Write(h.link)
 		if h.inHeading > 0 && len(h.heading.buf) < 1<<10 {
 			h.heading.Write(h.link)
@@ -793,6 +905,15 @@ func (h *htmlWriter) finish() (*Result, error) {
 	return res, nil
 }
 
+// closeList ends the innermost list if node n is it; an item's marker
+// that found no text goes with it.
+func (h *htmlWriter) closeList(n int32) {
+	if k := len(h.lists) - 1; k >= 0 && h.lists[k].node == n {
+		h.lists = h.lists[:k]
+		h.marker = ""
+	}
+}
+
 // start handles a start tag (or a self-closing one); keep says whether
 // the node it is in is kept.
 func (h *htmlWriter) start(t htmlToken, keep bool) error {
@@ -800,6 +921,7 @@ func (h *htmlWriter) start(t htmlToken, keep bool) error {
 		if h.page.isRow(n) && h.rows > 0 {
 			h.rows--
 		}
+		h.closeList(n)
 	}
 	switch {
 	case t.a == atom.Tr && h.page.isRow(t.node) && keep:
@@ -844,9 +966,34 @@ func (h *htmlWriter) startKept(t htmlToken) {
 		h.flushLink()
 		h.inLinkText = true
 	}
+	if (t.a == atom.Ul || t.a == atom.Ol) && opens {
+		l := htmlList{node: t.node, ordered: t.a == atom.Ol}
+		if l.ordered {
+			at := tagAttrs(h.walk.z, "start", "type")
+			if n, err := strconv.Atoi(strings.TrimSpace(at["start"])); err == nil {
+				l.n = n - 1
+			}
+			l.kind = strings.TrimSpace(at["type"])
+		}
+		h.lists = append(h.lists, l)
+	}
+	if t.a == atom.Li && opens {
+		// An item's marker, before its first text: a bullet, or its
+		// number in an ordered list (its value attribute, else the next).
+		h.marker = "• "
+		if k := len(h.lists) - 1; k >= 0 && h.lists[k].ordered {
+			l := &h.lists[k]
+			l.n++
+			if v, err := strconv.Atoi(strings.TrimSpace(tagAttrs(h.walk.z, "value")["value"])); err == nil {
+				l.n = v
+			}
+			h.marker = itemNumber(l.n, l.kind) + ". "
+		}
+	}
 	if t.a == atom.Img {
 		// Alt text stands in for an image.
 		if alt := strings.TrimSpace(tagAttrs(h.walk.z, "alt")["alt"]); alt != "" {
+			h.writeMarker()
 			h.para.WriteString(" " + alt + " ")
 		}
 	}
@@ -872,6 +1019,7 @@ func (h *htmlWriter) end(t htmlToken) error {
 			h.rows--
 			endRow = h.rows == 0
 		}
+		h.closeList(n)
 	}
 	if endRow {
 		return h.boundary()
@@ -895,6 +1043,9 @@ func (h *htmlWriter) text(text []byte) {
 		return
 	}
 	h.flushLink()
+	if h.pre > 0 || strings.TrimSpace(string(text)) != "" {
+		h.writeMarker()
+	}
 	h.para.Write(text)
 	if h.inHeading > 0 && len(h.heading.buf) < 1<<10 {
 		h.heading.Write(text)

@@ -22,7 +22,10 @@ import (
 // from doc2tex) and of c++-annotations' (LaTeX, two-sided, roman front
 // matter, pages holding only their header), measured against pdftotext's
 // layout (docconvtest.PDFLeaks); no DocBook navigation in PostgreSQL's
-// HTML (docconvtest.HTMLLeaks, over the reference pages); and footnotes
+// HTML (docconvtest.HTMLPageLeaks, over the reference pages: its
+// navfooter's page titles, "15.2. When Can Parallel Query Be Used?", read
+// as prose and stayed on 5 pages before the navfooter's class dropped
+// it); none of LaTeX2HTML's in gnuplot's HTML; and footnotes
 // kept apart and marked. scripts/test-deps.sh downloads the manuals;
 // scripts/manuals.sh measures the whole table.
 func TestDebianManuals(t *testing.T) {
@@ -75,11 +78,13 @@ func TestDebianManuals(t *testing.T) {
 		}
 		sort.Strings(files)
 		texts := make([]string, len(files))
+		pages := make([][]byte, len(files))
 		for i, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
+			pages[i] = data
 			if texts[i], _, err = convert(t, data); err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
@@ -92,7 +97,7 @@ func TestDebianManuals(t *testing.T) {
 				}
 			}
 		}
-		l := docconvtest.HTMLLeaks(files, texts)
+		l := docconvtest.HTMLPageLeaks(files, pages, texts)
 		for _, line := range l.Lines[:min(len(l.Lines), 10)] {
 			t.Log(line)
 		}
@@ -103,6 +108,93 @@ func TestDebianManuals(t *testing.T) {
 			t.Error("app-psql.html lost its description")
 		}
 	})
+	t.Run("gnuplot HTML", func(t *testing.T) {
+		// LaTeX2HTML's panel (div class navigation: next, up, previous
+		// and index as images, then "Next: … Up: … Previous: …" in
+		// words) stayed on every page: 150 pieces before.
+		dir := filepath.Dir(testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/htmldocs/index.html"))
+		files, err := filepath.Glob(filepath.Join(dir, "*.html"))
+		if err != nil || len(files) < 600 {
+			t.Fatalf("%d pages (%v)", len(files), err)
+		}
+		pages := make([][]byte, len(files))
+		texts := make([]string, len(files))
+		for i, f := range files {
+			if pages[i], err = os.ReadFile(f); err != nil {
+				t.Fatal(err)
+			}
+			if texts[i], _, err = convert(t, pages[i]); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+		l := docconvtest.HTMLPageLeaks(files, pages, texts)
+		for _, line := range l.Lines[:min(len(l.Lines), 10)] {
+			t.Log(line)
+		}
+		if len(l.Lines) > 0 {
+			t.Errorf("%d pieces of navigation left on %d pages, want none", len(l.Lines), l.Pages)
+		}
+	})
+}
+
+// TestDebianManualsTexinfo7HTML converts every page of asymptote-doc's
+// HTML manual from Debian 13 (Texinfo 7.1's makeinfo, which Debian 12
+// builds none with: scripts/manuals.sh downloads asymptote-doc/trixie),
+// whose navigation panels ("Next: LaTeX usage, Previous: Bezier curves,
+// Up: Asymptote [Contents][Index]", in a div of class nav-panel) came
+// through on 26 of its 156 pages, as the text of a section "§ 1": where
+// the page names made ten words and more, and on a node that is its
+// heading and a menu of the nodes below, written whole. No navigation is
+// left (docconvtest.HTMLPageLeaks: 26 pieces before), every page's first
+// section is named by its heading, and the pages keep their text (the
+// menu node its heading).
+func TestDebianManualsTexinfo7HTML(t *testing.T) {
+	index := testdeps.Manual(t, "asymptote-doc/trixie", "trixie/usr/share/doc/asymptote/html/index.html")
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(index), "*.html"))
+	if err != nil || len(files) < 100 {
+		t.Fatalf("%d pages (%v)", len(files), err)
+	}
+	sort.Strings(files)
+	pages := make([][]byte, len(files))
+	texts := make([]string, len(files))
+	for i, f := range files {
+		if pages[i], err = os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && !bytes.Contains(pages[i], []byte("Created by GNU Texinfo 7.")) {
+			t.Fatalf("%s was not made by Texinfo 7", f)
+		}
+		var res *docconv.Result
+		if texts[i], res, err = convert(t, pages[i]); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		// A page's text opens with its heading, which names its first
+		// section: the panel before it made a section without one ("§ 1").
+		if sp := res.Map.Spans; bytes.Contains(pages[i], []byte(`class="nav-panel"`)) && (len(sp) == 0 || sp[0].Label == "") {
+			t.Errorf("%s opens with a section without a heading: %.80q", filepath.Base(f), texts[i])
+		}
+		for _, line := range strings.Split(texts[i], "\n") {
+			if strings.Contains(line, "[Contents][Index]") || strings.HasPrefix(line, "Next: ") || strings.HasPrefix(line, "Previous: ") {
+				t.Errorf("%s keeps its navigation panel: %q", filepath.Base(f), line)
+			}
+		}
+	}
+	l := docconvtest.HTMLPageLeaks(files, pages, texts)
+	for _, line := range l.Lines[:min(len(l.Lines), 10)] {
+		t.Log(line)
+	}
+	if len(l.Lines) > 0 {
+		t.Errorf("%d pieces of navigation left on %d pages, want none", len(l.Lines), l.Pages)
+	}
+	for page, want := range map[string]string{
+		"Bezier-curves.html": "Each interior node of a cubic spline may be given a direction prefix or suffix {dir}",
+		"Operators.html":     "6.10 Operators",
+	} {
+		i := sort.SearchStrings(files, filepath.Join(filepath.Dir(index), page))
+		if i == len(files) || !strings.Contains(texts[i], want) {
+			t.Errorf("%s lacks %q", page, want)
+		}
+	}
 }
 
 // TestDebianManualsLinesApart converts asymptote-doc's manual (Texinfo

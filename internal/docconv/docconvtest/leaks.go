@@ -1,10 +1,14 @@
 package docconvtest
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 
 	"github.com/memagent/memagent/internal/memagent"
 )
@@ -211,38 +215,280 @@ func leaked(l string, paras []string, page []string) bool {
 }
 
 // HTMLLeaks measures converted HTML pages (texts, the files named) by
-// repetition: a piece of text (a paragraph, a line of one, or a table
-// cell: the text between " | ") that comes out of half the files or more
-// (and three) is navigation or a banner, and each file that keeps one
-// leaked it. Every file is header-bearing.
+// repetition among them: a piece of text (a line, or a table cell: the
+// text between " | ") that comes out of half the files or more (and
+// three) is navigation or a banner, and each file that keeps one leaked
+// it. So is a piece whose skeleton does: its common words (those that
+// half the files hold), each run of other words elided (see skeletons).
+// A navigation
+// panel that names the pages around each page (Texinfo's "Next: Bezier
+// curves, Previous: Tutorial, Up: Asymptote [Contents][Index]") differs
+// from page to page; its skeleton ("next: … previous: … up: …
+// [contents][index]") does not. Every file is header-bearing.
+//
+// What the converter leaves on a few pages only does not repeat in its
+// text: HTMLPageLeaks finds the repetition in the pages' markup instead.
 func HTMLLeaks(names, texts []string) Leaks {
-	perFile := make([][]string, len(texts))
-	count := map[string]int{}
-	for i, text := range texts {
-		seen := map[string]bool{}
-		var pieces []string
-		for _, p := range strings.Split(text, "\n") {
-			for _, c := range strings.Split(p, " | ") {
-				if c = Mask(c); c != "" {
-					pieces = append(pieces, c)
-				}
+	return htmlLeaks(names, texts, texts, nil)
+}
+
+// HTMLPageLeaks is HTMLLeaks with the repetition found in every text of
+// the pages themselves (pages, the HTML files' bytes, in the order of
+// names and texts; see HTMLLines) rather than in what the converter kept
+// of them: the pieces, and skeletons, of half the pages' text or more
+// that the converted text of a page still has. It counts a navigation
+// panel the converter drops on most pages and keeps on a few.
+//
+// A page leaked a piece when its converted text holds it as often as the
+// page's own text does (a table of contents the converter dropped and a
+// caption it kept say the same words once each); a piece that is a heading
+// of its own page, and a heading of fewer than half the pages, is the
+// page's title, not navigation, though the other pages' tables of
+// contents repeat it; and pieces are told apart by case ("NEXT", a keyword
+// of SQL, is not "Next").
+func HTMLPageLeaks(names []string, pages [][]byte, texts []string) Leaks {
+	ref := make([]string, len(pages))
+	headings := make([][]string, len(pages))
+	for i, p := range pages {
+		ref[i], headings[i] = htmlLines(p)
+	}
+	return htmlLeaks(names, ref, texts, headings)
+}
+
+// HTMLLines is all the text of an HTML page, a line per block element
+// and per table cell, without the converter: what is outside the head,
+// scripts and styles, navigation and boilerplate included.
+func HTMLLines(page []byte) string {
+	text, _ := htmlLines(page)
+	return text
+}
+
+// htmlLines is HTMLLines, and the text of the page's headings (h1–h6).
+func htmlLines(page []byte) (string, []string) {
+	z := html.NewTokenizer(bytes.NewReader(page))
+	var out, line strings.Builder
+	var headings []string
+	skip, inHeading := 0, false
+	flush := func() {
+		// A heading's permalink (Sphinx's "¶") is not its text.
+		if l := strings.TrimRight(strings.Join(strings.Fields(line.String()), " "), " ¶"); l != "" {
+			out.WriteString(l)
+			out.WriteByte('\n')
+			if inHeading {
+				headings = append(headings, l)
 			}
 		}
-		for _, p := range pieces {
+		line.Reset()
+	}
+	for {
+		switch tt := z.Next(); tt {
+		case html.ErrorToken:
+			flush()
+			return out.String(), headings
+		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
+			name, _ := z.TagName()
+			switch a := atom.Lookup(name); a {
+			case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+				flush()
+				inHeading = tt == html.StartTagToken
+			case atom.Head, atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Svg, atom.Math:
+				if tt == html.StartTagToken {
+					skip++
+				} else if tt == html.EndTagToken && skip > 0 {
+					skip--
+				}
+			default:
+				if lineBlocks[a] {
+					flush()
+				}
+			}
+		case html.TextToken:
+			if skip == 0 {
+				line.Write(z.Text())
+			}
+		}
+	}
+}
+
+// lineBlocks are the elements that HTMLLines ends a line at.
+var lineBlocks = map[atom.Atom]bool{
+	atom.P: true, atom.Div: true, atom.Section: true, atom.Article: true, atom.Main: true,
+	atom.Header: true, atom.Footer: true, atom.Nav: true, atom.Aside: true, atom.Blockquote: true,
+	atom.Pre: true, atom.Ul: true, atom.Ol: true, atom.Li: true, atom.Dl: true, atom.Dt: true,
+	atom.Dd: true, atom.Table: true, atom.Tr: true, atom.Td: true, atom.Th: true, atom.Caption: true,
+	atom.Figure: true, atom.Figcaption: true, atom.Form: true, atom.Fieldset: true, atom.Address: true,
+	atom.Hr: true, atom.Br: true, atom.Body: true, atom.Html: true, atom.Details: true, atom.Summary: true,
+}
+
+// pieces are the masked pieces of a converted text: its lines, and the
+// cells of a table row (apart by " | ").
+func pieces(text string, mask func(string) string) []string {
+	var out []string
+	for _, p := range strings.Split(text, "\n") {
+		for _, c := range strings.Split(p, " | ") {
+			// A list item's marker, which the converter writes and the
+			// page's text has not, is no part of the piece (nor a
+			// number's, a heading's or an item's, on either side).
+			c = mask(c)
+			for _, m := range []string{"• ", "#. "} {
+				c = strings.TrimPrefix(c, m)
+			}
+			if c != "" {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// maskCase is Mask without lowercasing.
+func maskCase(s string) string {
+	words := strings.Fields(s)
+	for i, w := range words {
+		if w != "" && len(w) <= 8 && romanNum.MatchString(strings.ToLower(w)) {
+			words[i] = "#"
+			continue
+		}
+		words[i] = digitRun.ReplaceAllString(w, "#")
+	}
+	return strings.Join(words, " ")
+}
+
+// htmlLeaks finds the pieces, and skeletons, that half the reference
+// texts or more hold, and reports each file of texts that still has one,
+// less its own headings that fewer than half the pages have among theirs
+// (headings, the reference pages' headings; nil: none).
+func htmlLeaks(names, ref, texts []string, headings [][]string) Leaks {
+	mask := Mask
+	if headings != nil {
+		mask = maskCase
+	}
+	hdf := map[string]int{}
+	own := make([]map[string]bool, len(texts))
+	for i, hs := range headings {
+		own[i] = map[string]bool{}
+		for _, h := range hs {
+			if h = mask(h); !own[i][h] {
+				own[i][h] = true
+				hdf[h]++
+			}
+		}
+	}
+	count := map[string]int{}
+	df := map[string]int{} // the reference texts that hold a word
+	refPieces := make([][]string, len(ref))
+	printed := make([]map[string]int, len(ref)) // a piece's copies in a reference text
+	for i, text := range ref {
+		seen := map[string]bool{}
+		printed[i] = map[string]int{}
+		for _, p := range pieces(text, mask) {
+			printed[i][p]++
 			if !seen[p] {
 				seen[p] = true
-				perFile[i] = append(perFile[i], p)
+				refPieces[i] = append(refPieces[i], p)
 				count[p]++
 			}
 		}
 	}
-	out := Leaks{Pages: len(texts), Bearing: len(texts)}
-	for i, ps := range perFile {
+	repeated := func(n int) bool { return n >= 3 && n*2 >= len(ref) }
+	// A word is common by the pieces that are not repeated whole: a menu
+	// of every page on every page does not make its titles common.
+	for _, ps := range refPieces {
+		seen := map[string]bool{}
 		for _, p := range ps {
-			if n := count[p]; n >= 3 && n*2 >= len(texts) {
+			if repeated(count[p]) {
+				continue
+			}
+			for _, w := range strings.Fields(p) {
+				if !seen[w] {
+					seen[w] = true
+					df[w]++
+				}
+			}
+		}
+	}
+	common := func(w string) bool { return repeated(df[w]) }
+	skelCount := map[string]int{}
+	for _, ps := range refPieces {
+		seen := map[string]bool{}
+		for _, p := range ps {
+			for _, sk := range skeletons(p, common) {
+				if !seen[sk] {
+					seen[sk] = true
+					skelCount[sk]++
+				}
+			}
+		}
+	}
+	out := Leaks{Pages: len(texts), Bearing: len(texts)}
+	for i, text := range texts {
+		found := map[string]int{}
+		var ps []string
+		for _, p := range pieces(text, mask) {
+			if found[p]++; found[p] == 1 {
+				ps = append(ps, p)
+			}
+		}
+		for _, p := range ps {
+			if own[i][p] && !repeated(hdf[p]) || headings != nil && found[p] < printed[i][p] {
+				continue
+			}
+			leak := repeated(count[p])
+			for _, sk := range skeletons(p, common) {
+				leak = leak || repeated(skelCount[sk])
+			}
+			if leak {
 				out.Lines = append(out.Lines, fmt.Sprintf("%s: %q", names[i], p))
 			}
 		}
+	}
+	return out
+}
+
+// skeletons are the masked piece p's skeletons: p with each run of words
+// that are not common elided as "…", and that with one of its common
+// words elided too (the title of the page a panel goes up to may be a
+// common word), when it keeps three words or more and more than the runs
+// it elides (prose, whose common words are "the", "of", "is", has many
+// runs; a title, "The … command", few words). A word is common when half
+// the pages or more hold it in pieces that are not repeated whole. A
+// piece of more than 64 words has none.
+func skeletons(p string, common func(string) bool) []string {
+	words := strings.Fields(p)
+	if len(words) > 64 {
+		return nil
+	}
+	keep := make([]bool, len(words))
+	var kept []int
+	for i, w := range words {
+		if keep[i] = common(w); keep[i] {
+			kept = append(kept, i)
+		}
+	}
+	if len(kept) == len(words) {
+		return nil // p itself, which repetition counts
+	}
+	var out []string
+	build := func(drop int) {
+		var b []string
+		n, runs := 0, 0
+		for i, w := range words {
+			switch {
+			case keep[i] && i != drop:
+				b = append(b, w)
+				n++
+			case len(b) == 0 || b[len(b)-1] != "…":
+				b = append(b, "…")
+				runs++
+			}
+		}
+		if n >= 3 && n > runs {
+			out = append(out, strings.Join(b, " "))
+		}
+	}
+	build(-1)
+	for _, k := range kept {
+		build(k)
 	}
 	return out
 }

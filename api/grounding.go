@@ -68,8 +68,29 @@ type Grounding struct {
 	// Quote is the text around the occurrence, at most
 	// MaxGroundingQuoteBytes of valid UTF-8: the occurrence with as much
 	// context on either side as fits (its first bytes when it is longer),
-	// all of it from the occurrence's document in a corpus.
+	// all of it from the occurrence's document in a corpus, and from its
+	// page (or section) of a converted document: a quote never crosses a
+	// page boundary. Its context is cut at white space, so it starts and
+	// ends on whole words. When the occurrence crosses a page boundary,
+	// Quote is its part on the first page (Pages.First) and QuoteParts
+	// holds every page's part.
 	Quote string `json:"quote,omitempty"`
+	// QuoteParts is set only when the occurrence crosses a page (or
+	// section) boundary: one part a page it is on, in order, each cut
+	// like Quote from its own page and citing that page. Quote is the
+	// first part's text. Groundings made before parts existed have none.
+	QuoteParts []QuotePart `json:"quote_parts,omitempty"`
+}
+
+// QuotePart is one page's part of a grounding quote that crosses a page
+// boundary.
+type QuotePart struct {
+	// Text is the occurrence's part on the page with context from that
+	// page only, at most MaxGroundingQuoteBytes of valid UTF-8, starting
+	// and ending on whole words.
+	Text string `json:"text"`
+	// Pages is the page (or section) the part is on.
+	Pages *PageRef `json:"pages,omitempty"`
 }
 
 // Found reports whether the answer occurs in the text.
@@ -88,6 +109,16 @@ func (g *Grounding) String() string {
 		s += ", " + SourceRef{Document: g.Document, Name: path.Base(g.Document), Pages: g.Pages}.String()
 	} else if p := g.Pages.String(); p != "" {
 		s += ", " + p
+	}
+	if len(g.QuoteParts) > 1 {
+		s += ":"
+		for _, p := range g.QuoteParts {
+			s += ` "` + quoteLine(p.Text) + `"`
+			if c := p.Pages.String(); c != "" {
+				s += " (" + c + ")"
+			}
+		}
+		return s
 	}
 	if g.Quote != "" {
 		s += `: "` + quoteLine(g.Quote) + `"`

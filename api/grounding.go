@@ -1,6 +1,9 @@
 package api
 
-import "path"
+import (
+	"path"
+	"strings"
+)
 
 // Grounding statuses: whether an answer's text is in the source.
 const (
@@ -124,6 +127,26 @@ func (g *Grounding) String() string {
 		s += `: "` + quoteLine(g.Quote) + `"`
 	}
 	return s
+}
+
+// QuoteByPage is the quote as a cell of a table shows it: Quote, or for
+// an occurrence across pages its parts a line each, each with the page it
+// is on: "…the answer begins [p. 16]\nright here… [p. 17]"; "" for nil.
+func (g *Grounding) QuoteByPage() string {
+	if g == nil {
+		return ""
+	}
+	if len(g.QuoteParts) < 2 {
+		return g.Quote
+	}
+	lines := make([]string, len(g.QuoteParts))
+	for i, p := range g.QuoteParts {
+		lines[i] = p.Text
+		if c := p.Pages.String(); c != "" {
+			lines[i] += " [" + c + "]"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // quoteLine puts a quote on one line: runs of whitespace become one space.

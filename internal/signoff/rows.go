@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"strings"
 
 	"github.com/memagent/memagent/api"
 )
@@ -49,24 +48,14 @@ func (r Row) EvidencePage() string {
 	return r.Grounding.Pages.String()
 }
 
-// EvidenceQuote is the grounding's quote, "" when not found. A quote of
-// an occurrence that crosses pages is its parts a line each, each with
-// the page it is on: "…the answer begins [p. 16]\nright here… [p. 17]".
+// EvidenceQuote is the grounding's quote, "" when not found: for an
+// occurrence across pages, its parts a line each with their pages
+// (api.Grounding.QuoteByPage).
 func (r Row) EvidenceQuote() string {
 	if !r.Grounding.Found() {
 		return ""
 	}
-	if len(r.Grounding.QuoteParts) < 2 {
-		return r.Grounding.Quote
-	}
-	lines := make([]string, len(r.Grounding.QuoteParts))
-	for i, p := range r.Grounding.QuoteParts {
-		lines[i] = p.Text
-		if c := p.Pages.String(); c != "" {
-			lines[i] += " [" + c + "]"
-		}
-	}
-	return strings.Join(lines, "\n")
+	return r.Grounding.QuoteByPage()
 }
 
 // ReviewRows are the rows of a review's grid, in grid order.

@@ -177,7 +177,7 @@ func (a *Activities) groundRest(ctx context.Context, docLoc s3store.Location, in
 }
 
 // placeGroundings gives each found grounding its pages, its document in a
-// corpus, and its quote.
+// corpus, and its quote: one a page when the occurrence crosses pages.
 func (a *Activities) placeGroundings(ctx context.Context, docLoc s3store.Location, in actwire.GroundInput, idx *memagent.ChunkIndex, groundings []api.Grounding) error {
 	for i := range groundings {
 		g := &groundings[i]
@@ -188,10 +188,15 @@ func (a *Activities) placeGroundings(ctx context.Context, docLoc s3store.Locatio
 		if refs := idx.Corpus.Refs(g.Start, g.End); len(refs) > 0 {
 			g.Document, g.Pages = refs[0].Document, refs[0].Pages
 		}
-		var err error
-		g.Quote, err = a.quote(ctx, docLoc, in.ETag, idx, memagent.GroundMatch{Status: g.Status, Start: g.Start, End: g.End})
+		parts, err := a.quote(ctx, docLoc, in.ETag, idx, memagent.GroundMatch{Status: g.Status, Start: g.Start, End: g.End})
 		if err != nil {
 			return storeError(err, in.Document)
+		}
+		if len(parts) > 0 {
+			g.Quote = parts[0].Text
+		}
+		if len(parts) > 1 {
+			g.QuoteParts = parts
 		}
 	}
 	return nil
@@ -445,8 +450,11 @@ func (a *Activities) scanForAnswers(ctx context.Context, loc s3store.Location, e
 }
 
 // quote reads the text around a match and cuts the quote from it, within
-// the match's document in a corpus.
-func (a *Activities) quote(ctx context.Context, loc s3store.Location, etag string, idx *memagent.ChunkIndex, m memagent.GroundMatch) (string, error) {
+// the match's document in a corpus and within its page (or section) of a
+// converted document: a part a page when the match crosses pages
+// (memagent.GroundQuoteParts), each with its page. The match's pages are
+// the ones its page map gives: the index's, or its corpus document's.
+func (a *Activities) quote(ctx context.Context, loc s3store.Location, etag string, idx *memagent.ChunkIndex, m memagent.GroundMatch) ([]api.QuotePart, error) {
 	const n = api.MaxGroundingQuoteBytes
 	from, to := max(0, m.Start-n), m.End+n
 	if m.End-m.Start >= n {
@@ -455,22 +463,38 @@ func (a *Activities) quote(ctx context.Context, loc s3store.Location, etag strin
 	if idx.Bytes > 0 {
 		to = min(to, idx.Bytes)
 	}
+	pm := idx.PageMap
 	if c := idx.Corpus; c != nil {
 		for i, d := range c.Documents {
 			if d.Start <= m.Start && m.Start < d.End {
 				body, end := c.Body(i)
 				from, to = max(from, body), min(to, end)
+				pm = d.PageMap
 				break
 			}
 		}
+	}
+	pages := pm.SpanRanges(m.Start, m.End)
+	if len(pages) > 0 {
+		from, to = max(from, pages[0][0]), min(to, pages[len(pages)-1][1])
+	}
+	if to <= from {
+		return nil, nil
 	}
 	sctx, cancel := a.s3ctx(ctx)
 	defer cancel()
 	b, err := a.Store.ReadRange(sctx, loc, from, to, etag)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return memagent.GroundQuote(b, from, m.Start, m.End, n), nil
+	cut := memagent.GroundQuoteParts(b, from, m.Start, m.End, n, pages)
+	parts := make([]api.QuotePart, 0, len(cut))
+	for _, p := range cut {
+		if p.Text != "" {
+			parts = append(parts, api.QuotePart{Text: p.Text, Pages: pm.Ref(p.Start, p.End)})
+		}
+	}
+	return parts, nil
 }
 
 // groundResult adds the grounding and citation to the run's result.json at uri. A

@@ -91,8 +91,20 @@ func TestGroundAnswerPagesAndResult(t *testing.T) {
 	if g.Status != api.GroundingVerbatim || g.Pages.String() != "p. 2" {
 		t.Errorf("grounding %+v, want verbatim on p. 2", g)
 	}
-	if s := g.String(); !strings.HasPrefix(s, `verbatim, p. 2: "page one text. page two`) || !strings.Contains(s, "7391-ALPHA") {
-		t.Errorf("String() = %s", s)
+	// The quote is page 2's text alone: the context stops at the page's
+	// start.
+	if s := g.String(); s != `verbatim, p. 2: "page two has 7391-ALPHA in it."` || g.QuoteParts != nil {
+		t.Errorf("String() = %s (parts %+v), want the quote from page 2 only", s, g.QuoteParts)
+	}
+	// An answer across the page boundary is quoted a part a page.
+	if err := f.exec(t, GroundAnswerName, actwire.GroundInput{Document: p.Document, ETag: p.ETag, IndexURI: p.IndexURI, RunID: "run-1",
+		Answers: []actwire.GroundItem{{Answer: "text, page two", AnswerFound: true}}}, &out); err != nil {
+		t.Fatalf("GroundAnswer: %v", err)
+	}
+	g = out.Groundings[0]
+	if s := g.String(); g.Status != api.GroundingNormalized || g.Pages.String() != "pp. 1–2" || len(g.QuoteParts) != 2 ||
+		g.Quote != g.QuoteParts[0].Text || s != `normalized, pp. 1–2: "page one text." (p. 1) "page two has 7391-ALPHA in it." (p. 2)` {
+		t.Errorf("grounding across pages: %s (%+v), want a part a page", s, g)
 	}
 	var back StoredResult
 	if err := json.Unmarshal(f.store.Object(mustLoc(t, resultURI)), &back); err != nil {

@@ -20,7 +20,9 @@ type Evidence struct {
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
 	// Passage is the sentence of the chunk that best accounts for the
-	// change, when one was found.
+	// change, when one was found. A sentence ends at a line break at the
+	// latest, so a passage is on one page; one over 1 KiB is narrowed
+	// around its first new word at white space, to whole words.
 	Passage *EvidencePassage `json:"passage,omitempty"`
 	// Added are new content words the chunk brought into the memory:
 	// words of the memory after the chunk that the memory before it

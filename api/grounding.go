@@ -1,6 +1,9 @@
 package api
 
-import "path"
+import (
+	"path"
+	"strings"
+)
 
 // Grounding statuses: whether an answer's text is in the source.
 const (
@@ -68,8 +71,29 @@ type Grounding struct {
 	// Quote is the text around the occurrence, at most
 	// MaxGroundingQuoteBytes of valid UTF-8: the occurrence with as much
 	// context on either side as fits (its first bytes when it is longer),
-	// all of it from the occurrence's document in a corpus.
+	// all of it from the occurrence's document in a corpus, and from its
+	// page (or section) of a converted document: a quote never crosses a
+	// page boundary. Its context is cut at white space, so it starts and
+	// ends on whole words. When the occurrence crosses a page boundary,
+	// Quote is its part on the first page (Pages.First) and QuoteParts
+	// holds every page's part.
 	Quote string `json:"quote,omitempty"`
+	// QuoteParts is set only when the occurrence crosses a page (or
+	// section) boundary: one part a page it is on, in order, each cut
+	// like Quote from its own page and citing that page. Quote is the
+	// first part's text. Groundings made before parts existed have none.
+	QuoteParts []QuotePart `json:"quote_parts,omitempty"`
+}
+
+// QuotePart is one page's part of a grounding quote that crosses a page
+// boundary.
+type QuotePart struct {
+	// Text is the occurrence's part on the page with context from that
+	// page only, at most MaxGroundingQuoteBytes of valid UTF-8, starting
+	// and ending on whole words.
+	Text string `json:"text"`
+	// Pages is the page (or section) the part is on.
+	Pages *PageRef `json:"pages,omitempty"`
 }
 
 // Found reports whether the answer occurs in the text.
@@ -89,10 +113,40 @@ func (g *Grounding) String() string {
 	} else if p := g.Pages.String(); p != "" {
 		s += ", " + p
 	}
+	if len(g.QuoteParts) > 1 {
+		s += ":"
+		for _, p := range g.QuoteParts {
+			s += ` "` + quoteLine(p.Text) + `"`
+			if c := p.Pages.String(); c != "" {
+				s += " (" + c + ")"
+			}
+		}
+		return s
+	}
 	if g.Quote != "" {
 		s += `: "` + quoteLine(g.Quote) + `"`
 	}
 	return s
+}
+
+// QuoteByPage is the quote as a cell of a table shows it: Quote, or for
+// an occurrence across pages its parts a line each, each with the page it
+// is on: "…the answer begins [p. 16]\nright here… [p. 17]"; "" for nil.
+func (g *Grounding) QuoteByPage() string {
+	if g == nil {
+		return ""
+	}
+	if len(g.QuoteParts) < 2 {
+		return g.Quote
+	}
+	lines := make([]string, len(g.QuoteParts))
+	for i, p := range g.QuoteParts {
+		lines[i] = p.Text
+		if c := p.Pages.String(); c != "" {
+			lines[i] += " [" + c + "]"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // quoteLine puts a quote on one line: runs of whitespace become one space.

@@ -411,8 +411,12 @@ func (g *Grounder) word(id int, end int64) {
 // GroundQuote is a quote of at most max bytes of valid UTF-8 around the
 // match [start, end), from text, the bytes of the document from offset
 // at: the match with as much context on each side as fits, or its first
-// bytes when it is longer than max. Runes are never cut; invalid bytes
-// become U+FFFD.
+// bytes when it is longer than max. The context is cut at white space, so
+// that the quote starts and ends on whole words (a match longer than max
+// is cut at its last white space that fits, or inside its one long word
+// when it has none); the ends of text count as word boundaries, so a
+// caller passes a page's text, or a window that ends past where the quote
+// can reach. Runes are never cut; invalid bytes become U+FFFD.
 func GroundQuote(text []byte, at, start, end int64, max int) string {
 	lo, hi := start-at, end-at
 	lo, hi = clamp(lo, 0, int64(len(text))), clamp(hi, 0, int64(len(text)))
@@ -420,6 +424,13 @@ func GroundQuote(text []byte, at, start, end int64, max int) string {
 	var qs, qe int64
 	if hi-lo >= m {
 		qs, qe = lo, lo+m
+		// The match's last whole word that fits.
+		if i := bytes.LastIndexFunc(text[lo:min(qe+1, int64(len(text)))], isSpace); i > 0 {
+			qe = lo + int64(i)
+		}
+		for qe > lo && isSpace(rune(text[qe-1])) {
+			qe--
+		}
 	} else {
 		ctx := (m - (hi - lo)) / 2
 		qs, qe = clamp(lo-ctx, 0, lo), clamp(hi+ctx, hi, int64(len(text)))
@@ -428,6 +439,7 @@ func GroundQuote(text []byte, at, start, end int64, max int) string {
 		qe = clamp(qe+left, hi, int64(len(text)))
 		left = m - (qe - qs)
 		qs = clamp(qs-left, 0, lo)
+		qs, qe = wholeWords(text, qs, lo, hi, qe)
 	}
 	for qs < lo && !utf8.RuneStart(text[qs]) {
 		qs++
@@ -441,6 +453,68 @@ func GroundQuote(text []byte, at, start, end int64, max int) string {
 		q = q[:len(q)-size]
 	}
 	return q
+}
+
+// wholeWords moves the context [qs, lo) before a match [lo, hi) of text
+// forward, and the context [hi, qe) after it back, to white space, so that
+// neither cuts a word: a context that is one cut word goes, and so does
+// the white space at the quote's ends.
+func wholeWords(text []byte, qs, lo, hi, qe int64) (int64, int64) {
+	if qs > 0 && qs < lo && !isSpace(rune(text[qs-1])) {
+		i := bytes.IndexFunc(text[qs:lo], isSpace)
+		if i < 0 {
+			qs = lo
+		} else {
+			qs += int64(i)
+		}
+	}
+	for qs < lo && isSpace(rune(text[qs])) {
+		qs++
+	}
+	if qe < int64(len(text)) && qe > hi && !isSpace(rune(text[qe])) {
+		qe = hi + int64(max(bytes.LastIndexFunc(text[hi:qe], isSpace), 0))
+	}
+	for qe > hi && isSpace(rune(text[qe-1])) {
+		qe--
+	}
+	return qs, qe
+}
+
+// isSpace reports whether r is ASCII white space: a byte of it is never
+// part of a multi-byte rune.
+func isSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v'
+}
+
+// QuotePart is one page's part of a quote: its text, and the part [Start,
+// End) of the match (in document offsets) that lies on that page.
+type QuotePart struct {
+	Text       string
+	Start, End int64
+}
+
+// GroundQuoteParts cuts the quote of the match [start, end) page by page:
+// pages are the byte ranges (in document offsets, in order) of the pages
+// or sections that the match touches, and text the bytes of the document
+// from offset at. Each part is GroundQuote of the match's bytes on one
+// page with context from that page only, so that no part crosses a page
+// boundary; the match's bytes between two pages (the blank line that
+// separates them) are in no part. With no pages (a text document), the
+// one part is GroundQuote's.
+func GroundQuoteParts(text []byte, at, start, end int64, limit int, pages [][2]int64) []QuotePart {
+	if len(pages) == 0 {
+		return []QuotePart{{Text: GroundQuote(text, at, start, end, limit), Start: start, End: end}}
+	}
+	var parts []QuotePart
+	for _, p := range pages {
+		s, e := max(start, p[0]), min(end, p[1])
+		if e <= s {
+			continue
+		}
+		from, to := clamp(p[0]-at, 0, int64(len(text))), clamp(p[1]-at, 0, int64(len(text)))
+		parts = append(parts, QuotePart{Text: GroundQuote(text[from:to], at+from, s, e, limit), Start: s, End: e})
+	}
+	return parts
 }
 
 func clamp(v, lo, hi int64) int64 {

@@ -190,10 +190,10 @@ func TestGrounderDone(t *testing.T) {
 }
 
 func TestGroundQuote(t *testing.T) {
-	text := []byte(strings.Repeat("ä", 200) + "7391-ALPHA" + strings.Repeat("ö", 200))
-	start := int64(400)
+	text := []byte(strings.Repeat("ää ", 100) + "7391-ALPHA" + strings.Repeat(" öö", 100))
+	start := int64(500)
 	q := GroundQuote(text, 0, start, start+10, api.MaxGroundingQuoteBytes)
-	if !strings.Contains(q, "7391-ALPHA") || len(q) > api.MaxGroundingQuoteBytes || !utf8.ValidString(q) || len(q) < api.MaxGroundingQuoteBytes-4 {
+	if !strings.Contains(q, "7391-ALPHA") || len(q) > api.MaxGroundingQuoteBytes || !utf8.ValidString(q) || len(q) < api.MaxGroundingQuoteBytes-10 {
 		t.Errorf("quote %q (%d bytes)", q, len(q))
 	}
 	// The text read from offset 100, near its start: the context moves to
@@ -209,11 +209,65 @@ func TestGroundQuote(t *testing.T) {
 	long := strings.Repeat("é", 300)
 	q = GroundQuote([]byte(long), 0, 0, int64(len(long)), 240)
 	if len(q) != 240 || !utf8.ValidString(q) {
-		t.Errorf("a match over the bound: %d bytes, valid %v", len(q), utf8.ValidString(q))
+		t.Errorf("a match over the bound, one word: %d bytes, valid %v", len(q), utf8.ValidString(q))
+	}
+	long = strings.Repeat("word ", 60)
+	q = GroundQuote([]byte(long), 0, 0, int64(len(long)), 240)
+	if len(q) != 239 || !strings.HasSuffix(q, " word") {
+		t.Errorf("a match over the bound, of words: %q (%d bytes), want it cut after its last whole word", q, len(q))
 	}
 	q = GroundQuote([]byte("ab\xffcd 7391 x"), 0, 6, 10, 240)
 	if !utf8.ValidString(q) || !strings.Contains(q, "7391") {
 		t.Errorf("invalid bytes: %q", q)
+	}
+}
+
+// TestGroundQuoteWholeWords: the context around a match is cut at white
+// space, never inside a word or a number, whichever way the window falls.
+func TestGroundQuoteWholeWords(t *testing.T) {
+	text := "Dynamic linking should be avoided in 2.85 asymptote builds; the code is 7391-ALPHA, as the manual says on page twelve."
+	at := int64(strings.Index(text, "7391-ALPHA"))
+	for limit := 12; limit <= len(text)+10; limit++ {
+		q := GroundQuote([]byte(text), 0, at, at+10, limit)
+		i := strings.Index(text, q)
+		if !strings.Contains(q, "7391-ALPHA") || i < 0 || len(q) > limit {
+			t.Fatalf("limit %d: quote %q is not a piece of the text holding the match within the limit", limit, q)
+		}
+		if (i > 0 && text[i-1] != ' ') || (i+len(q) < len(text) && text[i+len(q)] != ' ' && text[i+len(q)] != ',') ||
+			strings.TrimSpace(q) != q {
+			t.Errorf("limit %d: quote %q cuts a word", limit, q)
+		}
+	}
+}
+
+func TestGroundQuoteParts(t *testing.T) {
+	page1 := "The first page ends with a sentence that says the answer begins"
+	page2 := "right here at the top of the next page, and the text goes on."
+	text := []byte(page1 + "\n\n" + page2 + "\n")
+	pages := [][2]int64{{0, int64(len(page1))}, {int64(len(page1) + 2), int64(len(page1) + 2 + len(page2))}}
+	// On one page: context from that page only.
+	at := int64(len(page1) + 2)
+	parts := GroundQuoteParts(text, 0, at, at+10, 240, pages[1:])
+	if len(parts) != 1 || parts[0].Text != page2 {
+		t.Errorf("a match at the top of page 2: %+v, want page 2's text alone", parts)
+	}
+	at = int64(strings.Index(page1, "answer"))
+	parts = GroundQuoteParts(text, 0, at, at+6, 240, pages[:1])
+	if len(parts) != 1 || parts[0].Text != page1 {
+		t.Errorf("a match at the bottom of page 1: %+v, want page 1's text alone", parts)
+	}
+	// Across the boundary: a part a page.
+	at = int64(strings.Index(page1, "begins"))
+	end := int64(len(page1)+2) + int64(len("right here"))
+	parts = GroundQuoteParts(text, 0, at, end, 40, pages)
+	if len(parts) != 2 || !strings.HasSuffix(page1, parts[0].Text) || !strings.HasPrefix(page2, parts[1].Text) ||
+		!strings.HasSuffix(parts[0].Text, "begins") || !strings.HasPrefix(parts[1].Text, "right here") ||
+		parts[0].End != int64(len(page1)) || parts[1].Start != int64(len(page1)+2) {
+		t.Errorf("a match across pages: %+v, want the end of page 1 and the top of page 2", parts)
+	}
+	// A text without pages: one part, as GroundQuote.
+	if parts := GroundQuoteParts(text, 0, at, end, 240, nil); len(parts) != 1 || !strings.Contains(parts[0].Text, "begins\n\nright here") {
+		t.Errorf("no pages: %+v", parts)
 	}
 }
 

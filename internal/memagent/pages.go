@@ -155,6 +155,19 @@ func (m *PageMap) Ref(start, end int64) *api.PageRef {
 		Scan:         m.scan(m.Spans[i].Number, m.Spans[j].Number)}
 }
 
+// SpanRanges returns the byte ranges of the spans that [start, end)
+// touches, in order; nil when m is nil or the range lies in no span.
+func (m *PageMap) SpanRanges(start, end int64) [][2]int64 {
+	if m == nil || end <= start {
+		return nil
+	}
+	var out [][2]int64
+	for i := sort.Search(len(m.Spans), func(i int) bool { return m.Spans[i].End > start }); i < len(m.Spans) && m.Spans[i].Start < end; i++ {
+		out = append(out, [2]int64{m.Spans[i].Start, m.Spans[i].End})
+	}
+	return out
+}
+
 // labelRepeats reports whether s's page label is printed on another page
 // of the map too.
 func (m *PageMap) labelRepeats(s PageSpan) bool {

@@ -288,11 +288,10 @@ func groundingPages(g *api.Grounding) string {
 	return g.Pages.String()
 }
 
+// groundingQuote is the quote of a grounding's CSV column: a part a
+// line, each with its page, when it crosses pages.
 func groundingQuote(g *api.Grounding) string {
-	if g == nil {
-		return ""
-	}
-	return g.Quote
+	return g.QuoteByPage()
 }
 
 // GroundingCell is how a page shows an answer's grounding: its status,

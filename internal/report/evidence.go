@@ -209,10 +209,31 @@ func matchPassage(text []byte, s, e int, want map[string]bool) passageMatch {
 }
 
 // narrow shrinks the range to at most EvidenceMaxPassageBytes around its first
-// match, on rune boundaries.
+// match, on white space (no word cut, the first match kept whole), else on
+// rune boundaries.
 func (m *passageMatch) narrow(text []byte) {
 	s := max(m.start, m.first-EvidenceMaxPassageBytes/4)
 	e := min(m.end, s+EvidenceMaxPassageBytes)
+	if s > m.start && !isSpaceByte(text[s-1]) {
+		for s < m.first && !isSpaceByte(text[s]) {
+			s++
+		}
+	}
+	for s < m.first && isSpaceByte(text[s]) {
+		s++
+	}
+	if e < m.end && !isSpaceByte(text[e]) {
+		w := e
+		for w > m.first && !isSpaceByte(text[w-1]) {
+			w--
+		}
+		if w > m.first {
+			e = w
+		}
+	}
+	for e > m.first+1 && isSpaceByte(text[e-1]) {
+		e--
+	}
 	for s < e && !utf8.RuneStart(text[s]) {
 		s++
 	}

@@ -83,6 +83,22 @@ func TestReviewLocatePassage(t *testing.T) {
 	})
 }
 
+// TestReviewLocatePassageWholeWords: a long sentence is narrowed at white
+// space, wherever its window falls, so that a passage neither starts nor
+// ends inside a word.
+func TestReviewLocatePassageWholeWords(t *testing.T) {
+	for pad := range 9 {
+		text := strings.Repeat("x", pad) + strings.Repeat(" harbor", 120) + " Halvorsen 7391" + strings.Repeat(" lantern 2.85", 150)
+		s, e, ok := LocatePassage([]byte(text), []string{"halvorsen"})
+		if !ok || e-s > EvidenceMaxPassageBytes || !strings.Contains(text[s:e], "Halvorsen") {
+			t.Fatalf("pad %d: passage [%d,%d), want at most %d bytes holding the match", pad, s, e, EvidenceMaxPassageBytes)
+		}
+		if (s > 0 && text[s-1] != ' ') || (e < len(text) && text[e] != ' ') || strings.TrimSpace(text[s:e]) != text[s:e] {
+			t.Errorf("pad %d: passage %q… …%q cuts a word", pad, text[s:s+12], text[e-12:e])
+		}
+	}
+}
+
 func validUTF8(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 func TestReviewSupportAndPrune(t *testing.T) {
@@ -140,7 +156,7 @@ func TestReviewLocatePassageRanges(t *testing.T) {
 		{"a decimal point ends no sentence", "pi is 3.14 here? yes", []string{"pi", "14"}, 0, 16, true},
 		{"a line break ends one", "north\ngate code", []string{"gate", "code"}, 6, 15, true},
 		{"only blank sentences", " \n\n . ", []string{"gate"}, 0, 0, false},
-		{"long sentence narrowed on rune boundaries", long, []string{"halvorsen"}, 6144, 7167, true},
+		{"long sentence narrowed on whole words", long, []string{"halvorsen"}, 6144, 7166, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

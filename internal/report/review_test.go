@@ -269,3 +269,26 @@ func TestReviewCorpusCitations(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewQuoteByPage: a grounding quote across pages shows in grid.csv
+// and report.html a part a page, each with its page.
+func TestReviewQuoteByPage(t *testing.T) {
+	g := sampleGrid()
+	page := func(n int) *api.PageRef { return &api.PageRef{Unit: api.UnitPage, First: n, Last: n} }
+	g.Rows[0].Grounding = &api.Grounding{Status: api.GroundingVerbatim, Start: 10, End: 30, Quote: "the code begins",
+		Pages:      &api.PageRef{Unit: api.UnitPage, First: 16, Last: 17},
+		QuoteParts: []api.QuotePart{{Text: "the code begins", Pages: page(16)}, {Text: "here on top", Pages: page(17)}}}
+	var csv, html bytes.Buffer
+	if err := WriteReviewCSV(&csv, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReviewHTML(&html, g); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(csv.String(), "the code begins [p. 16]\nhere on top [p. 17]") {
+		t.Errorf("grid.csv lacks the quote a part a page:\n%s", csv.String())
+	}
+	if !strings.Contains(html.String(), "<blockquote>the code begins [p. 16]\nhere on top [p. 17]</blockquote>") {
+		t.Errorf("report.html lacks the quote a part a page")
+	}
+}

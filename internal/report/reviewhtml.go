@@ -231,7 +231,7 @@ Grounding says whether the answer's text is in the document, read from its bytes
 {{- with .FoundOn}}<div class="where">Found on: <strong class="page">{{.}}</strong></div>{{end}}
 {{- if eq .Scan "check"}}<div class="scan check">Read by OCR from a scanned page of low confidence: check the page before relying on it.</div>{{else if eq .Scan "scan"}}<div class="scan">Read by OCR from a scanned page.</div>{{end}}
 {{- with .Context}}<div class="where context">Context (evidence without the answer's words): <span class="page">{{.}}</span></div>{{end}}
-{{- with .Grounding}}<div class="where grounding {{.Status}}">Grounding: <strong>{{groundingCell .}}</strong>{{with .Quote}}<blockquote>{{.}}</blockquote>{{end}}</div>{{end}}</td>
+{{- with .Grounding}}<div class="where grounding {{.Status}}">Grounding: <strong>{{groundingCell .}}</strong>{{with .QuoteByPage}}<blockquote>{{.}}</blockquote>{{end}}</div>{{end}}</td>
 <td>{{if .GoldAnswers}}{{join .GoldAnswers " | "}}{{if .Scores}}
 {{if .Scores.ExactMatch}}<span class="ok">exact</span>{{else if .Scores.SubstringMatch}}<span class="ok">substring</span>{{else}}<span class="no">no match</span>{{end}} · F1 {{pct .Scores.F1}}{{end}}{{else}}<span class="faint">–</span>{{end}}</td>
 <td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">{{with .Where}}{{.}} · {{end}}chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>

@@ -84,3 +84,21 @@ func TestExport(t *testing.T) {
 		t.Error("Join with a cell's row missing: no error")
 	}
 }
+
+// TestEvidenceQuoteByPage: a quote of an answer that crosses a page
+// boundary is exported a part a line, each with its page, so that each
+// line is words of the one page it names.
+func TestEvidenceQuoteByPage(t *testing.T) {
+	p16 := &api.PageRef{Unit: api.UnitPage, First: 16, Last: 16}
+	p17 := &api.PageRef{Unit: api.UnitPage, First: 17, Last: 17}
+	r := Row{Grounding: &api.Grounding{Status: api.GroundingVerbatim, Quote: "the answer begins",
+		Pages:      &api.PageRef{Unit: api.UnitPage, First: 16, Last: 17},
+		QuoteParts: []api.QuotePart{{Text: "the answer begins", Pages: p16}, {Text: "right here at the top", Pages: p17}}}}
+	if got, want := r.EvidenceQuote(), "the answer begins [p. 16]\nright here at the top [p. 17]"; got != want {
+		t.Errorf("EvidenceQuote() = %q, want %q", got, want)
+	}
+	r.Grounding.QuoteParts = nil
+	if got := r.EvidenceQuote(); got != "the answer begins" {
+		t.Errorf("EvidenceQuote() on one page = %q", got)
+	}
+}

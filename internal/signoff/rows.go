@@ -48,12 +48,14 @@ func (r Row) EvidencePage() string {
 	return r.Grounding.Pages.String()
 }
 
-// EvidenceQuote is the grounding's quote, "" when not found.
+// EvidenceQuote is the grounding's quote, "" when not found: for an
+// occurrence across pages, its parts a line each with their pages
+// (api.Grounding.QuoteByPage).
 func (r Row) EvidenceQuote() string {
 	if !r.Grounding.Found() {
 		return ""
 	}
-	return r.Grounding.Quote
+	return r.Grounding.QuoteByPage()
 }
 
 // ReviewRows are the rows of a review's grid, in grid order.

@@ -1,4 +1,4 @@
-package cli
+package review
 
 import (
 	"bytes"
@@ -19,12 +19,13 @@ import (
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/testdeps"
+	"github.com/memagent/memagent/starter/cli/clitest"
 )
 
 // TestReviewQuotesStayOnTheirPage is issue 49's done-means for quotes:
 // questions whose answers sit at the top and at the bottom of pages of a
 // real manual nobody here wrote (asymptote's asy-latex.pdf), asked as one
-// review through the CLI, the workflow on the embedded dev stack and the
+// review through the CLI, the workflow on the embedded dev clitest.Stack and the
 // simulator. Each question is made of the rarest words of the first or
 // last sentence of a page, so that the simulator's memory keeps that
 // sentence and answers from it. Every grounding quote (every part of one
@@ -44,8 +45,8 @@ func TestReviewQuotesStayOnTheirPage(t *testing.T) {
 		t.Fatalf("%d questions from the tops and bottoms of %d pages: too few", len(questions), len(res.Map.Spans))
 	}
 
-	d := stack(t)
-	startWorker(t)
+	d := clitest.Stack(t)
+	clitest.StartWorker(t)
 	d.Simulator.Reset()
 	dir := t.TempDir()
 	type item struct {
@@ -56,12 +57,12 @@ func TestReviewQuotesStayOnTheirPage(t *testing.T) {
 	for i, q := range questions {
 		items = append(items, item{ID: edges[i], Question: q})
 	}
-	qPath := writeFile(t, dir, "questions.json", mustJSON(t, items))
+	qPath := clitest.WriteFile(t, dir, "questions.json", mustJSON(t, items))
 	pdf, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := runCLI(t, "review", "--doc", writeFile(t, dir, filepath.Base(path), pdf), "--questions", qPath,
+	out, stderr, err := clitest.RunCLI(t, "review", "--doc", clitest.WriteFile(t, dir, filepath.Base(path), pdf), "--questions", qPath,
 		"--chunk-tokens", "1500", "--json")
 	if err != nil {
 		t.Fatalf("review: %v\nstderr: %s", err, stderr)
@@ -71,7 +72,7 @@ func TestReviewQuotesStayOnTheirPage(t *testing.T) {
 		t.Fatalf("review --json printed %q: %v", out, err)
 	}
 	// The worker read the text converted here.
-	_, store := testStore(t)
+	_, store := clitest.Store(t)
 	loc, err := s3store.ParseURI(grid.Document)
 	if err != nil {
 		t.Fatal(err)

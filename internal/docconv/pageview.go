@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/references"
@@ -135,6 +136,37 @@ func (c *Converter) CharBoxes(ctx context.Context, r io.ReadSeeker, size int64, 
 		return nil
 	})
 	return out, err
+}
+
+// OCRChars are the characters of words OCR read on a page (WordBoxes), as
+// FindText reads a page: each word's characters share its box evenly, a
+// space between words and a line break between lines (so that a word
+// hyphenated at a line's end is found whole).
+func OCRChars(words []WordBox) []CharBox {
+	var out []CharBox
+	for i, w := range words {
+		if i > 0 {
+			sep := ' '
+			if w.Line != words[i-1].Line {
+				sep = '\n'
+			}
+			out = append(out, CharBox{Char: sep})
+		}
+		n := utf8.RuneCountInString(w.Text)
+		if n == 0 {
+			continue
+		}
+		step := (w.Box.Right - w.Box.Left) / float64(n)
+		k := 0
+		for _, r := range w.Text {
+			b := w.Box
+			b.Left = w.Box.Left + float64(k)*step
+			b.Right = b.Left + step
+			out = append(out, CharBox{Char: r, Box: b})
+			k++
+		}
+	}
+	return out
 }
 
 // ErrTextNotOnPage is FindText's error when the text is not on the page.

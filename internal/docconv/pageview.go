@@ -195,8 +195,8 @@ func FindText(chars []CharBox, text string) ([]Box, error) {
 }
 
 // foldChars folds a page's characters as FindText compares them: runs of
-// white space one space, a hyphen before a line's end left out, each
-// character by foldRune. at is the index in chars of each folded rune
+// white space one space, a word broken by a hyphen at a line's end joined
+// (as the converted text joins it), each character by foldRune. at is the index in chars of each folded rune
 // (-1 for a space).
 func foldChars(chars []CharBox) (folded []rune, at []int) {
 	space := true
@@ -209,9 +209,23 @@ func foldChars(chars []CharBox) (folded []rune, at []int) {
 			}
 			space = true
 			continue
+		case r == 2:
+			// PDFium's mark for a hyphen that breaks a word at a line's
+			// end (TeX's): the word's parts join, as in the converted
+			// text, whether or not a line break follows.
+			space = true
+			continue
 		case r == '-' || r == 0x2010 || r == 0x00ad:
-			// A hyphen before a line's end joins the word's parts.
+			// A hyphen before a line's end joins the word's parts as
+			// the converted text does (joinLine): the line's end is no
+			// space, and the hyphen goes unless a part is not lower
+			// case ("FILE-based", "1-Jan").
 			if j := nextNonSpace(chars, i+1); j > i+1 && hasLineBreak(chars[i+1:j]) {
+				space = true
+				if i > 0 && j < len(chars) && unicode.IsLower(chars[i-1].Char) && unicode.IsLower(chars[j].Char) {
+					continue
+				}
+				folded, at = append(folded, '-'), append(at, i)
 				continue
 			}
 		}

@@ -145,7 +145,7 @@
     } else if (p.ocr === "words") {
       found = " · the quote is neither on the page's text layer nor among the words OCR read on it";
     } else if (p.ocr === "none") {
-      found = " · the quote is not on the page's text layer, and no OCR reading of the page with word boxes is kept (convert the document again to keep one)";
+      found = " · the quote is not on the page's text layer, and no OCR reading of this version of the page with word boxes is kept (one read before they were kept, or not read by OCR)";
     } else {
       found = " · the quote is not on the page's text layer";
     }

@@ -73,7 +73,10 @@ func deskScanPDF(t *testing.T, manual string) string {
 // words OCR read when the document was converted (the page has no text
 // layer), and the highlight lies over the quote's characters as PDFium
 // boxes them on the page the scan was made of; on both pages the
-// highlight is scrolled into view, in the page's box and in the window.
+// highlight is scrolled into view, in the page's box and in the window: a
+// laptop's 1500 × 800, where the page's box reaches below the window's
+// bottom and the highlight would lie under it were only the box
+// scrolled.
 func TestReviewDeskScannedPage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("OCR, a review and a browser; skipped in -short mode")
@@ -139,7 +142,7 @@ func TestReviewDeskScannedPage(t *testing.T) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1500, 1100))
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1500, 800))
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx)

@@ -242,6 +242,11 @@ func foldText(text string) []rune {
 	var want []rune
 	space := true
 	for _, r := range text {
+		if r == 2 {
+			// PDFium's line-end hyphen mark, joined as on the page.
+			space = true
+			continue
+		}
 		if unicode.IsSpace(r) {
 			if !space {
 				want = append(want, ' ')

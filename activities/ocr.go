@@ -124,6 +124,54 @@ func (c *ocrCache) Store(ctx context.Context, key string, page int, r *docconv.O
 	}
 }
 
+// maxOCRReadings bounds the readings of one page OCRWords looks at: one a
+// set of engine and languages the page was read with.
+const maxOCRReadings = 8
+
+// OCRWords returns the words, with their boxes, that OCR read on page
+// (from 1) of the document at uri when a conversion read it, one list a
+// reading (engine and languages), from the OCR cache of the document's
+// current version: the review desk highlights a quote on a scanned page
+// from them without running the engine again. None (and no error) when
+// no conversion of this version read the page by OCR, when the reading
+// is older than word boxes, or when the store cannot list folders. uri
+// must be readable by the worker (CheckRead).
+func (a *Activities) OCRWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error) {
+	if err := a.allowRead("document", uri); err != nil {
+		return nil, err
+	}
+	lister, ok := a.Store.(folderLister)
+	if !ok {
+		return nil, nil
+	}
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := a.s3ctx(ctx)
+	info, err := a.Store.Head(sctx, loc)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	c := &ocrCache{a: a, prefix: ocrPagesArea + versionID(loc.String(), info) + "/"}
+	sctx, cancel = a.s3ctx(ctx)
+	folders, err := lister.ListFolders(sctx, a.Bucket, c.prefix)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("list OCR readings of %s: %w", uri, err)
+	}
+	var out [][]docconv.WordBox
+	for _, f := range folders[:min(len(folders), maxOCRReadings)] {
+		var r docconv.OCRResult
+		loc := s3store.Location{Bucket: a.Bucket, Key: fmt.Sprintf("%s%spage-%06d.json", c.prefix, f, page)}
+		if a.readKept(ctx, loc, &r) && r.Record.Page == page && len(r.Words) > 0 {
+			out = append(out, r.Words)
+		}
+	}
+	return out, nil
+}
+
 // ocrSummary fills a conversion output's OCR figures from its page map.
 func ocrSummary(out *actwire.ConvertOutput, pm *memagent.PageMap) {
 	if pm == nil {

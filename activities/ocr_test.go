@@ -13,6 +13,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/testdeps"
 )
@@ -80,6 +81,24 @@ func TestConvertScannedPage(t *testing.T) {
 	keys, err := f.store.Store.List(ctx, "memagent", ocrPagesArea, 0)
 	if err != nil || len(keys) != 1 {
 		t.Errorf("pages kept under %s: %v %v, want one", ocrPagesArea, keys, err)
+	}
+	// The page's reading keeps its words' boxes, for the desk: the fact
+	// is found among them, on the page.
+	readings, err := f.acts.OCRWords(ctx, scanURI, 2)
+	if err != nil || len(readings) != 1 {
+		t.Fatalf("OCRWords of page 2: %d readings, %v; want one", len(readings), err)
+	}
+	boxes, err := docconv.FindText(docconv.OCRChars(readings[0]), "The access code is 7391-ALPHA.")
+	if err != nil || len(boxes) == 0 || len(boxes) > 2 {
+		t.Errorf("the fact among page 2's OCR words: %v %v, want a box for each of its lines", boxes, err)
+	}
+	for _, b := range boxes {
+		if b.Left < 0 || b.Top < 0 || b.Right > 1 || b.Bottom > 1 || b.Right <= b.Left || b.Bottom <= b.Top {
+			t.Errorf("box %+v is not a box on the page", b)
+		}
+	}
+	if r, err := f.acts.OCRWords(ctx, scanURI, 1); err != nil || len(r) != 0 {
+		t.Errorf("OCRWords of page 1 (a text page): %d readings, %v; want none", len(r), err)
 	}
 
 	survey = actwire.ConvertOutput{}

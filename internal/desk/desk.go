@@ -1,7 +1,9 @@
 // Package desk is the review desk: a web page on which reviewers go
 // through the reviews and batches waiting for sign-off, decide on each
 // answer with the cited page in front of them (the quote highlighted where
-// it stands, from PDFium's character boxes), and sign a level off. It is
+// it stands, from PDFium's character boxes, or on a scanned page from the
+// boxes of the words OCR read when the document was converted, and
+// scrolled into view), and sign a level off. It is
 // Go's net/http and html/template with a little plain JavaScript, and no
 // build step.
 //
@@ -69,6 +71,14 @@ type Checks interface {
 	CheckOutputOf(ctx context.Context, field, uri, workflowID string) error
 }
 
+// OCRReadings finds what OCR read of a document's page when a conversion
+// read it (activities.Activities has it): the words and their boxes, one
+// list a reading (engine and languages), none when the page was not read
+// by OCR or was read before word boxes were kept.
+type OCRReadings interface {
+	OCRWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error)
+}
+
 // Config is what a desk needs.
 type Config struct {
 	// Temporal is the desk's client; ClientIdentity the identity it dialed
@@ -101,6 +111,11 @@ type Config struct {
 	// PageCacheBytes bounds the rendered pages and character boxes kept
 	// (default DefaultPageCacheBytes).
 	PageCacheBytes int64
+	// OCR finds the words OCR read on a scanned page, for a quote not on
+	// the page's text layer; nil, no highlight on a scan. The desk never
+	// runs the engine itself: the words come from the conversion's OCR
+	// cache, read once per page and kept in the page cache.
+	OCR OCRReadings
 }
 
 // Desk serves the review desk.
@@ -494,7 +509,14 @@ type pageView struct {
 	Image  string `json:"image"`
 	// Highlight is "quote" when the quote was found on the page,
 	// "answer" when only the answer was, "" when neither.
-	Highlight   string        `json:"highlight"`
+	Highlight string `json:"highlight"`
+	// From is where the highlight's boxes come from: "text" (the page's
+	// text layer) or "ocr" (the words OCR read on the page).
+	From string `json:"from,omitempty"`
+	// OCR says, for a quote not on the text layer, what OCR had of the
+	// page: "words" (its words were looked in), "none" (no reading of the
+	// page with word boxes is kept), "" (not looked at).
+	OCR         string        `json:"ocr,omitempty"`
 	QuoteBoxes  []docconv.Box `json:"quote_boxes,omitempty"`
 	AnswerBoxes []docconv.Box `json:"answer_boxes,omitempty"`
 	Error       string        `json:"error,omitempty"`
@@ -556,19 +578,72 @@ func (d *Desk) page(ctx context.Context, g *api.SignOffGrid, row signoff.Row, su
 		p.Error = err.Error()
 		return p
 	}
-	for _, q := range quoteCandidates(gr.Quote) {
-		if boxes, err := docconv.FindText(chars, q); err == nil {
-			p.Highlight, p.QuoteBoxes = "quote", boxes
+	find(p, chars, gr.Quote, row.ModelAnswer, "text")
+	if p.Highlight == "quote" || d.cfg.OCR == nil {
+		return p
+	}
+	// A scan, or a page whose text layer is not what was read: the
+	// words OCR read when the document was converted.
+	readings, err := d.ocrWords(ctx, src, gr.Pages.First)
+	if err != nil {
+		d.cfg.Logger.WarnContext(ctx, "OCR words of a page not read", "page", gr.Pages.First, "err", err)
+	}
+	p.OCR = "none"
+	for _, words := range readings {
+		p.OCR = "words"
+		var o pageView
+		find(&o, docconv.OCRChars(words), gr.Quote, row.ModelAnswer, "ocr")
+		if o.Highlight == "quote" || (o.Highlight == "answer" && p.Highlight == "") {
+			p.Highlight, p.From, p.QuoteBoxes, p.AnswerBoxes = o.Highlight, o.From, o.QuoteBoxes, o.AnswerBoxes
+		}
+		if o.Highlight == "quote" {
 			break
 		}
 	}
-	if boxes, err := docconv.FindText(chars, row.ModelAnswer); err == nil {
-		p.AnswerBoxes = boxes
-		if p.Highlight == "" {
-			p.Highlight = "answer"
+	return p
+}
+
+// find sets p's highlight from where the quote (or one of its
+// candidates) and the answer stand among chars, from names them.
+func find(p *pageView, chars []docconv.CharBox, quote, answer, from string) {
+	for _, q := range quoteCandidates(quote) {
+		if boxes, err := docconv.FindText(chars, q); err == nil {
+			p.Highlight, p.From, p.QuoteBoxes = "quote", from, boxes
+			break
 		}
 	}
-	return p
+	if boxes, err := docconv.FindText(chars, answer); err == nil {
+		p.AnswerBoxes = boxes
+		if p.Highlight == "" {
+			p.Highlight, p.From = "answer", from
+		}
+	}
+}
+
+// ocrWords are the readings of page of the document at uri (Config.OCR),
+// kept in the page cache once found.
+func (d *Desk) ocrWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error) {
+	_, key, err := d.document(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	ck := fmt.Sprintf("ocr %s#%d", key, page)
+	if v, ok := d.pages.cache.get(ck); ok {
+		return v.([][]docconv.WordBox), nil
+	}
+	readings, err := d.cfg.OCR.OCRWords(ctx, uri, page)
+	if err != nil || len(readings) == 0 {
+		// Not kept: a conversion may read the page later.
+		return nil, err
+	}
+	var size int64
+	for _, r := range readings {
+		for _, w := range r {
+			size += int64(len(w.Text)) + 64
+		}
+	}
+	d.pages.cache.put(ck, readings, size+int64(len(ck)))
+	return readings, nil
 }
 
 // quoteCandidates are the quote, then the quote without its first and

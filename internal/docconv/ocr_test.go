@@ -3,9 +3,11 @@ package docconv_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -486,4 +488,67 @@ func TestOCRLimits(t *testing.T) {
 			t.Errorf("the fact was not read:\n%s", text)
 		}
 	})
+}
+
+// TestOCRWordBoxesOnDebianManual: a scan of a page of gnuplot's manual
+// (pdftoppm at 300 DPI, img2pdf) is converted; the page's reading, as the
+// cache keeps it, has its words' boxes on the page, and a sentence of the
+// converted text found among them (OCRChars, FindText) stands where
+// PDFium's character boxes put it on the page the scan was made of: each
+// box within half a line of the text layer's box of the same line.
+func TestOCRWordBoxesOnDebianManual(t *testing.T) {
+	c := ocrConverter(t)
+	t.Cleanup(func() { c.Close() })
+	manual := testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf")
+	const page = 30
+	scan := scanOf(t, manual, page, nil)
+	cache := &memCache{m: map[string]*docconv.OCRResult{}}
+	text, _, err := convertFile(t, c, scan, docconv.Options{OCRCache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sentence = "The gnuplot distribution contains a collection of examples in the demo directory."
+	if !strings.Contains(text, sentence) {
+		t.Fatalf("the converted scan does not hold %q:\n%s", sentence, text)
+	}
+	if len(cache.m) != 1 {
+		t.Fatalf("%d pages kept, want 1", len(cache.m))
+	}
+	var words []docconv.WordBox
+	for _, r := range cache.m {
+		words = r.Words
+	}
+	if len(words) < 200 {
+		t.Fatalf("%d words kept, want the page's (over 200)", len(words))
+	}
+	got, err := docconv.FindText(docconv.OCRChars(words), sentence)
+	if err != nil {
+		t.Fatalf("%q among the OCR words: %v", sentence, err)
+	}
+	data, err := os.ReadFile(manual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chars, err := c.CharBoxes(context.Background(), bytes.NewReader(data), int64(len(data)), page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := docconv.FindText(chars, sentence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("OCR boxes %v, text layer's %v: want as many lines", got, want)
+	}
+	for i := range want {
+		line := want[i].Bottom - want[i].Top
+		for _, d := range []float64{got[i].Left - want[i].Left, got[i].Right - want[i].Right, got[i].Top - want[i].Top, got[i].Bottom - want[i].Bottom} {
+			if math.Abs(d) > line/2 {
+				t.Errorf("line %d: OCR's box %+v, the text layer's %+v: more than half a line apart", i+1, got[i], want[i])
+				break
+			}
+		}
+	}
+	kept, _ := json.Marshal(words)
+	t.Logf("OCR boxes %v, text layer's %v; %d words kept in %d bytes of JSON", got, want, len(words), len(kept))
 }

@@ -32,10 +32,13 @@ type OCRCache interface {
 	Store(ctx context.Context, key string, page int, r *OCRResult)
 }
 
-// OCRResult is one page as OCR read it: its record and its lines.
+// OCRResult is one page as OCR read it: its record, its lines and its
+// words' boxes. Words is absent from pages read before it was kept (the
+// desk then cannot highlight on the page).
 type OCRResult struct {
 	Record memagent.OCRPage `json:"record"`
 	Lines  []Line           `json:"lines,omitempty"`
+	Words  []WordBox        `json:"words,omitempty"`
 }
 
 // OCRKey is the cache key of pages read by engine in languages.
@@ -265,6 +268,8 @@ func (o *ocrPhase) read(ctx context.Context, eng *Engine, j ocrJob, file, langs 
 	r.Record.Words, r.Record.Confidence, r.Record.LowConfidenceWords = t.Stats()
 	r.Record.Seconds = t.Seconds
 	r.Lines = LayoutPageSize(t.Glyphs(j.DPI, j.Height), j.Width, j.Height)
+	w, h := rasterSize(j.Width, j.Height, j.DPI)
+	r.Words = t.WordBoxes(w, h)
 	return r, nil
 }
 
@@ -292,7 +297,7 @@ func (o *ocrPhase) finish(ctx context.Context, key string, page int, r *OCRResul
 	if store && o.opts.OCRCache != nil {
 		o.opts.OCRCache.Store(ctx, key, page, r)
 	}
-	r.Lines = nil
+	r.Lines, r.Words = nil, nil
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.records = append(o.records, r.Record)

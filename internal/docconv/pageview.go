@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/references"
@@ -137,6 +138,37 @@ func (c *Converter) CharBoxes(ctx context.Context, r io.ReadSeeker, size int64, 
 	return out, err
 }
 
+// OCRChars are the characters of words OCR read on a page (WordBoxes), as
+// FindText reads a page: each word's characters share its box evenly, a
+// space between words and a line break between lines (so that a word
+// hyphenated at a line's end is found whole).
+func OCRChars(words []WordBox) []CharBox {
+	var out []CharBox
+	for i, w := range words {
+		if i > 0 {
+			sep := ' '
+			if w.Line != words[i-1].Line {
+				sep = '\n'
+			}
+			out = append(out, CharBox{Char: sep})
+		}
+		n := utf8.RuneCountInString(w.Text)
+		if n == 0 {
+			continue
+		}
+		step := (w.Box.Right - w.Box.Left) / float64(n)
+		k := 0
+		for _, r := range w.Text {
+			b := w.Box
+			b.Left = w.Box.Left + float64(k)*step
+			b.Right = b.Left + step
+			out = append(out, CharBox{Char: r, Box: b})
+			k++
+		}
+	}
+	return out
+}
+
 // ErrTextNotOnPage is FindText's error when the text is not on the page.
 var ErrTextNotOnPage = errors.New("the text is not on the page")
 
@@ -163,8 +195,8 @@ func FindText(chars []CharBox, text string) ([]Box, error) {
 }
 
 // foldChars folds a page's characters as FindText compares them: runs of
-// white space one space, a hyphen before a line's end left out, each
-// character by foldRune. at is the index in chars of each folded rune
+// white space one space, a word broken by a hyphen at a line's end joined
+// (as the converted text joins it), each character by foldRune. at is the index in chars of each folded rune
 // (-1 for a space).
 func foldChars(chars []CharBox) (folded []rune, at []int) {
 	space := true
@@ -177,9 +209,23 @@ func foldChars(chars []CharBox) (folded []rune, at []int) {
 			}
 			space = true
 			continue
+		case r == 2:
+			// PDFium's mark for a hyphen that breaks a word at a line's
+			// end (TeX's): the word's parts join, as in the converted
+			// text, whether or not a line break follows.
+			space = true
+			continue
 		case r == '-' || r == 0x2010 || r == 0x00ad:
-			// A hyphen before a line's end joins the word's parts.
+			// A hyphen before a line's end joins the word's parts as
+			// the converted text does (joinLine): the line's end is no
+			// space, and the hyphen goes unless a part is not lower
+			// case ("FILE-based", "1-Jan").
 			if j := nextNonSpace(chars, i+1); j > i+1 && hasLineBreak(chars[i+1:j]) {
+				space = true
+				if i > 0 && j < len(chars) && unicode.IsLower(chars[i-1].Char) && unicode.IsLower(chars[j].Char) {
+					continue
+				}
+				folded, at = append(folded, '-'), append(at, i)
 				continue
 			}
 		}
@@ -196,6 +242,11 @@ func foldText(text string) []rune {
 	var want []rune
 	space := true
 	for _, r := range text {
+		if r == 2 {
+			// PDFium's line-end hyphen mark, joined as on the page.
+			space = true
+			continue
+		}
 		if unicode.IsSpace(r) {
 			if !space {
 				want = append(want, ' ')

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"image/png"
+	"math"
 	"os"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/memagent/memagent/internal/testdeps"
 )
@@ -75,4 +77,104 @@ func TestPageViewOnRealManual(t *testing.T) {
 	if _, err := FindText(chars, "no such text on this page at all"); err != ErrTextNotOnPage {
 		t.Errorf("missing text: %v", err)
 	}
+}
+
+// TestFindTextAmongOCRWords: words OCR read (pixels of a 1,000 × 2,000
+// image) become boxes on the page, and a quote is found among them as on
+// a text layer: across a line break, a word hyphenated there whole, with
+// a box a line over just the quote's words (the hyphen left out).
+func TestFindTextAmongOCRWords(t *testing.T) {
+	pt := &PageText{Words: []OCRWord{
+		{Text: "The", Left: 100, Top: 200, Width: 60, Height: 20, Line: [3]int{1, 1, 1}},
+		{Text: "answer", Left: 180, Top: 200, Width: 120, Height: 20, Line: [3]int{1, 1, 1}},
+		{Text: "is", Left: 320, Top: 200, Width: 30, Height: 20, Line: [3]int{1, 1, 1}},
+		{Text: "hyphen-", Left: 370, Top: 200, Width: 140, Height: 20, Line: [3]int{1, 1, 1}},
+		{Text: "ated", Left: 100, Top: 240, Width: 80, Height: 20, Line: [3]int{1, 1, 2}},
+		{Text: "here.", Left: 200, Top: 240, Width: 100, Height: 20, Line: [3]int{1, 1, 2}},
+	}}
+	words := pt.WordBoxes(1000, 2000)
+	if w := words[1]; w.Text != "answer" || w.Line != 0 || w.Box != (Box{Left: 0.18, Top: 0.1, Right: 0.3, Bottom: 0.11}) {
+		t.Errorf("word 2 = %+v, want answer on line 0 at 0.18,0.1–0.3,0.11", w)
+	}
+	if words[4].Line != 1 {
+		t.Errorf("word 5 on line %d, want 1", words[4].Line)
+	}
+	chars := OCRChars(words)
+	boxes, err := FindText(chars, "answer is hyphenated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Box{{Left: 0.18, Top: 0.1, Right: 0.49, Bottom: 0.11}, {Left: 0.1, Top: 0.12, Right: 0.18, Bottom: 0.13}}
+	if len(boxes) != 2 {
+		t.Fatalf("boxes %v, want %v", boxes, want)
+	}
+	for i := range want {
+		for _, d := range [][2]float64{{boxes[i].Left, want[i].Left}, {boxes[i].Top, want[i].Top}, {boxes[i].Right, want[i].Right}, {boxes[i].Bottom, want[i].Bottom}} {
+			if math.Abs(d[0]-d[1]) > 1e-9 {
+				t.Errorf("box %d = %+v, want %+v", i, boxes[i], want[i])
+				break
+			}
+		}
+	}
+	if _, err := FindText(chars, "answer is here"); err != ErrTextNotOnPage {
+		t.Errorf("words not next to each other found: %v", err)
+	}
+}
+
+// TestFindTextAcrossHyphenatedLineEnds: in bash's reference manual
+// (Texinfo), TeX breaks words with a hyphen at lines' ends, which PDFium
+// marks (U+0002) and the converted text joins ("structures"); a quote
+// holding such a word, as the converted text has it, is found on the
+// page. Every such word of pages 10–29 is tried (35), with the two words
+// around it; before, one was found (the same words elsewhere on its page).
+func TestFindTextAcrossHyphenatedLineEnds(t *testing.T) {
+	path := testdeps.Manual(t, "bash-doc", "usr/share/doc/bash-doc/bashref.pdf")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Converter
+	defer c.Close()
+	tried := 0
+	for p := 10; p < 30; p++ {
+		chars, err := c.CharBoxes(context.Background(), bytes.NewReader(data), int64(len(data)), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ch := range chars {
+			if ch.Char != 2 {
+				continue
+			}
+			// The word broken and a word either side, joined.
+			lo, hi := i, i+1
+			for words := 0; lo > 0 && words < 2; lo-- {
+				if unicode.IsSpace(chars[lo-1].Char) {
+					words++
+				}
+			}
+			for hi < len(chars) && (chars[hi].Char == '\r' || chars[hi].Char == '\n') {
+				hi++
+			}
+			for words := 0; hi < len(chars) && words < 2; hi++ {
+				if unicode.IsSpace(chars[hi].Char) {
+					words++
+				}
+			}
+			var quote strings.Builder
+			for k := lo; k < hi; k++ {
+				if r := chars[k].Char; r != 2 && (k < i || k > i+2 || (r != '\r' && r != '\n')) {
+					quote.WriteRune(r)
+				}
+			}
+			q := strings.TrimSpace(quote.String())
+			tried++
+			if boxes, err := FindText(chars, q); err != nil || len(boxes) == 0 {
+				t.Errorf("page %d: %q: %d boxes, %v; want it found", p, q, len(boxes), err)
+			}
+		}
+	}
+	if tried < 10 {
+		t.Errorf("%d words broken at lines' ends on pages 10–29, want at least 10", tried)
+	}
+	t.Logf("%d words broken at lines' ends found", tried)
 }

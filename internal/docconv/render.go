@@ -161,8 +161,7 @@ func renderGray(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i, dpi int, wi
 		return false, fmt.Errorf("load page %d: %w", i+1, err)
 	}
 	defer inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: page.Page})
-	w := int(math.Ceil(width * float64(dpi) / 72))
-	h := int(math.Ceil(height * float64(dpi) / 72))
+	w, h := rasterSize(width, height, dpi)
 	if w <= 0 || h <= 0 {
 		return false, fmt.Errorf("page %d has no area", i+1)
 	}
@@ -211,6 +210,12 @@ func renderGray(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i, dpi int, wi
 		return false, err
 	}
 	return dark >= minInk, f.Close()
+}
+
+// rasterSize is the pixels of a page of width × height points rendered
+// at dpi for OCR.
+func rasterSize(width, height float64, dpi int) (w, h int) {
+	return int(math.Ceil(width * float64(dpi) / 72)), int(math.Ceil(height * float64(dpi) / 72))
 }
 
 // pageRenderer renders pages of a document open in a PDFium instance.

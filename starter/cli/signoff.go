@@ -452,7 +452,7 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		checks := &activities.Activities{Store: s.store, Bucket: s.cfg.Bucket, ReadPrefixes: s.cfg.ReadPrefixes, WritePrefixes: s.cfg.WritePrefixes}
 		d, err := desk.New(desk.Config{
 			Temporal: s.temporal, ClientIdentity: cfg.ClientIdentity, TaskQueue: cfg.TaskQueue, Store: s.store,
-			Checks: checks, Reviewers: src, Hosts: allowed, Logger: s.logger,
+			Checks: checks, OCR: checks, Reviewers: src, Hosts: allowed, Logger: s.logger,
 			RenderTimeout: *renderTimeout, RenderInstances: *renderInstances, PageCacheBytes: *pageCacheMB << 20,
 		})
 		if err != nil {

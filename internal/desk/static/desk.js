@@ -139,7 +139,17 @@
     frame.querySelectorAll(".hl").forEach((h) => h.remove());
     if (!p) { $("page").hidden = true; return; }
     $("page").hidden = false;
-    $("page-cite").textContent = "Cited page: " + p.cite + (p.highlight ? " · highlighted: the " + p.highlight : " · the quote is not on the page's text layer") + (p.error ? " · " + p.error : "");
+    let found;
+    if (p.highlight) {
+      found = " · highlighted: the " + p.highlight + (p.from === "ocr" ? " (from the words OCR read on the scan)" : "");
+    } else if (p.ocr === "words") {
+      found = " · the quote is neither on the page's text layer nor among the words OCR read on it";
+    } else if (p.ocr === "none") {
+      found = " · the quote is not on the page's text layer, and no OCR reading of this version of the page with word boxes is kept (one read before they were kept, or not read by OCR)";
+    } else {
+      found = " · the quote is not on the page's text layer";
+    }
+    $("page-cite").textContent = "Cited page: " + p.cite + found + (p.error ? " · " + p.error : "");
     const img = $("page-img");
     const add = (boxes, cls) => (boxes || []).forEach((b) => {
       const h = document.createElement("div");
@@ -157,10 +167,18 @@
     const box = $("page-scroll");
     const shown = () => {
       frame.classList.add("loaded");
-      // The highlight in view inside the page's own scroll box; the
-      // window stays where it is.
+      // The highlight in view: the page's own scroll box puts its first
+      // line a third of the way down (the page at its top when there is
+      // none), and the window moves only as far as it takes to show the
+      // highlight whole, when the box is partly off screen.
       const first = frame.querySelector(".hl");
-      if (first) box.scrollTop = Math.max(0, first.offsetTop - box.clientHeight / 3);
+      box.scrollTop = first ? Math.max(0, first.offsetTop - box.clientHeight / 3) : 0;
+      if (!first) return;
+      const hls = [...frame.querySelectorAll(".hl")];
+      const top = Math.min(...hls.map((h) => h.getBoundingClientRect().top));
+      const bottom = Math.max(...hls.map((h) => h.getBoundingClientRect().bottom));
+      if (bottom > window.innerHeight) window.scrollBy(0, Math.min(bottom - window.innerHeight + 16, top - 16));
+      else if (top < 0) window.scrollBy(0, top - 16);
     };
     if (img.getAttribute("src") !== p.image) {
       frame.classList.remove("loaded");

@@ -1,4 +1,4 @@
-package cli
+package review
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/starter/cli/clitest"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
@@ -84,9 +85,9 @@ func TestReviewDeskScannedPage(t *testing.T) {
 	manual := testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf")
 	chromium := testdeps.File(t, chromiumPath, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
 	doc := deskScanPDF(t, manual)
-	stack(t)
-	cfg, _ := testStore(t)
-	worker, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: testLogger(t)})
+	clitest.Stack(t)
+	cfg, _ := clitest.Store(t)
+	worker, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: clitest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestReviewDeskScannedPage(t *testing.T) {
 	for _, q := range deskScanQuestions {
 		args = append(args, "--question", q)
 	}
-	out, stderr, err := runCLI(t, args...)
+	out, stderr, err := clitest.RunCLI(t, args...)
 	if err != nil {
 		t.Fatalf("review: %v\n%s", err, stderr)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/memagent/memagent/internal/memagent"
 )
@@ -191,8 +192,27 @@ func (t *textWriter) end() {
 // paragraph writes one paragraph: one line of text, or a table's rows a
 // line each.
 func (t *textWriter) paragraph(p string) error {
-	p = strings.TrimSpace(strings.ToValidUTF8(p, "\uFFFD"))
-	if p == "" {
+	return t.write(strings.TrimSpace(strings.ToValidUTF8(p, "\uFFFD")))
+}
+
+// preformatted writes one paragraph of lines that keep their leading
+// spaces (code): only blank lines around it and spaces at its end are
+// trimmed.
+func (t *textWriter) preformatted(p string) error {
+	p = strings.TrimRightFunc(strings.ToValidUTF8(p, "\uFFFD"), unicode.IsSpace)
+	for strings.TrimSpace(p) != "" {
+		line, rest, _ := strings.Cut(p, "\n")
+		if strings.TrimSpace(line) != "" {
+			break
+		}
+		p = rest
+	}
+	return t.write(p)
+}
+
+// write writes paragraph p, trimmed.
+func (t *textWriter) write(p string) error {
+	if strings.TrimSpace(p) == "" {
 		return nil
 	}
 	if t.n+int64(len(p))+2 > t.max {

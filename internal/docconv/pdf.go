@@ -630,8 +630,8 @@ func readMarkFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, glyphs []Gly
 
 // readLineFonts reads the font of each line's sampled glyphs (its
 // first, middle and last): its size, and whether it is bold or
-// monospaced (see Line). Three glyphs a line, rather than every glyph,
-// keep the cost to a few PDFium calls a line.
+// monospaced (see Line). Two or three glyphs a line, rather than every
+// glyph, keep the cost to a few PDFium calls a line.
 func readLineFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, lines []Line) {
 	type font struct {
 		size       float64
@@ -650,29 +650,33 @@ func readLineFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, lines []Line
 	}
 	for i := range lines {
 		l := &lines[i]
-		var sizes []float64
-		bold, mono := true, true
-		last := -1
-		var f font
-		for _, index := range l.samples {
-			if index <= 0 {
-				continue
-			}
-			if index != last {
-				var ok bool
-				if f, ok = read(index); !ok {
-					continue
-				}
-				last = index
-			}
-			sizes = append(sizes, f.size)
-			bold, mono = bold && f.bold, mono && f.mono
-		}
-		if len(sizes) == 0 {
+		first, mid, last := l.samples[0], l.samples[1], l.samples[2]
+		if first <= 0 || last <= 0 {
 			continue
 		}
-		sort.Float64s(sizes)
-		l.Size = math.Round(sizes[len(sizes)/2]*100) / 100
+		a, ok := read(first)
+		if !ok {
+			continue
+		}
+		z := a
+		if last != first {
+			if z, ok = read(last); !ok {
+				continue
+			}
+		}
+		size, bold, mono := a.size, a.bold && z.bold, a.mono && z.mono
+		// The middle glyph decides only where the ends agree on a
+		// weight, a pitch or a size: most lines of prose cost two reads.
+		if mid > 0 && mid != first && mid != last && (bold || mono || !sameSize(a.size, z.size)) {
+			m, ok := read(mid)
+			if !ok {
+				continue
+			}
+			sizes := []float64{a.size, m.size, z.size}
+			sort.Float64s(sizes)
+			size, bold, mono = sizes[1], bold && m.bold, mono && m.mono
+		}
+		l.Size = math.Round(size*100) / 100
 		l.Bold, l.Mono = bold, mono && l.even
 		if l.Mono {
 			l.Pitch = l.width

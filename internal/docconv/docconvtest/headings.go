@@ -42,11 +42,22 @@ func NumberedHeadings(text string) []string {
 // counts as run on too, so a faithful manual rarely reaches zero; a table
 // of contents' entry is measured without its dot leader and page number.
 func HeadingsRunOn(text string) (numbered, runOn int) {
-	for _, l := range NumberedHeadings(text) {
-		numbered++
+	headings := NumberedHeadings(text)
+	return len(headings), len(runningOn(headings))
+}
+
+// RunOnHeadings returns the numbered headings of text that run on (see
+// HeadingsRunOn).
+func RunOnHeadings(text string) []string {
+	return runningOn(NumberedHeadings(text))
+}
+
+func runningOn(headings []string) []string {
+	var out []string
+	for _, l := range headings {
 		if utf8.RuneCountInString(tocLeader.ReplaceAllString(l, "")) > RunOnLength {
-			runOn++
+			out = append(out, l)
 		}
 	}
-	return numbered, runOn
+	return out
 }

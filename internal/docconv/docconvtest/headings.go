@@ -15,7 +15,7 @@ var sectionNumber = regexp.MustCompile(`^(?:\d{1,3}|[A-Z])(?:\.\d{1,3}){1,6}\.?[
 
 // tocLeader matches a table of contents' dot leader and page number at
 // a line's end, which HeadingsRunOn leaves out of an entry's length.
-var tocLeader = regexp.MustCompile(`\s*(?:\.\s?){4,}\s*(?:\d+|[ivxlcdm]+)$`)
+var tocLeader = regexp.MustCompile(`\s*(?:\.\s?){4,}\s*\|?\s*(?:\d+|[ivxlcdm]+)$`)
 
 // RunOnLength is the length, in characters, past which a numbered
 // heading's line has run on into the text after it.

@@ -630,12 +630,21 @@ func readMarkFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, glyphs []Gly
 
 // readLineFonts reads the font of each line's sampled glyphs (its
 // first, middle and last): its size, and whether it is bold or
-// monospaced (see Line). Two or three glyphs a line, rather than every
-// glyph, keep the cost to a few PDFium calls a line.
+// monospaced (see Line). The first glyph's font, and the others' only as
+// far as they can change the line's (a line of prose costs one font and
+// one size), rather than every glyph's, keep the cost to a few PDFium
+// calls a line.
 func readLineFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, lines []Line) {
 	type font struct {
 		size       float64
 		bold, mono bool
+	}
+	readSize := func(index int) (float64, bool) {
+		fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: tp, Index: index - 1})
+		if err != nil {
+			return 0, false
+		}
+		return fs.FontSize, true
 	}
 	read := func(index int) (font, bool) {
 		fi, err := inst.FPDFText_GetFontInfo(&requests.FPDFText_GetFontInfo{TextPage: tp, Index: index - 1})
@@ -658,23 +667,43 @@ func readLineFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, lines []Line
 		if !ok {
 			continue
 		}
-		z := a
-		if last != first {
-			if z, ok = read(last); !ok {
-				continue
-			}
-		}
-		size, bold, mono := a.size, a.bold && z.bold, a.mono && z.mono
-		// The middle glyph decides only where the ends agree on a
-		// weight, a pitch or a size: most lines of prose cost two reads.
-		if mid > 0 && mid != first && mid != last && (bold || mono || !sameSize(a.size, z.size)) {
-			m, ok := read(mid)
+		size, bold, mono := a.size, a.bold, a.mono
+		switch {
+		case last == first:
+		case !bold && !mono:
+			// The line is neither bold nor monospaced whatever its
+			// other glyphs: only their size is read, the middle's
+			// where the ends disagree.
+			z, ok := readSize(last)
 			if !ok {
 				continue
 			}
-			sizes := []float64{a.size, m.size, z.size}
-			sort.Float64s(sizes)
-			size, bold, mono = sizes[1], bold && m.bold, mono && m.mono
+			if !sameSize(size, z) && mid > 0 && mid != first && mid != last {
+				m, ok := readSize(mid)
+				if !ok {
+					continue
+				}
+				sizes := []float64{size, m, z}
+				sort.Float64s(sizes)
+				size = sizes[1]
+			}
+		default:
+			z, ok := read(last)
+			if !ok {
+				continue
+			}
+			bold, mono = bold && z.bold, mono && z.mono
+			// The middle glyph decides only where the ends agree on
+			// a weight, a pitch or a size.
+			if mid > 0 && mid != first && mid != last && (bold || mono || !sameSize(a.size, z.size)) {
+				m, ok := read(mid)
+				if !ok {
+					continue
+				}
+				sizes := []float64{a.size, m.size, z.size}
+				sort.Float64s(sizes)
+				size, bold, mono = sizes[1], bold && m.bold, mono && m.mono
+			}
 		}
 		l.Size = math.Round(size*100) / 100
 		l.Bold, l.Mono = bold, mono && l.even

@@ -44,8 +44,9 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 		return nil, err
 	}
 	headings := map[string]bool{}
+	var styleLists map[string]styleList
 	if styles != nil {
-		if headings, err = headingStyles(styles); err != nil {
+		if headings, styleLists, err = readStyles(styles); err != nil {
 			return nil, err
 		}
 	}
@@ -59,6 +60,7 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 	dec := xml.NewDecoder(cr)
 	tw := newTextWriter(w, limits.MaxTextBytes)
 	d := newDOCXBody(newSectionCounter(tw), headings)
+	d.styleLists = styleLists
 	if numbering != nil {
 		d.lists.defs = readNumbering(numbering)
 	}
@@ -156,6 +158,11 @@ type docxBody struct {
 	numID    string
 	ilvl     int
 	inChange int
+	// styleLists are the lists paragraph styles number ("List Number"),
+	// and styleList the paragraph's style's, for an item without a
+	// w:numPr of its own.
+	styleLists map[string]styleList
+	styleList  styleList
 	// Tables: how deep the decoder is in them, and the cells of the row
 	// and the paragraphs of the cell so far.
 	tables, cells, cellParas int
@@ -209,8 +216,11 @@ func (d *docxBody) start(t xml.StartElement) error {
 			d.para.WriteString(" ")
 		}
 		d.inPara, d.heading, d.first = true, false, true
-		d.numID, d.ilvl = "", 0
+		d.numID, d.ilvl, d.styleList = "", 0, styleList{}
 	case "pStyle":
+		if d.inChange == 0 {
+			d.styleList = d.styleLists[attr(t, "val")]
+		}
 		if d.headings[attr(t, "val")] && d.tables == 0 && d.inChange == 0 {
 			d.heading = true
 		}
@@ -274,7 +284,11 @@ func (d *docxBody) end(local string) error {
 		// A list item's marker, before its text; a heading keeps its
 		// text alone, as the section's label.
 		if d.inPara && d.inChange == 0 && !d.heading {
-			if m := d.lists.marker(d.numID, d.ilvl); m != "" {
+			num, ilvl := d.numID, d.ilvl
+			if num == "" {
+				num, ilvl = d.styleList.numID, d.styleList.ilvl
+			}
+			if m := d.lists.marker(num, ilvl); m != "" {
 				d.para.WriteString(m + " ")
 			}
 		}
@@ -301,36 +315,51 @@ func (d *docxBody) end(local string) error {
 // can only be hostile or broken, and a document read without its
 // headings would cite sections wrongly without saying so.
 func headingStyles(f *zip.File) (map[string]bool, error) {
+	headings, _, err := readStyles(f)
+	return headings, err
+}
+
+// styleList is the list a paragraph style numbers its paragraphs in
+// (numId "" for none) and at which level.
+type styleList struct {
+	numID string
+	ilvl  int
+}
+
+// readStyles is headingStyles, and the lists of the styles that number
+// their paragraphs (a w:numPr in the style: "List Bullet", "List
+// Number").
+func readStyles(f *zip.File) (map[string]bool, map[string]styleList, error) {
 	rc, err := f.Open()
 	if err != nil {
-		return nil, badf("is not a readable DOCX (word/styles.xml is damaged): open it in Word and save it again")
+		return nil, nil, badf("is not a readable DOCX (word/styles.xml is damaged): open it in Word and save it again")
 	}
 	defer rc.Close()
 	cr := &countingReader{r: io.LimitReader(rc, maxStylesBytes+1)}
 	dec := xml.NewDecoder(&runGuard{r: cr, max: maxStylesRunBytes, styles: true})
-	s := &styleScan{out: map[string]bool{}}
+	s := &styleScan{out: map[string]bool{}, lists: map[string]styleList{}}
 	depth := 0
 	for {
 		tok, err := dec.Token()
 		if cr.n > maxStylesBytes {
-			return nil, overStylesLimit(fmt.Sprintf("has styles (word/styles.xml) of more than %d bytes uncompressed", int64(maxStylesBytes)), maxStylesBytes, "bytes")
+			return nil, nil, overStylesLimit(fmt.Sprintf("has styles (word/styles.xml) of more than %d bytes uncompressed", int64(maxStylesBytes)), maxStylesBytes, "bytes")
 		}
 		if errors.Is(err, io.EOF) {
-			return s.out, nil
+			return s.out, s.lists, nil
 		}
 		if err != nil {
-			return nil, xmlError(err, "word/styles.xml")
+			return nil, nil, xmlError(err, "word/styles.xml")
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if depth++; depth > maxDepth {
-				return nil, overStylesLimit(fmt.Sprintf("nests the XML of its styles (word/styles.xml) more than %d elements deep", maxDepth), maxDepth, "levels")
+				return nil, nil, overStylesLimit(fmt.Sprintf("nests the XML of its styles (word/styles.xml) more than %d elements deep", maxDepth), maxDepth, "levels")
 			}
 			if t.Name.Space != wordNS {
 				continue
 			}
 			if err := s.start(t); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case xml.EndElement:
 			depth--
@@ -346,6 +375,7 @@ func headingStyles(f *zip.File) (map[string]bool, error) {
 // the styles counted.
 type styleScan struct {
 	out    map[string]bool
+	lists  map[string]styleList
 	id     string
 	styles int
 }
@@ -371,6 +401,18 @@ func (s *styleScan) start(st xml.StartElement) error {
 	case "outlineLvl":
 		if s.id != "" {
 			s.out[s.id] = true
+		}
+	case "numId":
+		if s.id != "" {
+			l := s.lists[s.id]
+			l.numID = attr(st, "val")
+			s.lists[s.id] = l
+		}
+	case "ilvl":
+		if s.id != "" {
+			l := s.lists[s.id]
+			l.ilvl, _ = strconv.Atoi(attr(st, "val"))
+			s.lists[s.id] = l
 		}
 	}
 	return nil

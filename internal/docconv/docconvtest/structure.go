@@ -104,7 +104,8 @@ func StructuredPDF() []byte {
 // text, without a list's number), list items after their markers as
 // word/numbering.xml numbers them (bullets, decimal, letters under a
 // number, a number that goes on after a nested list), and a table's rows
-// a line each, cells apart by " | ".
+// a line each, cells apart by " | "; a paragraph of the List Bullet
+// style, numbered by its style, is a bullet item too.
 const StructuredDOCXText = `Installing
 
 Before you start:
@@ -121,6 +122,8 @@ b) check its size.
 
 2. Copy the files into place.
 
+• Keep the archive.
+
 Options
 
 Option | Default | Meaning
@@ -130,7 +133,8 @@ Option | Default | Meaning
 
 // StructuredDOCX is a Word document of StructuredDOCXText: Heading 1
 // paragraphs, list paragraphs (w:numPr) of a bulleted and a numbered list
-// (its second level lettered), and a table of three rows, one cell of
+// (its second level lettered), a paragraph whose style (List Bullet)
+// numbers it, and a table of three rows, one cell of
 // two paragraphs.
 func StructuredDOCX() []byte {
 	var buf bytes.Buffer
@@ -142,7 +146,7 @@ func StructuredDOCX() []byte {
 	const w = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"`
 	add("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`)
 	add("_rels/.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`)
-	add("word/styles.xml", `<?xml version="1.0" encoding="UTF-8"?><w:styles `+w+`><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/><w:pPr><w:outlineLvl w:val="0"/></w:pPr></w:style><w:style w:type="paragraph" w:styleId="ListParagraph"><w:name w:val="List Paragraph"/></w:style></w:styles>`)
+	add("word/styles.xml", `<?xml version="1.0" encoding="UTF-8"?><w:styles `+w+`><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/><w:pPr><w:outlineLvl w:val="0"/></w:pPr></w:style><w:style w:type="paragraph" w:styleId="ListParagraph"><w:name w:val="List Paragraph"/></w:style><w:style w:type="paragraph" w:styleId="ListBullet"><w:name w:val="List Bullet"/><w:pPr><w:numPr><w:numId w:val="1"/></w:numPr></w:pPr></w:style></w:styles>`)
 	add("word/numbering.xml", `<?xml version="1.0" encoding="UTF-8"?><w:numbering `+w+`>`+
 		`<w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="bullet"/><w:lvlText w:val="`+"\uf0b7"+`"/></w:lvl></w:abstractNum>`+
 		`<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl><w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="%2)"/></w:lvl></w:abstractNum>`+
@@ -183,6 +187,7 @@ func StructuredDOCX() []byte {
 		para("ListParagraph", "2", 1, "check its signature;") +
 		para("ListParagraph", "2", 1, "check its size.") +
 		para("ListParagraph", "2", 0, "Copy the files into place.") +
+		para("ListBullet", "", 0, "Keep the archive.") +
 		para("Heading1", "", 0, "Options") +
 		`<w:tbl>` +
 		row(cell("Option"), cell("Default"), cell("Meaning")) +

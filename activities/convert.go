@@ -33,7 +33,11 @@ const ConvertDocumentName = "memagent.ConvertDocument"
 // out by main-content detection.
 // v4: a PDF's scanned pages read by OCR (under a folder per OCR mode and
 // languages), recorded in the page map.
-const ConverterVersion = "v4"
+// v5: structure kept: a PDF's headings, list items, terms and code apart
+// (code as lines with their indentation), table cells apart by " | "
+// in PDF and DOCX; DOCX list items with their markers, a table's row a
+// line.
+const ConverterVersion = "v5"
 
 // convertedPrefix is where one version of a source's conversion lives.
 func (a *Activities) convertedPrefix(uri string, info s3store.ObjectInfo) string {

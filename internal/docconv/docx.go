@@ -26,8 +26,11 @@ const (
 const wordNS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 // convertDOCX writes the body text of a Word document: one paragraph per
-// w:p, table cells one per paragraph, a new section at every heading (a
-// paragraph whose style is a heading or title, or that has an outline
+// w:p, a list item's (w:numPr) after its marker ("•", "2.", "(b)", as
+// word/numbering.xml numbers it), a table a paragraph of rows, a row a
+// line of its cells apart by " | " (a cell's paragraphs joined by a
+// space), and a new section at every heading (a paragraph outside a
+// table whose style is a heading or title, or that has an outline
 // level). Page headers and footers live in other parts and are not read;
 // nor are comments, footnotes or tracked deletions.
 func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progress, limits Limits) (*Result, error) {
@@ -36,13 +39,14 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 		return nil, badf("is not a readable DOCX (a damaged zip): open it in Word and save it again")
 	}
 	defer zr.Close()
-	body, styles, err := docxParts(zr.File)
+	body, styles, numbering, err := docxParts(zr.File)
 	if err != nil {
 		return nil, err
 	}
 	headings := map[string]bool{}
+	var styleLists map[string]styleList
 	if styles != nil {
-		if headings, err = headingStyles(styles); err != nil {
+		if headings, styleLists, err = readStyles(styles); err != nil {
 			return nil, err
 		}
 	}
@@ -56,6 +60,10 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 	dec := xml.NewDecoder(cr)
 	tw := newTextWriter(w, limits.MaxTextBytes)
 	d := newDOCXBody(newSectionCounter(tw), headings)
+	d.styleLists = styleLists
+	if numbering != nil {
+		d.lists.defs = readNumbering(numbering)
+	}
 	depth := 0
 	lastProgress := int64(0)
 	for {
@@ -100,29 +108,32 @@ func convertDOCX(ctx context.Context, path string, w io.Writer, progress Progres
 	return res, nil
 }
 
-// docxParts finds a Word document's body and styles (nil if it has
-// none); a zip without a body is refused, naming what it is instead.
-func docxParts(files []*zip.File) (body, styles *zip.File, err error) {
+// docxParts finds a Word document's body, styles and list definitions
+// (nil if it has none); a zip without a body is refused, naming what it
+// is instead.
+func docxParts(files []*zip.File) (body, styles, numbering *zip.File, err error) {
 	for _, f := range files {
 		switch f.Name {
 		case "word/document.xml":
 			body = f
 		case "word/styles.xml":
 			styles = f
+		case "word/numbering.xml":
+			numbering = f
 		}
 	}
 	if body != nil {
-		return body, styles, nil
+		return body, styles, numbering, nil
 	}
 	switch {
 	case hasPrefix(files, "xl/"):
-		return nil, nil, badf("is an Excel workbook (.xlsx), not a Word document: export the sheets as text or PDF first")
+		return nil, nil, nil, badf("is an Excel workbook (.xlsx), not a Word document: export the sheets as text or PDF first")
 	case hasPrefix(files, "ppt/"):
-		return nil, nil, badf("is a PowerPoint deck (.pptx), not a Word document: export it as PDF first")
+		return nil, nil, nil, badf("is a PowerPoint deck (.pptx), not a Word document: export it as PDF first")
 	case hasName(files, "content.xml"):
-		return nil, nil, badf("is an OpenDocument file (.odt), not a Word document: save it as .docx or PDF first")
+		return nil, nil, nil, badf("is an OpenDocument file (.odt), not a Word document: save it as .docx or PDF first")
 	}
-	return nil, nil, badf("is a zip archive, not a Word document (.docx): unzip it and ask about the documents inside")
+	return nil, nil, nil, badf("is a zip archive, not a Word document (.docx): unzip it and ask about the documents inside")
 }
 
 // xmlError is the error for a token of part that could not be read: a
@@ -141,6 +152,20 @@ func xmlError(err error, part string) error {
 type docxBody struct {
 	headings map[string]bool
 	para     *paragraphBuilder
+	lists    listCounter
+	// The paragraph's list (numId, "" for none) and level, read from its
+	// properties (not from a tracked change's old ones: inChange).
+	numID    string
+	ilvl     int
+	inChange int
+	// styleLists are the lists paragraph styles number ("List Number"),
+	// and styleList the paragraph's style's, for an item without a
+	// w:numPr of its own.
+	styleLists map[string]styleList
+	styleList  styleList
+	// Tables: how deep the decoder is in them, and the cells of the row
+	// and the paragraphs of the cell so far.
+	tables, cells, cellParas int
 	// A heading is its paragraph's first piece; a paragraph longer than a
 	// piece goes out in several.
 	heading, first bool
@@ -183,18 +208,57 @@ func (d *docxBody) token(tok xml.Token) error {
 func (d *docxBody) start(t xml.StartElement) error {
 	switch t.Name.Local {
 	case "p":
-		if err := d.para.Flush(); err != nil {
-			return err
+		if d.tables == 0 {
+			if err := d.para.Flush(); err != nil {
+				return err
+			}
+		} else if d.cellParas++; d.cellParas > 1 {
+			d.para.WriteString(" ")
 		}
 		d.inPara, d.heading, d.first = true, false, true
+		d.numID, d.ilvl, d.styleList = "", 0, styleList{}
 	case "pStyle":
-		if d.headings[attr(t, "val")] {
+		if d.inChange == 0 {
+			d.styleList = d.styleLists[attr(t, "val")]
+		}
+		if d.headings[attr(t, "val")] && d.tables == 0 && d.inChange == 0 {
 			d.heading = true
 		}
 	case "outlineLvl":
-		if n, err := strconv.Atoi(attr(t, "val")); err == nil && n < 9 {
+		if n, err := strconv.Atoi(attr(t, "val")); err == nil && n < 9 && d.tables == 0 && d.inChange == 0 {
 			d.heading = true
 		}
+	case "pPrChange":
+		d.inChange++
+	case "numId":
+		if d.inPara && d.inChange == 0 {
+			d.numID = attr(t, "val")
+		}
+	case "ilvl":
+		if d.inPara && d.inChange == 0 {
+			d.ilvl, _ = strconv.Atoi(attr(t, "val"))
+		}
+	case "tbl":
+		if d.tables == 0 {
+			if err := d.para.Flush(); err != nil {
+				return err
+			}
+		}
+		d.tables++
+	case "tr":
+		if d.tables == 1 {
+			d.para.Break()
+			d.cells = 0
+		}
+	case "tc":
+		switch {
+		case d.tables > 1:
+			d.para.WriteString(" ")
+		case d.cells > 0:
+			d.para.WriteString(" | ")
+		}
+		d.cells++
+		d.cellParas = 0
 	case "t":
 		d.inText = true
 	case "del":
@@ -214,9 +278,30 @@ func (d *docxBody) end(local string) error {
 		d.inText = false
 	case "del":
 		d.deleted--
+	case "pPrChange":
+		d.inChange--
+	case "pPr":
+		// A list item's marker, before its text; a heading keeps its
+		// text alone, as the section's label.
+		if d.inPara && d.inChange == 0 && !d.heading {
+			num, ilvl := d.numID, d.ilvl
+			if num == "" {
+				num, ilvl = d.styleList.numID, d.styleList.ilvl
+			}
+			if m := d.lists.marker(num, ilvl); m != "" {
+				d.para.WriteString(m + " ")
+			}
+		}
 	case "p":
 		d.inPara = false
+		if d.tables > 0 {
+			return nil
+		}
 		return d.para.Flush()
+	case "tbl":
+		if d.tables--; d.tables == 0 {
+			return d.para.Flush()
+		}
 	}
 	return nil
 }
@@ -230,36 +315,51 @@ func (d *docxBody) end(local string) error {
 // can only be hostile or broken, and a document read without its
 // headings would cite sections wrongly without saying so.
 func headingStyles(f *zip.File) (map[string]bool, error) {
+	headings, _, err := readStyles(f)
+	return headings, err
+}
+
+// styleList is the list a paragraph style numbers its paragraphs in
+// (numId "" for none) and at which level.
+type styleList struct {
+	numID string
+	ilvl  int
+}
+
+// readStyles is headingStyles, and the lists of the styles that number
+// their paragraphs (a w:numPr in the style: "List Bullet", "List
+// Number").
+func readStyles(f *zip.File) (map[string]bool, map[string]styleList, error) {
 	rc, err := f.Open()
 	if err != nil {
-		return nil, badf("is not a readable DOCX (word/styles.xml is damaged): open it in Word and save it again")
+		return nil, nil, badf("is not a readable DOCX (word/styles.xml is damaged): open it in Word and save it again")
 	}
 	defer rc.Close()
 	cr := &countingReader{r: io.LimitReader(rc, maxStylesBytes+1)}
 	dec := xml.NewDecoder(&runGuard{r: cr, max: maxStylesRunBytes, styles: true})
-	s := &styleScan{out: map[string]bool{}}
+	s := &styleScan{out: map[string]bool{}, lists: map[string]styleList{}}
 	depth := 0
 	for {
 		tok, err := dec.Token()
 		if cr.n > maxStylesBytes {
-			return nil, overStylesLimit(fmt.Sprintf("has styles (word/styles.xml) of more than %d bytes uncompressed", int64(maxStylesBytes)), maxStylesBytes, "bytes")
+			return nil, nil, overStylesLimit(fmt.Sprintf("has styles (word/styles.xml) of more than %d bytes uncompressed", int64(maxStylesBytes)), maxStylesBytes, "bytes")
 		}
 		if errors.Is(err, io.EOF) {
-			return s.out, nil
+			return s.out, s.lists, nil
 		}
 		if err != nil {
-			return nil, xmlError(err, "word/styles.xml")
+			return nil, nil, xmlError(err, "word/styles.xml")
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if depth++; depth > maxDepth {
-				return nil, overStylesLimit(fmt.Sprintf("nests the XML of its styles (word/styles.xml) more than %d elements deep", maxDepth), maxDepth, "levels")
+				return nil, nil, overStylesLimit(fmt.Sprintf("nests the XML of its styles (word/styles.xml) more than %d elements deep", maxDepth), maxDepth, "levels")
 			}
 			if t.Name.Space != wordNS {
 				continue
 			}
 			if err := s.start(t); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case xml.EndElement:
 			depth--
@@ -275,6 +375,7 @@ func headingStyles(f *zip.File) (map[string]bool, error) {
 // the styles counted.
 type styleScan struct {
 	out    map[string]bool
+	lists  map[string]styleList
 	id     string
 	styles int
 }
@@ -300,6 +401,18 @@ func (s *styleScan) start(st xml.StartElement) error {
 	case "outlineLvl":
 		if s.id != "" {
 			s.out[s.id] = true
+		}
+	case "numId":
+		if s.id != "" {
+			l := s.lists[s.id]
+			l.numID = attr(st, "val")
+			s.lists[s.id] = l
+		}
+	case "ilvl":
+		if s.id != "" {
+			l := s.lists[s.id]
+			l.ilvl, _ = strconv.Atoi(attr(st, "val"))
+			s.lists[s.id] = l
 		}
 	}
 	return nil

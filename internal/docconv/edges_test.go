@@ -227,7 +227,7 @@ func TestParagraphsNotesRowsHyphens(t *testing.T) {
 		"In major version four Frank added new chapters and converted the document to yodl.",
 		"[4] https://fbb-git.gitlab.io/yodl/",
 		"The annotations are freely distributable; the standard FILE-based I/O of C stays, as do copy- and move-constructors and other wellknown ideas.",
-		"Name\tSize\nint\t4 bytes",
+		"Name | Size\nint | 4 bytes",
 		"[5] legal.shtml",
 	}
 	if strings.Join(got, "\n---\n") != strings.Join(want, "\n---\n") {

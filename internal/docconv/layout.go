@@ -64,6 +64,24 @@ type Line struct {
 	// ("use OpenMP³⁵": "35").
 	Note string   `json:"n,omitempty"`
 	Refs []string `json:"r,omitempty"`
+	// Size is the line's font size in points, Bold and Mono whether it
+	// is set in a bold or a monospaced (typewriter) font, as PDFium
+	// reports them for the line's first, middle and last glyphs (a line
+	// is bold or monospaced when all three are); Pitch is a monospaced
+	// line's character width in points. They tell a heading from the
+	// text below it and code from prose; zero when unknown (OCR).
+	Size  float64 `json:"z,omitempty"`
+	Bold  bool    `json:"w,omitempty"`
+	Mono  bool    `json:"m,omitempty"`
+	Pitch float64 `json:"pw,omitempty"`
+	// samples are the text-stream indexes (from 1) of the glyphs whose
+	// font readLineFonts reads, width the median width of the line's
+	// glyphs, and even whether nine in ten are that wide: a monospaced
+	// font's loose boxes are its one advance wide, so a line of prose
+	// with code words at its ends and middle is not taken for code.
+	samples [3]int
+	width   float64
+	even    bool
 }
 
 func (l Line) height() float64 { return l.Top - l.Bottom }
@@ -622,6 +640,28 @@ func (r row) line(keep func(Glyph) bool, column, band int) Line {
 		}
 	}
 	l.Segs = r.fields(keep)
+	var kept []Glyph
+	for _, g := range r.glyphs {
+		if keep == nil || keep(g) {
+			kept = append(kept, g)
+		}
+	}
+	if n := len(kept); n > 0 {
+		l.samples = [3]int{kept[0].Index, kept[n/2].Index, kept[n-1].Index}
+		ws := make([]float64, n)
+		for i, g := range kept {
+			ws[i] = g.Right - g.Left
+		}
+		sort.Float64s(ws)
+		l.width = ws[n/2]
+		alike := 0
+		for _, w := range ws {
+			if math.Abs(w-l.width) <= 0.03*l.width {
+				alike++
+			}
+		}
+		l.even = alike*10 >= n*9
+	}
 	return l
 }
 
@@ -788,19 +828,49 @@ func twoColumns(rows []row, gutter float64) []Line {
 // footers already dropped) into paragraphs. A line continues the paragraph
 // above it in the same column and band unless the gap between them is
 // wider than the column's usual line gap by half a line, the two differ
-// in height (a heading), or the line above ends a sentence more than a
-// third short of the column's right edge. A line set in fields apart (a
-// table's row, or code with its comment aligned: Segs) is a line of its
-// own, its fields apart by a tab, and the rows that follow it are the next
-// lines of the same paragraph. A
-// word broken with a hyphen at a line's end is joined: without the hyphen
-// when both halves are lowercase (but for the second half of a suspended
-// compound, "copy- and move-constructors"), with it otherwise
-// ("FILE-based"), and
-// left as it is before "and", "or", "nor" and "to" ("copy- and move-").
-// The page's footnotes (Note) are paragraphs of their own, "[4] text",
-// each after the paragraph that marks it (Refs), else at the page's end.
+// in height or, where PDFium gave the fonts, in size, weight or pitch (a
+// heading, a term, code), or the line above ends a sentence more than a
+// third short of the column's right edge. Structure stays apart:
+//   - a heading is a paragraph of its own: a line in another font than
+//     the text after it, or a short line that starts with a section
+//     number ("2.2.2 Working on input files") and ends no sentence;
+//   - a list item starts a paragraph: a line that starts with a bullet
+//     ("•", "◦", ...), or with a number or a dash where the line above
+//     ends a clause or hangs to the right of it ("1.", "(a)", "-");
+//   - a term (a short line with its description indented below it) is a
+//     paragraph, its description the next;
+//   - code (monospaced lines) is a paragraph of lines, each with its
+//     indentation in spaces, relative to the block's leftmost line;
+//   - a table of contents' entry (a line ending in a dot leader and a
+//     number) ends its paragraph;
+//   - a line set in fields apart (a table's row: Segs) is a line of its
+//     own, its fields apart by " | ", and the rows that follow it are the
+//     next lines of the same paragraph.
+//
+// A word broken with a hyphen at a line's end is joined: without the
+// hyphen when both halves are lowercase (but for the second half of a
+// suspended compound, "copy- and move-constructors"), with it otherwise
+// ("FILE-based"), and left as it is before "and", "or", "nor" and "to"
+// ("copy- and move-"). The page's footnotes (Note) are paragraphs of
+// their own, "[4] text", each after the paragraph that marks it (Refs),
+// else at the page's end.
 func Paragraphs(lines []Line) []string {
+	var out []string
+	for _, b := range pageBlocks(lines) {
+		out = append(out, b.text)
+	}
+	return out
+}
+
+// pdfBlock is a paragraph of a page; pre says its text is preformatted
+// (code): its lines keep their leading spaces.
+type pdfBlock struct {
+	text string
+	pre  bool
+}
+
+// pageBlocks is Paragraphs, with each paragraph's kind.
+func pageBlocks(lines []Line) []pdfBlock {
 	figs := measureColumns(lines)
 	var body []*pdfPara
 	notes := &pdfNotes{of: map[string]*pdfPara{}}
@@ -816,7 +886,7 @@ func Paragraphs(lines []Line) []string {
 		if text == "" {
 			continue
 		}
-		row := len(l.Segs) > 1
+		row := len(l.Segs) > 1 && !l.Mono
 		if row {
 			text = rowText(l.Segs)
 		}
@@ -824,12 +894,19 @@ func Paragraphs(lines []Line) []string {
 		case !figs.continues(cur, prev, l, row):
 			cur = &pdfPara{row: row}
 			body = append(body, cur)
-			cur.text.WriteString(text)
+			if l.Mono {
+				cur.code = append(cur.code, l)
+			} else {
+				cur.text.WriteString(text)
+			}
+		case l.Mono:
+			cur.code = append(cur.code, l)
 		case row:
 			cur.text.WriteString("\n" + text)
 		default:
 			joinLine(&cur.text, text)
 		}
+		cur.lines++
 		cur.refs = append(cur.refs, l.Refs...)
 		prev = l
 	}
@@ -880,22 +957,80 @@ func (f columnFigures) continues(cur *pdfPara, prev, l *Line, row bool) bool {
 	if cur == nil || prev == nil || !sameColumn(*prev, *l) || !alike(prev.height(), l.height()) {
 		return false
 	}
+	if prev.Size > 0 && l.Size > 0 && (!sameSize(prev.Size, l.Size) || prev.Bold != l.Bold || prev.Mono != l.Mono) {
+		return false
+	}
 	c := pdfColumn{l.Band, l.Column}
 	if gap := prev.Bottom - l.Top; !(gap > -l.height()/2 && gap < f.usual[c]+0.5*l.height()) {
 		return false
 	}
+	if l.Mono && prev.Mono {
+		return !cur.row
+	}
+	width := f.right[c] - f.left[c]
+	short := width > 0 && f.right[c]-prev.Right > 0.35*width
+	ends := strings.TrimRight(prev.Text, " ")
 	if !row && !cur.row {
-		width := f.right[c] - f.left[c]
-		ends := strings.TrimRight(prev.Text, " ")
-		if width > 0 && f.right[c]-prev.Right > 0.35*width && ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
+		if short && ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".!?:") {
+			return false
+		}
+		if cur.lines == 1 && short && numberedHeading.MatchString(ends) && !strings.ContainsAny(ends[len(ends)-1:], ".,;:!?") {
+			// A numbered heading, alone on its line.
+			return false
+		}
+		if tocEntry.MatchString(ends) {
+			return false
+		}
+		if startsItem(prev, l) {
+			return false
+		}
+		if cur.lines == 1 && short && l.Left > prev.Left+l.height() {
+			// A term, its description indented below it.
 			return false
 		}
 	}
 	return row == cur.row
 }
 
+// sameSize reports whether two font sizes are one: within 5%.
+func sameSize(a, b float64) bool {
+	return math.Abs(a-b) <= 0.05*math.Max(a, b)
+}
+
+var (
+	// numberedHeading matches a line that starts with a section number
+	// and a capitalised word: "2.2.2 Working on input files",
+	// "4.1. Overview", "A.3 Index", "3 Installation".
+	numberedHeading = regexp.MustCompile(`^(?:\d{1,3}(?:\.\d{1,3}){0,6}|[A-Z](?:\.\d{1,3}){1,6})\.?\s+\p{Lu}`)
+	// tocEntry matches a table of contents' entry: a dot leader, then a
+	// page number.
+	tocEntry = regexp.MustCompile(`(?:\.\s?){4,}\s*(?:\d+|[ivxlc]+)$`)
+	// itemMarker matches a numbered list item's marker, and dashMarker a
+	// dash or star one: "1.", "2)", "(a)", "iv.", "-", "*".
+	itemMarker = regexp.MustCompile(`^(?:\(?(?:\d{1,2}|[a-zA-Z]|[ivx]{1,4})[.)]|\((?:\d{1,2}|[a-zA-Z]|[ivx]{1,4})\))\s`)
+	dashMarker = regexp.MustCompile(`^[-–—*]\s`)
+)
+
+// bullets start a list item wherever a line starts with one.
+const bullets = "•◦▪‣∙○●■□►▸➢✓✔"
+
+// startsItem reports whether line l starts a list item after line prev:
+// it starts with a bullet, or with a number or dash marker where prev
+// ends a clause or hangs to the right of l (the item before it).
+func startsItem(prev, l *Line) bool {
+	t := strings.TrimSpace(l.Text)
+	if r, _ := utf8.DecodeRuneInString(t); strings.ContainsRune(bullets, r) {
+		return true
+	}
+	if !itemMarker.MatchString(t) && !dashMarker.MatchString(t) {
+		return false
+	}
+	ends := strings.TrimRight(prev.Text, " ")
+	return prev.Left > l.Left+1 || ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".:;!?")
+}
+
 // rowText is the text of a line set in fields apart: its fields, their
-// spaces folded, apart by a tab.
+// spaces folded, apart by " | ".
 func rowText(segs []string) string {
 	var cells []string
 	for _, f := range segs {
@@ -903,15 +1038,50 @@ func rowText(segs []string) string {
 			cells = append(cells, f)
 		}
 	}
-	return strings.Join(cells, "\t")
+	return strings.Join(cells, " | ")
 }
 
-// pdfPara is a paragraph Paragraphs builds: its text, the footnotes it
-// marks, and whether it is a table's rows.
+// pdfPara is a paragraph Paragraphs builds: its text (or, for code, its
+// lines), the footnotes it marks, whether it is a table's rows, and how
+// many lines it has.
 type pdfPara struct {
-	text strings.Builder
-	refs []string
-	row  bool
+	text  strings.Builder
+	code  []*Line
+	refs  []string
+	row   bool
+	lines int
+}
+
+// block is the paragraph's text: code's lines each indented by its
+// distance from the block's leftmost line, in characters of its pitch.
+func (p *pdfPara) block() pdfBlock {
+	if len(p.code) == 0 {
+		return pdfBlock{text: p.text.String()}
+	}
+	left := math.Inf(1)
+	var pitches []float64
+	for _, l := range p.code {
+		left = math.Min(left, l.Left)
+		if l.Pitch > 0 {
+			pitches = append(pitches, l.Pitch)
+		}
+	}
+	pitch := 0.0
+	if len(pitches) > 0 {
+		sort.Float64s(pitches)
+		pitch = pitches[len(pitches)/2]
+	}
+	var b strings.Builder
+	for i, l := range p.code {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if pitch > 0 {
+			b.WriteString(strings.Repeat(" ", min(int(math.Round((l.Left-left)/pitch)), 80)))
+		}
+		b.WriteString(strings.Join(strings.Fields(l.Text), " "))
+	}
+	return pdfBlock{text: b.String(), pre: true}
 }
 
 // pdfNotes are a page's footnotes, in order, by mark.
@@ -938,21 +1108,21 @@ func (n *pdfNotes) add(l *Line) {
 // place returns the paragraphs of body, each footnote after the first
 // paragraph that marks it, and the footnotes no paragraph marks at the
 // end.
-func (n *pdfNotes) place(body []*pdfPara) []string {
-	var out []string
+func (n *pdfNotes) place(body []*pdfPara) []pdfBlock {
+	var out []pdfBlock
 	placed := map[*pdfPara]bool{}
 	for _, p := range body {
-		out = append(out, p.text.String())
+		out = append(out, p.block())
 		for _, r := range p.refs {
 			if note := n.of[r]; note != nil && !placed[note] {
 				placed[note] = true
-				out = append(out, note.text.String())
+				out = append(out, note.block())
 			}
 		}
 	}
 	for _, note := range n.list {
 		if !placed[note] {
-			out = append(out, note.text.String())
+			out = append(out, note.block())
 		}
 	}
 	return out

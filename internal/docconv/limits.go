@@ -159,6 +159,15 @@ func (p *paragraphBuilder) WriteString(s string) {
 // Write adds text to the paragraph.
 func (p *paragraphBuilder) Write(b []byte) { p.WriteString(string(b)) }
 
+// Break starts a new line of the paragraph (a table's next row), unless
+// it is empty.
+func (p *paragraphBuilder) Break() {
+	if len(p.buf) > 0 && p.buf[len(p.buf)-1] != '\n' {
+		p.buf = append(p.buf, '\n')
+	}
+	p.space = false
+}
+
 // Flush writes out what the paragraph holds and starts the next.
 func (p *paragraphBuilder) Flush() error {
 	if p.err == nil && len(p.buf) > 0 {

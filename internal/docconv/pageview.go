@@ -196,7 +196,9 @@ func FindText(chars []CharBox, text string) ([]Box, error) {
 
 // foldChars folds a page's characters as FindText compares them: runs of
 // white space one space, a word broken by a hyphen at a line's end joined
-// (as the converted text joins it), each character by foldRune. at is the index in chars of each folded rune
+// (as the converted text joins it), a bar between spaces (a table's cells
+// apart, as the converted text sets them: " | ") left out, each character
+// by foldRune. at is the index in chars of each folded rune
 // (-1 for a space).
 func foldChars(chars []CharBox) (folded []rune, at []int) {
 	space := true
@@ -214,6 +216,11 @@ func foldChars(chars []CharBox) (folded []rune, at []int) {
 			// end (TeX's): the word's parts join, as in the converted
 			// text, whether or not a line break follows.
 			space = true
+			continue
+		case r == '|' && space && (i+1 == len(chars) || unicode.IsSpace(chars[i+1].Char)):
+			// A bar between spaces is read as the space of a table's
+			// cells apart (" | " in the converted text), on the page as
+			// in the text.
 			continue
 		case r == '-' || r == 0x2010 || r == 0x00ad:
 			// A hyphen before a line's end joins the word's parts as
@@ -241,10 +248,13 @@ func foldChars(chars []CharBox) (folded []rune, at []int) {
 func foldText(text string) []rune {
 	var want []rune
 	space := true
-	for _, r := range text {
+	for i, r := range text {
 		if r == 2 {
 			// PDFium's line-end hyphen mark, joined as on the page.
 			space = true
+			continue
+		}
+		if r == '|' && space && (i+1 == len(text) || unicode.IsSpace(rune(text[i+1]))) {
 			continue
 		}
 		if unicode.IsSpace(r) {

@@ -178,3 +178,25 @@ func TestFindTextAcrossHyphenatedLineEnds(t *testing.T) {
 	}
 	t.Logf("%d words broken at lines' ends found", tried)
 }
+
+// TestFindTextTableRow finds a quote of a table's row, its cells apart
+// by " | " as the converted text sets them, on a page that prints the
+// cells apart by space alone; and a bar the page prints between spaces
+// ("ls | sort") is found by the text that quotes it.
+func TestFindTextTableRow(t *testing.T) {
+	page := func(s string) []CharBox {
+		var chars []CharBox
+		for i, r := range s {
+			chars = append(chars, CharBox{Char: r, Box: Box{Left: float64(10 * i), Right: float64(10*i + 8), Top: 10, Bottom: 20}})
+		}
+		return chars
+	}
+	for _, c := range []struct{ page, quote string }{
+		{"Option Default Meaning -V false view the output", "-V | false | view the output"},
+		{"run ls | sort to sort them", "ls | sort"},
+	} {
+		if _, err := FindText(page(c.page), c.quote); err != nil {
+			t.Errorf("FindText(%q) on %q: %v", c.quote, c.page, err)
+		}
+	}
+}

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"unicode"
@@ -484,8 +487,12 @@ func renderPages(spool io.Reader, pages int, edges *EdgeCounter, w io.Writer, ma
 		}
 		tw.begin(i+1, "")
 		tw.spans[len(tw.spans)-1].PageLabel = p.Label
-		for _, para := range Paragraphs(kept) {
-			if err := tw.paragraph(para); err != nil {
+		for _, b := range pageBlocks(kept) {
+			write := tw.paragraph
+			if b.pre {
+				write = tw.preformatted
+			}
+			if err := write(b.text); err != nil {
 				return nil, err
 			}
 		}
@@ -544,6 +551,7 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode
 	}
 	readMarkFonts(inst, text.TextPage, glyphs)
 	p.Lines = LayoutPageSize(glyphs, width.Width, height.Height)
+	readLineFonts(inst, text.TextPage, p.Lines)
 	p.width, p.height = width.Width, height.Height
 	// The page's images are looked at when they may make it a scan: with
 	// OCR forced, or a thin text layer (a page of more text is
@@ -618,6 +626,119 @@ func readMarkFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, glyphs []Gly
 			g.Size, g.Baseline = fs.FontSize, o.Y
 		}
 	}
+}
+
+// readLineFonts reads the font of each line's sampled glyphs (its
+// first, middle and last): its size, and whether it is bold or
+// monospaced (see Line). The first glyph's font, and the others' only as
+// far as they can change the line's (a line of prose costs one font and
+// one size), rather than every glyph's, keep the cost to a few PDFium
+// calls a line.
+func readLineFonts(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, lines []Line) {
+	type font struct {
+		size       float64
+		bold, mono bool
+	}
+	readSize := func(index int) (float64, bool) {
+		fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: tp, Index: index - 1})
+		if err != nil {
+			return 0, false
+		}
+		return fs.FontSize, true
+	}
+	read := func(index int) (font, bool) {
+		fi, err := inst.FPDFText_GetFontInfo(&requests.FPDFText_GetFontInfo{TextPage: tp, Index: index - 1})
+		if err != nil {
+			return font{}, false
+		}
+		fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: tp, Index: index - 1})
+		if err != nil {
+			return font{}, false
+		}
+		return font{size: fs.FontSize, bold: boldFont(fi.FontName, fi.Flags), mono: monoFont(fi.FontName, fi.Flags)}, true
+	}
+	for i := range lines {
+		l := &lines[i]
+		first, mid, last := l.samples[0], l.samples[1], l.samples[2]
+		if first <= 0 || last <= 0 {
+			continue
+		}
+		a, ok := read(first)
+		if !ok {
+			continue
+		}
+		size, bold, mono := a.size, a.bold, a.mono
+		switch {
+		case last == first:
+		case !bold && !mono:
+			// The line is neither bold nor monospaced whatever its
+			// other glyphs: only their size is read, the middle's
+			// where the ends disagree.
+			z, ok := readSize(last)
+			if !ok {
+				continue
+			}
+			if !sameSize(size, z) && mid > 0 && mid != first && mid != last {
+				m, ok := readSize(mid)
+				if !ok {
+					continue
+				}
+				sizes := []float64{size, m, z}
+				sort.Float64s(sizes)
+				size = sizes[1]
+			}
+		default:
+			z, ok := read(last)
+			if !ok {
+				continue
+			}
+			bold, mono = bold && z.bold, mono && z.mono
+			// The middle glyph decides only where the ends agree on
+			// a weight, a pitch or a size.
+			if mid > 0 && mid != first && mid != last && (bold || mono || !sameSize(a.size, z.size)) {
+				m, ok := read(mid)
+				if !ok {
+					continue
+				}
+				sizes := []float64{a.size, m.size, z.size}
+				sort.Float64s(sizes)
+				size, bold, mono = sizes[1], bold && m.bold, mono && m.mono
+			}
+		}
+		l.Size = math.Round(size*100) / 100
+		l.Bold, l.Mono = bold, mono && l.even
+		if l.Mono {
+			l.Pitch = l.width
+		}
+	}
+}
+
+// boldFont and monoFont tell a bold and a monospaced font by the font
+// descriptor's flags (ForceBold, FixedPitch) or by its name, as TeX's
+// fonts (CMBX12, CMTT10) and most others (Times-Bold, NimbusMonL-Regu,
+// LiberationMono) spell it.
+func boldFont(name string, flags int) bool {
+	n := fontName(name)
+	return flags&0x40000 != 0 || boldName.MatchString(n)
+}
+
+func monoFont(name string, flags int) bool {
+	n := fontName(name)
+	return flags&1 != 0 || monoName.MatchString(n)
+}
+
+var (
+	boldName = regexp.MustCompile(`bold|black|heavy|semibold|demi|^cmb|^cmssb|^sfbx|^sfsx|^lmroman.*-?bold|-bd$|\bbd\b`)
+	monoName = regexp.MustCompile(`mono|courier|^cmtt|^cmsltt|^cmitt|^sftt|^sfst|^sfit|typewriter|consol|menlo|inconsolata|^txtt|^nimbusmon|fixed`)
+)
+
+// fontName is a font's name without its subset prefix ("ABCDEF+"),
+// lowercase.
+func fontName(name string) string {
+	if i := strings.IndexByte(name, '+'); i == 6 {
+		name = name[i+1:]
+	}
+	return strings.ToLower(name)
 }
 
 // pageLabel returns the label of page i (from 0), as /PageLabels gives

@@ -50,3 +50,19 @@ func HeadingsRunOn(text string) (numbered, runOn int) {
 	}
 	return numbered, runOn
 }
+
+// RunOnHeadings returns the lines of text that HeadingsRunOn counts as run
+// on, each once, in order.
+func RunOnHeadings(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if !sectionNumber.MatchString(line) || dotLeaders.MatchString(line) || utf8.RuneCountInString(line) <= RunOnLength || seen[line] {
+			continue
+		}
+		seen[line] = true
+		out = append(out, line)
+	}
+	return out
+}

@@ -16,14 +16,16 @@
 #   - groff with its PDF output (gropdf; groff-base has none): the PDF
 #     tests typeset a book with running headers, footnotes and roman front
 #     matter (docconv TestTypesetBook)
-#   - five Debian manuals (scripts/manuals.sh --download-only: about 18 MB
+#   - six Debian manuals (scripts/manuals.sh --download-only: about 18 MB
 #     once, under ~/.cache/memagent/manuals): c++-annotations',
 #     gnuplot's and asymptote's PDFs and PostgreSQL's HTML, which docconv
 #     TestDebianManuals and TestDebianManualsLinesApart and starter/cli/e2e/documents
 #     TestCitationsOnRealManual read, and asymptote's HTML from Debian 13
 #     (asymptote-doc/trixie: Texinfo 7.1, which Debian 12 builds nothing
 #     with; 3.4 MB, and Debian 13's package lists, about 10 MB, once), which
-#     docconv TestDebianManualsTexinfo7HTML reads
+#     docconv TestDebianManualsTexinfo7HTML reads, and bash's reference
+#     manual (bash-doc: Texinfo, words hyphenated at lines' ends), which
+#     docconv TestFindTextAcrossHyphenatedLineEnds reads
 # Debian packages need root (apt-get); Node.js and npm must be on PATH.
 # With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.
 set -euo pipefail
@@ -59,5 +61,5 @@ stamp=examples/typescript/node_modules/.package-lock.json
 if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; then
   npm ci --prefix examples/typescript --no-audit --no-fund
 fi
-bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15 asymptote-doc asymptote-doc/trixie
+bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15 asymptote-doc asymptote-doc/trixie bash-doc
 echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff, Tesseract, img2pdf, the Debian manuals and the TypeScript example's modules are in place"

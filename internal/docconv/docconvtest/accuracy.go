@@ -2,6 +2,7 @@ package docconvtest
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -9,12 +10,14 @@ import (
 // space apart, typographic quotes, dashes and ligatures as ASCII, and a
 // word broken at a line's end by a hyphen joined again (pdftotext keeps
 // the break; the converter joins it), hyphens dropped (both sides then
-// read "copy-constructors" and "copyconstructors" alike).
+// read "copy-constructors" and "copyconstructors" alike), and a table's
+// cell separator (a bar on its own) left out.
 func WordsOf(text string) []string {
 	text = regexp.MustCompile(`(\pL)-\n(\pL)`).ReplaceAllString(text, "$1$2")
 	text = strings.NewReplacer("‘", "'", "’", "'", "“", `"`, "”", `"`, "`", "'", "–", " ", "—", " ", "−", "",
 		"ﬁ", "fi", "ﬂ", "fl", "ﬀ", "ff", "ﬃ", "ffi", "ﬄ", "ffl", "•", " ", "-", "").Replace(text)
-	return strings.Fields(text)
+	// A bar on its own is the converter's cell separator (" | "), no word.
+	return slices.DeleteFunc(strings.Fields(text), func(w string) bool { return w == "|" })
 }
 
 // WordAccuracy is the share of the reference's words the OCR read right:

@@ -1232,13 +1232,19 @@ func joinLine(b *strings.Builder, text string) {
 	b.WriteString(text)
 }
 
-// sameColumn reports whether lines a and b are in one column: both
-// across the page, or in the same column of one band. Lines across the
+// sameColumn reports whether lines a and b (b after a in reading order)
+// are in one column: both across the page, or in the same column of one
+// band. Lines across the
 // page are one column whatever their bands: twoColumns gives each such
 // line a band of its own, and where a page it reads as two columns has
 // full-width lines one after the other (a paragraph between code blocks
 // that cross the gutter), they are one paragraph's lines.
 func sameColumn(a, b Line) bool {
+	if a.Column == 0 && b.Column == 1 && b.Band == a.Band+1 {
+		// b, the first line of the left column after a, may be the last
+		// line of a's paragraph, short enough to fit the left column.
+		return true
+	}
 	return a.Column == b.Column && (a.Band == b.Band || a.Column == 0)
 }
 

@@ -71,9 +71,10 @@ const FullWidthParagraph = "The following example illustrates the use of the ist
 
 // FullWidthPDF is a one-page PDF read as two columns (six rows of two
 // columns each, as a page of code set side by side) with, below them,
-// FullWidthParagraph set across the page in three lines, broken inside
+// FullWidthParagraph set across the page in four lines, broken inside
 // "conver-" / "sions": each line across a two-column page is a band of
-// its own, which the lines of one paragraph are not kept apart by.
+// its own, and the last, short, is the left column of the next band,
+// which the lines of one paragraph are not kept apart by.
 func FullWidthPDF() []byte {
 	pdf := fpdf.New("P", "pt", "Letter", "")
 	pdf.SetAutoPageBreak(false, 0)
@@ -90,7 +91,8 @@ func FullWidthPDF() []byte {
 	for _, l := range []string{
 		"The following example illustrates the use of the istringstream class: several values are",
 		"extracted from the object. Such objects are most often used for doing string to type conver-",
-		"sions, like converting text to int values. Formatting flags can be used with them as well.",
+		"sions, like converting text to int values. Formatting flags can be used with them",
+		"as well.",
 	} {
 		pdf.Text(72, y, l)
 		y += 13

@@ -58,6 +58,9 @@ type Line struct {
 	// ("22", "CHAPTER 2. INTRODUCTION"), which the header rules match
 	// one by one.
 	Segs []string `json:"s,omitempty"`
+	// Cell is the left edge of the last of Segs, where the lines that go
+	// on a table row's last field (a description that wraps) start.
+	Cell float64 `json:"sx,omitempty"`
 	// Note is set on the lines of a footnote at the page's foot: the
 	// note's number (its first line starts with it, raised; the number is
 	// not in Text). Refs are the footnote marks the line's text dropped
@@ -640,6 +643,10 @@ func (r row) line(keep func(Glyph) bool, column, band int) Line {
 		}
 	}
 	l.Segs = r.fields(keep)
+	if len(l.Segs) > 1 {
+		segs := r.split()
+		l.Cell = segs[len(segs)-1].left
+	}
 	var kept []Glyph
 	for _, g := range r.glyphs {
 		if keep == nil || keep(g) {
@@ -845,13 +852,19 @@ func twoColumns(rows []row, gutter float64) []Line {
 //     number) ends its paragraph;
 //   - a line set in fields apart (a table's row: Segs) is a line of its
 //     own, its fields apart by " | ", and the rows that follow it are the
-//     next lines of the same paragraph.
+//     next lines of the same paragraph; a line that starts where the
+//     row's last field starts (Cell: a term's description that wraps)
+//     goes on that field, unless the line above ends a sentence short of
+//     the column's edge.
 //
-// A word broken with a hyphen at a line's end is joined: without the
-// hyphen when both halves are lowercase (but for the second half of a
-// suspended compound, "copy- and move-constructors"), with it otherwise
-// ("FILE-based"), and left as it is before "and", "or", "nor" and "to"
-// ("copy- and move-"). The page's footnotes (Note) are paragraphs of
+// A word broken with a hyphen at a line's end is joined, whatever the
+// next line's font or size (groff sets a section's name smaller: "PA-" /
+// "RAMETERS"), and under a table's row wherever the next line is
+// indented past the row's first field: without the hyphen when both
+// halves are lowercase (but for the second half of a suspended compound,
+// "copy- and move-constructors") or both in capitals ("EVALUA-" /
+// "TION"), with it otherwise ("FILE-based"), and left as it is before
+// "and", "or", "nor" and "to" ("copy- and move-"). The page's footnotes (Note) are paragraphs of
 // their own, "[4] text", each after the paragraph that marks it (Refs),
 // else at the page's end.
 func Paragraphs(lines []Line) []string {
@@ -892,7 +905,7 @@ func pageBlocks(lines []Line) []pdfBlock {
 		}
 		switch {
 		case !figs.continues(cur, prev, l, row):
-			cur = &pdfPara{row: row}
+			cur = &pdfPara{row: row, left: l.Left, cell: l.Cell}
 			body = append(body, cur)
 			if l.Mono {
 				cur.code = append(cur.code, l)
@@ -903,6 +916,7 @@ func pageBlocks(lines []Line) []pdfBlock {
 			cur.code = append(cur.code, l)
 		case row:
 			cur.text.WriteString("\n" + text)
+			cur.cell = l.Cell
 		default:
 			joinLine(&cur.text, text)
 		}
@@ -931,7 +945,7 @@ func measureColumns(lines []Line) columnFigures {
 		if lines[i].Note != "" {
 			continue
 		}
-		c := pdfColumn{lines[i].Band, lines[i].Column}
+		c := columnOf(lines[i])
 		if r, ok := f.right[c]; !ok || lines[i].Right > r {
 			f.right[c] = lines[i].Right
 		}
@@ -954,13 +968,38 @@ func measureColumns(lines []Line) columnFigures {
 // continues reports whether line l (row: a table's row) goes on
 // paragraph cur, whose last line is prev (see Paragraphs).
 func (f columnFigures) continues(cur *pdfPara, prev, l *Line, row bool) bool {
-	if cur == nil || prev == nil || !sameColumn(*prev, *l) || !alike(prev.height(), l.height()) {
+	if cur == nil || prev == nil || !sameColumn(*prev, *l) {
+		return false
+	}
+	if !row && !prev.Mono && !l.Mono && brokenWord(prev.Text, l.Text) {
+		// A word broken at the line's end goes on whatever the font of
+		// its second half (a small-caps "PA-" / "RAMETERS"), and, under a
+		// table's row or a term's description, on the row's last cell:
+		// the line is indented past the row's first cell.
+		gap := prev.Bottom - l.Top
+		usual := f.usual[columnOf(*l)]
+		h := math.Max(prev.height(), l.height())
+		return gap > -h/2 && gap < usual+0.5*h && (!cur.row || l.Left > cur.left+h)
+	}
+	if cur.row && !row && !l.Mono && cur.cell > 0 && math.Abs(l.Left-cur.cell) < l.height()/2 {
+		// A line that starts where the row above's last field does goes
+		// on that field (a description that wraps), unless the line
+		// above ends a sentence short of the column's edge.
+		c := columnOf(*l)
+		gap := prev.Bottom - l.Top
+		width := f.right[c] - f.left[c]
+		ends := strings.TrimRight(prev.Text, " ")
+		short := width > 0 && f.right[c]-prev.Right > 0.35*width
+		return alike(prev.height(), l.height()) && gap > -l.height()/2 && gap < f.usual[c]+0.5*l.height() &&
+			!(short && ends != "" && strings.ContainsAny(ends[len(ends)-1:], ".!?:"))
+	}
+	if !alike(prev.height(), l.height()) {
 		return false
 	}
 	if prev.Size > 0 && l.Size > 0 && (!sameSize(prev.Size, l.Size) || prev.Bold != l.Bold || prev.Mono != l.Mono) {
 		return false
 	}
-	c := pdfColumn{l.Band, l.Column}
+	c := columnOf(*l)
 	if gap := prev.Bottom - l.Top; !(gap > -l.height()/2 && gap < f.usual[c]+0.5*l.height()) {
 		return false
 	}
@@ -1050,6 +1089,9 @@ type pdfPara struct {
 	refs  []string
 	row   bool
 	lines int
+	// left is the left edge of the paragraph's first line, cell that of
+	// the last field of its last table row (Line.Cell).
+	left, cell float64
 }
 
 // block is the paragraph's text: code's lines each indented by its
@@ -1133,6 +1175,36 @@ func (n *pdfNotes) place(body []*pdfPara) []pdfBlock {
 // the compound's.
 var suspendedHyphen = regexp.MustCompile(`\pL- (and|or|nor|to) \pL+-$`)
 
+// brokenWord reports whether a line that ends with text prev and the
+// next, text next, hold a word broken with a hyphen at the line's end: a
+// letter, a hyphen, then a letter to start the next line.
+func brokenWord(prev, next string) bool {
+	prev = strings.TrimRight(prev, " ")
+	if !strings.HasSuffix(prev, "-") {
+		return false
+	}
+	before, _ := utf8.DecodeLastRuneInString(strings.TrimSuffix(prev, "-"))
+	first, _ := utf8.DecodeRuneInString(strings.TrimLeft(next, " "))
+	return unicode.IsLetter(before) && unicode.IsLetter(first)
+}
+
+// capitalsBroken reports whether s (ending with a hyphen) and text, the
+// next line, hold a word in capitals broken at the line's end: two
+// capitals or more before the hyphen (after any other character) and two
+// to start text ("EVALUA-" / "TION", "READLINE_AR-" / "GUMENT").
+func capitalsBroken(s, text string) bool {
+	head := []rune(strings.TrimSuffix(s, "-"))
+	n := 0
+	for i := len(head) - 1; i >= 0 && unicode.IsLetter(head[i]); i-- {
+		if !unicode.IsUpper(head[i]) {
+			return false
+		}
+		n++
+	}
+	tail := []rune(text)
+	return n >= 2 && len(tail) >= 2 && unicode.IsUpper(tail[0]) && unicode.IsUpper(tail[1])
+}
+
 // joinLine appends the next line of a paragraph to b: after a space, or,
 // for a word broken with a hyphen at the line's end, joined (see
 // Paragraphs).
@@ -1145,7 +1217,7 @@ func joinLine(b *strings.Builder, text string) {
 		word = strings.TrimRight(word, ",.;:")
 		if (unicode.IsLetter(before) || unicode.IsDigit(before)) && (unicode.IsLetter(first) || unicode.IsDigit(first)) &&
 			word != "and" && word != "or" && word != "nor" && word != "to" {
-			if unicode.IsLower(before) && unicode.IsLower(first) && !suspendedHyphen.MatchString(s) {
+			if (unicode.IsLower(before) && unicode.IsLower(first) || capitalsBroken(s, text)) && !suspendedHyphen.MatchString(s) {
 				s = strings.TrimSuffix(s, "-")
 			}
 			b.Reset()
@@ -1160,7 +1232,30 @@ func joinLine(b *strings.Builder, text string) {
 	b.WriteString(text)
 }
 
-func sameColumn(a, b Line) bool { return a.Column == b.Column && a.Band == b.Band }
+// sameColumn reports whether lines a and b (b after a in reading order)
+// are in one column: both across the page, or in the same column of one
+// band. Lines across the
+// page are one column whatever their bands: twoColumns gives each such
+// line a band of its own, and where a page it reads as two columns has
+// full-width lines one after the other (a paragraph between code blocks
+// that cross the gutter), they are one paragraph's lines.
+func sameColumn(a, b Line) bool {
+	if a.Column == 0 && b.Column == 1 && b.Band == a.Band+1 {
+		// b, the first line of the left column after a, may be the last
+		// line of a's paragraph, short enough to fit the left column.
+		return true
+	}
+	return a.Column == b.Column && (a.Band == b.Band || a.Column == 0)
+}
+
+// columnOf is the column whose figures (columnFigures) line l is
+// measured by: all lines across the page are one.
+func columnOf(l Line) pdfColumn {
+	if l.Column == 0 {
+		return pdfColumn{}
+	}
+	return pdfColumn{l.Band, l.Column}
+}
 
 func alike(a, b float64) bool {
 	if a <= 0 || b <= 0 {

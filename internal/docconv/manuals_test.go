@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
@@ -251,5 +253,81 @@ func TestDebianManualsLinesApart(t *testing.T) {
 	t.Logf("%d of %d lines hold words pdftotext never prints", len(unprinted), lines)
 	if len(unprinted)*200 > lines {
 		t.Errorf("%d of %d lines hold words pdftotext never prints, want at most 0.5%%", len(unprinted), lines)
+	}
+}
+
+// TestDebianManualsHyphenatedWords converts bash-doc's two manuals, the
+// Texinfo one (bashref.pdf) and the man page (bash.pdf, groff), whose
+// definition lists break words with a hyphen at a line's end in their
+// descriptions and whose man page breaks names in capitals ("EVALUA-" /
+// "TION") and sets a section's name a size smaller ("PA-" / "RAMETERS"):
+// every such word is joined, as pdftotext joins it, and a description's
+// lines go on its term's row, where the converter left "permis-" /
+// "sions" apart, the second half a paragraph of its own. No line holds a
+// word of six letters or more that is only the start or the end of a
+// word pdftotext prints (a hyphenated word's piece), and of bashref.pdf's
+// lines at most 0.1% hold a word pdftotext never prints.
+func TestDebianManualsHyphenatedWords(t *testing.T) {
+	pdftotext := testdeps.Command(t, "pdftotext", "apt-get install poppler-utils")
+	for _, m := range []struct {
+		path string
+		want []string
+	}{
+		{"usr/share/doc/bash/bashref.pdf", []string{
+			"U | The expansion is a string that is the value of parameter with lowercase alphabetic characters converted to uppercase.",
+			"-x | Mark each name for export to subsequent commands via the environment.",
+		}},
+		{"usr/share/doc/bash/bash.pdf", []string{
+			"U | The expansion is a string that is the value of parameter with lowercase alphabetic characters converted to uppercase.",
+			"−r | Make names readonly. These names cannot then be assigned values by subsequent assignment statements or unset.",
+			"described below under ARITHMETIC EVALUATION. If the value",
+			"as explained above (see PARAMETERS).",
+		}},
+	} {
+		t.Run(filepath.Base(m.path), func(t *testing.T) {
+			path := testdeps.Manual(t, "bash-doc", m.path)
+			raw, err := exec.Command(pdftotext, "-enc", "UTF-8", path, "-").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if _, err := converter(t).Convert(context.Background(), docconv.FormatPDF, path, &out, nil); err != nil {
+				t.Fatal(err)
+			}
+			text := out.String()
+			for _, w := range m.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("text lacks %q", w)
+				}
+			}
+			printed := map[string]bool{}
+			for _, w := range strings.FieldsFunc(strings.ToLower(string(raw)), func(r rune) bool { return !unicode.IsLetter(r) }) {
+				printed[w] = true
+			}
+			unprinted := docconvtest.UnprintedLines(string(raw), text)
+			for _, l := range unprinted {
+				for _, w := range strings.FieldsFunc(strings.ToLower(l), func(r rune) bool { return !unicode.IsLetter(r) }) {
+					if utf8.RuneCountInString(w) < 6 || printed[w] {
+						continue
+					}
+					for p := range printed {
+						if len(p) > len(w) && (strings.HasPrefix(p, w) || strings.HasSuffix(p, w)) {
+							t.Errorf("%q is a piece of %q, which pdftotext prints: %.120s", w, p, l)
+							break
+						}
+					}
+				}
+			}
+			lines := 0
+			for _, l := range strings.Split(text, "\n") {
+				if strings.TrimSpace(l) != "" {
+					lines++
+				}
+			}
+			t.Logf("%d of %d lines hold words pdftotext never prints", len(unprinted), lines)
+			if strings.HasSuffix(m.path, "bashref.pdf") && len(unprinted)*1000 > lines {
+				t.Errorf("%d of %d lines hold words pdftotext never prints, want at most 0.1%%: %q", len(unprinted), lines, unprinted)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package activities
 import (
 	"net/netip"
 
+	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/notify"
@@ -53,6 +54,15 @@ type PageSpan = memagent.PageSpan
 // OCRPage is what OCR made of one scanned page (PageMap.OCR): engine,
 // languages, resolution, words and their confidence.
 type OCRPage = memagent.OCRPage
+
+// OCRWord is one word OCR read on a scanned page, its line and its box
+// (Activities.OCRWords): what the review desk highlights a quote on a
+// scan from.
+type OCRWord = docconv.WordBox
+
+// PageBox is a box on a page, in fractions of the page's width and height
+// from its top left corner.
+type PageBox = docconv.Box
 
 // NotifyPolicy says which hosts and addresses a batch's notify_url may
 // reach (Activities.NotifyPolicy): Hosts, the host names allowed ("*."

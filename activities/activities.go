@@ -326,7 +326,7 @@ func updateRecords(ctx context.Context, in actwire.UpdateInput, c updateChunk, c
 		MemoryKept:   kept,
 		LatencyMS:    comp.Latency.Milliseconds(),
 		Pages:        pages,
-		Evidence:     evidenceOf(in, ch, idx.PageMap, pages, memory, text),
+		Evidence:     evidenceOf(in, ch, idx.PageMap, pages, memory, text, idx.Bytes),
 	}
 	// A corpus chunk's documents (and their pages), for the evidence and
 	// the trace.

@@ -72,18 +72,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	t.Cleanup(func() { worker.Stop() })
 
 	// The review.
-	args := []string{"review", "--doc", manual, "--json"}
-	for _, q := range deskQuestions {
-		args = append(args, "--question", q)
-	}
-	out, stderr, err := clitest.RunCLI(t, args...)
-	if err != nil {
-		t.Fatalf("review: %v\n%s", err, stderr)
-	}
-	var grid api.ReviewGrid
-	if err := json.Unmarshal([]byte(out), &grid); err != nil {
-		t.Fatal(err)
-	}
+	grid := reviewOf(t, manual, deskQuestions)
 	subject := grid.WorkflowID
 	q3 := grid.Rows[2]
 	if !q3.Grounding.Found() || q3.Grounding.Pages == nil {
@@ -130,40 +119,8 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 		nil, http.StatusForbidden, "you are signed in as alice")
 
 	// The browser.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1500, 1100))
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("browser: %s: %v", what, err)
-		}
-	}
-	wait := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(90*time.Second), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
-			msg, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("message") ? document.getElementById("message").textContent : document.body.innerText`))
-			t.Fatalf("browser: waiting for %s: %v (page says %q)", what, err, msg)
-		}
-	}
-	shot := func(name string) {
-		t.Helper()
-		if *deskScreenshots == "" {
-			return
-		}
-		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(*deskScreenshots, name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	br := newBrowser(t, ctx, chromium, 1100, `document.getElementById("message") ? document.getElementById("message").textContent : document.body.innerText`)
+	bctx, do, wait, shot := br.ctx, br.do, br.wait, br.shot
 	login := func(name string) {
 		t.Helper()
 		do("sign in as "+name, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(`input[name="token"]`),

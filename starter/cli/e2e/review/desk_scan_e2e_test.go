@@ -2,7 +2,6 @@ package review
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -93,18 +92,7 @@ func TestReviewDeskScannedPage(t *testing.T) {
 	}
 	t.Cleanup(func() { worker.Stop() })
 
-	args := []string{"review", "--doc", doc, "--json"}
-	for _, q := range deskScanQuestions {
-		args = append(args, "--question", q)
-	}
-	out, stderr, err := clitest.RunCLI(t, args...)
-	if err != nil {
-		t.Fatalf("review: %v\n%s", err, stderr)
-	}
-	var grid api.ReviewGrid
-	if err := json.Unmarshal([]byte(out), &grid); err != nil {
-		t.Fatal(err)
-	}
+	grid := reviewOf(t, doc, deskScanQuestions)
 	subject := grid.WorkflowID
 	scanned, digital := grid.Rows[0], grid.Rows[1]
 	for i, want := range []int{1, 2} {
@@ -140,40 +128,8 @@ func TestReviewDeskScannedPage(t *testing.T) {
 	}
 	base := startDesk(t, ctx)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1500, 800))
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("browser: %s: %v", what, err)
-		}
-	}
-	wait := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(90*time.Second), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
-			msg, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("page-cite") ? document.getElementById("page-cite").textContent + " / " + document.getElementById("message").textContent : document.body.innerText`))
-			t.Fatalf("browser: waiting for %s: %v (page says %q)", what, err, msg)
-		}
-	}
-	shot := func(name string) {
-		t.Helper()
-		if *deskScreenshots == "" {
-			return
-		}
-		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(*deskScreenshots, name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	br := newBrowser(t, ctx, chromium, 800, `document.getElementById("page-cite") ? document.getElementById("page-cite").textContent + " / " + document.getElementById("message").textContent : document.body.innerText`)
+	bctx, do, wait, shot := br.ctx, br.do, br.wait, br.shot
 	pageShown := func(cell string) string {
 		return `document.getElementById("cell-title").textContent.startsWith("Cell ` + cell + ` ") && document.getElementById("page-img").src.endsWith("cell=` + cell + `") && document.getElementById("page-img").complete &&
 			document.getElementById("page-frame").classList.contains("loaded") && document.querySelectorAll(".hl.quote").length > 0`

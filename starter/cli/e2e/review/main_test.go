@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -36,4 +37,22 @@ func signOffGridAwait(ctx context.Context, mc *memclient.Client, subject string)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// reviewOf reviews doc with questions through `starter review --json`.
+func reviewOf(t *testing.T, doc string, questions []string) api.ReviewGrid {
+	t.Helper()
+	args := []string{"review", "--doc", doc, "--json"}
+	for _, q := range questions {
+		args = append(args, "--question", q)
+	}
+	out, stderr, err := clitest.RunCLI(t, args...)
+	if err != nil {
+		t.Fatalf("review: %v\n%s", err, stderr)
+	}
+	var grid api.ReviewGrid
+	if err := json.Unmarshal([]byte(out), &grid); err != nil {
+		t.Fatal(err)
+	}
+	return grid
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/dev/procstat"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/testdeps"
 )
@@ -118,29 +119,12 @@ func TestHostileChild(t *testing.T) {
 	began := time.Now()
 	_, err := c.Convert(context.Background(), format, path, io.Discard, nil)
 	var bad *Error
-	r := hostileReport{Refused: errors.As(err, &bad), PeakRSS: vmHWM(), Seconds: time.Since(began).Seconds()}
+	r := hostileReport{Refused: errors.As(err, &bad), PeakRSS: procstat.PeakRSS(), Seconds: time.Since(began).Seconds()}
 	if err != nil {
 		r.Error = err.Error()
 	}
 	b, _ := json.Marshal(r)
 	fmt.Printf("HOSTILE %s\n", b)
-}
-
-// vmHWM is this process's peak resident set, from /proc/self/status.
-func vmHWM() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }
 
 // TestHostilePDFsDoNotHoldUpOthers: while two hostile PDFs are converted on
@@ -326,7 +310,7 @@ func TestHostileScanChild(t *testing.T) {
 	began := time.Now()
 	res, err := c.ConvertWith(context.Background(), FormatPDF, path, io.Discard, Options{})
 	var bad *Error
-	r := scanReport{hostileReport: hostileReport{Refused: errors.As(err, &bad), PeakRSS: vmHWM(), Seconds: time.Since(began).Seconds()}, Children: children()}
+	r := scanReport{hostileReport: hostileReport{Refused: errors.As(err, &bad), PeakRSS: procstat.PeakRSS(), Seconds: time.Since(began).Seconds()}, Children: children()}
 	if err != nil {
 		r.Error = err.Error()
 	}

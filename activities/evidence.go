@@ -1,9 +1,6 @@
 package activities
 
 import (
-	"unicode"
-	"unicode/utf8"
-
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
@@ -21,11 +18,7 @@ func evidenceOf(in actwire.UpdateInput, ch memagent.Chunk, pm *memagent.PageMap,
 		return nil
 	}
 	ev := &api.Evidence{Chunk: in.Chunk, Start: ch.Start, End: ch.End, Added: change.Added, Pages: pages}
-	s, e, ok := report.LocatePassage(text, change.Added)
-	if ok {
-		s, e = wholeWordsAtCuts(text, s, e, ch.Start > 0, ch.End < docBytes)
-	}
-	if ok && s < e {
+	if s, e, ok := report.LocateChunkPassage(text, change.Added, ch.Start > 0, ch.End < docBytes); ok {
 		start, end := ch.Start+int64(s), ch.Start+int64(e)
 		ev.Passage = &api.EvidencePassage{Start: start, End: end, Pages: pm.Ref(start, end)}
 	}
@@ -48,31 +41,4 @@ func markEvidence(ev []api.Evidence, memory string) string {
 		}
 	}
 	return memagent.JoinPageRefs(refs)
-}
-
-// wholeWordsAtCuts narrows the passage [s, e) of a chunk's text so that it
-// neither starts nor ends inside a word the chunk's edges cut: the chunk
-// planner cuts between tokens, which may fall inside a word ("…1.9" and
-// "9 | Asymptote…"). cutStart and cutEnd say whether the chunk's start and
-// end are inside the text rather than its ends. The passage may come out
-// empty (s >= e).
-func wholeWordsAtCuts(text []byte, s, e int, cutStart, cutEnd bool) (int, int) {
-	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
-	if r, _ := utf8.DecodeRune(text[s:]); cutStart && s == 0 && isWord(r) {
-		for s < e && !unicode.IsSpace(rune(text[s])) {
-			s++
-		}
-		for s < e && unicode.IsSpace(rune(text[s])) {
-			s++
-		}
-	}
-	if r, _ := utf8.DecodeLastRune(text[:e]); cutEnd && e == len(text) && e > s && isWord(r) {
-		for e > s && !unicode.IsSpace(rune(text[e-1])) {
-			e--
-		}
-		for e > s && unicode.IsSpace(rune(text[e-1])) {
-			e--
-		}
-	}
-	return s, e
 }

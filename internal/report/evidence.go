@@ -157,6 +157,30 @@ func LocatePassage(text []byte, added []string) (start, end int, ok bool) {
 	return best.start, best.end, true
 }
 
+// LocateChunkPassage is LocatePassage on a chunk of a longer text whose
+// start (cutStart) or end (cutEnd) lies inside that text: the chunk
+// planner cuts between tokens, which may fall inside a word ("…1.9" and
+// "9 | Asymptote…"), so a word at a cut edge is left out before the
+// sentences are read, and no passage starts or ends inside a word.
+func LocateChunkPassage(text []byte, added []string, cutStart, cutEnd bool) (start, end int, ok bool) {
+	lo, hi := 0, len(text)
+	if r, _ := utf8.DecodeRune(text); cutStart && isWordRune(r) {
+		for lo < hi && !isSpaceByte(text[lo]) {
+			lo++
+		}
+	}
+	if r, _ := utf8.DecodeLastRune(text[lo:]); cutEnd && isWordRune(r) {
+		for hi > lo && !isSpaceByte(text[hi-1]) {
+			hi--
+		}
+	}
+	s, e, ok := LocatePassage(text[lo:hi], added)
+	return lo + s, lo + e, ok
+}
+
+// isWordRune reports whether r is a letter or a digit.
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
 // passageMatch is a sentence's byte range, how many distinct wanted words it
 // holds, and where the first of them starts.
 type passageMatch struct {

@@ -167,3 +167,28 @@ func TestReviewLocatePassageRanges(t *testing.T) {
 		})
 	}
 }
+
+// TestLocateChunkPassageLeavesOutCutWords: a chunk cut between the tokens
+// of a word ("…1.9" | "9 | Asymptote…") starts or ends inside it; its
+// passage starts and ends on whole words, unless the chunk's edge is the
+// text's own.
+func TestLocateChunkPassageLeavesOutCutWords(t *testing.T) {
+	text := []byte("9 | Asymptote graphics, which requires the attach")
+	for _, tc := range []struct {
+		cutStart, cutEnd bool
+		want             string
+	}{
+		{true, true, "| Asymptote graphics, which requires the"},
+		{false, true, "9 | Asymptote graphics, which requires the"},
+		{true, false, "| Asymptote graphics, which requires the attach"},
+		{false, false, string(text)},
+	} {
+		s, e, ok := LocateChunkPassage(text, []string{"asymptote"}, tc.cutStart, tc.cutEnd)
+		if got := string(text[s:e]); !ok || got != tc.want {
+			t.Errorf("cut start %v, end %v: %q (%v), want %q", tc.cutStart, tc.cutEnd, got, ok, tc.want)
+		}
+	}
+	if s, e, ok := LocateChunkPassage([]byte("asymptote"), []string{"asymptote"}, true, false); ok {
+		t.Errorf("a chunk of one cut word: passage %d..%d, want none", s, e)
+	}
+}

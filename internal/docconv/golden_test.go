@@ -3,9 +3,6 @@ package docconv_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -23,7 +20,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata golden files from the current output")
 
-const goldenFile = "testdata/golden.json"
+// goldenDir holds one readable file per input: the converted text cut at
+// its pages' (or sections') byte ranges, each under a line naming the span.
+const goldenDir = "testdata/golden"
 
 // goldenInput is one document the golden test converts.
 type goldenInput struct {
@@ -31,13 +30,15 @@ type goldenInput struct {
 	data func(t *testing.T) []byte
 }
 
-// TestGoldenOutput pins the converter's output: the SHA-256 of the text
-// and of the page map (as JSON) of generated PDF, DOCX and HTML fixtures,
-// a few pages of two Debian manuals' PDFs and a handful of DocBook and
-// LaTeX2HTML pages, and of the boxes FindText finds for phrases of pages
-// of gnuplot's manual, recorded in testdata/golden.json. A change to any byte
-// of any text, span or count fails it; go test -run TestGoldenOutput
-// -update rewrites the file after a change meant to alter the output.
+// TestGoldenOutput pins the converter's output: the text and page map of
+// generated PDF, DOCX and HTML fixtures, a few pages of two Debian manuals'
+// PDFs and a handful of DocBook and LaTeX2HTML pages, and the boxes
+// FindText finds for phrases of pages of gnuplot's manual, each in a file
+// of testdata/golden that a person can read. A change to any byte of any
+// text, span or count fails it with the first lines that differ;
+// go test ./internal/docconv -run TestGoldenOutput -update rewrites the
+// files after a change meant to alter the output, and git diff shows what
+// changed.
 func TestGoldenOutput(t *testing.T) {
 	inputs := goldenFixtures()
 	inputs = append(inputs, goldenManuals(t)...)
@@ -45,51 +46,133 @@ func TestGoldenOutput(t *testing.T) {
 	for _, in := range inputs {
 		text, res, err := convert(t, in.data(t))
 		if err != nil {
-			got[in.name] = "error: " + err.Error()
+			got[in.name] = "error: " + err.Error() + "\n"
 			continue
 		}
-		m, err := json.Marshal(res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[in.name] = fmt.Sprintf("text %s map %s", digest([]byte(text)), digest(m))
+		got[in.name] = goldenText(text, res)
 	}
 	if *update {
-		data, err := json.MarshalIndent(got, "", "  ")
-		if err != nil {
+		if err := os.RemoveAll(goldenDir); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(goldenFile, append(data, '\n'), 0o644); err != nil {
+		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)
+		}
+		for name, out := range got {
+			if err := os.WriteFile(goldenPath(name), []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return
 	}
-	data, err := os.ReadFile(goldenFile)
-	if err != nil {
-		t.Fatalf("%v (go test -run TestGoldenOutput -update writes it)", err)
-	}
-	var want map[string]string
-	if err := json.Unmarshal(data, &want); err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, 0, len(want))
-	for name := range want {
+	names := make([]string, 0, len(got))
+	for name := range got {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if got[name] != want[name] {
-			t.Errorf("%s: got %s, want %s", name, got[name], want[name])
+		want, err := os.ReadFile(goldenPath(name))
+		if err != nil {
+			t.Errorf("%s: %v (go test ./internal/docconv -run TestGoldenOutput -update writes it)", name, err)
+			continue
+		}
+		if d := firstDifference(string(want), got[name]); d != "" {
+			t.Errorf("%s (%s) differs from the golden file:\n%s", name, goldenPath(name), d)
 		}
 	}
-	if len(got) != len(want) {
-		t.Errorf("%d inputs converted, golden file has %d", len(got), len(want))
+	files, err := filepath.Glob(filepath.Join(goldenDir, "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(got) {
+		t.Errorf("%d inputs converted, %s holds %d files: -update rewrites the directory", len(got), goldenDir, len(files))
 	}
 }
 
-func digest(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
+// goldenPath is the file of one input: its name with every run of other
+// characters than letters, digits, '.' and '-' made one '-'.
+func goldenPath(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return filepath.Join(goldenDir, strings.Trim(b.String(), "-")+".txt")
+}
+
+// goldenText lays out a conversion for a person: a line of the page map's
+// counts, then the text, each span under a line naming it and its byte
+// range, and any text outside every span under a line saying so.
+func goldenText(text string, res *docconv.Result) string {
+	var b strings.Builder
+	m := res.Map
+	fmt.Fprintf(&b, "format %s, unit %s, %d pages or sections, map version %d, %d bytes, %d header/footer lines dropped\n",
+		m.Format, m.Unit, m.Pages, m.Version, res.Bytes, res.Dropped)
+	segment := func(head string, from, to int64) {
+		if from >= to {
+			return
+		}
+		body := text[from:to]
+		fmt.Fprintf(&b, "=== %s, bytes %d-%d ===\n%s", head, from, to, body)
+		if !strings.HasSuffix(body, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	var at int64
+	for _, sp := range m.Spans {
+		segment("outside any span", at, sp.Start)
+		head := fmt.Sprintf("%s %d", m.Unit, sp.Number)
+		if sp.PageLabel != "" {
+			head += fmt.Sprintf(" (printed %q)", sp.PageLabel)
+		}
+		if sp.Label != "" {
+			head += fmt.Sprintf(" %q", sp.Label)
+		}
+		segment(head, sp.Start, sp.End)
+		at = max(at, sp.End)
+	}
+	segment("outside any span", at, int64(len(text)))
+	return b.String()
+}
+
+// firstDifference returns "" when want and got are equal, else the count of
+// lines that differ and the first difference with two lines around it.
+func firstDifference(want, got string) string {
+	if want == got {
+		return ""
+	}
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	first, differ := -1, 0
+	for i := range max(len(w), len(g)) {
+		if i >= len(w) || i >= len(g) || w[i] != g[i] {
+			differ++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d lines differ (compared line by line); first at line %d:\n", differ, max(len(w), len(g)), first+1)
+	for i := max(0, first-2); i < min(max(len(w), len(g)), first+3); i++ {
+		switch {
+		case i < len(w) && i < len(g) && w[i] == g[i]:
+			fmt.Fprintf(&b, "  %5d   %s\n", i+1, w[i])
+		default:
+			if i < len(w) {
+				fmt.Fprintf(&b, "  %5d - %s\n", i+1, w[i])
+			}
+			if i < len(g) {
+				fmt.Fprintf(&b, "  %5d + %s\n", i+1, g[i])
+			}
+		}
+	}
+	return b.String()
 }
 
 func fixed(b []byte) func(*testing.T) []byte { return func(*testing.T) []byte { return b } }
@@ -177,7 +260,7 @@ func pdfPages(t *testing.T, path string, pages []int) []byte {
 
 // findTextGolden finds, with FindText, every run of six words (from
 // every fifth word) of three pages of gnuplot's manual, and returns the
-// digest of the boxes (or errors) found, a page each.
+// boxes (or errors) found, a page each, a phrase a line.
 func findTextGolden(t *testing.T) map[string]string {
 	path := testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf")
 	data, err := os.ReadFile(path)
@@ -200,16 +283,23 @@ func findTextGolden(t *testing.T) map[string]string {
 		var found strings.Builder
 		n, hits := 0, 0
 		for k := 0; k+6 <= len(words); k += 5 {
-			boxes, err := docconv.FindText(chars, strings.Join(words[k:k+6], " "))
-			b, _ := json.Marshal(boxes)
+			phrase := strings.Join(words[k:k+6], " ")
+			boxes, err := docconv.FindText(chars, phrase)
 			if n++; err == nil {
 				hits++
 			}
-			fmt.Fprintf(&found, "%d %s %v\n", k, b, err)
+			fmt.Fprintf(&found, "%d %q:", k, phrase)
+			for _, b := range boxes {
+				fmt.Fprintf(&found, " [%.4f %.4f %.4f %.4f]", b.Left, b.Top, b.Right, b.Bottom)
+			}
+			if err != nil {
+				fmt.Fprintf(&found, " %v", err)
+			}
+			found.WriteString("\n")
 		}
 		boxes, err := docconv.FindText(chars, "no such text on this page at all")
 		fmt.Fprintf(&found, "missing %v %v\n", boxes, err)
-		got[fmt.Sprintf("findtext gnuplot.pdf page %d", page)] = fmt.Sprintf("%d of %d phrases found %s", hits, n, digest([]byte(found.String())))
+		got[fmt.Sprintf("findtext gnuplot.pdf page %d", page)] = fmt.Sprintf("%d of %d phrases found\n%s", hits, n, found.String())
 	}
 	return got
 }

@@ -67,7 +67,7 @@ func TestUpdateMemoryGolden(t *testing.T) {
 	store := &failingStore{recordingStore: rec}
 	f.acts.Store = store
 	var golden bytes.Buffer
-	run := func(name string, in actwire.UpdateInput) {
+	run := func(name string, in actwire.UpdateInput) (actwire.UpdateOutput, int, error) {
 		rec.transcript.Reset()
 		before := len(f.model.Calls())
 		var out actwire.UpdateOutput
@@ -80,8 +80,10 @@ func TestUpdateMemoryGolden(t *testing.T) {
 			raw, _ := json.MarshalIndent(out, "", "  ")
 			fmt.Fprintf(&golden, "output: %s\n", raw)
 		}
-		fmt.Fprintf(&golden, "model calls: %d\n", len(f.model.Calls())-before)
+		calls := len(f.model.Calls()) - before
+		fmt.Fprintf(&golden, "model calls: %d\n", calls)
 		golden.Write(sortedTranscript(rec.transcript.Bytes()))
+		return out, calls, err
 	}
 	in := f.updateInput(p, 1)
 	in.Checkpoint, in.FirstRunID = true, "chain-1"
@@ -90,11 +92,19 @@ func TestUpdateMemoryGolden(t *testing.T) {
 	in = f.updateInput(p, 2)
 	in.Memory, in.Checkpoint, in.FirstRunID = "memory 1", true, "chain-1"
 	store.failKey = "checkpoint"
-	run("chunk 2, the checkpoint write fails", in)
+	if _, calls, err := run("chunk 2, the checkpoint write fails", in); err == nil || calls != 1 {
+		t.Fatalf("chunk 2's first attempt: %d model calls, error %v; want one call and the checkpoint's error", calls, err)
+	}
 	if store.failKey != "" {
 		t.Fatal("test setup: no checkpoint was written")
 	}
-	run("chunk 2 retried: the kept completion, not a second call", in)
+	// Paid once: the retry answers from the completion the failed attempt
+	// paid for, makes no call, and still reports that one call's usage
+	// (usage counts every call made, once).
+	out, calls, err := run("chunk 2 retried: the kept completion, not a second call", in)
+	if err != nil || calls != 0 || out.Usage.Calls != 1 || out.Usage.PromptTokens == 0 {
+		t.Errorf("chunk 2 retried: %d model calls, usage %+v, error %v; want no call and the first attempt's one call counted", calls, out.Usage, err)
+	}
 
 	in = f.updateInput(p, 9)
 	run("chunk 9 of 4", in)

@@ -16,7 +16,7 @@ import (
 // the ones read).
 var workerEnv = map[string]string{
 	"TEMPORAL_ADDRESS": "temporal.example:7233", "TEMPORAL_NAMESPACE": "ns", "MEMAGENT_TASK_QUEUE": "tq",
-	"TEMPORAL_TLS": "true", "TEMPORAL_TLS_CERT": "/c.pem", "TEMPORAL_TLS_KEY": "/k.pem", "TEMPORAL_TLS_CA": "/ca.pem",
+	"TEMPORAL_TLS": "true", "TEMPORAL_TLS_CLIENT_CERT_PATH": "/c.pem", "TEMPORAL_TLS_CLIENT_KEY_PATH": "/k.pem", "TEMPORAL_TLS_SERVER_CA_CERT_PATH": "/ca.pem",
 	"TEMPORAL_TLS_SERVER_NAME": "tls.example", "TEMPORAL_API_KEY": "tk",
 	"AWS_ENDPOINT_URL_S3": "http://s3.example:9000", "AWS_ENDPOINT_URL": "http://ignored.example", "AWS_REGION": "eu-west-3",
 	"AWS_DEFAULT_REGION": "ignored", "AWS_ACCESS_KEY_ID": "ak", "AWS_PROFILE": "p",

@@ -274,53 +274,35 @@ func helpText(c *cobra.Command) string {
 			}
 		}
 	}
-	local, conn := new(strings.Builder), new(strings.Builder)
+	// Two groups in cobra's own --flag style: the command's flags, then the
+	// connection's (inherited, or marked as such).
+	local := pflag.NewFlagSet("local", pflag.ContinueOnError)
+	conn := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	add := func(fs *pflag.FlagSet) func(*pflag.Flag) {
+		return func(f *pflag.Flag) {
+			if f.Name != "help" {
+				fs.AddFlag(f)
+			}
+		}
+	}
 	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
 		if _, ok := f.Annotations[connectionAnnotation]; ok {
-			writeFlag(conn, f)
+			add(conn)(f)
 		} else {
-			writeFlag(local, f)
+			add(local)(f)
 		}
 	})
-	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { writeFlag(conn, f) })
-	if local.Len() > 0 {
-		b.WriteString("\nFlags:\n" + local.String())
+	c.InheritedFlags().VisitAll(add(conn))
+	if u := local.FlagUsages(); u != "" {
+		b.WriteString("\nFlags:\n" + u)
 	}
-	if conn.Len() > 0 {
-		b.WriteString("\nConnection flags (default from the environment variable named):\n" + conn.String())
+	if u := conn.FlagUsages(); u != "" {
+		b.WriteString("\nConnection flags (default from the environment variable named):\n" + u)
 	}
 	if c.HasAvailableSubCommands() {
 		fmt.Fprintf(&b, "\nRun \"%s <command> --help\" for the flags of a command.\n", c.CommandPath())
 	}
 	return b.String()
-}
-
-// writeFlag lists f as the flag package does: name and value on one line,
-// the usage indented under it, and the default when it is not the zero
-// value.
-func writeFlag(w io.Writer, f *pflag.Flag) {
-	if f.Hidden || f.Name == "help" {
-		return
-	}
-	name, usage := pflag.UnquoteUsage(f)
-	line := "  -" + f.Name
-	if f.Shorthand != "" {
-		line = "  -" + f.Shorthand + ", -" + f.Name
-	}
-	if name != "" && f.Value.Type() != "bool" {
-		line += " " + name
-	}
-	line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
-	switch f.DefValue {
-	case "", "0", "false", "0s", "[]", "text":
-	default:
-		if f.Value.Type() == "string" {
-			line += fmt.Sprintf(" (default %q)", f.DefValue)
-		} else {
-			line += fmt.Sprintf(" (default %s)", f.DefValue)
-		}
-	}
-	fmt.Fprintln(w, line)
 }
 
 // printJSON writes v as JSON on one line, the form every --output json of

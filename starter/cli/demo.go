@@ -144,25 +144,3 @@ func bindGenDoc(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		return nil
 	}
 }
-
-// bindDemoMoved answers `starter demo`, which moved to the devstack
-// command with the embedded stack it runs on (the starter links no
-// Temporal server): a usage error (exit 2) saying where it went. Its flags
-// are accepted so that an old command line gets this message and not a
-// flag error.
-func bindDemoMoved(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
-	cmd.DisableFlagParsing = true
-	return func(args []string) error {
-		return badRequest(errors.New("the demo moved to the devstack command, which embeds the Temporal server: run `go run ./devstack demo` (the same flags) in a memagent checkout"))
-	}
-}
-
-// bindChaosMoved answers `starter chaos`, which moved to its own command:
-// a usage error (exit 2) saying where it went. Its flags are accepted so
-// that an old command line gets this message and not a flag error.
-func bindChaosMoved(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
-	cmd.DisableFlagParsing = true
-	return func(args []string) error {
-		return badRequest(errors.New("the chaos suite moved out of the starter: run `go run ./chaos` (the same flags) in a memagent checkout"))
-	}
-}

@@ -153,11 +153,11 @@ func TestEvalGenHelp(t *testing.T) {
 	_, stderr, _ := runEvalGenCmd(t, "-h")
 	for _, f := range []string{"task", "lengths", "samples", "seed", "out", "tokenizer", "key-type", "value-type",
 		"num-keys", "num-values", "num-queries", "depth", "haystack-dir", "vt-chains", "vt-hops", "fwe-alpha", "fwe-vocab", "hotpotqa"} {
-		if !regexp.MustCompile(`(?m)^  -` + f + `( \w+)?\n    \t\S`).MatchString(stderr) {
+		if !regexp.MustCompile(`(?m)^      --` + f + `( \w+)? +\S`).MatchString(stderr) {
 			t.Errorf("-h does not document --%s", f)
 		}
 	}
-	documented := regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(stderr, -1)
+	documented := regexp.MustCompile(`(?m)^ +(-\w, )?--([a-z-]+)`).FindAllStringSubmatch(stderr, -1)
 	if len(documented) != 18 {
 		t.Errorf("-h documents %d flags, want the 18 this test knows", len(documented))
 	}

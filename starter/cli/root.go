@@ -190,7 +190,9 @@ finds the dev stack (devstack) at its default addresses.`,
 	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.HiddenDefaultCmd = false
 
-	root.AddCommand(demoCommand(o, bind))
+	if o.devStack != nil {
+		root.AddCommand(demoCommand(o, bind))
+	}
 	root.AddCommand(runCommands(bind)...)
 	root.AddCommand(scheduleCommand(bind, stderr), evalCommand(bind, stderr))
 	root.AddCommand(signOffCommands(bind)...)
@@ -206,23 +208,15 @@ type commandBody func(context.Context, *cobra.Command, io.Writer, io.Writer) fun
 
 type bindWith func(commandBody) binder
 
-// demoCommand is `demo`: on the dev stack o gives, or the pointer to
-// `devstack demo` when it gives none.
+// demoCommand is `demo`, on the dev stack o gives: only the devstack
+// command, which embeds the Temporal server, has one.
 func demoCommand(o options, bind bindWith) *cobra.Command {
-	// demo runs on the embedded dev stack, which only the devstack command
-	// links; the starter's demo says where it went.
-	demo := leaf("demo", "Moved: the demo runs in the devstack command, go run ./devstack demo",
-		"The demo embeds the Temporal server, which the starter does not link: run `go run ./devstack demo` (the same flags) in a memagent checkout.",
-		"  go run ./devstack demo", bind(bindDemoMoved))
-	if o.devStack != nil {
-		demo = leaf("demo", "Run the stack, the simulator and a worker in this process and answer a question about a generated document",
-			`Runs the embedded Temporal server, S3 and the inference simulator with a worker in
+	return leaf("demo", "Run the stack, the simulator and a worker in this process and answer a question about a generated document",
+		`Runs the embedded Temporal server, S3 and the inference simulator with a worker in
 this process, and answers a question about a generated document of 100K+
 tokens, with a live progress bar.`,
-			`  go run ./devstack demo
+		`  go run ./devstack demo
   go run ./devstack demo --tokens 1000000 --keep`, bind(demoOn(o.devStack)))
-	}
-	return demo
 }
 
 // runCommands start, follow and stop runs.
@@ -417,8 +411,5 @@ func toolCommands(bind bindWith) []*cobra.Command {
 		leaf("gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]", "Write the demo's generated document to a file",
 			"Writes the demo's generated document (filler with one planted fact) to a file.",
 			"  starter gen-doc --tokens 1000000 --out big.txt", bind(bindGenDoc)),
-		leaf("chaos", "Moved: the chaos suite is its own command, go run ./chaos",
-			"The chaos suite is a developer's tool and no longer part of this CLI: run `go run ./chaos --help` in a memagent checkout.",
-			"  go run ./chaos --kills 10 --out docs/CHAOS.md", bind(bindChaosMoved)),
 	}
 }

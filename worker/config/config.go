@@ -46,9 +46,9 @@ const (
 // TEMPORAL_TLS_CLIENT_CERT_PATH (or _DATA), TEMPORAL_TLS_CLIENT_KEY_PATH
 // (or _DATA), TEMPORAL_TLS_SERVER_CA_CERT_PATH (or _DATA),
 // TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION,
-// TEMPORAL_CLIENT_AUTHORITY and TEMPORAL_GRPC_META_*. memagent's older
-// names TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and TEMPORAL_TLS_CA still work,
-// with a deprecation in Deprecations.
+// TEMPORAL_CLIENT_AUTHORITY and TEMPORAL_GRPC_META_*. memagent's former
+// names TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and TEMPORAL_TLS_CA are refused
+// with the name to use (CHANGELOG.md).
 type Config struct {
 	// Options are the plugin's settings: the bucket and the areas a run
 	// may use, S3, the model servers, the limits, the codec, the worker's
@@ -81,9 +81,6 @@ type Host struct {
 	// verification, the :authority, gRPC metadata), which
 	// TemporalConnection and TemporalHeaders apply.
 	TemporalProfile secret.Opaque[envconfig.ClientConfigProfile]
-	// Deprecations are one-line notes on deprecated settings in use, for
-	// the process to log at start.
-	Deprecations []string
 	// TemporalTLSServerName overrides the name verified in the frontend's
 	// certificate (TEMPORAL_TLS_SERVER_NAME).
 	TemporalTLSServerName string
@@ -203,17 +200,23 @@ func (e envLookup) Environ() []string {
 	return out
 }
 
-// deprecatedTLS are memagent's former names of envconfig's TLS variables.
-var deprecatedTLS = []struct{ old, now string }{
+// formerTLS are memagent's former names of envconfig's TLS variables,
+// refused at start: a setting silently ignored would turn TLS off.
+var formerTLS = []struct{ old, now string }{
 	{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_CLIENT_CERT_PATH"},
 	{"TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CLIENT_KEY_PATH"},
 	{"TEMPORAL_TLS_CA", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
 }
 
 // loadTemporal reads the Temporal connection the way envconfig does (the
-// profile of the config file, then the environment), then memagent's
-// deprecated names where envconfig's are not set.
+// profile of the config file, then the environment), after refusing
+// memagent's former names.
 func (c *Config) loadTemporal(get func(names ...string) (string, bool)) error {
+	for _, d := range formerTLS {
+		if _, ok := get(d.old); ok {
+			return fmt.Errorf("%s is no longer read: name it %s, as the Temporal SDKs and CLI do", d.old, d.now)
+		}
+	}
 	lookup := envLookup(get)
 	p, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{EnvLookup: lookup})
 	if err != nil {
@@ -222,28 +225,6 @@ func (c *Config) loadTemporal(get func(names ...string) (string, bool)) error {
 	if v, ok := get("TEMPORAL_TLS"); ok {
 		if _, err := strconv.ParseBool(v); err != nil {
 			return fmt.Errorf("TEMPORAL_TLS %q: use true or false", v)
-		}
-	}
-	for _, d := range deprecatedTLS {
-		v, ok := get(d.old)
-		if !ok {
-			continue
-		}
-		if _, set := get(d.now); set {
-			c.Deprecations = append(c.Deprecations, fmt.Sprintf("%s is ignored: %s, its replacement, is set too", d.old, d.now))
-			continue
-		}
-		c.Deprecations = append(c.Deprecations, fmt.Sprintf("%s is deprecated: name it %s, as the Temporal SDKs and CLI do", d.old, d.now))
-		if p.TLS == nil {
-			p.TLS = &envconfig.ClientConfigTLS{}
-		}
-		switch d.old {
-		case "TEMPORAL_TLS_CERT":
-			p.TLS.ClientCertPath = v
-		case "TEMPORAL_TLS_KEY":
-			p.TLS.ClientKeyPath = v
-		case "TEMPORAL_TLS_CA":
-			p.TLS.ServerCACertPath = v
 		}
 	}
 	c.TemporalProfile.V = p

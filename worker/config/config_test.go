@@ -287,12 +287,12 @@ func TestTemporalConnection(t *testing.T) {
 	}{
 		{"plaintext by default", nil, false, 0, false, false, ""},
 		{"TLS with system roots", map[string]string{"TEMPORAL_TLS": "true"}, true, 0, false, false, ""},
-		{"mTLS with a CA", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": cert, "TEMPORAL_TLS_SERVER_NAME": "temporal.internal"}, true, 1, true, false, ""},
+		{"mTLS with a CA", map[string]string{"TEMPORAL_TLS_CLIENT_CERT_PATH": cert, "TEMPORAL_TLS_CLIENT_KEY_PATH": key, "TEMPORAL_TLS_SERVER_CA_CERT_PATH": cert, "TEMPORAL_TLS_SERVER_NAME": "temporal.internal"}, true, 1, true, false, ""},
 		{"API key turns TLS on", map[string]string{"TEMPORAL_API_KEY": apiKey}, true, 0, false, true, ""},
-		{"certificate without key", map[string]string{"TEMPORAL_TLS_CERT": cert}, false, 0, false, false, "TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together"},
-		{"missing CA file", map[string]string{"TEMPORAL_TLS_CA": filepath.Join(dir, "nope.pem")}, false, 0, false, false, "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
-		{"CA file without PEM", map[string]string{"TEMPORAL_TLS_CA": notPEM}, false, 0, false, false, "no PEM certificate"},
-		{"key that is not a key", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": notPEM}, false, 0, false, false, "TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH"},
+		{"certificate without key", map[string]string{"TEMPORAL_TLS_CLIENT_CERT_PATH": cert}, false, 0, false, false, "TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together"},
+		{"missing CA file", map[string]string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH": filepath.Join(dir, "nope.pem")}, false, 0, false, false, "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
+		{"CA file without PEM", map[string]string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH": notPEM}, false, 0, false, false, "no PEM certificate"},
+		{"key that is not a key", map[string]string{"TEMPORAL_TLS_CLIENT_CERT_PATH": cert, "TEMPORAL_TLS_CLIENT_KEY_PATH": notPEM}, false, 0, false, false, "TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -471,7 +471,7 @@ func TestModelFlags(t *testing.T) {
 // TestTemporalSettingsFollowEnvconfig: the Temporal connection is read as
 // the SDK's envconfig and the temporal CLI read it (a TOML profile, then
 // the environment, with envconfig's names), and memagent's former TLS names
-// still work with a one-line deprecation each.
+// are refused with the name to use.
 func TestTemporalSettingsFollowEnvconfig(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := writeCert(t, dir)
@@ -488,19 +488,14 @@ func TestTemporalSettingsFollowEnvconfig(t *testing.T) {
 		env                        map[string]string
 		addr, ns, certPath, server string
 		tls                        bool
-		deprecations               int
 		meta                       string
 	}{
-		{"the file's default profile", map[string]string{"TEMPORAL_CONFIG_FILE": file}, "default.example:7233", "default", "", "", false, 0, ""},
-		{"a named profile", map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "prod"}, "prod.example:7233", "prod-ns", cert, "prod.internal", true, 0, "legal"},
+		{"the file's default profile", map[string]string{"TEMPORAL_CONFIG_FILE": file}, "default.example:7233", "default", "", "", false, ""},
+		{"a named profile", map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "prod"}, "prod.example:7233", "prod-ns", cert, "prod.internal", true, "legal"},
 		{"the environment over the profile", map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "prod", "TEMPORAL_ADDRESS": "env.example:7233", "TEMPORAL_NAMESPACE": "env-ns"},
-			"env.example:7233", "env-ns", cert, "prod.internal", true, 0, "legal"},
+			"env.example:7233", "env-ns", cert, "prod.internal", true, "legal"},
 		{"envconfig's names", map[string]string{"TEMPORAL_TLS_CLIENT_CERT_PATH": cert, "TEMPORAL_TLS_CLIENT_KEY_PATH": key, "TEMPORAL_TLS_SERVER_CA_CERT_PATH": cert},
-			DevTemporalAddress, "default", cert, "", true, 0, ""},
-		{"the former names, deprecated", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": cert},
-			DevTemporalAddress, "default", cert, "", true, 3, ""},
-		{"a former name beside its replacement", map[string]string{"TEMPORAL_TLS_CERT": "/ignored.pem", "TEMPORAL_TLS_CLIENT_CERT_PATH": cert, "TEMPORAL_TLS_CLIENT_KEY_PATH": key},
-			DevTemporalAddress, "default", cert, "", true, 1, ""},
+			DevTemporalAddress, "default", cert, "", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := FromEnv(env(tc.env))
@@ -510,9 +505,6 @@ func TestTemporalSettingsFollowEnvconfig(t *testing.T) {
 			if c.TemporalAddress != tc.addr || c.TemporalNamespace != tc.ns || c.TemporalTLSCert != tc.certPath || c.TemporalTLSServerName != tc.server {
 				t.Errorf("address %q namespace %q cert %q server name %q; want %q %q %q %q", c.TemporalAddress, c.TemporalNamespace,
 					c.TemporalTLSCert, c.TemporalTLSServerName, tc.addr, tc.ns, tc.certPath, tc.server)
-			}
-			if len(c.Deprecations) != tc.deprecations {
-				t.Errorf("deprecations %q, want %d", c.Deprecations, tc.deprecations)
 			}
 			conn, _, err := c.TemporalConnection()
 			if err != nil {
@@ -574,5 +566,23 @@ func TestDeployment(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error saying %q and naming TEMPORAL_DEPLOYMENT_NAME", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestFormerTLSNamesRefused: memagent's former names of the TLS variables
+// are refused at start with the name to use, alone or beside the new one
+// (ignoring one would turn TLS off without a word).
+func TestFormerTLSNamesRefused(t *testing.T) {
+	for old, now := range map[string]string{
+		"TEMPORAL_TLS_CERT": "TEMPORAL_TLS_CLIENT_CERT_PATH",
+		"TEMPORAL_TLS_KEY":  "TEMPORAL_TLS_CLIENT_KEY_PATH",
+		"TEMPORAL_TLS_CA":   "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+	} {
+		for _, e := range []map[string]string{{old: "/c.pem"}, {old: "/c.pem", now: "/c.pem"}} {
+			_, err := FromEnv(env(e))
+			if err == nil || !strings.Contains(err.Error(), old+" is no longer read: name it "+now) {
+				t.Errorf("FromEnv(%v) = %v, want the refusal naming %s", e, err, now)
+			}
+		}
 	}
 }

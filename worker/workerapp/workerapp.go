@@ -68,9 +68,6 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range cfg.Deprecations {
-		logger.Warn(d)
-	}
 	c, err := client.DialContext(ctx, client.Options{
 		HeadersProvider:   cfg.TemporalHeaders(),
 		HostPort:          cfg.TemporalAddress,

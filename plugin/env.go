@@ -73,22 +73,22 @@ func EnvNames() []string { return settings.Names(envSettings) }
 // one may depend on an earlier one (Azure's variables on
 // MEMAGENT_MODEL_API, the dev stack's credentials on the S3 endpoint).
 var envSettings = []settings.Row[Options]{
-	{Names: []string{"MEMAGENT_TASK_QUEUE"}, Set: settings.Text(func(o *Options) *string { return &o.TaskQueue })},
-	{Names: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}, Set: settings.Text(func(o *Options) *string { return &o.S3Endpoint })},
-	{Names: []string{"AWS_REGION", "AWS_DEFAULT_REGION"}, Set: settings.Text(func(o *Options) *string { return &o.S3Region })},
-	{Names: []string{"MEMAGENT_BUCKET"}, Set: settings.Text(func(o *Options) *string { return &o.Bucket })},
-	{Names: []string{"MEMAGENT_CREATE_BUCKET"}, Set: settings.Bool(func(o *Options, b bool) { o.CreateBucket = b })},
-	{Names: []string{"MEMAGENT_READ_PREFIXES"}, Set: settings.List(func(o *Options) *[]string { return &o.ReadPrefixes })},
-	{Names: []string{"MEMAGENT_WRITE_PREFIXES"}, Set: settings.List(func(o *Options) *[]string { return &o.WritePrefixes })},
-	{Names: []string{"MEMAGENT_CLAIM_ROOTS"}, Set: settings.List(func(o *Options) *[]string { return &o.ClaimRoots })},
-	{Names: []string{"MEMAGENT_CLAIM_DEPTH"}, Set: settings.Whole(func(o *Options, n int) { o.ClaimDepth = n }, 0, math.MaxInt,
+	{Names: []string{"MEMAGENT_TASK_QUEUE"}, Field: "TaskQueue", Set: settings.Text(func(o *Options) *string { return &o.TaskQueue })},
+	{Names: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}, Field: "S3Endpoint", Set: settings.Text(func(o *Options) *string { return &o.S3Endpoint })},
+	{Names: []string{"AWS_REGION", "AWS_DEFAULT_REGION"}, Field: "S3Region", Set: settings.Text(func(o *Options) *string { return &o.S3Region })},
+	{Names: []string{"MEMAGENT_BUCKET"}, Field: "Bucket", Set: settings.Text(func(o *Options) *string { return &o.Bucket })},
+	{Names: []string{"MEMAGENT_CREATE_BUCKET"}, Field: "CreateBucket", Set: settings.Bool(func(o *Options, b bool) { o.CreateBucket = b })},
+	{Names: []string{"MEMAGENT_READ_PREFIXES"}, Field: "ReadPrefixes", Set: settings.List(func(o *Options) *[]string { return &o.ReadPrefixes })},
+	{Names: []string{"MEMAGENT_WRITE_PREFIXES"}, Field: "WritePrefixes", Set: settings.List(func(o *Options) *[]string { return &o.WritePrefixes })},
+	{Names: []string{"MEMAGENT_CLAIM_ROOTS"}, Field: "ClaimRoots", Set: settings.List(func(o *Options) *[]string { return &o.ClaimRoots })},
+	{Names: []string{"MEMAGENT_CLAIM_DEPTH"}, Field: "ClaimDepth", Set: settings.Whole(func(o *Options, n int) { o.ClaimDepth = n }, 0, math.MaxInt,
 		"want how many folders below its claim root a claimed prefix must be, at least (e.g. 2; 0 = the default, 2)")},
-	{Names: []string{"MEMAGENT_NOTIFY_HOSTS"}, Set: settings.List(func(o *Options) *[]string { return &o.NotifyHosts })},
-	{Names: []string{"MEMAGENT_NOTIFY_ALLOW_NETS"}, Set: settings.List(func(o *Options) *[]string { return &o.NotifyAllowNets })},
-	{Names: []string{"MEMAGENT_S3_PATH_STYLE"}, Set: settings.Bool(func(o *Options, pathStyle bool) { o.S3VirtualHostStyle = !pathStyle })},
-	{Names: []string{"OPENAI_BASE_URL"}, Set: settings.List(func(o *Options) *[]string { return &o.ModelURLs })},
-	{Names: []string{"OPENAI_API_KEY"}, Set: settings.Text(func(o *Options) *string { return &o.ModelAPIKey })},
-	{Names: []string{"MEMAGENT_MODEL_API"}, Set: func(o *Options, name, v string) error {
+	{Names: []string{"MEMAGENT_NOTIFY_HOSTS"}, Field: "NotifyHosts", Set: settings.List(func(o *Options) *[]string { return &o.NotifyHosts })},
+	{Names: []string{"MEMAGENT_NOTIFY_ALLOW_NETS"}, Field: "NotifyAllowNets", Set: settings.List(func(o *Options) *[]string { return &o.NotifyAllowNets })},
+	{Names: []string{"MEMAGENT_S3_PATH_STYLE"}, Field: "S3VirtualHostStyle", Set: settings.Bool(func(o *Options, pathStyle bool) { o.S3VirtualHostStyle = !pathStyle })},
+	{Names: []string{"OPENAI_BASE_URL"}, Field: "ModelURLs", Set: settings.List(func(o *Options) *[]string { return &o.ModelURLs })},
+	{Names: []string{"OPENAI_API_KEY"}, Field: "ModelAPIKey", Set: settings.Text(func(o *Options) *string { return &o.ModelAPIKey })},
+	{Names: []string{"MEMAGENT_MODEL_API"}, Field: "ModelAPI", Set: func(o *Options, name, v string) error {
 		api, err := inference.ParseAPI(v)
 		if err != nil {
 			return fmt.Errorf("%s %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Azure OpenAI)", name, v)
@@ -97,17 +97,17 @@ var envSettings = []settings.Row[Options]{
 		return nil
 	}},
 	{Load: loadAzure},
-	{Names: []string{"OPENAI_API_VERSION"}, Set: settings.Text(func(o *Options) *string { return &o.ModelAPIVersion })},
-	{Names: []string{"MEMAGENT_MODEL"}, Set: settings.Text(func(o *Options) *string { return &o.Model })},
-	{Names: []string{"MEMAGENT_MODEL_FAMILY"}, Set: settings.Text(func(o *Options) *string { return &o.ModelFamily })},
-	{Names: []string{"MEMAGENT_MODEL_CONTEXT"}, Set: settings.Whole(func(o *Options, n int) { o.ModelContext = n }, 0, math.MaxInt,
+	{Names: []string{"OPENAI_API_VERSION"}, Field: "ModelAPIVersion", Set: settings.Text(func(o *Options) *string { return &o.ModelAPIVersion })},
+	{Names: []string{"MEMAGENT_MODEL"}, Field: "Model", Set: settings.Text(func(o *Options) *string { return &o.Model })},
+	{Names: []string{"MEMAGENT_MODEL_FAMILY"}, Field: "ModelFamily", Set: settings.Text(func(o *Options) *string { return &o.ModelFamily })},
+	{Names: []string{"MEMAGENT_MODEL_CONTEXT"}, Field: "ModelContext", Set: settings.Whole(func(o *Options, n int) { o.ModelContext = n }, 0, math.MaxInt,
 		"want the model's context length in tokens, e.g. 128000 (0 = what the server reports)")},
-	{Names: []string{"MEMAGENT_MODEL_TIMEOUT"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.ModelTimeout = d }, "10m")},
-	{Names: []string{"MEMAGENT_MAX_IN_FLIGHT"}, Set: settings.Whole(func(o *Options, n int) { o.ModelMaxInFlight = n }, 0, math.MaxInt,
+	{Names: []string{"MEMAGENT_MODEL_TIMEOUT"}, Field: "ModelTimeout", Set: settings.Positive(func(o *Options, d time.Duration) { o.ModelTimeout = d }, "10m")},
+	{Names: []string{"MEMAGENT_MAX_IN_FLIGHT"}, Field: "ModelMaxInFlight", Set: settings.Whole(func(o *Options, n int) { o.ModelMaxInFlight = n }, 0, math.MaxInt,
 		"want a whole number >= 0")},
-	{Names: []string{"MEMAGENT_CHUNK_CACHE_MB"}, Set: settings.Whole(func(o *Options, n int) { o.ChunkCacheMB = n }, -1, math.MaxInt,
+	{Names: []string{"MEMAGENT_CHUNK_CACHE_MB"}, Field: "ChunkCacheMB", Set: settings.Whole(func(o *Options, n int) { o.ChunkCacheMB = n }, -1, math.MaxInt,
 		"want megabytes >= 0 (0 = the default, 64), or -1 to turn the cache off")},
-	{Names: []string{"MEMAGENT_RATE_LIMIT"}, Set: func(o *Options, name, v string) error {
+	{Names: []string{"MEMAGENT_RATE_LIMIT"}, Field: "RateLimit", Set: func(o *Options, name, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 {
 			return fmt.Errorf("%s %q: want activities per second >= 0", name, v)
@@ -115,23 +115,23 @@ var envSettings = []settings.Row[Options]{
 		o.RateLimit = f
 		return nil
 	}},
-	{Names: []string{"MEMAGENT_MAX_CONVERTED_MB"}, Set: mib(func(o *Options) *int64 { return &o.Limits.MaxConvertedBytes })},
-	{Names: []string{"MEMAGENT_PDF_MEMORY_MB"}, Set: mib(func(o *Options) *int64 { return &o.Limits.PDFMemoryBytes })},
-	{Names: []string{"MEMAGENT_OCR_MEMORY_MB"}, Set: mib(func(o *Options) *int64 { return &o.Limits.OCRMemoryBytes })},
-	{Names: []string{"MEMAGENT_TESSERACT"}, Set: settings.Text(func(o *Options) *string { return &o.OCRCommand })},
-	{Names: []string{"MEMAGENT_OCR_WORKERS"}, Set: settings.Whole(func(o *Options, n int) { o.Limits.OCRWorkers = n }, 0, 1024,
+	{Names: []string{"MEMAGENT_MAX_CONVERTED_MB"}, Field: "Limits.MaxConvertedBytes", Set: mib(func(o *Options) *int64 { return &o.Limits.MaxConvertedBytes })},
+	{Names: []string{"MEMAGENT_PDF_MEMORY_MB"}, Field: "Limits.PDFMemoryBytes", Set: mib(func(o *Options) *int64 { return &o.Limits.PDFMemoryBytes })},
+	{Names: []string{"MEMAGENT_OCR_MEMORY_MB"}, Field: "Limits.OCRMemoryBytes", Set: mib(func(o *Options) *int64 { return &o.Limits.OCRMemoryBytes })},
+	{Names: []string{"MEMAGENT_TESSERACT"}, Field: "OCRCommand", Set: settings.Text(func(o *Options) *string { return &o.OCRCommand })},
+	{Names: []string{"MEMAGENT_OCR_WORKERS"}, Field: "Limits.OCRWorkers", Set: settings.Whole(func(o *Options, n int) { o.Limits.OCRWorkers = n }, 0, 1024,
 		"want a number of pages read at once, 0 for one per CPU")},
-	{Names: []string{"MEMAGENT_OCR_PAGE_TIMEOUT"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.Limits.OCRPageTimeout = d }, "2m")},
-	{Names: []string{"MEMAGENT_OCR_MAX_PAGES"}, Set: settings.Whole(func(o *Options, n int) { o.Limits.OCRMaxPages = n }, 1, math.MaxInt,
+	{Names: []string{"MEMAGENT_OCR_PAGE_TIMEOUT"}, Field: "Limits.OCRPageTimeout", Set: settings.Positive(func(o *Options, d time.Duration) { o.Limits.OCRPageTimeout = d }, "2m")},
+	{Names: []string{"MEMAGENT_OCR_MAX_PAGES"}, Field: "Limits.OCRMaxPages", Set: settings.Whole(func(o *Options, n int) { o.Limits.OCRMaxPages = n }, 1, math.MaxInt,
 		"want a number of pages >= 1 that one document may have read by OCR, e.g. 500")},
-	{Names: []string{"MEMAGENT_OCR_BUDGET"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.Limits.OCRBudget = d }, "30m")},
-	{Names: []string{"MEMAGENT_CONVERT_TIMEOUT"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.Limits.ConvertTimeout = d }, "10m")},
-	{Names: []string{"MEMAGENT_STOP_TIMEOUT"}, Set: settings.Positive(func(o *Options, d time.Duration) { o.StopTimeout = d }, "30s or 5m")},
-	{Names: []string{"TEMPORAL_DEPLOYMENT_NAME"}, Set: settings.Text(func(o *Options) *string { return &o.DeploymentName })},
-	{Names: []string{"TEMPORAL_WORKER_BUILD_ID"}, Set: settings.Text(func(o *Options) *string { return &o.BuildID })},
-	{Names: []string{"MEMAGENT_S3_SSE"}, Set: settings.Text(func(o *Options) *string { return &o.S3SSE })},
-	{Names: []string{"MEMAGENT_S3_KMS_KEY_ID"}, Set: settings.Text(func(o *Options) *string { return &o.S3KMSKeyID })},
-	{Load: func(o *Options, lookup settings.Lookup) error {
+	{Names: []string{"MEMAGENT_OCR_BUDGET"}, Field: "Limits.OCRBudget", Set: settings.Positive(func(o *Options, d time.Duration) { o.Limits.OCRBudget = d }, "30m")},
+	{Names: []string{"MEMAGENT_CONVERT_TIMEOUT"}, Field: "Limits.ConvertTimeout", Set: settings.Positive(func(o *Options, d time.Duration) { o.Limits.ConvertTimeout = d }, "10m")},
+	{Names: []string{"MEMAGENT_STOP_TIMEOUT"}, Field: "StopTimeout", Set: settings.Positive(func(o *Options, d time.Duration) { o.StopTimeout = d }, "30s or 5m")},
+	{Names: []string{"TEMPORAL_DEPLOYMENT_NAME"}, Field: "DeploymentName", Set: settings.Text(func(o *Options) *string { return &o.DeploymentName })},
+	{Names: []string{"TEMPORAL_WORKER_BUILD_ID"}, Field: "BuildID", Set: settings.Text(func(o *Options) *string { return &o.BuildID })},
+	{Names: []string{"MEMAGENT_S3_SSE"}, Field: "S3SSE", Set: settings.Text(func(o *Options) *string { return &o.S3SSE })},
+	{Names: []string{"MEMAGENT_S3_KMS_KEY_ID"}, Field: "S3KMSKeyID", Set: settings.Text(func(o *Options) *string { return &o.S3KMSKeyID })},
+	{Names: []string{"MEMAGENT_CODEC_KEYS_FILE", "MEMAGENT_CODEC_KEYS"}, Field: "CodecKeys", Load: func(o *Options, lookup settings.Lookup) error {
 		keys, err := codec.LoadKeys(lookup)
 		if err != nil {
 			return fmt.Errorf("%w (MEMAGENT_CODEC_KEYS_FILE or MEMAGENT_CODEC_KEYS: id:base64key entries, a key made with `openssl rand -base64 32`)", err)
@@ -142,10 +142,10 @@ var envSettings = []settings.Row[Options]{
 		}
 		return nil
 	}},
-	{Names: []string{"MEMAGENT_CODEC_TOKEN"}, Set: settings.Text(func(o *Options) *string { return &o.CodecServer.Token })},
-	{Names: []string{"MEMAGENT_CODEC_HOSTS"}, Set: settings.List(func(o *Options) *[]string { return &o.CodecServer.AllowHosts })},
-	{Names: []string{"MEMAGENT_CODEC_ENCODE"}, Set: settings.Bool(func(o *Options, b bool) { o.CodecServer.AllowEncode = b })},
-	{Names: []string{"MEMAGENT_CODEC_CORS_ORIGINS"}, Set: settings.List(func(o *Options) *[]string { return &o.CodecServer.AllowOrigins })},
+	{Names: []string{"MEMAGENT_CODEC_TOKEN"}, Field: "CodecServer.Token", Set: settings.Text(func(o *Options) *string { return &o.CodecServer.Token })},
+	{Names: []string{"MEMAGENT_CODEC_HOSTS"}, Field: "CodecServer.AllowHosts", Set: settings.List(func(o *Options) *[]string { return &o.CodecServer.AllowHosts })},
+	{Names: []string{"MEMAGENT_CODEC_ENCODE"}, Field: "CodecServer.AllowEncode", Set: settings.Bool(func(o *Options, b bool) { o.CodecServer.AllowEncode = b })},
+	{Names: []string{"MEMAGENT_CODEC_CORS_ORIGINS"}, Field: "CodecServer.AllowOrigins", Set: settings.List(func(o *Options) *[]string { return &o.CodecServer.AllowOrigins })},
 	{Load: loadDevCredentials},
 }
 

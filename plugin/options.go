@@ -1,11 +1,7 @@
 package plugin
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,7 +11,6 @@ import (
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/buildinfo"
 	"github.com/memagent/memagent/internal/inference"
-	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
 )
@@ -266,98 +261,6 @@ func (o Options) withDefaults() Options {
 	o.ModelURLs = append([]string(nil), o.ModelURLs...)
 	o.CodecKeys = append([]CodecKey(nil), o.CodecKeys...)
 	return o
-}
-
-// validate reports every setting that cannot work, naming the field (and
-// the variable OptionsFromEnv reads it from).
-func (o Options) validate() error {
-	var errs []error
-	for _, check := range []func() []error{o.validateAreas, o.validateS3, o.validateModel, o.validateWorker} {
-		errs = append(errs, check()...)
-	}
-	return errors.Join(errs...)
-}
-
-// validateAreas checks the bucket and where a run may read, write and
-// notify.
-func (o Options) validateAreas() []error {
-	var errs []error
-	if o.Bucket == "" {
-		errs = append(errs, errors.New("Bucket is empty: set Options.Bucket (MEMAGENT_BUCKET)"))
-	}
-	for _, p := range append(append(append([]string(nil), o.ReadPrefixes...), o.WritePrefixes...), o.ClaimRoots...) {
-		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
-			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (Options.ReadPrefixes, Options.WritePrefixes, Options.ClaimRoots)", p))
-		}
-	}
-	if o.ClaimDepth < 0 {
-		errs = append(errs, errors.New("ClaimDepth must not be negative: 0 means the default, 2 (Options.ClaimDepth, MEMAGENT_CLAIM_DEPTH)"))
-	}
-	if _, err := notify.ParseNets(o.NotifyAllowNets); err != nil {
-		errs = append(errs, fmt.Errorf("%w (Options.NotifyAllowNets, MEMAGENT_NOTIFY_ALLOW_NETS)", err))
-	}
-	if err := notify.CheckHosts(o.NotifyHosts); err != nil {
-		errs = append(errs, fmt.Errorf("%w (Options.NotifyHosts, MEMAGENT_NOTIFY_HOSTS)", err))
-	}
-	return errs
-}
-
-// validateS3 checks the S3 endpoint and server-side encryption.
-func (o Options) validateS3() []error {
-	var errs []error
-	if o.S3Client == nil && o.S3Endpoint != "" {
-		if u, err := url.Parse(o.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("S3Endpoint %q is not an http(s) URL: set Options.S3Endpoint (AWS_ENDPOINT_URL_S3) to e.g. http://127.0.0.1:9000, or leave it empty for AWS", secret.URL(o.S3Endpoint)))
-		}
-	}
-	switch o.S3SSE {
-	case "", s3store.SSES3:
-		if o.S3KMSKeyID != "" {
-			errs = append(errs, fmt.Errorf("S3KMSKeyID is set but S3SSE is %q: set Options.S3SSE (MEMAGENT_S3_SSE) to aws:kms", o.S3SSE))
-		}
-	case s3store.SSEKMS:
-	default:
-		errs = append(errs, fmt.Errorf("S3SSE %q: use AES256, aws:kms, or empty for the bucket's default (Options.S3SSE, MEMAGENT_S3_SSE)", o.S3SSE))
-	}
-	return errs
-}
-
-// validateModel checks the model servers' settings.
-func (o Options) validateModel() []error {
-	var errs []error
-	if _, err := inference.ParseAPI(o.ModelAPI); err != nil {
-		errs = append(errs, fmt.Errorf("ModelAPI %q: use openai (OpenAI and compatible servers such as vLLM) or azure (Options.ModelAPI, MEMAGENT_MODEL_API)", o.ModelAPI))
-	}
-	if o.ModelContext < 0 {
-		errs = append(errs, errors.New("ModelContext must not be negative: the model's context length in tokens, or 0 for what the server reports (Options.ModelContext, MEMAGENT_MODEL_CONTEXT)"))
-	}
-	if len(o.ModelURLs) == 0 {
-		errs = append(errs, errors.New("ModelURLs is empty: set Options.ModelURLs (OPENAI_BASE_URL) to the model servers' base URLs, e.g. http://gpu-1:8000/v1"))
-	} else if _, err := inference.Endpoints(inference.APIOpenAI, o.ModelURLs, "", o.ModelMaxInFlight); err != nil {
-		errs = append(errs, fmt.Errorf("ModelURLs: %w (Options.ModelURLs, Options.ModelMaxInFlight)", err))
-	}
-	return errs
-}
-
-// validateWorker checks the worker's limits and its deployment.
-func (o Options) validateWorker() []error {
-	var errs []error
-	if o.RateLimit < 0 {
-		errs = append(errs, errors.New("RateLimit must not be negative (Options.RateLimit, MEMAGENT_RATE_LIMIT)"))
-	}
-	if o.ChunkCacheMB < -1 {
-		errs = append(errs, errors.New("ChunkCacheMB must be megabytes >= 0, or -1 for no cache (Options.ChunkCacheMB, MEMAGENT_CHUNK_CACHE_MB)"))
-	}
-	if o.Limits.OCRMaxPages < 0 {
-		errs = append(errs, errors.New("Limits.OCRMaxPages must not be negative: the pages of one document read by OCR, or 0 for the default, 500 (Options.Limits.OCRMaxPages, MEMAGENT_OCR_MAX_PAGES)"))
-	}
-	if o.Limits.OCRBudget < 0 {
-		errs = append(errs, errors.New("Limits.OCRBudget must not be negative: OCR's time on one document, or 0 for the default, 30m (Options.Limits.OCRBudget, MEMAGENT_OCR_BUDGET)"))
-	}
-	if err := buildinfo.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
-		errs = append(errs, fmt.Errorf("%w (Options.DeploymentName, TEMPORAL_DEPLOYMENT_NAME; Options.BuildID, TEMPORAL_WORKER_BUILD_ID)", err))
-	}
-	return errs
 }
 
 // capacity is the model pool's capacity as configured, or 0 when the model

@@ -147,7 +147,7 @@ func TestOptionsFromEnvDefaults(t *testing.T) {
 // the credentials it carries.
 func TestValidateKeepsUserInfoOut(t *testing.T) {
 	o := Options{Bucket: "b", ModelURLs: []string{"http://gpu-1:8000/v1"}, S3Endpoint: "ftp://ak:pw-SECRET1@minio:9000"}
-	err := o.validate()
+	err := o.Validate(nil)
 	if err == nil || !strings.Contains(err.Error(), "minio:9000") || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("validate = %v, want the endpoint named without its user info", err)
 	}

@@ -208,7 +208,7 @@ type registry interface {
 // setUp checks the options, builds the activities with their model pool
 // and registers them and the workflows on r.
 func (p *Plugin) setUp(ctx context.Context, key string, r registry) error {
-	if err := p.opts.validate(); err != nil {
+	if err := p.opts.Validate(nil); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)

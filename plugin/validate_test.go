@@ -1,54 +1,69 @@
 package plugin_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/memagent/memagent/worker/config"
 )
 
-// TestValidationsAgree: memagent's worker checks its configuration before
-// it dials (config.Validate, whose messages name variables and flags) and
-// the plugin checks the same settings again at worker start (its messages
-// name Options fields, for other hosts). Each setting of the plugin that
-// cannot work must fail both: one that only the plugin refused would let
-// the worker dial Temporal, set up telemetry and serve HTTP before failing,
-// with a message naming no flag (as --chunk-cache-mb -5 did).
-func TestValidationsAgree(t *testing.T) {
+// TestValidateNamesSettings: the plugin's settings are checked once, by
+// plugin.Options.Validate; memagent's worker runs that check on its
+// configuration before it dials (config.Validate), naming each setting by
+// its variable and flag, while another host's error names the Options
+// field. A setting that cannot work is refused in both words, from the one
+// check.
+func TestValidateNamesSettings(t *testing.T) {
 	valid := config.Default()
 	if err := valid.Validate(); err != nil {
 		t.Fatalf("the default configuration: %v", err)
 	}
-	if err := valid.Options.Validate(); err != nil {
+	if err := valid.Options.Validate(nil); err != nil {
 		t.Fatalf("the default options: %v", err)
 	}
-	for name, change := range map[string]func(*config.Config){
-		"bucket":                   func(c *config.Config) { c.Bucket = "" },
-		"read prefix":              func(c *config.Config) { c.ReadPrefixes = []string{"bucket/docs/"} },
-		"write prefix":             func(c *config.Config) { c.WritePrefixes = []string{"s3:///docs/"} },
-		"claim root":               func(c *config.Config) { c.ClaimRoots = []string{"http://x/"} },
-		"claim depth":              func(c *config.Config) { c.ClaimDepth = -1 },
-		"notify nets":              func(c *config.Config) { c.NotifyAllowNets = []string{"not-a-net"} },
-		"notify hosts":             func(c *config.Config) { c.NotifyHosts = []string{"bad host/"} },
-		"S3 endpoint":              func(c *config.Config) { c.S3Endpoint = "notaurl" },
-		"SSE":                      func(c *config.Config) { c.S3SSE = "bogus" },
-		"KMS key without SSE":      func(c *config.Config) { c.S3KMSKeyID = "key" },
-		"model API":                func(c *config.Config) { c.ModelAPI = "bedrock" },
-		"model context":            func(c *config.Config) { c.ModelContext = -1 },
-		"no model URL":             func(c *config.Config) { c.ModelURLs = nil },
-		"model URL":                func(c *config.Config) { c.ModelURLs = []string{"ftp://gpu"} },
-		"in flight":                func(c *config.Config) { c.ModelMaxInFlight = -2 },
-		"rate limit":               func(c *config.Config) { c.RateLimit = -1 },
-		"chunk cache":              func(c *config.Config) { c.ChunkCacheMB = -5 },
-		"OCR max pages":            func(c *config.Config) { c.Limits.OCRMaxPages = -1 },
-		"OCR budget":               func(c *config.Config) { c.Limits.OCRBudget = -time.Second },
-		"build without deployment": func(c *config.Config) { c.BuildID = "v1" },
+	for _, tc := range []struct {
+		name, field, worker string
+		change              func(*config.Config)
+	}{
+		{"bucket", "Bucket", "MEMAGENT_BUCKET or --bucket", func(c *config.Config) { c.Bucket = "" }},
+		{"task queue", "TaskQueue", "MEMAGENT_TASK_QUEUE or --task-queue", func(c *config.Config) { c.TaskQueue = "" }},
+		{"read prefix", "ReadPrefixes", "MEMAGENT_READ_PREFIXES", func(c *config.Config) { c.ReadPrefixes = []string{"bucket/docs/"} }},
+		{"write prefix", "WritePrefixes", "MEMAGENT_WRITE_PREFIXES", func(c *config.Config) { c.WritePrefixes = []string{"s3:///docs/"} }},
+		{"claim root", "ClaimRoots", "MEMAGENT_CLAIM_ROOTS", func(c *config.Config) { c.ClaimRoots = []string{"http://x/"} }},
+		{"claim depth", "ClaimDepth", "MEMAGENT_CLAIM_DEPTH", func(c *config.Config) { c.ClaimDepth = -1 }},
+		{"notify nets", "NotifyAllowNets", "MEMAGENT_NOTIFY_ALLOW_NETS", func(c *config.Config) { c.NotifyAllowNets = []string{"not-a-net"} }},
+		{"notify hosts", "NotifyHosts", "MEMAGENT_NOTIFY_HOSTS", func(c *config.Config) { c.NotifyHosts = []string{"bad host/"} }},
+		{"S3 endpoint", "S3Endpoint", "AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL or --s3-endpoint", func(c *config.Config) { c.S3Endpoint = "notaurl" }},
+		{"SSE", "S3SSE", "MEMAGENT_S3_SSE", func(c *config.Config) { c.S3SSE = "bogus" }},
+		{"KMS key without SSE", "S3SSE", "MEMAGENT_S3_SSE", func(c *config.Config) { c.S3KMSKeyID = "key" }},
+		{"model API", "ModelAPI", "MEMAGENT_MODEL_API or --model-api", func(c *config.Config) { c.ModelAPI = "bedrock" }},
+		{"model context", "ModelContext", "MEMAGENT_MODEL_CONTEXT or --model-context", func(c *config.Config) { c.ModelContext = -1 }},
+		{"no model URL", "ModelURLs", "OPENAI_BASE_URL or --model-url", func(c *config.Config) { c.ModelURLs = nil }},
+		{"model URL", "ModelURLs", "OPENAI_BASE_URL or --model-url", func(c *config.Config) { c.ModelURLs = []string{"ftp://gpu"} }},
+		{"in flight", "ModelMaxInFlight", "MEMAGENT_MAX_IN_FLIGHT or --max-in-flight", func(c *config.Config) { c.ModelMaxInFlight = -2 }},
+		{"model timeout", "ModelTimeout", "MEMAGENT_MODEL_TIMEOUT or --model-timeout", func(c *config.Config) { c.ModelTimeout = -time.Second }},
+		{"rate limit", "RateLimit", "MEMAGENT_RATE_LIMIT or --rate-limit", func(c *config.Config) { c.RateLimit = -1 }},
+		{"chunk cache", "ChunkCacheMB", "MEMAGENT_CHUNK_CACHE_MB or --chunk-cache-mb", func(c *config.Config) { c.ChunkCacheMB = -5 }},
+		{"stop timeout", "StopTimeout", "MEMAGENT_STOP_TIMEOUT or --stop-timeout", func(c *config.Config) { c.StopTimeout = -time.Second }},
+		{"OCR max pages", "Limits.OCRMaxPages", "MEMAGENT_OCR_MAX_PAGES", func(c *config.Config) { c.Limits.OCRMaxPages = -1 }},
+		{"OCR budget", "Limits.OCRBudget", "MEMAGENT_OCR_BUDGET", func(c *config.Config) { c.Limits.OCRBudget = -time.Second }},
+		{"build without deployment", "DeploymentName", "TEMPORAL_DEPLOYMENT_NAME or --deployment-name", func(c *config.Config) { c.BuildID = "v1" }},
+		{"Azure without a deployment", "Model", "MEMAGENT_MODEL or --model", func(c *config.Config) {
+			c.ModelAPI, c.ModelURLs, c.ModelAPIKey = "azure", []string{"https://r.openai.azure.com"}, "k"
+		}},
+		{"Azure without its endpoint", "ModelURLs", "AZURE_OPENAI_ENDPOINT or --model-url", func(c *config.Config) { c.ModelAPI, c.Model, c.ModelAPIKey = "azure", "d", "k" }},
 	} {
-		c := valid
-		change(&c)
-		werr, perr := c.Validate(), c.Options.Validate()
-		if werr == nil || perr == nil {
-			t.Errorf("%s: the worker's check says %v, the plugin's %v; want both to refuse it", name, werr, perr)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid
+			tc.change(&c)
+			werr, perr := c.Validate(), c.Options.Validate(nil)
+			if werr == nil || !strings.Contains(werr.Error(), "set "+tc.worker) {
+				t.Errorf("the worker's check says %v; want it to name %q", werr, tc.worker)
+			}
+			if perr == nil || !strings.Contains(perr.Error(), "Options."+tc.field) {
+				t.Errorf("the plugin's check says %v; want it to name Options.%s", perr, tc.field)
+			}
+		})
 	}
 }

@@ -24,6 +24,9 @@ type Lookup func(name string) (string, bool)
 // or several names for it (the first set wins), and what its value does.
 type Row[C any] struct {
 	Names []string
+	// Field is the setting's name in C ("Bucket", "Limits.OCRBudget"), by
+	// which a validation of C names the variables a setting comes from.
+	Field string
 	// Set applies the value v of the variable name; its error names the
 	// variable and says what to write instead.
 	Set func(c *C, name, v string) error

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +22,6 @@ import (
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/devaddr"
 	"github.com/memagent/memagent/internal/inference"
-	"github.com/memagent/memagent/internal/notify"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/secret"
 	"github.com/memagent/memagent/internal/settings"
@@ -285,16 +284,52 @@ func (c *Config) Normalize() {
 }
 
 // Validate reports every setting that cannot work, each naming what to
-// change.
+// change: the plugin's settings by plugin.Options.Validate, in the
+// worker's words (the variable and the flag, from flagOf), and the
+// settings of the worker's host (the Temporal connection, the HTTP
+// endpoint, the codec server) here.
 func (c Config) Validate() error {
-	var errs []error
-	for _, check := range []func() []error{c.validateRequired, c.validateAreas, c.validateS3Endpoint, c.validateModel, c.validateWorker, c.validateSSE, c.validateCodec} {
+	errs := []error{c.Options.Validate(settingName)}
+	for _, check := range []func() []error{c.validateRequired, c.validateHost, c.validateCodec} {
 		errs = append(errs, check()...)
 	}
 	return errors.Join(errs...)
 }
 
-// validateRequired checks the settings that have to be set.
+// flagOf is the worker's flag of each plugin setting that has one, by its
+// Options field: the one table settingName reads.
+var flagOf = map[string]string{
+	"TaskQueue": "task-queue", "S3Endpoint": "s3-endpoint", "Bucket": "bucket", "CreateBucket": "create-bucket",
+	"Model": "model", "ModelURLs": "model-url", "ModelAPI": "model-api", "ModelContext": "model-context",
+	"ModelMaxInFlight": "max-in-flight", "ChunkCacheMB": "chunk-cache-mb", "RateLimit": "rate-limit",
+	"ModelTimeout": "model-timeout", "StopTimeout": "stop-timeout", "DeploymentName": "deployment-name", "BuildID": "build-id",
+}
+
+// FlagNames are the flags flagOf names, for the test that each is one the
+// worker registers.
+func FlagNames() []string {
+	names := make([]string, 0, len(flagOf))
+	for _, f := range flagOf {
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// settingName names a plugin setting as an operator of the worker sets it:
+// its variables, then its flag ("MEMAGENT_BUCKET or --bucket").
+func settingName(field string, env []string) string {
+	names := slices.Clone(env)
+	if f, ok := flagOf[field]; ok {
+		names = append(names, "--"+f)
+	}
+	if len(names) == 0 {
+		return field
+	}
+	return strings.Join(names, " or ")
+}
+
+// validateRequired checks the host's settings that have to be set.
 func (c Config) validateRequired() []error {
 	var errs []error
 	if c.TemporalAddress == "" {
@@ -303,94 +338,22 @@ func (c Config) validateRequired() []error {
 	if c.TemporalNamespace == "" {
 		errs = append(errs, errors.New("namespace is empty: set TEMPORAL_NAMESPACE or --namespace"))
 	}
-	if c.TaskQueue == "" {
-		errs = append(errs, errors.New("task queue is empty: set MEMAGENT_TASK_QUEUE or --task-queue"))
-	}
-	if c.Bucket == "" {
-		errs = append(errs, errors.New("bucket is empty: set MEMAGENT_BUCKET or --bucket"))
-	}
 	return errs
 }
 
-// validateAreas checks where a caller may read, write and notify.
-func (c Config) validateAreas() []error {
+// validateHost checks the worker's HTTP endpoint and its Temporal
+// connection.
+func (c Config) validateHost() []error {
 	var errs []error
-	for _, p := range append(append(append([]string(nil), c.ReadPrefixes...), c.WritePrefixes...), c.ClaimRoots...) {
-		if rest, ok := strings.CutPrefix(p, "s3://"); !ok || strings.HasPrefix(rest, "/") {
-			errs = append(errs, fmt.Errorf("prefix %q is not an s3://bucket/prefix URI, or s3:// for any bucket (MEMAGENT_READ_PREFIXES, MEMAGENT_WRITE_PREFIXES, MEMAGENT_CLAIM_ROOTS)", p))
-		}
-	}
-	if c.ClaimDepth < 0 {
-		errs = append(errs, errors.New("claim depth must not be negative: set MEMAGENT_CLAIM_DEPTH (0 = the default, 2)"))
-	}
-	if _, err := notify.ParseNets(c.NotifyAllowNets); err != nil {
-		errs = append(errs, fmt.Errorf("%w (MEMAGENT_NOTIFY_ALLOW_NETS)", err))
-	}
-	if err := notify.CheckHosts(c.NotifyHosts); err != nil {
-		errs = append(errs, fmt.Errorf("%w (MEMAGENT_NOTIFY_HOSTS)", err))
-	}
-	return errs
-}
-
-// validateS3Endpoint checks the S3 endpoint, when it is not AWS itself.
-func (c Config) validateS3Endpoint() []error {
-	if c.S3Endpoint == "" {
-		return nil
-	}
-	if err := checkURL(c.S3Endpoint); err != nil {
-		return []error{fmt.Errorf("S3 endpoint: %w (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or --s3-endpoint)", err)}
-	}
-	return nil
-}
-
-// validateWorker checks the worker's limits, its HTTP endpoint, its
-// Temporal connection and its deployment.
-func (c Config) validateWorker() []error {
-	var errs []error
-	if c.RateLimit < 0 {
-		errs = append(errs, errors.New("rate limit must not be negative: set MEMAGENT_RATE_LIMIT or --rate-limit"))
-	}
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs = append(errs, fmt.Errorf("HTTP address %q is not host:port (e.g. 127.0.0.1:9464, or :9464 for every interface; empty disables it): set MEMAGENT_HTTP_ADDR or --http-addr", c.HTTPAddr))
 		}
 	}
-	if c.ModelTimeout <= 0 {
-		errs = append(errs, errors.New("model timeout must be positive: set MEMAGENT_MODEL_TIMEOUT or --model-timeout"))
-	}
-	if c.ChunkCacheMB < -1 {
-		errs = append(errs, errors.New("chunk cache must be megabytes >= 0 (0 = the default, 64), or -1 for none: set MEMAGENT_CHUNK_CACHE_MB or --chunk-cache-mb"))
-	}
-	if c.StopTimeout < 0 {
-		errs = append(errs, errors.New("stop timeout must not be negative: set MEMAGENT_STOP_TIMEOUT or --stop-timeout"))
-	}
-	if c.Limits.OCRMaxPages < 0 {
-		errs = append(errs, errors.New("OCR max pages must be a number of pages >= 1 (0 = the default, 500): set MEMAGENT_OCR_MAX_PAGES"))
-	}
-	if c.Limits.OCRBudget < 0 {
-		errs = append(errs, errors.New("OCR budget must be a positive duration such as 30m (0 = the default): set MEMAGENT_OCR_BUDGET"))
-	}
 	if _, _, err := c.TemporalConnection(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := buildinfo.CheckDeployment(c.DeploymentName, c.BuildID, c.WorkerBuildID()); err != nil {
-		errs = append(errs, fmt.Errorf("%w (TEMPORAL_DEPLOYMENT_NAME or --deployment-name, TEMPORAL_WORKER_BUILD_ID or --build-id)", err))
-	}
 	return errs
-}
-
-// validateSSE checks the server-side encryption asked of S3.
-func (c Config) validateSSE() []error {
-	switch c.S3SSE {
-	case "", s3store.SSES3:
-		if c.S3KMSKeyID != "" {
-			return []error{fmt.Errorf("MEMAGENT_S3_KMS_KEY_ID is set but MEMAGENT_S3_SSE is %q: set MEMAGENT_S3_SSE=aws:kms to use the KMS key", c.S3SSE)}
-		}
-	case s3store.SSEKMS:
-	default:
-		return []error{fmt.Errorf("MEMAGENT_S3_SSE %q: use AES256, aws:kms, or leave it empty for the bucket's default", c.S3SSE)}
-	}
-	return nil
 }
 
 // validateCodec checks the payload keys, and that a codec server others
@@ -405,40 +368,6 @@ func (c Config) validateCodec() []error {
 	}
 	if c.CodecServer.Token == "" && c.HTTPAddr != "" && !loopback(c.HTTPAddr) {
 		errs = append(errs, fmt.Errorf("the codec server on %s would decrypt runs for anyone who reaches it: set MEMAGENT_CODEC_TOKEN, or serve on 127.0.0.1 (MEMAGENT_HTTP_ADDR)", c.HTTPAddr))
-	}
-	return errs
-}
-
-// validateModel checks the model server's settings.
-func (c Config) validateModel() []error {
-	var errs []error
-	urls := strings.Join(c.ModelURLs, ",")
-	api, err := inference.ParseAPI(c.ModelAPI)
-	if err != nil {
-		return []error{fmt.Errorf("%w (MEMAGENT_MODEL_API or --model-api)", err)}
-	}
-	if c.ModelContext < 0 {
-		errs = append(errs, fmt.Errorf("model context %d is negative: set MEMAGENT_MODEL_CONTEXT (or --model-context) to the context length in tokens, or 0 for what the server reports", c.ModelContext))
-	}
-	if c.ModelMaxInFlight < 0 {
-		return append(errs, fmt.Errorf("requests in flight per model server %d is negative: set MEMAGENT_MAX_IN_FLIGHT (or --max-in-flight) to a whole number, 0 for the pool's default", c.ModelMaxInFlight))
-	}
-	if api != inference.APIAzure {
-		if _, err := inference.ParseEndpoints(urls, "", c.ModelMaxInFlight); err != nil {
-			errs = append(errs, fmt.Errorf("model base URL: %w (OPENAI_BASE_URL or --model-url)", err))
-		}
-		return errs
-	}
-	if urls == devaddr.ModelBaseURL {
-		errs = append(errs, errors.New("Azure OpenAI needs its endpoint: set AZURE_OPENAI_ENDPOINT (or --model-url) to the resource's URL, e.g. https://NAME.openai.azure.com"))
-	} else if _, err := inference.ParseAzureEndpoints(urls, "", c.ModelMaxInFlight); err != nil {
-		errs = append(errs, fmt.Errorf("%w (or --model-url)", err))
-	}
-	if c.Model == "" {
-		errs = append(errs, errors.New("Azure OpenAI needs the deployment's name: set MEMAGENT_MODEL (or --model)"))
-	}
-	if c.ModelAPIKey == "" {
-		errs = append(errs, errors.New("Azure OpenAI needs an API key: set AZURE_OPENAI_API_KEY (Microsoft Entra ID tokens are not supported)"))
 	}
 	return errs
 }
@@ -562,14 +491,6 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func checkURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", secret.URL(s))
-	}
-	return nil
 }
 
 // urlList is a comma-separated flag of URLs (--model-url).

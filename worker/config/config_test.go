@@ -158,7 +158,7 @@ func TestCodecAndSSE(t *testing.T) {
 		{"codec server off loopback with a token", map[string]string{"MEMAGENT_CODEC_KEYS": "k1:" + key, "MEMAGENT_HTTP_ADDR": ":9464", "MEMAGENT_CODEC_TOKEN": "t"}, 1, "", ""},
 		{"SSE-S3", map[string]string{"MEMAGENT_S3_SSE": "AES256"}, 0, "", ""},
 		{"SSE-KMS with a key", map[string]string{"MEMAGENT_S3_SSE": "aws:kms", "MEMAGENT_S3_KMS_KEY_ID": "alias/memagent"}, 0, "", ""},
-		{"KMS key without aws:kms", map[string]string{"MEMAGENT_S3_KMS_KEY_ID": "alias/memagent"}, 0, "", "MEMAGENT_S3_SSE=aws:kms"},
+		{"KMS key without aws:kms", map[string]string{"MEMAGENT_S3_KMS_KEY_ID": "alias/memagent"}, 0, "", "set MEMAGENT_S3_SSE to aws:kms"},
 		{"unknown SSE", map[string]string{"MEMAGENT_S3_SSE": "aes"}, 0, "", "use AES256, aws:kms"},
 	}
 	for _, tt := range tests {

@@ -123,9 +123,9 @@ func TestPluginOnPlainWorker(t *testing.T) {
 		edit func(*Options)
 		want string
 	}{
-		{"empty bucket", func(o *Options) { o.Bucket = "" }, "Bucket is empty: set Options.Bucket"},
-		{"no model URL", func(o *Options) { o.ModelURLs = nil }, "ModelURLs is empty: set Options.ModelURLs"},
-		{"model URL not a URL", func(o *Options) { o.ModelURLs = []string{"gpu-1:8000"} }, "ModelURLs: "},
+		{"empty bucket", func(o *Options) { o.Bucket = "" }, "the bucket is empty: set Options.Bucket (MEMAGENT_BUCKET)"},
+		{"no model URL", func(o *Options) { o.ModelURLs = nil }, "no model server: set Options.ModelURLs (OPENAI_BASE_URL)"},
+		{"model URL not a URL", func(o *Options) { o.ModelURLs = []string{"gpu-1:8000"} }, "model base URL: "},
 		{"model server unreachable, no model named", func(o *Options) {
 			o.ModelURLs, o.Model = []string{"http://127.0.0.1:1/v1"}, ""
 		}, "set MEMAGENT_MODEL or check OPENAI_BASE_URL"},

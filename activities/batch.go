@@ -3,8 +3,6 @@ package activities
 import (
 	"fmt"
 
-	"go.temporal.io/sdk/activity"
-
 	"github.com/memagent/memagent/api"
 )
 
@@ -44,14 +42,14 @@ const (
 
 // registerBatch registers the activities of the BatchQA workflow.
 func (a *Activities) registerBatch(r Registry) {
-	r.RegisterActivityWithOptions(a.expandManifest, activity.RegisterOptions{Name: ExpandManifestName})
-	r.RegisterActivityWithOptions(a.resolveBatchPage, activity.RegisterOptions{Name: ResolveBatchPageName})
-	r.RegisterActivityWithOptions(a.writeBatchResults, activity.RegisterOptions{Name: WriteBatchResultsName})
-	r.RegisterActivityWithOptions(a.writeBatchReport, activity.RegisterOptions{Name: WriteBatchReportName})
-	r.RegisterActivityWithOptions(a.checkBatchChildren, activity.RegisterOptions{Name: CheckChildrenName})
-	r.RegisterActivityWithOptions(a.notifyChanges, activity.RegisterOptions{Name: NotifyChangesName})
-	r.RegisterActivityWithOptions(a.requestBatchBudget, activity.RegisterOptions{Name: RequestBatchBudgetName})
-	r.RegisterActivityWithOptions(a.readBatchChild, activity.RegisterOptions{Name: ReadBatchChildName})
+	bind(r, ExpandManifest, a.expandManifest)
+	bind(r, ResolveBatchPage, a.resolveBatchPage)
+	bind0(r, WriteBatchResults, a.writeBatchResults)
+	bind(r, WriteBatchReport, a.writeBatchReport)
+	bind(r, CheckChildren, a.checkBatchChildren)
+	bind0(r, NotifyChanges, a.notifyChanges)
+	bind(r, RequestBatchBudget, a.requestBatchBudget)
+	bind(r, ReadBatchChild, a.readBatchChild)
 }
 
 // PagePath is the path of page n under a batch's work prefix.

@@ -199,8 +199,8 @@ func (a *Activities) readPassage(ctx context.Context, doc s3store.Location, star
 
 // registerReview registers the activities of the ReviewDocument workflow.
 func (a *Activities) registerReview(r Registry) {
-	r.RegisterActivityWithOptions(a.reviewUpdate, activity.RegisterOptions{Name: ReviewUpdateName})
-	r.RegisterActivityWithOptions(a.writeReview, activity.RegisterOptions{Name: WriteReviewName})
+	bind(r, ReviewUpdate, a.reviewUpdate)
+	bind(r, WriteReview, a.writeReview)
 }
 
 // ownReviewPrefix keeps a grid of another run (a reset, or a re-run into

@@ -37,9 +37,9 @@ const (
 )
 
 func (a *Activities) registerSignOff(r Registry) {
-	r.RegisterActivityWithOptions(a.loadSignOff, activity.RegisterOptions{Name: LoadSignOffName})
-	r.RegisterActivityWithOptions(a.appendAudit, activity.RegisterOptions{Name: AppendAuditName})
-	r.RegisterActivityWithOptions(a.writeSignOff, activity.RegisterOptions{Name: WriteSignOffName})
+	bind(r, LoadSignOff, a.loadSignOff)
+	bind0(r, AppendAudit, a.appendAudit)
+	bind(r, WriteSignOff, a.writeSignOff)
 }
 
 // loadSignOff reads the review or batch a sign-off signs off: its result

@@ -241,7 +241,7 @@ func (b *batchRun) expand() error {
 	}
 	info := workflow.GetInfo(b.ctx)
 	actx := workflow.WithActivityOptions(b.ctx, activityOptions(12*time.Hour, 2*time.Minute, b.prio, "expand manifest"))
-	if err := workflow.ExecuteActivity(actx, activities.ExpandManifestName, actwire.ExpandInput{
+	if err := activities.ExpandManifest.Execute(actx, actwire.ExpandInput{
 		Manifest: b.in.Manifest, Format: b.in.Format, ReportPrefix: b.in.ReportPrefix, Dated: dated,
 		WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), ScheduleID: scheduleOf(b.ctx), PageSize: b.in.PageSize,
 		Options: b.in.Options, Samples: b.in.Samples, CompareWith: st.explicitCompare(),
@@ -280,7 +280,7 @@ func (b *batchRun) report() (*api.BatchQAResult, error) {
 		parts[i] = st.Expanded.WorkPrefix + p
 	}
 	var rep api.BatchReport
-	if err := workflow.ExecuteActivity(actx, activities.WriteBatchReportName, actwire.ReportInput{
+	if err := activities.WriteBatchReport.Execute(actx, actwire.ReportInput{
 		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: b.in.Manifest,
 		Model: st.Expanded.Model, Options: b.in.Options, StartedAt: st.StartedAt,
 		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
@@ -447,7 +447,7 @@ func batchDetails(p api.BatchProgress) string {
 // pageFuture is a ResolveBatchPage call in flight.
 type pageFuture struct {
 	page int
-	f    workflow.Future
+	f    activities.Future[actwire.ResolvePageOutput]
 }
 
 // itemPass is what runItems keeps while it runs the items: the selector
@@ -484,7 +484,7 @@ func (b *batchRun) runItems() error {
 	if p.ahead != nil {
 		// Let a look-ahead that will not be used finish, so it never writes
 		// while the next run resolves the same page.
-		_ = p.ahead.f.Get(b.ctx, nil)
+		_ = p.ahead.f.Future.Get(b.ctx, nil)
 	}
 	if b.carry {
 		return b.handOver()
@@ -596,7 +596,7 @@ func (b *batchRun) nextPage(p *itemPass) error {
 
 // resolvePage starts ResolveBatchPage for page; the future's value is a
 // ResolvePageOutput.
-func (b *batchRun) resolvePage(page int) workflow.Future {
+func (b *batchRun) resolvePage(page int) activities.Future[actwire.ResolvePageOutput] {
 	st := b.st
 	// The activity heartbeats on a ticker: a worker lost at a boundary
 	// holds the next run's page no longer than DefaultHeartbeatTimeout.
@@ -605,7 +605,7 @@ func (b *batchRun) resolvePage(page int) workflow.Future {
 	opts := b.in.Options
 	opts.Model = st.Expanded.Model
 	whole, _ := b.reuse()
-	return workflow.ExecuteActivity(actx, activities.ResolveBatchPageName, actwire.ResolvePageInput{
+	return activities.ResolveBatchPage.Execute(actx, actwire.ResolvePageInput{
 		WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples, Whole: whole,
 	})
 }
@@ -859,9 +859,9 @@ func (b *batchRun) flush() error {
 	// lost there holds the batch no longer than DefaultHeartbeatTimeout.
 	actx := workflow.WithActivityOptions(b.ctx, activityOptions(10*time.Minute, DefaultHeartbeatTimeout, b.prio,
 		fmt.Sprintf("write %d outcomes", len(b.buffer))))
-	if err := workflow.ExecuteActivity(actx, activities.WriteBatchResultsName, actwire.WriteResultsInput{
+	if err := activities.WriteBatchResults.Execute(actx, actwire.WriteResultsInput{
 		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer, Answers: b.answers,
-	}).Get(b.ctx, nil); err != nil {
+	}).Get(b.ctx); err != nil {
 		return stageError("write outcomes", err)
 	}
 	b.st.Parts = append(b.st.Parts, name)

@@ -214,8 +214,8 @@ func (b *batchRun) check(sel workflow.Selector, ids []string, wait int) {
 	// The activity heartbeats on a ticker while it waits for a child.
 	actx := workflow.WithActivityOptions(b.ctx, activityOptions(10*time.Minute, DefaultHeartbeatTimeout, b.prio, "check carried children"))
 	refs, byID := b.kids.refs(ids)
-	f := workflow.ExecuteActivity(actx, activities.CheckChildrenName, actwire.CheckChildrenInput{Children: refs, IDs: byID, WaitSeconds: wait})
-	sel.AddFuture(f, func(f workflow.Future) {
+	f := activities.CheckChildren.Execute(actx, actwire.CheckChildrenInput{Children: refs, IDs: byID, WaitSeconds: wait})
+	sel.AddFuture(f.Future, func(workflow.Future) {
 		b.checking = false
 		var out actwire.CheckChildrenOutput
 		if err := f.Get(b.ctx, &out); err != nil {
@@ -418,7 +418,7 @@ func (b *batchRun) askedForBudget(ctx workflow.Context, id string) (api.Budget, 
 	opts.RetryPolicy = askRetryPolicy()
 	actx := workflow.WithActivityOptions(ctx, opts)
 	var cu actwire.ChildUsage
-	if err := workflow.ExecuteActivity(actx, activities.ReadBatchChildName, actwire.ChildRef{WorkflowID: id, RunID: runID}).Get(ctx, &cu); err != nil {
+	if err := activities.ReadBatchChild.Execute(actx, actwire.ChildRef{WorkflowID: id, RunID: runID}).Get(ctx, &cu); err != nil {
 		return b.ledger.Grants[id], fmt.Errorf("read the usage of %s: %w", id, err)
 	}
 	if !cu.Open || !b.ledger.holds(id) || b.in.Budget == nil {

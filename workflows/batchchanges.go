@@ -77,14 +77,14 @@ func (b *batchRun) notifyChanges(res *api.BatchQAResult) string {
 	opts.ScheduleToCloseTimeout = notifyTotalTimeout
 	actx := workflow.WithActivityOptions(b.ctx, opts)
 	info := workflow.GetInfo(b.ctx)
-	err := workflow.ExecuteActivity(actx, activities.NotifyChangesName, actwire.NotifyInput{
+	err := activities.NotifyChanges.Execute(actx, actwire.NotifyInput{
 		URL: b.in.NotifyURL,
 		Notification: api.ChangeNotification{
 			Name: res.Name, WorkflowID: res.WorkflowID, RunID: info.WorkflowExecution.RunID,
 			ReportURI: res.ReportURI, HTMLURI: res.HTMLURI, Items: res.Items,
 			Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Changes: res.Changes,
 		},
-	}).Get(b.ctx, nil)
+	}).Get(b.ctx)
 	if err != nil {
 		// The activity's errors name the scheme and host only.
 		workflow.GetLogger(b.ctx).Warn("notify_url was not notified", "notify_host", api.NotifyHost(b.in.NotifyURL), "err", err)

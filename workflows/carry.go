@@ -73,7 +73,7 @@ func verifyCarried(ctx workflow.Context, prev string) error {
 		StartToCloseTimeout:    30 * time.Second,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})
-	err := workflow.ExecuteLocalActivity(lctx, activities.VerifyContinuedRunName, actwire.VerifyRunInput{PreviousRunID: prev}).Get(ctx, nil)
+	err := activities.VerifyContinuedRun.ExecuteLocal(lctx, actwire.VerifyRunInput{PreviousRunID: prev}).Get(ctx)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == api.ErrForbidden {
 		return temporal.NewNonRetryableApplicationError(appErr.Message(), api.ErrForbidden, nil)

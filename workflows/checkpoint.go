@@ -34,12 +34,12 @@ func findCheckpoint(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 
 // findCheckpointAsync starts FindCheckpoint; its future's value is a
 // FindCheckpointOutput.
-func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int, chain string) workflow.Future {
+func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int, chain string) activities.Future[actwire.FindCheckpointOutput] {
 	actx := workflow.WithActivityOptions(ctx, activityOptions(10*time.Minute, hb, prio, "find checkpoint"))
 	if opts.Model == "" {
 		opts.Model = prepared.Model
 	}
-	return workflow.ExecuteActivity(actx, activities.FindCheckpointName, actwire.FindCheckpointInput{
+	return activities.FindCheckpoint.Execute(actx, actwire.FindCheckpointInput{
 		Document: prepared.Document, ETag: prepared.ETag, IndexURI: prepared.IndexURI,
 		Question: question, Options: opts, Sample: sample, FirstRunID: chain,
 	})

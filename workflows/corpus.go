@@ -19,7 +19,7 @@ func assembleCorpus(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 	// time limit; conversions done are kept for a retry.
 	actx := workflow.WithActivityOptions(ctx, activityOptions(convertTimeout, hb, prio, fmt.Sprintf("assemble %d documents", len(documents))))
 	var out actwire.ConvertOutput
-	if err := workflow.ExecuteActivity(actx, activities.AssembleCorpusName, actwire.CorpusInput{
+	if err := activities.AssembleCorpus.Execute(actx, actwire.CorpusInput{
 		Documents: documents, InvalidUTF8: opts.InvalidUTF8, OCR: opts.OCR, OCRLanguages: opts.OCRLanguages,
 	}).Get(ctx, &out); err != nil {
 		return stageError("assemble corpus", err)

@@ -35,7 +35,7 @@ func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID strin
 	}
 	actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, hb, prio, "ground answers"))
 	var out actwire.GroundOutput
-	err := workflow.ExecuteActivity(actx, activities.GroundAnswerName, actwire.GroundInput{
+	err := activities.GroundAnswer.Execute(actx, actwire.GroundInput{
 		Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI, Answers: answers, RunID: runID,
 	}).Get(ctx, &out)
 	if err != nil {

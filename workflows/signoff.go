@@ -154,7 +154,7 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 		}
 		var out actwire.LoadSignOffOutput
 		actx := workflow.WithActivityOptions(ctx, activityOptions(5*time.Minute, 0, temporal.Priority{}, "read "+kind+" "+subject))
-		if err := workflow.ExecuteActivity(actx, activities.LoadSignOffName, actwire.LoadSignOffInput{WorkflowID: subject, Kind: kind, RunID: s.in.SubjectRunID}).Get(ctx, &out); err != nil {
+		if err := activities.LoadSignOff.Execute(actx, actwire.LoadSignOffInput{WorkflowID: subject, Kind: kind, RunID: s.in.SubjectRunID}).Get(ctx, &out); err != nil {
 			return nil, stageError("read "+kind, err)
 		}
 		st := &signOffState{Subject: out.Subject, Cells: make([]api.SignOffCell, len(out.Cells))}
@@ -298,7 +298,7 @@ func (s *signOffRun) activityOptions(summary string) workflow.Context {
 func (s *signOffRun) writeAudit() error {
 	from, n := s.st.Written, len(s.st.Entries)
 	in := actwire.AppendAuditInput{AuditURI: s.st.Subject.AuditURI, From: from, Entries: s.st.Entries[from:n]}
-	if err := workflow.ExecuteActivity(s.activityOptions(fmt.Sprintf("audit lines %d–%d", from+1, n)), activities.AppendAuditName, in).Get(s.ctx, nil); err != nil {
+	if err := activities.AppendAudit.Execute(s.activityOptions(fmt.Sprintf("audit lines %d–%d", from+1, n)), in).Get(s.ctx); err != nil {
 		return stageError("append to the audit log", err)
 	}
 	s.st.Written = n
@@ -313,7 +313,7 @@ func (s *signOffRun) awaitWritten(ctx workflow.Context, seq int) error {
 // finish writes the decided grid and returns it.
 func (s *signOffRun) finish() (*api.SignOffGrid, error) {
 	var out actwire.WriteSignOffOutput
-	if err := workflow.ExecuteActivity(s.activityOptions("write the decided grid"), activities.WriteSignOffName,
+	if err := activities.WriteSignOff.Execute(s.activityOptions("write the decided grid"),
 		actwire.WriteSignOffInput{Grid: s.grid()}).Get(s.ctx, &out); err != nil {
 		return nil, stageError("write the decided grid", err)
 	}

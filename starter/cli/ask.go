@@ -164,8 +164,12 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 		if cfgErr != nil {
 			return cfgErr
 		}
-		if len(args) > 0 {
-			return badRequest(fmt.Errorf("unexpected arguments %q: quote the question", args))
+		var asked []string
+		if fs.Changed("question") {
+			asked = []string{req.Question}
+		}
+		if err := strayArgs(cmd, args, docs.values, asked); err != nil {
+			return err
 		}
 		req.Golds = golds
 		req.Options.Model = cfg.Model

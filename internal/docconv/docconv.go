@@ -108,8 +108,8 @@ func badf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(for
 
 // Unsupported returns the Error for a format that Detect names but this
 // package does not convert, or nil for one it converts (or text). name is
-// the document's file name (its path's last element), for the advice; ""
-// stands for a generic one.
+// the document's file as the advice names it (a local path, an object
+// key's last element); "" stands for a generic one.
 //
 // An image is refused with the advice to wrap it in a PDF with img2pdf:
 // the PDF's page then draws the image and has no text layer, which OCR

@@ -409,7 +409,7 @@ func checkLocalDocument(doc string, replaceInvalid bool) (localDocument, error) 
 	if err != nil {
 		return localDocument{}, fmt.Errorf("read document %s: %w", doc, err)
 	}
-	if err := docconv.Unsupported(format, filepath.Base(doc)); err != nil {
+	if err := docconv.Unsupported(format, doc); err != nil {
 		return localDocument{}, badRequest(fmt.Errorf("document %s %w", doc, err))
 	}
 	ld := localDocument{contentType: "text/plain; charset=utf-8"}

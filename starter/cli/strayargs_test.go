@@ -62,3 +62,24 @@ func TestStrayArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestImageDocumentAdvice: a local image given to ask or review is refused
+// before anything is connected, with the img2pdf command for the path as
+// given, not with the advice to run another OCR tool first.
+func TestImageDocumentAdvice(t *testing.T) {
+	dir := t.TempDir()
+	png := writeFile(t, dir, "page.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x00\x00\x00\x00"))
+	t.Setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+	for _, args := range [][]string{
+		{"ask", "--doc", png, "--question", "What does the page say?"},
+		{"review", "--doc", png, "--question", "What does the page say?"},
+	} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		want := "document " + png + " is an image, which memagent does not read as it is: wrap it in a PDF (img2pdf " + png + " -o " +
+			filepath.Join(dir, "page.pdf") + ") and ask about the PDF; memagent reads its page by OCR (--ocr auto, the default)"
+		if exitCode(err) != ExitBadInput || err.Error() != want {
+			t.Errorf("starter %s:\n got %v (exit %d)\nwant %s (exit %d)", args[0], err, exitCode(err), want, ExitBadInput)
+		}
+	}
+}

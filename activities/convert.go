@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -80,7 +81,7 @@ func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInpu
 	if format == docconv.FormatText {
 		return text, nil
 	}
-	if err := docconv.Unsupported(format); err != nil {
+	if err := docconv.Unsupported(format, path.Base(loc.Key)); err != nil {
 		return nil, badInput(fmt.Errorf("document %s %w", in.Document, err))
 	}
 	ocr := ocrOptions(in.OCR, in.OCRLanguages)

@@ -97,6 +97,7 @@ func TestConvertDocumentRefuses(t *testing.T) {
 		{"scanned, no OCR on the worker", docconvtest.ImagePDF(2), OCRNone, "needs OCR (page 1: it is a scan) and this worker has no OCR engine: install Debian's tesseract-ocr"},
 		{"unknown OCR mode", docconvtest.ImagePDF(2), "always", `ocr "always" is not auto, force or off`},
 		{"legacy doc", []byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1rest"), "", "legacy Office file"},
+		{"an image", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), "", "is an image, which memagent does not read as it is: wrap it in a PDF (img2pdf doc.txt -o doc.pdf) and ask about the PDF; memagent reads its page by OCR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.data)

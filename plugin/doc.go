@@ -30,7 +30,10 @@
 // connects, that the namespace has memagent's search attributes, and
 // registers the missing ones where the server allows it; where it does
 // not, the connection fails naming `starter setup`. In worker options alone
-// it never sees a client: run `starter setup` once per namespace.
+// it never sees a client: run `starter setup` once per namespace, or call
+// Plugin.CheckSearchAttributes with the worker's client before starting the
+// worker (memagent's own worker does); otherwise the worker logs at start
+// that they were not checked.
 //
 // # What it owns
 //

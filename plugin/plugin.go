@@ -42,8 +42,9 @@ type Plugin struct {
 	workers map[string]*workerParts
 	// clientConfigured records that a client was built with this plugin.
 	clientConfigured bool
-	// attrsChecked records that a client with this plugin checked the
-	// namespace's search attributes (NewClient).
+	// attrsChecked records that the namespace's search attributes were
+	// checked: by a client with this plugin (NewClient) or by the host
+	// (CheckSearchAttributes).
 	attrsChecked bool
 }
 
@@ -176,7 +177,7 @@ func (p *Plugin) StartWorker(ctx context.Context, o worker.PluginStartWorkerOpti
 		return next(ctx, o)
 	}
 	if !attrsChecked {
-		p.opts.Logger.Info("memagent plugin: the namespace's search attributes were not checked (the plugin is not in the client's options): run `starter setup` once per namespace, or list the plugin in client.Options.Plugins")
+		p.opts.Logger.Info("memagent plugin: the namespace's search attributes were not checked (the plugin is not in the client's options, and Plugin.CheckSearchAttributes was not called): run `starter setup` once per namespace, list the plugin in client.Options.Plugins, or call Plugin.CheckSearchAttributes before starting the worker")
 	}
 	if owner, taken := owners.LoadOrStore(key, p); taken && owner != p {
 		p.forget(key)

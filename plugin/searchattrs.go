@@ -20,7 +20,8 @@ import (
 // a server whose operator service cannot be asked is only logged.
 //
 // A plugin listed in worker options alone never sees a client and cannot
-// check; it says so when the worker starts.
+// check; unless its host called CheckSearchAttributes, it says so when the
+// worker starts.
 func (p *Plugin) NewClient(ctx context.Context, o client.PluginNewClientOptions, next func(context.Context, client.PluginNewClientOptions) error) error {
 	if err := p.SimplePlugin.NewClient(ctx, o, next); err != nil {
 		return err
@@ -40,13 +41,27 @@ func (p *Plugin) NewClient(ctx context.Context, o client.PluginNewClientOptions,
 		defer dialed.Close()
 		c = dialed
 	}
-	err := assemble.CheckSearchAttributes(ctx, c, namespaceOf(o.ClientOptions), p.opts.Logger)
+	err := p.CheckSearchAttributes(ctx, c, namespaceOf(o.ClientOptions))
 	var missing *searchattrs.MissingError
 	switch {
 	case errors.As(err, &missing):
 		return fmt.Errorf("memagent plugin: %w", err)
 	case err != nil:
 		p.opts.Logger.Warn("memagent plugin: search attributes not checked", "err", err)
+	}
+	return nil
+}
+
+// CheckSearchAttributes makes sure namespace has memagent's search
+// attributes, through c: it registers the missing ones where the server
+// allows it, and otherwise returns an error naming `starter setup`, as a
+// client that lists the plugin does when it connects. A host whose client
+// does not list the plugin (memagent's own worker, say) calls it before
+// starting the worker; the worker then does not log that the attributes
+// were not checked.
+func (p *Plugin) CheckSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	if err := assemble.CheckSearchAttributes(ctx, c, namespace, p.opts.Logger); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	p.attrsChecked = true

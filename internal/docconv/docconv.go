@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"unicode"
 
@@ -51,7 +52,8 @@ func Detect(head []byte) string {
 	if isHTML(head) {
 		return FormatHTML
 	}
-	if strings.HasPrefix(http.DetectContentType(head), "image/") {
+	if strings.HasPrefix(http.DetectContentType(head), "image/") ||
+		bytes.HasPrefix(head, []byte("II*\x00")) || bytes.HasPrefix(head, []byte("MM\x00*")) { // TIFF, which http does not sniff
 		return FormatImage
 	}
 	// Anything else goes to the UTF-8 check, which says where a bad byte
@@ -105,15 +107,34 @@ func (e *Error) Error() string { return e.Msg }
 func badf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
 
 // Unsupported returns the Error for a format that Detect names but this
-// package does not convert, or nil for one it converts (or text).
-func Unsupported(format string) error {
+// package does not convert, or nil for one it converts (or text). name is
+// the document's file as the advice names it (a local path, an object
+// key's last element); "" stands for a generic one.
+//
+// An image is refused with the advice to wrap it in a PDF with img2pdf:
+// the PDF's page then draws the image and has no text layer, which OCR
+// reads in its default mode (OCRAuto, OCRDecision's OCRNoTextLayer).
+func Unsupported(format, name string) error {
 	switch format {
 	case FormatOLE:
 		return badf("is a legacy Office file (.doc, .xls or .ppt): save it as .docx or PDF and ask again")
 	case FormatImage:
-		return badf("is an image with no text layer: run OCR first (e.g. ocrmypdf) and ask about the PDF it makes")
+		if name == "" || name == "." || name == "/" {
+			name = "scan.png"
+		}
+		pdf := strings.TrimSuffix(name, path.Ext(name)) + ".pdf"
+		return badf("is an image, which memagent does not read as it is: wrap it in a PDF (img2pdf %s -o %s) and ask about the PDF; memagent reads its page by OCR (--ocr auto, the default)",
+			shellWord(name), shellWord(pdf))
 	}
 	return nil
+}
+
+// shellWord is s as one word of a POSIX shell command line.
+func shellWord(s string) string {
+	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Progress is told, as a conversion goes, how many pages (or, for DOCX
@@ -290,7 +311,7 @@ func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.W
 	case FormatHTML:
 		res, err = convertHTML(ctx, path, w, opts.Progress, limits)
 	default:
-		if err := Unsupported(format); err != nil {
+		if err := Unsupported(format, ""); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("docconv: format %q is not converted", format)
@@ -314,7 +335,7 @@ func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.W
 				}
 				return nil, badf("has no text: OCR read no words on the %d pages it read of its %d%s", n, res.Map.Pages, why)
 			}
-			return nil, badf("has no text layer on any of its %d pages: run OCR first (e.g. ocrmypdf) and ask about the PDF it makes", res.Map.Pages)
+			return nil, badf("has no text on any of its %d pages: none has a text layer or draws an image OCR would read (blank pages, or text drawn as outlines): ask with ocr force (--ocr force) to read every page by OCR", res.Map.Pages)
 		default:
 			return nil, badf("has no text")
 		}

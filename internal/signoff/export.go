@@ -116,11 +116,22 @@ func WriteCSV(w io.Writer, records []Record) error {
 const SheetName = "Decisions"
 
 // WriteXLSX writes the records as an XLSX workbook: one sheet, a header
-// row, a row a cell. Every value is a string cell, never a formula.
+// row, a row a cell, its used range declared (A1 to the last column of the
+// last row). Every value is a string cell, never a formula.
 func WriteXLSX(w io.Writer, grid api.SignOffGrid, records []Record) error {
 	f := excelize.NewFile()
 	defer f.Close()
 	if err := f.SetSheetName("Sheet1", SheetName); err != nil {
+		return err
+	}
+	// The sheet's used range (its dimension element), which the stream
+	// writer copies as it starts and never updates: the header and a row
+	// a record, every column.
+	last, err := excelize.CoordinatesToCellName(len(Columns), len(records)+1)
+	if err != nil {
+		return err
+	}
+	if err := f.SetSheetDimension(SheetName, "A1:"+last); err != nil {
 		return err
 	}
 	sw, err := f.NewStreamWriter(SheetName)

@@ -1,11 +1,18 @@
 package signoff
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/csv"
+	"encoding/xml"
+	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/xuri/excelize/v2"
 
 	"github.com/memagent/memagent/api"
 )
@@ -100,5 +107,68 @@ func TestEvidenceQuoteByPage(t *testing.T) {
 	r.Grounding.QuoteParts = nil
 	if got := r.EvidenceQuote(); got != "the answer begins" {
 		t.Errorf("EvidenceQuote() on one page = %q", got)
+	}
+}
+
+// TestXLSXDeclaresItsUsedRange reads the workbook's sheet XML: its
+// dimension element is the range the header and the rows fill (A1 to the
+// last column of the last row), which readers use to size the sheet, not
+// A1.
+func TestXLSXDeclaresItsUsedRange(t *testing.T) {
+	for _, n := range []int{0, 1, 40} {
+		t.Run(fmt.Sprintf("%d records", n), func(t *testing.T) {
+			recs := make([]Record, n)
+			for i := range recs {
+				recs[i] = Record{Cell: api.SignOffCell{ID: fmt.Sprintf("q%d", i)}}
+			}
+			var x bytes.Buffer
+			if err := WriteXLSX(&x, api.SignOffGrid{}, recs); err != nil {
+				t.Fatal(err)
+			}
+			zr, err := zip.NewReader(bytes.NewReader(x.Bytes()), int64(x.Len()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sheet []byte
+			for _, f := range zr.File {
+				if f.Name == "xl/worksheets/sheet1.xml" {
+					rc, err := f.Open()
+					if err != nil {
+						t.Fatal(err)
+					}
+					sheet, err = io.ReadAll(rc)
+					rc.Close()
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var ws struct {
+				Dimension struct {
+					Ref string `xml:"ref,attr"`
+				} `xml:"dimension"`
+				Rows []struct {
+					Cells []struct {
+						Ref string `xml:"r,attr"`
+					} `xml:"c"`
+				} `xml:"sheetData>row"`
+			}
+			if err := xml.Unmarshal(sheet, &ws); err != nil {
+				t.Fatalf("sheet XML: %v\n%s", err, sheet)
+			}
+			// The range the header and the rows fill: every column, a row
+			// a record.
+			last, err := excelize.CoordinatesToCellName(len(Columns), n+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "A1:" + last; ws.Dimension.Ref != want || len(ws.Rows) != n+1 {
+				t.Errorf("dimension %q over %d rows, want %q over %d", ws.Dimension.Ref, len(ws.Rows), want, n+1)
+			}
+			header := ws.Rows[0].Cells
+			if got, want := header[len(header)-1].Ref, strings.TrimRight(last, "0123456789")+"1"; got != want {
+				t.Errorf("the header ends at %s, want %s", got, want)
+			}
+		})
 	}
 }

@@ -164,8 +164,12 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 		if cfgErr != nil {
 			return cfgErr
 		}
-		if len(args) > 0 {
-			return badRequest(fmt.Errorf("unexpected arguments %q: quote the question", args))
+		var asked []string
+		if fs.Changed("question") {
+			asked = []string{req.Question}
+		}
+		if err := strayArgs(cmd, args, docs.values, asked); err != nil {
+			return err
 		}
 		req.Golds = golds
 		req.Options.Model = cfg.Model
@@ -405,7 +409,7 @@ func checkLocalDocument(doc string, replaceInvalid bool) (localDocument, error) 
 	if err != nil {
 		return localDocument{}, fmt.Errorf("read document %s: %w", doc, err)
 	}
-	if err := docconv.Unsupported(format); err != nil {
+	if err := docconv.Unsupported(format, doc); err != nil {
 		return localDocument{}, badRequest(fmt.Errorf("document %s %w", doc, err))
 	}
 	ld := localDocument{contentType: "text/plain; charset=utf-8"}

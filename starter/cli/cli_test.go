@@ -135,7 +135,7 @@ func TestFailureJSONIsOneLineWithWorkflowID(t *testing.T) {
 	}
 	for _, err := range []error{
 		runFailed("memagent-qa-1", temporal.NewCanceledError()),
-		stoppedWaiting("memagent-qa-1", context.Background()),
+		stoppedWaiting("memagent-qa-1", context.Background(), nil),
 	} {
 		f := failureJSON(err)
 		if f.WorkflowID != "memagent-qa-1" {

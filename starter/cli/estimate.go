@@ -34,8 +34,8 @@ func bindEstimate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 		if cfgErr != nil {
 			return cfgErr
 		}
-		if len(args) > 0 {
-			return badRequest(fmt.Errorf("unexpected arguments %q: quote the question", args))
+		if err := strayArgs(cmd, args, docs.values, questions); err != nil {
+			return err
 		}
 		req.Options.Model = cfg.Model
 		if err := finish(); err != nil {

@@ -76,8 +76,15 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 		if cfgErr != nil {
 			return cfgErr
 		}
-		if len(args) > 0 {
-			return badRequest(fmt.Errorf("unexpected arguments %q: quote each question", args))
+		asked := make([]string, len(qf.questions))
+		for i, q := range qf.questions {
+			asked[i] = q.Question
+		}
+		if *questionsFile != "" && len(args) > 0 {
+			return badRequest(fmt.Errorf("the arguments %s were left over after the flags: the questions come from --questions %s; give the document as --doc FILE", quoteWords(args), shellWord(*questionsFile)))
+		}
+		if err := strayArgs(cmd, args, docs.values, asked); err != nil {
+			return err
 		}
 		if *signOff < 0 || *signOff > 2 {
 			return badRequest(fmt.Errorf("--signoff %d: a sign-off has 1 or 2 levels", *signOff))

@@ -99,6 +99,9 @@ func (d *diagnoser) explain(ctx context.Context, resp *workflowservice.DescribeW
 			}
 		} else {
 			d.noPollerSince = time.Time{}
+			if note := versioningTrouble(ctx, d.c, resp); note != "" {
+				notes = append(notes, note)
+			}
 		}
 	}
 	return strings.Join(notes, "; ")

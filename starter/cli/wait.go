@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/contract"
@@ -86,9 +88,14 @@ const maxOutageBackoff = 15 * time.Second
 // says once that the server is unreachable and that the run goes on, and
 // tries again with backoff until the run ends or ctx does. A run's own
 // outcome (failed, canceled, terminated, timed out) ends the wait at once.
+// An error from a server that still answers (the wait's own deadline,
+// reached on the server's side first) is no outage: the wait goes on
+// quietly. When ctx ends first, the error says why the run did not finish
+// when no worker takes its tasks (stalledNote).
 func waitResult(ctx context.Context, c client.Client, id string, out any, say io.Writer) error {
 	backoff := time.Second
-	down := time.Time{}
+	var down time.Time // since when Temporal has not answered
+	saidErr := false   // whether an error of a server that answers was told
 	for {
 		err := c.GetWorkflow(ctx, id, "").Get(ctx, out)
 		switch {
@@ -98,9 +105,22 @@ func waitResult(ctx context.Context, c client.Client, id string, out any, say io
 			}
 			return err
 		case ctx.Err() != nil:
-			return stoppedWaiting(id, ctx)
+			return stoppedWaiting(id, ctx, c)
 		}
-		if down.IsZero() {
+		switch answers := serverAnswers(ctx, c); {
+		case answers && (ctx.Err() != nil || endsWithin(ctx, err, time.Second)):
+			// The wait's own deadline, which the server reached first.
+			return stoppedWaiting(id, ctx, c)
+		case answers:
+			if !down.IsZero() && say != nil {
+				fmt.Fprintf(say, "starter: Temporal is reachable again after %s\n", time.Since(down).Round(time.Second))
+			}
+			down = time.Time{}
+			if !saidErr && say != nil {
+				saidErr = true
+				fmt.Fprintf(say, "starter: Temporal answers, but waiting for run %s failed (%s); this tries again (Ctrl-C stops waiting)\n", id, oneLine(err))
+			}
+		case down.IsZero():
 			down = time.Now()
 			if say != nil {
 				fmt.Fprintf(say, "starter: Temporal is unreachable (%s); the run goes on, and this waits for it (Ctrl-C stops waiting)\n", oneLine(err))
@@ -108,11 +128,26 @@ func waitResult(ctx context.Context, c client.Client, id string, out any, say io
 		}
 		select {
 		case <-ctx.Done():
-			return stoppedWaiting(id, ctx)
+			if down.IsZero() {
+				return stoppedWaiting(id, ctx, c)
+			}
+			return stoppedWaiting(id, ctx, nil)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxOutageBackoff)
 	}
+}
+
+// endsWithin reports whether err is a deadline's and ctx's own deadline is
+// at most d away: the server ended the call at the starter's deadline a
+// moment before ctx did.
+func endsWithin(ctx context.Context, err error, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	if !ok || time.Until(deadline) > d {
+		return false
+	}
+	var dl *serviceerror.DeadlineExceeded
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &dl) || status.Code(err) == codes.DeadlineExceeded
 }
 
 // runOutcome reports whether err is the run's own end rather than a
@@ -128,12 +163,23 @@ func runOutcome(err error) bool {
 		errors.As(err, &terminated) || errors.As(err, &timeout)
 }
 
-func stoppedWaiting(id string, ctx context.Context) error {
+// stoppedWaiting is the error of a wait that ctx ended while run id goes
+// on. With c, the server answering, it adds why the run did not finish
+// when no worker takes its tasks.
+func stoppedWaiting(id string, ctx context.Context, c client.Client) error {
 	why := "stopped"
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if _, ok := ctx.Deadline(); ok && !errors.Is(ctx.Err(), context.Canceled) {
+		// Its deadline, reached or about to be (the server's side ended
+		// the wait first).
 		why = "--timeout reached"
 	}
-	return &exitError{code: ExitStoppedWaiting, id: id, err: fmt.Errorf("%s: stopped waiting for run %s, which goes on: follow it with `starter watch %s`", why, id, id)}
+	err := fmt.Errorf("%s: stopped waiting for run %s, which goes on: follow it with `starter watch %s`", why, id, id)
+	if c != nil {
+		if note := stalledNote(ctx, c, id); note != "" {
+			err = fmt.Errorf("%w. %s", err, note)
+		}
+	}
+	return &exitError{code: ExitStoppedWaiting, id: id, err: err}
 }
 
 func oneLine(err error) string {

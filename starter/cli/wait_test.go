@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
@@ -29,6 +30,18 @@ type outageRun struct {
 
 func (c *outageClient) GetWorkflow(context.Context, string, string) client.WorkflowRun {
 	return outageRun{c: c}
+}
+
+// CheckHealth fails while the outage lasts.
+func (c *outageClient) CheckHealth(context.Context, *client.CheckHealthRequest) (*client.CheckHealthResponse, error) {
+	if c.gets <= c.failures {
+		return nil, serviceerror.NewUnavailable("connection refused")
+	}
+	return &client.CheckHealthResponse{}, nil
+}
+
+func (c *outageClient) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	return nil, serviceerror.NewUnavailable("connection refused")
 }
 
 func (r outageRun) Get(ctx context.Context, out any) error {

@@ -3,6 +3,7 @@ package workerapp_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,14 +18,15 @@ import (
 // A worker on a namespace where `starter setup` never ran registers
 // memagent's search attributes at start where the server allows it, so a
 // run started by any client completes instead of sitting in a failing
-// workflow task.
+// workflow task; its log says it registered them, and not that they were
+// not checked (its plugin is in the worker's options only).
 func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded stack")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	d, store, logger := startDev(ctx, t)
+	d, store, _ := startDev(ctx, t)
 	const ns = "fresh"
 	if err := d.Stack.RegisterNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -32,11 +34,15 @@ func TestWorkerOnFreshNamespaceRegistersSearchAttributes(t *testing.T) {
 
 	cfg := config.Default().AtDevStack(d.Addresses())
 	cfg.HTTPAddr, cfg.LogLevel, cfg.TemporalNamespace = "", slog.LevelError, ns
-	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
+	var logs lockedBuffer
+	w, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
 		t.Fatalf("worker on a namespace without memagent's search attributes: %v", err)
 	}
 	defer w.Stop()
+	if said := logs.String(); !strings.Contains(said, "registered memagent's search attributes") || strings.Contains(said, "not checked") {
+		t.Errorf("the worker's log at start does not say it registered the search attributes, or says they were not checked:\n%s", said)
+	}
 
 	doc := s3store.Location{Bucket: d.Stack.Bucket, Key: "docs/fresh.txt"}
 	if err := store.Put(ctx, doc, []byte("The harbour master keeps the ledger. The vault code is 7391-ALPHA."), "text/plain"); err != nil {

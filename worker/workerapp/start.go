@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/activities"
-	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 )
@@ -51,7 +50,9 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (*Running, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := assemble.CheckSearchAttributes(ctx, c, cfg.TemporalNamespace, opts.Logger); err != nil {
+	// The plugin is in the worker's options only: it checks through the
+	// worker's client here, and so knows they were checked.
+	if err := p.CheckSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		c.Close()
 		return nil, err
 	}

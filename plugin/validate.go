@@ -74,9 +74,6 @@ func (v *validation) areas() {
 	if o.Bucket == "" {
 		v.add("the bucket is empty: set %s", v.name("Bucket"))
 	}
-	if o.TaskQueue == "" {
-		v.add("the task queue is empty: set %s", v.name("TaskQueue"))
-	}
 	for _, area := range []struct {
 		field    string
 		prefixes []string

@@ -27,7 +27,6 @@ func TestValidateNamesSettings(t *testing.T) {
 		change              func(*config.Config)
 	}{
 		{"bucket", "Bucket", "MEMAGENT_BUCKET or --bucket", func(c *config.Config) { c.Bucket = "" }},
-		{"task queue", "TaskQueue", "MEMAGENT_TASK_QUEUE or --task-queue", func(c *config.Config) { c.TaskQueue = "" }},
 		{"read prefix", "ReadPrefixes", "MEMAGENT_READ_PREFIXES", func(c *config.Config) { c.ReadPrefixes = []string{"bucket/docs/"} }},
 		{"write prefix", "WritePrefixes", "MEMAGENT_WRITE_PREFIXES", func(c *config.Config) { c.WritePrefixes = []string{"s3:///docs/"} }},
 		{"claim root", "ClaimRoots", "MEMAGENT_CLAIM_ROOTS", func(c *config.Config) { c.ClaimRoots = []string{"http://x/"} }},

@@ -338,6 +338,9 @@ func (c Config) validateRequired() []error {
 	if c.TemporalNamespace == "" {
 		errs = append(errs, errors.New("namespace is empty: set TEMPORAL_NAMESPACE or --namespace"))
 	}
+	if c.TaskQueue == "" {
+		errs = append(errs, errors.New("task queue is empty: set MEMAGENT_TASK_QUEUE or --task-queue"))
+	}
 	return errs
 }
 

@@ -4,18 +4,19 @@ import (
 	"fmt"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 // Names of the BatchQA activities. They are part of the wire format.
 const (
-	ExpandManifestName    = "memagent.ExpandManifest"
-	ResolveBatchPageName  = "memagent.ResolveBatchPage"
-	WriteBatchResultsName = "memagent.WriteBatchResults"
-	WriteBatchReportName  = "memagent.WriteBatchReport"
-	CheckChildrenName     = "memagent.CheckBatchChildren"
+	ExpandManifestName    = actwire.ExpandManifestName
+	ResolveBatchPageName  = actwire.ResolveBatchPageName
+	WriteBatchResultsName = actwire.WriteBatchResultsName
+	WriteBatchReportName  = actwire.WriteBatchReportName
+	CheckChildrenName     = actwire.CheckChildrenName
 	// NotifyChangesName POSTs a batch's change notification to its
 	// notify_url.
-	NotifyChangesName = "memagent.NotifyChanges"
+	NotifyChangesName = actwire.NotifyChangesName
 )
 
 // ErrBatchIncomplete is the type of WriteBatchReport's failure when an item
@@ -42,14 +43,14 @@ const (
 
 // registerBatch registers the activities of the BatchQA workflow.
 func (a *Activities) registerBatch(r Registry) {
-	bind(r, ExpandManifest, a.expandManifest)
-	bind(r, ResolveBatchPage, a.resolveBatchPage)
-	bind0(r, WriteBatchResults, a.writeBatchResults)
-	bind(r, WriteBatchReport, a.writeBatchReport)
-	bind(r, CheckChildren, a.checkBatchChildren)
-	bind0(r, NotifyChanges, a.notifyChanges)
-	bind(r, RequestBatchBudget, a.requestBatchBudget)
-	bind(r, ReadBatchChild, a.readBatchChild)
+	bind(r, actwire.ExpandManifest, a.expandManifest)
+	bind(r, actwire.ResolveBatchPage, a.resolveBatchPage)
+	bind0(r, actwire.WriteBatchResults, a.writeBatchResults)
+	bind(r, actwire.WriteBatchReport, a.writeBatchReport)
+	bind(r, actwire.CheckChildren, a.checkBatchChildren)
+	bind0(r, actwire.NotifyChanges, a.notifyChanges)
+	bind(r, actwire.RequestBatchBudget, a.requestBatchBudget)
+	bind(r, actwire.ReadBatchChild, a.readBatchChild)
 }
 
 // PagePath is the path of page n under a batch's work prefix.

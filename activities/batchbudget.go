@@ -21,10 +21,10 @@ const (
 	// RequestBatchBudgetName is run by a batch's DocumentQA child that has
 	// spent its grant: it asks the child's own batch for more and returns
 	// the batch's answer.
-	RequestBatchBudgetName = "memagent.RequestBatchBudget"
+	RequestBatchBudgetName = actwire.RequestBatchBudgetName
 	// ReadBatchChildName is run by a batch to read a child's usage from
 	// the child run it started.
-	ReadBatchChildName = "memagent.ReadBatchChild"
+	ReadBatchChildName = actwire.ReadBatchChildName
 )
 
 // ErrNotBatchChild is the type of RequestBatchBudget's failure for a run

@@ -16,7 +16,7 @@ import (
 
 // VerifyContinuedRunName is the local activity with which a run that was
 // handed a state over continue-as-new proves where the state came from.
-const VerifyContinuedRunName = "memagent.VerifyContinuedRun"
+const VerifyContinuedRunName = actwire.VerifyContinuedRunName
 
 // describer is the part of a Temporal client that verifyContinuedFrom uses.
 type describer interface {

@@ -20,7 +20,7 @@ import (
 // FindCheckpointName is the activity that finds where a run can start
 // reading: the deepest memory checkpoint of an earlier reading of the
 // same chunks.
-const FindCheckpointName = "memagent.FindCheckpoint"
+const FindCheckpointName = actwire.FindCheckpointName
 
 // checkpointArea holds the memory checkpoints, in the worker's bucket:
 // checkpoints/<key>/<chain>.json, where key covers everything but the

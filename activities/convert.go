@@ -20,7 +20,7 @@ import (
 
 // ConvertDocumentName is the activity that turns a PDF, DOCX or HTML
 // document into text before it is indexed.
-const ConvertDocumentName = "memagent.ConvertDocument"
+const ConvertDocumentName = actwire.ConvertDocumentName
 
 // ConverterVersion names the conversion rules; converted text is stored
 // under it, so that changed rules convert again instead of reusing text

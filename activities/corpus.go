@@ -18,7 +18,7 @@ import (
 
 // AssembleCorpusName is the activity that turns a corpus (several
 // documents asked about as one) into one stream of text to index.
-const AssembleCorpusName = "memagent.AssembleCorpus"
+const AssembleCorpusName = actwire.AssembleCorpusName
 
 // corpusArea is where assembled corpora live, inside the converted text
 // area (derived text, never read as a caller's document).

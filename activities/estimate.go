@@ -13,7 +13,7 @@ import (
 )
 
 // EstimateCostName is the registered name of the EstimateCost activity.
-const EstimateCostName = "memagent.EstimateCost"
+const EstimateCostName = actwire.EstimateCostName
 
 // estimateCost counts the tokens the questions would send and receive over
 // a document of in.Chunks chunks and in.Tokens tokens, with the worker's

@@ -18,7 +18,7 @@ import (
 )
 
 // GroundAnswerName is the registered name of GroundAnswer.
-const GroundAnswerName = "memagent.GroundAnswer"
+const GroundAnswerName = actwire.GroundAnswerName
 
 // groundWindow is how much of the document GroundAnswer reads at a time;
 // the grounder keeps only a few kilobytes of it between windows.

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 // Registry is the part of a worker (or of a plugin's registry) that
@@ -24,15 +25,15 @@ type Registry interface {
 // memagent's worker run one.
 func (a *Activities) Register(r Registry) {
 	r = ownCallers{r: r, a: a}
-	bind(r, ConvertDocument, a.convertDocument)
-	bind(r, AssembleCorpus, a.assembleCorpus)
-	bind(r, FindCheckpoint, a.findCheckpoint)
-	bind(r, PrepareDocument, a.prepareDocument)
-	bind(r, UpdateMemory, a.updateMemory)
-	bind(r, Answer, a.answer)
-	bind(r, EstimateCost, a.estimateCost)
-	bind(r, GroundAnswer, a.groundAnswer)
-	bind0(r, VerifyContinuedRun, a.verifyContinuedRun)
+	bind(r, actwire.ConvertDocument, a.convertDocument)
+	bind(r, actwire.AssembleCorpus, a.assembleCorpus)
+	bind(r, actwire.FindCheckpoint, a.findCheckpoint)
+	bind(r, actwire.PrepareDocument, a.prepareDocument)
+	bind(r, actwire.UpdateMemory, a.updateMemory)
+	bind(r, actwire.Answer, a.answer)
+	bind(r, actwire.EstimateCost, a.estimateCost)
+	bind(r, actwire.GroundAnswer, a.groundAnswer)
+	bind0(r, actwire.VerifyContinuedRun, a.verifyContinuedRun)
 	a.registerReview(r)
 	a.registerBatch(r)
 	a.registerSignOff(r)

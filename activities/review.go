@@ -19,8 +19,8 @@ import (
 // Names of the ReviewDocument workflow's own activities. Its final answers
 // are Answer's.
 const (
-	ReviewUpdateName = "memagent.ReviewUpdate"
-	WriteReviewName  = "memagent.WriteReview"
+	ReviewUpdateName = actwire.ReviewUpdateName
+	WriteReviewName  = actwire.WriteReviewName
 )
 
 // Names of the objects WriteReview writes under a review's prefix.
@@ -199,8 +199,8 @@ func (a *Activities) readPassage(ctx context.Context, doc s3store.Location, star
 
 // registerReview registers the activities of the ReviewDocument workflow.
 func (a *Activities) registerReview(r Registry) {
-	bind(r, ReviewUpdate, a.reviewUpdate)
-	bind(r, WriteReview, a.writeReview)
+	bind(r, actwire.ReviewUpdate, a.reviewUpdate)
+	bind(r, actwire.WriteReview, a.writeReview)
 }
 
 // ownReviewPrefix keeps a grid of another run (a reset, or a re-run into

@@ -21,9 +21,9 @@ import (
 
 // Names of the SignOff workflow's activities.
 const (
-	LoadSignOffName  = "memagent.LoadSignOff"
-	AppendAuditName  = "memagent.AppendAudit"
-	WriteSignOffName = "memagent.WriteSignOff"
+	LoadSignOffName  = actwire.LoadSignOffName
+	AppendAuditName  = actwire.AppendAuditName
+	WriteSignOffName = actwire.WriteSignOffName
 )
 
 // Names of the objects a sign-off writes under its prefix (the review's or
@@ -37,9 +37,9 @@ const (
 )
 
 func (a *Activities) registerSignOff(r Registry) {
-	bind(r, LoadSignOff, a.loadSignOff)
-	bind0(r, AppendAudit, a.appendAudit)
-	bind(r, WriteSignOff, a.writeSignOff)
+	bind(r, actwire.LoadSignOff, a.loadSignOff)
+	bind0(r, actwire.AppendAudit, a.appendAudit)
+	bind(r, actwire.WriteSignOff, a.writeSignOff)
 }
 
 // loadSignOff reads the review or batch a sign-off signs off: its result

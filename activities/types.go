@@ -4,14 +4,15 @@ import (
 	"time"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 )
 
 // Activity names, registered explicitly so that renaming a Go method never
 // breaks a running workflow history.
 const (
-	PrepareDocumentName = "memagent.PrepareDocument"
-	UpdateMemoryName    = "memagent.UpdateMemory"
-	AnswerName          = "memagent.Answer"
+	PrepareDocumentName = actwire.PrepareDocumentName
+	UpdateMemoryName    = actwire.UpdateMemoryName
+	AnswerName          = actwire.AnswerName
 )
 
 // Limits bound what one request may ask for. Zero fields mean the defaults.

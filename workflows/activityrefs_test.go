@@ -9,7 +9,7 @@ import (
 )
 
 // TestActivitiesScheduledByReference: the workflows schedule every
-// activity through its typed reference (activities.Ref: UpdateMemory.
+// activity through its typed reference (actwire.Ref: UpdateMemory.
 // Execute(ctx, in)), never by name with an untyped input, so that an input
 // or output that is not the activity's fails to compile.
 func TestActivitiesScheduledByReference(t *testing.T) {
@@ -30,7 +30,7 @@ func TestActivitiesScheduledByReference(t *testing.T) {
 		n++
 		for i, line := range strings.Split(string(src), "\n") {
 			if byName.MatchString(line) {
-				t.Errorf("%s:%d schedules an activity by name: use its activities.Ref (%s)", f, i+1, strings.TrimSpace(line))
+				t.Errorf("%s:%d schedules an activity by name: use its actwire.Ref (%s)", f, i+1, strings.TrimSpace(line))
 			}
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -241,7 +240,7 @@ func (b *batchRun) expand() error {
 	}
 	info := workflow.GetInfo(b.ctx)
 	actx := workflow.WithActivityOptions(b.ctx, activityOptions(12*time.Hour, 2*time.Minute, b.prio, "expand manifest"))
-	if err := activities.ExpandManifest.Execute(actx, actwire.ExpandInput{
+	if err := actwire.ExpandManifest.Execute(actx, actwire.ExpandInput{
 		Manifest: b.in.Manifest, Format: b.in.Format, ReportPrefix: b.in.ReportPrefix, Dated: dated,
 		WorkflowID: info.WorkflowExecution.ID, RunKey: chainID(info), ScheduleID: scheduleOf(b.ctx), PageSize: b.in.PageSize,
 		Options: b.in.Options, Samples: b.in.Samples, CompareWith: st.explicitCompare(),
@@ -280,7 +279,7 @@ func (b *batchRun) report() (*api.BatchQAResult, error) {
 		parts[i] = st.Expanded.WorkPrefix + p
 	}
 	var rep api.BatchReport
-	if err := activities.WriteBatchReport.Execute(actx, actwire.ReportInput{
+	if err := actwire.WriteBatchReport.Execute(actx, actwire.ReportInput{
 		Name: st.Name, WorkflowID: info.WorkflowExecution.ID, Manifest: b.in.Manifest,
 		Model: st.Expanded.Model, Options: b.in.Options, StartedAt: st.StartedAt,
 		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
@@ -447,7 +446,7 @@ func batchDetails(p api.BatchProgress) string {
 // pageFuture is a ResolveBatchPage call in flight.
 type pageFuture struct {
 	page int
-	f    activities.Future[actwire.ResolvePageOutput]
+	f    actwire.Future[actwire.ResolvePageOutput]
 }
 
 // itemPass is what runItems keeps while it runs the items: the selector
@@ -596,7 +595,7 @@ func (b *batchRun) nextPage(p *itemPass) error {
 
 // resolvePage starts ResolveBatchPage for page; the future's value is a
 // ResolvePageOutput.
-func (b *batchRun) resolvePage(page int) activities.Future[actwire.ResolvePageOutput] {
+func (b *batchRun) resolvePage(page int) actwire.Future[actwire.ResolvePageOutput] {
 	st := b.st
 	// The activity heartbeats on a ticker: a worker lost at a boundary
 	// holds the next run's page no longer than DefaultHeartbeatTimeout.
@@ -605,7 +604,7 @@ func (b *batchRun) resolvePage(page int) activities.Future[actwire.ResolvePageOu
 	opts := b.in.Options
 	opts.Model = st.Expanded.Model
 	whole, _ := b.reuse()
-	return activities.ResolveBatchPage.Execute(actx, actwire.ResolvePageInput{
+	return actwire.ResolveBatchPage.Execute(actx, actwire.ResolvePageInput{
 		WorkPrefix: st.Expanded.WorkPrefix, Page: page, Options: opts, Samples: b.in.Samples, Whole: whole,
 	})
 }
@@ -859,7 +858,7 @@ func (b *batchRun) flush() error {
 	// lost there holds the batch no longer than DefaultHeartbeatTimeout.
 	actx := workflow.WithActivityOptions(b.ctx, activityOptions(10*time.Minute, DefaultHeartbeatTimeout, b.prio,
 		fmt.Sprintf("write %d outcomes", len(b.buffer))))
-	if err := activities.WriteBatchResults.Execute(actx, actwire.WriteResultsInput{
+	if err := actwire.WriteBatchResults.Execute(actx, actwire.WriteResultsInput{
 		URI: b.st.Expanded.WorkPrefix + name, Results: b.buffer, Answers: b.answers,
 	}).Get(b.ctx); err != nil {
 		return stageError("write outcomes", err)

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -214,7 +213,7 @@ func (b *batchRun) check(sel workflow.Selector, ids []string, wait int) {
 	// The activity heartbeats on a ticker while it waits for a child.
 	actx := workflow.WithActivityOptions(b.ctx, activityOptions(10*time.Minute, DefaultHeartbeatTimeout, b.prio, "check carried children"))
 	refs, byID := b.kids.refs(ids)
-	f := activities.CheckChildren.Execute(actx, actwire.CheckChildrenInput{Children: refs, IDs: byID, WaitSeconds: wait})
+	f := actwire.CheckChildren.Execute(actx, actwire.CheckChildrenInput{Children: refs, IDs: byID, WaitSeconds: wait})
 	sel.AddFuture(f.Future, func(workflow.Future) {
 		b.checking = false
 		var out actwire.CheckChildrenOutput
@@ -418,7 +417,7 @@ func (b *batchRun) askedForBudget(ctx workflow.Context, id string) (api.Budget, 
 	opts.RetryPolicy = askRetryPolicy()
 	actx := workflow.WithActivityOptions(ctx, opts)
 	var cu actwire.ChildUsage
-	if err := activities.ReadBatchChild.Execute(actx, actwire.ChildRef{WorkflowID: id, RunID: runID}).Get(ctx, &cu); err != nil {
+	if err := actwire.ReadBatchChild.Execute(actx, actwire.ChildRef{WorkflowID: id, RunID: runID}).Get(ctx, &cu); err != nil {
 		return b.ledger.Grants[id], fmt.Errorf("read the usage of %s: %w", id, err)
 	}
 	if !cu.Open || !b.ledger.holds(id) || b.in.Budget == nil {

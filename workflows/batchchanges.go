@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -77,7 +76,7 @@ func (b *batchRun) notifyChanges(res *api.BatchQAResult) string {
 	opts.ScheduleToCloseTimeout = notifyTotalTimeout
 	actx := workflow.WithActivityOptions(b.ctx, opts)
 	info := workflow.GetInfo(b.ctx)
-	err := activities.NotifyChanges.Execute(actx, actwire.NotifyInput{
+	err := actwire.NotifyChanges.Execute(actx, actwire.NotifyInput{
 		URL: b.in.NotifyURL,
 		Notification: api.ChangeNotification{
 			Name: res.Name, WorkflowID: res.WorkflowID, RunID: info.WorkflowExecution.RunID,

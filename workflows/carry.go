@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -73,7 +72,7 @@ func verifyCarried(ctx workflow.Context, prev string) error {
 		StartToCloseTimeout:    30 * time.Second,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})
-	err := activities.VerifyContinuedRun.ExecuteLocal(lctx, actwire.VerifyRunInput{PreviousRunID: prev}).Get(ctx)
+	err := actwire.VerifyContinuedRun.ExecuteLocal(lctx, actwire.VerifyRunInput{PreviousRunID: prev}).Get(ctx)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == api.ErrForbidden {
 		return temporal.NewNonRetryableApplicationError(appErr.Message(), api.ErrForbidden, nil)

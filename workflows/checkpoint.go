@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -34,12 +33,12 @@ func findCheckpoint(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 
 // findCheckpointAsync starts FindCheckpoint; its future's value is a
 // FindCheckpointOutput.
-func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int, chain string) activities.Future[actwire.FindCheckpointOutput] {
+func findCheckpointAsync(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prepared actwire.PrepareOutput, question string, opts api.ModelOptions, sample int, chain string) actwire.Future[actwire.FindCheckpointOutput] {
 	actx := workflow.WithActivityOptions(ctx, activityOptions(10*time.Minute, hb, prio, "find checkpoint"))
 	if opts.Model == "" {
 		opts.Model = prepared.Model
 	}
-	return activities.FindCheckpoint.Execute(actx, actwire.FindCheckpointInput{
+	return actwire.FindCheckpoint.Execute(actx, actwire.FindCheckpointInput{
 		Document: prepared.Document, ETag: prepared.ETag, IndexURI: prepared.IndexURI,
 		Question: question, Options: opts, Sample: sample, FirstRunID: chain,
 	})

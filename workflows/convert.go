@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/actwire"
 )
 
@@ -38,7 +37,7 @@ func convertDocument(ctx workflow.Context, hb time.Duration, prio temporal.Prior
 	// dead worker's, and a retry reuses the pages already read.
 	actx := workflow.WithActivityOptions(ctx, activityOptions(convertTimeout, hb, prio, "convert document"))
 	var out actwire.ConvertOutput
-	if err := activities.ConvertDocument.Execute(actx, actwire.ConvertInput{
+	if err := actwire.ConvertDocument.Execute(actx, actwire.ConvertInput{
 		Document: prep.Document, OCR: prep.Options.OCR, OCRLanguages: prep.Options.OCRLanguages, Survey: survey,
 	}).Get(ctx, &out); err != nil {
 		return stageError("convert document", err)

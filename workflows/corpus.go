@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -19,7 +18,7 @@ func assembleCorpus(ctx workflow.Context, hb time.Duration, prio temporal.Priori
 	// time limit; conversions done are kept for a retry.
 	actx := workflow.WithActivityOptions(ctx, activityOptions(convertTimeout, hb, prio, fmt.Sprintf("assemble %d documents", len(documents))))
 	var out actwire.ConvertOutput
-	if err := activities.AssembleCorpus.Execute(actx, actwire.CorpusInput{
+	if err := actwire.AssembleCorpus.Execute(actx, actwire.CorpusInput{
 		Documents: documents, InvalidUTF8: opts.InvalidUTF8, OCR: opts.OCR, OCRLanguages: opts.OCRLanguages,
 	}).Get(ctx, &out); err != nil {
 		return stageError("assemble corpus", err)

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
@@ -322,7 +321,7 @@ func (r *qaRun) prepare() error {
 	} else if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
 		return err
 	}
-	if err := activities.PrepareDocument.Execute(actx, prep).Get(r.ctx, &st.Prepared); err != nil {
+	if err := actwire.PrepareDocument.Execute(actx, prep).Get(r.ctx, &st.Prepared); err != nil {
 		return stageError("prepare document", err)
 	}
 	st.Provenance = st.Checkpoints && workflow.GetVersion(r.ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
@@ -406,7 +405,7 @@ func (r *qaRun) updateMemory() error {
 	actx := workflow.WithActivityOptions(r.ctx, activityOptions(15*time.Minute, r.hb, r.prio, fmt.Sprintf("chunk %d/%d · %s/%s tokens",
 		st.Cursor+1, st.Prepared.Chunks, humanTokens(st.TokensDone), humanTokens(st.Prepared.Tokens))))
 	var out actwire.UpdateOutput
-	err := activities.UpdateMemory.Execute(actx, actwire.UpdateInput{
+	err := actwire.UpdateMemory.Execute(actx, actwire.UpdateInput{
 		Document: st.Prepared.Document, ETag: st.Prepared.ETag, IndexURI: st.Prepared.IndexURI,
 		Chunk: st.Cursor, Chunks: st.Prepared.Chunks, Question: r.in.Question, Memory: st.Memory,
 		Options: r.modelOptions(), TracePrefix: st.TracePrefix, Checkpoint: st.Checkpoints, Sample: r.in.Sample,
@@ -495,7 +494,7 @@ func (r *qaRun) answer() (*DocumentQAResult, error) {
 	st, in, info, opts := r.st, r.in, r.info, r.modelOptions()
 	actx := workflow.WithActivityOptions(r.ctx, activityOptions(15*time.Minute, r.hb, r.prio, "final answer"))
 	var res DocumentQAResult
-	err := activities.Answer.Execute(actx, actwire.AnswerInput{
+	err := actwire.Answer.Execute(actx, actwire.AnswerInput{
 		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
 		ResultURI: st.TracePrefix + "result.json",
 		Result: api.DocumentQAResult{
@@ -666,7 +665,7 @@ func pullGrant(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, wake 
 		for wake.ReceiveAsync(nil) {
 		}
 		var g api.Budget
-		err := activities.RequestBatchBudget.Execute(actx, actwire.BudgetRequestInput{Usage: st.Usage}).Get(ctx, &g)
+		err := actwire.RequestBatchBudget.Execute(actx, actwire.BudgetRequestInput{Usage: st.Usage}).Get(ctx, &g)
 		switch {
 		case err == nil:
 			in.Budget = &g

@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -47,7 +46,7 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 	}
 	actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, DefaultHeartbeatTimeout, prio, "prepare document"))
 	var prepared actwire.PrepareOutput
-	if err := activities.PrepareDocument.Execute(actx, prep).Get(ctx, &prepared); err != nil {
+	if err := actwire.PrepareDocument.Execute(actx, prep).Get(ctx, &prepared); err != nil {
 		return nil, stageError("prepare document", err)
 	}
 	var est api.Estimate
@@ -55,7 +54,7 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 	// Unlike the other activities, EstimateCost keeps eager execution at
 	// batch priority.
 	cost.DisableEagerExecution = false
-	if err := activities.EstimateCost.Execute(workflow.WithActivityOptions(ctx, cost), actwire.EstimateCostInput{
+	if err := actwire.EstimateCost.Execute(workflow.WithActivityOptions(ctx, cost), actwire.EstimateCostInput{
 		Questions: in.Questions, Options: in.Options, Samples: in.Samples, Chunks: prepared.Chunks, Tokens: prepared.Tokens,
 		PriceIn: in.PriceInPerMillion, PriceOut: in.PriceOutPerMillion,
 		Reuse: in.Reuse, Document: prepared.Document, ETag: prepared.ETag, IndexURI: prepared.IndexURI, Model: prepared.Model,

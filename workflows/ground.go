@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -35,7 +34,7 @@ func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID strin
 	}
 	actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, hb, prio, "ground answers"))
 	var out actwire.GroundOutput
-	err := activities.GroundAnswer.Execute(actx, actwire.GroundInput{
+	err := actwire.GroundAnswer.Execute(actx, actwire.GroundInput{
 		Document: prep.Document, ETag: prep.ETag, IndexURI: prep.IndexURI, Answers: answers, RunID: runID,
 	}).Get(ctx, &out)
 	if err != nil {

@@ -327,14 +327,14 @@ func (r *reviewRun) prepareDocument() error {
 	} else if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
 		return err
 	}
-	if err := activities.PrepareDocument.Execute(actx, prep).Get(r.ctx, &r.st.Prepared); err != nil {
+	if err := actwire.PrepareDocument.Execute(actx, prep).Get(r.ctx, &r.st.Prepared); err != nil {
 		return stageError("prepare document", err)
 	}
 	r.st.Provenance = r.st.Checkpoints && workflow.GetVersion(r.ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
 	if r.st.Checkpoints && r.in.Reuse != api.ReuseNone {
 		// Each question starts from its own deepest checkpoint; the
 		// questions are found together.
-		futures := make([]activities.Future[actwire.FindCheckpointOutput], len(r.in.Questions))
+		futures := make([]actwire.Future[actwire.FindCheckpointOutput], len(r.in.Questions))
 		for i, q := range r.in.Questions {
 			futures[i] = findCheckpointAsync(r.ctx, r.hb, r.prio, r.st.Prepared, q.Question, r.in.Options, 0, provenanceChain(r.st.Provenance, r.info))
 		}
@@ -472,7 +472,7 @@ func (r *reviewRun) questionPrefix(i int) string {
 func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 	q, qs := r.in.Questions[i], &r.st.Questions[i]
 	chunk, chunks := qs.Cursor, r.st.Prepared.Chunks
-	f := activities.ReviewUpdate.Execute(r.activityOptions(fmt.Sprintf("%s · chunk %d/%d", q.ID, chunk+1, chunks)), actwire.UpdateInput{
+	f := actwire.ReviewUpdate.Execute(r.activityOptions(fmt.Sprintf("%s · chunk %d/%d", q.ID, chunk+1, chunks)), actwire.UpdateInput{
 		Document: r.st.Prepared.Document, ETag: r.st.Prepared.ETag, IndexURI: r.st.Prepared.IndexURI,
 		Chunk: chunk, Chunks: chunks, Question: q.Question, Memory: qs.Memory,
 		Options: r.opts, TracePrefix: r.questionPrefix(i), Checkpoint: r.st.Checkpoints,
@@ -506,7 +506,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 func (r *reviewRun) launchAnswer(sel workflow.Selector, i int) {
 	q, qs := r.in.Questions[i], &r.st.Questions[i]
 	p := r.st.Prepared
-	f := activities.Answer.Execute(r.activityOptions(q.ID+" · final answer"), actwire.AnswerInput{
+	f := actwire.Answer.Execute(r.activityOptions(q.ID+" · final answer"), actwire.AnswerInput{
 		Question: q.Question, Memory: qs.Memory, GoldAnswers: q.GoldAnswers, Options: r.opts,
 		ResultURI: r.questionPrefix(i) + "result.json",
 		Result: api.DocumentQAResult{
@@ -711,7 +711,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 	}
 	g.FinishedAt = workflow.Now(r.ctx)
 	var out actwire.WriteReviewOutput
-	if err := activities.WriteReview.Execute(r.activityOptions("write grid and report"),
+	if err := actwire.WriteReview.Execute(r.activityOptions("write grid and report"),
 		actwire.WriteReviewInput{Grid: *g, ETag: p.ETag}).Get(r.ctx, &out); err != nil {
 		return nil, stageError("write review", err)
 	}

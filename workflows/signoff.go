@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -154,7 +153,7 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 		}
 		var out actwire.LoadSignOffOutput
 		actx := workflow.WithActivityOptions(ctx, activityOptions(5*time.Minute, 0, temporal.Priority{}, "read "+kind+" "+subject))
-		if err := activities.LoadSignOff.Execute(actx, actwire.LoadSignOffInput{WorkflowID: subject, Kind: kind, RunID: s.in.SubjectRunID}).Get(ctx, &out); err != nil {
+		if err := actwire.LoadSignOff.Execute(actx, actwire.LoadSignOffInput{WorkflowID: subject, Kind: kind, RunID: s.in.SubjectRunID}).Get(ctx, &out); err != nil {
 			return nil, stageError("read "+kind, err)
 		}
 		st := &signOffState{Subject: out.Subject, Cells: make([]api.SignOffCell, len(out.Cells))}
@@ -298,7 +297,7 @@ func (s *signOffRun) activityOptions(summary string) workflow.Context {
 func (s *signOffRun) writeAudit() error {
 	from, n := s.st.Written, len(s.st.Entries)
 	in := actwire.AppendAuditInput{AuditURI: s.st.Subject.AuditURI, From: from, Entries: s.st.Entries[from:n]}
-	if err := activities.AppendAudit.Execute(s.activityOptions(fmt.Sprintf("audit lines %d–%d", from+1, n)), in).Get(s.ctx); err != nil {
+	if err := actwire.AppendAudit.Execute(s.activityOptions(fmt.Sprintf("audit lines %d–%d", from+1, n)), in).Get(s.ctx); err != nil {
 		return stageError("append to the audit log", err)
 	}
 	s.st.Written = n
@@ -313,7 +312,7 @@ func (s *signOffRun) awaitWritten(ctx workflow.Context, seq int) error {
 // finish writes the decided grid and returns it.
 func (s *signOffRun) finish() (*api.SignOffGrid, error) {
 	var out actwire.WriteSignOffOutput
-	if err := activities.WriteSignOff.Execute(s.activityOptions("write the decided grid"),
+	if err := actwire.WriteSignOff.Execute(s.activityOptions("write the decided grid"),
 		actwire.WriteSignOffInput{Grid: s.grid()}).Get(s.ctx, &out); err != nil {
 		return nil, stageError("write the decided grid", err)
 	}

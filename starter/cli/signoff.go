@@ -459,6 +459,9 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			return err
 		}
 		defer d.Close()
+		// PDFium started and the first cells' pages rendered before the
+		// first reviewer asks for them.
+		go d.Warm(ctx)
 		srv := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
 		fmt.Fprintf(stdout, "Review desk: http://%s/ (reviewers: %s)\n", ln.Addr(), *source)
 		go func() {

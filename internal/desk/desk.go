@@ -56,7 +56,19 @@ import (
 //go:embed static templates
 var files embed.FS
 
-var templates = template.Must(template.ParseFS(files, "templates/*.html"))
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"stateWords": stateWords}).ParseFS(files, "templates/*.html"))
+
+// stateWords is a sign-off's state (its MemagentSignoff search attribute)
+// as the list says it.
+func stateWords(state string) string {
+	switch state {
+	case api.SignOffWaitingLevel1:
+		return "level 1's reviewers"
+	case api.SignOffWaitingLevel2:
+		return "level 2's reviewers"
+	}
+	return state
+}
 
 // Store is what the desk reads from S3.
 type Store interface {
@@ -507,24 +519,30 @@ func progressOf(g *api.SignOffGrid) string {
 }
 
 // Warm readies the desk for its first reviewer, so that the first cell's
-// panel comes as fast as the next: it starts PDFium (its runtime took
-// seconds to start on the first page asked for, 4.4 s with wazero's
-// compilation cache empty, against 0.1-0.2 s a page after), then renders
-// ahead the cited pages of the first cells of the newest sign-offs
-// waiting. `starter desk` runs it as the desk starts listening.
+// panel comes as fast as the next: it starts PDFium, which took seconds
+// on the first page asked for (4.4 s to compile its module with wazero's
+// compilation cache empty, 0.14 s with it, against 0.1-0.2 s a page
+// after), and returns; then it renders ahead, in the background, the
+// cited pages of the first cells of the newest sign-offs waiting.
+// `starter desk` runs it before it says where it listens.
 func (d *Desk) Warm(ctx context.Context) {
+	start := time.Now()
 	if err := d.pages.warm(); err != nil {
 		d.cfg.Logger.WarnContext(ctx, "PDFium did not start ahead of the first page", "err", err)
+	} else {
+		d.cfg.Logger.InfoContext(ctx, "PDFium started", "took", time.Since(start).Round(time.Millisecond))
 	}
-	list, err := d.waitingList(ctx)
-	if err != nil {
-		return
-	}
-	for _, w := range list[:min(len(list), aheadSignOffs)] {
-		if g, rows, err := d.load(ctx, w.Subject); err == nil && len(g.Cells) > 0 {
-			d.renderAhead(g, rows, aheadCells(g, -1)...)
+	go func() {
+		list, err := d.waitingList(ctx)
+		if err != nil {
+			return
 		}
-	}
+		for _, w := range list[:min(len(list), aheadSignOffs)] {
+			if g, rows, err := d.load(ctx, w.Subject); err == nil && len(g.Cells) > 0 {
+				d.renderAhead(g, rows, aheadCells(g, -1)...)
+			}
+		}
+	}()
 }
 
 // aheadCells are the cells whose pages a reviewer is likely to ask for
@@ -741,20 +759,32 @@ func (d *Desk) apiCell(w http.ResponseWriter, r *http.Request, name, sid string)
 			v.Row = rv
 		}
 	}
-	if g.State != api.SignOffSignedOff {
-		if h, err := d.mc.CellHistory(ctx, subject, id); err == nil {
-			v.History = h.Entries
+	// The cell's history (a query of the sign-off) while the page is
+	// found.
+	history := make(chan []api.SignOffEntry, 1)
+	go func() {
+		if g.State != api.SignOffSignedOff {
+			if h, err := d.mc.CellHistory(ctx, subject, id); err == nil {
+				history <- h.Entries
+				return
+			}
 		}
-		timing.add("history")
-	}
+		history <- nil
+	}()
 	v.Page = d.page(ctx, g, v.Row.Row, subject)
 	timing.add("page")
+	if h := <-history; h != nil {
+		v.History = h
+	}
+	timing.add("history")
 	w.Header().Set("Server-Timing", timing.String())
 	writeJSON(w, v)
 }
 
 // serverTiming is a Server-Timing header's durations, so that a slow
-// panel says (in the browser's developer tools) where its time went.
+// panel says (in the browser's developer tools) where its time went: a
+// part's duration is from the previous part's end ("history" is what
+// the cell's history took beyond the page, found meanwhile).
 type serverTiming struct {
 	last  time.Time
 	parts []string

@@ -1065,9 +1065,24 @@ func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("the request's body is not what the desk takes (%w): reload the desk's page", err)
+		return fmt.Errorf("the request's body is not what the desk takes (%s): reload the desk's page", bodyError(err))
 	}
 	return nil
+}
+
+// bodyError says what is wrong with a body in the JSON's words, not Go's.
+func bodyError(err error) string {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		want := typ.Type.Kind().String()
+		if strings.ContainsRune("aeiou", rune(want[0])) {
+			want = "an " + want
+		} else {
+			want = "a " + want
+		}
+		return fmt.Sprintf("%q is a JSON %s, not %s", typ.Field, typ.Value, want)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // claimsAnother refuses a body that names a reviewer other than the one

@@ -64,6 +64,22 @@ func TestJSONErrorPlain(t *testing.T) {
 	}
 }
 
+// TestBodyErrors: a body the desk does not take is told in the JSON's
+// words, not Go's.
+func TestBodyErrors(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"cell":"q1","level":"one"}`: `the request's body is not what the desk takes ("level" is a JSON string, not an int): reload the desk's page`,
+		`{"cell":"q1","who":"bob"}`:   `the request's body is not what the desk takes (unknown field "who"): reload the desk's page`,
+		`{"cell":"q1"`:                `the request's body is not what the desk takes (unexpected EOF): reload the desk's page`,
+	} {
+		var b decideBody
+		err := decodeBody(httptest.NewRequest("POST", "/api/decide", strings.NewReader(body)), &b)
+		if got := plain(err); got != want {
+			t.Errorf("%s: %q, want %q", body, got, want)
+		}
+	}
+}
+
 // TestRowViews: the grid shows the answer that stands, the model's beside
 // it, and the document by its file name.
 func TestRowViews(t *testing.T) {

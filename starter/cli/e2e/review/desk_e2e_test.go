@@ -122,6 +122,13 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 		map[string]string{"X-CSRF-Token": ""}, http.StatusForbidden, "CSRF token")
 	api1.expect(t, "under another reviewer's identity", "/api/decide", `{"cell":"q1","level":1,"decision":"accepted","version":0,"reviewer":"bob"}`,
 		nil, http.StatusForbidden, "you are signed in as alice")
+	// Issue 52's message, once "starter: memagent: reason is empty",
+	// and a body the desk does not take: in plain words (expect refuses
+	// an internal prefix in any refusal).
+	api1.expect(t, "an edit without a reason", "/api/decide", `{"cell":"q1","level":1,"decision":"edited","final_answer":"x","version":0}`,
+		nil, http.StatusConflict, "reason is empty: say why the answer was edited")
+	api1.expect(t, "a body the desk does not take", "/api/decide", `{"cell":"q1","level":"one"}`,
+		nil, http.StatusBadRequest, "the request's body is not what the desk takes")
 
 	// The browser.
 	br := newBrowser(t, ctx, chromium, 1100, `document.getElementById("message") ? document.getElementById("message").textContent : document.body.innerText`)
@@ -494,6 +501,9 @@ func (d *deskClient) expect(t *testing.T, what, path, body string, headers map[s
 	}
 	if resp.StatusCode != status || !strings.Contains(string(got), msg) {
 		t.Errorf("%s: %d %s, want %d and %q", what, resp.StatusCode, got, status, msg)
+	}
+	if m := regexp.MustCompile(`(^|: )(memagent|starter|desk|s3|json): |rpc error`).FindString(string(got)); m != "" {
+		t.Errorf("%s: %s: an internal prefix %q, want plain words", what, got, m)
 	}
 }
 

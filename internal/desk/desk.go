@@ -424,10 +424,7 @@ func (d *Desk) waitingList(ctx context.Context) ([]waiting, error) {
 	}
 	var list []waiting
 	for _, e := range resp.GetExecutions() {
-		id, ok := strings.CutSuffix(e.GetExecution().GetWorkflowId(), api.SignOffSuffix)
-		if !ok || api.SignOffWorkflowID(id) != e.GetExecution().GetWorkflowId() {
-			continue
-		}
+		id, _ := strings.CutSuffix(e.GetExecution().GetWorkflowId(), api.SignOffSuffix)
 		wt := waiting{Subject: id, Started: e.GetStartTime().AsTime()}
 		if e.GetSearchAttributes() != nil {
 			if v, ok := e.GetSearchAttributes().GetIndexedFields()[api.AttrSignoff]; ok {

@@ -115,10 +115,9 @@
     }
     return c;
   }
-  // A level's heading: who signed it off, once signed.
-  function levelHead(g, l) {
-    const s = (g.sign_offs || []).find((s) => s.level === l);
-    return "Level " + l + (s ? " · signed off by " + s.reviewer : "");
+  // Who signed each level off: "level 1 signed off by alice".
+  function signedOff(g) {
+    return (g.sign_offs || []).map((s) => "level " + s.level + " signed off by " + s.reviewer).join(" · ");
   }
 
   // get fetches url, saying so (and returning null) when the desk is out
@@ -141,11 +140,20 @@
     const g = view.grid;
     // The run signed off, not only the id: an id can be run again.
     $("title").textContent = g.subject.kind + " " + g.subject.workflow_id + " · run " + g.subject.run_id;
+    const signed = signedOff(g);
     $("state").textContent = g.state === "signed-off"
-      ? "Signed off at every level."
-      : "Waiting for level " + view.level + " · " + g.pending + " of " + g.cells.length + " cells pending · audit log: " + g.audit_lines + " lines";
-    $("level1-head").textContent = levelHead(g, 1);
-    $("level2-head").textContent = levelHead(g, 2);
+      ? "Signed off at every level" + (signed ? ": " + signed : "") + "."
+      : "Waiting for level " + view.level + (signed ? " · " + signed : "") + " · " + g.pending + " of " + g.cells.length + " cells pending · audit log: " + g.audit_lines + " lines";
+    // One document (a review's): named once, above the grid, not on
+    // every row.
+    const names = new Set(view.rows.map((r) => r.document_name));
+    const one = names.size === 1 && view.rows.length > 0;
+    $("cells").classList.toggle("one-document", one);
+    $("document").hidden = !one;
+    if (one) {
+      $("document").textContent = "Document: " + view.rows[0].document_name;
+      $("document").title = documentURI(view.rows[0]);
+    }
     $("signoff").textContent = "Sign off level " + view.level;
     $("signoff").disabled = g.state === "signed-off";
     const rows = new Map(view.rows.map((r) => [r.cell, r]));

@@ -153,3 +153,33 @@ func TestRenderAheadShared(t *testing.T) {
 		t.Errorf("PDFium jobs for one page's boxes and image, rendered ahead and asked for 3 times: %d, want 2", n)
 	}
 }
+
+// TestAheadCells: the pages rendered ahead are the next two cells' and
+// the next open one's at the level the sign-off waits for.
+func TestAheadCells(t *testing.T) {
+	acc := &api.Decision{Level: 1, Decision: api.DecisionAccepted}
+	edit := &api.Decision{Level: 1, Decision: api.DecisionEdited}
+	cells := func(l1 ...*api.Decision) []api.SignOffCell {
+		var out []api.SignOffCell
+		for i, d := range l1 {
+			out = append(out, api.SignOffCell{ID: fmt.Sprintf("q%d", i+1), Level1: d})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		g    *api.SignOffGrid
+		i    int
+		want string
+	}{
+		{"opening a grid at level 1", &api.SignOffGrid{Cells: cells(acc, acc, acc, nil, nil)}, -1, "q1 q2 q4"},
+		{"after a cell", &api.SignOffGrid{Cells: cells(nil, nil, nil, nil)}, 1, "q3 q4"},
+		{"the last cell", &api.SignOffGrid{Cells: cells(nil, nil)}, 1, ""},
+		{"level 2: the next edited", &api.SignOffGrid{Cells: cells(acc, acc, acc, acc, edit), SignOffs: []api.LevelSignOff{{Level: 1}}}, -1, "q1 q2 q5"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(aheadCells(tt.g, tt.i), " "); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -266,6 +266,14 @@
     if (img.getAttribute("src") !== p.image) {
       frame.classList.remove("loaded");
       img.onload = shown;
+      // A page that did not render says why (past the render deadline,
+      // the renderers busy, the document unreadable), in the desk's words.
+      img.onerror = async () => {
+        const r = await get(p.image);
+        if (!r || r.ok) return; // rendered since: shown when the cell is selected again
+        const d = await answer(r);
+        $("page-cite").textContent = "Cited page: " + p.cite + " · the page did not load: " + (d.error || "reload the page");
+      };
       img.src = p.image;
     } else if (img.complete) {
       shown();

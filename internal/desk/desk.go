@@ -37,13 +37,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
@@ -56,7 +56,19 @@ import (
 //go:embed static templates
 var files embed.FS
 
-var templates = template.Must(template.ParseFS(files, "templates/*.html"))
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"stateWords": stateWords}).ParseFS(files, "templates/*.html"))
+
+// stateWords is a sign-off's state (its MemagentSignoff search attribute)
+// as the list says it.
+func stateWords(state string) string {
+	switch state {
+	case api.SignOffWaitingLevel1:
+		return "level 1's reviewers"
+	case api.SignOffWaitingLevel2:
+		return "level 2's reviewers"
+	}
+	return state
+}
 
 // Store is what the desk reads from S3.
 type Store interface {
@@ -268,17 +280,21 @@ func (d *Desk) who(r *http.Request) (name, sid string, err error) {
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return "", "", errors.New("not signed in")
+		return "", "", errNotSignedIn
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.sessions[c.Value]
 	if !ok || time.Now().After(s.expires) {
 		delete(d.sessions, c.Value)
-		return "", "", errors.New("not signed in")
+		return "", "", errNotSignedIn
 	}
 	return s.reviewer, c.Value, nil
 }
+
+// errNotSignedIn is a request without a session, or with one past its
+// time.
+var errNotSignedIn = errors.New("not signed in, or signed in more than 12 hours ago: sign in again (reload the page)")
 
 // csrf is the token a page of the session sends with every change.
 func (d *Desk) csrf(name, sid string) string {
@@ -297,7 +313,7 @@ func (d *Desk) authed(h authedHandler) http.HandlerFunc {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
 			}
-			http.Error(w, err.Error(), http.StatusUnauthorized)
+			http.Error(w, plain(err), http.StatusUnauthorized)
 			return
 		}
 		h(w, r, name, sid)
@@ -374,37 +390,202 @@ func (d *Desk) render(w http.ResponseWriter, name string, data any) {
 
 // waiting is one sign-off the index lists.
 type waiting struct {
-	Subject, State, Details, Document string
-	Started                           time.Time
+	Subject, State string
+	// Document is the document's file name, DocumentURI its s3:// URI
+	// (on hover).
+	Document, DocumentURI string
+	// Progress is the cells decided of all, a level each ("level 1:
+	// 12/40 · level 2: 3/40"), "" when the sign-off did not answer.
+	Progress string
+	Started  time.Time
 }
 
-func (d *Desk) index(w http.ResponseWriter, r *http.Request, name, sid string) {
-	ctx := r.Context()
+// Bounds of the index's reading of sign-offs.
+const (
+	// progressReads is the sign-offs whose grids the index reads at once
+	// for their progress, and progressTimeout how long it waits for them.
+	progressReads   = 8
+	progressTimeout = 5 * time.Second
+	// aheadSignOffs is the newest sign-offs waiting whose first cells'
+	// pages are rendered ahead, at the desk's start and from the index.
+	aheadSignOffs = 4
+)
+
+// waitingList lists the sign-offs waiting, newest first.
+func (d *Desk) waitingList(ctx context.Context) ([]waiting, error) {
 	resp, err := d.cfg.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		// Only memagent's: a look-alike of the type on another task queue
 		// is not listed (and memclient refuses it if named).
 		Query:    fmt.Sprintf("WorkflowType = %q AND TaskQueue = %q AND ExecutionStatus = 'Running'", api.SignOffName, d.cfg.TaskQueue),
 		PageSize: 200,
 	})
+	if err != nil {
+		return nil, err
+	}
 	var list []waiting
-	if err == nil {
-		for _, e := range resp.GetExecutions() {
-			id, _ := strings.CutSuffix(e.GetExecution().GetWorkflowId(), api.SignOffSuffix)
-			wt := waiting{Subject: id, Started: e.GetStartTime().AsTime()}
-			if e.GetSearchAttributes() != nil {
-				if v, ok := e.GetSearchAttributes().GetIndexedFields()[api.AttrSignoff]; ok {
-					_ = jsonPayload(v.GetData(), &wt.State)
-				}
-				if v, ok := e.GetSearchAttributes().GetIndexedFields()[api.AttrDocument]; ok {
-					_ = jsonPayload(v.GetData(), &wt.Document)
-				}
+	for _, e := range resp.GetExecutions() {
+		id, _ := strings.CutSuffix(e.GetExecution().GetWorkflowId(), api.SignOffSuffix)
+		wt := waiting{Subject: id, Started: e.GetStartTime().AsTime()}
+		if e.GetSearchAttributes() != nil {
+			if v, ok := e.GetSearchAttributes().GetIndexedFields()[api.AttrSignoff]; ok {
+				_ = jsonPayload(v.GetData(), &wt.State)
 			}
-			list = append(list, wt)
+			if v, ok := e.GetSearchAttributes().GetIndexedFields()[api.AttrDocument]; ok {
+				_ = jsonPayload(v.GetData(), &wt.DocumentURI)
+			}
 		}
+		wt.Document = documentName(wt.DocumentURI)
+		list = append(list, wt)
+	}
+	return list, nil
+}
+
+// documentName is a document's file name ("asymptote.pdf" of
+// s3://…/documents/sha256/<hex>/asymptote.pdf), "" for none.
+func documentName(uri string) string {
+	if uri == "" {
+		return ""
+	}
+	return signoff.DocumentName(uri)
+}
+
+func (d *Desk) index(w http.ResponseWriter, r *http.Request, name, sid string) {
+	ctx := r.Context()
+	list, err := d.waitingList(ctx)
+	if err == nil {
+		d.progress(ctx, list)
 	}
 	d.render(w, "index.html", map[string]any{
 		"Reviewer": name, "CSRF": d.csrf(name, sid), "Waiting": list, "Error": errString(err), "Tokens": d.cfg.Reviewers.Tokens(),
 	})
+}
+
+// progress sets each sign-off's progress from its grid, read a few at a
+// time for at most progressTimeout; one that does not answer by then is
+// listed without.
+func (d *Desk) progress(ctx context.Context, list []waiting) {
+	ctx, cancel := context.WithTimeout(ctx, progressTimeout)
+	defer cancel()
+	sem := make(chan struct{}, progressReads)
+	var wg sync.WaitGroup
+	for i := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			g, err := d.mc.SignOffGrid(ctx, list[i].Subject)
+			if err != nil {
+				return
+			}
+			list[i].Progress = progressOf(g)
+			if g.Subject.Source != "" {
+				list[i].Document, list[i].DocumentURI = signoff.DocumentName(g.Subject.Source), g.Subject.Source
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// progressOf is a sign-off's cells decided of all, a level each, and
+// which levels are signed off: "level 1: 40/40 signed off · level 2:
+// 3/40".
+func progressOf(g *api.SignOffGrid) string {
+	levels := max(g.Levels, 1)
+	var parts []string
+	for l := 1; l <= levels; l++ {
+		n := 0
+		for _, c := range g.Cells {
+			if (l == 1 && c.Level1 != nil) || (l == 2 && c.Level2 != nil) {
+				n++
+			}
+		}
+		p := fmt.Sprintf("level %d: %d/%d", l, n, len(g.Cells))
+		for _, s := range g.SignOffs {
+			if s.Level == l {
+				p += " signed off"
+			}
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Warm readies the desk for its first reviewer, so that the first cell's
+// panel comes as fast as the next: it starts PDFium, which took seconds
+// on the first page asked for (4.4 s to compile its module with wazero's
+// compilation cache empty, 0.14 s with it, against 0.1-0.2 s a page
+// after), and returns; then it renders ahead, in the background, the
+// cited pages of the first cells of the newest sign-offs waiting.
+// `starter desk` runs it before it says where it listens.
+func (d *Desk) Warm(ctx context.Context) {
+	start := time.Now()
+	if err := d.pages.warm(); err != nil {
+		d.cfg.Logger.WarnContext(ctx, "PDFium did not start ahead of the first page", "err", err)
+	} else {
+		d.cfg.Logger.InfoContext(ctx, "PDFium started", "took", time.Since(start).Round(time.Millisecond))
+	}
+	go func() {
+		list, err := d.waitingList(ctx)
+		if err != nil {
+			return
+		}
+		for _, w := range list[:min(len(list), aheadSignOffs)] {
+			if g, rows, err := d.load(ctx, w.Subject); err == nil && len(g.Cells) > 0 {
+				d.renderAhead(g, rows, aheadCells(g, -1)...)
+			}
+		}
+	}()
+}
+
+// aheadCells are the cells whose pages a reviewer is likely to ask for
+// next, after cell i of g (-1: on opening the grid): the next two, and
+// the next open at the level g waits for.
+func aheadCells(g *api.SignOffGrid, i int) []string {
+	var out []string
+	for k := i + 1; k < len(g.Cells) && k <= i+2; k++ {
+		out = append(out, g.Cells[k].ID)
+	}
+	lv := level(g)
+	for k := i + 1; k < len(g.Cells); k++ {
+		c := g.Cells[k]
+		if (lv == 1 && c.Level1 == nil) || (lv == 2 && c.Level2 == nil && c.NeedsLevel2()) {
+			if k > i+2 {
+				out = append(out, c.ID)
+			}
+			break
+		}
+	}
+	return out
+}
+
+// renderAhead renders, in the background, the cited pages of cells (and
+// their character boxes) of the sign-off g with rows, reading their
+// documents with the worker's checks.
+func (d *Desk) renderAhead(g *api.SignOffGrid, rows []signoff.Row, cells ...string) {
+	if len(cells) == 0 {
+		return
+	}
+	go func() {
+		ctx := d.pages.base
+		for _, id := range cells {
+			for _, row := range rows {
+				gr := row.Grounding
+				if row.Cell != id || !gr.Found() || gr.Pages == nil || gr.Pages.Unit != api.UnitPage || source(g, row) == "" {
+					continue
+				}
+				data, key, err := d.document(ctx, source(g, row))
+				if err != nil {
+					continue
+				}
+				d.pages.renderAhead(key, data, gr.Pages.First, renderDPI)
+			}
+		}
+	}()
 }
 
 func jsonPayload(data []byte, v any) error { return json.Unmarshal(data, v) }
@@ -413,7 +594,7 @@ func errString(err error) string {
 	if err == nil {
 		return ""
 	}
-	return err.Error()
+	return plain(err)
 }
 
 func (d *Desk) signOffPage(w http.ResponseWriter, r *http.Request, name, sid string) {
@@ -432,7 +613,37 @@ type gridView struct {
 	Reviewer string          `json:"reviewer"`
 	Level    int             `json:"level"`
 	Grid     api.SignOffGrid `json:"grid"`
-	Rows     []signoff.Row   `json:"rows"`
+	Rows     []rowView       `json:"rows"`
+}
+
+// rowView is a row of the grid as the desk shows it: the answer that
+// stands beside the model's, the document by its file name.
+type rowView struct {
+	signoff.Row
+	// FinalAnswer is the answer that stands (signoff.Record.FinalAnswer):
+	// the edited one, the model's when accepted, "" when rejected or
+	// pending; Decided is the decision that stands, or pending.
+	FinalAnswer string `json:"final_answer"`
+	Decided     string `json:"decided"`
+	// DocumentName is the file name of the evidence's document (the full
+	// URI is Document, or the grounding's).
+	DocumentName string `json:"document_name"`
+}
+
+// rowViews are rows as g's cells decide them.
+func rowViews(g *api.SignOffGrid, rows []signoff.Row) []rowView {
+	out := make([]rowView, 0, len(rows))
+	for _, r := range rows {
+		v := rowView{Row: r, Decided: api.DecisionPending, DocumentName: documentName(r.EvidenceDocument())}
+		if c := g.Cell(r.Cell); c != nil {
+			v.FinalAnswer = signoff.Record{Row: r, Cell: *c}.FinalAnswer()
+			if d := c.Decided(); d != nil {
+				v.Decided = d.Decision
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // load reads the sign-off and its rows, with the worker's checks.
@@ -491,13 +702,14 @@ func (d *Desk) apiGrid(w http.ResponseWriter, r *http.Request, name, sid string)
 		jsonError(w, http.StatusNotFound, err)
 		return
 	}
-	writeJSON(w, gridView{Reviewer: name, Level: level(g), Grid: *g, Rows: rows})
+	d.renderAhead(g, rows, aheadCells(g, -1)...)
+	writeJSON(w, gridView{Reviewer: name, Level: level(g), Grid: *g, Rows: rowViews(g, rows)})
 }
 
 // cellView is /api/cell's answer.
 type cellView struct {
 	Cell    api.SignOffCell    `json:"cell"`
-	Row     signoff.Row        `json:"row"`
+	Row     rowView            `json:"row"`
 	History []api.SignOffEntry `json:"history"`
 	Page    *pageView          `json:"page,omitempty"`
 }
@@ -525,30 +737,66 @@ type pageView struct {
 func (d *Desk) apiCell(w http.ResponseWriter, r *http.Request, name, sid string) {
 	ctx := r.Context()
 	subject, id := r.URL.Query().Get("id"), r.URL.Query().Get("cell")
+	timing := startTiming()
 	g, rows, err := d.load(ctx, subject)
+	timing.add("grid")
 	if err != nil {
 		jsonError(w, http.StatusNotFound, err)
 		return
 	}
-	c := g.Cell(id)
-	if c == nil {
-		jsonError(w, http.StatusNotFound, fmt.Errorf("no cell %q in the sign-off of %s", id, subject))
+	i := slices.IndexFunc(g.Cells, func(c api.SignOffCell) bool { return c.ID == id })
+	if i < 0 {
+		jsonError(w, http.StatusNotFound, fmt.Errorf("no cell %q in the sign-off of %s: reload the grid", id, subject))
 		return
 	}
-	v := cellView{Cell: *c, History: []api.SignOffEntry{}}
-	for _, row := range rows {
-		if row.Cell == id {
-			v.Row = row
+	d.renderAhead(g, rows, aheadCells(g, i)...)
+	v := cellView{Cell: g.Cells[i], History: []api.SignOffEntry{}}
+	for _, rv := range rowViews(g, rows) {
+		if rv.Cell == id {
+			v.Row = rv
 		}
 	}
-	if g.State != api.SignOffSignedOff {
-		if h, err := d.mc.CellHistory(ctx, subject, id); err == nil {
-			v.History = h.Entries
+	// The cell's history (a query of the sign-off) while the page is
+	// found.
+	history := make(chan []api.SignOffEntry, 1)
+	go func() {
+		if g.State != api.SignOffSignedOff {
+			if h, err := d.mc.CellHistory(ctx, subject, id); err == nil {
+				history <- h.Entries
+				return
+			}
 		}
+		history <- nil
+	}()
+	v.Page = d.page(ctx, g, v.Row.Row, subject)
+	timing.add("page")
+	if h := <-history; h != nil {
+		v.History = h
 	}
-	v.Page = d.page(ctx, g, v.Row, subject)
+	timing.add("history")
+	w.Header().Set("Server-Timing", timing.String())
 	writeJSON(w, v)
 }
+
+// serverTiming is a Server-Timing header's durations, so that a slow
+// panel says (in the browser's developer tools) where its time went: a
+// part's duration is from the previous part's end ("history" is what
+// the cell's history took beyond the page, found meanwhile).
+type serverTiming struct {
+	last  time.Time
+	parts []string
+}
+
+func startTiming() *serverTiming { return &serverTiming{last: time.Now()} }
+
+// add ends the part named name, begun where the previous one ended.
+func (t *serverTiming) add(name string) {
+	now := time.Now()
+	t.parts = append(t.parts, fmt.Sprintf("%s;dur=%.1f", name, float64(now.Sub(t.last).Microseconds())/1000))
+	t.last = now
+}
+
+func (t *serverTiming) String() string { return strings.Join(t.parts, ", ") }
 
 // source is the PDF a cell's page is rendered from, "" when there is none.
 func source(g *api.SignOffGrid, row signoff.Row) string {
@@ -575,7 +823,7 @@ func (d *Desk) page(ctx context.Context, g *api.SignOffGrid, row signoff.Row, su
 		Image: "/page.png?id=" + url.QueryEscape(subject) + "&cell=" + url.QueryEscape(row.Cell)}
 	chars, err := d.charBoxes(ctx, src, gr.Pages.First)
 	if err != nil {
-		p.Error = err.Error()
+		p.Error = plain(err)
 		return p
 	}
 	find(p, chars, gr.Quote, row.ModelAnswer, "text")
@@ -709,7 +957,7 @@ func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string)
 	subject, id := r.URL.Query().Get("id"), r.URL.Query().Get("cell")
 	g, rows, err := d.load(ctx, subject)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusNotFound)
+		http.Error(w, plain(err), http.StatusNotFound)
 		return
 	}
 	var row *signoff.Row
@@ -724,7 +972,7 @@ func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string)
 	}
 	data, key, err := d.document(ctx, source(g, *row))
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusForbidden)
+		http.Error(w, plain(err), http.StatusForbidden)
 		return
 	}
 	d.writePage(w, r, key, data, row.Grounding.Pages.First)
@@ -781,12 +1029,12 @@ func (d *Desk) export(w http.ResponseWriter, r *http.Request, name, sid string) 
 	subject := r.URL.Query().Get("id")
 	g, rows, err := d.load(r.Context(), subject)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusNotFound)
+		http.Error(w, plain(err), http.StatusNotFound)
 		return
 	}
 	recs, err := signoff.Join(*g, rows)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		http.Error(w, plain(err), http.StatusInternalServerError)
 		return
 	}
 	var buf bytes.Buffer
@@ -801,7 +1049,7 @@ func (d *Desk) export(w http.ResponseWriter, r *http.Request, name, sid string) 
 		file += ".csv"
 	}
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		http.Error(w, "the export could not be written: "+plain(err), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", file))
@@ -814,9 +1062,24 @@ func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("request body: %w", err)
+		return fmt.Errorf("the request's body is not what the desk takes (%s): reload the desk's page", bodyError(err))
 	}
 	return nil
+}
+
+// bodyError says what is wrong with a body in the JSON's words, not Go's.
+func bodyError(err error) string {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		want := typ.Type.Kind().String()
+		if strings.ContainsRune("aeiou", rune(want[0])) {
+			want = "an " + want
+		} else {
+			want = "a " + want
+		}
+		return fmt.Sprintf("%q is a JSON %s, not %s", typ.Field, typ.Value, want)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // claimsAnother refuses a body that names a reviewer other than the one
@@ -962,14 +1225,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = enc.Encode(v)
 }
 
-// jsonError answers {"error": "..."}: a refused Update's message is the
-// validator's.
+// jsonError answers {"error": "..."} in plain words (plain): a refused
+// Update's message is the validator's.
 func jsonError(w http.ResponseWriter, status int, err error) {
-	msg := err.Error()
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		msg = app.Message()
-	}
+	msg := plain(err)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})

@@ -65,9 +65,25 @@ type renderer struct {
 	instances int
 	closed    bool
 
+	// flights are the pages and character boxes being made, by cache
+	// key: a second request for one joins the first (a page rendered
+	// ahead and then asked for is rendered once).
+	fmu     sync.Mutex
+	flights map[string]*flight
+	// ahead is the one slot rendering ahead takes at most, so that pages
+	// asked for keep the others.
+	ahead chan struct{}
+
 	// jobs counts the jobs run (not answered from the cache), replaced
 	// the Converters replaced.
 	jobs, replaced atomic.Int64
+}
+
+// flight is a page (or its character boxes) being made.
+type flight struct {
+	done chan struct{}
+	v    any
+	err  error
 }
 
 func newRenderer(timeout time.Duration, instances int, cacheBytes int64, logger *slog.Logger) *renderer {
@@ -75,8 +91,19 @@ func newRenderer(timeout time.Duration, instances int, cacheBytes int64, logger 
 	return &renderer{
 		timeout: timeout, grace: stuckGrace, slots: make(chan struct{}, instances), logger: logger,
 		cache: newLRU(cacheBytes), conv: newConverter(instances), instances: instances,
-		base: base, stop: stop,
+		base: base, stop: stop, flights: map[string]*flight{}, ahead: make(chan struct{}, 1),
 	}
+}
+
+// warm starts PDFium's runtime now, not on the first page asked for: it
+// compiles the module (seconds without wazero's cache) and a page asked
+// for meanwhile waits for that one start, not for another.
+func (r *renderer) warm() error {
+	conv, err := r.converter()
+	if err != nil {
+		return err
+	}
+	return conv.Warm()
 }
 
 // newConverter is a Converter of n instances that keeps wazero's
@@ -105,7 +132,9 @@ func (r *renderer) replace(old *docconv.Converter) {
 		return
 	}
 	r.conv = newConverter(r.instances)
+	conv := r.conv
 	r.mu.Unlock()
+	go func() { _ = conv.Warm() }()
 	r.replaced.Add(1)
 	r.logger.Warn("a page render did not stop at its deadline: PDFium replaced")
 	go old.Close()
@@ -199,32 +228,86 @@ func run[T any](ctx context.Context, r *renderer, job func(context.Context, *doc
 // cache or rendered; key names the document's version (URI@ETag).
 func (r *renderer) page(ctx context.Context, key string, data []byte, page, dpi int) ([]byte, error) {
 	ck := fmt.Sprintf("png %s#%d@%d", key, page, dpi)
-	if v, ok := r.cache.get(ck); ok {
-		return cached[[]byte](v)
-	}
-	png, err := run(ctx, r, func(ctx context.Context, c *docconv.Converter) ([]byte, error) {
-		img, err := c.RenderPage(ctx, bytes.NewReader(data), int64(len(data)), page, dpi)
-		if err != nil {
-			return nil, err
-		}
-		return img.PNG, nil
+	return shared(ctx, r, ck, func(ctx context.Context) ([]byte, int64, error) {
+		png, err := run(ctx, r, func(ctx context.Context, c *docconv.Converter) ([]byte, error) {
+			img, err := c.RenderPage(ctx, bytes.NewReader(data), int64(len(data)), page, dpi)
+			if err != nil {
+				return nil, err
+			}
+			return img.PNG, nil
+		})
+		return png, int64(len(png)), err
 	})
-	r.remember(ck, png, int64(len(png)), err)
-	return png, err
 }
 
 // charBoxes is page's characters and their boxes, from the cache or
 // PDFium.
 func (r *renderer) charBoxes(ctx context.Context, key string, data []byte, page int) ([]docconv.CharBox, error) {
 	ck := fmt.Sprintf("chars %s#%d", key, page)
-	if v, ok := r.cache.get(ck); ok {
-		return cached[[]docconv.CharBox](v)
-	}
-	chars, err := run(ctx, r, func(ctx context.Context, c *docconv.Converter) ([]docconv.CharBox, error) {
-		return c.CharBoxes(ctx, bytes.NewReader(data), int64(len(data)), page)
+	return shared(ctx, r, ck, func(ctx context.Context) ([]docconv.CharBox, int64, error) {
+		chars, err := run(ctx, r, func(ctx context.Context, c *docconv.Converter) ([]docconv.CharBox, error) {
+			return c.CharBoxes(ctx, bytes.NewReader(data), int64(len(data)), page)
+		})
+		return chars, int64(len(chars)) * 40, err
 	})
-	r.remember(ck, chars, int64(len(chars))*40, err)
-	return chars, err
+}
+
+// shared answers the cache's entry ck, or joins the job making it, or
+// makes it with make (of a value and its size) and remembers it. A
+// joiner whose leader was canceled (its reviewer left) makes it itself.
+func shared[T any](ctx context.Context, r *renderer, ck string, job func(context.Context) (T, int64, error)) (T, error) {
+	var zero T
+	for {
+		if v, ok := r.cache.get(ck); ok {
+			return cached[T](v)
+		}
+		r.fmu.Lock()
+		f, ok := r.flights[ck]
+		if !ok {
+			f = &flight{done: make(chan struct{})}
+			r.flights[ck] = f
+			r.fmu.Unlock()
+			v, size, err := job(ctx)
+			r.remember(ck, v, size, err)
+			f.v, f.err = v, err
+			r.fmu.Lock()
+			delete(r.flights, ck)
+			r.fmu.Unlock()
+			close(f.done)
+			return v, err
+		}
+		r.fmu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
+		if f.err == nil {
+			return f.v.(T), nil
+		}
+		if !errors.Is(f.err, context.Canceled) && !errors.Is(f.err, context.DeadlineExceeded) {
+			return zero, f.err
+		}
+	}
+}
+
+// renderAhead makes page's character boxes and its image at dpi in the
+// background, in the one slot rendering ahead may take, for a reviewer
+// about to ask for them: the first cells of a grid just opened, the cell
+// after the one shown. Its errors are the page's to tell when asked.
+func (r *renderer) renderAhead(key string, data []byte, page, dpi int) {
+	go func() {
+		select {
+		case r.ahead <- struct{}{}:
+		case <-r.base.Done():
+			return
+		}
+		defer func() { <-r.ahead }()
+		if _, err := r.charBoxes(r.base, key, data, page); err != nil {
+			return
+		}
+		_, _ = r.page(r.base, key, data, page, dpi)
+	}()
 }
 
 // slowPage is a cached errRenderTimeout, until expires.

@@ -459,6 +459,10 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			return err
 		}
 		defer d.Close()
+		// PDFium started before the desk says where it listens, and the
+		// first cells' pages rendered ahead: the first panel as fast as
+		// the next.
+		d.Warm(ctx)
 		srv := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
 		fmt.Fprintf(stdout, "Review desk: http://%s/ (reviewers: %s)\n", ln.Addr(), *source)
 		go func() {

@@ -10,10 +10,22 @@
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
       body: JSON.stringify(body),
-    });
-    const data = await r.json().catch(() => ({ error: r.statusText }));
-    if (!r.ok) throw new Error(data.error || r.statusText);
+    }).catch(() => { throw new Error("the desk is out of reach: check that `starter desk` still runs, then reload the page"); });
+    const data = await answer(r);
+    if (!r.ok) throw new Error(data.error);
     return data;
+  }
+
+  // answer is a response's JSON, or for one that is not (a plain-text
+  // refusal, a proxy's page) its text as the error, in the desk's words.
+  async function answer(r) {
+    const text = await r.text();
+    try {
+      const data = JSON.parse(text);
+      if (r.ok || data.error) return data;
+    } catch (e) { /* not JSON */ }
+    const said = text.trim().split("\n")[0].slice(0, 300);
+    return { error: said && !said.startsWith("<") ? said : "the desk answered " + r.status + " " + r.statusText + ": reload the page" };
   }
 
   const start = document.getElementById("start");
@@ -67,17 +79,81 @@
     return word + " by " + d.reviewer + " at level " + d.level + (d.final_answer ? ": " + d.final_answer : "") + (d.reason ? " (" + d.reason + ")" : "");
   }
 
+  // The document a row's evidence is in, its full URI.
+  function documentURI(row) {
+    return (row.grounding && row.grounding.document) || row.document || "";
+  }
+  // The answer that stands, and the model's struck through where a
+  // reviewer replaced or rejected it.
+  function answerCell(row) {
+    const c = document.createElement("td");
+    c.className = "answer decided-" + (row.decided || "pending");
+    const model = row.model_answer || "";
+    if (row.decided === "edited") {
+      const f = document.createElement("span");
+      f.className = "final";
+      f.textContent = row.final_answer;
+      const m = document.createElement("del");
+      m.className = "model";
+      m.title = "the model's answer";
+      m.textContent = model;
+      c.append(f, " ", m);
+    } else if (row.decided === "rejected") {
+      const m = document.createElement("del");
+      m.className = "model";
+      m.title = "the model's answer, rejected";
+      m.textContent = model;
+      const n = document.createElement("span");
+      n.className = "final none";
+      n.textContent = "no answer";
+      c.append(n, " ", m);
+    } else {
+      const f = document.createElement("span");
+      f.className = "final";
+      f.textContent = model;
+      c.append(f);
+    }
+    return c;
+  }
+  // Who signed each level off: "level 1 signed off by alice".
+  function signedOff(g) {
+    return (g.sign_offs || []).map((s) => "level " + s.level + " signed off by " + s.reviewer).join(" · ");
+  }
+
+  // get fetches url, saying so (and returning null) when the desk is out
+  // of reach.
+  async function get(url) {
+    try {
+      return await fetch(url, { credentials: "same-origin" });
+    } catch (e) {
+      say("the desk is out of reach: check that `starter desk` still runs, then reload the page", true);
+      return null;
+    }
+  }
+
   async function loadGrid() {
-    const r = await fetch("/api/grid?" + q, { credentials: "same-origin" });
-    const data = await r.json();
+    const r = await get("/api/grid?" + q);
+    if (!r) return;
+    const data = await answer(r);
     if (!r.ok) { say(data.error, true); return; }
     view = data;
     const g = view.grid;
     // The run signed off, not only the id: an id can be run again.
     $("title").textContent = g.subject.kind + " " + g.subject.workflow_id + " · run " + g.subject.run_id;
+    const signed = signedOff(g);
     $("state").textContent = g.state === "signed-off"
-      ? "Signed off at every level."
-      : "Waiting for level " + view.level + " · " + g.pending + " of " + g.cells.length + " cells pending · audit log: " + g.audit_lines + " lines";
+      ? "Signed off at every level" + (signed ? ": " + signed : "") + "."
+      : "Waiting for level " + view.level + (signed ? " · " + signed : "") + " · " + g.pending + " of " + g.cells.length + " cells pending · audit log: " + g.audit_lines + " lines";
+    // One document (a review's): named once, above the grid, not on
+    // every row.
+    const names = new Set(view.rows.map((r) => r.document_name));
+    const one = names.size === 1 && view.rows.length > 0;
+    $("cells").classList.toggle("one-document", one);
+    $("document").hidden = !one;
+    if (one) {
+      $("document").textContent = "Document: " + view.rows[0].document_name;
+      $("document").title = documentURI(view.rows[0]);
+    }
     $("signoff").textContent = "Sign off level " + view.level;
     $("signoff").disabled = g.state === "signed-off";
     const rows = new Map(view.rows.map((r) => [r.cell, r]));
@@ -88,9 +164,11 @@
       const tr = document.createElement("tr");
       tr.dataset.cell = c.id;
       tr.dataset.index = i;
-      tr.append(td(c.id), td(row.question || ""), td(row.model_answer || ""),
-        td(decisionText(c.level1), "status-" + (c.level1 ? c.level1.decision : "pending")),
-        td(decisionText(c.level2, c), "status-" + (c.level2 ? c.level2.decision : "pending")));
+      const doc = td(row.document_name || "", "doc");
+      doc.title = documentURI(row);
+      tr.append(td(c.id), doc, td(row.question || ""), answerCell(row),
+        td(decisionText(c.level1), "level1 status-" + (c.level1 ? c.level1.decision : "pending")),
+        td(decisionText(c.level2, c), "level2 status-" + (c.level2 ? c.level2.decision : "pending")));
       tr.addEventListener("click", () => select(i));
       tb.append(tr);
     });
@@ -108,8 +186,9 @@
     current = i;
     document.querySelectorAll("#cells tbody tr").forEach((tr) => tr.classList.toggle("current", Number(tr.dataset.index) === i));
     const c = view.grid.cells[i];
-    const r = await fetch("/api/cell?" + q + "&cell=" + encodeURIComponent(c.id), { credentials: "same-origin" });
-    const data = await r.json();
+    const r = await get("/api/cell?" + q + "&cell=" + encodeURIComponent(c.id));
+    if (!r) return;
+    const data = await answer(r);
     if (!r.ok) { say(data.error, true); return; }
     if (current !== i) return;
     cellView = data;
@@ -121,7 +200,11 @@
     $("cell").hidden = false;
     $("cell-title").textContent = "Cell " + v.cell.id + " · version " + v.cell.version + " · " + v.cell.status;
     $("cell-question").textContent = row.question || "";
+    $("cell-final").textContent = row.decided === "edited" ? row.final_answer + " (edited)"
+      : row.decided === "rejected" ? "none: the model's answer was rejected"
+      : row.decided === "accepted" ? row.final_answer + " (accepted)" : "pending";
     $("cell-answer").textContent = row.model_answer || "";
+    $("cell-document").textContent = documentURI(row);
     $("cell-grounding").textContent = g.status ? g.status + (g.found_in ? " (in " + g.found_in.replace("_", " ") + ")" : "") : "none";
     $("cell-quote").textContent = g.quote || "";
     $("cell-pages").textContent = row.answer_pages || "";
@@ -183,6 +266,14 @@
     if (img.getAttribute("src") !== p.image) {
       frame.classList.remove("loaded");
       img.onload = shown;
+      // A page that did not render says why (past the render deadline,
+      // the renderers busy, the document unreadable), in the desk's words.
+      img.onerror = async () => {
+        const r = await get(p.image);
+        if (!r || r.ok) return; // rendered since: shown when the cell is selected again
+        const d = await answer(r);
+        $("page-cite").textContent = "Cited page: " + p.cite + " · the page did not load: " + (d.error || "reload the page");
+      };
       img.src = p.image;
     } else if (img.complete) {
       shown();

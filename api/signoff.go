@@ -17,7 +17,6 @@ import (
 // sign the grid off, at one or two levels.
 const SignOffName = "memagent.SignOff"
 
-
 // Updates and queries of SignOff.
 const (
 	// DecideUpdate records a decision on one cell (a DecideRequest); it

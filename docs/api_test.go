@@ -179,6 +179,7 @@ func TestAPIExamples(t *testing.T) {
 		{"the child signaled", `\{"signals":\[("memagent\.[a-z-]+",)*"memagent\.budget-grant"`, 1},
 		{"the batch's budget raised", `\{"raised":\{"max_calls":500`, 1},
 		{"the batch with the budget", `\{"batch_succeeded":2,"items":2\}`, 1},
+		{"a decision sent to the sign-off's chain", `\{"decided":\{"id":"0","status":"accepted"\}\}`, 1},
 		{"the sign-off queried", `\{"signoff":"batch-budget-[0-9]+\.signoff","state":"waiting-level-1","pending":2,"subject":"batch-budget-[0-9]+","cells":\["0","1"\]\}`, 1},
 	} {
 		if n := len(regexp.MustCompile(c.re).FindAllIndex(out, -1)); n < c.min {

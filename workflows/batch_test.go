@@ -326,7 +326,7 @@ func TestBatchQAContinueAsNewCarriesState(t *testing.T) {
 			t.Errorf("child id %s used twice", r.WorkflowID)
 		}
 		ids[r.WorkflowID] = true
-		if want := fmt.Sprintf("batch-can/%d", r.Seq); r.WorkflowID != want {
+		if want := fmt.Sprintf("batch-can.%d", r.Seq); r.WorkflowID != want {
 			t.Errorf("child id %s, want %s", r.WorkflowID, want)
 		}
 	}

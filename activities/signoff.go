@@ -357,7 +357,8 @@ func (a *Activities) ownedBy(ctx context.Context, field, uri, subject string) er
 
 // allowSignOffOutput checks a file a sign-off writes: inside the worker's
 // write prefixes, in a signoff/ folder among the outputs of the review or
-// batch the sign-off's workflow id names (api.SignOffWorkflowID). Outside
+// batch the sign-off's workflow id names (api.SignOffWorkflowID, or
+// api.LegacySignOffWorkflowID). Outside
 // an activity only the write prefixes are checked.
 func (a *Activities) allowSignOffOutput(ctx context.Context, field, uri string) error {
 	if err := a.allowWrite(field, uri); err != nil {
@@ -367,8 +368,12 @@ func (a *Activities) allowSignOffOutput(ctx context.Context, field, uri string) 
 	if wf == "" {
 		return nil
 	}
-	subject, ok := strings.CutSuffix(wf, api.SignOffSuffix)
-	if !ok || subject == "" {
+	// Either form (api.SignOffSubjectOf): a sign-off started before
+	// api.SignOffSuffix writes on under <subject>/signoff. The id only
+	// names the subject: callerIs has checked the run is memagent's
+	// SignOff, and ownedBy checks the folder is among that subject's.
+	subject, ok := api.SignOffSubjectOf(wf)
+	if !ok {
 		return forbidden("%s %s: only a sign-off (workflow id <review or batch id>%s) writes a sign-off's files", field, uri, api.SignOffSuffix)
 	}
 	i := strings.LastIndex(uri, "/"+SignOffFolder)

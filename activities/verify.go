@@ -221,8 +221,8 @@ const maxCallers = 10000
 // activity's), in a chain that started so: a workflow of a neighbour's
 // own, on its own task queue, can schedule memagent's activities on
 // memagent's queue by name, with any input, and under an id memagent
-// expects (such as <review>/signoff). A run found memagent's is
-// remembered. Outside an activity, or with SkipExecutionChecks, it checks
+// expects (such as <review>.signoff, or <review>/signoff from before that
+// form). A run found memagent's is remembered. Outside an activity, or with SkipExecutionChecks, it checks
 // nothing.
 func (a *Activities) callerIs(ctx context.Context, types ...string) error {
 	if !activity.IsActivity(ctx) || a.SkipExecutionChecks {

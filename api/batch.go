@@ -130,8 +130,9 @@ type BatchQAInput struct {
 	// Samples is how many times each item is answered, independently, at
 	// the options' temperature (a rollout group, as GRPO samples it); 0
 	// means 1, at most 64. Each sample is a DocumentQA run of its own
-	// (workflow id <batch id>/<seq> for sample 0, <batch id>/<seq>.s<k>
-	// for sample k), with its own output prefix, scores and usage; the
+	// (workflow id <batch id>.<seq> for sample 0, <batch id>.<seq>.s<k>
+	// for sample k; <batch id>/<seq> in a batch started before that form),
+	// with its own output prefix, scores and usage; the
 	// report has a line per sample and sums up each item's samples
 	// (BatchReport.Groups). Items per run, the window and the counts of
 	// the progress and result count samples.

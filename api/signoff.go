@@ -17,16 +17,6 @@ import (
 // sign the grid off, at one or two levels.
 const SignOffName = "memagent.SignOff"
 
-// SignOffSuffix ends the workflow id of a sign-off: the id of the review or
-// batch it signs off, then this. One sign-off per review or batch; the
-// sign-off writes its audit log and exports beside that run's outputs,
-// under signoff/.
-const SignOffSuffix = "/signoff"
-
-// SignOffWorkflowID is the workflow id of the sign-off of the review or
-// batch whose workflow id is subject.
-func SignOffWorkflowID(subject string) string { return subject + SignOffSuffix }
-
 // Updates and queries of SignOff.
 const (
 	// DecideUpdate records a decision on one cell (a DecideRequest); it
@@ -183,7 +173,7 @@ func (in SignOffInput) Validate() error {
 		return errors.New("both review and batch: a sign-off signs off one of them")
 	}
 	id, _ := in.Subject()
-	if strings.HasSuffix(id, SignOffSuffix) {
+	if _, ok := SignOffSubjectOf(id); ok {
 		return fmt.Errorf("%q is a sign-off's id: name the review or batch it signs off", id)
 	}
 	return nil

@@ -117,7 +117,9 @@ func TestMarkedBlocks(t *testing.T) {
 // as one bash script, against the embedded stack with a worker, in the
 // environment that `devstack` prints: the curl commands that start,
 // follow and read DocumentQA, ReviewDocument and BatchQA through Temporal's
-// HTTP API, and the S3 uploads.
+// HTTP API, describe, query and signal a batch's child and query a
+// sign-off by the ids memagent derives (api.BatchItemWorkflowID,
+// api.SignOffWorkflowID), and the S3 uploads.
 func TestAPIExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded Temporal server")
@@ -144,7 +146,7 @@ func TestAPIExamples(t *testing.T) {
 	}
 
 	st := workerapptest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = t.TempDir()
@@ -168,6 +170,17 @@ func TestAPIExamples(t *testing.T) {
 		{"DocumentQA scored against its gold answer", `"exact_match": true`, 1},
 		{"the review's grid.csv", `(?m)^vault,What is the vault combination\?,done,4417-ORCHID,`, 1},
 		{"the batch's result", `"succeeded": 2`, 1},
+		// A batch child and a sign-off, by the ids memagent derives,
+		// through the HTTP API: the child described, queried and
+		// signaled while paused at its grant, the sign-off queried.
+		{"the child described", `\{"child":"batch-budget-[0-9]+\.0","type":"memagent\.DocumentQA","status":"WORKFLOW_EXECUTION_STATUS_RUNNING","parent":"batch-budget-[0-9]+"\}`, 1},
+		{"the child queried, paused at its grant", `\{"child_stage":"paused","chunks_done":[1-9]`, 1},
+		{"the signal's answer", `\{"signaled":"batch-budget-[0-9]+\.0"\}`, 1},
+		{"the child signaled", `\{"signals":\[("memagent\.[a-z-]+",)*"memagent\.budget-grant"`, 1},
+		{"the batch's budget raised", `\{"raised":\{"max_calls":500`, 1},
+		{"the batch with the budget", `\{"batch_succeeded":2,"items":2\}`, 1},
+		{"a decision sent to the sign-off's chain", `\{"decided":\{"id":"0","status":"accepted"\}\}`, 1},
+		{"the sign-off queried", `\{"signoff":"batch-budget-[0-9]+\.signoff","state":"waiting-level-1","pending":2,"subject":"batch-budget-[0-9]+","cells":\["0","1"\]\}`, 1},
 	} {
 		if n := len(regexp.MustCompile(c.re).FindAllIndex(out, -1)); n < c.min {
 			t.Errorf("%s: %q matches %d times in the output, want at least %d", c.what, c.re, n, c.min)

@@ -175,7 +175,7 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 			t.Errorf("progress = %+v, want done with 3 items settled", p)
 		}
 		checkType(ctx, t, mc, run.ID, api.BatchQAName)
-		checkType(ctx, t, mc, run.ID+"/0", api.DocumentQAName)
+		checkType(ctx, t, mc, api.BatchItemWorkflowID(run.ID, 0, 0), api.DocumentQAName)
 
 		// A batch is never joined: its id taken is an error.
 		_, err = mc.StartBatch(ctx, in, memclient.StartOptions{ID: run.ID})

@@ -21,7 +21,9 @@ var ErrSubjectChanged = errors.New("the sign-off's subject was run again")
 
 // StartSignOff starts the sign-off of a finished review or batch, under
 // api.SignOffWorkflowID of it, or joins the one already going (or
-// finds the one that completed), and returns its workflow id. The
+// finds the one that completed), and returns its workflow id: one
+// started before that form, running or completed under
+// api.LegacySignOffWorkflowID, is the one joined or found. The
 // execution joined or found is verified (Verify): one that is not
 // memagent's sign-off is refused with ErrNotMemagent while it runs (the
 // real one starts once the operator has terminated it), and replaced by
@@ -35,6 +37,13 @@ func (c *Client) StartSignOff(ctx context.Context, in api.SignOffInput) (string,
 		return "", fmt.Errorf("memagent: %w", err)
 	}
 	subject, kind := in.Subject()
+	if x, ok := c.legacySignOff(ctx, subject); ok {
+		// Started before api.SignOffSuffix: it keeps its id to its end.
+		if err := c.sameSignOff(ctx, x.WorkflowID, x.RunID, in); err != nil {
+			return "", err
+		}
+		return x.WorkflowID, nil
+	}
 	id := api.SignOffWorkflowID(subject)
 	if in.SubjectRunID == "" {
 		typ := api.ReviewDocumentName
@@ -177,8 +186,7 @@ func (c *Client) signOffGridOf(ctx context.Context, id, runID string, g *api.Sig
 
 // signOff verifies the latest execution under the sign-off id of subject.
 func (c *Client) signOff(ctx context.Context, subject string) (Execution, error) {
-	id := api.SignOffWorkflowID(subject)
-	x, err := c.Verify(ctx, id, "", api.SignOffName)
+	x, err := c.findSignOff(ctx, subject)
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
@@ -187,6 +195,44 @@ func (c *Client) signOff(ctx context.Context, subject string) (Execution, error)
 		return x, err
 	}
 	return x, nil
+}
+
+// findSignOff verifies the latest execution under the sign-off id of
+// subject, in either form: api.SignOffWorkflowID (<subject>.signoff), or,
+// when nothing of memagent's is there, api.LegacySignOffWorkflowID
+// (<subject>/signoff), where a sign-off started before that form runs on.
+// Each is verified (Verify): a look-alike under either id is never
+// taken, whatever its id. Its error is the first id's, or the legacy id's
+// when the first holds nothing.
+func (c *Client) findSignOff(ctx context.Context, subject string) (Execution, error) {
+	x, err := c.Verify(ctx, api.SignOffWorkflowID(subject), "", api.SignOffName)
+	var nf *serviceerror.NotFound
+	if err == nil || !errors.As(err, &nf) && !errors.Is(err, ErrNotMemagent) {
+		return x, err
+	}
+	lx, lerr := c.Verify(ctx, api.LegacySignOffWorkflowID(subject), "", api.SignOffName)
+	switch {
+	case lerr == nil:
+		return lx, nil
+	case errors.As(err, &nf) && !errors.As(lerr, &nf):
+		return lx, lerr
+	}
+	return x, err
+}
+
+// legacySignOff is the sign-off of subject started before
+// api.SignOffSuffix, under api.LegacySignOffWorkflowID, when one of
+// memagent's is there and is running or signed off: StartSignOff joins it
+// rather than start a second one under the new id.
+func (c *Client) legacySignOff(ctx context.Context, subject string) (Execution, bool) {
+	if _, err := c.Verify(ctx, api.SignOffWorkflowID(subject), "", api.SignOffName); err == nil {
+		return Execution{}, false // the new id's is memagent's: that one
+	}
+	x, err := c.Verify(ctx, api.LegacySignOffWorkflowID(subject), "", api.SignOffName)
+	if err != nil || x.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && x.Status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		return Execution{}, false
+	}
+	return x, true
 }
 
 // SignOffGrid returns the sign-off's grid: its query while it runs, its
@@ -241,8 +287,8 @@ func (c *Client) CheckSubject(ctx context.Context, s api.SignOffSubject) error {
 		return fmt.Errorf("the %s the sign-off covers: %w", s.Kind, err)
 	case x.RunID != s.RunID:
 		return fmt.Errorf("%w: the sign-off of %s %s covers its run %s, but its latest run is %s: the id was run again, and "+
-			"the sign-off's decisions are not about that run; ask the operator to terminate the sign-off %s and sign the new run off",
-			ErrSubjectChanged, s.Kind, s.WorkflowID, s.RunID, x.RunID, api.SignOffWorkflowID(s.WorkflowID))
+			"the sign-off's decisions are not about that run; ask the operator to terminate the sign-off of %s and sign the new run off",
+			ErrSubjectChanged, s.Kind, s.WorkflowID, s.RunID, x.RunID, s.WorkflowID)
 	}
 	return nil
 }

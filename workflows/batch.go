@@ -75,6 +75,10 @@ type batchState struct {
 	Changes     bool   `json:"changes,omitempty"`
 	CompareWith string `json:"compare_with,omitempty"`
 	CompareAuto bool   `json:"compare_auto,omitempty"`
+	// HTTPIDs says the first run took HTTPIDsChange at version 1: the
+	// children are <batch id>.<seq>, else <batch id>/<seq>. Decided once,
+	// so that a batch keeps one form through every run.
+	HTTPIDs bool `json:"http_ids,omitempty"`
 }
 
 // BatchQA answers the questions of a manifest, one DocumentQA child per item.
@@ -181,6 +185,7 @@ func takeBatchState(ctx workflow.Context, in api.BatchQAInput, st *batchState) (
 		if st.Name == "" {
 			st.Name = workflow.GetInfo(ctx).WorkflowExecution.ID
 		}
+		st.HTTPIDs = workflow.GetVersion(ctx, HTTPIDsChange, workflow.DefaultVersion, 1) >= 1
 	}
 	st.Runs++
 	return st, nil
@@ -672,7 +677,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		BatchID: st.Name, ChunksPerRun: b.in.ChunksPerRun, Sample: it.Sample, Reuse: reuse,
 		Priority: prio.PriorityKey, FairnessKey: prio.FairnessKey, FairnessWeight: float64(prio.FairnessWeight),
 	}
-	id := SampleWorkflowID(b.workflowID, it.Seq, it.Sample)
+	id := b.childID(it.Seq, it.Sample)
 	if b.in.Budget != nil {
 		g := b.ledger.open(*b.in.Budget, id, b.perCall())
 		in.Budget = &g
@@ -833,13 +838,22 @@ func (b *batchRun) pause(canMove bool) error {
 }
 
 // SampleWorkflowID is the workflow id of the DocumentQA run of one sample
-// of a batch item: <batch id>/<seq> for sample 0 (the id of the item's only
-// run in a batch without samples), <batch id>/<seq>.s<k> for sample k.
+// of a batch item in a batch started at HTTPIDsChange:
+// api.BatchItemWorkflowID, <batch id>.<seq> for sample 0 (the id of the
+// item's only run in a batch without samples), <batch id>.<seq>.s<k> for
+// sample k. A batch started before it names its children
+// api.LegacyBatchItemWorkflowID (<batch id>/<seq>) to its end.
 func SampleWorkflowID(batchID string, seq, sample int) string {
-	if sample == 0 {
-		return fmt.Sprintf("%s/%d", batchID, seq)
+	return api.BatchItemWorkflowID(batchID, seq, sample)
+}
+
+// childID is the workflow id of the child of one sample of an item, in
+// the form the batch's first run chose (batchState.HTTPIDs).
+func (b *batchRun) childID(seq, sample int) string {
+	if b.st.HTTPIDs {
+		return api.BatchItemWorkflowID(b.workflowID, seq, sample)
 	}
-	return fmt.Sprintf("%s/%d.s%d", batchID, seq, sample)
+	return api.LegacyBatchItemWorkflowID(b.workflowID, seq, sample)
 }
 
 // flush writes the buffered outcomes as one part.

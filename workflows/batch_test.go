@@ -326,7 +326,7 @@ func TestBatchQAContinueAsNewCarriesState(t *testing.T) {
 			t.Errorf("child id %s used twice", r.WorkflowID)
 		}
 		ids[r.WorkflowID] = true
-		if want := fmt.Sprintf("batch-can/%d", r.Seq); r.WorkflowID != want {
+		if want := fmt.Sprintf("batch-can.%d", r.Seq); r.WorkflowID != want {
 			t.Errorf("child id %s, want %s", r.WorkflowID, want)
 		}
 	}
@@ -406,6 +406,50 @@ func TestBatchQAReusesAnswers(t *testing.T) {
 	old, _ := f.runToEnd(t, "batch-none-old", api.BatchQAInput{Manifest: again, Options: opts, Reuse: api.ReuseNone})
 	if old.Skipped != 12 {
 		t.Errorf("batch with reuse none before the change = %+v, want all 12 reused", old)
+	}
+}
+
+// TestBatchQAChildIDsKeepTheirForm: a batch whose first run takes
+// HTTPIDsChange names every child <batch>.<seq>, in every run; one whose
+// first run was recorded before it names them <batch>/<seq> to its end,
+// though its later runs run on code that has the change (the state says
+// which, not the version marker, which a continued run does not ask).
+func TestBatchQAChildIDsKeepTheirForm(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		old     bool
+		id      func(seq int) string
+		wantRun bool
+	}{
+		{"new batch", false, func(seq int) string { return fmt.Sprintf("ids-b.%d", seq) }, true},
+		{"batch from before the change", true, func(seq int) string { return fmt.Sprintf("ids-b/%d", seq) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newBatchFixture(t)
+			manifest := f.jsonlManifest(t, "ids.jsonl", 5, nil)
+			runs := 0
+			f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+				runs++
+				if tc.old && runs == 1 {
+					env.OnGetVersion(HTTPIDsChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+				}
+			}
+			res, inputs := f.runToEnd(t, "ids-b", api.BatchQAInput{Manifest: manifest, Options: api.ModelOptions{ChunkTokens: 100}, ItemsPerRun: 2, PageSize: 2})
+			if res.Succeeded != 5 || len(inputs) < 3 {
+				t.Fatalf("result %+v in %d runs, want 5 answered in at least 3", res, len(inputs))
+			}
+			for i, in := range inputs[1:] {
+				if in.State.HTTPIDs != tc.wantRun {
+					t.Errorf("run %d was handed http_ids %v, want %v", i+2, in.State.HTTPIDs, tc.wantRun)
+				}
+			}
+			_, items := f.results(t, res)
+			for _, r := range items {
+				if want := tc.id(r.Seq); r.WorkflowID != want {
+					t.Errorf("item %d ran as %q, want %q", r.Seq, r.WorkflowID, want)
+				}
+			}
+		})
 	}
 }
 
@@ -544,7 +588,7 @@ func TestBatchQASamples(t *testing.T) {
 	if n, want := len(f.model.Calls())-calls, 3*onePass; n != want {
 		t.Errorf("rollout groups with the default reuse made %d model calls, want %d: every chunk of every sample", n, want)
 	}
-	if got := SampleWorkflowID("b", 7, 2); got != "b/7.s2" {
+	if got := SampleWorkflowID("b", 7, 2); got != "b.7.s2" {
 		t.Errorf("SampleWorkflowID = %q", got)
 	}
 	if err := (api.BatchQAInput{Manifest: manifest, Samples: 65}).Validate(); err == nil {

@@ -508,6 +508,9 @@ var batchGenerations = []generation{
 	// VerifyCarryChange at version 1: each continued run proves where its
 	// state came from (VerifyContinuedRun, a local activity).
 	{name: "v7-verified", prefix: "batch_verified_run"},
+	// HTTPIDsChange at version 1: the children are <batch id>.<seq>, in
+	// every run of the chain.
+	{name: "v8-http-ids", prefix: "batch_httpids_run"},
 }
 
 const (
@@ -569,6 +572,7 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	}
 	histories := replayChain(t, files, api.BatchQAName)
 	checkBatchCoverage(t, histories)
+	checkChildIDs(t, histories, g.name == "v8-http-ids")
 	if g.name == "v3-changes" {
 		checkChangesCoverage(t, histories)
 	}
@@ -578,6 +582,43 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	}
 	if g.name == "v6-whole" {
 		checkWholeCoverage(t, histories)
+	}
+}
+
+// checkChildIDs asserts that every child a chain started has an id of one
+// form, through every run: <batch id>.<seq>[.s<k>] in a chain that took
+// HTTPIDsChange at version 1 (its first run recording the marker),
+// <batch id>/<seq>[.s<k>] in one recorded before it.
+func checkChildIDs(t *testing.T, histories []*historypb.History, httpIDs bool) {
+	t.Helper()
+	form := regexp.MustCompile(`^` + regexp.QuoteMeta(batchReplayID) + `/[0-9]+(\.s[0-9]+)?$`)
+	if httpIDs {
+		form = regexp.MustCompile(`^` + regexp.QuoteMeta(batchReplayID) + `\.[0-9]+(\.s[0-9]+)?$`)
+	}
+	children, markers := 0, 0
+	for _, hist := range histories {
+		if hist == nil {
+			return
+		}
+		for _, e := range hist.GetEvents() {
+			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+				children++
+				if !form.MatchString(a.GetWorkflowId()) {
+					t.Errorf("child %q is not of the form %s", a.GetWorkflowId(), form)
+				}
+			}
+			if a := e.GetMarkerRecordedEventAttributes(); a != nil && strings.Contains(a.String(), workflows.HTTPIDsChange) {
+				markers++
+			}
+		}
+	}
+	switch {
+	case children == 0:
+		t.Errorf("the chain started no child")
+	case httpIDs && markers != 1:
+		t.Errorf("%s recorded %d times, want once (the first run)", workflows.HTTPIDsChange, markers)
+	case !httpIDs && markers != 0:
+		t.Errorf("%s recorded %d times in a chain from before it", workflows.HTTPIDsChange, markers)
 	}
 }
 

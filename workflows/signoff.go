@@ -42,7 +42,8 @@ type signOffState struct {
 // SignOff is the long-lived workflow in which people decide on every answer
 // of a finished review (its questions) or batch (its items), and sign the
 // decided grid off at one or two levels. Its workflow id is
-// api.SignOffWorkflowID of the review or batch.
+// api.SignOffWorkflowID of the review or batch (or, for one started
+// before that form, api.LegacySignOffWorkflowID).
 //
 // Invariants, each enforced by the validator of an Update, so that a
 // refused request never reaches the history:
@@ -116,8 +117,10 @@ func SignOff(ctx workflow.Context, input converter.RawValue) (_ *api.SignOffGrid
 	s.in = run.SignOffInput.WithDefaults()
 	s.info = workflow.GetInfo(ctx)
 	subject, kind := s.in.Subject()
-	if want := api.SignOffWorkflowID(subject); s.info.WorkflowExecution.ID != want {
-		return nil, badInput(fmt.Errorf("a sign-off of %s runs as workflow %q, not %q: start it under that id", subject, want, s.info.WorkflowExecution.ID))
+	// Either form: a sign-off started before api.SignOffSuffix runs on
+	// under <subject>/signoff. The id proves nothing by itself (callerIs).
+	if !api.IsSignOffWorkflowIDOf(s.info.WorkflowExecution.ID, subject) {
+		return nil, badInput(fmt.Errorf("a sign-off of %s runs as workflow %q, not %q: start it under that id", subject, api.SignOffWorkflowID(subject), s.info.WorkflowExecution.ID))
 	}
 	// The handlers are registered once the state is there: an Update
 	// buffered for this run is validated as its handler is registered.

@@ -207,13 +207,31 @@ func TestSignOffContinuesAsNew(t *testing.T) {
 }
 
 // TestSignOffRefusesAnotherID: a sign-off runs only under the id of what
-// it signs off.
+// it signs off, in either form (api.SignOffWorkflowID, or
+// api.LegacySignOffWorkflowID for one started before it).
 func TestSignOffRefusesAnotherID(t *testing.T) {
-	e := newSignOffEnv(t, api.SignOffInput{Review: "rev-3"})
-	e.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "someone-else"})
-	e.env.ExecuteWorkflow(api.SignOffName, api.SignOffInput{Review: "rev-3"})
-	if err := e.env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), `runs as workflow "rev-3/signoff"`) {
-		t.Errorf("error %v, want a refusal naming the sign-off's id", err)
+	for _, tc := range []struct {
+		id     string
+		refuse bool
+	}{
+		{"someone-else", true},
+		{"rev-3", true},
+		{"rev-3.signoffs", true},
+		{"rev-3.signoff.signoff", true},
+		{"rev-4.signoff", true},
+		{"rev-3.signoff", false},
+		{"rev-3/signoff", false},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			e := newSignOffEnv(t, api.SignOffInput{Review: "rev-3"})
+			e.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: tc.id})
+			e.env.ExecuteWorkflow(api.SignOffName, api.SignOffInput{Review: "rev-3"})
+			err := e.env.GetWorkflowError()
+			refused := err != nil && strings.Contains(err.Error(), `runs as workflow "rev-3.signoff"`)
+			if refused != tc.refuse {
+				t.Errorf("error %v; want a refusal naming the sign-off's id: %v", err, tc.refuse)
+			}
+		})
 	}
 }
 

@@ -424,7 +424,12 @@ func (d *Desk) waitingList(ctx context.Context) ([]waiting, error) {
 	}
 	var list []waiting
 	for _, e := range resp.GetExecutions() {
-		id, _ := strings.CutSuffix(e.GetExecution().GetWorkflowId(), api.SignOffSuffix)
+		// Either form: <id>.signoff, or <id>/signoff of a sign-off
+		// started before it. memclient verifies what it opens.
+		id, ok := api.SignOffSubjectOf(e.GetExecution().GetWorkflowId())
+		if !ok {
+			id = e.GetExecution().GetWorkflowId()
+		}
 		wt := waiting{Subject: id, Started: e.GetStartTime().AsTime()}
 		if e.GetSearchAttributes() != nil {
 			if v, ok := e.GetSearchAttributes().GetIndexedFields()[api.AttrSignoff]; ok {

@@ -108,7 +108,7 @@ func TestBatchCarriesWindowAcrossContinueAsNew(t *testing.T) {
 	}
 	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 	third := starts[2]
-	long, err := s.temporal.DescribeWorkflowExecution(ctx, id+"/0", "")
+	long, err := s.temporal.DescribeWorkflowExecution(ctx, api.BatchItemWorkflowID(id, 0, 0), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestStopBatchReachesCarriedChildren(t *testing.T) {
 			"terminate": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}[how]
 		deadline = time.Now().Add(time.Minute)
 		for {
-			d, err := s.temporal.DescribeWorkflowExecution(ctx, id+"/0", "")
+			d, err := s.temporal.DescribeWorkflowExecution(ctx, api.BatchItemWorkflowID(id, 0, 0), "")
 			if err != nil {
 				t.Fatal(err)
 			}

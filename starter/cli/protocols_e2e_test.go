@@ -92,18 +92,18 @@ func TestReplacedChildIsNotTaken(t *testing.T) {
 	// The squatter: a run of the attacker's under item 3's id, paused at a
 	// budget of one call, so that it is still running when the batch
 	// starts item 3.
-	if _, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id + "/3", TaskQueue: cfg.TaskQueue},
+	if _, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: api.BatchItemWorkflowID(id, 3, 0), TaskQueue: cfg.TaskQueue},
 		api.DocumentQAName, api.DocumentQAInput{Document: forged, Question: docgen.Question, Reuse: api.ReuseNone, Budget: &api.Budget{MaxCalls: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	defer s.temporal.TerminateWorkflow(context.Background(), id+"/3", "", "test over")
+	defer s.temporal.TerminateWorkflow(context.Background(), api.BatchItemWorkflowID(id, 3, 0), "", "test over")
 	if _, err := startBatch(ctx, s.temporal, cfg.TaskQueue, id, api.BatchQAInput{
 		Manifest: putManifest(ctx, t, s, manifest.Bytes()), PageSize: 1, ItemsPerRun: 1, Concurrency: 4,
 		CarryAfterSeconds: 1, Options: api.ModelOptions{ChunkTokens: 300},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	child := id + "/0"
+	child := api.BatchItemWorkflowID(id, 0, 0)
 	waitFor(t, time.Minute, "the long child carried over a continue-as-new", func() bool {
 		p, err := batchProgress(ctx, s, id)
 		return err == nil && p.Run >= 2 && running(ctx, s, child)
@@ -213,7 +213,7 @@ func TestForgedBudgetMessagesMoveNothing(t *testing.T) {
 	if n := len(d.Simulator.Calls()); n != 5 {
 		t.Fatalf("%d model calls at the pause, want 5", n)
 	}
-	children := []string{id + "/0", id + "/1", id + "/2"}
+	children := []string{api.BatchItemWorkflowID(id, 0, 0), api.BatchItemWorkflowID(id, 1, 0), api.BatchItemWorkflowID(id, 2, 0)}
 	var live []string
 	for _, c := range children {
 		if running(ctx, s, c) {
@@ -309,7 +309,7 @@ func handledLastSignal(ctx context.Context, s *session, wf string) bool {
 // as the child's output prefix: "a batch child" by every mark the child
 // can see.
 func outsideParent(ctx workflow.Context, in api.DocumentQAInput, taskQueue string) (*api.DocumentQAResult, error) {
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID + "/0", TaskQueue: taskQueue})
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: api.BatchItemWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, 0, 0), TaskQueue: taskQueue})
 	var res api.DocumentQAResult
 	err := workflow.ExecuteChildWorkflow(cctx, api.DocumentQAName, in).Get(ctx, &res)
 	return &res, err
@@ -389,7 +389,7 @@ func TestOutsideParentWritesNoAnswers(t *testing.T) {
 		t.Fatalf("the batch added %v under answers/, want one result.json", added)
 	}
 	var child api.DocumentQAResult
-	if err := s.temporal.GetWorkflow(ctx, bid+"/0", "").Get(ctx, &child); err != nil {
+	if err := s.temporal.GetWorkflow(ctx, api.BatchItemWorkflowID(bid, 0, 0), "").Get(ctx, &child); err != nil {
 		t.Fatal(err)
 	}
 	cached := readObject(ctx, t, s, "s3://"+cfg.Bucket+"/"+added[0])
@@ -517,7 +517,7 @@ func TestBatchCanceledInItsLastRunLeavesNoChild(t *testing.T) {
 	open := func() []string {
 		var ids []string
 		for i := range items {
-			if c := fmt.Sprintf("%s/%d", id, i); running(ctx, s, c) {
+			if c := api.BatchItemWorkflowID(id, i, 0); running(ctx, s, c) {
 				ids = append(ids, c)
 			}
 		}

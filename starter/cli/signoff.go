@@ -72,12 +72,19 @@ func clientIdentity(command, name string) string {
 	return fmt.Sprintf("%d@%s starter %s (reviewer %s)", os.Getpid(), host, command, name)
 }
 
-// subjectArg is the one workflow id a sign-off command takes.
+// subjectArg is the one workflow id a sign-off command takes: the
+// review's or batch's, or its sign-off's in either form (<id>.signoff,
+// or <id>/signoff for a sign-off started before that form), which names
+// the same subject. Which execution is the sign-off, memclient finds and
+// verifies.
 func subjectArg(args []string, command string) (string, error) {
 	if len(args) != 1 || args[0] == "" {
 		return "", badRequest(fmt.Errorf("%s takes one workflow id: the review's or batch's (its sign-off is <id>%s)", command, api.SignOffSuffix))
 	}
-	return strings.TrimSuffix(args[0], api.SignOffSuffix), nil
+	if subject, ok := api.SignOffSubjectOf(args[0]); ok {
+		return subject, nil
+	}
+	return args[0], nil
 }
 
 func bindDecide(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {

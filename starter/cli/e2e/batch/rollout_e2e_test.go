@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memagent/memagent/api"
@@ -75,6 +76,27 @@ func TestRolloutExportEndToEnd(t *testing.T) {
 		t.Fatalf("export stats %+v, want 4 samples in 2 groups", st)
 	}
 	checkRollouts(t, d.Simulator.Calls(), res.WorkflowID, items, file)
+
+	// The samples' runs by the ids the batch gave them (<batch>.<seq>,
+	// <batch>.<seq>.s<k>): listed by `runs --batch`, read by `status`.
+	rows, stderr, err := clitest.RunCLI(t, "runs", "--batch", "rollout-e2e", "--json")
+	if err != nil {
+		t.Fatalf("runs --batch: %v\n%s", err, stderr)
+	}
+	for _, r := range items {
+		if id := workflows.SampleWorkflowID(res.WorkflowID, r.Seq, r.Sample); !strings.Contains(rows, `"workflow_id": "`+id+`"`) && !strings.Contains(rows, `"workflow_id":"`+id+`"`) {
+			t.Errorf("runs --batch does not list %s:\n%s", id, rows)
+		}
+	}
+	sample := workflows.SampleWorkflowID(res.WorkflowID, 1, 1)
+	status, stderr, err := clitest.RunCLI(t, "status", sample, "--json")
+	var p struct {
+		WorkflowID string `json:"workflow_id"`
+		Stage      string `json:"stage"`
+	}
+	if err != nil || json.Unmarshal([]byte(status), &p) != nil || p.WorkflowID != sample || p.Stage != api.StageDone {
+		t.Errorf("status %s: %v\n%s%s", sample, err, status, stderr)
+	}
 }
 
 // checkRollouts checks an export of the batch whose results are items:

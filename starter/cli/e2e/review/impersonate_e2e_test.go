@@ -111,7 +111,10 @@ func scheduleUpdateMemory(ctx workflow.Context, queue string, in actwire.UpdateI
 // TestNeighbourCannotImpersonateMemagent is issue 48's verified executions
 // and pinned subjects, performed the way a client of the namespace would:
 // a worker of its own on its own task queue runs a workflow named
-// memagent.SignOff under a finished review's sign-off id. The desk does
+// memagent.SignOff under a finished review's sign-off id (the form a
+// sign-off starts under today, <review>.signoff, which Temporal's HTTP API
+// addresses; TestSignOffUnderTheOldIDRunsOn does the same under the old
+// <review>/signoff). The desk does
 // not list it, its Open form refuses it, memclient and the starter refuse
 // it, and no decision reaches it; a look-alike batch is not exported and
 // not sent a budget; a neighbour's UpdateMemory keeps no checkpoint; a

@@ -112,7 +112,7 @@ func TestPriorityOnTheEmbeddedStack(t *testing.T) {
 		if strings.Join(children, " ") != "child:4/tenant-x/0 child:4/client-b/0" && strings.Join(children, " ") != "child:4/client-b/0 child:4/tenant-x/0" {
 			t.Errorf("children %v, want one of tenant-x and one of client-b, both level 4", children)
 		}
-		for _, p := range priorities(t, s.c, "prio-batch/1") {
+		for _, p := range priorities(t, s.c, api.BatchItemWorkflowID("prio-batch", 1, 0)) {
 			if p != "activity:4/client-b/0" {
 				t.Errorf("item b's activity priority %s, want 4/client-b", p)
 			}

@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/internal/testdeps"
@@ -35,7 +38,8 @@ var reuseQuestions = []string{
 // every chunk; the progress counts read and reused tokens apart (not
 // "0/121K tokens"), and every output marks the two as reused with 0
 // calls: the text table, the progress line, status (text and JSON), watch,
-// grid.json, grid.csv, report.html and the desk's rows.
+// grid.json, grid.csv, report.html and the desk's rows. Its sign-off is
+// then listed by starter runs right after it, with its state.
 func TestReviewReuseMarksEveryOutput(t *testing.T) {
 	manual := testdeps.Manual(t, "postgresql-doc-15", "usr/share/doc/postgresql-doc-15/html/app-psql.html")
 	d := clitest.Stack(t)
@@ -212,6 +216,53 @@ func TestReviewReuseMarksEveryOutput(t *testing.T) {
 		if r.Reused != (i < 2) {
 			t.Errorf("desk row %s: reused %v", r.Cell, r.Reused)
 		}
+	}
+
+	// starter runs lists the review's sign-off right after it, with its
+	// state.
+	file := filepath.Join(t.TempDir(), "reviewers")
+	if err := os.WriteFile(file, []byte("carol "+reviewer.HashToken("carol-secret")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(reviewer.Env, "tokens:"+file)
+	t.Setenv(reviewer.TokenEnv, "carol-secret")
+	if _, serr, err := clitest.RunCLI(t, "signoff", id[1], "--start", "--levels", "1"); err != nil {
+		t.Fatalf("signoff --start: %v\n%s", err, serr)
+	}
+	rj, serr, err := clitest.RunCLI(t, "runs", "--output", "json")
+	if err != nil {
+		t.Fatalf("runs: %v\n%s", err, serr)
+	}
+	var runs []struct {
+		WorkflowID   string `json:"workflow_id"`
+		WorkflowType string `json:"workflow_type"`
+		Status       string `json:"status"`
+		SignOffState string `json:"signoff_state"`
+		SignsOff     string `json:"signs_off"`
+	}
+	if err := json.Unmarshal([]byte(rj), &runs); err != nil {
+		t.Fatal(err)
+	}
+	at := -1
+	for i, r := range runs {
+		if r.WorkflowID == id[1] {
+			at = i
+		}
+	}
+	if at < 0 || at+1 >= len(runs) {
+		t.Fatalf("runs lists no sign-off after %s:\n%s", id[1], rj)
+	}
+	so := runs[at+1]
+	if so.WorkflowType != api.SignOffName || so.WorkflowID != api.SignOffWorkflowID(id[1]) || so.SignsOff != id[1] ||
+		so.Status != api.SignOffWaitingLevel1 || so.SignOffState != api.SignOffWaitingLevel1 {
+		t.Errorf("the row after the review is %+v, want its sign-off, %s", so, api.SignOffWaitingLevel1)
+	}
+	rt, serr, err := clitest.RunCLI(t, "runs", "--type", "signoff", "--status", "waiting")
+	if err != nil {
+		t.Fatalf("runs --type signoff: %v\n%s", err, serr)
+	}
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(api.SignOffWorkflowID(id[1])) + `\s+signoff\s+` + api.SignOffWaitingLevel1 + `\s+-\s.*signs off ` + regexp.QuoteMeta(id[1]) + `$`).MatchString(rt) {
+		t.Errorf("runs --type signoff lacks the review's sign-off, waiting for level 1:\n%s", rt)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdkpb "go.temporal.io/api/sdk/v1"
+
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/inference"
 )
@@ -88,6 +90,18 @@ func TestReviewReusesAnswers(t *testing.T) {
 		t.Errorf("progress = done %d/%d tokens, chunks read %d reused %d, tokens read %d reused %d, %d answers reused, %d calls, %d updates; "+
 			"want %d/%d, 6 and 12, %d and %d, 2, 7, 18", p.TokensDone, p.TokensTotal, p.ChunksRead, p.ChunksReused, p.TokensRead, p.TokensReused,
 			p.AnswersReused, p.Usage.Calls, p.UpdatesDone, tokens, tokens, tokens, 2*tokens)
+	}
+	// The Temporal UI's details say so too.
+	md, err := env.QueryWorkflow("__temporal_workflow_metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta sdkpb.WorkflowMetadata
+	if err := md.Get(&meta); err != nil {
+		t.Fatal(err)
+	}
+	if want := "chunk readings: 6 read, 12 reused · 2 answers reused"; !strings.Contains(meta.GetCurrentDetails(), want) {
+		t.Errorf("current details %q lack %q", meta.GetCurrentDetails(), want)
 	}
 	for i, q := range p.Questions {
 		if reused := i < 2; q.AnswerReused != reused || (q.TokensReused == tokens) != reused || (q.TokensRead == tokens) == reused {

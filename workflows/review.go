@@ -88,8 +88,10 @@ type ReviewResult = api.ReviewGrid
 // memory updates of all questions run in parallel (bounded by
 // Parallelism), each its own ReviewUpdate activity with its own retries,
 // reading the chunk through the worker's chunk cache so that S3 serves it
-// once. Then each question is answered (Answer), and WriteReview writes the
-// grid (JSON, CSV) and the HTML report. A question that fails for good
+// once. Then each question is answered (Answer): a question that started
+// from a checkpoint covering every chunk takes the answer an earlier
+// reading kept for the memory it reached, with no call (AnswerReuseChange).
+// WriteReview writes the grid (JSON, CSV) and the HTML report. A question that fails for good
 // (a non-retryable error) is reported as failed in the grid and the others
 // go on; the review fails only if every question does. The run
 // continues-as-new, at chunk boundaries, every ActivitiesPerRun activities

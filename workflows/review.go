@@ -684,14 +684,15 @@ func (r *reviewRun) publish(updates ...temporal.SearchAttributeUpdate) {
 		chunks, tokens = r.st.Prepared.Chunks, r.st.Prepared.Tokens
 	}
 	p := api.Progress{Stage: r.stage, ChunksTotal: chunks, TokensTotal: tokens}
+	var pr api.ReviewProgress
 	if r.st != nil {
-		pr := r.progress()
+		pr = r.progress()
 		p.ChunksDone, p.TokensDone, p.Run = pr.ChunksDone, pr.TokensDone, pr.Run
 	}
 	r.vis.publish(p, updates...)
 	if n := len(r.in.Questions); n > 0 {
 		line := details(p) + fmt.Sprintf(" · %d questions", n)
-		if pr := r.progress(); pr.ChunksReused > 0 {
+		if pr.ChunksReused > 0 {
 			line += fmt.Sprintf(" · chunk readings: %d read, %d reused", pr.ChunksRead, pr.ChunksReused)
 			if pr.AnswersReused > 0 {
 				line += fmt.Sprintf(" · %d answers reused", pr.AnswersReused)

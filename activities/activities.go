@@ -384,24 +384,42 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 	}
 	digest := inputDigest(in.Question, in.Memory, a.modelName(opts))
 	prompt := a.Templates.RenderFinal(in.Question, in.Memory)
-	comp, paid, err := a.paidCompletion(ctx, hb, resultLoc.String()+"#"+in.Result.RunID, digest, func() *KeptCompletion {
-		// An earlier attempt of this run that wrote its result before it
-		// was lost: the result keeps the completion.
-		var prev struct {
-			RunID string          `json:"run_id"`
-			Kept  *KeptCompletion `json:"kept"`
+	// A question that reused every chunk reached a memory an earlier
+	// reading had: the answer that reading kept is this one's, no call.
+	var reused string
+	var answerReused bool
+	if in.ReuseAnswer && in.Result.Chunks > 0 && in.Result.ChunksReused >= in.Result.Chunks {
+		if reused, answerReused, err = a.readKeptAnswer(ctx, in.Question, opts, prompt); err != nil {
+			return nil, err
 		}
-		if a.readKept(ctx, resultLoc, &prev) && prev.RunID == in.Result.RunID {
-			return prev.Kept
+	}
+	comp, paid := inference.Completion{Text: reused}, paidCalls{}
+	if !answerReused {
+		comp, paid, err = a.paidCompletion(ctx, hb, resultLoc.String()+"#"+in.Result.RunID, digest, func() *KeptCompletion {
+			// An earlier attempt of this run that wrote its result before it
+			// was lost: the result keeps the completion.
+			var prev struct {
+				RunID string          `json:"run_id"`
+				Kept  *KeptCompletion `json:"kept"`
+			}
+			if a.readKept(ctx, resultLoc, &prev) && prev.RunID == in.Result.RunID {
+				return prev.Kept
+			}
+			return nil
+		}, func() (inference.Completion, error) {
+			return a.complete(ctx, opts, prompt, opts.AnswerMaxTokens, callFinal)
+		})
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	}, func() (inference.Completion, error) {
-		return a.complete(ctx, opts, prompt, opts.AnswerMaxTokens, callFinal)
-	})
-	if err != nil {
-		return nil, err
+		if in.KeepAnswer {
+			if err := a.keepAnswer(ctx, in.Question, opts, prompt, comp.Text, in.Result.WorkflowID, in.Result.RunID); err != nil {
+				return nil, err
+			}
+		}
 	}
 	res := in.Result
+	res.AnswerReused = answerReused
 	ans := memagent.ExtractAnswer(comp.Text)
 	// An answer that says it cannot answer ("unknown", "not mentioned")
 	// is no answer: not found, no citations, scored as empty.
@@ -427,7 +445,11 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 	defer cancel()
 	final, err := a.putOnce(sctx, resultLoc, res.RunID, func(at s3store.Location) any {
 		res.ResultURI = at.String()
-		return StoredResult{DocumentQAResult: res, Completion: comp.Text, Kept: keep(digest, comp), PromptSHA256: PromptDigest(prompt)}
+		kept := keep(digest, comp)
+		if answerReused {
+			kept = nil // nothing was paid for in this run
+		}
+		return StoredResult{DocumentQAResult: res, Completion: comp.Text, Kept: kept, PromptSHA256: PromptDigest(prompt)}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write result: %w", err)
@@ -435,7 +457,7 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 	res.ResultURI = final.String()
 	a.kept.done(resultLoc.String() + "#" + in.Result.RunID)
 	a.logger().InfoContext(ctx, "answered", "answer_found", res.AnswerFound, "no_answer", noAnswer, "method", ans.Method,
-		"completion_tokens", comp.CompletionTokens)
+		"completion_tokens", comp.CompletionTokens, "answer_reused", answerReused)
 	return &res, nil
 }
 

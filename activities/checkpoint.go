@@ -152,6 +152,9 @@ func (a *Activities) findCheckpoint(ctx context.Context, in actwire.FindCheckpoi
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range idx.Chunks[:min(out.Chunks, n)] {
+		out.Tokens += int64(c.Tokens)
+	}
 	a.logger().InfoContext(ctx, "checkpoint found", "chunks", out.Chunks, "of", n, "own_chain", own)
 	return out, nil
 }

@@ -75,6 +75,10 @@ type DocumentQAResult struct {
 	// answer_sources of the reused chunks cite this run's own document or
 	// corpus. Usage counts only the calls this run made.
 	ChunksReused int `json:"chunks_reused,omitempty"`
+	// AnswerReused says the answer came with the reading too: every chunk
+	// was reused and the answer an earlier reading gave from the same
+	// memory was taken, with no call (ReviewDocument asks for it).
+	AnswerReused bool `json:"answer_reused,omitempty"`
 	// ReusedFrom names the reading the reused chunks come from only when
 	// it was an earlier run of this workflow (reused_reading "own_run"):
 	// another reading of the same text may be another caller's, whose
@@ -291,15 +295,23 @@ const StagePaused = "paused"
 
 // Progress is what the progress query returns.
 type Progress struct {
-	Stage       string `json:"stage"`
-	ChunksDone  int    `json:"chunks_done"`
-	ChunksTotal int    `json:"chunks_total"`
-	TokensDone  int64  `json:"tokens_done"`
-	TokensTotal int64  `json:"tokens_total"`
-	Run         int    `json:"run"`
-	Usage       Usage  `json:"usage"`
-	Memory      string `json:"memory"`
-	Answer      string `json:"answer,omitempty"`
+	Stage string `json:"stage"`
+	// ChunksDone and TokensDone are how far the memory has come: the
+	// chunks and tokens read in this reading or reused. Of them,
+	// ChunksReused and TokensReused were taken from a memory checkpoint
+	// of an earlier reading (DocumentQAInput.Reuse) and cost no call;
+	// the rest were read. A worker from before TokensReused counted only
+	// the tokens read in TokensDone.
+	ChunksDone   int    `json:"chunks_done"`
+	ChunksTotal  int    `json:"chunks_total"`
+	TokensDone   int64  `json:"tokens_done"`
+	TokensTotal  int64  `json:"tokens_total"`
+	ChunksReused int    `json:"chunks_reused,omitempty"`
+	TokensReused int64  `json:"tokens_reused,omitempty"`
+	Run          int    `json:"run"`
+	Usage        Usage  `json:"usage"`
+	Memory       string `json:"memory"`
+	Answer       string `json:"answer,omitempty"`
 }
 
 // Stages reported by Progress and, as the MemagentStatus search attribute,

@@ -121,8 +121,9 @@ type ReviewInput struct {
 // (starter watch, status) follow a review too.
 type ReviewProgress struct {
 	Stage string `json:"stage"`
-	// ChunksDone and TokensDone are what every question still going has
-	// read.
+	// ChunksDone and TokensDone are how far every question still going
+	// has come, read in this review or reused from a checkpoint. (A
+	// worker from before TokensReused counted only tokens read.)
 	ChunksDone  int   `json:"chunks_done"`
 	ChunksTotal int   `json:"chunks_total"`
 	TokensDone  int64 `json:"tokens_done"`
@@ -131,10 +132,22 @@ type ReviewProgress struct {
 	Usage       Usage `json:"usage"`
 	// UpdatesDone counts memory updates done over all questions, of
 	// UpdatesTotal (questions × chunks); InFlight the activities running.
-	UpdatesDone  int                      `json:"updates_done"`
-	UpdatesTotal int                      `json:"updates_total"`
-	InFlight     int                      `json:"in_flight"`
-	Questions    []ReviewQuestionProgress `json:"questions"`
+	UpdatesDone  int `json:"updates_done"`
+	UpdatesTotal int `json:"updates_total"`
+	InFlight     int `json:"in_flight"`
+	// ChunksRead and ChunksReused split UpdatesDone, summed over the
+	// questions: the chunks a question's memory read in this review (a
+	// call each) and those it took from a memory checkpoint of an earlier
+	// reading (no call). TokensRead and TokensReused are their tokens, of
+	// TokensTotal × questions.
+	ChunksRead   int   `json:"chunks_read,omitempty"`
+	ChunksReused int   `json:"chunks_reused,omitempty"`
+	TokensRead   int64 `json:"tokens_read,omitempty"`
+	TokensReused int64 `json:"tokens_reused,omitempty"`
+	// AnswersReused counts the questions whose answer was reused with
+	// their whole reading (ReviewRow.AnswerReused).
+	AnswersReused int                      `json:"answers_reused,omitempty"`
+	Questions     []ReviewQuestionProgress `json:"questions"`
 }
 
 // ReviewQuestionProgress is one question's part of ReviewProgress.
@@ -146,6 +159,13 @@ type ReviewQuestionProgress struct {
 	Answer      string `json:"answer,omitempty"`
 	AnswerFound bool   `json:"answer_found,omitempty"`
 	ErrorType   string `json:"error_type,omitempty"`
+	// ChunksReused of ChunksDone came from a memory checkpoint;
+	// TokensRead and TokensReused are the tokens read and reused.
+	ChunksReused int   `json:"chunks_reused,omitempty"`
+	TokensRead   int64 `json:"tokens_read,omitempty"`
+	TokensReused int64 `json:"tokens_reused,omitempty"`
+	// AnswerReused says the answer was reused with the whole reading.
+	AnswerReused bool `json:"answer_reused,omitempty"`
 }
 
 // WithDefaults fills the question ids and the numeric defaults. It is
@@ -350,6 +370,11 @@ type ReviewRow struct {
 	// ChunksReused from a checkpoint of an earlier reading.
 	ChunksRead   int `json:"chunks_read"`
 	ChunksReused int `json:"chunks_reused,omitempty"`
+	// AnswerReused says the answer too came from that earlier reading:
+	// every chunk was reused and the answer kept with the memory it gave
+	// was taken, so no call was made for the question in this review
+	// (Usage is zero). Absent on a grid from before answers were reused.
+	AnswerReused bool `json:"answer_reused,omitempty"`
 	// ReusedFrom names that reading only when it was an earlier run of
 	// this review (reused_reading "own_run"), as DocumentQAResult's does.
 	ReusedFrom *ReusedFrom `json:"reused_from,omitempty"`

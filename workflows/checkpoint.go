@@ -83,3 +83,24 @@ func chunksReused(from *api.ReusedFrom) int {
 	}
 	return from.Chunk
 }
+
+// tokensReused is how many tokens the chunks a checkpoint covers hold: as
+// FindCheckpoint counted them, or, from a worker from before it counted,
+// the document's tokens in proportion (chunks are the same size but the
+// last).
+func tokensReused(cp actwire.FindCheckpointOutput, chunks int, tokens int64) int64 {
+	switch {
+	case cp.Tokens > 0 || cp.Chunks <= 0 || chunks <= 0:
+		return cp.Tokens
+	case cp.Chunks >= chunks:
+		return tokens
+	}
+	return tokens * int64(cp.Chunks) / int64(chunks)
+}
+
+// AnswerReuseChange gates answer reuse in ReviewDocument (gate: see
+// VERSIONS.md, reuse-answers): every answer is kept beside the memory
+// checkpoints (AnswerInput.KeepAnswer), and a question that reused every
+// chunk takes the answer kept for the memory it reached, with no call
+// (AnswerInput.ReuseAnswer). The activity decides whether one is kept.
+const AnswerReuseChange = "reuse-answers"

@@ -57,6 +57,9 @@ type qaState struct {
 	// (CheckpointsChange); ReusedFrom says where it started.
 	Checkpoints bool            `json:"checkpoints,omitempty"`
 	ReusedFrom  *api.ReusedFrom `json:"reused_from,omitempty"`
+	// TokensReused is how many tokens the chunks taken from that
+	// checkpoint hold; TokensDone counts only the tokens read.
+	TokensReused int64 `json:"tokens_reused,omitempty"`
 	// Provenance says the run keeps its chain in its checkpoints and
 	// results name only its own (ProvenanceChange).
 	Provenance bool `json:"provenance,omitempty"`
@@ -276,7 +279,8 @@ func (r *qaRun) takeGrants() {
 func (r *qaRun) refresh() {
 	st, p := r.st, &r.progress
 	p.ChunksDone, p.ChunksTotal = st.Cursor, st.Prepared.Chunks
-	p.TokensDone, p.TokensTotal = st.TokensDone, st.Prepared.Tokens
+	p.TokensDone, p.TokensTotal = st.TokensDone+st.TokensReused, st.Prepared.Tokens
+	p.ChunksReused, p.TokensReused = chunksReused(st.ReusedFrom), st.TokensReused
 	p.Usage, p.Memory = st.Usage, st.Memory
 }
 
@@ -358,6 +362,7 @@ func (r *qaRun) resume() error {
 		st.Cursor, st.Memory = cp.Chunks, cp.Memory
 		st.Evidence, st.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
 		st.ReusedFrom = &api.ReusedFrom{WorkflowID: cp.WorkflowID, RunID: cp.RunID, Chunk: cp.Chunks}
+		st.TokensReused = tokensReused(cp, st.Prepared.Chunks, st.Prepared.Tokens)
 		workflow.GetLogger(r.ctx).Info("starting from a checkpoint", "chunks_reused", cp.Chunks, "chunks", st.Prepared.Chunks)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/s3store"
@@ -348,6 +349,55 @@ func TestDocumentQAGrounding(t *testing.T) {
 			}
 			if !tc.found && (res.AnswerPages != "" || res.Scores == nil || res.Scores.F1 != 0) {
 				t.Errorf("no answer: pages %q scores %+v, want none and zero", res.AnswerPages, res.Scores)
+			}
+		})
+	}
+}
+
+// TestDocumentQAProgressCountsReusedApart: a question asked again starts
+// from the checkpoint of its first reading; its progress has every token
+// done, and says they were reused, none read (issue 52: "0/121K tokens").
+func TestDocumentQAProgressCountsReusedApart(t *testing.T) {
+	f := newFixture(t, makeDoc(3))
+	in := api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: api.ModelOptions{ChunkTokens: 100}}
+	f.runToEnd(t, in)
+	env, err := f.run(t, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := env.QueryWorkflow(api.ProgressQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p api.Progress
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.TokensTotal == 0 || p.ChunksDone != 3 || p.ChunksReused != 3 || p.TokensDone != p.TokensTotal || p.TokensReused != p.TokensTotal {
+		t.Errorf("progress = %+v, want 3/3 chunks and every token done, all reused", p)
+	}
+	if got, want := details(p), fmt.Sprintf("(0 read, %s reused)", humanTokens(p.TokensTotal)); !strings.Contains(got, want) {
+		t.Errorf("details %q lack %q", got, want)
+	}
+}
+
+func TestTokensReused(t *testing.T) {
+	tests := []struct {
+		name   string
+		cp     actwire.FindCheckpointOutput
+		chunks int
+		tokens int64
+		want   int64
+	}{
+		{"counted by the worker", actwire.FindCheckpointOutput{Chunks: 2, Tokens: 180}, 4, 350, 180},
+		{"no checkpoint", actwire.FindCheckpointOutput{}, 4, 350, 0},
+		{"every chunk, from a worker from before the count", actwire.FindCheckpointOutput{Chunks: 4}, 4, 350, 350},
+		{"some chunks, from a worker from before the count", actwire.FindCheckpointOutput{Chunks: 2}, 4, 350, 175},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tokensReused(tt.cp, tt.chunks, tt.tokens); got != tt.want {
+				t.Errorf("tokensReused = %d, want %d", got, tt.want)
 			}
 		})
 	}

@@ -42,6 +42,10 @@ type reviewState struct {
 	// (ProvenanceChange).
 	Checkpoints bool `json:"checkpoints,omitempty"`
 	Provenance  bool `json:"provenance,omitempty"`
+	// AnswerReuse says the answers are kept beside the checkpoints and a
+	// question that reused every chunk takes the kept answer
+	// (AnswerReuseChange).
+	AnswerReuse bool `json:"answer_reuse,omitempty"`
 }
 
 // reviewQuestionState is one question's memory, cursor and outcome.
@@ -65,8 +69,12 @@ type reviewQuestionState struct {
 	// left out of the rest of the review.
 	Error     string `json:"error,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
-	// ReusedFrom says where the question started.
-	ReusedFrom *api.ReusedFrom `json:"reused_from,omitempty"`
+	// ReusedFrom says where the question started, TokensReused how many
+	// tokens it took from there (TokensDone counts those it read).
+	ReusedFrom   *api.ReusedFrom `json:"reused_from,omitempty"`
+	TokensReused int64           `json:"tokens_reused,omitempty"`
+	// AnswerReused says the answer was the kept one: no call was made.
+	AnswerReused bool `json:"answer_reused,omitempty"`
 }
 
 func (q reviewQuestionState) failed() bool { return q.Error != "" }
@@ -80,8 +88,10 @@ type ReviewResult = api.ReviewGrid
 // memory updates of all questions run in parallel (bounded by
 // Parallelism), each its own ReviewUpdate activity with its own retries,
 // reading the chunk through the worker's chunk cache so that S3 serves it
-// once. Then each question is answered (Answer), and WriteReview writes the
-// grid (JSON, CSV) and the HTML report. A question that fails for good
+// once. Then each question is answered (Answer): a question that started
+// from a checkpoint covering every chunk takes the answer an earlier
+// reading kept for the memory it reached, with no call (AnswerReuseChange).
+// WriteReview writes the grid (JSON, CSV) and the HTML report. A question that fails for good
 // (a non-retryable error) is reported as failed in the grid and the others
 // go on; the review fails only if every question does. The run
 // continues-as-new, at chunk boundaries, every ActivitiesPerRun activities
@@ -331,6 +341,7 @@ func (r *reviewRun) prepareDocument() error {
 		return stageError("prepare document", err)
 	}
 	r.st.Provenance = r.st.Checkpoints && workflow.GetVersion(r.ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
+	r.st.AnswerReuse = r.st.Checkpoints && workflow.GetVersion(r.ctx, AnswerReuseChange, workflow.DefaultVersion, 1) >= 1
 	if r.st.Checkpoints && r.in.Reuse != api.ReuseNone {
 		// Each question starts from its own deepest checkpoint; the
 		// questions are found together.
@@ -348,6 +359,7 @@ func (r *reviewRun) prepareDocument() error {
 				qs.Cursor, qs.Memory = cp.Chunks, cp.Memory
 				qs.Evidence, qs.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
 				qs.ReusedFrom = &api.ReusedFrom{WorkflowID: cp.WorkflowID, RunID: cp.RunID, Chunk: cp.Chunks}
+				qs.TokensReused = tokensReused(cp, r.st.Prepared.Chunks, r.st.Prepared.Tokens)
 			}
 		}
 	}
@@ -506,7 +518,7 @@ func (r *reviewRun) launchUpdate(sel workflow.Selector, i int) {
 func (r *reviewRun) launchAnswer(sel workflow.Selector, i int) {
 	q, qs := r.in.Questions[i], &r.st.Questions[i]
 	p := r.st.Prepared
-	f := actwire.Answer.Execute(r.activityOptions(q.ID+" · final answer"), actwire.AnswerInput{
+	in := actwire.AnswerInput{
 		Question: q.Question, Memory: qs.Memory, GoldAnswers: q.GoldAnswers, Options: r.opts,
 		ResultURI: r.questionPrefix(i) + "result.json",
 		Result: api.DocumentQAResult{
@@ -516,7 +528,15 @@ func (r *reviewRun) launchAnswer(sel workflow.Selector, i int) {
 			Usage: qs.Usage, Runs: r.st.Runs, IndexURI: p.IndexURI,
 			TracePrefix: r.questionPrefix(i) + "chunks/", StartedAt: r.st.StartedAt,
 		},
-	})
+	}
+	if r.st.AnswerReuse {
+		// AnswerReuseChange: every answer is kept for later readings; one
+		// whose every chunk was reused takes the kept answer.
+		in.KeepAnswer = true
+		in.Result.ChunksReused = chunksReused(qs.ReusedFrom)
+		in.ReuseAnswer = r.in.Reuse != api.ReuseNone && p.Chunks > 0 && in.Result.ChunksReused >= p.Chunks
+	}
+	f := actwire.Answer.Execute(r.activityOptions(q.ID+" · final answer"), in)
 	r.started(i)
 	sel.AddFuture(f.Future, func(workflow.Future) {
 		r.finished(i)
@@ -527,6 +547,7 @@ func (r *reviewRun) launchAnswer(sel workflow.Selector, i int) {
 		}
 		qs.Answered, qs.Answer, qs.AnswerFound, qs.AnswerMethod = true, res.Answer, res.AnswerFound, res.AnswerMethod
 		qs.Scores, qs.ResultURI, qs.Usage = res.Scores, res.ResultURI, res.Usage
+		qs.AnswerReused = res.AnswerReused
 	})
 }
 
@@ -633,14 +654,23 @@ func (r *reviewRun) progress() api.ReviewProgress {
 		case q.Cursor >= r.st.Prepared.Chunks && r.st.Prepared.Chunks > 0:
 			status = api.QuestionAnswering
 		}
-		if !q.failed() && (first || q.TokensDone < p.TokensDone) {
-			p.TokensDone, first = q.TokensDone, false
+		if passed := q.TokensDone + q.TokensReused; !q.failed() && (first || passed < p.TokensDone) {
+			p.TokensDone, first = passed, false
 		}
+		reused := chunksReused(q.ReusedFrom)
 		p.UpdatesDone += q.Cursor
+		p.ChunksRead += q.Cursor - reused
+		p.ChunksReused += reused
+		p.TokensRead += q.TokensDone
+		p.TokensReused += q.TokensReused
+		if q.AnswerReused {
+			p.AnswersReused++
+		}
 		p.Usage = p.Usage.Add(q.Usage)
 		p.Questions = append(p.Questions, api.ReviewQuestionProgress{
 			ID: r.in.Questions[i].ID, Status: status, ChunksDone: q.Cursor, Evidence: len(q.Evidence),
 			Answer: q.Answer, AnswerFound: q.AnswerFound, ErrorType: q.ErrorType,
+			ChunksReused: reused, TokensRead: q.TokensDone, TokensReused: q.TokensReused, AnswerReused: q.AnswerReused,
 		})
 	}
 	return p
@@ -653,13 +683,21 @@ func (r *reviewRun) publish(updates ...temporal.SearchAttributeUpdate) {
 		chunks, tokens = r.st.Prepared.Chunks, r.st.Prepared.Tokens
 	}
 	p := api.Progress{Stage: r.stage, ChunksTotal: chunks, TokensTotal: tokens}
+	var pr api.ReviewProgress
 	if r.st != nil {
-		pr := r.progress()
+		pr = r.progress()
 		p.ChunksDone, p.TokensDone, p.Run = pr.ChunksDone, pr.TokensDone, pr.Run
 	}
 	r.vis.publish(p, updates...)
 	if n := len(r.in.Questions); n > 0 {
-		workflow.SetCurrentDetails(r.ctx, details(p)+fmt.Sprintf(" · %d questions", n))
+		line := details(p) + fmt.Sprintf(" · %d questions", n)
+		if pr.ChunksReused > 0 {
+			line += fmt.Sprintf(" · chunk readings: %d read, %d reused", pr.ChunksRead, pr.ChunksReused)
+			if pr.AnswersReused > 0 {
+				line += fmt.Sprintf(" · %d answers reused", pr.AnswersReused)
+			}
+		}
+		workflow.SetCurrentDetails(r.ctx, line)
 	}
 }
 
@@ -689,7 +727,7 @@ func (r *reviewRun) write() (*ReviewResult, error) {
 			Evidence: make([]api.Evidence, 0, len(qs.Evidence)), EvidenceDropped: qs.EvidenceDropped,
 			ChunksRead: qs.Cursor, Usage: api.ReviewUsage(qs.Usage), ResultURI: qs.ResultURI,
 			TracePrefix: r.questionPrefix(i) + "chunks/", Error: qs.Error, ErrorType: qs.ErrorType,
-			ChunksReused: chunksReused(qs.ReusedFrom), ReusedFrom: namedReuse(qs.ReusedFrom),
+			ChunksReused: chunksReused(qs.ReusedFrom), AnswerReused: qs.AnswerReused, ReusedFrom: namedReuse(qs.ReusedFrom),
 			ReusedReading: reusedReading(r.st.Provenance, qs.ReusedFrom),
 		}
 		if qs.failed() {

@@ -686,8 +686,9 @@ const (
 	// WriteReview, the chunk count upserted at most every few seconds,
 	// FindCheckpoint for each question after PrepareDocument, told the
 	// review's chain (ProvenanceChange), each continued run proving where
-	// its state came from (VerifyCarryChange).
-	reviewHistoryPrefix = "review_verified_run"
+	// its state came from (VerifyCarryChange), answers kept and reused
+	// (AnswerReuseChange).
+	reviewHistoryPrefix = "review_answers_run"
 	reviewReplayID      = "replay-review"
 	reviewMinRuns       = 3
 )
@@ -701,10 +702,11 @@ func TestReplayReview(t *testing.T) {
 	// review_ground_run{N}: before CoalesceUpsertsChange (frozen);
 	// review_coalesce_run{N}: before CheckpointsChange (frozen);
 	// review_checkpoints_run{N}: before ProvenanceChange (frozen);
-	// review_provenance_run{N}: before VerifyCarryChange (frozen).
+	// review_provenance_run{N}: before VerifyCarryChange (frozen);
+	// review_verified_run{N}: before AnswerReuseChange (frozen).
 	var paths []string
 	for _, prefix := range []string{"review_run", "review_convert_run", "review_ground_run", "review_coalesce_run", "review_checkpoints_run",
-		"review_provenance_run", reviewHistoryPrefix} {
+		"review_provenance_run", "review_verified_run", reviewHistoryPrefix} {
 		gen, err := filepath.Glob(filepath.Join(historyDir, prefix+"[0-9]*.json"))
 		if err != nil {
 			t.Fatal(err)

@@ -60,12 +60,17 @@ func (v *visibility) publish(p api.Progress, updates ...temporal.SearchAttribute
 }
 
 // details renders progress as one markdown line, such as
-// "**reading** · chunk 17/700 · 85K/3.5M tokens".
+// "**reading** · chunk 17/700 · 85K/3.5M tokens", or, when chunks were
+// reused from a checkpoint, "**reading** · chunk 17/700 · 85K/3.5M tokens
+// (10K read, 75K reused)".
 func details(p api.Progress) string {
 	line := fmt.Sprintf("**%s**", p.Stage)
 	if p.ChunksTotal > 0 {
 		line += fmt.Sprintf(" · chunk %d/%d · %s/%s tokens", p.ChunksDone, p.ChunksTotal,
 			humanTokens(p.TokensDone), humanTokens(p.TokensTotal))
+		if p.ChunksReused > 0 {
+			line += fmt.Sprintf(" (%s read, %s reused)", humanTokens(p.TokensDone-p.TokensReused), humanTokens(p.TokensReused))
+		}
 	}
 	if p.Run > 1 {
 		line += fmt.Sprintf(" · run %d", p.Run)

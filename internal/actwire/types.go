@@ -423,6 +423,9 @@ type FindCheckpointOutput struct {
 	RunID           string         `json:"run_id,omitempty"`
 	Evidence        []api.Evidence `json:"evidence,omitempty"`
 	EvidenceDropped int            `json:"evidence_dropped,omitempty"`
+	// Tokens is how many tokens the reused chunks hold (0 from a worker
+	// from before it was told).
+	Tokens int64 `json:"tokens,omitempty"`
 }
 
 // UpdateOutput is the new memory and what it cost.
@@ -458,6 +461,13 @@ type AnswerInput struct {
 	ResultURI string `json:"result_uri"`
 	// Result is the run summary so far; Answer fills in the answer fields.
 	Result api.DocumentQAResult `json:"result"`
+	// KeepAnswer asks Answer to keep the answer beside the memory
+	// checkpoints, for a later reading that reaches the same memory;
+	// ReuseAnswer to take such a kept answer, when there is one, instead
+	// of calling the model (the result then has AnswerReused and no
+	// call). A run sets ReuseAnswer only when it reused every chunk.
+	KeepAnswer  bool `json:"keep_answer,omitempty"`
+	ReuseAnswer bool `json:"reuse_answer,omitempty"`
 }
 
 // EstimateCostInput asks the EstimateCost activity to price the questions

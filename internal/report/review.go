@@ -28,6 +28,40 @@ var ReviewCSVHeader = []string{
 	"chunks_read", "calls", "prompt_tokens", "completion_tokens", "result_uri", "error_type", "error",
 	"evidence_pages", "grounding", "grounding_pages", "grounding_range", "grounding_quote",
 	"evidence_documents", "answer_sources", "found_on", "context", "scan",
+	"chunks_reused", "reused",
+}
+
+// Values of ReuseMark and of grid.csv's reused column.
+const (
+	// ReusedAnswer is a question whose answer came with its whole
+	// reading from an earlier one: no call was made for it.
+	ReusedAnswer = "answer"
+	// ReusedChunks is a question that took some of its chunks from a
+	// memory checkpoint and read the rest (and asked for its answer).
+	ReusedChunks = "chunks"
+)
+
+// ReuseKind says what a row reused: ReusedAnswer, ReusedChunks, or "".
+func ReuseKind(r api.ReviewRow) string {
+	switch {
+	case r.AnswerReused:
+		return ReusedAnswer
+	case r.ChunksReused > 0:
+		return ReusedChunks
+	}
+	return ""
+}
+
+// ReuseMark says what a row reused, for a person: "answer, 12/12 chunks"
+// (no call was made), "9/12 chunks", or "-".
+func ReuseMark(r api.ReviewRow, chunks int) string {
+	switch ReuseKind(r) {
+	case ReusedAnswer:
+		return fmt.Sprintf("answer, %d/%d chunks", r.ChunksReused, chunks)
+	case ReusedChunks:
+		return fmt.Sprintf("%d/%d chunks", r.ChunksReused, chunks)
+	}
+	return "-"
 }
 
 // WriteReviewCSV writes g as CSV (RFC 4180), one row per question, with
@@ -45,7 +79,10 @@ var ReviewCSVHeader = []string{
 // carriage return) get a leading apostrophe. scan is ScanCheck when the
 // grounding's page or an evidence entry's is a scanned page a human should
 // check (OCR under api.OCRCheckConfidence), ScanRead when one is a scan
-// read by OCR, else empty (ScanMark).
+// read by OCR, else empty (ScanMark). chunks_reused counts the chunks
+// taken from a memory checkpoint of an earlier reading (of chunks_read),
+// and reused is ReuseKind: "answer" when the answer came with the whole
+// reading (calls is then 0), "chunks" when only chunks did.
 func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(ReviewCSVHeader); err != nil {
@@ -95,6 +132,7 @@ func WriteReviewCSV(w io.Writer, g api.ReviewGrid) error {
 			groundingStatus(r.Grounding), groundingPages(r.Grounding), groundingRange(r.Grounding), CSVText(groundingQuote(r.Grounding)),
 			CSVText(strings.Join(docs, "; ")), CSVText(api.CiteSources(r.AnswerSources)),
 			CSVText(foundOn), CSVText(context), ScanMark(refs...),
+			strconv.Itoa(r.ChunksReused), ReuseKind(r),
 		}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -71,6 +71,13 @@ func sampleGrid() api.ReviewGrid {
 				Error: "update memory at chunk 4: bad request " + hostile, ErrorType: "memagent.ModelBadRequest",
 				TracePrefix: "s3://memagent/reviews/w/r/questions/q3/chunks/",
 			},
+			{
+				// Asked before of the same text: every chunk and the answer
+				// reused, no call.
+				ID: "q4", Question: "Who keeps the lantern?", Status: api.ReviewStatusDone, Answer: "the warden", AnswerFound: true,
+				ChunksRead: 101, ChunksReused: 101, AnswerReused: true, ReusedReading: api.ReusedEarlierReading,
+				ResultURI: "s3://memagent/reviews/w/r/questions/q4/result.json", TracePrefix: "s3://memagent/reviews/w/r/questions/q4/chunks/",
+			},
 		},
 	}
 }
@@ -126,8 +133,8 @@ func TestWriteReviewCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("grid.csv does not parse as CSV: %v", err)
 	}
-	if len(records) != 4 {
-		t.Fatalf("grid.csv has %d records, want a header and 3 rows", len(records))
+	if len(records) != 5 {
+		t.Fatalf("grid.csv has %d records, want a header and 4 rows", len(records))
 	}
 	if !reflect.DeepEqual(records[0], ReviewCSVHeader) {
 		t.Errorf("header = %q", records[0])
@@ -161,6 +168,13 @@ func TestWriteReviewCSV(t *testing.T) {
 		{3, "status", "failed"},
 		{3, "error_type", "memagent.ModelBadRequest"},
 		{3, "evidence_chunks", ""},
+		// A reused answer says so, with no call; a row read now says
+		// nothing was reused.
+		{4, "reused", "answer"},
+		{4, "chunks_reused", "101"},
+		{4, "calls", "0"},
+		{1, "reused", ""},
+		{1, "chunks_reused", "0"},
 	}
 	for _, tt := range tests {
 		if got := col(tt.row, tt.col); got != tt.want {
@@ -200,6 +214,10 @@ func TestWriteReviewHTML(t *testing.T) {
 		"✓ still in the final memory",
 		"memagent.ModelBadRequest",
 		"101 chunks of up to 5,000 qwen2.5 tokens",
+		// A reused answer is marked, in the grid and beside its passages.
+		`<td class="n">0 <span class="reused" title="answer and every chunk reused from an earlier reading: no call">reused</span></td>`,
+		`<span class="reused">reused</span>: the answer and all 101 chunks from an earlier reading, no call`,
+		"1 answer(s) reused with their whole reading, no call",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)

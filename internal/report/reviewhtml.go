@@ -33,6 +33,9 @@ func WriteReviewHTML(w io.Writer, g api.ReviewGrid) error {
 		if r.Status == api.ReviewStatusFailed {
 			page.Failed++
 		}
+		if r.AnswerReused {
+			page.AnswersReused++
+		}
 		if r.Grounding != nil && r.Grounding.Status == api.GroundingNotFound {
 			page.NotFound++
 		}
@@ -76,6 +79,8 @@ type reviewPage struct {
 	Failed int
 	// NotFound counts the answers whose text is nowhere in the document.
 	NotFound int
+	// AnswersReused counts the rows whose answer was reused (no call).
+	AnswersReused int
 }
 
 type reviewPageRow struct {
@@ -190,6 +195,7 @@ tr.failed td{background:#fff4f4}
 .ok{color:#070}.no{color:#a00}
 ul.ev{margin:0;padding-left:1.1em;white-space:normal}
 .support{color:#070;font-weight:600}
+.reused{display:inline-block;font-size:.8em;color:#345;background:#e6eef7;border-radius:3px;padding:0 .3em}
 .faint{color:#777}
 div.ev{border-left:3px solid #c9c9d6;margin:.6em 0;padding:.2em .8em}
 div.ev.kept{border-left-color:#2a8a2a}
@@ -214,7 +220,7 @@ Grounding says whether the answer's text is in the document, read from its bytes
 <dt>SHA-256</dt><dd><code>{{.Grid.DocumentSHA256}}</code></dd>
 <dt>Size</dt><dd>{{num .Grid.Bytes}} bytes · {{num .Grid.Tokens}} tokens · {{.Grid.Chunks}} chunks of up to {{num .Grid.ChunkTokens}} {{.Grid.Tokenizer}} tokens{{if .Grid.InvalidBytesReplaced}} · {{.Grid.InvalidBytesReplaced}} invalid bytes replaced{{end}}</dd>
 <dt>Model</dt><dd><code>{{.Grid.Model}}</code>, memory of up to {{num .Grid.MemoryMaxTokens}} tokens</dd>
-<dt>Model usage</dt><dd>{{num .Grid.Usage.Calls}} calls · {{num .Grid.Usage.PromptTokens}} prompt + {{num .Grid.Usage.CompletionTokens}} completion tokens</dd>
+<dt>Model usage</dt><dd>{{num .Grid.Usage.Calls}} calls · {{num .Grid.Usage.PromptTokens}} prompt + {{num .Grid.Usage.CompletionTokens}} completion tokens{{if .AnswersReused}} · {{.AnswersReused}} answer(s) reused with their whole reading, no call{{end}}</dd>
 <dt>Workflow</dt><dd><code>{{.Grid.WorkflowID}}</code> (first run <code>{{.Grid.RunID}}</code>, {{.Grid.Runs}} run(s))</dd>
 <dt>Time</dt><dd>{{time .Grid.StartedAt}} – {{time .Grid.FinishedAt}}</dd>
 <dt>Files</dt><dd><a href="grid.json">grid.json</a> · <a href="grid.csv">grid.csv</a> · <code>{{.Grid.Prefix}}</code></dd>
@@ -235,7 +241,7 @@ Grounding says whether the answer's text is in the document, read from its bytes
 <td>{{if .GoldAnswers}}{{join .GoldAnswers " | "}}{{if .Scores}}
 {{if .Scores.ExactMatch}}<span class="ok">exact</span>{{else if .Scores.SubstringMatch}}<span class="ok">substring</span>{{else}}<span class="no">no match</span>{{end}} · F1 {{pct .Scores.F1}}{{end}}{{else}}<span class="faint">–</span>{{end}}</td>
 <td>{{if .Evidence}}<ul class="ev">{{range .Evidence}}<li><a href="#{{.Anchor}}">{{with .Where}}{{.}} · {{end}}chunk {{.Chunk}}</a> · <span class="range">{{num .Start}}–{{num .End}}</span>{{if .SupportsAnswer}} <span class="support" title="still in the final memory">✓</span>{{end}}</li>{{end}}</ul>{{else}}<span class="faint">none</span>{{end}}{{if .EvidenceDropped}}<span class="faint">+{{.EvidenceDropped}} dropped</span>{{end}}</td>
-<td class="n">{{num .Usage.Calls}}</td>
+<td class="n">{{num .Usage.Calls}}{{if .AnswerReused}} <span class="reused" title="answer and every chunk reused from an earlier reading: no call">reused</span>{{end}}</td>
 <td class="n">{{num .Usage.PromptTokens}}</td>
 <td class="n">{{num .Usage.CompletionTokens}}</td>
 </tr>
@@ -246,7 +252,7 @@ Grounding says whether the answer's text is in the document, read from its bytes
 {{- range .Rows}}
 <section id="{{.Anchor}}-detail">
 <h3>{{.ID}} · {{.Question}}</h3>
-<p>{{if eq .Status "failed"}}<span class="err">failed</span>{{else}}Answer: <strong>{{.Answer}}</strong>{{end}} · {{.ChunksRead}} chunks read · traces <code>{{.TracePrefix}}</code>{{if .ResultURI}} · result <code>{{.ResultURI}}</code>{{end}}</p>
+<p>{{if eq .Status "failed"}}<span class="err">failed</span>{{else}}Answer: <strong>{{.Answer}}</strong>{{end}} · {{.ChunksRead}} chunks read{{if .AnswerReused}} · <span class="reused">reused</span>: the answer and all {{.ChunksReused}} chunks from an earlier reading, no call{{else if .ChunksReused}} · {{.ChunksReused}} of them reused from an earlier reading{{end}} · traces <code>{{.TracePrefix}}</code>{{if .ResultURI}} · result <code>{{.ResultURI}}</code>{{end}}</p>
 {{- range .Evidence}}
 <div class="ev{{if .SupportsAnswer}} kept{{end}}" id="{{.Anchor}}">
 <div class="where">{{with .Where}}<strong class="page">{{.}}</strong> · {{end}}chunk {{.Chunk}} · bytes {{num .Start}}–{{num .End}}{{with .Passage}} · passage {{num .Start}}–{{num .End}}{{end}} · {{if .SupportsAnswer}}<span class="support">✓ still in the final memory</span>{{else}}no longer in the final memory{{end}}{{if .Added}} · new words: {{join .Added ", "}}{{end}}</div>

@@ -28,6 +28,11 @@ type Row struct {
 	// none in its report).
 	Evidence []api.Evidence `json:"evidence,omitempty"`
 	Error    string         `json:"error,omitempty"`
+	// Reused says the answer was not asked of the model for this run: a
+	// review's question took it with its whole reading from an earlier
+	// one (api.ReviewRow.AnswerReused), a batch item from an earlier
+	// report (api.ItemReused).
+	Reused bool `json:"reused,omitempty"`
 }
 
 // EvidenceDocument is the document the row's grounding is in: the corpus
@@ -68,7 +73,7 @@ func ReviewRows(g api.ReviewGrid) []Row {
 	for _, r := range g.Rows {
 		rows = append(rows, Row{
 			Cell: r.ID, Question: r.Question, Document: doc, Status: r.Status, ModelAnswer: r.Answer, AnswerFound: r.AnswerFound,
-			AnswerPages: r.AnswerPages, Grounding: r.Grounding, Evidence: r.Evidence, Error: r.Error,
+			AnswerPages: r.AnswerPages, Grounding: r.Grounding, Evidence: r.Evidence, Error: r.Error, Reused: r.AnswerReused,
 		})
 	}
 	return rows
@@ -105,6 +110,7 @@ func BatchRows(results []byte) ([]Row, error) {
 		rows = append(rows, Row{
 			Cell: api.SignOffCellID(it.Seq, it.Sample), Question: it.Question, Document: doc, Status: it.Status,
 			ModelAnswer: it.Answer, AnswerFound: it.AnswerFound, AnswerPages: it.AnswerPages, Grounding: it.Grounding, Error: it.Error,
+			Reused: it.Status == api.ItemReused,
 		})
 	}
 	if err := sc.Err(); err != nil {

@@ -57,6 +57,9 @@ type snapshot struct {
 	// search attributes): the view then keeps the last known counts.
 	tokensDone, tokensTotal int64
 	knownTokens             bool
+	// tokensReused of tokensDone were taken from memory checkpoints of
+	// earlier readings, not read: the rate counts only what was read.
+	tokensReused int64
 	// busy says the stage is the one that does the units (reading,
 	// running): only then are a rate and an ETA shown.
 	busy bool
@@ -69,15 +72,21 @@ type snapshot struct {
 
 // qaSnapshot is a DocumentQA run's progress as a snapshot.
 func qaSnapshot(p api.Progress, knownTokens bool) snapshot {
-	return snapshot{
+	s := snapshot{
 		stage: p.Stage, unit: unitChunks, done: p.ChunksDone, total: p.ChunksTotal,
 		tokensDone: p.TokensDone, tokensTotal: p.TokensTotal, knownTokens: knownTokens,
-		busy: p.Stage == api.StageReading,
+		tokensReused: p.TokensReused, busy: p.Stage == api.StageReading,
 	}
+	if p.ChunksReused > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("%d chunks reused", p.ChunksReused))
+	}
+	return s
 }
 
 // reviewSnapshot is a review's progress as a snapshot: the chunks every
-// question still going has read, and how many questions are answered.
+// question still going has read or reused, and how many questions are
+// answered. Tokens are those of all the questions' readings, read and
+// reused apart.
 func reviewSnapshot(p api.ReviewProgress) snapshot {
 	s := snapshot{
 		stage: p.Stage, unit: unitChunks, done: p.ChunksDone, total: p.ChunksTotal,
@@ -86,6 +95,11 @@ func reviewSnapshot(p api.ReviewProgress) snapshot {
 	}
 	if len(p.Questions) == 0 {
 		return s
+	}
+	if passed := p.TokensRead + p.TokensReused; passed > 0 {
+		// Over all the questions' readings: one question read every chunk
+		// while the others reused theirs is not 0 tokens.
+		s.tokensDone, s.tokensTotal, s.tokensReused = passed, p.TokensTotal*int64(len(p.Questions)), p.TokensReused
 	}
 	done, failed := 0, 0
 	for _, q := range p.Questions {
@@ -99,6 +113,12 @@ func reviewSnapshot(p api.ReviewProgress) snapshot {
 	s.notes = append(s.notes, fmt.Sprintf("%d/%d questions done", done, len(p.Questions)))
 	if failed > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("%d failed", failed))
+	}
+	if p.ChunksReused > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("chunk readings %d read, %d reused", p.ChunksRead, p.ChunksReused))
+	}
+	if p.AnswersReused > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("%d answers reused", p.AnswersReused))
 	}
 	return s
 }
@@ -169,10 +189,10 @@ func (v *progressView) update(p api.Progress, knownTokens bool) {
 // show records s, read now, and redraws or prints as the mode says.
 func (v *progressView) show(s snapshot) {
 	now := v.now()
-	smp := sample{at: now, units: s.done, tokens: s.tokensDone}
+	smp := sample{at: now, units: s.done, tokens: s.tokensDone - s.tokensReused}
 	if !s.knownTokens {
 		smp.tokens = -1
-		s.tokensDone, s.tokensTotal = v.last.tokensDone, v.last.tokensTotal
+		s.tokensDone, s.tokensTotal, s.tokensReused = v.last.tokensDone, v.last.tokensTotal, v.last.tokensReused
 	}
 	stageChanged := !v.seen || s.stage != v.last.stage
 	v.last, v.seen = s, true
@@ -268,7 +288,11 @@ func (v *progressView) parts() []part {
 		parts = append(parts, part{partNote, n})
 	}
 	if s.tokensTotal > 0 {
-		parts = append(parts, part{partTokens, fmt.Sprintf("%s/%s tokens", humanCount(float64(s.tokensDone)), humanCount(float64(s.tokensTotal)))})
+		tokens := fmt.Sprintf("%s/%s tokens", humanCount(float64(s.tokensDone)), humanCount(float64(s.tokensTotal)))
+		if s.tokensReused > 0 {
+			tokens += fmt.Sprintf(" (%s read, %s reused)", humanCount(float64(s.tokensDone-s.tokensReused)), humanCount(float64(s.tokensReused)))
+		}
+		parts = append(parts, part{partTokens, tokens})
 	}
 	if tps, ok := v.tokenRate(); ok && s.busy {
 		parts = append(parts, part{partRate, humanCount(tps) + " tokens/s"})

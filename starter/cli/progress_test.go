@@ -185,6 +185,25 @@ func reviewAt(stage string, done, answered int) api.ReviewProgress {
 	return p
 }
 
+// reusedReview is a review of a 12-chunk document of 121,000 tokens asked
+// again: q1 and q2 reused every chunk and their answers, q3 read every
+// chunk.
+func reusedReview() api.ReviewProgress {
+	p := api.ReviewProgress{Stage: api.StageDone, ChunksDone: 12, ChunksTotal: 12, TokensDone: 121_000, TokensTotal: 121_000,
+		UpdatesDone: 36, UpdatesTotal: 36, ChunksRead: 12, ChunksReused: 24, TokensRead: 121_000, TokensReused: 242_000, AnswersReused: 2,
+		Run: 1, Usage: api.Usage{Calls: 13}}
+	for i := range 3 {
+		q := api.ReviewQuestionProgress{ID: fmt.Sprintf("q%d", i+1), Status: api.QuestionDone, ChunksDone: 12, Answer: "a", AnswerFound: true}
+		if i < 2 {
+			q.ChunksReused, q.TokensReused, q.AnswerReused = 12, 121_000, true
+		} else {
+			q.TokensRead = 121_000
+		}
+		p.Questions = append(p.Questions, q)
+	}
+	return p
+}
+
 func TestProgressViewReviewAndBatchLines(t *testing.T) {
 	failed := reviewAt(api.StageAnswering, 10, 1)
 	failed.Questions[1].Status = api.QuestionFailed
@@ -199,6 +218,13 @@ func TestProgressViewReviewAndBatchLines(t *testing.T) {
 			"answering: chunk 10/10, 1/2 questions done, 1 failed, 10K/10K tokens"},
 		{"review writing", []snapshot{reviewSnapshot(reviewAt(api.StageWriting, 10, 2))},
 			"writing: chunk 10/10, 2/2 questions done, 10K/10K tokens"},
+		// Issue 52: one question read every chunk, two reused theirs and
+		// their answers; the tokens are not 0/121K.
+		{"review done, two answers reused", []snapshot{reviewSnapshot(reusedReview())},
+			"done: chunk 12/12, 3/3 questions done, chunk readings 12 read, 24 reused, 2 answers reused, 363K/363K tokens (121K read, 242K reused)"},
+		{"question whose every chunk was reused", []snapshot{qaSnapshot(api.Progress{Stage: api.StageDone, ChunksDone: 12, ChunksTotal: 12,
+			TokensDone: 121_000, TokensTotal: 121_000, ChunksReused: 12, TokensReused: 121_000}, true)},
+			"done: chunk 12/12, 12 chunks reused, 121K/121K tokens (0 read, 121K reused)"},
 		{"batch expanding", []snapshot{batchSnapshot(api.BatchProgress{Stage: api.BatchStageExpanding})},
 			"expanding"},
 		{"batch running", []snapshot{

@@ -17,6 +17,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/contract"
+	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/worker/config"
 )
@@ -268,8 +269,14 @@ const reviewTableEvidence = 3
 // characters (terminal escapes) are replaced.
 func printReviewGrid(w io.Writer, g *api.ReviewResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tANSWER\tSCORE\tGROUNDING\tEVIDENCE (chunk@bytes, ✓ = in final memory)\tCALLS\tTOKENS")
+	fmt.Fprintln(tw, "ID\tANSWER\tSCORE\tGROUNDING\tEVIDENCE (chunk@bytes, ✓ = in final memory)\tREUSED\tCALLS\tTOKENS")
+	answersReused, chunksReused, chunksRead := 0, 0, 0
 	for _, r := range g.Rows {
+		chunksReused += r.ChunksReused
+		chunksRead += r.ChunksRead - r.ChunksReused
+		if r.AnswerReused {
+			answersReused++
+		}
 		answer := r.Answer
 		switch {
 		case r.Status == "failed":
@@ -313,12 +320,19 @@ func printReviewGrid(w io.Writer, g *api.ReviewResult) {
 				grounding += " " + p
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d+%d\n", reviewPrintable(r.ID, 24), reviewPrintable(answer, 40), score,
-			reviewPrintable(grounding, 30), reviewPrintable(evidence, 80), r.Usage.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d+%d\n", reviewPrintable(r.ID, 24), reviewPrintable(answer, 40), score,
+			reviewPrintable(grounding, 30), reviewPrintable(evidence, 80), report.ReuseMark(r, g.Chunks), r.Usage.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nDocument: %s (%d chunks, %d tokens, %d bytes)\n", g.Document, g.Chunks, g.Tokens, g.Bytes)
 	fmt.Fprintf(w, "Model:    %s, %d calls, %d prompt + %d completion tokens\n", g.Model, g.Usage.Calls, g.Usage.PromptTokens, g.Usage.CompletionTokens)
+	if chunksReused > 0 {
+		fmt.Fprintf(w, "Reused:   %d of %d chunk readings from memory checkpoints of earlier readings (%d read now)", chunksReused, chunksReused+chunksRead, chunksRead)
+		if answersReused > 0 {
+			fmt.Fprintf(w, "; %d answers with their whole reading, no call", answersReused)
+		}
+		fmt.Fprintln(w, "; --reuse none reads them again")
+	}
 	fmt.Fprintf(w, "Workflow: %s (%d run(s))\n", g.WorkflowID, g.Runs)
 	fmt.Fprintf(w, "Grid:     %s\n          %s\n", g.JSONURI, g.CSVURI)
 	fmt.Fprintf(w, "Report:   %s\n", g.HTMLURI)

@@ -262,8 +262,11 @@ worker is needed; a batch's children end with it. What it wrote to S3 stays.`,
 		leaf("runs [flags]", "List runs by document, model, status or batch, newest first",
 			`Lists runs by their search attributes, newest first. CHUNKS of a run that did not
 finish (going, paused, canceled, terminated, failed) is its last known progress: what
-its progress query says when a worker answers within 3 s, else the search attribute.`,
+its progress query says when a worker answers within 3 s, else the search attribute.
+A sign-off is listed right after the review or batch it signs off, with its state
+(waiting-level-1, waiting-level-2, signed-off) as its STATUS.`,
 			`  starter runs --batch nightly
+  starter runs --type signoff --status waiting
   starter runs --status failed --limit 5 --output json`, bind(bindRuns)),
 		leaf("setup", "Register memagent's search attributes in the namespace",
 			"Registers memagent's search attributes in the namespace: once, before any worker.",

@@ -14,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/spf13/cobra"
@@ -28,12 +29,14 @@ import (
 // everything.
 type runFilter struct {
 	Document, Model, Status, Batch, Question string
-	// Type is "question", "review" or "batch"; empty means all three.
+	// Type is "question", "review", "batch" or "signoff"; empty means
+	// all four.
 	Type string
 }
 
 // runTypes are the --type values and the workflow types they select.
-var runTypes = map[string]string{"question": api.DocumentQAName, "review": api.ReviewDocumentName, "batch": api.BatchQAName}
+var runTypes = map[string]string{"question": api.DocumentQAName, "review": api.ReviewDocumentName, "batch": api.BatchQAName,
+	"signoff": api.SignOffName}
 
 // openStages are the MemagentStatus values of a run still going, over the
 // three workflows; closedStatuses are how a run ended, as Temporal records
@@ -43,7 +46,7 @@ var (
 	// A batch's own stage "running" is left out: --status running is
 	// every open run, batches in that stage among them.
 	openStages = []string{api.StagePreparing, api.StageReading, api.StageAnswering, api.StagePaused, api.StageWriting,
-		api.BatchStageExpanding, api.BatchStageReporting}
+		api.BatchStageExpanding, api.BatchStageReporting, api.StageWaiting}
 	closedStatuses = map[string]string{api.StageDone: "Completed", api.StageFailed: "Failed", api.StageCanceled: "Canceled",
 		"terminated": "Terminated", "timed_out": "TimedOut"}
 	statuses = append(append([]string{"running"}, openStages...), api.StageDone, api.StageFailed, api.StageCanceled, "terminated", "timed_out")
@@ -53,7 +56,7 @@ var (
 // new are left out: the chain's latest run stands for it, carrying the same
 // attributes.
 func (f runFilter) query() string {
-	types := []string{quote(api.DocumentQAName), quote(api.ReviewDocumentName), quote(api.BatchQAName)}
+	types := []string{quote(api.DocumentQAName), quote(api.ReviewDocumentName), quote(api.BatchQAName), quote(api.SignOffName)}
 	if t, ok := runTypes[f.Type]; ok {
 		types = []string{quote(t)}
 	}
@@ -106,6 +109,12 @@ type runRow struct {
 	Model           string     `json:"model,omitempty"`
 	Batch           string     `json:"batch,omitempty"`
 	QuestionDigest  string     `json:"question_digest,omitempty"`
+	// SignOffState is a sign-off's state (MemagentSignoff:
+	// waiting-level-1, waiting-level-2, signed-off), which its Status
+	// shows too unless Temporal closed it otherwise; SignsOff is the
+	// workflow id of the review or batch it signs off, when known.
+	SignOffState string `json:"signoff_state,omitempty"`
+	SignsOff     string `json:"signs_off,omitempty"`
 }
 
 func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
@@ -115,7 +124,7 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 	var f runFilter
 	fs.StringVar(&f.Document, "document", "", "only runs over this document `URI` (s3://bucket/key)")
 	fs.StringVar(&f.Status, "status", "", "only runs in this status: "+strings.Join(statuses, ", "))
-	fs.StringVar(&f.Type, "type", "", "only runs of this kind: question, review or batch (default all)")
+	fs.StringVar(&f.Type, "type", "", "only runs of this kind: question, review, batch or signoff (default all)")
 	fs.StringVar(&f.Batch, "batch", "", "only runs of this batch `ID`")
 	fs.StringVar(&f.Question, "question", "", "only runs asking exactly this question (matched by its digest)")
 	limit := fs.Int("limit", 20, "list at most `N` runs")
@@ -138,7 +147,7 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			return badRequest(fmt.Errorf("--status %q is not a status: use one of %s", f.Status, strings.Join(statuses, ", ")))
 		}
 		if _, ok := runTypes[f.Type]; f.Type != "" && !ok {
-			return badRequest(fmt.Errorf("--type %q is not a kind of run: use question, review or batch", f.Type))
+			return badRequest(fmt.Errorf("--type %q is not a kind of run: use question, review, batch or signoff", f.Type))
 		}
 		if *limit <= 0 {
 			return badRequest(fmt.Errorf("--limit (%d) must be positive", *limit))
@@ -163,6 +172,9 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			}
 			return p.ChunksDone, v.Get(&p)
 		})
+		rows = besideSubjects(ctx, rows, func(ctx context.Context, r runRow) (string, error) {
+			return signOffSubject(ctx, c, r)
+		})
 		if *asJSON {
 			if rows == nil {
 				rows = []runRow{}
@@ -176,8 +188,15 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "WORKFLOW ID\tTYPE\tSTATUS\tCHUNKS\tSTARTED\tMODEL\tDOCUMENT")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", r.WorkflowID, runTypeName(r.WorkflowType), r.Status, count(r.ChunksDone), count(r.ChunksTotal),
-				r.StartedAt.Local().Format("2006-01-02 15:04:05"), orDash(r.Model), orDash(r.Document))
+			id, chunks, doc := r.WorkflowID, count(r.ChunksDone)+"/"+count(r.ChunksTotal), orDash(r.Document)
+			if r.WorkflowType == api.SignOffName {
+				chunks = "-"
+				if r.SignsOff != "" {
+					doc = "signs off " + r.SignsOff
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, runTypeName(r.WorkflowType), r.Status, chunks,
+				r.StartedAt.Local().Format("2006-01-02 15:04:05"), orDash(r.Model), doc)
 		}
 		return tw.Flush()
 	}
@@ -272,7 +291,96 @@ func newRunRow(e *workflowpb.WorkflowExecutionInfo) runRow {
 		r.ClosedAt = &t
 	}
 	r.Status = displayStatus(keyword(sa, api.AttrStatus), e.GetStatus())
+	if r.WorkflowType == api.SignOffName {
+		r.SignOffState = keyword(sa, api.AttrSignoff)
+		if r.SignOffState != "" && (r.Status == api.StageWaiting || r.Status == api.StageDone) {
+			r.Status = r.SignOffState
+		}
+	}
 	return r
+}
+
+// besideSubjects finds what each sign-off of rows signs off and lists it
+// right after that review or batch when the review or batch is listed
+// too (else where it started). A listed subject is matched by the id its
+// sign-off has (api.SignOffWorkflowID); any other sign-off is asked,
+// within progressWait, by subjectOf (its grid: the result of a completed
+// one, the query of one still waiting).
+func besideSubjects(ctx context.Context, rows []runRow, subjectOf func(context.Context, runRow) (string, error)) []runRow {
+	subjects := map[string]string{} // sign-off id → subject id
+	for _, r := range rows {
+		if r.WorkflowType == api.ReviewDocumentName || r.WorkflowType == api.BatchQAName {
+			subjects[api.SignOffWorkflowID(r.WorkflowID)] = r.WorkflowID
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, progressWait)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range rows {
+		r := &rows[i]
+		if r.WorkflowType != api.SignOffName {
+			continue
+		}
+		if s, ok := subjects[r.WorkflowID]; ok {
+			r.SignsOff = s
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if s, err := subjectOf(ctx, *r); err == nil {
+				r.SignsOff = s
+			}
+		}()
+	}
+	wg.Wait()
+	listed := map[string]bool{}
+	for _, r := range rows {
+		if r.WorkflowType != api.SignOffName {
+			listed[r.WorkflowID] = true
+		}
+	}
+	out := make([]runRow, 0, len(rows))
+	for _, r := range rows {
+		if r.WorkflowType == api.SignOffName && listed[r.SignsOff] {
+			continue // listed after its subject
+		}
+		out = append(out, r)
+		if r.WorkflowType == api.SignOffName {
+			continue
+		}
+		for _, so := range rows {
+			if so.WorkflowType == api.SignOffName && so.SignsOff == r.WorkflowID {
+				out = append(out, so)
+			}
+		}
+	}
+	return out
+}
+
+// signOffSubject is the workflow id of what sign-off r signs off, from
+// its grid: the result of a completed one, else its grid query (which
+// needs a worker).
+func signOffSubject(ctx context.Context, c client.Client, r runRow) (string, error) {
+	var g struct {
+		Subject struct {
+			WorkflowID string `json:"workflow_id"`
+		} `json:"subject"`
+	}
+	if r.ExecutionStatus == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED.String() {
+		if err := c.GetWorkflow(ctx, r.WorkflowID, r.RunID).Get(ctx, &g); err != nil {
+			return "", err
+		}
+		return g.Subject.WorkflowID, nil
+	}
+	v, err := c.QueryWorkflow(ctx, r.WorkflowID, r.RunID, api.SignOffGridQuery)
+	if err != nil {
+		return "", err
+	}
+	if err := v.Get(&g); err != nil {
+		return "", err
+	}
+	return g.Subject.WorkflowID, nil
 }
 
 // displayStatus is the run's MemagentStatus, unless Temporal closed the run

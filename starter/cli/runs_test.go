@@ -1,14 +1,20 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/memagent/memagent/api"
 )
 
 func TestRunFilterQuery(t *testing.T) {
-	base := "WorkflowType IN ('memagent.DocumentQA', 'memagent.ReviewDocument', 'memagent.BatchQA') AND ExecutionStatus != 'ContinuedAsNew'"
+	base := "WorkflowType IN ('memagent.DocumentQA', 'memagent.ReviewDocument', 'memagent.BatchQA', 'memagent.SignOff') AND ExecutionStatus != 'ContinuedAsNew'"
 	questions := "WorkflowType IN ('memagent.DocumentQA') AND ExecutionStatus != 'ContinuedAsNew'"
 	tests := []struct {
 		name string
@@ -24,6 +30,8 @@ func TestRunFilterQuery(t *testing.T) {
 		{"canceled", runFilter{Status: "canceled", Type: "batch"},
 			"WorkflowType IN ('memagent.BatchQA') AND ExecutionStatus != 'ContinuedAsNew' AND ExecutionStatus = 'Canceled'"},
 		{"done", runFilter{Status: "done"}, base + " AND ExecutionStatus = 'Completed'"},
+		{"sign-offs waiting", runFilter{Type: "signoff", Status: "waiting"},
+			"WorkflowType IN ('memagent.SignOff') AND ExecutionStatus != 'ContinuedAsNew' AND ExecutionStatus = 'Running' AND MemagentStatus = 'waiting'"},
 		{"quotes and backslashes escaped", runFilter{Document: `s3://b/it's\a.txt`},
 			base + ` AND MemagentDocument = 's3://b/it\'s\\a.txt'`},
 		{"question by digest", runFilter{Question: "What is the access code?", Batch: "b1", Model: "m"},
@@ -57,5 +65,46 @@ func TestDisplayStatus(t *testing.T) {
 		if got := displayStatus(tt.attr, tt.st); got != tt.want {
 			t.Errorf("displayStatus(%q, %s) = %q, want %q", tt.attr, tt.st, got, tt.want)
 		}
+	}
+}
+
+// TestBesideSubjects: a sign-off is listed right after the review or
+// batch it signs off when that is listed too, matched by its derived id
+// or, failing that (an id of another form, a subject not derived), by
+// asking it; one whose subject is not listed stays where it started.
+func TestBesideSubjects(t *testing.T) {
+	at := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	row := func(id, typ string, min int) runRow {
+		return runRow{WorkflowID: id, WorkflowType: typ, StartedAt: at.Add(time.Duration(min) * time.Minute)}
+	}
+	rows := []runRow{ // newest first
+		row(api.SignOffWorkflowID("rev-a"), api.SignOffName, 9),
+		row("legacy-signoff-of-b", api.SignOffName, 8),
+		row("q-1", api.DocumentQAName, 7),
+		row(api.SignOffWorkflowID("rev-gone"), api.SignOffName, 6),
+		row("batch-b", api.BatchQAName, 5),
+		row("rev-a", api.ReviewDocumentName, 4),
+	}
+	asked := map[string]bool{}
+	got := besideSubjects(context.Background(), rows, func(_ context.Context, r runRow) (string, error) {
+		asked[r.WorkflowID] = true
+		switch r.WorkflowID {
+		case "legacy-signoff-of-b":
+			return "batch-b", nil
+		}
+		return "", errors.New("no worker")
+	})
+	var order, signs []string
+	for _, r := range got {
+		order = append(order, r.WorkflowID)
+		signs = append(signs, r.SignsOff)
+	}
+	wantOrder := []string{"q-1", api.SignOffWorkflowID("rev-gone"), "batch-b", "legacy-signoff-of-b", "rev-a", api.SignOffWorkflowID("rev-a")}
+	wantSigns := []string{"", "", "", "batch-b", "", "rev-a"}
+	if !reflect.DeepEqual(order, wantOrder) || !reflect.DeepEqual(signs, wantSigns) {
+		t.Errorf("order %q, signs off %q\nwant %q, %q", order, signs, wantOrder, wantSigns)
+	}
+	if asked[api.SignOffWorkflowID("rev-a")] {
+		t.Error("asked a sign-off whose subject is listed under its derived id")
 	}
 }

@@ -135,8 +135,9 @@ func writeStatusJSON(w io.Writer, id, kind string, p any) error {
 
 // printQAStatus prints a DocumentQA run's progress.
 func printQAStatus(w io.Writer, p api.Progress) {
-	fmt.Fprintf(w, "stage:  %s (run %d)\nchunks: %d/%d\ntokens: %d/%d (%.1f%%)\ncalls:  %d (%d prompt + %d completion tokens)\n",
-		p.Stage, p.Run, p.ChunksDone, p.ChunksTotal, p.TokensDone, p.TokensTotal, percent(p.TokensDone, p.TokensTotal),
+	fmt.Fprintf(w, "stage:  %s (run %d)\nchunks: %d/%d%s\ntokens: %d/%d (%.1f%%)%s\ncalls:  %d (%d prompt + %d completion tokens)\n",
+		p.Stage, p.Run, p.ChunksDone, p.ChunksTotal, readReused(p.ChunksDone-p.ChunksReused, p.ChunksReused),
+		p.TokensDone, p.TokensTotal, percent(p.TokensDone, p.TokensTotal), readReused(p.TokensDone-p.TokensReused, p.TokensReused),
 		p.Usage.Calls, p.Usage.PromptTokens, p.Usage.CompletionTokens)
 	if p.Answer != "" {
 		fmt.Fprintf(w, "answer: %s\n", p.Answer)
@@ -158,16 +159,22 @@ func printReviewStatus(w io.Writer, p api.ReviewProgress) {
 		}
 	}
 	fmt.Fprintf(w, "stage:     %s (run %d)\n", p.Stage, p.Run)
-	fmt.Fprintf(w, "chunks:    %d/%d (read by every question still going)\n", p.ChunksDone, p.ChunksTotal)
+	fmt.Fprintf(w, "chunks:    %d/%d (read or reused by every question still going)\n", p.ChunksDone, p.ChunksTotal)
 	fmt.Fprintf(w, "tokens:    %d/%d (%.1f%%)\n", p.TokensDone, p.TokensTotal, percent(p.TokensDone, p.TokensTotal))
-	fmt.Fprintf(w, "updates:   %d/%d memory updates (%d in flight)\n", p.UpdatesDone, p.UpdatesTotal, p.InFlight)
+	fmt.Fprintf(w, "updates:   %d/%d memory updates%s (%d in flight)\n", p.UpdatesDone, p.UpdatesTotal, readReused(p.ChunksRead, p.ChunksReused), p.InFlight)
+	if all := p.TokensTotal * int64(len(p.Questions)); p.TokensRead+p.TokensReused > 0 {
+		fmt.Fprintf(w, "readings:  %d/%d tokens over all questions: %d read, %d reused\n", p.TokensRead+p.TokensReused, all, p.TokensRead, p.TokensReused)
+	}
 	fmt.Fprintf(w, "calls:     %d (%d prompt + %d completion tokens)\n", p.Usage.Calls, p.Usage.PromptTokens, p.Usage.CompletionTokens)
+	if p.AnswersReused > 0 {
+		fmt.Fprintf(w, "reused:    %d answers, with their whole reading, no call\n", p.AnswersReused)
+	}
 	fmt.Fprintf(w, "questions: %d (%s)\n", len(p.Questions), orDash(strings.Join(tally, ", ")))
 	if len(p.Questions) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tSTATUS\tCHUNKS\tEVIDENCE\tANSWER")
+	fmt.Fprintln(tw, "  ID\tSTATUS\tCHUNKS\tREUSED\tEVIDENCE\tANSWER")
 	for _, q := range p.Questions {
 		answer := q.Answer
 		switch {
@@ -176,8 +183,15 @@ func printReviewStatus(w io.Writer, p api.ReviewProgress) {
 		case q.Status == api.QuestionDone && !q.AnswerFound:
 			answer = "(no \\boxed{}) " + answer
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%s\n", reviewPrintable(q.ID, 24), q.Status, q.ChunksDone, p.ChunksTotal,
-			q.Evidence, orDash(reviewPrintable(answer, 60)))
+		reused := "-"
+		switch {
+		case q.AnswerReused:
+			reused = fmt.Sprintf("%d + answer", q.ChunksReused)
+		case q.ChunksReused > 0:
+			reused = fmt.Sprint(q.ChunksReused)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%s\t%d\t%s\n", reviewPrintable(q.ID, 24), q.Status, q.ChunksDone, p.ChunksTotal,
+			reused, q.Evidence, orDash(reviewPrintable(answer, 60)))
 	}
 	tw.Flush()
 }
@@ -193,6 +207,15 @@ func printBatchStatus(w io.Writer, p api.BatchProgress) {
 	if p.ReportPrefix != "" {
 		fmt.Fprintf(w, "report:  %s\n", p.ReportPrefix)
 	}
+}
+
+// readReused says how a count splits into read and reused, as
+// " (3 read, 9 reused)", or nothing when nothing was reused.
+func readReused[N int | int64](read, reused N) string {
+	if reused <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d read, %d reused)", read, reused)
 }
 
 func percent(done, total int64) float64 {

@@ -21,12 +21,12 @@ func TestPrintReviewStatus(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"stage:     answering (run 1)\n",
-		"chunks:    10/10 (read by every question still going)\n",
+		"chunks:    10/10 (read or reused by every question still going)\n",
 		"updates:   20/20 memory updates (1 in flight)\n",
 		"questions: 3 (1 done, 1 answering, 1 failed)\n",
-		"  q1   done       10/10   2         7391-ALPHA \uFFFD[2J\n",
-		"  q2   answering  10/10   0         -\n",
-		"  bad  failed     3/10    0         FAILED: " + api.ErrPromptTooLong + "\n",
+		"  q1   done       10/10   -       2         7391-ALPHA \uFFFD[2J\n",
+		"  q2   answering  10/10   -       0         -\n",
+		"  bad  failed     3/10    -       0         FAILED: " + api.ErrPromptTooLong + "\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status lacks %q:\n%s", want, got)
@@ -34,6 +34,41 @@ func TestPrintReviewStatus(t *testing.T) {
 	}
 	if strings.Contains(got, "\x1b") {
 		t.Errorf("status prints a terminal escape from an answer:\n%q", got)
+	}
+}
+
+// TestPrintReviewStatusReused: a review asked again prints what was read
+// and what reused apart, and which answers were reused (issue 52: it said
+// "tokens: 0/131268" though one question read every chunk).
+func TestPrintReviewStatusReused(t *testing.T) {
+	var out bytes.Buffer
+	printReviewStatus(&out, reusedReview())
+	got := out.String()
+	for _, want := range []string{
+		"chunks:    12/12 (read or reused by every question still going)\n",
+		"tokens:    121000/121000 (100.0%)\n",
+		"updates:   36/36 memory updates (12 read, 24 reused) (0 in flight)\n",
+		"readings:  363000/363000 tokens over all questions: 121000 read, 242000 reused\n",
+		"calls:     13 (0 prompt + 0 completion tokens)\n",
+		"reused:    2 answers, with their whole reading, no call\n",
+		"  ID  STATUS  CHUNKS  REUSED       EVIDENCE  ANSWER\n",
+		"  q1  done    12/12   12 + answer  0         a\n",
+		"  q3  done    12/12   -            0         a\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestPrintQAStatusReused: a question whose every chunk was reused says so.
+func TestPrintQAStatusReused(t *testing.T) {
+	var out bytes.Buffer
+	printQAStatus(&out, api.Progress{Stage: api.StageDone, Run: 1, ChunksDone: 12, ChunksTotal: 12, TokensDone: 121_000, TokensTotal: 121_000,
+		ChunksReused: 9, TokensReused: 90_000, Usage: api.Usage{Calls: 4}})
+	want := "stage:  done (run 1)\nchunks: 12/12 (3 read, 9 reused)\ntokens: 121000/121000 (100.0%) (31000 read, 90000 reused)\ncalls:  4 (0 prompt + 0 completion tokens)\n"
+	if got := out.String(); got != want {
+		t.Errorf("printed\n%s\nwant\n%s", got, want)
 	}
 }
 

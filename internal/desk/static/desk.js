@@ -169,6 +169,14 @@
       tr.append(td(c.id), doc, td(row.question || ""), answerCell(row),
         td(decisionText(c.level1), "level1 status-" + (c.level1 ? c.level1.decision : "pending")),
         td(decisionText(c.level2, c), "level2 status-" + (c.level2 ? c.level2.decision : "pending")));
+      if (row.reused) {
+        // Reused from an earlier reading: no model call in this run.
+        const m = document.createElement("span");
+        m.className = "reused";
+        m.title = "answer reused from an earlier reading: no model call in this run";
+        m.textContent = "reused";
+        tr.firstChild.append(" ", m);
+      }
       tr.addEventListener("click", () => select(i));
       tb.append(tr);
     });

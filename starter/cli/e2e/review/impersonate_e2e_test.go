@@ -28,7 +28,6 @@ import (
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
-	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // fakeSignOff is a neighbour's look-alike of memagent's sign-off: it
@@ -131,24 +130,12 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 	clitest.StartWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	tc, err := workerapp.Dial(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	mc := memclient.New(tc, memclient.Options{TaskQueue: cfg.TaskQueue})
+	tc, mc := dialed(t, ctx, cfg)
 
 	path, _ := clitest.WriteDoc(t, 3000)
-	out, stderr, err := clitest.RunCLI(t, "review", "--doc", path, "--question", docgen.Question, "--json")
-	if err != nil {
-		t.Fatalf("review: %v\n%s", err, stderr)
-	}
-	var review api.ReviewGrid
-	if err := json.Unmarshal([]byte(out), &review); err != nil {
-		t.Fatal(err)
-	}
+	review := reviewOf(t, path, []string{docgen.Question})
 	subject := review.WorkflowID
-	out, stderr, err = clitest.RunCLI(t, "ask", "--doc", path, "--question", "Who signed the lease?", "--json")
+	out, stderr, err := clitest.RunCLI(t, "ask", "--doc", path, "--question", "Who signed the lease?", "--json")
 	if err != nil {
 		t.Fatalf("ask: %v\n%s", err, stderr)
 	}

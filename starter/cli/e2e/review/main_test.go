@@ -12,6 +12,9 @@ import (
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/worker/workerapp"
+	"go.temporal.io/sdk/client"
 )
 
 // TestMain runs this package's end-to-end tests on a dev stack of its own
@@ -37,6 +40,18 @@ func signOffGridAwait(ctx context.Context, mc *memclient.Client, subject string)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// dialed dials the stack's Temporal with cfg and returns the client and a
+// memclient on cfg's task queue, closed when the test ends.
+func dialed(t *testing.T, ctx context.Context, cfg config.Config) (client.Client, *memclient.Client) {
+	t.Helper()
+	tc, err := workerapp.Dial(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.Close)
+	return tc, memclient.New(tc, memclient.Options{TaskQueue: cfg.TaskQueue})
 }
 
 // reviewOf reviews doc with questions through `starter review --json`.

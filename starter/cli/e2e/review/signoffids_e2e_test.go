@@ -22,7 +22,6 @@ import (
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
-	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // TestSignOffUnderTheOldIDRunsOn: a sign-off started before
@@ -38,22 +37,12 @@ func TestSignOffUnderTheOldIDRunsOn(t *testing.T) {
 	clitest.StartWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	tc, err := workerapp.Dial(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	mc := memclient.New(tc, memclient.Options{TaskQueue: cfg.TaskQueue})
+	tc, mc := dialed(t, ctx, cfg)
 
-	path, _ := clitest.WriteDoc(t, 3000)
-	out, stderr, err := clitest.RunCLI(t, "review", "--doc", path, "--question", docgen.Question, "--json")
-	if err != nil {
-		t.Fatalf("review: %v\n%s", err, stderr)
-	}
-	var review api.ReviewGrid
-	if err := json.Unmarshal([]byte(out), &review); err != nil {
-		t.Fatal(err)
-	}
+	// A document of its own: a review of the same document and question
+	// has the same id, and another test of the package signs that off.
+	path, _ := clitest.WriteDoc(t, 3100)
+	review := reviewOf(t, path, []string{docgen.Question})
 	subject := review.WorkflowID
 	legacy, current := api.LegacySignOffWorkflowID(subject), api.SignOffWorkflowID(subject)
 

@@ -503,13 +503,28 @@ func progressOf(g *api.SignOffGrid) string {
 	levels := max(g.Levels, 1)
 	var parts []string
 	for l := 1; l <= levels; l++ {
-		n := 0
+		// Level 1 decides every cell; level 2 the cells level 1 edited or
+		// rejected (api.SignOffCell.NeedsLevel2), which are what it has to
+		// get through, whatever else it approves besides.
+		n, of := 0, 0
 		for _, c := range g.Cells {
-			if (l == 1 && c.Level1 != nil) || (l == 2 && c.Level2 != nil) {
-				n++
+			switch {
+			case l == 1:
+				of++
+				if c.Level1 != nil {
+					n++
+				}
+			case c.NeedsLevel2():
+				of++
+				if c.Level2 != nil {
+					n++
+				}
 			}
 		}
-		p := fmt.Sprintf("level %d: %d/%d", l, n, len(g.Cells))
+		p := fmt.Sprintf("level %d: %d/%d", l, n, of)
+		if l == 2 {
+			p += " edited or rejected"
+		}
 		for _, s := range g.SignOffs {
 			if s.Level == l {
 				p += " signed off"

@@ -112,17 +112,21 @@ func TestRowViews(t *testing.T) {
 	}
 }
 
-// TestProgressOf: the list says the cells decided of all at each level,
-// and which levels are signed off.
+// TestProgressOf: the list says the cells decided of all at level 1, of
+// those level 1 edited or rejected at level 2 (the cells level 2 has to
+// decide; an accepted cell it approves besides does not count), and which
+// levels are signed off.
 func TestProgressOf(t *testing.T) {
 	d := &api.Decision{Decision: api.DecisionAccepted}
-	g := &api.SignOffGrid{Levels: 2, Cells: []api.SignOffCell{{ID: "a", Level1: d, Level2: d}, {ID: "b", Level1: d}, {ID: "c"}}}
-	if got, want := progressOf(g), "level 1: 2/3 · level 2: 1/3"; got != want {
+	r := &api.Decision{Decision: api.DecisionRejected}
+	e := &api.Decision{Decision: api.DecisionEdited}
+	g := &api.SignOffGrid{Levels: 2, Cells: []api.SignOffCell{{ID: "a", Level1: d, Level2: d}, {ID: "b", Level1: r}, {ID: "c", Level1: e, Level2: d}, {ID: "d"}}}
+	if got, want := progressOf(g), "level 1: 3/4 · level 2: 1/2 edited or rejected"; got != want {
 		t.Errorf("progress %q, want %q", got, want)
 	}
 	g.SignOffs = []api.LevelSignOff{{Level: 1, Reviewer: "alice"}}
 	g.Levels = 1
-	if got, want := progressOf(g), "level 1: 2/3 signed off"; got != want {
+	if got, want := progressOf(g), "level 1: 3/4 signed off"; got != want {
 		t.Errorf("progress %q, want %q", got, want)
 	}
 }

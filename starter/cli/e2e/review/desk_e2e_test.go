@@ -190,7 +190,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	}
 	key := func(k string) chromedp.Action[chromedp.Void] { return chromedp.KeyEvent(k) }
 
-	login("alice", "level 1: 0/3 · level 2: 0/3")
+	login("alice", "level 1: 0/3 · level 2: 0/0 edited or rejected")
 	do("accept q1", key("a"))
 	wait("q1 accepted", cellIs("q1", "1", "accepted · alice"))
 	do("next open cell", key("n"))
@@ -230,7 +230,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	}
 
 	do("sign out", chromedp.Click(`form.logout button`), chromedp.WaitVisible(`input[name="token"]`))
-	login("bob", "level 1: 3/3 signed off · level 2: 0/3")
+	login("bob", "level 1: 3/3 signed off · level 2: 0/2 edited or rejected")
 	do("next open cell", key("n"))
 	wait("q2 selected", selected("q2"))
 	do("approve q2's edit", key("a"))

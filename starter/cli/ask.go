@@ -641,7 +641,7 @@ func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJS
 	if len(res.Documents) > 0 {
 		fmt.Fprintf(w, "Corpus:   %d documents, read as one stream: %s (%d chunks, %d tokens, %d bytes)\n", len(res.Documents), res.Document, res.Chunks, res.Tokens, res.Bytes)
 	} else {
-		fmt.Fprintf(w, "Document: %s (%d chunks, %d tokens, %d bytes)\n", res.Document, res.Chunks, res.Tokens, res.Bytes)
+		printDocument(w, res.Source, res.Format, res.Document, res.Chunks, res.Tokens, res.Bytes)
 	}
 	if res.ChunksReused > 0 {
 		fmt.Fprintf(w, "Reused:   %d of %d chunks from %s; --reuse none reads them again\n", res.ChunksReused, res.Chunks, api.ReusedReadingText(res.ReusedReading, res.ReusedFrom))

@@ -324,7 +324,8 @@ func printReviewGrid(w io.Writer, g *api.ReviewResult) {
 			reviewPrintable(grounding, 30), reviewPrintable(evidence, 80), report.ReuseMark(r, g.Chunks), r.Usage.Calls, r.Usage.PromptTokens, r.Usage.CompletionTokens)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nDocument: %s (%d chunks, %d tokens, %d bytes)\n", g.Document, g.Chunks, g.Tokens, g.Bytes)
+	fmt.Fprintln(w)
+	printDocument(w, g.Source, g.Format, g.Document, g.Chunks, g.Tokens, g.Bytes)
 	fmt.Fprintf(w, "Model:    %s, %d calls, %d prompt + %d completion tokens\n", g.Model, g.Usage.Calls, g.Usage.PromptTokens, g.Usage.CompletionTokens)
 	if chunksReused > 0 {
 		fmt.Fprintf(w, "Reused:   %d of %d chunk readings from memory checkpoints of earlier readings (%d read now)", chunksReused, chunksReused+chunksRead, chunksRead)
@@ -348,4 +349,16 @@ func reviewPrintable(s string, n int) string {
 		return r
 	}, strings.Join(strings.Fields(s), " "))
 	return clip(s, n)
+}
+
+// printDocument says what was read: the document the caller gave, and,
+// when it was converted (PDF, DOCX, HTML), the text read from it on a line
+// of its own, which is where chunks and byte offsets point.
+func printDocument(w io.Writer, source, format, text string, chunks int, tokens, bytes int64) {
+	if source == "" {
+		fmt.Fprintf(w, "Document: %s (%d chunks, %d tokens, %d bytes)\n", text, chunks, tokens, bytes)
+		return
+	}
+	fmt.Fprintf(w, "Document: %s (%s; %d chunks, %d tokens)\n", source, format, chunks, tokens)
+	fmt.Fprintf(w, "Text:     %s (%d bytes, converted from it)\n", text, bytes)
 }

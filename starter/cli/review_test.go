@@ -52,3 +52,20 @@ func TestPrintReviewGridIsOneLinePerQuestion(t *testing.T) {
 		t.Errorf("printed %q: want the answer on one line without terminal escapes", b.String())
 	}
 }
+
+// TestPrintDocument: a converted document is named as the caller gave it
+// (a reviewer trial read only the converted text's URI), with the text read
+// from it on a line of its own; a text document on one line.
+func TestPrintDocument(t *testing.T) {
+	var b strings.Builder
+	printDocument(&b, "s3://m/documents/sha256/ab/R-FAQ.pdf", "pdf", "s3://m/converted/v5/cd/text.txt", 6, 29438, 114934)
+	if got, want := b.String(), "Document: s3://m/documents/sha256/ab/R-FAQ.pdf (pdf; 6 chunks, 29438 tokens)\n"+
+		"Text:     s3://m/converted/v5/cd/text.txt (114934 bytes, converted from it)\n"; got != want {
+		t.Errorf("converted:\n%s\nwant\n%s", got, want)
+	}
+	b.Reset()
+	printDocument(&b, "", "", "s3://m/docs/a.txt", 2, 9000, 36000)
+	if got, want := b.String(), "Document: s3://m/docs/a.txt (2 chunks, 9000 tokens, 36000 bytes)\n"; got != want {
+		t.Errorf("text: %q, want %q", got, want)
+	}
+}

@@ -39,6 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	workerapp.SetUsage(fs, "Usage: chaos [flags]   the chaos suite: kills, restarts and faults under real runs (docs/CHAOS.md)\nFlags:\n")
 	o := chaosOptions{ChunkTokens: 200, Seed: 1, SimLatency: 100 * time.Millisecond, ModelTimeout: 2 * time.Second, ScenarioTimeout: 15 * time.Minute, Progress: stdout}
 	fs.DurationVar(&o.Downtime, "downtime", 3*time.Second, "how long the server stays down at each restart")
 	fs.DurationVar(&o.SimLatency, "latency", o.SimLatency, "service time of every simulated model call")

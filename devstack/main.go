@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return workerapp.Usage(err)
 	}
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), demoUsage); fs.PrintDefaults() }
+	workerapp.SetUsage(fs, demoUsage)
 	fs.SetOutput(stderr)
 	var opts workerapp.Options
 	workerapp.RegisterFlags(fs, &cfg, &opts)

@@ -29,6 +29,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	workerapp.SetUsage(fs, "Usage: worker [flags]   memagent's worker (--dev: the dev stack and a worker on it)\nFlags:\n")
 	var opts workerapp.Options
 	workerapp.RegisterFlags(fs, &cfg, &opts)
 	var (

@@ -439,19 +439,10 @@ func (d *Desk) waitingList(ctx context.Context) ([]waiting, error) {
 				_ = jsonPayload(v.GetData(), &wt.DocumentURI)
 			}
 		}
-		wt.Document = documentName(wt.DocumentURI)
+		wt.Document = signoff.DocumentName(wt.DocumentURI)
 		list = append(list, wt)
 	}
 	return list, nil
-}
-
-// documentName is a document's file name ("asymptote.pdf" of
-// s3://…/documents/sha256/<hex>/asymptote.pdf), "" for none.
-func documentName(uri string) string {
-	if uri == "" {
-		return ""
-	}
-	return signoff.DocumentName(uri)
 }
 
 func (d *Desk) index(w http.ResponseWriter, r *http.Request, name, sid string) {
@@ -654,7 +645,7 @@ type rowView struct {
 func rowViews(g *api.SignOffGrid, rows []signoff.Row) []rowView {
 	out := make([]rowView, 0, len(rows))
 	for _, r := range rows {
-		v := rowView{Row: r, Decided: api.DecisionPending, DocumentName: documentName(r.EvidenceDocument())}
+		v := rowView{Row: r, Decided: api.DecisionPending, DocumentName: signoff.DocumentName(r.EvidenceDocument())}
 		if c := g.Cell(r.Cell); c != nil {
 			v.FinalAnswer = signoff.Record{Row: r, Cell: *c}.FinalAnswer()
 			if d := c.Decided(); d != nil {

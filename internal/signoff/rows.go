@@ -119,5 +119,12 @@ func BatchRows(results []byte) ([]Row, error) {
 	return rows, nil
 }
 
-// DocumentName is a document URI's last segment, as a cell shows it.
-func DocumentName(uri string) string { return path.Base(uri) }
+// DocumentName is a document URI's last segment, as a cell shows it
+// ("asymptote.pdf" of s3://…/documents/sha256/<hex>/asymptote.pdf), and ""
+// for no URI (a cell without evidence), not path.Base's ".".
+func DocumentName(uri string) string {
+	if uri == "" {
+		return ""
+	}
+	return path.Base(uri)
+}

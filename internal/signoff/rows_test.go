@@ -36,3 +36,17 @@ func TestRowsSayReused(t *testing.T) {
 		t.Errorf("a reused row's JSON %s lacks \"reused\":true", b)
 	}
 }
+
+// TestDocumentName: a cell names its document by the URI's file name, and
+// a cell without a document (no evidence) names none, not ".".
+func TestDocumentName(t *testing.T) {
+	for uri, want := range map[string]string{
+		"s3://m/documents/sha256/ab/asymptote.pdf": "asymptote.pdf",
+		"s3://m/docs/a.txt":                        "a.txt",
+		"":                                         "",
+	} {
+		if got := DocumentName(uri); got != want {
+			t.Errorf("DocumentName(%q) = %q, want %q", uri, got, want)
+		}
+	}
+}

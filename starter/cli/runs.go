@@ -303,14 +303,14 @@ func newRunRow(e *workflowpb.WorkflowExecutionInfo) runRow {
 // besideSubjects finds what each sign-off of rows signs off and lists it
 // right after that review or batch when the review or batch is listed
 // too (else where it started). A listed subject is matched by the id its
-// sign-off has (api.SignOffWorkflowID); any other sign-off is asked,
-// within progressWait, by subjectOf (its grid: the result of a completed
-// one, the query of one still waiting).
+// sign-off has, in either form (api.SignOffSubjectOf); any other sign-off
+// is asked, within progressWait, by subjectOf (its grid: the result of a
+// completed one, the query of one still waiting).
 func besideSubjects(ctx context.Context, rows []runRow, subjectOf func(context.Context, runRow) (string, error)) []runRow {
-	subjects := map[string]string{} // sign-off id → subject id
+	listed := map[string]bool{}
 	for _, r := range rows {
-		if r.WorkflowType == api.ReviewDocumentName || r.WorkflowType == api.BatchQAName {
-			subjects[api.SignOffWorkflowID(r.WorkflowID)] = r.WorkflowID
+		if r.WorkflowType != api.SignOffName {
+			listed[r.WorkflowID] = true
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, progressWait)
@@ -321,7 +321,7 @@ func besideSubjects(ctx context.Context, rows []runRow, subjectOf func(context.C
 		if r.WorkflowType != api.SignOffName {
 			continue
 		}
-		if s, ok := subjects[r.WorkflowID]; ok {
+		if s, ok := api.SignOffSubjectOf(r.WorkflowID); ok && listed[s] {
 			r.SignsOff = s
 			continue
 		}
@@ -334,12 +334,6 @@ func besideSubjects(ctx context.Context, rows []runRow, subjectOf func(context.C
 		}()
 	}
 	wg.Wait()
-	listed := map[string]bool{}
-	for _, r := range rows {
-		if r.WorkflowType != api.SignOffName {
-			listed[r.WorkflowID] = true
-		}
-	}
 	out := make([]runRow, 0, len(rows))
 	for _, r := range rows {
 		if r.WorkflowType == api.SignOffName && listed[r.SignsOff] {

@@ -79,11 +79,13 @@ func TestBesideSubjects(t *testing.T) {
 	}
 	rows := []runRow{ // newest first
 		row(api.SignOffWorkflowID("rev-a"), api.SignOffName, 9),
+		row(api.LegacySignOffWorkflowID("rev-c"), api.SignOffName, 3),
 		row("legacy-signoff-of-b", api.SignOffName, 8),
 		row("q-1", api.DocumentQAName, 7),
 		row(api.SignOffWorkflowID("rev-gone"), api.SignOffName, 6),
 		row("batch-b", api.BatchQAName, 5),
 		row("rev-a", api.ReviewDocumentName, 4),
+		row("rev-c", api.ReviewDocumentName, 2),
 	}
 	asked := map[string]bool{}
 	got := besideSubjects(context.Background(), rows, func(_ context.Context, r runRow) (string, error) {
@@ -99,12 +101,13 @@ func TestBesideSubjects(t *testing.T) {
 		order = append(order, r.WorkflowID)
 		signs = append(signs, r.SignsOff)
 	}
-	wantOrder := []string{"q-1", api.SignOffWorkflowID("rev-gone"), "batch-b", "legacy-signoff-of-b", "rev-a", api.SignOffWorkflowID("rev-a")}
-	wantSigns := []string{"", "", "", "batch-b", "", "rev-a"}
+	wantOrder := []string{"q-1", api.SignOffWorkflowID("rev-gone"), "batch-b", "legacy-signoff-of-b", "rev-a", api.SignOffWorkflowID("rev-a"),
+		"rev-c", api.LegacySignOffWorkflowID("rev-c")}
+	wantSigns := []string{"", "", "", "batch-b", "", "rev-a", "", "rev-c"}
 	if !reflect.DeepEqual(order, wantOrder) || !reflect.DeepEqual(signs, wantSigns) {
 		t.Errorf("order %q, signs off %q\nwant %q, %q", order, signs, wantOrder, wantSigns)
 	}
-	if asked[api.SignOffWorkflowID("rev-a")] {
-		t.Error("asked a sign-off whose subject is listed under its derived id")
+	if asked[api.SignOffWorkflowID("rev-a")] || asked[api.LegacySignOffWorkflowID("rev-c")] {
+		t.Error("asked a sign-off whose subject is listed under its derived id (either form)")
 	}
 }

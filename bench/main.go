@@ -29,9 +29,9 @@ import (
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -305,7 +305,7 @@ func newBenchEnv(ctx context.Context, ext externalTemporal) (*benchEnv, error) {
 	}
 	env := &benchEnv{dev: dev, logger: logger, server: embeddedServer}
 	env.cfg = config.Default().AtDevStack(dev.Addresses())
-	if env.store, err = plugin.NewStore(ctx, env.cfg.Options); err != nil {
+	if env.store, err = pluginkit.NewStore(ctx, env.cfg.Options); err != nil {
 		dev.Close()
 		return nil, err
 	}

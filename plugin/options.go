@@ -16,8 +16,9 @@ import (
 )
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout
-// is zero (MEMAGENT_MODEL_TIMEOUT): 10 minutes, the inference client's own default.
-const DefaultModelTimeout = inference.DefaultRequestTimeout
+// is zero (MEMAGENT_MODEL_TIMEOUT): 10 minutes, the inference client's own
+// default (a test holds them equal).
+const DefaultModelTimeout = 10 * time.Minute
 
 // DefaultStopTimeout is how long a stopping worker lets in-flight
 // activities finish when Options.StopTimeout is zero and the host left

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memagent/memagent/internal/inference"
 )
 
 // workerEnv is a value for every variable memagent's worker reads (its
@@ -150,5 +152,13 @@ func TestValidateKeepsUserInfoOut(t *testing.T) {
 	err := o.Validate(nil)
 	if err == nil || !strings.Contains(err.Error(), "minio:9000") || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("validate = %v, want the endpoint named without its user info", err)
+	}
+}
+
+// TestDefaultModelTimeoutIsTheClients holds the documented default equal to
+// the inference client's own, which the public constant no longer names.
+func TestDefaultModelTimeoutIsTheClients(t *testing.T) {
+	if DefaultModelTimeout != inference.DefaultRequestTimeout {
+		t.Fatalf("DefaultModelTimeout %v, the inference client's default %v", DefaultModelTimeout, inference.DefaultRequestTimeout)
 	}
 }

@@ -27,12 +27,12 @@ import (
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -247,7 +247,7 @@ type session struct {
 }
 
 func (s *session) connect(ctx context.Context) error {
-	store, err := plugin.NewStore(ctx, s.cfg.Options)
+	store, err := pluginkit.NewStore(ctx, s.cfg.Options)
 	if err != nil {
 		return err
 	}
@@ -513,7 +513,7 @@ func (s *session) checkBudget(ctx context.Context, req askRequest) error {
 	if err != nil {
 		return err
 	}
-	m, err := plugin.NewModelPool(s.cfg.Options, s.logger)
+	m, err := pluginkit.NewModelPool(s.cfg.Options, s.logger)
 	if err != nil {
 		return err
 	}

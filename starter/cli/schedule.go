@@ -23,8 +23,8 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -453,7 +453,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		} else if !isNotFound(err) {
 			return fmt.Errorf("schedule %s: %w", c.ID, err)
 		}
-		store, err := plugin.NewStore(ctx, cfg.Options)
+		store, err := pluginkit.NewStore(ctx, cfg.Options)
 		if err != nil {
 			return err
 		}

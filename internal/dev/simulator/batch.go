@@ -2,7 +2,9 @@ package simulator
 
 import (
 	"cmp"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -120,6 +122,16 @@ type seq struct {
 	prefilled, decoded int
 	canceled           bool
 	done               chan struct{} // closed when the last token is decoded
+	// preempted is closed when the scheduler takes s out of the batch for
+	// a more urgent request (see batcher.preempt); resume gives it a new
+	// one. epoch counts its stays in a batch, so that a step planned
+	// before a preemption does not advance it.
+	// epoch is atomic because a batch the sequence has left reads it when
+	// it commits a step planned before, while another batch may own it.
+	preempted chan struct{}
+	epoch     atomic.Int64
+	inBatch   bool
+	original  int // the prompt as sent
 }
 
 // gone reports whether s has left the batch: answered or aborted.
@@ -128,8 +140,9 @@ func (s *seq) gone() bool { return s.canceled || s.decoded == s.completion }
 // step is one planned forward pass.
 type step struct {
 	seqs    []*seq
-	chunks  []int // prompt tokens each of seqs prefills; 0 for a decode
-	prefill int   // sum of chunks
+	epochs  []int64 // of each of seqs when planned
+	chunks  []int   // prompt tokens each of seqs prefills; 0 for a decode
+	prefill int     // sum of chunks
 	dur     time.Duration
 }
 
@@ -167,9 +180,50 @@ func (b *batcher) submit(promptTokens, completionTokens int) *seq {
 
 // add appends a sequence to the batch; mu must be held.
 func (b *batcher) add(promptTokens, completionTokens int) *seq {
-	s := &seq{prompt: max(promptTokens, 0), completion: max(completionTokens, 1), done: make(chan struct{})}
+	s := &seq{prompt: max(promptTokens, 0), completion: max(completionTokens, 1), done: make(chan struct{}), preempted: make(chan struct{}), inBatch: true}
+	s.original = s.prompt
 	b.seqs = append(b.seqs, s)
 	return s
+}
+
+// preempt takes s out of the batch, as vLLM preempts a running request
+// by recomputation: its KV cache is dropped, so when it resumes it
+// prefills its prompt and the tokens it had decoded again, then decodes
+// the rest. It returns false, changing nothing, when s has already left
+// (answered, aborted or preempted).
+func (b *batcher) preempt(s *seq) bool {
+	b.mu.Lock()
+	if s.gone() || !s.inBatch {
+		b.mu.Unlock()
+		return false
+	}
+	s.inBatch = false
+	s.epoch.Add(1)
+	b.seqs = slices.DeleteFunc(b.seqs, func(x *seq) bool { return x == s })
+	s.prompt, s.prefilled = s.original+s.decoded, 0
+	close(s.preempted)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// resume puts a preempted s into this batch (a replica's; not necessarily
+// the one it left) and returns the channel that is closed if it is
+// preempted again.
+func (b *batcher) resume(s *seq) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s.inBatch = true
+	s.preempted = make(chan struct{})
+	b.seqs = append(b.seqs, s)
+	if !b.looping {
+		b.looping = true
+		go b.loop()
+	}
+	return s.preempted
 }
 
 // abort takes s out of the batch at the end of the current step; if no
@@ -233,7 +287,7 @@ func (b *batcher) sleepUntil(t time.Time) bool {
 // live reports whether any sequence is still in the batch; mu must be held.
 func (b *batcher) live() bool {
 	for _, s := range b.seqs {
-		if !s.gone() {
+		if !s.gone() && s.inBatch {
 			return true
 		}
 	}
@@ -246,7 +300,7 @@ func (b *batcher) live() bool {
 func (b *batcher) plan() step {
 	kept := b.seqs[:0]
 	for _, s := range b.seqs {
-		if !s.gone() {
+		if !s.gone() && s.inBatch {
 			kept = append(kept, s)
 		}
 	}
@@ -260,7 +314,7 @@ func (b *batcher) plan() step {
 			break
 		}
 		if s.prefilled == s.prompt {
-			st.seqs, st.chunks = append(st.seqs, s), append(st.chunks, 0)
+			st.seqs, st.chunks, st.epochs = append(st.seqs, s), append(st.chunks, 0), append(st.epochs, s.epoch.Load())
 			budget--
 		}
 	}
@@ -269,7 +323,7 @@ func (b *batcher) plan() step {
 			break
 		}
 		if n := min(s.prompt-s.prefilled, budget); n > 0 {
-			st.seqs, st.chunks = append(st.seqs, s), append(st.chunks, n)
+			st.seqs, st.chunks, st.epochs = append(st.seqs, s), append(st.chunks, n), append(st.epochs, s.epoch.Load())
 			st.prefill += n
 			budget -= n
 		}
@@ -285,6 +339,9 @@ func (b *batcher) commit(st step) {
 	b.busy += st.dur
 	b.steps++
 	for i, s := range st.seqs {
+		if s.epoch.Load() != st.epochs[i] {
+			continue // preempted during the step: its work is lost
+		}
 		s.prefilled += st.chunks[i]
 		if s.prefilled == s.prompt {
 			s.decoded++

@@ -132,6 +132,7 @@ type seq struct {
 	epoch     atomic.Int64
 	inBatch   bool
 	original  int // the prompt as sent
+	prio      int // the request's priority, lower first (priority policy)
 }
 
 // gone reports whether s has left the batch: answered or aborted.
@@ -153,6 +154,10 @@ type step struct {
 type batcher struct {
 	o    BatchOptions // with defaults
 	wake chan struct{}
+	// priority gives prompt chunks to sequences by (priority, arrival),
+	// as vLLM's priority policy orders its running requests; otherwise
+	// by arrival.
+	priority bool
 
 	mu      sync.Mutex
 	seqs    []*seq // in order of arrival
@@ -168,9 +173,15 @@ func newBatcher(o BatchOptions) *batcher {
 // submit adds a sequence and returns it; its done channel closes when it is
 // decoded. Its caller must abort it if it stops waiting.
 func (b *batcher) submit(promptTokens, completionTokens int) *seq {
+	return b.submitPrio(promptTokens, completionTokens, 0)
+}
+
+// submitPrio is submit for a request of priority prio.
+func (b *batcher) submitPrio(promptTokens, completionTokens, prio int) *seq {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.add(promptTokens, completionTokens)
+	s.prio = prio
 	if !b.looping {
 		b.looping = true
 		go b.loop()
@@ -296,7 +307,8 @@ func (b *batcher) live() bool {
 
 // plan drops answered and aborted sequences and chooses the next step: a decode token
 // for every sequence past its prompt, then prompt chunks in order of
-// arrival within what is left of the token budget. mu must be held.
+// arrival (of priority, then arrival, under the priority policy) within
+// what is left of the token budget. mu must be held.
 func (b *batcher) plan() step {
 	kept := b.seqs[:0]
 	for _, s := range b.seqs {
@@ -318,7 +330,12 @@ func (b *batcher) plan() step {
 			budget--
 		}
 	}
-	for _, s := range b.seqs {
+	prefilling := b.seqs
+	if b.priority {
+		prefilling = slices.Clone(b.seqs)
+		slices.SortStableFunc(prefilling, func(x, y *seq) int { return cmp.Compare(x.prio, y.prio) })
+	}
+	for _, s := range prefilling {
 		if budget == 0 || len(st.seqs) == b.o.MaxNumSeqs {
 			break
 		}

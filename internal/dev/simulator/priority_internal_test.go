@@ -169,3 +169,30 @@ func TestPoolPreempts(t *testing.T) {
 	fcfs.release(low)
 	<-done
 }
+
+// TestBatchPrefillsByPriority: under the priority policy the step's
+// prompt budget goes to the most urgent sequence first; otherwise to the
+// first to arrive.
+func TestBatchPrefillsByPriority(t *testing.T) {
+	for _, tt := range []struct {
+		priority bool
+		want     string
+	}{{true, "urgent"}, {false, "batch"}} {
+		b := newBatcher(BatchOptions{})
+		b.priority = tt.priority
+		b.mu.Lock()
+		batch := b.add(3000, 5)
+		batch.prio = 1
+		urgent := b.add(3000, 5)
+		urgent.prio = -1
+		st := b.plan()
+		b.mu.Unlock()
+		if len(st.seqs) != 1 {
+			t.Fatalf("priority %v: the first step prefills %d sequences, want the budget (%d) spent on one", tt.priority, len(st.seqs), b.o.MaxNumBatchedTokens)
+		}
+		got := map[*seq]string{batch: "batch", urgent: "urgent"}[st.seqs[0]]
+		if got != tt.want {
+			t.Errorf("priority policy %v: the first step prefills the %s sequence, want the %s one", tt.priority, got, tt.want)
+		}
+	}
+}

@@ -202,7 +202,9 @@ func New(opts Options) *Server {
 		s.opts.Batch = opts.Batch.WithDefaults()
 		slots = s.opts.Batch.MaxNumSeqs
 		for range replicas {
-			s.batchers = append(s.batchers, newBatcher(s.opts.Batch))
+			b := newBatcher(s.opts.Batch)
+			b.priority = opts.SchedulingPolicy == SchedulingPriority
+			s.batchers = append(s.batchers, b)
 		}
 	}
 	s.pool = newPool(replicas, slots, max(opts.MaxQueue, 0), opts.SchedulingPolicy == SchedulingPriority)
@@ -598,7 +600,7 @@ func (s *Server) serve(ctx context.Context, t *ticket, g grant, fault FaultKind,
 // the queue, if the client goes away first.
 func (s *Server) decode(ctx context.Context, t *ticket, g grant, promptTokens, completionTokens int) bool {
 	b := s.batchers[g.replica]
-	q := b.submit(promptTokens, completionTokens)
+	q := b.submitPrio(promptTokens, completionTokens, t.prio)
 	var preempted <-chan struct{} = q.preempted
 	s.pool.attach(t, b, q)
 	for {

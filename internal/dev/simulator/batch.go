@@ -163,6 +163,7 @@ type batcher struct {
 	seqs    []*seq // in order of arrival
 	looping bool
 	busy    time.Duration // simulated GPU time spent in steps
+	prefill time.Duration // the part of busy spent on prompt tokens
 	steps   int
 }
 
@@ -354,6 +355,7 @@ func (b *batcher) plan() step {
 // answered and leave. mu must be held.
 func (b *batcher) commit(st step) {
 	b.busy += st.dur
+	b.prefill += seconds(float64(st.prefill) / b.o.PrefillTokensPerSec)
 	b.steps++
 	for i, s := range st.seqs {
 		if s.epoch.Load() != st.epochs[i] {
@@ -371,12 +373,12 @@ func (b *batcher) commit(st step) {
 
 // batchStats is a consistent snapshot of a batcher.
 type batchStats struct {
-	busy  time.Duration
-	steps int
+	busy, prefill time.Duration
+	steps         int
 }
 
 func (b *batcher) stats() batchStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return batchStats{busy: b.busy, steps: b.steps}
+	return batchStats{busy: b.busy, prefill: b.prefill, steps: b.steps}
 }

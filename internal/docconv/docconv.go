@@ -38,7 +38,9 @@ const SniffBytes = 8 << 10
 // SniffBytes), by content, not name: "%PDF-" anywhere in the first KiB
 // (as PDF readers accept), a zip (a DOCX is told from other zips only once
 // it is opened: FormatZip), HTML markup at the start, an OLE compound file
-// (a legacy .doc), an image, or else text (which must then be UTF-8).
+// (a legacy .doc), a mailbox (a "From " line, then a message's header), an
+// email (a header of RFC 5322 fields: From, Received, Message-ID…), an
+// image, or else text (which must then be UTF-8).
 func Detect(head []byte) string {
 	if i := bytes.Index(head[:min(len(head), 1024)], []byte("%PDF-")); i >= 0 {
 		return FormatPDF
@@ -48,6 +50,12 @@ func Detect(head []byte) string {
 	}
 	if bytes.HasPrefix(head, []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}) {
 		return FormatOLE
+	}
+	if looksLikeMbox(head) {
+		return FormatMbox
+	}
+	if looksLikeEmail(head) {
+		return FormatEmail
 	}
 	if isHTML(head) {
 		return FormatHTML
@@ -178,6 +186,8 @@ type Result struct {
 // textWriter writes paragraphs separated by blank lines and records the
 // byte range of each page or section.
 type textWriter struct {
+	// over is set once a block was refused for the text limit.
+	over  bool
 	w     *bufio.Writer
 	n     int64
 	max   int64
@@ -240,6 +250,7 @@ func (t *textWriter) block(p string) error {
 		return nil
 	}
 	if t.n+int64(len(p))+2 > t.max {
+		t.over = true
 		return overLimit(fmt.Sprintf("has more than %d bytes of text", t.max), t.max, "bytes", "MEMAGENT_MAX_CONVERTED_MB")
 	}
 	if t.n > 0 {
@@ -310,6 +321,8 @@ func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.W
 		res, err = convertDOCX(ctx, path, w, opts.Progress, limits)
 	case FormatHTML:
 		res, err = convertHTML(ctx, path, w, opts.Progress, limits)
+	case FormatEmail, FormatMbox:
+		res, err = c.convertEmail(ctx, format, path, w, opts, limits)
 	default:
 		if err := Unsupported(format, ""); err != nil {
 			return nil, err

@@ -25,7 +25,20 @@ const (
 	FormatZip   = "zip"
 	FormatOLE   = "ole"
 	FormatImage = "image"
+	// FormatOutlook is an Outlook message (.msg): an OLE compound file
+	// of MAPI property streams, which no maintained Go library reads; it
+	// is refused with the way to convert it.
+	FormatOutlook = "msg"
 )
+
+// utf16le is s (ASCII) as UTF-16LE, as OLE directory entries name streams.
+func utf16le(s string) []byte {
+	b := make([]byte, 0, 2*len(s))
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i], 0)
+	}
+	return b
+}
 
 // errConvertTimeout is the cause of a conversion's context past
 // Limits.Timeout.
@@ -49,6 +62,9 @@ func Detect(head []byte) string {
 		return FormatZip
 	}
 	if bytes.HasPrefix(head, []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}) {
+		if bytes.Contains(head, utf16le("__substg1.0_")) || bytes.Contains(head, utf16le("__properties_version1.0")) {
+			return FormatOutlook
+		}
 		return FormatOLE
 	}
 	if looksLikeMbox(head) {
@@ -123,7 +139,17 @@ func badf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(for
 // the PDF's page then draws the image and has no text layer, which OCR
 // reads in its default mode (OCRAuto, OCRDecision's OCRNoTextLayer).
 func Unsupported(format, name string) error {
+	if format == FormatOLE && strings.EqualFold(path.Ext(name), ".msg") {
+		format = FormatOutlook
+	}
 	switch format {
+	case FormatOutlook:
+		if name == "" || name == "." || name == "/" || !strings.EqualFold(path.Ext(name), ".msg") {
+			name = "message.msg"
+		}
+		eml := strings.TrimSuffix(name, path.Ext(name)) + ".eml"
+		return badf("is an Outlook message (.msg), which memagent does not read: convert it to .eml (msgconvert %s, from Debian's libemail-outlook-message-perl, writes %s; or drag it from Outlook into Thunderbird and save it as .eml) and ask about the .eml",
+			shellWord(name), shellWord(eml))
 	case FormatOLE:
 		return badf("is a legacy Office file (.doc, .xls or .ppt): save it as .docx or PDF and ask again")
 	case FormatImage:

@@ -71,6 +71,9 @@ func (e *emailConv) attachment(l leaf, label, parent string) error {
 	at.ContentType, _, _ = mime.ParseMediaType(l.h.Get("Content-Type"))
 	alabel := label + " › " + name
 	first := e.span + 1
+	// Listed before its own members (a forwarded message's attachments).
+	idx := len(e.msg.Attachments)
+	e.msg.Attachments = append(e.msg.Attachments, at)
 	err := e.convertAttachment(l, alabel, at.Path, &at)
 	var bad *Error
 	if errors.As(err, &bad) {
@@ -89,12 +92,17 @@ func (e *emailConv) attachment(l leaf, label, parent string) error {
 	if e.span >= first {
 		at.FirstSpan, at.LastSpan = first, e.span
 	}
-	e.msg.Attachments = append(e.msg.Attachments, at)
+	e.msg.Attachments[idx] = at
 	return err
 }
 
 func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent.EmailAttachment) error {
 	mt, params, _ := mime.ParseMediaType(l.h.Get("Content-Type"))
+	switch mt {
+	case "application/pgp-signature", "application/pkcs7-signature", "application/x-pkcs7-signature":
+		_, _ = io.Copy(io.Discard, l.body)
+		return badf("is the message's digital signature, not a document")
+	}
 	if mt == "message/rfc822" || mt == "message/global" {
 		at.Format = FormatEmail
 		nh, nb, err := readHeader(bufio.NewReaderSize(l.body, 32<<10), e.el.headerBytes)
@@ -182,13 +190,18 @@ func (e *emailConv) subConvert(format, file, alabel string) error {
 	}
 	spanOf := map[int]int{}
 	pos := int64(0)
+	headed := false
 	emit := func(label string, start, end int64) error {
-		if end <= start {
-			return nil
+		if end-start <= 2 {
+			return nil // the blank line between two pages
 		}
 		e.begin(label)
-		if err := e.t.paragraph(fmt.Sprintf("--- %s ---", label)); err != nil {
-			return err
+		if !headed {
+			// The attachment's header line, once, in its first span.
+			headed = true
+			if err := e.t.paragraph(fmt.Sprintf("--- %s ---", alabel)); err != nil {
+				return err
+			}
 		}
 		return e.copyText(out, start, end)
 	}

@@ -247,22 +247,27 @@ func (u *unescapeFrom) Read(p []byte) (int, error) {
 }
 
 // readHeader reads a header block (up to its blank line) of at most max
-// bytes and parses it, leniently: a line that is neither a field nor a
-// continuation is dropped before the first field (an mbox's stray "From "
-// line) and, after one, starts the body (a header without its blank
+// bytes and parses it, leniently: an mbox's "From " line is dropped, and a
+// line that is neither a field nor a continuation is dropped before the
+// first field and, after one, starts the body (a header without its blank
 // line). It returns the header and the body's reader. Over max, it fails
 // as *Error.
 func readHeader(r *bufio.Reader, max int64) (textproto.MIMEHeader, io.Reader, error) {
 	var buf bytes.Buffer
 	var body io.Reader = r
+	var long []byte // a line longer than r's buffer, so far
 	for {
 		line, err := r.ReadSlice('\n')
-		if int64(buf.Len()+len(line)) > max {
+		if int64(buf.Len()+len(long)+len(line)) > max {
 			return nil, nil, overLimit(fmt.Sprintf("has a header of more than %d bytes", max), max, "bytes", "")
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			buf.Write(line)
+			long = append(long, line...)
 			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
 		}
 		t := bytes.TrimRight(line, "\r\n")
 		if len(t) == 0 {
@@ -271,9 +276,17 @@ func readHeader(r *bufio.Reader, max int64) (textproto.MIMEHeader, io.Reader, er
 		name, _, field := bytes.Cut(t, []byte(":"))
 		field = field && len(name) > 0 && !bytes.ContainsAny(name, " \t")
 		switch {
-		case field || (t[0] == ' ' || t[0] == '\t') && buf.Len() > 0:
+		case bytes.HasPrefix(bytes.TrimLeft(t, ">"), []byte("From ")):
+			// An mbox's envelope line, where a mailer left it.
+		case (t[0] == ' ' || t[0] == '\t') && buf.Len() > 0:
+			// A continuation: unfolded onto its field.
+			buf.WriteByte(' ')
+			buf.Write(bytes.TrimLeft(t, " \t"))
+		case field:
+			if buf.Len() > 0 {
+				buf.WriteString("\r\n")
+			}
 			buf.Write(t)
-			buf.WriteString("\r\n")
 		case buf.Len() > 0:
 			// The body, after a header that lacks its blank line.
 			body = io.MultiReader(bytes.NewReader(append([]byte(nil), line...)), r)
@@ -285,10 +298,15 @@ func readHeader(r *bufio.Reader, max int64) (textproto.MIMEHeader, io.Reader, er
 			break
 		}
 	}
-	buf.WriteString("\r\n")
-	h, err := textproto.NewReader(bufio.NewReader(&buf)).ReadMIMEHeader()
-	if err != nil && len(h) == 0 {
-		h = textproto.MIMEHeader{}
+	h := textproto.MIMEHeader{}
+	for _, field := range bytes.Split(buf.Bytes(), []byte("\r\n")) {
+		name, value, ok := bytes.Cut(field, []byte(":"))
+		if !ok {
+			continue
+		}
+		// Lenient as mail readers are: any name without white space.
+		key := textproto.CanonicalMIMEHeaderKey(string(name))
+		h[key] = append(h[key], string(bytes.TrimSpace(value)))
 	}
 	return h, body, nil
 }

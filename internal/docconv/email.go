@@ -51,6 +51,12 @@ const (
 	maxAttachmentName = 100
 )
 
+// messageOver is the Error of a message over one of the limits: the
+// message is skipped and reported, the mailbox's other messages read.
+func messageOver(what string, limit int64, unit string) error {
+	return badf("%s, over the converter's limit of %d %s", what, limit, unit)
+}
+
 // looksLikeMbox reports a mailbox: a "From " line (the mbox separator)
 // first, then a message's header.
 func looksLikeMbox(head []byte) bool {
@@ -187,7 +193,7 @@ func splitMbox(ctx context.Context, f *os.File, mbox bool, max int64) ([]mboxMes
 				msgs[len(msgs)-1].end = off
 			}
 			if int64(len(msgs)) >= max {
-				return nil, overLimit(fmt.Sprintf("is a mailbox of more than %d messages", max), max, "messages", "MEMAGENT_EMAIL_MAX_MESSAGES")
+				return nil, badf("is a mailbox of more than %d messages, over the converter's limit of %d messages: split it (by year, by folder) and ask of the parts as one corpus", max, max)
 			}
 			msgs = append(msgs, mboxMessage{start: off + n, end: -1, mboxrd: true})
 		}
@@ -259,7 +265,7 @@ func readHeader(r *bufio.Reader, max int64) (textproto.MIMEHeader, io.Reader, er
 	for {
 		line, err := r.ReadSlice('\n')
 		if int64(buf.Len()+len(long)+len(line)) > max {
-			return nil, nil, overLimit(fmt.Sprintf("has a header of more than %d bytes", max), max, "bytes", "")
+			return nil, nil, messageOver(fmt.Sprintf("has a header of more than %d bytes", max), max, "bytes")
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long = append(long, line...)
@@ -537,7 +543,7 @@ func messageReader(m mboxMessage, f *os.File, max int64) io.Reader {
 func (e *emailConv) check(m mboxMessage, f *os.File) ([32]byte, error) {
 	var sum [32]byte
 	if m.end-m.start > e.el.messageBytes {
-		return sum, overLimit(fmt.Sprintf("has %d bytes, more than %d", m.end-m.start, e.el.messageBytes), e.el.messageBytes, "bytes", "MEMAGENT_EMAIL_MAX_MESSAGE_MB")
+		return sum, messageOver(fmt.Sprintf("has %d bytes", m.end-m.start), e.el.messageBytes, "bytes")
 	}
 	br := bufio.NewReaderSize(messageReader(m, f, e.el.messageBytes), 32<<10)
 	h, br2, err := readHeader(br, e.el.headerBytes)
@@ -585,11 +591,11 @@ type leaf struct {
 // preamble and epilogue are not text.
 func (e *emailConv) walk(h textproto.MIMEHeader, r io.Reader, depth int64, visit func(leaf) error) error {
 	if depth > e.el.depth {
-		return overLimit(fmt.Sprintf("nests parts more than %d deep", e.el.depth), e.el.depth, "levels", "")
+		return messageOver(fmt.Sprintf("nests parts more than %d deep", e.el.depth), e.el.depth, "levels")
 	}
 	e.parts++
 	if e.parts > e.el.parts {
-		return overLimit(fmt.Sprintf("has more than %d parts", e.el.parts), e.el.parts, "parts", "")
+		return messageOver(fmt.Sprintf("has more than %d parts", e.el.parts), e.el.parts, "parts")
 	}
 	mt, params, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	if mt == "" {
@@ -634,7 +640,7 @@ func (e *emailConv) walk(h textproto.MIMEHeader, r io.Reader, depth int64, visit
 				var buf bytes.Buffer
 				e.parts++
 				if e.parts > e.el.parts {
-					return overLimit(fmt.Sprintf("has more than %d parts", e.el.parts), e.el.parts, "parts", "")
+					return messageOver(fmt.Sprintf("has more than %d parts", e.el.parts), e.el.parts, "parts")
 				}
 				if err := e.decodeTo(&buf, ph, p); err != nil {
 					return err
@@ -714,7 +720,7 @@ type limitReader struct {
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if l.left < 0 {
-		return 0, overLimit(fmt.Sprintf("has a part of more than %d bytes decoded", l.max), l.max, "bytes", "MEMAGENT_EMAIL_MAX_PART_MB")
+		return 0, messageOver(fmt.Sprintf("has a part of more than %d bytes decoded", l.max), l.max, "bytes")
 	}
 	if int64(len(p)) > l.left+1 {
 		p = p[:l.left+1]
@@ -722,7 +728,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	if l.left < 0 {
-		return n, overLimit(fmt.Sprintf("has a part of more than %d bytes decoded", l.max), l.max, "bytes", "MEMAGENT_EMAIL_MAX_PART_MB")
+		return n, messageOver(fmt.Sprintf("has a part of more than %d bytes decoded", l.max), l.max, "bytes")
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		// A damaged encoding (bad base64): the part ends where it broke.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/testdeps"
@@ -41,12 +42,17 @@ func TestEmailFamilies(t *testing.T) {
 		termsFact    = "Either party may terminate on ninety days written notice."
 		scheduleFact = "The keys are handed over on 3 May at noon."
 		scanFact     = "The deposit is held by the landlord bank in Utrecht."
+		scan2Fact    = "The garden is kept by the tenant from Rotterdam."
 	)
 	lease := docconvtest.PDF(docconvtest.PDFOptions{Pages: 4, FactPage: 4, Fact: leaseFact, Seed: 1})
 	terms := docconvtest.DOCX("Terms", docconvtest.Sections(3, 2, termsFact, 2))
 	notes := docconvtest.HTML("Notes", docconvtest.Sections(2, 0, "", 3))
 	schedule := docconvtest.PDF(docconvtest.PDFOptions{Pages: 1, FactPage: 1, Fact: scheduleFact, Seed: 4})
 	scan, err := docconvtest.ScannedCopy(pdftoppm, docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, FactPage: 2, Fact: scanFact, Seed: 5}), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan2, err := docconvtest.ScannedCopy(pdftoppm, docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, FactPage: 2, Fact: scan2Fact, Seed: 6}), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +65,21 @@ func TestEmailFamilies(t *testing.T) {
 		attach("outer", "text/html", "notes.html", notes) +
 		attach("outer", "text/plain", "list.txt", []byte("1. Keys\n2. Meter readings\n")) +
 		"--outer\nContent-Type: message/rfc822\n\n" + forwarded +
-		attach("outer", "application/pdf", "scan.pdf", scan) + "--outer--\n"
+		attach("outer", "application/pdf", "scan.pdf", scan) + attach("outer", "application/pdf", "scan2.pdf", scan2) + "--outer--\n"
 	path := mboxOf(t, plainMessage(1, "Lease", "Here is the draft."), msg)
 
-	_, text, res, err := convertEmailFile(t, ocrConverter(t), path)
+	// One OCR cache for the mailbox, as the worker keeps one per object:
+	// the two scans' page 2 must not meet in it.
+	cache := &memCache{m: map[string]*docconv.OCRResult{}}
+	format, text, res, err := convertEmailFileWith(t, ocrConverter(t), path, docconv.Options{OCRCache: cache})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if format != docconv.FormatMbox {
+		t.Fatalf("format %q", format)
+	}
+	if !strings.Contains(text, "Rotterdam") {
+		t.Errorf("the second scan's page 2 lacks Rotterdam: read from the first's in the cache?")
 	}
 	m := res.Map.Email.Messages[1]
 	const label = `msg 2 "Re: Lease"`
@@ -78,7 +93,7 @@ func TestEmailFamilies(t *testing.T) {
 			t.Errorf("attachment %s: %+v, want it read", a.Path, a)
 		}
 	}
-	want := "lease.pdf (pdf), terms.docx (zip), notes.html (html), list.txt (text), part 5.eml (email), part 5.eml › schedule.pdf (pdf), scan.pdf (pdf)"
+	want := "lease.pdf (pdf), terms.docx (zip), notes.html (html), list.txt (text), part 5.eml (email), part 5.eml › schedule.pdf (pdf), scan.pdf (pdf), scan2.pdf (pdf)"
 	if got := strings.Join(paths, ", "); got != want {
 		t.Errorf("the family:\n got %s\nwant %s", got, want)
 	}
@@ -126,8 +141,8 @@ func TestEmailFamilies(t *testing.T) {
 	if got := ref.String(); !strings.HasPrefix(got, label+" › scan.pdf p. 2 (scan, confidence ") {
 		t.Errorf("the scanned page cited as %q", got)
 	}
-	if len(res.Map.OCR) != 1 || res.Map.OCR[0].Page != ref.First {
-		t.Errorf("OCR records %+v, want one under span %d", res.Map.OCR, ref.First)
+	if len(res.Map.OCR) != 2 || res.Map.OCR[0].Page != ref.First {
+		t.Errorf("OCR records %+v, want two, the first under span %d", res.Map.OCR, ref.First)
 	}
 }
 

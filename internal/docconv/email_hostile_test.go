@@ -165,7 +165,7 @@ func TestEmailHostileMailbox(t *testing.T) {
 	// More messages than the mailbox limit: refused whole.
 	c = &docconv.Converter{Limits: docconv.Limits{MaxMessages: 3}}
 	_, _, _, err = convertEmailFile(t, c, mboxOf(t, msgs[0], msgs[0], msgs[0], msgs[0]))
-	if err == nil || !strings.Contains(err.Error(), "is a mailbox of more than 3 messages") || !strings.Contains(err.Error(), "MEMAGENT_EMAIL_MAX_MESSAGES") {
+	if err == nil || !strings.Contains(err.Error(), "is a mailbox of more than 3 messages, over the converter's limit of 3 messages: split it") {
 		t.Errorf("4 messages over a limit of 3: %v", err)
 	}
 }

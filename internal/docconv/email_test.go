@@ -29,6 +29,12 @@ func pythonEmailData(t *testing.T) string {
 // convertEmailFile converts the file at path as Detect names it.
 func convertEmailFile(t *testing.T, c *docconv.Converter, path string) (string, string, *docconv.Result, error) {
 	t.Helper()
+	return convertEmailFileWith(t, c, path, docconv.Options{})
+}
+
+// convertEmailFileWith is convertEmailFile with options.
+func convertEmailFileWith(t *testing.T, c *docconv.Converter, path string, opts docconv.Options) (string, string, *docconv.Result, error) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +44,7 @@ func convertEmailFile(t *testing.T, c *docconv.Converter, path string) (string, 
 	f.Close()
 	format := docconv.Detect(head[:n])
 	var out bytes.Buffer
-	res, err := c.Convert(context.Background(), format, path, &out, nil)
+	res, err := c.ConvertWith(context.Background(), format, path, &out, opts)
 	return format, out.String(), res, err
 }
 

@@ -3,6 +3,9 @@ package docconv
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -118,7 +121,8 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 	}
 	defer os.Remove(tf.Name())
 	defer tf.Close()
-	if _, err := io.Copy(tf, l.body); err != nil {
+	sum := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(tf, sum), l.body); err != nil {
 		return err
 	}
 	head := make([]byte, SniffBytes)
@@ -158,7 +162,7 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 		}
 		return e.text(tf, params["charset"])
 	case FormatPDF, FormatZip, FormatDOCX, FormatHTML:
-		return e.subConvert(format, tf.Name(), alabel)
+		return e.subConvert(format, tf.Name(), alabel, hex.EncodeToString(sum.Sum(nil)))
 	}
 	if err := Unsupported(format, at.Name); err != nil {
 		return err
@@ -177,14 +181,18 @@ func orDefault(s, d string) string {
 // writes its text, a span per page or section labeled `alabel p. 4`,
 // `alabel § Terms`; the pages OCR read are recorded under those spans'
 // numbers.
-func (e *emailConv) subConvert(format, file, alabel string) error {
+func (e *emailConv) subConvert(format, file, alabel, sum string) error {
 	out, err := os.CreateTemp(e.tmp, "text-*")
 	if err != nil {
 		return fmt.Errorf("email: %w", err)
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
-	sub, err := e.c.ConvertWith(e.ctx, format, file, out, Options{OCR: e.opts.OCR, OCRCache: e.opts.OCRCache})
+	var cache OCRCache
+	if e.opts.OCRCache != nil {
+		cache = attachmentCache{c: e.opts.OCRCache, sum: sum}
+	}
+	sub, err := e.c.ConvertWith(e.ctx, format, file, out, Options{OCR: e.opts.OCR, OCRCache: cache})
 	if err != nil {
 		return err
 	}
@@ -230,6 +238,22 @@ func (e *emailConv) subConvert(format, file, alabel string) error {
 		}
 	}
 	return nil
+}
+
+// attachmentCache keeps an attachment's OCR in the mailbox's cache under
+// keys of its own (its content's SHA-256): pages are numbered per
+// attachment, and two attachments' page 1 must not meet.
+type attachmentCache struct {
+	c   OCRCache
+	sum string
+}
+
+func (a attachmentCache) Load(ctx context.Context, key string, page int) (*OCRResult, bool) {
+	return a.c.Load(ctx, key+"/attachment-"+a.sum, page)
+}
+
+func (a attachmentCache) Store(ctx context.Context, key string, page int, r *OCRResult) {
+	a.c.Store(ctx, key+"/attachment-"+a.sum, page, r)
 }
 
 // copyText writes the text [start, end) of a converted attachment as

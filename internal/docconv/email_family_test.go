@@ -3,6 +3,9 @@ package docconv_test
 import (
 	"encoding/base64"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -29,8 +32,9 @@ func attach(boundary, ctype, name string, data []byte) string {
 
 // TestEmailFamilies converts a message whose attachments are a PDF, a
 // DOCX, an HTML page, a text file, a forwarded message with a PDF of its
-// own and a PDF with a scanned page: each is converted as the document it
-// is, in the message's order, each page or section a span labeled with
+// own, a PNG of a page and a PDF of a scanned page: each is converted as
+// the document it is (the image by OCR, as a PDF's page that draws it),
+// in the message's order, each page or section a span labeled with
 // its family (`msg 2 "Re: Lease" › lease.pdf p. 4`), the index listing
 // the members with their spans; a passage on an attachment's page cites
 // it so, through the page map as any citation does, and a scanned page
@@ -48,11 +52,8 @@ func TestEmailFamilies(t *testing.T) {
 	terms := docconvtest.DOCX("Terms", docconvtest.Sections(3, 2, termsFact, 2))
 	notes := docconvtest.HTML("Notes", docconvtest.Sections(2, 0, "", 3))
 	schedule := docconvtest.PDF(docconvtest.PDFOptions{Pages: 1, FactPage: 1, Fact: scheduleFact, Seed: 4})
-	scan, err := docconvtest.ScannedCopy(pdftoppm, docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, FactPage: 2, Fact: scanFact, Seed: 5}), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan2, err := docconvtest.ScannedCopy(pdftoppm, docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, FactPage: 2, Fact: scan2Fact, Seed: 6}), 2)
+	scan := pagePNG(t, pdftoppm, docconvtest.PDF(docconvtest.PDFOptions{Pages: 1, FactPage: 1, Fact: scanFact, Seed: 5}))
+	scan2, err := docconvtest.ScannedCopy(pdftoppm, docconvtest.PDF(docconvtest.PDFOptions{Pages: 1, FactPage: 1, Fact: scan2Fact, Seed: 6}), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +66,11 @@ func TestEmailFamilies(t *testing.T) {
 		attach("outer", "text/html", "notes.html", notes) +
 		attach("outer", "text/plain", "list.txt", []byte("1. Keys\n2. Meter readings\n")) +
 		"--outer\nContent-Type: message/rfc822\n\n" + forwarded +
-		attach("outer", "application/pdf", "scan.pdf", scan) + attach("outer", "application/pdf", "scan2.pdf", scan2) + "--outer--\n"
+		attach("outer", "image/png", "scan.png", scan) + attach("outer", "application/pdf", "scan2.pdf", scan2) + "--outer--\n"
 	path := mboxOf(t, plainMessage(1, "Lease", "Here is the draft."), msg)
 
 	// One OCR cache for the mailbox, as the worker keeps one per object:
-	// the two scans' page 2 must not meet in it.
+	// the two scans' page 1 must not meet in it.
 	cache := &memCache{m: map[string]*docconv.OCRResult{}}
 	format, text, res, err := convertEmailFileWith(t, ocrConverter(t), path, docconv.Options{OCRCache: cache})
 	if err != nil {
@@ -79,7 +80,7 @@ func TestEmailFamilies(t *testing.T) {
 		t.Fatalf("format %q", format)
 	}
 	if !strings.Contains(text, "Rotterdam") {
-		t.Errorf("the second scan's page 2 lacks Rotterdam: read from the first's in the cache?")
+		t.Errorf("the second scan's page 1 lacks Rotterdam: read from the first's in the cache?")
 	}
 	m := res.Map.Email.Messages[1]
 	const label = `msg 2 "Re: Lease"`
@@ -93,7 +94,7 @@ func TestEmailFamilies(t *testing.T) {
 			t.Errorf("attachment %s: %+v, want it read", a.Path, a)
 		}
 	}
-	want := "lease.pdf (pdf), terms.docx (zip), notes.html (html), list.txt (text), part 5.eml (email), part 5.eml › schedule.pdf (pdf), scan.pdf (pdf), scan2.pdf (pdf)"
+	want := "lease.pdf (pdf), terms.docx (zip), notes.html (html), list.txt (text), part 5.eml (email), part 5.eml › schedule.pdf (pdf), scan.png (image), scan2.pdf (pdf)"
 	if got := strings.Join(paths, ", "); got != want {
 		t.Errorf("the family:\n got %s\nwant %s", got, want)
 	}
@@ -110,7 +111,7 @@ func TestEmailFamilies(t *testing.T) {
 			t.Errorf("span %d of the family: %q, want %q (all: %q)", i+1, at(labels, i), w, labels)
 		}
 	}
-	for _, w := range []string{label + " › part 5.eml", label + " › part 5.eml › schedule.pdf p. 1", label + " › scan.pdf p. 2", label + " › list.txt"} {
+	for _, w := range []string{label + " › part 5.eml", label + " › part 5.eml › schedule.pdf p. 1", label + " › scan.png", label + " › scan2.pdf p. 1", label + " › list.txt"} {
 		if !contains(labels, w) {
 			t.Errorf("no span labeled %q in %q", w, labels)
 		}
@@ -138,7 +139,7 @@ func TestEmailFamilies(t *testing.T) {
 	}
 	i := strings.Index(text, "Utrecht")
 	ref := res.Map.Ref(int64(i), int64(i+7))
-	if got := ref.String(); !strings.HasPrefix(got, label+" › scan.pdf p. 2 (scan, confidence ") {
+	if got := ref.String(); !strings.HasPrefix(got, label+" › scan.png (scan, confidence ") {
 		t.Errorf("the scanned page cited as %q", got)
 	}
 	if len(res.Map.OCR) != 2 || res.Map.OCR[0].Page != ref.First {
@@ -160,4 +161,23 @@ func contains(s []string, w string) bool {
 		}
 	}
 	return false
+}
+
+// pagePNG is the first page of pdf as a PNG at 300 DPI, in gray: a page
+// a scanner or a phone sent as an image.
+func pagePNG(t *testing.T, pdftoppm string, pdf []byte) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.pdf")
+	if err := os.WriteFile(src, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(pdftoppm, "-r", "300", "-gray", "-png", "-singlefile", "-f", "1", "-l", "1", src, filepath.Join(dir, "page")).CombinedOutput(); err != nil {
+		t.Fatalf("pdftoppm: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "page.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

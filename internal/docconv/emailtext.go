@@ -8,6 +8,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"image"
+	_ "image/gif" // image.DecodeConfig of attachments
+	_ "image/jpeg"
+	_ "image/png"
 	"io"
 	"mime"
 	"net/textproto"
@@ -18,6 +22,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-pdf/fpdf"
 	"golang.org/x/text/transform"
 
 	"github.com/memagent/memagent/api"
@@ -162,7 +167,19 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 		}
 		return e.text(tf, params["charset"])
 	case FormatPDF, FormatZip, FormatDOCX, FormatHTML:
-		return e.subConvert(format, tf.Name(), alabel, hex.EncodeToString(sum.Sum(nil)))
+		return e.subConvert(format, tf.Name(), alabel, hex.EncodeToString(sum.Sum(nil)), true)
+	case FormatImage:
+		// A scan or a photo of a page: read by OCR, as the page of a PDF
+		// that draws it.
+		pdf, err := e.imagePDF(tf)
+		if errors.Is(err, errImageFormat) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		defer os.Remove(pdf)
+		return e.subConvert(FormatPDF, pdf, alabel, hex.EncodeToString(sum.Sum(nil)), false)
 	}
 	if err := Unsupported(format, at.Name); err != nil {
 		return err
@@ -181,7 +198,7 @@ func orDefault(s, d string) string {
 // writes its text, a span per page or section labeled `alabel p. 4`,
 // `alabel § Terms`; the pages OCR read are recorded under those spans'
 // numbers.
-func (e *emailConv) subConvert(format, file, alabel, sum string) error {
+func (e *emailConv) subConvert(format, file, alabel, sum string, pages bool) error {
 	out, err := os.CreateTemp(e.tmp, "text-*")
 	if err != nil {
 		return fmt.Errorf("email: %w", err)
@@ -220,7 +237,11 @@ func (e *emailConv) subConvert(format, file, alabel, sum string) error {
 			}
 		}
 		ref := api.PageRef{Unit: sub.Map.Unit, First: s.Number, Last: s.Number, Label: s.Label, FirstLabel: s.PageLabel, LastLabel: s.PageLabel}
-		if err := emit(alabel+" "+ref.String(), s.Start, s.End); err != nil {
+		label := alabel
+		if pages {
+			label += " " + ref.String()
+		}
+		if err := emit(label, s.Start, s.End); err != nil {
 			return err
 		}
 		spanOf[s.Number] = e.span
@@ -238,6 +259,50 @@ func (e *emailConv) subConvert(format, file, alabel, sum string) error {
 		}
 	}
 	return nil
+}
+
+// errImageFormat is an image that imagePDF does not put in a PDF.
+var errImageFormat = errors.New("image format not put in a PDF")
+
+// imagePDF writes a PDF of one page that draws the image in f (PNG, JPEG
+// or GIF) at 300 DPI, for OCR to read; other image formats fail with
+// errImageFormat, an image over the pixel limit as *Error.
+func (e *emailConv) imagePDF(f *os.File) (string, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	cfg, kind, err := image.DecodeConfig(bufio.NewReader(f))
+	if err != nil {
+		return "", errImageFormat
+	}
+	types := map[string]string{"png": "PNG", "jpeg": "JPG", "gif": "GIF"}
+	if types[kind] == "" {
+		return "", errImageFormat
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > e.limits.MaxImagePixels || px == 0 {
+		return "", badf("is an image of %d pixels, over the converter's limit of %d pixels", px, e.limits.MaxImagePixels)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	w, h := float64(cfg.Width)*72/300, float64(cfg.Height)*72/300
+	pdf := fpdf.NewCustom(&fpdf.InitType{UnitStr: "pt", Size: fpdf.SizeType{Wd: w, Ht: h}})
+	pdf.SetAutoPageBreak(false, 0)
+	pdf.SetMargins(0, 0, 0)
+	opt := fpdf.ImageOptions{ImageType: types[kind]}
+	pdf.RegisterImageOptionsReader("image", opt, bufio.NewReader(f))
+	pdf.AddPage()
+	pdf.ImageOptions("image", 0, 0, w, h, false, opt, 0, "")
+	out, err := os.CreateTemp(e.tmp, "image-*.pdf")
+	if err != nil {
+		return "", fmt.Errorf("email: %w", err)
+	}
+	defer out.Close()
+	if err := pdf.Output(out); err != nil {
+		os.Remove(out.Name())
+		return "", badf("is an image that cannot be read (%v)", err)
+	}
+	return out.Name(), out.Close()
 }
 
 // attachmentCache keeps an attachment's OCR in the mailbox's cache under

@@ -239,3 +239,54 @@ func subjectBase(s string) string {
 		s = t
 	}
 }
+
+// TestEmailMailboxGrowsAtItsEnd: the text of a mailbox's first messages
+// does not change when messages are appended (threads and inclusiveness
+// live in the index, a duplicate is found only among earlier messages),
+// so a grown mailbox keeps every earlier byte and span, and a reading
+// checkpointed on the old text is good for the new one up to its end.
+// 200 messages of the ham corpus, then the same with 10 more.
+func TestEmailMailboxGrowsAtItsEnd(t *testing.T) {
+	files := hamMessages(t)[:210]
+	write := func(n int) string {
+		var b bytes.Buffer
+		for _, f := range files[:n] {
+			raw := mustRead(t, f)
+			if !bytes.HasPrefix(raw, []byte("From ")) {
+				b.WriteString("From unknown@example.org Thu Aug 22 12:00:00 2002\n")
+			}
+			b.Write(raw)
+			b.WriteString("\n")
+		}
+		path := filepath.Join(t.TempDir(), "grown.mbox")
+		if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	_, oldText, oldRes, err := convertEmailFile(t, converter(t), write(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, newText, newRes, err := convertEmailFile(t, converter(t), write(210))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(oldRes.Map.Email.Messages) != 200 || len(newRes.Map.Email.Messages) != 210 {
+		t.Fatalf("%d and %d messages, want 200 and 210", len(oldRes.Map.Email.Messages), len(newRes.Map.Email.Messages))
+	}
+	old := strings.TrimSuffix(oldText, "\n")
+	if !strings.HasPrefix(newText, old) {
+		i := 0
+		for i < len(old) && old[i] == newText[i] {
+			i++
+		}
+		t.Fatalf("the grown mailbox's text differs from the old one's at byte %d of %d", i, len(old))
+	}
+	for i, s := range oldRes.Map.Spans {
+		if newRes.Map.Spans[i] != s {
+			t.Errorf("span %d: %+v, was %+v", i+1, newRes.Map.Spans[i], s)
+		}
+	}
+	t.Logf("%d bytes of text kept of %d, %d spans of %d", len(old), len(newText), len(oldRes.Map.Spans), len(newRes.Map.Spans))
+}

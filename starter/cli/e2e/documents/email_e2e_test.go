@@ -61,18 +61,26 @@ func TestAskMailboxEndToEnd(t *testing.T) {
 		part("application/pdf", "lease.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 3, Fact: docgen.Fact, Seed: 11})) +
 		part("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "terms.docx", docconvtest.DOCX("Terms", docconvtest.Sections(3, 0, "", 12))) +
 		"--b--\n")
-	path := clitest.WriteFile(t, t.TempDir(), "matter.mbox", mbox.Bytes())
+	dir := t.TempDir()
+	path := clitest.WriteFile(t, dir, "matter.mbox", mbox.Bytes())
 
-	clitest.Stack(t)
+	d := clitest.Stack(t)
 	clitest.StartWorker(t)
-	out, stderr, err := clitest.RunCLI(t, "ask", "--doc", path, "--question", docgen.Question, "--answer", docgen.Answer, "--json")
-	if err != nil {
-		t.Fatalf("ask: %v\nstderr: %s", err, stderr)
+	ask := func(path string) (mailboxJSON, int) {
+		t.Helper()
+		before := d.Simulator.Stats().Latency.Count
+		out, stderr, err := clitest.RunCLI(t, "ask", "--doc", path, "--question", docgen.Question, "--answer", docgen.Answer,
+			"--chunk-tokens", "2000", "--json")
+		if err != nil {
+			t.Fatalf("ask: %v\nstderr: %s", err, stderr)
+		}
+		var res mailboxJSON
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("ask --json printed %q: %v", out, err)
+		}
+		return res, d.Simulator.Stats().Latency.Count - before
 	}
-	var res clitest.ConvertedJSON
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("ask --json printed %q: %v", out, err)
-	}
+	res, calls := ask(path)
 	const cite = `msg 201 "Re: Observatory lease" › lease.pdf p. 3`
 	t.Logf("answer %q, format %s, found on %q, grounding %s", res.Answer, res.Format, res.AnswerPages, res.Grounding)
 	if res.Answer != docgen.Answer || res.Format != "mbox" {
@@ -84,4 +92,35 @@ func TestAskMailboxEndToEnd(t *testing.T) {
 	if g := res.Grounding; g == nil || g.Status != api.GroundingVerbatim || g.Pages.String() != cite {
 		t.Errorf("grounding %+v, want verbatim on %s", g, cite)
 	}
+
+	// The mailbox grown by 10 messages: its converted text keeps every
+	// earlier byte, so the reading resumes from the checkpoint of the
+	// last chunk the two share.
+	for _, f := range files[200:210] {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(raw, []byte("From ")) {
+			mbox.WriteString("From unknown@example.org Thu Aug 22 12:00:00 2002\n")
+		}
+		mbox.Write(raw)
+		mbox.WriteString("\n")
+	}
+	grown, grownCalls := ask(clitest.WriteFile(t, dir, "matter-grown.mbox", mbox.Bytes()))
+	t.Logf("first reading: %d chunks, %d calls; grown by 10 messages: %d chunks, %d reused, %d calls; answer %q found on %q",
+		res.Chunks, calls, grown.Chunks, grown.ChunksReused, grownCalls, grown.Answer, grown.AnswerPages)
+	if grown.Answer != docgen.Answer || !strings.HasPrefix(grown.AnswerPages, cite) {
+		t.Errorf("grown: answer %q found on %q", grown.Answer, grown.AnswerPages)
+	}
+	if newChunks := grown.Chunks - grown.ChunksReused; grown.ChunksReused == 0 || grownCalls > newChunks+2 {
+		t.Errorf("grown: %d of %d chunks reused, %d calls: want the first chunks reused and at most %d calls", grown.ChunksReused, grown.Chunks, grownCalls, newChunks+2)
+	}
+}
+
+// mailboxJSON is the part of `starter ask --json` the mailbox test reads.
+type mailboxJSON struct {
+	clitest.ConvertedJSON
+	Chunks       int `json:"chunks"`
+	ChunksReused int `json:"chunks_reused"`
 }

@@ -80,7 +80,7 @@ func spanText(text string, m memagent.PageMap, n int) string {
 // it): From, To, Subject, Date and Message-ID in the index; every span
 // labeled with its message; and, message by message, what the MIME
 // structure holds: bodies in quoted-printable, base64 and Latin-1 decoded
-// (msg_10), a GIF attachment that needs OCR (msg_13), a digest's five
+// (msg_10), a small GIF attachment not read by OCR (msg_13), a digest's five
 // messages each a member of the family (msg_02), a forwarded message
 // (msg_46), two text attachments (msg_04), and a header without its
 // blank line (msg_35).
@@ -158,9 +158,9 @@ func TestEmailPythonSamples(t *testing.T) {
 		"Testing email forwarding with Groupwise 1.2.2010")
 	if ix := indexes["msg_13.txt"]; ix != nil {
 		at := ix.Messages[0].Attachments
-		// An image is read by OCR, which this converter has not.
-		if len(at) != 1 || at[0].Name != "dingusfish.gif" || at[0].Format != docconv.FormatImage || !strings.Contains(at[0].Error, "needs OCR") {
-			t.Errorf("msg_13.txt: attachments %+v, want dingusfish.gif an image that needs OCR", at)
+		// A small image: a picture, not a page, not read by OCR.
+		if len(at) != 1 || at[0].Name != "dingusfish.gif" || at[0].Format != docconv.FormatImage || !strings.Contains(at[0].Error, "is a small image") {
+			t.Errorf("msg_13.txt: attachments %+v, want dingusfish.gif a small image, not read", at)
 		}
 	}
 	if ix := indexes["msg_02.txt"]; ix != nil {

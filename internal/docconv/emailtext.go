@@ -261,13 +261,24 @@ func (e *emailConv) subConvert(format, file, alabel, sum string, pages bool) err
 	return nil
 }
 
+// minImagePixels is the smallest image attachment read by OCR: a third
+// of a page's width at 300 DPI, squared, about.
+const minImagePixels = 200_000
+
 // errImageFormat is an image that imagePDF does not put in a PDF.
 var errImageFormat = errors.New("image format not put in a PDF")
 
 // imagePDF writes a PDF of one page that draws the image in f (PNG, JPEG
 // or GIF) at 300 DPI, for OCR to read; other image formats fail with
 // errImageFormat, an image over the pixel limit as *Error.
-func (e *emailConv) imagePDF(f *os.File) (string, error) {
+func (e *emailConv) imagePDF(f *os.File) (_ string, err error) {
+	defer func() {
+		// fpdf decodes the image itself: a damaged one must cost this
+		// attachment, not the worker.
+		if r := recover(); r != nil {
+			err = badf("is an image that cannot be read (%v)", r)
+		}
+	}()
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
 	}
@@ -279,7 +290,12 @@ func (e *emailConv) imagePDF(f *os.File) (string, error) {
 	if types[kind] == "" {
 		return "", errImageFormat
 	}
-	if px := int64(cfg.Width) * int64(cfg.Height); px > e.limits.MaxImagePixels || px == 0 {
+	if px := int64(cfg.Width) * int64(cfg.Height); px < minImagePixels {
+		// Signatures' logos and icons: OCR would cost a page each for
+		// nothing a review reads.
+		return "", badf("is a small image (%dx%d pixels: a logo or an icon), not read", cfg.Width, cfg.Height)
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > e.limits.MaxImagePixels {
 		return "", badf("is an image of %d pixels, over the converter's limit of %d pixels", px, e.limits.MaxImagePixels)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {

@@ -25,7 +25,20 @@ const (
 	FormatZip   = "zip"
 	FormatOLE   = "ole"
 	FormatImage = "image"
+	// FormatOutlook is an Outlook message (.msg): an OLE compound file
+	// of MAPI property streams, which no maintained Go library reads; it
+	// is refused with the way to convert it.
+	FormatOutlook = "msg"
 )
+
+// utf16le is s (ASCII) as UTF-16LE, as OLE directory entries name streams.
+func utf16le(s string) []byte {
+	b := make([]byte, 0, 2*len(s))
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i], 0)
+	}
+	return b
+}
 
 // errConvertTimeout is the cause of a conversion's context past
 // Limits.Timeout.
@@ -38,7 +51,9 @@ const SniffBytes = 8 << 10
 // SniffBytes), by content, not name: "%PDF-" anywhere in the first KiB
 // (as PDF readers accept), a zip (a DOCX is told from other zips only once
 // it is opened: FormatZip), HTML markup at the start, an OLE compound file
-// (a legacy .doc), an image, or else text (which must then be UTF-8).
+// (a legacy .doc), a mailbox (a "From " line, then a message's header), an
+// email (a header of RFC 5322 fields: From, Received, Message-ID…), an
+// image, or else text (which must then be UTF-8).
 func Detect(head []byte) string {
 	if i := bytes.Index(head[:min(len(head), 1024)], []byte("%PDF-")); i >= 0 {
 		return FormatPDF
@@ -47,7 +62,16 @@ func Detect(head []byte) string {
 		return FormatZip
 	}
 	if bytes.HasPrefix(head, []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}) {
+		if bytes.Contains(head, utf16le("__substg1.0_")) || bytes.Contains(head, utf16le("__properties_version1.0")) {
+			return FormatOutlook
+		}
 		return FormatOLE
+	}
+	if looksLikeMbox(head) {
+		return FormatMbox
+	}
+	if looksLikeEmail(head) {
+		return FormatEmail
 	}
 	if isHTML(head) {
 		return FormatHTML
@@ -115,7 +139,17 @@ func badf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(for
 // the PDF's page then draws the image and has no text layer, which OCR
 // reads in its default mode (OCRAuto, OCRDecision's OCRNoTextLayer).
 func Unsupported(format, name string) error {
+	if format == FormatOLE && strings.EqualFold(path.Ext(name), ".msg") {
+		format = FormatOutlook
+	}
 	switch format {
+	case FormatOutlook:
+		if name == "" || name == "." || name == "/" || !strings.EqualFold(path.Ext(name), ".msg") {
+			name = "message.msg"
+		}
+		eml := strings.TrimSuffix(name, path.Ext(name)) + ".eml"
+		return badf("is an Outlook message (.msg), which memagent does not read: convert it to .eml (msgconvert %s, from Debian's libemail-outlook-message-perl, writes %s; or drag it from Outlook into Thunderbird and save it as .eml) and ask about the .eml",
+			shellWord(name), shellWord(eml))
 	case FormatOLE:
 		return badf("is a legacy Office file (.doc, .xls or .ppt): save it as .docx or PDF and ask again")
 	case FormatImage:
@@ -178,6 +212,8 @@ type Result struct {
 // textWriter writes paragraphs separated by blank lines and records the
 // byte range of each page or section.
 type textWriter struct {
+	// over is set once a block was refused for the text limit.
+	over  bool
 	w     *bufio.Writer
 	n     int64
 	max   int64
@@ -240,6 +276,7 @@ func (t *textWriter) block(p string) error {
 		return nil
 	}
 	if t.n+int64(len(p))+2 > t.max {
+		t.over = true
 		return overLimit(fmt.Sprintf("has more than %d bytes of text", t.max), t.max, "bytes", "MEMAGENT_MAX_CONVERTED_MB")
 	}
 	if t.n > 0 {
@@ -310,6 +347,8 @@ func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.W
 		res, err = convertDOCX(ctx, path, w, opts.Progress, limits)
 	case FormatHTML:
 		res, err = convertHTML(ctx, path, w, opts.Progress, limits)
+	case FormatEmail, FormatMbox:
+		res, err = c.convertEmail(ctx, format, path, w, opts, limits)
 	default:
 		if err := Unsupported(format, ""); err != nil {
 			return nil, err

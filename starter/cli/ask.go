@@ -362,6 +362,9 @@ var convertedTypes = map[string]string{
 	docconv.FormatPDF:  "application/pdf",
 	docconv.FormatZip:  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 	docconv.FormatHTML: "text/html",
+	// Email: its parts carry their own charsets, so it need not be UTF-8.
+	docconv.FormatEmail: "message/rfc822",
+	docconv.FormatMbox:  "application/mbox",
 }
 
 // sniffFile names a local file's format by its first bytes (docconv.Detect)

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
@@ -95,7 +96,7 @@ func (r batchResult) mean(v int) (wall, cpu time.Duration) {
 // the same options as workerapp.NewWorker except the number of workflow
 // task pollers, so that only that differs between variants.
 func startPollerWorker(ctx context.Context, env *benchEnv, cfg config.Config, pollers int) (stop func(), err error) {
-	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
+	acts, pool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
 	if err != nil {
 		return nil, err
 	}

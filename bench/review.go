@@ -171,7 +171,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		}
 	}
 
-	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
+	acts, pool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
 	if err != nil {
 		return res, err
 	}

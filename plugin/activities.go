@@ -29,7 +29,7 @@ func init() {
 		NewModelPool: func(o any, logger *slog.Logger) (*inference.Pool, error) {
 			return assemble.NewModelPool(options(o).withDefaults().model(), logger)
 		},
-		NewActivities: func(ctx context.Context, o any) (*activities.Activities, *inference.Pool, error) {
+		NewActivities: func(ctx context.Context, o any) (any, *inference.Pool, error) {
 			return newActivities(ctx, options(o).withDefaults())
 		},
 	})

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/pluginkit"
@@ -114,7 +115,7 @@ func recordMoveHistories(t *testing.T) {
 		t.Helper()
 		bc := cfg
 		bc.BuildID = build
-		acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(bc, workerapp.Options{Logger: logger}))
+		acts, pool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(bc, workerapp.Options{Logger: logger}))
 		if err != nil {
 			t.Fatalf("NewActivities: %v", err)
 		}

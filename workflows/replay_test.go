@@ -367,7 +367,7 @@ func startReplayWorker(ctx context.Context, t *testing.T, taskQueue string) (con
 	cfg := config.Default().AtDevStack(dev.Addresses())
 	cfg.TaskQueue = taskQueue
 
-	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
+	acts, pool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
 	if err != nil {
 		t.Fatalf("NewActivities: %v", err)
 	}

@@ -757,7 +757,7 @@ func recordReviewHistories(t *testing.T) {
 	t.Cleanup(func() { dev.Close() })
 	cfg := config.Default().AtDevStack(dev.Addresses())
 	cfg.TaskQueue = reviewReplayID
-	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
+	acts, pool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,17 @@
 // here when it is initialised, and only code inside this module can reach
 // them.
 //
-// Options are passed as plugin.Options (this package cannot name the type:
-// plugin imports it); anything else panics, a programming error.
+// Options are passed as plugin.Options, and the activities come back as
+// the type the caller names (*activities.Activities): this package is
+// below both plugin and activities and names neither. Anything else
+// panics, a programming error.
 package pluginkit
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -30,7 +32,7 @@ type Builders struct {
 	// NewActivities builds the activities as a worker does: it checks that
 	// the bucket and the model server answer, and returns the model pool,
 	// which the caller starts (health checks) and closes.
-	NewActivities func(ctx context.Context, options any) (*activities.Activities, *inference.Pool, error)
+	NewActivities func(ctx context.Context, options any) (activities any, pool *inference.Pool, err error)
 }
 
 var builders Builders
@@ -56,7 +58,17 @@ func NewModelPool(options any, logger *slog.Logger) (*inference.Pool, error) {
 }
 
 // NewActivities builds the activities options (a plugin.Options) describe,
-// and their model pool.
-func NewActivities(ctx context.Context, options any) (*activities.Activities, *inference.Pool, error) {
-	return get().NewActivities(ctx, options)
+// as an A (*activities.Activities), and their model pool.
+func NewActivities[A any](ctx context.Context, options any) (A, *inference.Pool, error) {
+	var zero A
+	acts, pool, err := get().NewActivities(ctx, options)
+	if err != nil {
+		return zero, nil, err
+	}
+	a, ok := acts.(A)
+	if !ok {
+		pool.Close()
+		panic(fmt.Sprintf("pluginkit: the activities are %T, not %T", acts, zero))
+	}
+	return a, pool, nil
 }

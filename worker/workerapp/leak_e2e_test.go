@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/dev/devenv"
@@ -270,7 +271,7 @@ func TestNothingLeaks(t *testing.T) {
 	ctl := plainBase.AtDevStack(d.Addresses())
 	ctl.TaskQueue = "leak-e2e-control"
 	ctl.HTTPAddr = ""
-	ctlActs, ctlPool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(ctl, workerapp.Options{Logger: quiet}))
+	ctlActs, ctlPool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(ctl, workerapp.Options{Logger: quiet}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, c
 		t.Fatal(err)
 	}
 	opts := workerapp.Options{Logger: clitest.Logger(t)}
-	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, opts))
+	acts, pool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(cfg, opts))
 	if err != nil {
 		t.Fatal(err)
 	}

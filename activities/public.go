@@ -51,6 +51,18 @@ type PageMap = memagent.PageMap
 // PageSpan is one page's or section's byte range of the text.
 type PageSpan = memagent.PageSpan
 
+// EmailIndex is what a converted mailbox or message holds beside its text
+// (PageMap.Email): each message's headers, family and thread.
+type EmailIndex = memagent.EmailIndex
+
+// EmailMessage is one message of an EmailIndex: its headers, its place in
+// its thread and its attachments.
+type EmailMessage = memagent.EmailMessage
+
+// EmailAttachment is one attachment of an EmailMessage, a member of the
+// message's family.
+type EmailAttachment = memagent.EmailAttachment
+
 // OCRPage is what OCR made of one scanned page (PageMap.OCR): engine,
 // languages, resolution, words and their confidence.
 type OCRPage = memagent.OCRPage

@@ -542,7 +542,7 @@ func (s *protoSim) unmarshal(data []byte) *batchSide {
 		s.t.Fatal(err)
 	}
 	b := &batchSide{limit: st.Limit, ledger: st.Ledger, kids: newBatchChildren(), finishing: st.Finishing, next: st.Next}
-	b.kids.restore(st.Carried)
+	b.kids.restore(st.Carried, nil)
 	return b
 }
 

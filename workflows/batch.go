@@ -202,6 +202,7 @@ func (b *batchRun) acceptUpdates() error {
 		if b.raised.Len() == 0 {
 			b.raised.Send(ctx, true)
 		}
+		b.probe("raise")
 		return nb, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, nb api.Budget) error {
 		return b.ledger.checkRaise(b.in.Budget, nb)
@@ -209,7 +210,9 @@ func (b *batchRun) acceptUpdates() error {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(b.ctx, api.BudgetRequestUpdate, func(ctx workflow.Context, req api.BudgetRequest) (api.Budget, error) {
-		return b.askedForBudget(ctx, req.WorkflowID)
+		g, err := b.askedForBudget(ctx, req.WorkflowID)
+		b.probe("budget request")
+		return g, err
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req api.BudgetRequest) error {
 		return b.checkRequest(req)
 	}})
@@ -223,8 +226,11 @@ func (b *batchRun) close(err error) {
 	if b.kids.carryOver && temporal.IsCanceledError(err) {
 		b.cancelLive()
 	}
-	if b.out.pull && err == nil {
+	if b.out.awaits() && err == nil {
 		_ = b.out.quiesce(b.ctx)
+	}
+	if err == nil || workflow.IsContinueAsNewError(err) {
+		b.probe("closing")
 	}
 	if s := b.edge.closedStatus(err); s != "" && s != api.StageDone {
 		b.publish(s)
@@ -605,6 +611,7 @@ func (b *batchRun) awaitItems(p *itemPass) (bool, error) {
 		return true, nil // settled by watchCarried
 	}
 	p.sel.Select(b.ctx)
+	b.probe("step")
 	if p.stopping {
 		b.grace.heard(b.ctx)
 	}
@@ -768,7 +775,10 @@ func (b *batchRun) request(req api.BudgetRequest) {
 // signalsAreHints is LedgerSignalChange at version 1 (asked once a run
 // from before BatchLedgerChange takes a request signal).
 func (b *batchRun) signalsAreHints() bool {
-	return workflow.GetVersion(b.ctx, LedgerSignalChange, workflow.DefaultVersion, 1) >= 1
+	if !b.out.hints {
+		b.out.hints = workflow.GetVersion(b.ctx, LedgerSignalChange, workflow.DefaultVersion, 1) >= 1
+	}
+	return b.out.hints
 }
 
 // serveWaiting grants the waiting children more budget, first come first

@@ -256,7 +256,7 @@ func (b *batchRun) handOver() error {
 		return err
 	}
 	b.tellCarried()
-	if b.out.pull {
+	if b.out.awaits() {
 		// The last wait: nothing blocks after it.
 		// (Only the selector settles children, and it is not run here:
 		// the outcomes written above are all this run has.)
@@ -268,6 +268,7 @@ func (b *batchRun) handOver() error {
 	b.readDoneLeft()
 	b.readRequestsLeft()
 	st := b.st
+	b.probe("hand over")
 	st.Carried = b.kids.carry()
 	st.Finishing = b.kids.finishing
 	if b.ctx.Err() != nil {

@@ -18,13 +18,19 @@ import (
 //   - a run closes only once quiet: no request being served, every
 //     Update handler finished and sends empty (quiesce), and nothing
 //     blocks after that, so nothing it sends later is lost;
-//   - before BatchLedgerChange (pull false) nothing is kept: such runs
-//     sent without waiting, and their histories replay so.
+//   - before BatchLedgerChange (pull false) nothing was kept: such runs
+//     sent without waiting, and their histories replay so, up to the first
+//     request signal taken at LedgerSignalChange (hints), from which on
+//     the run keeps and awaits its sends as pull does.
 type batchOutbox struct {
 	// pull is BatchLedgerChange at version 1: a child asks for budget
 	// through BudgetRequestUpdate and the batch reads the child's usage
 	// itself; every send is awaited before the run closes.
 	pull bool
+	// hints is LedgerSignalChange at version 1 in a run from before
+	// BatchLedgerChange: from the request signal that asked it on, the
+	// run awaits its sends as pull does.
+	hints bool
 	// asking are the budget requests being served, by child.
 	asking map[string]bool
 	// sends are the signals and cancels sent and not yet awaited.
@@ -36,10 +42,13 @@ func newBatchOutbox() batchOutbox { return batchOutbox{asking: map[string]bool{}
 // send keeps f, a signal or a cancel the run sent, until the run awaits it
 // (at BatchLedgerChange; before it nothing was awaited).
 func (o *batchOutbox) send(f workflow.Future) {
-	if o.pull {
+	if o.awaits() {
 		o.sends = append(o.sends, f)
 	}
 }
+
+// awaits reports whether the run awaits what it sends before it closes.
+func (o *batchOutbox) awaits() bool { return o.pull || o.hints }
 
 // serve waits until no request of child id is being served and marks one
 // served; the caller calls the function it returns when done.

@@ -755,15 +755,17 @@ func (b *batchRun) room() bool {
 	return b.in.Budget == nil || b.ledger.room(*b.in.Budget)
 }
 
-// request takes a BudgetRequestSignal: a hint that child
-// req.WorkflowID wants more budget, on which the batch reads the child's
-// usage itself (askLater) and grants by the ledger's rule. The usage the
-// signal carries is never used, but by a run from before BatchLedgerChange
-// that took such a signal at LedgerSignalChange's DefaultVersion, which
-// replays as it ran (grantLedger.takeSignalled).
+// request takes a BudgetRequestSignal, which only a child from before
+// BudgetPullChange sends: a hint that child req.WorkflowID wants more
+// budget, on which the batch reads the child's usage itself (askLater),
+// grants by the ledger's rule and wakes the child with its grant, which
+// such a child takes from the BudgetGrantSignal. The usage the signal
+// carries is never used, but by a run from before BatchLedgerChange that
+// took such a signal at LedgerSignalChange's DefaultVersion, which replays
+// as it ran (grantLedger.takeSignalled).
 func (b *batchRun) request(req api.BudgetRequest) {
-	if b.out.pull || b.signalsAreHints() {
-		b.askLater(req.WorkflowID)
+	if hints := b.signalsAreHints(); hints || b.out.pull {
+		b.askLater(req.WorkflowID, hints)
 		return
 	}
 	for _, g := range b.ledger.takeSignalled(*b.in.Budget, req, b.perCall()) {
@@ -773,7 +775,7 @@ func (b *batchRun) request(req api.BudgetRequest) {
 }
 
 // signalsAreHints is LedgerSignalChange at version 1 (asked once a run
-// from before BatchLedgerChange takes a request signal).
+// takes a request signal).
 func (b *batchRun) signalsAreHints() bool {
 	if !b.out.hints {
 		b.out.hints = workflow.GetVersion(b.ctx, LedgerSignalChange, workflow.DefaultVersion, 1) >= 1

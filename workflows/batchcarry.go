@@ -154,7 +154,7 @@ func (b *batchRun) restore() {
 	asking := st.Asking
 	st.Asking = nil
 	for _, id := range asking {
-		b.askLater(id)
+		b.askLater(id, b.signalsAreHints())
 	}
 }
 
@@ -360,14 +360,22 @@ func (b *batchRun) checkRequest(req api.BudgetRequest) error {
 }
 
 // askLater serves a budget request that came as a signal (a hint: the
-// batch reads the child's usage itself), in a coroutine of its own.
-func (b *batchRun) askLater(id string) {
+// batch reads the child's usage itself), in a coroutine of its own. With
+// wake (LedgerSignalChange) a child granted at once is woken with its
+// grant: nobody else hears the reply, and a child that asks by signal
+// takes its grant from the wake-up (one that waits is woken when served).
+// Before it, such a child was never told and waited for good.
+func (b *batchRun) askLater(id string, wake bool) {
 	if !b.ledger.holds(id) || b.in.Budget == nil {
 		return
 	}
 	workflow.Go(b.ctx, func(ctx workflow.Context) {
-		if _, err := b.askedForBudget(ctx, id); err != nil {
+		g, err := b.askedForBudget(ctx, id)
+		switch {
+		case err != nil:
 			workflow.GetLogger(ctx).Warn("serve a budget request", "child", id, "error", err)
+		case wake && b.ledger.holds(id) && !b.ledger.waits(id):
+			b.wake(childGrant{WorkflowID: id, Budget: g})
 		}
 	})
 }

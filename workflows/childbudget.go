@@ -15,8 +15,8 @@ import (
 // own, which the raise-budget Update moves, or (a batch child) its batch's
 // grant, which only the batch moves. The batch's side is grantLedger.
 //
-// Invariants (protocol_test.go drives the batch's side of them through the
-// real BatchQA; documentqa_test.go and versioning_test.go this side):
+// Invariants (TestChildBudgetInterleavings, childbudget_test.go, checks them
+// on the real DocumentQA children of the real BatchQA):
 //   - the run makes no model call its budget does not cover: it waits
 //     (await) before each, paused;
 //   - a batch child's budget moves only by its batch's reply to its

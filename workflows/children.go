@@ -13,8 +13,8 @@ import (
 // those an earlier run of the batch carried over to it. It is the one home
 // of the carried-child protocol.
 //
-// Invariants (protocol_test.go checks them after every step of its
-// randomized interleavings):
+// Invariants (TestBatchInterleavings, interleave_test.go, checks them after
+// every step of the real BatchQA in its randomized interleavings):
 //   - every item is settled exactly once: take removes a child, and any
 //     later outcome for it (its start future after a check, a check after
 //     its future, a second check) finds nothing to settle;

@@ -731,3 +731,5 @@ func (w *world) dump() string {
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -15,8 +15,9 @@ import (
 // limit it is held to is the batch's input budget, which the raise-budget
 // Update writes and continue-as-new carries, so a raise is never undone.
 //
-// Invariants (protocol_test.go checks them after every step of its
-// randomized interleavings):
+// Invariants (TestBatchInterleavings, interleave_test.go, and
+// TestChildBudgetInterleavings check them after every step of the real
+// BatchQA in their randomized interleavings):
 //   - grants never pass the limit: Charged plus every grant stays within
 //     max_calls, and within max_tokens but for what children spent past
 //     their grants (a call in flight may pass a child's tokens);

@@ -10,8 +10,8 @@ import (
 // it sent, as Temporal drops a signal or a cancel request whose sender has
 // closed.
 //
-// Invariants (protocol_test.go checks them after every step of its
-// randomized interleavings, on the real BatchQA):
+// Invariants (TestBatchInterleavings, interleave_test.go, checks them after
+// every step of the real BatchQA in its randomized interleavings):
 //   - at BatchLedgerChange (pull) every signal and cancel the run sends is
 //     in sends until it is delivered or refused (send);
 //   - a child has at most one budget request served at a time (serve);

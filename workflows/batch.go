@@ -161,8 +161,9 @@ func startBatch(ctx workflow.Context, input converter.RawValue) (*batchRun, erro
 	}
 	b = &batchRun{ctx: ctx, edge: edge, in: in, st: st, workflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
 		prio: taskPriority(ctx, in.Scheduling(), api.PriorityBatch)}
+	b.kids, b.out = newBatchChildren(), newBatchOutbox()
+	b.ledger = &st.grantLedger
 	b.raised = workflow.NewBufferedChannel(ctx, 1)
-	b.kids, b.ledger, b.asking = newBatchChildren(), &st.grantLedger, map[string]bool{}
 	if err := b.acceptUpdates(); err != nil {
 		return nil, refuse(err)
 	}
@@ -201,6 +202,7 @@ func (b *batchRun) acceptUpdates() error {
 		if b.raised.Len() == 0 {
 			b.raised.Send(ctx, true)
 		}
+		b.probe("raise")
 		return nb, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, nb api.Budget) error {
 		return b.ledger.checkRaise(b.in.Budget, nb)
@@ -208,7 +210,9 @@ func (b *batchRun) acceptUpdates() error {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(b.ctx, api.BudgetRequestUpdate, func(ctx workflow.Context, req api.BudgetRequest) (api.Budget, error) {
-		return b.askedForBudget(ctx, req.WorkflowID)
+		g, err := b.askedForBudget(ctx, req.WorkflowID)
+		b.probe("budget request")
+		return g, err
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req api.BudgetRequest) error {
 		return b.checkRequest(req)
 	}})
@@ -219,11 +223,14 @@ func (b *batchRun) acceptUpdates() error {
 // when a run closes is dropped), and a run that did not finish shows how
 // it closed.
 func (b *batchRun) close(err error) {
-	if b.carry && temporal.IsCanceledError(err) {
+	if b.kids.carryOver && temporal.IsCanceledError(err) {
 		b.cancelLive()
 	}
-	if b.pull && err == nil {
-		_ = b.quiesce()
+	if b.out.awaits() && err == nil {
+		_ = b.out.quiesce(b.ctx)
+	}
+	if err == nil || workflow.IsContinueAsNewError(err) {
+		b.probe("closing")
 	}
 	if s := b.edge.closedStatus(err); s != "" && s != api.StageDone {
 		b.publish(s)
@@ -264,9 +271,9 @@ func (b *batchRun) expand() error {
 // continue-as-new; BatchLedgerChange: children pull their grants) and runs
 // the items (runItems).
 func (b *batchRun) items() error {
-	b.carry = workflow.GetVersion(b.ctx, BatchCarryChange, workflow.DefaultVersion, 1) >= 1
-	if b.carry {
-		b.pull = workflow.GetVersion(b.ctx, BatchLedgerChange, workflow.DefaultVersion, 1) >= 1
+	b.kids.carryOver = workflow.GetVersion(b.ctx, BatchCarryChange, workflow.DefaultVersion, 1) >= 1
+	if b.kids.carryOver {
+		b.out.pull = workflow.GetVersion(b.ctx, BatchLedgerChange, workflow.DefaultVersion, 1) >= 1
 		b.restore()
 	}
 	return b.runItems()
@@ -332,41 +339,17 @@ type batchRun struct {
 	// status is the MemagentStatus last upserted.
 	status string
 
-	// carry is BatchCarryChange at version 1: children run on across
-	// continue-as-new. kids are the running children (in both modes), the
-	// carried ones among them settled when they close (ItemDoneSignal,
-	// then CheckBatchChildren) rather than by a future; starting are the
-	// start futures of those this run started.
-	carry    bool
-	kids     batchChildren
-	starting []startingChild
-	// checking is a CheckBatchChildren in flight; finishing the carried
-	// children that said they are closing and wait for it; ticking a
-	// timer for the next periodic check.
-	checking, ticking bool
-	finishing         []string
-	// graceOver says the run has waited CarryAfterSeconds at its
-	// boundary for its own children, or (BatchQuietCarryChange) that
-	// nothing has come to it for quietFor.
-	graceOver bool
-	// quiet is BatchQuietCarryChange at version 1; lastEvent is when the
-	// stopping run last heard from a child or a signal; quietChecked says
-	// the callback the selector ran was its own quiet check.
-	quiet        bool
-	quietFor     time.Duration
-	lastEvent    time.Time
-	quietChecked bool
-	// ledger is the budget's, in the state (ledger.go); raised wakes the
-	// window when the raise-budget Update gives it room.
+	// The protocols, each a type with its invariants: the running
+	// children and the carried-child protocol (children.go), the wait at
+	// the boundary (batchcarry.go), what the run sent and the budget
+	// requests it serves (outbox.go), and the budget's ledger, in the
+	// state (ledger.go), with raised, which wakes the window when the
+	// raise-budget Update gives it room.
+	kids   batchChildren
+	grace  carryGrace
+	out    batchOutbox
 	ledger *grantLedger
 	raised workflow.Channel
-	// pull is BatchLedgerChange at version 1: a child asks for budget
-	// through BudgetRequestUpdate and the batch reads the child's usage
-	// itself (asking: the reads in flight, by child); every signal and
-	// cancel the run sends is awaited before it closes (sends).
-	pull   bool
-	asking map[string]bool
-	sends  []workflow.Future
 
 	buffer   []api.BatchItemResult
 	bufBytes int
@@ -490,7 +473,7 @@ func (b *batchRun) runItems() error {
 		// while the next run resolves the same page.
 		_ = p.ahead.f.Future.Get(b.ctx, nil)
 	}
-	if b.carry {
+	if b.kids.carryOver {
 		return b.handOver()
 	}
 	return b.flush()
@@ -506,10 +489,6 @@ func (b *batchRun) listen(sel workflow.Selector) {
 		sel.AddReceive(workflow.GetSignalChannel(ctx, api.BudgetRequestSignal), func(c workflow.ReceiveChannel, _ bool) {
 			var req api.BudgetRequest
 			c.Receive(ctx, &req)
-			if b.pull {
-				b.askLater(req.WorkflowID)
-				return
-			}
 			b.request(req)
 		})
 		sel.AddReceive(b.raised, func(c workflow.ReceiveChannel, _ bool) {
@@ -517,13 +496,13 @@ func (b *batchRun) listen(sel workflow.Selector) {
 			b.serveWaiting()
 		})
 	}
-	if b.carry {
+	if b.kids.carryOver {
 		// A carried child says it is closing; its outcome is then read
 		// from Temporal (CheckBatchChildren), never taken from the signal.
 		sel.AddReceive(workflow.GetSignalChannel(ctx, api.ItemDoneSignal), func(c workflow.ReceiveChannel, _ bool) {
 			var done api.ItemDone
 			c.Receive(ctx, &done)
-			b.noteDone(done)
+			b.kids.noteDone(done.WorkflowID)
 		})
 	}
 }
@@ -543,9 +522,9 @@ func (b *batchRun) fillWindow(p *itemPass) error {
 		// A run whose target version changed stops at this page
 		// boundary, the last page's included: the next run, on the
 		// target build, carries its children and writes the report.
-		if b.carry && targetMoved(b.ctx) {
+		if b.kids.carryOver && targetMoved(b.ctx) {
 			p.stopping = true
-			b.startGrace(p.sel)
+			b.grace.start(b.ctx, p.sel, b.in.CarryAfterSeconds)
 			return nil
 		}
 		if st.NextPage >= st.Expanded.Pages {
@@ -555,8 +534,8 @@ func (b *batchRun) fillWindow(p *itemPass) error {
 		// fresh page and no item is carried in the state.
 		if p.handled >= b.in.ItemsPerRun || workflow.GetInfo(b.ctx).GetContinueAsNewSuggested() {
 			p.stopping = true
-			if b.carry {
-				b.startGrace(p.sel)
+			if b.kids.carryOver {
+				b.grace.start(b.ctx, p.sel, b.in.CarryAfterSeconds)
 			}
 			return nil
 		}
@@ -622,7 +601,7 @@ func (b *batchRun) awaitItems(p *itemPass) (bool, error) {
 	if b.kids.running() == 0 {
 		return b.idle(p)
 	}
-	if b.carry && p.stopping && b.kids.bytes() <= carryBytes && (b.graceOver || b.kids.running() == b.kids.countCarried()) {
+	if b.kids.carryOver && p.stopping && b.kids.bytes() <= carryBytes && (b.grace.over || b.kids.running() == b.kids.countCarried()) {
 		// The window goes on in the next run: the children still
 		// running are carried over, none is waited for.
 		return false, nil
@@ -632,8 +611,9 @@ func (b *batchRun) awaitItems(p *itemPass) (bool, error) {
 		return true, nil // settled by watchCarried
 	}
 	p.sel.Select(b.ctx)
-	if p.stopping && b.quiet {
-		b.heard()
+	b.probe("step")
+	if p.stopping {
+		b.grace.heard(b.ctx)
 	}
 	if len(b.buffer) >= b.in.ResultsPerPart || b.bufBytes >= partBytes {
 		if err := b.flush(); err != nil {
@@ -650,7 +630,7 @@ func (b *batchRun) idle(p *itemPass) (bool, error) {
 	if (len(p.queue) > 0 || (!p.stopping && b.st.NextPage < b.st.Expanded.Pages)) && !b.room() {
 		// Paused between pages, the run may continue as new (a
 		// page's items in hand stay with it).
-		err := b.pause(b.carry && len(p.queue) == 0)
+		err := b.pause(b.kids.carryOver && len(p.queue) == 0)
 		if errors.Is(err, errContinueAsNew) {
 			p.stopping = true
 			return false, nil
@@ -695,7 +675,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 		// The question stays out of the summary, which is not encrypted.
 		StaticSummary: summary,
 	}
-	if b.carry {
+	if b.kids.carryOver {
 		// The child outlives the run that started it: the next run of
 		// the batch settles it.
 		copts.ParentClosePolicy = enumspb.PARENT_CLOSE_POLICY_ABANDON
@@ -703,9 +683,9 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(b.ctx, copts), api.DocumentQAName, in)
 	st.Started++
 	b.kids.add(id, it)
-	if b.carry {
-		b.starting = append(b.starting, startingChild{id: id, f: f})
-	}
+	// Kept in both modes: a budget request reads the child's usage from
+	// the execution this start made (childRunID).
+	b.kids.starts(id, f)
 	sel.AddFuture(f, func(f workflow.Future) {
 		var res DocumentQAResult
 		err := f.Get(b.ctx, &res)
@@ -775,16 +755,32 @@ func (b *batchRun) room() bool {
 	return b.in.Budget == nil || b.ledger.room(*b.in.Budget)
 }
 
-// request takes a child's request for more budget as a run from before
-// BatchLedgerChange did: with the usage the signal carries.
+// request takes a BudgetRequestSignal, which only a child from before
+// BudgetPullChange sends: a hint that child req.WorkflowID wants more
+// budget, on which the batch reads the child's usage itself (askLater),
+// grants by the ledger's rule and wakes the child with its grant, which
+// such a child takes from the BudgetGrantSignal. The usage the signal
+// carries is never used, but by a run from before BatchLedgerChange that
+// took such a signal at LedgerSignalChange's DefaultVersion, which replays
+// as it ran (grantLedger.takeSignalled).
 func (b *batchRun) request(req api.BudgetRequest) {
-	if !b.ledger.holds(req.WorkflowID) {
-		return // not a running child of this batch
+	if hints := b.signalsAreHints(); hints || b.out.pull {
+		b.askLater(req.WorkflowID, hints)
+		return
 	}
-	b.ledger.Grants[req.WorkflowID] = api.Budget{MaxCalls: req.Usage.Calls, MaxTokens: req.Usage.PromptTokens + req.Usage.CompletionTokens}
-	b.ledger.Waiting = slices.DeleteFunc(b.ledger.Waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == req.WorkflowID })
-	b.ledger.Waiting = append(b.ledger.Waiting, req)
-	b.serveWaiting()
+	for _, g := range b.ledger.takeSignalled(*b.in.Budget, req, b.perCall()) {
+		b.wake(g)
+	}
+	b.showWaiting()
+}
+
+// signalsAreHints is LedgerSignalChange at version 1 (asked once a run
+// takes a request signal).
+func (b *batchRun) signalsAreHints() bool {
+	if !b.out.hints {
+		b.out.hints = workflow.GetVersion(b.ctx, LedgerSignalChange, workflow.DefaultVersion, 1) >= 1
+	}
+	return b.out.hints
 }
 
 // serveWaiting grants the waiting children more budget, first come first
@@ -805,10 +801,7 @@ func (b *batchRun) serveWaiting() {
 // and takes the grant from the batch's reply. A child that ended
 // meanwhile cannot take it: its close returns the grant.
 func (b *batchRun) wake(g childGrant) {
-	f := workflow.SignalExternalWorkflow(b.ctx, g.WorkflowID, "", api.BudgetGrantSignal, g.Budget)
-	if b.pull {
-		b.sends = append(b.sends, f)
-	}
+	b.out.send(workflow.SignalExternalWorkflow(b.ctx, g.WorkflowID, "", api.BudgetGrantSignal, g.Budget))
 }
 
 // showWaiting shows the batch paused while a child waits for budget.

@@ -43,6 +43,15 @@ const BatchQuietCarryChange = "batch-quiet-carry"
 // usage a request signal carries and send grants without waiting.
 const BatchLedgerChange = "batch-ledger"
 
+// LedgerSignalChange is the change id under which a run from before
+// BatchLedgerChange takes a BudgetRequestSignal as the runs after it do:
+// as a hint on which it reads the child's usage itself (ReadBatchChild)
+// and grants by the ledger's rule. Before it, such a run wrote the child's
+// grant from the usage the signal carried, which anyone in the namespace
+// can send. Runs that took a signal before it replay as
+// workflow.DefaultVersion (grantLedger.takeSignalled).
+const LedgerSignalChange = "ledger-signal-hints"
+
 // quietPeriod is how long a stopping run must hear nothing before it
 // carries its children: quietPerEvent per event of its history, between
 // quietMin and quietMax.
@@ -70,67 +79,82 @@ var (
 	finishWait     = 30
 )
 
-// startingChild is a child this run started, with its start future.
-type startingChild struct {
-	id string
-	f  workflow.ChildWorkflowFuture
-}
-
-// startGrace starts the wait, at the boundary, for the children this run
-// started itself: each closes into the run that started it, and a run
+// carryGrace is a stopping run's wait, at its boundary, for the children
+// it started itself: each closes into the run that started it, and a run
 // that continued as new while they close would have its continue-as-new
 // refused (UnhandledCommand) and retried, at the cost of a whole replay,
 // for as long as they keep closing. Those still running after
 // CarryAfterSeconds are carried: long ones, which close seldom.
-func (b *batchRun) startGrace(sel workflow.Selector) {
-	wait := b.in.CarryAfterSeconds
+//
+// Invariants: over is set only by the CarryAfterSeconds timer or by a
+// quiet check that found nothing heard for quietFor (BatchQuietCarryChange),
+// and never unset; a quiet check arms at most one next check.
+type carryGrace struct {
+	// over says the run has waited CarryAfterSeconds at its boundary for
+	// its own children, or (BatchQuietCarryChange) that nothing has come
+	// to it for quietFor.
+	over bool
+	// quiet is BatchQuietCarryChange at version 1; lastEvent is when the
+	// stopping run last heard from a child or a signal; checked says the
+	// callback the selector ran was the grace's own quiet check.
+	quiet     bool
+	quietFor  time.Duration
+	lastEvent time.Time
+	checked   bool
+}
+
+// start starts the wait on sel: CarryAfterSeconds (wait, 0 for the
+// default) and, at BatchQuietCarryChange, the quiet checks.
+func (g *carryGrace) start(ctx workflow.Context, sel workflow.Selector, wait int) {
 	if wait == 0 {
 		wait = api.DefaultCarryAfterSeconds
 	}
-	sel.AddFuture(workflow.NewTimer(b.ctx, time.Duration(wait)*time.Second), func(workflow.Future) { b.graceOver = true })
-	b.quiet = workflow.GetVersion(b.ctx, BatchQuietCarryChange, workflow.DefaultVersion, 1) >= 1
-	if b.quiet {
-		b.quietFor = quietPeriod(workflow.GetInfo(b.ctx).GetCurrentHistoryLength())
-		b.lastEvent = workflow.Now(b.ctx)
-		b.armQuiet(sel, b.quietFor)
+	sel.AddFuture(workflow.NewTimer(ctx, time.Duration(wait)*time.Second), func(workflow.Future) { g.over = true })
+	g.quiet = workflow.GetVersion(ctx, BatchQuietCarryChange, workflow.DefaultVersion, 1) >= 1
+	if g.quiet {
+		g.quietFor = quietPeriod(workflow.GetInfo(ctx).GetCurrentHistoryLength())
+		g.lastEvent = workflow.Now(ctx)
+		g.arm(ctx, sel, g.quietFor)
 	}
 }
 
-// armQuiet adds a quiet check after d: the grace is over if nothing has
-// come since lastEvent for quietFor, else the check is armed again for
-// the rest of the period.
-func (b *batchRun) armQuiet(sel workflow.Selector, d time.Duration) {
-	sel.AddFuture(workflow.NewTimer(b.ctx, d), func(workflow.Future) {
-		b.quietChecked = true
-		since := workflow.Now(b.ctx).Sub(b.lastEvent)
-		if since >= b.quietFor {
-			b.graceOver = true
+// arm adds a quiet check after d: the grace is over if nothing has come
+// since lastEvent for quietFor, else the check is armed again for the
+// rest of the period.
+func (g *carryGrace) arm(ctx workflow.Context, sel workflow.Selector, d time.Duration) {
+	sel.AddFuture(workflow.NewTimer(ctx, d), func(workflow.Future) {
+		g.checked = true
+		since := workflow.Now(ctx).Sub(g.lastEvent)
+		if since >= g.quietFor {
+			g.over = true
 			return
 		}
-		b.armQuiet(sel, b.quietFor-since)
+		g.arm(ctx, sel, g.quietFor-since)
 	})
 }
 
 // heard notes, after the selector has run a callback, that something came
-// to the stopping run, unless it was its own quiet check.
-func (b *batchRun) heard() {
-	if !b.quietChecked {
-		b.lastEvent = workflow.Now(b.ctx)
+// to the stopping run, unless it was the grace's own quiet check.
+func (g *carryGrace) heard(ctx workflow.Context) {
+	if !g.quiet {
+		return
 	}
-	b.quietChecked = false
+	if !g.checked {
+		g.lastEvent = workflow.Now(ctx)
+	}
+	g.checked = false
 }
 
 // restore takes over the children the previous run carried, and reads
 // again the children whose request for budget came as it handed over.
 func (b *batchRun) restore() {
 	st := b.st
-	b.kids.restore(st.Carried)
-	b.finishing = st.Finishing
+	b.kids.restore(st.Carried, st.Finishing)
 	st.Carried, st.Finishing = nil, nil
 	asking := st.Asking
 	st.Asking = nil
 	for _, id := range asking {
-		b.askLater(id)
+		b.askLater(id, b.signalsAreHints())
 	}
 }
 
@@ -144,23 +168,15 @@ func (b *batchRun) cancelLive() {
 	fs := make([]workflow.Future, len(ids))
 	for i, id := range ids {
 		fs[i] = workflow.RequestCancelExternalWorkflow(dctx, id, "")
-		if !b.pull {
+		if !b.out.pull {
 			// A child that closed meanwhile answers with an error: nothing to do.
 			_ = fs[i].Get(dctx, nil)
 		}
 	}
-	if b.pull {
+	if b.out.pull {
 		for _, f := range fs {
 			_ = f.Get(dctx, nil)
 		}
-	}
-}
-
-// noteDone takes a carried child's word that it is closing: the next check
-// reads its outcome. Any other workflow id is ignored.
-func (b *batchRun) noteDone(done api.ItemDone) {
-	if b.kids.isCarried(done.WorkflowID) && !slices.Contains(b.finishing, done.WorkflowID) {
-		b.finishing = append(b.finishing, done.WorkflowID)
 	}
 }
 
@@ -174,32 +190,25 @@ func (b *batchRun) watchCarried(sel workflow.Selector) {
 		// cancel, and settle them as canceled, as no activity can run.
 		dctx, _ := workflow.NewDisconnectedContext(b.ctx)
 		for _, id := range b.kids.carriedIDs() {
-			f := workflow.RequestCancelExternalWorkflow(dctx, id, "")
-			if b.pull {
-				b.sends = append(b.sends, f)
-			}
+			b.out.send(workflow.RequestCancelExternalWorkflow(dctx, id, ""))
 			b.settle(actwire.ChildOutcome{WorkflowID: id, Error: "canceled with the batch", ErrorType: "Canceled"})
 		}
-		if b.pull {
-			b.awaitSends()
-		}
+		b.out.awaitSends(b.ctx)
 		return
 	}
 	carried := b.kids.carriedIDs()
-	if b.checking || len(carried) == 0 {
+	if b.kids.checking || len(carried) == 0 {
 		return
 	}
-	if len(b.finishing) > 0 {
-		ids := b.finishing
-		b.finishing = nil
-		b.check(sel, ids, finishWait)
+	if len(b.kids.finishing) > 0 {
+		b.check(sel, b.kids.takeFinishing(), finishWait)
 		return
 	}
-	if !b.ticking {
-		b.ticking = true
+	if !b.kids.ticking {
+		b.kids.ticking = true
 		sel.AddFuture(workflow.NewTimer(b.ctx, reconcileEvery), func(workflow.Future) {
-			b.ticking = false
-			if ids := b.kids.carriedIDs(); !b.checking && len(ids) > 0 {
+			b.kids.ticking = false
+			if ids := b.kids.carriedIDs(); !b.kids.checking && len(ids) > 0 {
 				b.check(sel, ids, 0)
 			}
 		})
@@ -209,13 +218,13 @@ func (b *batchRun) watchCarried(sel workflow.Selector) {
 // check runs CheckBatchChildren for ids and settles the carried children
 // it finds closed.
 func (b *batchRun) check(sel workflow.Selector, ids []string, wait int) {
-	b.checking = true
+	b.kids.checking = true
 	// The activity heartbeats on a ticker while it waits for a child.
 	actx := workflow.WithActivityOptions(b.ctx, activityOptions(10*time.Minute, DefaultHeartbeatTimeout, b.prio, "check carried children"))
 	refs, byID := b.kids.refs(ids)
 	f := actwire.CheckChildren.Execute(actx, actwire.CheckChildrenInput{Children: refs, IDs: byID, WaitSeconds: wait})
 	sel.AddFuture(f.Future, func(workflow.Future) {
-		b.checking = false
+		b.kids.checking = false
 		var out actwire.CheckChildrenOutput
 		if err := f.Get(b.ctx, &out); err != nil {
 			workflow.GetLogger(b.ctx).Warn("check carried children", "error", err)
@@ -247,11 +256,11 @@ func (b *batchRun) handOver() error {
 		return err
 	}
 	b.tellCarried()
-	if b.pull {
+	if b.out.awaits() {
 		// The last wait: nothing blocks after it.
 		// (Only the selector settles children, and it is not run here:
 		// the outcomes written above are all this run has.)
-		if err := b.quiesce(); err != nil {
+		if err := b.out.quiesce(b.ctx); err != nil {
 			return err
 		}
 	}
@@ -259,8 +268,9 @@ func (b *batchRun) handOver() error {
 	b.readDoneLeft()
 	b.readRequestsLeft()
 	st := b.st
+	b.probe("hand over")
 	st.Carried = b.kids.carry()
-	st.Finishing = b.finishing
+	st.Finishing = b.kids.finishing
 	if b.ctx.Err() != nil {
 		st.Carried, st.Finishing, st.Asking = nil, nil, nil
 		return temporal.NewCanceledError()
@@ -272,7 +282,7 @@ func (b *batchRun) handOver() error {
 // and records the execution each one is; a child that could not start is
 // settled as failed.
 func (b *batchRun) recordStarted() {
-	for _, c := range b.starting {
+	for _, c := range b.kids.starting {
 		if !b.kids.has(c.id) {
 			continue
 		}
@@ -285,7 +295,7 @@ func (b *batchRun) recordStarted() {
 		}
 		b.kids.started(c.id, exec.RunID)
 	}
-	b.starting = nil
+	b.kids.starting = nil
 }
 
 // tellCarried tells each running child it is carried, so that it says
@@ -299,8 +309,8 @@ func (b *batchRun) tellCarried() {
 		sent[i] = workflow.SignalExternalWorkflow(b.ctx, id, "", api.CarriedSignal, nil)
 	}
 	for i, f := range sent {
-		if err := f.Get(b.ctx, nil); err != nil && !slices.Contains(b.finishing, ids[i]) {
-			b.finishing = append(b.finishing, ids[i])
+		if err := f.Get(b.ctx, nil); err != nil {
+			b.kids.finish(ids[i])
 		}
 	}
 }
@@ -314,9 +324,7 @@ func (b *batchRun) readDoneLeft() {
 		if !workflow.GetSignalChannel(b.ctx, api.ItemDoneSignal).ReceiveAsync(&done) {
 			return
 		}
-		if b.kids.has(done.WorkflowID) && !slices.Contains(b.finishing, done.WorkflowID) {
-			b.finishing = append(b.finishing, done.WorkflowID)
-		}
+		b.kids.finish(done.WorkflowID)
 	}
 }
 
@@ -333,43 +341,13 @@ func (b *batchRun) readRequestsLeft() {
 		if !workflow.GetSignalChannel(b.ctx, api.BudgetRequestSignal).ReceiveAsync(&req) {
 			return
 		}
-		if b.pull {
+		if b.out.pull || b.signalsAreHints() {
 			if b.ledger.holds(req.WorkflowID) && !slices.Contains(st.Asking, req.WorkflowID) {
 				st.Asking = append(st.Asking, req.WorkflowID)
 			}
 			continue
 		}
 		b.request(req)
-	}
-}
-
-// quiesce waits, as a run is about to close, until at one moment no
-// budget request is being served (Update handlers included) and every
-// signal and cancel the run sent has been delivered or refused: what the
-// run does after it without blocking cannot lose a send.
-func (b *batchRun) quiesce() error {
-	for {
-		if err := workflow.Await(b.ctx, func() bool {
-			return len(b.asking) == 0 && workflow.AllHandlersFinished(b.ctx)
-		}); err != nil {
-			return err
-		}
-		if len(b.sends) == 0 {
-			return nil
-		}
-		b.awaitSends()
-	}
-}
-
-// awaitSends waits for every signal and cancel the run sent: a send still
-// pending when a run closes is dropped. A send to a workflow that has
-// closed fails, which changes nothing.
-func (b *batchRun) awaitSends() {
-	dctx, _ := workflow.NewDisconnectedContext(b.ctx)
-	for len(b.sends) > 0 {
-		f := b.sends[0]
-		b.sends = b.sends[1:]
-		_ = f.Get(dctx, nil)
 	}
 }
 
@@ -382,14 +360,22 @@ func (b *batchRun) checkRequest(req api.BudgetRequest) error {
 }
 
 // askLater serves a budget request that came as a signal (a hint: the
-// batch reads the child's usage itself), in a coroutine of its own.
-func (b *batchRun) askLater(id string) {
+// batch reads the child's usage itself), in a coroutine of its own. With
+// wake (LedgerSignalChange) a child granted at once is woken with its
+// grant: nobody else hears the reply, and a child that asks by signal
+// takes its grant from the wake-up (one that waits is woken when served).
+// Before it, such a child was never told and waited for good.
+func (b *batchRun) askLater(id string, wake bool) {
 	if !b.ledger.holds(id) || b.in.Budget == nil {
 		return
 	}
 	workflow.Go(b.ctx, func(ctx workflow.Context) {
-		if _, err := b.askedForBudget(ctx, id); err != nil {
+		g, err := b.askedForBudget(ctx, id)
+		switch {
+		case err != nil:
 			workflow.GetLogger(ctx).Warn("serve a budget request", "child", id, "error", err)
+		case wake && b.ledger.holds(id) && !b.ledger.waits(id):
+			b.wake(childGrant{WorkflowID: id, Budget: g})
 		}
 	})
 }
@@ -401,14 +387,14 @@ func (b *batchRun) askLater(id string) {
 // (BudgetGrantSignal) once it has a grant. It returns the child's grant.
 // Requests for one child are served one at a time.
 func (b *batchRun) askedForBudget(ctx workflow.Context, id string) (api.Budget, error) {
-	if err := workflow.Await(ctx, func() bool { return !b.asking[id] }); err != nil {
+	done, err := b.out.serve(ctx, id)
+	if err != nil {
 		return api.Budget{}, err
 	}
+	defer done()
 	if !b.ledger.holds(id) || b.in.Budget == nil {
 		return api.Budget{}, fmt.Errorf("%q is not a running child of batch %s with a grant", id, b.workflowID)
 	}
-	b.asking[id] = true
-	defer delete(b.asking, id)
 	runID, err := b.childRunID(ctx, id)
 	if err != nil {
 		return api.Budget{}, err
@@ -438,7 +424,7 @@ func (b *batchRun) childRunID(ctx workflow.Context, id string) (string, error) {
 	if r := b.kids.runID(id); r != "" || b.kids.isCarried(id) {
 		return r, nil
 	}
-	for _, c := range b.starting {
+	for _, c := range b.kids.starting {
 		if c.id != id {
 			continue
 		}

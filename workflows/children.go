@@ -1,7 +1,10 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
+
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -10,8 +13,8 @@ import (
 // those an earlier run of the batch carried over to it. It is the one home
 // of the carried-child protocol.
 //
-// Invariants (protocol_test.go checks them after every step of its
-// randomized interleavings):
+// Invariants (TestBatchInterleavings, interleave_test.go, checks them after
+// every step of the real BatchQA in its randomized interleavings):
 //   - every item is settled exactly once: take removes a child, and any
 //     later outcome for it (its start future after a check, a check after
 //     its future, a second check) finds nothing to settle;
@@ -23,9 +26,27 @@ import (
 //     ended fails the item (api.ErrChildReplaced);
 //   - a run hands every running child over with that run id (carry), and
 //     the next run takes them all back (restore): none is lost across
-//     continue-as-new, none is settled by both runs.
+//     continue-as-new, none is settled by both runs;
+//   - a carried child is settled only by a check, a child this run
+//     started by its own future (or, if it never started, as failed at
+//     the hand-over); finishing names each child at most once, and at
+//     most one check runs at a time (checking), with at most one timer
+//     for the next periodic check (ticking).
 type batchChildren struct {
 	live map[string]*childRun
+	// carryOver is BatchCarryChange at version 1: children run on across
+	// continue-as-new (ParentClosePolicy ABANDON) and the next run settles
+	// the carried ones. Before it, a run waits for all its children.
+	carryOver bool
+	// starting are the children this run started, with their start
+	// futures, until their executions are recorded (recordStarted).
+	starting []startingChild
+	// finishing are carried children that said they are closing (or could
+	// not take the CarriedSignal) and wait for a check.
+	finishing []string
+	// checking is a CheckBatchChildren in flight; ticking a timer for the
+	// next periodic check.
+	checking, ticking bool
 }
 
 // childRun is one running child.
@@ -65,11 +86,41 @@ func (c *batchChildren) started(id, runID string) {
 	}
 }
 
-// restore takes back the children the previous run carried over.
-func (c *batchChildren) restore(carried []carriedChild) {
+// restore takes back the children the previous run carried over, and
+// those of them that said they are closing.
+func (c *batchChildren) restore(carried []carriedChild, finishing []string) {
 	for _, k := range carried {
 		c.live[k.WorkflowID] = &childRun{item: k.Item, runID: k.RunID, carried: true}
 	}
+	c.finishing = finishing
+}
+
+// starts records the start future of a child this run started.
+func (c *batchChildren) starts(id string, f workflow.ChildWorkflowFuture) {
+	c.starting = append(c.starting, startingChild{id: id, f: f})
+}
+
+// noteDone takes a carried child's word that it is closing: the next
+// check reads its outcome. Any other workflow id is ignored.
+func (c *batchChildren) noteDone(id string) {
+	if c.isCarried(id) {
+		c.finish(id)
+	}
+}
+
+// finish queues running child id for the next check, once.
+func (c *batchChildren) finish(id string) {
+	if c.has(id) && !slices.Contains(c.finishing, id) {
+		c.finishing = append(c.finishing, id)
+	}
+}
+
+// takeFinishing returns the children queued for a check and empties the
+// queue.
+func (c *batchChildren) takeFinishing() []string {
+	ids := c.finishing
+	c.finishing = nil
+	return ids
 }
 
 // take settles child id: it returns the child's item and takes the child
@@ -152,4 +203,31 @@ func (c *batchChildren) bytes() int {
 		n += 128 + len(id) + r.item.Bytes
 	}
 	return n
+}
+
+// startingChild is a child this run started, with its start future.
+type startingChild struct {
+	id string
+	f  workflow.ChildWorkflowFuture
+}
+
+// invariants reports the first of the type's invariants that does not
+// hold, for the randomized test.
+func (c *batchChildren) invariants() error {
+	seen := map[string]bool{}
+	for _, id := range c.finishing {
+		if seen[id] {
+			return fmt.Errorf("finishing names %s twice: %q", id, c.finishing)
+		}
+		seen[id] = true
+	}
+	for _, s := range c.starting {
+		if r, ok := c.live[s.id]; ok && r.carried {
+			return fmt.Errorf("child %s is both carried and started by this run", s.id)
+		}
+	}
+	if !c.carryOver && (len(c.finishing) > 0 || c.countCarried() > 0) {
+		return fmt.Errorf("a run that does not carry children holds carried ones (%d) or finishing ones %q", c.countCarried(), c.finishing)
+	}
+	return nil
 }

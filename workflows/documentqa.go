@@ -137,7 +137,7 @@ type qaRun struct {
 	progress api.Progress
 	in       api.DocumentQAInput
 	st       *qaState
-	budget   runBudget
+	budget   childBudget
 	prio     temporal.Priority
 	hb       time.Duration
 	// carriedCh receives the batch's CarriedSignal on a batch child that
@@ -211,7 +211,7 @@ func (r *qaRun) start(input converter.RawValue) error {
 	if err := r.acceptRaises(); err != nil {
 		return err
 	}
-	r.takeGrants()
+	r.budget.take(r.ctx, &r.in)
 	r.prio = taskPriority(r.ctx, r.in.Scheduling(), api.PriorityQuestion)
 	r.hb = DefaultHeartbeatTimeout
 	if r.in.HeartbeatTimeoutSeconds > 0 {
@@ -237,42 +237,16 @@ func newQAState(ctx workflow.Context, in api.DocumentQAInput) *qaState {
 	return st
 }
 
-// acceptRaises installs the raise-budget Update. The budget can be raised
-// while the run reads, and must be to let a paused run go on. It lives in
-// the input, which continue-as-new carries. A batch child's budget is its
-// batch's grant: only the batch raises it.
+// acceptRaises installs the raise-budget Update: the budget lives in the
+// input, which continue-as-new carries, and only the run's own budget is
+// raised so (childBudget.checkRaise).
 func (r *qaRun) acceptRaises() error {
 	return workflow.SetUpdateHandlerWithOptions(r.ctx, api.RaiseBudgetUpdate, func(ctx workflow.Context, b api.Budget) (api.Budget, error) {
 		r.in.Budget = &b
 		return b, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, b api.Budget) error {
-		if grantedByBatch(ctx, r.in) {
-			batch := workflow.GetInfo(ctx).ParentWorkflowExecution.ID
-			return fmt.Errorf("this run's budget is a grant of its batch %s, which only the batch changes: raise the batch's budget instead (starter budget %s --max-calls N)", batch, batch)
-		}
-		return checkRaise(b, r.st.Usage)
+		return r.budget.checkRaise(ctx, r.in, b, r.st.Usage)
 	}})
-}
-
-// takeGrants sets up how a batch child's budget moves (BudgetPullChange).
-func (r *qaRun) takeGrants() {
-	if !grantedByBatch(r.ctx, r.in) {
-		return
-	}
-	r.budget.pull = workflow.GetVersion(r.ctx, BudgetPullChange, workflow.DefaultVersion, 1) >= 1
-	r.budget.wake = workflow.GetSignalChannel(r.ctx, api.BudgetGrantSignal)
-	if r.budget.pull {
-		return
-	}
-	// Runs from before BudgetPullChange take the grant the signal
-	// carries.
-	workflow.Go(r.ctx, func(ctx workflow.Context) {
-		for {
-			var b api.Budget
-			r.budget.wake.Receive(ctx, &b)
-			r.in.Budget = &b
-		}
-	})
 }
 
 // refresh copies the state into the progress the query shows.
@@ -451,7 +425,7 @@ func (r *qaRun) modelOptions() api.ModelOptions {
 // awaitBudget waits, paused, until the budget covers the next model call
 // (see awaitBudget); a run that should continue as new paused does.
 func (r *qaRun) awaitBudget() error {
-	err := awaitBudget(r.ctx, &r.in, r.st, &r.progress, r.vis, r.budget)
+	err := r.budget.await(r.ctx, &r.in, r.st, &r.progress, r.vis)
 	if errors.Is(err, errContinueAsNew) {
 		return r.handOver()
 	}
@@ -577,130 +551,4 @@ func ownPrefix(callers, normalized string) string {
 		return ""
 	}
 	return normalized
-}
-
-// overBudget reports whether usage has reached b: the next model call
-// would pass it.
-func overBudget(b *api.Budget, u api.Usage) bool {
-	if b == nil {
-		return false
-	}
-	return (b.MaxCalls > 0 && u.Calls >= b.MaxCalls) || (b.MaxTokens > 0 && u.PromptTokens+u.CompletionTokens >= b.MaxTokens)
-}
-
-// checkRaise refuses a new budget that the run has already spent.
-func checkRaise(b api.Budget, spent api.Usage) error {
-	switch {
-	case b.MaxCalls < 0 || b.MaxTokens < 0:
-		return fmt.Errorf("max_calls (%d) and max_tokens (%d) must not be negative (0 is no bound)", b.MaxCalls, b.MaxTokens)
-	case overBudget(&b, spent):
-		return fmt.Errorf("the run has made %d calls and spent %d tokens: give a budget above that (0 is no bound)", spent.Calls, spent.PromptTokens+spent.CompletionTokens)
-	}
-	return nil
-}
-
-// BudgetPullChange gates pulling a batch child's grant (RequestBatchBudget,
-// which sends the batch's BudgetRequestUpdate): a BudgetGrantSignal only
-// wakes the child to ask again, so nobody but its batch moves its budget
-// (gate: see VERSIONS.md, budget-pull).
-const BudgetPullChange = "budget-pull"
-
-// budgetAskEvery is how often a batch child that waits for a grant asks
-// its batch again without being woken: a wake-up the batch sent is never
-// lost (the batch awaits its signals), so this only bounds a wait on a
-// batch that could not be reached.
-const budgetAskEvery = 5 * time.Minute
-
-// runBudget is how a batch child's budget moves: pull is BudgetPullChange
-// at version 1, wake the channel of the batch's wake-ups.
-type runBudget struct {
-	pull bool
-	wake workflow.ReceiveChannel
-}
-
-// awaitBudget stops the run before a model call that its budget does not
-// cover: it shows the status paused and waits until the raise-budget
-// Update lifts the budget, or (a batch child) its batch grants it more, or
-// the run is canceled; then it resumes the stage it was in. Everything
-// done so far is kept. It returns errContinueAsNew when the paused run
-// should continue as new, paused still (awaitRoom, leaveWait).
-func awaitBudget(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, progress *api.Progress, vis *visibility, rb runBudget) error {
-	if !overBudget(in.Budget, st.Usage) {
-		return nil
-	}
-	stage := progress.Stage
-	progress.Stage = api.StagePaused
-	vis.publish(*progress, api.StatusKey.ValueSet(api.StagePaused))
-	workflow.GetLogger(ctx).Info("paused at the budget", "calls", st.Usage.Calls, "tokens", st.Usage.PromptTokens+st.Usage.CompletionTokens)
-	switch {
-	case grantedByBatch(ctx, *in) && rb.pull:
-		if err := pullGrant(ctx, in, st, rb.wake); err != nil {
-			return err
-		}
-	case grantedByBatch(ctx, *in):
-		// Ask the batch for more; it grants it when its own budget has
-		// room, else it pauses too. A request that fails leaves the run
-		// paused, for an operator's raise-budget.
-		info := workflow.GetInfo(ctx)
-		req := api.BudgetRequest{WorkflowID: info.WorkflowExecution.ID, Usage: st.Usage}
-		if err := workflow.SignalExternalWorkflow(ctx, info.ParentWorkflowExecution.ID, "", api.BudgetRequestSignal, req).Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Warn("ask the batch for budget", "error", err)
-		}
-		fallthrough
-	default:
-		if err := awaitRoom(ctx, true, func() bool { return !overBudget(in.Budget, st.Usage) }); err != nil {
-			return err
-		}
-	}
-	progress.Stage = stage
-	vis.publish(*progress, api.StatusKey.ValueSet(stage))
-	return nil
-}
-
-// pullGrant asks the run's batch for more budget (RequestBatchBudget) until
-// the batch's reply covers the next call, waiting between two asks for the
-// batch's wake-up (or budgetAskEvery). The grant is the batch's reply, never
-// what a signal carries.
-func pullGrant(ctx workflow.Context, in *api.DocumentQAInput, st *qaState, wake workflow.ReceiveChannel) error {
-	opts := activityOptions(2*time.Minute, DefaultHeartbeatTimeout, temporal.Priority{}, "ask the batch for budget")
-	opts.RetryPolicy = askRetryPolicy()
-	actx := workflow.WithActivityOptions(ctx, opts)
-	for overBudget(in.Budget, st.Usage) {
-		// Wake-ups that came before this ask are answered by it.
-		for wake.ReceiveAsync(nil) {
-		}
-		var g api.Budget
-		err := actwire.RequestBatchBudget.Execute(actx, actwire.BudgetRequestInput{Usage: st.Usage}).Get(ctx, &g)
-		switch {
-		case err == nil:
-			in.Budget = &g
-		case temporal.IsCanceledError(err) || ctx.Err() != nil:
-			return temporal.NewCanceledError()
-		default:
-			workflow.GetLogger(ctx).Warn("ask the batch for budget", "error", err)
-		}
-		if !overBudget(in.Budget, st.Usage) {
-			return nil
-		}
-		tctx, stop := workflow.WithCancel(ctx)
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-		sel.AddFuture(workflow.NewTimer(tctx, budgetAskEvery), func(workflow.Future) {})
-		sel.Select(ctx)
-		stop()
-		if ctx.Err() != nil {
-			return temporal.NewCanceledError()
-		}
-		if leaveWait(ctx) {
-			return errContinueAsNew
-		}
-	}
-	return nil
-}
-
-// grantedByBatch reports whether the run's budget is a grant of its
-// batch's: a child of a BatchQA with a budget, which asks the batch for
-// more when it runs out.
-func grantedByBatch(ctx workflow.Context, in api.DocumentQAInput) bool {
-	return in.Budget != nil && in.BatchID != "" && workflow.GetInfo(ctx).ParentWorkflowExecution != nil
 }

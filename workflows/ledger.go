@@ -15,8 +15,9 @@ import (
 // limit it is held to is the batch's input budget, which the raise-budget
 // Update writes and continue-as-new carries, so a raise is never undone.
 //
-// Invariants (protocol_test.go checks them after every step of its
-// randomized interleavings):
+// Invariants (TestBatchInterleavings, interleave_test.go, and
+// TestChildBudgetInterleavings check them after every step of the real
+// BatchQA in their randomized interleavings):
 //   - grants never pass the limit: Charged plus every grant stays within
 //     max_calls, and within max_tokens but for what children spent past
 //     their grants (a call in flight may pass a child's tokens);
@@ -246,6 +247,22 @@ func (l *grantLedger) release(limit *api.Budget, id string, u *api.Usage, perCal
 	return l.serve(*limit, perCall)
 }
 
+// takeSignalled is the rule of the runs from before BatchLedgerChange that
+// took a BudgetRequestSignal before LedgerSignalChange, kept only so that
+// their histories replay: child id's grant becomes the usage the signal
+// carries, the child waits, and the waiting are served. It breaks the
+// rule that a grant grows only by usage the batch read itself; a run at
+// LedgerSignalChange version 1 never calls it.
+func (l *grantLedger) takeSignalled(limit api.Budget, req api.BudgetRequest, perCall int64) []childGrant {
+	if !l.holds(req.WorkflowID) {
+		return nil // not a running child of this batch
+	}
+	l.Grants[req.WorkflowID] = api.Budget{MaxCalls: req.Usage.Calls, MaxTokens: req.Usage.PromptTokens + req.Usage.CompletionTokens}
+	l.Waiting = slices.DeleteFunc(l.Waiting, func(r api.BudgetRequest) bool { return r.WorkflowID == req.WorkflowID })
+	l.Waiting = append(l.Waiting, req)
+	return l.serve(limit, perCall)
+}
+
 // checkRequest refuses a request for budget that is not from a running
 // child of the batch with a grant, or whose usage is negative: a refused
 // request never reaches the batch's history. The usage a request carries is
@@ -259,6 +276,35 @@ func (l *grantLedger) checkRequest(limit *api.Budget, batch string, req api.Budg
 		return fmt.Errorf("usage must not be negative (calls %d, prompt tokens %d, completion tokens %d)", u.Calls, u.PromptTokens, u.CompletionTokens)
 	case !l.holds(req.WorkflowID):
 		return fmt.Errorf("%q is not a running child of batch %s with a grant", req.WorkflowID, batch)
+	}
+	return nil
+}
+
+// invariants reports the first of the ledger's invariants that does not
+// hold under limit, for the randomized test.
+func (l *grantLedger) invariants(limit *api.Budget) error {
+	calls, _ := l.committed()
+	if limit != nil && limit.MaxCalls > 0 && calls > limit.MaxCalls {
+		return fmt.Errorf("committed %d calls past max_calls %d", calls, limit.MaxCalls)
+	}
+	for _, id := range sortedIDs(l.Grants) {
+		g := l.Grants[id]
+		switch {
+		case g.MaxCalls < 0 || g.MaxTokens < 0:
+			return fmt.Errorf("negative grant %+v for %s", g, id)
+		case limit != nil && limit.MaxCalls > 0 && g.MaxCalls == 0:
+			return fmt.Errorf("child %s of a batch with max_calls %d holds a grant without a bound", id, limit.MaxCalls)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range l.Waiting {
+		switch {
+		case seen[r.WorkflowID]:
+			return fmt.Errorf("%s waits twice", r.WorkflowID)
+		case !l.holds(r.WorkflowID):
+			return fmt.Errorf("%s waits without a grant", r.WorkflowID)
+		}
+		seen[r.WorkflowID] = true
 	}
 	return nil
 }

@@ -201,7 +201,7 @@ func (r *reviewRun) acceptRaises() error {
 		r.in.Budget = &b
 		return b, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, b api.Budget) error {
-		return checkRaise(b, r.spent())
+		return checkOwnRaise(b, r.spent())
 	}})
 }
 

@@ -1,0 +1,95 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+)
+
+// batchOutbox is what a BatchQA run has sent and not yet seen delivered,
+// and the budget requests it is serving: the one home of the rule that a
+// run that closes (completes or continues as new) has awaited everything
+// it sent, as Temporal drops a signal or a cancel request whose sender has
+// closed.
+//
+// Invariants (TestBatchInterleavings, interleave_test.go, checks them after
+// every step of the real BatchQA in its randomized interleavings):
+//   - at BatchLedgerChange (pull) every signal and cancel the run sends is
+//     in sends until it is delivered or refused (send);
+//   - a child has at most one budget request served at a time (serve);
+//   - a run closes only once quiet: no request being served, every
+//     Update handler finished and sends empty (quiesce), and nothing
+//     blocks after that, so nothing it sends later is lost;
+//   - before BatchLedgerChange (pull false) nothing was kept: such runs
+//     sent without waiting, and their histories replay so, up to the first
+//     request signal taken at LedgerSignalChange (hints), from which on
+//     the run keeps and awaits its sends as pull does.
+type batchOutbox struct {
+	// pull is BatchLedgerChange at version 1: a child asks for budget
+	// through BudgetRequestUpdate and the batch reads the child's usage
+	// itself; every send is awaited before the run closes.
+	pull bool
+	// hints is LedgerSignalChange at version 1 in a run from before
+	// BatchLedgerChange: from the request signal that asked it on, the
+	// run awaits its sends as pull does.
+	hints bool
+	// asking are the budget requests being served, by child.
+	asking map[string]bool
+	// sends are the signals and cancels sent and not yet awaited.
+	sends []workflow.Future
+}
+
+func newBatchOutbox() batchOutbox { return batchOutbox{asking: map[string]bool{}} }
+
+// send keeps f, a signal or a cancel the run sent, until the run awaits it
+// (at BatchLedgerChange; before it nothing was awaited).
+func (o *batchOutbox) send(f workflow.Future) {
+	if o.awaits() {
+		o.sends = append(o.sends, f)
+	}
+}
+
+// awaits reports whether the run awaits what it sends before it closes.
+func (o *batchOutbox) awaits() bool { return o.pull || o.hints }
+
+// serve waits until no request of child id is being served and marks one
+// served; the caller calls the function it returns when done.
+func (o *batchOutbox) serve(ctx workflow.Context, id string) (func(), error) {
+	if err := workflow.Await(ctx, func() bool { return !o.asking[id] }); err != nil {
+		return nil, err
+	}
+	o.asking[id] = true
+	return func() { delete(o.asking, id) }, nil
+}
+
+// quiet reports whether nothing is in flight: no request served and no
+// send pending.
+func (o *batchOutbox) quiet() bool { return len(o.asking) == 0 && len(o.sends) == 0 }
+
+// quiesce waits, as a run is about to close, until at one moment no
+// budget request is being served (Update handlers included) and every
+// signal and cancel the run sent has been delivered or refused: what the
+// run does after it without blocking cannot lose a send.
+func (o *batchOutbox) quiesce(ctx workflow.Context) error {
+	for {
+		if err := workflow.Await(ctx, func() bool {
+			return len(o.asking) == 0 && workflow.AllHandlersFinished(ctx)
+		}); err != nil {
+			return err
+		}
+		if len(o.sends) == 0 {
+			return nil
+		}
+		o.awaitSends(ctx)
+	}
+}
+
+// awaitSends waits for every signal and cancel the run sent: a send still
+// pending when a run closes is dropped. A send to a workflow that has
+// closed fails, which changes nothing.
+func (o *batchOutbox) awaitSends(ctx workflow.Context) {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	for len(o.sends) > 0 {
+		f := o.sends[0]
+		o.sends = o.sends[1:]
+		_ = f.Get(dctx, nil)
+	}
+}

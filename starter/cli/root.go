@@ -16,7 +16,6 @@
 //	starter batch --manifest M        a manifest of documents and questions, a scored report
 //	starter schedule create|list|describe|pause|unpause|trigger|delete   nightly batches
 //	starter eval gen|run|score        RULER-style evaluation sets, their scores by length, one answer's score
-//	starter desk                      the review desk: decide on every answer in a browser
 //	starter decide ID --cell C --accept|--edit A|--reject   one decision of a sign-off
 //	starter signoff ID --start|--level N   start a sign-off, sign a level off
 //	starter export grid ID --xlsx F   the decided grid
@@ -358,19 +357,10 @@ the paper protocol's F1 to two decimals, as its scripts average it.`,
 	)
 }
 
-// signOffCommands serve the desk and record decisions and sign-offs.
+// signOffCommands record decisions and sign-offs (the review desk is
+// command desk, ./desk).
 func signOffCommands(bind bindWith) []*cobra.Command {
 	return []*cobra.Command{
-		leaf("desk [--addr 127.0.0.1:8090] [--reviewers tokens:FILE|header:NAME]", "Serve the review desk: decide on every answer with the cited page in front of you",
-			`Serves the review desk, a web page on which reviewers go through the reviews and
-batches waiting for sign-off, decide on each answer with the cited page of the PDF
-rendered and the quote highlighted where it stands, and sign a level off
-(keyboard: a accept, e edit, r reject, n next open cell). Reviewers sign in
-through the identity source the operator configures (docs/REVIEW.md#who-decided);
-a proxy's header needs the proxy named, by --trusted-proxy or by its secret.
-Each page renders within --render-timeout. Loopback by default.`,
-			`  MEMAGENT_REVIEWERS=tokens:/etc/memagent/reviewers starter desk
-  starter desk --reviewers header:X-Forwarded-User --proxy-secret-file /etc/memagent/desk-proxy-secret`, bind(bindDesk)),
 		leaf("decide ID --cell CELL (--accept | --edit ANSWER --reason WHY | --reject --reason WHY | --reopen --reason WHY) [flags]",
 			"Decide on one answer of a review or batch waiting for sign-off",
 			`Records a decision on one cell of a sign-off (a review's question, a batch's

@@ -49,6 +49,7 @@ CMD ["/starter", "--help"]
 # WebAssembly, no cgo); it listens on loopback unless --addr says otherwise.
 FROM gcr.io/distroless/static-debian12:nonroot AS desk
 COPY --from=build-desk /out/desk /
+COPY --from=busybox /bin/busybox /busybox
 USER nonroot:nonroot
 ENTRYPOINT []
 CMD ["/desk"]

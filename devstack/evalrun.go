@@ -161,7 +161,13 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		if in.Manifest, err = s.uploadEvalSet(ctx, *set); err != nil {
 			return err
 		}
-		res, rep, err := s.runBatch(ctx, in, stderr)
+		// Progress on stderr, as the starter's commands show it: with --json
+		// only on a terminal.
+		var progress io.Writer
+		if !*asJSON || isTerminal(stderr) {
+			progress = stderr
+		}
+		res, rep, err := s.runBatch(ctx, in, progress)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -156,13 +157,19 @@ func itemErrors(errs []string, bad int) error {
 }
 
 // runBatch starts a BatchQA run for in, waits for it and reads its report.
-// Progress is the starter's to show: the line on stderr names the command.
-func (s *evalSession) runBatch(ctx context.Context, in api.BatchQAInput, stderr io.Writer) (*api.BatchQAResult, *api.BatchReport, error) {
+// When progress is not nil it names the batch there, and prints a line of
+// its progress each time it changes, at most every progressEvery.
+func (s *evalSession) runBatch(ctx context.Context, in api.BatchQAInput, progress io.Writer) (*api.BatchQAResult, *api.BatchReport, error) {
 	run, err := memclient.New(s.temporal, memclient.Options{TaskQueue: s.cfg.TaskQueue}).StartBatch(ctx, in, memclient.StartOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(stderr, "started batch %s (starter watch %s follows its progress)\n", run.ID, run.ID)
+	if progress != nil {
+		fmt.Fprintf(progress, "started batch %s (starter watch %s follows it)\n", run.ID, run.ID)
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go showBatchProgress(wctx, run, progress)
+	}
 	res, err := run.Get(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("batch %s: %w", run.ID, err)
@@ -180,6 +187,33 @@ func (s *evalSession) runBatch(ctx context.Context, in api.BatchQAInput, stderr 
 		return res, nil, fmt.Errorf("decode report %s: %w", res.ReportURI, err)
 	}
 	return res, &rep, nil
+}
+
+// progressEvery is how often eval run asks a batch for its progress.
+const progressEvery = 5 * time.Second
+
+// showBatchProgress prints a line of run's progress each time it changes,
+// until ctx ends; a query that fails (no worker yet) prints nothing.
+func showBatchProgress(ctx context.Context, run memclient.BatchRun, w io.Writer) {
+	last := ""
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p, err := run.Progress(ctx)
+		if err != nil {
+			continue
+		}
+		line := fmt.Sprintf("%s: %d of %d items done (%d answered, %d reused, %d failed), %d running", p.Stage, p.Done, p.Items, p.Answered, p.Reused, p.Failed, p.Running)
+		if line != last && ctx.Err() == nil {
+			fmt.Fprintln(w, line)
+			last = line
+		}
+	}
 }
 
 // sanitizeName keeps the letters, digits, '.', '-' and '_' of name, each

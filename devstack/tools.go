@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/memagent/memagent/starter/cli"
 )
@@ -266,4 +267,10 @@ func helpText(c *cobra.Command) string {
 		b.WriteString("\nFlags:\n" + u)
 	}
 	return b.String()
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

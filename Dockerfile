@@ -1,14 +1,17 @@
 # syntax=docker/dockerfile:1
-# Two images from one build, each a static binary on a minimal non-root base:
+# Images from one build, each a static binary on a minimal non-root base:
 #   docker build -t memagent .                          # the production worker (default target)
-#   docker build --target cli -t memagent-cli .         # the CLI: setup, simulator, ask, ...
+#   docker build --target cli -t memagent-cli .         # the CLI: setup, ask, batch, ...
 #   docker run --rm memagent-cli /starter ask --help
+#   docker build --target desk -t memagent-desk .       # the review desk (/desk)
+#   docker build --target devstack -t memagent-devstack .   # the developer's tools: /devstack simulator, ...
 # The worker's base is Debian's slim image with Tesseract (tesseract-ocr),
 # which reads scanned PDF pages, in the languages of TESSERACT_LANGS
 # (Tesseract's codes, e.g. --build-arg TESSERACT_LANGS="eng deu fra").
-# Neither the worker nor the CLI links a Temporal server (go list -deps
-# ./worker ./starter); the demo, which embeds one, is `go run ./devstack
-# demo` in a checkout and in neither image.
+# Neither the worker, the CLI nor the desk links a Temporal server (go list
+# -deps ./worker ./starter ./desk); devstack embeds one (the demo, `go run
+# ./devstack demo`, is its command), and its image serves docker compose's
+# simulator profile.
 FROM golang:1.26.8 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -24,6 +27,14 @@ FROM build AS build-cli
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     go build -trimpath -ldflags='-s -w' -o /out/starter ./starter
 
+FROM build AS build-desk
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    go build -trimpath -ldflags='-s -w' -o /out/desk ./desk
+
+FROM build AS build-devstack
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    go build -trimpath -ldflags='-s -w' -o /out/devstack ./devstack
+
 # A static busybox for container health checks (wget), which distroless lacks.
 FROM busybox:1.37.0-musl AS busybox
 
@@ -33,6 +44,24 @@ COPY --from=busybox /bin/busybox /busybox
 USER nonroot:nonroot
 ENTRYPOINT []
 CMD ["/starter", "--help"]
+
+# The review desk: a server that reads S3 and renders PDF pages (PDFium as
+# WebAssembly, no cgo); it listens on loopback unless --addr says otherwise.
+FROM gcr.io/distroless/static-debian12:nonroot AS desk
+COPY --from=build-desk /out/desk /
+COPY --from=busybox /bin/busybox /busybox
+USER nonroot:nonroot
+ENTRYPOINT []
+CMD ["/desk"]
+
+# The developer's tools: the dev stack, the simulator alone (docker
+# compose's simulator profile), gen-doc and the evaluation sets.
+FROM gcr.io/distroless/static-debian12:nonroot AS devstack
+COPY --from=build-devstack /out/devstack /
+COPY --from=busybox /bin/busybox /busybox
+USER nonroot:nonroot
+ENTRYPOINT []
+CMD ["/devstack", "--help"]
 
 # The default target, last: the production worker, on Debian (the release
 # the tests run on) with Tesseract 5 for OCR, as the nonroot user (65532)

@@ -111,7 +111,7 @@ type BatchQAInput struct {
 	// both, except in a rollout group (samples > 1), which takes neither:
 	// every sample reads every chunk in its own run, so that its rollouts
 	// are whole (docs/ROLLOUTS.md). ReuseNone takes neither, whatever the
-	// samples (starter eval run sends it). ReuseAlways takes both, rollout
+	// samples (devstack eval run sends it). ReuseAlways takes both, rollout
 	// groups included; a sample that took either lacks the turns it did
 	// not read, and export rollouts reports it. See ReadsWhole.
 	Reuse string `json:"reuse,omitempty" contract:"enum=auto|none|always"`

@@ -9,6 +9,7 @@
 //	go run ./devstack                  # the stack and a worker (what `worker --dev` starts)
 //	go run ./devstack --no-worker      # the stack only (`worker --dev-stack`)
 //	go run ./devstack demo             # the quick start: a question about a generated document, answered on the stack
+//	go run ./devstack gen-doc|simulator|eval ...   the developer's tools, which the client CLI (starter) does not link
 //
 // It links the Temporal server; the production worker (./worker) does not,
 // and hands `worker --dev` over to this command.
@@ -33,8 +34,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "demo" {
-		demo()
+	if len(os.Args) > 1 && toolNames[os.Args[1]] {
+		tools()
 	}
 	workerapp.Main("devstack", run)
 }

@@ -2,10 +2,10 @@
 # Runs the MemAgent paper's RULER-HQA evaluation against a model behind an
 # OpenAI-compatible endpoint (vLLM, SGLang, OpenAI) or Azure OpenAI, and
 # prints the measured row beside the paper's published RL-MemAgent rows,
-# scored as the paper's evaluation scripts score (starter eval run
+# scored as the paper's evaluation scripts score (devstack eval run
 # --protocol paper; docs/EVAL.md, "The paper's protocol").
 #
-# It builds the worker and the starter, writes RULER-HQA from your copy of
+# It builds devstack (the stack, its worker and the eval commands), writes RULER-HQA from your copy of
 # HotpotQA at the paper's lengths (nothing is downloaded), starts the
 # embedded dev stack with a worker pointed at the endpoint (its state under
 # $OUT, so a rerun reuses every answer already paid for), runs the set, and
@@ -60,14 +60,13 @@ mkdir -p "$OUT/bin"
 
 echo "--- build"
 go build -o "$OUT/bin/devstack" ./devstack
-go build -o "$OUT/bin/starter" ./starter
 
 set_file="$OUT/ruler-hqa-$SAMPLES-seed$SEED-$TOKENIZER.json"
 if [ -s "$set_file" ]; then
   echo "--- set: $set_file (already written)"
 else
   echo "--- set: RULER-HQA, $SAMPLES questions at $LENGTHS"
-  "$OUT/bin/starter" eval gen --task hqa --hotpotqa "$HOTPOTQA" --lengths "$LENGTHS" --samples "$SAMPLES" \
+  "$OUT/bin/devstack" eval gen --task hqa --hotpotqa "$HOTPOTQA" --lengths "$LENGTHS" --samples "$SAMPLES" \
     --seed "$SEED" --tokenizer "$TOKENIZER" --out "$set_file"
 fi
 
@@ -93,7 +92,7 @@ for _ in $(seq 1 300); do
   sleep 1
 done
 grep -q "worker polling task queue" "$OUT/worker.log" || { echo "reproduce-paper: the worker did not start within 5 minutes (see $OUT/worker.log)" >&2; exit 1; }
-# The banner's export lines point the starter at this stack.
+# The banner's export lines point eval run at this stack.
 eval "$(sed -n 's/^  export /export /p' "$OUT/worker.log")"
 grep '^  Model:' "$OUT/worker.log" || true
 
@@ -101,10 +100,10 @@ echo "--- run (templates: $template_note)"
 name="paper-ruler-hqa-$SAMPLES-seed$SEED"
 # --reuse auto: the stack under $OUT is this script's own, so a rerun goes on
 # where an interrupted one stopped (delete $OUT/stack to measure afresh).
-"$OUT/bin/starter" eval run --protocol paper --set "$set_file" --name "$name" --tokenizer "$TOKENIZER" \
+"$OUT/bin/devstack" eval run --protocol paper --set "$set_file" --name "$name" --tokenizer "$TOKENIZER" \
   --chunk-tokens "$CHUNK_TOKENS" --concurrency "$CONCURRENCY" --reuse auto | tee "$OUT/paper.txt"
 # The same batch again reuses every answer: this only writes the JSON.
-"$OUT/bin/starter" eval run --protocol paper --set "$set_file" --name "$name" --tokenizer "$TOKENIZER" \
+"$OUT/bin/devstack" eval run --protocol paper --set "$set_file" --name "$name" --tokenizer "$TOKENIZER" \
   --chunk-tokens "$CHUNK_TOKENS" --concurrency "$CONCURRENCY" --reuse auto --json >"$OUT/paper.json"
 echo "templates: $template_note" | tee -a "$OUT/paper.txt"
 echo "--- done: $OUT/paper.txt, $OUT/paper.json"

@@ -190,7 +190,7 @@ svc_command() {
   jq -r "${jq_args[@]}" --arg s "$1" --arg bin "$cache/bin" "$rewrite_jq"'
     .services[$s] as $svc
     | (($svc.entrypoint // []) + ($svc.command // []))[]
-    | rw($svc) | sub("^/(?<b>starter|worker)$"; "\($bin)/\(.b)")' "$compose"
+    | rw($svc) | sub("^/(?<b>starter|worker|devstack)$"; "\($bin)/\(.b)")' "$compose"
 }
 
 case $mode in
@@ -219,8 +219,9 @@ temporal_server=$(build_at "temporal-server-$temporal_version" "go.temporal.io/s
 sql_tool=$(build_at "temporal-sql-tool-$temporal_version" "go.temporal.io/server/cmd/tools/sql@v${temporal_version#v}")
 if [ "$mode" = run ] || [ "$mode" = upgrade ]; then
   versitygw=$(build_at "versitygw-$versitygw_version" "github.com/versity/versitygw/cmd/versitygw@$versitygw_version")
-  log "building the worker and the starter"
+  log "building the worker, the starter and devstack (the simulator, gen-doc)"
   go build -o "$cache/bin/worker" ./worker
+  go build -o "$cache/bin/devstack" ./devstack
 else
   log "building the starter (its setup job registers the namespace and the search attributes)"
 fi
@@ -357,7 +358,9 @@ log "worker ready on 127.0.0.1:${ports[worker]}, $((SECONDS - began))s after Pos
 # One question about a generated document with a planted fact.
 mapfile -t starter_env < <(svc_env starter)
 starter() { env -i PATH="$PATH" HOME="$HOME" "${starter_env[@]}" "$cache/bin/starter" "$@"; }
-starter gen-doc --tokens "${MEMAGENT_BARE_TOKENS:-20000}" --out "$work/document.txt" >"$work/gen-doc.txt"
+# The demo's document: a developer's tool, devstack's.
+gendoc() { "$cache/bin/devstack" gen-doc "$@"; }
+gendoc --tokens "${MEMAGENT_BARE_TOKENS:-20000}" --out "$work/document.txt" >"$work/gen-doc.txt"
 question=$(sed -n 's/^question: //p' "$work/gen-doc.txt")
 answer=$(sed -n 's/^answer: *//p' "$work/gen-doc.txt")
 log "asking: $question"

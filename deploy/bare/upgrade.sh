@@ -33,6 +33,7 @@ fail() { echo "bare --upgrade: $*; logs in $work (MEMAGENT_BARE_KEEP=1 keeps the
 
 mapfile -t starter_env < <(svc_env starter)
 starter() { env -i PATH="$PATH" HOME="$HOME" "${starter_env[@]}" "$cache/bin/starter" "$@"; }
+gendoc() { "$cache/bin/devstack" gen-doc "$@"; }
 
 # build_of ID [RUN]: the build a run of workflow ID is (or was) on.
 build_of() {
@@ -88,7 +89,7 @@ show worker deployment set-current-version --deployment-name "$dep" --build-id b
 show worker deployment describe --name "$dep"
 
 say "2. bare-v1 starts a long question (180 chunks, 300 ms a model call) and a batch of 4 (60 chunks each)"
-starter gen-doc --tokens 90000 --seed 1 --out "$work/long.txt" >"$work/long.gen"
+gendoc --tokens 90000 --seed 1 --out "$work/long.txt" >"$work/long.gen"
 question=$(sed -n 's/^question: //p' "$work/long.gen")
 answer=$(sed -n 's/^answer: *//p' "$work/long.gen")
 starter ask --doc "$work/long.txt" --question "$question" --answer "$answer" --chunk-tokens 500 --reuse none \
@@ -97,7 +98,7 @@ ask_pid=$!
 wait_for "the long question's start" 120 running_question
 qa_id=$(cat "$work/long.id")
 for i in 1 2 3 4; do
-  starter gen-doc --tokens 30000 --seed $((10 + i)) --out "$work/item$i.txt" >/dev/null
+  gendoc --tokens 30000 --seed $((10 + i)) --out "$work/item$i.txt" >/dev/null
   jq -cn --arg d "$work/item$i.txt" --arg q "$question" --arg a "$answer" --arg id "i$i" \
     '{id: $id, document: $d, question: $q, answers: [$a]}'
 done >"$work/manifest.jsonl"

@@ -532,7 +532,7 @@ func progressOf(g *api.SignOffGrid) string {
 // compilation cache empty, 0.14 s with it, against 0.1-0.2 s a page
 // after), and returns; then it renders ahead, in the background, the
 // cited pages of the first cells of the newest sign-offs waiting.
-// `starter desk` runs it before it says where it listens.
+// Command desk (desk/deskapp) runs it before it says where it listens.
 func (d *Desk) Warm(ctx context.Context) {
 	start := time.Now()
 	if err := d.pages.warm(); err != nil {

@@ -178,12 +178,13 @@ func TestLastProgress(t *testing.T) {
 	}
 }
 
-// TestNoMovedStubs: the starter links no Temporal server and has no
-// `demo` (devstack has it) and no `chaos` (its own command): an unknown
+// TestNoMovedStubs: the starter links no Temporal server and none of the
+// developer's tools: no `demo`, `gen-doc`, `simulator` or `eval` (devstack
+// has them), no `chaos` and no `desk` (commands of their own): an unknown
 // command, a usage error, not a stub kept for a release that never was
 // (CHANGELOG.md lists them).
 func TestNoMovedStubs(t *testing.T) {
-	for _, name := range []string{"demo", "chaos"} {
+	for _, name := range []string{"demo", "chaos", "desk", "gen-doc", "simulator", "eval"} {
 		var stdout, stderr bytes.Buffer
 		code := Main(context.Background(), []string{name}, &stdout, &stderr)
 		if code != ExitBadInput || !strings.Contains(stderr.String(), "unknown command") {

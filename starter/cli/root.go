@@ -1,7 +1,7 @@
 // Package cli is the starter's command tree, out of package main so that
 // its helpers and tests can be reused (as the temporal CLI keeps its
-// commands). The starter's main calls Main; the devstack command calls it
-// too, with WithDevStack, for `devstack demo`.
+// commands). The starter's main calls Main; the devstack command calls Run
+// for `devstack demo`, whose question is the starter's `ask`.
 //
 // It is memagent's own CLI, importable only so that devstack and the tests
 // reuse it: its API carries no compatibility promise for other programs,
@@ -15,17 +15,14 @@
 //	starter review --doc D --question Q [--question Q]...   many questions, one reading, a grid
 //	starter batch --manifest M        a manifest of documents and questions, a scored report
 //	starter schedule create|list|describe|pause|unpause|trigger|delete   nightly batches
-//	starter eval gen|run|score        RULER-style evaluation sets, their scores by length, one answer's score
-//	starter desk                      the review desk: decide on every answer in a browser
 //	starter decide ID --cell C --accept|--edit A|--reject   one decision of a sign-off
 //	starter signoff ID --start|--level N   start a sign-off, sign a level off
 //	starter export grid ID --xlsx F   the decided grid
-//	starter gen-doc --tokens N --out PATH   the demo's document, at any length
-//	devstack demo                     everything in one process, on a generated document
 //
 // Without environment it finds the dev stack (`devstack`) at its
-// default addresses. The package links no Temporal server: the demo's
-// embedded stack comes from the devstack command (WithDevStack).
+// default addresses. The package links no Temporal server and none of the
+// developer's tools: the demo, gen-doc, the simulator alone and the
+// evaluation sets are devstack's commands, the review desk is command desk.
 package cli
 
 import (
@@ -167,7 +164,7 @@ func newRoot(ctx context.Context, stdout, stderr io.Writer, opts ...Option) *cob
 		Use:   o.name,
 		Short: "Start and inspect memagent runs",
 		Long: `Starts and inspects memagent runs: questions about documents of any length,
-reviews, batches and their schedules, evaluation sets. Without environment it
+reviews, batches and their schedules, sign-offs. Without environment it
 finds the dev stack (devstack) at its default addresses.`,
 		Example: `  starter ask --doc contract.txt --question "Who may terminate the agreement?"
   starter status memagent-qa-1f2e3d4c5b6a7980 --history
@@ -190,14 +187,10 @@ finds the dev stack (devstack) at its default addresses.`,
 	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.HiddenDefaultCmd = false
 
-	if o.devStack != nil {
-		root.AddCommand(demoCommand(o, bind))
-	}
 	root.AddCommand(runCommands(bind)...)
-	root.AddCommand(scheduleCommand(bind, stderr), evalCommand(bind, stderr))
+	root.AddCommand(scheduleCommand(bind, stderr))
 	root.AddCommand(signOffCommands(bind)...)
 	root.AddCommand(exportCommand(bind, stderr))
-	root.AddCommand(toolCommands(bind)...)
 	root.InitDefaultCompletionCmd()
 	return root
 }
@@ -207,17 +200,6 @@ finds the dev stack (devstack) at its default addresses.`,
 type commandBody func(context.Context, *cobra.Command, io.Writer, io.Writer) func([]string) error
 
 type bindWith func(commandBody) binder
-
-// demoCommand is `demo`, on the dev stack o gives: only the devstack
-// command, which embeds the Temporal server, has one.
-func demoCommand(o options, bind bindWith) *cobra.Command {
-	return leaf("demo", "Run the stack, the simulator and a worker in this process and answer a question about a generated document",
-		`Runs the embedded Temporal server, S3 and the inference simulator with a worker in
-this process, and answers a question about a generated document of 100K+
-tokens, with a live progress bar.`,
-		`  go run ./devstack demo
-  go run ./devstack demo --tokens 1000000 --keep`, bind(demoOn(o.devStack)))
-}
 
 // runCommands start, follow and stop runs.
 func runCommands(bind bindWith) []*cobra.Command {
@@ -271,10 +253,6 @@ A sign-off is listed right after the review or batch it signs off, with its stat
 		leaf("setup", "Register memagent's search attributes in the namespace",
 			"Registers memagent's search attributes in the namespace: once, before any worker.",
 			"  starter setup --namespace default\n  starter setup --create-namespace --retention 72h   # a self-hosted cluster's first run", bind(bindSetup)),
-		leaf("simulator [flags]", "Serve the inference simulator alone",
-			`Serves the inference simulator alone: an OpenAI-compatible stand-in for a GPU
-pool, with latency, capacity and fault models. Not a model.`,
-			`  starter simulator --addr 127.0.0.1:8000 --replicas 4 --capacity batch`, bind(bindSimulator)),
 		leaf("review --doc PATH|s3://bucket/key (--question Q [--answer GOLD]... ... | --questions FILE) [flags]",
 			"Ask many questions of one document, reading it once",
 			`Asks every question of one document, reading it once: each question keeps its
@@ -316,61 +294,10 @@ dated report.`,
 	)
 }
 
-// evalCommand is `eval` and its subcommands.
-func evalCommand(bind bindWith, stderr io.Writer) *cobra.Command {
-	return group("eval", "Evaluation sets: generate, run, score", "RULER-style evaluation sets in MemAgent's format, their scores by length, and one answer's score.",
-		`  starter eval gen --task niah_single,vt --lengths 2K,8K --samples 4 --out small.json
-  starter eval run --set small.json --chunk-tokens 1024`, stderr,
-		leaf("gen --task TASK[,TASK...] --lengths 8K,16K,... --out PATH|- [flags]", "Write a RULER-style evaluation set in MemAgent's JSON format",
-			`Writes a RULER-style evaluation set in MemAgent's format: a JSON array of
-{"_id", "context", "input", "answers", "length", "task", "tokens"}, one
-object per sample, streamed. The same flags always write the same bytes.
-
-Tasks:
-  niah_single      one needle "One of the special magic numbers for KEY is: VALUE."
-  niah_multikey    the asked needle among distractor needles with other keys
-  niah_multivalue  one key with several values, all of them answers
-  niah_multiquery  several keys asked at once; every value is an answer
-  vt               variable tracking: which variables a chain of VAR assignments gives a value
-  fwe              frequent words: the three most frequent coded words (Zipf-like counts)
-  hqa              RULER-HQA: a HotpotQA question's gold paragraphs among distractors (--hotpotqa)
-
-Lengths are tokens of --tokenizer, with K = 1024 and M = 1048576 (1.75M =
-1835008); each context is within 1% of its length, usually exact.`,
-			"  starter eval gen --task vt,fwe --lengths 8K,32K --samples 4 --out -", bind(bindEvalGen)),
-		leaf("run --set PATH|s3://bucket/key [flags]", "Run an evaluation set through BatchQA and print the score by length",
-			`Runs an evaluation set through BatchQA and prints the score by length
-(--protocol paper: as the MemAgent paper's scripts, beside its table).`,
-			`  starter eval run --set small.json --chunk-tokens 1024
-  starter eval run --set ruler-hqa.json --protocol paper`, bind(bindEvalRun)),
-		leaf("score [--protocol default|paper] --pred ANSWER --gold GOLD [--gold GOLD ...]", "Score one answer against gold answers",
-			`Scores one answer and prints the scores as JSON.
-
-  --protocol default  against every --gold (aliases; recall counts them all):
-                      {"exact_match":…,"substring_match":…,"f1":…,"best_gold":…,"recall":…}
-  --protocol paper    as the MemAgent evaluation scripts: against the first --gold only,
-                      Python's normalisation, empty strings included:
-                      {"em":…,"sub_em":…,"f1":…,"f1_rounded":…}
-
-JSON (--output json, the default) carries the values unrounded; f1_rounded is
-the paper protocol's F1 to two decimals, as its scripts average it.`,
-			`  starter eval score --pred "Paris" --gold "Paris, France" --protocol paper`, bind(bindEvalScore)),
-	)
-}
-
-// signOffCommands serve the desk and record decisions and sign-offs.
+// signOffCommands record decisions and sign-offs (the review desk is
+// command desk, ./desk).
 func signOffCommands(bind bindWith) []*cobra.Command {
 	return []*cobra.Command{
-		leaf("desk [--addr 127.0.0.1:8090] [--reviewers tokens:FILE|header:NAME]", "Serve the review desk: decide on every answer with the cited page in front of you",
-			`Serves the review desk, a web page on which reviewers go through the reviews and
-batches waiting for sign-off, decide on each answer with the cited page of the PDF
-rendered and the quote highlighted where it stands, and sign a level off
-(keyboard: a accept, e edit, r reject, n next open cell). Reviewers sign in
-through the identity source the operator configures (docs/REVIEW.md#who-decided);
-a proxy's header needs the proxy named, by --trusted-proxy or by its secret.
-Each page renders within --render-timeout. Loopback by default.`,
-			`  MEMAGENT_REVIEWERS=tokens:/etc/memagent/reviewers starter desk
-  starter desk --reviewers header:X-Forwarded-User --proxy-secret-file /etc/memagent/desk-proxy-secret`, bind(bindDesk)),
 		leaf("decide ID --cell CELL (--accept | --edit ANSWER --reason WHY | --reject --reason WHY | --reopen --reason WHY) [flags]",
 			"Decide on one answer of a review or batch waiting for sign-off",
 			`Records a decision on one cell of a sign-off (a review's question, a batch's
@@ -406,13 +333,4 @@ the final answer, and the sample's reward spread evenly over its turns.
 See docs/ROLLOUTS.md.`,
 			`  starter export rollouts "$(jq -r .result.workflow_id batch.json)" --out rollouts.jsonl --reward sub_em`, bind(bindExportRollouts)),
 	)
-}
-
-// toolCommands are the developer's helpers left in the CLI.
-func toolCommands(bind bindWith) []*cobra.Command {
-	return []*cobra.Command{
-		leaf("gen-doc --tokens N --out PATH [--depth 0..1] [--seed N]", "Write the demo's generated document to a file",
-			"Writes the demo's generated document (filler with one planted fact) to a file.",
-			"  starter gen-doc --tokens 1000000 --out big.txt", bind(bindGenDoc)),
-	}
 }

@@ -10,7 +10,7 @@
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
       body: JSON.stringify(body),
-    }).catch(() => { throw new Error("the desk is out of reach: check that `starter desk` still runs, then reload the page"); });
+    }).catch(() => { throw new Error("the desk is out of reach: check that `desk` still runs, then reload the page"); });
     const data = await answer(r);
     if (!r.ok) throw new Error(data.error);
     return data;
@@ -126,7 +126,7 @@
     try {
       return await fetch(url, { credentials: "same-origin" });
     } catch (e) {
-      say("the desk is out of reach: check that `starter desk` still runs, then reload the page", true);
+      say("the desk is out of reach: check that `desk` still runs, then reload the page", true);
       return null;
     }
   }

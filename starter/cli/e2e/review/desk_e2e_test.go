@@ -28,13 +28,13 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/desk/deskapp"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -423,7 +423,8 @@ func onNewDocument(script string) chromedp.Action[chromedp.Void] {
 	})
 }
 
-// startDesk runs `starter desk` on a free loopback port and returns its URL.
+// startDesk runs the review desk (command desk, in process) on a free
+// loopback port and returns its URL.
 func startDesk(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	r, w := io.Pipe()
@@ -431,7 +432,7 @@ func startDesk(t *testing.T, ctx context.Context) string {
 	done := make(chan error, 1)
 	go func() {
 		var stderr bytes.Buffer
-		err := cli.Run(dctx, []string{"desk", "--addr", "127.0.0.1:0"}, w, &stderr)
+		err := deskapp.Run(dctx, []string{"--addr", "127.0.0.1:0"}, w, &stderr)
 		if err != nil {
 			err = fmt.Errorf("%w: %s", err, stderr.String())
 		}

@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ type genItem struct {
 func runEvalGenCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var o, e bytes.Buffer
-	err = run(context.Background(), append([]string{"eval", "gen"}, args...), &o, &e)
+	err = runTools(context.Background(), append([]string{"eval", "gen"}, args...), &o, &e)
 	return o.String(), e.String(), err
 }
 
@@ -41,7 +41,7 @@ func TestEvalGenCommand(t *testing.T) {
 	out := filepath.Join(dir, "set.json")
 	args := []string{"--task", "niah_single,niah_multikey,niah_multivalue,niah_multiquery,vt,fwe,hqa",
 		"--lengths", "0.5K,1K", "--samples", "2", "--seed", "3", "--out", out,
-		"--hotpotqa", "../../internal/dev/evalgen/testdata/hotpot_tiny.json", "--value-type", "uuids"}
+		"--hotpotqa", "../internal/dev/evalgen/testdata/hotpot_tiny.json", "--value-type", "uuids"}
 	stdout, stderr, err := runEvalGenCmd(t, args...)
 	if err != nil {
 		t.Fatalf("eval gen: %v\n%s", err, stderr)

@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bufio"
@@ -131,7 +131,7 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 			}
 		}
 		if *set == "" {
-			return errors.New("no evaluation set: pass --set FILE.json (write one with `starter eval gen`) or --set s3://bucket/key")
+			return errors.New("no evaluation set: pass --set FILE.json (write one with `devstack eval gen`) or --set s3://bucket/key")
 		}
 		if !strings.HasPrefix(*set, "s3://") {
 			if err := checkEvalSetFile(*set); err != nil {
@@ -153,15 +153,21 @@ func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 		if err := in.Validate(); err != nil {
 			return err
 		}
-		ctx, s, end, err := startCommand(ctx, cfg, stderr, *asJSON, "starter eval run")
+		s, err := connectEval(ctx, cfg, stderr)
 		if err != nil {
 			return err
 		}
-		defer func() { end(err) }()
-		if in.Manifest, err = uploadManifest(ctx, s.store, cfg.Bucket, cfg.CreateBucket, *set); err != nil {
+		defer s.close()
+		if in.Manifest, err = s.uploadEvalSet(ctx, *set); err != nil {
 			return err
 		}
-		res, rep, err := runBatchAndReport(ctx, s, in)
+		// Progress on stderr, as the starter's commands show it: with --json
+		// only on a terminal.
+		var progress io.Writer
+		if !*asJSON || isTerminal(stderr) {
+			progress = stderr
+		}
+		res, rep, err := s.runBatch(ctx, in, progress)
 		if err != nil {
 			return err
 		}
@@ -261,7 +267,7 @@ func checkEvalSetFile(path string) error {
 	if st, err := f.Stat(); err != nil {
 		return fmt.Errorf("evaluation set: %w", err)
 	} else if st.IsDir() {
-		return fmt.Errorf("evaluation set %s is a directory: pass a .json file (write one with `starter eval gen`)", path)
+		return fmt.Errorf("evaluation set %s is a directory: pass a .json file (write one with `devstack eval gen`)", path)
 	}
 	r := bufio.NewReader(f)
 	for {
@@ -678,7 +684,7 @@ func compareLengths(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// formatLength renders a length label the way `starter eval gen` reads
+// formatLength renders a length label the way `devstack eval gen` reads
 // lengths and the MemAgent paper's tables show them: 8192 as 8K, 3670016
 // as 3.5M. A label that is not a whole number is shown as it is.
 func formatLength(v string) string {

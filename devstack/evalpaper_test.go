@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bytes"
@@ -151,7 +151,7 @@ func TestEvalRunPaperEndToEnd(t *testing.T) {
 	stack(t)
 	startWorker(t)
 	set := filepath.Join(t.TempDir(), "hqa.json")
-	if _, stderr, err := runCLI(t, "eval", "gen", "--task", "hqa", "--hotpotqa", "../../internal/dev/evalgen/testdata/hotpot_tiny.json",
+	if _, stderr, err := runCLI(t, "eval", "gen", "--task", "hqa", "--hotpotqa", "../internal/dev/evalgen/testdata/hotpot_tiny.json",
 		"--lengths", "512,1K", "--samples", "2", "--out", set); err != nil {
 		t.Fatalf("eval gen: %v\n%s", err, stderr)
 	}

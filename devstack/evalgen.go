@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func bindEvalGen(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writ
 	hotpot := fs.String("hotpotqa", "", "hqa: HotpotQA file in its standard format (hotpot_dev_distractor_v1.json); samples take its questions in file order")
 	return func(args []string) (err error) {
 		if len(args) > 0 {
-			return fmt.Errorf("eval gen: unexpected argument %q: every setting is a flag (see starter eval gen -h)", args[0])
+			return fmt.Errorf("eval gen: unexpected argument %q: every setting is a flag (see devstack eval gen -h)", args[0])
 		}
 		if *out == "" {
 			return errors.New("eval gen: --out is required: a file path, or - for stdout")

@@ -55,6 +55,10 @@ type Activities struct {
 	Model Model
 	// DefaultModel is used when a request names none.
 	DefaultModel string
+	// Served, when set, lists the models the model servers serve now:
+	// PrepareDocument refuses a run naming another as memagent.BadInput
+	// before any model call. Nil leaves an unknown model to its first call.
+	Served func(ctx context.Context) ([]string, error)
 	// MaxModelLen is the model's context in tokens when the server reported
 	// it (0 = unknown, no budget check).
 	MaxModelLen int

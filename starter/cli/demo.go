@@ -70,7 +70,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer,
 			return err
 		}
 		defer run.Stop()
-		s := &session{cfg: cfg, logger: logger, progress: stdout, progressTTY: isTerminal(stdout)}
+		s := &session{cfg: cfg.Client(), logger: logger, progress: stdout, progressTTY: isTerminal(stdout)}
 		if err := s.connect(ctx); err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func bindDemo(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer,
 			return err
 		}
 		fmt.Fprintln(stdout)
-		if err := printResult(stdout, cfg, res, false); err != nil {
+		if err := printResult(stdout, cfg.Client(), res, false); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "Expected: %s\n\n", demoAnswer)

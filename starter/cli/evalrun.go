@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
-	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/worker/config"
 )
 
 // Labels of MemAgent's evaluation format that the score table reads.
@@ -84,7 +84,7 @@ func rowMetric(metric, task string) string {
 
 func bindEvalRun(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	set := fs.String("set", "", "the evaluation set in MemAgent's JSON format: a local file (uploaded once) or s3://bucket/key (required)")
 	concurrency := fs.Int("concurrency", 0, "DocumentQA runs at once (0 = the workflow's default, 16)")
@@ -293,11 +293,11 @@ func evalSetName(set string) string {
 }
 
 // readBatchItems reads a report's per-item JSON Lines.
-func readBatchItems(ctx context.Context, store *s3store.Store, uri string) ([]api.BatchItemResult, error) {
+func readBatchItems(ctx context.Context, store reportReader, uri string) ([]api.BatchItemResult, error) {
 	if uri == "" {
 		return nil, nil
 	}
-	loc, err := s3store.ParseURI(uri)
+	loc, err := s3client.ParseURI(uri)
 	if err != nil {
 		return nil, fmt.Errorf("results %s: %w", uri, err)
 	}

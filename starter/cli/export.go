@@ -16,14 +16,14 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/assemble"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/rollout"
-	"github.com/memagent/memagent/worker/config"
 )
 
 func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	out := fs.String("out", "", "JSON Lines `file` to write (required)")
 	reward := fs.String("reward", rollout.RewardSubEM, `reward metric, as the MemAgent paper scores: "sub_em", "em" or "f1"`)

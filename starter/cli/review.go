@@ -16,10 +16,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
 )
 
 // reviewQuestionFlags collects --question and --answer in command-line
@@ -53,7 +53,7 @@ func (v reviewAnswerFlag) Set(a string) error {
 
 func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	var req askRequest
 	qf := &reviewQuestionFlags{}
@@ -180,15 +180,6 @@ func (s *session) review(ctx context.Context, in api.ReviewInput, req askRequest
 	}
 	in = in.WithDefaults()
 	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	longest := in.Questions[0].Question
-	for _, q := range in.Questions {
-		if len(q.Question) > len(longest) {
-			longest = q.Question
-		}
-	}
-	if err := s.checkBudget(ctx, askRequest{Question: longest, Options: in.Options}); err != nil {
 		return nil, err
 	}
 	run, err := memclient.New(s.temporal, memclient.Options{TaskQueue: s.cfg.TaskQueue}).StartReview(ctx, in,

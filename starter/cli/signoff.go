@@ -17,11 +17,13 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/desk"
 	"github.com/memagent/memagent/internal/reviewer"
-	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 )
 
@@ -89,7 +91,7 @@ func subjectArg(args []string, command string) (string, error) {
 
 func bindDecide(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	rf := bindReviewerFlags(fs)
 	cell := fs.String("cell", "", "the `CELL` to decide: a question id (a batch item's seq)")
@@ -215,7 +217,7 @@ func waitingLevel(g *api.SignOffGrid) int {
 
 func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	rf := bindReviewerFlags(fs)
 	start := fs.Bool("start", false, "start the sign-off of the finished review (or batch) instead")
@@ -319,7 +321,7 @@ func signOffGridAwait(ctx context.Context, mc *memclient.Client, subject string)
 
 func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	xlsx := fs.String("xlsx", "", "write the decided grid as an XLSX workbook to `FILE`")
 	csvOut := fs.String("csv", "", "write the decided grid as CSV to `FILE`")
@@ -371,8 +373,8 @@ func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.W
 }
 
 // readSignOffRows reads the grid a sign-off was made on.
-func readSignOffRows(ctx context.Context, store *s3store.Store, g *api.SignOffGrid) ([]signoff.Row, error) {
-	loc, err := s3store.ParseURI(g.Subject.GridURI)
+func readSignOffRows(ctx context.Context, store reportReader, g *api.SignOffGrid) ([]signoff.Row, error) {
+	loc, err := s3client.ParseURI(g.Subject.GridURI)
 	if err != nil {
 		return nil, err
 	}
@@ -410,7 +412,8 @@ func writeFileWhole(path string, write func(io.Writer) error) error {
 
 func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	wcfg, cfgErr := config.Load()
+	cfg := wcfg.Client()
 	connectionFlags(cmd, &cfg)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen on `ADDR` (loopback by default: put an authenticating proxy in front to serve others)")
 	source := fs.String("reviewers", os.Getenv(reviewer.Env), "the reviewer identity `SOURCE`: tokens:FILE, or header:NAME set by an authenticating proxy ("+reviewer.Env+")")
@@ -456,9 +459,16 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		}
 		lhost, port, _ := net.SplitHostPort(ln.Addr().String())
 		allowed := append([]string{ln.Addr().String(), lhost, "localhost", "localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}, *hosts...)
-		checks := &activities.Activities{Store: s.store, Bucket: s.cfg.Bucket, ReadPrefixes: s.cfg.ReadPrefixes, WritePrefixes: s.cfg.WritePrefixes}
+		// The desk reads S3 as a worker does: the client's flags, the
+		// worker's areas.
+		wcfg.Bucket, wcfg.S3Endpoint, wcfg.CreateBucket = cfg.Bucket, cfg.S3Endpoint, cfg.CreateBucket
+		store, err := plugin.NewStore(ctx, wcfg.Options)
+		if err != nil {
+			return err
+		}
+		checks := &activities.Activities{Store: store, Bucket: cfg.Bucket, ReadPrefixes: wcfg.ReadPrefixes, WritePrefixes: wcfg.WritePrefixes}
 		d, err := desk.New(desk.Config{
-			Temporal: s.temporal, ClientIdentity: cfg.ClientIdentity, TaskQueue: cfg.TaskQueue, Store: s.store,
+			Temporal: s.temporal, ClientIdentity: cfg.ClientIdentity, TaskQueue: cfg.TaskQueue, Store: store,
 			Checks: checks, OCR: checks, Reviewers: src, Hosts: allowed, Logger: s.logger,
 			RenderTimeout: *renderTimeout, RenderInstances: *renderInstances, PageCacheBytes: *pageCacheMB << 20,
 		})

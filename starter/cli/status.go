@@ -14,14 +14,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
 func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	asJSON := outputFlag(cmd, "print the progress as JSON, with its workflow_type")
 	showMemory := fs.Bool("memory", false, "also print the current memory (DocumentQA runs)")

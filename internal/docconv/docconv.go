@@ -2,29 +2,29 @@ package docconv
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path"
 	"strings"
 	"unicode"
 
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/sniff"
 )
 
-// Formats Detect tells apart. Only PDF, DOCX and HTML are converted; text
-// is indexed as it is; the others are refused with a message.
+// Formats Detect tells apart (package sniff's). Only PDF, DOCX and HTML
+// are converted; text is indexed as it is; the others are refused with a
+// message.
 const (
-	FormatText  = "text"
-	FormatPDF   = "pdf"
-	FormatDOCX  = "docx"
-	FormatHTML  = "html"
-	FormatZip   = "zip"
-	FormatOLE   = "ole"
-	FormatImage = "image"
+	FormatText  = sniff.FormatText
+	FormatPDF   = sniff.FormatPDF
+	FormatDOCX  = sniff.FormatDOCX
+	FormatHTML  = sniff.FormatHTML
+	FormatZip   = sniff.FormatZip
+	FormatOLE   = sniff.FormatOLE
+	FormatImage = sniff.FormatImage
 )
 
 // errConvertTimeout is the cause of a conversion's context past
@@ -32,69 +32,11 @@ const (
 var errConvertTimeout = errors.New("conversion timed out")
 
 // SniffBytes is how much of the start of a file Detect wants.
-const SniffBytes = 8 << 10
+const SniffBytes = sniff.SniffBytes
 
-// Detect names a document's format from its first bytes (up to
-// SniffBytes), by content, not name: "%PDF-" anywhere in the first KiB
-// (as PDF readers accept), a zip (a DOCX is told from other zips only once
-// it is opened: FormatZip), HTML markup at the start, an OLE compound file
-// (a legacy .doc), an image, or else text (which must then be UTF-8).
-func Detect(head []byte) string {
-	if i := bytes.Index(head[:min(len(head), 1024)], []byte("%PDF-")); i >= 0 {
-		return FormatPDF
-	}
-	if bytes.HasPrefix(head, []byte("PK\x03\x04")) {
-		return FormatZip
-	}
-	if bytes.HasPrefix(head, []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}) {
-		return FormatOLE
-	}
-	if isHTML(head) {
-		return FormatHTML
-	}
-	if strings.HasPrefix(http.DetectContentType(head), "image/") ||
-		bytes.HasPrefix(head, []byte("II*\x00")) || bytes.HasPrefix(head, []byte("MM\x00*")) { // TIFF, which http does not sniff
-		return FormatImage
-	}
-	// Anything else goes to the UTF-8 check, which says where a bad byte
-	// is (or replaces bad bytes, when asked to).
-	return FormatText
-}
-
-// isHTML reports a document that starts, after a byte order mark, white
-// space and comments, with an HTML doctype or one of the tags that open an
-// HTML page. XML and XHTML prologs count when html follows.
-func isHTML(head []byte) bool {
-	s := bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))
-	for {
-		s = bytes.TrimLeft(s, " \t\r\n\f")
-		if bytes.HasPrefix(s, []byte("<!--")) {
-			end := bytes.Index(s, []byte("-->"))
-			if end < 0 {
-				return false
-			}
-			s = s[end+3:]
-			continue
-		}
-		if bytes.HasPrefix(s, []byte("<?xml")) {
-			end := bytes.Index(s, []byte("?>"))
-			if end < 0 {
-				return false
-			}
-			s = s[end+2:]
-			continue
-		}
-		break
-	}
-	lower := bytes.ToLower(s[:min(len(s), 32)])
-	for _, p := range []string{"<!doctype html", "<html", "<head", "<body", "<title", "<meta", "<h1", "<p>", "<div", "<article"} {
-		if bytes.HasPrefix(lower, []byte(p)) {
-			rest := lower[len(p):]
-			return len(p) > 0 && (p[len(p)-1] == '>' || len(rest) == 0 || rest[0] == '>' || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n' || rest[0] == '\r' || rest[0] == '/')
-		}
-	}
-	return false
-}
+// Detect names a document's format from its first bytes, as sniff.Detect
+// does.
+func Detect(head []byte) string { return sniff.Detect(head) }
 
 // Error is a document that cannot be converted, for a reason that a retry
 // will not fix. Its message says which and what to do.

@@ -24,7 +24,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/clientconf"
-	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/sniff"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3client"
@@ -351,15 +351,15 @@ func queryProgress(ctx context.Context, c client.Client, id string) (api.Progres
 // convertedTypes are the content types of the formats the worker converts,
 // for the upload.
 var convertedTypes = map[string]string{
-	docconv.FormatPDF:  "application/pdf",
-	docconv.FormatZip:  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-	docconv.FormatHTML: "text/html",
+	sniff.FormatPDF:  "application/pdf",
+	sniff.FormatZip:  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	sniff.FormatHTML: "text/html",
 }
 
-// sniffFile names a local file's format by its first bytes (docconv.Detect)
+// sniffFile names a local file's format by its first bytes (sniff.Detect)
 // and rewinds it.
 func sniffFile(f *os.File) (string, error) {
-	head := make([]byte, docconv.SniffBytes)
+	head := make([]byte, sniff.SniffBytes)
 	n, err := io.ReadFull(f, head)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return "", err
@@ -367,7 +367,7 @@ func sniffFile(f *os.File) (string, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
 	}
-	return docconv.Detect(head[:n]), nil
+	return sniff.Detect(head[:n]), nil
 }
 
 // localDocument is what checkLocalDocument learnt of a local file: its
@@ -401,8 +401,8 @@ func checkLocalDocument(doc string, replaceInvalid bool) (localDocument, error) 
 	if err != nil {
 		return localDocument{}, fmt.Errorf("read document %s: %w", doc, err)
 	}
-	if err := docconv.Unsupported(format, doc); err != nil {
-		return localDocument{}, badRequest(fmt.Errorf("document %s %w", doc, err))
+	if msg := sniff.Unsupported(format, doc); msg != "" {
+		return localDocument{}, badRequest(fmt.Errorf("document %s %s", doc, msg))
 	}
 	ld := localDocument{contentType: "text/plain; charset=utf-8"}
 	var bad *memagent.InvalidUTF8Error

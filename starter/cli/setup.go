@@ -16,7 +16,6 @@ import (
 
 	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/searchattrs"
-	"github.com/memagent/memagent/workflows"
 )
 
 // runSetup registers memagent's search attributes in the namespace, and
@@ -55,7 +54,7 @@ func bindSetup(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			}
 			fmt.Fprintf(stdout, "namespace %s %s\n", cfg.TemporalNamespace, state)
 		}
-		attrs := workflows.SearchAttributes()
+		attrs := searchattrs.Memagent()
 		added, err := ensureAttributes(ctx, func() ([]string, error) {
 			return searchattrs.Ensure(ctx, c.OperatorService(), cfg.TemporalNamespace, attrs, true)
 		})

@@ -629,10 +629,7 @@ func nextMemory(prev, completion string) (string, bool) {
 
 // PromptDigest is the hex SHA-256 of a prompt, as traces and results keep
 // it (ChunkTrace.PromptSHA256).
-func PromptDigest(prompt string) string {
-	h := sha256.Sum256([]byte(prompt))
-	return hex.EncodeToString(h[:])
-}
+func PromptDigest(prompt string) string { return actwire.PromptDigest(prompt) }
 
 func usageOf(c inference.Completion) api.Usage {
 	return api.Usage{Calls: 1, PromptTokens: int64(c.PromptTokens), CompletionTokens: int64(c.CompletionTokens), CachedTokens: int64(c.CachedTokens)}

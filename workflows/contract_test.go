@@ -59,6 +59,7 @@ func describer(t *testing.T) contract.Describer {
 		"github.com/memagent/memagent/api":               "../api",
 		"github.com/memagent/memagent/workflows":         ".",
 		"github.com/memagent/memagent/activities":        "../activities",
+		"github.com/memagent/memagent/internal/actwire":  "../internal/actwire",
 		"github.com/memagent/memagent/internal/report":   "../internal/report",
 		"github.com/memagent/memagent/internal/memagent": "../internal/memagent",
 	})

@@ -24,10 +24,10 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/clientconf"
-	"github.com/memagent/memagent/internal/sniff"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3client"
+	"github.com/memagent/memagent/internal/sniff"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/memclient"
 )

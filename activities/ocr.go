@@ -75,11 +75,17 @@ func ocrOptions(mode, languages string) docconv.OCROptions {
 	return docconv.OCROptions{Mode: mode, Languages: languages}.Normalized()
 }
 
-// ocrVariant is the part of a PDF's converted prefix that names how its
-// pages were read: "ocr-auto-eng/", "ocr-force-eng+deu/", or "" with OCR
-// off (the text layer alone).
+// ocrVariant is the part of a PDF's (or an email's, whose attachments'
+// scans and images OCR reads) converted prefix that names how its pages
+// were read: "ocr-auto-eng/", "ocr-force-eng+deu/", or "" with OCR off
+// (the text layer alone).
 func ocrVariant(format string, o docconv.OCROptions) string {
-	if format != docconv.FormatPDF || o.Mode == docconv.OCROff {
+	switch format {
+	case docconv.FormatPDF, docconv.FormatEmail, docconv.FormatMbox:
+	default:
+		return ""
+	}
+	if o.Mode == docconv.OCROff {
 		return ""
 	}
 	return "ocr-" + o.Mode + "-" + strings.ReplaceAll(o.Languages, "/", "-") + "/"

@@ -163,6 +163,9 @@ func TestOCRVariant(t *testing.T) {
 		{"pdf", "off", "deu", ""},
 		{"docx", "force", "", ""},
 		{"html", "", "", ""},
+		{"mbox", "", "", "ocr-auto-eng/"},
+		{"email", "force", "", "ocr-force-eng/"},
+		{"email", "off", "", ""},
 	} {
 		if got := ocrVariant(tc.format, ocrOptions(tc.mode, tc.langs)); got != tc.want {
 			t.Errorf("ocrVariant(%s, %q, %q) = %q, want %q", tc.format, tc.mode, tc.langs, got, tc.want)

@@ -94,10 +94,24 @@ func (s *PageScan) String() string {
 // physical page, "p. 12 (scan, confidence 0.91)" for a page read by OCR,
 // "§ 3 Payment terms" (a section by its heading, "§ 3"
 // when it has none), "§ 3 Payment terms and following" for a range of
-// sections. A nil ref renders as "".
+// sections, and a part of an email by its label (UnitMessage):
+// `msg 12 "Re: Lease" › lease.pdf p. 4`. A nil ref renders as "".
 func (r *PageRef) String() string {
 	if r == nil || r.First <= 0 {
 		return ""
+	}
+	if r.Unit == UnitMessage {
+		out := r.Label
+		if out == "" {
+			out = fmt.Sprintf("part %d", r.First)
+		}
+		if r.Last > r.First {
+			out += " and following"
+		}
+		if note := r.Scan.String(); note != "" {
+			out += " (" + note + ")"
+		}
+		return out
 	}
 	if r.Unit == UnitSection {
 		if r.Label != "" {
@@ -161,11 +175,15 @@ func (r *PageRef) pages() (text string, ranged bool) {
 	}
 }
 
-// Units of a PageRef: pages of a paginated format (PDF), or sections
-// opened by headings where a format has no pages (DOCX, HTML).
+// Units of a PageRef: pages of a paginated format (PDF), sections
+// opened by headings where a format has no pages (DOCX, HTML), or the
+// parts of an email's families (a message's body, each page or section
+// of its attachments), cited by their label as a whole:
+// `msg 12 "Re: Lease" › lease.pdf p. 4`.
 const (
 	UnitPage    = "page"
 	UnitSection = "section"
+	UnitMessage = "message"
 )
 
 // SourceRef cites a place in a corpus (DocumentQAInput.Documents): the

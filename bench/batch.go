@@ -22,9 +22,9 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -95,7 +95,7 @@ func (r batchResult) mean(v int) (wall, cpu time.Duration) {
 // the same options as workerapp.NewWorker except the number of workflow
 // task pollers, so that only that differs between variants.
 func startPollerWorker(ctx context.Context, env *benchEnv, cfg config.Config, pollers int) (stop func(), err error) {
-	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
+	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
 	if err != nil {
 		return nil, err
 	}

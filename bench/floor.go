@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -61,7 +61,7 @@ func nothing(context.Context, floorActivityInput) error { return nil }
 // run on one worker with one configuration.
 func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (stop func(), err error) {
 	opts := workerapp.Options{Logger: env.logger}
-	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, opts))
+	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, opts))
 	if err != nil {
 		return nil, err
 	}

@@ -29,9 +29,9 @@ import (
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -85,7 +85,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch, convert or ocr")
+	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, priority, fairness, scale, review, corpus, batch, convert or ocr")
 	out := fs.String("out", "BENCHMARKS.md", "markdown report to write ('' = stdout only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
 	overheadTokens := fs.Int("overhead-tokens", 500_000, "document length for the overhead comparison")
@@ -107,9 +107,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	switch *only {
-	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "fairness", "scale", "review", "corpus", "batch", "convert", "ocr":
+	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "priority", "fairness", "scale", "review", "corpus", "batch", "convert", "ocr":
 	default:
-		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, fairness, scale, review, corpus, batch, convert or ocr", *only)
+		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, priority, fairness, scale, review, corpus, batch, convert or ocr", *only)
 	}
 	if ext.Address != "" && !slices.Contains(externalSections, *only) {
 		return fmt.Errorf("-temporal needs -only %s: the other sections describe the embedded stack", strings.Join(externalSections, " or -only "))
@@ -196,6 +196,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("interactive: %w", err)
 		}
 		writeInteractive(&report, rows)
+	}
+	if want("priority") {
+		rows, err := runServerPriority(ctx, env)
+		if err != nil {
+			return fmt.Errorf("priority: %w", err)
+		}
+		writeServerPriority(&report, rows)
 	}
 	if want("fairness") {
 		rows, err := runFairness(ctx, env)
@@ -305,7 +312,7 @@ func newBenchEnv(ctx context.Context, ext externalTemporal) (*benchEnv, error) {
 	}
 	env := &benchEnv{dev: dev, logger: logger, server: embeddedServer}
 	env.cfg = config.Default().AtDevStack(dev.Addresses())
-	if env.store, err = plugin.NewStore(ctx, env.cfg.Options); err != nil {
+	if env.store, err = pluginkit.NewStore(ctx, env.cfg.Options); err != nil {
 		dev.Close()
 		return nil, err
 	}

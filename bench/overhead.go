@@ -19,8 +19,8 @@ import (
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/plugin"
 )
 
 // overheadRepeats is how many times each path is timed at 0 ms; the
@@ -115,7 +115,7 @@ func runOverhead(ctx context.Context, env *benchEnv, docs [2]string, chunkTokens
 	cfg := env.cfg
 	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.TaskQueue = fmt.Sprintf("bench-overhead-%d", latency.Milliseconds())
-	model, err := plugin.NewModelPool(cfg.Options, env.logger)
+	model, err := pluginkit.NewModelPool(cfg.Options, env.logger)
 	if err != nil {
 		return res, err
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
@@ -171,7 +171,7 @@ func runReview(ctx context.Context, env *benchEnv) (reviewResult, error) {
 		}
 	}
 
-	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
+	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: env.logger}))
 	if err != nil {
 		return res, err
 	}

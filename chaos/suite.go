@@ -39,9 +39,9 @@ import (
 	"github.com/memagent/memagent/internal/dev/embedstack"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -514,7 +514,7 @@ func (h *chaosHarness) connect(ctx context.Context) error {
 	cfg.Bucket = embedstack.DefaultBucket
 	h.cfg = cfg
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if h.store, err = plugin.NewStore(ctx, cfg.Options); err != nil {
+	if h.store, err = pluginkit.NewStore(ctx, cfg.Options); err != nil {
 		return err
 	}
 	h.temporal, err = workerapp.Dial(ctx, cfg, logger)

@@ -19,9 +19,9 @@ import (
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -72,7 +72,7 @@ func TestHostileInputsOnTheWorkerBinary(t *testing.T) {
 	cfg := config.Default()
 	cfg.TemporalAddress, cfg.TemporalNamespace = d.Stack.TemporalAddress, d.Stack.Namespace
 	cfg.S3Endpoint, cfg.S3AccessKeyID, cfg.S3SecretAccessKey, cfg.S3Region, cfg.Bucket = d.Stack.S3Endpoint, d.Stack.S3AccessKey, d.Stack.S3SecretKey, d.Stack.Region, d.Stack.Bucket
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,10 @@ import (
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -60,7 +60,7 @@ func TestReviewAndBatchEndToEnd(t *testing.T) {
 	facts := docgen.Facts()[:2]
 	text, _ := docgen.MultiNeedle(tok, 2800, facts, 5)
 	doc := s3store.Location{Bucket: cfg.Bucket, Key: "client-e2e/doc.txt"}
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,33 +16,35 @@ import (
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/notify"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
 
-// NewStore builds the S3 store o names (S3Client, or the S3 fields), its
-// requests traced through OpenTelemetry's global providers. It is for
-// memagent's own tools and tests, which reach the documents and results a
-// worker with the same options reads and writes; its result's type is
-// internal to memagent.
-func NewStore(ctx context.Context, o Options) (*s3store.Store, error) {
-	return assemble.NewStore(ctx, o.s3())
+func init() {
+	pluginkit.Register(pluginkit.Builders{
+		NewStore: func(ctx context.Context, o any) (*s3store.Store, error) {
+			return assemble.NewStore(ctx, options(o).s3())
+		},
+		NewModelPool: func(o any, logger *slog.Logger) (*inference.Pool, error) {
+			return assemble.NewModelPool(options(o).withDefaults().model(), logger)
+		},
+		NewActivities: func(ctx context.Context, o any) (*activities.Activities, *inference.Pool, error) {
+			return newActivities(ctx, options(o).withDefaults())
+		},
+	})
 }
 
-// NewModelPool builds the pool of the model servers o names, without
-// starting its health checks; the caller closes it. It is for memagent's
-// own tools; its result's type is internal to memagent.
-func NewModelPool(o Options, logger *slog.Logger) (*inference.Pool, error) {
-	return assemble.NewModelPool(o.withDefaults().model(), logger)
-}
-
-// NewActivities builds the activities o describes, as a worker the plugin
-// is attached to does, for memagent's own tools and tests that run a
-// worker of their own: it checks that the bucket and the model server
-// answer, and returns the model pool too, which the caller starts (health
-// checks) and closes. The pool's type is internal to memagent.
-func NewActivities(ctx context.Context, o Options) (*activities.Activities, *inference.Pool, error) {
-	return newActivities(ctx, o.withDefaults())
+// options is the Options a pluginkit builder was given; a builder given
+// anything else is a programming error in memagent's own code.
+func options(o any) Options {
+	switch v := o.(type) {
+	case Options:
+		return v
+	case *Options:
+		return *v
+	}
+	panic(fmt.Sprintf("pluginkit: a builder was given %T, not plugin.Options", o))
 }
 
 // newActivities builds the activities with all their dependencies from o,

@@ -16,8 +16,9 @@ import (
 )
 
 // DefaultModelTimeout bounds one model request when Options.ModelTimeout
-// is zero (MEMAGENT_MODEL_TIMEOUT): 10 minutes, the inference client's own default.
-const DefaultModelTimeout = inference.DefaultRequestTimeout
+// is zero (MEMAGENT_MODEL_TIMEOUT): 10 minutes, the inference client's own
+// default (a test holds them equal).
+const DefaultModelTimeout = 10 * time.Minute
 
 // DefaultStopTimeout is how long a stopping worker lets in-flight
 // activities finish when Options.StopTimeout is zero and the host left
@@ -127,6 +128,15 @@ type Options struct {
 	// ModelMaxInFlight caps the requests in flight per model server
 	// (MEMAGENT_MAX_IN_FLIGHT); 0 means the pool's default.
 	ModelMaxInFlight int
+	// ModelPriority says how each model server is told a request's
+	// priority, so that its own queue orders requests by it
+	// (MEMAGENT_MODEL_PRIORITY, comma-separated): "vllm" (a vLLM server
+	// started with --scheduling-policy priority), "sglang" (SGLang with
+	// --enable-priority-scheduling) or "off" (none, the default). One
+	// value applies to every server; one for each of ModelURLs, in order,
+	// gives each its own, for a pool that mixes them. docs/DEPLOY.md has
+	// the mapping from memagent's priorities 1–5 to each server's.
+	ModelPriority []string
 
 	// Tokenizers returns the tokenizer a request names (its
 	// options.tokenizer; activities.DefaultTokenizer when it names none),
@@ -233,6 +243,7 @@ func (o Options) model() assemble.Model {
 		Context:     o.ModelContext,
 		Timeout:     o.ModelTimeout,
 		MaxInFlight: o.ModelMaxInFlight,
+		Priority:    o.ModelPriority,
 	}
 }
 

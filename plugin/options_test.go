@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memagent/memagent/internal/inference"
 )
 
 // workerEnv is a value for every variable memagent's worker reads (its
@@ -27,7 +29,7 @@ var workerEnv = map[string]string{
 	"OPENAI_BASE_URL": "http://ignored-with-azure/v1", "OPENAI_API_KEY": "ignored-with-azure",
 	"MEMAGENT_MODEL_API": "azure", "AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com", "AZURE_OPENAI_API_KEY": "azk",
 	"OPENAI_API_VERSION": "2025-04-01-preview", "MEMAGENT_MODEL": "prod", "MEMAGENT_MODEL_FAMILY": "gpt-4o",
-	"MEMAGENT_MODEL_CONTEXT": "128000", "MEMAGENT_MODEL_TIMEOUT": "3m", "MEMAGENT_MAX_IN_FLIGHT": "7",
+	"MEMAGENT_MODEL_CONTEXT": "128000", "MEMAGENT_MODEL_TIMEOUT": "3m", "MEMAGENT_MAX_IN_FLIGHT": "7", "MEMAGENT_MODEL_PRIORITY": "vllm",
 	"MEMAGENT_CHUNK_CACHE_MB": "32", "MEMAGENT_RATE_LIMIT": "2.5", "MEMAGENT_MAX_CONVERTED_MB": "100",
 	"MEMAGENT_PDF_MEMORY_MB": "128", "MEMAGENT_CONVERT_TIMEOUT": "4m", "MEMAGENT_STOP_TIMEOUT": "90s",
 	"MEMAGENT_LOG_LEVEL": "warn", "MEMAGENT_HTTP_ADDR": "127.0.0.1:9999", "MEMAGENT_S3_SSE": "aws:kms",
@@ -150,5 +152,13 @@ func TestValidateKeepsUserInfoOut(t *testing.T) {
 	err := o.Validate(nil)
 	if err == nil || !strings.Contains(err.Error(), "minio:9000") || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("validate = %v, want the endpoint named without its user info", err)
+	}
+}
+
+// TestDefaultModelTimeoutIsTheClients holds the documented default equal to
+// the inference client's own, which the public constant no longer names.
+func TestDefaultModelTimeoutIsTheClients(t *testing.T) {
+	if DefaultModelTimeout != inference.DefaultRequestTimeout {
+		t.Fatalf("DefaultModelTimeout %v, the inference client's default %v", DefaultModelTimeout, inference.DefaultRequestTimeout)
 	}
 }

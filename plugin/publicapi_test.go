@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -26,12 +27,6 @@ var publicPackages = []string{
 	"github.com/memagent/memagent/activities",
 	"github.com/memagent/memagent/rollout",
 }
-
-// ownWorkerOnly are exported names that only memagent's own programs and
-// tests call: their results are memagent's internal store and model pool
-// on purpose, so that its tools build them from Options through the
-// plugin's one mapping, as the plugin builds a worker's.
-var ownWorkerOnly = map[string]bool{"plugin.NewStore": true, "plugin.NewModelPool": true, "plugin.NewActivities": true}
 
 // TestPublicAPINeedsNoInternalType checks that every type reachable from
 // an exported name of the public packages (fields, parameters, results,
@@ -64,7 +59,7 @@ func TestPublicAPINeedsNoInternalType(t *testing.T) {
 		sc := p.Scope()
 		for _, n := range sc.Names() {
 			o := sc.Lookup(n)
-			if !o.Exported() || ownWorkerOnly[p.Name()+"."+n] {
+			if !o.Exported() {
 				continue
 			}
 			w.walk(p.Name()+"."+n, o.Type())
@@ -256,4 +251,50 @@ func surfaceString(o types.Object, qual types.Qualifier) string {
 		}
 	}
 	return "type " + qual(tn.Pkg()) + "." + tn.Name() + " struct{" + strings.Join(fields, "; ") + "}"
+}
+
+// TestPluginDocNamesNoInternalPackage reads `go doc -all ./plugin` as an
+// embedder does and fails when it names a package of memagent's internal/
+// (a qualified name such as inference.Pool whose package plugin imports
+// from internal/): such a name can be read but not written in another
+// module. memagent's own tools reach the store, model pool and activities
+// through internal/pluginkit instead.
+func TestPluginDocNamesNoInternalPackage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go doc and go list")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	internalNames := map[string]string{}
+	for _, imp := range strings.Fields(string(out)) {
+		if strings.HasPrefix(imp, "github.com/memagent/memagent/internal/") {
+			internalNames[filepath.Base(imp)] = imp
+		}
+	}
+	doc, err := exec.Command("go", "doc", "-all", ".").Output()
+	if err != nil {
+		t.Fatalf("go doc: %v", err)
+	}
+	qualified := regexp.MustCompile(`\b([a-z][a-z0-9]*)\.([A-Z]\w*)`)
+	for i, line := range strings.Split(string(doc), "\n") {
+		// Declarations only: prose (indented four spaces, or a // comment)
+		// names workflow types such as memagent.DocumentQA.
+		code := line
+		if !strings.HasPrefix(code, "\t") && !regexp.MustCompile(`^(func|type|const|var) `).MatchString(code) {
+			continue
+		}
+		if c := strings.Index(code, "//"); c >= 0 {
+			code = code[:c]
+		}
+		for _, m := range qualified.FindAllStringSubmatch(code, -1) {
+			if path, ok := internalNames[m[1]]; ok {
+				t.Errorf("go doc line %d names %s.%s (%s): %s", i+1, m[1], m[2], path, strings.TrimSpace(line))
+			}
+		}
+	}
+	if strings.Contains(string(doc), "memagent/internal/") {
+		t.Error("go doc -all ./plugin names an internal/ import path")
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/activities"
+	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/devaddr"
@@ -66,7 +67,7 @@ func startStack() (*stack, error) {
 		return nil, err
 	}
 	st := &stack{dev: d, addr: d.Addresses(), logger: logger}
-	if st.store, err = NewStore(ctx, st.options()); err != nil {
+	if st.store, err = assemble.NewStore(ctx, st.options().s3()); err != nil {
 		d.Close()
 		return nil, err
 	}

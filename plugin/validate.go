@@ -135,10 +135,18 @@ func (v *validation) model() {
 	if api != inference.APIAzure {
 		if len(o.ModelURLs) == 0 {
 			v.add("no model server: set %s to the model servers' base URLs, e.g. http://gpu-1:8000/v1", v.name("ModelURLs"))
-		} else if _, err := inference.Endpoints(inference.APIOpenAI, o.ModelURLs, "", o.ModelMaxInFlight); err != nil {
+		} else if eps, err := inference.Endpoints(inference.APIOpenAI, o.ModelURLs, "", o.ModelMaxInFlight); err != nil {
 			v.add("model base URL: %w: set %s", err, v.name("ModelURLs"))
+		} else if err := inference.SetServerPriorities(eps, o.ModelPriority); err != nil {
+			v.add("%w: set %s", err, v.name("ModelPriority"))
 		}
 		return
+	}
+	for _, f := range o.ModelPriority {
+		if p, err := inference.ParseServerPriority(f); err != nil || p != inference.PriorityOff {
+			v.add("model server priority %q: Azure OpenAI takes no priority field: set %s to off, or leave it unset", f, v.name("ModelPriority"))
+			break
+		}
 	}
 	endpoint := v.nameAs("ModelURLs", []string{"AZURE_OPENAI_ENDPOINT"})
 	switch {

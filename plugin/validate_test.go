@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 )
 
@@ -41,6 +42,13 @@ func TestValidateNamesSettings(t *testing.T) {
 		{"no model URL", "ModelURLs", "OPENAI_BASE_URL or --model-url", func(c *config.Config) { c.ModelURLs = nil }},
 		{"model URL", "ModelURLs", "OPENAI_BASE_URL or --model-url", func(c *config.Config) { c.ModelURLs = []string{"ftp://gpu"} }},
 		{"in flight", "ModelMaxInFlight", "MEMAGENT_MAX_IN_FLIGHT or --max-in-flight", func(c *config.Config) { c.ModelMaxInFlight = -2 }},
+		{"model priority", "ModelPriority", "MEMAGENT_MODEL_PRIORITY or --model-priority", func(c *config.Config) { c.ModelPriority = []string{"triton"} }},
+		{"model priority per server", "ModelPriority", "MEMAGENT_MODEL_PRIORITY or --model-priority", func(c *config.Config) {
+			c.ModelURLs, c.ModelPriority = []string{"http://gpu-1:8000/v1", "http://gpu-2:8000/v1"}, []string{"vllm", "sglang", "off"}
+		}},
+		{"model priority on Azure", "ModelPriority", "MEMAGENT_MODEL_PRIORITY or --model-priority", func(c *config.Config) {
+			c.ModelAPI, c.ModelURLs, c.Model, c.ModelAPIKey, c.ModelPriority = "azure", []string{"https://r.openai.azure.com"}, "d", "k", []string{"vllm"}
+		}},
 		{"model timeout", "ModelTimeout", "MEMAGENT_MODEL_TIMEOUT or --model-timeout", func(c *config.Config) { c.ModelTimeout = -time.Second }},
 		{"rate limit", "RateLimit", "MEMAGENT_RATE_LIMIT or --rate-limit", func(c *config.Config) { c.RateLimit = -1 }},
 		{"chunk cache", "ChunkCacheMB", "MEMAGENT_CHUNK_CACHE_MB or --chunk-cache-mb", func(c *config.Config) { c.ChunkCacheMB = -5 }},
@@ -64,5 +72,24 @@ func TestValidateNamesSettings(t *testing.T) {
 				t.Errorf("the plugin's check says %v; want it to name Options.%s", perr, tc.field)
 			}
 		})
+	}
+}
+
+// TestModelPriorityPerServer: MEMAGENT_MODEL_PRIORITY gives a mixed pool
+// one form per server, in the order of OPENAI_BASE_URL, and validates.
+func TestModelPriorityPerServer(t *testing.T) {
+	env := map[string]string{
+		"OPENAI_BASE_URL":         "http://vllm-1:8000/v1,http://sglang-1:30000/v1",
+		"MEMAGENT_MODEL_PRIORITY": "vllm, sglang",
+	}
+	o, err := plugin.OptionsFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(o.ModelPriority, ","); got != "vllm,sglang" {
+		t.Errorf("ModelPriority = %q, want vllm,sglang", got)
+	}
+	if err := o.Validate(nil); err != nil {
+		t.Errorf("Validate: %v", err)
 	}
 }

@@ -26,6 +26,13 @@
 #     docconv TestDebianManualsTexinfo7HTML reads, and bash's reference
 #     manual (bash-doc: Texinfo, words hyphenated at lines' ends), which
 #     docconv TestFindTextAcrossHyphenatedLineEnds reads
+#   - real email nobody here wrote (the same way, about 5 MB once): the
+#     sample messages of Python's test suite (libpython3.11-testsuite:
+#     MIME, encodings, charsets, digests, forwards), the 2,403 messages of
+#     SpamAssassin's ham corpus that the JWZ threading library's tests ship
+#     (golang-github-gatherstars-com-jwz-dev: mailing-list mail with
+#     In-Reply-To and References) and enmime's MIME test messages
+#     (golang-github-jhillyerd-enmime-dev), which docconv TestEmail* read
 # Debian packages need root (apt-get); Node.js and npm must be on PATH.
 # With MEMAGENT_CI=1 a test whose tool is still missing fails, not skips.
 set -euo pipefail
@@ -61,5 +68,6 @@ stamp=examples/typescript/node_modules/.package-lock.json
 if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; then
   npm ci --prefix examples/typescript --no-audit --no-fund
 fi
-bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15 asymptote-doc asymptote-doc/trixie bash-doc
+bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15 asymptote-doc asymptote-doc/trixie bash-doc \
+  libpython3.11-testsuite golang-github-gatherstars-com-jwz-dev golang-github-jhillyerd-enmime-dev
 echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff, Tesseract, img2pdf, the Debian manuals and the TypeScript example's modules are in place"

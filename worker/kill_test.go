@@ -19,9 +19,9 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -92,7 +92,7 @@ func TestWorkerSIGKILLResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

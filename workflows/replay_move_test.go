@@ -14,8 +14,8 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/devenv"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -114,7 +114,7 @@ func recordMoveHistories(t *testing.T) {
 		t.Helper()
 		bc := cfg
 		bc.BuildID = build
-		acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(bc, workerapp.Options{Logger: logger}))
+		acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(bc, workerapp.Options{Logger: logger}))
 		if err != nil {
 			t.Fatalf("NewActivities: %v", err)
 		}
@@ -136,7 +136,7 @@ func recordMoveHistories(t *testing.T) {
 	}
 	current("v1")
 
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

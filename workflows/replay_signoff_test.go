@@ -30,9 +30,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -115,7 +115,7 @@ func recordSignOffHistories(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, "replay-signoff")
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,9 +76,9 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -319,7 +319,7 @@ func recordHistories(t *testing.T, g generation) {
 		t.Fatalf("the replay document has %d chunks, want more than %d for %d runs of %d chunks",
 			chunks, (minRuns-1)*replayChunks, minRuns, replayChunks)
 	}
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func startReplayWorker(ctx context.Context, t *testing.T, taskQueue string) (con
 	cfg := config.Default().AtDevStack(dev.Addresses())
 	cfg.TaskQueue = taskQueue
 
-	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
+	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
 	if err != nil {
 		t.Fatalf("NewActivities: %v", err)
 	}
@@ -805,7 +805,7 @@ func recordBatchHistories(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, batchReplayID)
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

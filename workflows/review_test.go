@@ -43,8 +43,8 @@ import (
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 	"github.com/memagent/memagent/workflows"
@@ -757,7 +757,7 @@ func recordReviewHistories(t *testing.T) {
 	t.Cleanup(func() { dev.Close() })
 	cfg := config.Default().AtDevStack(dev.Addresses())
 	cfg.TaskQueue = reviewReplayID
-	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
+	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, workerapp.Options{Logger: logger}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -776,7 +776,7 @@ func recordReviewHistories(t *testing.T) {
 	}
 	t.Cleanup(w.Stop)
 
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,9 @@ type Model struct {
 	// MaxInFlight caps the requests in flight per server; 0 means the
 	// pool's default.
 	MaxInFlight int
+	// Priority is how the servers are told a request's priority: none
+	// (off), one form for all, or one per URL (inference.SetServerPriorities).
+	Priority []string
 }
 
 // Telemetry: the wiring below reports to the OpenTelemetry global
@@ -70,6 +73,9 @@ func NewModelPool(m Model, logger *slog.Logger) (*inference.Pool, error) {
 	eps, err := inference.Endpoints(m.API, m.URLs, string(m.APIKey), m.MaxInFlight)
 	if err != nil {
 		return nil, err
+	}
+	if err := inference.SetServerPriorities(eps, m.Priority); err != nil {
+		return nil, fmt.Errorf("inference: %w", err)
 	}
 	return inference.NewPool(inference.PoolConfig{
 		API: m.API, Endpoints: eps, APIVersion: m.APIVersion,

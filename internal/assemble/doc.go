@@ -3,7 +3,7 @@
 // model resolved), the prompt templates, the errors that say what to do
 // about a bucket, the worker options memagent decides, and the check of a
 // namespace's search attributes. The plugin puts the activities together
-// from them (plugin.NewActivities); the CLI and the tools use them for
+// from them (and hands them to memagent's tools through internal/pluginkit); the tools use them for
 // what they reach themselves.
 //
 // It is a library: it imports no package above internal/, never dials

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 	"unicode"
 
@@ -25,6 +24,9 @@ const (
 	FormatZip   = sniff.FormatZip
 	FormatOLE   = sniff.FormatOLE
 	FormatImage = sniff.FormatImage
+	// FormatOutlook is an Outlook message (.msg), refused with the way to
+	// convert it.
+	FormatOutlook = sniff.FormatOutlook
 )
 
 // errConvertTimeout is the cause of a conversion's context past
@@ -49,34 +51,13 @@ func (e *Error) Error() string { return e.Msg }
 func badf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
 
 // Unsupported returns the Error for a format that Detect names but this
-// package does not convert, or nil for one it converts (or text). name is
-// the document's file as the advice names it (a local path, an object
-// key's last element); "" stands for a generic one.
-//
-// An image is refused with the advice to wrap it in a PDF with img2pdf:
-// the PDF's page then draws the image and has no text layer, which OCR
-// reads in its default mode (OCRAuto, OCRDecision's OCRNoTextLayer).
+// package does not convert (sniff.Unsupported's words), or nil for one it
+// converts (or text). name is the document's file as the advice names it.
 func Unsupported(format, name string) error {
-	switch format {
-	case FormatOLE:
-		return badf("is a legacy Office file (.doc, .xls or .ppt): save it as .docx or PDF and ask again")
-	case FormatImage:
-		if name == "" || name == "." || name == "/" {
-			name = "scan.png"
-		}
-		pdf := strings.TrimSuffix(name, path.Ext(name)) + ".pdf"
-		return badf("is an image, which memagent does not read as it is: wrap it in a PDF (img2pdf %s -o %s) and ask about the PDF; memagent reads its page by OCR (--ocr auto, the default)",
-			shellWord(name), shellWord(pdf))
+	if msg := sniff.Unsupported(format, name); msg != "" {
+		return &Error{Msg: msg}
 	}
 	return nil
-}
-
-// shellWord is s as one word of a POSIX shell command line.
-func shellWord(s string) string {
-	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Progress is told, as a conversion goes, how many pages (or, for DOCX
@@ -120,6 +101,8 @@ type Result struct {
 // textWriter writes paragraphs separated by blank lines and records the
 // byte range of each page or section.
 type textWriter struct {
+	// over is set once a block was refused for the text limit.
+	over  bool
 	w     *bufio.Writer
 	n     int64
 	max   int64
@@ -182,6 +165,7 @@ func (t *textWriter) block(p string) error {
 		return nil
 	}
 	if t.n+int64(len(p))+2 > t.max {
+		t.over = true
 		return overLimit(fmt.Sprintf("has more than %d bytes of text", t.max), t.max, "bytes", "MEMAGENT_MAX_CONVERTED_MB")
 	}
 	if t.n > 0 {
@@ -252,6 +236,8 @@ func (c *Converter) ConvertWith(ctx context.Context, format, path string, w io.W
 		res, err = convertDOCX(ctx, path, w, opts.Progress, limits)
 	case FormatHTML:
 		res, err = convertHTML(ctx, path, w, opts.Progress, limits)
+	case FormatEmail, FormatMbox:
+		res, err = c.convertEmail(ctx, format, path, w, opts, limits)
 	default:
 		if err := Unsupported(format, ""); err != nil {
 			return nil, err

@@ -61,6 +61,14 @@ func TestDetect(t *testing.T) {
 		{"text", "Just some text.\n", docconv.FormatText},
 		{"latin1 text", "caf\xe9 au lait\n", docconv.FormatText},
 		{"png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", docconv.FormatImage},
+		{"email", "Return-Path: <a@example.org>\r\nFrom: A <a@example.org>\r\nSubject: Lease\r\n\r\nBody\r\n", docconv.FormatEmail},
+		{"email, MIME only", "MIME-Version: 1.0\nContent-Type: text/plain\n\nBody\n", docconv.FormatEmail},
+		{"email without its blank line", "From: a@example.org\nSubject: x\nthe body starts here\n", docconv.FormatEmail},
+		{"mbox", "From a@example.org Mon Jan  2 15:04:05 2006\nFrom: a@example.org\nSubject: x\n\nBody\n", docconv.FormatMbox},
+		{"text that starts with a field", "Subject: the meeting\n\nWe met on Monday.\n", docconv.FormatText},
+		{"text of colons", "Note: this is text.\nAnother line with words: more\n", docconv.FormatText},
+		{"text that starts From", "From the river we walked on.\nTo: nobody\n", docconv.FormatText},
+		{"outlook msg", "\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1\x00_\x00_\x00s\x00u\x00b\x00s\x00t\x00g\x001\x00.\x000\x00_\x00", docconv.FormatOutlook},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := docconv.Detect([]byte(tc.head)); got != tc.want {

@@ -42,6 +42,7 @@ type goldenInput struct {
 func TestGoldenOutput(t *testing.T) {
 	inputs := goldenFixtures()
 	inputs = append(inputs, goldenManuals(t)...)
+	inputs = append(inputs, goldenEmails(t)...)
 	got := findTextGolden(t)
 	for _, in := range inputs {
 		text, res, err := convert(t, in.data(t))
@@ -191,6 +192,37 @@ func goldenFixtures() []goldenInput {
 <table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table><ul><li>one</li><li>two</li></ul><pre>x := 1
 y := 2</pre></body></html>`))},
 	}
+}
+
+// goldenEmails are messages of Python's test suite (quoted-printable,
+// base64 and Latin-1 bodies; a forward; a digest of five messages) and a
+// mailbox of two messages whose second has a PDF and a DOCX attached.
+func goldenEmails(t *testing.T) []goldenInput {
+	dir := pythonEmailData(t)
+	var out []goldenInput
+	for _, name := range []string{"msg_10.txt", "msg_46.txt", "msg_02.txt"} {
+		path := filepath.Join(dir, name)
+		out = append(out, goldenInput{"email " + strings.TrimSuffix(name, ".txt"), func(t *testing.T) []byte {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}})
+	}
+	out = append(out, goldenInput{"email mailbox with attachments", func(t *testing.T) []byte {
+		msg := "From: Alice <alice@example.org>\nTo: Bob <bob@example.org>\nDate: Tue, 3 May 2022 10:00:00 +0200\nSubject: Re: Lease\nMessage-ID: <lease-2@example.org>\nIn-Reply-To: <m1@example.org>\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"outer\"\n\n" +
+			"--outer\nContent-Type: text/plain; charset=iso-8859-1\nContent-Transfer-Encoding: quoted-printable\n\nBob, the lease and its terms are attached. Caf=E9 at noon?\n\n> Here is the draft.\n" +
+			attach("outer", "application/pdf", "lease.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 2, FactPage: 2, Fact: docgen.Fact, Seed: 7})) +
+			attach("outer", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "terms.docx", docconvtest.DOCX("Terms", docconvtest.Sections(2, 1, docgen.Fact, 8))) +
+			"--outer--\n"
+		data, err := os.ReadFile(mboxOf(t, plainMessage(1, "Lease", "Here is the draft."), msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}})
+	return out
 }
 
 // goldenManuals are pages of the Debian manuals TestDebianManuals reads:

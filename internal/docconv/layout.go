@@ -27,6 +27,9 @@ type Glyph struct {
 	// the line's height.
 	Index       int
 	SpaceBefore bool
+	// runStart marks the first glyph of a run of text that untangle put
+	// after another run drawn over the same place: a word break.
+	runStart bool
 }
 
 // Line is one line of a page's text in reading order, with the facts the
@@ -366,7 +369,7 @@ func groupRows(glyphs []Glyph) []row {
 			}
 			return gs[a].Index < gs[b].Index
 		})
-		rows[i].glyphs = overstruck(gs)
+		rows[i].glyphs = untangle(overstruck(gs), rows[i].height())
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].top > rows[j].top })
 	return rows
@@ -494,6 +497,126 @@ func overstruck(gs []Glyph) []Glyph {
 
 func (r row) height() float64 { return r.top - r.bottom }
 
+// accent reports whether r is an accent set as a glyph of its own: a
+// modifier symbol such as "¨" or "´", a spacing modifier letter such as
+// "ˆ" (U+02C6), or a combining mark.
+func accent(r rune) bool {
+	return unicode.In(r, unicode.Sk, unicode.Mn) || r >= 0x02B0 && r <= 0x02FF
+}
+
+// untangle keeps apart the texts of a row that are drawn over each other:
+// a table cell whose text runs on into the next cell's ("ssh-askpass(1)"
+// under "ask user for a pass phrase" in dblatex's tables), whose glyphs,
+// put left to right, interleave ("ssh-askpassa(1sk)s user"). The row's
+// glyphs (left to right, of height h) are cut, in the text stream's
+// order, into runs that go left to right; when two runs of three glyphs
+// or more overlap by more than half the row's height, the row is read
+// run by run, each left to right, the runs by where they start, with a
+// word break between them. A row whose runs lie side by side, the usual
+// case, is left as it is; so is one whose glyphs' places in the stream
+// are not known.
+func untangle(gs []Glyph, h float64) []Glyph {
+	if len(gs) < 6 {
+		return gs
+	}
+	byStream := make([]Glyph, len(gs))
+	copy(byStream, gs)
+	for _, g := range byStream {
+		if g.Index == 0 {
+			return gs
+		}
+	}
+	sort.SliceStable(byStream, func(a, b int) bool { return byStream[a].Index < byStream[b].Index })
+	type run struct {
+		glyphs      []Glyph
+		left, right float64
+	}
+	var runs []run
+	var last Glyph // the run's last glyph that is not an accent
+	for _, g := range byStream {
+		if n := len(runs); n > 0 {
+			// An accent (LaTeX sets "ö" as "o" and a "¨" over it, in
+			// either order) goes with its run; the glyph after it is
+			// measured from the letter before.
+			if accent(g.R) || g.Left >= last.Left-h*0.3 && (g.Left >= last.Right-h*0.3 || ligature(last, g)) {
+				r := &runs[n-1]
+				r.glyphs = append(r.glyphs, g)
+				r.left, r.right = math.Min(r.left, g.Left), math.Max(r.right, g.Right)
+				if !accent(g.R) {
+					last = g
+				}
+				continue
+			}
+		}
+		runs = append(runs, run{glyphs: []Glyph{g}, left: g.Left, right: g.Right})
+		last = g
+	}
+	tangled := false
+	for i := range runs {
+		for j := i + 1; j < len(runs) && !tangled; j++ {
+			a, b := runs[i], runs[j]
+			if len(a.glyphs) >= 3 && len(b.glyphs) >= 3 && math.Min(a.right, b.right)-math.Max(a.left, b.left) > h*0.5 {
+				tangled = true
+			}
+		}
+	}
+	if !tangled {
+		return gs
+	}
+	// Each run in the stream's order is a block of its own, read left to
+	// right, unless it starts where a glyph of an earlier block ends, later
+	// in the stream, and that glyph ends its block or is overlapped by the
+	// glyph after it: then it goes on after that glyph ("(1)" after
+	// "ssh-askpass", with a word break before "asks user", which it was
+	// drawn over). The blocks are read by where they start, set apart by
+	// word breaks.
+	byLeft := func(gs []Glyph) {
+		sort.SliceStable(gs, func(a, b int) bool {
+			if gs[a].Left != gs[b].Left {
+				return gs[a].Left < gs[b].Left
+			}
+			return gs[a].Index < gs[b].Index
+		})
+	}
+	var blocks [][]Glyph
+	for _, r := range runs {
+		byLeft(r.glyphs)
+		b, at, best := -1, -1, h*0.1
+		for i, block := range blocks {
+			for k, g := range block {
+				// After the block's last glyph, or one the next glyph
+				// was drawn over (a run cut short, its end put
+				// elsewhere in the stream): not inside a word.
+				over := k == len(block)-1 || block[k+1].Left < g.Right-h*0.05
+				if d := math.Abs(g.Right - r.left); over && d <= best && g.Index < r.glyphs[0].Index {
+					b, at, best = i, k, d
+				}
+			}
+		}
+		if b < 0 {
+			blocks = append(blocks, r.glyphs)
+			continue
+		}
+		rest := append([]Glyph(nil), blocks[b][at+1:]...)
+		if len(rest) > 0 {
+			rest[0].runStart = true
+		}
+		// The space the stream has before the run was before it where
+		// the stream had it, not here: only a gap breaks the word.
+		r.glyphs[0].SpaceBefore = false
+		blocks[b] = append(append(blocks[b][:at+1], r.glyphs...), rest...)
+	}
+	sort.SliceStable(blocks, func(a, b int) bool { return blocks[a][0].Left < blocks[b][0].Left })
+	out := make([]Glyph, 0, len(gs))
+	for k, block := range blocks {
+		if k > 0 {
+			block[0].runStart = true
+		}
+		out = append(out, block...)
+	}
+	return out
+}
+
 // text joins the row's glyphs (those keep accepts, or all), with a space
 // where the gap between two glyphs is wider than a fifth of the row's
 // height. Footnote reference marks are dropped: superscripts (see
@@ -514,6 +637,7 @@ func (r row) textRefs(keep func(Glyph) bool) (string, []string) {
 	sup := r.superscripts()
 	var prev *Glyph
 	afterMark := false
+	space := r.wordSpace()
 	for i := 0; i < len(r.glyphs); i++ {
 		g := r.glyphs[i]
 		if keep != nil && !keep(g) {
@@ -536,7 +660,7 @@ func (r row) textRefs(keep func(Glyph) bool) (string, []string) {
 			afterMark = true
 			continue
 		}
-		if prev != nil && breaksWord(*prev, g, h, afterMark) {
+		if prev != nil && (g.runStart || breaksWord(*prev, g, h, afterMark) || !afterMark && space.breaks(*prev, g)) {
 			b.WriteByte(' ')
 		}
 		b.WriteRune(g.R)
@@ -587,6 +711,41 @@ func breaksWord(prev, g Glyph, h float64, afterMark bool) bool {
 func spaced(a, b Glyph, h float64) bool {
 	gap := b.Left - a.Right
 	return gap > h*0.2 || b.SpaceBefore && b.Index > a.Index && gap > -h*0.1
+}
+
+// rowSpace is the width of a row's word spaces, from the gaps where
+// the text stream has a space: a gap at least 60% as wide, and wider
+// than a tenth of the row's height, is a word break though the stream
+// has none there. groff's justified lines set some words apart by a
+// position alone, 1.8–2 pt at 10 pt ("If any jobs", "turns off any" in
+// bash's manual), where the other word spaces of the line are 2–3 pt and
+// the gaps between letters under 0.1 pt; a fixed fifth of the height
+// joined them ("anyjobs", "offany").
+type rowSpace struct{ min float64 }
+
+// wordSpace measures the row's word spaces: the median of its stream
+// spaces' gaps wider than a tenth of its height, when it has three or
+// more (too few leave the fixed rule alone).
+func (r row) wordSpace() rowSpace {
+	h := r.height()
+	var gaps []float64
+	for i := 1; i < len(r.glyphs); i++ {
+		a, b := r.glyphs[i-1], r.glyphs[i]
+		if gap := b.Left - a.Right; b.SpaceBefore && b.Index > a.Index && gap > h*0.1 && gap < h {
+			gaps = append(gaps, gap)
+		}
+	}
+	if len(gaps) < 3 {
+		return rowSpace{}
+	}
+	sort.Float64s(gaps)
+	return rowSpace{min: math.Max(h*0.1, gaps[len(gaps)/2]*0.6)}
+}
+
+// breaks reports whether the gap between a and b, b right of a, is as
+// wide as the row's word spaces.
+func (s rowSpace) breaks(a, b Glyph) bool {
+	return s.min > 0 && b.Left-a.Right >= s.min && !accent(a.R) && !accent(b.R)
 }
 
 // superscripts marks the row's digits that are set as superscripts: a

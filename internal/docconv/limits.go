@@ -44,6 +44,21 @@ type Limits struct {
 	// runs out are recorded as not read (memagent.OCRPage.NotRead) and
 	// their place in the text says so; the conversion completes.
 	OCRBudget time.Duration
+
+	// An email's or a mailbox's bounds (Format email, mbox): messages in
+	// one mailbox (default DefaultMaxMessages, over it the mailbox is
+	// refused), and per message its raw bytes, its parts, its nesting of
+	// multiparts and forwarded messages, the decoded bytes of one part
+	// and the bytes of one header block (defaults DefaultMaxMessageBytes,
+	// DefaultMaxParts, DefaultMaxMIMEDepth, DefaultMaxPartBytes,
+	// DefaultMaxHeaderBytes): a message over one is skipped and reported,
+	// the others read.
+	MaxMessages     int
+	MaxMessageBytes int64
+	MaxParts        int
+	MaxMIMEDepth    int
+	MaxPartBytes    int64
+	MaxHeaderBytes  int64
 }
 
 // Defaults of Limits, and the bounds that have no knob: a paragraph longer

@@ -66,6 +66,10 @@ type Config struct {
 	// RequestTimeout bounds one HTTP request, from dialling to reading the
 	// whole response. Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// Priority is how the server is told each request's priority (the
+	// pool's Priority in the request's context, see WithPriority); ""
+	// means PriorityOff.
+	Priority ServerPriority
 	// HTTPClient is the client to send requests with; nil means a new one.
 	// It is copied, not modified: the copy's transport is wrapped to record
 	// response headers, and its Timeout is set to RequestTimeout unless it
@@ -82,6 +86,7 @@ type Client struct {
 	model      string
 	family     string
 	contextLen int
+	priority   ServerPriority
 	http       *http.Client
 	api        *openai.Client
 }
@@ -105,6 +110,13 @@ func New(cfg Config) (*Client, error) {
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("inference: base URL %q must be an http or https URL with a host, e.g. http://host:8000/v1", redactURL(string(cfg.BaseURL)))
 		}
+	}
+	priority, err := ParseServerPriority(string(cfg.Priority))
+	if err != nil {
+		return nil, fmt.Errorf("inference: %w", err)
+	}
+	if dialect == APIAzure && priority != PriorityOff {
+		return nil, fmt.Errorf("inference: Azure OpenAI takes no priority field: set the model server priority to off")
 	}
 	if cfg.ContextLength < 0 {
 		return nil, fmt.Errorf("inference: context length %d is negative: use 0 when unknown", cfg.ContextLength)
@@ -156,6 +168,7 @@ func New(cfg Config) (*Client, error) {
 		model:      cfg.Model,
 		family:     cfg.ModelFamily,
 		contextLen: cfg.ContextLength,
+		priority:   priority,
 		http:       &hc,
 		api:        openai.NewClientWithConfig(oc),
 	}, nil
@@ -282,6 +295,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Completion, error) 
 	}
 
 	ex := &exchange{}
+	if v, ok := c.priority.Value(priorityFrom(ctx).Level); ok {
+		ex.member = priorityMember(v)
+	}
 	start := time.Now()
 	resp, err := c.api.CreateChatCompletion(withExchange(ctx, ex), creq)
 	latency := time.Since(start)

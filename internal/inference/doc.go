@@ -20,6 +20,10 @@
 // max_completion_tokens and their default sampling, and reasoning text
 // (a <think> block; a separate reasoning_content field is never read) is
 // cut from every completion, so it never becomes memory or an answer.
+// And the server's own queue: a request carries the caller's priority
+// (WithPriority, the activity's Temporal priority) in the "priority" body
+// field of the scale its endpoint's server uses ([ServerPriority]: vLLM's,
+// SGLang's, or none).
 //
 // It must never retry (Temporal owns retries, and a hidden retry loop would
 // multiply attempts), never wait without a deadline (every request has a

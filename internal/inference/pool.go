@@ -74,6 +74,9 @@ type EndpointConfig struct {
 	// MaxInFlight caps the requests outstanding at this endpoint; zero
 	// means DefaultMaxInFlight.
 	MaxInFlight int
+	// Priority is how this server is told a request's priority; "" means
+	// PriorityOff. See SetServerPriorities.
+	Priority ServerPriority
 }
 
 // ParseEndpoints reads OPENAI_BASE_URL as a comma-separated list of base
@@ -433,6 +436,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 			ModelFamily:    cfg.ModelFamily,
 			ContextLength:  cfg.ContextLength,
 			RequestTimeout: cfg.RequestTimeout,
+			Priority:       cfg.Endpoints[i].Priority,
 			HTTPClient:     p.http,
 		})
 		if err != nil {

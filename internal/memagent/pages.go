@@ -20,15 +20,19 @@ type PageMap struct {
 	Version int `json:"version"`
 	// Format is the source's format: "pdf", "docx" or "html".
 	Format string `json:"format"`
-	// Unit is UnitPage or UnitSection.
+	// Unit is UnitPage, UnitSection or (email) UnitMessage.
 	Unit string `json:"unit"`
 	// Pages is the source's page count (PDF), or its section count.
 	Pages int `json:"pages"`
 	// Spans are the text's byte ranges by page or section.
 	Spans []PageSpan `json:"spans"`
 	// OCR records each page read by OCR, in page order: a PDF's scanned
-	// pages (or every page, with OCR forced).
+	// pages (or every page, with OCR forced); for an email, its
+	// attachments' scanned pages, numbered as the map's spans.
 	OCR []OCRPage `json:"ocr,omitempty"`
+	// Email describes an email's or a mailbox's messages, their families,
+	// threads and duplicates (Format "email" or "mbox"); nil otherwise.
+	Email *EmailIndex `json:"email,omitempty"`
 }
 
 // OCR reasons: why a page was read by OCR (OCRPage.Reason).
@@ -208,7 +212,7 @@ func JoinPageRefsFirst(first *api.PageRef, refs []*api.PageRef) string {
 		sorted = append([]*api.PageRef{first}, sorted...)
 	}
 	for _, r := range sorted {
-		if r.Unit == api.UnitSection {
+		if r.Unit != api.UnitPage {
 			s := r.String()
 			if !seen[s] {
 				seen[s] = true

@@ -76,6 +76,11 @@ func TestJoinPageRefs(t *testing.T) {
 		{"sections", []*api.PageRef{s(5, "Terms"), s(2, "Access"), nil}, "§ Access; § Terms"},
 		{"a labelled page", []*api.PageRef{{Unit: api.UnitPage, First: 17, Last: 17, FirstLabel: "13", LastLabel: "13"}}, "p. 13 (PDF p. 17)"},
 		{"labelled and not", []*api.PageRef{{Unit: api.UnitPage, First: 17, Last: 17, FirstLabel: "13", LastLabel: "13"}, p(3, 3)}, "pp. 3, 13 (PDF p. 17)"},
+		{"email families", []*api.PageRef{
+			{Unit: api.UnitMessage, First: 9, Last: 9, Label: `msg 12 "Re: Lease" › lease.pdf p. 4`},
+			{Unit: api.UnitMessage, First: 3, Last: 5, Label: `msg 2 "Lease"`},
+			{Unit: api.UnitMessage, First: 14, Last: 14, Label: `msg 13 "Scan" › scan.png`, Scan: &api.PageScan{Pages: 1, Confidence: 0.91}},
+		}, `msg 2 "Lease" and following; msg 12 "Re: Lease" › lease.pdf p. 4; msg 13 "Scan" › scan.png (scan, confidence 0.91)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := JoinPageRefs(tc.refs); got != tc.want {

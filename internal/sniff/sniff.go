@@ -23,7 +23,24 @@ const (
 	FormatZip   = "zip"
 	FormatOLE   = "ole"
 	FormatImage = "image"
+	// FormatOutlook is an Outlook message (.msg): an OLE compound file
+	// of MAPI property streams, which no maintained Go library reads; it
+	// is refused with the way to convert it.
+	FormatOutlook = "msg"
+	// FormatEmail is one RFC 5322 message (.eml), FormatMbox a mailbox of
+	// them (mbox: each message after a "From " line).
+	FormatEmail = "email"
+	FormatMbox  = "mbox"
 )
+
+// utf16le is s (ASCII) as UTF-16LE, as OLE directory entries name streams.
+func utf16le(s string) []byte {
+	b := make([]byte, 0, 2*len(s))
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i], 0)
+	}
+	return b
+}
 
 // SniffBytes is how much of the start of a file Detect wants.
 const SniffBytes = 8 << 10
@@ -32,7 +49,10 @@ const SniffBytes = 8 << 10
 // SniffBytes), by content, not name: "%PDF-" anywhere in the first KiB
 // (as PDF readers accept), a zip (a DOCX is told from other zips only once
 // it is opened: FormatZip), HTML markup at the start, an OLE compound file
-// (a legacy .doc), an image, or else text (which must then be UTF-8).
+// (a legacy .doc, or an Outlook message), a mailbox (a "From " line, then
+// a message's header), an email (a header of RFC 5322 fields: From,
+// Received, Message-ID…), an image, or else text (which must then be
+// UTF-8).
 func Detect(head []byte) string {
 	if i := bytes.Index(head[:min(len(head), 1024)], []byte("%PDF-")); i >= 0 {
 		return FormatPDF
@@ -41,7 +61,16 @@ func Detect(head []byte) string {
 		return FormatZip
 	}
 	if bytes.HasPrefix(head, []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}) {
+		if bytes.Contains(head, utf16le("__substg1.0_")) || bytes.Contains(head, utf16le("__properties_version1.0")) {
+			return FormatOutlook
+		}
 		return FormatOLE
+	}
+	if looksLikeMbox(head) {
+		return FormatMbox
+	}
+	if looksLikeEmail(head) {
+		return FormatEmail
 	}
 	if isHTML(head) {
 		return FormatHTML
@@ -99,7 +128,17 @@ func isHTML(head []byte) bool {
 // the PDF's page then draws the image and has no text layer, which OCR
 // reads in its default mode (OCRAuto, OCRDecision's OCRNoTextLayer).
 func Unsupported(format, name string) string {
+	if format == FormatOLE && strings.EqualFold(path.Ext(name), ".msg") {
+		format = FormatOutlook
+	}
 	switch format {
+	case FormatOutlook:
+		if name == "" || name == "." || name == "/" || !strings.EqualFold(path.Ext(name), ".msg") {
+			name = "message.msg"
+		}
+		eml := strings.TrimSuffix(name, path.Ext(name)) + ".eml"
+		return fmt.Sprintf("is an Outlook message (.msg), which memagent does not read: convert it to .eml (msgconvert %s, from Debian's libemail-outlook-message-perl, writes %s; or drag it from Outlook into Thunderbird and save it as .eml) and ask about the .eml",
+			shellWord(name), shellWord(eml))
 	case FormatOLE:
 		return fmt.Sprintf("is a legacy Office file (.doc, .xls or .ppt): save it as .docx or PDF and ask again")
 	case FormatImage:
@@ -119,4 +158,76 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// looksLikeMbox reports a mailbox: a "From " line (the mbox separator)
+// first, then a message's header.
+func looksLikeMbox(head []byte) bool {
+	if !bytes.HasPrefix(head, []byte("From ")) {
+		return false
+	}
+	line, rest, ok := bytes.Cut(head, []byte("\n"))
+	if !ok || !IsFromLine(line) {
+		return false
+	}
+	return looksLikeEmail(rest)
+}
+
+// IsFromLine reports an mbox separator line: "From " then a sender and a
+// date, which has a year (a digit).
+func IsFromLine(line []byte) bool {
+	line = bytes.TrimRight(line, "\r")
+	if !bytes.HasPrefix(line, []byte("From ")) || len(line) > 1000 {
+		return false
+	}
+	f := bytes.Fields(line[5:])
+	return len(f) >= 2 && bytes.ContainsAny(line, "0123456789")
+}
+
+// emailFields are header fields a message has and a text seldom starts
+// with; a header block needs two of them, one an originator or trace
+// field, to be taken for a message.
+var emailFields = map[string]bool{
+	"from": true, "to": true, "cc": true, "date": true, "subject": true, "message-id": true,
+	"received": true, "return-path": true, "mime-version": true, "content-type": true,
+	"reply-to": true, "sender": true, "in-reply-to": true, "references": true, "delivered-to": true,
+	"x-mailer": true, "content-transfer-encoding": true,
+}
+
+// looksLikeEmail reports an RFC 5322 message: its first lines, up to a
+// blank line, a line that is not a field or the end of head, are header
+// fields or their continuations, and among them are two of emailFields,
+// one of them From, Received, Return-Path, Message-ID or MIME-Version.
+func looksLikeEmail(head []byte) bool {
+	seen, origin, lines := 0, false, 0
+	for len(head) > 0 {
+		line, rest, ok := bytes.Cut(head, []byte("\n"))
+		if !ok && len(rest) == 0 && len(head) >= SniffBytes-1024 {
+			break // a line cut by the sniff window
+		}
+		head = rest
+		line = bytes.TrimRight(line, "\r")
+		if len(line) == 0 {
+			break
+		}
+		lines++
+		if line[0] == ' ' || line[0] == '\t' {
+			if lines == 1 {
+				return false
+			}
+			continue
+		}
+		name, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok || len(name) == 0 || bytes.ContainsAny(name, " \t") {
+			// A body that follows its header without the blank line
+			// (as some mailers write).
+			break
+		}
+		n := strings.ToLower(string(name))
+		if emailFields[n] {
+			seen++
+			origin = origin || n == "from" || n == "received" || n == "return-path" || n == "message-id" || n == "mime-version"
+		}
+	}
+	return seen >= 2 && origin
 }

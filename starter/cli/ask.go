@@ -354,6 +354,9 @@ var convertedTypes = map[string]string{
 	sniff.FormatPDF:  "application/pdf",
 	sniff.FormatZip:  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 	sniff.FormatHTML: "text/html",
+	// Email: its parts carry their own charsets, so it need not be UTF-8.
+	sniff.FormatEmail: "message/rfc822",
+	sniff.FormatMbox:  "application/mbox",
 }
 
 // sniffFile names a local file's format by its first bytes (sniff.Detect)

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 )
 
@@ -126,7 +126,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 	if _, err := time.Parse(api.DatedReportLayout, folder); err != nil {
 		t.Errorf("report folder %q is not a UTC start time (%s): %v", folder, api.DatedReportLayout, err)
 	}
-	store, err := plugin.NewStore(context.Background(), cfg.Options)
+	store, err := pluginkit.NewStore(context.Background(), cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,11 +19,11 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/desk"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 )
 
@@ -462,7 +462,7 @@ func bindDesk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 		// The desk reads S3 as a worker does: the client's flags, the
 		// worker's areas.
 		wcfg.Bucket, wcfg.S3Endpoint, wcfg.CreateBucket = cfg.Bucket, cfg.S3Endpoint, cfg.CreateBucket
-		store, err := plugin.NewStore(ctx, wcfg.Options)
+		store, err := pluginkit.NewStore(ctx, wcfg.Options)
 		if err != nil {
 			return err
 		}

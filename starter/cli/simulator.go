@@ -35,6 +35,7 @@ func bindSimulator(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 	stepBase := fs.Duration("step-base", simulator.DefaultStepBase, "time of a decode step, less the per-sequence part (capacity batch)")
 	stepPerSeq := fs.Duration("step-per-seq", simulator.DefaultStepPerSeq, "time each sequence adds to a step (capacity batch)")
 	batchPrefill := fs.Float64("batch-prefill-tps", simulator.DefaultBatchPrefillTokensPerSec, "prompt tokens per second of one replica (capacity batch)")
+	scheduling := fs.String("scheduling-policy", simulator.SchedulingFCFS, "how waiting requests are served, as vLLM's --scheduling-policy: fcfs (in order of arrival; a request's priority other than 0 is refused) or priority (by the request's priority, lower first, then arrival; with capacity batch a more urgent request preempts the least urgent running one)")
 	maxQueue := fs.Int("max-queue", 0, "requests that may wait for a slot before the rest get 503 (0: unbounded)")
 	faultRate := fs.Float64("fault-rate", 0, "probability of a fault per completion, spread evenly over 429, 500, 503, slow and malformed")
 	seed := fs.Uint64("seed", 0, "seed of the fault draws")
@@ -54,6 +55,8 @@ func bindSimulator(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 			return fmt.Errorf("simulator: --step-base (%s) and --batch-prefill-tps (%g) must be positive and --step-per-seq (%s) not negative", *stepBase, *batchPrefill, *stepPerSeq)
 		case *prefill < 0 || *decode < 0:
 			return fmt.Errorf("simulator: --prefill-tps (%g) and --decode-tps (%g) must not be negative: 0 means instantaneous", *prefill, *decode)
+		case *scheduling != simulator.SchedulingFCFS && *scheduling != simulator.SchedulingPriority:
+			return fmt.Errorf("simulator: --scheduling-policy is %q: set it to fcfs or priority", *scheduling)
 		case *maxQueue < 0:
 			return fmt.Errorf("simulator: --max-queue is %d: set it to 0 (unbounded) or more", *maxQueue)
 		case *faultRate < 0 || *faultRate > 1:
@@ -75,8 +78,9 @@ func bindSimulator(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 			Logger:   slog.New(slog.NewTextHandler(stderr, nil)),
 			Replicas: *replicas, Capacity: simulator.CapacityMode(*capacity),
 			Slots: *slots, PrefillTokensPerSec: *prefill, DecodeTokensPerSec: *decode,
-			Batch:    simulator.BatchOptions{MaxNumSeqs: *maxSeqs, MaxNumBatchedTokens: *maxBatched, StepBase: *stepBase, StepPerSeq: perSeq, PrefillTokensPerSec: *batchPrefill},
-			MaxQueue: *maxQueue, FaultRate: *faultRate, Faults: simulator.Faults{Seed: *seed}, FailAll: *failAll, Policy: *policy})
+			Batch:            simulator.BatchOptions{MaxNumSeqs: *maxSeqs, MaxNumBatchedTokens: *maxBatched, StepBase: *stepBase, StepPerSeq: perSeq, PrefillTokensPerSec: *batchPrefill},
+			SchedulingPolicy: *scheduling,
+			MaxQueue:         *maxQueue, FaultRate: *faultRate, Faults: simulator.Faults{Seed: *seed}, FailAll: *failAll, Policy: *policy})
 		l, err := net.Listen("tcp", *addr)
 		if err != nil {
 			return fmt.Errorf("simulator: %w", err)

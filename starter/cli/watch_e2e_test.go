@@ -16,10 +16,10 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -61,7 +61,7 @@ func TestWatchReviewAndBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,6 +173,7 @@ func (c *Config) RegisterWorkerFlags(fs *flag.FlagSet) {
 	fs.Var((*urlList)(&c.ModelURLs), "model-url", "OpenAI-compatible base URL including /v1, or several comma-separated (OPENAI_BASE_URL); with --model-api azure the resource's endpoint (AZURE_OPENAI_ENDPOINT)")
 	fs.StringVar(&c.ModelAPI, "model-api", c.ModelAPI, "the model server's API: openai (OpenAI and compatible servers such as vLLM) or azure (MEMAGENT_MODEL_API)")
 	fs.IntVar(&c.ModelContext, "model-context", c.ModelContext, "the model's context length in tokens; 0 = what the server reports (MEMAGENT_MODEL_CONTEXT; Azure reports none)")
+	fs.Var((*urlList)(&c.ModelPriority), "model-priority", "how each model server is told a request's priority: vllm (--scheduling-policy priority), sglang (--enable-priority-scheduling) or off, one for all or one per --model-url (MEMAGENT_MODEL_PRIORITY)")
 	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
 	fs.IntVar(&c.ChunkCacheMB, "chunk-cache-mb", c.ChunkCacheMB, "megabytes of chunks a review's questions share in this worker; 0 = default 64, -1 = off (MEMAGENT_CHUNK_CACHE_MB)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "activities started per second on the task queue, all workers together; 0 = none (MEMAGENT_RATE_LIMIT)")
@@ -204,7 +205,7 @@ func (c Config) Validate() error {
 var flagOf = map[string]string{
 	"TaskQueue": "task-queue", "S3Endpoint": "s3-endpoint", "Bucket": "bucket", "CreateBucket": "create-bucket",
 	"Model": "model", "ModelURLs": "model-url", "ModelAPI": "model-api", "ModelContext": "model-context",
-	"ModelMaxInFlight": "max-in-flight", "ChunkCacheMB": "chunk-cache-mb", "RateLimit": "rate-limit",
+	"ModelMaxInFlight": "max-in-flight", "ModelPriority": "model-priority", "ChunkCacheMB": "chunk-cache-mb", "RateLimit": "rate-limit",
 	"ModelTimeout": "model-timeout", "StopTimeout": "stop-timeout", "DeploymentName": "deployment-name", "BuildID": "build-id",
 }
 
@@ -291,7 +292,7 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// urlList is a comma-separated flag of URLs (--model-url).
+// urlList is a comma-separated flag (--model-url, --model-priority).
 type urlList []string
 
 func (u *urlList) String() string { return strings.Join(*u, ",") }
@@ -335,6 +336,8 @@ func (c Config) AtDevStack(s devaddr.Stack) Config {
 		c.Model = ""
 		c.ModelFamily = ""
 		c.ModelContext = 0
+		// The stack's simulator schedules first come, first served.
+		c.ModelPriority = nil
 	}
 	return c
 }

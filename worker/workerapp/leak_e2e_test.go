@@ -35,10 +35,10 @@ import (
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -125,7 +125,7 @@ func TestNothingLeaks(t *testing.T) {
 	if !strings.Contains(doc, leakMemoryMarker) {
 		t.Fatal("the marker is not in the document")
 	}
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestNothingLeaks(t *testing.T) {
 	ctl := plainBase.AtDevStack(d.Addresses())
 	ctl.TaskQueue = "leak-e2e-control"
 	ctl.HTTPAddr = ""
-	ctlActs, ctlPool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(ctl, workerapp.Options{Logger: quiet}))
+	ctlActs, ctlPool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(ctl, workerapp.Options{Logger: quiet}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -81,7 +81,7 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := docgen.Needle(tok, 12_000, 0.5, 7)
-	store, err := plugin.NewStore(ctx, cfg.Options)
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,9 @@ package simulator
 
 import (
 	"cmp"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -120,6 +122,17 @@ type seq struct {
 	prefilled, decoded int
 	canceled           bool
 	done               chan struct{} // closed when the last token is decoded
+	// preempted is closed when the scheduler takes s out of the batch for
+	// a more urgent request (see batcher.preempt); resume gives it a new
+	// one. epoch counts its stays in a batch, so that a step planned
+	// before a preemption does not advance it.
+	// epoch is atomic because a batch the sequence has left reads it when
+	// it commits a step planned before, while another batch may own it.
+	preempted chan struct{}
+	epoch     atomic.Int64
+	inBatch   bool
+	original  int // the prompt as sent
+	prio      int // the request's priority, lower first (priority policy)
 }
 
 // gone reports whether s has left the batch: answered or aborted.
@@ -128,8 +141,9 @@ func (s *seq) gone() bool { return s.canceled || s.decoded == s.completion }
 // step is one planned forward pass.
 type step struct {
 	seqs    []*seq
-	chunks  []int // prompt tokens each of seqs prefills; 0 for a decode
-	prefill int   // sum of chunks
+	epochs  []int64 // of each of seqs when planned
+	chunks  []int   // prompt tokens each of seqs prefills; 0 for a decode
+	prefill int     // sum of chunks
 	dur     time.Duration
 }
 
@@ -140,11 +154,16 @@ type step struct {
 type batcher struct {
 	o    BatchOptions // with defaults
 	wake chan struct{}
+	// priority gives prompt chunks to sequences by (priority, arrival),
+	// as vLLM's priority policy orders its running requests; otherwise
+	// by arrival.
+	priority bool
 
 	mu      sync.Mutex
 	seqs    []*seq // in order of arrival
 	looping bool
 	busy    time.Duration // simulated GPU time spent in steps
+	prefill time.Duration // the part of busy spent on prompt tokens
 	steps   int
 }
 
@@ -155,9 +174,15 @@ func newBatcher(o BatchOptions) *batcher {
 // submit adds a sequence and returns it; its done channel closes when it is
 // decoded. Its caller must abort it if it stops waiting.
 func (b *batcher) submit(promptTokens, completionTokens int) *seq {
+	return b.submitPrio(promptTokens, completionTokens, 0)
+}
+
+// submitPrio is submit for a request of priority prio.
+func (b *batcher) submitPrio(promptTokens, completionTokens, prio int) *seq {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.add(promptTokens, completionTokens)
+	s.prio = prio
 	if !b.looping {
 		b.looping = true
 		go b.loop()
@@ -167,9 +192,50 @@ func (b *batcher) submit(promptTokens, completionTokens int) *seq {
 
 // add appends a sequence to the batch; mu must be held.
 func (b *batcher) add(promptTokens, completionTokens int) *seq {
-	s := &seq{prompt: max(promptTokens, 0), completion: max(completionTokens, 1), done: make(chan struct{})}
+	s := &seq{prompt: max(promptTokens, 0), completion: max(completionTokens, 1), done: make(chan struct{}), preempted: make(chan struct{}), inBatch: true}
+	s.original = s.prompt
 	b.seqs = append(b.seqs, s)
 	return s
+}
+
+// preempt takes s out of the batch, as vLLM preempts a running request
+// by recomputation: its KV cache is dropped, so when it resumes it
+// prefills its prompt and the tokens it had decoded again, then decodes
+// the rest. It returns false, changing nothing, when s has already left
+// (answered, aborted or preempted).
+func (b *batcher) preempt(s *seq) bool {
+	b.mu.Lock()
+	if s.gone() || !s.inBatch {
+		b.mu.Unlock()
+		return false
+	}
+	s.inBatch = false
+	s.epoch.Add(1)
+	b.seqs = slices.DeleteFunc(b.seqs, func(x *seq) bool { return x == s })
+	s.prompt, s.prefilled = s.original+s.decoded, 0
+	close(s.preempted)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// resume puts a preempted s into this batch (a replica's; not necessarily
+// the one it left) and returns the channel that is closed if it is
+// preempted again.
+func (b *batcher) resume(s *seq) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s.inBatch = true
+	s.preempted = make(chan struct{})
+	b.seqs = append(b.seqs, s)
+	if !b.looping {
+		b.looping = true
+		go b.loop()
+	}
+	return s.preempted
 }
 
 // abort takes s out of the batch at the end of the current step; if no
@@ -233,7 +299,7 @@ func (b *batcher) sleepUntil(t time.Time) bool {
 // live reports whether any sequence is still in the batch; mu must be held.
 func (b *batcher) live() bool {
 	for _, s := range b.seqs {
-		if !s.gone() {
+		if !s.gone() && s.inBatch {
 			return true
 		}
 	}
@@ -242,11 +308,12 @@ func (b *batcher) live() bool {
 
 // plan drops answered and aborted sequences and chooses the next step: a decode token
 // for every sequence past its prompt, then prompt chunks in order of
-// arrival within what is left of the token budget. mu must be held.
+// arrival (of priority, then arrival, under the priority policy) within
+// what is left of the token budget. mu must be held.
 func (b *batcher) plan() step {
 	kept := b.seqs[:0]
 	for _, s := range b.seqs {
-		if !s.gone() {
+		if !s.gone() && s.inBatch {
 			kept = append(kept, s)
 		}
 	}
@@ -260,16 +327,21 @@ func (b *batcher) plan() step {
 			break
 		}
 		if s.prefilled == s.prompt {
-			st.seqs, st.chunks = append(st.seqs, s), append(st.chunks, 0)
+			st.seqs, st.chunks, st.epochs = append(st.seqs, s), append(st.chunks, 0), append(st.epochs, s.epoch.Load())
 			budget--
 		}
 	}
-	for _, s := range b.seqs {
+	prefilling := b.seqs
+	if b.priority {
+		prefilling = slices.Clone(b.seqs)
+		slices.SortStableFunc(prefilling, func(x, y *seq) int { return cmp.Compare(x.prio, y.prio) })
+	}
+	for _, s := range prefilling {
 		if budget == 0 || len(st.seqs) == b.o.MaxNumSeqs {
 			break
 		}
 		if n := min(s.prompt-s.prefilled, budget); n > 0 {
-			st.seqs, st.chunks = append(st.seqs, s), append(st.chunks, n)
+			st.seqs, st.chunks, st.epochs = append(st.seqs, s), append(st.chunks, n), append(st.epochs, s.epoch.Load())
 			st.prefill += n
 			budget -= n
 		}
@@ -283,8 +355,12 @@ func (b *batcher) plan() step {
 // answered and leave. mu must be held.
 func (b *batcher) commit(st step) {
 	b.busy += st.dur
+	b.prefill += seconds(float64(st.prefill) / b.o.PrefillTokensPerSec)
 	b.steps++
 	for i, s := range st.seqs {
+		if s.epoch.Load() != st.epochs[i] {
+			continue // preempted during the step: its work is lost
+		}
 		s.prefilled += st.chunks[i]
 		if s.prefilled == s.prompt {
 			s.decoded++
@@ -297,12 +373,12 @@ func (b *batcher) commit(st step) {
 
 // batchStats is a consistent snapshot of a batcher.
 type batchStats struct {
-	busy  time.Duration
-	steps int
+	busy, prefill time.Duration
+	steps         int
 }
 
 func (b *batcher) stats() batchStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return batchStats{busy: b.busy, steps: b.steps}
+	return batchStats{busy: b.busy, prefill: b.prefill, steps: b.steps}
 }

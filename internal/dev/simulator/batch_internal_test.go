@@ -152,7 +152,7 @@ func TestBatchStep(t *testing.T) {
 			}
 		default:
 			if c.done {
-				t.Errorf("%s not answered after three steps (%+v)", c.name, *c.s)
+				t.Errorf("%s not answered after three steps (prefilled %d of %d, decoded %d of %d)", c.name, c.s.prefilled, c.s.prompt, c.s.decoded, c.s.completion)
 			}
 		}
 	}

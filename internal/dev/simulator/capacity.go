@@ -36,87 +36,195 @@ func (o Options) ServiceTime(promptTokens, completionTokens, load int) time.Dura
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// pool is the slots of Replicas replicas and the FIFO queue in front of
-// them. A request takes one slot of the least-loaded replica (the lowest
-// index on a tie); when every slot is busy it waits its turn.
+// pool is the slots of Replicas replicas and the queue in front of them.
+// A request takes one slot of the least-loaded replica (the lowest index
+// on a tie); when every slot is busy it waits its turn: in order of arrival
+// (first come, first served), or under the priority policy in order of
+// (priority, arrival), lower first, as vLLM's --scheduling-policy priority
+// orders its waiting requests. Under the priority policy a waiting request
+// at the head of the queue also preempts the least urgent running one (the
+// largest (priority, arrival)) that is less urgent than itself and is in a
+// replica's batch (CapacityBatch): that one goes back to the queue, keeping
+// its arrival, and the head takes its slot.
 type pool struct {
-	slots    int // per replica
-	maxQueue int // 0 means unbounded
+	slots    int  // per replica
+	maxQueue int  // 0 means unbounded
+	priority bool // the priority policy
 
 	mu          sync.Mutex
 	load        []int     // sequences running on each replica
-	queue       list.List // of *waiter, oldest first
+	queue       list.List // of *ticket, in the order they are served
+	running     map[*ticket]struct{}
+	arrivals    uint64
 	inFlight    int
 	maxInFlight int
 	maxQueued   int
+	preemptions int
 }
 
 type grant struct{ replica, load int }
 
-type waiter struct{ grant chan grant }
-
-func newPool(replicas, slots, maxQueue int) *pool {
-	return &pool{slots: slots, maxQueue: maxQueue, load: make([]int, replicas)}
+// ticket is one request's place in the pool, from its arrival to its
+// release. Its fields are guarded by pool.mu.
+type ticket struct {
+	prio    int
+	arrival uint64
+	grant   chan grant // buffered: sending never blocks
+	elem    *list.Element
+	replica int  // while running
+	runs    bool // holds a slot
+	// b and s are the batch the request is in and its sequence there,
+	// while it is (CapacityBatch): only then can it be preempted.
+	b *batcher
+	s *seq
 }
 
-// acquire takes a slot, waiting in the queue if none is free. It returns
-// the replica and its load with this request included. A request whose ctx
+func newPool(replicas, slots, maxQueue int, priority bool) *pool {
+	return &pool{slots: slots, maxQueue: maxQueue, priority: priority, load: make([]int, replicas), running: map[*ticket]struct{}{}}
+}
+
+// before reports whether t is served before u: under the priority policy
+// by (priority, arrival), else by arrival.
+func (p *pool) before(t, u *ticket) bool {
+	if p.priority && t.prio != u.prio {
+		return t.prio < u.prio
+	}
+	return t.arrival < u.arrival
+}
+
+// acquire takes a slot for a new request of priority prio (lower is more
+// urgent; ignored under first come, first served), waiting in the queue if
+// none is free. It returns the request's ticket and the slot's grant: the
+// replica and its load with this request included. A request whose ctx
 // ends while it waits leaves the queue; one that is granted a slot at that
 // moment gives it back.
-func (p *pool) acquire(ctx context.Context) (grant, error) {
+func (p *pool) acquire(ctx context.Context, prio int) (*ticket, grant, error) {
 	p.mu.Lock()
+	p.arrivals++
+	t := &ticket{prio: prio, arrival: p.arrivals, grant: make(chan grant, 1)}
 	if p.queue.Len() == 0 {
 		if r := p.leastLoaded(); p.load[r] < p.slots {
-			g := p.take(r)
+			g := p.take(t, r)
 			p.mu.Unlock()
-			return g, nil
+			return t, g, nil
 		}
 	}
 	if p.maxQueue > 0 && p.queue.Len() >= p.maxQueue {
 		p.mu.Unlock()
-		return grant{}, errQueueFull
+		return nil, grant{}, errQueueFull
 	}
-	w := &waiter{grant: make(chan grant, 1)}
-	e := p.queue.PushBack(w)
-	p.maxQueued = max(p.maxQueued, p.queue.Len())
+	p.enqueue(t)
+	p.preemptLocked()
 	p.mu.Unlock()
+	g, err := p.wait(ctx, t)
+	return t, g, err
+}
 
+// wait waits for t's grant: t is queued.
+func (p *pool) wait(ctx context.Context, t *ticket) (grant, error) {
 	select {
-	case g := <-w.grant:
+	case g := <-t.grant:
 		return g, nil
 	case <-ctx.Done():
 	}
 	p.mu.Lock()
 	// Grants are sent under mu, so either the grant is in the channel or
-	// the waiter is still queued.
+	// the ticket is still queued.
 	select {
-	case g := <-w.grant:
+	case <-t.grant:
 		p.mu.Unlock()
-		p.release(g.replica)
+		p.release(t)
 	default:
-		p.queue.Remove(e)
+		p.queue.Remove(t.elem)
+		t.elem = nil
 		p.mu.Unlock()
 	}
 	return grant{}, ctx.Err()
 }
 
-// release frees a slot of replica r and hands a slot to the oldest waiter.
-func (p *pool) release(r int) {
+// enqueue puts t in the queue at its place; mu must be held.
+func (p *pool) enqueue(t *ticket) {
+	e := p.queue.Back()
+	for e != nil && p.before(t, e.Value.(*ticket)) {
+		e = e.Prev()
+	}
+	if e == nil {
+		t.elem = p.queue.PushFront(t)
+	} else {
+		t.elem = p.queue.InsertAfter(t, e)
+	}
+	p.maxQueued = max(p.maxQueued, p.queue.Len())
+}
+
+// attach records that t's request is sequence s of batch b, which makes
+// it preemptible, and lets a more urgent waiter preempt it at once.
+func (p *pool) attach(t *ticket, b *batcher, s *seq) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.load[r]--
-	p.inFlight--
-	if front := p.queue.Front(); front != nil {
-		w := p.queue.Remove(front).(*waiter)
-		w.grant <- p.take(p.leastLoaded())
+	t.b, t.s = b, s
+	p.preemptLocked()
+}
+
+// preemptLocked, under the priority policy, gives the head of the queue
+// the slot of the least urgent preemptible running request while that
+// one is less urgent than the head; the preempted request goes back to
+// the queue. mu must be held.
+func (p *pool) preemptLocked() {
+	for p.priority && p.queue.Len() > 0 {
+		head := p.queue.Front().Value.(*ticket)
+		var victim *ticket
+		for t := range p.running {
+			if t.s != nil && p.before(head, t) && (victim == nil || p.before(victim, t)) {
+				victim = t
+			}
+		}
+		if victim == nil {
+			return
+		}
+		if !victim.b.preempt(victim.s) {
+			// It has just finished or gone: it frees its slot itself.
+			victim.b, victim.s = nil, nil
+			continue
+		}
+		r := victim.replica
+		delete(p.running, victim)
+		victim.runs, victim.b, victim.s = false, nil, nil
+		p.enqueue(victim)
+		p.queue.Remove(head.elem)
+		head.elem = nil
+		head.replica, head.runs = r, true
+		p.running[head] = struct{}{}
+		p.preemptions++
+		head.grant <- grant{replica: r, load: p.load[r]}
 	}
 }
 
-// take occupies a slot of replica r; mu must be held.
-func (p *pool) take(r int) grant {
+// release frees t's slot, if it holds one, and hands a slot to the
+// first waiter.
+func (p *pool) release(t *ticket) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !t.runs {
+		return
+	}
+	t.runs, t.b, t.s = false, nil, nil
+	delete(p.running, t)
+	p.load[t.replica]--
+	p.inFlight--
+	if front := p.queue.Front(); front != nil {
+		w := p.queue.Remove(front).(*ticket)
+		w.elem = nil
+		w.grant <- p.take(w, p.leastLoaded())
+	}
+}
+
+// take occupies a slot of replica r for t; mu must be held.
+func (p *pool) take(t *ticket, r int) grant {
 	p.load[r]++
 	p.inFlight++
 	p.maxInFlight = max(p.maxInFlight, p.inFlight)
+	t.replica, t.runs = r, true
+	p.running[t] = struct{}{}
 	return grant{replica: r, load: p.load[r]}
 }
 
@@ -137,6 +245,7 @@ type poolStats struct {
 	load                  []int
 	inFlight, maxInFlight int
 	queued, maxQueued     int
+	preemptions           int
 }
 
 func (p *pool) stats() poolStats {
@@ -146,5 +255,6 @@ func (p *pool) stats() poolStats {
 		load:     append([]int(nil), p.load...),
 		inFlight: p.inFlight, maxInFlight: p.maxInFlight,
 		queued: p.queue.Len(), maxQueued: p.maxQueued,
+		preemptions: p.preemptions,
 	}
 }

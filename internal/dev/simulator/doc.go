@@ -22,8 +22,12 @@
 // chunked prefill, one token per decoding sequence per step, and a step
 // time that grows with the batch, so throughput rises with concurrency and
 // then flattens; one goroutine per busy replica, none when it is idle.
-// Both have a FIFO queue in front that may be bounded (503 with
-// Retry-After over the bound, as vLLM does), and faults injected at seeded
+// Both have a queue in front that may be bounded (503 with Retry-After over
+// the bound, as vLLM does): first come, first served, or, with
+// SchedulingPriority (vLLM's --scheduling-policy priority), ordered by the
+// request's priority field and then arrival, the most urgent waiting
+// request preempting the least urgent running one under CapacityBatch. And
+// faults injected at seeded
 // rates (429, 500, 503, stalls, truncated bodies and context overflows, in
 // the nested OpenAI and the flat SGLang error shape).
 // It serves POST /v1/chat/completions, GET /v1/models, GET /health, POST

@@ -78,7 +78,13 @@ type Stats struct {
 	// is the replica's utilisation. Steps counts the steps of all
 	// replicas. Both are zero under CapacitySlots.
 	ReplicaBusy []time.Duration
-	Steps       int
+	// ReplicaPrefill is the part of ReplicaBusy spent prefilling prompt
+	// tokens (recomputed ones of preempted requests included).
+	ReplicaPrefill []time.Duration
+	Steps          int
+	// Preemptions counts the running requests preempted for more urgent
+	// ones (SchedulingPriority under CapacityBatch).
+	Preemptions int
 	// Latency is the time from arrival to answer of answered completions,
 	// queueing included.
 	Latency Histogram
@@ -160,10 +166,12 @@ func (s *Server) Stats() Stats {
 		Queued:          p.queued,
 		MaxQueued:       p.maxQueued,
 		Slots:           len(p.load) * s.pool.slots,
+		Preemptions:     p.preemptions,
 	}
 	for _, b := range s.batchers {
 		bs := b.stats()
 		st.ReplicaBusy = append(st.ReplicaBusy, bs.busy)
+		st.ReplicaPrefill = append(st.ReplicaPrefill, bs.prefill)
 		st.Steps += bs.steps
 	}
 	m := s.meter

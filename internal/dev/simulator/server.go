@@ -95,6 +95,14 @@ type Options struct {
 	// FIFO queue when all are busy) until the replica's scheduler has
 	// prefilled its prompt and decoded its completion.
 	Batch BatchOptions
+	// SchedulingPolicy is how waiting requests are ordered, as vLLM's
+	// --scheduling-policy: SchedulingFCFS (also "") serves them in order
+	// of arrival, and a request whose priority field is not 0 is refused
+	// with 400, as vLLM refuses it; SchedulingPriority serves them by
+	// (priority, arrival), lower first, and under CapacityBatch a waiting
+	// request preempts the least urgent running one that is less urgent
+	// than itself (see pool). Other values mean SchedulingFCFS.
+	SchedulingPolicy string
 	// MaxQueue bounds the requests waiting for a slot; zero or less means
 	// unbounded. Over it a request gets 503 with a nested error body and
 	// Retry-After, as vLLM answers with --max-num-queued-reqs.
@@ -118,6 +126,12 @@ type Options struct {
 	// mean 500. /health, /v1/models and /tokenize still answer normally.
 	FailAll int
 }
+
+// Scheduling policies (Options.SchedulingPolicy).
+const (
+	SchedulingFCFS     = "fcfs"
+	SchedulingPriority = "priority"
+)
 
 // Call records one completion the simulator answered. It holds the hash of
 // the chunk rather than the chunk, so that recording stays small.
@@ -188,10 +202,12 @@ func New(opts Options) *Server {
 		s.opts.Batch = opts.Batch.WithDefaults()
 		slots = s.opts.Batch.MaxNumSeqs
 		for range replicas {
-			s.batchers = append(s.batchers, newBatcher(s.opts.Batch))
+			b := newBatcher(s.opts.Batch)
+			b.priority = opts.SchedulingPolicy == SchedulingPriority
+			s.batchers = append(s.batchers, b)
 		}
 	}
-	s.pool = newPool(replicas, slots, max(opts.MaxQueue, 0))
+	s.pool = newPool(replicas, slots, max(opts.MaxQueue, 0), opts.SchedulingPolicy == SchedulingPriority)
 	if s.retryAfter <= 0 {
 		s.retryAfter = DefaultRetryAfter
 	}
@@ -263,6 +279,8 @@ type chatRequest struct {
 	MaxTokens           *int          `json:"max_tokens"`
 	MaxCompletionTokens *int          `json:"max_completion_tokens"`
 	Stream              bool          `json:"stream"`
+	// Priority is vLLM's extension: lower is served earlier, 0 by default.
+	Priority int `json:"priority"`
 }
 
 type chatMessage struct {
@@ -332,13 +350,13 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	s.meter.begin()
 	outcome := OutcomeInvalid
 	var (
-		slot     *grant
+		slot     *ticket
 		answered bool
 		usage    chatUsage
 	)
 	finish := sync.OnceFunc(func() {
 		if slot != nil {
-			s.pool.release(slot.replica)
+			s.pool.release(slot)
 		}
 		if answered {
 			s.meter.answered(usage.PromptTokens, usage.CompletionTokens, time.Since(start))
@@ -368,7 +386,7 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 	if s.injectFault(w, r, fault) {
 		return
 	}
-	g, err := s.pool.acquire(ctx)
+	t, g, err := s.pool.acquire(ctx, c.req.Priority)
 	switch {
 	case errors.Is(err, errQueueFull):
 		outcome = OutcomeQueueFull
@@ -378,11 +396,11 @@ func (s *Server) chat(rw http.ResponseWriter, r *http.Request) {
 		s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
 		return
 	}
-	slot = &g
+	slot = t
 
 	call, truncated := s.answer(c)
 	completionTokens := s.count(call.Output)
-	if !s.serve(ctx, g, fault, c.promptTokens, completionTokens, &call) {
+	if !s.serve(ctx, t, g, fault, c.promptTokens, completionTokens, &call) {
 		return
 	}
 	s.record(call)
@@ -458,6 +476,11 @@ func (s *Server) readChat(w http.ResponseWriter, r *http.Request, body io.Reader
 	}
 	if c.req.Stream {
 		s.flatError(w, r, http.StatusBadRequest, "BadRequestError", "stream is not supported by the simulator")
+		return c, false
+	}
+	if c.req.Priority != 0 && s.opts.SchedulingPolicy != SchedulingPriority {
+		s.nestedError(w, r, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
+			"Got priority %d but priority scheduling is not enabled: start the simulator with --scheduling-policy priority, as vLLM, or send no priority (MEMAGENT_MODEL_PRIORITY=off).", c.req.Priority))
 		return c, false
 	}
 	found := false
@@ -540,11 +563,11 @@ func (s *Server) answer(c chatCall) (Call, bool) {
 // serve holds the answer back for the service time (the replica's batch
 // decoding it, or ServiceTime) plus a slow fault's stall, and sets
 // call.Service. It returns false if the client went away first.
-func (s *Server) serve(ctx context.Context, g grant, fault FaultKind, promptTokens, completionTokens int, call *Call) bool {
+func (s *Server) serve(ctx context.Context, t *ticket, g grant, fault FaultKind, promptTokens, completionTokens int, call *Call) bool {
 	var delay time.Duration
 	if s.batchers != nil {
 		began := time.Now()
-		if !s.decode(ctx, s.batchers[g.replica], promptTokens, completionTokens) {
+		if !s.decode(ctx, t, g, promptTokens, completionTokens) {
 			return false
 		}
 		delay = max(s.opts.Latency, 0)
@@ -559,10 +582,10 @@ func (s *Server) serve(ctx context.Context, g grant, fault FaultKind, promptToke
 	if delay <= 0 {
 		return true
 	}
-	t := time.NewTimer(delay)
-	defer t.Stop()
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
 	select {
-	case <-t.C:
+	case <-timer.C:
 		return true
 	case <-ctx.Done():
 		s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
@@ -570,18 +593,34 @@ func (s *Server) serve(ctx context.Context, g grant, fault FaultKind, promptToke
 	}
 }
 
-// decode has a replica's batch prefill and decode one request. It returns
-// false, having taken the request out of the batch, if the client goes
-// away first.
-func (s *Server) decode(ctx context.Context, b *batcher, promptTokens, completionTokens int) bool {
-	q := b.submit(promptTokens, completionTokens)
-	select {
-	case <-q.done:
-		return true
-	case <-ctx.Done():
-		b.abort(q)
-		s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
-		return false
+// decode has the batch of g's replica prefill and decode one request. A
+// request preempted by a more urgent one (SchedulingPriority) waits in the
+// pool's queue again, then resumes in the batch of the replica it is
+// granted. It returns false, having taken the request out of the batch or
+// the queue, if the client goes away first.
+func (s *Server) decode(ctx context.Context, t *ticket, g grant, promptTokens, completionTokens int) bool {
+	b := s.batchers[g.replica]
+	q := b.submitPrio(promptTokens, completionTokens, t.prio)
+	var preempted <-chan struct{} = q.preempted
+	s.pool.attach(t, b, q)
+	for {
+		select {
+		case <-q.done:
+			return true
+		case <-preempted:
+			g, err := s.pool.wait(ctx, t)
+			if err != nil {
+				s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", err)
+				return false
+			}
+			b = s.batchers[g.replica]
+			preempted = b.resume(q)
+			s.pool.attach(t, b, q)
+		case <-ctx.Done():
+			b.abort(q)
+			s.log.DebugContext(ctx, "simulator dropped call: client went away", "error", ctx.Err())
+			return false
+		}
 	}
 }
 

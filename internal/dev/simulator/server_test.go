@@ -466,3 +466,22 @@ func TestStreamRefused(t *testing.T) {
 		t.Errorf("stream request: status %d, body %v; want a flat 400 saying stream is not supported", status, v)
 	}
 }
+
+// TestPriorityNeedsThePolicy: as vLLM, the simulator refuses a priority
+// other than 0 unless it schedules by priority, and accepts it when it
+// does.
+func TestPriorityNeedsThePolicy(t *testing.T) {
+	const body = `{"priority":-1,"messages":[{"role":"user","content":"<problem>q</problem><memory>m</memory>"}]}`
+	_, fcfs := startSimulator(t, simulator.Options{})
+	status, v := post(t, fcfs.URL, body)
+	if msg, _ := v["error"].(map[string]any)["message"].(string); status != 400 || !strings.Contains(msg, "--scheduling-policy priority") {
+		t.Errorf("priority -1 under fcfs: status %d, body %v; want 400 naming --scheduling-policy priority", status, v)
+	}
+	if status, v := post(t, fcfs.URL, `{"priority":0,"messages":[{"role":"user","content":"<problem>q</problem><memory>m</memory>"}]}`); status != 200 {
+		t.Errorf("priority 0 under fcfs: status %d, body %v; want 200", status, v)
+	}
+	_, prio := startSimulator(t, simulator.Options{SchedulingPolicy: simulator.SchedulingPriority, Capacity: simulator.CapacityBatch})
+	if status, v := post(t, prio.URL, body); status != 200 {
+		t.Errorf("priority -1 under the priority policy: status %d, body %v; want 200", status, v)
+	}
+}

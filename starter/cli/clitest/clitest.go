@@ -31,9 +31,9 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
 )
@@ -128,7 +128,7 @@ func Store(t *testing.T) (config.Config, *s3store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := plugin.NewStore(context.Background(), cfg.Options)
+	store, err := pluginkit.NewStore(context.Background(), cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

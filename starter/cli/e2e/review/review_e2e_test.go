@@ -21,9 +21,9 @@ import (
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
-	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/starter/cli/clitest"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
@@ -67,7 +67,7 @@ func startCountingWorker(t *testing.T) (*rangeCounter, *activities.Activities, c
 		t.Fatal(err)
 	}
 	opts := workerapp.Options{Logger: clitest.Logger(t)}
-	acts, pool, err := plugin.NewActivities(ctx, workerapp.PluginOptions(cfg, opts))
+	acts, pool, err := pluginkit.NewActivities(ctx, workerapp.PluginOptions(cfg, opts))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,10 @@ type Activities struct {
 	Model Model
 	// DefaultModel is used when a request names none.
 	DefaultModel string
+	// Served, when set, lists the models the model servers serve now:
+	// PrepareDocument refuses a run naming another as memagent.BadInput
+	// before any model call. Nil leaves an unknown model to its first call.
+	Served func(ctx context.Context) ([]string, error)
 	// MaxModelLen is the model's context in tokens when the server reported
 	// it (0 = unknown, no budget check).
 	MaxModelLen int
@@ -625,10 +629,7 @@ func nextMemory(prev, completion string) (string, bool) {
 
 // PromptDigest is the hex SHA-256 of a prompt, as traces and results keep
 // it (ChunkTrace.PromptSHA256).
-func PromptDigest(prompt string) string {
-	h := sha256.Sum256([]byte(prompt))
-	return hex.EncodeToString(h[:])
-}
+func PromptDigest(prompt string) string { return actwire.PromptDigest(prompt) }
 
 func usageOf(c inference.Completion) api.Usage {
 	return api.Usage{Calls: 1, PromptTokens: int64(c.PromptTokens), CompletionTokens: int64(c.CompletionTokens), CachedTokens: int64(c.CachedTokens)}

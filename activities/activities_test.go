@@ -302,6 +302,47 @@ func TestPrepareDocumentRejectsPromptOverBudget(t *testing.T) {
 	}
 }
 
+// TestPrepareDocumentRejectsAModelNotServed: a run naming a model the
+// servers do not serve fails as memagent.BadInput naming what they serve,
+// before any index is written or model called (the starter once checked
+// this with a model pool of its own); a model they serve, or a list that
+// cannot be had, passes.
+func TestPrepareDocumentRejectsAModelNotServed(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		model  string
+		served []string
+		err    error
+		want   string // "" = prepared
+	}{
+		{"not served", "no-such-model", []string{"qwen"}, nil, `model "no-such-model" is not served at the model URL (it serves [qwen])`},
+		{"served", "qwen", []string{"qwen", "other"}, nil, ""},
+		{"list unavailable", "no-such-model", nil, errors.New("connection refused"), ""},
+		{"no model named", "", []string{"qwen"}, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, []byte(makeDoc(3)))
+			f.acts.Served = func(context.Context) ([]string, error) { return tt.served, tt.err }
+			var out actwire.PrepareOutput
+			err := f.exec(t, PrepareDocumentName, actwire.PrepareInput{Document: testDocURI, Question: testQuestion,
+				Options: api.ModelOptions{Model: tt.model, ChunkTokens: 1000}}, &out)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("prepare: %v, want none", err)
+				}
+				return
+			}
+			appErr := appError(t, err)
+			if appErr.Type() != api.ErrBadInput || !appErr.NonRetryable() || !strings.Contains(appErr.Error(), tt.want) {
+				t.Errorf("error %q (type %q), want a non-retryable %s containing %q", appErr.Error(), appErr.Type(), api.ErrBadInput, tt.want)
+			}
+			if keys := f.store.Keys(); len(keys) != 1 {
+				t.Errorf("store holds %v, want only the document", keys)
+			}
+		})
+	}
+}
+
 func TestCheckBudget(t *testing.T) {
 	tok := wordTokenizer{}
 	tmpl := memagent.DefaultTemplates()

@@ -335,6 +335,12 @@ func (a *Activities) ClaimScheduleReports(ctx context.Context, prefix, scheduleI
 	return a.claimPrefix(ctx, "report_prefix", prefix, claim{ScheduleID: scheduleID})
 }
 
+// claimScheduleReportPrefix is the activity of the ClaimScheduleReports
+// workflow: ClaimScheduleReports under this worker's configuration.
+func (a *Activities) claimScheduleReportPrefix(ctx context.Context, in api.ClaimScheduleReportsInput) error {
+	return a.ClaimScheduleReports(ctx, in.ReportPrefix, in.ScheduleID)
+}
+
 // claimForSchedule claims a scheduled batch's report prefix for its
 // schedule when the schedule was made without one (not by the starter),
 // so that from its first run on nobody else claims there. A refusal (the

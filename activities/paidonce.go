@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/s3store"
 )
@@ -40,19 +41,8 @@ type paidCalls struct {
 	Kept *KeptCompletion `json:"kept,omitempty"`
 }
 
-// KeptCompletion is one paid-for completion and the input it answered, as
-// a chunk's trace and an attempt's heartbeat details keep it.
-type KeptCompletion struct {
-	// InputSHA256 is inputDigest of the prompt's variable parts.
-	InputSHA256      string `json:"input_sha256"`
-	Text             string `json:"text"`
-	Model            string `json:"model"`
-	FinishReason     string `json:"finish_reason"`
-	PromptTokens     int    `json:"prompt_tokens"`
-	CompletionTokens int    `json:"completion_tokens"`
-	CachedTokens     int    `json:"cached_tokens,omitempty"`
-	LatencyMS        int64  `json:"latency_ms"`
-}
+// KeptCompletion is a completion as kept for a retry (actwire's).
+type KeptCompletion = actwire.KeptCompletion
 
 func keep(digest string, c inference.Completion) *KeptCompletion {
 	return &KeptCompletion{InputSHA256: digest, Text: c.Text, Model: c.Model, FinishReason: c.FinishReason,
@@ -60,7 +50,7 @@ func keep(digest string, c inference.Completion) *KeptCompletion {
 		LatencyMS: c.Latency.Milliseconds()}
 }
 
-func (k *KeptCompletion) completion() inference.Completion {
+func completionOf(k *KeptCompletion) inference.Completion {
 	return inference.Completion{Text: k.Text, Model: k.Model, FinishReason: k.FinishReason,
 		PromptTokens: k.PromptTokens, CompletionTokens: k.CompletionTokens, CachedTokens: k.CachedTokens,
 		Latency: time.Duration(k.LatencyMS) * time.Millisecond}
@@ -110,18 +100,18 @@ func (a *Activities) paidCompletion(ctx context.Context, hb *heartbeat, key, dig
 	}
 	if prior.Kept != nil && prior.Kept.InputSHA256 == digest {
 		a.logger().InfoContext(ctx, "model call reused from an earlier attempt", "attempt", attempt(ctx))
-		return prior.Kept.completion(), prior, nil
+		return completionOf(prior.Kept), prior, nil
 	}
 	if attempt(ctx) > 1 {
 		if k := stored(); k != nil && k.InputSHA256 == digest {
 			if prior.Calls == 0 {
 				// The attempt that paid died before its heartbeat reached
 				// the server: its call is known from S3 alone.
-				c := k.completion()
+				c := completionOf(k)
 				prior = paidCalls{Calls: 1, Usage: usageOf(c), Kept: k}
 			}
 			a.logger().InfoContext(ctx, "model call reused from its stored record", "attempt", attempt(ctx))
-			return k.completion(), prior, nil
+			return completionOf(k), prior, nil
 		}
 	}
 	c, err := call()

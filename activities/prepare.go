@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -100,6 +101,9 @@ func (a *Activities) checkPrepare(ctx context.Context, in actwire.PrepareInput) 
 	}
 	if req.tok, err = a.Tokenizers(req.opts.Tokenizer); err != nil {
 		return req, badInput(err)
+	}
+	if err := a.checkServed(ctx, req.opts.Model); err != nil {
+		return req, err
 	}
 	if err := CheckBudget(req.tok, a.Templates, in.Question, req.opts, a.MaxModelLen); err != nil {
 		return req, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrPromptTooLong, nil)
@@ -307,4 +311,19 @@ func (a *Activities) workerIndex(ctx context.Context, uri string) (s3store.Locat
 		return loc, nil, storeError(err, uri)
 	}
 	return loc, idx, nil
+}
+
+// checkServed refuses, as memagent.BadInput, a model the model servers do
+// not serve now (Served), before any model call: the starter checked this
+// itself once, through a model pool of its own. A list that cannot be had
+// leaves the check to the first model call.
+func (a *Activities) checkServed(ctx context.Context, model string) error {
+	if model == "" || a.Served == nil {
+		return nil
+	}
+	served, err := a.Served(ctx)
+	if err != nil || len(served) == 0 || slices.Contains(served, model) {
+		return nil
+	}
+	return badInput(fmt.Errorf("model %q is not served at the model URL (it serves %v): fix options.model / MEMAGENT_MODEL", model, served))
 }

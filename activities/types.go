@@ -3,7 +3,6 @@ package activities
 import (
 	"time"
 
-	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
 
@@ -60,50 +59,9 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// ChunkTrace is the per-chunk record written to S3. A retry overwrites it.
-type ChunkTrace struct {
-	Chunk            int       `json:"chunk"`
-	Chunks           int       `json:"chunks"`
-	Start            int64     `json:"start"`
-	End              int64     `json:"end"`
-	ChunkTokens      int       `json:"chunk_tokens"`
-	Model            string    `json:"model"`
-	PromptTokens     int       `json:"prompt_tokens"`
-	CompletionTokens int       `json:"completion_tokens"`
-	CachedTokens     int       `json:"cached_tokens,omitempty"`
-	LatencyMS        int64     `json:"latency_ms"`
-	FinishReason     string    `json:"finish_reason"`
-	Attempt          int32     `json:"attempt"`
-	MemoryKept       bool      `json:"memory_kept,omitempty"`
-	MemoryAfter      string    `json:"memory_after"`
-	WrittenAt        time.Time `json:"written_at"`
-	// Pages are the pages (or sections) of a converted document the chunk
-	// came from.
-	Pages *api.PageRef `json:"pages,omitempty"`
-	// Sources are the corpus documents the chunk spans, each with its
-	// pages, when the run reads a corpus.
-	Sources []api.SourceRef `json:"sources,omitempty"`
-	// Calls is how many model calls this chunk's update took (more than 1
-	// when a completion was lost and paid for again).
-	Calls int `json:"calls,omitempty"`
-	// Kept is the completion and the input it answered: a retry of the
-	// same update reuses it instead of calling the model again.
-	Kept *KeptCompletion `json:"kept,omitempty"`
-	// PromptSHA256 is the hex SHA-256 of the prompt as sent (the one user
-	// message's content), so that a prompt rebuilt from the template, the
-	// question, the memory before this chunk and the chunk's bytes can be
-	// proved equal to it (the rollout export does).
-	PromptSHA256 string `json:"prompt_sha256,omitempty"`
-}
+// ChunkTrace is the per-chunk record written to S3 (actwire's: the
+// rollout export reads it without the activities).
+type ChunkTrace = actwire.ChunkTrace
 
-// StoredResult is result.json: the result, the raw final completion, and
-// the completion as kept for a retry of the same run, which reuses it
-// instead of calling the model again.
-type StoredResult struct {
-	api.DocumentQAResult
-	Completion string          `json:"completion"`
-	Kept       *KeptCompletion `json:"kept,omitempty"`
-	// PromptSHA256 is the hex SHA-256 of the final prompt as sent, as in
-	// ChunkTrace.
-	PromptSHA256 string `json:"prompt_sha256,omitempty"`
-}
+// StoredResult is result.json (actwire's).
+type StoredResult = actwire.StoredResult

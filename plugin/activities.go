@@ -105,6 +105,7 @@ func activitiesOn(ctx context.Context, o Options, store *s3store.Store, pool *in
 		Store:         store,
 		Model:         pool,
 		DefaultModel:  name,
+		Served:        servedModels(pool),
 		MaxModelLen:   maxLen,
 		Bucket:        o.Bucket,
 		ReadPrefixes:  o.ReadPrefixes,
@@ -176,5 +177,20 @@ func adviseHostedModel(m assemble.Model, model string, maxLen int, tok memagent.
 	if want := tokenizer.ForModel(cmp.Or(m.Family, model)); want != "" && want != tok.Name() {
 		logger.Warn("the model's tokenizer is not the default one: chunk sizes are counted in the default's tokens; ask with --tokenizer "+want+" (options.tokenizer) for exact ones",
 			"model", model, "model_tokenizer", want, "default_tokenizer", tok.Name())
+	}
+}
+
+// servedModels lists the ids of the models pool's servers serve, asked
+// each time: a server may load another model while the worker runs.
+func servedModels(pool *inference.Pool) func(ctx context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		models, err := pool.Models(ctx)
+		ids := make([]string, len(models))
+		for i, m := range models {
+			ids[i] = m.ID
+		}
+		return ids, err
 	}
 }

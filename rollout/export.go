@@ -10,18 +10,19 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3client"
 )
 
 // Store is the part of S3 the export reads; the worker's object stores
 // have it.
 type Store interface {
-	ReadAll(ctx context.Context, loc activities.Location) ([]byte, error)
+	ReadAll(ctx context.Context, loc s3client.Location) ([]byte, error)
 	// ReadRange reads bytes [start, end) of an object; an empty etag
 	// pins no version.
-	ReadRange(ctx context.Context, loc activities.Location, start, end int64, etag string) ([]byte, error)
+	ReadRange(ctx context.Context, loc s3client.Location, start, end int64, etag string) ([]byte, error)
 }
 
 // Reward metrics: the MemAgent paper's scores (memagent.ScorePaper) of a
@@ -47,7 +48,7 @@ type Options struct {
 	// Templates are the prompt templates the worker ran with; the zero
 	// value is the built-in ones. A prompt rebuilt with other templates
 	// than the worker's fails the export, as it is not what was sent.
-	Templates activities.Templates
+	Templates memagent.Templates
 }
 
 // Message is one chat message as sent to the model.
@@ -262,7 +263,7 @@ func SampleReward(answer string, golds []string, metric string) float64 {
 // own run comes back as an Incomplete instead; an error is one that no
 // sample would escape (a store that fails, other templates than the
 // worker's).
-func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric string, tmpl activities.Templates) ([]Record, *Incomplete, error) {
+func sampleTurns(ctx context.Context, store Store, r api.BatchItemResult, metric string, tmpl memagent.Templates) ([]Record, *Incomplete, error) {
 	group := r.ID
 	if group == "" {
 		group = strconv.Itoa(r.Seq)
@@ -300,20 +301,20 @@ type incompleteFunc func(turns, missing int, reason string, args ...any) *Incomp
 // but an Incomplete, for a sample whose turns were not all taken in its own
 // run (a reused answer, a run started from another's checkpoint) or whose
 // result is gone.
-func loadSample(ctx context.Context, store Store, r api.BatchItemResult, incomplete incompleteFunc) (*activities.StoredResult, *Incomplete, error) {
+func loadSample(ctx context.Context, store Store, r api.BatchItemResult, incomplete incompleteFunc) (*actwire.StoredResult, *Incomplete, error) {
 	if r.Status == api.ItemReused {
 		// The answer is an earlier reading's, kept under answers/: none of
 		// its turns were taken by this batch, whatever that reading holds.
 		return nil, incomplete(r.Chunks+1, r.Chunks+1, "its answer was reused from %s, an earlier reading: none of its turns were taken in this batch", r.WorkflowID), nil
 	}
 	data, err := readURI(ctx, store, r.ResultURI)
-	if errors.Is(err, activities.ErrNotFound) {
+	if errors.Is(err, s3client.ErrNotFound) {
 		return nil, incomplete(r.Chunks+1, r.Chunks+1, "its result %s does not exist", r.ResultURI), nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read result: %w", err)
 	}
-	var res activities.StoredResult
+	var res actwire.StoredResult
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, nil, fmt.Errorf("decode result %s: %w", r.ResultURI, err)
 	}
@@ -330,8 +331,8 @@ func loadSample(ctx context.Context, store Store, r api.BatchItemResult, incompl
 
 // sample is one answered sample whose turns are being rebuilt.
 type sample struct {
-	res        *activities.StoredResult
-	tmpl       activities.Templates
+	res        *actwire.StoredResult
+	tmpl       memagent.Templates
 	opts       api.ModelOptions
 	incomplete incompleteFunc
 	// base is every record's group, reward and run.
@@ -342,7 +343,7 @@ type sample struct {
 // traces, or says why they cannot all be.
 func (s sample) updates(ctx context.Context, store Store) ([]Record, *Incomplete, error) {
 	res, turns := s.res, s.res.Chunks+1
-	docLoc, err := activities.ParseURI(res.Document)
+	docLoc, err := s3client.ParseURI(res.Document)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -354,7 +355,7 @@ func (s sample) updates(ctx context.Context, store Store) ([]Record, *Incomplete
 	for i := range res.Chunks {
 		tr, err := readTrace(ctx, store, res.TracePrefix, i)
 		switch {
-		case errors.Is(err, activities.ErrNotFound):
+		case errors.Is(err, s3client.ErrNotFound):
 			gone++
 			continue
 		case err != nil:
@@ -366,7 +367,7 @@ func (s sample) updates(ctx context.Context, store Store) ([]Record, *Incomplete
 			continue
 		}
 		text, err := store.ReadRange(ctx, docLoc, tr.Start, tr.End, "")
-		if errors.Is(err, activities.ErrNotFound) {
+		if errors.Is(err, s3client.ErrNotFound) {
 			return nil, s.incomplete(turns, turns, "its document %s no longer exists, so its prompts cannot be rebuilt", res.Document), nil
 		}
 		if err != nil {
@@ -395,7 +396,7 @@ func (s sample) updates(ctx context.Context, store Store) ([]Record, *Incomplete
 
 // update is chunk i's memory-update turn, its prompt rebuilt from the
 // memory before it and the chunk's text.
-func (s sample) update(i int, tr *activities.ChunkTrace, memory, text string) (Record, error) {
+func (s sample) update(i int, tr *actwire.ChunkTrace, memory, text string) (Record, error) {
 	prompt := s.tmpl.RenderUpdate(s.res.Question, memory, text)
 	verified, err := verify(prompt, tr.PromptSHA256, fmt.Sprintf("chunk %d", i))
 	if err != nil {
@@ -439,7 +440,7 @@ func verify(prompt, stored, what string) (bool, error) {
 	if stored == "" {
 		return false, nil
 	}
-	if activities.PromptDigest(prompt) != stored {
+	if actwire.PromptDigest(prompt) != stored {
 		return false, fmt.Errorf("the prompt of the %s rebuilt from the stored memory and chunk differs from the one sent: pass the prompt templates the worker ran with, and check the document was not replaced since", what)
 	}
 	return true, nil
@@ -447,13 +448,13 @@ func verify(prompt, stored, what string) (bool, error) {
 
 // readTrace reads one chunk's trace; prefix is QAResult.TracePrefix (the
 // run's output prefix + "chunks/").
-func readTrace(ctx context.Context, store Store, prefix string, chunk int) (*activities.ChunkTrace, error) {
+func readTrace(ctx context.Context, store Store, prefix string, chunk int) (*actwire.ChunkTrace, error) {
 	uri := prefix + fmt.Sprintf("%06d.json", chunk)
 	data, err := readURI(ctx, store, uri)
 	if err != nil {
 		return nil, fmt.Errorf("read trace of chunk %d: %w", chunk, err)
 	}
-	var tr activities.ChunkTrace
+	var tr actwire.ChunkTrace
 	if err := json.Unmarshal(data, &tr); err != nil {
 		return nil, fmt.Errorf("decode trace %s: %w", uri, err)
 	}
@@ -464,7 +465,7 @@ func readTrace(ctx context.Context, store Store, prefix string, chunk int) (*act
 }
 
 func readURI(ctx context.Context, store Store, uri string) ([]byte, error) {
-	loc, err := activities.ParseURI(uri)
+	loc, err := s3client.ParseURI(uri)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,7 @@ var published = []struct {
 	{"signoff.reopen", "memagent.SignOff reopen Update", reflect.TypeFor[api.ReopenRequest](), contract.Input},
 	{"signoff.cell-history", "memagent.SignOff cell-history query", reflect.TypeFor[api.SignOffCellHistory](), contract.Output},
 	{"signoff.audit-line", "SignOff audit.jsonl line", reflect.TypeFor[api.SignOffEntry](), contract.Output},
+	{"schedule.claim-input", "memagent.ClaimScheduleReports input", reflect.TypeFor[api.ClaimScheduleReportsInput](), contract.Input},
 }
 
 func describer(t *testing.T) contract.Describer {
@@ -58,6 +59,7 @@ func describer(t *testing.T) contract.Describer {
 		"github.com/memagent/memagent/api":               "../api",
 		"github.com/memagent/memagent/workflows":         ".",
 		"github.com/memagent/memagent/activities":        "../activities",
+		"github.com/memagent/memagent/internal/actwire":  "../internal/actwire",
 		"github.com/memagent/memagent/internal/report":   "../internal/report",
 		"github.com/memagent/memagent/internal/memagent": "../internal/memagent",
 	})
@@ -220,6 +222,9 @@ func TestValidateEnforcesTheSchemaRanges(t *testing.T) {
 			return &api.EstimateInput{Document: "s3://b/d.txt", Questions: []string{"q?"}}
 		},
 		reflect.TypeFor[api.SignOffInput](): func() any { return &api.SignOffInput{Review: "memagent-review-1"} },
+		reflect.TypeFor[api.ClaimScheduleReportsInput](): func() any {
+			return &api.ClaimScheduleReportsInput{ScheduleID: "nightly", ReportPrefix: "s3://b/reports/nightly/"}
+		},
 		reflect.TypeFor[api.DecideRequest](): func() any {
 			return &api.DecideRequest{Cell: "q1", Level: 1, Decision: api.DecisionAccepted, Reviewer: "alice", ClientIdentity: "c"}
 		},

@@ -14,6 +14,7 @@ const (
 	AppendAuditName        = "memagent.AppendAudit"
 	AssembleCorpusName     = "memagent.AssembleCorpus"
 	CheckChildrenName      = "memagent.CheckBatchChildren"
+	ClaimReportPrefixName  = "memagent.ClaimReportPrefix"
 	ConvertDocumentName    = "memagent.ConvertDocument"
 	EstimateCostName       = "memagent.EstimateCost"
 	ExpandManifestName     = "memagent.ExpandManifest"
@@ -87,6 +88,7 @@ var (
 	EstimateCost       = Ref[EstimateCostInput, api.Estimate]{EstimateCostName}
 	GroundAnswer       = Ref[GroundInput, GroundOutput]{GroundAnswerName}
 	VerifyContinuedRun = Ref0[VerifyRunInput]{VerifyContinuedRunName}
+	ClaimReportPrefix  = Ref0[api.ClaimScheduleReportsInput]{ClaimReportPrefixName}
 
 	ReviewUpdate = Ref[UpdateInput, ReviewUpdateOutput]{ReviewUpdateName}
 	WriteReview  = Ref[WriteReviewInput, WriteReviewOutput]{WriteReviewName}

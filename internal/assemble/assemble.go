@@ -16,6 +16,7 @@ import (
 
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/searchattrs"
 	"github.com/memagent/memagent/internal/secret"
@@ -152,17 +153,7 @@ func LoadTemplates(updatePath, finalPath string) (memagent.Templates, error) {
 }
 
 // BucketError says what to do about a bucket that cannot be used.
-func BucketError(bucket string, err error) error {
-	switch {
-	case errors.Is(err, s3store.ErrBucketMissing):
-		return fmt.Errorf("bucket %s does not exist: fix MEMAGENT_BUCKET (--bucket), create the bucket, or let memagent create it with MEMAGENT_CREATE_BUCKET=true (--create-bucket)", bucket)
-	case errors.Is(err, s3store.ErrBadCredentials):
-		return fmt.Errorf("bucket %s: the S3 service does not accept these credentials (%v): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the role the worker runs as", bucket, err)
-	case errors.Is(err, s3store.ErrAccessDenied):
-		return fmt.Errorf("bucket %s: access denied: the credentials are valid but may not use this bucket; grant s3:ListBucket, s3:GetObject and s3:PutObject on it (docs/DEPLOY.md)", bucket)
-	}
-	return fmt.Errorf("bucket %s: %w", bucket, err)
-}
+func BucketError(bucket string, err error) error { return s3client.BucketError(bucket, err) }
 
 // CheckSearchAttributes makes sure the namespace has memagent's search
 // attributes before a worker polls: a run that upserts an unregistered

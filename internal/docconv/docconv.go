@@ -2,123 +2,43 @@ package docconv
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"path"
 	"strings"
 	"unicode"
 
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/sniff"
 )
 
-// Formats Detect tells apart. Only PDF, DOCX and HTML are converted; text
-// is indexed as it is; the others are refused with a message.
+// Formats Detect tells apart (package sniff's). Only PDF, DOCX and HTML
+// are converted; text is indexed as it is; the others are refused with a
+// message.
 const (
-	FormatText  = "text"
-	FormatPDF   = "pdf"
-	FormatDOCX  = "docx"
-	FormatHTML  = "html"
-	FormatZip   = "zip"
-	FormatOLE   = "ole"
-	FormatImage = "image"
-	// FormatOutlook is an Outlook message (.msg): an OLE compound file
-	// of MAPI property streams, which no maintained Go library reads; it
-	// is refused with the way to convert it.
-	FormatOutlook = "msg"
+	FormatText  = sniff.FormatText
+	FormatPDF   = sniff.FormatPDF
+	FormatDOCX  = sniff.FormatDOCX
+	FormatHTML  = sniff.FormatHTML
+	FormatZip   = sniff.FormatZip
+	FormatOLE   = sniff.FormatOLE
+	FormatImage = sniff.FormatImage
+	// FormatOutlook is an Outlook message (.msg), refused with the way to
+	// convert it.
+	FormatOutlook = sniff.FormatOutlook
 )
-
-// utf16le is s (ASCII) as UTF-16LE, as OLE directory entries name streams.
-func utf16le(s string) []byte {
-	b := make([]byte, 0, 2*len(s))
-	for i := 0; i < len(s); i++ {
-		b = append(b, s[i], 0)
-	}
-	return b
-}
 
 // errConvertTimeout is the cause of a conversion's context past
 // Limits.Timeout.
 var errConvertTimeout = errors.New("conversion timed out")
 
 // SniffBytes is how much of the start of a file Detect wants.
-const SniffBytes = 8 << 10
+const SniffBytes = sniff.SniffBytes
 
-// Detect names a document's format from its first bytes (up to
-// SniffBytes), by content, not name: "%PDF-" anywhere in the first KiB
-// (as PDF readers accept), a zip (a DOCX is told from other zips only once
-// it is opened: FormatZip), HTML markup at the start, an OLE compound file
-// (a legacy .doc), a mailbox (a "From " line, then a message's header), an
-// email (a header of RFC 5322 fields: From, Received, Message-ID…), an
-// image, or else text (which must then be UTF-8).
-func Detect(head []byte) string {
-	if i := bytes.Index(head[:min(len(head), 1024)], []byte("%PDF-")); i >= 0 {
-		return FormatPDF
-	}
-	if bytes.HasPrefix(head, []byte("PK\x03\x04")) {
-		return FormatZip
-	}
-	if bytes.HasPrefix(head, []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}) {
-		if bytes.Contains(head, utf16le("__substg1.0_")) || bytes.Contains(head, utf16le("__properties_version1.0")) {
-			return FormatOutlook
-		}
-		return FormatOLE
-	}
-	if looksLikeMbox(head) {
-		return FormatMbox
-	}
-	if looksLikeEmail(head) {
-		return FormatEmail
-	}
-	if isHTML(head) {
-		return FormatHTML
-	}
-	if strings.HasPrefix(http.DetectContentType(head), "image/") ||
-		bytes.HasPrefix(head, []byte("II*\x00")) || bytes.HasPrefix(head, []byte("MM\x00*")) { // TIFF, which http does not sniff
-		return FormatImage
-	}
-	// Anything else goes to the UTF-8 check, which says where a bad byte
-	// is (or replaces bad bytes, when asked to).
-	return FormatText
-}
-
-// isHTML reports a document that starts, after a byte order mark, white
-// space and comments, with an HTML doctype or one of the tags that open an
-// HTML page. XML and XHTML prologs count when html follows.
-func isHTML(head []byte) bool {
-	s := bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))
-	for {
-		s = bytes.TrimLeft(s, " \t\r\n\f")
-		if bytes.HasPrefix(s, []byte("<!--")) {
-			end := bytes.Index(s, []byte("-->"))
-			if end < 0 {
-				return false
-			}
-			s = s[end+3:]
-			continue
-		}
-		if bytes.HasPrefix(s, []byte("<?xml")) {
-			end := bytes.Index(s, []byte("?>"))
-			if end < 0 {
-				return false
-			}
-			s = s[end+2:]
-			continue
-		}
-		break
-	}
-	lower := bytes.ToLower(s[:min(len(s), 32)])
-	for _, p := range []string{"<!doctype html", "<html", "<head", "<body", "<title", "<meta", "<h1", "<p>", "<div", "<article"} {
-		if bytes.HasPrefix(lower, []byte(p)) {
-			rest := lower[len(p):]
-			return len(p) > 0 && (p[len(p)-1] == '>' || len(rest) == 0 || rest[0] == '>' || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n' || rest[0] == '\r' || rest[0] == '/')
-		}
-	}
-	return false
-}
+// Detect names a document's format from its first bytes, as sniff.Detect
+// does.
+func Detect(head []byte) string { return sniff.Detect(head) }
 
 // Error is a document that cannot be converted, for a reason that a retry
 // will not fix. Its message says which and what to do.
@@ -131,44 +51,13 @@ func (e *Error) Error() string { return e.Msg }
 func badf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
 
 // Unsupported returns the Error for a format that Detect names but this
-// package does not convert, or nil for one it converts (or text). name is
-// the document's file as the advice names it (a local path, an object
-// key's last element); "" stands for a generic one.
-//
-// An image is refused with the advice to wrap it in a PDF with img2pdf:
-// the PDF's page then draws the image and has no text layer, which OCR
-// reads in its default mode (OCRAuto, OCRDecision's OCRNoTextLayer).
+// package does not convert (sniff.Unsupported's words), or nil for one it
+// converts (or text). name is the document's file as the advice names it.
 func Unsupported(format, name string) error {
-	if format == FormatOLE && strings.EqualFold(path.Ext(name), ".msg") {
-		format = FormatOutlook
-	}
-	switch format {
-	case FormatOutlook:
-		if name == "" || name == "." || name == "/" || !strings.EqualFold(path.Ext(name), ".msg") {
-			name = "message.msg"
-		}
-		eml := strings.TrimSuffix(name, path.Ext(name)) + ".eml"
-		return badf("is an Outlook message (.msg), which memagent does not read: convert it to .eml (msgconvert %s, from Debian's libemail-outlook-message-perl, writes %s; or drag it from Outlook into Thunderbird and save it as .eml) and ask about the .eml",
-			shellWord(name), shellWord(eml))
-	case FormatOLE:
-		return badf("is a legacy Office file (.doc, .xls or .ppt): save it as .docx or PDF and ask again")
-	case FormatImage:
-		if name == "" || name == "." || name == "/" {
-			name = "scan.png"
-		}
-		pdf := strings.TrimSuffix(name, path.Ext(name)) + ".pdf"
-		return badf("is an image, which memagent does not read as it is: wrap it in a PDF (img2pdf %s -o %s) and ask about the PDF; memagent reads its page by OCR (--ocr auto, the default)",
-			shellWord(name), shellWord(pdf))
+	if msg := sniff.Unsupported(format, name); msg != "" {
+		return &Error{Msg: msg}
 	}
 	return nil
-}
-
-// shellWord is s as one word of a POSIX shell command line.
-func shellWord(s string) string {
-	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Progress is told, as a conversion goes, how many pages (or, for DOCX

@@ -24,13 +24,14 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/internal/sniff"
 )
 
 // Email formats Detect names: one RFC 5322 message (.eml) and a mailbox
 // of them (mbox: each message after a "From " line).
 const (
-	FormatEmail = "email"
-	FormatMbox  = "mbox"
+	FormatEmail = sniff.FormatEmail
+	FormatMbox  = sniff.FormatMbox
 )
 
 // Bounds of an email's structure, per message unless said otherwise; a
@@ -57,77 +58,8 @@ func messageOver(what string, limit int64, unit string) error {
 	return badf("%s, over the converter's limit of %d %s", what, limit, unit)
 }
 
-// looksLikeMbox reports a mailbox: a "From " line (the mbox separator)
-// first, then a message's header.
-func looksLikeMbox(head []byte) bool {
-	if !bytes.HasPrefix(head, []byte("From ")) {
-		return false
-	}
-	line, rest, ok := bytes.Cut(head, []byte("\n"))
-	if !ok || !isFromLine(line) {
-		return false
-	}
-	return looksLikeEmail(rest)
-}
-
-// isFromLine reports an mbox separator line: "From " then a sender and a
-// date, which has a year (a digit).
-func isFromLine(line []byte) bool {
-	line = bytes.TrimRight(line, "\r")
-	if !bytes.HasPrefix(line, []byte("From ")) || len(line) > 1000 {
-		return false
-	}
-	f := bytes.Fields(line[5:])
-	return len(f) >= 2 && bytes.ContainsAny(line, "0123456789")
-}
-
-// emailFields are header fields a message has and a text seldom starts
-// with; a header block needs two of them, one an originator or trace
-// field, to be taken for a message.
-var emailFields = map[string]bool{
-	"from": true, "to": true, "cc": true, "date": true, "subject": true, "message-id": true,
-	"received": true, "return-path": true, "mime-version": true, "content-type": true,
-	"reply-to": true, "sender": true, "in-reply-to": true, "references": true, "delivered-to": true,
-	"x-mailer": true, "content-transfer-encoding": true,
-}
-
-// looksLikeEmail reports an RFC 5322 message: its first lines, up to a
-// blank line, a line that is not a field or the end of head, are header
-// fields or their continuations, and among them are two of emailFields,
-// one of them From, Received, Return-Path, Message-ID or MIME-Version.
-func looksLikeEmail(head []byte) bool {
-	seen, origin, lines := 0, false, 0
-	for len(head) > 0 {
-		line, rest, ok := bytes.Cut(head, []byte("\n"))
-		if !ok && len(rest) == 0 && len(head) >= SniffBytes-1024 {
-			break // a line cut by the sniff window
-		}
-		head = rest
-		line = bytes.TrimRight(line, "\r")
-		if len(line) == 0 {
-			break
-		}
-		lines++
-		if line[0] == ' ' || line[0] == '\t' {
-			if lines == 1 {
-				return false
-			}
-			continue
-		}
-		name, _, ok := bytes.Cut(line, []byte(":"))
-		if !ok || len(name) == 0 || bytes.ContainsAny(name, " \t") {
-			// A body that follows its header without the blank line
-			// (as some mailers write).
-			break
-		}
-		n := strings.ToLower(string(name))
-		if emailFields[n] {
-			seen++
-			origin = origin || n == "from" || n == "received" || n == "return-path" || n == "message-id" || n == "mime-version"
-		}
-	}
-	return seen >= 2 && origin
-}
+// isFromLine reports an mbox separator line (sniff.IsFromLine).
+func isFromLine(line []byte) bool { return sniff.IsFromLine(line) }
 
 // emailOptions bound one mailbox's conversion.
 type emailLimits struct {

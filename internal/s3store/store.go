@@ -26,11 +26,13 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/internal/secret"
 )
 
-// ErrNotFound reports that a bucket or object does not exist.
-var ErrNotFound = errors.New("object not found")
+// ErrNotFound reports that a bucket or object does not exist: the
+// client's sentinel (s3client), so that either side's errors match.
+var ErrNotFound = s3client.ErrNotFound
 
 // ErrChanged reports that an object no longer matches the ETag a read was
 // pinned to: the document was overwritten after it was indexed.
@@ -215,60 +217,19 @@ func (cfg Config) loadOptions(httpClient aws.HTTPClient) []func(*config.LoadOpti
 	return opts
 }
 
-// Location names one object.
-type Location struct {
-	Bucket string
-	Key    string
-}
-
-// String renders the location as an s3:// URI.
-func (l Location) String() string { return "s3://" + l.Bucket + "/" + l.Key }
+// Location names one object (s3client's: the CLI and the worker name
+// objects alike).
+type Location = s3client.Location
 
 // MaxRangeBytes bounds one ranged read, which is held in memory whole: a
 // chunk or a passage is kilobytes.
-const MaxRangeBytes = 64 << 20
+const MaxRangeBytes = s3client.MaxRangeBytes
 
-// ParseURI parses "s3://bucket/key". A key with an empty, "." or ".."
-// segment (a prefix's trailing '/' aside) or a control character is
-// refused: S3 takes such keys literally, but a proxy that normalises paths
-// in front of it would read or write another key than the one checked.
-func ParseURI(uri string) (Location, error) {
-	rest, ok := strings.CutPrefix(uri, "s3://")
-	if !ok {
-		return Location{}, fmt.Errorf("%q is not an s3:// URI (want s3://bucket/key)", uri)
-	}
-	bucket, key, ok := strings.Cut(rest, "/")
-	if !ok || bucket == "" || key == "" {
-		return Location{}, fmt.Errorf("%q names no object (want s3://bucket/key)", uri)
-	}
-	if err := checkKey(key); err != nil {
-		return Location{}, fmt.Errorf("%q: %w", uri, err)
-	}
-	return Location{Bucket: bucket, Key: key}, nil
-}
+// ParseURI parses "s3://bucket/key" as s3client.ParseURI does.
+func ParseURI(uri string) (Location, error) { return s3client.ParseURI(uri) }
 
-func checkKey(key string) error {
-	for i, seg := range strings.Split(key, "/") {
-		switch {
-		case seg == "" && i == strings.Count(key, "/") && i > 0:
-			// A prefix's trailing '/'.
-		case seg == "" || seg == "." || seg == "..":
-			return fmt.Errorf("key has an empty, \".\" or \"..\" segment: name the object by its plain key")
-		}
-	}
-	for _, r := range key {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("key has a control character (%U)", r)
-		}
-	}
-	return nil
-}
-
-// ObjectInfo is what a HEAD returns.
-type ObjectInfo struct {
-	Size int64
-	ETag string
-}
+// ObjectInfo is what a HEAD returns (s3client's).
+type ObjectInfo = s3client.ObjectInfo
 
 // Head returns an object's size and ETag, or ErrNotFound.
 func (s *Store) Head(ctx context.Context, loc Location) (ObjectInfo, error) {
@@ -389,63 +350,26 @@ func (s *Store) PutIfAbsent(ctx context.Context, loc Location, data []byte, cont
 	return true, nil
 }
 
-// Errors of CheckBucket, by what is wrong.
+// Errors of CheckBucket, by what is wrong (s3client's).
 var (
 	// ErrBucketMissing: the bucket does not exist.
-	ErrBucketMissing = errors.New("bucket does not exist")
+	ErrBucketMissing = s3client.ErrBucketMissing
 	// ErrAccessDenied: the credentials are valid but may not use it.
-	ErrAccessDenied = errors.New("access denied")
+	ErrAccessDenied = s3client.ErrAccessDenied
 	// ErrBadCredentials: the service does not accept the credentials.
-	ErrBadCredentials = errors.New("credentials not accepted")
+	ErrBadCredentials = s3client.ErrBadCredentials
 )
 
-// CheckBucket reports whether the bucket can be used, telling a missing
-// bucket (ErrBucketMissing) from credentials the service refuses
-// (ErrBadCredentials) and from credentials that may not use it
-// (ErrAccessDenied): HEAD answers all three with a bare status, so a 403
-// is asked again with a listing, whose answer names its cause.
+// CheckBucket reports whether the bucket can be used, as
+// s3client.CheckBucket does.
 func (s *Store) CheckBucket(ctx context.Context, bucket string) error {
-	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket})
-	if err == nil {
-		return nil
-	}
-	var re *awshttp.ResponseError
-	var nf *types.NotFound
-	var nb *types.NoSuchBucket
-	switch {
-	case errors.As(err, &nf) || errors.As(err, &nb) || (errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound):
-		return fmt.Errorf("s3: bucket %s: %w", bucket, ErrBucketMissing)
-	case errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusForbidden || re.HTTPStatusCode() == http.StatusUnauthorized):
-		_, lerr := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, MaxKeys: aws.Int32(1)})
-		var ae smithy.APIError
-		if lerr != nil && errors.As(lerr, &ae) {
-			switch ae.ErrorCode() {
-			case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidSecurity":
-				return fmt.Errorf("s3: bucket %s: %w (%s)", bucket, ErrBadCredentials, ae.ErrorCode())
-			case "NoSuchBucket":
-				return fmt.Errorf("s3: bucket %s: %w", bucket, ErrBucketMissing)
-			}
-		}
-		return fmt.Errorf("s3: bucket %s: %w", bucket, ErrAccessDenied)
-	}
-	return fmt.Errorf("s3: bucket %s: %w", bucket, err)
+	return s3client.CheckBucket(ctx, s.client, bucket)
 }
 
 // EnsureBucket checks the bucket and, when it is missing and create is
-// true, creates it. Only the dev stack, or an operator who asks, creates
-// buckets: a typo in a bucket name must not send results somewhere new.
+// true, creates it, as s3client.EnsureBucket does.
 func (s *Store) EnsureBucket(ctx context.Context, bucket string, create bool) error {
-	err := s.CheckBucket(ctx, bucket)
-	if err == nil || !create || !errors.Is(err, ErrBucketMissing) {
-		return err
-	}
-	_, err = s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket})
-	var owned *types.BucketAlreadyOwnedByYou
-	var exists *types.BucketAlreadyExists
-	if err != nil && !errors.As(err, &owned) && !errors.As(err, &exists) {
-		return fmt.Errorf("s3: create bucket %s: %w", bucket, err)
-	}
-	return nil
+	return s3client.EnsureBucket(ctx, s.client, bucket, create)
 }
 
 // List returns the keys under a prefix, at most limit of them (0 = all).
@@ -489,36 +413,19 @@ func (s *Store) ListFolders(ctx context.Context, bucket, prefix string) ([]strin
 // classify maps the SDK's typed and HTTP-status errors onto ErrNotFound and
 // ErrChanged, keeping the original error in the chain.
 func classify(err error) error {
-	var nsk *types.NoSuchKey
-	var nf *types.NotFound
-	var nb *types.NoSuchBucket
-	if errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nb) {
-		return &classified{kind: ErrNotFound, err: err}
+	if c := s3client.Classify(err); c != err {
+		return c
 	}
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		switch re.HTTPStatusCode() {
-		case http.StatusNotFound:
-			return &classified{kind: ErrNotFound, err: err}
-		case http.StatusPreconditionFailed:
-			return &classified{kind: ErrChanged, err: err}
-		}
+	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed {
+		return &s3client.Classified{Kind: ErrChanged, Err: err}
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
-		return &classified{kind: ErrChanged, err: err}
+		return &s3client.Classified{Kind: ErrChanged, Err: err}
 	}
 	return err
 }
-
-// classified keeps the SDK's message while matching a sentinel with errors.Is.
-type classified struct {
-	kind error
-	err  error
-}
-
-func (c *classified) Error() string   { return c.err.Error() }
-func (c *classified) Unwrap() []error { return []error{c.kind, c.err} }
 
 // traced wraps an SDK HTTP client with otelhttp. The span is named after the
 // S3 operation, which the SDK keeps in the request's context; the request's

@@ -22,19 +22,14 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/memagent"
-	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/report"
-	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/s3client"
+	"github.com/memagent/memagent/internal/sniff"
 	"github.com/memagent/memagent/internal/telemetry"
-	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
-	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // stringList is a repeatable flag.
@@ -111,7 +106,7 @@ func ocrFlags(fs *pflag.FlagSet, o *api.ModelOptions) {
 // elsewhere asJSON keeps stderr quiet. end closes the connections, marks
 // the span failed when err is not nil, and gives the spans a moment to
 // reach a collector.
-func startCommand(ctx context.Context, cfg config.Config, stderr io.Writer, asJSON bool, name string) (_ context.Context, _ *session, end func(err error), _ error) {
+func startCommand(ctx context.Context, cfg clientconf.Config, stderr io.Writer, asJSON bool, name string) (_ context.Context, _ *session, end func(err error), _ error) {
 	cfg.Normalize()
 	if err := cfg.Validate(); err != nil {
 		return ctx, nil, nil, err
@@ -146,7 +141,7 @@ func startCommand(ctx context.Context, cfg config.Config, stderr io.Writer, asJS
 
 func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	var req askRequest
 	var golds stringList
@@ -209,7 +204,7 @@ func bindAsk(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) 
 // local document is checked before the command connects to anything, so
 // that a missing, empty or unreadable file is bad input (exit 2) even when
 // Temporal is down, and what the check learnt is kept for the upload.
-func startWithDocument(ctx context.Context, cfg config.Config, stderr io.Writer, asJSON bool, name string, docs []string, replaceInvalid bool) (context.Context, *session, func(error), error) {
+func startWithDocument(ctx context.Context, cfg clientconf.Config, stderr io.Writer, asJSON bool, name string, docs []string, replaceInvalid bool) (context.Context, *session, func(error), error) {
 	checked := map[string]localDocument{}
 	for _, doc := range docs {
 		if doc == "" || strings.HasPrefix(doc, "s3://") {
@@ -231,9 +226,9 @@ func startWithDocument(ctx context.Context, cfg config.Config, stderr io.Writer,
 
 // session holds the clients one CLI command uses.
 type session struct {
-	cfg      config.Config
+	cfg      clientconf.Config
 	logger   *slog.Logger
-	store    *s3store.Store
+	store    *s3client.Store
 	temporal client.Client
 	progress io.Writer // nil: no progress lines
 	// replaceInvalid lets a document with invalid UTF-8 through, for the
@@ -247,12 +242,12 @@ type session struct {
 }
 
 func (s *session) connect(ctx context.Context) error {
-	store, err := pluginkit.NewStore(ctx, s.cfg.Options)
+	store, err := s3client.New(ctx, s.cfg.S3())
 	if err != nil {
 		return err
 	}
 	s.store = store
-	c, err := workerapp.Dial(ctx, s.cfg, s.logger)
+	c, err := s.cfg.Dial(ctx, s.logger)
 	if err != nil {
 		return err
 	}
@@ -306,9 +301,6 @@ func (s *session) start(ctx context.Context, req askRequest) (memclient.Run, err
 	} else if in.Document, sha, err = s.resolveDocument(ctx, req.Doc); err != nil {
 		return memclient.Run{}, err
 	}
-	if err := s.checkBudget(ctx, req); err != nil {
-		return memclient.Run{}, badRequest(err)
-	}
 	if req.Reuse == api.ReuseNone {
 		in.Reuse = req.Reuse
 	}
@@ -359,18 +351,18 @@ func queryProgress(ctx context.Context, c client.Client, id string) (api.Progres
 // convertedTypes are the content types of the formats the worker converts,
 // for the upload.
 var convertedTypes = map[string]string{
-	docconv.FormatPDF:  "application/pdf",
-	docconv.FormatZip:  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-	docconv.FormatHTML: "text/html",
+	sniff.FormatPDF:  "application/pdf",
+	sniff.FormatZip:  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	sniff.FormatHTML: "text/html",
 	// Email: its parts carry their own charsets, so it need not be UTF-8.
-	docconv.FormatEmail: "message/rfc822",
-	docconv.FormatMbox:  "application/mbox",
+	sniff.FormatEmail: "message/rfc822",
+	sniff.FormatMbox:  "application/mbox",
 }
 
-// sniffFile names a local file's format by its first bytes (docconv.Detect)
+// sniffFile names a local file's format by its first bytes (sniff.Detect)
 // and rewinds it.
 func sniffFile(f *os.File) (string, error) {
-	head := make([]byte, docconv.SniffBytes)
+	head := make([]byte, sniff.SniffBytes)
 	n, err := io.ReadFull(f, head)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return "", err
@@ -378,7 +370,7 @@ func sniffFile(f *os.File) (string, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
 	}
-	return docconv.Detect(head[:n]), nil
+	return sniff.Detect(head[:n]), nil
 }
 
 // localDocument is what checkLocalDocument learnt of a local file: its
@@ -412,8 +404,8 @@ func checkLocalDocument(doc string, replaceInvalid bool) (localDocument, error) 
 	if err != nil {
 		return localDocument{}, fmt.Errorf("read document %s: %w", doc, err)
 	}
-	if err := docconv.Unsupported(format, doc); err != nil {
-		return localDocument{}, badRequest(fmt.Errorf("document %s %w", doc, err))
+	if msg := sniff.Unsupported(format, doc); msg != "" {
+		return localDocument{}, badRequest(fmt.Errorf("document %s %s", doc, msg))
 	}
 	ld := localDocument{contentType: "text/plain; charset=utf-8"}
 	var bad *memagent.InvalidUTF8Error
@@ -454,12 +446,12 @@ func checkLocalDocument(doc string, replaceInvalid bool) (localDocument, error) 
 // twice.
 func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha string, err error) {
 	if strings.HasPrefix(doc, "s3://") {
-		loc, err := s3store.ParseURI(doc)
+		loc, err := s3client.ParseURI(doc)
 		if err != nil {
 			return "", "", badRequest(err)
 		}
 		info, err := s.store.Head(ctx, loc)
-		if errors.Is(err, s3store.ErrNotFound) {
+		if errors.Is(err, s3client.ErrNotFound) {
 			return "", "", badRequest(fmt.Errorf("document %s does not exist: check the bucket and key", doc))
 		}
 		if err != nil {
@@ -476,12 +468,12 @@ func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha str
 			return "", "", err
 		}
 	}
-	loc := s3store.Location{Bucket: s.cfg.Bucket, Key: "documents/sha256/" + ld.text.SHA256 + "/" + sanitizeName(filepath.Base(doc))}
+	loc := s3client.Location{Bucket: s.cfg.Bucket, Key: "documents/sha256/" + ld.text.SHA256 + "/" + sanitizeName(filepath.Base(doc))}
 	if _, err := s.store.Head(ctx, loc); err == nil {
 		return loc.String(), ld.text.SHA256, nil
 	}
 	if err := s.store.EnsureBucket(ctx, s.cfg.Bucket, s.cfg.CreateBucket); err != nil {
-		return "", "", assemble.BucketError(s.cfg.Bucket, err)
+		return "", "", s3client.BucketError(s.cfg.Bucket, err)
 	}
 	f, err := os.Open(doc)
 	if err != nil {
@@ -507,32 +499,6 @@ func (s *session) joinable(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("the same request is already running as %s, but no worker is polling its task queue %s: start one (go run ./worker with MEMAGENT_TASK_QUEUE=%s) and ask again, or end the run with starter cancel %s (starter terminate %s --reason ... without a worker)",
 		id, tq, tq, id, id)
-}
-
-// checkBudget fails early when the model server reports a context length
-// the request cannot fit. An unreachable server is left to the worker.
-func (s *session) checkBudget(ctx context.Context, req askRequest) error {
-	tok, err := tokenizer.New(req.Options.WithDefaults().Tokenizer)
-	if err != nil {
-		return err
-	}
-	m, err := pluginkit.NewModelPool(s.cfg.Options, s.logger)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	models, err := m.Models(ctx)
-	if err != nil || len(models) == 0 {
-		s.logger.Debug("model server not reachable from the starter; the worker checks the budget", "err", err)
-		return nil
-	}
-	mi, err := assemble.FindModel(models, req.Options.Model)
-	if err != nil {
-		return err
-	}
-	return activities.CheckBudget(tok, memagent.DefaultTemplates(), req.Question, req.Options, mi.MaxModelLen)
 }
 
 // uploadedSHA256 returns the SHA-256 in a key under the content-addressed
@@ -593,7 +559,7 @@ func answerText(answer string, found bool) string {
 }
 
 // printResult writes the answer for a person, or one JSON object.
-func printResult(w io.Writer, cfg config.Config, res *api.DocumentQAResult, asJSON bool) error {
+func printResult(w io.Writer, cfg clientconf.Config, res *api.DocumentQAResult, asJSON bool) error {
 	if asJSON {
 		out := struct {
 			Answer      string          `json:"answer"`

@@ -19,11 +19,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/report"
-	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
 )
 
 // maxReportedItemErrors bounds the item errors a manifest check lists.
@@ -36,14 +35,14 @@ const maxReportedItemErrors = 10
 // then uploaded under its SHA-256, s3://<bucket>/manifests/sha256/<hex>/<name>,
 // unless that object is there already: uploading the same file twice is
 // free, and every run started from it reads the same bytes.
-func uploadManifest(ctx context.Context, store *s3store.Store, bucket string, createBucket bool, path string) (string, error) {
+func uploadManifest(ctx context.Context, store *s3client.Store, bucket string, createBucket bool, path string) (string, error) {
 	if strings.HasPrefix(path, "s3://") {
-		loc, err := s3store.ParseURI(path)
+		loc, err := s3client.ParseURI(path)
 		if err != nil {
 			return "", badRequest(fmt.Errorf("manifest: %w", err))
 		}
 		info, err := store.Head(ctx, loc)
-		if errors.Is(err, s3store.ErrNotFound) {
+		if errors.Is(err, s3client.ErrNotFound) {
 			return "", badRequest(fmt.Errorf("manifest %s does not exist: check the bucket and key", path))
 		}
 		if err != nil {
@@ -76,12 +75,12 @@ func uploadManifest(ctx context.Context, store *s3store.Store, bucket string, cr
 		return "", fmt.Errorf("read manifest %s: %w", path, err)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	loc := s3store.Location{Bucket: bucket, Key: "manifests/sha256/" + sum + "/" + sanitizeName(filepath.Base(path))}
+	loc := s3client.Location{Bucket: bucket, Key: "manifests/sha256/" + sum + "/" + sanitizeName(filepath.Base(path))}
 	if _, err := store.Head(ctx, loc); err == nil {
 		return loc.String(), nil
 	}
 	if err := store.EnsureBucket(ctx, bucket, createBucket); err != nil {
-		return "", assemble.BucketError(bucket, err)
+		return "", s3client.BucketError(bucket, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
@@ -177,13 +176,13 @@ func awaitBatch(ctx context.Context, c client.Client, namespace, id string, budg
 
 // reportReader is the part of the store readBatchReport needs.
 type reportReader interface {
-	ReadAll(ctx context.Context, loc s3store.Location) ([]byte, error)
+	ReadAll(ctx context.Context, loc s3client.Location) ([]byte, error)
 }
 
 // readBatchReport reads a batch's report.json from its s3:// URI
 // (BatchQAResult.ReportURI).
 func readBatchReport(ctx context.Context, store reportReader, uri string) (*api.BatchReport, error) {
-	loc, err := s3store.ParseURI(uri)
+	loc, err := s3client.ParseURI(uri)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -226,7 +225,7 @@ func (s *session) followBatch(ctx context.Context, id string, budget *api.Budget
 
 func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	manifest := fs.String("manifest", "", "manifest: a local file or s3://bucket/key, JSON Lines or MemAgent JSON (required)")
 	format := fs.String("format", "", `manifest format: "jsonl" or "memagent"; default detected from the first byte`)

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
 )
 
 // budgetFlags adds --max-calls and --max-tokens to fs, for what ("the
@@ -68,7 +68,7 @@ func awaitBudgeted(ctx context.Context, c client.Client, id string, mayPause boo
 // bindBudget replaces a question's budget through the raise-budget Update:
 // a run paused at its budget goes on, and nothing it did is paid again.
 func bindBudget(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	var b api.Budget
 	cmd.Flags().IntVar(&b.MaxCalls, "max-calls", 0, "the run's new bound on model calls (0: no bound)")

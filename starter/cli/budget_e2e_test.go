@@ -138,7 +138,7 @@ func testSession(t *testing.T, limit time.Duration) (context.Context, *session) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	t.Cleanup(cancel)
-	s := &session{cfg: cfg, logger: testLogger(t)}
+	s := &session{cfg: cfg.Client(), logger: testLogger(t)}
 	if err := s.connect(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/contract"
-	"github.com/memagent/memagent/worker/config"
 )
 
 // binder registers a command's flags on cmd and returns its body, which
@@ -48,23 +48,40 @@ func group(use, short, long, example string, stderr io.Writer, children ...*cobr
 // shown apart in help.
 const connectionAnnotation = "memagent_connection"
 
-// connectionFlags binds cfg's client flags (Temporal, S3, the model a run
+// connectionFlags binds cfg's flags (Temporal, S3, the model a run
 // names) as persistent flags of cmd, with their environment variables as
 // defaults. The worker's own flags (the model server, --max-in-flight,
 // --chunk-cache-mb, --rate-limit…) stay accepted, for the scripts that
-// passed them, but hidden: a client does not use them.
-func connectionFlags(cmd *cobra.Command, cfg *config.Config) {
+// passed them, but hidden and unused: a client does not use them.
+func connectionFlags(cmd *cobra.Command, cfg *clientconf.Config) {
 	client := flag.NewFlagSet(cmd.Name(), flag.ContinueOnError)
-	cfg.RegisterClientFlags(client)
-	worker := flag.NewFlagSet(cmd.Name(), flag.ContinueOnError)
-	cfg.RegisterWorkerFlags(worker)
+	cfg.RegisterFlags(client)
 	pfs := cmd.PersistentFlags()
 	pfs.AddGoFlagSet(client)
 	client.VisitAll(func(f *flag.Flag) {
 		_ = pfs.SetAnnotation(f.Name, connectionAnnotation, []string{"true"})
 	})
-	pfs.AddGoFlagSet(worker)
-	worker.VisitAll(func(f *flag.Flag) { _ = pfs.MarkHidden(f.Name) })
+	pfs.AddGoFlagSet(ignoredWorkerFlags(cmd.Name()))
+	for _, name := range workerFlagNames {
+		_ = pfs.MarkHidden(name)
+	}
+}
+
+// workerFlagNames are the worker's flags a client accepts and ignores.
+var workerFlagNames = []string{"model-url", "model-api", "model-context", "max-in-flight", "chunk-cache-mb", "rate-limit", "model-timeout"}
+
+// ignoredWorkerFlags are the worker's own flags, with the worker's types
+// (a value they would refuse is still refused), bound to nothing.
+func ignoredWorkerFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.String("model-url", "", "the worker's; ignored by a client")
+	fs.String("model-api", "", "the worker's; ignored by a client")
+	fs.Int("model-context", 0, "the worker's; ignored by a client")
+	fs.Int("max-in-flight", 0, "the worker's; ignored by a client")
+	fs.Int("chunk-cache-mb", 0, "the worker's; ignored by a client")
+	fs.Float64("rate-limit", 0, "the worker's; ignored by a client")
+	fs.Duration("model-timeout", 0, "the worker's; ignored by a client")
+	return fs
 }
 
 // outputFormat is --output: text or json.

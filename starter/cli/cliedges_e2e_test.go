@@ -104,7 +104,7 @@ func TestWatchPausedCanceledTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.TaskQueue = "nobody-" + time.Now().UTC().Format("150405.000000")
-	s := &session{cfg: cfg, logger: testLogger(t)}
+	s := &session{cfg: cfg.Client(), logger: testLogger(t)}
 	if err := s.connect(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/s3client"
 )
 
 // docFlags is what --doc (repeatable) named: one document, or a corpus
@@ -102,7 +102,7 @@ func (s *session) resolveDocuments(ctx context.Context, docs []string) ([]string
 // prefixObjects lists the objects under an s3://bucket/prefix/ in name
 // order (folder markers left out).
 func (s *session) prefixObjects(ctx context.Context, prefix string) ([]string, error) {
-	loc, err := s3store.ParseURI(strings.TrimSuffix(prefix, "/") + "/x")
+	loc, err := s3client.ParseURI(strings.TrimSuffix(prefix, "/") + "/x")
 	if err != nil {
 		return nil, badRequest(fmt.Errorf("--doc %s: %w", prefix, err))
 	}
@@ -114,7 +114,7 @@ func (s *session) prefixObjects(ctx context.Context, prefix string) ([]string, e
 	var uris []string
 	for _, k := range keys {
 		if !strings.HasSuffix(k, "/") {
-			uris = append(uris, s3store.Location{Bucket: loc.Bucket, Key: k}.String())
+			uris = append(uris, s3client.Location{Bucket: loc.Bucket, Key: k}.String())
 		}
 	}
 	slices.Sort(uris)

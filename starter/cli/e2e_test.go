@@ -138,6 +138,9 @@ func TestAskEndToEnd(t *testing.T) {
 
 func TestAskRejectsBadInputBeforeStarting(t *testing.T) {
 	d := stack(t)
+	// An unknown model and a prompt over the model's context are refused
+	// by the worker (PrepareDocument), before any model call.
+	startWorker(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)

@@ -15,15 +15,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/assemble"
+	"github.com/memagent/memagent/internal/clientconf"
+	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/rollout"
-	"github.com/memagent/memagent/worker/config"
 )
 
 func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	out := fs.String("out", "", "JSON Lines `file` to write (required)")
 	reward := fs.String("reward", rollout.RewardSubEM, `reward metric, as the MemAgent paper scores: "sub_em", "em" or "f1"`)
@@ -46,7 +46,7 @@ func bindExportRollouts(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		if *out == "" {
 			return errors.New("no --out: pass the file to write, such as --out rollouts.jsonl")
 		}
-		tmpl, err := assemble.LoadTemplates(*update, *final)
+		tmpl, err := loadTemplates(*update, *final)
 		if err != nil {
 			return err
 		}
@@ -172,4 +172,25 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// loadTemplates reads the template files a batch's worker used (empty
+// paths: the built-in prompts), as the worker reads them.
+func loadTemplates(updatePath, finalPath string) (memagent.Templates, error) {
+	t := memagent.DefaultTemplates()
+	update, final := t.Update, t.Final
+	for _, f := range []struct {
+		path, what string
+		text       *string
+	}{{updatePath, "update", &update}, {finalPath, "final", &final}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return t, fmt.Errorf("read %s template: %w", f.what, err)
+		}
+		*f.text = string(b)
+	}
+	return memagent.ParseTemplates(update, final)
 }

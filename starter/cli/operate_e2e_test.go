@@ -59,7 +59,7 @@ func TestOperatingRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &session{cfg: cfg, logger: testLogger(t)}
+	s := &session{cfg: cfg.Client(), logger: testLogger(t)}
 	if err := s.connect(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/contract"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
 )
 
 // reviewQuestionFlags collects --question and --answer in command-line
@@ -53,7 +53,7 @@ func (v reviewAnswerFlag) Set(a string) error {
 
 func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	var req askRequest
 	qf := &reviewQuestionFlags{}
@@ -69,7 +69,7 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 	fs.StringVar(&in.OutputPrefix, "output-prefix", "", "s3:// prefix for traces, results, grid and report (default s3://BUCKET/reviews/<workflow id>/<run id>/)")
 	htmlOut := fs.String("html", "", "also save the HTML report to this local `PATH`, with the files it links in PATH_files/ beside it so that it works offline")
 	asJSON := outputFlag(cmd, "print the grid as one JSON object instead of a table")
-	signOff := fs.Int("signoff", 0, "once the review completes, start its sign-off with this many `LEVELS` (1 or 2): reviewers then decide on every answer (starter desk, starter decide)")
+	signOff := fs.Int("signoff", 0, "once the review completes, start its sign-off with this many `LEVELS` (1 or 2): reviewers then decide on every answer (in the review desk, the desk command, or with starter decide)")
 	schedulingFlags(fs, &in.Priority, &in.FairnessKey, &in.FairnessWeight, api.PriorityReview, "the review")
 	budget := budgetFlags(fs, "the review")
 	finish := askFlags(fs, &req)
@@ -158,7 +158,7 @@ func bindReview(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 			fmt.Fprintf(stdout, "Saved:    %s\n", saved)
 		}
 		if signOffID != "" {
-			fmt.Fprintf(stdout, "Sign-off: %s (starter desk; starter decide %s --cell ID --accept)\n", signOffID, res.WorkflowID)
+			fmt.Fprintf(stdout, "Sign-off: %s (the review desk: the desk command; or starter decide %s --cell ID --accept)\n", signOffID, res.WorkflowID)
 		}
 		return nil
 	}
@@ -180,15 +180,6 @@ func (s *session) review(ctx context.Context, in api.ReviewInput, req askRequest
 	}
 	in = in.WithDefaults()
 	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	longest := in.Questions[0].Question
-	for _, q := range in.Questions {
-		if len(q.Question) > len(longest) {
-			longest = q.Question
-		}
-	}
-	if err := s.checkBudget(ctx, askRequest{Question: longest, Options: in.Options}); err != nil {
 		return nil, err
 	}
 	run, err := memclient.New(s.temporal, memclient.Options{TaskQueue: s.cfg.TaskQueue}).StartReview(ctx, in,

@@ -21,8 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/worker/config"
-	"github.com/memagent/memagent/worker/workerapp"
+	"github.com/memagent/memagent/internal/clientconf"
 )
 
 // runFilter selects runs by their search attributes; empty fields match
@@ -119,7 +118,7 @@ type runRow struct {
 
 func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	var f runFilter
 	fs.StringVar(&f.Document, "document", "", "only runs over this document `URI` (s3://bucket/key)")
@@ -153,7 +152,7 @@ func bindRuns(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer)
 			return badRequest(fmt.Errorf("--limit (%d) must be positive", *limit))
 		}
 		cfg.Normalize()
-		c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
+		c, err := cfg.Dial(ctx, cliLogger(stderr))
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/s3client"
 )
 
 // maxPageLinks bounds the linked files a saved page brings along; a
@@ -48,8 +48,8 @@ func (p savedPage) String() string {
 // links that leave the report's folder ("..", absolute paths, other hosts)
 // and in-page anchors are kept as they are. The _files folder belongs to
 // the page: saving again replaces the files in it.
-func savePage(ctx context.Context, store *s3store.Store, uri, dst string) (savedPage, error) {
-	loc, err := s3store.ParseURI(uri)
+func savePage(ctx context.Context, store reportReader, uri, dst string) (savedPage, error) {
+	loc, err := s3client.ParseURI(uri)
 	if err != nil {
 		return savedPage{}, err
 	}
@@ -69,9 +69,9 @@ func savePage(ctx context.Context, store *s3store.Store, uri, dst string) (saved
 		if len(rewrite) == maxPageLinks {
 			break
 		}
-		obj := s3store.Location{Bucket: loc.Bucket, Key: path.Join(path.Dir(loc.Key), rel)}
+		obj := s3client.Location{Bucket: loc.Bucket, Key: path.Join(path.Dir(loc.Key), rel)}
 		data, err := store.ReadAll(ctx, obj)
-		if errors.Is(err, s3store.ErrNotFound) {
+		if errors.Is(err, s3client.ErrNotFound) {
 			saved.Missing = append(saved.Missing, rel)
 			continue
 		}

@@ -21,12 +21,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/pluginkit"
-	"github.com/memagent/memagent/internal/s3store"
-	"github.com/memagent/memagent/worker/config"
-	"github.com/memagent/memagent/worker/workerapp"
+	"github.com/memagent/memagent/internal/clientconf"
+	"github.com/memagent/memagent/internal/s3client"
 )
 
 // Wire names of a schedule's memo fields. The spec as the user wrote it is
@@ -354,8 +351,8 @@ func normalizePrefix(p string) (string, error) {
 
 // scheduleFlags loads the configuration and binds the connection flags
 // of a schedule subcommand.
-func scheduleFlags(cmd *cobra.Command) (*config.Config, error) {
-	cfg, err := config.Load()
+func scheduleFlags(cmd *cobra.Command) (*clientconf.Config, error) {
+	cfg, err := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	return &cfg, err
 }
@@ -373,7 +370,7 @@ func oneScheduleID(args []string, usage string) (string, error) {
 // scheduleTarget is the start of a command on one schedule: the flags'
 // error, the one ID argument (usage names the command's form), and a
 // client to reach it; the caller closes the client.
-func scheduleTarget(ctx context.Context, cfg *config.Config, cfgErr error, args []string, usage string, stderr io.Writer) (client.Client, string, error) {
+func scheduleTarget(ctx context.Context, cfg *clientconf.Config, cfgErr error, args []string, usage string, stderr io.Writer) (client.Client, string, error) {
 	if cfgErr != nil {
 		return nil, "", cfgErr
 	}
@@ -388,9 +385,9 @@ func scheduleTarget(ctx context.Context, cfg *config.Config, cfgErr error, args 
 	return tc, id, nil
 }
 
-func dialSchedules(ctx context.Context, cfg *config.Config, stderr io.Writer) (client.Client, error) {
+func dialSchedules(ctx context.Context, cfg *clientconf.Config, stderr io.Writer) (client.Client, error) {
 	cfg.Normalize()
-	return workerapp.Dial(ctx, *cfg, cliLogger(stderr))
+	return cfg.Dial(ctx, cliLogger(stderr))
 }
 
 // scheduleError turns a server's "not found" into what to do about it.
@@ -453,11 +450,11 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 		} else if !isNotFound(err) {
 			return fmt.Errorf("schedule %s: %w", c.ID, err)
 		}
-		store, err := pluginkit.NewStore(ctx, cfg.Options)
+		store, err := s3client.New(ctx, cfg.S3())
 		if err != nil {
 			return err
 		}
-		if err := claimScheduleReports(ctx, store, *cfg, c.ReportPrefix, c.ID); err != nil {
+		if err := claimScheduleReports(ctx, tc, cfg.TemporalNamespace, cfg.TaskQueue, c.ReportPrefix, c.ID, stderr); err != nil {
 			return err
 		}
 		manifest, err := uploadManifest(ctx, store, cfg.Bucket, cfg.CreateBucket, c.Manifest)
@@ -531,16 +528,33 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 	}
 }
 
-// claimScheduleReports makes the report prefix the schedule's before the
-// schedule exists, as the worker checks claims (the same code, with this
-// configuration's bucket, write prefixes and claim roots): from then on no
-// workflow claims it, a dated prefix in it or a folder above it, and only
-// the runs the schedule starts write and compare there. A prefix the
-// schedule holds already (a schedule created again) is fine.
-func claimScheduleReports(ctx context.Context, store *s3store.Store, cfg config.Config, prefix, id string) error {
-	acts := &activities.Activities{Store: store, Bucket: cfg.Bucket, WritePrefixes: cfg.WritePrefixes,
-		ClaimRoots: cfg.ClaimRoots, ClaimDepth: cfg.ClaimDepth}
-	err := acts.ClaimScheduleReports(ctx, prefix, id)
+// claimScheduleReports has a worker make the report prefix the
+// schedule's before the schedule exists (the ClaimScheduleReports
+// workflow, under the worker's bucket, write prefixes and claim roots):
+// from then on no workflow claims it, a dated prefix in it or a folder
+// above it, and only the runs the schedule starts write and compare there.
+// A prefix the schedule holds already (a schedule created again) is fine.
+// With no worker polling the task queue it says so and leaves the claim to
+// the schedule's first run, which makes it (BatchQA claims a scheduled
+// run's report prefix for its schedule).
+func claimScheduleReports(ctx context.Context, c client.Client, namespace, taskQueue, prefix, id string, stderr io.Writer) error {
+	if newDiagnoser(c, namespace, "").noPollers(ctx, taskQueue) {
+		fmt.Fprintf(stderr, "no worker polls task queue %s yet: the schedule's first run claims %s for it\n", taskQueue, prefix)
+		return nil
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        "schedule-claim-" + id,
+		TaskQueue: taskQueue,
+		// A worker that stops polling between the check and the start
+		// leaves a claim that nobody makes: the CLI gives up, not the run.
+		WorkflowExecutionTimeout: 5 * time.Minute,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            "claim " + prefix + " for schedule " + id,
+	}, api.ClaimScheduleReportsName, api.ClaimScheduleReportsInput{ScheduleID: id, ReportPrefix: prefix})
+	if err == nil {
+		err = run.Get(ctx, nil)
+	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && callersToFix[appErr.Type()] {
 		return badRequest(fmt.Errorf("--report-prefix: %s", strings.ReplaceAll(appErr.Message(), "leave report_prefix unset", "leave --report-prefix out")))
@@ -661,9 +675,9 @@ func workflowStatus(ctx context.Context, c client.Client, id string) string {
 
 // dataConverter decodes memos and action arguments the way the client
 // encoded them (with the payload codec when keys are configured).
-func dataConverter(cfg config.Config) converter.DataConverter {
-	if dc, _, err := workerapp.Converters(cfg); err == nil && dc != nil {
-		return dc
+func dataConverter(cfg clientconf.Config) converter.DataConverter {
+	if conv, err := cfg.Converters(); err == nil && conv.Data != nil {
+		return conv.Data
 	}
 	return converter.GetDefaultDataConverter()
 }

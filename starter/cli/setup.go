@@ -14,10 +14,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/searchattrs"
-	"github.com/memagent/memagent/worker/config"
-	"github.com/memagent/memagent/worker/workerapp"
-	"github.com/memagent/memagent/workflows"
 )
 
 // runSetup registers memagent's search attributes in the namespace, and
@@ -25,7 +23,7 @@ import (
 // before the first worker: a run that upserts an unregistered attribute
 // blocks until it is registered.
 func bindSetup(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	create := cmd.Flags().Bool("create-namespace", false, "register the namespace first if it does not exist (a self-hosted cluster; not Temporal Cloud)")
 	retention := cmd.Flags().Duration("retention", 72*time.Hour, "how long a new namespace keeps closed runs (with --create-namespace)")
@@ -40,7 +38,7 @@ func bindSetup(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			return fmt.Errorf("--retention is %s: Temporal keeps closed runs at least a day, set 24h or more", *retention)
 		}
 		cfg.Normalize()
-		c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
+		c, err := cfg.Dial(ctx, cliLogger(stderr))
 		if err != nil {
 			return err
 		}
@@ -56,7 +54,7 @@ func bindSetup(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			}
 			fmt.Fprintf(stdout, "namespace %s %s\n", cfg.TemporalNamespace, state)
 		}
-		attrs := workflows.SearchAttributes()
+		attrs := searchattrs.Memagent()
 		added, err := ensureAttributes(ctx, func() ([]string, error) {
 			return searchattrs.Ensure(ctx, c.OperatorService(), cfg.TemporalNamespace, attrs, true)
 		})

@@ -14,11 +14,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/reviewer"
-	"github.com/memagent/memagent/internal/s3store"
+	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
 )
 
 // reviewerFlags are the identity flags of decide and signoff.
@@ -85,7 +85,7 @@ func subjectArg(args []string, command string) (string, error) {
 
 func bindDecide(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	rf := bindReviewerFlags(fs)
 	cell := fs.String("cell", "", "the `CELL` to decide: a question id (a batch item's seq)")
@@ -211,7 +211,7 @@ func waitingLevel(g *api.SignOffGrid) int {
 
 func bindSignOff(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	rf := bindReviewerFlags(fs)
 	start := fs.Bool("start", false, "start the sign-off of the finished review (or batch) instead")
@@ -315,7 +315,7 @@ func signOffGridAwait(ctx context.Context, mc *memclient.Client, subject string)
 
 func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	xlsx := fs.String("xlsx", "", "write the decided grid as an XLSX workbook to `FILE`")
 	csvOut := fs.String("csv", "", "write the decided grid as CSV to `FILE`")
@@ -367,8 +367,8 @@ func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.W
 }
 
 // readSignOffRows reads the grid a sign-off was made on.
-func readSignOffRows(ctx context.Context, store *s3store.Store, g *api.SignOffGrid) ([]signoff.Row, error) {
-	loc, err := s3store.ParseURI(g.Subject.GridURI)
+func readSignOffRows(ctx context.Context, store reportReader, g *api.SignOffGrid) ([]signoff.Row, error) {
+	loc, err := s3client.ParseURI(g.Subject.GridURI)
 	if err != nil {
 		return nil, err
 	}

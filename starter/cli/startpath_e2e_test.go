@@ -29,7 +29,7 @@ func TestStartsGoThroughClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &session{cfg: cfg, logger: testLogger(t)}
+	s := &session{cfg: cfg.Client(), logger: testLogger(t)}
 	if err := s.connect(ctx); err != nil {
 		t.Fatal(err)
 	}

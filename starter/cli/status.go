@@ -14,14 +14,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
-	"github.com/memagent/memagent/worker/workerapp"
 )
 
 func bindStatus(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	asJSON := outputFlag(cmd, "print the progress as JSON, with its workflow_type")
 	showMemory := fs.Bool("memory", false, "also print the current memory (DocumentQA runs)")
@@ -104,7 +103,7 @@ func oneWorkflowID(name string, args []string) (string, error) {
 }
 
 // queryStatus runs the progress query of a run of type kind and returns
-// its typed result: workflows.Progress, ReviewProgress or BatchProgress.
+// its typed result: api.Progress, ReviewProgress or BatchProgress.
 func queryStatus(ctx context.Context, c client.Client, kind, id string) (any, error) {
 	mc := memclient.New(c, memclient.Options{})
 	switch kind {
@@ -228,7 +227,7 @@ func percent(done, total int64) float64 {
 // printRuns lists the runs of one workflow id, oldest first, with the size
 // of each run's history: the figure continue-as-new keeps bounded.
 func printRuns(ctx context.Context, w io.Writer, c client.Client, namespace, id string) error {
-	runs, err := workerapp.ListRuns(ctx, c, namespace, id)
+	runs, err := memclient.ListRuns(ctx, c, namespace, id)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/worker/config"
+	"github.com/memagent/memagent/internal/clientconf"
 )
 
 // closeWait is how long cancel waits for the run to close before it says
@@ -26,7 +26,7 @@ const closeWait = 20 * time.Second
 // run no worker is polling for cannot act on the request: cancel says so,
 // and how to end it at once (terminate).
 func bindCancel(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	wait := cmd.Flags().Duration("wait", closeWait, "how long to wait for the run to close after the request (0: do not wait)")
 	return func(args []string) error {
@@ -71,7 +71,7 @@ func bindCancel(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Write
 // children are terminated with it, their parent close policy). What the run
 // wrote to S3 stays.
 func bindTerminate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	reason := cmd.Flags().String("reason", "", "why the run is terminated, kept in its history (required)")
 	return func(args []string) error {
@@ -108,7 +108,7 @@ func bindTerminate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 }
 
 // stopSession connects and checks that id is an open memagent run.
-func stopSession(ctx context.Context, cfg config.Config, id string, stderr io.Writer) (*session, string, error) {
+func stopSession(ctx context.Context, cfg clientconf.Config, id string, stderr io.Writer) (*session, string, error) {
 	cfg.Normalize()
 	s := &session{cfg: cfg, logger: cliLogger(stderr)}
 	if err := s.connect(ctx); err != nil {

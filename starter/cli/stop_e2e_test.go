@@ -28,7 +28,7 @@ func TestCancelAndTerminate(t *testing.T) {
 	// No worker on this queue.
 	stranded := cfg
 	stranded.TaskQueue = "nobody-" + time.Now().UTC().Format("150405.000000")
-	s := &session{cfg: stranded, logger: testLogger(t)}
+	s := &session{cfg: stranded.Client(), logger: testLogger(t)}
 	if err := s.connect(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCancelAndTerminate(t *testing.T) {
 
 	// With a worker, a running question closes as canceled.
 	startWorker(t)
-	s2 := &session{cfg: cfg, logger: testLogger(t)}
+	s2 := &session{cfg: cfg.Client(), logger: testLogger(t)}
 	if err := s2.connect(ctx); err != nil {
 		t.Fatal(err)
 	}

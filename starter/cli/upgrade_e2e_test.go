@@ -52,7 +52,10 @@ func TestUpgradeMovesRunsAtContinueAsNew(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ctx, s := testSession(t, 8*time.Minute)
 	c := s.temporal
-	cfg := s.cfg
+	cfg, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	dep := fmt.Sprintf("memagent-upgrade-%d", time.Now().UnixNano())
 	dh := c.WorkerDeploymentClient().GetHandle(dep)

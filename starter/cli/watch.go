@@ -14,9 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/memclient"
-	"github.com/memagent/memagent/worker/config"
-	"github.com/memagent/memagent/worker/workerapp"
 )
 
 // runWatch follows one run, a question, a review or a batch, until it
@@ -26,7 +25,7 @@ import (
 // links), or the failure.
 func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	fs := cmd.Flags()
-	cfg, cfgErr := config.Load()
+	cfg, cfgErr := clientconf.Load()
 	connectionFlags(cmd, &cfg)
 	asJSON := outputFlag(cmd, "print the result (answer, grid or batch result) as one JSON object, as ask, review and batch do")
 	timeout := fs.Duration("timeout", 0, "stop waiting after this long, with exit code 3 (the run goes on); 0 waits for the end, through Temporal outages")
@@ -44,7 +43,7 @@ func bindWatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 			defer cancel()
 		}
 		cfg.Normalize()
-		c, err := workerapp.Dial(ctx, cfg, cliLogger(stderr))
+		c, err := cfg.Dial(ctx, cliLogger(stderr))
 		if err != nil {
 			return err
 		}

@@ -1,9 +1,6 @@
 package config
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,14 +8,11 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/contrib/envconfig"
-
 	"github.com/memagent/memagent/internal/buildinfo"
+	"github.com/memagent/memagent/internal/clientconf"
 	"github.com/memagent/memagent/internal/codec"
 	"github.com/memagent/memagent/internal/devaddr"
 	"github.com/memagent/memagent/internal/inference"
@@ -62,36 +56,9 @@ type Config struct {
 // Host are the settings of memagent's worker and CLI beside the plugin's:
 // the Temporal connection, logging and the worker's HTTP endpoint.
 type Host struct {
-	TemporalAddress   string
-	TemporalNamespace string
-	// TemporalTLS turns on TLS to the frontend with the system's roots
-	// (TEMPORAL_TLS); setting any of the TLS files or the server name, or an
-	// API key, turns it on too.
-	TemporalTLS bool
-	// TemporalTLSCert and TemporalTLSKey are the paths of a PEM client
-	// certificate and key for mTLS (TEMPORAL_TLS_CLIENT_CERT_PATH,
-	// TEMPORAL_TLS_CLIENT_KEY_PATH).
-	TemporalTLSCert, TemporalTLSKey string
-	// TemporalTLSCA is the path of PEM roots to verify the frontend with
-	// instead of the system's (TEMPORAL_TLS_SERVER_CA_CERT_PATH).
-	TemporalTLSCA string
-	// TemporalProfile is the envconfig profile the fields above were read
-	// from: it also carries what they cannot say (inline PEM data, host
-	// verification, the :authority, gRPC metadata), which
-	// TemporalConnection and TemporalHeaders apply.
-	TemporalProfile secret.Opaque[envconfig.ClientConfigProfile]
-	// TemporalTLSServerName overrides the name verified in the frontend's
-	// certificate (TEMPORAL_TLS_SERVER_NAME).
-	TemporalTLSServerName string
-	// TemporalAPIKey is sent as a bearer token on every Temporal call
-	// (TEMPORAL_API_KEY), as Temporal Cloud's API keys are; never printed.
-	TemporalAPIKey secret.Value
-	// ClientIdentity is the identity a client dials Temporal with, which
-	// Temporal records in the history of what it sends; empty means the
-	// SDK's default (pid@host). The review desk and the starter's sign-off
-	// commands set it, so that a decision's history names the program
-	// (and the reviewer) it came through. No flag or environment variable.
-	ClientIdentity string
+	// Temporal is the Temporal connection, read as a client reads it
+	// (clientconf.Temporal: envconfig's variables and profile).
+	clientconf.Temporal
 
 	// ModelConfigured says the environment names a model server
 	// (OPENAI_BASE_URL, or MEMAGENT_MODEL_API=azure): `devstack` then
@@ -133,10 +100,9 @@ func Default() Config {
 	return Config{
 		Options: plugin.DevOptions(),
 		Host: Host{
-			TemporalAddress:   DevTemporalAddress,
-			TemporalNamespace: "default",
-			LogLevel:          slog.LevelInfo,
-			HTTPAddr:          DefaultHTTPAddr,
+			Temporal: clientconf.Temporal{TemporalAddress: DevTemporalAddress, TemporalNamespace: "default"},
+			LogLevel: slog.LevelInfo,
+			HTTPAddr: DefaultHTTPAddr,
 		},
 	}
 }
@@ -148,7 +114,7 @@ func Default() Config {
 // names the first variable that does not parse.
 func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c := Default()
-	if err := c.loadTemporal(settings.FirstSet(lookup)); err != nil {
+	if err := c.LoadTemporal(settings.FirstSet(lookup)); err != nil {
 		return c, err
 	}
 	o, err := plugin.OptionsFromLookup(lookup)
@@ -178,69 +144,6 @@ var hostSettings = []settings.Row[Host]{
 // EnvNames are the variables FromEnv reads through its tables (the
 // Temporal connection's are envconfig's, read besides).
 func EnvNames() []string { return append(plugin.EnvNames(), settings.Names(hostSettings)...) }
-
-// envLookup gives envconfig the variables get sees: set and empty is unset,
-// as for every other setting here.
-type envLookup func(names ...string) (string, bool)
-
-func (e envLookup) LookupEnv(name string) (string, bool) { return e(name) }
-
-// Environ lists the TEMPORAL_GRPC_META_* variables, from this process's
-// environment (a map in tests has none).
-func (e envLookup) Environ() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "TEMPORAL_GRPC_META_") {
-			if v, ok := e(name); ok {
-				out = append(out, name+"="+v)
-			}
-		}
-	}
-	return out
-}
-
-// formerTLS are memagent's former names of envconfig's TLS variables,
-// refused at start: a setting silently ignored would turn TLS off.
-var formerTLS = []struct{ old, now string }{
-	{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_CLIENT_CERT_PATH"},
-	{"TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CLIENT_KEY_PATH"},
-	{"TEMPORAL_TLS_CA", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
-}
-
-// loadTemporal reads the Temporal connection the way envconfig does (the
-// profile of the config file, then the environment), after refusing
-// memagent's former names.
-func (c *Config) loadTemporal(get func(names ...string) (string, bool)) error {
-	for _, d := range formerTLS {
-		if _, ok := get(d.old); ok {
-			return fmt.Errorf("%s is no longer read: name it %s, as the Temporal SDKs and CLI do", d.old, d.now)
-		}
-	}
-	lookup := envLookup(get)
-	p, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{EnvLookup: lookup})
-	if err != nil {
-		return fmt.Errorf("Temporal connection settings (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE, TEMPORAL_*): %w", err)
-	}
-	if v, ok := get("TEMPORAL_TLS"); ok {
-		if _, err := strconv.ParseBool(v); err != nil {
-			return fmt.Errorf("TEMPORAL_TLS %q: use true or false", v)
-		}
-	}
-	c.TemporalProfile.V = p
-	if p.Address != "" {
-		c.TemporalAddress = p.Address
-	}
-	if p.Namespace != "" {
-		c.TemporalNamespace = p.Namespace
-	}
-	c.TemporalAPIKey = secret.Value(p.APIKey)
-	if t := p.TLS; t != nil {
-		c.TemporalTLS = !t.Disabled
-		c.TemporalTLSCert, c.TemporalTLSKey, c.TemporalTLSCA = t.ClientCertPath, t.ClientKeyPath, t.ServerCACertPath
-		c.TemporalTLSServerName = t.ServerName
-	}
-	return nil
-}
 
 // Load reads the environment of this process.
 func Load() (Config, error) { return FromEnv(os.LookupEnv) }
@@ -376,114 +279,6 @@ func (c Config) validateCodec() []error {
 	return errs
 }
 
-// TemporalConnection returns the connection options and credentials of
-// the Temporal client: TLS when TemporalTLS, a TLS file, the server name or
-// an API key is set (an API key alone uses the system's roots), the client
-// certificate for mTLS, and the API key as bearer credentials. Both are
-// zero for a plaintext connection without credentials. Errors name the
-// variable to fix, never a file's content or the key.
-func (c Config) TemporalConnection() (client.ConnectionOptions, client.Credentials, error) {
-	var (
-		conn  client.ConnectionOptions
-		creds client.Credentials
-		pt    envconfig.ClientConfigTLS
-	)
-	if c.TemporalProfile.V.TLS != nil {
-		pt = *c.TemporalProfile.V.TLS
-	}
-	conn.Authority = c.TemporalProfile.V.Authority
-	certData, keyData := len(pt.ClientCertData) > 0, len(pt.ClientKeyData) > 0
-	if (c.TemporalTLSCert == "" && !certData) != (c.TemporalTLSKey == "" && !keyData) {
-		return conn, nil, errors.New("Temporal mTLS needs both a client certificate and its key: set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms) together")
-	}
-	if c.temporalWantsTLS(pt) {
-		tc, err := c.temporalTLS(pt)
-		if err != nil {
-			return conn, nil, err
-		}
-		conn.TLS = tc
-	}
-	if c.TemporalAPIKey != "" {
-		creds = client.NewAPIKeyStaticCredentials(string(c.TemporalAPIKey))
-	}
-	return conn, creds, nil
-}
-
-// temporalWantsTLS reports whether the connection uses TLS: when asked, or
-// when a TLS file, the server name or an API key is set, unless
-// TEMPORAL_TLS=false (or tls.disabled in the profile) keeps it off, as
-// envconfig does; flags turn it back on.
-func (c Config) temporalWantsTLS(pt envconfig.ClientConfigTLS) bool {
-	if pt.Disabled && !c.TemporalTLS {
-		return false
-	}
-	return c.TemporalTLS || c.TemporalTLSCert != "" || len(pt.ClientCertData) > 0 || c.TemporalTLSCA != "" || len(pt.ServerCACertData) > 0 ||
-		c.TemporalTLSServerName != "" || c.TemporalAPIKey != ""
-}
-
-// temporalTLS is the TLS configuration of the connection: the client
-// certificate for mTLS and the roots to verify the frontend with, from
-// the profile's data or from files.
-func (c Config) temporalTLS(pt envconfig.ClientConfigTLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName, InsecureSkipVerify: pt.DisableHostVerification}
-	switch {
-	case len(pt.ClientCertData) > 0:
-		cert, err := tls.X509KeyPair(pt.ClientCertData, pt.ClientKeyData)
-		if err != nil {
-			return nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_DATA, TEMPORAL_TLS_CLIENT_KEY_DATA): %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	case c.TemporalTLSCert != "":
-		cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH): %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	roots, err := c.temporalRoots(pt)
-	if err != nil {
-		return nil, err
-	}
-	tc.RootCAs = roots
-	return tc, nil
-}
-
-// temporalRoots are the roots the profile's CA data or the CA file hold,
-// or nil for the system's.
-func (c Config) temporalRoots(pt envconfig.ClientConfigTLS) (*x509.CertPool, error) {
-	pem, from := pt.ServerCACertData, "TEMPORAL_TLS_SERVER_CA_CERT_DATA"
-	if len(pem) == 0 && c.TemporalTLSCA != "" {
-		var err error
-		if pem, err = os.ReadFile(c.TemporalTLSCA); err != nil {
-			return nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %w", err)
-		}
-		from = c.TemporalTLSCA
-	}
-	if len(pem) == 0 {
-		return nil, nil
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("Temporal CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %s holds no PEM certificate", from)
-	}
-	return roots, nil
-}
-
-// TemporalHeaders is the gRPC metadata the profile adds to every Temporal
-// call (TEMPORAL_GRPC_META_*, grpc_meta in the config file), or nil.
-func (c Config) TemporalHeaders() interface {
-	GetHeaders(context.Context) (map[string]string, error)
-} {
-	if len(c.TemporalProfile.V.GRPCMeta) == 0 {
-		return nil
-	}
-	return fixedHeaders(c.TemporalProfile.V.GRPCMeta)
-}
-
-type fixedHeaders map[string]string
-
-func (h fixedHeaders) GetHeaders(context.Context) (map[string]string, error) { return h, nil }
-
 // loopback reports whether host:port listens on loopback only.
 func loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -545,4 +340,33 @@ func (c Config) AtDevStack(s devaddr.Stack) Config {
 		c.ModelPriority = nil
 	}
 	return c
+}
+
+// Client is the part of c a client of the workflows uses (the starter,
+// the review desk, a test driving the CLI): the same Temporal connection,
+// task queue, bucket, S3 service, model and codec keys.
+func (c Config) Client() clientconf.Config {
+	keys := make([]codec.Key, len(c.CodecKeys))
+	for i, k := range c.CodecKeys {
+		keys[i] = codec.Key{ID: k.ID, Raw: secret.Value(k.Key)}
+	}
+	if len(keys) == 0 {
+		keys = nil
+	}
+	return clientconf.Config{
+		Temporal:           c.Temporal,
+		TaskQueue:          c.TaskQueue,
+		Bucket:             c.Bucket,
+		CreateBucket:       c.CreateBucket,
+		Model:              c.Model,
+		S3Endpoint:         c.S3Endpoint,
+		S3Region:           c.S3Region,
+		S3AccessKeyID:      c.S3AccessKeyID,
+		S3SecretAccessKey:  c.S3SecretAccessKey,
+		S3VirtualHostStyle: c.S3VirtualHostStyle,
+		S3SSE:              c.S3SSE,
+		S3KMSKeyID:         c.S3KMSKeyID,
+		CodecKeys:          keys,
+		LogLevel:           c.LogLevel,
+	}
 }

@@ -2,21 +2,15 @@ package workerapp
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 
-	"go.opentelemetry.io/otel"
 	"go.temporal.io/sdk/client"
-	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/interceptor"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/assemble"
-	"github.com/memagent/memagent/internal/telemetry"
 	"github.com/memagent/memagent/plugin"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/workflows"
@@ -48,51 +42,7 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, 
 // and the message and stack trace of every failure; search attributes stay
 // plaintext, as Temporal indexes them.
 func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.Client, error) {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	dc, fc, err := Converters(cfg)
-	if err != nil {
-		return nil, err
-	}
-	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
-		Tracer: otel.GetTracerProvider().Tracer(telemetry.TemporalMeterName),
-		// The CLI polls the progress query every few seconds: a span each
-		// would bury a long run's trace.
-		DisableQueryTracing: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("temporal tracing: %w", err)
-	}
-	conn, creds, err := cfg.TemporalConnection()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.DialContext(ctx, client.Options{
-		HeadersProvider:   cfg.TemporalHeaders(),
-		HostPort:          cfg.TemporalAddress,
-		Namespace:         cfg.TemporalNamespace,
-		Identity:          cfg.ClientIdentity,
-		ConnectionOptions: conn,
-		Credentials:       creds,
-		Logger:            newTemporalLogger(logger),
-		Interceptors:      []interceptor.ClientInterceptor{tracing},
-		DataConverter:     dc,
-		FailureConverter:  fc,
-		MetricsHandler: temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
-			Meter:                otel.GetMeterProvider().Meter(telemetry.TemporalMeterName),
-			UseMonotonicCounters: true,
-			// The default panics.
-			OnError: func(err error) { logger.Warn("temporal sdk metric", "err", err) },
-		}),
-	})
-	if err != nil {
-		if cfg.TemporalAddress == config.DevTemporalAddress {
-			return nil, fmt.Errorf("connect to Temporal at %s: %w (is the dev stack up? start it with `go run ./devstack`, or set TEMPORAL_ADDRESS)", cfg.TemporalAddress, err)
-		}
-		return nil, fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w: check that the server is up and reachable from here", cfg.TemporalAddress, err)
-	}
-	return c, nil
+	return cfg.Client().Dial(ctx, logger)
 }
 
 // Converters returns the data and failure converters for cfg: the SDK's
@@ -100,19 +50,8 @@ func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.C
 // Failures are encoded too, since their messages may quote what a model
 // said about a document.
 func Converters(cfg config.Config) (converter.DataConverter, converter.FailureConverter, error) {
-	if len(cfg.CodecKeys) == 0 {
-		return nil, nil, nil
-	}
-	c, err := cfg.Codec()
-	if err != nil {
-		return nil, nil, err
-	}
-	dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
-	fc := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
-		DataConverter:          dc,
-		EncodeCommonAttributes: true,
-	})
-	return dc, fc, nil
+	c, err := cfg.Client().Converters()
+	return c.Data, c.Failure, err
 }
 
 // CodecServer returns the codec server for cfg (decrypting payloads for the

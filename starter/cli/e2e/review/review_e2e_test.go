@@ -314,6 +314,9 @@ func TestReviewEndToEnd(t *testing.T) {
 
 func TestReviewRejectsBadInputBeforeStarting(t *testing.T) {
 	d := clitest.Stack(t)
+	// A prompt over the model's context is refused by the worker
+	// (PrepareDocument), before any model call.
+	clitest.StartWorker(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)

@@ -1,4 +1,4 @@
-package workerapp
+package clientconf
 
 import (
 	"log/slog"
@@ -7,9 +7,9 @@ import (
 	"go.temporal.io/sdk/log"
 )
 
-// newTemporalLogger routes the SDK's logs to slog. The SDK's own info lines
+// NewTemporalLogger routes the SDK's logs to slog. The SDK's own info lines
 // (worker started, polling) go to debug so that a CLI's output stays clean.
-func newTemporalLogger(l *slog.Logger) log.Logger {
+func NewTemporalLogger(l *slog.Logger) log.Logger {
 	if l == nil {
 		l = slog.Default()
 	}

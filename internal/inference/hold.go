@@ -2,13 +2,21 @@ package inference
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// DefaultPriorityHold is the most a call is held back by PriorityHold when
-// the setting says only "on" (MEMAGENT_MODEL_PRIORITY_HOLD=on).
-const DefaultPriorityHold = 30 * time.Second
+// DefaultPriorityHold is the level MEMAGENT_MODEL_PRIORITY_HOLD=on means:
+// a question's calls (memagent's priority 2) and more urgent ones hold back
+// the rest; reviews (3) and batches (4) do not hold back each other.
+const DefaultPriorityHold = 2
+
+// MaxHold bounds how long a call is held back (PoolConfig.PriorityHold):
+// once a call of some level has waited that long, the level's calls start
+// as they would without the hold, so that a stream of urgent calls that
+// never pauses cannot starve the rest.
+const MaxHold = 30 * time.Second
 
 // HoldLinger is how long an endpoint keeps holding back less urgent calls
 // after its last more urgent call ended. A run's calls are sequential, one
@@ -20,20 +28,20 @@ const DefaultPriorityHold = 30 * time.Second
 const HoldLinger = time.Second
 
 // ParsePriorityHold reads MEMAGENT_MODEL_PRIORITY_HOLD: "off" (or "0")
-// holds nothing back; "on" holds for at most DefaultPriorityHold; a
-// positive duration ("10s") is that bound.
-func ParsePriorityHold(s string) (time.Duration, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+// holds nothing back; "on" is DefaultPriorityHold; a level 1–4 makes calls
+// of that priority or a more urgent one hold back the less urgent ones.
+func ParsePriorityHold(s string) (int, error) {
+	switch v := strings.ToLower(strings.TrimSpace(s)); v {
 	case "off", "0", "false", "no":
 		return 0, nil
 	case "on", "true", "yes":
 		return DefaultPriorityHold, nil
+	default:
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n < holdLevels {
+			return n, nil
+		}
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("model priority hold %q: want on, off or the longest a call may be held back, such as 30s", s)
-	}
-	return d, nil
+	return 0, fmt.Errorf("model priority hold %q: want on (%d: questions hold back reviews and batches), off, or the least urgent priority that holds back the others, 1 to %d", s, DefaultPriorityHold, holdLevels-1)
 }
 
 // holdLevels is the levels the hold tells apart: 1 … 5, as memagent's
@@ -50,13 +58,10 @@ type holdState struct {
 }
 
 // heldLocked reports whether a call of level must not start at ep at now:
-// a more urgent call is outstanding there, or ended less than HoldLinger
-// ago.
+// a more urgent call of a level that holds (PoolConfig.PriorityHold or
+// more urgent) is outstanding there, or ended less than HoldLinger ago.
 func (p *Pool) heldLocked(ep *endpoint, level int, now time.Time) bool {
-	if p.hold <= 0 {
-		return false
-	}
-	for l := 1; l < holdLevel(level); l++ {
+	for l := 1; l < holdLevel(level) && l <= p.hold; l++ {
 		if ep.hold.inFlight[l] > 0 || now.Before(ep.hold.lastEnd[l].Add(HoldLinger)) {
 			return true
 		}
@@ -64,12 +69,12 @@ func (p *Pool) heldLocked(ep *endpoint, level int, now time.Time) bool {
 	return false
 }
 
-// holdExpiredLocked reports whether some waiter of level has waited the
-// pool's hold bound or longer: then the hold no longer applies to the
+// holdExpiredLocked reports whether some waiter of level has waited
+// MaxHold or longer: then the hold no longer applies to the
 // level, and its calls start as they would without it.
 func (p *Pool) holdExpiredLocked(level int, now time.Time) bool {
 	since, ok := p.waiters.oldest(level)
-	return ok && now.Sub(since) >= p.hold
+	return ok && now.Sub(since) >= p.maxHold
 }
 
 // holdWakeLocked is the next time the hold may let a waiter through that
@@ -91,7 +96,7 @@ func (p *Pool) holdWakeLocked(now time.Time) time.Time {
 		}
 	}
 	if since, ok := p.waiters.oldestAny(); ok {
-		earlier(since.Add(p.hold))
+		earlier(since.Add(p.maxHold))
 	}
 	return next
 }

@@ -139,15 +139,15 @@ func index(events []string, e string) int { return slices.Index(events, e) }
 func TestParsePriorityHold(t *testing.T) {
 	for _, tt := range []struct {
 		in      string
-		want    time.Duration
+		want    int
 		wantErr bool
 	}{
 		{"off", 0, false}, {"0", 0, false}, {"on", DefaultPriorityHold, false}, {"ON", DefaultPriorityHold, false},
-		{"10s", 10 * time.Second, false}, {"-1s", 0, true}, {"soon", 0, true},
+		{"1", 1, false}, {"4", 4, false}, {"5", 0, true}, {"-1", 0, true}, {"30s", 0, true},
 	} {
 		got, err := ParsePriorityHold(tt.in)
 		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("ParsePriorityHold(%q) = %s, %v; want %s, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			t.Errorf("ParsePriorityHold(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
 }
@@ -158,7 +158,7 @@ func TestParsePriorityHold(t *testing.T) {
 // and then all start. Nothing is canceled.
 func TestPoolHoldsBackLessUrgentCalls(t *testing.T) {
 	h := newHoldServer(t)
-	p := newTestPool(t, 8, func(c *PoolConfig) { c.PriorityHold = time.Minute }, h.url())
+	p := newTestPool(t, 8, func(c *PoolConfig) { c.PriorityHold = DefaultPriorityHold }, h.url())
 
 	b0 := call(p, 4, "b0")
 	waitFor(t, "b0 is at the server", func() bool { return h.saw("start b0") })
@@ -196,11 +196,25 @@ func TestPoolHoldsBackLessUrgentCalls(t *testing.T) {
 	}
 }
 
+// Only calls of PriorityHold or more urgent hold back others: a review's
+// call (3) does not hold back a batch's (4) at the default.
+func TestPoolHoldOnlyFromItsLevel(t *testing.T) {
+	h := newHoldServer(t)
+	p := newTestPool(t, 4, func(c *PoolConfig) { c.PriorityHold = DefaultPriorityHold }, h.url())
+	r := call(p, 3, "r")
+	waitFor(t, "r is at the server", func() bool { return h.saw("start r") })
+	b := call(p, 4, "b")
+	waitFor(t, "b starts beside r", func() bool { return h.saw("start b") })
+	h.releaseAll()
+	wait(t, "r", r)
+	wait(t, "b", b)
+}
+
 // The hold is per endpoint: a batch call goes to the endpoint without the
 // question's call, up to its cap, and only the next one waits.
 func TestPoolHoldUsesEndpointWithoutUrgentCalls(t *testing.T) {
 	a, b := newHoldServer(t), newHoldServer(t)
-	p := newTestPool(t, 2, func(c *PoolConfig) { c.PriorityHold = time.Minute }, a.url(), b.url())
+	p := newTestPool(t, 2, func(c *PoolConfig) { c.PriorityHold = DefaultPriorityHold }, a.url(), b.url())
 	q := call(p, 2, "q")
 	waitFor(t, "q is at a server", func() bool { return a.saw("start q") || b.saw("start q") })
 	free := b
@@ -229,13 +243,18 @@ func TestPoolHoldUsesEndpointWithoutUrgentCalls(t *testing.T) {
 	wait(t, "q", q)
 }
 
-// A held call waits at most PriorityHold, even while urgent calls never
-// stop; with no hold it does not wait at all.
+// A held call waits at most MaxHold, even while urgent calls never stop;
+// with no hold it does not wait at all.
 func TestPoolHoldIsBounded(t *testing.T) {
 	for _, hold := range []time.Duration{0, 200 * time.Millisecond} {
 		t.Run(fmt.Sprint(hold), func(t *testing.T) {
 			h := newHoldServer(t)
-			p := newTestPool(t, 4, func(c *PoolConfig) { c.PriorityHold = hold }, h.url())
+			p := newTestPool(t, 4, func(c *PoolConfig) {
+				if hold > 0 {
+					c.PriorityHold = DefaultPriorityHold
+				}
+			}, h.url())
+			p.maxHold = hold
 			q := call(p, 1, "q")
 			waitFor(t, "q is at the server", func() bool { return h.saw("start q") })
 			start := time.Now()

@@ -201,19 +201,19 @@ type PoolConfig struct {
 	// capacity and ejection gauges. Nil records nothing.
 	MeterProvider metric.MeterProvider
 	// PriorityHold, when positive, holds back new calls at an endpoint
-	// while a more urgent call (a lower Priority.Level) is outstanding
-	// there or ended less than HoldLinger ago, even when the endpoint has
-	// a free slot: the held calls wait in the pool's queue, in its order,
-	// and start when the urgent calls are done or at another endpoint
-	// free of them. On a vLLM or SGLang server every call that starts
-	// has its prompt prefilled within the steps that running calls decode
-	// in, so a batch's new calls slow an urgent one down even when the
-	// server orders its queue by priority (BENCHMARKS.md, Questions under
-	// load, priority in the server). Calls already started are never
-	// stopped. PriorityHold bounds the hold: once a call of some level has
-	// waited that long, the level's calls start as they would without it.
-	// Zero (the default) holds nothing back (MEMAGENT_MODEL_PRIORITY_HOLD).
-	PriorityHold time.Duration
+	// while a call of level PriorityHold or more urgent (a lower
+	// Priority.Level) than theirs is outstanding there, or ended less
+	// than HoldLinger ago, even when the endpoint has a free slot: the
+	// held calls wait in the pool's queue, in its order, and start when
+	// the urgent calls are done or at another endpoint free of them. On a
+	// vLLM or SGLang server every call that starts has its prompt
+	// prefilled within the steps that running calls decode in, so a
+	// batch's new calls slow a question's down even when the server
+	// orders its queue by priority (BENCHMARKS.md, Questions under load,
+	// priority in the server). Calls already started are never stopped,
+	// and no call is held back longer than MaxHold. Zero holds nothing
+	// back (MEMAGENT_MODEL_PRIORITY_HOLD; ParsePriorityHold).
+	PriorityHold int
 }
 
 // EndpointStats is a snapshot of one endpoint.
@@ -272,7 +272,8 @@ type Pool struct {
 	log            *slog.Logger
 	tel            *poolTelemetry
 	now            func() time.Time
-	hold           time.Duration // PoolConfig.PriorityHold
+	hold           int           // PoolConfig.PriorityHold
+	maxHold        time.Duration // MaxHold; tests shorten it
 
 	mu        sync.Mutex
 	waiters   fairQueue // by priority, fairness key, then oldest first
@@ -418,6 +419,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		log:            cfg.Logger,
 		now:            time.Now,
 		hold:           max(cfg.PriorityHold, 0),
+		maxHold:        MaxHold,
 	}
 	if p.ejectFor == 0 {
 		p.ejectFor = DefaultEjectFor

@@ -245,8 +245,10 @@ type EndpointStats struct {
 // (power of two choices on outstanding requests relative to each endpoint's
 // cap) among those in rotation with a free slot. No endpoint ever has more
 // than its MaxInFlight requests outstanding: when every endpoint in rotation
-// is full, callers wait in arrival order for a slot, for as long as their
-// context allows.
+// is full, callers wait for a slot in the order of their Priority, for as
+// long as their context allows. With PoolConfig.PriorityHold, a less urgent
+// caller also waits while the endpoints with a free slot are running more
+// urgent calls; that time counts as a slot wait in the metrics.
 //
 // An endpoint that answers 429 or 503 or cannot be reached is ejected from
 // rotation at once, and one that fails three times running (500s,

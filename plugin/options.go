@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
 
@@ -137,6 +138,17 @@ type Options struct {
 	// gives each its own, for a pool that mixes them. docs/DEPLOY.md has
 	// the mapping from memagent's priorities 1–5 to each server's.
 	ModelPriority []string
+	// ModelPriorityHold says which calls hold back the others at a model
+	// server (MEMAGENT_MODEL_PRIORITY_HOLD): while a call of this
+	// priority or a more urgent one runs at a server, the worker starts
+	// no new less urgent call there (they wait in its queue, and start
+	// when the urgent calls are done, at another server, or after
+	// inference.MaxHold at the most); calls already at the server run on.
+	// "on" (questions, priority 2, hold back reviews and batches), "off",
+	// or a priority 1–4; "" means DefaultModelPriorityHold. On vLLM and
+	// SGLang a call that starts has its prompt prefilled in the steps the
+	// running calls decode in: docs/DEPLOY.md has the measurement.
+	ModelPriorityHold string
 
 	// Tokenizers returns the tokenizer a request names (its
 	// options.tokenizer; activities.DefaultTokenizer when it names none),
@@ -244,6 +256,7 @@ func (o Options) model() assemble.Model {
 		Timeout:     o.ModelTimeout,
 		MaxInFlight: o.ModelMaxInFlight,
 		Priority:    o.ModelPriority,
+		Hold:        o.modelPriorityHold(),
 	}
 }
 
@@ -289,5 +302,15 @@ func (o Options) capacity() int {
 			n += inference.DefaultMaxInFlight
 		}
 	}
+	return n
+}
+
+// DefaultModelPriorityHold is ModelPriorityHold when unset.
+const DefaultModelPriorityHold = "on"
+
+// modelPriorityHold is ModelPriorityHold as the pool takes it; Validate has
+// checked it.
+func (o Options) modelPriorityHold() int {
+	n, _ := inference.ParsePriorityHold(cmp.Or(o.ModelPriorityHold, DefaultModelPriorityHold))
 	return n
 }

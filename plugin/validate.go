@@ -125,6 +125,11 @@ func (v *validation) model() {
 	if o.ModelContext < 0 {
 		v.add("the model context %d is negative: set %s to the context length in tokens, or 0 for what the server reports", o.ModelContext, v.name("ModelContext"))
 	}
+	if o.ModelPriorityHold != "" {
+		if _, err := inference.ParsePriorityHold(o.ModelPriorityHold); err != nil {
+			v.add("%w: set %s", err, v.name("ModelPriorityHold"))
+		}
+	}
 	if o.ModelMaxInFlight < 0 {
 		v.add("requests in flight per model server %d is negative: set %s to a whole number, 0 for the pool's default", o.ModelMaxInFlight, v.name("ModelMaxInFlight"))
 		return

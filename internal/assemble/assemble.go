@@ -49,6 +49,9 @@ type Model struct {
 	// Priority is how the servers are told a request's priority: none
 	// (off), one form for all, or one per URL (inference.SetServerPriorities).
 	Priority []string
+	// Hold is the pool's PriorityHold: the least urgent priority whose
+	// calls hold back the others' at a server; 0 holds nothing back.
+	Hold int
 }
 
 // Telemetry: the wiring below reports to the OpenTelemetry global
@@ -80,7 +83,7 @@ func NewModelPool(m Model, logger *slog.Logger) (*inference.Pool, error) {
 	return inference.NewPool(inference.PoolConfig{
 		API: m.API, Endpoints: eps, APIVersion: m.APIVersion,
 		Model: m.Name, ModelFamily: m.Family, ContextLength: m.Context,
-		RequestTimeout: m.Timeout, Logger: logger,
+		RequestTimeout: m.Timeout, Logger: logger, PriorityHold: m.Hold,
 		TracerProvider: otel.GetTracerProvider(), MeterProvider: otel.GetMeterProvider(),
 	})
 }

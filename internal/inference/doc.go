@@ -23,7 +23,10 @@
 // And the server's own queue: a request carries the caller's priority
 // (WithPriority, the activity's Temporal priority) in the "priority" body
 // field of the scale its endpoint's server uses ([ServerPriority]: vLLM's,
-// SGLang's, or none).
+// SGLang's, or none). With [PoolConfig.PriorityHold] the pool also keeps a
+// server's steps free of less urgent prompts while an urgent call runs
+// there: it starts no new less urgent call at that server (they wait in its
+// queue, at most [MaxHold]), and never stops one that has started.
 //
 // It must never retry (Temporal owns retries, and a hidden retry loop would
 // multiply attempts), never wait without a deadline (every request has a

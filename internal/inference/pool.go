@@ -200,6 +200,20 @@ type PoolConfig struct {
 	// durations, errors by kind, slot waits, and per-endpoint in-flight,
 	// capacity and ejection gauges. Nil records nothing.
 	MeterProvider metric.MeterProvider
+	// PriorityHold, when positive, holds back new calls at an endpoint
+	// while a call of level PriorityHold or more urgent (a lower
+	// Priority.Level) than theirs is outstanding there, or ended less
+	// than HoldLinger ago, even when the endpoint has a free slot: the
+	// held calls wait in the pool's queue, in its order, and start when
+	// the urgent calls are done or at another endpoint free of them. On a
+	// vLLM or SGLang server every call that starts has its prompt
+	// prefilled within the steps that running calls decode in, so a
+	// batch's new calls slow a question's down even when the server
+	// orders its queue by priority (BENCHMARKS.md, Questions under load,
+	// priority in the server). Calls already started are never stopped,
+	// and no call is held back longer than MaxHold. Zero holds nothing
+	// back (MEMAGENT_MODEL_PRIORITY_HOLD; ParsePriorityHold).
+	PriorityHold int
 }
 
 // EndpointStats is a snapshot of one endpoint.
@@ -231,8 +245,10 @@ type EndpointStats struct {
 // (power of two choices on outstanding requests relative to each endpoint's
 // cap) among those in rotation with a free slot. No endpoint ever has more
 // than its MaxInFlight requests outstanding: when every endpoint in rotation
-// is full, callers wait in arrival order for a slot, for as long as their
-// context allows.
+// is full, callers wait for a slot in the order of their Priority, for as
+// long as their context allows. With PoolConfig.PriorityHold, a less urgent
+// caller also waits while the endpoints with a free slot are running more
+// urgent calls; that time counts as a slot wait in the metrics.
 //
 // An endpoint that answers 429 or 503 or cannot be reached is ejected from
 // rotation at once, and one that fails three times running (500s,
@@ -258,6 +274,8 @@ type Pool struct {
 	log            *slog.Logger
 	tel            *poolTelemetry
 	now            func() time.Time
+	hold           int           // PoolConfig.PriorityHold
+	maxHold        time.Duration // MaxHold; tests shorten it
 
 	mu        sync.Mutex
 	waiters   fairQueue // by priority, fairness key, then oldest first
@@ -368,6 +386,7 @@ type endpoint struct {
 	ejectedUntil time.Time  // end of the latest ejection
 	cause        ejectCause // of the latest ejection
 	maxModelLen  int
+	hold         holdState
 }
 
 func (ep *endpoint) ejected(now time.Time) bool { return now.Before(ep.ejectedUntil) }
@@ -401,6 +420,8 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		healthInterval: cfg.HealthInterval,
 		log:            cfg.Logger,
 		now:            time.Now,
+		hold:           max(cfg.PriorityHold, 0),
+		maxHold:        MaxHold,
 	}
 	if p.ejectFor == 0 {
 		p.ejectFor = DefaultEjectFor
@@ -576,6 +597,7 @@ func (p *Pool) complete(ctx context.Context, span trace.Span, req Request, model
 		return Completion{}, err
 	}
 	waitStart := time.Now()
+	level := priorityFrom(ctx).Level
 	ep, err := p.acquire(ctx)
 	p.tel.waited(ctx, model, time.Since(waitStart))
 	if err != nil {
@@ -596,7 +618,7 @@ func (p *Pool) complete(ctx context.Context, span trace.Span, req Request, model
 		p.service[req.Kind] = st
 		p.mu.Unlock()
 	}
-	p.release(ep, start, err)
+	p.release(ep, level, start, err)
 	p.tel.called(ctx, model, req.Kind, time.Since(callStart), out, err)
 	return out, err
 }
@@ -606,15 +628,16 @@ func (p *Pool) acquire(ctx context.Context) (*endpoint, error) {
 	if ctx.Err() != nil {
 		return nil, p.waitError(ctx)
 	}
+	prio := priorityFrom(ctx)
 	p.mu.Lock()
 	if p.waiters.Len() == 0 {
-		if ep := p.pickLocked(p.now()); ep != nil {
-			p.takeLocked(ep)
+		if ep := p.pickLocked(p.now(), prio.Level, p.hold > 0); ep != nil {
+			p.takeLocked(ep, prio.Level)
 			p.mu.Unlock()
 			return ep, nil
 		}
 	}
-	w := &waiter{ch: make(chan *endpoint, 1), prio: priorityFrom(ctx), since: p.now()}
+	w := &waiter{ch: make(chan *endpoint, 1), prio: prio, since: p.now()}
 	p.waiters.push(w)
 	p.dispatchLocked()
 	p.mu.Unlock()
@@ -630,6 +653,7 @@ func (p *Pool) acquire(ctx context.Context) (*endpoint, error) {
 			// A slot arrived as ctx ended: hand it on.
 			ep.inFlight--
 			ep.requests--
+			ep.hold.inFlight[holdLevel(prio.Level)]--
 			p.dispatchLocked()
 		default:
 			p.waiters.remove(w)
@@ -647,16 +671,18 @@ func (p *Pool) waitError(ctx context.Context) *Error {
 	}
 }
 
-func (p *Pool) takeLocked(ep *endpoint) {
+func (p *Pool) takeLocked(ep *endpoint, level int) {
 	ep.inFlight++
 	ep.requests++
+	ep.hold.inFlight[holdLevel(level)]++
 }
 
 // pickLocked chooses an endpoint with a free slot, or returns nil when the
 // caller must wait. Among endpoints in rotation it takes the less loaded of
 // two picked at random; when every endpoint is ejected, the one whose
-// ejection ends first.
-func (p *Pool) pickLocked(now time.Time) *endpoint {
+// ejection ends first. When holding, it passes over the endpoints where a
+// call of level is held back (see PoolConfig.PriorityHold).
+func (p *Pool) pickLocked(now time.Time, level int, holding bool) *endpoint {
 	cands := p.scratch[:0]
 	anyInRotation := false
 	for _, ep := range p.endpoints {
@@ -664,7 +690,7 @@ func (p *Pool) pickLocked(now time.Time) *endpoint {
 			continue
 		}
 		anyInRotation = true
-		if ep.inFlight < ep.maxInFlight {
+		if ep.inFlight < ep.maxInFlight && !(holding && p.heldLocked(ep, level, now)) {
 			cands = append(cands, ep)
 		}
 	}
@@ -676,7 +702,7 @@ func (p *Pool) pickLocked(now time.Time) *endpoint {
 		}
 		var best *endpoint
 		for _, ep := range p.endpoints {
-			if ep.inFlight < ep.maxInFlight && (best == nil || ep.ejectedUntil.Before(best.ejectedUntil)) {
+			if ep.inFlight < ep.maxInFlight && !(holding && p.heldLocked(ep, level, now)) && (best == nil || ep.ejectedUntil.Before(best.ejectedUntil)) {
 				best = ep
 			}
 		}
@@ -703,19 +729,25 @@ func (p *Pool) pickLocked(now time.Time) *endpoint {
 func (p *Pool) dispatchLocked() {
 	now := p.now()
 	for p.waiters.Len() > 0 {
-		ep := p.pickLocked(now)
+		// The head decides: every other waiter is of its level or a less
+		// urgent one, so if the hold keeps it back, it keeps them back too.
+		head := p.waiters.peek(now)
+		holding := p.hold > 0 && !p.holdExpiredLocked(head.prio.Level, now)
+		ep := p.pickLocked(now, head.prio.Level, holding)
 		if ep == nil {
 			break
 		}
 		w := p.waiters.pop(now)
-		p.takeLocked(ep)
+		p.takeLocked(ep, w.prio.Level)
 		w.ch <- ep
 	}
 	if p.waiters.Len() == 0 {
 		return
 	}
-	// Slots also open when an ejection ends, which nothing signals.
-	var next time.Time
+	// Slots also open when an ejection ends, and the hold lets calls
+	// through when a linger ends or a waiter reaches its bound, which
+	// nothing signals.
+	next := p.holdWakeLocked(now)
 	for _, ep := range p.endpoints {
 		if ep.ejected(now) && ep.inFlight < ep.maxInFlight && (next.IsZero() || ep.ejectedUntil.Before(next)) {
 			next = ep.ejectedUntil
@@ -737,11 +769,14 @@ func (p *Pool) dispatchLocked() {
 }
 
 // release gives back ep's slot and learns from the call's outcome.
-func (p *Pool) release(ep *endpoint, start time.Time, err error) {
+func (p *Pool) release(ep *endpoint, level int, start time.Time, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.recordLocked(ep, start, err)
 	ep.inFlight--
+	l := holdLevel(level)
+	ep.hold.inFlight[l]--
+	ep.hold.lastEnd[l] = p.now()
 	p.dispatchLocked()
 }
 

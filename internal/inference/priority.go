@@ -106,23 +106,8 @@ func (q *fairQueue) pop(now time.Time) *waiter {
 	if q.n == 0 {
 		return nil
 	}
-	level := 0
-	for lv := range q.levels {
-		if level == 0 || lv < level {
-			level = lv
-		}
-	}
-	keys := q.levels[level]
-	best, bestTag := "", 0.0
-	first := true
-	for k := range keys {
-		t := q.tags[k]
-		if first || t < bestTag || (t == bestTag && k < best) {
-			best, bestTag, first = k, t, false
-		}
-	}
-	l := keys[best]
-	w := l.Remove(nextOfKey(l, now)).(*waiter)
+	level, best, bestTag, l, e := q.next(now)
+	w := l.Remove(e).(*waiter)
 	w.elem = nil
 	q.n--
 	q.vtime = bestTag
@@ -134,6 +119,56 @@ func (q *fairQueue) pop(now time.Time) *waiter {
 	}
 	q.prune(level, best, l)
 	return w
+}
+
+// peek returns the waiter pop would return at now, leaving it queued, or
+// nil.
+func (q *fairQueue) peek(now time.Time) *waiter {
+	if q.n == 0 {
+		return nil
+	}
+	_, _, _, _, e := q.next(now)
+	return e.Value.(*waiter)
+}
+
+// next finds the waiter to serve at now: its level, key, the key's tag,
+// the key's list and its element. The queue must not be empty.
+func (q *fairQueue) next(now time.Time) (level int, best string, bestTag float64, l *list.List, e *list.Element) {
+	for lv := range q.levels {
+		if level == 0 || lv < level {
+			level = lv
+		}
+	}
+	keys := q.levels[level]
+	first := true
+	for k := range keys {
+		t := q.tags[k]
+		if first || t < bestTag || (t == bestTag && k < best) {
+			best, bestTag, first = k, t, false
+		}
+	}
+	l = keys[best]
+	return level, best, bestTag, l, nextOfKey(l, now)
+}
+
+// oldest is when the longest-waiting waiter of level started waiting.
+func (q *fairQueue) oldest(level int) (since time.Time, ok bool) {
+	for _, l := range q.levels[level] {
+		if w := l.Front().Value.(*waiter); !ok || w.since.Before(since) {
+			since, ok = w.since, true
+		}
+	}
+	return since, ok
+}
+
+// oldestAny is when the longest-waiting waiter started waiting.
+func (q *fairQueue) oldestAny() (since time.Time, ok bool) {
+	for level := range q.levels {
+		if s, found := q.oldest(level); found && (!ok || s.Before(since)) {
+			since, ok = s, true
+		}
+	}
+	return since, ok
 }
 
 func (q *fairQueue) prune(level int, key string, l *list.List) {

@@ -306,7 +306,7 @@ func (o Options) capacity() int {
 }
 
 // DefaultModelPriorityHold is ModelPriorityHold when unset.
-const DefaultModelPriorityHold = "on"
+const DefaultModelPriorityHold = "off"
 
 // modelPriorityHold is ModelPriorityHold as the pool takes it; Validate has
 // checked it.

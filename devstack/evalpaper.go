@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/cliflags"
 	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/memagent"
 )
@@ -297,8 +298,7 @@ func bindEvalScore(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 	var golds stringList
 	fs.Var(&golds, "gold", "a gold answer; repeat for several (the paper protocol uses the first)")
 	// JSON is the default, as it was before --output.
-	format := &outputFormat{json: true}
-	fs.VarP(format, "output", "o", "output format: json (the default; values unrounded) or text (two decimals)")
+	asJSON := cliflags.OutputJSONFirst(cmd, "output format: json (the default; values unrounded) or text (two decimals)")
 	return func(args []string) (err error) {
 		if len(args) > 0 {
 			return fmt.Errorf("eval score: unexpected argument %q: pass the answer with --pred and gold answers with --gold", args[0])
@@ -332,7 +332,7 @@ func bindEvalScore(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wr
 		default:
 			return fmt.Errorf("eval score: --protocol %q: use default or paper", *protocol)
 		}
-		if !format.json {
+		if !*asJSON {
 			_, err := io.WriteString(stdout, text)
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/evalgen"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/tokenizer"
 	"github.com/memagent/memagent/worker/config"
@@ -295,7 +296,7 @@ func evalSetName(set string) string {
 	if i := strings.LastIndex(base, "."); i > 0 {
 		base = base[:i]
 	}
-	return sanitizeName(base)
+	return s3client.SafeName(base)
 }
 
 // readBatchItems reads a report's per-item JSON Lines.

@@ -21,6 +21,7 @@ import (
 	"github.com/memagent/memagent/internal/assemble"
 	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/report"
+	"github.com/memagent/memagent/internal/s3client"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/worker/config"
@@ -97,7 +98,7 @@ func (s *evalSession) uploadEvalSet(ctx context.Context, path string) (string, e
 	if err != nil {
 		return "", err
 	}
-	loc := s3store.Location{Bucket: s.cfg.Bucket, Key: "manifests/sha256/" + hex.EncodeToString(h.Sum(nil)) + "/" + sanitizeName(filepath.Base(path))}
+	loc := s3store.Location{Bucket: s.cfg.Bucket, Key: "manifests/sha256/" + hex.EncodeToString(h.Sum(nil)) + "/" + s3client.SafeName(filepath.Base(path))}
 	if _, err := s.store.Head(ctx, loc); err == nil {
 		return loc.String(), nil
 	}
@@ -113,47 +114,14 @@ func (s *evalSession) uploadEvalSet(ctx context.Context, path string) (string, e
 	return loc.String(), nil
 }
 
-// maxReportedItemErrors bounds the bad items an error lists.
-const maxReportedItemErrors = 10
-
-// checkEvalItems reads a whole set in MemAgent's format and returns the
-// first item errors (up to maxReportedItemErrors) joined in one.
+// checkEvalItems checks a set's items as a batch manifest in MemAgent's
+// format (report.CheckManifest).
 func checkEvalItems(r io.Reader) error {
-	mr, err := report.NewManifestReader(r, api.ManifestMemAgent)
-	if err != nil {
-		return err
+	_, err := report.CheckManifest(r, api.ManifestMemAgent)
+	if errors.Is(err, report.ErrNoItems) {
+		return errors.New("the set has no items")
 	}
-	var errs []string
-	bad := 0
-	for {
-		_, err := mr.Next()
-		var item *report.ManifestError
-		switch {
-		case err == io.EOF:
-			if bad > 0 {
-				return itemErrors(errs, bad)
-			}
-			if mr.Items() == 0 {
-				return errors.New("the set has no items")
-			}
-			return nil
-		case errors.As(err, &item):
-			bad++
-			if len(errs) < maxReportedItemErrors {
-				errs = append(errs, item.Error())
-			}
-		case err != nil:
-			return itemErrors(append(errs, err.Error()), bad+1)
-		}
-	}
-}
-
-func itemErrors(errs []string, bad int) error {
-	msg := strings.Join(errs, "; ")
-	if bad > len(errs) {
-		msg += fmt.Sprintf("; and %d more", bad-len(errs))
-	}
-	return fmt.Errorf("%d bad item(s): %s", bad, msg)
+	return err
 }
 
 // runBatch starts a BatchQA run for in, waits for it and reads its report.
@@ -214,21 +182,4 @@ func showBatchProgress(ctx context.Context, run memclient.BatchRun, w io.Writer)
 			last = line
 		}
 	}
-}
-
-// sanitizeName keeps the letters, digits, '.', '-' and '_' of name, each
-// other rune replaced by '_', as the starter names uploads.
-func sanitizeName(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if r < 0x80 && (r == '.' || r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() == 0 {
-		return "document"
-	}
-	return b.String()
 }

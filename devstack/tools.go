@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/memagent/memagent/internal/cliflags"
 	"github.com/memagent/memagent/starter/cli"
 )
 
@@ -128,58 +128,12 @@ func group(use, short, long, example string, stderr io.Writer, children ...*cobr
 }
 
 // stringList is a repeatable flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ", ") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-func (s *stringList) Type() string       { return "string" }
-
-// outputFormat is --output: text or json.
-type outputFormat struct{ json bool }
-
-func (o *outputFormat) String() string {
-	if o.json {
-		return "json"
-	}
-	return "text"
-}
-
-func (o *outputFormat) Set(v string) error {
-	switch v {
-	case "text":
-		o.json = false
-	case "json":
-		o.json = true
-	default:
-		return fmt.Errorf("%q is not an output format: use text or json", v)
-	}
-	return nil
-}
-
-func (o *outputFormat) Type() string { return "text|json" }
-
-// jsonAlias is --json, the shorter spelling of --output json.
-type jsonAlias struct{ o *outputFormat }
-
-func (a jsonAlias) String() string { return strconv.FormatBool(a.o.json) }
-func (a jsonAlias) Type() string   { return "bool" }
-func (a jsonAlias) Set(v string) error {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return err
-	}
-	a.o.json = b
-	return nil
-}
+type stringList = cliflags.StringList
 
 // outputFlag binds --output text|json (-o) and its alias --json, as the
 // starter's commands do; the result is true for json.
 func outputFlag(cmd *cobra.Command, jsonUsage string) *bool {
-	o := &outputFormat{}
-	fs := cmd.Flags()
-	fs.VarP(o, "output", "o", "output format: text, or json ("+jsonUsage+")")
-	fs.VarPF(jsonAlias{o}, "json", "", jsonUsage+"; the same as --output json").NoOptDefVal = "true"
-	return &o.json
+	return cliflags.Output(cmd, jsonUsage)
 }
 
 // printJSON writes v as JSON on one line, as the starter's --output json.

@@ -639,3 +639,51 @@ func manifestClip(s string, n int) string {
 	}
 	return contract.ClipUTF8(s, n) + "…"
 }
+
+// ErrNoItems is CheckManifest's error for a manifest without items.
+var ErrNoItems = errors.New("manifest has no items")
+
+// maxReportedItemErrors bounds the item errors CheckManifest lists.
+const maxReportedItemErrors = 10
+
+// CheckManifest reads a whole manifest in format and returns its item
+// count, or every bad item's error: the first ten (with the item's line)
+// joined in one, and how many more there were. A manifest without items
+// is ErrNoItems.
+func CheckManifest(r io.Reader, format string) (int, error) {
+	mr, err := NewManifestReader(r, format)
+	if err != nil {
+		return 0, err
+	}
+	var errs []string
+	bad := 0
+	for {
+		_, err := mr.Next()
+		var item *ManifestError
+		switch {
+		case err == io.EOF:
+			if bad > 0 {
+				return 0, itemErrors(errs, bad)
+			}
+			if mr.Items() == 0 {
+				return 0, ErrNoItems
+			}
+			return mr.Items(), nil
+		case errors.As(err, &item):
+			bad++
+			if len(errs) < maxReportedItemErrors {
+				errs = append(errs, item.Error())
+			}
+		case err != nil:
+			return 0, itemErrors(append(errs, err.Error()), bad+1)
+		}
+	}
+}
+
+func itemErrors(errs []string, bad int) error {
+	msg := strings.Join(errs, "; ")
+	if bad > len(errs) {
+		msg += fmt.Sprintf("; and %d more", bad-len(errs))
+	}
+	return fmt.Errorf("%d bad item(s): %s", bad, msg)
+}

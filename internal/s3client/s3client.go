@@ -339,3 +339,21 @@ func (s *Store) ReadRange(ctx context.Context, loc Location, start, end int64, e
 	}
 	return buf, nil
 }
+
+// SafeName is name as an object key's last part: its letters, digits,
+// '.', '-' and '_' (ASCII), each other rune '_'; "document" when nothing
+// is left. The starter and devstack name uploads with it.
+func SafeName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if r < 0x80 && (r == '.' || r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "document"
+	}
+	return b.String()
+}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/clientconf"
+	"github.com/memagent/memagent/internal/cliflags"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3client"
@@ -33,11 +34,7 @@ import (
 )
 
 // stringList is a repeatable flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ", ") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-func (s *stringList) Type() string       { return "string" }
+type stringList = cliflags.StringList
 
 // askRequest is one question about one document, as the CLI takes it.
 type askRequest struct {
@@ -468,7 +465,7 @@ func (s *session) resolveDocument(ctx context.Context, doc string) (uri, sha str
 			return "", "", err
 		}
 	}
-	loc := s3client.Location{Bucket: s.cfg.Bucket, Key: "documents/sha256/" + ld.text.SHA256 + "/" + sanitizeName(filepath.Base(doc))}
+	loc := s3client.Location{Bucket: s.cfg.Bucket, Key: "documents/sha256/" + ld.text.SHA256 + "/" + s3client.SafeName(filepath.Base(doc))}
 	if _, err := s.store.Head(ctx, loc); err == nil {
 		return loc.String(), ld.text.SHA256, nil
 	}
@@ -513,21 +510,6 @@ func uploadedSHA256(key string) string {
 		return ""
 	}
 	return h
-}
-
-func sanitizeName(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if r < 0x80 && (r == '.' || r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() == 0 {
-		return "document"
-	}
-	return b.String()
 }
 
 func clip(s string, n int) string {

@@ -25,9 +25,6 @@ import (
 	"github.com/memagent/memagent/memclient"
 )
 
-// maxReportedItemErrors bounds the item errors a manifest check lists.
-const maxReportedItemErrors = 10
-
 // uploadManifest returns the s3:// URI of a manifest for BatchQA. An
 // s3://bucket/key manifest is checked to exist. A local file (JSON Lines or
 // MemAgent JSON, detected from its first byte) is read once, streaming, to
@@ -75,7 +72,7 @@ func uploadManifest(ctx context.Context, store *s3client.Store, bucket string, c
 		return "", fmt.Errorf("read manifest %s: %w", path, err)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	loc := s3client.Location{Bucket: bucket, Key: "manifests/sha256/" + sum + "/" + sanitizeName(filepath.Base(path))}
+	loc := s3client.Location{Bucket: bucket, Key: "manifests/sha256/" + sum + "/" + s3client.SafeName(filepath.Base(path))}
 	if _, err := store.Head(ctx, loc); err == nil {
 		return loc.String(), nil
 	}
@@ -99,44 +96,9 @@ func manifestContentType(path string) string {
 }
 
 // checkManifest reads a whole manifest and returns its item count, or the
-// first item errors (up to maxReportedItemErrors) joined in one error.
+// first item errors (up to ten) joined in one error.
 func checkManifest(r io.Reader, format string) (int, error) {
-	mr, err := report.NewManifestReader(r, format)
-	if err != nil {
-		return 0, err
-	}
-	var errs []string
-	bad := 0
-	for {
-		_, err := mr.Next()
-		var item *report.ManifestError
-		switch {
-		case err == io.EOF:
-			if bad > 0 {
-				return 0, itemErrors(errs, bad)
-			}
-			if mr.Items() == 0 {
-				return 0, errors.New("manifest has no items")
-			}
-			return mr.Items(), nil
-		case errors.As(err, &item):
-			bad++
-			if len(errs) < maxReportedItemErrors {
-				errs = append(errs, item.Error())
-			}
-		case err != nil:
-			errs = append(errs, err.Error())
-			return 0, itemErrors(errs, bad+1)
-		}
-	}
-}
-
-func itemErrors(errs []string, bad int) error {
-	msg := strings.Join(errs, "; ")
-	if bad > len(errs) {
-		msg += fmt.Sprintf("; and %d more", bad-len(errs))
-	}
-	return fmt.Errorf("%d bad item(s): %s", bad, msg)
+	return report.CheckManifest(r, format)
 }
 
 // startBatch checks in and starts a BatchQA run on taskQueue under the

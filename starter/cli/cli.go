@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/memagent/memagent/internal/clientconf"
+	"github.com/memagent/memagent/internal/cliflags"
 	"github.com/memagent/memagent/internal/contract"
 )
 
@@ -84,53 +84,10 @@ func ignoredWorkerFlags(name string) *flag.FlagSet {
 	return fs
 }
 
-// outputFormat is --output: text or json.
-type outputFormat struct{ json bool }
-
-func (o *outputFormat) String() string {
-	if o.json {
-		return "json"
-	}
-	return "text"
-}
-
-func (o *outputFormat) Set(v string) error {
-	switch v {
-	case "text":
-		o.json = false
-	case "json":
-		o.json = true
-	default:
-		return fmt.Errorf("%q is not an output format: use text or json", v)
-	}
-	return nil
-}
-
-func (o *outputFormat) Type() string { return "text|json" }
-
-// jsonAlias is --json, the older spelling of --output json.
-type jsonAlias struct{ o *outputFormat }
-
-func (a jsonAlias) String() string { return strconv.FormatBool(a.o.json) }
-func (a jsonAlias) Type() string   { return "bool" }
-func (a jsonAlias) Set(v string) error {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return err
-	}
-	a.o.json = b
-	return nil
-}
-
 // outputFlag binds --output text|json (-o) and its alias --json, which
 // jsonUsage describes; the result is true for json.
 func outputFlag(cmd *cobra.Command, jsonUsage string) *bool {
-	o := &outputFormat{}
-	fs := cmd.Flags()
-	fs.VarP(o, "output", "o", "output format: text, or json ("+jsonUsage+")")
-	fs.VarPF(jsonAlias{o}, "json", "", jsonUsage+"; the same as --output json").NoOptDefVal = "true"
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
-	return &o.json
+	return cliflags.Output(cmd, jsonUsage)
 }
 
 // flagError turns pflag's parse errors into the flag package's words,

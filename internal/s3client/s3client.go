@@ -273,8 +273,14 @@ func EnsureBucket(ctx context.Context, client *s3.Client, bucket string, create 
 
 // List returns the keys under a prefix, at most limit of them (0 = all).
 func (s *Store) List(ctx context.Context, bucket, prefix string, limit int) ([]string, error) {
+	return ListKeys(ctx, s.client, bucket, prefix, limit)
+}
+
+// ListKeys returns the keys under a prefix of bucket, at most limit of
+// them (0 = all), through client; errors are Classify'd.
+func ListKeys(ctx context.Context, client *s3.Client, bucket, prefix string, limit int) ([]string, error) {
 	var keys []string
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {

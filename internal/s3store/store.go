@@ -374,21 +374,7 @@ func (s *Store) EnsureBucket(ctx context.Context, bucket string, create bool) er
 
 // List returns the keys under a prefix, at most limit of them (0 = all).
 func (s *Store) List(ctx context.Context, bucket, prefix string, limit int) ([]string, error) {
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("s3: list s3://%s/%s: %w", bucket, prefix, classify(err))
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-			if limit > 0 && len(keys) >= limit {
-				return keys, nil
-			}
-		}
-	}
-	return keys, nil
+	return s3client.ListKeys(ctx, s.client, bucket, prefix, limit)
 }
 
 // ListFolders returns the names of the "folders" right under a prefix

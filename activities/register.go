@@ -37,6 +37,7 @@ func (a *Activities) Register(r Registry) {
 	a.registerReview(r)
 	a.registerBatch(r)
 	a.registerSignOff(r)
+	a.registerValidation(r)
 }
 
 // memagentWorkflows are the workflow types whose runs may have memagent's

@@ -148,7 +148,7 @@ type ValidateInput struct {
 	Margin     float64 `json:"margin,omitempty"`
 	SampleSize int     `json:"sample_size,omitempty" contract:"min=0,max=5000"`
 	// Thresholds are the pass marks, set before sampling.
-	Thresholds []ValidationThreshold `json:"thresholds,omitempty"`
+	Thresholds []ValidationThreshold `json:"thresholds,omitempty" contract:"maxitems=20"`
 	// Blind (default true) refuses a decision on a cell whose model
 	// answer the reviewer revealed.
 	Blind *bool `json:"blind,omitempty"`

@@ -31,4 +31,5 @@ func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(BatchQA, workflow.RegisterOptions{Name: api.BatchQAName, VersioningBehavior: pinned})
 	r.RegisterWorkflowWithOptions(Estimate, workflow.RegisterOptions{Name: api.EstimateName, VersioningBehavior: pinned})
 	r.RegisterWorkflowWithOptions(SignOff, workflow.RegisterOptions{Name: api.SignOffName, VersioningBehavior: pinned})
+	r.RegisterWorkflowWithOptions(Validate, workflow.RegisterOptions{Name: api.ValidateName, VersioningBehavior: pinned})
 }

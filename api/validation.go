@@ -202,7 +202,7 @@ func (in ValidateInput) Validate() error {
 	case in.Margin != 0 && !(in.Margin > 0 && in.Margin < 0.5):
 		return fmt.Errorf("margin %v is not between 0 and 0.5 (for ±10%% give 0.1)", in.Margin)
 	case in.Margin != 0 && in.SampleSize != 0:
-		return errors.New("both margin and sample_size: give one (--margin or --sample)")
+		return errors.New("both margin and sample_size: give one of them")
 	case len(in.Thresholds) > MaxValidationThresholds:
 		return fmt.Errorf("%d thresholds, over %d", len(in.Thresholds), MaxValidationThresholds)
 	}

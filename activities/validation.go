@@ -68,20 +68,20 @@ func (a *Activities) loadValidation(ctx context.Context, in actwire.LoadValidati
 	if err != nil {
 		return nil, err
 	}
-	out.PopulationHash, out.Strata, out.Cells, err = DrawValidation(rows, in)
+	out.PopulationHash, out.Strata, out.Cells, err = drawValidation(rows, in)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("%s %s: %w", in.Kind, in.WorkflowID, err))
 	}
 	return out, nil
 }
 
-// DrawValidation forms the strata of rows (per question: answered, not
+// drawValidation forms the strata of rows (per question: answered, not
 // found; a row that failed with an error is in none, since it has no
 // answer to validate), sizes each stratum's sample (in.SampleSize, or
 // validation.SampleSize for in.Margin at in.Confidence) and draws it with
 // validation.Draw under in.Seed. It refuses a sample larger than its
 // stratum. It is pure: the same rows and input draw the same sample.
-func DrawValidation(rows []signoff.Row, in actwire.LoadValidationInput) (string, []api.ValidationStratum, []api.ValidationCell, error) {
+func drawValidation(rows []signoff.Row, in actwire.LoadValidationInput) (string, []api.ValidationStratum, []api.ValidationCell, error) {
 	type key struct{ question, stratum string }
 	byKey := map[key][]signoff.Row{}
 	var all []string

@@ -99,8 +99,8 @@ func TestValidationHTML(t *testing.T) {
 	rep := api.ValidationReport{
 		Kind: api.SubjectBatch, Subject: "b", Seed: "b.validate", PopulationHash: "abc123", Confidence: 0.95, Margin: 0.1,
 		IntervalMethod: api.MethodClopperPearson, CombinedMethod: api.MethodRecall,
-		Overall: api.ValidationFigures{Precision: api.ValidationInterval{Estimate: 0.9, Lower: 0.8, Upper: 0.95}, RecallDefined: true},
-		Entries: []api.ValidationEntry{{Seq: 1, Action: "decide", Cell: "7", Verdict: api.VerdictWrong, Answer: "<script>x</script>", Reviewer: "alice"}},
+		Overall:    api.ValidationFigures{Precision: api.ValidationInterval{Estimate: 0.9, Lower: 0.8, Upper: 0.95}, RecallDefined: true},
+		Entries:    []api.ValidationEntry{{Seq: 1, Action: "decide", Cell: "7", Verdict: api.VerdictWrong, Answer: "<script>x</script>", Reviewer: "alice"}},
 		Thresholds: []api.ValidationOutcome{{Threshold: api.ValidationThreshold{Figure: "recall", Op: ">=", Value: 0.75}, Bound: 0.7}},
 	}
 	var b bytes.Buffer

@@ -42,7 +42,7 @@ func (a *Activities) Register(r Registry) {
 
 // memagentWorkflows are the workflow types whose runs may have memagent's
 // activities run.
-var memagentWorkflows = []string{api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName, api.EstimateName, api.SignOffName}
+var memagentWorkflows = []string{api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName, api.EstimateName, api.SignOffName, api.ValidateName}
 
 // ownCallers is a Registry that registers each activity wrapped so that
 // an activity task runs only when the workflow that scheduled it is one of

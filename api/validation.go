@@ -76,10 +76,16 @@ const (
 	MethodRecall         = "Bonferroni combination of Clopper–Pearson intervals over the strata (after Losey's ei-Recall; Webber 2013)"
 )
 
-// Bounds of a validation's input.
+// Bounds of a validation. A validation runs as one execution (it does
+// not continue as new), and Temporal bounds the Updates one execution
+// takes (history.maxTotalUpdates, 2,000 by default): MaxValidationEntries
+// accepted Updates in all, the last kept for the sign-off, and a sample of
+// at most MaxValidationSample cells, so that every cell can be decided
+// and some revealed.
 const (
 	MaxValidationThresholds = 20
-	MaxValidationSample     = 5000
+	MaxValidationSample     = 1500
+	MaxValidationEntries    = 1900
 )
 
 // ValidationThreshold is a pass mark set before sampling. Op ">=" passes
@@ -146,7 +152,7 @@ type ValidateInput struct {
 	// (default 0.1); SampleSize, when set, is the size of every stratum's
 	// sample instead (a stratum smaller than it is refused).
 	Margin     float64 `json:"margin,omitempty"`
-	SampleSize int     `json:"sample_size,omitempty" contract:"min=0,max=5000"`
+	SampleSize int     `json:"sample_size,omitempty" contract:"min=0,max=1500"`
 	// Thresholds are the pass marks, set before sampling.
 	Thresholds []ValidationThreshold `json:"thresholds,omitempty" contract:"maxitems=20"`
 	// Blind (default true) refuses a decision on a cell whose model

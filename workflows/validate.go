@@ -37,8 +37,10 @@ import (
 //     every sampled cell is decided, and, with four eyes, by a reviewer
 //     who decided none of them.
 //
-// The sample is bounded (api.MaxValidationSample cells), and so is its
-// history: a reviewer's decisions and reveals are at most two a cell.
+// It does not continue as new: the sample is bounded
+// (api.MaxValidationSample cells), and so are the Updates it accepts
+// (api.MaxValidationEntries; a reviewer decides and reveals a cell once
+// each).
 func Validate(ctx workflow.Context, input converter.RawValue) (_ *api.ValidationReport, err error) {
 	edge := newBoundary(ctx)
 	v := &validateRun{ctx: ctx, revealed: map[string]bool{}, decided: map[string]bool{}, latest: map[string]int{}}
@@ -195,6 +197,9 @@ func (v *validateRun) checkDecide(r api.ValidationDecision) error {
 	if c == nil {
 		return v.notSampled(r.Cell)
 	}
+	if err := v.checkRoom(); err != nil {
+		return err
+	}
 	switch {
 	case c.Stratum == api.StratumAnswered && r.Verdict != api.VerdictRight && r.Verdict != api.VerdictWrong:
 		return fmt.Errorf("cell %s was answered by the model: decide it right or wrong (--right, --wrong), not %s", c.ID, r.Verdict)
@@ -219,6 +224,20 @@ func (v *validateRun) checkReveal(r api.ValidationReveal) error {
 	}
 	if v.cell(r.Cell) == nil {
 		return v.notSampled(r.Cell)
+	}
+	if v.revealed[pair(r.Reviewer, r.Cell)] {
+		return fmt.Errorf("%s revealed cell %s already: the validation's view (memagent.validation with your name; starter validate status --as) shows its answer", r.Reviewer, r.Cell)
+	}
+	return v.checkRoom()
+}
+
+// checkRoom refuses a decision or reveal past api.MaxValidationEntries,
+// keeping the last entry for the sign-off. Only validators call it: a
+// refused Update never reaches the history, nor counts towards Temporal's
+// bound on an execution's Updates.
+func (v *validateRun) checkRoom() error {
+	if len(v.entries) >= api.MaxValidationEntries-1 {
+		return fmt.Errorf("the validation holds %d entries, its limit: decide the pending cells only, and sign it off", len(v.entries))
 	}
 	return nil
 }

@@ -135,6 +135,7 @@ func TestValidateBlindDecisions(t *testing.T) {
 		{"unknown cell", api.ValidationDecideUpdate, vdecide("99", api.VerdictRight, "alice"), `cell "99" is not in the validation's sample`},
 		{"cell not sampled", api.ValidationDecideUpdate, vdecide(unsampled, api.VerdictRight, "alice"), "is not in the validation's sample"},
 		{"alice reveals", api.ValidationRevealUpdate, api.ValidationReveal{Cell: a0, Reviewer: "alice", ClientIdentity: "c"}, ""},
+		{"alice reveals again", api.ValidationRevealUpdate, api.ValidationReveal{Cell: a0, Reviewer: "alice", ClientIdentity: "c"}, "alice revealed cell " + a0 + " already"},
 		{"alice decides what she saw", api.ValidationDecideUpdate, vdecide(a0, api.VerdictRight, "alice"), "blind review: alice has seen the model's answer of cell " + a0},
 		{"verdict of the other stratum", api.ValidationDecideUpdate, vdecide(a0, api.VerdictNoAnswer, "bob"), "decide it right or wrong"},
 		{"bob decides", api.ValidationDecideUpdate, vdecide(a0, api.VerdictRight, "bob"), ""},
@@ -172,7 +173,22 @@ func TestValidateBlindDecisions(t *testing.T) {
 				t.Errorf("figures with no not-found cell decided: error %q, %d pending; want an error and 5", vw.Overall.Error, vw.Pending)
 			}
 		}
-	}, 6*time.Minute+30*time.Second)
+		// A query without the reviewer (the Temporal UI's) is a view as
+		// no one: blind.
+		v, err := e.env.QueryWorkflow(api.ValidationQuery)
+		if err != nil {
+			t.Fatalf("query without a reviewer: %v", err)
+		}
+		var vw api.ValidationView
+		if err := v.Get(&vw); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range vw.Cells {
+			if c.ModelAnswer != "" {
+				t.Errorf("a query without a reviewer shows cell %s's answer", c.ID)
+			}
+		}
+	}, 7*time.Minute+30*time.Second)
 	e.env.ExecuteWorkflow(api.ValidateName, in)
 	if err := e.env.GetWorkflowError(); err != nil {
 		t.Fatal(err)

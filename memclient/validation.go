@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -41,6 +42,9 @@ func (c *Client) StartValidation(ctx context.Context, in api.ValidateInput) (str
 	id := api.ValidationWorkflowID(subject)
 	_, err = c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: c.taskQueue,
+		// A validation that failed (bad input) may be started again; a
+		// signed-off one is final, and is joined.
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "validation of " + subject,
 	}, api.ValidateName, in)
@@ -49,6 +53,36 @@ func (c *Client) StartValidation(ctx context.Context, in api.ValidateInput) (str
 		return "", fmt.Errorf("memagent: start the validation of %s: %w", subject, err)
 	}
 	return id, nil
+}
+
+// AwaitValidation waits until validation id has drawn its sample and
+// returns its view as no reviewer sees it, or returns the error it failed
+// with (a subject not completed, a sample larger than its stratum:
+// memagent.BadInput) when it failed while drawing.
+func (c *Client) AwaitValidation(ctx context.Context, id string) (*api.ValidationView, error) {
+	for {
+		x, err := c.validation(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		switch x.Status {
+		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		default:
+			if err := c.c.GetWorkflow(ctx, x.WorkflowID, x.RunID).Get(ctx, nil); err != nil {
+				return nil, fmt.Errorf("memagent: validation %s: %w", id, err)
+			}
+			return nil, fmt.Errorf("memagent: validation %s is %s", id, strings.ToLower(strings.TrimPrefix(x.Status.String(), "WORKFLOW_EXECUTION_STATUS_")))
+		}
+		vw, err := c.Validation(ctx, id, "")
+		if err == nil || !strings.Contains(err.Error(), "still drawing") {
+			return vw, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // validation verifies that the execution under id is memagent's Validate.

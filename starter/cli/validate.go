@@ -108,10 +108,17 @@ func bindValidate(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Wri
 		if err != nil {
 			return refusal(err)
 		}
-		if *asJSON {
-			return printJSON(stdout, map[string]string{"workflow_id": id})
+		// The sample is drawn at once: a subject that cannot be
+		// validated (a stratum smaller than --sample) is refused here.
+		vw, err := mc.AwaitValidation(ctx, id)
+		if err != nil {
+			return refusal(err)
 		}
-		fmt.Fprintf(stdout, "validation %s started; decide its sample with starter validate decide %s CELL, see it with starter validate status %s\n", id, id, id)
+		if *asJSON {
+			return printJSON(stdout, vw)
+		}
+		fmt.Fprintf(stdout, "validation %s: %d cells sampled (seed %s, population hash %s); decide them with starter validate decide %s CELL, see them with starter validate status %s\n",
+			id, len(vw.Cells), vw.Seed, vw.PopulationHash, id, id)
 		return nil
 	}
 }

@@ -58,6 +58,9 @@ func TestValidateBatchWithTheCLI(t *testing.T) {
 	if msg := starter(cli.ExitBadInput, "validate", "no-such-batch"); !strings.Contains(msg, "no-such-batch") {
 		t.Errorf("no such batch: %q", msg)
 	}
+	if msg := starter(cli.ExitBadInput, "validate", batch, "--sample", "3"); !strings.Contains(msg, "larger than the") {
+		t.Errorf("a sample larger than its stratum: %q", msg)
+	}
 	starter(0, "validate", batch, "--margin", "0.2", "--threshold", "precision>=0.01")
 	id := api.ValidationWorkflowID(batch)
 	var vw api.ValidationView

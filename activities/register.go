@@ -38,11 +38,12 @@ func (a *Activities) Register(r Registry) {
 	a.registerReview(r)
 	a.registerBatch(r)
 	a.registerSignOff(r)
+	a.registerValidation(r)
 }
 
 // memagentWorkflows are the workflow types whose runs may have memagent's
 // activities run.
-var memagentWorkflows = []string{api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName, api.EstimateName, api.SignOffName, api.ClaimScheduleReportsName}
+var memagentWorkflows = []string{api.DocumentQAName, api.ReviewDocumentName, api.BatchQAName, api.EstimateName, api.SignOffName, api.ClaimScheduleReportsName, api.ValidateName}
 
 // ownCallers is a Registry that registers each activity wrapped so that
 // an activity task runs only when the workflow that scheduled it is one of

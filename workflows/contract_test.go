@@ -51,6 +51,11 @@ var published = []struct {
 	{"signoff.cell-history", "memagent.SignOff cell-history query", reflect.TypeFor[api.SignOffCellHistory](), contract.Output},
 	{"signoff.audit-line", "SignOff audit.jsonl line", reflect.TypeFor[api.SignOffEntry](), contract.Output},
 	{"schedule.claim-input", "memagent.ClaimScheduleReports input", reflect.TypeFor[api.ClaimScheduleReportsInput](), contract.Input},
+	{"validate.input", "memagent.Validate input", reflect.TypeFor[api.ValidateInput](), contract.Input},
+	{"validate.report", "memagent.Validate result, report.json and the memagent.validation query", reflect.TypeFor[api.ValidationReport](), contract.Output},
+	{"validate.decide", "memagent.Validate memagent.validation-decide Update", reflect.TypeFor[api.ValidationDecision](), contract.Input},
+	{"validate.reveal", "memagent.Validate memagent.validation-reveal Update", reflect.TypeFor[api.ValidationReveal](), contract.Input},
+	{"validate.finish", "memagent.Validate memagent.validation-finish Update", reflect.TypeFor[api.ValidationFinish](), contract.Input},
 }
 
 func describer(t *testing.T) contract.Describer {
@@ -230,6 +235,18 @@ func TestValidateEnforcesTheSchemaRanges(t *testing.T) {
 		},
 		reflect.TypeFor[api.SignOffRequest](): func() any {
 			return &api.SignOffRequest{Level: 1, Reviewer: "alice", ClientIdentity: "c"}
+		},
+		reflect.TypeFor[api.ValidateInput](): func() any {
+			return &api.ValidateInput{Batch: "b", Thresholds: []api.ValidationThreshold{{Figure: api.FigureRecall, Op: ">=", Value: 0.75}}}
+		},
+		reflect.TypeFor[api.ValidationDecision](): func() any {
+			return &api.ValidationDecision{Cell: "1", Verdict: api.VerdictRight, Reviewer: "alice", ClientIdentity: "c"}
+		},
+		reflect.TypeFor[api.ValidationReveal](): func() any {
+			return &api.ValidationReveal{Cell: "1", Reviewer: "alice", ClientIdentity: "c"}
+		},
+		reflect.TypeFor[api.ValidationFinish](): func() any {
+			return &api.ValidationFinish{Reviewer: "alice", ClientIdentity: "c"}
 		},
 		reflect.TypeFor[api.ReopenRequest](): func() any {
 			return &api.ReopenRequest{Cell: "q1", Level: 1, Reason: "r", Reviewer: "alice", ClientIdentity: "c"}

@@ -32,4 +32,5 @@ func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(Estimate, workflow.RegisterOptions{Name: api.EstimateName, VersioningBehavior: pinned})
 	r.RegisterWorkflowWithOptions(SignOff, workflow.RegisterOptions{Name: api.SignOffName, VersioningBehavior: pinned})
 	r.RegisterWorkflowWithOptions(ClaimScheduleReports, workflow.RegisterOptions{Name: api.ClaimScheduleReportsName, VersioningBehavior: pinned})
+	r.RegisterWorkflowWithOptions(Validate, workflow.RegisterOptions{Name: api.ValidateName, VersioningBehavior: pinned})
 }

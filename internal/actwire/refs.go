@@ -21,6 +21,7 @@ const (
 	FindCheckpointName     = "memagent.FindCheckpoint"
 	GroundAnswerName       = "memagent.GroundAnswer"
 	LoadSignOffName        = "memagent.LoadSignOff"
+	LoadValidationName     = "memagent.LoadValidation"
 	NotifyChangesName      = "memagent.NotifyChanges"
 	PrepareDocumentName    = "memagent.PrepareDocument"
 	ReadBatchChildName     = "memagent.ReadBatchChild"
@@ -33,6 +34,7 @@ const (
 	WriteBatchResultsName  = "memagent.WriteBatchResults"
 	WriteReviewName        = "memagent.WriteReview"
 	WriteSignOffName       = "memagent.WriteSignOff"
+	WriteValidationName    = "memagent.WriteValidationReport"
 )
 
 // Ref is a typed reference to one of memagent's activities: its stable
@@ -105,4 +107,7 @@ var (
 	LoadSignOff  = Ref[LoadSignOffInput, LoadSignOffOutput]{LoadSignOffName}
 	AppendAudit  = Ref0[AppendAuditInput]{AppendAuditName}
 	WriteSignOff = Ref[WriteSignOffInput, WriteSignOffOutput]{WriteSignOffName}
+
+	LoadValidation  = Ref[LoadValidationInput, LoadValidationOutput]{LoadValidationName}
+	WriteValidation = Ref[WriteValidationInput, WriteValidationOutput]{WriteValidationName}
 )

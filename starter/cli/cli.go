@@ -144,6 +144,9 @@ func unknownCommand(root *cobra.Command, args []string) error {
 			return nil
 		}
 		next := findSub(c, a)
+		if next == nil && c.Annotations[argsBesideSubcommands] != "" {
+			return nil // a command of its own, with subcommands beside
+		}
 		if next == nil {
 			msg := fmt.Sprintf("unknown command %q for %q", a, c.CommandPath())
 			if c != root {
@@ -161,6 +164,12 @@ func unknownCommand(root *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// argsBesideSubcommands annotates a command that runs with arguments of
+// its own as well as having subcommands (starter validate ID, beside
+// starter validate decide …): a word that names no subcommand is its
+// argument.
+const argsBesideSubcommands = "memagent.args-beside-subcommands"
 
 // findSub is c's subcommand named (or aliased) name, or nil.
 func findSub(c *cobra.Command, name string) *cobra.Command {

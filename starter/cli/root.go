@@ -191,6 +191,7 @@ finds the dev stack (devstack) at its default addresses.`,
 	root.AddCommand(scheduleCommand(bind, stderr))
 	root.AddCommand(signOffCommands(bind)...)
 	root.AddCommand(exportCommand(bind, stderr))
+	root.AddCommand(validateCommand(bind))
 	root.InitDefaultCompletionCmd()
 	return root
 }

@@ -1,0 +1,435 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/validation"
+)
+
+// Validate validates a completed batch or review: it draws a stratified
+// random sample of its cells (per question, answered and not found) with a
+// recorded seed over a recorded population hash, waits for people's
+// decisions on the sample, and, once signed off, writes a report with
+// precision, elusion, richness and recall, each with its confidence
+// interval (internal/validation), and pass or fail against the thresholds
+// set at its start. Its workflow id is api.ValidationWorkflowID of the
+// batch or review.
+//
+// Invariants, each enforced by an Update's validator, so that a refused
+// request never reaches the history:
+//   - a decision names a sampled cell, with a verdict of its stratum
+//     (right or wrong on an answered cell, no_answer or has_answer on a
+//     not-found one);
+//   - a reviewer decides a cell once; another reviewer's later decision
+//     supersedes it in the figures, and both stay in the audit log;
+//   - blind (the default): a reviewer who revealed a cell's model answer
+//     (api.ValidationRevealUpdate, recorded) cannot decide that cell;
+//   - the validation is signed off (api.ValidationFinishUpdate) only when
+//     every sampled cell is decided, and, with four eyes, by a reviewer
+//     who decided none of them.
+//
+// It does not continue as new: the sample is bounded
+// (api.MaxValidationSample cells), and so are the Updates it accepts
+// (api.MaxValidationEntries; a reviewer decides and reveals a cell once
+// each).
+func Validate(ctx workflow.Context, input converter.RawValue) (_ *api.ValidationReport, err error) {
+	edge := newBoundary(ctx)
+	v := &validateRun{ctx: ctx, revealed: map[string]bool{}, decided: map[string]bool{}, latest: map[string]int{}}
+	defer func() {
+		if st := edge.closedStatus(err); st != "" && st != api.StageDone {
+			_ = workflow.UpsertTypedSearchAttributes(ctx, api.StatusKey.ValueSet(st))
+		}
+	}()
+	if err := workflow.SetQueryHandler(ctx, api.ValidationQuery, func(reviewer string) (api.ValidationView, error) {
+		if v.loaded == nil {
+			return api.ValidationView{}, errors.New("the validation is still drawing its sample: ask again in a moment")
+		}
+		return v.view(reviewer, false), nil
+	}); err != nil {
+		return nil, err
+	}
+	var in api.ValidateInput
+	if err := edge.decode(input, &in); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, badInput(err)
+	}
+	v.in = in.WithDefaults()
+	v.info = workflow.GetInfo(ctx)
+	v.subject, v.kind = v.in.Subject()
+	if want := api.ValidationWorkflowID(v.subject); v.info.WorkflowExecution.ID != want {
+		return nil, badInput(fmt.Errorf("a validation of %s runs as workflow %q, not %q: start it under that id", v.subject, want, v.info.WorkflowExecution.ID))
+	}
+	if v.in.Seed == "" {
+		v.in.Seed = v.info.WorkflowExecution.ID
+	}
+	// The handlers are registered before the sample is drawn, so that an
+	// Update meanwhile is refused by its validator ("still drawing"),
+	// never dropped as unknown.
+	if err := v.handlers(); err != nil {
+		return nil, err
+	}
+	var out actwire.LoadValidationOutput
+	actx := workflow.WithActivityOptions(ctx, activityOptions(5*time.Minute, 0, temporal.Priority{}, "draw the sample of "+v.kind+" "+v.subject))
+	if err := actwire.LoadValidation.Execute(actx, actwire.LoadValidationInput{
+		WorkflowID: v.subject, Kind: v.kind, Seed: v.in.Seed, Confidence: v.in.Confidence, Margin: v.in.Margin, SampleSize: v.in.SampleSize,
+	}).Get(ctx, &out); err != nil {
+		return nil, stageError("draw the sample", err)
+	}
+	v.loaded = &out
+	v.details()
+	if err := workflow.Await(ctx, func() bool { return v.finished != nil }); err != nil {
+		return nil, err
+	}
+	rep := v.view("", true)
+	var w actwire.WriteValidationOutput
+	wctx := workflow.WithActivityOptions(ctx, activityOptions(2*time.Minute, 0, temporal.Priority{}, "write the validation report"))
+	if err := actwire.WriteValidation.Execute(wctx, actwire.WriteValidationInput{Prefix: out.Subject.Prefix, Report: rep}).Get(ctx, &w); err != nil {
+		return nil, stageError("write the validation report", err)
+	}
+	v.reportURI, v.htmlURI = w.JSONURI, w.HTMLURI
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return nil, err
+	}
+	rep = v.view("", true)
+	v.details()
+	return &rep, nil
+}
+
+// validateRun is one run of Validate: everything its handlers change.
+type validateRun struct {
+	ctx           workflow.Context
+	in            api.ValidateInput
+	info          *workflow.Info
+	subject, kind string
+	loaded        *actwire.LoadValidationOutput
+	entries       []api.ValidationEntry
+	revealed      map[string]bool // reviewer "\x00" cell
+	decided       map[string]bool // reviewer "\x00" cell
+	latest        map[string]int  // cell → index of its decision that counts
+	finished      *api.ValidationEntry
+	reportURI     string
+	htmlURI       string
+}
+
+func pair(reviewer, cell string) string { return reviewer + "\x00" + cell }
+
+func (v *validateRun) handlers() error {
+	if err := workflow.SetUpdateHandlerWithOptions(v.ctx, api.ValidationDecideUpdate, func(ctx workflow.Context, r api.ValidationDecision) (api.ValidationView, error) {
+		v.record(ctx, api.ValidationEntry{
+			Action: "decide", Cell: r.Cell, Verdict: r.Verdict, HasAnswer: r.HasAnswer, Answer: r.Answer, Page: r.Page, Comment: r.Comment,
+			Reviewer: r.Reviewer, ClientIdentity: r.ClientIdentity,
+		})
+		v.decided[pair(r.Reviewer, r.Cell)] = true
+		v.latest[r.Cell] = len(v.entries) - 1
+		v.details()
+		return v.view(r.Reviewer, false), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, r api.ValidationDecision) error { return v.checkDecide(r) }}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(v.ctx, api.ValidationRevealUpdate, func(ctx workflow.Context, r api.ValidationReveal) (api.ValidationCell, error) {
+		if !v.revealed[pair(r.Reviewer, r.Cell)] {
+			v.record(ctx, api.ValidationEntry{Action: "reveal", Cell: r.Cell, Reviewer: r.Reviewer, ClientIdentity: r.ClientIdentity})
+			v.revealed[pair(r.Reviewer, r.Cell)] = true
+		}
+		return v.shown(*v.cell(r.Cell), r.Reviewer, false), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, r api.ValidationReveal) error { return v.checkReveal(r) }}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(v.ctx, api.ValidationFinishUpdate, func(ctx workflow.Context, r api.ValidationFinish) (api.ValidationView, error) {
+		v.record(ctx, api.ValidationEntry{Action: "finish", Comment: r.Comment, Reviewer: r.Reviewer, ClientIdentity: r.ClientIdentity})
+		e := v.entries[len(v.entries)-1]
+		v.finished = &e
+		return v.view(r.Reviewer, true), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, r api.ValidationFinish) error { return v.checkFinish(r) }})
+}
+
+func (v *validateRun) record(ctx workflow.Context, e api.ValidationEntry) {
+	e.Seq = len(v.entries) + 1
+	e.At = workflow.Now(ctx).UTC()
+	if u := workflow.GetCurrentUpdateInfo(ctx); u != nil {
+		e.UpdateID = u.ID
+	}
+	v.entries = append(v.entries, e)
+}
+
+func (v *validateRun) checkOpen() error {
+	switch {
+	case v.loaded == nil:
+		return errors.New("the validation is still drawing its sample: try again in a moment")
+	case v.finished != nil:
+		return fmt.Errorf("the validation was signed off by %s: its report is final", v.finished.Reviewer)
+	}
+	return nil
+}
+
+func (v *validateRun) cell(id string) *api.ValidationCell {
+	for i := range v.loaded.Cells {
+		if v.loaded.Cells[i].ID == id {
+			return &v.loaded.Cells[i]
+		}
+	}
+	return nil
+}
+
+func (v *validateRun) notSampled(id string) error {
+	return fmt.Errorf("cell %q is not in the validation's sample: decide only the sampled cells (starter validate status %s lists them)", id, v.info.WorkflowExecution.ID)
+}
+
+func (v *validateRun) checkDecide(r api.ValidationDecision) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := v.checkOpen(); err != nil {
+		return err
+	}
+	c := v.cell(r.Cell)
+	if c == nil {
+		return v.notSampled(r.Cell)
+	}
+	if err := v.checkRoom(); err != nil {
+		return err
+	}
+	switch {
+	case c.Stratum == api.StratumAnswered && r.Verdict != api.VerdictRight && r.Verdict != api.VerdictWrong:
+		return fmt.Errorf("cell %s was answered by the model: decide it right or wrong (--right, --wrong), not %s", c.ID, r.Verdict)
+	case c.Stratum == api.StratumNotFound && r.Verdict != api.VerdictNoAnswer && r.Verdict != api.VerdictHasAnswer:
+		return fmt.Errorf("the model found no answer in cell %s: decide whether the document holds one (--no-answer, --has-answer), not %s", c.ID, r.Verdict)
+	case r.HasAnswer && r.Verdict != api.VerdictWrong:
+		return errors.New("has_answer goes with a wrong answer only (the document holds another one)")
+	case v.decided[pair(r.Reviewer, r.Cell)]:
+		return fmt.Errorf("%s decided cell %s already: a reviewer decides a cell once (another reviewer may decide it again)", r.Reviewer, r.Cell)
+	case v.in.IsBlind() && v.revealed[pair(r.Reviewer, r.Cell)]:
+		return fmt.Errorf("blind review: %s has seen the model's answer of cell %s, so another reviewer decides it", r.Reviewer, r.Cell)
+	}
+	return nil
+}
+
+func (v *validateRun) checkReveal(r api.ValidationReveal) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if v.loaded == nil {
+		return errors.New("the validation is still drawing its sample: try again in a moment")
+	}
+	if v.cell(r.Cell) == nil {
+		return v.notSampled(r.Cell)
+	}
+	if v.revealed[pair(r.Reviewer, r.Cell)] {
+		return fmt.Errorf("%s revealed cell %s already: the validation's view (memagent.validation with your name; starter validate status --as) shows its answer", r.Reviewer, r.Cell)
+	}
+	return v.checkRoom()
+}
+
+// checkRoom refuses a decision or reveal past api.MaxValidationEntries,
+// keeping the last entry for the sign-off. Only validators call it: a
+// refused Update never reaches the history, nor counts towards Temporal's
+// bound on an execution's Updates.
+func (v *validateRun) checkRoom() error {
+	if len(v.entries) >= api.MaxValidationEntries-1 {
+		return fmt.Errorf("the validation holds %d entries, its limit: decide the pending cells only, and sign it off", len(v.entries))
+	}
+	return nil
+}
+
+func (v *validateRun) checkFinish(r api.ValidationFinish) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := v.checkOpen(); err != nil {
+		return err
+	}
+	if p := v.pending(); len(p) > 0 {
+		shown := p[:min(len(p), 5)]
+		more := ""
+		if len(p) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(p)-len(shown))
+		}
+		return fmt.Errorf("%d sampled cells are undecided (%s%s): decide them before signing the validation off", len(p), strings.Join(shown, ", "), more)
+	}
+	if v.in.FourEyes {
+		for _, e := range v.entries {
+			if e.Action == "decide" && e.Reviewer == r.Reviewer {
+				return fmt.Errorf("four eyes: %s decided cell %s, so a reviewer who decided none signs the validation off", r.Reviewer, e.Cell)
+			}
+		}
+	}
+	return nil
+}
+
+// pending are the sampled cells no one decided, in sample order.
+func (v *validateRun) pending() []string {
+	var ids []string
+	for _, c := range v.loaded.Cells {
+		if _, ok := v.latest[c.ID]; !ok {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// shown is c as reviewer may see it: the model's answer (and its pages)
+// only when the validation is not blind, the reviewer revealed it, or all
+// is shown (the final report).
+func (v *validateRun) shown(c api.ValidationCell, reviewer string, all bool) api.ValidationCell {
+	c.Revealed = reviewer != "" && v.revealed[pair(reviewer, c.ID)]
+	if !all && v.in.IsBlind() && !c.Revealed {
+		c.ModelAnswer, c.AnswerPages = "", ""
+	}
+	if i, ok := v.latest[c.ID]; ok {
+		e := v.entries[i]
+		c.Decision = &e
+	}
+	return c
+}
+
+// view is the validation as reviewer sees it (all: the report, with every
+// answer and every entry).
+func (v *validateRun) view(reviewer string, all bool) api.ValidationView {
+	s := v.loaded.Subject
+	vw := api.ValidationView{
+		WorkflowID: v.info.WorkflowExecution.ID, Kind: v.kind, Subject: v.subject, SubjectRun: s.RunID,
+		Blind: v.in.IsBlind(), FourEyes: v.in.FourEyes, Confidence: v.in.Confidence, Margin: v.in.Margin, SampleSize: v.in.SampleSize,
+		Seed: v.in.Seed, PopulationHash: v.loaded.PopulationHash, Strata: v.loaded.Strata,
+		Pending: len(v.pending()), Finished: v.finished, ReportURI: v.reportURI, HTMLURI: v.htmlURI,
+		IntervalMethod: api.MethodClopperPearson, CombinedMethod: api.MethodRecall,
+		Cells: make([]api.ValidationCell, 0, len(v.loaded.Cells)),
+	}
+	for _, c := range v.loaded.Cells {
+		vw.Cells = append(vw.Cells, v.shown(c, reviewer, all))
+	}
+	if all || !vw.Blind {
+		vw.Entries = v.entries
+	}
+	vw.Overall, vw.Questions = v.figures()
+	vw.Thresholds, vw.Passed = v.thresholds(vw.Overall, vw.Questions)
+	return vw
+}
+
+// figures are the overall figures and each question's, from the decisions
+// that count so far.
+func (v *validateRun) figures() (api.ValidationFigures, []api.ValidationFigures) {
+	var questions []string
+	per := map[string]*validation.Decisions{}
+	var all validation.Decisions
+	for _, st := range v.loaded.Strata {
+		d := per[st.Question]
+		if d == nil {
+			d = &validation.Decisions{}
+			per[st.Question] = d
+			questions = append(questions, st.Question)
+		}
+		if st.Stratum == api.StratumAnswered {
+			d.Answered += st.Population
+			all.Answered += st.Population
+		} else {
+			d.NotFound += st.Population
+			all.NotFound += st.Population
+		}
+	}
+	for _, c := range v.loaded.Cells {
+		i, ok := v.latest[c.ID]
+		if !ok {
+			continue
+		}
+		e := v.entries[i]
+		for _, d := range []*validation.Decisions{per[c.Question], &all} {
+			if c.Stratum == api.StratumAnswered {
+				d.AnsweredSampled++
+				switch {
+				case e.Verdict == api.VerdictRight:
+					d.Right++
+				case e.HasAnswer:
+					d.WrongHeld++
+				}
+			} else {
+				d.NotFoundSampled++
+				if e.Verdict == api.VerdictHasAnswer {
+					d.Missed++
+				}
+			}
+		}
+	}
+	qs := make([]api.ValidationFigures, 0, len(questions))
+	for _, q := range questions {
+		f := v.estimate(*per[q])
+		f.Question = q
+		qs = append(qs, f)
+	}
+	return v.estimate(all), qs
+}
+
+func (v *validateRun) estimate(d validation.Decisions) api.ValidationFigures {
+	f := api.ValidationFigures{
+		Confidence: v.in.Confidence, Answered: d.Answered, NotFound: d.NotFound, AnsweredSampled: d.AnsweredSampled,
+		NotFoundSampled: d.NotFoundSampled, Right: d.Right, WrongHeld: d.WrongHeld, Missed: d.Missed,
+	}
+	est, err := validation.Estimate(d, v.in.Confidence)
+	if err != nil {
+		f.Error = err.Error()
+		return f
+	}
+	iv := func(i validation.Interval) api.ValidationInterval {
+		return api.ValidationInterval{Estimate: i.Estimate, Lower: i.Lower, Upper: i.Upper}
+	}
+	f.Precision, f.Elusion, f.Richness, f.Recall, f.RecallDefined = iv(est.Precision), iv(est.Elusion), iv(est.Richness), iv(est.Recall), est.RecallDefined
+	return f
+}
+
+// thresholds compares each threshold with its figure's interval: ">="
+// with the lower bound, "<=" with the upper one.
+func (v *validateRun) thresholds(overall api.ValidationFigures, questions []api.ValidationFigures) ([]api.ValidationOutcome, bool) {
+	out := make([]api.ValidationOutcome, 0, len(v.in.Thresholds))
+	passed := true
+	for _, t := range v.in.Thresholds {
+		o := api.ValidationOutcome{Threshold: t}
+		f := &overall
+		if t.Question != "" {
+			f = nil
+			for i := range questions {
+				if questions[i].Question == t.Question {
+					f = &questions[i]
+				}
+			}
+		}
+		switch {
+		case f == nil:
+			o.Why = "no such question in the batch"
+		case f.Error != "":
+			o.Why = f.Error
+		case t.Figure == api.FigureRecall && !f.RecallDefined:
+			o.Why = "recall is undefined: the sample found no cell that holds an answer"
+		default:
+			i := map[string]api.ValidationInterval{
+				api.FigurePrecision: f.Precision, api.FigureElusion: f.Elusion, api.FigureRichness: f.Richness, api.FigureRecall: f.Recall,
+			}[t.Figure]
+			if t.Op == ">=" {
+				o.Bound, o.Passed = i.Lower, i.Lower >= t.Value
+			} else {
+				o.Bound, o.Passed = i.Upper, i.Upper <= t.Value
+			}
+		}
+		passed = passed && o.Passed
+		out = append(out, o)
+	}
+	return out, passed
+}
+
+func (v *validateRun) details() {
+	if v.finished != nil {
+		workflow.SetCurrentDetails(v.ctx, fmt.Sprintf("**signed off** by %s · %d cells sampled", v.finished.Reviewer, len(v.loaded.Cells)))
+		return
+	}
+	workflow.SetCurrentDetails(v.ctx, fmt.Sprintf("**waiting for decisions** · %d of %d sampled cells pending · %s %s",
+		len(v.pending()), len(v.loaded.Cells), v.kind, v.subject))
+}

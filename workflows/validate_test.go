@@ -1,0 +1,277 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/validation"
+)
+
+// validateEnv runs Validate over a batch of one question with ten cells:
+// 1–6 answered ("answer N"), 7–10 not found, three of each stratum
+// sampled, with fake activities.
+type validateEnv struct {
+	env     *testsuite.TestWorkflowEnvironment
+	loaded  *actwire.LoadValidationInput
+	written *actwire.WriteValidationInput
+}
+
+func validateStrata(t *testing.T, in actwire.LoadValidationInput) *actwire.LoadValidationOutput {
+	t.Helper()
+	out := &actwire.LoadValidationOutput{Subject: api.SignOffSubject{Kind: in.Kind, WorkflowID: in.WorkflowID, RunID: "r1",
+		Prefix: "s3://b/batches/" + in.WorkflowID + "/report/validation/"}}
+	var all []string
+	for _, st := range []struct {
+		name string
+		ids  []string
+	}{{api.StratumAnswered, []string{"1", "2", "3", "4", "5", "6"}}, {api.StratumNotFound, []string{"7", "8", "9", "10"}}} {
+		all = append(all, st.ids...)
+		sample, hash, err := validation.Draw(in.Seed, st.ids, in.SampleSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Strata = append(out.Strata, api.ValidationStratum{Question: "Q?", Stratum: st.name, Population: len(st.ids), PopulationHash: hash, Sampled: sample})
+		for _, id := range sample {
+			c := api.ValidationCell{ID: id, Question: "Q?", Stratum: st.name}
+			if st.name == api.StratumAnswered {
+				c.ModelAnswer, c.AnswerPages = "answer "+id, "p. 1"
+			}
+			out.Cells = append(out.Cells, c)
+		}
+	}
+	out.PopulationHash, _ = validation.PopulationHash(all)
+	return out
+}
+
+func newValidateEnv(t *testing.T, batch string) *validateEnv {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	e := &validateEnv{env: s.NewTestWorkflowEnvironment()}
+	Register(e.env)
+	e.env.RegisterActivityWithOptions(func(ctx context.Context, in actwire.LoadValidationInput) (*actwire.LoadValidationOutput, error) {
+		e.loaded = &in
+		return validateStrata(t, in), nil
+	}, activity.RegisterOptions{Name: actwire.LoadValidationName})
+	e.env.RegisterActivityWithOptions(func(ctx context.Context, in actwire.WriteValidationInput) (*actwire.WriteValidationOutput, error) {
+		e.written = &in
+		return &actwire.WriteValidationOutput{JSONURI: in.Prefix + "report.json", HTMLURI: in.Prefix + "report.html"}, nil
+	}, activity.RegisterOptions{Name: actwire.WriteValidationName})
+	e.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: api.ValidationWorkflowID(batch)})
+	return e
+}
+
+func (e *validateEnv) update(t *testing.T, name string, arg any, refused *string) {
+	t.Helper()
+	e.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) { *refused = err.Error() },
+		OnComplete: func(_ any, err error) {
+			if err != nil {
+				t.Errorf("%s completed with %v", name, err)
+			}
+		},
+	}, arg)
+}
+
+func (e *validateEnv) view(t *testing.T, reviewer string) api.ValidationView {
+	t.Helper()
+	v, err := e.env.QueryWorkflow(api.ValidationQuery, reviewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vw api.ValidationView
+	if err := v.Get(&vw); err != nil {
+		t.Fatal(err)
+	}
+	return vw
+}
+
+func vdecide(cell, verdict, reviewer string) api.ValidationDecision {
+	return api.ValidationDecision{Cell: cell, Verdict: verdict, Reviewer: reviewer, ClientIdentity: "test@host"}
+}
+
+// TestValidateBlindDecisions walks a validation from its draw to its
+// report: the sample is the one validation.Draw gives for the recorded
+// seed (the workflow id by default); every refusal the issue names is a
+// validator's (unknown or unsampled cell, a verdict of the other stratum,
+// a second decision by one reviewer, a blind reviewer who saw the model's
+// answer, a sign-off with cells pending or by a reviewer who decided,
+// with four eyes); the figures are validation.Estimate's of the decisions
+// that count; and the thresholds pass or fail on the intervals' bounds.
+func TestValidateBlindDecisions(t *testing.T) {
+	const batch = "batch-1"
+	e := newValidateEnv(t, batch)
+	in := api.ValidateInput{Batch: batch, SampleSize: 3, FourEyes: true, Thresholds: []api.ValidationThreshold{
+		{Figure: api.FigurePrecision, Op: ">=", Value: 0.005}, {Figure: api.FigureRecall, Op: ">=", Value: 0.99},
+	}}
+	want := validateStrata(t, actwire.LoadValidationInput{WorkflowID: batch, Kind: api.SubjectBatch, Seed: api.ValidationWorkflowID(batch), SampleSize: 3})
+	answered, notFound := want.Strata[0].Sampled, want.Strata[1].Sampled
+	unsampled := ""
+	for _, id := range []string{"1", "2", "3", "4", "5", "6"} {
+		if !slices.Contains(answered, id) {
+			unsampled = id
+		}
+	}
+	a0 := answered[0]
+	type step struct {
+		name, update string
+		arg          any
+		refused      string
+	}
+	wrongHeld := vdecide(answered[1], api.VerdictWrong, "alice")
+	wrongHeld.HasAnswer, wrongHeld.Answer, wrongHeld.Page = true, "the right answer", 4
+	steps := []step{
+		{"unknown cell", api.ValidationDecideUpdate, vdecide("99", api.VerdictRight, "alice"), `cell "99" is not in the validation's sample`},
+		{"cell not sampled", api.ValidationDecideUpdate, vdecide(unsampled, api.VerdictRight, "alice"), "is not in the validation's sample"},
+		{"alice reveals", api.ValidationRevealUpdate, api.ValidationReveal{Cell: a0, Reviewer: "alice", ClientIdentity: "c"}, ""},
+		{"alice reveals again", api.ValidationRevealUpdate, api.ValidationReveal{Cell: a0, Reviewer: "alice", ClientIdentity: "c"}, "alice revealed cell " + a0 + " already"},
+		{"alice decides what she saw", api.ValidationDecideUpdate, vdecide(a0, api.VerdictRight, "alice"), "blind review: alice has seen the model's answer of cell " + a0},
+		{"verdict of the other stratum", api.ValidationDecideUpdate, vdecide(a0, api.VerdictNoAnswer, "bob"), "decide it right or wrong"},
+		{"bob decides", api.ValidationDecideUpdate, vdecide(a0, api.VerdictRight, "bob"), ""},
+		{"bob again", api.ValidationDecideUpdate, vdecide(a0, api.VerdictWrong, "bob"), "bob decided cell " + a0 + " already"},
+		{"finish with cells pending", api.ValidationFinishUpdate, api.ValidationFinish{Reviewer: "carol", ClientIdentity: "c"}, "5 sampled cells are undecided"},
+		{"no reviewer", api.ValidationDecideUpdate, vdecide(answered[1], api.VerdictRight, ""), "reviewer is empty"},
+		{"wrong, held", api.ValidationDecideUpdate, wrongHeld, ""},
+		{"wrong, none", api.ValidationDecideUpdate, vdecide(answered[2], api.VerdictWrong, "alice"), ""},
+		{"no answer", api.ValidationDecideUpdate, vdecide(notFound[0], api.VerdictNoAnswer, "alice"), ""},
+		{"has answer", api.ValidationDecideUpdate, vdecide(notFound[1], api.VerdictHasAnswer, "alice"), ""},
+		{"no answer 2", api.ValidationDecideUpdate, vdecide(notFound[2], api.VerdictNoAnswer, "alice"), ""},
+		{"four eyes", api.ValidationFinishUpdate, api.ValidationFinish{Reviewer: "bob", ClientIdentity: "c"}, "four eyes: bob decided cell " + a0},
+		{"carol signs off", api.ValidationFinishUpdate, api.ValidationFinish{Reviewer: "carol", ClientIdentity: "c"}, ""},
+	}
+	got := make([]string, len(steps))
+	for i, s := range steps {
+		e.env.RegisterDelayedCallback(func() { e.update(t, s.update, s.arg, &got[i]) }, time.Duration(i+1)*time.Minute)
+	}
+	// After alice's reveal and bob's decision: alice sees a0's answer,
+	// bob (blind) does not, and the figures are not there yet.
+	e.env.RegisterDelayedCallback(func() {
+		for _, c := range []struct {
+			reviewer string
+			shown    bool
+		}{{"alice", true}, {"bob", false}, {"", false}} {
+			vw := e.view(t, c.reviewer)
+			cell := vw.Cells[slices.IndexFunc(vw.Cells, func(x api.ValidationCell) bool { return x.ID == a0 })]
+			if shown := cell.ModelAnswer != ""; shown != c.shown || cell.Revealed != c.shown {
+				t.Errorf("%q sees a0's answer %q (revealed %v), want shown %v", c.reviewer, cell.ModelAnswer, cell.Revealed, c.shown)
+			}
+			if cell.Decision == nil || cell.Decision.Reviewer != "bob" {
+				t.Errorf("a0's decision %+v, want bob's", cell.Decision)
+			}
+			if vw.Overall.Error == "" || vw.Pending != 5 {
+				t.Errorf("figures with no not-found cell decided: error %q, %d pending; want an error and 5", vw.Overall.Error, vw.Pending)
+			}
+		}
+		// A query without the reviewer (the Temporal UI's) is a view as
+		// no one: blind.
+		v, err := e.env.QueryWorkflow(api.ValidationQuery)
+		if err != nil {
+			t.Fatalf("query without a reviewer: %v", err)
+		}
+		var vw api.ValidationView
+		if err := v.Get(&vw); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range vw.Cells {
+			if c.ModelAnswer != "" {
+				t.Errorf("a query without a reviewer shows cell %s's answer", c.ID)
+			}
+		}
+	}, 7*time.Minute+30*time.Second)
+	e.env.ExecuteWorkflow(api.ValidateName, in)
+	if err := e.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range steps {
+		switch {
+		case s.refused == "" && got[i] != "":
+			t.Errorf("%s: refused: %s", s.name, got[i])
+		case s.refused != "" && !strings.Contains(got[i], s.refused):
+			t.Errorf("%s: refusal %q, want it to hold %q", s.name, got[i], s.refused)
+		}
+	}
+	if e.loaded == nil || e.loaded.Seed != api.ValidationWorkflowID(batch) || e.loaded.Confidence != 0.95 {
+		t.Fatalf("LoadValidation got %+v, want the workflow id as seed and confidence 0.95", e.loaded)
+	}
+	var rep api.ValidationReport
+	if err := e.env.GetWorkflowResult(&rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Seed != e.loaded.Seed || rep.PopulationHash != want.PopulationHash || !slices.Equal(rep.Strata[0].Sampled, answered) {
+		t.Errorf("report: seed %q, hash %s, sample %v; want the recorded draw %v", rep.Seed, rep.PopulationHash, rep.Strata[0].Sampled, answered)
+	}
+	d := validation.Decisions{Answered: 6, NotFound: 4, AnsweredSampled: 3, Right: 1, WrongHeld: 1, NotFoundSampled: 3, Missed: 1}
+	f, err := validation.Estimate(d, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Overall; o.Error != "" || o.Precision.Lower != f.Precision.Lower || o.Recall.Upper != f.Recall.Upper || o.Elusion.Estimate != f.Elusion.Estimate || o.Right != 1 || o.WrongHeld != 1 || o.Missed != 1 {
+		t.Errorf("overall figures %+v, want Estimate's %+v", o, f)
+	}
+	if len(rep.Questions) != 1 || rep.Questions[0].Recall != rep.Overall.Recall {
+		t.Errorf("per question %+v, want the one question's, equal to the overall", rep.Questions)
+	}
+	if len(rep.Thresholds) != 2 || !rep.Thresholds[0].Passed || rep.Thresholds[1].Passed || rep.Passed {
+		t.Errorf("thresholds %+v (passed %v), want precision's to pass and recall's to fail", rep.Thresholds, rep.Passed)
+	}
+	if rep.Finished == nil || rep.Finished.Reviewer != "carol" || rep.ReportURI == "" || rep.HTMLURI == "" {
+		t.Errorf("report finished %+v, uris %q %q", rep.Finished, rep.ReportURI, rep.HTMLURI)
+	}
+	// 1 reveal, 6 decisions, the sign-off.
+	if len(rep.Entries) != 8 || rep.Entries[0].Action != "reveal" || rep.Entries[7].Action != "finish" {
+		t.Errorf("entries %+v, want 8: the reveal, 6 decisions, the sign-off", rep.Entries)
+	}
+	for i, en := range rep.Entries {
+		if en.Seq != i+1 || en.At.IsZero() || en.UpdateID == "" || en.Reviewer == "" {
+			t.Errorf("entry %d: %+v", i+1, en)
+		}
+	}
+	if e.written == nil || e.written.Report.Cells[0].ModelAnswer == "" {
+		t.Errorf("WriteValidationReport got %+v, want the report with the model's answers", e.written)
+	}
+}
+
+// TestValidateBadInput: input that can never succeed is refused as
+// memagent.BadInput before anything is read.
+func TestValidateBadInput(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   api.ValidateInput
+		id   string
+		want string
+	}{
+		{"margin too wide", api.ValidateInput{Batch: "b", Margin: 0.5}, "", "margin 0.5 is not between 0 and 0.5"},
+		{"margin negative", api.ValidateInput{Batch: "b", Margin: -0.1}, "", "margin -0.1 is not between 0 and 0.5"},
+		{"margin and sample", api.ValidateInput{Batch: "b", Margin: 0.1, SampleSize: 3}, "", "both margin and sample_size"},
+		{"no subject", api.ValidateInput{}, "", "neither batch nor review"},
+		{"threshold", api.ValidateInput{Batch: "b", Thresholds: []api.ValidationThreshold{{Figure: "recall", Op: ">=", Value: 2}}}, "", "between 0 and 1"},
+		{"another id", api.ValidateInput{Batch: "b"}, "b.other", `runs as workflow "b.validate"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newValidateEnv(t, "b")
+			if c.id != "" {
+				e.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: c.id})
+			}
+			e.env.ExecuteWorkflow(api.ValidateName, c.in)
+			err := e.env.GetWorkflowError()
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || app.Type() != api.ErrBadInput || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want %s holding %q", err, api.ErrBadInput, c.want)
+			}
+			if e.loaded != nil {
+				t.Errorf("LoadValidation ran for bad input")
+			}
+		})
+	}
+}

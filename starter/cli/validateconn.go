@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/internal/clientconf"
+	"github.com/memagent/memagent/memclient"
 )
 
 // validationConn is the validate commands' one link to the connection

@@ -319,6 +319,13 @@ func update[T any](ctx context.Context, c *Client, subject, name string, arg any
 	if err != nil {
 		return nil, err
 	}
+	return updateVerified[T](ctx, c, x, name, arg)
+}
+
+// updateVerified sends an Update to the verified chain x (its first run
+// id, so that a run swapped in under the id is never sent it) and waits
+// for its result; a refusal (the validator's) is the error.
+func updateVerified[T any](ctx context.Context, c *Client, x Execution, name string, arg any) (*T, error) {
 	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: x.WorkflowID, FirstExecutionRunID: x.FirstRunID, UpdateName: name, Args: []any{arg},
 		WaitForStage: client.WorkflowUpdateStageCompleted,

@@ -125,18 +125,7 @@ func validationUpdate[T any](ctx context.Context, c *Client, id, name string, ar
 	if err != nil {
 		return nil, err
 	}
-	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: x.WorkflowID, FirstExecutionRunID: x.FirstRunID, UpdateName: name, Args: []any{arg},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out T
-	if err := h.Get(ctx, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return updateVerified[T](ctx, c, x, name, arg)
 }
 
 // DecideValidation records a reviewer's decision on a sampled cell of

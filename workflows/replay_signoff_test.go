@@ -33,6 +33,7 @@ import (
 	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/workflows"
 )
 
@@ -115,29 +116,8 @@ func recordSignOffHistories(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, "replay-signoff")
-	store, err := pluginkit.NewStore(ctx, cfg.Options)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docLoc := s3store.Location{Bucket: cfg.Bucket, Key: "replay/signoff-doc.txt"}
-	if err := store.Put(ctx, docLoc, []byte(replayDocument()), "text/plain; charset=utf-8"); err != nil {
-		t.Fatal(err)
-	}
 	const review = "replay-review-signoff"
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: review, TaskQueue: cfg.TaskQueue}, api.ReviewDocumentName, api.ReviewInput{
-		Document: docLoc.String(),
-		Questions: []api.ReviewQuestion{
-			{ID: "q1", Question: replayQuestion, GoldAnswers: []string{replayAnswer}},
-			{ID: "q2", Question: "Who mended the willow baskets?"},
-		},
-		Options: api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Get(ctx, nil); err != nil {
-		t.Fatalf("review: %v", err)
-	}
+	runReplayReview(ctx, t, cfg, c, "replay/signoff-doc.txt", review)
 	mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
 	id, err := mc.StartSignOff(ctx, api.SignOffInput{Review: review, UpdatesPerRun: 3})
 	if err != nil {
@@ -200,4 +180,34 @@ func recordSignOffHistories(t *testing.T, prefix string) {
 		t.Fatalf("sign-off: %s after %d runs, %d audit lines; want signed off after %d runs, 7 lines", g.State, g.Runs, g.AuditLines, signOffMinRuns)
 	}
 	writeChain(ctx, t, c, id, firstRun, prefix)
+}
+
+// runReplayReview uploads the replay document under key and runs a review
+// of it, workflow id review, with two questions (one of them unanswerable
+// in the document) to its end: the subject a sign-off or a validation is
+// recorded on.
+func runReplayReview(ctx context.Context, t *testing.T, cfg config.Config, c client.Client, key, review string) {
+	t.Helper()
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docLoc := s3store.Location{Bucket: cfg.Bucket, Key: key}
+	if err := store.Put(ctx, docLoc, []byte(replayDocument()), "text/plain; charset=utf-8"); err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: review, TaskQueue: cfg.TaskQueue}, api.ReviewDocumentName, api.ReviewInput{
+		Document: docLoc.String(),
+		Questions: []api.ReviewQuestion{
+			{ID: "q1", Question: replayQuestion, GoldAnswers: []string{replayAnswer}},
+			{ID: "q2", Question: "Who mended the willow baskets?"},
+		},
+		Options: api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("review: %v", err)
+	}
 }

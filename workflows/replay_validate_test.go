@@ -17,14 +17,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/pluginkit"
-	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/workflows"
 )
@@ -76,29 +73,8 @@ func recordValidateHistory(t *testing.T, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, "replay-validate")
-	store, err := pluginkit.NewStore(ctx, cfg.Options)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docLoc := s3store.Location{Bucket: cfg.Bucket, Key: "replay/validate-doc.txt"}
-	if err := store.Put(ctx, docLoc, []byte(replayDocument()), "text/plain; charset=utf-8"); err != nil {
-		t.Fatal(err)
-	}
 	const review = "replay-review-validate"
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: review, TaskQueue: cfg.TaskQueue}, api.ReviewDocumentName, api.ReviewInput{
-		Document: docLoc.String(),
-		Questions: []api.ReviewQuestion{
-			{ID: "q1", Question: replayQuestion, GoldAnswers: []string{replayAnswer}},
-			{ID: "q2", Question: "Who mended the willow baskets?"},
-		},
-		Options: api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Get(ctx, nil); err != nil {
-		t.Fatalf("review: %v", err)
-	}
+	runReplayReview(ctx, t, cfg, c, "replay/validate-doc.txt", review)
 	mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
 	id, err := mc.StartValidation(ctx, api.ValidateInput{Review: review, Thresholds: []api.ValidationThreshold{{Figure: api.FigurePrecision, Op: ">=", Value: 0.5}}})
 	if err != nil {

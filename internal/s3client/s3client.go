@@ -23,6 +23,10 @@ import (
 // ErrNotFound reports that a bucket or object does not exist.
 var ErrNotFound = errors.New("object not found")
 
+// ErrChanged reports that an object no longer matches the ETag a read was
+// pinned to: the document was overwritten after it was indexed.
+var ErrChanged = errors.New("object changed since it was indexed")
+
 // Errors of CheckBucket, by what is wrong.
 var (
 	// ErrBucketMissing: the bucket does not exist.
@@ -307,6 +311,13 @@ func Classify(err error) error {
 	if errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nb) || (errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound) {
 		return &Classified{Kind: ErrNotFound, Err: err}
 	}
+	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed {
+		return &Classified{Kind: ErrChanged, Err: err}
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
+		return &Classified{Kind: ErrChanged, Err: err}
+	}
 	return err
 }
 
@@ -324,8 +335,15 @@ func (c *Classified) Unwrap() []error { return []error{c.Kind, c.Err} }
 const MaxRangeBytes = 64 << 20
 
 // ReadRange returns bytes [start, end) of an object with one ranged GET,
-// pinned to etag when it is not empty (a replaced object then fails).
+// pinned to etag when it is not empty (a replaced object then fails with
+// ErrChanged).
 func (s *Store) ReadRange(ctx context.Context, loc Location, start, end int64, etag string) ([]byte, error) {
+	return ReadRange(ctx, s.client, loc, start, end, etag)
+}
+
+// ReadRange is Store.ReadRange through client, for a store of its own
+// (s3store's).
+func ReadRange(ctx context.Context, client *s3.Client, loc Location, start, end int64, etag string) ([]byte, error) {
 	if start < 0 || end <= start || end-start > MaxRangeBytes {
 		return nil, fmt.Errorf("s3: get %s: invalid range [%d,%d) (at most %d bytes)", loc, start, end, MaxRangeBytes)
 	}
@@ -333,7 +351,7 @@ func (s *Store) ReadRange(ctx context.Context, loc Location, start, end int64, e
 	if etag != "" {
 		in.IfMatch = aws.String(etag)
 	}
-	out, err := s.client.GetObject(ctx, in)
+	out, err := client.GetObject(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("s3: get %s range [%d,%d): %w", loc, start, end, Classify(err))
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -35,8 +34,9 @@ import (
 var ErrNotFound = s3client.ErrNotFound
 
 // ErrChanged reports that an object no longer matches the ETag a read was
-// pinned to: the document was overwritten after it was indexed.
-var ErrChanged = errors.New("object changed since it was indexed")
+// pinned to: the document was overwritten after it was indexed (the
+// client's sentinel, s3client, as ErrNotFound is).
+var ErrChanged = s3client.ErrChanged
 
 // Values of Config.SSE: S3-managed keys, or keys in AWS KMS.
 const (
@@ -255,30 +255,10 @@ func (s *Store) Open(ctx context.Context, loc Location, etag string) (io.ReadClo
 }
 
 // ReadRange returns bytes [start, end) of an object with one ranged GET,
-// pinned to etag when it is not empty.
+// pinned to etag when it is not empty (a replaced object then fails with
+// ErrChanged).
 func (s *Store) ReadRange(ctx context.Context, loc Location, start, end int64, etag string) ([]byte, error) {
-	if start < 0 || end <= start || end-start > MaxRangeBytes {
-		return nil, fmt.Errorf("s3: get %s: invalid range [%d,%d) (at most %d bytes)", loc, start, end, MaxRangeBytes)
-	}
-	in := &s3.GetObjectInput{
-		Bucket: &loc.Bucket,
-		Key:    &loc.Key,
-		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", start, end-1)),
-	}
-	if etag != "" {
-		in.IfMatch = aws.String(etag)
-	}
-	out, err := s.client.GetObject(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("s3: get %s range [%d,%d): %w", loc, start, end, classify(err))
-	}
-	defer out.Body.Close()
-	buf := make([]byte, end-start)
-	n, err := io.ReadFull(out.Body, buf)
-	if err != nil {
-		return nil, fmt.Errorf("s3: read %s range [%d,%d): got %d bytes: %w", loc, start, end, n, err)
-	}
-	return buf, nil
+	return s3client.ReadRange(ctx, s.client, loc, start, end, etag)
 }
 
 // ReadAll returns a whole small object (indexes, results). Documents are
@@ -397,21 +377,8 @@ func (s *Store) ListFolders(ctx context.Context, bucket, prefix string) ([]strin
 }
 
 // classify maps the SDK's typed and HTTP-status errors onto ErrNotFound and
-// ErrChanged, keeping the original error in the chain.
-func classify(err error) error {
-	if c := s3client.Classify(err); c != err {
-		return c
-	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed {
-		return &s3client.Classified{Kind: ErrChanged, Err: err}
-	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
-		return &s3client.Classified{Kind: ErrChanged, Err: err}
-	}
-	return err
-}
+// ErrChanged, keeping the original error in the chain (s3client.Classify).
+func classify(err error) error { return s3client.Classify(err) }
 
 // traced wraps an SDK HTTP client with otelhttp. The span is named after the
 // S3 operation, which the SDK keeps in the request's context; the request's

@@ -40,6 +40,11 @@ const temporalProcessEnv = "MEMAGENT_BENCH_TEMPORAL"
 // activity beside memagent's.
 const floorProcessEnv = "MEMAGENT_BENCH_FLOOR"
 
+// costBareMaxPerLoop bounds the bare phase (64 loops of at most 24
+// activities of a mean call, about 100 s): its cost per activity does not
+// change with more.
+const costBareMaxPerLoop = 24
+
 // costIdle is how long the idle reading of each process lasts.
 const costIdle = 10 * time.Second
 
@@ -242,6 +247,9 @@ type costResult struct {
 	Calls       int
 	MeanCall    time.Duration
 	Postgres    bool
+	// Util is the batch's utilisation as the pool section measures it:
+	// the ideal makespan over the measured one.
+	Util utilisationRow
 }
 
 // runCost runs the section: an idle reading, the batch (items questions
@@ -331,6 +339,14 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, items int) (co
 	res.Calls = st.Latency.Count
 	res.Batch.Units, res.Batch.Items, res.Batch.ChunkUpdates = res.Calls, items, res.Calls-items
 	modelSec := float64(st.Latency.Count)*utilBase.Seconds() + float64(st.PromptTokens)/sharePrefillTPS + float64(st.CompletionTokens)/shareDecodeTPS
+	res.Util = utilisationRow{Calls: res.Calls, Wall: res.Batch.Wall, ModelSeconds: modelSec, Slots: slots, Runs: out.Runs}
+	chains := map[string]float64{}
+	for _, c := range sim.Calls() {
+		chains[c.Question] += c.Service.Seconds()
+	}
+	for _, sec := range chains {
+		res.Util.LongestChain = max(res.Util.LongestChain, sec)
+	}
 	res.MeanCall = time.Duration(modelSec / float64(max(res.Calls, 1)) * float64(time.Second))
 	if procs.PostgresURL != "" {
 		topStatements(ctx, procs.PostgresURL, "batch", res.Batch.ChunkUpdates)
@@ -353,7 +369,7 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, items int) (co
 	if procs.PostgresURL != "" {
 		_, _ = psql(ctx, procs.PostgresURL, "select pg_stat_statements_reset()")
 	}
-	per := (res.Calls + slots - 1) / slots
+	per := min((res.Calls+slots-1)/slots, costBareMaxPerLoop)
 	benchf("cost: bare: %d loops of %d activities of %s on %s", slots, per, res.MeanCall.Round(time.Millisecond), bareQueue)
 	if a, err = c.read(ctx); err != nil {
 		return res, err
@@ -430,11 +446,11 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 		return s
 	}
 	fmt.Fprintf(w, "## %s\n\n", env.server.heading("Cost per chunk"))
-	fmt.Fprintf(w, "What orchestration costs per chunk update, from each process's own accounting, on %s. The batch: %d questions over the pool section's %d documents of %dK–%dK tokens (chunks of 5,000), one `BatchQA` at its default window, on the pool section's simulated pool (%d replicas × %d slots, each call %.1f s + prompt at %d tokens/s + completion at %d tokens/s; mean call %.2f s), the worker's in-flight cap %d. The bare activity: %d workflows at once, each running trivial activities one after another that wait the batch's mean call and return, as many in all as the batch made model calls, on the same server in the same run. "+
+	fmt.Fprintf(w, "What orchestration costs per chunk update, from each process's own accounting, on %s. The batch: %d questions over the pool section's %d documents of %dK–%dK tokens (chunks of 5,000), one `BatchQA` at its default window, on the pool section's simulated pool (%d replicas × %d slots, each call %.1f s + prompt at %d tokens/s + completion at %d tokens/s; mean call %.2f s), the worker's in-flight cap %d. The bare activity: %d workflows at once, each running trivial activities one after another that wait the batch's mean call and return, as many in all as the batch made model calls (at most %d), on the same server in the same run. "+
 		"Each party is a process of its own: the worker (memagent's worker, or for the bare activity the same worker with the bare workflow and activity registered), the Temporal server, PostgreSQL (the postmaster and every backend: `/proc/PID/stat` user+system time of the process, its live descendants and the children it has waited for), and the bench (S3 and the simulator). "+
 		"A chunk update's figures are the batch's whole cost (its items' starts, indexing reads, answers, results and the batch workflow itself included) over its %d chunk updates (%d model calls less %d answers): %.2f chunk updates an item. Statements are PostgreSQL's `pg_stat_statements` calls (BEGIN and COMMIT included); history events are the `HistoryLength` of every closed execution on the run's task queue; S3 requests are counted at the S3 server. The machine's busy share is of all its cores (`/proc/stat`), everyone's processes included; the load average is the 1-minute one before and after.\n\n",
 		env.server.Stack, r.Items, mixedDocs, mixedMin/1000, (mixedMin+mixedSpan)/1000, utilReplicas, utilSlots, utilBase.Seconds(), sharePrefillTPS, shareDecodeTPS,
-		r.MeanCall.Seconds(), utilReplicas*utilSlots, utilReplicas*utilSlots, r.Batch.ChunkUpdates, r.Calls, r.Items, float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
+		r.MeanCall.Seconds(), utilReplicas*utilSlots, utilReplicas*utilSlots, utilReplicas*utilSlots*costBareMaxPerLoop, r.Batch.ChunkUpdates, r.Calls, r.Items, float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
 	fmt.Fprintln(w, "| phase | chunk updates (activities) | wall | worker CPU | Temporal CPU | PostgreSQL CPU | bench (S3, simulator) CPU | statements | transactions | rows written | history events | S3 requests | worker, Temporal, PostgreSQL cores | machine busy | load before → after |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	row := func(name string, f costFigures) {
@@ -445,6 +461,9 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 	}
 	row("memagent batch, per chunk update", r.Batch)
 	row("bare activity, per activity", r.Bare)
+	if u := r.Util; u.Wall > 0 {
+		fmt.Fprintf(w, "\nThe batch kept the pool %.1f%% busy as the pool section measures it (%d runs; makespan %.1f s against an ideal of %.1f s, the model time over the slots or the longest item's chain).\n", 100*u.ideal()/u.Wall.Seconds(), u.Runs, u.Wall.Seconds(), u.ideal())
+	}
 	i := r.Idle
 	fmt.Fprintf(w, "\nIdle, before the batch (%.0f s, the batch's worker polling): worker %.3f cores, Temporal %.3f, PostgreSQL %s, machine %.0f%% busy, load %.2f → %.2f.\n\n",
 		i.Wall.Seconds(), i.cores(i.Worker), i.cores(i.Temporal), pg(fmt.Sprintf("%.3f", i.cores(i.Postgres))), 100*i.machineBusy(), i.LoadBefore, i.LoadAfter)

@@ -462,7 +462,7 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 	row("memagent batch, per chunk update", r.Batch)
 	row("bare activity, per activity", r.Bare)
 	if u := r.Util; u.Wall > 0 {
-		fmt.Fprintf(w, "\nThe batch kept the pool %.1f%% busy as the pool section measures it (%d runs; makespan %.1f s against an ideal of %.1f s, the model time over the slots or the longest item's chain).\n", 100*u.ideal()/u.Wall.Seconds(), u.Runs, u.Wall.Seconds(), u.ideal())
+		fmt.Fprintf(w, "\nThe batch kept the pool %.1f%% busy as the pool section measures it (%s; makespan %.1f s against an ideal of %.1f s, the model time over the slots or the longest item's chain).\n", 100*u.ideal()/u.Wall.Seconds(), plural(u.Runs, "run"), u.Wall.Seconds(), u.ideal())
 	}
 	i := r.Idle
 	fmt.Fprintf(w, "\nIdle, before the batch (%.0f s, the batch's worker polling): worker %.3f cores, Temporal %.3f, PostgreSQL %s, machine %.0f%% busy, load %.2f → %.2f.\n\n",

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -34,26 +35,43 @@ const (
 type floorInput struct {
 	// Activities is how many trivial activities to run, one at a time.
 	Activities int `json:"activities"`
+	// SleepMS is how long each activity waits before it returns (the cost
+	// section's stand-in for a model call); 0 returns at once.
+	SleepMS int `json:"sleep_ms,omitempty"`
 }
 
 // floorActivityInput is the trivial activity's input.
 type floorActivityInput struct {
-	Index int `json:"index"`
+	Index   int `json:"index"`
+	SleepMS int `json:"sleep_ms,omitempty"`
 }
 
 // floorLoop runs in.Activities trivial activities in sequence.
 func floorLoop(ctx workflow.Context, in floorInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
 	for i := range in.Activities {
-		if err := workflow.ExecuteActivity(ctx, floorActivityName, floorActivityInput{Index: i}).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(ctx, floorActivityName, floorActivityInput{Index: i, SleepMS: in.SleepMS}).Get(ctx, nil); err != nil {
 			return fmt.Errorf("activity %d: %w", i, err)
 		}
 	}
 	return nil
 }
 
-// nothing is the trivial activity: it returns at once.
-func nothing(context.Context, floorActivityInput) error { return nil }
+// nothing is the trivial activity: it returns at once, or after
+// in.SleepMS.
+func nothing(ctx context.Context, in floorActivityInput) error {
+	if in.SleepMS <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(in.SleepMS) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // startFloorWorker starts a worker the way workerapp.Start does (the same
 // client with its interceptors and data converter, the same worker options
@@ -61,18 +79,22 @@ func nothing(context.Context, floorActivityInput) error { return nil }
 // floor workflow and activity registered beside memagent's, so that both
 // run on one worker with one configuration.
 func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (stop func(), err error) {
-	opts := workerapp.Options{Logger: env.logger}
+	return startFloorWorkerWith(ctx, env.logger, cfg)
+}
+
+func startFloorWorkerWith(ctx context.Context, logger *slog.Logger, cfg config.Config) (stop func(), err error) {
+	opts := workerapp.Options{Logger: logger}
 	acts, pool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(cfg, opts))
 	if err != nil {
 		return nil, err
 	}
 	pool.Start(ctx)
-	c, err := workerapp.Dial(ctx, cfg, env.logger)
+	c, err := workerapp.Dial(ctx, cfg, logger)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	if err := assemble.CheckSearchAttributes(ctx, c, cfg.TemporalNamespace, env.logger); err != nil {
+	if err := assemble.CheckSearchAttributes(ctx, c, cfg.TemporalNamespace, logger); err != nil {
 		c.Close()
 		pool.Close()
 		return nil, err
@@ -113,7 +135,7 @@ type workerProcess struct{ cmd *exec.Cmd }
 // startWorkerProcess starts the bench binary as a plain worker (see
 // runWorkerProcess) on queue, against the shared stack and the model at
 // modelURL, and waits until it polls.
-func startWorkerProcess(ctx context.Context, env *benchEnv, queue, modelURL string) (*workerProcess, error) {
+func startWorkerProcess(ctx context.Context, env *benchEnv, queue, modelURL string, extraEnv ...string) (*workerProcess, error) {
 	cmd := exec.CommandContext(ctx, os.Args[0])
 	cmd.Env = append(os.Environ(), workerProcessEnv+"=1",
 		"TEMPORAL_ADDRESS="+env.cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+env.cfg.TemporalNamespace,
@@ -121,6 +143,7 @@ func startWorkerProcess(ctx context.Context, env *benchEnv, queue, modelURL stri
 		"AWS_SECRET_ACCESS_KEY="+env.cfg.S3SecretAccessKey, "AWS_REGION="+env.cfg.S3Region,
 		"MEMAGENT_BUCKET="+env.cfg.Bucket, "OPENAI_BASE_URL="+modelURL, "MEMAGENT_TASK_QUEUE="+queue,
 		"MEMAGENT_LOG_LEVEL=error")
+	cmd.Env = append(cmd.Env, extraEnv...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@
 //	go run ./bench                 # everything
 //	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, corpus, batch, convert
 //	bench/postgres.sh overhead pool  # those sections on Temporal with PostgreSQL (-temporal)
+//	go run ./bench -only cost; bench/postgres.sh cost  # CPU, statements, events, S3 requests per chunk
 //
 // Figures are ratios of runs made in the same process on the same machine,
 // because absolute times on shared machines are noisy. The model is the
@@ -70,6 +71,13 @@ func main() {
 		}
 		return
 	}
+	if os.Getenv(temporalProcessEnv) == "1" {
+		if err := runTemporalProcess(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench temporal:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getenv(workerProcessEnv) == "1" {
 		if err := runWorkerProcess(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench worker:", err)
@@ -85,7 +93,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, priority, fairness, scale, review, corpus, batch, convert or ocr")
+	only := fs.String("only", "", "run one section: tokenizer, overhead, heartbeat, pool, interactive, priority, fairness, scale, review, corpus, batch, convert, ocr or cost (cost runs only when named)")
 	out := fs.String("out", "BENCHMARKS.md", "markdown report to write ('' = stdout only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
 	overheadTokens := fs.Int("overhead-tokens", 500_000, "document length for the overhead comparison")
@@ -97,19 +105,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	poolCases := fs.String("pool-cases", "", "the pool section's batches to run, by index from 0 (comma-separated; default all)")
 	poolMixed := fs.Int("pool-mixed-items", mixedItems, "items of the pool section's batch of mixed lengths")
 	poolCarry := fs.Int("pool-carry-after", 0, "carry_after_seconds of the pool section's batches (0: BatchQA's default)")
+	costItems := fs.Int("cost-items", 500, "items of the cost section's batch")
+	var procs costProcs
 	var ext externalTemporal
 	fs.StringVar(&ext.Address, "temporal", "", "host:port of a Temporal server to measure on instead of the embedded one (with -only overhead or pool; bench/postgres.sh starts one on PostgreSQL); S3, the simulator and the workers stay in process")
 	fs.StringVar(&ext.Namespace, "temporal-namespace", "default", "namespace on the -temporal server (registered there; its search attributes are added)")
 	fs.StringVar(&ext.DB, "temporal-db", "", "the -temporal server's database as the report names it, e.g. 'PostgreSQL 15.18' (default: the store the server reports)")
 	fs.StringVar(&ext.DynamicConfig, "temporal-dynamic-config", "", "the dynamic config file the -temporal server runs with, whose settings the report names")
+	fs.IntVar(&procs.TemporalPID, "temporal-pid", 0, "process id of the -temporal server, whose CPU the cost section reads")
+	fs.IntVar(&procs.PostgresPID, "postgres-pid", 0, "process id of the -temporal server's PostgreSQL postmaster, whose CPU and its backends' the cost section reads")
+	fs.StringVar(&procs.PostgresURL, "postgres-url", "", "a URL psql connects to the -temporal server's PostgreSQL with, for pg_stat_statements (loaded with shared_preload_libraries) and pg_stat_database")
 	command := fs.String("command", "", "the command the report's header names (default: go run ./bench and these arguments)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *only {
-	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "priority", "fairness", "scale", "review", "corpus", "batch", "convert", "ocr":
+	case "", "tokenizer", "overhead", "heartbeat", "pool", "interactive", "priority", "fairness", "scale", "review", "corpus", "batch", "convert", "ocr", "cost":
 	default:
-		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, priority, fairness, scale, review, corpus, batch, convert or ocr", *only)
+		return fmt.Errorf("-only %q: want tokenizer, overhead, heartbeat, pool, interactive, priority, fairness, scale, review, corpus, batch, convert, ocr or cost", *only)
 	}
 	if ext.Address != "" && !slices.Contains(externalSections, *only) {
 		return fmt.Errorf("-temporal needs -only %s: the other sections describe the embedded stack", strings.Join(externalSections, " or -only "))
@@ -134,11 +147,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	// Conversion needs no stack.
 	var env *benchEnv
-	if *only != "convert" && *only != "ocr" {
+	if *only == "cost" && ext.Address == "" {
+		// The embedded server in a process of its own, so that its CPU
+		// is apart from the bench's S3 and simulator.
+		tp, err := startTemporalProcess(ctx)
+		if err != nil {
+			return err
+		}
+		defer tp.stop()
+		procs.TemporalPID = tp.cmd.Process.Pid
+		if env, err = newBenchEnv(ctx, externalTemporal{Address: tp.Address, Namespace: "default"}); err != nil {
+			return err
+		}
+		env.server = embeddedServer
+		env.server.Stack = "the embedded server (Temporal with SQLite in memory, its development settings) in a process of its own"
+		defer env.close()
+	} else if *only != "convert" && *only != "ocr" {
 		if env, err = newBenchEnv(ctx, ext); err != nil {
 			return err
 		}
 		defer env.close()
+	}
+	if *only == "cost" && procs.TemporalPID == 0 {
+		return fmt.Errorf("-only cost on -temporal needs -temporal-pid (bench/postgres.sh cost passes it)")
 	}
 
 	settings := serverSettings
@@ -203,6 +234,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("priority: %w", err)
 		}
 		writeServerPriority(&report, rows)
+	}
+	if *only == "cost" {
+		r, err := runCost(ctx, env, procs, *costItems)
+		if err != nil {
+			return fmt.Errorf("cost: %w", err)
+		}
+		writeCost(&report, env, r)
 	}
 	if want("fairness") {
 		rows, err := runFairness(ctx, env)

@@ -40,6 +40,18 @@ func runWorkerProcess() error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if os.Getenv(floorProcessEnv) == "1" {
+		// The cost section's bare activity: memagent's worker with the
+		// floor workflow and activity beside it.
+		stop, err := startFloorWorkerWith(ctx, logger, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Println("worker ready")
+		<-ctx.Done()
+		stop()
+		return nil
+	}
 	run, err := workerapp.Start(ctx, cfg, workerapp.Options{Logger: logger})
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ type externalTemporal struct {
 
 // externalSections are the sections that can run on an external server:
 // the others' text describes the embedded stack.
-var externalSections = []string{"overhead", "pool"}
+var externalSections = []string{"overhead", "pool", "cost"}
 
 // benchServer says which Temporal server the figures come from.
 type benchServer struct {

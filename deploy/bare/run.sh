@@ -18,7 +18,12 @@
 # (host:port), MEMAGENT_BARE_NAMESPACE, MEMAGENT_BARE_DYNAMIC_CONFIG (the
 # server's file) and MEMAGENT_BARE_POSTGRES (e.g. "PostgreSQL 15.18"). It
 # exits with CMD's status, after stopping everything. bench/postgres.sh uses
-# it.
+# it. With --temporal it also sets MEMAGENT_BARE_TEMPORAL_PID and
+# MEMAGENT_BARE_POSTGRES_PID (the server's and the postmaster's process ids,
+# whose CPU the bench reads) and MEMAGENT_BARE_POSTGRES_URL (a URL psql
+# takes, for the database's statistics).
+# MEMAGENT_BARE_PG_OPTIONS adds server options to PostgreSQL's command line
+# (e.g. "-c shared_preload_libraries=pg_stat_statements").
 #
 # Every setting comes from docker-compose.yml, resolved with the env file
 # (.env if present, else .env.example; MEMAGENT_BARE_ENV_FILE overrides) by
@@ -293,7 +298,7 @@ svc_var postgresql POSTGRES_PASSWORD >"$pg_dir/password"
 "${as_pg[@]}" "$pg_bin/initdb" -D "$pg_data" -U "$(svc_var postgresql POSTGRES_USER)" \
   --pwfile="$pg_dir/password" -A scram-sha-256 >"$work/initdb.log" 2>&1
 "${as_pg[@]}" "$pg_ctl_bin" -D "$pg_data" -l "$pg_dir/postgresql.log" -w start \
-  -o "-p ${ports[postgresql]} -k $pg_dir -c listen_addresses=127.0.0.1" >/dev/null
+  -o "-p ${ports[postgresql]} -k $pg_dir -c listen_addresses=127.0.0.1 ${MEMAGENT_BARE_PG_OPTIONS:-}" >/dev/null
 log "postgresql on 127.0.0.1:${ports[postgresql]}"
 
 log "temporal-schema: $(svc_command temporal-schema | tr '\n' ' ')"
@@ -311,6 +316,7 @@ if [ "$mode" = upgrade ]; then
   env_over=("DYNAMIC_CONFIG_FILE_PATH=$upgrade_dc")
 fi
 start temporal temporal "$temporal_server" start
+temporal_pid=${pids[-1]}
 env_over=()
 health=$(jq -r '.services.temporal.healthcheck.test | last' "$compose" |
   sed "s/127\.0\.0\.1:7243/127.0.0.1:${ports[FRONTEND_HTTP_PORT]}/")
@@ -325,6 +331,8 @@ if [ "$mode" = temporal ]; then
     MEMAGENT_BARE_NAMESPACE=$(svc_var setup TEMPORAL_NAMESPACE) \
     MEMAGENT_BARE_DYNAMIC_CONFIG=$(svc_var temporal DYNAMIC_CONFIG_FILE_PATH) \
     MEMAGENT_BARE_POSTGRES="PostgreSQL $("$pg_bin/postgres" --version | sed -E 's/^[^0-9]*([0-9][0-9.]*).*/\1/')" \
+    MEMAGENT_BARE_TEMPORAL_PID=$temporal_pid MEMAGENT_BARE_POSTGRES_PID=$(head -n 1 "$pg_data/postmaster.pid") \
+    MEMAGENT_BARE_POSTGRES_URL="postgresql://$(svc_var postgresql POSTGRES_USER):$(cat "$pg_dir/password")@127.0.0.1:${ports[postgresql]}/$(svc_var temporal-schema TEMPORAL_DB || true)" \
     "${inner[@]}" || code=$?
   log "${inner[0]} exited $code after $((SECONDS - began))s; stopping everything"
   exit "$code"

@@ -121,6 +121,7 @@ type Stack struct {
 	uiConn      *grpc.ClientConn
 	s3          *http.Server
 	s3Sent      atomic.Int64
+	s3Requests  atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -248,7 +249,7 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 		return fmt.Errorf("s3 server: %w", err)
 	}
 	s.S3Endpoint = "http://" + s3Listener.Addr().String()
-	s.s3 = &http.Server{Handler: countBytes(faker.Server(), &s.s3Sent), ReadHeaderTimeout: 10 * time.Second}
+	s.s3 = &http.Server{Handler: countBytes(faker.Server(), &s.s3Sent, &s.s3Requests), ReadHeaderTimeout: 10 * time.Second}
 	s.serve("s3", s.s3, s3Listener)
 	s3Listener = nil
 
@@ -404,9 +405,15 @@ func waitS3(ctx context.Context, endpoint string) error {
 // bytes clients read, for benchmarks that check chunk reads stay ranged.
 func (s *Stack) S3BytesSent() int64 { return s.s3Sent.Load() }
 
-// countBytes counts the response body bytes h writes.
-func countBytes(h http.Handler, n *atomic.Int64) http.Handler {
+// S3Requests is how many requests the S3 server has been sent, of every
+// kind: what a benchmark counts per chunk.
+func (s *Stack) S3Requests() int64 { return s.s3Requests.Load() }
+
+// countBytes counts the requests h serves and the response body bytes it
+// writes.
+func countBytes(h http.Handler, n, requests *atomic.Int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
 		h.ServeHTTP(&countingWriter{ResponseWriter: w, n: n}, r)
 	})
 }

@@ -238,11 +238,16 @@ func (in ValidateInput) Validate() error {
 // smaller than it is then taken whole). Exactly one of them; a stratum
 // whose sample is that large already keeps it.
 type ValidationExtend struct {
-	Margin         float64 `json:"margin,omitempty"`
-	SampleSize     int     `json:"sample_size,omitempty" contract:"min=0,max=1500"`
-	Comment        string  `json:"comment,omitempty" contract:"maxlen=4000"`
-	Reviewer       string  `json:"reviewer"`
-	ClientIdentity string  `json:"client_identity"`
+	// Margin is the new margin of error: every stratum's sample grows to
+	// the size for it at the validation's confidence.
+	Margin float64 `json:"margin,omitempty"`
+	// SampleSize is the new sample size a stratum, instead (a smaller
+	// stratum is taken whole).
+	SampleSize int    `json:"sample_size,omitempty" contract:"min=0,max=1500"`
+	Comment    string `json:"comment,omitempty" contract:"maxlen=4000"`
+	// Reviewer and ClientIdentity as in a sign-off's DecideRequest.
+	Reviewer       string `json:"reviewer"`
+	ClientIdentity string `json:"client_identity"`
 }
 
 // Validate reports a request that can never be accepted.

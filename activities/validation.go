@@ -312,7 +312,7 @@ var validationHTML = template.Must(template.New("validation").Funcs(template.Fun
 <h1>Validation of {{.Kind}} {{.Subject}}</h1>
 <p>Run {{.SubjectRun}} · confidence {{pct .Confidence}} · {{if .SampleSize}}sample {{.SampleSize}} a stratum{{else}}margin ±{{pct .Margin}}{{end}} · {{if .Blind}}blind{{else}}not blind{{end}}{{if .FourEyes}} · four eyes{{end}}</p>
 <p>Seed <code>{{.Seed}}</code> · population hash <code>{{.PopulationHash}}</code></p>
-<p>Intervals: {{.IntervalMethod}} (precision, elusion); {{.CombinedMethod}} (richness, recall).</p>
+<p>Intervals: {{.IntervalMethod}} (precision, elusion); {{.CombinedMethod}} (richness, recall).{{with .OverallMethod}} Overall figures: {{.}}.{{end}}</p>
 <h2>Thresholds: {{if .Passed}}<span class="pass">passed</span>{{else}}<span class="fail">failed</span>{{end}}</h2>
 <ul>{{range .Thresholds}}<li class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Threshold}}: bound {{printf "%.4f" .Bound}} — {{if .Passed}}pass{{else}}fail{{end}}{{with .Why}} ({{.}}){{end}}</li>{{end}}</ul>
 {{define "figs"}}<table><tr><th>figure</th><th>estimate</th><th>interval</th><th></th></tr>

@@ -101,8 +101,16 @@ func TestValidateBatchWithTheCLI(t *testing.T) {
 	}
 	t.Setenv(reviewer.TokenEnv, "dave-secret")
 	starter(0, "validate", "decide", id, first.ID, verdict(first))
+	// Every stratum is sampled whole: an extension has nothing to add,
+	// and every interval is a point, within the margin.
+	if msg := starter(cli.ExitBadInput, "validate", "extend", id); !strings.Contains(msg, "neither --margin nor --sample") {
+		t.Errorf("extend without a size: %q", msg)
+	}
+	if msg := starter(cli.ExitBadInput, "validate", "extend", id, "--sample", "9"); !strings.Contains(msg, "every stratum's sample is that large already") {
+		t.Errorf("extend a whole sample: %q", msg)
+	}
 	status := starter(0, "validate", "status", id)
-	for _, s := range []string{"0 of 4 sampled cells pending", "precision", "elusion", "threshold precision>=0.01: pass"} {
+	for _, s := range []string{"0 of 4 sampled cells pending", "precision", "elusion", "threshold precision>=0.01: pass", "margin ±0.2: every interval is within it"} {
 		if !strings.Contains(status, s) {
 			t.Errorf("status lacks %q:\n%s", s, status)
 		}

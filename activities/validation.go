@@ -328,6 +328,6 @@ var validationHTML = template.Must(template.New("validation").Funcs(template.Fun
 {{range .Strata}}<tr><td>{{.Question}}</td><td>{{.Stratum}}</td><td>{{.Population}}</td><td>{{len .Sampled}}</td><td><code>{{.PopulationHash}}</code></td></tr>{{end}}</table>
 <h2>Audit log</h2>
 <table><tr><th>#</th><th>action</th><th>cell</th><th>verdict</th><th>answer</th><th>page</th><th>reviewer</th><th>at</th></tr>
-{{range .Entries}}<tr><td>{{.Seq}}</td><td>{{.Action}}</td><td>{{.Cell}}</td><td>{{.Verdict}}{{if .HasAnswer}} (has answer){{end}}</td><td>{{.Answer}}</td><td>{{if .Page}}{{.Page}}{{end}}</td><td>{{.Reviewer}}</td><td>{{.At.Format "2006-01-02 15:04:05Z07:00"}}</td></tr>{{end}}</table>
+{{range .Entries}}<tr><td>{{.Seq}}</td><td>{{.Action}}</td><td>{{.Cell}}</td><td>{{.Verdict}}{{if .HasAnswer}} (has answer){{end}}{{range .Grown}}{{.Stratum}} of {{.Question}}: {{.From}} → {{.To}}<br>{{end}}</td><td>{{.Answer}}</td><td>{{if .Page}}{{.Page}}{{end}}</td><td>{{.Reviewer}}</td><td>{{.At.Format "2006-01-02 15:04:05Z07:00"}}</td></tr>{{end}}</table>
 </body></html>
 `))

@@ -99,8 +99,9 @@ func TestValidationHTML(t *testing.T) {
 	rep := api.ValidationReport{
 		Kind: api.SubjectBatch, Subject: "b", Seed: "b.validate", PopulationHash: "abc123", Confidence: 0.95, Margin: 0.1,
 		IntervalMethod: api.MethodClopperPearson, CombinedMethod: api.MethodRecall,
-		Overall:    api.ValidationFigures{Precision: api.ValidationInterval{Estimate: 0.9, Lower: 0.8, Upper: 0.95}, RecallDefined: true},
-		Entries:    []api.ValidationEntry{{Seq: 1, Action: "decide", Cell: "7", Verdict: api.VerdictWrong, Answer: "<script>x</script>", Reviewer: "alice"}},
+		Overall: api.ValidationFigures{Precision: api.ValidationInterval{Estimate: 0.9, Lower: 0.8, Upper: 0.95}, RecallDefined: true},
+		Entries: []api.ValidationEntry{{Seq: 1, Action: "decide", Cell: "7", Verdict: api.VerdictWrong, Answer: "<script>x</script>", Reviewer: "alice"},
+			{Seq: 2, Action: "extend", SampleSize: 9, Grown: []api.ValidationGrowth{{Question: "Q?", Stratum: api.StratumAnswered, From: 3, To: 9}}, Reviewer: "dave"}},
 		Thresholds: []api.ValidationOutcome{{Threshold: api.ValidationThreshold{Figure: "recall", Op: ">=", Value: 0.75}, Bound: 0.7}},
 	}
 	var b bytes.Buffer
@@ -108,7 +109,7 @@ func TestValidationHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := b.String()
-	for _, s := range []string{"90.0%", "80.0% – 95.0%", "<svg", "Clopper–Pearson", "b.validate", "abc123", "recall&gt;=0.75", "fail", "&lt;script&gt;", "alice"} {
+	for _, s := range []string{"90.0%", "80.0% – 95.0%", "<svg", "Clopper–Pearson", "b.validate", "abc123", "recall&gt;=0.75", "fail", "&lt;script&gt;", "alice", "answered of Q?: 3 → 9"} {
 		if !strings.Contains(html, s) {
 			t.Errorf("the report lacks %q", s)
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // validateCommand is `validate ID` (start a validation) and its
-// subcommands decide, reveal, finish and status. The commands speak to
+// subcommands decide, reveal, extend, finish and status. The commands speak to
 // memagent through memclient only; validationConn is their one link to
 // the connection settings.
 func validateCommand(bind bindWith) *cobra.Command {
@@ -25,8 +25,10 @@ not found, sized for --margin at --confidence (or --sample cells a stratum),
 drawn with a recorded seed over a recorded hash of the population. Reviewers
 decide the sampled cells blind (starter validate decide); the figures, with
 their confidence intervals and pass or fail against the thresholds given here,
-are in starter validate status; starter validate finish signs the validation off
-and writes its report. See docs/VALIDATION.md.`,
+are in starter validate status (with whether each interval is within the margin);
+starter validate extend grows the sample without redrawing what was decided;
+starter validate finish signs the validation off and writes its report. See
+docs/VALIDATION.md.`,
 		`  starter validate memagent-batch-contracts-20250102T030405.006Z --margin 0.1 --threshold 'recall>=0.75'
   starter validate memagent-review-1f2e3d4c5b6a7980 --sample 20 --confidence 0.9`, bind(bindValidate))
 	cmd.Annotations = map[string]string{argsBesideSubcommands: "ID"}

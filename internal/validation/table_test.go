@@ -114,9 +114,9 @@ func TestClopperPearsonMatchesR(t *testing.T) {
 // MEMAGENT_CI=1.
 func TestClopperPearsonTableIsR(t *testing.T) {
 	rscript := testdeps.Command(t, "Rscript", "apt-get install r-base-core")
-	out, err := exec.Command(rscript, "testdata/clopper_pearson.R").Output()
+	out, err := exec.Command(rscript, "--vanilla", "testdata/clopper_pearson.R").Output()
 	if err != nil {
-		t.Fatalf("Rscript testdata/clopper_pearson.R: %v", err)
+		t.Fatalf("Rscript --vanilla testdata/clopper_pearson.R: %v", err)
 	}
 	stored, err := os.ReadFile(rTable)
 	if err != nil {

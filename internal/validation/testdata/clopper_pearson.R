@@ -4,7 +4,7 @@
 # the stored table; TestClopperPearsonTableIsR runs this script again and
 # compares its output with the stored table. Regenerate with
 #
-#   Rscript internal/validation/testdata/clopper_pearson.R > internal/validation/testdata/clopper_pearson.tsv
+#   Rscript --vanilla internal/validation/testdata/clopper_pearson.R > internal/validation/testdata/clopper_pearson.tsv
 #
 # (r-base-core; scripts/test-deps.sh installs it).
 cases <- list(

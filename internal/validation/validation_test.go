@@ -183,6 +183,7 @@ func TestEstimateCoversTheTruth(t *testing.T) {
 			t.Fatalf("recall %+v: the estimate is outside its interval", f.Recall)
 		}
 	}
+	t.Logf("covered of %d: precision %d, elusion %d, richness %d, recall %d", trials, coveredPrecision, coveredElusion, coveredRichness, coveredRecall)
 	// Sampling with replacement is simulated here (a binomial draw), the
 	// case the exact intervals are built for; the bar is 93%.
 	for name, c := range map[string]int{"precision": coveredPrecision, "elusion": coveredElusion, "recall": coveredRecall, "richness": coveredRichness} {

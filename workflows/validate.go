@@ -26,25 +26,20 @@ import (
 //
 // Invariants, each enforced by an Update's validator, so that a refused
 // request never reaches the history:
-//
 //   - a decision names a sampled cell, with a verdict of its stratum
 //     (right or wrong on an answered cell, no_answer or has_answer on a
 //     not-found one);
-//
 //   - a reviewer decides a cell once; another reviewer's later decision
 //     supersedes it in the figures, and both stay in the audit log;
-//
 //   - blind (the default): a reviewer who revealed a cell's model answer
 //     (api.ValidationRevealUpdate, recorded) cannot decide that cell;
-//
-//   - the validation is signed off (api.ValidationFinishUpdate) only when
-//     every sampled cell is decided, and, with four eyes, by a reviewer
-//     who decided none of them.
-//
 //   - an extension (api.ValidationExtendUpdate) takes, in each stratum it
 //     grows, the next cells of the same draw, so what was decided stays
 //     and a redraw from the seed gives the whole sample; one extension
-//     draws at a time, and the sign-off waits for it.
+//     draws at a time;
+//   - the validation is signed off (api.ValidationFinishUpdate) only when
+//     no extension is drawing and every sampled cell is decided, and,
+//     with four eyes, by a reviewer who decided none of them.
 //
 // It does not continue as new: the sample is bounded
 // (api.MaxValidationSample cells), and so are the Updates it accepts
@@ -125,9 +120,9 @@ const ValidationStratifiedChange = "validation-stratified"
 
 // validateRun is one run of Validate: everything its handlers change.
 type validateRun struct {
-	stratified    bool
-	extending     bool
-	stopMargin    float64
+	stratified    bool    // ValidationStratifiedChange taken
+	extending     bool    // an extension is drawing
+	stopMargin    float64 // the margin the figures' half-widths are held to
 	ctx           workflow.Context
 	in            api.ValidateInput
 	info          *workflow.Info

@@ -21,8 +21,9 @@ import (
 
 // Names of the Validate workflow's activities.
 const (
-	LoadValidationName  = actwire.LoadValidationName
-	WriteValidationName = actwire.WriteValidationName
+	LoadValidationName   = actwire.LoadValidationName
+	ExtendValidationName = actwire.ExtendValidationName
+	WriteValidationName  = actwire.WriteValidationName
 )
 
 // Names of the objects a validation writes under its prefix (the review's
@@ -35,6 +36,7 @@ const (
 
 func (a *Activities) registerValidation(r Registry) {
 	bind(r, actwire.LoadValidation, a.loadValidation)
+	bind(r, actwire.ExtendValidation, a.extendValidation)
 	bind(r, actwire.WriteValidation, a.writeValidation)
 }
 
@@ -46,25 +48,8 @@ func (a *Activities) loadValidation(ctx context.Context, in actwire.LoadValidati
 	if err := a.callerIs(ctx, api.ValidateName); err != nil {
 		return nil, err
 	}
-	c := activity.GetClient(ctx)
-	lin := actwire.LoadSignOffInput{WorkflowID: in.WorkflowID, Kind: in.Kind}
-	runID, err := completedSubject(ctx, c, activity.GetInfo(ctx).TaskQueue, lin)
-	if err != nil {
-		return nil, err
-	}
 	out := &actwire.LoadValidationOutput{}
-	s := &out.Subject
-	s.Kind, s.WorkflowID, s.RunID = in.Kind, in.WorkflowID, runID
-	if in.Kind == api.SubjectReview {
-		_, err = reviewSubject(ctx, c, s)
-	} else {
-		_, err = a.batchSubject(ctx, c, s)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.Prefix = strings.TrimSuffix(s.Prefix, SignOffFolder) + ValidationFolder
-	rows, err := a.signOffRows(ctx, *s)
+	rows, err := a.validationRows(ctx, in.WorkflowID, in.Kind, &out.Subject)
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +60,58 @@ func (a *Activities) loadValidation(ctx context.Context, in actwire.LoadValidati
 	return out, nil
 }
 
-// drawValidation forms the strata of rows (per question: answered, not
-// found; a row that failed with an error is in none, since it has no
-// answer to validate), sizes each stratum's sample (in.SampleSize, or
-// validation.SampleSize for in.Margin at in.Confidence) and draws it with
-// validation.Draw under in.Seed. It refuses a sample larger than its
-// stratum. It is pure: the same rows and input draw the same sample.
-func drawValidation(rows []signoff.Row, in actwire.LoadValidationInput) (string, []api.ValidationStratum, []api.ValidationCell, error) {
-	type key struct{ question, stratum string }
-	byKey := map[key][]signoff.Row{}
+// validationRows reads the completed batch or review a validation
+// validates into s, and its rows.
+func (a *Activities) validationRows(ctx context.Context, workflowID, kind string, s *api.SignOffSubject) ([]signoff.Row, error) {
+	c := activity.GetClient(ctx)
+	lin := actwire.LoadSignOffInput{WorkflowID: workflowID, Kind: kind}
+	runID, err := completedSubject(ctx, c, activity.GetInfo(ctx).TaskQueue, lin)
+	if err != nil {
+		return nil, err
+	}
+	s.Kind, s.WorkflowID, s.RunID = kind, workflowID, runID
+	if kind == api.SubjectReview {
+		_, err = reviewSubject(ctx, c, s)
+	} else {
+		_, err = a.batchSubject(ctx, c, s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Prefix = strings.TrimSuffix(s.Prefix, SignOffFolder) + ValidationFolder
+	return a.signOffRows(ctx, *s)
+}
+
+// extendValidation draws the next cells of the strata an extension grows
+// (drawExtension), from the same run of the subject the validation drew
+// its sample from.
+func (a *Activities) extendValidation(ctx context.Context, in actwire.ExtendValidationInput) (*actwire.ExtendValidationOutput, error) {
+	if err := a.callerIs(ctx, api.ValidateName); err != nil {
+		return nil, err
+	}
+	var s api.SignOffSubject
+	rows, err := a.validationRows(ctx, in.WorkflowID, in.Kind, &s)
+	if err != nil {
+		return nil, err
+	}
+	if s.RunID != in.RunID {
+		return nil, badInput(fmt.Errorf("%s %s is run %s now, the validation drew from run %s: start a new validation of it", in.Kind, in.WorkflowID, s.RunID, in.RunID))
+	}
+	cells, err := drawExtension(rows, in)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("%s %s: %w", in.Kind, in.WorkflowID, err))
+	}
+	return &actwire.ExtendValidationOutput{Cells: cells}, nil
+}
+
+// validationKey names a stratum: a question, and answered or not found.
+type validationKey struct{ question, stratum string }
+
+// validationStrata groups rows into their strata (per question: answered,
+// not found; a row that failed with an error is in none, since it has no
+// answer to validate), and lists every cell.
+func validationStrata(rows []signoff.Row) (map[validationKey][]signoff.Row, []string) {
+	byKey := map[validationKey][]signoff.Row{}
 	var all []string
 	for _, r := range rows {
 		if r.Error != "" {
@@ -93,10 +121,62 @@ func drawValidation(rows []signoff.Row, in actwire.LoadValidationInput) (string,
 		if r.AnswerFound {
 			st = api.StratumAnswered
 		}
-		k := key{r.Question, st}
+		k := validationKey{r.Question, st}
 		byKey[k] = append(byKey[k], r)
 		all = append(all, r.Cell)
 	}
+	return byKey, all
+}
+
+func validationCell(r signoff.Row, stratum string) api.ValidationCell {
+	return api.ValidationCell{
+		ID: r.Cell, Question: r.Question, Document: r.Document, Stratum: stratum, AnswerPages: r.AnswerPages, ModelAnswer: r.ModelAnswer,
+	}
+}
+
+// drawExtension returns, for each stratum of in, the cells From to To of
+// its draw under in.Seed: validation.Draw orders a stratum's cells by
+// their keys, so the first From are the sample drawn so far, and the
+// sample grown to To is the draw of To cells, a simple random sample of
+// the stratum that a redraw from the seed gives whole. It refuses a
+// stratum whose population is not the one drawn from (its hash). It is
+// pure.
+func drawExtension(rows []signoff.Row, in actwire.ExtendValidationInput) ([]api.ValidationCell, error) {
+	byKey, _ := validationStrata(rows)
+	var cells []api.ValidationCell
+	for _, p := range in.Strata {
+		members := byKey[validationKey{p.Question, p.Stratum}]
+		ids := make([]string, len(members))
+		byID := make(map[string]signoff.Row, len(members))
+		for i, r := range members {
+			ids[i], byID[r.Cell] = r.Cell, r
+		}
+		if p.From < 0 || p.To <= p.From || p.To > len(ids) {
+			return nil, fmt.Errorf("cannot grow the %s stratum of question %q (%d cells) from %d to %d cells", p.Stratum, p.Question, len(ids), p.From, p.To)
+		}
+		sample, hash, err := validation.Draw(in.Seed, ids, p.To)
+		if err != nil {
+			return nil, err
+		}
+		if hash != p.PopulationHash {
+			return nil, fmt.Errorf("the %s stratum of question %q is not the population the sample was drawn from (hash %s, drawn from %s): start a new validation", p.Stratum, p.Question, hash, p.PopulationHash)
+		}
+		for _, id := range sample[p.From:] {
+			cells = append(cells, validationCell(byID[id], p.Stratum))
+		}
+	}
+	return cells, nil
+}
+
+// drawValidation forms the strata of rows (per question: answered, not
+// found; a row that failed with an error is in none, since it has no
+// answer to validate), sizes each stratum's sample (in.SampleSize, or
+// validation.SampleSize for in.Margin at in.Confidence) and draws it with
+// validation.Draw under in.Seed. It refuses a sample larger than its
+// stratum. It is pure: the same rows and input draw the same sample.
+func drawValidation(rows []signoff.Row, in actwire.LoadValidationInput) (string, []api.ValidationStratum, []api.ValidationCell, error) {
+	type key = validationKey
+	byKey, all := validationStrata(rows)
 	if len(all) == 0 {
 		return "", nil, nil, fmt.Errorf("no answered or not-found cell to validate")
 	}
@@ -141,10 +221,7 @@ func drawValidation(rows []signoff.Row, in actwire.LoadValidationInput) (string,
 		}
 		strata = append(strata, api.ValidationStratum{Question: k.question, Stratum: k.stratum, Population: len(ids), PopulationHash: hash, Sampled: sample})
 		for _, id := range sample {
-			r := byID[id]
-			cells = append(cells, api.ValidationCell{
-				ID: id, Question: r.Question, Document: r.Document, Stratum: k.stratum, AnswerPages: r.AnswerPages, ModelAnswer: r.ModelAnswer,
-			})
+			cells = append(cells, validationCell(byID[id], k.stratum))
 		}
 	}
 	return popHash, strata, cells, nil
@@ -235,7 +312,7 @@ var validationHTML = template.Must(template.New("validation").Funcs(template.Fun
 <h1>Validation of {{.Kind}} {{.Subject}}</h1>
 <p>Run {{.SubjectRun}} · confidence {{pct .Confidence}} · {{if .SampleSize}}sample {{.SampleSize}} a stratum{{else}}margin ±{{pct .Margin}}{{end}} · {{if .Blind}}blind{{else}}not blind{{end}}{{if .FourEyes}} · four eyes{{end}}</p>
 <p>Seed <code>{{.Seed}}</code> · population hash <code>{{.PopulationHash}}</code></p>
-<p>Intervals: {{.IntervalMethod}} (precision, elusion); {{.CombinedMethod}} (richness, recall).</p>
+<p>Intervals: {{.IntervalMethod}} (precision, elusion); {{.CombinedMethod}} (richness, recall).{{with .OverallMethod}} Overall figures: {{.}}.{{end}}</p>
 <h2>Thresholds: {{if .Passed}}<span class="pass">passed</span>{{else}}<span class="fail">failed</span>{{end}}</h2>
 <ul>{{range .Thresholds}}<li class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Threshold}}: bound {{printf "%.4f" .Bound}} — {{if .Passed}}pass{{else}}fail{{end}}{{with .Why}} ({{.}}){{end}}</li>{{end}}</ul>
 {{define "figs"}}<table><tr><th>figure</th><th>estimate</th><th>interval</th><th></th></tr>
@@ -251,6 +328,6 @@ var validationHTML = template.Must(template.New("validation").Funcs(template.Fun
 {{range .Strata}}<tr><td>{{.Question}}</td><td>{{.Stratum}}</td><td>{{.Population}}</td><td>{{len .Sampled}}</td><td><code>{{.PopulationHash}}</code></td></tr>{{end}}</table>
 <h2>Audit log</h2>
 <table><tr><th>#</th><th>action</th><th>cell</th><th>verdict</th><th>answer</th><th>page</th><th>reviewer</th><th>at</th></tr>
-{{range .Entries}}<tr><td>{{.Seq}}</td><td>{{.Action}}</td><td>{{.Cell}}</td><td>{{.Verdict}}{{if .HasAnswer}} (has answer){{end}}</td><td>{{.Answer}}</td><td>{{if .Page}}{{.Page}}{{end}}</td><td>{{.Reviewer}}</td><td>{{.At.Format "2006-01-02 15:04:05Z07:00"}}</td></tr>{{end}}</table>
+{{range .Entries}}<tr><td>{{.Seq}}</td><td>{{.Action}}</td><td>{{.Cell}}</td><td>{{.Verdict}}{{if .HasAnswer}} (has answer){{end}}{{range .Grown}}{{.Stratum}} of {{.Question}}: {{.From}} → {{.To}}<br>{{end}}</td><td>{{.Answer}}</td><td>{{if .Page}}{{.Page}}{{end}}</td><td>{{.Reviewer}}</td><td>{{.At.Format "2006-01-02 15:04:05Z07:00"}}</td></tr>{{end}}</table>
 </body></html>
 `))

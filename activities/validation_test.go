@@ -99,8 +99,9 @@ func TestValidationHTML(t *testing.T) {
 	rep := api.ValidationReport{
 		Kind: api.SubjectBatch, Subject: "b", Seed: "b.validate", PopulationHash: "abc123", Confidence: 0.95, Margin: 0.1,
 		IntervalMethod: api.MethodClopperPearson, CombinedMethod: api.MethodRecall,
-		Overall:    api.ValidationFigures{Precision: api.ValidationInterval{Estimate: 0.9, Lower: 0.8, Upper: 0.95}, RecallDefined: true},
-		Entries:    []api.ValidationEntry{{Seq: 1, Action: "decide", Cell: "7", Verdict: api.VerdictWrong, Answer: "<script>x</script>", Reviewer: "alice"}},
+		Overall: api.ValidationFigures{Precision: api.ValidationInterval{Estimate: 0.9, Lower: 0.8, Upper: 0.95}, RecallDefined: true},
+		Entries: []api.ValidationEntry{{Seq: 1, Action: "decide", Cell: "7", Verdict: api.VerdictWrong, Answer: "<script>x</script>", Reviewer: "alice"},
+			{Seq: 2, Action: "extend", SampleSize: 9, Grown: []api.ValidationGrowth{{Question: "Q?", Stratum: api.StratumAnswered, From: 3, To: 9}}, Reviewer: "dave"}},
 		Thresholds: []api.ValidationOutcome{{Threshold: api.ValidationThreshold{Figure: "recall", Op: ">=", Value: 0.75}, Bound: 0.7}},
 	}
 	var b bytes.Buffer
@@ -108,12 +109,71 @@ func TestValidationHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := b.String()
-	for _, s := range []string{"90.0%", "80.0% – 95.0%", "<svg", "Clopper–Pearson", "b.validate", "abc123", "recall&gt;=0.75", "fail", "&lt;script&gt;", "alice"} {
+	for _, s := range []string{"90.0%", "80.0% – 95.0%", "<svg", "Clopper–Pearson", "b.validate", "abc123", "recall&gt;=0.75", "fail", "&lt;script&gt;", "alice", "answered of Q?: 3 → 9"} {
 		if !strings.Contains(html, s) {
 			t.Errorf("the report lacks %q", s)
 		}
 	}
 	if strings.Contains(html, "<script>") {
 		t.Error("a reviewer's answer is not escaped")
+	}
+}
+
+// TestDrawExtension: an extension takes the next cells of each stratum's
+// draw, so the grown sample is the draw of its new size (a redraw from
+// the seed gives it whole) and keeps every cell drawn before; a
+// population that is not the one drawn from, or a size past the
+// stratum, is refused.
+func TestDrawExtension(t *testing.T) {
+	rows := validationRows()
+	in := actwire.LoadValidationInput{WorkflowID: "b", Kind: api.SubjectBatch, Seed: "b.validate", Confidence: 0.95, SampleSize: 5}
+	_, strata, _, err := drawValidation(rows, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := actwire.ExtendValidationInput{WorkflowID: "b", Kind: api.SubjectBatch, Seed: "b.validate"}
+	for _, st := range strata[:2] {
+		ext.Strata = append(ext.Strata, actwire.ExtendValidationPart{Question: st.Question, Stratum: st.Stratum, PopulationHash: st.PopulationHash, From: 5, To: 12})
+	}
+	cells, err := drawExtension(rows, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 14 {
+		t.Fatalf("%d new cells, want 7 in each of 2 strata", len(cells))
+	}
+	for i, st := range strata[:2] {
+		var ids []string
+		for _, r := range rows {
+			if r.Error == "" && r.Question == st.Question && r.AnswerFound == (st.Stratum == api.StratumAnswered) {
+				ids = append(ids, r.Cell)
+			}
+		}
+		want, _, err := validation.Draw("b.validate", ids, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		got = append(got, st.Sampled...)
+		for _, c := range cells[7*i : 7*i+7] {
+			if c.Question != st.Question || c.Stratum != st.Stratum {
+				t.Errorf("new cell %+v is not of stratum %s %s", c, st.Question, st.Stratum)
+			}
+			got = append(got, c.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("stratum %d grown to %v, want the draw of 12: %v", i, got, want)
+		}
+	}
+	bad := ext
+	bad.Strata = []actwire.ExtendValidationPart{ext.Strata[0]}
+	bad.Strata[0].PopulationHash = "0000"
+	if _, err := drawExtension(rows, bad); err == nil || !strings.Contains(err.Error(), "not the population the sample was drawn from") {
+		t.Errorf("another population: %v", err)
+	}
+	bad.Strata[0] = ext.Strata[0]
+	bad.Strata[0].To = 41
+	if _, err := drawExtension(rows, bad); err == nil || !strings.Contains(err.Error(), "cannot grow") {
+		t.Errorf("past the stratum: %v", err)
 	}
 }

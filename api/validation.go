@@ -38,6 +38,12 @@ const (
 	// ValidationFinish) once every sampled cell is decided: the workflow
 	// writes its report and completes with it (ValidationReport).
 	ValidationFinishUpdate = "memagent.validation-finish"
+	// ValidationExtendUpdate grows the sample (a ValidationExtend) for a
+	// narrower margin or a larger sample a stratum, taking in each
+	// stratum the next cells of the same draw: what was decided stays,
+	// and a redraw from the seed gives the whole sample. It returns the
+	// ValidationView as the reviewer then sees it.
+	ValidationExtendUpdate = "memagent.validation-extend"
 	// ValidationQuery takes a reviewer's name ("" for none) and returns
 	// the ValidationView: the sample (without the model's answers the
 	// reviewer has not revealed, in blind mode) and the figures so far.
@@ -74,6 +80,12 @@ const (
 const (
 	MethodClopperPearson = "Clopper–Pearson exact interval"
 	MethodRecall         = "Bonferroni combination of Clopper–Pearson intervals over the strata (after Losey's ei-Recall; Webber 2013)"
+	// MethodStratified names the overall figures' method when there is
+	// more than one question (internal/validation's Stratified).
+	MethodStratified = "stratified estimate weighted by the strata's populations; MOVER interval over the strata's Clopper–Pearson intervals (Zou & Donner 2008; Zou, Huang & Zhang 2009), recall by Bonferroni over its two sums"
+	// MethodPooled names the overall figures' method of a validation that
+	// started before stratified estimates (the strata's decisions pooled).
+	MethodPooled = "questions pooled (right only when every stratum is sampled at the same fraction)"
 )
 
 // Bounds of a validation. A validation runs as one execution (it does
@@ -220,6 +232,50 @@ func (in ValidateInput) Validate() error {
 	return nil
 }
 
+// ValidationExtend is the argument of ValidationExtendUpdate: the new
+// margin of error (every stratum's sample grows to the size for it at the
+// validation's confidence) or the new sample size a stratum (a stratum
+// smaller than it is then taken whole). Exactly one of them; a stratum
+// whose sample is that large already keeps it.
+type ValidationExtend struct {
+	// Margin is the new margin of error: every stratum's sample grows to
+	// the size for it at the validation's confidence.
+	Margin float64 `json:"margin,omitempty"`
+	// SampleSize is the new sample size a stratum, instead (a smaller
+	// stratum is taken whole).
+	SampleSize int    `json:"sample_size,omitempty" contract:"min=0,max=1500"`
+	Comment    string `json:"comment,omitempty" contract:"maxlen=4000"`
+	// Reviewer and ClientIdentity as in a sign-off's DecideRequest.
+	Reviewer       string `json:"reviewer"`
+	ClientIdentity string `json:"client_identity"`
+}
+
+// Validate reports a request that can never be accepted.
+func (r ValidationExtend) Validate() error {
+	if err := checkRequest(r, r.Reviewer, r.ClientIdentity); err != nil {
+		return err
+	}
+	switch {
+	case r.Margin == 0 && r.SampleSize == 0:
+		return errors.New("neither margin nor sample_size: give the new margin of error, or the new sample size a stratum")
+	case r.Margin != 0 && r.SampleSize != 0:
+		return errors.New("both margin and sample_size: give one of them")
+	case r.Margin != 0 && !(r.Margin > 0 && r.Margin < 0.5):
+		return fmt.Errorf("margin %v is not between 0 and 0.5 (for ±5%% give 0.05)", r.Margin)
+	}
+	return nil
+}
+
+// ValidationGrowth is one stratum's sample grown by an extension: from
+// From cells to To (the stratum's sample is then its draw's first To
+// cells).
+type ValidationGrowth struct {
+	Question string `json:"question"`
+	Stratum  string `json:"stratum"`
+	From     int    `json:"from"`
+	To       int    `json:"to"`
+}
+
 // ValidationDecision is the argument of ValidationDecideUpdate: what the
 // reviewer found true of a sampled cell.
 type ValidationDecision struct {
@@ -300,7 +356,7 @@ type ValidationStratum struct {
 // line.
 type ValidationEntry struct {
 	Seq    int    `json:"seq"`
-	Action string `json:"action"` // decide, reveal or finish
+	Action string `json:"action"` // decide, reveal, extend or finish
 	Cell   string `json:"cell,omitempty"`
 	// The decision (decide).
 	Verdict   string `json:"verdict,omitempty"`
@@ -308,6 +364,11 @@ type ValidationEntry struct {
 	Answer    string `json:"answer,omitempty"`
 	Page      int    `json:"page,omitempty"`
 	Comment   string `json:"comment,omitempty"`
+	// The extension (extend): the margin or sample size asked, and each
+	// stratum it grew.
+	Margin     float64            `json:"margin,omitempty"`
+	SampleSize int                `json:"sample_size,omitempty"`
+	Grown      []ValidationGrowth `json:"grown,omitempty"`
 	// Who, when, through which Update.
 	Reviewer       string    `json:"reviewer"`
 	ClientIdentity string    `json:"client_identity"`
@@ -320,6 +381,10 @@ type ValidationInterval struct {
 	Estimate float64 `json:"estimate"`
 	Lower    float64 `json:"lower"`
 	Upper    float64 `json:"upper"`
+	// HalfWidth is (Upper − Lower)/2; WithinMargin says it is at most
+	// the view's StopMargin.
+	HalfWidth    float64 `json:"half_width"`
+	WithinMargin bool    `json:"within_margin,omitempty"`
 }
 
 // ValidationFigures are a population's figures (one question's, or
@@ -341,6 +406,9 @@ type ValidationFigures struct {
 	Recall          ValidationInterval `json:"recall"`
 	RecallDefined   bool               `json:"recall_defined"`
 	Error           string             `json:"error,omitempty"`
+	// WithinMargin says every figure here (recall where defined) has its
+	// interval's half-width within the view's StopMargin.
+	WithinMargin bool `json:"within_margin,omitempty"`
 }
 
 // ValidationOutcome is a threshold's pass or fail.
@@ -383,6 +451,20 @@ type ValidationView struct {
 	IntervalMethod string            `json:"interval_method"`
 	CombinedMethod string            `json:"combined_method"`
 	Entries        []ValidationEntry `json:"entries,omitempty"`
+	// OverallMethod names the overall figures' method (MethodStratified,
+	// or MethodPooled for a validation from before it); with one
+	// question the overall figures are the question's.
+	OverallMethod string `json:"overall_method,omitempty"`
+	// StopMargin is the margin the figures' half-widths are held to: the
+	// latest extension's margin, else the validation's. WithinMargin says
+	// every figure, overall and per question, is within it: the team
+	// may stop sampling (docs/VALIDATION.md says what stopping on seeing
+	// the intervals does to their coverage).
+	StopMargin   float64 `json:"stop_margin,omitempty"`
+	WithinMargin bool    `json:"within_margin,omitempty"`
+	// Extending says an extension is drawing its cells: the sign-off
+	// waits for it.
+	Extending bool `json:"extending,omitempty"`
 }
 
 // ValidationReport is Validate's result and the JSON it writes: the whole

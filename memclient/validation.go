@@ -146,6 +146,18 @@ func (c *Client) RevealValidation(ctx context.Context, id string, r api.Validati
 	return validationUpdate[api.ValidationCell](ctx, c, id, api.ValidationRevealUpdate, r)
 }
 
+// ExtendValidation grows the sample of validation id for a narrower
+// margin or a larger sample a stratum (api.ValidationExtend): each
+// stratum takes the next cells of the same draw. It returns the view once
+// the new cells are drawn; a refusal (the workflow's validator) is the
+// error.
+func (c *Client) ExtendValidation(ctx context.Context, id string, r api.ValidationExtend) (*api.ValidationView, error) {
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("memagent: %w", err)
+	}
+	return validationUpdate[api.ValidationView](ctx, c, id, api.ValidationExtendUpdate, r)
+}
+
 // FinishValidation signs validation id off; the workflow writes its
 // report and completes with it.
 func (c *Client) FinishValidation(ctx context.Context, id string, r api.ValidationFinish) (*api.ValidationReport, error) {

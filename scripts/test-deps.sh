@@ -16,6 +16,10 @@
 #   - groff with its PDF output (gropdf; groff-base has none): the PDF
 #     tests typeset a book with running headers, footnotes and roman front
 #     matter (docconv TestTypesetBook)
+#   - R (r-base-core, Rscript): binom.test is the independent implementation
+#     the validation's exact intervals are checked against (internal/validation
+#     TestClopperPearsonTableIsR regenerates the stored table with it); lighter
+#     than Debian's python3-scipy, which pulls numpy, OpenBLAS and Boost headers
 #   - six Debian manuals (scripts/manuals.sh --download-only: about 18 MB
 #     once, under ~/.cache/memagent/manuals): c++-annotations',
 #     gnuplot's and asymptote's PDFs and PostgreSQL's HTML, which docconv
@@ -49,6 +53,7 @@ command -v gropdf >/dev/null || need+=(groff)
 command -v tesseract >/dev/null || need+=(tesseract-ocr)
 { command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -qx eng; } || need+=(tesseract-ocr-eng)
 command -v img2pdf >/dev/null || need+=(img2pdf)
+command -v Rscript >/dev/null || need+=(r-base-core)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "test-deps: missing ${need[*]}: run this script as root (it uses apt-get)" >&2
@@ -70,4 +75,4 @@ if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; 
 fi
 bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15 asymptote-doc asymptote-doc/trixie bash-doc \
   libpython3.11-testsuite golang-github-gatherstars-com-jwz-dev golang-github-jhillyerd-enmime-dev
-echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff, Tesseract, img2pdf, the Debian manuals and the TypeScript example's modules are in place"
+echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff, Tesseract, img2pdf, R, the Debian manuals and the TypeScript example's modules are in place"

@@ -56,6 +56,7 @@ var published = []struct {
 	{"validate.decide", "memagent.Validate memagent.validation-decide Update", reflect.TypeFor[api.ValidationDecision](), contract.Input},
 	{"validate.reveal", "memagent.Validate memagent.validation-reveal Update", reflect.TypeFor[api.ValidationReveal](), contract.Input},
 	{"validate.finish", "memagent.Validate memagent.validation-finish Update", reflect.TypeFor[api.ValidationFinish](), contract.Input},
+	{"validate.extend", "memagent.Validate memagent.validation-extend Update", reflect.TypeFor[api.ValidationExtend](), contract.Input},
 }
 
 func describer(t *testing.T) contract.Describer {
@@ -247,6 +248,9 @@ func TestValidateEnforcesTheSchemaRanges(t *testing.T) {
 		},
 		reflect.TypeFor[api.ValidationFinish](): func() any {
 			return &api.ValidationFinish{Reviewer: "alice", ClientIdentity: "c"}
+		},
+		reflect.TypeFor[api.ValidationExtend](): func() any {
+			return &api.ValidationExtend{SampleSize: 10, Reviewer: "alice", ClientIdentity: "c"}
 		},
 		reflect.TypeFor[api.ReopenRequest](): func() any {
 			return &api.ReopenRequest{Cell: "q1", Level: 1, Reason: "r", Reviewer: "alice", ClientIdentity: "c"}

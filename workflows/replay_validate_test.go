@@ -4,29 +4,39 @@ package workflows_test
 //
 //	go test ./workflows -run 'TestReplayValidate$' -update
 //
-// from a review of two questions of the replay document, then its
-// validation (every stratum sampled whole): a reveal, a decision by
-// another reviewer, the rest decided, and the sign-off, which writes the
-// report and completes.
+// which records the last generation: validate_extend_run, from a batch of
+// five copies of the replay document asked one question and one asked
+// another, then its validation with one cell a stratum: a reveal, a
+// decision by another reviewer, an extension to three cells a stratum
+// (memagent.validation-extend), the rest decided, and the sign-off, which
+// writes the report and completes. validate_run (v1) was recorded from a
+// review of two questions, every stratum sampled whole, before
+// ValidationStratifiedChange.
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/pluginkit"
+	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/workflows"
 )
 
-var validateGenerations = []generation{{name: "v1", prefix: "validate_run"}}
+var validateGenerations = []generation{{name: "v1", prefix: "validate_run"}, {name: "v2-extend", prefix: "validate_extend_run"}}
 
 func TestReplayValidate(t *testing.T) {
 	if *update {
@@ -57,7 +67,11 @@ func TestReplayValidate(t *testing.T) {
 					kinds[e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName()]++
 				}
 			}
-			for _, k := range []string{api.ValidationDecideUpdate, api.ValidationRevealUpdate, api.ValidationFinishUpdate} {
+			want := []string{api.ValidationDecideUpdate, api.ValidationRevealUpdate, api.ValidationFinishUpdate}
+			if g.prefix != "validate_run" {
+				want = append(want, api.ValidationExtendUpdate)
+			}
+			for _, k := range want {
 				if kinds[k] == 0 {
 					t.Errorf("the recorded history accepted no %s Update (%v)", k, kinds)
 				}
@@ -66,30 +80,53 @@ func TestReplayValidate(t *testing.T) {
 	}
 }
 
-// recordValidateHistory runs a review and its validation on the embedded
-// dev stack and writes the validation's history.
+// recordValidateHistory runs a batch and its validation, extended once,
+// on the embedded dev stack and writes the validation's history.
 func recordValidateHistory(t *testing.T, prefix string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg, c := startReplayWorker(ctx, t, "replay-validate")
-	const review = "replay-review-validate"
-	runReplayReview(ctx, t, cfg, c, "replay/validate-doc.txt", review)
-	mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
-	id, err := mc.StartValidation(ctx, api.ValidateInput{Review: review, Thresholds: []api.ValidationThreshold{{Figure: api.FigurePrecision, Op: ">=", Value: 0.5}}})
+	store, err := pluginkit.NewStore(ctx, cfg.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vw *api.ValidationView
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if vw, err = mc.Validation(ctx, id, ""); err == nil {
-			break
+	var manifest strings.Builder
+	for i := range 6 {
+		doc := s3store.Location{Bucket: cfg.Bucket, Key: fmt.Sprintf("replay/validate-%d.txt", i)}
+		if err := store.Put(ctx, doc, []byte(replayDocument()), "text/plain; charset=utf-8"); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("validation not ready: %v", err)
+		q := replayQuestion
+		if i == 5 {
+			q = "Who mended the willow baskets?"
 		}
-		time.Sleep(100 * time.Millisecond)
+		line, _ := json.Marshal(map[string]any{"id": fmt.Sprint("doc-", i), "document": doc.String(), "question": q})
+		manifest.Write(append(line, '\n'))
+	}
+	mloc := s3store.Location{Bucket: cfg.Bucket, Key: "replay/validate-manifest.jsonl"}
+	if err := store.Put(ctx, mloc, []byte(manifest.String()), "application/x-ndjson"); err != nil {
+		t.Fatal(err)
+	}
+	const batch = "replay-batch-validate"
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: batch, TaskQueue: cfg.TaskQueue}, api.BatchQAName, api.BatchQAInput{
+		Manifest: mloc.String(), Name: "replay-validate", Concurrency: 3,
+		Options: api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("batch: %v", err)
+	}
+	mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
+	id, err := mc.StartValidation(ctx, api.ValidateInput{Batch: batch, SampleSize: 1, Thresholds: []api.ValidationThreshold{{Figure: api.FigurePrecision, Op: ">=", Value: 0.5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vw, err := mc.AwaitValidation(ctx, id)
+	if err != nil {
+		t.Fatal(err)
 	}
 	d, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
@@ -109,7 +146,16 @@ func recordValidateHistory(t *testing.T, prefix string) {
 	if _, err := mc.DecideValidation(ctx, id, api.ValidationDecision{Cell: first.ID, Verdict: verdict(first), Reviewer: "bob", ClientIdentity: who}); err != nil {
 		t.Fatal(err)
 	}
-	for _, cell := range vw.Cells[1:] {
+	if vw, err = mc.ExtendValidation(ctx, id, api.ValidationExtend{SampleSize: 3, Reviewer: "dave", ClientIdentity: who}); err != nil {
+		t.Fatal(err)
+	}
+	if len(vw.Cells) < 3 {
+		t.Fatalf("the extension gave %d cells, want at least 3 (a stratum of five grown to three)", len(vw.Cells))
+	}
+	for _, cell := range vw.Cells {
+		if cell.Decision != nil {
+			continue
+		}
 		if _, err := mc.DecideValidation(ctx, id, api.ValidationDecision{Cell: cell.ID, Verdict: verdict(cell), Reviewer: "alice", ClientIdentity: who}); err != nil {
 			t.Fatal(err)
 		}

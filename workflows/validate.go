@@ -33,9 +33,13 @@ import (
 //     supersedes it in the figures, and both stay in the audit log;
 //   - blind (the default): a reviewer who revealed a cell's model answer
 //     (api.ValidationRevealUpdate, recorded) cannot decide that cell;
+//   - an extension (api.ValidationExtendUpdate) takes, in each stratum it
+//     grows, the next cells of the same draw, so what was decided stays
+//     and a redraw from the seed gives the whole sample; one extension
+//     draws at a time;
 //   - the validation is signed off (api.ValidationFinishUpdate) only when
-//     every sampled cell is decided, and, with four eyes, by a reviewer
-//     who decided none of them.
+//     no extension is drawing and every sampled cell is decided, and,
+//     with four eyes, by a reviewer who decided none of them.
 //
 // It does not continue as new: the sample is bounded
 // (api.MaxValidationSample cells), and so are the Updates it accepts
@@ -66,6 +70,9 @@ func Validate(ctx workflow.Context, input converter.RawValue) (_ *api.Validation
 	}
 	v.in = in.WithDefaults()
 	v.info = workflow.GetInfo(ctx)
+	// Overall figures stratified, and extensions (VERSIONS.md): a run
+	// from before pools the questions and takes no extension.
+	v.stratified = workflow.GetVersion(ctx, ValidationStratifiedChange, workflow.DefaultVersion, 1) >= 1
 	v.subject, v.kind = v.in.Subject()
 	if want := api.ValidationWorkflowID(v.subject); v.info.WorkflowExecution.ID != want {
 		return nil, badInput(fmt.Errorf("a validation of %s runs as workflow %q, not %q: start it under that id", v.subject, want, v.info.WorkflowExecution.ID))
@@ -87,6 +94,7 @@ func Validate(ctx workflow.Context, input converter.RawValue) (_ *api.Validation
 		return nil, stageError("draw the sample", err)
 	}
 	v.loaded = &out
+	v.stopMargin = v.in.Margin
 	v.details()
 	if err := workflow.Await(ctx, func() bool { return v.finished != nil }); err != nil {
 		return nil, err
@@ -106,8 +114,15 @@ func Validate(ctx workflow.Context, input converter.RawValue) (_ *api.Validation
 	return &rep, nil
 }
 
+// ValidationStratifiedChange gates stratified overall figures and
+// extensions of a validation's sample (see VERSIONS.md).
+const ValidationStratifiedChange = "validation-stratified"
+
 // validateRun is one run of Validate: everything its handlers change.
 type validateRun struct {
+	stratified    bool    // ValidationStratifiedChange taken
+	extending     bool    // an extension is drawing
+	stopMargin    float64 // the margin the figures' half-widths are held to
 	ctx           workflow.Context
 	in            api.ValidateInput
 	info          *workflow.Info
@@ -144,6 +159,10 @@ func (v *validateRun) handlers() error {
 		}
 		return v.shown(*v.cell(r.Cell), r.Reviewer, false), nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, r api.ValidationReveal) error { return v.checkReveal(r) }}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(v.ctx, api.ValidationExtendUpdate, v.extend,
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, r api.ValidationExtend) error { return v.checkExtend(r) }}); err != nil {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(v.ctx, api.ValidationFinishUpdate, func(ctx workflow.Context, r api.ValidationFinish) (api.ValidationView, error) {
@@ -249,6 +268,9 @@ func (v *validateRun) checkFinish(r api.ValidationFinish) error {
 	if err := v.checkOpen(); err != nil {
 		return err
 	}
+	if v.extending {
+		return errors.New("an extension is drawing its cells: decide them once it has, then sign the validation off")
+	}
 	if p := v.pending(); len(p) > 0 {
 		shown := p[:min(len(p), 5)]
 		more := ""
@@ -303,7 +325,11 @@ func (v *validateRun) view(reviewer string, all bool) api.ValidationView {
 		Seed: v.in.Seed, PopulationHash: v.loaded.PopulationHash, Strata: v.loaded.Strata,
 		Pending: len(v.pending()), Finished: v.finished, ReportURI: v.reportURI, HTMLURI: v.htmlURI,
 		IntervalMethod: api.MethodClopperPearson, CombinedMethod: api.MethodRecall,
-		Cells: make([]api.ValidationCell, 0, len(v.loaded.Cells)),
+		Cells: make([]api.ValidationCell, 0, len(v.loaded.Cells)), StopMargin: v.stopMargin, Extending: v.extending,
+	}
+	vw.OverallMethod = api.MethodPooled
+	if v.stratified {
+		vw.OverallMethod = api.MethodStratified
 	}
 	for _, c := range v.loaded.Cells {
 		vw.Cells = append(vw.Cells, v.shown(c, reviewer, all))
@@ -312,8 +338,30 @@ func (v *validateRun) view(reviewer string, all bool) api.ValidationView {
 		vw.Entries = v.entries
 	}
 	vw.Overall, vw.Questions = v.figures()
+	vw.WithinMargin = v.within(&vw.Overall)
+	for i := range vw.Questions {
+		vw.WithinMargin = v.within(&vw.Questions[i]) && vw.WithinMargin
+	}
 	vw.Thresholds, vw.Passed = v.thresholds(vw.Overall, vw.Questions)
 	return vw
+}
+
+// within marks each figure of f whose half-width is within the stop
+// margin, and reports whether all of them (recall where defined) are.
+func (v *validateRun) within(f *api.ValidationFigures) bool {
+	all := f.Error == ""
+	for _, iv := range []struct {
+		i       *api.ValidationInterval
+		counted bool
+	}{{&f.Precision, true}, {&f.Elusion, true}, {&f.Richness, true}, {&f.Recall, f.RecallDefined}} {
+		iv.i.HalfWidth = (iv.i.Upper - iv.i.Lower) / 2
+		iv.i.WithinMargin = f.Error == "" && v.stopMargin > 0 && iv.i.HalfWidth <= v.stopMargin+1e-12
+		if iv.counted {
+			all = all && iv.i.WithinMargin
+		}
+	}
+	f.WithinMargin = all && v.stopMargin > 0
+	return f.WithinMargin
 }
 
 // figures are the overall figures and each question's, from the decisions
@@ -361,20 +409,35 @@ func (v *validateRun) figures() (api.ValidationFigures, []api.ValidationFigures)
 		}
 	}
 	qs := make([]api.ValidationFigures, 0, len(questions))
+	ds := make([]validation.Decisions, 0, len(questions))
 	for _, q := range questions {
-		f := v.estimate(*per[q])
+		est, err := validation.Estimate(*per[q], v.in.Confidence)
+		f := v.estimate(*per[q], est, err)
 		f.Question = q
 		qs = append(qs, f)
+		ds = append(ds, *per[q])
 	}
-	return v.estimate(all), qs
+	if !v.stratified {
+		est, err := validation.Estimate(all, v.in.Confidence)
+		return v.estimate(all, est, err), qs
+	}
+	// Each stratum by its population (validation.Stratified); a question
+	// whose figures cannot be estimated yet holds the overall ones back.
+	for _, f := range qs {
+		if f.Error != "" {
+			return v.estimate(all, validation.Figures{}, fmt.Errorf("question %q: %s", f.Question, f.Error)), qs
+		}
+	}
+	est, err := validation.Stratified(ds, v.in.Confidence)
+	return v.estimate(all, est, err), qs
 }
 
-func (v *validateRun) estimate(d validation.Decisions) api.ValidationFigures {
+// estimate is the figures of d (its counts) with est, or err's reason.
+func (v *validateRun) estimate(d validation.Decisions, est validation.Figures, err error) api.ValidationFigures {
 	f := api.ValidationFigures{
 		Confidence: v.in.Confidence, Answered: d.Answered, NotFound: d.NotFound, AnsweredSampled: d.AnsweredSampled,
 		NotFoundSampled: d.NotFoundSampled, Right: d.Right, WrongHeld: d.WrongHeld, Missed: d.Missed,
 	}
-	est, err := validation.Estimate(d, v.in.Confidence)
 	if err != nil {
 		f.Error = err.Error()
 		return f
@@ -432,4 +495,125 @@ func (v *validateRun) details() {
 	}
 	workflow.SetCurrentDetails(v.ctx, fmt.Sprintf("**waiting for decisions** · %d of %d sampled cells pending · %s %s",
 		len(v.pending()), len(v.loaded.Cells), v.kind, v.subject))
+}
+
+// growth is how an extension asking r grows each stratum's sample: to
+// the size for r.Margin at the validation's confidence, or to
+// r.SampleSize (a smaller stratum whole); a stratum that large already
+// keeps its sample. Deterministic, in the strata's order.
+func (v *validateRun) growth(r api.ValidationExtend) ([]api.ValidationGrowth, error) {
+	var out []api.ValidationGrowth
+	for _, st := range v.loaded.Strata {
+		want := min(r.SampleSize, st.Population)
+		if r.Margin > 0 {
+			n, err := validation.SampleSize(st.Population, r.Margin, v.in.Confidence)
+			if err != nil {
+				return nil, err
+			}
+			want = n
+		}
+		if have := len(st.Sampled); want > have {
+			out = append(out, api.ValidationGrowth{Question: st.Question, Stratum: st.Stratum, From: have, To: want})
+		}
+	}
+	return out, nil
+}
+
+func (v *validateRun) checkExtend(r api.ValidationExtend) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := v.checkOpen(); err != nil {
+		return err
+	}
+	switch {
+	case !v.stratified:
+		return errors.New("this validation started before samples could be extended: start a new validation with the margin or sample size you want")
+	case v.extending:
+		return errors.New("an extension is drawing its cells already: try again once it has")
+	}
+	if err := v.checkRoom(); err != nil {
+		return err
+	}
+	grown, err := v.growth(r)
+	if err != nil {
+		return err
+	}
+	if len(grown) == 0 {
+		return fmt.Errorf("every stratum's sample is that large already (%d cells in all): give a narrower --margin or a larger --sample", len(v.loaded.Cells))
+	}
+	added := 0
+	for _, g := range grown {
+		added += g.To - g.From
+	}
+	if total := len(v.loaded.Cells) + added; total > api.MaxValidationSample {
+		return fmt.Errorf("the sample would grow to %d cells, over %d: give a wider --margin or a smaller --sample", total, api.MaxValidationSample)
+	}
+	// The extension, every pending cell decided once, and the sign-off
+	// must fit in the entries a validation takes.
+	if need := len(v.entries) + 1 + len(v.pending()) + added + 1; need > api.MaxValidationEntries {
+		return fmt.Errorf("deciding %d more cells would take the validation past its %d entries: give a wider --margin or a smaller --sample", added, api.MaxValidationEntries)
+	}
+	return nil
+}
+
+// extend grows the sample as r asks: it draws the next cells of each
+// growing stratum (ExtendValidation, from the run and populations drawn
+// from), adds them to the sample and records the extension.
+func (v *validateRun) extend(ctx workflow.Context, r api.ValidationExtend) (api.ValidationView, error) {
+	if v.extending {
+		return api.ValidationView{}, errors.New("an extension is drawing its cells already: try again once it has")
+	}
+	grown, err := v.growth(r)
+	if err != nil {
+		return api.ValidationView{}, err
+	}
+	v.extending = true
+	defer func() { v.extending = false }()
+	in := actwire.ExtendValidationInput{WorkflowID: v.subject, Kind: v.kind, RunID: v.loaded.Subject.RunID, Seed: v.in.Seed}
+	for _, g := range grown {
+		st := v.stratum(g.Question, g.Stratum)
+		in.Strata = append(in.Strata, actwire.ExtendValidationPart{Question: g.Question, Stratum: g.Stratum, PopulationHash: st.PopulationHash, From: g.From, To: g.To})
+	}
+	var out actwire.ExtendValidationOutput
+	actx := workflow.WithActivityOptions(ctx, activityOptions(5*time.Minute, 0, temporal.Priority{}, "extend the sample of "+v.kind+" "+v.subject))
+	if err := actwire.ExtendValidation.Execute(actx, in).Get(ctx, &out); err != nil {
+		return api.ValidationView{}, stageError("extend the sample", err)
+	}
+	// The cells come stratum by stratum, in the growth's order: check
+	// them all before the sample changes.
+	i := 0
+	for _, g := range grown {
+		for range g.To - g.From {
+			if i >= len(out.Cells) || out.Cells[i].Question != g.Question || out.Cells[i].Stratum != g.Stratum || v.cell(out.Cells[i].ID) != nil {
+				return api.ValidationView{}, fmt.Errorf("the extension drew %d cells, not the %s stratum of question %q's %d to %d", len(out.Cells), g.Stratum, g.Question, g.From, g.To)
+			}
+			i++
+		}
+	}
+	i = 0
+	for _, g := range grown {
+		st := v.stratum(g.Question, g.Stratum)
+		for range g.To - g.From {
+			st.Sampled = append(st.Sampled, out.Cells[i].ID)
+			i++
+		}
+	}
+	v.loaded.Cells = append(v.loaded.Cells, out.Cells...)
+	v.record(ctx, api.ValidationEntry{Action: "extend", Margin: r.Margin, SampleSize: r.SampleSize, Grown: grown, Comment: r.Comment,
+		Reviewer: r.Reviewer, ClientIdentity: r.ClientIdentity})
+	if r.Margin > 0 {
+		v.stopMargin = r.Margin
+	}
+	v.details()
+	return v.view(r.Reviewer, false), nil
+}
+
+func (v *validateRun) stratum(question, stratum string) *api.ValidationStratum {
+	for i := range v.loaded.Strata {
+		if st := &v.loaded.Strata[i]; st.Question == question && st.Stratum == stratum {
+			return st
+		}
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
@@ -22,9 +23,10 @@ import (
 // 1–6 answered ("answer N"), 7–10 not found, three of each stratum
 // sampled, with fake activities.
 type validateEnv struct {
-	env     *testsuite.TestWorkflowEnvironment
-	loaded  *actwire.LoadValidationInput
-	written *actwire.WriteValidationInput
+	env      *testsuite.TestWorkflowEnvironment
+	loaded   *actwire.LoadValidationInput
+	written  *actwire.WriteValidationInput
+	extended []actwire.ExtendValidationInput
 }
 
 func validateStrata(t *testing.T, in actwire.LoadValidationInput) *actwire.LoadValidationOutput {
@@ -67,9 +69,27 @@ func newValidateEnv(t *testing.T, batch string) *validateEnv {
 		e.written = &in
 		return &actwire.WriteValidationOutput{JSONURI: in.Prefix + "report.json", HTMLURI: in.Prefix + "report.html"}, nil
 	}, activity.RegisterOptions{Name: actwire.WriteValidationName})
+	e.env.RegisterActivityWithOptions(func(ctx context.Context, in actwire.ExtendValidationInput) (*actwire.ExtendValidationOutput, error) {
+		e.extended = append(e.extended, in)
+		out := &actwire.ExtendValidationOutput{}
+		for _, p := range in.Strata {
+			ids := validateIDs[p.Stratum]
+			sample, _, err := validation.Draw(in.Seed, ids, p.To)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range sample[p.From:] {
+				out.Cells = append(out.Cells, api.ValidationCell{ID: id, Question: p.Question, Stratum: p.Stratum})
+			}
+		}
+		return out, nil
+	}, activity.RegisterOptions{Name: actwire.ExtendValidationName})
 	e.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: api.ValidationWorkflowID(batch)})
 	return e
 }
+
+// validateIDs are validateStrata's strata.
+var validateIDs = map[string][]string{api.StratumAnswered: {"1", "2", "3", "4", "5", "6"}, api.StratumNotFound: {"7", "8", "9", "10"}}
 
 func (e *validateEnv) update(t *testing.T, name string, arg any, refused *string) {
 	t.Helper()
@@ -275,3 +295,166 @@ func TestValidateBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateExtend grows a sample of 2 a stratum: an extension to 4
+// takes each stratum's next cells of the same draw (the grown sample is
+// the draw of 4, what was decided stays decided), is recorded with its
+// sizes, and is refused when it would add nothing or asks both a margin
+// and a sample; the sign-off then needs the new cells decided; the
+// margin an extension asks becomes the one the figures are held to.
+func TestValidateExtend(t *testing.T) {
+	const batch = "batch-2"
+	e := newValidateEnv(t, batch)
+	seed := api.ValidationWorkflowID(batch)
+	first := validateStrata(t, actwire.LoadValidationInput{WorkflowID: batch, Kind: api.SubjectBatch, Seed: seed, SampleSize: 2})
+	a0 := first.Strata[0].Sampled[0]
+	ext := func(margin float64, sample int) api.ValidationExtend {
+		return api.ValidationExtend{Margin: margin, SampleSize: sample, Reviewer: "dave", ClientIdentity: "c"}
+	}
+	type step struct {
+		name, update string
+		arg          any
+		refused      string
+	}
+	steps := []step{
+		{"decide before", api.ValidationDecideUpdate, vdecide(a0, api.VerdictRight, "alice"), ""},
+		{"nothing to add", api.ValidationExtendUpdate, ext(0, 2), "every stratum's sample is that large already"},
+		{"both", api.ValidationExtendUpdate, ext(0.1, 4), "both margin and sample_size"},
+		{"margin out of range", api.ValidationExtendUpdate, ext(0.5, 0), "margin 0.5 is not between 0 and 0.5"},
+		{"no reviewer", api.ValidationExtendUpdate, api.ValidationExtend{SampleSize: 4}, "reviewer is empty"},
+		{"extend to 4", api.ValidationExtendUpdate, ext(0, 4), ""},
+		{"again to 4", api.ValidationExtendUpdate, ext(0, 4), "every stratum's sample is that large already"},
+		{"finish with new cells pending", api.ValidationFinishUpdate, api.ValidationFinish{Reviewer: "carol", ClientIdentity: "c"}, "7 sampled cells are undecided"},
+		{"extend by margin", api.ValidationExtendUpdate, ext(0.1, 0), ""},
+	}
+	got := make([]string, len(steps))
+	for i, s := range steps {
+		e.env.RegisterDelayedCallback(func() { e.update(t, s.update, s.arg, &got[i]) }, time.Duration(i+1)*time.Minute)
+	}
+	var mid api.ValidationView
+	e.env.RegisterDelayedCallback(func() { mid = e.view(t, "") }, 8*time.Minute+30*time.Second)
+	// Then every cell is decided and carol signs off.
+	e.env.RegisterDelayedCallback(func() {
+		vw := e.view(t, "")
+		for _, c := range vw.Cells {
+			if c.Decision != nil {
+				continue
+			}
+			verdict := api.VerdictRight
+			if c.Stratum == api.StratumNotFound {
+				verdict = api.VerdictNoAnswer
+			}
+			var refused string
+			e.update(t, api.ValidationDecideUpdate, vdecide(c.ID, verdict, "bob"), &refused)
+			if refused != "" {
+				t.Errorf("decide %s: %s", c.ID, refused)
+			}
+		}
+	}, 20*time.Minute)
+	var signed string
+	e.env.RegisterDelayedCallback(func() {
+		e.update(t, api.ValidationFinishUpdate, api.ValidationFinish{Reviewer: "carol", ClientIdentity: "c"}, &signed)
+	}, 21*time.Minute)
+	e.env.ExecuteWorkflow(api.ValidateName, api.ValidateInput{Batch: batch, SampleSize: 2})
+	if err := e.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range steps {
+		switch {
+		case s.refused == "" && got[i] != "":
+			t.Errorf("%s: refused: %s", s.name, got[i])
+		case s.refused != "" && !strings.Contains(got[i], s.refused):
+			t.Errorf("%s: refusal %q, want it to hold %q", s.name, got[i], s.refused)
+		}
+	}
+	if signed != "" {
+		t.Fatalf("sign-off refused: %s", signed)
+	}
+	// After the extension to 4: each stratum is the draw of 4, a0 still
+	// decided by alice, the stop margin that of no margin (sample mode).
+	for i, st := range mid.Strata {
+		want, _, _ := validation.Draw(seed, validateIDs[st.Stratum], 4)
+		if !slices.Equal(st.Sampled, want) || !slices.Equal(st.Sampled[:2], first.Strata[i].Sampled) {
+			t.Errorf("stratum %s grown to %v, want the draw of 4 %v, starting with %v", st.Stratum, st.Sampled, want, first.Strata[i].Sampled)
+		}
+	}
+	if len(mid.Cells) != 8 || mid.Cells[0].Decision == nil || mid.Cells[0].Decision.Reviewer != "alice" || mid.StopMargin != 0 || mid.WithinMargin {
+		t.Errorf("after the extension: %d cells, first decided %+v, stop margin %v", len(mid.Cells), mid.Cells[0].Decision, mid.StopMargin)
+	}
+	if len(e.extended) != 2 || e.extended[0].RunID != "r1" || e.extended[0].Strata[0].PopulationHash != first.Strata[0].PopulationHash {
+		t.Errorf("ExtendValidation got %+v, want two calls naming the run and population drawn from", e.extended)
+	}
+	var rep api.ValidationReport
+	if err := e.env.GetWorkflowResult(&rep); err != nil {
+		t.Fatal(err)
+	}
+	var exts []api.ValidationEntry
+	for _, en := range rep.Entries {
+		if en.Action == "extend" {
+			exts = append(exts, en)
+		}
+	}
+	wantGrown := []api.ValidationGrowth{{Question: "Q?", Stratum: api.StratumAnswered, From: 2, To: 4}, {Question: "Q?", Stratum: api.StratumNotFound, From: 2, To: 4}}
+	if len(exts) != 2 || exts[0].Reviewer != "dave" || exts[0].SampleSize != 4 || !slices.Equal(exts[0].Grown, wantGrown) || exts[0].At.IsZero() {
+		t.Errorf("extension entries %+v, want dave's to 4 a stratum with %+v", exts, wantGrown)
+	}
+	// ±10% at 95% needs 6 of 6 answered (n₀ = 96) and 4 of 4 not found:
+	// the strata are whole, every interval a point, within the margin.
+	if exts[1].Margin != 0.1 || len(rep.Cells) != 10 || rep.StopMargin != 0.1 || !rep.WithinMargin || !rep.Overall.Precision.WithinMargin {
+		t.Errorf("after the margin's extension: entry %+v, %d cells, stop margin %v, within %v", exts[1], len(rep.Cells), rep.StopMargin, rep.WithinMargin)
+	}
+}
+
+// TestValidateOverallStratified: with two questions sampled at unequal
+// fractions the overall figures are validation.Stratified's (each
+// stratum by its population), not the pooled decisions'; a run from
+// before the change pools them as it did.
+func TestValidateOverallStratified(t *testing.T) {
+	v := &validateRun{in: api.ValidateInput{Confidence: 0.95}, info: &workflow.Info{}, stratified: true, latest: map[string]int{}, stopMargin: 0.2}
+	v.loaded = &actwire.LoadValidationOutput{Strata: []api.ValidationStratum{
+		{Question: "q1", Stratum: api.StratumAnswered, Population: 1000, Sampled: []string{"a1", "a2", "a3", "a4"}},
+		{Question: "q1", Stratum: api.StratumNotFound, Population: 10, Sampled: []string{"b1", "b2"}},
+		{Question: "q2", Stratum: api.StratumAnswered, Population: 10, Sampled: []string{"c1", "c2", "c3", "c4"}},
+		{Question: "q2", Stratum: api.StratumNotFound, Population: 1000, Sampled: []string{"d1", "d2"}},
+	}}
+	for _, st := range v.loaded.Strata {
+		for _, id := range st.Sampled {
+			v.loaded.Cells = append(v.loaded.Cells, api.ValidationCell{ID: id, Question: st.Question, Stratum: st.Stratum})
+			verdict := api.VerdictNoAnswer
+			switch {
+			case st.Question == "q1" && st.Stratum == api.StratumAnswered:
+				verdict = api.VerdictWrong // q1's answers all wrong
+			case st.Stratum == api.StratumAnswered:
+				verdict = api.VerdictRight
+			}
+			v.entries = append(v.entries, api.ValidationEntry{Action: "decide", Cell: id, Verdict: verdict})
+			v.latest[id] = len(v.entries) - 1
+		}
+	}
+	q1 := validation.Decisions{Answered: 1000, NotFound: 10, AnsweredSampled: 4, NotFoundSampled: 2}
+	q2 := validation.Decisions{Answered: 10, NotFound: 1000, AnsweredSampled: 4, Right: 4, NotFoundSampled: 2}
+	want, err := validation.Stratified([]validation.Decisions{q1, q2}, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vw := v.view("", true)
+	if vw.OverallMethod != api.MethodStratified || vw.Overall.Precision.Estimate != want.Precision.Estimate || vw.Overall.Precision.Upper != want.Precision.Upper {
+		t.Errorf("overall precision %+v by %q, want Stratified's %+v", vw.Overall.Precision, vw.OverallMethod, want.Precision)
+	}
+	if !near(vw.Overall.Precision.Estimate, 10.0/1010) {
+		t.Errorf("overall precision %v, want 10/1010 (pooling would say 50%%)", vw.Overall.Precision.Estimate)
+	}
+	if hw := vw.Overall.Precision.HalfWidth; !near(hw, (want.Precision.Upper-want.Precision.Lower)/2) || vw.Overall.Precision.WithinMargin != (hw <= 0.2) {
+		t.Errorf("half-width %v, within %v", hw, vw.Overall.Precision.WithinMargin)
+	}
+	if vw.Overall.Right != 4 || vw.Overall.AnsweredSampled != 8 {
+		t.Errorf("overall counts %+v, want the sums", vw.Overall)
+	}
+	v.stratified = false
+	pooled, _ := validation.Estimate(validation.Decisions{Answered: 1010, NotFound: 1010, AnsweredSampled: 8, Right: 4, NotFoundSampled: 4}, 0.95)
+	if vw := v.view("", true); vw.OverallMethod != api.MethodPooled || vw.Overall.Precision.Estimate != pooled.Precision.Estimate {
+		t.Errorf("a run from before: overall precision %+v by %q, want the pooled %+v", vw.Overall.Precision, vw.OverallMethod, pooled.Precision)
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }

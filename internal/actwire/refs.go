@@ -18,6 +18,7 @@ const (
 	ConvertDocumentName    = "memagent.ConvertDocument"
 	EstimateCostName       = "memagent.EstimateCost"
 	ExpandManifestName     = "memagent.ExpandManifest"
+	ExtendValidationName   = "memagent.ExtendValidation"
 	FindCheckpointName     = "memagent.FindCheckpoint"
 	GroundAnswerName       = "memagent.GroundAnswer"
 	LoadSignOffName        = "memagent.LoadSignOff"
@@ -108,6 +109,7 @@ var (
 	AppendAudit  = Ref0[AppendAuditInput]{AppendAuditName}
 	WriteSignOff = Ref[WriteSignOffInput, WriteSignOffOutput]{WriteSignOffName}
 
-	LoadValidation  = Ref[LoadValidationInput, LoadValidationOutput]{LoadValidationName}
-	WriteValidation = Ref[WriteValidationInput, WriteValidationOutput]{WriteValidationName}
+	LoadValidation   = Ref[LoadValidationInput, LoadValidationOutput]{LoadValidationName}
+	ExtendValidation = Ref[ExtendValidationInput, ExtendValidationOutput]{ExtendValidationName}
+	WriteValidation  = Ref[WriteValidationInput, WriteValidationOutput]{WriteValidationName}
 )

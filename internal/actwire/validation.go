@@ -24,6 +24,33 @@ type LoadValidationOutput struct {
 	Cells          []api.ValidationCell    `json:"cells"`
 }
 
+// ExtendValidationInput asks ExtendValidation for the next cells of some
+// strata's draws: the subject's run and every named stratum's population
+// must be the ones the validation drew from (RunID, PopulationHash).
+type ExtendValidationInput struct {
+	WorkflowID string                 `json:"workflow_id"`
+	Kind       string                 `json:"kind"`
+	RunID      string                 `json:"run_id"`
+	Seed       string                 `json:"seed"`
+	Strata     []ExtendValidationPart `json:"strata"`
+}
+
+// ExtendValidationPart is one stratum to grow: its draw's cells From (the
+// sample so far) to To.
+type ExtendValidationPart struct {
+	Question       string `json:"question"`
+	Stratum        string `json:"stratum"`
+	PopulationHash string `json:"population_hash"`
+	From           int    `json:"from"`
+	To             int    `json:"to"`
+}
+
+// ExtendValidationOutput are the new cells (with the model's answers),
+// per stratum in the input's order, each stratum's in its draw's order.
+type ExtendValidationOutput struct {
+	Cells []api.ValidationCell `json:"cells"`
+}
+
 // WriteValidationInput has WriteValidationReport write the report (JSON
 // and HTML) under Prefix.
 type WriteValidationInput struct {

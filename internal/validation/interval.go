@@ -77,25 +77,24 @@ func binomialTail(from, to, n int, p float64) float64 {
 		}
 		return 0
 	}
-	// The first term by log-gamma, each next by the ratio of neighbours:
-	// C(n, k+1)/C(n, k) = (n−k)/(k+1).
+	// The first term by log-gamma, each next by the ratio of neighbours,
+	// C(n, k+1)/C(n, k) = (n−k)/(k+1), in linear space relative to the
+	// first term, rescaled before it could overflow: no log or exp a term.
 	lgN, _ := math.Lgamma(float64(n + 1))
 	lgK, _ := math.Lgamma(float64(from + 1))
 	lgNK, _ := math.Lgamma(float64(n - from + 1))
-	lp, lq := math.Log(p), math.Log1p(-p)
-	l := lgN - lgK - lgNK + float64(from)*lp + float64(n-from)*lq
-	logs := make([]float64, 0, to-from+1)
-	top := math.Inf(-1)
+	logFirst := lgN - lgK - lgNK + float64(from)*math.Log(p) + float64(n-from)*math.Log1p(-p)
+	odds := p / (1 - p)
+	const big, logBig = 1e250, 575.6462732485114 // ln(1e250)
+	sum, term, scale := 0.0, 1.0, 0.0
 	for k := from; k <= to; k++ {
-		logs = append(logs, l)
-		top = math.Max(top, l)
-		l += math.Log(float64(n-k)/float64(k+1)) + lp - lq
+		sum += term
+		if term > big || sum > big {
+			sum, term, scale = sum/big, term/big, scale+logBig
+		}
+		term *= float64(n-k) / float64(k+1) * odds
 	}
-	sum := 0.0
-	for _, l := range logs {
-		sum += math.Exp(l - top)
-	}
-	return math.Min(1, math.Exp(top)*sum)
+	return math.Min(1, math.Exp(logFirst+scale)*sum)
 }
 
 // NormalQuantile is the standard normal distribution's quantile: the z with

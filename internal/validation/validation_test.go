@@ -141,7 +141,7 @@ func TestDrawIsUniform(t *testing.T) {
 // cover the true figures at least as often as their confidence says.
 func TestEstimateCoversTheTruth(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 95))
-	const trials = 400
+	const trials = 1000
 	const answered, notFound = 4000, 6000
 	const pRight, pWrongHeld, pMissed = 0.85, 0.05, 0.03
 	truthRecall := answered * pRight / (answered*pRight + answered*pWrongHeld + notFound*pMissed)
@@ -183,12 +183,12 @@ func TestEstimateCoversTheTruth(t *testing.T) {
 			t.Fatalf("recall %+v: the estimate is outside its interval", f.Recall)
 		}
 	}
+	t.Logf("covered of %d: precision %d, elusion %d, richness %d, recall %d", trials, coveredPrecision, coveredElusion, coveredRichness, coveredRecall)
 	// Sampling with replacement is simulated here (a binomial draw), the
-	// case the exact intervals are built for; at 95% the count of covered
-	// trials of 400 falls below 370 with probability well under 1%.
+	// case the exact intervals are built for; the bar is 93%.
 	for name, c := range map[string]int{"precision": coveredPrecision, "elusion": coveredElusion, "recall": coveredRecall, "richness": coveredRichness} {
-		if c < 370 {
-			t.Errorf("%s: interval covered the truth in %d of %d trials, want at least 95%%", name, c, trials)
+		if c < 930 {
+			t.Errorf("%s: interval covered the truth in %d of %d trials, want at least 93%%", name, c, trials)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // validateCommand is `validate ID` (start a validation) and its
-// subcommands decide, reveal, finish and status. The commands speak to
+// subcommands decide, reveal, extend, finish and status. The commands speak to
 // memagent through memclient only; validationConn is their one link to
 // the connection settings.
 func validateCommand(bind bindWith) *cobra.Command {
@@ -25,8 +25,10 @@ not found, sized for --margin at --confidence (or --sample cells a stratum),
 drawn with a recorded seed over a recorded hash of the population. Reviewers
 decide the sampled cells blind (starter validate decide); the figures, with
 their confidence intervals and pass or fail against the thresholds given here,
-are in starter validate status; starter validate finish signs the validation off
-and writes its report. See docs/VALIDATION.md.`,
+are in starter validate status (with whether each interval is within the margin);
+starter validate extend grows the sample without redrawing what was decided;
+starter validate finish signs the validation off and writes its report. See
+docs/VALIDATION.md.`,
 		`  starter validate memagent-batch-contracts-20250102T030405.006Z --margin 0.1 --threshold 'recall>=0.75'
   starter validate memagent-review-1f2e3d4c5b6a7980 --sample 20 --confidence 0.9`, bind(bindValidate))
 	cmd.Annotations = map[string]string{argsBesideSubcommands: "ID"}
@@ -47,6 +49,15 @@ and records that they saw it.`, `  starter validate reveal memagent-batch-x.vali
 			`Signs the validation off once every sampled cell is decided (with four eyes, as a
 reviewer who decided none); the report (JSON and HTML) is written beside the
 batch's report, under validation/.`, `  starter validate finish memagent-batch-x.validate --comment "sample checked"`, bind(bindValidateFinish)),
+		leaf("extend VALIDATION_ID (--margin M | --sample N) [--comment TEXT] [flags]", "Grow a validation's sample without redrawing what was decided",
+			`Grows the sample of every stratum to the size for a narrower --margin (at the
+validation's confidence) or to --sample cells (a smaller stratum whole), taking in
+each stratum the next cells of the same seeded draw: the cells drawn and decided
+so far stay, and a redraw from the seed gives the whole sample. The extension is
+recorded (who, when, each stratum's size before and after); the new cells are
+decided like the others before the sign-off.`,
+			`  starter validate extend memagent-batch-x.validate --margin 0.05
+  starter validate extend memagent-batch-x.validate --sample 60`, bind(bindValidateExtend)),
 		leaf("status VALIDATION_ID [flags]", "Print a validation's sample and figures",
 			`Prints the validation's figures so far (each with its interval), the thresholds'
 outcomes, and the sampled cells with their decisions.`, `  starter validate status memagent-batch-x.validate`, bind(bindValidateStatus)),
@@ -218,6 +229,45 @@ func bindValidateReveal(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 	}
 }
 
+func bindValidateExtend(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
+	conn := bindValidationConn(cmd)
+	rf := bindReviewerFlags(cmd.Flags())
+	fs := cmd.Flags()
+	margin := fs.Float64("margin", 0, "the new margin of error: every stratum's sample grows to the size for it")
+	sample := fs.Int("sample", 0, "the new number of cells a stratum (a smaller stratum is taken whole)")
+	comment := fs.String("comment", "", "a comment kept with the extension")
+	asJSON := outputFlag(cmd, "print the view as JSON")
+	return func(args []string) (err error) {
+		if len(args) != 1 || args[0] == "" {
+			return badRequest(errors.New("validate extend takes a validation's workflow id"))
+		}
+		r := api.ValidationExtend{Margin: *margin, SampleSize: *sample, Comment: *comment}
+		name, err := rf.who()
+		if err != nil {
+			return err
+		}
+		r.Reviewer, r.ClientIdentity = name, clientIdentity("validate extend", name)
+		if err := r.Validate(); err != nil {
+			return badRequest(validateFlagError(err))
+		}
+		ctx, mc, end, err := conn.open(ctx, stderr, *asJSON, "starter validate extend", name)
+		if err != nil {
+			return err
+		}
+		defer func() { end(err) }()
+		id := validationID(args[0])
+		vw, err := mc.ExtendValidation(ctx, id, r)
+		if err != nil {
+			return refusal(err)
+		}
+		if *asJSON {
+			return printJSON(stdout, vw)
+		}
+		fmt.Fprintf(stdout, "%s: the sample is %d cells; %d pending: decide them with starter validate decide %s CELL\n", id, len(vw.Cells), vw.Pending, id)
+		return nil
+	}
+}
+
 func bindValidateFinish(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer) func(args []string) error {
 	conn := bindValidationConn(cmd)
 	rf := bindReviewerFlags(cmd.Flags())
@@ -286,6 +336,16 @@ func printValidation(w io.Writer, vw *api.ValidationView) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "intervals: %s; richness and recall: %s\n", vw.IntervalMethod, vw.CombinedMethod)
+	if vw.OverallMethod != "" && len(vw.Questions) > 1 {
+		fmt.Fprintf(w, "overall: %s\n", vw.OverallMethod)
+	}
+	if vw.StopMargin > 0 {
+		verdict := "not every interval is within it yet: decide the pending cells, or extend the sample (starter validate extend)"
+		if vw.WithinMargin {
+			verdict = "every interval is within it: the sample may stop here"
+		}
+		fmt.Fprintf(w, "margin ±%g: %s\n", vw.StopMargin, verdict)
+	}
 	figs := func(f api.ValidationFigures) {
 		fmt.Fprintf(w, "  answered %d (sampled %d: %d right, %d wrong with an answer held) · not found %d (sampled %d: %d missed)\n",
 			f.Answered, f.AnsweredSampled, f.Right, f.WrongHeld, f.NotFound, f.NotFoundSampled, f.Missed)
@@ -302,7 +362,14 @@ func printValidation(w io.Writer, vw *api.ValidationView) {
 				fmt.Fprintf(w, "  %-9s undefined (no sampled cell holds an answer)\n", x.name)
 				continue
 			}
-			fmt.Fprintf(w, "  %-9s %6.1f%%  [%5.1f%%, %5.1f%%]\n", x.name, 100*x.i.Estimate, 100*x.i.Lower, 100*x.i.Upper)
+			within := ""
+			if vw.StopMargin > 0 {
+				within = fmt.Sprintf("  ±%.1f%% over the margin", 100*x.i.HalfWidth)
+				if x.i.WithinMargin {
+					within = fmt.Sprintf("  ±%.1f%% within the margin", 100*x.i.HalfWidth)
+				}
+			}
+			fmt.Fprintf(w, "  %-9s %6.1f%%  [%5.1f%%, %5.1f%%]%s\n", x.name, 100*x.i.Estimate, 100*x.i.Lower, 100*x.i.Upper, within)
 		}
 	}
 	fmt.Fprintln(w, "overall:")

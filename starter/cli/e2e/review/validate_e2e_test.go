@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,21 +62,40 @@ func TestValidateBatchWithTheCLI(t *testing.T) {
 	if msg := starter(cli.ExitBadInput, "validate", batch, "--sample", "3"); !strings.Contains(msg, "larger than the") {
 		t.Errorf("a sample larger than its stratum: %q", msg)
 	}
-	starter(0, "validate", batch, "--margin", "0.2", "--threshold", "precision>=0.01")
+	// One cell a stratum first, then extended for ±20%, which takes
+	// every stratum (of one or two cells) whole.
+	starter(0, "validate", batch, "--sample", "1", "--threshold", "precision>=0.01")
 	id := api.ValidationWorkflowID(batch)
 	var vw api.ValidationView
-	clitest.Eventually(t, "the sample", func() (bool, string) {
+	status := func() {
 		stdout, stderr, err := clitest.RunCLI(t, "validate", "status", id, "-o", "json")
 		if err != nil {
-			return false, stderr
+			t.Fatalf("status: %v\n%s", err, stderr)
 		}
 		if err := json.Unmarshal([]byte(stdout), &vw); err != nil {
 			t.Fatal(err)
 		}
-		return true, ""
-	})
-	if vw.Seed != id || vw.PopulationHash == "" || len(vw.Cells) != 4 || !vw.Blind {
-		t.Fatalf("validation %+v, want the 4 cells of the batch sampled, blind, seeded by its id", vw)
+	}
+	status()
+	drawn := map[string][]string{}
+	for _, st := range vw.Strata {
+		drawn[st.Question+"/"+st.Stratum] = st.Sampled
+	}
+	if len(vw.Cells) >= 4 {
+		t.Fatalf("--sample 1 drew %d cells of 4: want a stratum of two for the extension", len(vw.Cells))
+	}
+	t.Setenv(reviewer.TokenEnv, "dave-secret")
+	if msg := starter(0, "validate", "extend", id, "--margin", "0.2"); !strings.Contains(msg, "the sample is 4 cells") {
+		t.Errorf("extend: %q", msg)
+	}
+	status()
+	if vw.Seed != id || vw.PopulationHash == "" || len(vw.Cells) != 4 || !vw.Blind || vw.StopMargin != 0.2 {
+		t.Fatalf("validation %+v, want the 4 cells of the batch sampled, blind, seeded by its id, held to ±20%%", vw)
+	}
+	for _, st := range vw.Strata {
+		if was := drawn[st.Question+"/"+st.Stratum]; !slices.Equal(st.Sampled[:len(was)], was) {
+			t.Errorf("stratum %s %s grown to %v, not from %v", st.Question, st.Stratum, st.Sampled, was)
+		}
 	}
 	for _, c := range vw.Cells {
 		if c.ModelAnswer != "" {
@@ -101,18 +121,26 @@ func TestValidateBatchWithTheCLI(t *testing.T) {
 	}
 	t.Setenv(reviewer.TokenEnv, "dave-secret")
 	starter(0, "validate", "decide", id, first.ID, verdict(first))
-	status := starter(0, "validate", "status", id)
-	for _, s := range []string{"0 of 4 sampled cells pending", "precision", "elusion", "threshold precision>=0.01: pass"} {
-		if !strings.Contains(status, s) {
-			t.Errorf("status lacks %q:\n%s", s, status)
+	// Every stratum is sampled whole: an extension has nothing to add,
+	// and every interval is a point, within the margin.
+	if msg := starter(cli.ExitBadInput, "validate", "extend", id); !strings.Contains(msg, "neither --margin nor --sample") {
+		t.Errorf("extend without a size: %q", msg)
+	}
+	if msg := starter(cli.ExitBadInput, "validate", "extend", id, "--margin", "0.2"); !strings.Contains(msg, "every stratum's sample is that large already") {
+		t.Errorf("extend a whole sample: %q", msg)
+	}
+	text := starter(0, "validate", "status", id)
+	for _, s := range []string{"0 of 4 sampled cells pending", "precision", "elusion", "threshold precision>=0.01: pass", "margin ±0.2: every interval is within it"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("status lacks %q:\n%s", s, text)
 		}
 	}
 	var rep api.ValidationReport
 	if err := json.Unmarshal([]byte(starter(0, "validate", "finish", id, "-o", "json")), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Passed || rep.Finished == nil || rep.Finished.Reviewer != "dave" || len(rep.Entries) != 6 {
-		t.Errorf("report: passed %v, finished %+v, %d entries (want the reveal, 4 decisions, the sign-off)", rep.Passed, rep.Finished, len(rep.Entries))
+	if !rep.Passed || rep.Finished == nil || rep.Finished.Reviewer != "dave" || len(rep.Entries) != 7 || rep.Entries[0].Action != "extend" || len(rep.Entries[0].Grown) == 0 {
+		t.Errorf("report: passed %v, finished %+v, entries %+v (want the extension, the reveal, 4 decisions, the sign-off)", rep.Passed, rep.Finished, rep.Entries)
 	}
 	if want := out.Result.ReportPrefix + "validation/report.json"; rep.ReportURI != want {
 		t.Errorf("report at %q, want %q", rep.ReportURI, want)

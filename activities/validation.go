@@ -142,9 +142,15 @@ func drawValidation(rows []signoff.Row, in actwire.LoadValidationInput) (string,
 		strata = append(strata, api.ValidationStratum{Question: k.question, Stratum: k.stratum, Population: len(ids), PopulationHash: hash, Sampled: sample})
 		for _, id := range sample {
 			r := byID[id]
-			cells = append(cells, api.ValidationCell{
+			c := api.ValidationCell{
 				ID: id, Question: r.Question, Document: r.Document, Stratum: k.stratum, AnswerPages: r.AnswerPages, ModelAnswer: r.ModelAnswer,
-			})
+			}
+			// The cited page, where it is a page of the cell's own
+			// document (a corpus member's page is another file's).
+			if g := r.Grounding; g.Found() && g.Pages != nil && g.Pages.Unit == api.UnitPage && r.EvidenceDocument() == r.Document {
+				c.Page = g.Pages.First
+			}
+			cells = append(cells, c)
 		}
 	}
 	return popHash, strata, cells, nil

@@ -60,61 +60,72 @@
     return s;
   }
 
-  // The figures: overall and each question's, each with its interval.
+  // The figures: one row overall and one a question, each figure its
+  // estimate, its interval and a bar of it.
   function figures(v) {
     const box = $("figures");
     box.replaceChildren();
+    const t = el("table");
+    const head = el("tr");
+    ["", "sampled: answered · not found", "precision", "elusion", "richness", "recall"].forEach((h) => head.append(el("th", h)));
+    t.append(head);
     const sets = [["Overall", v.overall]];
-    if (v.questions && v.questions.length > 1) v.questions.forEach((f) => sets.push(["Question: " + f.question, f]));
+    if (v.questions && v.questions.length > 1) v.questions.forEach((f) => sets.push([f.question, f]));
     for (const [title, f] of sets) {
-      box.append(el("h3", title));
-      box.append(el("p", "answered " + f.answered + " (sampled " + f.answered_sampled + ": " + f.right + " right) · not found " + f.not_found +
-        " (sampled " + f.not_found_sampled + ": " + f.missed + " missed)", "sizes"));
-      if (f.error) { box.append(el("p", "No figures yet: " + f.error, "sizes")); continue; }
-      const t = el("table");
-      const head = el("tr");
-      ["figure", "estimate", "interval (" + pct(v.confidence) + ")", ""].forEach((h) => head.append(el("th", h)));
-      t.append(head);
-      for (const name of ["precision", "elusion", "richness", "recall"]) {
-        const i = f[name], tr = el("tr");
-        tr.dataset.figure = name;
-        tr.append(el("th", name, "figure"));
-        if (name === "recall" && !f.recall_defined) {
-          const c = el("td", "undefined: no sampled cell holds an answer");
-          c.colSpan = 3;
-          tr.append(c);
-        } else {
-          tr.append(el("td", pct(i.estimate), "estimate"));
-          tr.append(el("td", pct(i.lower) + " – " + pct(i.upper), "interval"));
-          const bar = el("div", undefined, "bar"), span = el("div", undefined, "span"), mark = el("div", undefined, "mark");
-          span.style.left = (160 * i.lower) + "px";
-          span.style.width = Math.max(160 * (i.upper - i.lower), 1) + "px";
-          mark.style.left = (160 * i.estimate - 1) + "px";
-          bar.append(span, mark);
-          const c = el("td");
-          c.append(bar);
-          tr.append(c);
-        }
+      const tr = el("tr");
+      tr.dataset.population = title;
+      tr.append(el("th", title, title === "Overall" ? "population overall" : "population"));
+      const n = el("td", f.answered_sampled + "/" + f.answered + " · " + f.not_found_sampled + "/" + f.not_found, "sizes");
+      n.title = f.right + " right, " + f.wrong_held + " wrong with an answer in the document, " + f.missed + " missed";
+      tr.append(n);
+      if (f.error) {
+        const c = el("td", "no figures yet", "sizes");
+        c.title = f.error;
+        c.colSpan = 4;
+        tr.append(c);
         t.append(tr);
+        continue;
       }
-      box.append(t);
+      for (const name of ["precision", "elusion", "richness", "recall"]) {
+        const i = f[name], c = el("td", undefined, "figure");
+        c.dataset.figure = name;
+        if (name === "recall" && !f.recall_defined) {
+          c.append(el("span", "undefined", "sizes"));
+          c.title = "no sampled cell holds an answer";
+        } else {
+          c.append(el("b", pct(i.estimate)), el("span", " " + pct(i.lower) + "–" + pct(i.upper), "interval"));
+          const bar = el("div", undefined, "bar"), span = el("div", undefined, "span"), mark = el("div", undefined, "mark");
+          span.style.left = (100 * i.lower) + "%";
+          span.style.width = Math.max(100 * (i.upper - i.lower), 0.5) + "%";
+          mark.style.left = (100 * i.estimate) + "%";
+          bar.append(span, mark);
+          c.append(bar);
+        }
+        tr.append(c);
+      }
+      t.append(tr);
     }
+    box.append(t);
     if (v.thresholds && v.thresholds.length) {
       const ul = el("ul", undefined, "thresholds");
       for (const o of v.thresholds) {
         const th = o.threshold;
-        const text = (th.question ? th.question + ": " : "") + th.figure + th.op + th.value + ": " + (o.passed ? "pass" : "fail") +
-          (o.why ? " (" + o.why + ")" : " (bound " + pct(o.bound) + ")");
-        ul.append(el("li", text, o.passed ? "pass" : "fail"));
+        const text = (th.question ? th.question + ": " : "") + th.figure + " " + th.op + " " + th.value + ": " + (o.passed ? "pass" : "fail") +
+          (o.why ? (o.why.length > 60 ? " (no figures yet)" : " (" + o.why + ")") : " (bound " + pct(o.bound) + ")");
+        const li = el("li", text, o.passed ? "pass" : "fail");
+        if (o.why) li.title = o.why;
+        ul.append(li);
       }
       box.append(ul);
     }
-    box.append(el("p", "Intervals: " + v.interval_method + " (precision, elusion); " + v.combined_method + " (richness, recall). Seed " + v.seed + ".", "sizes"));
+    box.append(el("p", "Intervals at " + pct(v.confidence) + ": " + v.interval_method + " (precision, elusion); " + v.combined_method +
+      " (richness, recall). Seed " + v.seed + ".", "sizes"));
   }
 
   function render() {
     const v = data.view;
     const decided = v.cells.length - v.pending;
+    $("title").textContent = "Validation of " + v.kind + " " + v.subject;
     $("state").textContent = v.finished ? "Signed off by " + v.finished.reviewer + ": the report is final." :
       (v.blind ? "Blind" : "Not blind") + " · " + decided + " of " + v.cells.length + " sampled cells decided · " + v.kind + " " + v.subject +
       (v.four_eyes ? " · four eyes: signed off by a reviewer who decided no cell" : "");
@@ -138,7 +149,10 @@
     if (i < 0 || i >= data.view.cells.length) return;
     current = i;
     page = data.cells[i].first_page;
-    document.querySelectorAll("#cells tbody tr").forEach((tr, k) => { tr.className = k === i ? "current" : ""; });
+    document.querySelectorAll("#cells tbody tr").forEach((tr, k) => {
+      tr.className = k === i ? "current" : "";
+      if (k === i) tr.scrollIntoView({ block: "nearest" });
+    });
     show();
     resetForm();
     showPage();

@@ -67,7 +67,8 @@
     box.replaceChildren();
     const t = el("table");
     const head = el("tr");
-    ["", "sampled: answered · not found", "precision", "elusion", "richness", "recall"].forEach((h) => head.append(el("th", h)));
+    ["", "sampled", "precision", "elusion", "richness", "recall"].forEach((h) => head.append(el("th", h)));
+    head.children[1].title = "answered cells sampled of all · not-found cells sampled of all";
     t.append(head);
     const sets = [["Overall", v.overall]];
     if (v.questions && v.questions.length > 1) v.questions.forEach((f) => sets.push([f.question, f]));
@@ -93,7 +94,7 @@
           c.append(el("span", "undefined", "sizes"));
           c.title = "no sampled cell holds an answer";
         } else {
-          c.append(el("b", pct(i.estimate)), el("span", " " + pct(i.lower) + "–" + pct(i.upper), "interval"));
+          c.append(el("b", pct(i.estimate)), el("span", pct(i.lower) + "–" + pct(i.upper), "interval"));
           const bar = el("div", undefined, "bar"), span = el("div", undefined, "span"), mark = el("div", undefined, "mark");
           span.style.left = (100 * i.lower) + "%";
           span.style.width = Math.max(100 * (i.upper - i.lower), 0.5) + "%";

@@ -129,9 +129,15 @@ func validationStrata(rows []signoff.Row) (map[validationKey][]signoff.Row, []st
 }
 
 func validationCell(r signoff.Row, stratum string) api.ValidationCell {
-	return api.ValidationCell{
+	c := api.ValidationCell{
 		ID: r.Cell, Question: r.Question, Document: r.Document, Stratum: stratum, AnswerPages: r.AnswerPages, ModelAnswer: r.ModelAnswer,
 	}
+	// The cited page, where it is a page of the cell's own document (a
+	// corpus member's page is another file's).
+	if g := r.Grounding; g.Found() && g.Pages != nil && g.Pages.Unit == api.UnitPage && r.EvidenceDocument() == r.Document {
+		c.Page = g.Pages.First
+	}
+	return c
 }
 
 // drawExtension returns, for each stratum of in, the cells From to To of

@@ -333,6 +333,11 @@ type ValidationCell struct {
 	// AnswerPages cites the model's answer's page (first for the desk to
 	// show); blind mode hides it with the answer.
 	AnswerPages string `json:"answer_pages,omitempty"`
+	// Page is the page of Document the desk shows first: the first page
+	// the model's answer cites, 0 when it cites none (a not-found cell:
+	// the desk starts at page 1). Blind mode keeps it: it names where
+	// to look, not what the model answered.
+	Page int `json:"page,omitempty"`
 	// ModelAnswer is shown only when the view's reviewer revealed it, or
 	// the validation is not blind, or it is finished.
 	ModelAnswer string `json:"model_answer,omitempty"`

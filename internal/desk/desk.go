@@ -205,6 +205,7 @@ func New(cfg Config) (*Desk, error) {
 	mux.HandleFunc("POST /api/decide", d.authed(d.changes(d.apiDecide)))
 	mux.HandleFunc("POST /api/signoff", d.authed(d.changes(d.apiSignOff)))
 	mux.HandleFunc("POST /api/reopen", d.authed(d.changes(d.apiReopen)))
+	d.registerValidation(mux)
 	d.mux = mux
 	return d, nil
 }
@@ -453,6 +454,7 @@ func (d *Desk) index(w http.ResponseWriter, r *http.Request, name, sid string) {
 	}
 	d.render(w, "index.html", map[string]any{
 		"Reviewer": name, "CSRF": d.csrf(name, sid), "Waiting": list, "Error": errString(err), "Tokens": d.cfg.Reviewers.Tokens(),
+		"Validations": d.validationIndex(ctx),
 	})
 }
 

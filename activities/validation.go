@@ -167,13 +167,16 @@ func (a *Activities) writeValidation(ctx context.Context, in actwire.WriteValida
 	if err := WriteValidationHTML(&html, rep); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		uri, ctype string
-		data       []byte
-	}{
-		{out.JSONURI, "application/json", js},
+	files, err := validationFiles(in.Prefix, rep)
+	if err != nil {
+		return nil, err
+	}
+	out.AuditURI, out.XLSXURI = files[0].uri, files[1].uri
+	// report.json last: it says the rest is there.
+	for _, f := range append(files, []validationFile{
 		{out.HTMLURI, "text/html; charset=utf-8", html.Bytes()},
-	} {
+		{out.JSONURI, "application/json", js},
+	}...) {
 		if err := a.allowValidationOutput(ctx, f.uri, rep.Subject); err != nil {
 			return nil, err
 		}
@@ -184,6 +187,9 @@ func (a *Activities) writeValidation(ctx context.Context, in actwire.WriteValida
 		if err := a.Store.Put(ctx, loc, f.data, f.ctype); err != nil {
 			return nil, storeError(err, f.uri)
 		}
+	}
+	if out.Gate, err = a.markGatedReport(ctx, rep); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

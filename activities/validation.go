@@ -47,6 +47,9 @@ func (a *Activities) loadValidation(ctx context.Context, in actwire.LoadValidati
 		return nil, err
 	}
 	c := activity.GetClient(ctx)
+	if err := awaitStartingBatch(ctx, c, in.Kind, in.WorkflowID); err != nil {
+		return nil, err
+	}
 	lin := actwire.LoadSignOffInput{WorkflowID: in.WorkflowID, Kind: in.Kind}
 	runID, err := completedSubject(ctx, c, activity.GetInfo(ctx).TaskQueue, lin)
 	if err != nil {

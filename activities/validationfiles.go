@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/report"
@@ -132,6 +133,7 @@ func (a *Activities) markGatedReport(ctx context.Context, rep api.ValidationRepo
 		return "", nil
 	}
 	v := evaluateGate(res.Validation.Gate, rep)
+	v.ValidationRunID = activity.GetInfo(ctx).WorkflowExecution.RunID
 	br.Validation = &v
 	page, err := a.readSmall(ctx, htmlURI)
 	if err != nil {
@@ -175,16 +177,18 @@ func evaluateGate(g api.ValidationGate, rep api.ValidationReport) api.ReportVali
 	if rep.Confidence+1e-9 < g.Confidence {
 		why = append(why, fmt.Sprintf("validated at %g%% confidence, the gate asks %g%%", 100*rep.Confidence, 100*g.Confidence))
 	}
+	said := map[string]bool{}
 	for _, o := range rep.Thresholds {
 		if !o.Passed {
-			why = append(why, "the validation's threshold "+o.Threshold.String()+" failed")
+			said[o.Threshold.String()] = true
+			why = append(why, "the threshold "+o.Threshold.String()+" failed")
 		}
 	}
 	for _, t := range g.Thresholds {
 		o := gateThreshold(t, rep)
 		v.Thresholds = append(v.Thresholds, o)
-		if !o.Passed {
-			s := "the gate's threshold " + t.String() + " failed"
+		if !o.Passed && !said[t.String()] {
+			s := "the threshold " + t.String() + " failed"
 			if o.Why != "" {
 				s += " (" + o.Why + ")"
 			}
@@ -229,4 +233,38 @@ func gateThreshold(t api.ValidationThreshold, rep api.ValidationReport) api.Vali
 		o.Bound, o.Passed = i.Upper, i.Upper <= t.Value
 	}
 	return o
+}
+
+// ErrSubjectCompleting is the type of LoadValidation's retryable error
+// while the batch that started the validation (a gated batch,
+// api.ValidationGate) has not completed yet: Temporal retries the draw
+// until it has.
+const ErrSubjectCompleting = "memagent.SubjectCompleting"
+
+// awaitStartingBatch fails with a retryable ErrSubjectCompleting while
+// the validation's parent is the run of the batch it validates and that
+// run is still open: a gated batch starts its validation as its last
+// command and completes right after. Anyone else's validation of a batch
+// that has not completed is refused as before (completedSubject).
+func awaitStartingBatch(ctx context.Context, c client.Client, kind, subject string) error {
+	if kind != api.SubjectBatch || !activity.IsActivity(ctx) {
+		return nil
+	}
+	self := activity.GetInfo(ctx).WorkflowExecution
+	d, err := c.DescribeWorkflowExecution(ctx, self.ID, self.RunID)
+	if err != nil {
+		return fmt.Errorf("describe %s: %w", self.ID, err)
+	}
+	p := d.GetWorkflowExecutionInfo().GetParentExecution()
+	if p.GetWorkflowId() != subject {
+		return nil
+	}
+	info, err := executionInfo(ctx, c, subject, "")
+	if err != nil {
+		return nil // completedSubject says what is wrong
+	}
+	if info.GetExecution().GetRunId() == p.GetRunId() && info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return temporal.NewApplicationError(fmt.Sprintf("batch %s started this validation and is completing: the sample is drawn once it has", subject), ErrSubjectCompleting)
+	}
+	return nil
 }

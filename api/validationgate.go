@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -18,10 +17,12 @@ type ValidationGate struct {
 	// Confidence is the least confidence level of the validation's
 	// intervals the gate accepts (default 0.95).
 	Confidence float64 `json:"confidence,omitempty"`
-	// Margin or SampleSize size the validation's sample, as in
-	// ValidateInput (default margin 0.1).
-	Margin     float64 `json:"margin,omitempty"`
-	SampleSize int     `json:"sample_size,omitempty" contract:"min=0,max=1500"`
+	// Margin is the margin of error each stratum's sample is sized for,
+	// as in ValidateInput (default 0.1).
+	Margin float64 `json:"margin,omitempty"`
+	// SampleSize, when set, is the size of every stratum's sample
+	// instead.
+	SampleSize int `json:"sample_size,omitempty" contract:"min=0,max=1500"`
 	// Thresholds must all pass on the validation's figures, as well as
 	// the validation's own.
 	Thresholds []ValidationThreshold `json:"thresholds,omitempty" contract:"maxitems=20"`
@@ -63,19 +64,26 @@ const (
 // the batch's run to finish marks report.json and report.html final or
 // validation_failed, and no later one changes them.
 type ReportValidation struct {
-	State string         `json:"state" contract:"enum=provisional|final|validation_failed"`
-	Gate  ValidationGate `json:"gate"`
-	// Validation is the workflow id of the validation that decides.
+	// State is provisional, final or validation_failed.
+	State string `json:"state" contract:"enum=provisional|final|validation_failed"`
+	// Gate is the batch's gate, its defaults filled.
+	Gate ValidationGate `json:"gate"`
+	// Validation is the workflow id of the validation of the batch.
 	Validation string `json:"validation"`
-	// Once decided: the run of the validation that decided, its report,
-	// who signed it off and when, the gate's thresholds with their
-	// bounds, and why it failed.
-	ValidationRunID  string              `json:"validation_run_id,omitempty"`
-	ValidationReport string              `json:"validation_report,omitempty"`
-	SignedOffBy      string              `json:"signed_off_by,omitempty"`
-	DecidedAt        *time.Time          `json:"decided_at,omitempty"`
-	Thresholds       []ValidationOutcome `json:"thresholds,omitempty"`
-	Why              string              `json:"why,omitempty"`
+	// ValidationRunID is the run of the validation: the one the batch
+	// started (in its result and notification), the one that decided (in
+	// a marked report.json).
+	ValidationRunID string `json:"validation_run_id,omitempty"`
+	// ValidationReport is the report.json of the validation that decided.
+	ValidationReport string `json:"validation_report,omitempty"`
+	// SignedOffBy and DecidedAt are who signed that validation off, and
+	// when.
+	SignedOffBy string     `json:"signed_off_by,omitempty"`
+	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+	// Thresholds are the gate's thresholds with the bounds they compared.
+	Thresholds []ValidationOutcome `json:"thresholds,omitempty"`
+	// Why says why the report is validation_failed.
+	Why string `json:"why,omitempty"`
 }
 
 // Text is the state as a report's page says it.
@@ -86,6 +94,6 @@ func (v ReportValidation) Text() string {
 	case ReportValidationFailed:
 		return fmt.Sprintf("Validation failed: %s (%s). The figures below stand unvalidated.", v.Validation, v.Why)
 	}
-	return fmt.Sprintf("Provisional: this report is final once validation %s finishes and passes; start it with `starter validate %s`.",
-		v.Validation, strings.TrimSuffix(v.Validation, ValidationSuffix))
+	return fmt.Sprintf("Provisional: this report is final once validation %s finishes and passes (starter validate status %s).",
+		v.Validation, v.Validation)
 }

@@ -57,12 +57,11 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; }
 dt { font-weight: bold; } dd { margin: 0; word-break: break-all; }
 p.note { color: #555; font-size: .85rem; }
-p.state { border: 1px solid #a60; background: #fff6e5; padding: .5rem; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-{{if .State}}`+stateOpen+`{{.State}}`+stateClose+`
+{{if .State}}` + stateOpen + `{{.State}}` + stateClose + `
 {{end}}<dl>{{range .Facts}}
 <dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}
 </dl>
@@ -97,7 +96,7 @@ p.state { border: 1px solid #a60; background: #fff6e5; padding: .5rem; }
 
 // The element of the page that holds State, found again by MarkBatchState.
 const (
-	stateOpen  = `<p id="memagent-report-state" class="state">`
+	stateOpen  = `<p id="memagent-report-state" class="state" style="border: 1px solid #a60; background: #fff6e5; padding: .5rem">`
 	stateClose = `</p>`
 )
 

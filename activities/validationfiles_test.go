@@ -12,7 +12,9 @@ import (
 // threshold of the gate passes on the validation's figures, whatever
 // thresholds the validation was started with.
 func TestEvaluateGate(t *testing.T) {
-	iv := func(e, lo, hi float64) api.ValidationInterval { return api.ValidationInterval{Estimate: e, Lower: lo, Upper: hi} }
+	iv := func(e, lo, hi float64) api.ValidationInterval {
+		return api.ValidationInterval{Estimate: e, Lower: lo, Upper: hi}
+	}
 	rep := api.ValidationReport{
 		WorkflowID: "b.validate", Confidence: 0.95, Passed: true, Finished: &api.ValidationEntry{Action: "finish", Reviewer: "erin"},
 		Overall: api.ValidationFigures{Precision: iv(0.9, 0.8, 0.95), Elusion: iv(0.02, 0.01, 0.06), Recall: iv(0.85, 0.7, 0.9), RecallDefined: true},

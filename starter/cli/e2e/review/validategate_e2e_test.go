@@ -174,24 +174,41 @@ func TestValidationGate(t *testing.T) {
 			if !strings.Contains(said, "sheet Validation, validation "+id) {
 				t.Errorf("export grid says %q", said)
 			}
-			f, err := os.Open(xlsx)
+			exported, err := os.ReadFile(xlsx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			got, err := signoff.ReadValidationSheet(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cells := 0
-			for _, r := range got {
-				if len(r) > 3 && slices.ContainsFunc(vw.Cells, func(c api.ValidationCell) bool { return c.ID == r[0] }) && r[11] == "carol" {
-					cells++
+			checkSheet := func(what string, data []byte) {
+				t.Helper()
+				if rows, err := signoff.ReadXLSX(bytes.NewReader(data)); err != nil || len(rows) != len(lines)+1 {
+					t.Errorf("%s: the decisions sheet has %d rows (%v), want %d", what, len(rows), err, len(lines)+1)
+				}
+				got, err := signoff.ReadValidationSheet(bytes.NewReader(data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cells := 0
+				for _, r := range got {
+					if len(r) > 11 && slices.ContainsFunc(vw.Cells, func(c api.ValidationCell) bool { return c.ID == r[0] }) && r[11] == "carol" {
+						cells++
+					}
+				}
+				if cells != len(vw.Cells) || !hasRow(got, "passed", "TRUE") || !hasRow(got, "seed", id) {
+					t.Errorf("%s: the Validation sheet has %d of %d cells decided by carol:\n%q", what, cells, len(vw.Cells), got)
 				}
 			}
-			if cells != len(vw.Cells) || !hasRow(got, "passed", "TRUE") {
-				t.Errorf("the decided workbook's Validation sheet has %d of %d cells decided by carol:\n%q", cells, len(vw.Cells), got)
+			checkSheet("starter export grid", exported)
+			// The decided workbook the worker writes as the sign-off
+			// ends: the validation finished before it, so it is a sheet.
+			for i := range lines {
+				starter(0, "decide", res.WorkflowID, "--cell", fmt.Sprint(i), "--accept")
 			}
+			starter(0, "signoff", res.WorkflowID, "--level", "1")
+			clitest.Eventually(t, "the decided grid", func() (bool, string) {
+				status := starter(0, "signoff", res.WorkflowID)
+				return strings.Contains(status, "decided.xlsx"), status
+			})
+			checkSheet("signoff/decided.xlsx", read(res.ReportPrefix+"signoff/decided.xlsx"))
 		})
 	}
 }

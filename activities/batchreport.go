@@ -275,6 +275,9 @@ func newBatchReport(in actwire.ReportInput, prefix string, samples int) *api.Bat
 		SVGURI: prefix + api.ReportSVGName, HTMLURI: prefix + api.ReportHTMLName, ReportURI: prefix + api.ReportJSONName,
 	}
 	rep.Options.Model = in.Model
+	if in.Validation != nil {
+		rep.Validation = &api.ReportValidation{State: api.ReportProvisional, Gate: in.Validation.WithDefaults(), Validation: api.ValidationWorkflowID(in.WorkflowID)}
+	}
 	if samples > 1 {
 		rep.Samples, rep.GroupsURI = samples, prefix+api.ReportGroupsName
 	}

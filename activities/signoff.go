@@ -300,7 +300,15 @@ func (a *Activities) writeSignOff(ctx context.Context, in actwire.WriteSignOffIn
 	if err := signoff.WriteCSV(&csvBuf, records); err != nil {
 		return nil, err
 	}
-	if err := signoff.WriteXLSX(&xlsBuf, g, records); err != nil {
+	// A validation of the same run finished by now is a sheet of the
+	// workbook (signoff.ValidationSheetName).
+	var val *api.ValidationReport
+	if activity.IsActivity(ctx) {
+		if val, err = finishedValidation(ctx, activity.GetClient(ctx), activity.GetInfo(ctx).TaskQueue, g.Subject.WorkflowID, g.Subject.RunID); err != nil {
+			return nil, err
+		}
+	}
+	if err := signoff.WriteXLSXWithValidation(&xlsBuf, g, records, val); err != nil {
 		return nil, err
 	}
 	js, err := json.Marshal(struct {

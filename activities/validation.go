@@ -48,6 +48,11 @@ func (a *Activities) loadValidation(ctx context.Context, in actwire.LoadValidati
 	if err := a.callerIs(ctx, api.ValidateName); err != nil {
 		return nil, err
 	}
+	// A gated batch starts its validation as its last command: wait
+	// for that batch's run to close before reading it.
+	if err := awaitStartingBatch(ctx, activity.GetClient(ctx), in.Kind, in.WorkflowID); err != nil {
+		return nil, err
+	}
 	out := &actwire.LoadValidationOutput{}
 	rows, err := a.validationRows(ctx, in.WorkflowID, in.Kind, &out.Subject)
 	if err != nil {
@@ -250,13 +255,16 @@ func (a *Activities) writeValidation(ctx context.Context, in actwire.WriteValida
 	if err := WriteValidationHTML(&html, rep); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		uri, ctype string
-		data       []byte
-	}{
-		{out.JSONURI, "application/json", js},
+	files, err := validationFiles(in.Prefix, rep)
+	if err != nil {
+		return nil, err
+	}
+	out.AuditURI, out.XLSXURI = files[0].uri, files[1].uri
+	// report.json last: it says the rest is there.
+	for _, f := range append(files, []validationFile{
 		{out.HTMLURI, "text/html; charset=utf-8", html.Bytes()},
-	} {
+		{out.JSONURI, "application/json", js},
+	}...) {
 		if err := a.allowValidationOutput(ctx, f.uri, rep.Subject); err != nil {
 			return nil, err
 		}
@@ -267,6 +275,9 @@ func (a *Activities) writeValidation(ctx context.Context, in actwire.WriteValida
 		if err := a.Store.Put(ctx, loc, f.data, f.ctype); err != nil {
 			return nil, storeError(err, f.uri)
 		}
+	}
+	if out.Gate, err = a.markGatedReport(ctx, rep); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

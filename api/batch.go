@@ -172,6 +172,10 @@ type BatchQAInput struct {
 	// not allow. The URL may hold a token: only its scheme and host are
 	// ever logged or shown.
 	NotifyURL string `json:"notify_url,omitempty" contract:"maxlen=2048"`
+	// Validation, when set, has the report provisional until a validation
+	// of the batch finishes and passes (ValidationGate): report.json, the
+	// page, the result and the notification say so (ReportValidation).
+	Validation *ValidationGate `json:"validation,omitempty"`
 }
 
 // BatchQAResult is BatchQA's result.
@@ -207,6 +211,10 @@ type BatchQAResult struct {
 	// Notify is NotifySent (delivered) or NotifyFailed (not delivered)
 	// when the input has a notify_url.
 	Notify string `json:"notify,omitempty"`
+	// Validation is the report's state when the input has a validation
+	// gate: provisional as the batch completes (report.json has the
+	// state the validation marked since).
+	Validation *ReportValidation `json:"validation,omitempty"`
 }
 
 // BatchProgress is what BatchQA's progress query (ProgressQuery) returns.
@@ -313,6 +321,11 @@ func (in BatchQAInput) Validate() error {
 	}
 	if err := checkCompareWith(in); err != nil {
 		return err
+	}
+	if in.Validation != nil {
+		if err := in.Validation.Validate(); err != nil {
+			return err
+		}
 	}
 	if in.NotifyURL != "" {
 		if err := CheckNotifyURL(in.NotifyURL); err != nil {
@@ -526,6 +539,10 @@ type BatchReport struct {
 	// Changes compares this report with the previous one; its ChangesURI
 	// is changes.json. Absent when the batch compared with none.
 	Changes *ChangeSummary `json:"changes,omitempty"`
+	// Validation is the report's state when the batch has a validation
+	// gate (BatchQAInput.Validation): provisional, then final or
+	// validation_failed once the first validation of the batch finishes.
+	Validation *ReportValidation `json:"validation,omitempty"`
 }
 
 // MaxSamples bounds how many times a batch answers each item.

@@ -134,6 +134,9 @@ type ChangeNotification struct {
 	// Changes is the comparison with the previous report; absent when the
 	// batch compared with none.
 	Changes *ChangeSummary `json:"changes,omitempty"`
+	// Validation is the report's state when the batch has a validation
+	// gate: provisional (the report is final once a validation passes).
+	Validation *ReportValidation `json:"validation,omitempty"`
 }
 
 // checkCompareWith checks BatchQAInput.CompareWith.

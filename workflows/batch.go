@@ -296,7 +296,7 @@ func (b *batchRun) report() (*api.BatchQAResult, error) {
 		Model: st.Expanded.Model, Options: b.in.Options, StartedAt: st.StartedAt,
 		ReportPrefix: st.Expanded.ReportPrefix, Parts: parts, Items: st.Expanded.Items,
 		RunID: info.WorkflowExecution.RunID, Samples: b.in.Samples,
-		CompareWith: st.CompareWith, CompareAuto: st.CompareAuto,
+		CompareWith: st.CompareWith, CompareAuto: st.CompareAuto, Validation: b.in.Validation,
 	}).Get(b.ctx, &rep); err != nil {
 		return nil, stageError("write report", err)
 	}
@@ -309,7 +309,7 @@ func (b *batchRun) report() (*api.BatchQAResult, error) {
 		Name: st.Name, Items: st.Expanded.Items, Succeeded: st.Answered, Failed: st.Failed, Skipped: st.Reused,
 		ReportPrefix: reportPrefix, ReportURI: reportPrefix + "report.json",
 		HTMLURI: rep.HTMLURI, WorkflowID: info.WorkflowExecution.ID, Runs: st.Runs, Model: st.Expanded.Model,
-		Overall: rep.Overall, Samples: rep.Samples, Groups: rep.Groups,
+		Overall: rep.Overall, Samples: rep.Samples, Groups: rep.Groups, Validation: rep.Validation,
 	}
 	if st.Changes {
 		res.Changes = rep.Changes
@@ -321,6 +321,7 @@ func (b *batchRun) report() (*api.BatchQAResult, error) {
 			res.Notify = b.notifyChanges(res)
 		}
 	}
+	b.startValidation(res)
 	b.publish(api.BatchStageDone)
 	return res, nil
 }

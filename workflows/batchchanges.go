@@ -81,7 +81,7 @@ func (b *batchRun) notifyChanges(res *api.BatchQAResult) string {
 		Notification: api.ChangeNotification{
 			Name: res.Name, WorkflowID: res.WorkflowID, RunID: info.WorkflowExecution.RunID,
 			ReportURI: res.ReportURI, HTMLURI: res.HTMLURI, Items: res.Items,
-			Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Changes: res.Changes,
+			Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Changes: res.Changes, Validation: res.Validation,
 		},
 	}).Get(b.ctx)
 	if err != nil {

@@ -511,6 +511,9 @@ var batchGenerations = []generation{
 	// HTTPIDsChange at version 1: the children are <batch id>.<seq>, in
 	// every run of the chain.
 	{name: "v8-http-ids", prefix: "batch_httpids_run"},
+	// ValidationGateChange at version 1: a batch with a validation gate
+	// starts its validation (<batch id>.validate) as its last command.
+	{name: "v9-validation-gate", prefix: "batch_gate_run"},
 }
 
 const (
@@ -572,7 +575,10 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	}
 	histories := replayChain(t, files, api.BatchQAName)
 	checkBatchCoverage(t, histories)
-	checkChildIDs(t, histories, g.name == "v8-http-ids")
+	checkChildIDs(t, histories, g.name == "v8-http-ids" || g.name == "v9-validation-gate")
+	if g.name == "v9-validation-gate" {
+		checkGateCoverage(t, histories)
+	}
 	if g.name == "v3-changes" {
 		checkChangesCoverage(t, histories)
 	}
@@ -601,7 +607,7 @@ func checkChildIDs(t *testing.T, histories []*historypb.History, httpIDs bool) {
 			return
 		}
 		for _, e := range hist.GetEvents() {
-			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() != api.ValidateName {
 				children++
 				if !form.MatchString(a.GetWorkflowId()) {
 					t.Errorf("child %q is not of the form %s", a.GetWorkflowId(), form)
@@ -619,6 +625,31 @@ func checkChildIDs(t *testing.T, histories []*historypb.History, httpIDs bool) {
 		t.Errorf("%s recorded %d times, want once (the first run)", workflows.HTTPIDsChange, markers)
 	case !httpIDs && markers != 0:
 		t.Errorf("%s recorded %d times in a chain from before it", workflows.HTTPIDsChange, markers)
+	}
+}
+
+// checkGateCoverage asserts that a gated chain recorded
+// ValidationGateChange once and started its validation once, in its last
+// run, under <batch id>.validate.
+func checkGateCoverage(t *testing.T, histories []*historypb.History) {
+	t.Helper()
+	var started []int
+	markers := 0
+	for i, hist := range histories {
+		for _, e := range hist.GetEvents() {
+			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() == api.ValidateName {
+				started = append(started, i)
+				if a.GetWorkflowId() != api.ValidationWorkflowID(batchReplayID) {
+					t.Errorf("validation started as %q", a.GetWorkflowId())
+				}
+			}
+			if a := e.GetMarkerRecordedEventAttributes(); a != nil && strings.Contains(a.String(), workflows.ValidationGateChange) {
+				markers++
+			}
+		}
+	}
+	if len(started) != 1 || started[0] != len(histories)-1 || markers != 1 {
+		t.Errorf("validation started in runs %v, %s recorded %d times; want once, in the last run", started, workflows.ValidationGateChange, markers)
 	}
 }
 
@@ -766,7 +797,11 @@ func checkBatchCoverage(t *testing.T, histories []*historypb.History) {
 			case e.GetActivityTaskScheduledEventAttributes() != nil:
 				activityRuns[e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()]++
 			case e.GetStartChildWorkflowExecutionInitiatedEventAttributes() != nil:
-				childrenStarted++
+				// The validation a gated batch starts is abandoned, not
+				// awaited (checkGateCoverage).
+				if e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowType().GetName() != api.ValidateName {
+					childrenStarted++
+				}
 			case e.GetChildWorkflowExecutionCompletedEventAttributes() != nil:
 				childrenDone++
 			case e.GetChildWorkflowExecutionFailedEventAttributes() != nil:
@@ -854,6 +889,9 @@ func recordBatchHistories(t *testing.T, prefix string) {
 			// Every item read whole (BatchWholeReadingsChange): the item
 			// asked twice is answered again, not reused.
 			Reuse: api.ReuseNone,
+			// ValidationGateChange: the report provisional, the
+			// validation started as the batch completes.
+			Validation: &api.ValidationGate{SampleSize: 1, Thresholds: []api.ValidationThreshold{{Figure: api.FigurePrecision, Op: ">=", Value: 0.5}}},
 		})
 	if err != nil {
 		t.Fatalf("start BatchQA: %v", err)
@@ -865,6 +903,9 @@ func recordBatchHistories(t *testing.T, prefix string) {
 	}
 	if res.Items != 5 || res.Succeeded != 3 || res.Skipped != 0 || res.Failed != 2 || res.Runs < batchMinRuns || res.Overall.ExactMatch != 1 {
 		t.Fatalf("result %+v: want 5 items (3 answered, none reused, 2 failed, all scored items exact) in at least %d runs", res, batchMinRuns)
+	}
+	if v := res.Validation; v == nil || v.State != api.ReportProvisional || v.ValidationRunID == "" {
+		t.Fatalf("validation %+v: want the report provisional, the validation started", v)
 	}
 	if res.Changes == nil || res.Changes.New != 5 || res.Notify != api.NotifySent || posts.Load() != 1 {
 		t.Fatalf("changes %+v, notify %q, %d POSTs: want all 5 new (no earlier report), one POST", res.Changes, res.Notify, posts.Load())

@@ -171,6 +171,9 @@ type ReportInput struct {
 	// not because its caller asked: an earlier report it may not read (or
 	// a store that cannot list) then means no comparison, not a failure.
 	CompareAuto bool `json:"compare_auto,omitempty"`
+	// Validation, the batch's validation gate, writes the report
+	// provisional (BatchReport.Validation).
+	Validation *api.ValidationGate `json:"validation,omitempty"`
 }
 
 // NotifyInput is a batch's change notification and where to POST it.

@@ -62,4 +62,12 @@ type WriteValidationInput struct {
 type WriteValidationOutput struct {
 	JSONURI string `json:"json_uri"`
 	HTMLURI string `json:"html_uri"`
+	// AuditURI is the audit log (one accepted Update a line), XLSXURI
+	// the workbook of the Validation sheet, beside the report.
+	AuditURI string `json:"audit_uri,omitempty"`
+	XLSXURI  string `json:"xlsx_uri,omitempty"`
+	// Gate is the state the validation marked its batch's report with
+	// (api.ReportValidation.State), when the batch has a validation gate
+	// and this validation decided it.
+	Gate string `json:"gate,omitempty"`
 }

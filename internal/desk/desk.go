@@ -1053,7 +1053,16 @@ func (d *Desk) export(w http.ResponseWriter, r *http.Request, name, sid string) 
 	var buf bytes.Buffer
 	file := strings.NewReplacer("/", "_", "\"", "_").Replace(subject)
 	if strings.HasSuffix(r.URL.Path, ".xlsx") {
-		err = signoff.WriteXLSX(&buf, *g, recs)
+		// A finished validation of the same run is the workbook's
+		// Validation sheet.
+		var val *api.ValidationReport
+		// A look-alike under the validation's id is not believed, and
+		// does not keep the grid from being exported.
+		if val, err = d.mc.FinishedValidation(r.Context(), subject, g.Subject.RunID); err != nil && !errors.Is(err, memclient.ErrNotMemagent) {
+			http.Error(w, plain(err), http.StatusInternalServerError)
+			return
+		}
+		err = signoff.WriteXLSXWithValidation(&buf, *g, recs, val)
 		w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 		file += ".xlsx"
 	} else {

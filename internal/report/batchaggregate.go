@@ -358,6 +358,9 @@ func NewBatchPage(rep *api.BatchReport, labelKeys []string, chart string, failur
 			{Name: api.ReportCSVName, Href: api.ReportCSVName}, {Name: api.ReportSVGName, Href: api.ReportSVGName}},
 		Chart: chart,
 	}
+	if v := rep.Validation; v != nil {
+		p.State = v.Text()
+	}
 	p.Tables = append(p.Tables, BatchTable{
 		Title: "Overall", Header: aggregateHeader, Numeric: aggregateNumeric,
 		Note: "Scores are means over the items with gold answers that were answered or reused; exact and substring match are after normalisation (lowercase, no punctuation or articles), F1 over tokens, each the best over the gold answers (any one is right); recall is the fraction of the gold answers found in the answer (all are expected, as in RULER's multi-value tasks). An answer that says it cannot answer (unknown, not mentioned) is scored as empty. Not found counts the answers whose text is nowhere in their document, even normalised.",

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"errors"
 	"html/template"
 	"io"
 )
@@ -19,6 +21,10 @@ type BatchPage struct {
 	// Changes is the "What changed" section (ChangesSection), nil when the
 	// batch compared with no earlier report.
 	Changes *BatchChanges
+	// State, when set, is the report's validation state as a sentence
+	// (api.ReportValidation.Text): a gated batch's report is provisional
+	// until a validation marks it (MarkBatchState).
+	State string
 }
 
 // BatchLink is one link of the page.
@@ -55,7 +61,8 @@ p.note { color: #555; font-size: .85rem; }
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<dl>{{range .Facts}}
+{{if .State}}` + stateOpen + `{{.State}}` + stateClose + `
+{{end}}<dl>{{range .Facts}}
 <dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}
 </dl>
 {{if .Links}}<p>{{range $i, $l := .Links}}{{if $i}} · {{end}}<a href="{{$l.Href}}">{{$l.Name}}</a>{{end}}</p>{{end}}
@@ -86,6 +93,31 @@ p.note { color: #555; font-size: .85rem; }
 </body>
 </html>
 `))
+
+// The element of the page that holds State, found again by MarkBatchState.
+const (
+	stateOpen  = `<p id="memagent-report-state" class="state" style="border: 1px solid #a60; background: #fff6e5; padding: .5rem">`
+	stateClose = `</p>`
+)
+
+// MarkBatchState replaces the state sentence of a page WriteBatchHTML
+// wrote with state (text, escaped here). It fails on a page with none: a
+// batch with no validation gate.
+func MarkBatchState(page []byte, state string) ([]byte, error) {
+	i := bytes.Index(page, []byte(stateOpen))
+	if i < 0 {
+		return nil, errors.New("the page has no validation state")
+	}
+	j := bytes.Index(page[i:], []byte(stateClose))
+	if j < 0 {
+		return nil, errors.New("the page's validation state is not closed")
+	}
+	var out bytes.Buffer
+	out.Write(page[:i+len(stateOpen)])
+	template.HTMLEscape(&out, []byte(state))
+	out.Write(page[i+j:])
+	return out.Bytes(), nil
+}
 
 // WriteBatchHTML writes the batch report's page: self-contained (no script,
 // no external style or image), every text escaped.

@@ -119,6 +119,10 @@ const SheetName = "Decisions"
 // row, a row a cell, its used range declared (A1 to the last column of the
 // last row). Every value is a string cell, never a formula.
 func WriteXLSX(w io.Writer, grid api.SignOffGrid, records []Record) error {
+	return writeXLSX(w, grid, records, nil)
+}
+
+func writeXLSX(w io.Writer, grid api.SignOffGrid, records []Record, val *api.ValidationReport) error {
 	f := excelize.NewFile()
 	defer f.Close()
 	if err := f.SetSheetName("Sheet1", SheetName); err != nil {
@@ -159,6 +163,11 @@ func WriteXLSX(w io.Writer, grid api.SignOffGrid, records []Record) error {
 	}
 	if err := sw.Flush(); err != nil {
 		return err
+	}
+	if val != nil {
+		if err := addValidationSheet(f, *val); err != nil {
+			return err
+		}
 	}
 	props := &excelize.DocProperties{
 		Title:       "Decided grid of " + grid.Subject.Kind + " " + grid.Subject.WorkflowID,

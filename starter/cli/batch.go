@@ -209,6 +209,7 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 	noWait := fs.Bool("no-wait", false, "start the batch and print its workflow id, without waiting")
 	budget := budgetFlags(fs, "the batch")
 	compare := fs.String("compare-with", "", `compare the report with an earlier one, item by item (changes.json, a "What changed" section): its s3:// report prefix, or "previous" with --dated and --report-prefix (the latest earlier dated report there)`)
+	gate := validationGateFlags(fs)
 	notify := fs.String("notify-url", "", "POST the change summary as JSON to this http(s) `URL` once the report is written (retried for up to an hour); only its scheme and host are ever shown")
 	return func(args []string) (err error) {
 		if cfgErr != nil {
@@ -240,6 +241,9 @@ func bindBatch(ctx context.Context, cmd *cobra.Command, stdout, stderr io.Writer
 		}
 		if in.Budget, err = budget(); err != nil {
 			return err
+		}
+		if in.Validation, err = gate(); err != nil {
+			return badRequest(err)
 		}
 		// Everything but the manifest is checked before anything is uploaded.
 		in.Manifest = "s3://check/manifest"
@@ -363,6 +367,9 @@ func printBatchReport(w io.Writer, res *api.BatchQAResult, rep *api.BatchReport)
 	}
 	if res.Notify != "" {
 		fmt.Fprintf(w, "Notify:    %s\n", res.Notify)
+	}
+	if v := res.Validation; v != nil {
+		fmt.Fprintf(w, "Validation: %s\n", v.Text())
 	}
 	fmt.Fprintf(w, "Report:    %s\n", res.ReportURI)
 	fmt.Fprintf(w, "Page:      %s\n", html)

@@ -72,6 +72,9 @@ type scheduleCreate struct {
 	// run's change summary.
 	CompareWith string
 	NotifyURL   string
+	// Validation is the gate of every batch: its report provisional until
+	// a validation passes (--require-validation).
+	Validation *api.ValidationGate
 
 	// Set by validate.
 	every   time.Duration
@@ -420,6 +423,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 	fs.DurationVar(&c.CatchupWindow, "catchup-window", defaultCatchupWindow, "after an outage, start missed runs at most this late")
 	fs.StringVar(&c.CompareWith, "compare-with", "", `what each run's report is compared with (changes.json, a "What changed" section): "previous" (the default: the previous run's report) or the s3:// prefix of a fixed baseline report`)
 	fs.StringVar(&c.NotifyURL, "notify-url", "", "POST each run's change summary as JSON to this http(s) `URL` once its report is written; only its scheme and host are ever shown")
+	gate := validationGateFlags(fs)
 	return func(args []string) (err error) {
 		if cfgErr != nil {
 			return cfgErr
@@ -429,6 +433,9 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 			return badRequest(fmt.Errorf("unexpected arguments %q: quote the --cron spec", pos))
 		}
 		if err := c.validate(); err != nil {
+			return badRequest(err)
+		}
+		if c.Validation, err = gate(); err != nil {
 			return badRequest(err)
 		}
 		if err := cfg.Validate(); err != nil {
@@ -469,7 +476,7 @@ func bindScheduleCreate(ctx context.Context, cmd *cobra.Command, stdout, stderr 
 			ReportPrefix: c.ReportPrefix,
 			DatedReport:  true,
 			Priority:     c.Priority, FairnessKey: c.FairnessKey, FairnessWeight: c.FairnessWeight,
-			CompareWith: c.CompareWith, NotifyURL: c.NotifyURL,
+			CompareWith: c.CompareWith, NotifyURL: c.NotifyURL, Validation: c.Validation,
 		}
 		if err := in.Validate(); err != nil {
 			return err
@@ -925,6 +932,9 @@ func printScheduleView(w io.Writer, v *scheduleView) {
 		if in.NotifyURL != "" {
 			fmt.Fprintf(w, "Notify:    %s\n", in.NotifyURL)
 		}
+		if in.Validation != nil {
+			fmt.Fprintf(w, "Validation: %s\n", gateText(*in.Validation))
+		}
 	}
 	fmt.Fprintf(w, "Runs:      %d started, %d skipped (overlap), %d missed (catch-up window)\n", v.Actions, v.Skipped, v.Missed)
 	if len(v.Running) > 0 {
@@ -1057,6 +1067,9 @@ func bindScheduleTrigger(ctx context.Context, cmd *cobra.Command, stdout, stderr
 		fmt.Fprintf(stdout, "Batch:    %s: %d items, %d succeeded, %d failed, %d reused\n", wfID, res.Items, res.Succeeded, res.Failed, res.Skipped)
 		fmt.Fprintf(stdout, "Report:   %s\n", res.ReportURI)
 		fmt.Fprintf(stdout, "Page:     %s\n", res.HTMLURI)
+		if v := res.Validation; v != nil {
+			fmt.Fprintf(stdout, "Validation: %s\n", v.Text())
+		}
 		return nil
 	}
 }

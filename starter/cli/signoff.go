@@ -335,9 +335,23 @@ func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.W
 			return err
 		}
 		defer func() { end(err) }()
-		g, err := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue}).SignOffGrid(ctx, subject)
+		mc := memclient.New(s.temporal, memclient.Options{TaskQueue: cfg.TaskQueue})
+		g, err := mc.SignOffGrid(ctx, subject)
 		if err != nil {
 			return notMemagents(err)
+		}
+		// A finished validation of the same run is the workbook's
+		// Validation sheet.
+		var val *api.ValidationReport
+		if *xlsx != "" {
+			// A look-alike under the validation's id is not believed, and
+			// does not keep the grid from being exported.
+			switch val, err = mc.FinishedValidation(ctx, subject, g.Subject.RunID); {
+			case errors.Is(err, memclient.ErrNotMemagent):
+				fmt.Fprintf(stderr, "%v: the workbook has no Validation sheet\n", err)
+			case err != nil:
+				return err
+			}
 		}
 		rows, err := readSignOffRows(ctx, s.store, g)
 		if err != nil {
@@ -351,7 +365,7 @@ func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.W
 			path  string
 			write func(io.Writer) error
 		}{
-			{*xlsx, func(w io.Writer) error { return signoff.WriteXLSX(w, *g, recs) }},
+			{*xlsx, func(w io.Writer) error { return signoff.WriteXLSXWithValidation(w, *g, recs, val) }},
 			{*csvOut, func(w io.Writer) error { return signoff.WriteCSV(w, recs) }},
 		} {
 			if f.path == "" {
@@ -361,6 +375,9 @@ func bindExportGrid(ctx context.Context, cmd *cobra.Command, stdout, stderr io.W
 				return err
 			}
 			fmt.Fprintf(stdout, "%s: %d cells of %s (%s)\n", f.path, len(recs), subject, g.State)
+			if val != nil && f.path == *xlsx {
+				fmt.Fprintf(stdout, "%s: sheet %s, validation %s (%d cells sampled)\n", f.path, signoff.ValidationSheetName, val.WorkflowID, len(val.Cells))
+			}
 		}
 		return nil
 	}

@@ -461,9 +461,14 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 			}
 		}
 	}
-	check := func(what string, d validation.Decisions, f api.ValidationFigures) {
+	// The overall figures are the stratified estimate over the questions
+	// (each stratum weighted by its population); a question's, its own.
+	check := func(what string, d validation.Decisions, f api.ValidationFigures, qs ...validation.Decisions) {
 		t.Helper()
-		est, err := validation.Estimate(d, rep.Confidence)
+		if qs == nil {
+			qs = []validation.Decisions{d}
+		}
+		est, err := validation.Stratified(qs, rep.Confidence)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -484,7 +489,11 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 		t.Logf("%-40s answered %d (sampled %d: %d right, %d wrong with an answer held) · not found %d (sampled %d: %d missed)",
 			what, f.Answered, f.AnsweredSampled, f.Right, f.WrongHeld, f.NotFound, f.NotFoundSampled, f.Missed)
 	}
-	check("overall", all, rep.Overall)
+	var qs []validation.Decisions
+	for _, d := range per {
+		qs = append(qs, *d)
+	}
+	check("overall", all, rep.Overall, qs...)
 	if len(rep.Questions) != questions {
 		t.Errorf("%d questions' figures, want %d", len(rep.Questions), questions)
 	}

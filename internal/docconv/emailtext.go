@@ -32,7 +32,7 @@ import (
 // message writes message m's family: its header block and body, then its
 // attachments.
 func (e *emailConv) message(m mboxMessage, f *os.File) error {
-	h, body, err := readHeader(bufio.NewReaderSize(messageReader(m, f, e.el.messageBytes), 32<<10), e.el.headerBytes)
+	h, body, err := readHeader(bufio.NewReaderSize(messageReader(m, f), 32<<10), e.limits.MaxHeaderBytes)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 	}
 	if mt == "message/rfc822" || mt == "message/global" {
 		at.Format = FormatEmail
-		nh, nb, err := readHeader(bufio.NewReaderSize(l.body, 32<<10), e.el.headerBytes)
+		nh, nb, err := readHeader(bufio.NewReaderSize(l.body, 32<<10), e.limits.MaxHeaderBytes)
 		if err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 		if _, err := tf.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		nh, nb, err := readHeader(bufio.NewReaderSize(tf, 32<<10), e.el.headerBytes)
+		nh, nb, err := readHeader(bufio.NewReaderSize(tf, 32<<10), e.limits.MaxHeaderBytes)
 		if err != nil {
 			return err
 		}

@@ -331,6 +331,11 @@ type emailConv struct {
 	// per message
 	parts int64
 	msg   *memagent.EmailMessage
+	// scan reads the top message's body text for threading by quoted
+	// text (nil elsewhere: attachments, forwarded messages); prints are
+	// the messages' prints, by index.
+	scan   *quoteScan
+	prints []msgPrint
 }
 
 // begin opens the next span, labeled.
@@ -367,6 +372,7 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 	e := &emailConv{c: c, ctx: ctx, t: newTextWriter(w, limits.MaxTextBytes), opts: opts, limits: limits,
 		index: &memagent.EmailIndex{}, tmp: tmp}
 	seen := map[[32]byte]int{}
+	e.prints = make([]msgPrint, len(msgs))
 	for i, m := range msgs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -412,7 +418,10 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 			}
 		default:
 			first := e.span + 1
-			if err := e.message(m, f); err != nil {
+			scan := &quoteScan{}
+			err := e.message(m, f, scan)
+			e.prints[i] = scan.print()
+			if err != nil {
 				if !errors.As(err, &bad) || e.t.over {
 					return nil, err
 				}
@@ -431,7 +440,7 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 	if err := e.t.finish(); err != nil {
 		return nil, err
 	}
-	threadMessages(e.index)
+	threadMessages(e.index, e.prints)
 	res := &Result{Bytes: e.t.n, Map: memagent.PageMap{Format: format, Unit: api.UnitMessage,
 		Pages: len(msgs), Spans: e.t.spans, OCR: e.ocr, Email: e.index}}
 	if len(msgs) == 0 {

@@ -51,6 +51,12 @@ type EmailMessage struct {
 	// to, when the mailbox has it.
 	Thread int `json:"thread"`
 	Parent int `json:"parent,omitempty"`
+	// ParentBy says what found Parent: its References
+	// (ParentByReferences), its In-Reply-To (ParentByInReplyTo), its
+	// quoted text, which the parent's own text holds (ParentByQuote,
+	// for a message whose headers name no message of the mailbox), or
+	// its subject (ParentBySubject, for a reply linked to nothing else).
+	ParentBy string `json:"parent_by,omitempty"`
 	// Inclusive marks a message whose text no later message of its
 	// thread carries: the end of a branch, or a message with an
 	// attachment its replies dropped. A review reads the inclusive
@@ -63,6 +69,14 @@ type EmailMessage struct {
 	// the mailbox's other messages are.
 	Skipped string `json:"skipped,omitempty"`
 }
+
+// What found an EmailMessage's Parent.
+const (
+	ParentByReferences = "references"
+	ParentByInReplyTo  = "in_reply_to"
+	ParentByQuote      = "quote"
+	ParentBySubject    = "subject"
+)
 
 // EmailAttachment is one member of a message's family: an attachment (or
 // a forwarded message) converted as the document it is.

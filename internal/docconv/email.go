@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -391,6 +392,7 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 		}
 		em.Label = messageLabel(em.Number, em.Subject)
 		if em.Skipped == "" {
+			em.Hash = hex.EncodeToString(sum[:16])
 			if first, ok := seen[sum]; ok {
 				em.DuplicateOf = first
 			} else {

@@ -63,8 +63,18 @@ type EmailMessage struct {
 	// messages of a thread and has read it all.
 	Inclusive bool `json:"inclusive,omitempty"`
 	// DuplicateOf is the Number of the earlier copy of this message (the
-	// same headers and body): a duplicate is listed, not read again.
-	DuplicateOf int `json:"duplicate_of,omitempty"`
+	// same headers and body): a duplicate is listed, not read again. In
+	// a corpus, DuplicateIn names the earlier document (another mailbox)
+	// that holds the copy, when it is not this one.
+	DuplicateOf int    `json:"duplicate_of,omitempty"`
+	DuplicateIn string `json:"duplicate_in,omitempty"`
+	// Copies are the message's duplicates in later documents of a
+	// corpus, as citations name them: `archive.mbox msg 7 "Re: Lease"`.
+	Copies []string `json:"copies,omitempty"`
+	// Hash tells duplicates: the SHA-256 (its first 16 bytes, in hex) of
+	// the fields a copy in another mailbox keeps (not those its delivery
+	// added) and the body; empty for a skipped message.
+	Hash string `json:"hash,omitempty"`
 	// Skipped says why the message was not read (over a limit, damaged);
 	// the mailbox's other messages are.
 	Skipped string `json:"skipped,omitempty"`

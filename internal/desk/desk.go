@@ -205,6 +205,8 @@ func New(cfg Config) (*Desk, error) {
 	mux.HandleFunc("POST /api/decide", d.authed(d.changes(d.apiDecide)))
 	mux.HandleFunc("POST /api/signoff", d.authed(d.changes(d.apiSignOff)))
 	mux.HandleFunc("POST /api/reopen", d.authed(d.changes(d.apiReopen)))
+	mux.HandleFunc("GET /api/families", d.authed(d.apiFamilies))
+	mux.HandleFunc("POST /api/family", d.authed(d.changes(d.apiFamilyDecide)))
 	d.mux = mux
 	return d, nil
 }

@@ -88,7 +88,7 @@ func (a *Activities) convertDocument(ctx context.Context, in actwire.ConvertInpu
 	if err := docconv.CheckOCR(ocr); err != nil {
 		return nil, badInput(err)
 	}
-	prefix := a.convertedPrefix(in.Document, info) + ocrVariant(format, ocr)
+	prefix := a.convertedPrefix(in.Document, info) + ocrVariant(format, ocr) + a.emailVariant(format)
 	textLoc := s3store.Location{Bucket: a.Bucket, Key: prefix + "text.txt"}
 	mapLoc := s3store.Location{Bucket: a.Bucket, Key: prefix + "pages.json"}
 
@@ -273,12 +273,19 @@ func (a *Activities) converter(ctx context.Context) *docconv.Converter {
 	a.indexMu.Lock()
 	defer a.indexMu.Unlock()
 	if a.documents == nil {
-		a.documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir(), Limits: docconv.Limits{
-			MaxTextBytes: a.Limits.MaxConvertedBytes, PDFMemoryBytes: a.Limits.PDFMemoryBytes, Timeout: a.Limits.ConvertTimeout,
-			MaxOCRPages: a.Limits.OCRMaxPages, OCRBudget: a.Limits.OCRBudget,
-		}, OCR: engine}
+		a.documents = &docconv.Converter{CacheDir: docconv.DefaultCacheDir(), Limits: a.Limits.docconv(), OCR: engine}
 	}
 	return a.documents
+}
+
+// docconv is the converter's limits.
+func (l Limits) docconv() docconv.Limits {
+	return docconv.Limits{
+		MaxTextBytes: l.MaxConvertedBytes, PDFMemoryBytes: l.PDFMemoryBytes, Timeout: l.ConvertTimeout,
+		MaxOCRPages: l.OCRMaxPages, OCRBudget: l.OCRBudget,
+		MaxMessages: l.EmailMaxMessages, MaxMessageBytes: l.EmailMaxMessageBytes, MaxParts: l.EmailMaxParts,
+		MaxMIMEDepth: l.EmailMaxDepth, MaxPartBytes: l.EmailMaxPartBytes, MaxHeaderBytes: l.EmailMaxHeaderBytes,
+	}
 }
 
 // loadPageMap reads the page map a conversion stored, for PrepareDocument

@@ -104,6 +104,7 @@ func (a *Activities) corpusParts(ctx context.Context, in actwire.CorpusInput) ([
 	parts := make([]corpusPart, len(in.Documents))
 	key := sha256.New()
 	fmt.Fprintf(key, "corpus v1\x00%s\x00", ConverterVersion)
+	mailboxes := 0
 	for i, d := range in.Documents {
 		p, size, err := a.corpusPart(ctx, in, i)
 		if err != nil {
@@ -111,6 +112,14 @@ func (a *Activities) corpusParts(ctx context.Context, in actwire.CorpusInput) ([
 		}
 		fmt.Fprintf(key, "%s\x00%s\x00%s\x00%d\x00", d, p.etag, p.textETag, size)
 		parts[i] = p
+		if p.isEmail() {
+			mailboxes++
+		}
+	}
+	if mailboxes > 1 {
+		// Duplicates across mailboxes are read once (emailDuplicates):
+		// a stream assembled before that rule is not this one.
+		io.WriteString(key, "email duplicates v1\x00")
 	}
 	return parts, hex.EncodeToString(key.Sum(nil)[:16]), nil
 }
@@ -150,6 +159,7 @@ func (a *Activities) writeCorpusText(ctx context.Context, w io.Writer, parts []c
 	limit := a.Limits.withDefaults().MaxDocumentBytes
 	var offset int64
 	var docs []memagent.CorpusDocument
+	cuts := emailDuplicates(parts)
 	for i, p := range parts {
 		header := memagent.CorpusHeader(i+1, p.name)
 		doc := memagent.CorpusDocument{Document: p.uri, Name: p.name, ETag: p.etag, Format: p.format, Start: offset}
@@ -157,7 +167,11 @@ func (a *Activities) writeCorpusText(ctx context.Context, w io.Writer, parts []c
 			return nil, 0, fmt.Errorf("assemble corpus: %w", err)
 		}
 		textStart := offset + int64(len(header))
-		n, last, err := a.copyText(ctx, w, p.text, p.textETag, replace, p.uri)
+		var cut []textCut
+		if cuts != nil {
+			cut = cuts[i]
+		}
+		n, last, err := a.copyText(ctx, w, p.text, p.textETag, replace, p.uri, cut)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -223,9 +237,10 @@ func (a *Activities) uploadCorpus(ctx context.Context, f *os.File, textLoc, mapL
 }
 
 // copyText appends one document's text to w: valid UTF-8, or with its
-// invalid bytes replaced when replace is set. It returns the bytes written
-// and the last of them.
-func (a *Activities) copyText(ctx context.Context, w io.Writer, loc s3store.Location, etag string, replace bool, uri string) (int64, byte, error) {
+// invalid bytes replaced when replace is set, less the ranges cuts
+// replace (duplicate messages, emailDuplicates). It returns the bytes
+// written and the last of them.
+func (a *Activities) copyText(ctx context.Context, w io.Writer, loc s3store.Location, etag string, replace bool, uri string, cuts []textCut) (int64, byte, error) {
 	body, err := a.Store.Open(ctx, loc, etag)
 	if err != nil {
 		return 0, 0, storeError(err, uri)
@@ -234,7 +249,12 @@ func (a *Activities) copyText(ctx context.Context, w io.Writer, loc s3store.Loca
 	r := &heartbeatReader{ctx: ctx, r: body, every: a.heartbeatEvery(ctx)}
 	rep := memagent.NewUTF8Replacer(r)
 	lw := &lastByteWriter{w: w}
-	n, err := io.Copy(lw, rep)
+	sw := &spliceWriter{w: lw, cuts: cuts}
+	_, err = io.Copy(sw, rep)
+	if err == nil {
+		err = sw.finish()
+	}
+	n := sw.n
 	switch {
 	case r.err != nil:
 		return 0, 0, storeError(r.err, uri)

@@ -46,6 +46,22 @@ type Limits struct {
 	// (ConvertOutput.OCRNotRead).
 	OCRMaxPages int
 	OCRBudget   time.Duration
+	// Email's limits (docconv.Limits' MaxMessages, MaxMessageBytes,
+	// MaxParts, MaxMIMEDepth, MaxPartBytes, MaxHeaderBytes): messages in
+	// one mailbox (default 100,000; a mailbox with more is refused as
+	// memagent.BadInput), and per message its bytes (256 MiB), its MIME
+	// parts (1,000), its nesting of multiparts and forwarded messages
+	// (16), one part's decoded bytes (64 MiB) and its header block's
+	// bytes (256 KiB): a message over one is skipped and reported in the
+	// text and the page map, the mailbox's other messages read. A
+	// mailbox converted under limits other than the defaults is stored
+	// apart (emailVariant), so that changed limits convert it again.
+	EmailMaxMessages     int
+	EmailMaxMessageBytes int64
+	EmailMaxParts        int
+	EmailMaxDepth        int
+	EmailMaxPartBytes    int64
+	EmailMaxHeaderBytes  int64
 }
 
 // withDefaults fills the zero fields.

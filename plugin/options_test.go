@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/inference"
 )
 
@@ -38,6 +39,8 @@ var workerEnv = map[string]string{
 	"MEMAGENT_CODEC_ENCODE": "true", "MEMAGENT_CODEC_CORS_ORIGINS": "https://ui.example",
 	"MEMAGENT_TESSERACT": "/opt/tesseract/bin/tesseract", "MEMAGENT_OCR_WORKERS": "3", "MEMAGENT_OCR_PAGE_TIMEOUT": "45s",
 	"MEMAGENT_OCR_MEMORY_MB": "768", "MEMAGENT_OCR_MAX_PAGES": "40", "MEMAGENT_OCR_BUDGET": "7m",
+	"MEMAGENT_EMAIL_MAX_MESSAGES": "5000", "MEMAGENT_EMAIL_MAX_MESSAGE_MB": "32", "MEMAGENT_EMAIL_MAX_PARTS": "200",
+	"MEMAGENT_EMAIL_MAX_DEPTH": "8", "MEMAGENT_EMAIL_MAX_PART_MB": "16", "MEMAGENT_EMAIL_MAX_HEADER_KB": "64",
 	"TEMPORAL_DEPLOYMENT_NAME": "memagent", "TEMPORAL_WORKER_BUILD_ID": "1.4.0",
 }
 
@@ -113,6 +116,12 @@ func TestOptionsFromEnvSetsEveryField(t *testing.T) {
 		{"Limits.OCRPageTimeout", o.Limits.OCRPageTimeout, 45 * time.Second},
 		{"Limits.OCRMaxPages", o.Limits.OCRMaxPages, 40},
 		{"Limits.OCRBudget", o.Limits.OCRBudget, 7 * time.Minute},
+		{"Limits.EmailMaxMessages", o.Limits.EmailMaxMessages, 5000},
+		{"Limits.EmailMaxMessageBytes", o.Limits.EmailMaxMessageBytes, int64(32 << 20)},
+		{"Limits.EmailMaxParts", o.Limits.EmailMaxParts, 200},
+		{"Limits.EmailMaxDepth", o.Limits.EmailMaxDepth, 8},
+		{"Limits.EmailMaxPartBytes", o.Limits.EmailMaxPartBytes, int64(16 << 20)},
+		{"Limits.EmailMaxHeaderBytes", o.Limits.EmailMaxHeaderBytes, int64(64 << 10)},
 		{"CodecKeys", o.CodecKeys, []CodecKey{{ID: "k1", Key: make([]byte, 32)}}},
 		{"CodecServer", o.CodecServer, CodecHandlerOptions{Token: "ct", AllowOrigins: []string{"https://ui.example"}, AllowHosts: []string{"codec.example"}, AllowEncode: true}},
 	} {
@@ -160,5 +169,17 @@ func TestValidateKeepsUserInfoOut(t *testing.T) {
 func TestDefaultModelTimeoutIsTheClients(t *testing.T) {
 	if DefaultModelTimeout != inference.DefaultRequestTimeout {
 		t.Fatalf("DefaultModelTimeout %v, the inference client's default %v", DefaultModelTimeout, inference.DefaultRequestTimeout)
+	}
+}
+
+// TestEmailKnobsAreRead: the variables docconv's email errors tell an
+// operator to raise are the ones OptionsFromEnv reads.
+func TestEmailKnobsAreRead(t *testing.T) {
+	names := EnvNames()
+	for _, knob := range []string{docconv.KnobMaxMessages, docconv.KnobMaxMessageBytes, docconv.KnobMaxParts,
+		docconv.KnobMaxMIMEDepth, docconv.KnobMaxPartBytes, docconv.KnobMaxHeaderBytes} {
+		if !slices.Contains(names, knob) {
+			t.Errorf("docconv names %s, which OptionsFromEnv does not read", knob)
+		}
 	}
 }

@@ -188,6 +188,21 @@ func (v *validation) worker() {
 	if o.Limits.OCRBudget < 0 {
 		v.add("OCR's time on one document must be a positive duration such as 30m (0 = the default): set %s", v.name("Limits.OCRBudget"))
 	}
+	for _, l := range []struct {
+		field, what string
+		value       int64
+	}{
+		{"Limits.EmailMaxMessages", "messages in one mailbox must be a number >= 1 (0 = the default, 100000)", int64(o.Limits.EmailMaxMessages)},
+		{"Limits.EmailMaxMessageBytes", "one email message's bytes must be positive (0 = the default, 256 MiB)", o.Limits.EmailMaxMessageBytes},
+		{"Limits.EmailMaxParts", "one email message's MIME parts must be a number >= 1 (0 = the default, 1000)", int64(o.Limits.EmailMaxParts)},
+		{"Limits.EmailMaxDepth", "one email message's nesting must be a number of levels >= 1 (0 = the default, 16)", int64(o.Limits.EmailMaxDepth)},
+		{"Limits.EmailMaxPartBytes", "one email part's decoded bytes must be positive (0 = the default, 64 MiB)", o.Limits.EmailMaxPartBytes},
+		{"Limits.EmailMaxHeaderBytes", "one email header's bytes must be positive (0 = the default, 256 KiB)", o.Limits.EmailMaxHeaderBytes},
+	} {
+		if l.value < 0 {
+			v.add("%s: set %s", l.what, v.name(l.field))
+		}
+	}
 	if err := buildinfo.CheckDeployment(o.DeploymentName, o.BuildID, o.buildID()); err != nil {
 		v.add("%w: set %s and %s", err, v.name("DeploymentName"), v.name("BuildID"))
 	}

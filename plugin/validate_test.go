@@ -56,6 +56,12 @@ func TestValidateNamesSettings(t *testing.T) {
 		{"stop timeout", "StopTimeout", "MEMAGENT_STOP_TIMEOUT or --stop-timeout", func(c *config.Config) { c.StopTimeout = -time.Second }},
 		{"OCR max pages", "Limits.OCRMaxPages", "MEMAGENT_OCR_MAX_PAGES", func(c *config.Config) { c.Limits.OCRMaxPages = -1 }},
 		{"OCR budget", "Limits.OCRBudget", "MEMAGENT_OCR_BUDGET", func(c *config.Config) { c.Limits.OCRBudget = -time.Second }},
+		{"email messages", "Limits.EmailMaxMessages", "MEMAGENT_EMAIL_MAX_MESSAGES", func(c *config.Config) { c.Limits.EmailMaxMessages = -1 }},
+		{"email message bytes", "Limits.EmailMaxMessageBytes", "MEMAGENT_EMAIL_MAX_MESSAGE_MB", func(c *config.Config) { c.Limits.EmailMaxMessageBytes = -1 }},
+		{"email parts", "Limits.EmailMaxParts", "MEMAGENT_EMAIL_MAX_PARTS", func(c *config.Config) { c.Limits.EmailMaxParts = -1 }},
+		{"email depth", "Limits.EmailMaxDepth", "MEMAGENT_EMAIL_MAX_DEPTH", func(c *config.Config) { c.Limits.EmailMaxDepth = -1 }},
+		{"email part bytes", "Limits.EmailMaxPartBytes", "MEMAGENT_EMAIL_MAX_PART_MB", func(c *config.Config) { c.Limits.EmailMaxPartBytes = -1 }},
+		{"email header bytes", "Limits.EmailMaxHeaderBytes", "MEMAGENT_EMAIL_MAX_HEADER_KB", func(c *config.Config) { c.Limits.EmailMaxHeaderBytes = -1 }},
 		{"build without deployment", "DeploymentName", "TEMPORAL_DEPLOYMENT_NAME or --deployment-name", func(c *config.Config) { c.BuildID = "v1" }},
 		{"Azure without a deployment", "Model", "MEMAGENT_MODEL or --model", func(c *config.Config) {
 			c.ModelAPI, c.ModelURLs, c.ModelAPIKey = "azure", []string{"https://r.openai.azure.com"}, "k"

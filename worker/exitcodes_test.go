@@ -35,6 +35,7 @@ func TestWorkerExitCodes(t *testing.T) {
 		{"sse", "", []string{"MEMAGENT_S3_SSE=bogus"}, 2, "MEMAGENT_S3_SSE"},
 		{"OCR max pages", "", []string{"MEMAGENT_OCR_MAX_PAGES=0"}, 2, `MEMAGENT_OCR_MAX_PAGES "0": want a number of pages >= 1`},
 		{"OCR budget", "", []string{"MEMAGENT_OCR_BUDGET=-1m"}, 2, `MEMAGENT_OCR_BUDGET "-1m": want a positive duration`},
+		{"email parts", "", []string{"MEMAGENT_EMAIL_MAX_PARTS=0"}, 2, `MEMAGENT_EMAIL_MAX_PARTS "0": want a number of MIME parts >= 1`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

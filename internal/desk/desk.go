@@ -206,6 +206,8 @@ func New(cfg Config) (*Desk, error) {
 	mux.HandleFunc("POST /api/signoff", d.authed(d.changes(d.apiSignOff)))
 	mux.HandleFunc("POST /api/reopen", d.authed(d.changes(d.apiReopen)))
 	d.registerValidation(mux)
+	mux.HandleFunc("GET /api/families", d.authed(d.apiFamilies))
+	mux.HandleFunc("POST /api/family", d.authed(d.changes(d.apiFamilyDecide)))
 	d.mux = mux
 	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -52,44 +53,27 @@ const (
 	maxAttachmentName = 100
 )
 
-// messageOver is the Error of a message over one of the limits: the
-// message is skipped and reported, the mailbox's other messages read.
-func messageOver(what string, limit int64, unit string) error {
-	return badf("%s, over the converter's limit of %d %s", what, limit, unit)
+// Worker environment variables that set the email limits (Limits'
+// MaxMessages, MaxMessageBytes, MaxParts, MaxMIMEDepth, MaxPartBytes,
+// MaxHeaderBytes), named by the errors of a message over one.
+const (
+	KnobMaxMessages     = "MEMAGENT_EMAIL_MAX_MESSAGES"
+	KnobMaxMessageBytes = "MEMAGENT_EMAIL_MAX_MESSAGE_MB"
+	KnobMaxParts        = "MEMAGENT_EMAIL_MAX_PARTS"
+	KnobMaxMIMEDepth    = "MEMAGENT_EMAIL_MAX_DEPTH"
+	KnobMaxPartBytes    = "MEMAGENT_EMAIL_MAX_PART_MB"
+	KnobMaxHeaderBytes  = "MEMAGENT_EMAIL_MAX_HEADER_KB"
+)
+
+// messageOver is the Error of a message over one of the limits, set by
+// knob: the message is skipped and reported, the mailbox's other
+// messages read.
+func messageOver(what string, limit int64, unit, knob string) error {
+	return badf("%s, over the converter's limit of %d %s (%s on the worker)", what, limit, unit, knob)
 }
 
 // isFromLine reports an mbox separator line (sniff.IsFromLine).
 func isFromLine(line []byte) bool { return sniff.IsFromLine(line) }
-
-// emailOptions bound one mailbox's conversion.
-type emailLimits struct {
-	messages, messageBytes, parts, depth int64
-	partBytes, headerBytes               int64
-}
-
-func (l Limits) email() emailLimits {
-	e := emailLimits{messages: int64(l.MaxMessages), messageBytes: l.MaxMessageBytes, parts: int64(l.MaxParts),
-		depth: int64(l.MaxMIMEDepth), partBytes: l.MaxPartBytes, headerBytes: l.MaxHeaderBytes}
-	if e.messages <= 0 {
-		e.messages = DefaultMaxMessages
-	}
-	if e.messageBytes <= 0 {
-		e.messageBytes = DefaultMaxMessageBytes
-	}
-	if e.parts <= 0 {
-		e.parts = DefaultMaxParts
-	}
-	if e.depth <= 0 {
-		e.depth = DefaultMaxMIMEDepth
-	}
-	if e.partBytes <= 0 {
-		e.partBytes = DefaultMaxPartBytes
-	}
-	if e.headerBytes <= 0 {
-		e.headerBytes = DefaultMaxHeaderBytes
-	}
-	return e
-}
 
 // mboxMessage is one message's raw bytes [start, end) in the file, after
 // its "From " line.
@@ -125,7 +109,7 @@ func splitMbox(ctx context.Context, f *os.File, mbox bool, max int64) ([]mboxMes
 				msgs[len(msgs)-1].end = off
 			}
 			if int64(len(msgs)) >= max {
-				return nil, badf("is a mailbox of more than %d messages, over the converter's limit of %d messages: split it (by year, by folder) and ask of the parts as one corpus", max, max)
+				return nil, badf("is a mailbox of more than %d messages, over the converter's limit of %d messages: split it (by year, by folder) and ask of the parts as one corpus, or raise %s on the worker", max, max, KnobMaxMessages)
 			}
 			msgs = append(msgs, mboxMessage{start: off + n, end: -1, mboxrd: true})
 		}
@@ -197,7 +181,7 @@ func readHeader(r *bufio.Reader, max int64) (textproto.MIMEHeader, io.Reader, er
 	for {
 		line, err := r.ReadSlice('\n')
 		if int64(buf.Len()+len(long)+len(line)) > max {
-			return nil, nil, messageOver(fmt.Sprintf("has a header of more than %d bytes", max), max, "bytes")
+			return nil, nil, messageOver(fmt.Sprintf("has a header of more than %d bytes", max), max, "bytes", KnobMaxHeaderBytes)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long = append(long, line...)
@@ -340,8 +324,7 @@ type emailConv struct {
 	ctx    context.Context
 	t      *textWriter
 	opts   Options
-	limits Limits
-	el     emailLimits
+	limits Limits // with its defaults
 	index  *memagent.EmailIndex
 	ocr    []memagent.OCRPage
 	span   int // the last span's number
@@ -349,6 +332,11 @@ type emailConv struct {
 	// per message
 	parts int64
 	msg   *memagent.EmailMessage
+	// scan reads the top message's body text for threading by quoted
+	// text (nil elsewhere: attachments, forwarded messages); prints are
+	// the messages' prints, by index.
+	scan   *quoteScan
+	prints []msgPrint
 }
 
 // begin opens the next span, labeled.
@@ -373,8 +361,7 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 		return nil, err
 	}
 	defer f.Close()
-	el := limits.email()
-	msgs, err := splitMbox(ctx, f, format == FormatMbox, el.messages)
+	msgs, err := splitMbox(ctx, f, format == FormatMbox, int64(limits.MaxMessages))
 	if err != nil {
 		return nil, err
 	}
@@ -383,9 +370,10 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 		return nil, fmt.Errorf("email: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	e := &emailConv{c: c, ctx: ctx, t: newTextWriter(w, limits.MaxTextBytes), opts: opts, limits: limits, el: el,
+	e := &emailConv{c: c, ctx: ctx, t: newTextWriter(w, limits.MaxTextBytes), opts: opts, limits: limits,
 		index: &memagent.EmailIndex{}, tmp: tmp}
 	seen := map[[32]byte]int{}
+	e.prints = make([]msgPrint, len(msgs))
 	for i, m := range msgs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -404,6 +392,7 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 		}
 		em.Label = messageLabel(em.Number, em.Subject)
 		if em.Skipped == "" {
+			em.Hash = hex.EncodeToString(sum[:16])
 			if first, ok := seen[sum]; ok {
 				em.DuplicateOf = first
 			} else {
@@ -431,7 +420,10 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 			}
 		default:
 			first := e.span + 1
-			if err := e.message(m, f); err != nil {
+			scan := &quoteScan{}
+			err := e.message(m, f, scan)
+			e.prints[i] = scan.print()
+			if err != nil {
 				if !errors.As(err, &bad) || e.t.over {
 					return nil, err
 				}
@@ -450,7 +442,7 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 	if err := e.t.finish(); err != nil {
 		return nil, err
 	}
-	threadMessages(e.index)
+	threadMessages(e.index, e.prints)
 	res := &Result{Bytes: e.t.n, Map: memagent.PageMap{Format: format, Unit: api.UnitMessage,
 		Pages: len(msgs), Spans: e.t.spans, OCR: e.ocr, Email: e.index}}
 	if len(msgs) == 0 {
@@ -460,7 +452,7 @@ func (c *Converter) convertEmail(ctx context.Context, format, file string, w io.
 }
 
 // messageReader reads message m's raw bytes, unescaped.
-func messageReader(m mboxMessage, f *os.File, max int64) io.Reader {
+func messageReader(m mboxMessage, f *os.File) io.Reader {
 	var r io.Reader = io.NewSectionReader(f, m.start, m.end-m.start)
 	if m.mboxrd {
 		r = newUnescapeFrom(r)
@@ -474,11 +466,11 @@ func messageReader(m mboxMessage, f *os.File, max int64) io.Reader {
 // mailbox keeps (not the trace fields its delivery added) and the body.
 func (e *emailConv) check(m mboxMessage, f *os.File) ([32]byte, error) {
 	var sum [32]byte
-	if m.end-m.start > e.el.messageBytes {
-		return sum, messageOver(fmt.Sprintf("has %d bytes", m.end-m.start), e.el.messageBytes, "bytes")
+	if m.end-m.start > e.limits.MaxMessageBytes {
+		return sum, messageOver(fmt.Sprintf("has %d bytes", m.end-m.start), e.limits.MaxMessageBytes, "bytes", KnobMaxMessageBytes)
 	}
-	br := bufio.NewReaderSize(messageReader(m, f, e.el.messageBytes), 32<<10)
-	h, br2, err := readHeader(br, e.el.headerBytes)
+	br := bufio.NewReaderSize(messageReader(m, f), 32<<10)
+	h, br2, err := readHeader(br, e.limits.MaxHeaderBytes)
 	if err != nil {
 		return sum, err
 	}
@@ -522,12 +514,11 @@ type leaf struct {
 // leaf (nil: the leaf's body is decoded and dropped). A multipart's
 // preamble and epilogue are not text.
 func (e *emailConv) walk(h textproto.MIMEHeader, r io.Reader, depth int64, visit func(leaf) error) error {
-	if depth > e.el.depth {
-		return messageOver(fmt.Sprintf("nests parts more than %d deep", e.el.depth), e.el.depth, "levels")
+	if depth > int64(e.limits.MaxMIMEDepth) {
+		return messageOver(fmt.Sprintf("nests parts more than %d deep", e.limits.MaxMIMEDepth), int64(e.limits.MaxMIMEDepth), "levels", KnobMaxMIMEDepth)
 	}
-	e.parts++
-	if e.parts > e.el.parts {
-		return messageOver(fmt.Sprintf("has more than %d parts", e.el.parts), e.el.parts, "parts")
+	if err := e.countPart(); err != nil {
+		return err
 	}
 	mt, params, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	if mt == "" {
@@ -570,9 +561,8 @@ func (e *emailConv) walk(h textproto.MIMEHeader, r io.Reader, depth int64, visit
 			pmt, _, _ := mime.ParseMediaType(ph.Get("Content-Type"))
 			if pmt == "" || pmt == "text/plain" || pmt == "text/html" {
 				var buf bytes.Buffer
-				e.parts++
-				if e.parts > e.el.parts {
-					return messageOver(fmt.Sprintf("has more than %d parts", e.el.parts), e.el.parts, "parts")
+				if err := e.countPart(); err != nil {
+					return err
 				}
 				if err := e.decodeTo(&buf, ph, p); err != nil {
 					return err
@@ -608,7 +598,7 @@ func (e *emailConv) walk(h textproto.MIMEHeader, r io.Reader, depth int64, visit
 		dec := e.decoded(h, r)
 		if visit == nil {
 			// Check the nested message's structure too.
-			nh, nb, err := readHeader(bufio.NewReaderSize(dec, 32<<10), e.el.headerBytes)
+			nh, nb, err := readHeader(bufio.NewReaderSize(dec, 32<<10), e.limits.MaxHeaderBytes)
 			if err != nil {
 				return err
 			}
@@ -621,6 +611,15 @@ func (e *emailConv) walk(h textproto.MIMEHeader, r io.Reader, depth int64, visit
 		return err
 	}
 	return visit(leaf{h: h, body: e.limitPart(e.decoded(h, r)), depth: depth, isBody: isBody})
+}
+
+// countPart counts one more part of the message against its limit.
+func (e *emailConv) countPart() error {
+	e.parts++
+	if max := int64(e.limits.MaxParts); e.parts > max {
+		return messageOver(fmt.Sprintf("has more than %d parts", max), max, "parts", KnobMaxParts)
+	}
+	return nil
 }
 
 // decoded is a part's body with its transfer encoding undone.
@@ -642,7 +641,7 @@ func (e *emailConv) decodeTo(buf *bytes.Buffer, h textproto.MIMEHeader, r io.Rea
 
 // limitPart fails a read past the decoded size limit as *Error.
 func (e *emailConv) limitPart(r io.Reader) io.Reader {
-	return &limitReader{r: r, left: e.el.partBytes, max: e.el.partBytes}
+	return &limitReader{r: r, left: e.limits.MaxPartBytes, max: e.limits.MaxPartBytes}
 }
 
 type limitReader struct {
@@ -652,7 +651,7 @@ type limitReader struct {
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if l.left < 0 {
-		return 0, messageOver(fmt.Sprintf("has a part of more than %d bytes decoded", l.max), l.max, "bytes")
+		return 0, messageOver(fmt.Sprintf("has a part of more than %d bytes decoded", l.max), l.max, "bytes", KnobMaxPartBytes)
 	}
 	if int64(len(p)) > l.left+1 {
 		p = p[:l.left+1]
@@ -660,7 +659,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	if l.left < 0 {
-		return n, messageOver(fmt.Sprintf("has a part of more than %d bytes decoded", l.max), l.max, "bytes")
+		return n, messageOver(fmt.Sprintf("has a part of more than %d bytes decoded", l.max), l.max, "bytes", KnobMaxPartBytes)
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		// A damaged encoding (bad base64): the part ends where it broke.

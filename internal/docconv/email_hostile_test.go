@@ -95,18 +95,18 @@ func TestEmailHostileMailbox(t *testing.T) {
 	}
 	wrapped.WriteString(big + "\n")
 	cases := []struct {
-		name, msg, skipped string
+		name, msg, skipped, knob string
 	}{
-		{"10,000 parts", manyParts(10_000), "has more than 1000 parts"},
-		{"multiparts 100 deep", nestedMultipart(100), "nests parts more than 16 deep"},
-		{"forwards 100 deep", nestedForwards(100), "nests parts more than 16 deep"},
+		{"10,000 parts", manyParts(10_000), "has more than 1000 parts", docconv.KnobMaxParts},
+		{"multiparts 100 deep", nestedMultipart(100), "nests parts more than 16 deep", docconv.KnobMaxMIMEDepth},
+		{"forwards 100 deep", nestedForwards(100), "nests parts more than 16 deep", docconv.KnobMaxMIMEDepth},
 		{"MIME bomb", "From: x@example.org\nSubject: bomb\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"q\"\n\n" +
-			strings.Repeat("--q\n\n\n", 200_000) + "--q--\n", "has more than 1000 parts"},
+			strings.Repeat("--q\n\n\n", 200_000) + "--q--\n", "has more than 1000 parts", docconv.KnobMaxParts},
 		{"claims 2 GB", "From: x@example.org\nSubject: claims\nContent-Length: 2147483648\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"c\"\n\n" +
-			"--c\nContent-Type: text/plain\n\nthe claim is false\n--c\nContent-Type: application/octet-stream; name=\"huge.bin\"\nContent-Disposition: attachment; filename=\"huge.bin\"; size=2147483648\nContent-Transfer-Encoding: base64\n\nAAAA\n--c--\n", ""},
+			"--c\nContent-Type: text/plain\n\nthe claim is false\n--c\nContent-Type: application/octet-stream; name=\"huge.bin\"\nContent-Disposition: attachment; filename=\"huge.bin\"; size=2147483648\nContent-Transfer-Encoding: base64\n\nAAAA\n--c--\n", "", ""},
 		{"decodes past the part limit", "From: x@example.org\nSubject: big part\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"d\"\n\n" +
-			"--d\nContent-Type: text/plain; name=\"big.txt\"\nContent-Transfer-Encoding: base64\n\n" + wrapped.String() + "--d--\n", "has a part of more than 1048576 bytes decoded"},
-		{"header of 1 MiB", "From: x@example.org\nSubject: header\nX-Junk: " + strings.Repeat("j", 1<<20) + "\n\nbody\n", "has a header of more than 262144 bytes"},
+			"--d\nContent-Type: text/plain; name=\"big.txt\"\nContent-Transfer-Encoding: base64\n\n" + wrapped.String() + "--d--\n", "has a part of more than 1048576 bytes decoded", docconv.KnobMaxPartBytes},
+		{"header of 1 MiB", "From: x@example.org\nSubject: header\nX-Junk: " + strings.Repeat("j", 1<<20) + "\n\nbody\n", "has a header of more than 262144 bytes", docconv.KnobMaxHeaderBytes},
 	}
 	msgs := []string{plainMessage(1, "first", "The first message is read.")}
 	for _, c := range cases {
@@ -148,6 +148,9 @@ func TestEmailHostileMailbox(t *testing.T) {
 		if c.skipped != "" && !strings.Contains(text, fmt.Sprintf("[message %d not read: it %s", m.Number, c.skipped)) {
 			t.Errorf("%s: the text does not report it skipped", c.name)
 		}
+		if c.knob != "" && !strings.HasSuffix(m.Skipped, "("+c.knob+" on the worker)") {
+			t.Errorf("%s: skipped %q, want it to name %s", c.name, m.Skipped, c.knob)
+		}
 	}
 	if claims := ix.Messages[5]; len(claims.Attachments) != 1 || !strings.Contains(claims.Attachments[0].Error, "is binary") {
 		t.Errorf("claims 2 GB: attachments %+v, want huge.bin listed as binary, not read", claims.Attachments)
@@ -165,7 +168,8 @@ func TestEmailHostileMailbox(t *testing.T) {
 	// More messages than the mailbox limit: refused whole.
 	c = &docconv.Converter{Limits: docconv.Limits{MaxMessages: 3}}
 	_, _, _, err = convertEmailFile(t, c, mboxOf(t, msgs[0], msgs[0], msgs[0], msgs[0]))
-	if err == nil || !strings.Contains(err.Error(), "is a mailbox of more than 3 messages, over the converter's limit of 3 messages: split it") {
+	if err == nil || !strings.Contains(err.Error(), "is a mailbox of more than 3 messages, over the converter's limit of 3 messages: split it") ||
+		!strings.Contains(err.Error(), "or raise "+docconv.KnobMaxMessages+" on the worker") {
 		t.Errorf("4 messages over a limit of 3: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 
 	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/testdeps"
 )
 
@@ -127,7 +128,7 @@ func TestEmailThreadsOnMailingListMail(t *testing.T) {
 			}
 		}
 	}
-	checked, replies, inclusive, bySubject := 0, 0, 0, 0
+	checked, replies, inclusive, bySubject, byQuote := 0, 0, 0, 0, 0
 	children := map[int]int{}
 	for i, m := range ix.Messages {
 		s := says[i]
@@ -167,13 +168,23 @@ func TestEmailThreadsOnMailingListMail(t *testing.T) {
 		}
 		if want > 0 {
 			replies++
-			if m.Parent != want {
-				t.Errorf("message %d: parent %d, its header says %d", m.Number, m.Parent, want)
+			if m.Parent != want || (m.ParentBy != memagent.ParentByReferences && m.ParentBy != memagent.ParentByInReplyTo) {
+				t.Errorf("message %d: parent %d by %s, its header says %d", m.Number, m.Parent, m.ParentBy, want)
+			}
+		} else if m.ParentBy == memagent.ParentByQuote {
+			// By quoted text (TestEmailThreadsByQuotedText holds it to
+			// the headers): an earlier message, of its thread.
+			byQuote++
+			if p := ix.Messages[m.Parent-1]; p.Number >= m.Number || p.Thread != m.Thread {
+				t.Errorf("message %d: parent %d by quote", m.Number, p.Number)
 			}
 		} else if m.Parent > 0 {
 			// By subject: a reply's, the parent's the same, earlier.
 			p := ix.Messages[m.Parent-1]
 			bySubject++
+			if m.ParentBy != memagent.ParentBySubject {
+				t.Errorf("message %d: parent %d by %q, want by subject", m.Number, p.Number, m.ParentBy)
+			}
 			if b := subjectBase(m.Subject); !regexp.MustCompile(`(?i)^\s*(\[[^\]]*\]\s*)*(re|fw|fwd|aw)\s*(\[\d+\])?\s*:`).MatchString(m.Subject) ||
 				b == "" || b != subjectBase(p.Subject) || p.Number >= m.Number || p.Thread != m.Thread {
 				t.Errorf("message %d %q: parent %d %q by subject", m.Number, m.Subject, p.Number, p.Subject)
@@ -202,8 +213,8 @@ func TestEmailThreadsOnMailingListMail(t *testing.T) {
 	if !strings.Contains(text, fmt.Sprintf("[message %d is a duplicate of message %d, read there]", len(raws), orig)) {
 		t.Errorf("the text does not list the copy as a duplicate")
 	}
-	t.Logf("%d links between messages checked, %d replies with a parent in the mailbox by their headers and %d by their subjects, %d inclusive of %d",
-		checked, replies, bySubject, inclusive, len(ix.Messages))
+	t.Logf("%d links between messages checked, %d replies with a parent in the mailbox by their headers, %d by their quoted text and %d by their subjects, %d inclusive of %d",
+		checked, replies, byQuote, bySubject, inclusive, len(ix.Messages))
 	if checked < 500 || replies < 400 || bySubject < 10 || ix.Threads >= len(raws)-replies+1 || inclusive >= len(raws) {
 		t.Errorf("%d links, %d replies, %d threads, %d inclusive: too few to hold the threading to anything", checked, replies, ix.Threads, inclusive)
 	}

@@ -31,19 +31,21 @@ import (
 
 // message writes message m's family: its header block and body, then its
 // attachments.
-func (e *emailConv) message(m mboxMessage, f *os.File) error {
-	h, body, err := readHeader(bufio.NewReaderSize(messageReader(m, f, e.el.messageBytes), 32<<10), e.el.headerBytes)
+// Its body text is read into scan as it is written.
+func (e *emailConv) message(m mboxMessage, f *os.File, scan *quoteScan) error {
+	h, body, err := readHeader(bufio.NewReaderSize(messageReader(m, f), 32<<10), e.limits.MaxHeaderBytes)
 	if err != nil {
 		return err
 	}
 	e.parts = 0
-	return e.family(h, body, e.msg.Label, "", 0)
+	return e.family(h, body, e.msg.Label, "", 0, scan)
 }
 
 // family writes one message (the top one, or one forwarded inside it)
 // under label: its fields, its text, and its attachments each under
-// `label › name`. path is the attachments' names above it.
-func (e *emailConv) family(h textproto.MIMEHeader, body io.Reader, label, parent string, depth int64) error {
+// `label › name`. path is the attachments' names above it. scan, when
+// not nil, reads the message's body text (not its attachments').
+func (e *emailConv) family(h textproto.MIMEHeader, body io.Reader, label, parent string, depth int64, scan *quoteScan) error {
 	e.begin(label)
 	var head strings.Builder
 	fmt.Fprintf(&head, "--- %s ---", label)
@@ -62,6 +64,8 @@ func (e *emailConv) family(h textproto.MIMEHeader, body io.Reader, label, parent
 				e.begin(label)
 				inBody = true
 			}
+			e.scan = scan
+			defer func() { e.scan = nil }()
 			return e.bodyText(l)
 		}
 		inBody = false
@@ -113,11 +117,11 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 	}
 	if mt == "message/rfc822" || mt == "message/global" {
 		at.Format = FormatEmail
-		nh, nb, err := readHeader(bufio.NewReaderSize(l.body, 32<<10), e.el.headerBytes)
+		nh, nb, err := readHeader(bufio.NewReaderSize(l.body, 32<<10), e.limits.MaxHeaderBytes)
 		if err != nil {
 			return err
 		}
-		return e.family(nh, nb, alabel, apath, l.depth+1)
+		return e.family(nh, nb, alabel, apath, l.depth+1, nil)
 	}
 	// Spool the decoded part: PDF and DOCX need random access.
 	tf, err := os.CreateTemp(e.tmp, "part-*")
@@ -145,11 +149,11 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 		if _, err := tf.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		nh, nb, err := readHeader(bufio.NewReaderSize(tf, 32<<10), e.el.headerBytes)
+		nh, nb, err := readHeader(bufio.NewReaderSize(tf, 32<<10), e.limits.MaxHeaderBytes)
 		if err != nil {
 			return err
 		}
-		return e.family(nh, nb, alabel, apath, l.depth+1)
+		return e.family(nh, nb, alabel, apath, l.depth+1, nil)
 	}
 	at.Format = format
 	switch format {
@@ -411,6 +415,11 @@ func (e *emailConv) bodyText(l leaf) error {
 		}
 		return err
 	}
+	if e.scan != nil {
+		if err := scanLines(io.NewSectionReader(out, 0, res.Bytes), e.scan); err != nil {
+			return err
+		}
+	}
 	return e.copyText(out, 0, res.Bytes)
 }
 
@@ -430,6 +439,7 @@ func decodeCharset(r io.Reader, cs string) io.Reader {
 func (e *emailConv) text(r io.Reader, cs string) error {
 	br := bufio.NewReaderSize(decodeCharset(r, cs), 32<<10)
 	var para strings.Builder
+	lineStart := true
 	flush := func() error {
 		s := strings.ToValidUTF8(para.String(), "\uFFFD")
 		para.Reset()
@@ -445,6 +455,10 @@ func (e *emailConv) text(r io.Reader, cs string) error {
 		if !full {
 			s = strings.TrimRightFunc(s, unicode.IsSpace)
 		}
+		if e.scan != nil && lineStart {
+			e.scan.line(strings.ToValidUTF8(s, "\uFFFD"))
+		}
+		lineStart = !full
 		if !full && s == "" && para.Len() > 0 {
 			if ferr := flush(); ferr != nil {
 				return ferr

@@ -32,14 +32,18 @@ func baseSubject(s string) (base string, replied bool) {
 // References and In-Reply-To name (and of others that name the same
 // ones, the mailbox having them or not); its parent is the last message
 // of its References the mailbox has, else its In-Reply-To's. A message
-// linked to no other, whose subject is a reply's ("Re: Lease"), joins the
-// thread of the earlier messages of the same subject, its parent the
-// latest of them. A thread is numbered by its earliest message.
+// whose headers give it no parent the mailbox has, and whose quoted text
+// (prints, by index) an earlier message's own text holds, joins that
+// message's thread, its parent (quoteParents). A message linked to no
+// other, whose subject is a reply's ("Re: Lease"), joins the thread of
+// the earlier messages of the same subject, its parent the latest of
+// them. ParentBy says which of these found a parent. A thread is
+// numbered by its earliest message.
 //
 // A message is inclusive when no message replies to it, or when it has an
 // attachment none of its replies carries. Duplicates and skipped
 // messages are never inclusive; a duplicate is in its original's thread.
-func threadMessages(ix *memagent.EmailIndex) {
+func threadMessages(ix *memagent.EmailIndex, prints []msgPrint) {
 	msgs := ix.Messages
 	parent := make([]int, len(msgs)) // union-find over messages and ids
 	find := func(i int) int {
@@ -96,11 +100,22 @@ func threadMessages(ix *memagent.EmailIndex) {
 		// The parent: the last reference the mailbox has, else In-Reply-To.
 		for k := len(m.References) - 1; k >= 0 && msgs[i].Parent == 0; k-- {
 			if j, ok := byID[m.References[k]]; ok && j != i {
-				msgs[i].Parent = j + 1
+				msgs[i].Parent, msgs[i].ParentBy = j+1, memagent.ParentByReferences
 			}
 		}
 		if j, ok := byID[m.InReplyTo]; ok && msgs[i].Parent == 0 && j != i {
-			msgs[i].Parent = j + 1
+			msgs[i].Parent, msgs[i].ParentBy = j+1, memagent.ParentByInReplyTo
+		}
+	}
+	// Quoted text, for messages whose headers found no parent here.
+	read := func(i int) bool { return i < len(msgs) && msgs[i].DuplicateOf == 0 && msgs[i].Skipped == "" }
+	if len(prints) == len(msgs) {
+		byQuote := quoteParents(prints, func(i int) bool { return read(i) && msgs[i].Parent == 0 }, read)
+		for i, j := range byQuote {
+			if j >= 0 {
+				union(i, j)
+				msgs[i].Parent, msgs[i].ParentBy = j+1, memagent.ParentByQuote
+			}
 		}
 	}
 	// Subject fallback, for replies linked to nothing the mailbox has.
@@ -119,7 +134,7 @@ func threadMessages(ix *memagent.EmailIndex) {
 		}
 		if j, ok := lastBySubject[base]; ok && replied && m.Parent == 0 && size[find(i)] == 1 {
 			union(i, j)
-			msgs[i].Parent = j + 1
+			msgs[i].Parent, msgs[i].ParentBy = j+1, memagent.ParentBySubject
 		}
 		lastBySubject[base] = i
 	}

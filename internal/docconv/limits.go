@@ -52,7 +52,8 @@ type Limits struct {
 	// and the bytes of one header block (defaults DefaultMaxMessageBytes,
 	// DefaultMaxParts, DefaultMaxMIMEDepth, DefaultMaxPartBytes,
 	// DefaultMaxHeaderBytes): a message over one is skipped and reported,
-	// the others read.
+	// the others read. The worker's environment sets them (KnobMaxMessages
+	// and the other Knob constants).
 	MaxMessages     int
 	MaxMessageBytes int64
 	MaxParts        int
@@ -91,6 +92,10 @@ const (
 	maxStyleIDBytes   = 1 << 10
 )
 
+// WithDefaults is l with its zero fields set to their defaults: the
+// limits a Converter applies.
+func (l Limits) WithDefaults() Limits { return l.withDefaults() }
+
 // withDefaults fills the zero fields.
 func (l Limits) withDefaults() Limits {
 	if l.MaxTextBytes <= 0 {
@@ -113,6 +118,24 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.OCRBudget <= 0 {
 		l.OCRBudget = DefaultOCRBudget
+	}
+	if l.MaxMessages <= 0 {
+		l.MaxMessages = DefaultMaxMessages
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if l.MaxParts <= 0 {
+		l.MaxParts = DefaultMaxParts
+	}
+	if l.MaxMIMEDepth <= 0 {
+		l.MaxMIMEDepth = DefaultMaxMIMEDepth
+	}
+	if l.MaxPartBytes <= 0 {
+		l.MaxPartBytes = DefaultMaxPartBytes
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	return l
 }

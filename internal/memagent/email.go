@@ -51,18 +51,42 @@ type EmailMessage struct {
 	// to, when the mailbox has it.
 	Thread int `json:"thread"`
 	Parent int `json:"parent,omitempty"`
+	// ParentBy says what found Parent: its References
+	// (ParentByReferences), its In-Reply-To (ParentByInReplyTo), its
+	// quoted text, which the parent's own text holds (ParentByQuote,
+	// for a message whose headers name no message of the mailbox), or
+	// its subject (ParentBySubject, for a reply linked to nothing else).
+	ParentBy string `json:"parent_by,omitempty"`
 	// Inclusive marks a message whose text no later message of its
 	// thread carries: the end of a branch, or a message with an
 	// attachment its replies dropped. A review reads the inclusive
 	// messages of a thread and has read it all.
 	Inclusive bool `json:"inclusive,omitempty"`
 	// DuplicateOf is the Number of the earlier copy of this message (the
-	// same headers and body): a duplicate is listed, not read again.
-	DuplicateOf int `json:"duplicate_of,omitempty"`
+	// same headers and body): a duplicate is listed, not read again. In
+	// a corpus, DuplicateIn names the earlier document (another mailbox)
+	// that holds the copy, when it is not this one.
+	DuplicateOf int    `json:"duplicate_of,omitempty"`
+	DuplicateIn string `json:"duplicate_in,omitempty"`
+	// Copies are the message's duplicates in later documents of a
+	// corpus, as citations name them: `archive.mbox msg 7 "Re: Lease"`.
+	Copies []string `json:"copies,omitempty"`
+	// Hash tells duplicates: the SHA-256 (its first 16 bytes, in hex) of
+	// the fields a copy in another mailbox keeps (not those its delivery
+	// added) and the body; empty for a skipped message.
+	Hash string `json:"hash,omitempty"`
 	// Skipped says why the message was not read (over a limit, damaged);
 	// the mailbox's other messages are.
 	Skipped string `json:"skipped,omitempty"`
 }
+
+// What found an EmailMessage's Parent.
+const (
+	ParentByReferences = "references"
+	ParentByInReplyTo  = "in_reply_to"
+	ParentByQuote      = "quote"
+	ParentBySubject    = "subject"
+)
 
 // EmailAttachment is one member of a message's family: an attachment (or
 // a forwarded message) converted as the document it is.

@@ -95,6 +95,18 @@ func fillLimits(l *activities.Limits, def activities.Limits) {
 	if l.OCRBudget == 0 {
 		l.OCRBudget = def.OCRBudget
 	}
+	if l.EmailMaxMessages == 0 {
+		l.EmailMaxMessages = def.EmailMaxMessages
+	}
+	fill(&l.EmailMaxMessageBytes, def.EmailMaxMessageBytes)
+	if l.EmailMaxParts == 0 {
+		l.EmailMaxParts = def.EmailMaxParts
+	}
+	if l.EmailMaxDepth == 0 {
+		l.EmailMaxDepth = def.EmailMaxDepth
+	}
+	fill(&l.EmailMaxPartBytes, def.EmailMaxPartBytes)
+	fill(&l.EmailMaxHeaderBytes, def.EmailMaxHeaderBytes)
 	if l.OCRWorkers == 0 {
 		l.OCRWorkers = def.OCRWorkers
 	}

@@ -1,0 +1,255 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
+	"github.com/memagent/memagent/internal/reviewer"
+	"github.com/memagent/memagent/internal/testdeps"
+	"github.com/memagent/memagent/memclient"
+	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/worker/workerapp"
+)
+
+// familyMailbox is 20 messages of SpamAssassin's ham corpus, then Alice's
+// reply whose text says who holds the keys and whose attachments are a
+// PDF (the fact on its third page) and a DOCX.
+func familyMailbox(t *testing.T) []byte {
+	t.Helper()
+	one := testdeps.Manual(t, "golang-github-gatherstars-com-jwz-dev",
+		"usr/share/gocode/src/github.com/gatherstars-com/jwz/test/testdata/ham/0002.b3120c4bcbf3101e661161ee7efcb8bf.eml")
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(one), "*.eml"))
+	if err != nil || len(files) < 20 {
+		t.Fatalf("%d ham messages (%v)", len(files), err)
+	}
+	sort.Strings(files)
+	var mbox bytes.Buffer
+	for _, f := range files[:20] {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(raw, []byte("From ")) {
+			mbox.WriteString("From unknown@example.org Thu Aug 22 12:00:00 2002\n")
+		}
+		mbox.Write(raw)
+		mbox.WriteString("\n")
+	}
+	part := func(ctype, name string, data []byte) string {
+		enc := base64.StdEncoding.EncodeToString(data)
+		var b strings.Builder
+		fmt.Fprintf(&b, "--b\nContent-Type: %s; name=\"%s\"\nContent-Disposition: attachment; filename=\"%s\"\nContent-Transfer-Encoding: base64\n\n", ctype, name, name)
+		for len(enc) > 76 {
+			b.WriteString(enc[:76] + "\n")
+			enc = enc[76:]
+		}
+		return b.String() + enc + "\n"
+	}
+	mbox.WriteString("From alice@example.org Tue May  3 10:00:00 2022\nFrom: Alice <alice@example.org>\nTo: Bob <bob@example.org>\n" +
+		"Date: Tue, 3 May 2022 10:00:00 +0200\nSubject: Re: Observatory lease\nMessage-ID: <lease@example.org>\nMIME-Version: 1.0\n" +
+		"Content-Type: multipart/mixed; boundary=\"b\"\n\n--b\nContent-Type: text/plain\n\n" + familyBody + "\n" +
+		part("application/pdf", "lease.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 3, Fact: docgen.Fact, Seed: 11})) +
+		part("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "terms.docx", docconvtest.DOCX("Terms", docconvtest.Sections(3, 0, "", 12))) +
+		"--b--\n")
+	return mbox.Bytes()
+}
+
+const (
+	familyBody     = "Bob, the lease and its terms are attached. The telescope dome keys are kept by the night porter Agatha Quill."
+	familyQuestion = "Who keeps the telescope dome keys?"
+	familyMessage  = `msg 21 "Re: Observatory lease"`
+)
+
+// TestDeskFamilyDecision is issue 54's desk in the review of a mailbox:
+// the review's two questions are answered from one message's family (its
+// text and its PDF's third page), the desk lists the family with both
+// cells as members, alice rejects one member on its own and then accepts
+// the family: the other member is accepted with the family named in its
+// decision, the one decided on its own keeps its rejection, and the
+// sign-off's history holds one Update a decision, each alice's.
+func TestDeskFamilyDecision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a review of a mailbox and the desk; skipped in -short mode")
+	}
+	mbox := familyMailbox(t)
+	clitest.Stack(t)
+	cfg, _ := clitest.Store(t)
+	worker, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: clitest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { worker.Stop() })
+
+	path := clitest.WriteFile(t, t.TempDir(), "matter.mbox", mbox)
+	grid := reviewOf(t, path, []string{docgen.Question, familyQuestion})
+	subject := grid.WorkflowID
+	for _, r := range grid.Rows {
+		t.Logf("%s: %q grounded %s", r.ID, r.Answer, r.Grounding)
+		if !r.Grounding.Found() || r.Grounding.Pages == nil || !strings.HasPrefix(r.Grounding.Pages.Label, familyMessage) {
+			t.Fatalf("%s is not grounded on %s: %+v", r.ID, familyMessage, r.Grounding)
+		}
+	}
+
+	token := "alice-token-54f1"
+	file := filepath.Join(t.TempDir(), "reviewers")
+	if err := os.WriteFile(file, []byte("alice "+reviewer.HashToken(token)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(reviewer.Env, "tokens:"+file)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tc, err := workerapp.Dial(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	mc := memclient.New(tc, memclient.Options{TaskQueue: cfg.TaskQueue})
+	if _, err := mc.StartSignOff(ctx, api.SignOffInput{Review: subject}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signOffGridAwait(ctx, mc, subject); err != nil {
+		t.Fatal(err)
+	}
+	base := startDesk(t, ctx)
+	alice := newDeskClient(t, base, token, subject)
+
+	type member struct {
+		Cell, Part string
+		Version    int
+		Own        bool
+	}
+	type family struct {
+		Document, Message string
+		Members           []member
+	}
+	var fams struct{ Families []family }
+	alice.getJSON(t, "/api/families", &fams)
+	if len(fams.Families) != 1 || fams.Families[0].Message != familyMessage || len(fams.Families[0].Members) != 2 {
+		t.Fatalf("families %+v, want %s with both cells", fams.Families, familyMessage)
+	}
+	f := fams.Families[0]
+	pdfCell, textCell := f.Members[0], f.Members[1]
+	if pdfCell.Part != "lease.pdf p. 3" || textCell.Part != "" {
+		t.Errorf("members %+v, want q1 on lease.pdf p. 3 and q2 on the message's text", f.Members)
+	}
+
+	// A member decided on its own, then the family.
+	alice.postJSON(t, "/api/decide", map[string]any{"cell": textCell.Cell, "level": 1, "decision": "rejected",
+		"reason": "the porter changed in June", "version": textCell.Version}, nil)
+	// The family at the desk, in headless Chromium: the panel of q1 lists
+	// both members, q2 decided on its own; "Accept family" decides q1 and
+	// leaves q2 (a screenshot for docs/REVIEW.md with -desk-screenshots).
+	chromium := testdeps.File(t, chromiumPath, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
+	br := newBrowser(t, ctx, chromium, 900, `document.getElementById("message") ? document.getElementById("message").textContent : document.body.innerText`)
+	br.do("sign in", chromedp.Navigate(base+"/login"), chromedp.WaitVisible(`input[name="token"]`),
+		chromedp.SendKeys(`input[name="token"]`, token+"\r"), chromedp.WaitVisible(`b#reviewer`))
+	br.do("open the review", chromedp.Navigate(base+"/signoff?id="+url.QueryEscape(subject)))
+	memberSays := func(cell, state string) string {
+		return fmt.Sprintf(`(() => { const li = document.querySelector('#family li[data-cell="%s"]'); return !!li && li.textContent.includes(%q); })()`, cell, state)
+	}
+	br.wait("the family panel", `!document.getElementById("family").hidden && document.querySelector("#family h3").textContent === `+fmt.Sprintf("%q", "Family: "+familyMessage)+
+		` && `+memberSays(pdfCell.Cell, "lease.pdf p. 3 · pending")+` && `+memberSays(textCell.Cell, "the message's text · rejected on its own"))
+	br.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.beforeFamily = true`))
+	br.do("accept the family", chromedp.Click(`#family-accept`))
+	// The page reloads once the family is decided: a poll the reload
+	// cuts short is polled again, on the new page.
+	decided := fmt.Sprintf(`window.beforeFamily === undefined && (() => { const a = document.querySelector('#cells tbody tr[data-cell="%s"] td.level1'),
+		b = document.querySelector('#cells tbody tr[data-cell="%s"] td.level1');
+		return !!a && !!b && a.textContent.startsWith("accepted · alice") && b.textContent.startsWith("rejected · alice"); })()`, pdfCell.Cell, textCell.Cell)
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		_, err := chromedp.Run(br.ctx, chromedp.Poll[any](decided, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || !(strings.Contains(err.Error(), "navigated or closed") || strings.Contains(err.Error(), "Cannot find context")) {
+			msg, _ := chromedp.Run(br.ctx, chromedp.Evaluate[string](br.says))
+			t.Fatalf("browser: the grid after the family decision: %v (page says %q)", err, msg)
+		}
+	}
+	br.wait("the family's decision in the panel", memberSays(pdfCell.Cell, "accepted by the family")+" && "+memberSays(textCell.Cell, "rejected on its own"))
+	br.shot("desk-family.png")
+
+	g, err := mc.SignOffGrid(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Cell(pdfCell.Cell).Level1; d == nil || d.Decision != api.DecisionAccepted || d.Reviewer != "alice" ||
+		d.Comment != "[family] "+familyMessage+" of matter.mbox" {
+		t.Errorf("%s: level 1 %+v, want accepted by alice by the family", pdfCell.Cell, d)
+	}
+	if d := g.Cell(textCell.Cell).Level1; d == nil || d.Decision != api.DecisionRejected || d.Reason != "the porter changed in June" {
+		t.Errorf("%s: level 1 %+v, want its own rejection kept", textCell.Cell, d)
+	}
+	decides := 0
+	for _, u := range signOffUpdates(t, ctx, tc, api.SignOffWorkflowID(subject)) {
+		if u.name == api.DecideUpdate {
+			decides++
+			if u.reviewer != "alice" {
+				t.Errorf("update %s by %q", u.id, u.reviewer)
+			}
+		}
+	}
+	if decides != 2 {
+		t.Errorf("%d decide Updates in the sign-off's history, want 2 (one a decision)", decides)
+	}
+}
+
+// getJSON reads path of the review's sign-off into v.
+func (d *deskClient) getJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	resp, err := d.c.Get(d.base + path + "?id=" + url.QueryEscape(d.subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, body)
+	}
+}
+
+// postJSON posts body to path of the review's sign-off, as the page does,
+// and reads the answer into v (nil: dropped).
+func (d *deskClient) postJSON(t *testing.T, path string, body, v any) {
+	t.Helper()
+	data, _ := json.Marshal(body)
+	u, _ := url.Parse(d.base)
+	req, _ := http.NewRequest(http.MethodPost, d.base+path+"?id="+url.QueryEscape(d.subject), bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-CSRF-Token", d.csrf)
+	req.Header.Set("Origin", "http://"+u.Host)
+	resp, err := d.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, got)
+	}
+	if v != nil {
+		if err := json.Unmarshal(got, v); err != nil {
+			t.Fatalf("POST %s: %v: %s", path, err, got)
+		}
+	}
+}

@@ -51,6 +51,7 @@ import (
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
+	"github.com/memagent/memagent/internal/memagent"
 )
 
 // manual is one manual of the tables.
@@ -126,6 +127,12 @@ type measure struct {
 	// that the converter keeps apart ("permis-", "signment") where
 	// pdftotext joins it.
 	pieces int
+	// ocrLines are the lines of the pages of a born-digital PDF that OCR
+	// read (a page without a text layer, where pdftotext prints nothing):
+	// they are left out of unprinted, whose reference has no word of
+	// theirs, and ocrUnprinted counts those that hold a word pdftotext
+	// never prints, as unprinted would. compared is lines less ocrLines.
+	ocrLines, ocrUnprinted, compared int
 	// numbered and runOn are docconvtest.HeadingsRunOn's counts.
 	numbered, runOn int
 	leaks           docconvtest.Leaks
@@ -280,7 +287,10 @@ func measureManual(ctx context.Context, path string, m manual, rounds int) (meas
 	switch {
 	case m.isDOCX():
 	case m.isPDF():
-		r.unprinted = docconvtest.UnprintedLines(reference, r.mem.Texts[0])
+		layer, ocr := byTextLayer(r.mem.Texts[0], r.mem.Maps[0], m.isScan())
+		r.unprinted = docconvtest.UnprintedLines(reference, layer)
+		r.ocrLines, r.ocrUnprinted = nonEmptyLines(ocr), len(docconvtest.UnprintedLines(reference, ocr))
+		r.compared = r.lines - r.ocrLines
 		r.pieces = hyphenPieces(reference, r.unprinted)
 		r.leaks, r.hasLeaks = docconvtest.PDFLeaks(reference, r.mem.Texts[0], r.mem.Maps[0]), !m.isScan()
 	default:
@@ -313,6 +323,45 @@ func measureManual(ctx context.Context, path string, m manual, rounds int) (meas
 	return r, nil
 }
 
+// byTextLayer splits text (a PDF's, with its page map m) into the text
+// of the pages that kept their text layer and that of the pages OCR read;
+// a scan's pages are all compared (its reference is pdftotext of the
+// pages it was made from), so its text is all layer.
+func byTextLayer(text string, m memagent.PageMap, scan bool) (layer, ocr string) {
+	if scan || len(m.OCR) == 0 {
+		return text, ""
+	}
+	read := map[int]bool{}
+	for _, o := range m.OCR {
+		read[o.Page] = true
+	}
+	var l, o strings.Builder
+	last := int64(0)
+	for _, sp := range m.Spans {
+		l.WriteString(text[last:sp.Start])
+		if read[sp.Number] {
+			o.WriteString(text[sp.Start:sp.End])
+			o.WriteString("\n\n")
+		} else {
+			l.WriteString(text[sp.Start:sp.End])
+		}
+		last = sp.End
+	}
+	l.WriteString(text[last:])
+	return l.String(), o.String()
+}
+
+// nonEmptyLines counts the lines of text that hold more than white space.
+func nonEmptyLines(text string) int {
+	n := 0
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+		}
+	}
+	return n
+}
+
 func writeLeaks(w io.Writer, rows []measure) {
 	fmt.Fprintln(w, "| Manual | Package | Toolchain | Pages | Header-bearing pages | Leaked lines | Leaked per header-bearing page |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
@@ -322,8 +371,8 @@ func writeLeaks(w io.Writer, rows []measure) {
 }
 
 func writeFidelity(w io.Writer, rows []measure) {
-	fmt.Fprintln(w, "| Manual | Package | Toolchain | Pages | Text lines | Lines with a word pdftotext never prints | Numbered headings run on (> 100 chars) | Running or navigation lines left | memagent pages/s per core | pdftotext pages/s per core | memagent peak | pdftotext peak |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| Manual | Package | Toolchain | Pages | Text lines | Lines with a word pdftotext never prints (of the lines on pages with a text layer) | Lines on pages read by OCR, not compared (pdftotext prints nothing there) | Numbered headings run on (> 100 chars) | Running or navigation lines left | memagent pages/s per core | pdftotext pages/s per core | memagent peak | pdftotext peak |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	dash := "–"
 	for _, r := range rows {
 		pages := fmt.Sprint(r.mem.Pages)
@@ -336,12 +385,22 @@ func writeFidelity(w io.Writer, rows []measure) {
 		if n := r.mem.OCRPages; n > 0 && !r.m.isScan() {
 			pages += fmt.Sprintf(" (%d by OCR)", n)
 		}
-		unprinted := dash
+		unprinted, ocr := dash, dash
 		if r.hasReference {
-			unprinted = fmt.Sprintf("%d (%s)", len(r.unprinted), percent(len(r.unprinted), r.lines))
-			if r.pieces > 0 {
-				unprinted = fmt.Sprintf("%d (%s; %d a hyphenated word's piece)", len(r.unprinted), percent(len(r.unprinted), r.lines), r.pieces)
+			of := ""
+			if r.ocrLines > 0 {
+				of = fmt.Sprintf(" of %d", r.compared)
 			}
+			unprinted = fmt.Sprintf("%d (%s%s)", len(r.unprinted), percent(len(r.unprinted), r.compared), of)
+			if r.pieces > 0 {
+				unprinted = fmt.Sprintf("%d (%s%s; %d a hyphenated word's piece)", len(r.unprinted), percent(len(r.unprinted), r.compared), of, r.pieces)
+			}
+			if !r.m.isScan() {
+				ocr = "0"
+			}
+		}
+		if r.ocrLines > 0 {
+			ocr = fmt.Sprintf("%d (%d with a word pdftotext never prints)", r.ocrLines, r.ocrUnprinted)
 		}
 		runOn := fmt.Sprintf("%d of %d (%s)", r.runOn, r.numbered, percent(r.runOn, r.numbered))
 		if r.numbered == 0 {
@@ -357,8 +416,8 @@ func writeFidelity(w io.Writer, rows []measure) {
 		} else if r.m.isScan() {
 			pdfSpeed = "– (no text layer)"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.m.Name, r.m.Package, r.m.Toolchain, pages, r.lines,
-			unprinted, runOn, leaks, speed(r.mem), pdfSpeed, mb(r.mem.PeakRSS), pdfPeak)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.m.Name, r.m.Package, r.m.Toolchain, pages, r.lines,
+			unprinted, ocr, runOn, leaks, speed(r.mem), pdfSpeed, mb(r.mem.PeakRSS), pdfPeak)
 	}
 	joined, pageBreaks := 0, 0
 	for _, r := range rows {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/docconv/docconvtest"
+	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/testdeps"
 )
 
@@ -78,5 +79,24 @@ func TestMedians(t *testing.T) {
 	}
 	if got := medians(nil); got.Pages != 0 {
 		t.Errorf("medians(nil) = %+v; want the zero conversion", got)
+	}
+}
+
+// TestByTextLayer: the lines of a page OCR read in a born-digital PDF
+// are set apart from the compared text (pdftotext prints nothing for a
+// page without a text layer); a scan's are all compared.
+func TestByTextLayer(t *testing.T) {
+	text := "page one words\n\nscanned table gunzip\n\npage three words\n"
+	m := memagent.PageMap{Spans: []memagent.PageSpan{{Number: 1, Start: 0, End: 14}, {Number: 2, Start: 16, End: 36}, {Number: 3, Start: 38, End: 54}},
+		OCR: []memagent.OCRPage{{Page: 2}}}
+	layer, ocr := byTextLayer(text, m, false)
+	if layer != "page one words\n\n\n\npage three words\n" || ocr != "scanned table gunzip\n\n" {
+		t.Errorf("layer %q, ocr %q; want page 2 apart", layer, ocr)
+	}
+	if n := nonEmptyLines(ocr); n != 1 {
+		t.Errorf("%d OCR lines, want 1", n)
+	}
+	if layer, ocr := byTextLayer(text, m, true); layer != text || ocr != "" {
+		t.Errorf("scan: layer %q, ocr %q; want all compared", layer, ocr)
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -747,6 +748,10 @@ type pageView struct {
 	QuoteBoxes  []docconv.Box `json:"quote_boxes,omitempty"`
 	AnswerBoxes []docconv.Box `json:"answer_boxes,omitempty"`
 	Error       string        `json:"error,omitempty"`
+	// More are the next pages of a quote that crosses a page boundary
+	// (api.Grounding.QuoteParts), a page a part after the first, each
+	// with its own part highlighted: this page shows the first part only.
+	More []*pageView `json:"more,omitempty"`
 }
 
 func (d *Desk) apiCell(w http.ResponseWriter, r *http.Request, name, sid string) {
@@ -834,28 +839,59 @@ func (d *Desk) page(ctx context.Context, g *api.SignOffGrid, row signoff.Row, su
 	if src == "" {
 		return nil
 	}
-	p := &pageView{Number: gr.Pages.First, Cite: gr.Pages.String(),
-		Image: "/page.png?id=" + url.QueryEscape(subject) + "&cell=" + url.QueryEscape(row.Cell)}
-	chars, err := d.charBoxes(ctx, src, gr.Pages.First)
+	image := "/page.png?id=" + url.QueryEscape(subject) + "&cell=" + url.QueryEscape(row.Cell)
+	parts := quoteParts(gr)
+	if parts == nil {
+		return d.pageOf(ctx, src, gr.Pages.First, gr.Pages.String(), image, gr.Quote, row.ModelAnswer)
+	}
+	// A quote across pages: each part highlighted on its own page.
+	p := d.pageOf(ctx, src, parts[0].Pages.First, parts[0].Pages.String(), image, parts[0].Text, row.ModelAnswer)
+	for _, part := range parts[1:] {
+		n := part.Pages.First
+		p.More = append(p.More, d.pageOf(ctx, src, n, part.Pages.String(), image+"&page="+strconv.Itoa(n), part.Text, row.ModelAnswer))
+	}
+	return p
+}
+
+// quoteParts are the parts of gr's quote when it crosses a page boundary
+// and every part cites one page of the grounding's own; nil otherwise.
+func quoteParts(gr *api.Grounding) []api.QuotePart {
+	if len(gr.QuoteParts) < 2 {
+		return nil
+	}
+	for _, part := range gr.QuoteParts {
+		if pr := part.Pages; pr == nil || pr.Unit != api.UnitPage || pr.First != pr.Last || pr.First < gr.Pages.First || pr.First > gr.Pages.Last {
+			return nil
+		}
+	}
+	return gr.QuoteParts
+}
+
+// pageOf is page number of the PDF at src, cited as cite and shown from
+// image, with quote (and answer) highlighted where they stand on it: on
+// its text layer, or else among the words OCR read on it.
+func (d *Desk) pageOf(ctx context.Context, src string, number int, cite, image, quote, answer string) *pageView {
+	p := &pageView{Number: number, Cite: cite, Image: image}
+	chars, err := d.charBoxes(ctx, src, number)
 	if err != nil {
 		p.Error = plain(err)
 		return p
 	}
-	find(p, chars, gr.Quote, row.ModelAnswer, "text")
+	find(p, chars, quote, answer, "text")
 	if p.Highlight == "quote" || d.cfg.OCR == nil {
 		return p
 	}
 	// A scan, or a page whose text layer is not what was read: the
 	// words OCR read when the document was converted.
-	readings, err := d.ocrWords(ctx, src, gr.Pages.First)
+	readings, err := d.ocrWords(ctx, src, number)
 	if err != nil {
-		d.cfg.Logger.WarnContext(ctx, "OCR words of a page not read", "page", gr.Pages.First, "err", err)
+		d.cfg.Logger.WarnContext(ctx, "OCR words of a page not read", "page", number, "err", err)
 	}
 	p.OCR = "none"
 	for _, words := range readings {
 		p.OCR = "words"
 		var o pageView
-		find(&o, docconv.OCRChars(words), gr.Quote, row.ModelAnswer, "ocr")
+		find(&o, docconv.OCRChars(words), quote, answer, "ocr")
 		if o.Highlight == "quote" || (o.Highlight == "answer" && p.Highlight == "") {
 			p.Highlight, p.From, p.QuoteBoxes, p.AnswerBoxes = o.Highlight, o.From, o.QuoteBoxes, o.AnswerBoxes
 		}
@@ -985,12 +1021,23 @@ func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string)
 		http.Error(w, "this cell cites no page of a PDF", http.StatusNotFound)
 		return
 	}
+	// The first page the grounding cites, or (page=N) the page of one of
+	// its quote's parts.
+	page := row.Grounding.Pages.First
+	if v := r.URL.Query().Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || !slices.ContainsFunc(quoteParts(row.Grounding), func(p api.QuotePart) bool { return p.Pages.First == n }) {
+			http.Error(w, "this cell's quote is on no page "+v+": reload the cell", http.StatusNotFound)
+			return
+		}
+		page = n
+	}
 	data, key, err := d.document(ctx, source(g, *row))
 	if err != nil {
 		http.Error(w, plain(err), http.StatusForbidden)
 		return
 	}
-	d.writePage(w, r, key, data, row.Grounding.Pages.First)
+	d.writePage(w, r, key, data, page)
 }
 
 // writePage answers the PNG of page of the PDF data (key its version), or

@@ -99,6 +99,31 @@ type word struct {
 	n                        int
 }
 
+// PageBox is the part of a page a viewer shows, in PDF user space
+// (points, y upwards): its media box cut by its crop box.
+type PageBox struct{ Left, Bottom, Right, Top float64 }
+
+// Visible drops the glyphs that box does not show: those wholly left of
+// it, below or above it, and those that begin at or past its right edge,
+// as pdftotext drops a character whose origin lies past the page's width.
+// A path set in a typewriter font that runs past the right margin
+// ("~/.local/share/keyrings/*" in debian-reference's PDF) ends where the
+// page ends ("~/.local/share/keyr"), rather than print words nobody
+// sees. A zero box (unknown) keeps every glyph.
+func Visible(glyphs []Glyph, box PageBox) []Glyph {
+	if box.Right <= box.Left || box.Top <= box.Bottom {
+		return glyphs
+	}
+	out := glyphs[:0]
+	for _, g := range glyphs {
+		if g.Right <= box.Left || g.Left >= box.Right || g.Top <= box.Bottom || g.Bottom >= box.Top {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
 // LayoutPage orders a page's glyphs for reading: glyphs are grouped into
 // lines, a page whose lines split at a common vertical gutter is read as
 // two columns (left, then right, in each band between full-width lines),
@@ -707,10 +732,25 @@ func breaksWord(prev, g Glyph, h float64, afterMark bool) bool {
 // spaced reports whether a word break lies between glyphs a and b of a
 // row of height h, b right of a: a gap wider than a fifth of h, or a
 // space in the text stream between them (the PDF's own, or one PDFium
-// inferred) where they do not overlap.
+// inferred) where they do not overlap by more than a tenth of h. On one
+// baseline in one font (loose boxes of the same bottom and top), a space
+// that b is drawn back over, however little, is a kern: Ghostscript
+// places a kerned pair with the PDF's own space between its glyphs and a
+// word spacing that cancels it ("Nev ertheless" in groff's pdfmark.pdf,
+// the "e" 0.15 pt over the "v"), and the page shows no space there;
+// pdftotext, which reads no space characters, breaks words by the gap
+// alone. Text set on a slant (a figure's rotated labels) keeps its
+// spaces: its glyphs' boxes overlap whatever the spacing.
 func spaced(a, b Glyph, h float64) bool {
 	gap := b.Left - a.Right
-	return gap > h*0.2 || b.SpaceBefore && b.Index > a.Index && gap > -h*0.1
+	if gap > h*0.2 {
+		return true
+	}
+	if !b.SpaceBefore || b.Index <= a.Index {
+		return false
+	}
+	level := math.Abs(a.Bottom-b.Bottom) <= h*0.01 && math.Abs(a.Top-b.Top) <= h*0.01
+	return gap > 0 || !level && gap > -h*0.1
 }
 
 // rowSpace is the width of a row's word spaces, from the gaps where

@@ -549,6 +549,11 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode
 	if err != nil {
 		return p, 0, err
 	}
+	// What lies outside the page's box is not shown: its glyphs go.
+	if bb, err := inst.FPDF_GetPageBoundingBox(&requests.FPDF_GetPageBoundingBox{Page: ref}); err == nil {
+		r := bb.Rect
+		glyphs = Visible(glyphs, PageBox{Left: float64(r.Left), Bottom: float64(r.Bottom), Right: float64(r.Right), Top: float64(r.Top)})
+	}
 	readMarkFonts(inst, text.TextPage, glyphs)
 	p.Lines = LayoutPageSize(glyphs, width.Width, height.Height)
 	readLineFonts(inst, text.TextPage, p.Lines)

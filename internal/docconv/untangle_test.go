@@ -93,3 +93,40 @@ func TestUntangleLeavesSideBySideRunsAlone(t *testing.T) {
 		t.Errorf("%q, want %q", got, "Chapter page")
 	}
 }
+
+// TestGlyphsPastThePageEdgeDropped reads a line of dblatex's whose path
+// runs past the page's right edge: the page shows "~/.local/share/keyr",
+// and so does the text, as pdftotext's; the glyphs beyond are not
+// printed ("keyrings" was a word the page does not show).
+func TestGlyphsPastThePageEdgeDropped(t *testing.T) {
+	gs := Visible(readRowGlyphs(t, "dblatex-past-edge.txt"), PageBox{Right: 595.28, Top: 841.89})
+	lines := LayoutPageSize(gs, 595.28, 841.89)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1", len(lines))
+	}
+	got := lines[0].Text
+	if !strings.HasSuffix(got, "in the keyring ~/.local/share/keyr") {
+		t.Errorf("%q, want it to end with the page's edge, %q", got, "in the keyring ~/.local/share/keyr")
+	}
+	// A glyph astride the edge is shown in part and kept; an unknown box
+	// keeps every glyph.
+	if n := len(Visible([]Glyph{{R: 'a', Left: 590, Right: 600, Bottom: 10, Top: 20}}, PageBox{Right: 595, Top: 842})); n != 1 {
+		t.Errorf("a glyph astride the edge: %d kept, want 1", n)
+	}
+	if n := len(Visible(readRowGlyphs(t, "dblatex-past-edge.txt"), PageBox{})); n != 109 {
+		t.Errorf("no box: %d glyphs kept, want all 109", n)
+	}
+}
+
+// TestKernedSpaceIsNoWordBreak reads a justified line of Ghostscript's
+// whose "Nevertheless" holds the PDF's own space, with the "e" after it
+// drawn back over the "v": the page shows one word.
+func TestKernedSpaceIsNoWordBreak(t *testing.T) {
+	lines := LayoutPage(readRowGlyphs(t, "groff-kern-space.txt"), 595)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1", len(lines))
+	}
+	if want := "issues automatically. Nevertheless, the pdfmark macro"; !strings.Contains(lines[0].Text, want) {
+		t.Errorf("%q, want it to hold %q", lines[0].Text, want)
+	}
+}

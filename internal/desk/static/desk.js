@@ -203,6 +203,48 @@
     showCell();
   }
 
+  // highlight draws boxes (fractions of the page) over a page's frame.
+  function highlight(frame, boxes, cls) {
+    (boxes || []).forEach((b) => {
+      const h = document.createElement("div");
+      h.className = "hl " + cls;
+      h.style.left = (b.left * 100) + "%";
+      h.style.top = (b.top * 100) + "%";
+      h.style.width = ((b.right - b.left) * 100) + "%";
+      h.style.height = ((b.bottom - b.top) * 100) + "%";
+      frame.append(h);
+    });
+  }
+
+  // morePage is the next page of a quote that crosses pages, with its own
+  // part highlighted, scrolled into its box as the first page is.
+  function morePage(m) {
+    const div = document.createElement("div");
+    div.className = "page page-more";
+    const cite = document.createElement("p");
+    cite.className = "page-cite";
+    cite.textContent = "The quote goes on, on page: " + m.cite + (m.highlight ? " · highlighted: the " + m.highlight + (m.from === "ocr" ? " (from the words OCR read on the scan)" : "")
+      : " · the quote's part is not on the page's text layer") + (m.error ? " · " + m.error : "");
+    const box = document.createElement("div");
+    box.className = "page-scroll";
+    const frame = document.createElement("div");
+    frame.className = "page-frame";
+    const img = document.createElement("img");
+    img.alt = "the next page of the quote";
+    frame.append(img);
+    highlight(frame, m.quote_boxes, "quote");
+    highlight(frame, m.answer_boxes, "answer");
+    img.onload = () => {
+      frame.classList.add("loaded");
+      const first = frame.querySelector(".hl");
+      box.scrollTop = first ? Math.max(0, first.offsetTop - box.clientHeight / 3) : 0;
+    };
+    img.src = m.image;
+    box.append(frame);
+    div.append(cite, box);
+    return div;
+  }
+
   function showCell() {
     const v = cellView, row = v.row, g = row.grounding || {};
     $("cell").hidden = false;
@@ -214,7 +256,8 @@
     $("cell-answer").textContent = row.model_answer || "";
     $("cell-document").textContent = documentURI(row);
     $("cell-grounding").textContent = g.status ? g.status + (g.found_in ? " (in " + g.found_in.replace("_", " ") + ")" : "") : "none";
-    $("cell-quote").textContent = g.quote || "";
+    // A quote across pages: its parts, a page each.
+    $("cell-quote").textContent = g.quote_parts && g.quote_parts.length > 1 ? g.quote_parts.map((q) => q.text).join(" / ") : g.quote || "";
     $("cell-pages").textContent = row.answer_pages || "";
     const ds = [v.cell.level1, v.cell.level2].filter((d) => d);
     $("cell-decision").textContent = ds.length ? v.cell.status + " · " + ds.map(decisionLine).join(" · ") : "pending";
@@ -228,6 +271,7 @@
     const p = v.page;
     const frame = $("page-frame");
     frame.querySelectorAll(".hl").forEach((h) => h.remove());
+    $("page-more").replaceChildren(...((p && p.more) || []).map(morePage));
     if (!p) { $("page").hidden = true; return; }
     $("page").hidden = false;
     let found;
@@ -242,17 +286,8 @@
     }
     $("page-cite").textContent = "Cited page: " + p.cite + found + (p.error ? " · " + p.error : "");
     const img = $("page-img");
-    const add = (boxes, cls) => (boxes || []).forEach((b) => {
-      const h = document.createElement("div");
-      h.className = "hl " + cls;
-      h.style.left = (b.left * 100) + "%";
-      h.style.top = (b.top * 100) + "%";
-      h.style.width = ((b.right - b.left) * 100) + "%";
-      h.style.height = ((b.bottom - b.top) * 100) + "%";
-      frame.append(h);
-    });
-    add(p.quote_boxes, "quote");
-    add(p.answer_boxes, "answer");
+    highlight(frame, p.quote_boxes, "quote");
+    highlight(frame, p.answer_boxes, "answer");
     // The frame shows nothing until this cell's page is there: never
     // another cell's page under this one's highlight.
     const box = $("page-scroll");

@@ -120,7 +120,8 @@
       box.append(ul);
     }
     box.append(el("p", "Intervals at " + pct(v.confidence) + ": " + v.interval_method + " (precision, elusion); " + v.combined_method +
-      " (richness, recall). Seed " + v.seed + ".", "sizes"));
+      " (richness, recall) of a question." + (v.overall_method ? " Overall: " + v.overall_method + "." : "") +
+      " Seed " + v.seed + ".", "sizes"));
   }
 
   function render() {

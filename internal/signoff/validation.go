@@ -98,6 +98,7 @@ func addValidationSheet(f *excelize.File, rep api.ValidationReport) error {
 		{"seed", rep.Seed}, {"population_hash", rep.PopulationHash}, {"confidence", rep.Confidence},
 		{"margin", rep.Margin}, {"sample_size", rep.SampleSize}, {"blind", rep.Blind}, {"four_eyes", rep.FourEyes},
 		{"interval_method", rep.IntervalMethod + " (precision, elusion)"}, {"combined_method", rep.CombinedMethod + " (richness, recall)"},
+		{"overall_method", rep.OverallMethod}, {"stop_margin", rep.StopMargin}, {"within_margin", rep.WithinMargin},
 		{"passed", rep.Passed}, {"signed_off_by", signedBy}, {"signed_off_at", signedAt}, {"sign_off_comment", comment},
 		{"report_uri", rep.ReportURI}, {"audit_log", "validation/audit.jsonl, one accepted Update a line"},
 	}

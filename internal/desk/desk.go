@@ -465,11 +465,27 @@ func (d *Desk) index(w http.ResponseWriter, r *http.Request, name, sid string) {
 // time for at most progressTimeout; one that does not answer by then is
 // listed without.
 func (d *Desk) progress(ctx context.Context, list []waiting) {
+	readAhead(ctx, len(list), func(ctx context.Context, i int) {
+		g, err := d.mc.SignOffGrid(ctx, list[i].Subject)
+		if err != nil {
+			return
+		}
+		list[i].Progress = progressOf(g)
+		if g.Subject.Source != "" {
+			list[i].Document, list[i].DocumentURI = signoff.DocumentName(g.Subject.Source), g.Subject.Source
+		}
+	})
+}
+
+// readAhead runs read for 0 … n-1, progressReads at a time, for at most
+// progressTimeout in all: a read that has not started by then is not
+// run, and one running sees its context end.
+func readAhead(ctx context.Context, n int, read func(ctx context.Context, i int)) {
 	ctx, cancel := context.WithTimeout(ctx, progressTimeout)
 	defer cancel()
 	sem := make(chan struct{}, progressReads)
 	var wg sync.WaitGroup
-	for i := range list {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -479,14 +495,7 @@ func (d *Desk) progress(ctx context.Context, list []waiting) {
 				return
 			}
 			defer func() { <-sem }()
-			g, err := d.mc.SignOffGrid(ctx, list[i].Subject)
-			if err != nil {
-				return
-			}
-			list[i].Progress = progressOf(g)
-			if g.Subject.Source != "" {
-				list[i].Document, list[i].DocumentURI = signoff.DocumentName(g.Subject.Source), g.Subject.Source
-			}
+			read(ctx, i)
 		}()
 	}
 	wg.Wait()

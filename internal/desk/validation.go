@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
@@ -62,28 +61,13 @@ func (d *Desk) validationList(ctx context.Context) ([]runningValidation, error) 
 		id := e.GetExecution().GetWorkflowId()
 		list = append(list, runningValidation{ID: id, Subject: strings.TrimSuffix(id, api.ValidationSuffix), Started: e.GetStartTime().AsTime()})
 	}
-	ctx, cancel := context.WithTimeout(ctx, progressTimeout)
-	defer cancel()
-	sem := make(chan struct{}, progressReads)
-	var wg sync.WaitGroup
-	for i := range list {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-sem }()
-			vw, err := d.mc.Validation(ctx, list[i].ID, "")
-			if err != nil {
-				return
-			}
-			list[i].Progress = fmt.Sprintf("%d/%d decided", len(vw.Cells)-vw.Pending, len(vw.Cells))
-		}()
-	}
-	wg.Wait()
+	readAhead(ctx, len(list), func(ctx context.Context, i int) {
+		vw, err := d.mc.Validation(ctx, list[i].ID, "")
+		if err != nil {
+			return
+		}
+		list[i].Progress = fmt.Sprintf("%d/%d decided", len(vw.Cells)-vw.Pending, len(vw.Cells))
+	})
 	return list, nil
 }
 

@@ -28,7 +28,6 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/desk/deskapp"
 	"github.com/memagent/memagent/internal/docconv"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
@@ -36,6 +35,7 @@ import (
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/starter/cli/e2e/desktest"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
@@ -64,7 +64,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 		t.Skip("a review of a 311-page manual and a browser; skipped in -short mode")
 	}
 	manual := testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf")
-	chromium := testdeps.File(t, chromiumPath, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
+	chromium := testdeps.File(t, desktest.Chromium, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
 	clitest.Stack(t)
 	cfg, store := clitest.Store(t)
 	worker, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: clitest.Logger(t)})
@@ -108,7 +108,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	// The desk on a host that has not compiled PDFium yet (wazero's
 	// compilation cache empty): its first panel took 3-6 s, issue 52.
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	base := startDesk(t, ctx)
+	base := desktest.Start(t, ctx)
 	api1 := newDeskClient(t, base, tokens["alice"], subject)
 
 	// Refusals before any decision: level 1 with every cell pending, a
@@ -132,7 +132,7 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 
 	// The browser.
 	br := newBrowser(t, ctx, chromium, 1100, `document.getElementById("message") ? document.getElementById("message").textContent : document.body.innerText`)
-	bctx, do, wait, shot := br.ctx, br.do, br.wait, br.shot
+	bctx, do, wait, shot := br.Ctx, br.Do, br.Wait, func(name string) { br.Shot(*deskScreenshots, name) }
 	selected := func(cell string) string {
 		return fmt.Sprintf(`document.getElementById("cell-title").textContent.startsWith("Cell %s ")`, cell)
 	}
@@ -421,40 +421,6 @@ func onNewDocument(script string) chromedp.Action[chromedp.Void] {
 		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
 		return err
 	})
-}
-
-// startDesk runs the review desk (command desk, in process) on a free
-// loopback port and returns its URL.
-func startDesk(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	r, w := io.Pipe()
-	dctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		var stderr bytes.Buffer
-		err := deskapp.Run(dctx, []string{"--addr", "127.0.0.1:0"}, w, &stderr)
-		if err != nil {
-			err = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-		w.CloseWithError(io.EOF)
-		done <- err
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("desk: %v", err)
-		}
-	})
-	line, err := bufio.NewReader(r).ReadString('\n')
-	if err != nil {
-		t.Fatalf("desk printed %q: %v", line, err)
-	}
-	go io.Copy(io.Discard, r)
-	m := regexp.MustCompile(`http://[^ /]+`).FindString(line)
-	if m == "" {
-		t.Fatalf("desk printed %q", line)
-	}
-	return m
 }
 
 // deskClient is a reviewer signed in at the desk from Go, for the

@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/starter/cli/e2e/desktest"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
@@ -82,7 +83,7 @@ func TestReviewDeskScannedPage(t *testing.T) {
 		t.Skip("OCR, a review and a browser; skipped in -short mode")
 	}
 	manual := testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf")
-	chromium := testdeps.File(t, chromiumPath, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
+	chromium := testdeps.File(t, desktest.Chromium, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
 	doc := deskScanPDF(t, manual)
 	clitest.Stack(t)
 	cfg, _ := clitest.Store(t)
@@ -126,10 +127,10 @@ func TestReviewDeskScannedPage(t *testing.T) {
 	if _, err := signOffGridAwait(ctx, mc, subject); err != nil {
 		t.Fatal(err)
 	}
-	base := startDesk(t, ctx)
+	base := desktest.Start(t, ctx)
 
 	br := newBrowser(t, ctx, chromium, 800, `document.getElementById("page-cite") ? document.getElementById("page-cite").textContent + " / " + document.getElementById("message").textContent : document.body.innerText`)
-	bctx, do, wait, shot := br.ctx, br.do, br.wait, br.shot
+	bctx, do, wait, shot := br.Ctx, br.Do, br.Wait, func(name string) { br.Shot(*deskScreenshots, name) }
 	pageShown := func(cell string) string {
 		return `document.getElementById("cell-title").textContent.startsWith("Cell ` + cell + ` ") && document.getElementById("page-img").src.endsWith("cell=` + cell + `") && document.getElementById("page-img").complete &&
 			document.getElementById("page-frame").classList.contains("loaded") && document.querySelectorAll(".hl.quote").length > 0`

@@ -25,6 +25,7 @@ import (
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/starter/cli/e2e/desktest"
 	"github.com/memagent/memagent/worker/workerapp"
 )
 
@@ -127,7 +128,7 @@ func TestDeskFamilyDecision(t *testing.T) {
 	if _, err := signOffGridAwait(ctx, mc, subject); err != nil {
 		t.Fatal(err)
 	}
-	base := startDesk(t, ctx)
+	base := desktest.Start(t, ctx)
 	alice := newDeskClient(t, base, token, subject)
 
 	type member struct {
@@ -156,35 +157,35 @@ func TestDeskFamilyDecision(t *testing.T) {
 	// The family at the desk, in headless Chromium: the panel of q1 lists
 	// both members, q2 decided on its own; "Accept family" decides q1 and
 	// leaves q2 (a screenshot for docs/REVIEW.md with -desk-screenshots).
-	chromium := testdeps.File(t, chromiumPath, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
+	chromium := testdeps.File(t, desktest.Chromium, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
 	br := newBrowser(t, ctx, chromium, 900, `document.getElementById("message") ? document.getElementById("message").textContent : document.body.innerText`)
-	br.do("sign in", chromedp.Navigate(base+"/login"), chromedp.WaitVisible(`input[name="token"]`),
+	br.Do("sign in", chromedp.Navigate(base+"/login"), chromedp.WaitVisible(`input[name="token"]`),
 		chromedp.SendKeys(`input[name="token"]`, token+"\r"), chromedp.WaitVisible(`b#reviewer`))
-	br.do("open the review", chromedp.Navigate(base+"/signoff?id="+url.QueryEscape(subject)))
+	br.Do("open the review", chromedp.Navigate(base+"/signoff?id="+url.QueryEscape(subject)))
 	memberSays := func(cell, state string) string {
 		return fmt.Sprintf(`(() => { const li = document.querySelector('#family li[data-cell="%s"]'); return !!li && li.textContent.includes(%q); })()`, cell, state)
 	}
-	br.wait("the family panel", `!document.getElementById("family").hidden && document.querySelector("#family h3").textContent === `+fmt.Sprintf("%q", "Family: "+familyMessage)+
+	br.Wait("the family panel", `!document.getElementById("family").hidden && document.querySelector("#family h3").textContent === `+fmt.Sprintf("%q", "Family: "+familyMessage)+
 		` && `+memberSays(pdfCell.Cell, "lease.pdf p. 3 · pending")+` && `+memberSays(textCell.Cell, "the message's text · rejected on its own"))
-	br.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.beforeFamily = true`))
-	br.do("accept the family", chromedp.Click(`#family-accept`))
+	br.Do("mark the page", chromedp.Evaluate[chromedp.Void](`window.beforeFamily = true`))
+	br.Do("accept the family", chromedp.Click(`#family-accept`))
 	// The page reloads once the family is decided: a poll the reload
 	// cuts short is polled again, on the new page.
 	decided := fmt.Sprintf(`window.beforeFamily === undefined && (() => { const a = document.querySelector('#cells tbody tr[data-cell="%s"] td.level1'),
 		b = document.querySelector('#cells tbody tr[data-cell="%s"] td.level1');
 		return !!a && !!b && a.textContent.startsWith("accepted · alice") && b.textContent.startsWith("rejected · alice"); })()`, pdfCell.Cell, textCell.Cell)
 	for deadline := time.Now().Add(90 * time.Second); ; {
-		_, err := chromedp.Run(br.ctx, chromedp.Poll[any](decided, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+		_, err := chromedp.Run(br.Ctx, chromedp.Poll[any](decided, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
 		if err == nil {
 			break
 		}
 		if time.Now().After(deadline) || !(strings.Contains(err.Error(), "navigated or closed") || strings.Contains(err.Error(), "Cannot find context")) {
-			msg, _ := chromedp.Run(br.ctx, chromedp.Evaluate[string](br.says))
+			msg, _ := chromedp.Run(br.Ctx, chromedp.Evaluate[string](br.Says))
 			t.Fatalf("browser: the grid after the family decision: %v (page says %q)", err, msg)
 		}
 	}
-	br.wait("the family's decision in the panel", memberSays(pdfCell.Cell, "accepted by the family")+" && "+memberSays(textCell.Cell, "rejected on its own"))
-	br.shot("desk-family.png")
+	br.Wait("the family's decision in the panel", memberSays(pdfCell.Cell, "accepted by the family")+" && "+memberSays(textCell.Cell, "rejected on its own"))
+	br.Shot(*deskScreenshots, "desk-family.png")
 
 	g, err := mc.SignOffGrid(ctx, subject)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/starter/cli/e2e/desktest"
 )
 
 // fakeSignOff is a neighbour's look-alike of memagent's sign-off: it
@@ -182,7 +183,7 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 	}
 	t.Setenv(reviewer.Env, "tokens:"+file)
 	t.Setenv(reviewer.TokenEnv, "alice-token")
-	desk := newDeskClient(t, startDesk(t, ctx), "alice-token", subject)
+	desk := newDeskClient(t, desktest.Start(t, ctx), "alice-token", subject)
 
 	t.Run("desk", func(t *testing.T) {
 		if status, page := deskGet(t, desk, "/"); status != http.StatusOK || strings.Contains(page, subject) {

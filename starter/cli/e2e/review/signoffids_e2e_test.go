@@ -22,6 +22,7 @@ import (
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/starter/cli/e2e/desktest"
 )
 
 // TestSignOffUnderTheOldIDRunsOn: a sign-off started before
@@ -52,7 +53,7 @@ func TestSignOffUnderTheOldIDRunsOn(t *testing.T) {
 	}
 	t.Setenv(reviewer.Env, "tokens:"+file)
 	t.Setenv(reviewer.TokenEnv, "alice-token")
-	desk := newDeskClient(t, startDesk(t, ctx), "alice-token", subject)
+	desk := newDeskClient(t, desktest.Start(t, ctx), "alice-token", subject)
 
 	// A neighbour's look-alike under the old form, on its own queue.
 	queue := "neighbour-" + cfg.TaskQueue

@@ -15,10 +15,8 @@ import (
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/testdeps"
 	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/starter/cli/e2e/desktest"
 )
-
-// chromiumPath is Debian's chromium; scripts/ui-check.sh installs it.
-const chromiumPath = "/usr/bin/chromium"
 
 // TestWebUIShowsRun is scripts/ui-check.sh's check in Go: the dev clitest.Stack's
 // Web UI lists a run under its document's MemagentDocument filter, and not
@@ -28,7 +26,7 @@ func TestWebUIShowsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a second dev clitest.Stack with the Web UI and a browser; skipped in -short mode")
 	}
-	testdeps.File(t, chromiumPath, "the Web UI cannot be checked without Chromium: apt-get install -y chromium (as root), or run scripts/ui-check.sh")
+	testdeps.File(t, desktest.Chromium, "the Web UI cannot be checked without Chromium: apt-get install -y chromium (as root), or run scripts/ui-check.sh")
 	// The shared clitest.Stack runs without the Web UI: this test has its own.
 	d, err := devenv.Start(context.Background(), devenv.Options{
 		FreePorts: true, Simulator: true,
@@ -84,7 +82,7 @@ func expectPage(t *testing.T, url string, want, unwanted []string) {
 	var dom string
 	for try := 0; try < 5; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		out, err := exec.CommandContext(ctx, chromiumPath, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		out, err := exec.CommandContext(ctx, desktest.Chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 			"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=10000", "--window-size=1400,1000", "--dump-dom", url).Output()
 		cancel()

@@ -4,25 +4,16 @@
 package validate
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chromedp/chromedp"
-
-	"github.com/memagent/memagent/desk/deskapp"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
 )
@@ -33,43 +24,6 @@ func TestMain(m *testing.M) {
 	clitest.Main(m, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Run(ctx, args, stdout, stderr)
 	}, cli.ExitCode)
-}
-
-// chromiumPath is Debian's chromium; scripts/ui-check.sh installs it.
-const chromiumPath = "/usr/bin/chromium"
-
-// startDesk runs the review desk (command desk, in process) on a free
-// loopback port and returns its URL.
-func startDesk(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	r, w := io.Pipe()
-	dctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		var stderr bytes.Buffer
-		err := deskapp.Run(dctx, []string{"--addr", "127.0.0.1:0"}, w, &stderr)
-		if err != nil {
-			err = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-		w.CloseWithError(io.EOF)
-		done <- err
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("desk: %v", err)
-		}
-	})
-	line, err := bufio.NewReader(r).ReadString('\n')
-	if err != nil {
-		t.Fatalf("desk printed %q: %v", line, err)
-	}
-	go io.Copy(io.Discard, r)
-	m := regexp.MustCompile(`http://[^ /]+`).FindString(line)
-	if m == "" {
-		t.Fatalf("desk printed %q", line)
-	}
-	return m
 }
 
 // deskClient is a reviewer signed in at the desk from Go.
@@ -132,67 +86,5 @@ func (d *deskClient) expect(t *testing.T, what, path, body string, status int, m
 	}
 	if resp.StatusCode != status || !strings.Contains(string(got), msg) {
 		t.Errorf("%s: %d %s, want %d and %q", what, resp.StatusCode, got, status, msg)
-	}
-}
-
-// browser is the headless Chromium the test drives, closed when the test
-// ends.
-type browser struct {
-	t   *testing.T
-	ctx context.Context
-}
-
-func newBrowser(t *testing.T, ctx context.Context, chromium string, height int) *browser {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1500, height))
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx)
-	t.Cleanup(bcancel)
-	return &browser{t: t, ctx: bctx}
-}
-
-// do runs steps, failing the test with what on an error.
-func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	if err := chromedp.Do(b.ctx, steps...); err != nil {
-		b.t.Fatalf("browser: %s: %v", what, err)
-	}
-}
-
-// wait polls expr until it holds, for up to 60 seconds.
-func (b *browser) wait(what, expr string) {
-	b.t.Helper()
-	if _, err := chromedp.Run(b.ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
-		msg, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.getElementById("message") || document.body).textContent`))
-		b.t.Fatalf("browser: waiting for %s: %v (page says %q)", what, err, msg)
-	}
-}
-
-// eval is expr's value.
-func eval[T any](b *browser, expr string) T {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		b.t.Fatalf("browser: %s: %v", expr, err)
-	}
-	return v
-}
-
-// shot saves a screenshot as name in -desk-screenshots, if set.
-func (b *browser) shot(name string) {
-	b.t.Helper()
-	if *deskScreenshots == "" {
-		return
-	}
-	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		b.t.Fatalf("screenshot: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(*deskScreenshots, name), png, 0o644); err != nil {
-		b.t.Fatal(err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/memagent/memagent/internal/validation"
 	"github.com/memagent/memagent/starter/cli"
 	"github.com/memagent/memagent/starter/cli/clitest"
+	"github.com/memagent/memagent/starter/cli/e2e/desktest"
 )
 
 var deskScreenshots = flag.String("desk-screenshots", "", "save the validation test's screenshots of the desk in this folder (docs/ for docs/VALIDATION.md)")
@@ -97,7 +98,7 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a batch of 200 items and a browser; skipped in -short mode")
 	}
-	chromium := testdeps.File(t, chromiumPath, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
+	chromium := testdeps.File(t, desktest.Chromium, "the desk cannot be checked without Chromium: apt-get install -y chromium (as root)")
 	clitest.Stack(t)
 	clitest.StartWorker(t)
 	_, store := clitest.Store(t)
@@ -244,7 +245,7 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 	}
 
 	// The desk.
-	base := startDesk(t, ctx)
+	base := desktest.Start(t, ctx)
 	alice := newDeskClient(t, base, tokens["alice"])
 	// Blind: the desk's API has no model answer for alice, nor its pages.
 	var dv struct {
@@ -269,28 +270,28 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 		}
 	}
 
-	br := newBrowser(t, ctx, chromium, 1150)
+	br := desktest.NewBrowser(t, ctx, chromium, 1150, `(document.getElementById("message") || document.body).textContent`, 60*time.Second)
 	login := func(name string) {
 		t.Helper()
-		br.do("sign in as "+name, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(`input[name="token"]`),
+		br.Do("sign in as "+name, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(`input[name="token"]`),
 			chromedp.SendKeys(`input[name="token"]`, tokens[name]+"\r"), chromedp.WaitVisible(`b#reviewer`))
-		br.wait("the list", `document.querySelector("b#reviewer").textContent === "`+name+`"`)
+		br.Wait("the list", `document.querySelector("b#reviewer").textContent === "`+name+`"`)
 	}
 	login("alice")
 	// The list shows the validation beside the sign-offs.
-	br.wait("the validation in the list", fmt.Sprintf(`[...document.querySelectorAll("table.validations tr")].some((tr) => tr.textContent.includes(%q) && tr.querySelector("td.progress").textContent === "0/%d decided")`, id, len(vw.Cells)))
-	if href := eval[string](br, `document.querySelector("table.validations a").getAttribute("href")`); href != "/validation?id="+id {
+	br.Wait("the validation in the list", fmt.Sprintf(`[...document.querySelectorAll("table.validations tr")].some((tr) => tr.textContent.includes(%q) && tr.querySelector("td.progress").textContent === "0/%d decided")`, id, len(vw.Cells)))
+	if href := desktest.Eval[string](br, `document.querySelector("table.validations a").getAttribute("href")`); href != "/validation?id="+id {
 		t.Errorf("the list links the validation to %q", href)
 	}
-	br.do("open the validation", chromedp.Navigate(base+"/validation?id="+url.QueryEscape(id)))
+	br.Do("open the validation", chromedp.Navigate(base+"/validation?id="+url.QueryEscape(id)))
 	selected := func(cell string) string {
 		return fmt.Sprintf(`document.getElementById("cell-title").textContent === "Cell %s" && document.getElementById("page-frame").classList.contains("loaded") && document.getElementById("page-img").complete`, cell)
 	}
-	br.wait("the sample", fmt.Sprintf(`document.querySelectorAll("#cells tbody tr").length === %d`, len(vw.Cells)))
+	br.Wait("the sample", fmt.Sprintf(`document.querySelectorAll("#cells tbody tr").length === %d`, len(vw.Cells)))
 	open := func(cell string) {
 		t.Helper()
-		br.do("select cell "+cell, chromedp.Click(fmt.Sprintf(`#cells tbody tr[data-cell="%s"]`, cell)))
-		br.wait("cell "+cell+" and its page", selected(cell))
+		br.Do("select cell "+cell, chromedp.Click(fmt.Sprintf(`#cells tbody tr[data-cell="%s"]`, cell)))
+		br.Wait("cell "+cell+" and its page", selected(cell))
 	}
 	shotBlind := false
 	for _, cell := range aliceCells {
@@ -301,18 +302,18 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 		if it := items[cell]; c.Stratum == api.StratumAnswered && it.Grounding.Found() && it.Grounding.Pages != nil {
 			want = fmt.Sprintf("page %d · the page the model's answer cites", it.Grounding.Pages.First)
 		}
-		if got := eval[string](br, `document.getElementById("page-cite").textContent`); got != want {
+		if got := desktest.Eval[string](br, `document.getElementById("page-cite").textContent`); got != want {
 			t.Errorf("cell %s: the desk shows %q first, want %q", cell, got, want)
 		}
 		if c.Stratum == api.StratumAnswered {
-			if got := eval[string](br, `document.getElementById("cell-answer").textContent`); strings.Contains(got, items[cell].Answer) || !strings.HasPrefix(got, "hidden") {
+			if got := desktest.Eval[string](br, `document.getElementById("cell-answer").textContent`); strings.Contains(got, items[cell].Answer) || !strings.HasPrefix(got, "hidden") {
 				t.Errorf("blind: cell %s shows its answer %q", cell, got)
 			}
-			if eval[bool](br, `document.getElementById("cell").innerText.includes(`+jsString(items[cell].Answer)+`)`) {
+			if desktest.Eval[bool](br, `document.getElementById("cell").innerText.includes(`+jsString(items[cell].Answer)+`)`) {
 				t.Errorf("blind: the page shows cell %s's model answer %q", cell, items[cell].Answer)
 			}
 			if !shotBlind {
-				br.shot("desk-validation.png")
+				br.Shot(*deskScreenshots, "desk-validation.png")
 				shotBlind = true
 			}
 		}
@@ -328,23 +329,23 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 			steps = append(steps, chromedp.SetValue("#answer", d.answer), chromedp.SetValue("#answer-page", fmt.Sprint(d.page)))
 		}
 		steps = append(steps, chromedp.SetValue("#comment", "read at the desk"), chromedp.Click("#record"))
-		br.do("decide cell "+cell, steps...)
-		br.wait("cell "+cell+" decided", fmt.Sprintf(`(() => { const td = document.querySelector('#cells tbody tr[data-cell="%s"] td.decision'); return td && td.textContent.endsWith("· alice")%s; })()`,
+		br.Do("decide cell "+cell, steps...)
+		br.Wait("cell "+cell+" decided", fmt.Sprintf(`(() => { const td = document.querySelector('#cells tbody tr[data-cell="%s"] td.decision'); return td && td.textContent.endsWith("· alice")%s; })()`,
 			cell, map[bool]string{true: ` || td.textContent.includes("· alice (")`, false: ""}[d.answer != ""]))
 	}
 
 	// Alice reveals a cell's answer: the desk shows it, and says why she
 	// can no longer decide the cell; the validation refuses her decision.
 	open(revealed)
-	br.do("reveal", chromedp.Click("#reveal"))
-	br.wait("the model's answer", `document.getElementById("cell-answer").className === "revealed" && !document.getElementById("cannot").hidden && document.getElementById("decide-fields").disabled`)
-	if got := eval[string](br, `document.getElementById("cell-answer").textContent`); !strings.HasPrefix(got, items[revealed].Answer) {
+	br.Do("reveal", chromedp.Click("#reveal"))
+	br.Wait("the model's answer", `document.getElementById("cell-answer").className === "revealed" && !document.getElementById("cannot").hidden && document.getElementById("decide-fields").disabled`)
+	if got := desktest.Eval[string](br, `document.getElementById("cell-answer").textContent`); !strings.HasPrefix(got, items[revealed].Answer) {
 		t.Errorf("revealed cell %s shows %q, want the model's answer %q", revealed, got, items[revealed].Answer)
 	}
-	if got := eval[string](br, `document.getElementById("cannot").textContent`); !strings.Contains(got, "you revealed the model's answer of this cell") {
+	if got := desktest.Eval[string](br, `document.getElementById("cannot").textContent`); !strings.Contains(got, "you revealed the model's answer of this cell") {
 		t.Errorf("the desk says %q of a revealed cell", got)
 	}
-	br.shot("desk-validation-revealed.png")
+	br.Shot(*deskScreenshots, "desk-validation-revealed.png")
 	alice.expect(t, "a decision on a revealed cell", "/api/validation/decide?id="+url.QueryEscape(id), fmt.Sprintf(`{"cell":%q,"verdict":"right"}`, revealed),
 		http.StatusConflict, "blind review: alice has seen the model's answer of cell "+revealed)
 	alice.expect(t, "a decision under another reviewer's name", "/api/validation/decide?id="+url.QueryEscape(id), fmt.Sprintf(`{"cell":%q,"verdict":"right","reviewer":"carol"}`, revealed),
@@ -372,14 +373,14 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 	// Four eyes: alice decided cells, so she cannot sign off; erin does,
 	// at the desk.
 	alice.expect(t, "a sign-off by a reviewer who decided", "/api/validation/finish?id="+url.QueryEscape(id), `{}`, http.StatusConflict, "four eyes: alice decided cell")
-	br.do("sign out", chromedp.Click(`form.logout button`), chromedp.WaitVisible(`input[name="token"]`))
+	br.Do("sign out", chromedp.Click(`form.logout button`), chromedp.WaitVisible(`input[name="token"]`))
 	login("erin")
-	br.do("open the validation", chromedp.Navigate(base+"/validation?id="+url.QueryEscape(id)))
-	br.wait("every cell decided", fmt.Sprintf(`document.getElementById("state").textContent.includes("%d of %d sampled cells decided")`, len(vw.Cells), len(vw.Cells)))
-	br.wait("the figures", fmt.Sprintf(`document.querySelectorAll("#figures td[data-figure]").length === %d`, 4*(1+questions)))
-	br.shot("desk-validation-figures.png")
-	br.do("sign off", chromedp.SetValue("#finish-comment", "sample read; figures checked"), chromedp.Click("#finish"))
-	br.wait("signed off", `document.getElementById("state").textContent.startsWith("Signed off by erin")`)
+	br.Do("open the validation", chromedp.Navigate(base+"/validation?id="+url.QueryEscape(id)))
+	br.Wait("every cell decided", fmt.Sprintf(`document.getElementById("state").textContent.includes("%d of %d sampled cells decided")`, len(vw.Cells), len(vw.Cells)))
+	br.Wait("the figures", fmt.Sprintf(`document.querySelectorAll("#figures td[data-figure]").length === %d`, 4*(1+questions)))
+	br.Shot(*deskScreenshots, "desk-validation-figures.png")
+	br.Do("sign off", chromedp.SetValue("#finish-comment", "sample read; figures checked"), chromedp.Click("#finish"))
+	br.Wait("signed off", `document.getElementById("state").textContent.startsWith("Signed off by erin")`)
 
 	// The report.
 	var rep api.ValidationReport

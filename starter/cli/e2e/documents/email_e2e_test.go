@@ -21,7 +21,7 @@ import (
 // TestAskMailboxEndToEnd asks a question of a mailbox of 201 messages:
 // the first 200 of SpamAssassin's ham corpus (as Debian's JWZ threading
 // library ships it), then a reply whose attachments are a PDF, on whose
-// third page the answer is, and a DOCX. The worker converts the mailbox
+// third page (a scan, read by OCR) the answer is, and a DOCX. The worker converts the mailbox
 // (detected by content, uploaded as application/mbox) and the answer is
 // found and cited by message and attachment page, as a reviewer cites
 // "the attachment to Alice's email, page 3".
@@ -55,10 +55,19 @@ func TestAskMailboxEndToEnd(t *testing.T) {
 		}
 		return b.String() + enc + "\n"
 	}
+	// The lease came back from the landlord signed, scanned: its third
+	// page, where the answer is, is an image a scanner made (300 DPI,
+	// gray), which the worker reads by OCR.
+	pdftoppm := testdeps.Command(t, "pdftoppm", "apt-get install poppler-utils")
+	testdeps.Command(t, "tesseract", "apt-get install tesseract-ocr tesseract-ocr-eng")
+	lease, err := docconvtest.ScannedCopy(pdftoppm, docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 3, Fact: docgen.Fact, Seed: 11}), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mbox.WriteString("From alice@example.org Tue May  3 10:00:00 2022\nFrom: Alice <alice@example.org>\nTo: Bob <bob@example.org>\n" +
 		"Date: Tue, 3 May 2022 10:00:00 +0200\nSubject: Re: Observatory lease\nMessage-ID: <lease@example.org>\nMIME-Version: 1.0\n" +
 		"Content-Type: multipart/mixed; boundary=\"b\"\n\n--b\nContent-Type: text/plain\n\nBob, the lease and its terms are attached.\n" +
-		part("application/pdf", "lease.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 3, Fact: docgen.Fact, Seed: 11})) +
+		part("application/pdf", "lease.pdf", lease) +
 		part("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "terms.docx", docconvtest.DOCX("Terms", docconvtest.Sections(3, 0, "", 12))) +
 		"--b--\n")
 	dir := t.TempDir()
@@ -89,8 +98,8 @@ func TestAskMailboxEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(res.AnswerPages, cite) {
 		t.Errorf("found on %q, want it to lead with %q", res.AnswerPages, cite)
 	}
-	if g := res.Grounding; g == nil || g.Status != api.GroundingVerbatim || g.Pages.String() != cite {
-		t.Errorf("grounding %+v, want verbatim on %s", g, cite)
+	if g := res.Grounding; g == nil || g.Status != api.GroundingVerbatim || !strings.HasPrefix(g.Pages.String(), cite+" (scan, confidence ") {
+		t.Errorf("grounding %+v, want verbatim on %s, a scanned page", g, cite)
 	}
 
 	// The mailbox grown by 10 messages: its converted text keeps every

@@ -28,12 +28,15 @@ func TestTaskCounts(t *testing.T) {
 	kinds := []enumspb.TaskQueueKind{normal, 0, 0, 0, sticky, 0, normal, 0, 0, sticky, 0, 0, sticky, 0, 0, 0}
 	timeouts := []enumspb.TimeoutType{none, none, none, none, none, s2s, none, none, none, none, none, none, none, none, none, s2c}
 	var got taskCounts
-	got.add(types, kinds, timeouts)
-	want := taskCounts{Executions: 1, Started: 4, Sticky: 3, Normal: 2, StickyTimeouts: 1, CloseTimeouts: 1, Failed: 1}
+	got.add(types, kinds, timeouts, make([]bool, len(types)))
+	// A gate's marker and the SDK's upsert beside it, and memagent's own upsert.
+	got.add([]enumspb.EventType{enumspb.EVENT_TYPE_MARKER_RECORDED, enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES},
+		make([]enumspb.TaskQueueKind, 3), make([]enumspb.TimeoutType, 3), []bool{false, true, false})
+	want := taskCounts{Executions: 2, Started: 4, Sticky: 3, Normal: 2, StickyTimeouts: 1, CloseTimeouts: 1, Failed: 1, Upserts: 2, VersionUpserts: 1, Markers: 1}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	if note := readsNote(8, got, 1); !strings.Contains(note, "8.00 an item") || !strings.Contains(note, "started: 4.00 an item") {
+	if note := readsNote(8, got, 1); !strings.Contains(note, "8.00 an item") || !strings.Contains(note, "started: 4.00 an item") || !strings.Contains(note, "`TemporalChangeVersion` 1.00") {
 		t.Errorf("note %q: want the reads and the tasks an item", note)
 	}
 	if note := readsNote(-1, got, 1); !strings.Contains(note, "history_node`): —;") {

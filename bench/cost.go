@@ -250,6 +250,13 @@ type costResult struct {
 	// Util is the batch's utilisation as the pool section measures it:
 	// the ideal makespan over the measured one.
 	Util utilisationRow
+	// Reads are PostgreSQL's reads of history during the batch, and
+	// Tasks the batch's workflow tasks as its histories record them.
+	Reads int64
+	Tasks taskCounts
+	// VisibilityRows and VisibilityTasks are PostgreSQL's writes of
+	// visibility records and tasks during the batch.
+	VisibilityRows, VisibilityTasks int64
 }
 
 // runCost runs the section: an idle reading, the batch (items questions
@@ -350,9 +357,25 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, items int) (co
 	res.MeanCall = time.Duration(modelSec / float64(max(res.Calls, 1)) * float64(time.Second))
 	if procs.PostgresURL != "" {
 		topStatements(ctx, procs.PostgresURL, "batch", res.Batch.ChunkUpdates)
+		if res.Reads, err = historyReads(ctx, procs.PostgresURL); err != nil {
+			return res, err
+		}
+		if res.VisibilityRows, res.VisibilityTasks, err = visibilityWrites(ctx, procs.PostgresURL); err != nil {
+			return res, err
+		}
 	}
 	if res.Batch.Events, res.Batch.Executions, err = queueEvents(ctx, env.temporal, queue, int64(items+1)); err != nil {
 		return res, err
+	}
+	if res.Tasks, err = queueTasks(ctx, env.temporal, queue); err != nil {
+		return res, err
+	}
+	if !res.Postgres {
+		res.Reads = -1
+	}
+	benchf("cost: batch: %s", readsNote(res.Reads, res.Tasks, items))
+	if res.Postgres {
+		benchf("cost: batch: visibility writes %.2f an item, visibility tasks %.2f an item", float64(res.VisibilityRows)/float64(items), float64(res.VisibilityTasks)/float64(items))
 	}
 	benchf("cost: batch: %d calls, %d executions, %d events, %.1f s", res.Calls, res.Batch.Executions, res.Batch.Events, res.Batch.Wall.Seconds())
 
@@ -463,6 +486,14 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 	row("bare activity, per activity", r.Bare)
 	if u := r.Util; u.Wall > 0 {
 		fmt.Fprintf(w, "\nThe batch kept the pool %.1f%% busy as the pool section measures it (%s; makespan %.1f s against an ideal of %.1f s, the model time over the slots or the longest item's chain).\n", 100*u.ideal()/u.Wall.Seconds(), plural(u.Runs, "run"), u.Wall.Seconds(), u.ideal())
+	}
+	if r.Tasks.Executions > 0 {
+		fmt.Fprintf(w, "\n%s", readsNote(r.Reads, r.Tasks, r.Items))
+		if r.Postgres {
+			fmt.Fprintf(w, " Visibility: %.2f writes of a run's visibility row (`executions_visibility`) and %.2f visibility tasks an item.",
+				float64(r.VisibilityRows)/float64(max(r.Items, 1)), float64(r.VisibilityTasks)/float64(max(r.Items, 1)))
+		}
+		fmt.Fprintln(w)
 	}
 	i := r.Idle
 	fmt.Fprintf(w, "\nIdle, before the batch (%.0f s, the batch's worker polling): worker %.3f cores, Temporal %.3f, PostgreSQL %s, machine %.0f%% busy, load %.2f → %.2f.\n\n",

@@ -48,6 +48,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
@@ -92,6 +93,15 @@ type OCRReadings interface {
 	OCRWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error)
 }
 
+// EmailMessages finds a message of a converted email or mailbox
+// (activities.Activities has it): its headers and its attachments, as
+// the conversion of the document's current version indexed them; nil
+// when no conversion is kept or the index has no such message. number is
+// the message's place in the mailbox, as citations name it (`msg 12`).
+type EmailMessages interface {
+	EmailMessage(ctx context.Context, uri string, number int) (*memagent.EmailMessage, error)
+}
+
 // Config is what a desk needs.
 type Config struct {
 	// Temporal is the desk's client; ClientIdentity the identity it dialed
@@ -129,6 +139,12 @@ type Config struct {
 	// runs the engine itself: the words come from the conversion's OCR
 	// cache, read once per page and kept in the page cache.
 	OCR OCRReadings
+	// Email finds the message a cell grounded on email cites, for the
+	// family panel's headers and attachments; nil, the panel lists the
+	// family's members only. The desk never converts a mailbox itself:
+	// the message comes from the conversion's email index, read once and
+	// kept in the page cache.
+	Email EmailMessages
 }
 
 // Desk serves the review desk.
@@ -209,6 +225,7 @@ func New(cfg Config) (*Desk, error) {
 	d.registerValidation(mux)
 	mux.HandleFunc("GET /api/families", d.authed(d.apiFamilies))
 	mux.HandleFunc("POST /api/family", d.authed(d.changes(d.apiFamilyDecide)))
+	mux.HandleFunc("GET /api/message", d.authed(d.apiMessage))
 	d.mux = mux
 	return d, nil
 }
@@ -960,18 +977,10 @@ func quoteCandidates(q string) []string {
 // check) and kept for the next pages, and the key of its version
 // (URI@ETag).
 func (d *Desk) document(ctx context.Context, uri string) (data []byte, key string, err error) {
-	if err := d.cfg.Checks.CheckRead("document", uri); err != nil {
-		return nil, "", err
-	}
-	loc, err := s3store.ParseURI(uri)
+	loc, info, key, err := d.version(ctx, uri)
 	if err != nil {
 		return nil, "", err
 	}
-	info, err := d.cfg.Store.Head(ctx, loc)
-	if err != nil {
-		return nil, "", err
-	}
-	key = uri + "@" + info.ETag
 	d.mu.Lock()
 	data, ok := d.docs[key]
 	d.mu.Unlock()
@@ -992,6 +1001,21 @@ func (d *Desk) document(ctx context.Context, uri string) (data []byte, key strin
 	d.docs[key] = data
 	d.mu.Unlock()
 	return data, key, nil
+}
+
+// version checks that the worker may read uri (CheckRead) and returns
+// its location, its current version and that version's key (URI@ETag).
+func (d *Desk) version(ctx context.Context, uri string) (loc s3store.Location, info s3store.ObjectInfo, key string, err error) {
+	if err := d.cfg.Checks.CheckRead("document", uri); err != nil {
+		return loc, info, "", err
+	}
+	if loc, err = s3store.ParseURI(uri); err != nil {
+		return loc, info, "", err
+	}
+	if info, err = d.cfg.Store.Head(ctx, loc); err != nil {
+		return loc, info, "", err
+	}
+	return loc, info, uri + "@" + info.ETag, nil
 }
 
 func (d *Desk) charBoxes(ctx context.Context, uri string, page int) ([]docconv.CharBox, error) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/memagent/memagent/internal/actwire"
@@ -88,4 +90,82 @@ func (a *Activities) EmailMessage(ctx context.Context, uri string, number int) (
 		return nil, nil
 	}
 	return nil, nil
+}
+
+// EmailAttachment writes to w the decoded bytes of the attachment at
+// apath (EmailAttachment.Path, the first of that path) of message number
+// of the email or mailbox at uri's current version, at most maxBytes of
+// them: the review desk renders the page a citation names of a PDF
+// attachment from it. The mailbox is read under the worker's read check
+// (CheckRead) and its document limit, that message only walked under the
+// worker's email limits, nothing converted. A mailbox, message or
+// attachment that is not there, or an attachment over maxBytes, is an
+// error that says so.
+func (a *Activities) EmailAttachment(ctx context.Context, uri string, number int, apath string, maxBytes int64, w io.Writer) error {
+	if err := a.allowRead("document", uri); err != nil {
+		return err
+	}
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return err
+	}
+	info, err := a.Store.Head(ctx, loc)
+	if err != nil {
+		return err
+	}
+	if limit := a.Limits.withDefaults().MaxDocumentBytes; info.Size > limit {
+		return fmt.Errorf("%s is %d bytes, over the worker's limit of %d", uri, info.Size, limit)
+	}
+	head, err := a.Store.ReadRange(ctx, loc, 0, min(info.Size, docconv.SniffBytes), info.ETag)
+	if err != nil {
+		return err
+	}
+	format := docconv.Detect(head)
+	if format != docconv.FormatEmail && format != docconv.FormatMbox {
+		return fmt.Errorf("%s is not an email or a mailbox (%s)", uri, format)
+	}
+	src, err := os.CreateTemp("", "memagent-mbox-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(src.Name())
+	defer src.Close()
+	body, err := a.Store.Open(ctx, loc, info.ETag)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(src, body)
+	body.Close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", uri, err)
+	}
+	c := &docconv.Converter{Limits: a.Limits.docconv()}
+	lw := &limitedWriter{w: w, left: maxBytes}
+	if err := c.ExtractAttachment(ctx, format, src.Name(), number, apath, lw); err != nil {
+		if lw.over {
+			return fmt.Errorf("%s of message %d of %s is over %d bytes", apath, number, uri, maxBytes)
+		}
+		var bad *docconv.Error
+		if errors.As(err, &bad) {
+			return fmt.Errorf("%s %s", uri, bad.Msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// limitedWriter fails a write past left bytes.
+type limitedWriter struct {
+	w    io.Writer
+	left int64
+	over bool
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.left {
+		l.over = true
+		return 0, errors.New("over the limit")
+	}
+	l.left -= int64(len(p))
+	return l.w.Write(p)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/mail"
 	"os"
 	"path/filepath"
@@ -23,7 +24,8 @@ import (
 // headers as the message's own say and its attachments in order; a
 // number the mailbox lacks, and a mailbox changed since its conversion,
 // are nil; and a mailbox outside the worker's read prefixes is refused
-// as memagent.Forbidden, as OCRWords refuses a document.
+// as memagent.Forbidden, as OCRWords refuses a document. EmailAttachment
+// writes an attachment's decoded bytes, bounded, under the same check.
 func TestEmailMessageOfAConvertedMailbox(t *testing.T) {
 	dir := filepath.Dir(testdeps.Manual(t, "libpython3.11-testsuite", "usr/lib/python3.11/test/test_email/data/msg_01.txt"))
 	var mbox bytes.Buffer
@@ -77,10 +79,25 @@ func TestEmailMessageOfAConvertedMailbox(t *testing.T) {
 		t.Errorf("message 9 of 3: %+v, %v; want none", m, err)
 	}
 
+	// An attachment, as its decoded bytes, bounded.
+	var gif bytes.Buffer
+	if err := f.acts.EmailAttachment(ctx, uri, 3, "dingusfish.gif", 1<<20, &gif); err != nil || !bytes.HasPrefix(gif.Bytes(), []byte("GIF8")) {
+		t.Errorf("dingusfish.gif of message 3: %d bytes %q…, %v; want the GIF", gif.Len(), gif.Bytes()[:min(gif.Len(), 6)], err)
+	}
+	if err := f.acts.EmailAttachment(ctx, uri, 3, "dingusfish.gif", 100, io.Discard); err == nil || !strings.Contains(err.Error(), "over 100 bytes") {
+		t.Errorf("dingusfish.gif over 100 bytes: %v, want refused", err)
+	}
+	if err := f.acts.EmailAttachment(ctx, uri, 1, "dingusfish.gif", 1<<20, io.Discard); err == nil || !strings.Contains(err.Error(), "no attachment") {
+		t.Errorf("an attachment message 1 lacks: %v", err)
+	}
+
 	f.acts.ReadPrefixes = []string{"s3://elsewhere/"}
 	var appErr *temporal.ApplicationError
 	if m, err := f.acts.EmailMessage(ctx, uri, 2); m != nil || !errors.As(err, &appErr) || appErr.Type() != api.ErrForbidden {
 		t.Errorf("a mailbox outside the read prefixes: %+v, %v; want %s", m, err, api.ErrForbidden)
+	}
+	if err := f.acts.EmailAttachment(ctx, uri, 3, "dingusfish.gif", 1<<20, io.Discard); !errors.As(err, &appErr) || appErr.Type() != api.ErrForbidden {
+		t.Errorf("an attachment of a mailbox outside the read prefixes: %v; want %s", err, api.ErrForbidden)
 	}
 	f.acts.ReadPrefixes = []string{"s3://"}
 

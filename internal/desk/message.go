@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,4 +201,63 @@ func (d *Desk) apiMessage(w http.ResponseWriter, r *http.Request, name, sid stri
 		return
 	}
 	writeJSON(w, v)
+}
+
+// attachmentMark opens the fragment of a source that names a mailbox's
+// attachment: s3://bucket/matter.mbox#msg=21&attachment=lease.pdf.
+const attachmentMark = "#msg="
+
+// attachmentSource is the source of the PDF attachment of mbox a message
+// row cites a page of ("" when it cites the message's text, or a part
+// that is not a page of a PDF): the mailbox's URI and a fragment naming
+// the message and the attachment's path.
+func attachmentSource(mbox string, row signoff.Row) string {
+	n, apath, _, ok := attachmentPage(row)
+	if !ok || !strings.HasSuffix(strings.ToLower(apath), ".pdf") || strings.Contains(mbox, "#") {
+		return ""
+	}
+	return mbox + attachmentMark + strconv.Itoa(n) + "&attachment=" + url.QueryEscape(apath)
+}
+
+// parseAttachmentSource reads an attachmentSource.
+func parseAttachmentSource(src string) (mbox string, number int, apath string, ok bool) {
+	mbox, frag, ok := strings.Cut(src, attachmentMark)
+	if !ok {
+		return "", 0, "", false
+	}
+	num, rest, ok := strings.Cut(frag, "&attachment=")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 1 {
+		return "", 0, "", false
+	}
+	apath, err = url.QueryUnescape(rest)
+	return mbox, n, apath, err == nil && apath != ""
+}
+
+// attachmentPageRE is the page an attachment's part cites: "p. 3",
+// "p. 13 (PDF p. 17)" (the physical page in parentheses), "p. 12 (scan,
+// confidence 0.91)".
+var attachmentPageRE = regexp.MustCompile(`^(.+) p\. (\d+)(?: \(PDF p\. (\d+)[;)])?`)
+
+// attachmentPage is the message number, the attachment's path and the
+// (physical) page a message row's citation names, when it names a page
+// of an attachment.
+func attachmentPage(row signoff.Row) (number int, apath string, page int, ok bool) {
+	key, part, ok := familyOf(row)
+	if !ok || part == "" {
+		return 0, "", 0, false
+	}
+	if number, ok = messageNumber(key.Message); !ok {
+		return 0, "", 0, false
+	}
+	m := attachmentPageRE.FindStringSubmatch(part)
+	if m == nil {
+		return 0, "", 0, false
+	}
+	p := m[2]
+	if m[3] != "" {
+		p = m[3]
+	}
+	page, err := strconv.Atoi(p)
+	return number, m[1], page, err == nil && page > 0
 }

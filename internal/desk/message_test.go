@@ -3,7 +3,10 @@ package desk
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"io"
 	"mime"
 	"net/mail"
 	"os"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/signoff"
 	"github.com/memagent/memagent/internal/testdeps"
@@ -48,8 +52,10 @@ func sampleMailbox(t *testing.T) ([]byte, [][]byte) {
 // keptIndex is the worker's email index of one mailbox as the desk sees
 // it (Config.Email), and how often it was asked.
 type keptIndex struct {
-	index *memagent.EmailIndex
-	asked int
+	index     *memagent.EmailIndex
+	file      string // the mailbox
+	asked     int
+	extracted int
 }
 
 func (k *keptIndex) EmailMessage(_ context.Context, _ string, number int) (*memagent.EmailMessage, error) {
@@ -60,6 +66,11 @@ func (k *keptIndex) EmailMessage(_ context.Context, _ string, number int) (*mema
 		}
 	}
 	return nil, nil
+}
+
+func (k *keptIndex) EmailAttachment(ctx context.Context, _ string, number int, apath string, _ int64, w io.Writer) error {
+	k.extracted++
+	return (&docconv.Converter{}).ExtractAttachment(ctx, docconv.FormatMbox, k.file, number, apath, w)
 }
 
 // readUnder lets the desk read documents under prefix only, as the
@@ -97,7 +108,7 @@ func TestMessageOfAFamily(t *testing.T) {
 		t.Fatalf("index %+v, want 3 messages, the second with two attachments read", ix)
 	}
 	const mbox = "s3://docs/matter.mbox"
-	kept := &keptIndex{index: ix}
+	kept := &keptIndex{index: ix, file: path}
 	d := &Desk{cfg: Config{Store: oneDoc{data}, Checks: readUnder{"s3://docs/"}, Logger: discard(), Email: kept},
 		pages: newRenderer(time.Minute, 1, DefaultPageCacheBytes, discard())}
 	t.Cleanup(func() { d.Close() })
@@ -177,5 +188,76 @@ func TestMessageOfAFamily(t *testing.T) {
 	d.cfg.Email = nil
 	if v := d.message(ctx, g, spanRow(third.FirstSpan)); v == nil || v.Error == "" || v.From != "" {
 		t.Errorf("a desk without the index: %+v, want the label and why no headers", v)
+	}
+}
+
+// TestPageOfAnAttachment: a cell grounded on a page of a mailbox's PDF
+// attachment shows that page, extracted from the mailbox (once, then
+// kept) and highlighted from its text layer; the attachment's source
+// names the mailbox, whose read check it passes; a cell on the message's
+// text has no page.
+func TestPageOfAnAttachment(t *testing.T) {
+	data, _ := sampleMailbox(t)
+	const fact = "The access code is 7391-ALPHA."
+	pdf := docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 2, Fact: fact, Seed: 5})
+	enc := base64.StdEncoding.EncodeToString(pdf)
+	var b strings.Builder
+	for len(enc) > 76 {
+		b.WriteString(enc[:76] + "\n")
+		enc = enc[76:]
+	}
+	b.WriteString(enc + "\n")
+	data = append(data, fmt.Sprintf("From alice@example.org Tue May  3 10:00:00 2022\nFrom: Alice <alice@example.org>\nTo: Bob <bob@example.org>\n"+
+		"Subject: Re: Lease\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n--b\nContent-Type: text/plain\n\nThe lease.\n"+
+		"--b\nContent-Type: application/pdf; name=\"lease.pdf\"\nContent-Disposition: attachment; filename=\"lease.pdf\"\nContent-Transfer-Encoding: base64\n\n%s--b--\n", b.String())...)
+	path := filepath.Join(t.TempDir(), "matter.mbox")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	res, err := (&docconv.Converter{CacheDir: t.TempDir()}).ConvertWith(context.Background(), docconv.FormatMbox, path, &text, docconv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cited memagent.PageSpan
+	for _, s := range res.Map.Spans {
+		if strings.Contains(text.String()[s.Start:s.End], "7391-ALPHA") {
+			cited = s
+		}
+	}
+	if cited.Label != `msg 4 "Re: Lease" › lease.pdf p. 2` {
+		t.Fatalf("the fact's span %+v, want lease.pdf p. 2 of message 4", cited)
+	}
+	const mbox = "s3://docs/matter.mbox"
+	kept := &keptIndex{index: res.Map.Email, file: path}
+	d := testDesk(t, 30*time.Second, 1)
+	d.cfg.Store, d.cfg.Checks, d.cfg.Logger, d.cfg.Email = oneDoc{data}, readUnder{"s3://docs/"}, discard(), kept
+	d.cfg.MaxDocumentBytes = 1 << 20
+	d.docs = map[string][]byte{}
+	g := &api.SignOffGrid{Subject: api.SignOffSubject{Kind: api.SubjectReview, Source: mbox}}
+	row := signoff.Row{Cell: "q1", Document: mbox, ModelAnswer: "7391-ALPHA", Grounding: &api.Grounding{Status: api.GroundingVerbatim, Quote: fact,
+		Pages: &api.PageRef{Unit: api.UnitMessage, First: cited.Number, Last: cited.Number, Label: cited.Label}}}
+	if src := source(g, row); src != mbox+"#msg=4&attachment=lease.pdf" {
+		t.Errorf("source %q", src)
+	}
+	for view := 1; view <= 2; view++ {
+		p := d.page(context.Background(), g, row, "review-1")
+		if p == nil || p.Error != "" || p.Number != 2 || p.Highlight != "quote" || p.From != "text" || p.Cite != cited.Label {
+			t.Fatalf("view %d: %+v, want page 2 of lease.pdf with the quote highlighted", view, p)
+		}
+		if kept.extracted != 1 {
+			t.Errorf("view %d: extracted %d times, want once", view, kept.extracted)
+		}
+	}
+	row.Grounding.Pages.Label = `msg 4 "Re: Lease"`
+	if p := d.page(context.Background(), g, row, "review-1"); p != nil {
+		t.Errorf("a cell on the message's text: page %+v, want none", p)
+	}
+	// The mailbox outside the read prefixes: its attachment is not read.
+	row.Grounding.Pages.Label = cited.Label
+	other := &api.SignOffGrid{Subject: api.SignOffSubject{Kind: api.SubjectReview, Source: "s3://private/matter.mbox"}}
+	row.Document = "s3://private/matter.mbox"
+	if p := d.page(context.Background(), other, row, "review-1"); p == nil || !strings.Contains(p.Error, "outside what this worker may read") || kept.extracted != 1 {
+		t.Errorf("a mailbox the worker may not read: %+v (extracted %d times), want refused", p, kept.extracted)
 	}
 }

@@ -170,6 +170,11 @@ func TestDeskFamilyDecision(t *testing.T) {
 	// Alice's message says them, its attachments in order, lease.pdf (the
 	// cell's) marked as cited.
 	br.wait("the family's message", messageShown(pdfCell.Cell))
+	// The cited page of the attachment, extracted from the mailbox and
+	// rendered, the quote highlighted on its text layer.
+	br.wait("the attachment's page", `!document.getElementById("page").hidden && document.getElementById("page-cite").textContent === `+
+		fmt.Sprintf("%q", "Cited page: "+familyMessage+" › lease.pdf p. 3 · highlighted: the quote")+
+		` && document.getElementById("page-frame").classList.contains("loaded") && document.getElementById("page-img").naturalWidth > 0 && !!document.querySelector("#page-frame .hl")`)
 	br.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.beforeFamily = true`))
 	br.do("accept the family", chromedp.Click(`#family-accept`))
 	// The page reloads once the family is decided: a poll the reload

@@ -107,12 +107,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lhost, port, _ := net.SplitHostPort(ln.Addr().String())
 	allowed := append([]string{ln.Addr().String(), lhost, "localhost", "localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}, f.hosts.values...)
 	// The desk's checks (may this reader see that object, the OCR of a
-	// scanned page's words) are the activities' own, run here on the
-	// desk's S3 client.
-	checks := &activities.Activities{Store: store, Bucket: cfg.Bucket, ReadPrefixes: cfg.ReadPrefixes, WritePrefixes: cfg.WritePrefixes}
+	// scanned page's words, a mailbox's email index) are the activities'
+	// own, run here on the desk's S3 client; with the worker's limits
+	// (the same environment), whose email limits name where a mailbox's
+	// conversion is kept.
+	checks := &activities.Activities{Store: store, Bucket: cfg.Bucket, ReadPrefixes: cfg.ReadPrefixes, WritePrefixes: cfg.WritePrefixes, Limits: cfg.Limits}
 	d, err := desk.New(desk.Config{
 		Temporal: tc, ClientIdentity: cfg.ClientIdentity, TaskQueue: cfg.TaskQueue, Store: store,
-		Checks: checks, OCR: checks, Reviewers: src, Hosts: allowed, Logger: logger,
+		Checks: checks, OCR: checks, Email: checks, Reviewers: src, Hosts: allowed, Logger: logger,
 		RenderTimeout: f.renderTimeout, RenderInstances: f.renderInstances, PageCacheBytes: f.pageCacheMB << 20,
 	})
 	if err != nil {

@@ -48,6 +48,7 @@ import (
 
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/docconv"
+	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/reviewer"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
@@ -92,6 +93,20 @@ type OCRReadings interface {
 	OCRWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error)
 }
 
+// EmailMessages finds a message of a converted email or mailbox
+// (activities.Activities has it): its headers and its attachments, as
+// the conversion of the document's current version indexed them; nil
+// when no conversion is kept or the index has no such message. number is
+// the message's place in the mailbox, as citations name it (`msg 12`).
+//
+// EmailAttachment writes the decoded bytes of the attachment at apath of
+// message number (at most maxBytes of them): the desk renders a cited
+// page of a PDF attachment from it.
+type EmailMessages interface {
+	EmailMessage(ctx context.Context, uri string, number int) (*memagent.EmailMessage, error)
+	EmailAttachment(ctx context.Context, uri string, number int, apath string, maxBytes int64, w io.Writer) error
+}
+
 // Config is what a desk needs.
 type Config struct {
 	// Temporal is the desk's client; ClientIdentity the identity it dialed
@@ -129,6 +144,12 @@ type Config struct {
 	// runs the engine itself: the words come from the conversion's OCR
 	// cache, read once per page and kept in the page cache.
 	OCR OCRReadings
+	// Email finds the message a cell grounded on email cites, for the
+	// family panel's headers and attachments; nil, the panel lists the
+	// family's members only. The desk never converts a mailbox itself:
+	// the message comes from the conversion's email index, read once and
+	// kept in the page cache.
+	Email EmailMessages
 }
 
 // Desk serves the review desk.
@@ -209,6 +230,7 @@ func New(cfg Config) (*Desk, error) {
 	d.registerValidation(mux)
 	mux.HandleFunc("GET /api/families", d.authed(d.apiFamilies))
 	mux.HandleFunc("POST /api/family", d.authed(d.changes(d.apiFamilyDecide)))
+	mux.HandleFunc("GET /api/message", d.authed(d.apiMessage))
 	d.mux = mux
 	return d, nil
 }
@@ -827,11 +849,16 @@ func (t *serverTiming) add(name string) {
 
 func (t *serverTiming) String() string { return strings.Join(t.parts, ", ") }
 
-// source is the PDF a cell's page is rendered from, "" when there is none.
+// source is the PDF a cell's page is rendered from, "" when there is none:
+// the document's, or for a cell grounded on a page of a mailbox's PDF
+// attachment, the attachment (attachmentSource).
 func source(g *api.SignOffGrid, row signoff.Row) string {
 	doc := row.EvidenceDocument()
 	if g.Subject.Kind == api.SubjectReview && row.Grounding != nil && row.Grounding.Document == "" {
 		doc = g.Subject.Source
+	}
+	if gr := row.Grounding; gr != nil && gr.Pages != nil && gr.Pages.Unit == api.UnitMessage {
+		return attachmentSource(doc, row)
 	}
 	if !strings.HasSuffix(strings.ToLower(doc), ".pdf") {
 		return ""
@@ -839,9 +866,18 @@ func source(g *api.SignOffGrid, row signoff.Row) string {
 	return doc
 }
 
+// citedPage is the page of source(g, row) the row's grounding cites.
+func citedPage(row signoff.Row) int {
+	if gr := row.Grounding; gr != nil && gr.Pages != nil && gr.Pages.Unit == api.UnitMessage {
+		_, _, n, _ := attachmentPage(row)
+		return n
+	}
+	return row.Grounding.Pages.First
+}
+
 func (d *Desk) page(ctx context.Context, g *api.SignOffGrid, row signoff.Row, subject string) *pageView {
 	gr := row.Grounding
-	if !gr.Found() || gr.Pages == nil || gr.Pages.Unit != api.UnitPage {
+	if !gr.Found() || gr.Pages == nil || (gr.Pages.Unit != api.UnitPage && gr.Pages.Unit != api.UnitMessage) {
 		return nil
 	}
 	src := source(g, row)
@@ -851,7 +887,7 @@ func (d *Desk) page(ctx context.Context, g *api.SignOffGrid, row signoff.Row, su
 	image := "/page.png?id=" + url.QueryEscape(subject) + "&cell=" + url.QueryEscape(row.Cell)
 	parts := quoteParts(gr)
 	if parts == nil {
-		return d.pageOf(ctx, src, gr.Pages.First, gr.Pages.String(), image, gr.Quote, row.ModelAnswer)
+		return d.pageOf(ctx, src, citedPage(row), gr.Pages.String(), image, gr.Quote, row.ModelAnswer)
 	}
 	// A quote across pages: each part highlighted on its own page.
 	p := d.pageOf(ctx, src, parts[0].Pages.First, parts[0].Pages.String(), image, parts[0].Text, row.ModelAnswer)
@@ -931,6 +967,11 @@ func find(p *pageView, chars []docconv.CharBox, quote, answer, from string) {
 // ocrWords are the readings of page of the document at uri (Config.OCR),
 // kept in the page cache once found.
 func (d *Desk) ocrWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error) {
+	if _, _, _, isPart := parseAttachmentSource(uri); isPart {
+		// An attachment's scanned pages are kept under the attachment's
+		// digest, which the desk does not look up yet.
+		return nil, nil
+	}
 	_, key, err := d.document(ctx, uri)
 	if err != nil {
 		return nil, err
@@ -968,31 +1009,43 @@ func quoteCandidates(q string) []string {
 // document returns the PDF at uri, read once (with the worker's read
 // check) and kept for the next pages, and the key of its version
 // (URI@ETag).
+//
+// uri may name a mailbox's PDF attachment (attachmentSource): the mailbox
+// is checked and its version keys the attachment, whose bytes the worker
+// extracts (Config.Email) and the desk keeps as it keeps a PDF.
 func (d *Desk) document(ctx context.Context, uri string) (data []byte, key string, err error) {
-	if err := d.cfg.Checks.CheckRead("document", uri); err != nil {
-		return nil, "", err
+	mbox, number, apath, isPart := parseAttachmentSource(uri)
+	if !isPart {
+		mbox = uri
 	}
-	loc, err := s3store.ParseURI(uri)
+	loc, info, key, err := d.version(ctx, mbox)
 	if err != nil {
 		return nil, "", err
 	}
-	info, err := d.cfg.Store.Head(ctx, loc)
-	if err != nil {
-		return nil, "", err
+	if isPart {
+		key += uri[len(mbox):]
 	}
-	key = uri + "@" + info.ETag
 	d.mu.Lock()
 	data, ok := d.docs[key]
 	d.mu.Unlock()
 	if ok {
 		return data, key, nil
 	}
-	if info.Size > d.cfg.MaxDocumentBytes {
+	switch {
+	case isPart && d.cfg.Email == nil:
+		return nil, "", errors.New("this desk does not read mailboxes' attachments")
+	case isPart:
+		var b bytes.Buffer
+		if err := d.cfg.Email.EmailAttachment(ctx, mbox, number, apath, d.cfg.MaxDocumentBytes, &b); err != nil {
+			return nil, "", err
+		}
+		data = b.Bytes()
+	case info.Size > d.cfg.MaxDocumentBytes:
 		return nil, "", fmt.Errorf("%s is %d bytes, over the %d the desk renders", uri, info.Size, d.cfg.MaxDocumentBytes)
-	}
-	data, err = d.cfg.Store.ReadAll(ctx, loc)
-	if err != nil {
-		return nil, "", err
+	default:
+		if data, err = d.cfg.Store.ReadAll(ctx, loc); err != nil {
+			return nil, "", err
+		}
 	}
 	d.mu.Lock()
 	if len(d.docs) >= maxDocs {
@@ -1001,6 +1054,21 @@ func (d *Desk) document(ctx context.Context, uri string) (data []byte, key strin
 	d.docs[key] = data
 	d.mu.Unlock()
 	return data, key, nil
+}
+
+// version checks that the worker may read uri (CheckRead) and returns
+// its location, its current version and that version's key (URI@ETag).
+func (d *Desk) version(ctx context.Context, uri string) (loc s3store.Location, info s3store.ObjectInfo, key string, err error) {
+	if err := d.cfg.Checks.CheckRead("document", uri); err != nil {
+		return loc, info, "", err
+	}
+	if loc, err = s3store.ParseURI(uri); err != nil {
+		return loc, info, "", err
+	}
+	if info, err = d.cfg.Store.Head(ctx, loc); err != nil {
+		return loc, info, "", err
+	}
+	return loc, info, uri + "@" + info.ETag, nil
 }
 
 func (d *Desk) charBoxes(ctx context.Context, uri string, page int) ([]docconv.CharBox, error) {
@@ -1032,7 +1100,7 @@ func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string)
 	}
 	// The first page the grounding cites, or (page=N) the page of one of
 	// its quote's parts.
-	page := row.Grounding.Pages.First
+	page := citedPage(*row)
 	if v := r.URL.Query().Get("page"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || !slices.ContainsFunc(quoteParts(row.Grounding), func(p api.QuotePart) bool { return p.Pages.First == n }) {

@@ -337,6 +337,9 @@ type emailConv struct {
 	// the messages' prints, by index.
 	scan   *quoteScan
 	prints []msgPrint
+	// extract, when set, is the one attachment ExtractAttachment wants:
+	// the others are skipped, nothing is converted.
+	extract *extraction
 }
 
 // begin opens the next span, labeled.

@@ -123,6 +123,16 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 		}
 		return e.family(nh, nb, alabel, apath, l.depth+1, nil)
 	}
+	if x := e.extract; x != nil {
+		if apath != x.path {
+			_, err := io.Copy(io.Discard, l.body)
+			return err
+		}
+		if _, err := io.Copy(x.w, l.body); err != nil {
+			return err
+		}
+		return errExtracted
+	}
 	// Spool the decoded part: PDF and DOCX need random access.
 	tf, err := os.CreateTemp(e.tmp, "part-*")
 	if err != nil {

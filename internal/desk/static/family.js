@@ -60,6 +60,48 @@
     }
   }
 
+  // The message the cell's citation names, as the mailbox's conversion
+  // indexed it: its headers, then its attachments in order, the one the
+  // cell is grounded on marked.
+  async function showMessage(box, id) {
+    const r = await fetch("/api/message?" + q + "&cell=" + encodeURIComponent(id), { credentials: "same-origin" });
+    const v = await r.json().catch(() => ({ error: "the desk answered " + r.status }));
+    if (!r.ok || v.error) {
+      box.replaceChildren(el("p", "The message's headers are not shown: " + (v.error || "the desk answered " + r.status), "note"));
+      return;
+    }
+    const dl = el("dl", "", "headers");
+    dl.id = "family-headers";
+    [["From", v.from], ["To", v.to], ["Cc", v.cc], ["Date", v.date], ["Subject", v.subject]].forEach(([k, val]) => {
+      if (!val) return;
+      const dd = el("dd", val);
+      dd.dataset.header = k;
+      dl.append(el("dt", k), dd);
+    });
+    box.replaceChildren(dl);
+    if (v.skipped) box.append(el("p", "Not read: it " + v.skipped, "note"));
+    if (v.duplicate_of) box.append(el("p", "A duplicate of message " + v.duplicate_of + ", read there", "note"));
+    if (!v.attachments.length) {
+      box.append(el("p", "No attachments", "note"));
+      return;
+    }
+    const ol = el("ol", "", "attachments");
+    ol.id = "family-attachments";
+    v.attachments.forEach((a) => {
+      const li = el("li", "", a.cited ? "attachment cited" : "attachment");
+      li.dataset.name = a.name;
+      const kind = [a.format, a.content_type].filter((x) => x).join(", ");
+      // A ZIP attachment that was read was read as a DOCX (the index
+      // keeps the format its first bytes tell).
+      const unit = a.format === "pdf" ? "page" : ["docx", "zip", "html"].includes(a.format) ? "section" : "part";
+      const state = a.read ? "read, " + a.parts + " " + unit + (a.parts === 1 ? "" : "s") : "not read: " + (a.error || "no text");
+      li.append(el("b", a.path || a.name), " · " + kind + " · ", el("span", state, a.read ? "read" : "not-read"));
+      if (a.cited) li.append(" · ", el("span", "cited", "cited-mark"));
+      ol.append(li);
+    });
+    box.append(el("p", "Attachments, in the message's order:", "note"), ol);
+  }
+
   async function show() {
     const m = /^Cell (\S+) /.exec(document.getElementById("cell-title").textContent);
     if (!m) return;
@@ -68,6 +110,10 @@
     box.hidden = !f;
     if (!f) return;
     box.replaceChildren(el("h3", "Family: " + f.message));
+    const msg = el("div", "", "message-of-family");
+    msg.id = "family-message";
+    box.append(msg);
+    showMessage(msg, m[1]);
     const ul = el("ul");
     f.members.forEach((x) => {
       const li = el("li", "", x.cell === m[1] ? "member current" : "member");
@@ -90,7 +136,7 @@
     reject.addEventListener("click", () => decide(f, "rejected", reason.value, say));
     const actions = el("p", "", "actions");
     actions.append(accept, " ", reject, " ", reason);
-    box.append(ul, actions, say);
+    box.append(el("p", "Cells grounded on the family:", "note"), ul, actions, say);
   }
 
   new MutationObserver(show).observe(document.getElementById("cell-title"), { childList: true, characterData: true, subtree: true });

@@ -167,6 +167,15 @@ func TestDeskFamilyDecision(t *testing.T) {
 	}
 	br.Wait("the family panel", `!document.getElementById("family").hidden && document.querySelector("#family h3").textContent === `+fmt.Sprintf("%q", "Family: "+familyMessage)+
 		` && `+memberSays(pdfCell.Cell, "lease.pdf p. 3 · pending")+` && `+memberSays(textCell.Cell, "the message's text · rejected on its own"))
+	// The message itself, from the mailbox's conversion: its headers as
+	// Alice's message says them, its attachments in order, lease.pdf (the
+	// cell's) marked as cited.
+	br.Wait("the family's message", messageShown(pdfCell.Cell))
+	// The cited page of the attachment, extracted from the mailbox and
+	// rendered, the quote highlighted on its text layer.
+	br.Wait("the attachment's page", `!document.getElementById("page").hidden && document.getElementById("page-cite").textContent === `+
+		fmt.Sprintf("%q", "Cited page: "+familyMessage+" › lease.pdf p. 3 · highlighted: the quote")+
+		` && document.getElementById("page-frame").classList.contains("loaded") && document.getElementById("page-img").naturalWidth > 0 && !!document.querySelector("#page-frame .hl")`)
 	br.Do("mark the page", chromedp.Evaluate[chromedp.Void](`window.beforeFamily = true`))
 	br.Do("accept the family", chromedp.Click(`#family-accept`))
 	// The page reloads once the family is decided: a poll the reload
@@ -184,7 +193,8 @@ func TestDeskFamilyDecision(t *testing.T) {
 			t.Fatalf("browser: the grid after the family decision: %v (page says %q)", err, msg)
 		}
 	}
-	br.Wait("the family's decision in the panel", memberSays(pdfCell.Cell, "accepted by the family")+" && "+memberSays(textCell.Cell, "rejected on its own"))
+	br.Wait("the family's decision in the panel", memberSays(pdfCell.Cell, "accepted by the family")+" && "+memberSays(textCell.Cell, "rejected on its own")+
+		" && "+messageShown(pdfCell.Cell))
 	br.Shot(*deskScreenshots, "desk-family.png")
 
 	g, err := mc.SignOffGrid(ctx, subject)
@@ -210,6 +220,25 @@ func TestDeskFamilyDecision(t *testing.T) {
 	if decides != 2 {
 		t.Errorf("%d decide Updates in the sign-off's history, want 2 (one a decision)", decides)
 	}
+}
+
+// messageShown is a condition on the desk's page: the family panel of
+// cell shows Alice's message (familyMailbox's last) with its headers and
+// its two attachments, in the message's order, lease.pdf cited.
+func messageShown(cell string) string {
+	headers := map[string]string{"From": "Alice <alice@example.org>", "To": "Bob <bob@example.org>",
+		"Date": "Tue, 3 May 2022 10:00:00 +0200", "Subject": "Re: Observatory lease"}
+	var conds []string
+	for k, v := range headers {
+		conds = append(conds, fmt.Sprintf(`(() => { const dd = document.querySelector('#family-headers dd[data-header="%s"]'); return !!dd && dd.textContent === %q; })()`, k, v))
+	}
+	sort.Strings(conds)
+	conds = append(conds, `!document.querySelector('#family-headers dd[data-header="Cc"]')`,
+		`(() => { const li = [...document.querySelectorAll("#family-attachments li")];
+			return li.length === 2 && li[0].dataset.name === "lease.pdf" && li[0].classList.contains("cited") && li[0].textContent.includes("read, 3 pages") &&
+				li[1].dataset.name === "terms.docx" && !li[1].classList.contains("cited") && li[1].textContent.includes("docx") && li[1].textContent.includes("read, "); })()`,
+		fmt.Sprintf(`!!document.querySelector('#family li.current[data-cell="%s"]')`, cell))
+	return strings.Join(conds, " && ")
 }
 
 // getJSON reads path of the review's sign-off into v.

@@ -94,7 +94,7 @@ func TestEmailFamilies(t *testing.T) {
 			t.Errorf("attachment %s: %+v, want it read", a.Path, a)
 		}
 	}
-	want := "lease.pdf (pdf), terms.docx (zip), notes.html (html), list.txt (text), part 5.eml (email), part 5.eml › schedule.pdf (pdf), scan.png (image), scan2.pdf (pdf)"
+	want := "lease.pdf (pdf), terms.docx (docx), notes.html (html), list.txt (text), part 5.eml (email), part 5.eml › schedule.pdf (pdf), scan.png (image), scan2.pdf (pdf)"
 	if got := strings.Join(paths, ", "); got != want {
 		t.Errorf("the family:\n got %s\nwant %s", got, want)
 	}

@@ -181,7 +181,13 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 		}
 		return e.text(tf, params["charset"])
 	case FormatPDF, FormatZip, FormatDOCX, FormatHTML:
-		return e.subConvert(format, tf.Name(), alabel, hex.EncodeToString(sum.Sum(nil)), true)
+		// A zip is what its converter finds it to be (a DOCX), and the
+		// index says so.
+		converted, err := e.subConvert(format, tf.Name(), alabel, hex.EncodeToString(sum.Sum(nil)), true)
+		if converted != "" {
+			at.Format = converted
+		}
+		return err
 	case FormatImage:
 		// A scan or a photo of a page: read by OCR, as the page of a PDF
 		// that draws it.
@@ -193,7 +199,8 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 			return err
 		}
 		defer os.Remove(pdf)
-		return e.subConvert(FormatPDF, pdf, alabel, hex.EncodeToString(sum.Sum(nil)), false)
+		_, err = e.subConvert(FormatPDF, pdf, alabel, hex.EncodeToString(sum.Sum(nil)), false)
+		return err
 	}
 	if err := Unsupported(format, at.Name); err != nil {
 		return err
@@ -211,11 +218,11 @@ func orDefault(s, d string) string {
 // subConvert converts an attachment with the converter of its format and
 // writes its text, a span per page or section labeled `alabel p. 4`,
 // `alabel § Terms`; the pages OCR read are recorded under those spans'
-// numbers.
-func (e *emailConv) subConvert(format, file, alabel, sum string, pages bool) error {
+// numbers. It returns the format the converter read the attachment as.
+func (e *emailConv) subConvert(format, file, alabel, sum string, pages bool) (string, error) {
 	out, err := os.CreateTemp(e.tmp, "text-*")
 	if err != nil {
-		return fmt.Errorf("email: %w", err)
+		return "", fmt.Errorf("email: %w", err)
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
@@ -225,7 +232,7 @@ func (e *emailConv) subConvert(format, file, alabel, sum string, pages bool) err
 	}
 	sub, err := e.c.ConvertWith(e.ctx, format, file, out, Options{OCR: e.opts.OCR, OCRCache: cache})
 	if err != nil {
-		return err
+		return "", err
 	}
 	spanOf := map[int]int{}
 	pos := int64(0)
@@ -247,7 +254,7 @@ func (e *emailConv) subConvert(format, file, alabel, sum string, pages bool) err
 	for _, s := range sub.Map.Spans {
 		if s.Start > pos {
 			if err := emit(alabel, pos, s.Start); err != nil {
-				return err
+				return "", err
 			}
 		}
 		ref := api.PageRef{Unit: sub.Map.Unit, First: s.Number, Last: s.Number, Label: s.Label, FirstLabel: s.PageLabel, LastLabel: s.PageLabel}
@@ -256,14 +263,14 @@ func (e *emailConv) subConvert(format, file, alabel, sum string, pages bool) err
 			label += " " + ref.String()
 		}
 		if err := emit(label, s.Start, s.End); err != nil {
-			return err
+			return "", err
 		}
 		spanOf[s.Number] = e.span
 		pos = s.End
 	}
 	if pos < sub.Bytes {
 		if err := emit(alabel, pos, sub.Bytes); err != nil {
-			return err
+			return "", err
 		}
 	}
 	for _, o := range sub.Map.OCR {
@@ -272,7 +279,7 @@ func (e *emailConv) subConvert(format, file, alabel, sum string, pages bool) err
 			e.ocr = append(e.ocr, o)
 		}
 	}
-	return nil
+	return sub.Map.Format, nil
 }
 
 // minImagePixels is the smallest image attachment read by OCR: a third

@@ -18,6 +18,7 @@ import (
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
+	"github.com/memagent/memagent/internal/validation"
 )
 
 // Names of the files a finished validation writes beside its report, so
@@ -185,7 +186,7 @@ func evaluateGate(g api.ValidationGate, rep api.ValidationReport) api.ReportVali
 		}
 	}
 	for _, t := range g.Thresholds {
-		o := gateThreshold(t, rep)
+		o := validation.Judge(t, rep.Overall, rep.Questions)
 		v.Thresholds = append(v.Thresholds, o)
 		if !o.Passed && !said[t.String()] {
 			s := "the threshold " + t.String() + " failed"
@@ -199,40 +200,6 @@ func evaluateGate(g api.ValidationGate, rep api.ValidationReport) api.ReportVali
 		v.State, v.Why = api.ReportValidationFailed, strings.Join(why, "; ")
 	}
 	return v
-}
-
-// gateThreshold compares t with its figure in rep.
-func gateThreshold(t api.ValidationThreshold, rep api.ValidationReport) api.ValidationOutcome {
-	o := api.ValidationOutcome{Threshold: t}
-	f := &rep.Overall
-	if t.Question != "" {
-		f = nil
-		for i := range rep.Questions {
-			if rep.Questions[i].Question == t.Question {
-				f = &rep.Questions[i]
-			}
-		}
-	}
-	switch {
-	case f == nil:
-		o.Why = "no such question in the batch"
-		return o
-	case f.Error != "":
-		o.Why = f.Error
-		return o
-	case t.Figure == api.FigureRecall && !f.RecallDefined:
-		o.Why = "recall is undefined: the sample found no cell that holds an answer"
-		return o
-	}
-	i := map[string]api.ValidationInterval{
-		api.FigurePrecision: f.Precision, api.FigureElusion: f.Elusion, api.FigureRichness: f.Richness, api.FigureRecall: f.Recall,
-	}[t.Figure]
-	if t.Op == ">=" {
-		o.Bound, o.Passed = i.Lower, i.Lower >= t.Value
-	} else {
-		o.Bound, o.Passed = i.Upper, i.Upper <= t.Value
-	}
-	return o
 }
 
 // ErrSubjectCompleting is the type of LoadValidation's retryable error

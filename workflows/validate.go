@@ -449,39 +449,12 @@ func (v *validateRun) estimate(d validation.Decisions, est validation.Figures, e
 	return f
 }
 
-// thresholds compares each threshold with its figure's interval: ">="
-// with the lower bound, "<=" with the upper one.
+// thresholds judges each threshold on the figures (validation.Judge).
 func (v *validateRun) thresholds(overall api.ValidationFigures, questions []api.ValidationFigures) ([]api.ValidationOutcome, bool) {
 	out := make([]api.ValidationOutcome, 0, len(v.in.Thresholds))
 	passed := true
 	for _, t := range v.in.Thresholds {
-		o := api.ValidationOutcome{Threshold: t}
-		f := &overall
-		if t.Question != "" {
-			f = nil
-			for i := range questions {
-				if questions[i].Question == t.Question {
-					f = &questions[i]
-				}
-			}
-		}
-		switch {
-		case f == nil:
-			o.Why = "no such question in the batch"
-		case f.Error != "":
-			o.Why = f.Error
-		case t.Figure == api.FigureRecall && !f.RecallDefined:
-			o.Why = "recall is undefined: the sample found no cell that holds an answer"
-		default:
-			i := map[string]api.ValidationInterval{
-				api.FigurePrecision: f.Precision, api.FigureElusion: f.Elusion, api.FigureRichness: f.Richness, api.FigureRecall: f.Recall,
-			}[t.Figure]
-			if t.Op == ">=" {
-				o.Bound, o.Passed = i.Lower, i.Lower >= t.Value
-			} else {
-				o.Bound, o.Passed = i.Upper, i.Upper <= t.Value
-			}
-		}
+		o := validation.Judge(t, overall, questions)
 		passed = passed && o.Passed
 		out = append(out, o)
 	}

@@ -2,12 +2,7 @@ package documents
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -26,35 +21,10 @@ import (
 // found and cited by message and attachment page, as a reviewer cites
 // "the attachment to Alice's email, page 3".
 func TestAskMailboxEndToEnd(t *testing.T) {
-	one := testdeps.Manual(t, "golang-github-gatherstars-com-jwz-dev",
-		"usr/share/gocode/src/github.com/gatherstars-com/jwz/test/testdata/ham/0002.b3120c4bcbf3101e661161ee7efcb8bf.eml")
-	files, err := filepath.Glob(filepath.Join(filepath.Dir(one), "*.eml"))
-	if err != nil || len(files) < 200 {
-		t.Fatalf("%d ham messages (%v)", len(files), err)
-	}
-	sort.Strings(files)
+	files := clitest.HamMessages(t, 210)
 	var mbox bytes.Buffer
-	for _, f := range files[:200] {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.HasPrefix(raw, []byte("From ")) {
-			mbox.WriteString("From unknown@example.org Thu Aug 22 12:00:00 2002\n")
-		}
-		mbox.Write(raw)
-		mbox.WriteString("\n")
-	}
-	part := func(ctype, name string, data []byte) string {
-		enc := base64.StdEncoding.EncodeToString(data)
-		var b strings.Builder
-		fmt.Fprintf(&b, "--b\nContent-Type: %s; name=\"%s\"\nContent-Disposition: attachment; filename=\"%s\"\nContent-Transfer-Encoding: base64\n\n", ctype, name, name)
-		for len(enc) > 76 {
-			b.WriteString(enc[:76] + "\n")
-			enc = enc[76:]
-		}
-		return b.String() + enc + "\n"
-	}
+	clitest.AppendMessages(t, &mbox, files[:200])
+	part := clitest.Attachment
 	// The lease came back from the landlord signed, scanned: its third
 	// page, where the answer is, is an image a scanner made (300 DPI,
 	// gray), which the worker reads by OCR.
@@ -105,17 +75,7 @@ func TestAskMailboxEndToEnd(t *testing.T) {
 	// The mailbox grown by 10 messages: its converted text keeps every
 	// earlier byte, so the reading resumes from the checkpoint of the
 	// last chunk the two share.
-	for _, f := range files[200:210] {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.HasPrefix(raw, []byte("From ")) {
-			mbox.WriteString("From unknown@example.org Thu Aug 22 12:00:00 2002\n")
-		}
-		mbox.Write(raw)
-		mbox.WriteString("\n")
-	}
+	clitest.AppendMessages(t, &mbox, files[200:210])
 	grown, grownCalls := ask(clitest.WriteFile(t, dir, "matter-grown.mbox", mbox.Bytes()))
 	t.Logf("first reading: %d chunks, %d calls; grown by 10 messages: %d chunks, %d reused, %d calls; answer %q found on %q",
 		res.Chunks, calls, grown.Chunks, grown.ChunksReused, grownCalls, grown.Answer, grown.AnswerPages)

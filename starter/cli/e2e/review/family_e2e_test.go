@@ -3,7 +3,6 @@ package review
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,35 +33,9 @@ import (
 // PDF (the fact on its third page) and a DOCX.
 func familyMailbox(t *testing.T) []byte {
 	t.Helper()
-	one := testdeps.Manual(t, "golang-github-gatherstars-com-jwz-dev",
-		"usr/share/gocode/src/github.com/gatherstars-com/jwz/test/testdata/ham/0002.b3120c4bcbf3101e661161ee7efcb8bf.eml")
-	files, err := filepath.Glob(filepath.Join(filepath.Dir(one), "*.eml"))
-	if err != nil || len(files) < 20 {
-		t.Fatalf("%d ham messages (%v)", len(files), err)
-	}
-	sort.Strings(files)
 	var mbox bytes.Buffer
-	for _, f := range files[:20] {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.HasPrefix(raw, []byte("From ")) {
-			mbox.WriteString("From unknown@example.org Thu Aug 22 12:00:00 2002\n")
-		}
-		mbox.Write(raw)
-		mbox.WriteString("\n")
-	}
-	part := func(ctype, name string, data []byte) string {
-		enc := base64.StdEncoding.EncodeToString(data)
-		var b strings.Builder
-		fmt.Fprintf(&b, "--b\nContent-Type: %s; name=\"%s\"\nContent-Disposition: attachment; filename=\"%s\"\nContent-Transfer-Encoding: base64\n\n", ctype, name, name)
-		for len(enc) > 76 {
-			b.WriteString(enc[:76] + "\n")
-			enc = enc[76:]
-		}
-		return b.String() + enc + "\n"
-	}
+	clitest.AppendMessages(t, &mbox, clitest.HamMessages(t, 20)[:20])
+	part := clitest.Attachment
 	mbox.WriteString("From alice@example.org Tue May  3 10:00:00 2022\nFrom: Alice <alice@example.org>\nTo: Bob <bob@example.org>\n" +
 		"Date: Tue, 3 May 2022 10:00:00 +0200\nSubject: Re: Observatory lease\nMessage-ID: <lease@example.org>\nMIME-Version: 1.0\n" +
 		"Content-Type: multipart/mixed; boundary=\"b\"\n\n--b\nContent-Type: text/plain\n\n" + familyBody + "\n" +

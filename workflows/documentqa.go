@@ -131,6 +131,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 // state the run hands over, progress what the query and the UI show.
 type qaRun struct {
 	ctx      workflow.Context
+	gates    gates
 	info     *workflow.Info
 	vis      *visibility
 	edge     boundary
@@ -149,11 +150,13 @@ type qaRun struct {
 
 // newQARun makes the first calls of the run, before any command: a
 // history without the markers replays as DefaultVersion, with no upserts,
-// whatever else the run did.
+// whatever else the run did. LeanItemChange is asked first: a run at it
+// asks no other gate (gates).
 func newQARun(ctx workflow.Context) *qaRun {
 	r := &qaRun{ctx: ctx, progress: api.Progress{Stage: api.StagePreparing}}
-	r.vis = newVisibility(ctx, workflow.GetVersion(ctx, SearchAttributesChange, workflow.DefaultVersion, 1))
-	r.edge = newBoundary(ctx)
+	r.gates = askLean(ctx)
+	r.vis = newVisibility(ctx, r.gates.version(ctx, SearchAttributesChange))
+	r.edge = newBoundaryAt(ctx, r.gates)
 	return r
 }
 
@@ -196,13 +199,13 @@ func (r *qaRun) start(input converter.RawValue) error {
 	// child, which the batch sees without a signal.
 	r.carried = run.State != nil && run.State.Carried
 	if r.in.BatchID != "" && workflow.GetInfo(r.ctx).ParentWorkflowExecution != nil &&
-		workflow.GetVersion(r.ctx, ReportToBatchChange, workflow.DefaultVersion, 1) >= 1 {
+		r.gates.at(r.ctx, ReportToBatchChange) {
 		r.carriedCh = workflow.GetSignalChannel(r.ctx, api.CarriedSignal)
 	}
 	r.info = workflow.GetInfo(r.ctx)
 	r.st = run.State
 	if r.st != nil {
-		if err := checkCarry(r.ctx, r.st.From); err != nil {
+		if err := checkCarryAt(r.ctx, r.gates, r.st.From); err != nil {
 			return err
 		}
 	} else {
@@ -211,7 +214,7 @@ func (r *qaRun) start(input converter.RawValue) error {
 	if err := r.acceptRaises(); err != nil {
 		return err
 	}
-	r.budget.take(r.ctx, &r.in)
+	r.budget.take(r.ctx, r.gates, &r.in)
 	r.prio = taskPriority(r.ctx, r.in.Scheduling(), api.PriorityQuestion)
 	r.hb = DefaultHeartbeatTimeout
 	if r.in.HeartbeatTimeoutSeconds > 0 {
@@ -288,7 +291,7 @@ func (r *qaRun) prepare() error {
 		OutputPrefix: ownPrefix(r.in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
 		FirstRunID: chainID(info), BatchChild: info.ParentWorkflowExecution != nil,
 	}
-	st.Checkpoints = workflow.GetVersion(r.ctx, CheckpointsChange, workflow.DefaultVersion, 1) >= 1
+	st.Checkpoints = r.gates.at(r.ctx, CheckpointsChange)
 	if len(r.in.Documents) > 0 {
 		if !st.Checkpoints {
 			return badInput(errors.New("documents: this run's history predates corpora"))
@@ -296,13 +299,13 @@ func (r *qaRun) prepare() error {
 		if err := assembleCorpus(r.ctx, r.hb, r.prio, r.in.Documents, r.in.Options, &prep); err != nil {
 			return err
 		}
-	} else if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
+	} else if err := convertFirstAt(r.ctx, r.gates, r.hb, r.prio, &prep); err != nil {
 		return err
 	}
 	if err := actwire.PrepareDocument.Execute(actx, prep).Get(r.ctx, &st.Prepared); err != nil {
 		return stageError("prepare document", err)
 	}
-	st.Provenance = st.Checkpoints && workflow.GetVersion(r.ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
+	st.Provenance = st.Checkpoints && r.gates.at(r.ctx, ProvenanceChange)
 	if st.Checkpoints && r.in.Reuse != api.ReuseNone {
 		if err := r.resume(); err != nil {
 			return err
@@ -362,7 +365,7 @@ func (r *qaRun) read() error {
 	// Chunk counts go to the search attributes at most every
 	// progressUpsertEvery (the query and the current details still move
 	// with every chunk): an upsert is a visibility write per chunk.
-	r.vis.coalesceChunks()
+	r.vis.coalesceChunksAt(r.gates)
 	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
 		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()) || targetMoved(r.ctx) {
 			return r.handOver()
@@ -497,7 +500,7 @@ func (r *qaRun) answer() (*DocumentQAResult, error) {
 // ground finds where in the document the answer and its evidence are
 // (GroundAnswer, GroundingChange) and adds the pages or sections to res.
 func (r *qaRun) ground(res *DocumentQAResult) error {
-	gs, err := groundAnswers(r.ctx, r.st.Prepared, r.info.WorkflowExecution.RunID, r.hb, r.prio,
+	gs, err := groundAnswersAt(r.ctx, r.gates, r.st.Prepared, r.info.WorkflowExecution.RunID, r.hb, r.prio,
 		[]actwire.GroundItem{{Answer: res.Answer, AnswerFound: res.AnswerFound, ResultURI: res.ResultURI,
 			Evidence: actwire.GroundEvidenceOf(res.Evidence)}})
 	if err != nil {

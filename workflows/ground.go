@@ -29,7 +29,12 @@ type grounded struct {
 // stay, without grounding (the failure is logged); only a cancellation
 // fails the run.
 func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID string, hb time.Duration, prio temporal.Priority, answers []actwire.GroundItem) ([]grounded, error) {
-	if workflow.GetVersion(ctx, GroundingChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion || len(answers) == 0 {
+	return groundAnswersAt(ctx, gates{}, prep, runID, hb, prio, answers)
+}
+
+// groundAnswersAt is groundAnswers with the run's gates.
+func groundAnswersAt(ctx workflow.Context, g gates, prep actwire.PrepareOutput, runID string, hb time.Duration, prio temporal.Priority, answers []actwire.GroundItem) ([]grounded, error) {
+	if !g.at(ctx, GroundingChange) || len(answers) == 0 {
 		return nil, nil
 	}
 	actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, hb, prio, "ground answers"))

@@ -49,16 +49,25 @@ func groundAnswersAt(ctx workflow.Context, g gates, prep actwire.PrepareOutput, 
 		workflow.GetLogger(ctx).Warn("answers not grounded", "error", err)
 		return make([]grounded, len(answers)), nil
 	}
-	gs := make([]grounded, len(answers))
+	return groundedOf(&out, len(answers)), nil
+}
+
+// groundedOf is GroundAnswer's output for n answers as one grounded each;
+// a nil out (grounding failed for good) grounds none of them.
+func groundedOf(out *actwire.GroundOutput, n int) []grounded {
+	gs := make([]grounded, n)
+	if out == nil {
+		return gs
+	}
 	for i := range gs {
 		if i < len(out.Groundings) {
 			g := out.Groundings[i]
 			gs[i].Grounding = &g
 		}
-		if len(out.Citations) == len(answers) {
+		if len(out.Citations) == n {
 			c := out.Citations[i]
 			gs[i].Citation = &c
 		}
 	}
-	return gs, nil
+	return gs
 }

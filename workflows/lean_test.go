@@ -1,14 +1,22 @@
 package workflows
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
+	"github.com/memagent/memagent/internal/s3store"
 )
 
 // askedGates records the change ids a run asks for, answering lean for
@@ -64,5 +72,53 @@ func TestDocumentQALeanAsksOneGate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// resultDown fails the first write into a result.json that already
+// exists: the grounding's, after the answer wrote the result.
+type resultDown struct {
+	*activitiestest.Store
+	failed bool
+}
+
+func (s *resultDown) Put(ctx context.Context, loc s3store.Location, data []byte, contentType string) error {
+	if !s.failed && strings.HasSuffix(loc.Key, "result.json") && s.Object(loc) != nil {
+		s.failed = true
+		return errors.New("S3 is down")
+	}
+	return s.Store.Put(ctx, loc, data, contentType)
+}
+
+// A grounding that fails after the answer was paid for retries
+// AnswerAndGround, which takes the answer it paid for instead of calling
+// the model again, and grounds it.
+func TestDocumentQALeanAnswerPaidOnce(t *testing.T) {
+	f := newFixture(t, makeDoc(3))
+	store := &resultDown{Store: f.store}
+	f.acts.Store = store
+	var answers int
+	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+		env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+			if info.ActivityType.Name == actwire.AnswerAndGroundName {
+				answers++
+			}
+		})
+	}
+	res, _ := f.runToEnd(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?", Options: api.ModelOptions{ChunkTokens: 100}})
+	if !store.failed || answers != 2 {
+		t.Fatalf("grounding failed %v, AnswerAndGround started %d times: want a failure and a retry", store.failed, answers)
+	}
+	finals := 0
+	for _, c := range f.model.Calls() {
+		if !sectionRE.MatchString(c.Prompt) {
+			finals++
+		}
+	}
+	if finals != 1 || res.Usage.Calls != 4 || res.Usage.RepeatedCalls != 0 {
+		t.Errorf("%d answer calls, usage %d calls (%d repeated): want the answer paid once, 3 chunks and 1 answer", finals, res.Usage.Calls, res.Usage.RepeatedCalls)
+	}
+	if res.Answer != "w002" || res.Grounding == nil {
+		t.Errorf("answer %q, grounding %+v: want w002, grounded", res.Answer, res.Grounding)
 	}
 }

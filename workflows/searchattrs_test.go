@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -217,8 +216,8 @@ func TestDocumentQAUpsertsCanceledStatus(t *testing.T) {
 	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
 		u.install(env)
 		// Prepare never finishes before the cancellation at one second.
-		env.OnActivity(activities.PrepareDocumentName, mock.Anything, mock.Anything).
-			After(time.Hour).Return(actwire.PrepareOutput{}, nil)
+		env.OnActivity(actwire.PrepareReadingName, mock.Anything, mock.Anything).
+			After(time.Hour).Return(actwire.PrepareReadingOutput{}, nil)
 		env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
 	}
 	_, err := f.run(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"})

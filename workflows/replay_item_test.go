@@ -45,6 +45,9 @@ var itemGenerations = []itemGeneration{
 	// Every gate asked for, one activity a step: ConvertDocument,
 	// PrepareDocument, FindCheckpoint, UpdateMemory, Answer, GroundAnswer.
 	{name: "verified", prefix: "documentqa_item"},
+	// LeanItemChange at version 1: one gate asked; PrepareReading,
+	// UpdateMemory, AnswerAndGround.
+	{name: "lean", prefix: "documentqa_lean_item"},
 }
 
 const (
@@ -182,6 +185,17 @@ func TestItemCost(t *testing.T) {
 			t.Logf("%s: %d events, %d workflow tasks, %d activities %v, %d version markers, %d upserts",
 				filepath.Base(path), c.events, c.workflowTasks, c.activities, c.activityTypes, c.markers, c.upserts)
 		}
+	}
+	before, _ := oldest.files()
+	after, _ := newest.files()
+	b, a := costOf(loadHistory(t, before)), costOf(loadHistory(t, after))
+	// Before: 61 events, 7 workflow tasks; six activities and eight
+	// gates. After: one activity before the chunk and one after it, and
+	// one gate: 3 workflow tasks (3 events each), 3 activities (3 each),
+	// 7 markers and the SDK's 7 upserts of them fewer.
+	if a.workflowTasks > b.workflowTasks-3 || a.activities != 3 || a.markers != 1 || a.events > b.events-(9+9+7+7) {
+		t.Errorf("one-chunk item: %d events, %d workflow tasks, %d activities, %d markers; was %d, %d, %d, %d: want 3 workflow tasks and 3 activities fewer, one marker",
+			a.events, a.workflowTasks, a.activities, a.markers, b.events, b.workflowTasks, b.activities, b.markers)
 	}
 }
 

@@ -302,6 +302,9 @@ func (c *Converter) readPages(ctx context.Context, inst pdfium.Pdfium, doc refer
 		return 0, nil, badf("is not a readable PDF (its page tree is broken): export it to PDF again")
 	}
 	pages = count.PageCount
+	if src != nil && len(src.pageRefs()) != pages {
+		src = nil // its page tree is not PDFium's: no page is repaired
+	}
 	maxPages := c.MaxPages
 	if maxPages <= 0 {
 		maxPages = DefaultMaxPages

@@ -45,10 +45,26 @@ func (m matrix) mul(n matrix) matrix {
 }
 
 // mayDropTJShift says whether content can hold a TJ array with an empty
-// string: the cheap test that spares most pages the tokenizer.
+// string: the cheap test that spares most pages the tokenizer. An empty
+// string is "()" or "<>" not after a backslash ("(\\()" is a string of a
+// parenthesis, common in LaTeX's output).
 func mayDropTJShift(content []byte) bool {
-	return (bytes.Contains(content, []byte("()")) || bytes.Contains(content, []byte("<>"))) &&
-		bytes.Contains(content, []byte("TJ"))
+	if !bytes.Contains(content, []byte("TJ")) {
+		return false
+	}
+	for _, empty := range [][]byte{[]byte("()"), []byte("<>")} {
+		for i := 0; i < len(content); {
+			j := bytes.Index(content[i:], empty)
+			if j < 0 {
+				break
+			}
+			if j += i; j == 0 || content[j-1] != '\\' {
+				return true
+			}
+			i = j + 2
+		}
+	}
+	return false
 }
 
 // tjShifts interprets a page's content stream as far as text positions go

@@ -1,0 +1,92 @@
+package docconv
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/memagent/memagent/internal/docconv/docconvtest"
+	"github.com/memagent/memagent/internal/testdeps"
+)
+
+// TestPDFFileReadsContent: the object reader behind repairTJShifts finds
+// every page and its content stream in PDFs of both cross-reference
+// kinds: pdfTeX's (PDF 1.5: a cross-reference stream with PNG
+// predictors, pages in object streams) and a classic table.
+func TestPDFFileReadsContent(t *testing.T) {
+	for _, m := range []struct {
+		name  string
+		pdf   func(t *testing.T) []byte
+		pages int
+	}{
+		{"generated TJ page (xref table)", func(*testing.T) []byte { return docconvtest.TJEmptyStringPDF() }, 1},
+		{"gnuplot.pdf (xref stream, object streams)", func(t *testing.T) []byte {
+			b, err := os.ReadFile(testdeps.Manual(t, "gnuplot-doc", "usr/share/doc/gnuplot/gnuplot.pdf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, 311},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			b := m.pdf(t)
+			f, err := openPDFFile(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(f.pageRefs()); got != m.pages {
+				t.Fatalf("%d pages, want %d", got, m.pages)
+			}
+			for i := range m.pages {
+				c, err := f.pageContent(i)
+				if err != nil {
+					t.Fatalf("page %d: %v", i+1, err)
+				}
+				if !bytes.Contains(c, []byte("BT")) || !bytes.Contains(c, []byte("ET")) {
+					t.Fatalf("page %d: no text object in its %d bytes of content", i+1, len(c))
+				}
+			}
+		})
+	}
+}
+
+// TestTJShifts: the objects after a TJ array that ends in an empty string
+// are shifted by the dropped displacement (font size × Tz × Tm × CTM), up
+// to the next positioning operator; arrays without an empty string, or
+// with nothing after their last string, shift nothing.
+func TestTJShifts(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		content string
+		want    []tjShift
+		objects int
+	}{
+		{"gropdf", "BT /F5 12.5 Tf 1 0 0 1 72 220 Tm [(e') -317.96 (in) -317.84 ()] TJ /F8 12.5 Tf [(grolbp_SOURCES) -317.84 ] TJ /F5 12.5 Tf [(will) ] TJ 1 0 0 1 72 204 Tm (next) Tj ET",
+			[]tjShift{{obj: 1, dx: 3.973}, {obj: 2, dx: 3.973}}, 4},
+		{"adds up, hex, Tz, scaled CTM", "q 2 0 0 2 0 0 cm BT /F1 10 Tf 50 Tz [(a) -100 <>] TJ (b) Tj [(c) -200 () -100] TJ (d) Tj ET Q",
+			[]tjShift{{obj: 1, dx: 1}, {obj: 2, dx: 1}, {obj: 3, dx: 4}}, 4},
+		{"Td, T*, ' and BT put PDFium right", "BT /F1 10 Tf [(a) -100 ()] TJ 0 0 Td (b) Tj [(a) -100 ()] TJ T* (b) Tj [(a) -100 ()] TJ (b) ' ET BT [(a) -100 ()] TJ ET BT (b) Tj ET",
+			nil, 8},
+		{"no empty string, or nothing after the last string", "BT /F1 10 Tf [(a) -100] TJ (b) Tj [() -100 (a)] TJ (b) Tj [() -100] TJ () Tj (c) Tj ET",
+			nil, 5},
+		{"q/Q keeps the text state", "BT /F1 10 Tf q [(a) -100 ()] TJ Q (b) Tj ET", nil, 2},
+		{"inline image", "BI /W 1 /H 1 /BPC 8 /CS /G ID \x00()TJ) EI BT /F1 10 Tf [(a) -100 ()] TJ (b) Tj ET", []tjShift{{obj: 1, dx: 1}}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, objects := tjShifts([]byte(c.content))
+			if objects != c.objects {
+				t.Errorf("%d text objects, want %d", objects, c.objects)
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("shifts %+v, want %+v", got, c.want)
+			}
+			for i := range got {
+				if got[i].obj != c.want[i].obj || !near(got[i].dx, c.want[i].dx) || !near(got[i].dy, c.want[i].dy) {
+					t.Errorf("shift %d: %+v, want %+v", i, got[i], c.want[i])
+				}
+			}
+		})
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-3 && b-a < 1e-3 }

@@ -309,7 +309,11 @@ type pdfFile struct {
 	xref    map[int]xrefEntry
 	trailer map[string]any
 	objStms map[int][]any // decoded object streams: their objects
-	pages   []pdfRef
+	zr      io.ReadCloser // zlib, reset for each stream
+	content []byte        // pageContent's buffer, reused page after page
+	// pages is each page's content streams, in the page tree's order
+	// (nil before pageRefs walks the tree).
+	pages [][]pdfRef
 }
 
 // openPDFFile reads the cross-reference of the PDF in r. Encrypted files
@@ -502,7 +506,7 @@ func (f *pdfFile) readXrefTable(off int64) (map[string]any, error) {
 // objectAt parses "N G obj ..." at off: the object, a stream with its
 // raw data when it is one.
 func (f *pdfFile) objectAt(off int64) (int, any, error) {
-	for n := 1 << 12; ; n *= 4 {
+	for n := 1 << 10; ; n *= 4 {
 		b := f.readAt(off, n)
 		l := &pdfLexer{b: b}
 		num, _ := l.next()
@@ -630,6 +634,13 @@ func (f *pdfFile) resolve(x any) any {
 // decode returns a stream's decoded data: Flate (with PNG predictors) or
 // none; other filters are an error.
 func (f *pdfFile) decode(s pdfStream) ([]byte, error) {
+	return f.decodeAppend(nil, s)
+}
+
+// decodeAppend appends s's decoded data to dst. The zlib reader is the
+// file's own, reset for each stream: pages are read one after another,
+// and a page's content costs no allocation but its growth.
+func (f *pdfFile) decodeAppend(dst []byte, s pdfStream) ([]byte, error) {
 	filter := f.resolve(s.dict["Filter"])
 	if a, ok := filter.([]any); ok {
 		switch len(a) {
@@ -643,33 +654,55 @@ func (f *pdfFile) decode(s pdfStream) ([]byte, error) {
 	}
 	switch filter {
 	case nil:
-		return s.raw, nil
+		return append(dst, s.raw...), nil
 	case pdfName("FlateDecode"), pdfName("Fl"):
 	default:
 		return nil, fmt.Errorf("filter %v", filter)
-	}
-	zr, err := zlib.NewReader(bytes.NewReader(s.raw))
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(io.LimitReader(zr, pdfMaxStream))
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, err
 	}
 	parms, _ := f.resolve(s.dict["DecodeParms"]).(map[string]any)
 	if a, ok := f.resolve(s.dict["DecodeParms"]).([]any); ok && len(a) == 1 {
 		parms, _ = f.resolve(a[0]).(map[string]any)
 	}
-	if pred, _ := parms["Predictor"].(float64); pred >= 10 {
+	pred, _ := parms["Predictor"].(float64)
+	if pred > 1 && pred < 10 {
+		return nil, errors.New("TIFF predictor")
+	}
+	var err error
+	if f.zr == nil {
+		f.zr, err = zlib.NewReader(bytes.NewReader(s.raw))
+	} else {
+		err = f.zr.(zlib.Resetter).Reset(bytes.NewReader(s.raw), nil)
+	}
+	if err != nil {
+		f.zr = nil
+		return nil, err
+	}
+	start := len(dst)
+	for {
+		if len(dst)-start > pdfMaxStream {
+			return nil, errors.New("stream too large")
+		}
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := f.zr.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+			break // a truncated stream reads as far as it goes, as in PDFium
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if pred >= 10 {
 		cols := 1.0
 		if c, ok := parms["Columns"].(float64); ok && c > 0 {
 			cols = c
 		}
-		return unpredictPNG(data, int(cols))
-	} else if pred > 1 {
-		return nil, errors.New("TIFF predictor")
+		out, err := unpredictPNG(dst[start:], int(cols))
+		return append(dst[:start], out...), err
 	}
-	return data, nil
+	return dst, nil
 }
 
 // unpredictPNG undoes PNG row filters of rows of cols bytes (one byte a
@@ -725,12 +758,14 @@ func abs(x int) int {
 	return x
 }
 
-// pageRefs lists the page objects in the page tree's order (once).
-func (f *pdfFile) pageRefs() []pdfRef {
+// pageRefs lists each page's content streams in the page tree's order
+// (walking the tree once). The objects it decoded on the way are then
+// let go: a content stream is never inside an object stream.
+func (f *pdfFile) pageRefs() [][]pdfRef {
 	if f.pages != nil {
 		return f.pages
 	}
-	f.pages = []pdfRef{}
+	f.pages = [][]pdfRef{}
 	root, _ := f.resolve(f.trailer["Root"]).(map[string]any)
 	seen := map[pdfRef]bool{}
 	var walk func(x any, depth int)
@@ -750,48 +785,54 @@ func (f *pdfFile) pageRefs() []pdfRef {
 			}
 			return
 		}
-		f.pages = append(f.pages, r)
+		var contents []pdfRef
+		c := node["Contents"]
+		if _, ok := c.(pdfRef); ok {
+			if a, ok := f.resolve(c).([]any); ok {
+				c = a // an indirect array of streams
+			}
+		}
+		switch c := c.(type) {
+		case pdfRef:
+			contents = []pdfRef{c}
+		case []any:
+			for _, x := range c {
+				if r, ok := x.(pdfRef); ok {
+					contents = append(contents, r)
+				}
+			}
+		}
+		f.pages = append(f.pages, contents)
 	}
 	if root != nil {
 		walk(root["Pages"], 0)
 	}
+	f.objStms = map[int][]any{}
 	return f.pages
 }
 
-// pageContent returns page i's content streams, decoded and joined.
+// pageContent returns page i's content streams, decoded and joined, in
+// a buffer the next call reuses.
 func (f *pdfFile) pageContent(i int) ([]byte, error) {
 	pages := f.pageRefs()
 	if i < 0 || i >= len(pages) {
 		return nil, errors.New("no such page")
 	}
-	page, _ := f.resolve(pages[i]).(map[string]any)
-	var parts []any
-	switch c := page["Contents"].(type) {
-	case pdfRef:
-		x := f.resolve(c)
-		if a, ok := x.([]any); ok {
-			parts = a
-		} else {
-			parts = []any{c}
-		}
-	case []any:
-		parts = c
-	}
-	var out []byte
-	for _, p := range parts {
-		s, ok := f.resolve(p).(pdfStream)
+	out := f.content[:0]
+	for _, r := range pages[i] {
+		s, ok := f.resolve(r).(pdfStream)
 		if !ok {
 			continue
 		}
-		data, err := f.decode(s)
-		if err != nil {
+		var err error
+		if out, err = f.decodeAppend(out, s); err != nil {
 			return nil, err
 		}
-		if len(out)+len(data) > pdfMaxStream {
+		if len(out) > pdfMaxStream {
 			return nil, errors.New("content too large")
 		}
-		out = append(out, data...)
 		out = append(out, '\n')
 	}
+	f.content = out
 	return out, nil
 }

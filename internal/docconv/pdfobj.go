@@ -38,7 +38,7 @@ var errPDFSyntax = errors.New("pdf syntax")
 // Bounds that keep the reader cheap on hostile input: it gives up
 // rather than read more.
 const (
-	pdfMaxStream  = 64 << 20 // decoded bytes of one stream
+	pdfMaxStream  = 16 << 20 // decoded bytes of one stream (a page's content)
 	pdfMaxXrefs   = 64       // cross-reference sections followed
 	pdfMaxDepth   = 32       // nesting of arrays and dictionaries
 	pdfMaxObjects = 1 << 22  // objects the cross-reference may name
@@ -311,6 +311,7 @@ type pdfFile struct {
 	objStms map[int][]any // decoded object streams: their objects
 	zr      io.ReadCloser // zlib, reset for each stream
 	content []byte        // pageContent's buffer, reused page after page
+	depth   int           // objectAt calls under way (a Length may name its own stream)
 	// pages is each page's content streams, in the page tree's order
 	// (nil before pageRefs walks the tree).
 	pages [][]pdfRef
@@ -506,6 +507,11 @@ func (f *pdfFile) readXrefTable(off int64) (map[string]any, error) {
 // objectAt parses "N G obj ..." at off: the object, a stream with its
 // raw data when it is one.
 func (f *pdfFile) objectAt(off int64) (int, any, error) {
+	if f.depth++; f.depth > 8 {
+		f.depth--
+		return 0, nil, fmt.Errorf("object at %d: references loop: %w", off, errPDFSyntax)
+	}
+	defer func() { f.depth-- }()
 	for n := 1 << 10; ; n *= 4 {
 		b := f.readAt(off, n)
 		l := &pdfLexer{b: b}

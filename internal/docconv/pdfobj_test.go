@@ -90,3 +90,33 @@ func TestTJShifts(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-3 && b-a < 1e-3 }
+
+// TestPDFFileGivesUp: on a file it cannot read, the object reader says so
+// (and the page keeps PDFium's reading): no panic, no loop, whatever the
+// bytes, a stream whose Length names itself included.
+func TestPDFFileGivesUp(t *testing.T) {
+	pdf := docconvtest.TJEmptyStringPDF()
+	selfLength := bytes.Replace(pdf, []byte("4 0 obj\n<< /Length "), []byte("4 0 obj\n<< /Length 4 0 R /L "), 1)
+	encrypted := bytes.Replace(pdf, []byte("/Root 1 0 R"), []byte("/Root 1 0 R /Encrypt 9 0 R"), 1)
+	for name, b := range map[string][]byte{"self length": selfLength, "encrypted": encrypted, "garbage": []byte("%PDF-1.4\nstartxref\n3\n%%EOF")} {
+		f, err := openPDFFile(bytes.NewReader(b), int64(len(b)))
+		if err == nil {
+			_, err = f.pageContent(0)
+		}
+		if err == nil {
+			t.Errorf("%s: read", name)
+		}
+	}
+	// Every truncation and every byte's corruption of a whole file.
+	for n := range len(pdf) {
+		for _, b := range [][]byte{pdf[:n], append(append(bytes.Clone(pdf[:n]), 'x'), pdf[n+1:]...)} {
+			if f, err := openPDFFile(bytes.NewReader(b), int64(len(b))); err == nil {
+				for i := range f.pageRefs() {
+					if c, err := f.pageContent(i); err == nil {
+						tjShifts(c)
+					}
+				}
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // pdfobj.go is a small reader of a PDF's objects (cross-reference tables
@@ -312,9 +313,9 @@ type pdfFile struct {
 	zr      io.ReadCloser // zlib, reset for each stream
 	content []byte        // pageContent's buffer, reused page after page
 	depth   int           // objectAt calls under way (a Length may name its own stream)
-	// pages is each page's content streams, in the page tree's order
-	// (nil before pageRefs walks the tree).
-	pages [][]pdfRef
+	// pages is each page and its content streams, in the page tree's
+	// order (nil before pageRefs walks the tree).
+	pages []pdfPageObj
 }
 
 // openPDFFile reads the cross-reference of the PDF in r. Encrypted files
@@ -764,14 +765,20 @@ func abs(x int) int {
 	return x
 }
 
-// pageRefs lists each page's content streams in the page tree's order
+// pdfPageObj is a page object and its content streams.
+type pdfPageObj struct {
+	ref      pdfRef
+	contents []pdfRef
+}
+
+// pageRefs lists each page and its content streams in the page tree's order
 // (walking the tree once). The objects it decoded on the way are then
 // let go: a content stream is never inside an object stream.
-func (f *pdfFile) pageRefs() [][]pdfRef {
+func (f *pdfFile) pageRefs() []pdfPageObj {
 	if f.pages != nil {
 		return f.pages
 	}
-	f.pages = [][]pdfRef{}
+	f.pages = []pdfPageObj{}
 	root, _ := f.resolve(f.trailer["Root"]).(map[string]any)
 	seen := map[pdfRef]bool{}
 	var walk func(x any, depth int)
@@ -808,7 +815,7 @@ func (f *pdfFile) pageRefs() [][]pdfRef {
 				}
 			}
 		}
-		f.pages = append(f.pages, contents)
+		f.pages = append(f.pages, pdfPageObj{ref: r, contents: contents})
 	}
 	if root != nil {
 		walk(root["Pages"], 0)
@@ -825,7 +832,7 @@ func (f *pdfFile) pageContent(i int) ([]byte, error) {
 		return nil, errors.New("no such page")
 	}
 	out := f.content[:0]
-	for _, r := range pages[i] {
+	for _, r := range pages[i].contents {
 		s, ok := f.resolve(r).(pdfStream)
 		if !ok {
 			continue
@@ -841,4 +848,31 @@ func (f *pdfFile) pageContent(i int) ([]byte, error) {
 	}
 	f.content = out
 	return out, nil
+}
+
+// verticalFont says whether font name of page i's resources (inherited
+// from the page tree as PDF allows) writes vertically: a Type0 font whose
+// CMap is a -V one or says /WMode 1.
+func (f *pdfFile) verticalFont(i int, name string) bool {
+	pages := f.pageRefs()
+	if i < 0 || i >= len(pages) {
+		return false
+	}
+	node, _ := f.resolve(pages[i].ref).(map[string]any)
+	for depth := 0; node != nil && depth < pdfMaxDepth; depth++ {
+		if res, ok := f.resolve(node["Resources"]).(map[string]any); ok {
+			fonts, _ := f.resolve(res["Font"]).(map[string]any)
+			font, _ := f.resolve(fonts[name]).(map[string]any)
+			switch enc := f.resolve(font["Encoding"]).(type) {
+			case pdfName:
+				return strings.HasSuffix(string(enc), "-V")
+			case pdfStream:
+				w, _ := enc.dict["WMode"].(float64)
+				return w == 1
+			}
+			return false
+		}
+		node, _ = f.resolve(node["Parent"]).(map[string]any)
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package docconv
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestTJShifts(t *testing.T) {
 		{"inline image", "BI /W 1 /H 1 /BPC 8 /CS /G ID \x00()TJ) EI BT /F1 10 Tf [(a) -100 ()] TJ (b) Tj ET", []tjShift{{obj: 1, dx: 1}}, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, objects := tjShifts([]byte(c.content))
+			got, objects, _ := tjShifts([]byte(c.content))
 			if objects != c.objects {
 				t.Errorf("%d text objects, want %d", objects, c.objects)
 			}
@@ -118,5 +119,49 @@ func TestPDFFileGivesUp(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestVerticalFontLeftAlone: in a vertical font PDFium loses the
+// displacement in y, so a page whose lost displacements are in one is not
+// repaired; the font is looked up in the resources the page inherits.
+func TestVerticalFontLeftAlone(t *testing.T) {
+	content := "BT /V1 12 Tf [(a) -333 ()] TJ (b) Tj ET BT /H1 12 Tf (c) Tj ET"
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 /Resources << /Font << /V1 5 0 R /H1 6 0 R >> >> >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
+		"<< /Type /Font /Subtype /Type0 /BaseFont /X /Encoding /Identity-V >>",
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offs := make([]int, len(objs))
+	for i, o := range objs {
+		offs[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, o := range offs {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+
+	f, err := openPDFFile(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.pageContent(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shifts, _, fonts := tjShifts(c)
+	if len(shifts) != 1 || len(fonts) != 1 || fonts[0] != "V1" {
+		t.Fatalf("shifts %+v, fonts %q: want one shift, lost in V1", shifts, fonts)
+	}
+	if !f.verticalFont(0, "V1") || f.verticalFont(0, "H1") || f.verticalFont(0, "none") {
+		t.Errorf("vertical: V1 %v, H1 %v, none %v; want true, false, false", f.verticalFont(0, "V1"), f.verticalFont(0, "H1"), f.verticalFont(0, "none"))
 	}
 }

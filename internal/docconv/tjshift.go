@@ -3,6 +3,7 @@ package docconv
 import (
 	"bytes"
 	"io"
+	"slices"
 
 	"github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/enums"
@@ -16,11 +17,12 @@ import (
 // skips the empty string, so AddTextObject applies kernings.back(), a
 // slot never filled, instead of the last string's shift; upstream PDFium
 // of November 2025 still does). gropdf ends a justified run with
-// `(in) -317.840 ()] TJ`: the word space after "in" is lost, and what the
-// same text object runs on with (until the next Td, Tm, T*, ' or ", or
-// BT) is drawn that much to the left: "ingrolbp_SOURCES". tjshift reads
-// the page's content stream itself, finds the text objects PDFium placed
-// short, and moves their glyphs by the shift PDFium dropped.
+// `(in) -317.840 ()] TJ`: the word space after "in" is lost, and the text
+// shown after it, up to the next Td, TD, T*, Tm, ', " or BT, is drawn that
+// much to the left: "ingrolbp_SOURCES". tjshift reads the page's content
+// stream itself, finds the text objects PDFium placed short, and moves
+// their glyphs by the shift PDFium dropped. In a vertical font PDFium
+// loses it in y: such a page is left as PDFium read it.
 
 // tjShift is how far PDFium drew one text object short, in page space.
 type tjShift struct {
@@ -30,14 +32,14 @@ type tjShift struct {
 	dx, dy float64
 }
 
-// matrix is a PDF matrix [a b c d e f].
-type matrix [6]float64
+// pdfMatrix is a PDF matrix [a b c d e f].
+type pdfMatrix [6]float64
 
-var identity = matrix{1, 0, 0, 1, 0, 0}
+var pdfIdentity = pdfMatrix{1, 0, 0, 1, 0, 0}
 
 // mul is m then n (m × n in the PDF's row-vector convention).
-func (m matrix) mul(n matrix) matrix {
-	return matrix{
+func (m pdfMatrix) mul(n pdfMatrix) pdfMatrix {
+	return pdfMatrix{
 		m[0]*n[0] + m[1]*n[2], m[0]*n[1] + m[1]*n[3],
 		m[2]*n[0] + m[3]*n[2], m[2]*n[1] + m[3]*n[3],
 		m[4]*n[0] + m[5]*n[2] + n[4], m[4]*n[1] + m[5]*n[3] + n[5],
@@ -69,15 +71,17 @@ func mayDropTJShift(content []byte) bool {
 
 // tjShifts interprets a page's content stream as far as text positions go
 // and returns the text objects PDFium draws short (none on almost every
-// page), and how many page-level text objects PDFium makes of it.
-func tjShifts(content []byte) (shifts []tjShift, objects int) {
+// page), how many page-level text objects PDFium makes of it, and the
+// fonts (resource names) of the TJ arrays whose displacement it lost.
+func tjShifts(content []byte) (shifts []tjShift, objects int, fonts []string) {
 	type state struct {
-		ctm         matrix
-		tm          matrix
+		ctm         pdfMatrix
+		tm          pdfMatrix
 		err         float64 // PDFium's text position minus the true one, text space x
 		size, scale float64
+		font        string
 	}
-	st := state{ctm: identity, tm: identity, scale: 1}
+	st := state{ctm: pdfIdentity, tm: pdfIdentity, scale: 1}
 	var stack []state
 	var ops []any
 	l := &pdfLexer{b: content}
@@ -104,9 +108,9 @@ func tjShifts(content []byte) (shifts []tjShift, objects int) {
 			break
 		}
 		if err != nil {
-			if l.depth > 0 {
-				return nil, -1 // an operand PDFium would read otherwise: give up
-			}
+			// A malformed operand: PDFium may read it otherwise, and if
+			// that changes what objects it makes, the count check of
+			// repairTJShifts leaves the page alone.
 			ops = ops[:0]
 			continue
 		}
@@ -129,13 +133,13 @@ func tjShifts(content []byte) (shifts []tjShift, objects int) {
 			}
 		case "cm":
 			if n == 6 {
-				st.ctm = matrix{num(0), num(1), num(2), num(3), num(4), num(5)}.mul(st.ctm)
+				st.ctm = pdfMatrix{num(0), num(1), num(2), num(3), num(4), num(5)}.mul(st.ctm)
 			}
 		case "BT":
-			st.tm, st.err = identity, 0
+			st.tm, st.err = pdfIdentity, 0
 		case "Tm":
 			if n == 6 {
-				st.tm = matrix{num(0), num(1), num(2), num(3), num(4), num(5)}
+				st.tm = pdfMatrix{num(0), num(1), num(2), num(3), num(4), num(5)}
 			}
 			st.err = 0
 		case "Td", "TD", "T*":
@@ -143,6 +147,11 @@ func tjShifts(content []byte) (shifts []tjShift, objects int) {
 		case "Tf":
 			if n >= 1 {
 				st.size = num(n - 1)
+			}
+			if n >= 2 {
+				if name, ok := ops[n-2].(pdfName); ok {
+					st.font = string(name)
+				}
 			}
 		case "Tz":
 			if n == 1 {
@@ -188,19 +197,22 @@ func tjShifts(content []byte) (shifts []tjShift, objects int) {
 				// by Tz); PDFium does not move: its position is off by
 				// trailing/1000 of it from then on.
 				dropped = trailing / 1000 * st.size * st.scale
+				if !slices.Contains(fonts, st.font) {
+					fonts = append(fonts, st.font)
+				}
 			}
 			show(dropped)
 		case "BI":
 			// An inline image: skip its data, up to EI.
 			i := bytes.Index(content[l.p:], []byte("ID"))
 			if i < 0 {
-				return shifts, objects
+				return shifts, objects, fonts
 			}
 			l.p += i + 2
 			for {
 				j := bytes.Index(content[l.p:], []byte("EI"))
 				if j < 0 {
-					return shifts, objects
+					return shifts, objects, fonts
 				}
 				l.p += j + 2
 				if isPDFSpace(content[l.p-3]) && (l.p >= len(content) || isPDFSpace(content[l.p]) || isPDFDelim(content[l.p])) {
@@ -210,7 +222,7 @@ func tjShifts(content []byte) (shifts []tjShift, objects int) {
 		}
 		ops = ops[:0]
 	}
-	return shifts, objects
+	return shifts, objects, fonts
 }
 
 // repairTJShifts moves the glyphs of the text objects PDFium drew short
@@ -226,9 +238,14 @@ func repairTJShifts(inst pdfium.Pdfium, src *pdfFile, page references.FPDF_PAGE,
 	if err != nil || !mayDropTJShift(content) {
 		return
 	}
-	shifts, objects := tjShifts(content)
+	shifts, objects, fonts := tjShifts(content)
 	if len(shifts) == 0 {
 		return
+	}
+	for _, font := range fonts {
+		if src.verticalFont(i, font) {
+			return // PDFium lost the displacement in y: not repaired
+		}
 	}
 	// The page's text objects, in stream order, known by their matrices
 	// (text position included): a glyph's object is found by its matrix.

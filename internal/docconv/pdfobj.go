@@ -234,7 +234,7 @@ func (l *pdfLexer) hex() (any, error) {
 	return out, nil
 }
 
-// refs folds "N G R" in a run of objects into pdfRefs.
+// foldRefs folds "N G R" in a run of objects into pdfRefs.
 func foldRefs(xs []any) []any {
 	out := xs[:0]
 	for _, x := range xs {
@@ -739,7 +739,7 @@ func unpredictPNG(data []byte, cols int) ([]byte, error) {
 			case 3:
 				cur[i] = row[i] + byte((int(left)+int(up))/2)
 			case 4:
-				pa, pb, pc := abs(int(up)-int(ul)), abs(int(left)-int(ul)), abs(int(left)+int(up)-2*int(ul))
+				pa, pb, pc := absInt(int(up)-int(ul)), absInt(int(left)-int(ul)), absInt(int(left)+int(up)-2*int(ul))
 				switch {
 				case pa <= pb && pa <= pc:
 					cur[i] = row[i] + left
@@ -758,7 +758,7 @@ func unpredictPNG(data []byte, cols int) ([]byte, error) {
 	return out, nil
 }
 
-func abs(x int) int {
+func absInt(x int) int {
 	if x < 0 {
 		return -x
 	}

@@ -52,6 +52,7 @@ type serverPrioRow struct {
 	Form        string // MEMAGENT_MODEL_PRIORITY
 	Policy      string // the simulator's --scheduling-policy
 	Hold        string // MEMAGENT_MODEL_PRIORITY_HOLD
+	Reserve     string // MEMAGENT_MODEL_PRIORITY_RESERVE
 	Load        bool
 	InFlight    int // the worker's calls at the server at most
 	Times       []time.Duration
@@ -72,14 +73,16 @@ func (r serverPrioRow) median() time.Duration {
 // newServerPrioPool starts a simulator of one replica on the batch model
 // under policy and a worker that keeps up to inFlight calls at it, telling
 // it their priority in form.
-func newServerPrioPool(ctx context.Context, env *benchEnv, name, policy, form, hold string, inFlight int) (*sharePool, error) {
+func newServerPrioPool(ctx context.Context, env *benchEnv, name string, row serverPrioRow) (*sharePool, error) {
+	policy, form, inFlight := row.Policy, row.Form, row.InFlight
 	sim := simulator.New(simulator.Options{Tokenizer: env.tok, Capacity: simulator.CapacityBatch, Batch: srvBatch, SchedulingPolicy: policy})
 	srv := httptest.NewServer(sim)
 	cfg := env.cfg
 	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.ModelMaxInFlight = inFlight
 	cfg.ModelPriority = []string{form}
-	cfg.ModelPriorityHold = hold
+	cfg.ModelPriorityHold = row.Hold
+	cfg.ModelPriorityReserve = row.Reserve
 	cfg.TaskQueue = "bench-" + name
 	stop, err := env.startWorker(ctx, cfg)
 	if err != nil {
@@ -91,8 +94,10 @@ func newServerPrioPool(ctx context.Context, env *benchEnv, name, policy, form, h
 
 // runServerPriority times srvAsks questions at priority 2 on an idle
 // server, then behind a saturating batch with the server's queue first
-// come, first served, then with it by priority.
-func runServerPriority(ctx context.Context, env *benchEnv) ([]serverPrioRow, error) {
+// come, first served, then with it by priority, with and without the
+// pool's hold and reserve. only names the rows to run by index (the idle
+// row, 0, always runs: the others are its multiples); nil runs all.
+func runServerPriority(ctx context.Context, env *benchEnv, only map[int]bool) ([]serverPrioRow, error) {
 	askTokens := slices.Repeat([]int{srvAskTokens}, srvAsks)
 	askDocs, err := shareDocs(ctx, env, "srvprio-ask", askTokens)
 	if err != nil {
@@ -103,19 +108,10 @@ func runServerPriority(ctx context.Context, env *benchEnv) ([]serverPrioRow, err
 		return nil, err
 	}
 	var rows []serverPrioRow
-	for vi, v := range []serverPrioRow{
-		{Variant: "idle server", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", InFlight: srvInFlight},
-		{Variant: "saturating batch, server first come, first served", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Load: true, InFlight: srvInFlight},
-		{Variant: "saturating batch, server by priority", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "off", Load: true, InFlight: srvInFlight},
-		// MEMAGENT_MODEL_PRIORITY_HOLD=on: no new batch call starts while
-		// a question's call runs at the server (or ended under a second
-		// ago); those already there run on.
-		{Variant: "saturating batch, server by priority, pool holds back batch calls", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Load: true, InFlight: srvInFlight},
-		{Variant: "saturating batch, server by priority, pool holds back batch calls, worker's calls capped at the server's batch", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Load: true, InFlight: srvSeqs},
-		// The setup of "Questions under load": no queue in the server,
-		// the worker's own queue orders the calls by priority.
-		{Variant: "saturating batch, server first come, first served, worker's calls capped at the server's batch", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Load: true, InFlight: srvSeqs},
-	} {
+	for vi, v := range serverPrioVariants {
+		if vi > 0 && only != nil && !only[vi] {
+			continue
+		}
 		row, err := runServerPrioVariant(ctx, env, vi, v, askDocs, loadDocs)
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", v.Variant, err)
@@ -126,8 +122,30 @@ func runServerPriority(ctx context.Context, env *benchEnv) ([]serverPrioRow, err
 	return rows, nil
 }
 
+// serverPrioVariants are the section's rows. The rows measured before the
+// reserve existed keep it off, as they ran.
+var serverPrioVariants = []serverPrioRow{
+	{Variant: "idle server", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Reserve: "off", InFlight: srvInFlight},
+	{Variant: "saturating batch, server first come, first served", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Reserve: "off", Load: true, InFlight: srvInFlight},
+	{Variant: "saturating batch, server by priority", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "off", Reserve: "off", Load: true, InFlight: srvInFlight},
+	// MEMAGENT_MODEL_PRIORITY_HOLD=on: no new batch call starts while a
+	// question's call runs at the server (or ended under a second ago);
+	// those already there run on.
+	{Variant: "saturating batch, server by priority, pool holds back batch calls", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Reserve: "off", Load: true, InFlight: srvInFlight},
+	{Variant: "saturating batch, server by priority, pool holds back batch calls, worker's calls capped at the server's batch", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Reserve: "off", Load: true, InFlight: srvSeqs},
+	// The setup of "Questions under load": no queue in the server, the
+	// worker's own queue orders the calls by priority.
+	{Variant: "saturating batch, server first come, first served, worker's calls capped at the server's batch", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Reserve: "off", Load: true, InFlight: srvSeqs},
+	// MEMAGENT_MODEL_PRIORITY_RESERVE: a question's call goes to the
+	// server beyond the cap while batch calls run there, and the server
+	// preempts one for it; auto is a quarter of the cap (4 of 16).
+	{Variant: "saturating batch, server by priority, worker's calls capped at the server's batch, questions' calls on a reserve of 4 (auto)", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "off", Reserve: "auto", Load: true, InFlight: srvSeqs},
+	{Variant: "saturating batch, server by priority, pool holds back batch calls, worker's calls capped at the server's batch, questions' calls on a reserve of 4 (auto)", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Reserve: "auto", Load: true, InFlight: srvSeqs},
+	{Variant: "saturating batch, server by priority, pool holds back batch calls, worker's calls capped at the server's batch, questions' calls on a reserve of 8", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Reserve: "8", Load: true, InFlight: srvSeqs},
+}
+
 func runServerPrioVariant(ctx context.Context, env *benchEnv, vi int, row serverPrioRow, askDocs, loadDocs []string) (serverPrioRow, error) {
-	p, err := newServerPrioPool(ctx, env, fmt.Sprintf("srvprio-%d", vi), row.Policy, row.Form, row.Hold, row.InFlight)
+	p, err := newServerPrioPool(ctx, env, fmt.Sprintf("srvprio-%d", vi), row)
 	if err != nil {
 		return row, err
 	}

@@ -23,7 +23,7 @@ func TestPoolReserveSimulatorPreempts(t *testing.T) {
 				policy = simulator.SchedulingFCFS
 			}
 			sim := simulator.New(simulator.Options{Model: "m", Capacity: simulator.CapacityBatch, SchedulingPolicy: policy,
-				// Two batch calls' 2,000-token prompts take some 5 s to
+				// Two batch calls' 1,000-token prompts take some 2.5 s to
 				// prefill, 64 tokens a step of 74 ms; a question's few
 				// tokens, a step or two.
 				Batch: simulator.BatchOptions{MaxNumSeqs: 2, MaxNumBatchedTokens: 64, StepBase: 10 * time.Millisecond, StepPerSeq: -1, PrefillTokensPerSec: 1000}})
@@ -47,7 +47,7 @@ func TestPoolReserveSimulatorPreempts(t *testing.T) {
 			prompt := func(q, section string) string {
 				return "<problem>" + q + "</problem>\n<memory>No previous memory</memory>\n<section>" + section + "</section>"
 			}
-			long := strings.Repeat("word ", 1600) // 8,000 bytes: 2,000 tokens
+			long := strings.Repeat("word ", 800) // 4,000 bytes: 1,000 tokens
 			b0, b1 := done(4, prompt("b0?", long)), done(4, prompt("b1?", long))
 			waitFor(t, "both batch calls run at the server", func() bool { return sim.Stats().InFlight == 2 })
 			q := done(2, prompt("q?", "word"))

@@ -26,7 +26,8 @@ const (
 )
 
 // notifyChanges POSTs a batch's change notification to its notify_url as
-// JSON, once per attempt. A 2xx is delivered. Whatever else happens (a
+// JSON, once per attempt (the batch's, and a validation's once it marks
+// the batch's gated report). A 2xx is delivered. Whatever else happens (a
 // closed port, an open one that speaks no HTTP or never answers, any
 // status other than 2xx, an address the policy refuses), the attempt
 // ends the same way: NotifyAttemptTime after it began (the POST's budget,
@@ -42,8 +43,9 @@ const (
 // caller's own URL names, is refused at once. The worker's log says what
 // the host answered. The URL may carry a token in its userinfo, path or
 // query: it is never logged nor put in an error, only its scheme and
-// host. The Idempotency-Key header (the batch's workflow and run id) lets
-// a receiver drop the repeat of a POST whose answer was lost.
+// host. The Idempotency-Key header (the batch's workflow and run id, or
+// the input's key: a gated report's marking has its own) lets a receiver
+// drop the repeat of a POST whose answer was lost.
 func (a *Activities) notifyChanges(ctx context.Context, in actwire.NotifyInput) error {
 	began := time.Now()
 	if err := api.CheckNotifyURL(in.URL); err != nil {
@@ -68,7 +70,11 @@ func (a *Activities) notifyChanges(ctx context.Context, in actwire.NotifyInput) 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "memagent-notify/1")
-	req.Header.Set("Idempotency-Key", in.Notification.WorkflowID+"/"+in.Notification.RunID)
+	key := in.IdempotencyKey
+	if key == "" {
+		key = in.Notification.WorkflowID + "/" + in.Notification.RunID
+	}
+	req.Header.Set("Idempotency-Key", key)
 	budget := a.notifyBudget()
 	client := a.Notifier
 	if client == nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -88,6 +89,27 @@ func TestNotifyChanges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNotifyIdempotencyKey: the input's key, when set (a gated report's
+// marking), is the POST's Idempotency-Key; the batch's own is
+// "<workflow id>/<run id>".
+func TestNotifyIdempotencyKey(t *testing.T) {
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+	}))
+	defer srv.Close()
+	a := &Activities{Logger: slog.New(slog.DiscardHandler), NotifyPolicy: loopbackAllowed(t), NotifyAttemptTime: 5 * time.Second}
+	n := api.ChangeNotification{Name: "nightly", WorkflowID: "w", RunID: "r", Validation: &api.ReportValidation{State: api.ReportFinal}}
+	for _, in := range []actwire.NotifyInput{{URL: srv.URL, Notification: n}, {URL: srv.URL, Notification: n, IdempotencyKey: actwire.GateNotifyKey(n)}} {
+		if err := a.notifyChanges(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"w/r", "w/r/validation"}; !slices.Equal(keys, want) {
+		t.Errorf("keys %q, want %q", keys, want)
 	}
 }
 

@@ -276,7 +276,7 @@ func (a *Activities) writeValidation(ctx context.Context, in actwire.WriteValida
 			return nil, storeError(err, f.uri)
 		}
 	}
-	if out.Gate, err = a.markGatedReport(ctx, rep); err != nil {
+	if out.Gate, out.Notification, err = a.markGatedReport(ctx, rep); err != nil {
 		return nil, err
 	}
 	return out, nil

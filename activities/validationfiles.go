@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/report"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/internal/signoff"
@@ -96,69 +97,96 @@ func finishedValidation(ctx context.Context, c client.Client, queue, subject, ru
 // and report.html. The batch's result, as Temporal holds it for the run
 // the validation validated, says whether it is gated and where its report
 // is; a report already marked is left as it is (the first validation to
-// finish decides). It returns the state it marked, "" when it marked
-// nothing.
-func (a *Activities) markGatedReport(ctx context.Context, rep api.ValidationReport) (string, error) {
+// finish decides, gateMark). It returns the state it marked, "" when it
+// marked nothing, and, when the batch notified its notify_url (its
+// result's notify set), the batch's notification with the marked state,
+// for the validation to POST again.
+func (a *Activities) markGatedReport(ctx context.Context, rep api.ValidationReport) (string, *api.ChangeNotification, error) {
 	if rep.Kind != api.SubjectBatch || rep.Finished == nil || !activity.IsActivity(ctx) {
-		return "", nil
+		return "", nil, nil
 	}
 	var res api.BatchQAResult
 	if err := activity.GetClient(ctx).GetWorkflow(ctx, rep.Subject, rep.SubjectRun).Get(ctx, &res); err != nil {
-		return "", fmt.Errorf("result of %s: %w", rep.Subject, err)
+		return "", nil, fmt.Errorf("result of %s: %w", rep.Subject, err)
 	}
 	if res.Validation == nil {
-		return "", nil
+		return "", nil, nil
 	}
 	jsonURI := res.ReportURI
 	htmlURI := strings.TrimSuffix(jsonURI, api.ReportJSONName) + api.ReportHTMLName
 	for _, uri := range []string{jsonURI, htmlURI} {
 		if err := a.allowWrite("batch report", uri); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if err := a.ownedBy(ctx, "batch report", uri, rep.Subject); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	data, err := a.readSmall(ctx, jsonURI)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var br api.BatchReport
 	if err := json.Unmarshal(data, &br); err != nil {
-		return "", badInput(fmt.Errorf("report %s: %w", jsonURI, err))
+		return "", nil, badInput(fmt.Errorf("report %s: %w", jsonURI, err))
 	}
 	if br.Validation == nil || br.RunID != "" && br.RunID != rep.SubjectRun {
-		return "", badInput(fmt.Errorf("report %s is not the gated report of run %s of %s", jsonURI, rep.SubjectRun, rep.Subject))
+		return "", nil, badInput(fmt.Errorf("report %s is not the gated report of run %s of %s", jsonURI, rep.SubjectRun, rep.Subject))
 	}
-	if br.Validation.State != api.ReportProvisional {
-		return "", nil
+	v, write := gateMark(*br.Validation, activity.GetInfo(ctx).WorkflowExecution.RunID, func() api.ReportValidation {
+		return evaluateGate(res.Validation.Gate, rep)
+	})
+	if v == nil {
+		return "", nil, nil
 	}
-	v := evaluateGate(res.Validation.Gate, rep)
-	v.ValidationRunID = activity.GetInfo(ctx).WorkflowExecution.RunID
-	br.Validation = &v
-	page, err := a.readSmall(ctx, htmlURI)
-	if err != nil {
-		return "", err
-	}
-	if page, err = report.MarkBatchState(page, v.Text()); err != nil {
-		return "", badInput(fmt.Errorf("report page %s: %w", htmlURI, err))
-	}
-	js, err := json.MarshalIndent(br, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	// The page first: report.json, written last, says the report is
-	// marked, so a retry after a failure between the two writes both.
-	for _, f := range []validationFile{{htmlURI, "text/html; charset=utf-8", page}, {jsonURI, "application/json", js}} {
-		loc, err := s3store.ParseURI(f.uri)
+	if write {
+		br.Validation = v
+		page, err := a.readSmall(ctx, htmlURI)
 		if err != nil {
-			return "", badInput(err)
+			return "", nil, err
 		}
-		if err := a.Store.Put(ctx, loc, f.data, f.ctype); err != nil {
-			return "", storeError(err, f.uri)
+		if page, err = report.MarkBatchState(page, v.Text()); err != nil {
+			return "", nil, badInput(fmt.Errorf("report page %s: %w", htmlURI, err))
+		}
+		js, err := json.MarshalIndent(br, "", "  ")
+		if err != nil {
+			return "", nil, err
+		}
+		// The page first: report.json, written last, says the report is
+		// marked, so a retry after a failure between the two writes both.
+		for _, f := range []validationFile{{htmlURI, "text/html; charset=utf-8", page}, {jsonURI, "application/json", js}} {
+			loc, err := s3store.ParseURI(f.uri)
+			if err != nil {
+				return "", nil, badInput(err)
+			}
+			if err := a.Store.Put(ctx, loc, f.data, f.ctype); err != nil {
+				return "", nil, storeError(err, f.uri)
+			}
 		}
 	}
-	return v.State, nil
+	if res.Notify == "" {
+		return v.State, nil, nil
+	}
+	n := actwire.BatchNotification(res, rep.SubjectRun)
+	n.Validation = v
+	return v.State, &n, nil
+}
+
+// gateMark decides what a validation run (run id self) does with a gated
+// report whose state is cur: a provisional report is marked as judge
+// says, by self (write); a report self marked already (an attempt whose
+// completion was lost, retried) is its marking again, not written again;
+// a report another validation marked is left to it (nil).
+func gateMark(cur api.ReportValidation, self string, judge func() api.ReportValidation) (v *api.ReportValidation, write bool) {
+	switch {
+	case cur.State == api.ReportProvisional:
+		m := judge()
+		m.ValidationRunID = self
+		return &m, true
+	case self != "" && cur.ValidationRunID == self:
+		return &cur, false
+	}
+	return nil, false
 }
 
 // evaluateGate decides a gated report's state from a finished

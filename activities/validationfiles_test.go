@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -61,6 +62,35 @@ func TestEvaluateGate(t *testing.T) {
 			}
 			if len(v.Thresholds) != len(tc.gate.Thresholds) {
 				t.Errorf("%d outcomes for %d thresholds", len(v.Thresholds), len(tc.gate.Thresholds))
+			}
+		})
+	}
+}
+
+// TestGateMark: a provisional report is marked by the validation run that
+// finishes first; a retry of that run's WriteValidation, after the report
+// was written marked and the attempt's completion lost, gets the same
+// marking back without writing it again (so the marking is notified once,
+// with what the report says); a report another run marked is left alone.
+func TestGateMark(t *testing.T) {
+	judged := api.ReportValidation{State: api.ReportValidationFailed, Validation: "b.validate", Why: "the threshold recall>=0.75 failed"}
+	judge := func() api.ReportValidation { return judged }
+	for _, c := range []struct {
+		name      string
+		cur       api.ReportValidation
+		want      *api.ReportValidation
+		wantWrite bool
+	}{
+		{"provisional", api.ReportValidation{State: api.ReportProvisional, Validation: "b.validate", ValidationRunID: "started"},
+			&api.ReportValidation{State: api.ReportValidationFailed, Validation: "b.validate", ValidationRunID: "self", Why: judged.Why}, true},
+		{"marked by this run, retried", api.ReportValidation{State: api.ReportFinal, Validation: "b.validate", ValidationRunID: "self", SignedOffBy: "carol"},
+			&api.ReportValidation{State: api.ReportFinal, Validation: "b.validate", ValidationRunID: "self", SignedOffBy: "carol"}, false},
+		{"marked by another run", api.ReportValidation{State: api.ReportFinal, Validation: "b.validate", ValidationRunID: "other"}, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, write := gateMark(c.cur, "self", judge)
+			if write != c.wantWrite || (got == nil) != (c.want == nil) || got != nil && !reflect.DeepEqual(*got, *c.want) {
+				t.Errorf("gateMark = %+v, write %v; want %+v, write %v", got, write, c.want, c.wantWrite)
 			}
 		})
 	}

@@ -176,6 +176,15 @@ type ValidateInput struct {
 	// Seed draws the sample; default the validation's workflow id. It is
 	// recorded in the report, so anyone can redraw the sample.
 	Seed string `json:"seed,omitempty" contract:"maxlen=200"`
+	// NotifyURL, when this validation marks a gated batch's report final
+	// or validation_failed (ValidationGate), gets a POST of the batch's
+	// ChangeNotification again with the report's new state, as the
+	// batch's notify_url does (the same rules), under an Idempotency-Key
+	// of its own: the batch's key followed by "/validation". A gated batch
+	// that notified sets its own notify_url here as it starts its
+	// validation. The URL may hold a token: only its scheme and host are
+	// ever logged or shown.
+	NotifyURL string `json:"notify_url,omitempty" contract:"maxlen=2048"`
 }
 
 // DefaultValidationMargin is a validation's margin of error by default.
@@ -223,6 +232,13 @@ func (in ValidateInput) Validate() error {
 		return errors.New("both margin and sample_size: give one of them")
 	case len(in.Thresholds) > MaxValidationThresholds:
 		return fmt.Errorf("%d thresholds, over %d", len(in.Thresholds), MaxValidationThresholds)
+	case in.NotifyURL != "" && in.Review != "":
+		return errors.New("notify_url with a review: only a batch's report is gated and notified; leave notify_url out")
+	}
+	if in.NotifyURL != "" {
+		if err := CheckNotifyURL(in.NotifyURL); err != nil {
+			return err
+		}
 	}
 	for _, t := range in.Thresholds {
 		if err := t.check(); err != nil {

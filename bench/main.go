@@ -102,6 +102,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	batchRounds := fs.Int("batch-rounds", 2, "runs of each batch variant, in alternating order")
 	convertRounds := fs.Int("convert-rounds", 3, "conversions of the 1,000-page PDF by each converter, alternating")
 	ocrSource := fs.String("ocr-source", defaultOCRSource(), "the PDF whose pages the ocr section scans (gnuplot's manual, as scripts/manuals.sh downloads it)")
+	priorityRows := fs.String("priority-rows", "", "the priority section's rows to run, by index from 0 (comma-separated; default all; the idle row, 0, always runs)")
 	poolCases := fs.String("pool-cases", "", "the pool section's batches to run, by index from 0 (comma-separated; default all)")
 	poolMixed := fs.Int("pool-mixed-items", mixedItems, "items of the pool section's batch of mixed lengths")
 	poolCarry := fs.Int("pool-carry-after", 0, "carry_after_seconds of the pool section's batches (0: BatchQA's default)")
@@ -229,7 +230,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		writeInteractive(&report, rows)
 	}
 	if want("priority") {
-		rows, err := runServerPriority(ctx, env)
+		only, err := parseIndexes(*priorityRows)
+		if err != nil {
+			return fmt.Errorf("-priority-rows: %w", err)
+		}
+		for i := range only {
+			if i >= len(serverPrioVariants) {
+				return fmt.Errorf("-priority-rows: no row %d: the section has rows 0 to %d", i, len(serverPrioVariants)-1)
+			}
+		}
+		rows, err := runServerPriority(ctx, env, only)
 		if err != nil {
 			return fmt.Errorf("priority: %w", err)
 		}

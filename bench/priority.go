@@ -52,6 +52,7 @@ type serverPrioRow struct {
 	Form        string // MEMAGENT_MODEL_PRIORITY
 	Policy      string // the simulator's --scheduling-policy
 	Hold        string // MEMAGENT_MODEL_PRIORITY_HOLD
+	Reserve     string // MEMAGENT_MODEL_PRIORITY_RESERVE
 	Load        bool
 	InFlight    int // the worker's calls at the server at most
 	Times       []time.Duration
@@ -72,14 +73,16 @@ func (r serverPrioRow) median() time.Duration {
 // newServerPrioPool starts a simulator of one replica on the batch model
 // under policy and a worker that keeps up to inFlight calls at it, telling
 // it their priority in form.
-func newServerPrioPool(ctx context.Context, env *benchEnv, name, policy, form, hold string, inFlight int) (*sharePool, error) {
+func newServerPrioPool(ctx context.Context, env *benchEnv, name string, row serverPrioRow) (*sharePool, error) {
+	policy, form, inFlight := row.Policy, row.Form, row.InFlight
 	sim := simulator.New(simulator.Options{Tokenizer: env.tok, Capacity: simulator.CapacityBatch, Batch: srvBatch, SchedulingPolicy: policy})
 	srv := httptest.NewServer(sim)
 	cfg := env.cfg
 	cfg.ModelURLs = []string{srv.URL + "/v1"}
 	cfg.ModelMaxInFlight = inFlight
 	cfg.ModelPriority = []string{form}
-	cfg.ModelPriorityHold = hold
+	cfg.ModelPriorityHold = row.Hold
+	cfg.ModelPriorityReserve = row.Reserve
 	cfg.TaskQueue = "bench-" + name
 	stop, err := env.startWorker(ctx, cfg)
 	if err != nil {
@@ -91,8 +94,10 @@ func newServerPrioPool(ctx context.Context, env *benchEnv, name, policy, form, h
 
 // runServerPriority times srvAsks questions at priority 2 on an idle
 // server, then behind a saturating batch with the server's queue first
-// come, first served, then with it by priority.
-func runServerPriority(ctx context.Context, env *benchEnv) ([]serverPrioRow, error) {
+// come, first served, then with it by priority, with and without the
+// pool's hold and reserve. only names the rows to run by index (the idle
+// row, 0, always runs: the others are its multiples); nil runs all.
+func runServerPriority(ctx context.Context, env *benchEnv, only map[int]bool) ([]serverPrioRow, error) {
 	askTokens := slices.Repeat([]int{srvAskTokens}, srvAsks)
 	askDocs, err := shareDocs(ctx, env, "srvprio-ask", askTokens)
 	if err != nil {
@@ -103,19 +108,10 @@ func runServerPriority(ctx context.Context, env *benchEnv) ([]serverPrioRow, err
 		return nil, err
 	}
 	var rows []serverPrioRow
-	for vi, v := range []serverPrioRow{
-		{Variant: "idle server", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", InFlight: srvInFlight},
-		{Variant: "saturating batch, server first come, first served", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Load: true, InFlight: srvInFlight},
-		{Variant: "saturating batch, server by priority", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "off", Load: true, InFlight: srvInFlight},
-		// MEMAGENT_MODEL_PRIORITY_HOLD=on: no new batch call starts while
-		// a question's call runs at the server (or ended under a second
-		// ago); those already there run on.
-		{Variant: "saturating batch, server by priority, pool holds back batch calls", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Load: true, InFlight: srvInFlight},
-		{Variant: "saturating batch, server by priority, pool holds back batch calls, worker's calls capped at the server's batch", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Load: true, InFlight: srvSeqs},
-		// The setup of "Questions under load": no queue in the server,
-		// the worker's own queue orders the calls by priority.
-		{Variant: "saturating batch, server first come, first served, worker's calls capped at the server's batch", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Load: true, InFlight: srvSeqs},
-	} {
+	for vi, v := range serverPrioVariants {
+		if vi > 0 && only != nil && !only[vi] {
+			continue
+		}
 		row, err := runServerPrioVariant(ctx, env, vi, v, askDocs, loadDocs)
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", v.Variant, err)
@@ -126,8 +122,33 @@ func runServerPriority(ctx context.Context, env *benchEnv) ([]serverPrioRow, err
 	return rows, nil
 }
 
+// serverPrioVariants are the section's rows. The rows measured before the
+// reserve existed keep it off, as they ran.
+var serverPrioVariants = []serverPrioRow{
+	{Variant: "idle server", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Reserve: "off", InFlight: srvInFlight},
+	{Variant: "saturating batch, server first come, first served", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Reserve: "off", Load: true, InFlight: srvInFlight},
+	{Variant: "saturating batch, server by priority", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "off", Reserve: "off", Load: true, InFlight: srvInFlight},
+	// MEMAGENT_MODEL_PRIORITY_HOLD=on: no new batch call starts while a
+	// question's call runs at the server (or ended under a second ago);
+	// those already there run on.
+	{Variant: "saturating batch, server by priority, pool holds back batch calls", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Reserve: "off", Load: true, InFlight: srvInFlight},
+	{Variant: "saturating batch, server by priority, pool holds back batch calls, worker's calls capped at the server's batch", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Reserve: "off", Load: true, InFlight: srvSeqs},
+	// The setup of "Questions under load": no queue in the server, the
+	// worker's own queue orders the calls by priority.
+	{Variant: "saturating batch, server first come, first served, worker's calls capped at the server's batch", Form: "off", Policy: simulator.SchedulingFCFS, Hold: "off", Reserve: "off", Load: true, InFlight: srvSeqs},
+	// Server-side priority alone at the cap of the server's batch: the
+	// baseline of the reserve's row without the hold.
+	{Variant: "saturating batch, server by priority, worker's calls capped at the server's batch", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "off", Reserve: "off", Load: true, InFlight: srvSeqs},
+	// MEMAGENT_MODEL_PRIORITY_RESERVE: a question's call goes to the
+	// server beyond the cap while batch calls run there, and the server
+	// preempts one for it; auto is a quarter of the cap (4 of 16).
+	{Variant: "saturating batch, server by priority, worker's calls capped at the server's batch, questions' calls on a reserve of 4 (auto)", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "off", Reserve: "auto", Load: true, InFlight: srvSeqs},
+	{Variant: "saturating batch, server by priority, pool holds back batch calls, worker's calls capped at the server's batch, questions' calls on a reserve of 4 (auto)", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Reserve: "auto", Load: true, InFlight: srvSeqs},
+	{Variant: "saturating batch, server by priority, pool holds back batch calls, worker's calls capped at the server's batch, questions' calls on a reserve of 8", Form: "vllm", Policy: simulator.SchedulingPriority, Hold: "on", Reserve: "8", Load: true, InFlight: srvSeqs},
+}
+
 func runServerPrioVariant(ctx context.Context, env *benchEnv, vi int, row serverPrioRow, askDocs, loadDocs []string) (serverPrioRow, error) {
-	p, err := newServerPrioPool(ctx, env, fmt.Sprintf("srvprio-%d", vi), row.Policy, row.Form, row.Hold, row.InFlight)
+	p, err := newServerPrioPool(ctx, env, fmt.Sprintf("srvprio-%d", vi), row)
 	if err != nil {
 		return row, err
 	}
@@ -192,7 +213,7 @@ func runServerPrioVariant(ctx context.Context, env *benchEnv, vi int, row server
 }
 
 func writeServerPriority(w io.Writer, rows []serverPrioRow) {
-	fmt.Fprintf(w, "## Questions under load, priority in the server\n\n%d `DocumentQA` questions at priority 2 over documents of %dK tokens (5 calls each), started at once against one replica of the simulator's batch model (`--capacity batch --max-num-seqs %d`, steps of %s + %s a sequence, prefill at %d tokens/s: the default GPU made %d× faster), with the worker keeping up to %d calls at it (`MEMAGENT_MAX_IN_FLIGHT=%d`), so that up to %d wait in the server's own queue (the rows that cap them: %d, none). First on an idle server, then while a `BatchQA` of %d items (%d documents of 20K tokens, at its default priority 4) has kept the batch at least 90%% full for 5 s: with `MEMAGENT_MODEL_PRIORITY_HOLD=off` unless said: once with the server first come, first served (`MEMAGENT_MODEL_PRIORITY=off`, simulator `--scheduling-policy fcfs`), once by priority (`MEMAGENT_MODEL_PRIORITY=vllm`, simulator `--scheduling-policy priority`: waiting calls by priority, the least urgent running call preempted for a more urgent one), by priority with the worker's pool holding back the batch's new calls while a question's call runs at the server (`MEMAGENT_MODEL_PRIORITY_HOLD=on`; the batch's calls already there run on), the same with the worker's calls capped at the server's batch, and once more first come, first served with the worker keeping no more calls at the server than its batch runs, the setup of the section Questions under load, where the worker's own queue orders the calls. Each variant has a simulator and a worker of its own; the batch is terminated once the questions are answered.\n\n",
+	fmt.Fprintf(w, "## Questions under load, priority in the server\n\n%d `DocumentQA` questions at priority 2 over documents of %dK tokens (5 calls each), started at once against one replica of the simulator's batch model (`--capacity batch --max-num-seqs %d`, steps of %s + %s a sequence, prefill at %d tokens/s: the default GPU made %d× faster), with the worker keeping up to %d calls at it (`MEMAGENT_MAX_IN_FLIGHT=%d`), so that up to %d wait in the server's own queue (the rows that cap them: %d, none). First on an idle server, then while a `BatchQA` of %d items (%d documents of 20K tokens, at its default priority 4) has kept the batch at least 90%% full for 5 s: with `MEMAGENT_MODEL_PRIORITY_HOLD=off` unless said: once with the server first come, first served (`MEMAGENT_MODEL_PRIORITY=off`, simulator `--scheduling-policy fcfs`), once by priority (`MEMAGENT_MODEL_PRIORITY=vllm`, simulator `--scheduling-policy priority`: waiting calls by priority, the least urgent running call preempted for a more urgent one), by priority with the worker's pool holding back the batch's new calls while a question's call runs at the server (`MEMAGENT_MODEL_PRIORITY_HOLD=on`; the batch's calls already there run on), the same with the worker's calls capped at the server's batch, and once more first come, first served with the worker keeping no more calls at the server than its batch runs, the setup of the section Questions under load, where the worker's own queue orders the calls; last, with the worker's calls capped at the server's batch, by priority with the questions' calls on the pool's reserve (`MEMAGENT_MODEL_PRIORITY_RESERVE`, `off` in the rows that do not name it): a question's call goes to the server beyond the cap, by at most the reserve, while batch calls run there, and the server preempts one for it. Each variant has a simulator and a worker of its own; the batch is terminated once the questions are answered.\n\n",
 		srvAsks, srvAskTokens/1000, srvSeqs, srvBatch.StepBase, srvBatch.StepPerSeq, int(srvBatch.PrefillTokensPerSec), srvSpeed, srvInFlight, srvInFlight, srvInFlight-srvSeqs, srvSeqs, srvLoadDocs*srvLoadQs, srvLoadDocs)
 	fmt.Fprintln(w, "| server | questions answered | median time to answer | slowest | median ÷ idle | preemptions | most calls waiting in the server | mean step | of it prefill |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")

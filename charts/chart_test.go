@@ -437,6 +437,18 @@ func TestRenderAllFeatures(t *testing.T) {
 		}
 	})
 
+	t.Run("model priority", func(t *testing.T) {
+		we := workerEnv(t, objs)
+		cfg, err := config.FromEnv(func(k string) (string, bool) {
+			v, ok := we[k]
+			return v, ok && strings.HasPrefix(k, "MEMAGENT_MODEL_PRIORITY")
+		})
+		if err != nil || !slices.Equal(cfg.ModelPriority, []string{"vllm", "sglang"}) || cfg.ModelPriorityHold != "on" || cfg.ModelPriorityReserve != "6" {
+			t.Errorf("model priority %q, hold %q, reserve %q (%v): want model.priority, model.priorityHold and model.priorityReserve",
+				cfg.ModelPriority, cfg.ModelPriorityHold, cfg.ModelPriorityReserve, err)
+		}
+	})
+
 	t.Run("KEDA temporal scaler", func(t *testing.T) {
 		if r := dig(dep, "spec", "replicas"); r != nil {
 			t.Errorf("Deployment sets replicas %v under KEDA; KEDA owns them", r)
@@ -617,6 +629,9 @@ func TestRejected(t *testing.T) {
 		{"unknown KEDA queue type", []string{"--set", "keda.queueTypes={chunks}"}, "/keda/queueTypes/0"},
 		{"unknown log level", []string{"--set", "worker.logLevel=loud"}, "/worker/logLevel"},
 		{"model URL without scheme", []string{"--set", "model.baseURLs={vllm:8000}"}, "/model/baseURLs/0"},
+		{"unknown model priority", []string{"--set", "model.priority={triton}"}, "/model/priority/0"},
+		{"model priority reserve as a share", []string{"--set-string", "model.priorityReserve=25%"}, "/model/priorityReserve"},
+		{"model priority hold unquoted", []string{"--set", "model.priorityHold=true"}, "/model/priorityHold"},
 		{"codec keys without a token", []string{"--set", "codec.existingSecret=codec,codec.tokenKey="}, "needs a bearer token"},
 		{"mTLS certificate without key", []string{"--set", "temporal.tls.existingSecret=tls,temporal.tls.keyKey="}, "go together"},
 	}

@@ -149,6 +149,18 @@ type Options struct {
 	// SGLang a call that starts has its prompt prefilled in the steps the
 	// running calls decode in: docs/DEPLOY.md has the measurement.
 	ModelPriorityHold string
+	// ModelPriorityReserve is how many calls a model server told
+	// priorities by ModelPriority ("vllm" or "sglang") may take beyond
+	// ModelMaxInFlight, for urgent ones only: a call of priority 2 (a
+	// question) or more urgent, when a less urgent call is outstanding at
+	// that server, goes there at once instead of waiting in the worker
+	// for a call to end, and the server preempts the less urgent sequence
+	// for it (MEMAGENT_MODEL_PRIORITY_RESERVE). Less urgent calls never
+	// exceed ModelMaxInFlight, reserved calls counted. "auto" (a quarter
+	// of the in-flight cap, at least 1), "off" (or "0"), or a number of
+	// calls 1–1024; "" means DefaultModelPriorityReserve. Servers with
+	// priority off get none: they would only queue the call.
+	ModelPriorityReserve string
 
 	// Tokenizers returns the tokenizer a request names (its
 	// options.tokenizer; activities.DefaultTokenizer when it names none),
@@ -257,6 +269,7 @@ func (o Options) model() assemble.Model {
 		MaxInFlight: o.ModelMaxInFlight,
 		Priority:    o.ModelPriority,
 		Hold:        o.modelPriorityHold(),
+		Reserve:     o.modelPriorityReserve(),
 	}
 }
 
@@ -307,6 +320,16 @@ func (o Options) capacity() int {
 
 // DefaultModelPriorityHold is ModelPriorityHold when unset.
 const DefaultModelPriorityHold = "off"
+
+// DefaultModelPriorityReserve is ModelPriorityReserve when unset.
+const DefaultModelPriorityReserve = "auto"
+
+// modelPriorityReserve is ModelPriorityReserve as the pool takes it;
+// Validate has checked it.
+func (o Options) modelPriorityReserve() int {
+	n, _ := inference.ParsePriorityReserve(cmp.Or(o.ModelPriorityReserve, DefaultModelPriorityReserve))
+	return n
+}
 
 // modelPriorityHold is ModelPriorityHold as the pool takes it; Validate has
 // checked it.

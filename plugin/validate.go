@@ -130,6 +130,9 @@ func (v *validation) model() {
 			v.add("%w: set %s", err, v.name("ModelPriorityHold"))
 		}
 	}
+	if _, err := inference.ParsePriorityReserve(o.ModelPriorityReserve); err != nil {
+		v.add("%w: set %s", err, v.name("ModelPriorityReserve"))
+	}
 	if o.ModelMaxInFlight < 0 {
 		v.add("requests in flight per model server %d is negative: set %s to a whole number, 0 for the pool's default", o.ModelMaxInFlight, v.name("ModelMaxInFlight"))
 		return

@@ -74,5 +74,5 @@ if [ ! -f "$stamp" ] || [ examples/typescript/package-lock.json -nt "$stamp" ]; 
   npm ci --prefix examples/typescript --no-audit --no-fund
 fi
 bash scripts/manuals.sh --download-only c++-annotations-pdf gnuplot-doc postgresql-doc-15 asymptote-doc asymptote-doc/trixie bash-doc \
-  libpython3.11-testsuite golang-github-gatherstars-com-jwz-dev golang-github-jhillyerd-enmime-dev
+  groff libpython3.11-testsuite golang-github-gatherstars-com-jwz-dev golang-github-jhillyerd-enmime-dev
 echo "test-deps: jq, curl, pdftotext, chromium, PostgreSQL, groff, Tesseract, img2pdf, R, the Debian manuals and the TypeScript example's modules are in place"

@@ -77,12 +77,7 @@ func (b *batchRun) notifyChanges(res *api.BatchQAResult) string {
 	actx := workflow.WithActivityOptions(b.ctx, opts)
 	info := workflow.GetInfo(b.ctx)
 	err := actwire.NotifyChanges.Execute(actx, actwire.NotifyInput{
-		URL: b.in.NotifyURL,
-		Notification: api.ChangeNotification{
-			Name: res.Name, WorkflowID: res.WorkflowID, RunID: info.WorkflowExecution.RunID,
-			ReportURI: res.ReportURI, HTMLURI: res.HTMLURI, Items: res.Items,
-			Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Changes: res.Changes, Validation: res.Validation,
-		},
+		URL: b.in.NotifyURL, Notification: actwire.BatchNotification(*res, info.WorkflowExecution.RunID),
 	}).Get(b.ctx)
 	if err != nil {
 		// The activity's errors name the scheme and host only.

@@ -17,7 +17,9 @@ const ValidationGateChange = "batch-validation-gate"
 // with the gate's settings, on the batch's task queue, abandoned so that
 // it outlives the batch. Its sample is drawn once the batch has completed
 // (LoadValidation waits for the run that started it), and then waits for
-// reviewers. A start Temporal refuses (a validation of the batch already
+// reviewers. A batch that notified its notify_url hands it to the
+// validation, which notifies it again once it marks the report. A start
+// Temporal refuses (a validation of the batch already
 // running under that id) leaves the report provisional, for a validation
 // started by hand to decide; it never fails the batch.
 func (b *batchRun) startValidation(res *api.BatchQAResult) {
@@ -36,7 +38,14 @@ func (b *batchRun) startValidation(res *api.BatchQAResult) {
 		Priority:          b.prio,
 		StaticSummary:     "validation of batch " + b.st.Name,
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, api.ValidateName, b.in.Validation.Input(id))
+	vin := b.in.Validation.Input(id)
+	if res.Notify != "" {
+		// The validation that marks the report POSTs it again (the
+		// validation's notify_url); a batch that posted nothing has it
+		// post nothing either. Inputs are not compared on replay: no gate.
+		vin.NotifyURL = b.in.NotifyURL
+	}
+	f := workflow.ExecuteChildWorkflow(cctx, api.ValidateName, vin)
 	// The run closes only once the start is recorded: a start pending
 	// when the run completes is dropped.
 	var x workflow.Execution

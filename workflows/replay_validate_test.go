@@ -4,21 +4,30 @@ package workflows_test
 //
 //	go test ./workflows -run 'TestReplayValidate$' -update
 //
-// which records the last generation: validate_extend_run, from a batch of
-// five copies of the replay document asked one question and one asked
-// another, then its validation with one cell a stratum: a reveal, a
-// decision by another reviewer, an extension to three cells a stratum
-// (memagent.validation-extend), the rest decided, and the sign-off, which
-// writes the report and completes. validate_run (v1) was recorded from a
-// review of two questions, every stratum sampled whole, before
-// ValidationStratifiedChange.
+// which records the last generation: validate_gate_run, the validation a
+// gated batch (validation gate of one cell a stratum, notify_url a server
+// of the test) started as it completed: the batch of five copies of the
+// replay document asked one question and one asked another; then a
+// reveal, a decision by another reviewer, an extension to three cells a
+// stratum (memagent.validation-extend), the rest decided, and the
+// sign-off, which writes the report, marks the batch's report (the
+// gate's threshold fails on so small a sample: validation_failed) and
+// POSTs the marking to the notify_url the batch handed the validation
+// (ValidationGateNotifyChange) before it completes. validate_extend_run
+// (v2) was recorded the same way from a validation started by hand,
+// before that change; validate_run (v1) from a review of two questions,
+// every stratum sampled whole, before ValidationStratifiedChange.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,13 +39,15 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
 	"github.com/memagent/memagent/memclient"
 	"github.com/memagent/memagent/workflows"
 )
 
-var validateGenerations = []generation{{name: "v1", prefix: "validate_run"}, {name: "v2-extend", prefix: "validate_extend_run"}}
+var validateGenerations = []generation{{name: "v1", prefix: "validate_run"}, {name: "v2-extend", prefix: "validate_extend_run"},
+	{name: "v3-gate-notify", prefix: "validate_gate_run"}}
 
 func TestReplayValidate(t *testing.T) {
 	if *update {
@@ -76,12 +87,46 @@ func TestReplayValidate(t *testing.T) {
 					t.Errorf("the recorded history accepted no %s Update (%v)", k, kinds)
 				}
 			}
+			if g.prefix == "validate_gate_run" {
+				checkGateNotifyCoverage(t, hist)
+			}
 		})
 	}
 }
 
-// recordValidateHistory runs a batch and its validation, extended once,
-// on the embedded dev stack and writes the validation's history.
+// checkGateNotifyCoverage asserts that a validation history took
+// ValidationGateNotifyChange once and POSTed the marking once, after its
+// report was written, under the marking's key.
+func checkGateNotifyCoverage(t *testing.T, hist *historypb.History) {
+	t.Helper()
+	markers, notified, written := 0, 0, false
+	for _, e := range hist.GetEvents() {
+		if a := e.GetMarkerRecordedEventAttributes(); a != nil && strings.Contains(a.String(), workflows.ValidationGateNotifyChange) {
+			markers++
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			switch a.GetActivityType().GetName() {
+			case actwire.WriteValidationName:
+				written = true
+			case actwire.NotifyChangesName:
+				if !written {
+					t.Errorf("the marking was POSTed before the report was written")
+				}
+				notified++
+				if in := a.GetInput().String(); !strings.Contains(in, "/validation") {
+					t.Errorf("the marking's POST has no key of its own: %s", in)
+				}
+			}
+		}
+	}
+	if markers != 1 || notified != 1 {
+		t.Errorf("%s recorded %d times, %s scheduled %d times; want once each", workflows.ValidationGateNotifyChange, markers, actwire.NotifyChangesName, notified)
+	}
+}
+
+// recordValidateHistory runs a gated batch with a notify_url and the
+// validation it starts, extended once, on the embedded dev stack and
+// writes the validation's history.
 func recordValidateHistory(t *testing.T, prefix string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -108,22 +153,38 @@ func recordValidateHistory(t *testing.T, prefix string) {
 	if err := store.Put(ctx, mloc, []byte(manifest.String()), "application/x-ndjson"); err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	var states []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n api.ChangeNotification
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil || n.Validation == nil {
+			t.Errorf("notification: %v, %+v", err, n)
+			return
+		}
+		mu.Lock()
+		states = append(states, n.Validation.State)
+		mu.Unlock()
+	}))
+	defer hook.Close()
 	const batch = "replay-batch-validate"
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: batch, TaskQueue: cfg.TaskQueue}, api.BatchQAName, api.BatchQAInput{
 		Manifest: mloc.String(), Name: "replay-validate", Concurrency: 3,
-		Options: api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+		Options:    api.ModelOptions{ChunkTokens: 64, MemoryMaxTokens: 64, AnswerMaxTokens: 32},
+		NotifyURL:  hook.URL + "/hook",
+		Validation: &api.ValidationGate{SampleSize: 1, Thresholds: []api.ValidationThreshold{{Figure: api.FigurePrecision, Op: ">=", Value: 0.5}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := run.Get(ctx, nil); err != nil {
+	var res api.BatchQAResult
+	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("batch: %v", err)
 	}
-	mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
-	id, err := mc.StartValidation(ctx, api.ValidateInput{Batch: batch, SampleSize: 1, Thresholds: []api.ValidationThreshold{{Figure: api.FigurePrecision, Op: ">=", Value: 0.5}}})
-	if err != nil {
-		t.Fatal(err)
+	if res.Notify != api.NotifySent || res.Validation == nil || res.Validation.ValidationRunID == "" {
+		t.Fatalf("batch: notify %q, validation %+v; want sent, the validation started", res.Notify, res.Validation)
 	}
+	mc := memclient.New(c, memclient.Options{TaskQueue: cfg.TaskQueue})
+	id := api.ValidationWorkflowID(batch)
 	vw, err := mc.AwaitValidation(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +227,15 @@ func recordValidateHistory(t *testing.T, prefix string) {
 	}
 	if rep.Finished == nil || rep.ReportURI == "" {
 		t.Fatalf("report %+v", rep)
+	}
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+		t.Fatalf("validation: %v", err)
+	}
+	mu.Lock()
+	got := slices.Clone(states)
+	mu.Unlock()
+	if len(got) != 2 || got[0] != api.ReportProvisional || got[1] == api.ReportProvisional {
+		t.Fatalf("notify_url got %q, want the batch's provisional notification, then the marking's", got)
 	}
 	writeChain(ctx, t, c, id, d.GetWorkflowExecutionInfo().GetExecution().GetRunId(), prefix)
 }

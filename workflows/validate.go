@@ -106,12 +106,40 @@ func Validate(ctx workflow.Context, input converter.RawValue) (_ *api.Validation
 		return nil, stageError("write the validation report", err)
 	}
 	v.reportURI, v.htmlURI = w.JSONURI, w.HTMLURI
+	v.notifyGate(w.Notification)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil, err
 	}
 	rep = v.view("", true)
 	v.details()
 	return &rep, nil
+}
+
+// ValidationGateNotifyChange gates the POST of a gated report's marking
+// to the validation's notify_url (see VERSIONS.md).
+const ValidationGateNotifyChange = "validation-gate-notify"
+
+// notifyGate POSTs n, the batch's notification with the state this
+// validation marked its report with (WriteValidation's, nil when it
+// marked nothing or the batch notified nothing), to the validation's
+// notify_url, under an Idempotency-Key of its own (actwire.GateNotifyKey),
+// with the batch's notification's timeouts. Like the batch's, a
+// notification that is not delivered is logged and fails nothing: the
+// report is marked already.
+func (v *validateRun) notifyGate(n *api.ChangeNotification) {
+	if n == nil || n.Validation == nil || v.in.NotifyURL == "" {
+		return
+	}
+	if workflow.GetVersion(v.ctx, ValidationGateNotifyChange, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	// The URL stays out of the summary: it may hold a token.
+	opts := activityOptions(notifyAttemptTimeout, 0, temporal.Priority{}, "notify the report's "+n.Validation.State)
+	opts.ScheduleToCloseTimeout = notifyTotalTimeout
+	actx := workflow.WithActivityOptions(v.ctx, opts)
+	if err := actwire.NotifyChanges.Execute(actx, actwire.NotifyInput{URL: v.in.NotifyURL, Notification: *n, IdempotencyKey: actwire.GateNotifyKey(*n)}).Get(v.ctx); err != nil {
+		workflow.GetLogger(v.ctx).Warn("notify_url was not notified of the report's state", "notify_host", api.NotifyHost(v.in.NotifyURL), "state", n.Validation.State, "err", err)
+	}
 }
 
 // ValidationStratifiedChange gates stratified overall figures and

@@ -27,6 +27,10 @@ type validateEnv struct {
 	loaded   *actwire.LoadValidationInput
 	written  *actwire.WriteValidationInput
 	extended []actwire.ExtendValidationInput
+	// marked is what the fake WriteValidation says it marked the gated
+	// report with, and its notification.
+	marked       string
+	notification *api.ChangeNotification
 }
 
 func validateStrata(t *testing.T, in actwire.LoadValidationInput) *actwire.LoadValidationOutput {
@@ -67,7 +71,7 @@ func newValidateEnv(t *testing.T, batch string) *validateEnv {
 	}, activity.RegisterOptions{Name: actwire.LoadValidationName})
 	e.env.RegisterActivityWithOptions(func(ctx context.Context, in actwire.WriteValidationInput) (*actwire.WriteValidationOutput, error) {
 		e.written = &in
-		return &actwire.WriteValidationOutput{JSONURI: in.Prefix + "report.json", HTMLURI: in.Prefix + "report.html"}, nil
+		return &actwire.WriteValidationOutput{JSONURI: in.Prefix + "report.json", HTMLURI: in.Prefix + "report.html", Gate: e.marked, Notification: e.notification}, nil
 	}, activity.RegisterOptions{Name: actwire.WriteValidationName})
 	e.env.RegisterActivityWithOptions(func(ctx context.Context, in actwire.ExtendValidationInput) (*actwire.ExtendValidationOutput, error) {
 		e.extended = append(e.extended, in)
@@ -277,6 +281,8 @@ func TestValidateBadInput(t *testing.T) {
 		{"no subject", api.ValidateInput{}, "", "neither batch nor review"},
 		{"threshold", api.ValidateInput{Batch: "b", Thresholds: []api.ValidationThreshold{{Figure: "recall", Op: ">=", Value: 2}}}, "", "between 0 and 1"},
 		{"another id", api.ValidateInput{Batch: "b"}, "b.other", `runs as workflow "b.validate"`},
+		{"notify_url not http", api.ValidateInput{Batch: "b", NotifyURL: "ftp://hooks.example/x"}, "", "notify_url"},
+		{"notify_url with a review", api.ValidateInput{Review: "b", NotifyURL: "https://hooks.example/x"}, "", "notify_url with a review"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newValidateEnv(t, "b")
@@ -458,3 +464,70 @@ func TestValidateOverallStratified(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
+
+// TestValidateNotifiesTheMarkedReport: a validation whose WriteValidation
+// marked its batch's gated report and handed back the batch's
+// notification POSTs it to the validation's notify_url once, under the
+// marking's own Idempotency-Key (the batch's is "<id>/<run>"); with no
+// notify_url, or nothing marked, it POSTs nothing; an undelivered POST
+// fails nothing.
+func TestValidateNotifiesTheMarkedReport(t *testing.T) {
+	const batch, hook = "batch-1", "https://hooks.example.com/memagent?token=secret"
+	marked := &api.ChangeNotification{Name: "nightly", WorkflowID: batch, RunID: "r1", ReportURI: "s3://b/r/report.json", Items: 10, Succeeded: 10,
+		Validation: &api.ReportValidation{State: api.ReportFinal, Validation: api.ValidationWorkflowID(batch), SignedOffBy: "carol"}}
+	for _, c := range []struct {
+		name         string
+		url          string
+		notification *api.ChangeNotification
+		undelivered  bool
+		posts        int
+	}{
+		{"marked", hook, marked, false, 1},
+		{"undelivered", hook, marked, true, 1},
+		{"no notify_url", "", marked, false, 0},
+		{"nothing marked", hook, nil, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newValidateEnv(t, batch)
+			if c.notification != nil {
+				e.marked, e.notification = c.notification.Validation.State, c.notification
+			}
+			var posts []actwire.NotifyInput
+			e.env.RegisterActivityWithOptions(func(ctx context.Context, in actwire.NotifyInput) error {
+				posts = append(posts, in)
+				if c.undelivered {
+					return temporal.NewNonRetryableApplicationError("notify https://hooks.example.com: not delivered", api.ErrNotifyRejected, nil)
+				}
+				return nil
+			}, activity.RegisterOptions{Name: actwire.NotifyChangesName})
+			e.env.RegisterDelayedCallback(func() {
+				vw := e.view(t, "")
+				for _, cell := range vw.Cells {
+					verdict := api.VerdictNoAnswer
+					if cell.Stratum == api.StratumAnswered {
+						verdict = api.VerdictRight
+					}
+					var refused string
+					e.update(t, api.ValidationDecideUpdate, vdecide(cell.ID, verdict, "alice"), &refused)
+				}
+				var refused string
+				e.update(t, api.ValidationFinishUpdate, api.ValidationFinish{Reviewer: "carol", ClientIdentity: "test@host"}, &refused)
+			}, time.Minute)
+			e.env.ExecuteWorkflow(api.ValidateName, api.ValidateInput{Batch: batch, SampleSize: 3, NotifyURL: c.url})
+			if err := e.env.GetWorkflowError(); err != nil {
+				t.Fatalf("validation: %v", err)
+			}
+			if len(posts) != c.posts {
+				t.Fatalf("%d POSTs %+v, want %d", len(posts), posts, c.posts)
+			}
+			if c.posts == 0 {
+				return
+			}
+			p := posts[0]
+			if p.URL != hook || p.IdempotencyKey != batch+"/r1/validation" || p.Notification.Validation == nil ||
+				p.Notification.Validation.State != api.ReportFinal || p.Notification.ReportURI != marked.ReportURI || p.Notification.Items != 10 {
+				t.Errorf("POST %+v, want the marked notification to %s under key %s/r1/validation", p, hook, batch)
+			}
+		})
+	}
+}

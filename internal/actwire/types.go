@@ -182,6 +182,29 @@ type NotifyInput struct {
 	// logged.
 	URL          string                 `json:"url"`
 	Notification api.ChangeNotification `json:"notification"`
+	// IdempotencyKey is the POST's Idempotency-Key header; empty, the
+	// batch's own "<workflow id>/<run id>". A gated report's marking is
+	// notified under GateNotifyKey, so that a receiver that drops repeats
+	// by key keeps both.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// BatchNotification is the notification of run runID of the batch whose
+// result is res: the batch's own as it completes, and a gated report's
+// once a validation marks it (res.Validation then the marked state).
+func BatchNotification(res api.BatchQAResult, runID string) api.ChangeNotification {
+	return api.ChangeNotification{
+		Name: res.Name, WorkflowID: res.WorkflowID, RunID: runID,
+		ReportURI: res.ReportURI, HTMLURI: res.HTMLURI, Items: res.Items,
+		Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Changes: res.Changes, Validation: res.Validation,
+	}
+}
+
+// GateNotifyKey is the Idempotency-Key of the notification of a gated
+// report's marking: one a batch run, whichever validation marks it and
+// however often the POST is tried.
+func GateNotifyKey(n api.ChangeNotification) string {
+	return n.WorkflowID + "/" + n.RunID + "/validation"
 }
 
 // CorpusInput asks AssembleCorpus for one stream of text made of

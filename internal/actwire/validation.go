@@ -70,4 +70,9 @@ type WriteValidationOutput struct {
 	// (api.ReportValidation.State), when the batch has a validation gate
 	// and this validation decided it.
 	Gate string `json:"gate,omitempty"`
+	// Notification is the batch's notification with the state Gate
+	// marked, when the batch notified (its result's notify is set); the
+	// validation POSTs it to its notify_url. A retry of the activity
+	// after it marked the report returns the same.
+	Notification *api.ChangeNotification `json:"notification,omitempty"`
 }

@@ -52,6 +52,10 @@ type Model struct {
 	// Hold is the pool's PriorityHold: the least urgent priority whose
 	// calls hold back the others' at a server; 0 holds nothing back.
 	Hold int
+	// Reserve is the pool's PriorityReserve: urgent calls a server that
+	// orders by priority may take beyond MaxInFlight; 0 none,
+	// inference.PriorityReserveAuto a quarter of the cap.
+	Reserve int
 }
 
 // Telemetry: the wiring below reports to the OpenTelemetry global
@@ -83,7 +87,7 @@ func NewModelPool(m Model, logger *slog.Logger) (*inference.Pool, error) {
 	return inference.NewPool(inference.PoolConfig{
 		API: m.API, Endpoints: eps, APIVersion: m.APIVersion,
 		Model: m.Name, ModelFamily: m.Family, ContextLength: m.Context,
-		RequestTimeout: m.Timeout, Logger: logger, PriorityHold: m.Hold,
+		RequestTimeout: m.Timeout, Logger: logger, PriorityHold: m.Hold, PriorityReserve: m.Reserve,
 		TracerProvider: otel.GetTracerProvider(), MeterProvider: otel.GetMeterProvider(),
 	})
 }

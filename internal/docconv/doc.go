@@ -9,7 +9,10 @@
 //
 // PDF goes through PDFium compiled to WebAssembly and run by wazero (no
 // cgo): one runtime per Converter, started on first use, with a bounded
-// number of instances. DOCX is read as the zip of XML it is, HTML with the
+// number of instances. The converter also reads a PDF's objects itself
+// (pdfobj.go), page by page, for the one placement PDFium gets wrong that
+// its API cannot show: the space a TJ array drops when it holds an empty
+// string (tjshift.go). DOCX is read as the zip of XML it is, HTML with the
 // x/net tokenizer, email with net/textproto, mime/multipart and x/text's
 // charsets, each attachment by the converter of its format.
 //

@@ -279,20 +279,32 @@ func countEdges(spool io.Reader, pages int, edges *EdgeCounter, ocr *ocrPhase, m
 // readPDF is the first pass: it lays out every page, spools its lines
 // and decides which pages OCR reads (returned as jobs, in page order).
 func (c *Converter) readPDF(ctx context.Context, path string, spool io.Writer, opts Options, limits Limits) (pages int, jobs []ocrJob, err error) {
+	// The converter reads the file's objects too, for the content
+	// streams that repairTJShifts needs: nil (no repair) if it cannot.
+	var src *pdfFile
+	if f, err := os.Open(path); err == nil {
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil {
+			src, _ = openPDFFile(f, fi.Size())
+		}
+	}
 	err = c.withDocument(ctx, path, func(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT) error {
-		pages, jobs, err = c.readPages(ctx, inst, doc, spool, opts, limits)
+		pages, jobs, err = c.readPages(ctx, inst, doc, src, spool, opts, limits)
 		return err
 	})
 	return pages, jobs, err
 }
 
 // readPages is readPDF's pass over the pages of doc, open in inst.
-func (c *Converter) readPages(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, spool io.Writer, opts Options, limits Limits) (pages int, jobs []ocrJob, err error) {
+func (c *Converter) readPages(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, src *pdfFile, spool io.Writer, opts Options, limits Limits) (pages int, jobs []ocrJob, err error) {
 	count, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc})
 	if err != nil {
 		return 0, nil, badf("is not a readable PDF (its page tree is broken): export it to PDF again")
 	}
 	pages = count.PageCount
+	if src != nil && len(src.pageRefs()) != pages {
+		src = nil // its page tree is not PDFium's: no page is repaired
+	}
 	maxPages := c.MaxPages
 	if maxPages <= 0 {
 		maxPages = DefaultMaxPages
@@ -309,7 +321,7 @@ func (c *Converter) readPages(ctx context.Context, inst pdfium.Pdfium, doc refer
 		if err := ctx.Err(); err != nil {
 			return 0, nil, err
 		}
-		p, n, err := readPDFPage(ctx, inst, doc, i, ocrOpts.Mode, limits)
+		p, n, err := readPDFPage(ctx, inst, doc, src, i, ocrOpts.Mode, limits)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -506,8 +518,8 @@ func renderPages(spool io.Reader, pages int, edges *EdgeCounter, w io.Writer, ma
 
 // readPDFPage lays out page i (from 0) of doc, and says how many
 // characters it has.
-func readPDFPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode string, limits Limits) (pdfPage, int, error) {
-	p, n, err := layOutPDFPage(inst, doc, i, mode, limits)
+func readPDFPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, src *pdfFile, i int, mode string, limits Limits) (pdfPage, int, error) {
+	p, n, err := layOutPDFPage(inst, doc, src, i, mode, limits)
 	if err != nil && ctx.Err() != nil {
 		// The instance was killed under the call: say why, not how.
 		return p, n, ctx.Err()
@@ -515,7 +527,7 @@ func readPDFPage(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DO
 	return p, n, err
 }
 
-func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode string, limits Limits) (pdfPage, int, error) {
+func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, src *pdfFile, i int, mode string, limits Limits) (pdfPage, int, error) {
 	var p pdfPage
 	page, err := inst.FPDF_LoadPage(&requests.FPDF_LoadPage{Document: doc, Index: i})
 	if err != nil {
@@ -549,6 +561,7 @@ func layOutPDFPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, i int, mode
 	if err != nil {
 		return p, 0, err
 	}
+	repairTJShifts(inst, src, page.Page, text.TextPage, i, glyphs)
 	// What lies outside the page's box is not shown: its glyphs go.
 	if bb, err := inst.FPDF_GetPageBoundingBox(&requests.FPDF_GetPageBoundingBox{Page: ref}); err == nil {
 		r := bb.Rect

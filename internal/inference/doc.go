@@ -26,7 +26,11 @@
 // SGLang's, or none). With [PoolConfig.PriorityHold] the pool also keeps a
 // server's steps free of less urgent prompts while an urgent call runs
 // there: it starts no new less urgent call at that server (they wait in its
-// queue, at most [MaxHold]), and never stops one that has started.
+// queue, at most [MaxHold]), and never stops one that has started. With
+// [PoolConfig.PriorityReserve], an endpoint whose server orders by priority
+// takes an urgent call beyond its cap, a few at most, so that the server
+// preempts a less urgent sequence for it; less urgent calls never exceed
+// the cap.
 //
 // It must never retry (Temporal owns retries, and a hidden retry loop would
 // multiply attempts), never wait without a deadline (every request has a

@@ -214,6 +214,19 @@ type PoolConfig struct {
 	// and no call is held back longer than MaxHold. Zero holds nothing
 	// back (MEMAGENT_MODEL_PRIORITY_HOLD; ParsePriorityHold).
 	PriorityHold int
+	// PriorityReserve is how many calls beyond its MaxInFlight an
+	// endpoint whose server orders requests by priority (its Priority is
+	// PriorityVLLM or PrioritySGLang) may have outstanding, for urgent
+	// calls only: those of ReserveLevel or more urgent that are also more
+	// urgent than the least urgent call outstanding there, so that the
+	// server has a less urgent sequence to preempt for them instead of
+	// the call waiting in the pool for one to finish. Less urgent calls
+	// start only below MaxInFlight, reserved calls counted, so they never
+	// exceed the cap. Zero reserves nothing, PriorityReserveAuto gives
+	// each endpoint DefaultPriorityReserve of its cap; endpoints with
+	// PriorityOff never get one (MEMAGENT_MODEL_PRIORITY_RESERVE;
+	// ParsePriorityReserve).
+	PriorityReserve int
 }
 
 // EndpointStats is a snapshot of one endpoint.
@@ -224,6 +237,10 @@ type EndpointStats struct {
 	InFlight int
 	// MaxInFlight is the endpoint's cap.
 	MaxInFlight int
+	// Reserve is how many urgent calls may be outstanding beyond the cap
+	// (PoolConfig.PriorityReserve): InFlight may exceed MaxInFlight by
+	// that much, with urgent calls only.
+	Reserve int
 	// Ejected is when the endpoint's ejection ends, or the zero time when
 	// it is in rotation.
 	Ejected time.Time
@@ -244,7 +261,8 @@ type EndpointStats struct {
 // Each request goes to the less loaded of two endpoints picked at random
 // (power of two choices on outstanding requests relative to each endpoint's
 // cap) among those in rotation with a free slot. No endpoint ever has more
-// than its MaxInFlight requests outstanding: when every endpoint in rotation
+// than its MaxInFlight requests outstanding, save urgent calls on its
+// reserve (PoolConfig.PriorityReserve): when every endpoint in rotation
 // is full, callers wait for a slot in the order of their Priority, for as
 // long as their context allows. With PoolConfig.PriorityHold, a less urgent
 // caller also waits while the endpoints with a free slot are running more
@@ -374,6 +392,7 @@ type endpoint struct {
 	root        string // base URL without /v1, for /health
 	apiKey      string
 	maxInFlight int
+	reserve     int // PoolConfig.PriorityReserve as it applies here
 	client      *Client
 	server      []attribute.KeyValue // server.address and server.port, for spans
 
@@ -464,6 +483,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 			return nil, err
 		}
 		ep.client = c
+		ep.reserve = endpointReserve(cfg.PriorityReserve, c.priority, ep.maxInFlight)
 	}
 	if err := p.tel.observe(p); err != nil {
 		return nil, err
@@ -563,6 +583,7 @@ func (p *Pool) Stats() []EndpointStats {
 			URL:         ep.url,
 			InFlight:    ep.inFlight,
 			MaxInFlight: ep.maxInFlight,
+			Reserve:     ep.reserve,
 			Requests:    ep.requests,
 			Failures:    ep.failures,
 			MaxModelLen: ep.maxModelLen,
@@ -677,7 +698,8 @@ func (p *Pool) takeLocked(ep *endpoint, level int) {
 	ep.hold.inFlight[holdLevel(level)]++
 }
 
-// pickLocked chooses an endpoint with a free slot, or returns nil when the
+// pickLocked chooses an endpoint with a free slot for a call of level (one
+// below its cap, or its reserve: limitLocked), or returns nil when the
 // caller must wait. Among endpoints in rotation it takes the less loaded of
 // two picked at random; when every endpoint is ejected, the one whose
 // ejection ends first. When holding, it passes over the endpoints where a
@@ -690,7 +712,7 @@ func (p *Pool) pickLocked(now time.Time, level int, holding bool) *endpoint {
 			continue
 		}
 		anyInRotation = true
-		if ep.inFlight < ep.maxInFlight && !(holding && p.heldLocked(ep, level, now)) {
+		if ep.inFlight < p.limitLocked(ep, level) && !(holding && p.heldLocked(ep, level, now)) {
 			cands = append(cands, ep)
 		}
 	}
@@ -702,7 +724,7 @@ func (p *Pool) pickLocked(now time.Time, level int, holding bool) *endpoint {
 		}
 		var best *endpoint
 		for _, ep := range p.endpoints {
-			if ep.inFlight < ep.maxInFlight && !(holding && p.heldLocked(ep, level, now)) && (best == nil || ep.ejectedUntil.Before(best.ejectedUntil)) {
+			if ep.inFlight < p.limitLocked(ep, level) && !(holding && p.heldLocked(ep, level, now)) && (best == nil || ep.ejectedUntil.Before(best.ejectedUntil)) {
 				best = ep
 			}
 		}

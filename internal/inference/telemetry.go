@@ -36,6 +36,7 @@ const (
 	metricWait     = "memagent.model.wait.duration" // histogram s: model
 	metricInFlight = "memagent.model.in_flight"     // gauge: endpoint
 	metricCapacity = "memagent.model.capacity"      // gauge: endpoint (its MaxInFlight)
+	metricReserve  = "memagent.model.reserve"       // gauge: endpoint (urgent calls allowed beyond its cap)
 	metricEjected  = "memagent.model.ejected"       // gauge 0|1: endpoint
 	metricWaiting  = "memagent.model.waiting"       // gauge: callers waiting for a slot
 )
@@ -99,14 +100,16 @@ func newPoolTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*poolTe
 func (t *poolTelemetry) observe(p *Pool) error {
 	m := t.mp.Meter(instrumentationName)
 	inFlight, err1 := m.Int64ObservableGauge(metricInFlight, metric.WithUnit("{request}"),
-		metric.WithDescription("Completions outstanding at each model endpoint."))
+		metric.WithDescription("Completions outstanding at each model endpoint, urgent calls on its reserve included."))
 	capacity, err2 := m.Int64ObservableGauge(metricCapacity, metric.WithUnit("{request}"),
 		metric.WithDescription("Cap of completions outstanding at each model endpoint (MEMAGENT_MAX_IN_FLIGHT)."))
 	ejected, err3 := m.Int64ObservableGauge(metricEjected,
 		metric.WithDescription("1 while a model endpoint is out of rotation after failures, else 0."))
 	waiting, err4 := m.Int64ObservableGauge(metricWaiting, metric.WithUnit("{request}"),
 		metric.WithDescription("Completions waiting for a free slot because every endpoint in rotation is full."))
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	reserve, err5 := m.Int64ObservableGauge(metricReserve, metric.WithUnit("{request}"),
+		metric.WithDescription("Urgent completions each model endpoint may have outstanding beyond its cap, for its server to preempt less urgent ones for (MEMAGENT_MODEL_PRIORITY_RESERVE); 0 for a server without priority."))
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return fmt.Errorf("inference: metrics: %w", err)
 	}
 	attrs := make([]metric.ObserveOption, len(p.endpoints))
@@ -120,6 +123,7 @@ func (t *poolTelemetry) observe(p *Pool) error {
 		for i, ep := range p.endpoints {
 			o.ObserveInt64(inFlight, int64(ep.inFlight), attrs[i])
 			o.ObserveInt64(capacity, int64(ep.maxInFlight), attrs[i])
+			o.ObserveInt64(reserve, int64(ep.reserve), attrs[i])
 			var out int64
 			if ep.ejected(now) {
 				out = 1
@@ -128,7 +132,7 @@ func (t *poolTelemetry) observe(p *Pool) error {
 		}
 		o.ObserveInt64(waiting, int64(p.waiters.Len()))
 		return nil
-	}, inFlight, capacity, ejected, waiting)
+	}, inFlight, capacity, reserve, ejected, waiting)
 	if err != nil {
 		return fmt.Errorf("inference: metrics: %w", err)
 	}

@@ -45,7 +45,11 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // at the head of the queue also preempts the least urgent running one (the
 // largest (priority, arrival)) that is less urgent than itself and is in a
 // replica's batch (CapacityBatch): that one goes back to the queue, keeping
-// its arrival, and the head takes its slot.
+// its arrival, and the head takes its slot. That is SGLang's rule
+// (--enable-priority-scheduling preempts at --max-running-requests) and
+// vLLM's V0 engine's (_schedule_priority_preemption); vLLM's V1 engine
+// preempts the least urgent running request only when its KV cache has no
+// blocks left, and lets a waiting request wait at --max-num-seqs.
 type pool struct {
 	slots    int  // per replica
 	maxQueue int  // 0 means unbounded

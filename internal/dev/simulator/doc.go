@@ -26,7 +26,10 @@
 // the bound, as vLLM does): first come, first served, or, with
 // SchedulingPriority (vLLM's --scheduling-policy priority), ordered by the
 // request's priority field and then arrival, the most urgent waiting
-// request preempting the least urgent running one under CapacityBatch. And
+// request preempting the least urgent running one under CapacityBatch when
+// the batch is full (as SGLang and vLLM's V0 engine do; vLLM's V1 engine
+// preempts only when its KV cache runs out, which this model, counting
+// sequences and not cache blocks, does not have). And
 // faults injected at seeded
 // rates (429, 500, 503, stalls, truncated bodies and context overflows, in
 // the nested OpenAI and the flat SGLang error shape).

@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -109,25 +107,25 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	// compilation cache empty): its first panel took 3-6 s, issue 52.
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	base := desktest.Start(t, ctx)
-	api1 := newDeskClient(t, base, tokens["alice"], subject)
+	api1 := desktest.SignIn(t, base, tokens["alice"])
 
 	// Refusals before any decision: level 1 with every cell pending, a
 	// cell that is not this review's, a cross-site request, a request
 	// without the page's CSRF token, a decision under bob's name.
-	api1.expect(t, "sign-off with pending cells", "/api/signoff", `{"level":1}`, nil, http.StatusConflict, "3 cells are pending at level 1")
-	api1.expect(t, "a cell of another review", "/api/decide", `{"cell":"q7","level":1,"decision":"accepted","version":0}`, nil, http.StatusConflict, `no cell "q7" in the sign-off of review `+subject)
-	api1.expect(t, "cross-site", "/api/decide", `{"cell":"q1","level":1,"decision":"accepted","version":0}`,
+	api1.Expect(t, "sign-off with pending cells", desktest.WithID("/api/signoff", subject), `{"level":1}`, nil, http.StatusConflict, "3 cells are pending at level 1")
+	api1.Expect(t, "a cell of another review", desktest.WithID("/api/decide", subject), `{"cell":"q7","level":1,"decision":"accepted","version":0}`, nil, http.StatusConflict, `no cell "q7" in the sign-off of review `+subject)
+	api1.Expect(t, "cross-site", desktest.WithID("/api/decide", subject), `{"cell":"q1","level":1,"decision":"accepted","version":0}`,
 		map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, "cross-site request refused")
-	api1.expect(t, "no CSRF token", "/api/decide", `{"cell":"q1","level":1,"decision":"accepted","version":0}`,
+	api1.Expect(t, "no CSRF token", desktest.WithID("/api/decide", subject), `{"cell":"q1","level":1,"decision":"accepted","version":0}`,
 		map[string]string{"X-CSRF-Token": ""}, http.StatusForbidden, "CSRF token")
-	api1.expect(t, "under another reviewer's identity", "/api/decide", `{"cell":"q1","level":1,"decision":"accepted","version":0,"reviewer":"bob"}`,
+	api1.Expect(t, "under another reviewer's identity", desktest.WithID("/api/decide", subject), `{"cell":"q1","level":1,"decision":"accepted","version":0,"reviewer":"bob"}`,
 		nil, http.StatusForbidden, "you are signed in as alice")
 	// Issue 52's message, once "starter: memagent: reason is empty",
-	// and a body the desk does not take: in plain words (expect refuses
+	// and a body the desk does not take: in plain words (Expect refuses
 	// an internal prefix in any refusal).
-	api1.expect(t, "an edit without a reason", "/api/decide", `{"cell":"q1","level":1,"decision":"edited","final_answer":"x","version":0}`,
+	api1.Expect(t, "an edit without a reason", desktest.WithID("/api/decide", subject), `{"cell":"q1","level":1,"decision":"edited","final_answer":"x","version":0}`,
 		nil, http.StatusConflict, "reason is empty: say why the answer was edited")
-	api1.expect(t, "a body the desk does not take", "/api/decide", `{"cell":"q1","level":"one"}`,
+	api1.Expect(t, "a body the desk does not take", desktest.WithID("/api/decide", subject), `{"cell":"q1","level":"one"}`,
 		nil, http.StatusBadRequest, "the request's body is not what the desk takes")
 
 	// The browser.
@@ -215,12 +213,12 @@ func TestReviewDeskEndToEnd(t *testing.T) {
 	wait("q3's rejected answer in the grid", answerIs("q3", "no answer", grid.Rows[2].Answer))
 
 	// A stale version: q1 is at version 1 now.
-	api1.expect(t, "a stale version", "/api/decide", `{"cell":"q1","level":1,"decision":"rejected","reason":"x","version":0}`, nil, http.StatusConflict, "stale: cell q1 is at version 1")
+	api1.Expect(t, "a stale version", desktest.WithID("/api/decide", subject), `{"cell":"q1","level":1,"decision":"rejected","reason":"x","version":0}`, nil, http.StatusConflict, "stale: cell q1 is at version 1")
 	do("sign level 1 off", key("S"))
 	wait("level 1 signed off", `document.getElementById("state").textContent.startsWith("Waiting for level 2")`)
 	// Level 2 by the level-1 reviewer.
-	api1.expect(t, "level 2 by the level-1 reviewer", "/api/decide", `{"cell":"q2","level":2,"decision":"accepted","version":1}`, nil, http.StatusConflict, "four eyes: alice decided cell q2 at level 1")
-	api1.expect(t, "level-2 sign-off by the level-1 signer", "/api/signoff", `{"level":2}`, nil, http.StatusConflict, "four eyes: alice signed level 1 off")
+	api1.Expect(t, "level 2 by the level-1 reviewer", desktest.WithID("/api/decide", subject), `{"cell":"q2","level":2,"decision":"accepted","version":1}`, nil, http.StatusConflict, "four eyes: alice decided cell q2 at level 1")
+	api1.Expect(t, "level-2 sign-off by the level-1 signer", desktest.WithID("/api/signoff", subject), `{"level":2}`, nil, http.StatusConflict, "four eyes: alice signed level 1 off")
 
 	// The review waits for level 2 across a worker restart.
 	worker.Stop()
@@ -421,60 +419,6 @@ func onNewDocument(script string) chromedp.Action[chromedp.Void] {
 		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
 		return err
 	})
-}
-
-// deskClient is a reviewer signed in at the desk from Go, for the
-// refusals.
-type deskClient struct {
-	base, csrf, subject string
-	c                   *http.Client
-}
-
-func newDeskClient(t *testing.T, base, token, subject string) *deskClient {
-	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
-	resp, err := c.PostForm(base+"/login", url.Values{"token": {token}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := regexp.MustCompile(`name="csrf-token" content="([^"]+)"`).FindSubmatch(page)
-	if m == nil {
-		t.Fatalf("signed in, the page has no CSRF token: %s", page)
-	}
-	return &deskClient{base: base, csrf: string(m[1]), subject: subject, c: c}
-}
-
-// expect posts body to path of the review's sign-off and checks the
-// answer's status and message.
-func (d *deskClient) expect(t *testing.T, what, path, body string, headers map[string]string, status int, msg string) {
-	t.Helper()
-	u, _ := url.Parse(d.base)
-	req, _ := http.NewRequest(http.MethodPost, d.base+path+"?id="+url.QueryEscape(d.subject), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-CSRF-Token", d.csrf)
-	req.Header.Set("Origin", "http://"+u.Host)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := d.c.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var e struct{ Error string }
-	if json.Unmarshal(got, &e) == nil && e.Error != "" {
-		got = []byte(e.Error)
-	}
-	if resp.StatusCode != status || !strings.Contains(string(got), msg) {
-		t.Errorf("%s: %d %s, want %d and %q", what, resp.StatusCode, got, status, msg)
-	}
-	if m := regexp.MustCompile(`(^|: )(memagent|starter|desk|s3|json): |rpc error`).FindString(string(got)); m != "" {
-		t.Errorf("%s: %s: an internal prefix %q, want plain words", what, got, m)
-	}
 }
 
 // acceptedUpdate is a WorkflowExecutionUpdateAccepted event.

@@ -3,10 +3,7 @@ package review
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -102,7 +99,7 @@ func TestDeskFamilyDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := desktest.Start(t, ctx)
-	alice := newDeskClient(t, base, token, subject)
+	alice := desktest.SignIn(t, base, token)
 
 	type member struct {
 		Cell, Part string
@@ -114,7 +111,7 @@ func TestDeskFamilyDecision(t *testing.T) {
 		Members           []member
 	}
 	var fams struct{ Families []family }
-	alice.getJSON(t, "/api/families", &fams)
+	alice.GetJSON(t, desktest.WithID("/api/families", subject), &fams)
 	if len(fams.Families) != 1 || fams.Families[0].Message != familyMessage || len(fams.Families[0].Members) != 2 {
 		t.Fatalf("families %+v, want %s with both cells", fams.Families, familyMessage)
 	}
@@ -125,7 +122,7 @@ func TestDeskFamilyDecision(t *testing.T) {
 	}
 
 	// A member decided on its own, then the family.
-	alice.postJSON(t, "/api/decide", map[string]any{"cell": textCell.Cell, "level": 1, "decision": "rejected",
+	alice.PostJSON(t, desktest.WithID("/api/decide", subject), map[string]any{"cell": textCell.Cell, "level": 1, "decision": "rejected",
 		"reason": "the porter changed in June", "version": textCell.Version}, nil)
 	// The family at the desk, in headless Chromium: the panel of q1 lists
 	// both members, q2 decided on its own; "Accept family" decides q1 and
@@ -212,47 +209,4 @@ func messageShown(cell string) string {
 				li[1].dataset.name === "terms.docx" && !li[1].classList.contains("cited") && li[1].textContent.includes("docx") && li[1].textContent.includes("read, "); })()`,
 		fmt.Sprintf(`!!document.querySelector('#family li.current[data-cell="%s"]')`, cell))
 	return strings.Join(conds, " && ")
-}
-
-// getJSON reads path of the review's sign-off into v.
-func (d *deskClient) getJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	resp, err := d.c.Get(d.base + path + "?id=" + url.QueryEscape(d.subject))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		t.Fatalf("GET %s: %v: %s", path, err, body)
-	}
-}
-
-// postJSON posts body to path of the review's sign-off, as the page does,
-// and reads the answer into v (nil: dropped).
-func (d *deskClient) postJSON(t *testing.T, path string, body, v any) {
-	t.Helper()
-	data, _ := json.Marshal(body)
-	u, _ := url.Parse(d.base)
-	req, _ := http.NewRequest(http.MethodPost, d.base+path+"?id="+url.QueryEscape(d.subject), bytes.NewReader(data))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-CSRF-Token", d.csrf)
-	req.Header.Set("Origin", "http://"+u.Host)
-	resp, err := d.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, got)
-	}
-	if v != nil {
-		if err := json.Unmarshal(got, v); err != nil {
-			t.Fatalf("POST %s: %v: %s", path, err, got)
-		}
-	}
 }

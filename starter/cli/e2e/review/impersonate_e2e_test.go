@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -183,17 +182,17 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 	}
 	t.Setenv(reviewer.Env, "tokens:"+file)
 	t.Setenv(reviewer.TokenEnv, "alice-token")
-	desk := newDeskClient(t, desktest.Start(t, ctx), "alice-token", subject)
+	desk := desktest.SignIn(t, desktest.Start(t, ctx), "alice-token")
 
 	t.Run("desk", func(t *testing.T) {
-		if status, page := deskGet(t, desk, "/"); status != http.StatusOK || strings.Contains(page, subject) {
+		if status, page := desk.Get(t, "/"); status != http.StatusOK || strings.Contains(page, subject) {
 			t.Errorf("the desk's list (%d) shows the look-alike sign-off of %s:\n%s", status, subject, page)
 		}
-		desk.expect(t, "open", "/api/start", `{"review":"`+subject+`","levels":1}`, nil, http.StatusForbidden, "it is not memagent's")
-		desk.expect(t, "decide", "/api/decide", `{"cell":"q1","level":1,"decision":"accepted","version":0}`, nil, http.StatusForbidden, "it is not memagent's")
-		desk.expect(t, "sign off", "/api/signoff", `{"level":1}`, nil, http.StatusForbidden, "it is not memagent's")
-		desk.expect(t, "reopen", "/api/reopen", `{"cell":"q1","level":1,"reason":"x","version":1}`, nil, http.StatusForbidden, "it is not memagent's")
-		if status, body := deskGet(t, desk, "/api/grid?id="+subject); status != http.StatusNotFound || !strings.Contains(body, "not memagent's") {
+		desk.Expect(t, "open", desktest.WithID("/api/start", subject), `{"review":"`+subject+`","levels":1}`, nil, http.StatusForbidden, "it is not memagent's")
+		desk.Expect(t, "decide", desktest.WithID("/api/decide", subject), `{"cell":"q1","level":1,"decision":"accepted","version":0}`, nil, http.StatusForbidden, "it is not memagent's")
+		desk.Expect(t, "sign off", desktest.WithID("/api/signoff", subject), `{"level":1}`, nil, http.StatusForbidden, "it is not memagent's")
+		desk.Expect(t, "reopen", desktest.WithID("/api/reopen", subject), `{"cell":"q1","level":1,"reason":"x","version":1}`, nil, http.StatusForbidden, "it is not memagent's")
+		if status, body := desk.Get(t, desktest.WithID("/api/grid", subject)); status != http.StatusNotFound || !strings.Contains(body, "not memagent's") {
 			t.Errorf("the desk's grid of the look-alike: %d %s", status, body)
 		}
 	})
@@ -397,7 +396,7 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		}
 		// The desk lists memagent's own (its list query names the queue).
 		for deadline := time.Now().Add(30 * time.Second); ; {
-			_, page := deskGet(t, desk, "/")
+			_, page := desk.Get(t, "/")
 			if strings.Contains(page, subject) {
 				break
 			}
@@ -445,7 +444,7 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 		if _, err := mc.SignOffGrid(ctx, subject); !errors.Is(err, memclient.ErrSubjectChanged) {
 			t.Errorf("SignOffGrid of a review run again: %v", err)
 		}
-		if status, body := deskGet(t, desk, "/api/grid?id="+subject); status != http.StatusNotFound || !strings.Contains(body, "the id was run again") {
+		if status, body := desk.Get(t, desktest.WithID("/api/grid", subject)); status != http.StatusNotFound || !strings.Contains(body, "the id was run again") {
 			t.Errorf("the desk's grid of a review run again: %d %s", status, body)
 		}
 		// A sign-off pinned to the earlier run fails as memagent.Forbidden.
@@ -461,16 +460,4 @@ func TestNeighbourCannotImpersonateMemagent(t *testing.T) {
 			t.Errorf("a sign-off pinned to the earlier run: %v, want memagent.Forbidden naming both runs", err)
 		}
 	})
-}
-
-// deskGet gets path from the desk as d's reviewer.
-func deskGet(t *testing.T, d *deskClient, path string) (int, string) {
-	t.Helper()
-	resp, err := d.c.Get(d.base + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, string(body)
 }

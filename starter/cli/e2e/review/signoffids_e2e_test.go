@@ -53,7 +53,7 @@ func TestSignOffUnderTheOldIDRunsOn(t *testing.T) {
 	}
 	t.Setenv(reviewer.Env, "tokens:"+file)
 	t.Setenv(reviewer.TokenEnv, "alice-token")
-	desk := newDeskClient(t, desktest.Start(t, ctx), "alice-token", subject)
+	desk := desktest.SignIn(t, desktest.Start(t, ctx), "alice-token")
 
 	// A neighbour's look-alike under the old form, on its own queue.
 	queue := "neighbour-" + cfg.TaskQueue
@@ -78,7 +78,7 @@ func TestSignOffUnderTheOldIDRunsOn(t *testing.T) {
 			t.Errorf("signoff %s with a look-alike under %s: exit %d (%v)\n%s", arg, legacy, cli.ExitCode(err), err, stderr)
 		}
 	}
-	if status, page := deskGet(t, desk, "/"); status != http.StatusOK || strings.Contains(page, subject) {
+	if status, page := desk.Get(t, "/"); status != http.StatusOK || strings.Contains(page, subject) {
 		t.Errorf("the desk's list (%d) shows the look-alike under %s:\n%s", status, legacy, page)
 	}
 	if err := tc.TerminateWorkflow(ctx, legacy, "", "a look-alike"); err != nil {
@@ -116,7 +116,7 @@ func TestSignOffUnderTheOldIDRunsOn(t *testing.T) {
 		}
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		_, page := deskGet(t, desk, "/")
+		_, page := desk.Get(t, "/")
 		lower := strings.ToLower(page)
 		if strings.Contains(page, subject) {
 			if strings.Contains(page, legacy) || strings.Contains(lower, strings.ToLower(subject+"%2fsignoff")) {

@@ -5,10 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/memagent/memagent/api"
@@ -28,10 +32,40 @@ import (
 // every answer decided right) and validation_failed when it does not
 // (every answer decided wrong). The validation's audit log and workbook are read back from
 // the store, and the decided workbook `starter export grid` writes holds
-// the Validation sheet.
+// the Validation sheet. Each batch has a notify_url (a server of the
+// test): it gets the batch's notification, provisional, and once the
+// validation marks the report the same notification again with the
+// marked state, under an Idempotency-Key of its own.
 func TestValidationGate(t *testing.T) {
 	clitest.Stack(t)
 	clitest.StartWorker(t)
+	type post struct {
+		key string
+		n   api.ChangeNotification
+	}
+	var mu sync.Mutex
+	var posts []post
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n api.ChangeNotification
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
+			t.Errorf("notification body: %v", err)
+		}
+		mu.Lock()
+		posts = append(posts, post{r.Header.Get("Idempotency-Key"), n})
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	postsOf := func(batch string) []post {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []post
+		for _, p := range posts {
+			if p.n.WorkflowID == batch {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
 	doc1, _ := clitest.WriteDoc(t, 2000)
 	doc2, _ := clitest.WriteDoc(t, 2500)
 	var lines []string
@@ -94,11 +128,17 @@ func TestValidationGate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _ := clitest.RunBatch(t, "--manifest", manifest, "--name", "gate-"+tc.name, "--json",
-				"--require-validation", "--validate-margin", "0.2", "--validate-threshold", tc.threshold)
+				"--require-validation", "--validate-margin", "0.2", "--validate-threshold", tc.threshold,
+				"--notify-url", hook.URL+"/hook?token=gate-secret")
 			res := out.Result
 			id := api.ValidationWorkflowID(res.WorkflowID)
 			if v := res.Validation; v == nil || v.State != api.ReportProvisional || v.Validation != id || v.ValidationRunID == "" {
 				t.Fatalf("result's validation %+v, want provisional, the validation %s started", v, id)
+			}
+			first := postsOf(res.WorkflowID)
+			if res.Notify != api.NotifySent || len(first) != 1 || first[0].n.Validation == nil || first[0].n.Validation.State != api.ReportProvisional ||
+				first[0].key != res.WorkflowID+"/"+first[0].n.RunID {
+				t.Fatalf("notify %q, POSTs %+v: want one, provisional, keyed <batch>/<run>", res.Notify, first)
 			}
 			if st, page := state(res); st != api.ReportProvisional || !strings.Contains(page, "Provisional: this report is final once validation "+id) {
 				t.Fatalf("report %s, page says provisional: %v", st, strings.Contains(page, "Provisional:"))
@@ -137,6 +177,29 @@ func TestValidationGate(t *testing.T) {
 				t.Errorf("report after the validation: %s, page marked %q: %v", st, tc.page, strings.Contains(page, tc.page))
 			}
 			t.Logf("%s: %s", tc.name, page[strings.Index(page, `id="memagent-report-state"`):][:200])
+			// The marking POSTed again: the batch's notification with the
+			// state the report now has, under the marking's own key. The
+			// validation POSTs it as it completes, after the report.
+			var got []post
+			clitest.Eventually(t, "the marked report's notification", func() (bool, string) {
+				got = postsOf(res.WorkflowID)
+				return len(got) >= 2, fmt.Sprintf("%d POSTs", len(got))
+			})
+			marked := got[1].n
+			var rj api.BatchReport
+			if err := json.Unmarshal(read(res.ReportURI), &rj); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[1].key != res.WorkflowID+"/"+first[0].n.RunID+"/validation" || marked.Validation == nil ||
+				marked.Validation.State != tc.want || marked.Validation.ValidationRunID != rj.Validation.ValidationRunID || marked.Validation.SignedOffBy != "carol" ||
+				(tc.want == api.ReportValidationFailed) != (marked.Validation.Why != "") {
+				t.Errorf("POSTs after the validation: %+v; want a second, %s as report.json says (%+v), keyed <batch>/<run>/validation", got, tc.want, rj.Validation)
+			}
+			again := marked
+			again.Validation = first[0].n.Validation
+			if !reflect.DeepEqual(again, first[0].n) {
+				t.Errorf("the marked notification %+v differs from the batch's %+v in more than its validation", marked, first[0].n)
+			}
 
 			prefix := strings.TrimSuffix(rep.ReportURI, "report.json")
 			var audit []api.ValidationEntry

@@ -246,7 +246,7 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 
 	// The desk.
 	base := desktest.Start(t, ctx)
-	alice := newDeskClient(t, base, tokens["alice"])
+	alice := desktest.SignIn(t, base, tokens["alice"])
 	// Blind: the desk's API has no model answer for alice, nor its pages.
 	var dv struct {
 		View  api.ValidationView `json:"view"`
@@ -256,7 +256,7 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 			PDF       bool   `json:"pdf"`
 		} `json:"cells"`
 	}
-	alice.get(t, "/api/validation?id="+url.QueryEscape(id), &dv)
+	alice.GetJSON(t, desktest.WithID("/api/validation", id), &dv)
 	for i, c := range dv.View.Cells {
 		if c.ModelAnswer != "" || c.AnswerPages != "" || c.Revealed {
 			t.Errorf("blind: the desk shows alice cell %s's model answer %q (%q)", c.ID, c.ModelAnswer, c.AnswerPages)
@@ -346,10 +346,10 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 		t.Errorf("the desk says %q of a revealed cell", got)
 	}
 	br.Shot(*deskScreenshots, "desk-validation-revealed.png")
-	alice.expect(t, "a decision on a revealed cell", "/api/validation/decide?id="+url.QueryEscape(id), fmt.Sprintf(`{"cell":%q,"verdict":"right"}`, revealed),
-		http.StatusConflict, "blind review: alice has seen the model's answer of cell "+revealed)
-	alice.expect(t, "a decision under another reviewer's name", "/api/validation/decide?id="+url.QueryEscape(id), fmt.Sprintf(`{"cell":%q,"verdict":"right","reviewer":"carol"}`, revealed),
-		http.StatusForbidden, "you are signed in as alice")
+	alice.Expect(t, "a decision on a revealed cell", desktest.WithID("/api/validation/decide", id), fmt.Sprintf(`{"cell":%q,"verdict":"right"}`, revealed),
+		nil, http.StatusConflict, "blind review: alice has seen the model's answer of cell "+revealed)
+	alice.Expect(t, "a decision under another reviewer's name", desktest.WithID("/api/validation/decide", id), fmt.Sprintf(`{"cell":%q,"verdict":"right","reviewer":"carol"}`, revealed),
+		nil, http.StatusForbidden, "you are signed in as alice")
 
 	// Carol decides the rest from the starter.
 	t.Setenv(reviewer.TokenEnv, tokens["carol"])
@@ -372,7 +372,7 @@ func TestValidateFromTheDeskAndTheCLI(t *testing.T) {
 
 	// Four eyes: alice decided cells, so she cannot sign off; erin does,
 	// at the desk.
-	alice.expect(t, "a sign-off by a reviewer who decided", "/api/validation/finish?id="+url.QueryEscape(id), `{}`, http.StatusConflict, "four eyes: alice decided cell")
+	alice.Expect(t, "a sign-off by a reviewer who decided", desktest.WithID("/api/validation/finish", id), `{}`, nil, http.StatusConflict, "four eyes: alice decided cell")
 	br.Do("sign out", chromedp.Click(`form.logout button`), chromedp.WaitVisible(`input[name="token"]`))
 	login("erin")
 	br.Do("open the validation", chromedp.Navigate(base+"/validation?id="+url.QueryEscape(id)))

@@ -378,13 +378,27 @@ func (a *Activities) writeUpdate(ctx context.Context, in actwire.UpdateInput, c 
 func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.DocumentQAResult, error) {
 	ctx, hb := a.beginHeartbeat(ctx)
 	defer hb.stop()
+	res, paid, err := a.answerWith(ctx, hb, in)
+	if err != nil {
+		return nil, err
+	}
+	paid()
+	return res, nil
+}
+
+// answerWith is answer under the heartbeat hb, which keeps the paid
+// completion in its details for as long as it beats. Once the result is
+// written it returns paid, which forgets the worker's own copy of the
+// completion: the caller calls it when nothing after the answer can fail
+// (a caller that grounds the answer next, after grounding).
+func (a *Activities) answerWith(ctx context.Context, hb *heartbeat, in actwire.AnswerInput) (*api.DocumentQAResult, func(), error) {
 	opts := in.Options.WithDefaults()
 	resultLoc, err := s3store.ParseURI(in.ResultURI)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("result uri: %w", err))
+		return nil, nil, badInput(fmt.Errorf("result uri: %w", err))
 	}
 	if err := a.allowOutput(ctx, "result_uri", in.ResultURI); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	digest := inputDigest(in.Question, in.Memory, a.modelName(opts))
 	prompt := a.Templates.RenderFinal(in.Question, in.Memory)
@@ -394,7 +408,7 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 	var answerReused bool
 	if in.ReuseAnswer && in.Result.Chunks > 0 && in.Result.ChunksReused >= in.Result.Chunks {
 		if reused, answerReused, err = a.readKeptAnswer(ctx, in.Question, opts, prompt); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	comp, paid := inference.Completion{Text: reused}, paidCalls{}
@@ -414,11 +428,11 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 			return a.complete(ctx, opts, prompt, opts.AnswerMaxTokens, callFinal)
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if in.KeepAnswer {
 			if err := a.keepAnswer(ctx, in.Question, opts, prompt, comp.Text, in.Result.WorkflowID, in.Result.RunID); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -456,13 +470,12 @@ func (a *Activities) answer(ctx context.Context, in actwire.AnswerInput) (*api.D
 		return StoredResult{DocumentQAResult: res, Completion: comp.Text, Kept: kept, PromptSHA256: PromptDigest(prompt)}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("write result: %w", err)
+		return nil, nil, fmt.Errorf("write result: %w", err)
 	}
 	res.ResultURI = final.String()
-	a.kept.done(resultLoc.String() + "#" + in.Result.RunID)
 	a.logger().InfoContext(ctx, "answered", "answer_found", res.AnswerFound, "no_answer", noAnswer, "method", ans.Method,
 		"completion_tokens", comp.CompletionTokens, "answer_reused", answerReused)
-	return &res, nil
+	return &res, func() { a.kept.done(resultLoc.String() + "#" + in.Result.RunID) }, nil
 }
 
 // scoredAnswer is the answer that is scored: an answer that was not

@@ -3,8 +3,10 @@
 // once per object version), PrepareDocument (stream a document from S3,
 // cut it into token-bounded chunks, store the chunk index), UpdateMemory
 // (one chunk's memory rewrite by the model) and Answer (the final answer
-// from the memory alone, scored against gold answers when given). For a
-// review (ReviewDocument): ReviewUpdate (UpdateMemory through the chunk
+// from the memory alone, scored against gold answers when given); a run
+// from the workflow version lean-item on has the steps before its first
+// chunk run as one activity, PrepareReading, and the answer and its
+// grounding as one, AnswerAndGround (lean.go). For a review (ReviewDocument): ReviewUpdate (UpdateMemory through the chunk
 // cache, recording evidence) and WriteReview (grid and report). For a
 // batch (BatchQA): ExpandManifest, ResolveBatchPage (with the answer
 // cache), WriteBatchResults and WriteBatchReport.

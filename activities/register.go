@@ -33,6 +33,8 @@ func (a *Activities) Register(r Registry) {
 	bind(r, actwire.Answer, a.answer)
 	bind(r, actwire.EstimateCost, a.estimateCost)
 	bind(r, actwire.GroundAnswer, a.groundAnswer)
+	bind(r, actwire.PrepareReading, a.prepareReading)
+	bind(r, actwire.AnswerAndGround, a.answerAndGround)
 	bind0(r, actwire.VerifyContinuedRun, a.verifyContinuedRun)
 	bind0(r, actwire.ClaimReportPrefix, a.claimScheduleReportPrefix)
 	a.registerReview(r)

@@ -27,8 +27,12 @@ type boundary struct {
 // newBoundary must be called before the workflow issues any command other
 // than its own GetVersion markers.
 func newBoundary(ctx workflow.Context) boundary {
-	v := workflow.GetVersion(ctx, StatusLifecycleChange, workflow.DefaultVersion, 1)
-	return boundary{ctx: ctx, lifecycle: v >= 1}
+	return newBoundaryAt(ctx, gates{})
+}
+
+// newBoundaryAt is newBoundary with the run's gates.
+func newBoundaryAt(ctx workflow.Context, g gates) boundary {
+	return boundary{ctx: ctx, lifecycle: g.at(ctx, StatusLifecycleChange)}
 }
 
 // decode reads the workflow's one argument, a JSON object, into v

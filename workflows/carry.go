@@ -45,13 +45,18 @@ var errCallerState = errors.New("state is set by the workflow itself when it con
 // a retry's next run would repeat the caller's input, and the run it
 // continues from would be memagent's own.
 func checkCarry(ctx workflow.Context, from string) error {
-	if workflow.GetVersion(ctx, CarryChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	return checkCarryAt(ctx, gates{}, from)
+}
+
+// checkCarryAt is checkCarry with the run's gates.
+func checkCarryAt(ctx workflow.Context, g gates, from string) error {
+	if !g.at(ctx, CarryChange) {
 		return nil
 	}
 	info := workflow.GetInfo(ctx)
 	prev := info.ContinuedExecutionRunID
 	own := prev != "" && (from == prev || from == "" && info.CronSchedule == "" && info.Attempt <= 1)
-	verify := workflow.GetVersion(ctx, VerifyCarryChange, workflow.DefaultVersion, 1) >= 1
+	verify := g.at(ctx, VerifyCarryChange)
 	switch {
 	case !own && verify:
 		return forbidden(errCallerState)

@@ -70,6 +70,7 @@ func TestCallerStateIsRefused(t *testing.T) {
 				for _, name := range []string{activities.ConvertDocumentName, activities.PrepareDocumentName, activities.UpdateMemoryName,
 					activities.AnswerName, activities.ReviewUpdateName, activities.WriteReviewName, activities.ExpandManifestName,
 					activities.ResolveBatchPageName, activities.WriteBatchResultsName, activities.WriteBatchReportName, activities.GroundAnswerName,
+					actwire.PrepareReadingName, actwire.AnswerAndGroundName,
 					activities.LoadSignOffName, activities.AppendAuditName, activities.WriteSignOffName} {
 					env.RegisterActivityWithOptions(func() error { ran++; return nil }, activity.RegisterOptions{Name: name})
 				}

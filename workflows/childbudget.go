@@ -48,11 +48,11 @@ const budgetAskEvery = 5 * time.Minute
 // the run's input, which holds its budget and which continue-as-new
 // carries. A run from before BudgetPullChange takes the grant a
 // BudgetGrantSignal carries, and replays so; a run at version 1 never does.
-func (c *childBudget) take(ctx workflow.Context, in *api.DocumentQAInput) {
+func (c *childBudget) take(ctx workflow.Context, g gates, in *api.DocumentQAInput) {
 	if !grantedByBatch(ctx, *in) {
 		return
 	}
-	c.pull = workflow.GetVersion(ctx, BudgetPullChange, workflow.DefaultVersion, 1) >= 1
+	c.pull = g.at(ctx, BudgetPullChange)
 	c.wake = workflow.GetSignalChannel(ctx, api.BudgetGrantSignal)
 	if c.pull {
 		return

@@ -22,14 +22,19 @@ const convertTimeout = 12 * time.Hour
 // ConvertDocumentChange) and points prep at the text to index. A text
 // document is left as it is.
 func convertFirst(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput) error {
-	return convertDocument(ctx, hb, prio, prep, false)
+	return convertDocument(ctx, gates{}, hb, prio, prep, false)
+}
+
+// convertFirstAt is convertFirst with the run's gates.
+func convertFirstAt(ctx workflow.Context, g gates, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput) error {
+	return convertDocument(ctx, g, hb, prio, prep, false)
 }
 
 // convertDocument is convertFirst; with survey (an estimate's), the
 // scanned pages of a PDF not converted yet are counted, not read
 // (actwire.ConvertInput.Survey).
-func convertDocument(ctx workflow.Context, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput, survey bool) error {
-	if workflow.GetVersion(ctx, ConvertDocumentChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+func convertDocument(ctx workflow.Context, g gates, hb time.Duration, prio temporal.Priority, prep *actwire.PrepareInput, survey bool) error {
+	if !g.at(ctx, ConvertDocumentChange) {
 		return nil
 	}
 	// A scan of thousands of pages takes hours of OCR; the converter

@@ -131,6 +131,7 @@ func DocumentQA(ctx workflow.Context, input converter.RawValue) (_ *DocumentQARe
 // state the run hands over, progress what the query and the UI show.
 type qaRun struct {
 	ctx      workflow.Context
+	gates    gates
 	info     *workflow.Info
 	vis      *visibility
 	edge     boundary
@@ -149,11 +150,13 @@ type qaRun struct {
 
 // newQARun makes the first calls of the run, before any command: a
 // history without the markers replays as DefaultVersion, with no upserts,
-// whatever else the run did.
+// whatever else the run did. LeanItemChange is asked first: a run at it
+// asks no other gate (gates).
 func newQARun(ctx workflow.Context) *qaRun {
 	r := &qaRun{ctx: ctx, progress: api.Progress{Stage: api.StagePreparing}}
-	r.vis = newVisibility(ctx, workflow.GetVersion(ctx, SearchAttributesChange, workflow.DefaultVersion, 1))
-	r.edge = newBoundary(ctx)
+	r.gates = askLean(ctx)
+	r.vis = newVisibility(ctx, r.gates.version(ctx, SearchAttributesChange))
+	r.edge = newBoundaryAt(ctx, r.gates)
 	return r
 }
 
@@ -196,13 +199,13 @@ func (r *qaRun) start(input converter.RawValue) error {
 	// child, which the batch sees without a signal.
 	r.carried = run.State != nil && run.State.Carried
 	if r.in.BatchID != "" && workflow.GetInfo(r.ctx).ParentWorkflowExecution != nil &&
-		workflow.GetVersion(r.ctx, ReportToBatchChange, workflow.DefaultVersion, 1) >= 1 {
+		r.gates.at(r.ctx, ReportToBatchChange) {
 		r.carriedCh = workflow.GetSignalChannel(r.ctx, api.CarriedSignal)
 	}
 	r.info = workflow.GetInfo(r.ctx)
 	r.st = run.State
 	if r.st != nil {
-		if err := checkCarry(r.ctx, r.st.From); err != nil {
+		if err := checkCarryAt(r.ctx, r.gates, r.st.From); err != nil {
 			return err
 		}
 	} else {
@@ -211,7 +214,7 @@ func (r *qaRun) start(input converter.RawValue) error {
 	if err := r.acceptRaises(); err != nil {
 		return err
 	}
-	r.budget.take(r.ctx, &r.in)
+	r.budget.take(r.ctx, r.gates, &r.in)
 	r.prio = taskPriority(r.ctx, r.in.Scheduling(), api.PriorityQuestion)
 	r.hb = DefaultHeartbeatTimeout
 	if r.in.HeartbeatTimeoutSeconds > 0 {
@@ -276,37 +279,25 @@ func (r *qaRun) publishStart() {
 
 // prepare has the document (or corpus) converted and indexed, on a
 // reading's first run only, and starts from the deepest checkpoint of an
-// earlier reading unless the input says reuse "none".
+// earlier reading unless the input says reuse "none": one activity a step
+// (prepareSteps), or all in one (prepareReading) at LeanItemChange.
 func (r *qaRun) prepare() error {
 	st, info := r.st, r.info
 	if st.Prepared.IndexURI != "" {
 		return nil
 	}
-	actx := workflow.WithActivityOptions(r.ctx, activityOptions(30*time.Minute, r.hb, r.prio, "prepare document"))
 	prep := actwire.PrepareInput{
 		Document: r.in.Document, Question: r.in.Question, Options: r.in.Options,
 		OutputPrefix: ownPrefix(r.in.OutputPrefix, st.TracePrefix), WorkflowID: info.WorkflowExecution.ID,
 		FirstRunID: chainID(info), BatchChild: info.ParentWorkflowExecution != nil,
 	}
-	st.Checkpoints = workflow.GetVersion(r.ctx, CheckpointsChange, workflow.DefaultVersion, 1) >= 1
-	if len(r.in.Documents) > 0 {
-		if !st.Checkpoints {
-			return badInput(errors.New("documents: this run's history predates corpora"))
-		}
-		if err := assembleCorpus(r.ctx, r.hb, r.prio, r.in.Documents, r.in.Options, &prep); err != nil {
-			return err
-		}
-	} else if err := convertFirst(r.ctx, r.hb, r.prio, &prep); err != nil {
+	st.Checkpoints = r.gates.at(r.ctx, CheckpointsChange)
+	prepare := r.prepareSteps
+	if r.gates.lean {
+		prepare = r.prepareReading
+	}
+	if err := prepare(prep); err != nil {
 		return err
-	}
-	if err := actwire.PrepareDocument.Execute(actx, prep).Get(r.ctx, &st.Prepared); err != nil {
-		return stageError("prepare document", err)
-	}
-	st.Provenance = st.Checkpoints && workflow.GetVersion(r.ctx, ProvenanceChange, workflow.DefaultVersion, 1) >= 1
-	if st.Checkpoints && r.in.Reuse != api.ReuseNone {
-		if err := r.resume(); err != nil {
-			return err
-		}
 	}
 	if st.TracePrefix == "" {
 		// The worker's bucket is only known to the worker: derive the
@@ -324,14 +315,69 @@ func (r *qaRun) prepare() error {
 	return nil
 }
 
-// resume starts the reading from the deepest checkpoint of an earlier
-// reading of the same chunks (FindCheckpoint), if there is one.
-func (r *qaRun) resume() error {
+// prepareSteps runs the steps one activity each, asking each gate:
+// ConvertDocument (or AssembleCorpus), PrepareDocument, FindCheckpoint.
+func (r *qaRun) prepareSteps(prep actwire.PrepareInput) error {
 	st := r.st
+	if len(r.in.Documents) > 0 {
+		if !st.Checkpoints {
+			return badInput(errors.New("documents: this run's history predates corpora"))
+		}
+		if err := assembleCorpus(r.ctx, r.hb, r.prio, r.in.Documents, r.in.Options, &prep); err != nil {
+			return err
+		}
+	} else if err := convertFirstAt(r.ctx, r.gates, r.hb, r.prio, &prep); err != nil {
+		return err
+	}
+	actx := workflow.WithActivityOptions(r.ctx, activityOptions(30*time.Minute, r.hb, r.prio, "prepare document"))
+	if err := actwire.PrepareDocument.Execute(actx, prep).Get(r.ctx, &st.Prepared); err != nil {
+		return stageError("prepare document", err)
+	}
+	st.Provenance = st.Checkpoints && r.gates.at(r.ctx, ProvenanceChange)
+	if !st.Checkpoints || r.in.Reuse == api.ReuseNone {
+		return nil
+	}
 	cp, err := findCheckpoint(r.ctx, r.hb, r.prio, st.Prepared, r.in.Question, r.in.Options, r.in.Sample, provenanceChain(st.Provenance, r.info))
 	if err != nil {
 		return err
 	}
+	r.startFrom(cp)
+	return nil
+}
+
+// prepareReading runs the same steps with the same inputs as one activity
+// (PrepareReading), for a run at LeanItemChange, where every gate is at
+// version 1 (corpora, checkpoints, provenance, conversion), and leaves the
+// same state.
+func (r *qaRun) prepareReading(prep actwire.PrepareInput) error {
+	st := r.st
+	st.Provenance = st.Checkpoints
+	in := actwire.PrepareReadingInput{Prepare: prep, Convert: len(r.in.Documents) == 0}
+	if len(r.in.Documents) > 0 {
+		opts := r.in.Options
+		in.Corpus = &actwire.CorpusInput{Documents: r.in.Documents, InvalidUTF8: opts.InvalidUTF8, OCR: opts.OCR, OCRLanguages: opts.OCRLanguages}
+	}
+	if r.in.Reuse != api.ReuseNone {
+		in.Find = &actwire.FindCheckpointInput{Question: r.in.Question, Options: r.in.Options, Sample: r.in.Sample,
+			FirstRunID: provenanceChain(st.Provenance, r.info)}
+	}
+	// As long as its steps' bounds together: a conversion can take hours.
+	actx := workflow.WithActivityOptions(r.ctx, activityOptions(convertTimeout+40*time.Minute, r.hb, r.prio, "prepare document"))
+	var out actwire.PrepareReadingOutput
+	if err := actwire.PrepareReading.Execute(actx, in).Get(r.ctx, &out); err != nil {
+		return stepError("prepare document", err)
+	}
+	st.Prepared = out.Prepared
+	if out.Checkpoint != nil {
+		r.startFrom(*out.Checkpoint)
+	}
+	return nil
+}
+
+// startFrom starts the reading from cp, the deepest checkpoint of an
+// earlier reading of the same chunks (FindCheckpoint), if it holds any.
+func (r *qaRun) startFrom(cp actwire.FindCheckpointOutput) {
+	st := r.st
 	if cp.Chunks > 0 {
 		st.Cursor, st.Memory = cp.Chunks, cp.Memory
 		st.Evidence, st.EvidenceDropped = cp.Evidence, cp.EvidenceDropped
@@ -339,7 +385,6 @@ func (r *qaRun) resume() error {
 		st.TokensReused = tokensReused(cp, st.Prepared.Chunks, st.Prepared.Tokens)
 		workflow.GetLogger(r.ctx).Info("starting from a checkpoint", "chunks_reused", cp.Chunks, "chunks", st.Prepared.Chunks)
 	}
-	return nil
 }
 
 // read updates the memory chunk by chunk until the document is read, or
@@ -362,7 +407,7 @@ func (r *qaRun) read() error {
 	// Chunk counts go to the search attributes at most every
 	// progressUpsertEvery (the query and the current details still move
 	// with every chunk): an upsert is a visibility write per chunk.
-	r.vis.coalesceChunks()
+	r.vis.coalesceChunksAt(r.gates)
 	for done := 0; st.Cursor < st.Prepared.Chunks; done++ {
 		if done >= chunksPerRun || (done > 0 && workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()) || targetMoved(r.ctx) {
 			return r.handOver()
@@ -454,11 +499,12 @@ func (r *qaRun) finish() (*DocumentQAResult, error) {
 	}
 	r.progress.Stage = api.StageAnswering
 	r.vis.publish(r.progress, api.StatusKey.ValueSet(api.StageAnswering), api.ChunksDoneKey.ValueSet(int64(r.st.Cursor)))
-	res, err := r.answer()
-	if err != nil {
-		return nil, err
+	answer := r.answerThenGround
+	if r.gates.lean {
+		answer = r.answerAndGround
 	}
-	if err := r.ground(res); err != nil {
+	res, err := answer()
+	if err != nil {
 		return nil, err
 	}
 	r.progress.Stage, r.progress.Answer, r.progress.Usage = api.StageDone, res.Answer, res.Usage
@@ -468,12 +514,45 @@ func (r *qaRun) finish() (*DocumentQAResult, error) {
 	return res, nil
 }
 
-// answer runs Answer, which writes the result beside the traces.
-func (r *qaRun) answer() (*DocumentQAResult, error) {
-	st, in, info, opts := r.st, r.in, r.info, r.modelOptions()
+// answerThenGround runs Answer, which writes the result beside the
+// traces, then GroundAnswer (ground).
+func (r *qaRun) answerThenGround() (*DocumentQAResult, error) {
 	actx := workflow.WithActivityOptions(r.ctx, activityOptions(15*time.Minute, r.hb, r.prio, "final answer"))
 	var res DocumentQAResult
-	err := actwire.Answer.Execute(actx, actwire.AnswerInput{
+	if err := actwire.Answer.Execute(actx, r.answerInput()).Get(r.ctx, &res); err != nil {
+		return nil, stageError("answer", err)
+	}
+	if err := r.ground(&res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// answerAndGround runs both steps of answerThenGround as one activity
+// (AnswerAndGround), for a run at LeanItemChange: the same answer, and
+// the same grounding (none when it failed for good).
+func (r *qaRun) answerAndGround() (*DocumentQAResult, error) {
+	// As long as its steps' bounds together.
+	actx := workflow.WithActivityOptions(r.ctx, activityOptions(45*time.Minute, r.hb, r.prio, "final answer"))
+	p := r.st.Prepared
+	var out actwire.AnswerGroundOutput
+	if err := actwire.AnswerAndGround.Execute(actx, actwire.AnswerGroundInput{
+		Answer: r.answerInput(), Document: p.Document, ETag: p.ETag, IndexURI: p.IndexURI,
+	}).Get(r.ctx, &out); err != nil {
+		return nil, stepError("answer", err)
+	}
+	res := out.Result
+	if out.Ground == nil {
+		workflow.GetLogger(r.ctx).Warn("answers not grounded")
+	}
+	applyGrounding(&res, groundedOf(out.Ground, 1))
+	return &res, nil
+}
+
+// answerInput is what Answer is asked, the run's summary so far with it.
+func (r *qaRun) answerInput() actwire.AnswerInput {
+	st, in, info, opts := r.st, r.in, r.info, r.modelOptions()
+	return actwire.AnswerInput{
 		Question: in.Question, Memory: st.Memory, GoldAnswers: in.GoldAnswers, Options: opts,
 		ResultURI: st.TracePrefix + "result.json",
 		Result: api.DocumentQAResult{
@@ -487,22 +566,25 @@ func (r *qaRun) answer() (*DocumentQAResult, error) {
 			Documents: in.Documents, ChunksReused: chunksReused(st.ReusedFrom), ReusedFrom: namedReuse(st.ReusedFrom),
 			ReusedReading: reusedReading(st.Provenance, st.ReusedFrom),
 		},
-	}).Get(r.ctx, &res)
-	if err != nil {
-		return nil, stageError("answer", err)
 	}
-	return &res, nil
 }
 
 // ground finds where in the document the answer and its evidence are
 // (GroundAnswer, GroundingChange) and adds the pages or sections to res.
 func (r *qaRun) ground(res *DocumentQAResult) error {
-	gs, err := groundAnswers(r.ctx, r.st.Prepared, r.info.WorkflowExecution.RunID, r.hb, r.prio,
+	gs, err := groundAnswersAt(r.ctx, r.gates, r.st.Prepared, r.info.WorkflowExecution.RunID, r.hb, r.prio,
 		[]actwire.GroundItem{{Answer: res.Answer, AnswerFound: res.AnswerFound, ResultURI: res.ResultURI,
 			Evidence: actwire.GroundEvidenceOf(res.Evidence)}})
 	if err != nil {
 		return err
 	}
+	applyGrounding(res, gs)
+	return nil
+}
+
+// applyGrounding adds the answer's grounding and, from a worker that works
+// it out, its citation, to res; gs is one grounded answer, or none.
+func applyGrounding(res *DocumentQAResult, gs []grounded) {
 	if len(gs) == 1 {
 		res.Grounding = gs[0].Grounding
 		if c := gs[0].Citation; c != nil && res.AnswerFound {
@@ -510,7 +592,20 @@ func (r *qaRun) ground(res *DocumentQAResult) error {
 			res.ContextPages, res.ContextSources = c.ContextPages, c.ContextSources
 		}
 	}
-	return nil
+}
+
+// stepError fails the workflow with the error of an activity that runs
+// several steps and names in its message the one that failed
+// (activities' stepFailure), keeping its type and non-retryable flag at
+// the top of the chain as stageError does; an error that is no
+// activity's own (a timeout, a cancellation) names stage.
+func stepError(stage string, err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return temporal.NewApplicationErrorWithOptions(appErr.Message(), appErr.Type(),
+			temporal.ApplicationErrorOptions{NonRetryable: appErr.NonRetryable(), Cause: err})
+	}
+	return fmt.Errorf("%s: %w", stage, err)
 }
 
 // stageError fails the workflow with the stage that failed in the message,

@@ -41,7 +41,7 @@ func Estimate(ctx workflow.Context, input converter.RawValue) (*api.Estimate, er
 		if err := assembleCorpus(ctx, DefaultHeartbeatTimeout, prio, in.Documents, in.Options, &prep); err != nil {
 			return nil, err
 		}
-	} else if err := convertDocument(ctx, DefaultHeartbeatTimeout, prio, &prep, true); err != nil {
+	} else if err := convertDocument(ctx, gates{}, DefaultHeartbeatTimeout, prio, &prep, true); err != nil {
 		return nil, err
 	}
 	actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, DefaultHeartbeatTimeout, prio, "prepare document"))

@@ -29,7 +29,12 @@ type grounded struct {
 // stay, without grounding (the failure is logged); only a cancellation
 // fails the run.
 func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID string, hb time.Duration, prio temporal.Priority, answers []actwire.GroundItem) ([]grounded, error) {
-	if workflow.GetVersion(ctx, GroundingChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion || len(answers) == 0 {
+	return groundAnswersAt(ctx, gates{}, prep, runID, hb, prio, answers)
+}
+
+// groundAnswersAt is groundAnswers with the run's gates.
+func groundAnswersAt(ctx workflow.Context, g gates, prep actwire.PrepareOutput, runID string, hb time.Duration, prio temporal.Priority, answers []actwire.GroundItem) ([]grounded, error) {
+	if !g.at(ctx, GroundingChange) || len(answers) == 0 {
 		return nil, nil
 	}
 	actx := workflow.WithActivityOptions(ctx, activityOptions(30*time.Minute, hb, prio, "ground answers"))
@@ -44,16 +49,25 @@ func groundAnswers(ctx workflow.Context, prep actwire.PrepareOutput, runID strin
 		workflow.GetLogger(ctx).Warn("answers not grounded", "error", err)
 		return make([]grounded, len(answers)), nil
 	}
-	gs := make([]grounded, len(answers))
+	return groundedOf(&out, len(answers)), nil
+}
+
+// groundedOf is GroundAnswer's output for n answers as one grounded each;
+// a nil out (grounding failed for good) grounds none of them.
+func groundedOf(out *actwire.GroundOutput, n int) []grounded {
+	gs := make([]grounded, n)
+	if out == nil {
+		return gs
+	}
 	for i := range gs {
 		if i < len(out.Groundings) {
 			g := out.Groundings[i]
 			gs[i].Grounding = &g
 		}
-		if len(out.Citations) == len(answers) {
+		if len(out.Citations) == n {
 			c := out.Citations[i]
 			gs[i].Citation = &c
 		}
 	}
-	return gs, nil
+	return gs
 }

@@ -19,7 +19,7 @@ package workflows_test
 // simulator, in memory, on free loopback ports) with a small generated
 // document and three chunks per run, so that the run continues-as-new at
 // least three times, and writes the history of every run of the chain to
-// testdata/documentqa_provenance_run{N}.json in the format of
+// testdata/documentqa_lean_run{N}.json in the format of
 // `temporal workflow show --output json`. Older generations are never
 // rewritten: they are what runs started by older workers look like. A
 // history saved that way from a production run can be added under the name
@@ -94,6 +94,10 @@ type generation struct {
 	prefix string
 	// version is the SearchAttributesChange version the histories carry.
 	version workflow.Version
+	// lean says the histories carry LeanItemChange at version 1, and so
+	// no other gate's marker: SearchAttributesChange is at version 1
+	// unasked.
+	lean bool
 }
 
 // generations are oldest first; -update records the last, the one the
@@ -118,6 +122,9 @@ var generations = []generation{
 	// and VerifyCarryChange at version 1: each continued run proves where
 	// its state came from (VerifyContinuedRun, a local activity).
 	{name: "v1-verified", prefix: "documentqa_verified_run", version: 1},
+	// and LeanItemChange at version 1: one marker a run, PrepareReading
+	// and AnswerAndGround for the steps around the chunks.
+	{name: "v1-lean", prefix: "documentqa_lean_run", version: 1, lean: true},
 }
 
 const (
@@ -204,7 +211,11 @@ func checkVersion(t *testing.T, g generation, files []string, histories []*histo
 		if hist == nil {
 			return
 		}
-		version, marked := workflow.DefaultVersion, false
+		version, marked, markers := workflow.DefaultVersion, false, 0
+		gate := workflows.SearchAttributesChange
+		if g.lean {
+			gate = workflows.LeanItemChange
+		}
 		var statuses []string
 		for _, e := range hist.GetEvents() {
 			if m := e.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "Version" {
@@ -213,7 +224,8 @@ func checkVersion(t *testing.T, g generation, files []string, histories []*histo
 				if err := dc.FromPayloads(m.GetDetails()["change-id"], &id); err != nil {
 					t.Fatalf("%s: version marker change id: %v", files[i], err)
 				}
-				if id != workflows.SearchAttributesChange {
+				markers++
+				if id != gate {
 					continue
 				}
 				if err := dc.FromPayloads(m.GetDetails()["version"], &v); err != nil {
@@ -232,7 +244,10 @@ func checkVersion(t *testing.T, g generation, files []string, histories []*histo
 			}
 		}
 		if version != g.version || marked != (g.version != workflow.DefaultVersion) {
-			t.Errorf("%s: %s version %d (marker recorded: %v), want %d", files[i], workflows.SearchAttributesChange, version, marked, g.version)
+			t.Errorf("%s: %s version %d (marker recorded: %v), want %d", files[i], gate, version, marked, g.version)
+		}
+		if g.lean && markers != 1 {
+			t.Errorf("%s: %d version markers, want one (%s) a run", files[i], markers, gate)
 		}
 		switch {
 		case g.version == workflow.DefaultVersion && len(statuses) > 0:

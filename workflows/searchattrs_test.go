@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 )
@@ -64,6 +63,8 @@ func TestDocumentQAUpsertsSearchAttributes(t *testing.T) {
 			f.setup = func(env *testsuite.TestWorkflowEnvironment) {
 				u.install(env)
 				if tt.perChunk {
+					// A run from before LeanItemChange, which asks the gate.
+					env.OnGetVersion(LeanItemChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 					env.OnGetVersion(CoalesceUpsertsChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 				}
 			}
@@ -130,6 +131,7 @@ func TestDocumentQAAtDefaultVersionUpsertsNothing(t *testing.T) {
 	f := newFixture(t, makeDoc(3))
 	var u upserts
 	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnGetVersion(LeanItemChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 		env.OnGetVersion(SearchAttributesChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 		u.install(env)
 	}
@@ -214,8 +216,8 @@ func TestDocumentQAUpsertsCanceledStatus(t *testing.T) {
 	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
 		u.install(env)
 		// Prepare never finishes before the cancellation at one second.
-		env.OnActivity(activities.PrepareDocumentName, mock.Anything, mock.Anything).
-			After(time.Hour).Return(actwire.PrepareOutput{}, nil)
+		env.OnActivity(actwire.PrepareReadingName, mock.Anything, mock.Anything).
+			After(time.Hour).Return(actwire.PrepareReadingOutput{}, nil)
 		env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
 	}
 	_, err := f.run(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q"})

@@ -28,7 +28,12 @@ type visibility struct {
 // coalesceChunks decides, once per run where the caller has always asked
 // it, whether chunk counts are coalesced (CoalesceUpsertsChange).
 func (v *visibility) coalesceChunks() {
-	v.coalesce = workflow.GetVersion(v.ctx, CoalesceUpsertsChange, workflow.DefaultVersion, 1) >= 1
+	v.coalesceChunksAt(gates{})
+}
+
+// coalesceChunksAt is coalesceChunks with the run's gates.
+func (v *visibility) coalesceChunksAt(g gates) {
+	v.coalesce = g.at(v.ctx, CoalesceUpsertsChange)
 	v.lastChunks = workflow.Now(v.ctx)
 }
 

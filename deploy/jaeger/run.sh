@@ -186,14 +186,14 @@ spans_jq='
 check_jq="$spans_jq"' as $s
   | ($s | map(.id)) as $ids
   | ($s | map(select(.name == $u)) | map(.id)) as $updates
-  | ($s | map(select(.name == "RunActivity:memagent.Answer")) | map(.id)) as $answers
+  | ($s | map(select(.name == "RunActivity:memagent.AnswerAndGround")) | map(.id)) as $answers
   | def n($name): $s | map(select(.name == $name)) | length;
     def chats($kind): $s | map(select((.name | startswith("chat ")) and .kind == $kind));
   [ (if (.data | length) != 1 then "\(.data | length) traces with a \"starter ask\" span, want 1" else empty end),
     (if n("starter ask") != 1 then "\(n("starter ask")) \"starter ask\" spans, want 1" else empty end),
     ($s[] | select(.name == "starter ask" and .parent != null) | "the \"starter ask\" span has a parent"),
     ("StartWorkflow:memagent.DocumentQA", "RunWorkflow:memagent.DocumentQA",
-     "RunActivity:memagent.PrepareDocument", "RunActivity:memagent.Answer"
+     "RunActivity:memagent.PrepareReading", "RunActivity:memagent.AnswerAndGround"
      | select(n(.) < 1) | "no \(.) span"),
     (if n($u) < $chunks then "\(n($u)) \($u) spans for \($chunks) chunks" else empty end),
     (chats("update") | length | select(. != $chunks) | "\(.) update model-call spans for \($chunks) chunks, want one per chunk"),
@@ -201,7 +201,7 @@ check_jq="$spans_jq"' as $s
     (chats("update")[] | select(.parent as $p | $updates | any(.[]; . == $p) | not)
      | "model-call span \(.name) \(.id) is not a child of a \($u) span"),
     (chats("final")[] | select(.parent as $p | $answers | any(.[]; . == $p) | not)
-     | "final model-call span \(.name) \(.id) is not a child of a RunActivity:memagent.Answer span"),
+     | "final model-call span \(.name) \(.id) is not a child of a RunActivity:memagent.AnswerAndGround span"),
     ($s[] | select(.parent != null and (.parent as $p | $ids | any(.[]; . == $p) | not))
      | "span \(.name) (\(.service)) has a parent outside the trace")
   ] | .[]'

@@ -11,6 +11,7 @@ import (
 // programs).
 const (
 	AnswerName             = "memagent.Answer"
+	AnswerAndGroundName    = "memagent.AnswerAndGround"
 	AppendAuditName        = "memagent.AppendAudit"
 	AssembleCorpusName     = "memagent.AssembleCorpus"
 	CheckChildrenName      = "memagent.CheckBatchChildren"
@@ -25,6 +26,7 @@ const (
 	LoadValidationName     = "memagent.LoadValidation"
 	NotifyChangesName      = "memagent.NotifyChanges"
 	PrepareDocumentName    = "memagent.PrepareDocument"
+	PrepareReadingName     = "memagent.PrepareReading"
 	ReadBatchChildName     = "memagent.ReadBatchChild"
 	RequestBatchBudgetName = "memagent.RequestBatchBudget"
 	ResolveBatchPageName   = "memagent.ResolveBatchPage"
@@ -90,6 +92,8 @@ var (
 	Answer             = Ref[AnswerInput, api.DocumentQAResult]{AnswerName}
 	EstimateCost       = Ref[EstimateCostInput, api.Estimate]{EstimateCostName}
 	GroundAnswer       = Ref[GroundInput, GroundOutput]{GroundAnswerName}
+	PrepareReading     = Ref[PrepareReadingInput, PrepareReadingOutput]{PrepareReadingName}
+	AnswerAndGround    = Ref[AnswerGroundInput, AnswerGroundOutput]{AnswerAndGroundName}
 	VerifyContinuedRun = Ref0[VerifyRunInput]{VerifyContinuedRunName}
 	ClaimReportPrefix  = Ref0[api.ClaimScheduleReportsInput]{ClaimReportPrefixName}
 

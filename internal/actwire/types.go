@@ -587,3 +587,55 @@ type GroundOutput struct {
 type VerifyRunInput struct {
 	PreviousRunID string `json:"previous_run_id"`
 }
+
+// PrepareReadingInput asks PrepareReading for the steps before a reading's
+// first chunk, back to back in one activity (LeanItemChange): the document
+// converted (ConvertDocument's step) or the corpus assembled
+// (AssembleCorpus's), then indexed (PrepareDocument's), then the deepest
+// checkpoint found (FindCheckpoint's). Each step does what its own
+// activity does, with the input the workflow would have given it.
+type PrepareReadingInput struct {
+	// Prepare is PrepareDocument's input; its Document and Converted are
+	// replaced by the conversion's, as the workflow would.
+	Prepare PrepareInput `json:"prepare"`
+	// Convert asks for ConvertDocument's step first (a single document,
+	// with Prepare's document and OCR options).
+	Convert bool `json:"convert,omitempty"`
+	// Corpus, when set, asks for AssembleCorpus's step first instead.
+	Corpus *CorpusInput `json:"corpus,omitempty"`
+	// Find, when set, asks for FindCheckpoint's step last: its question,
+	// options, sample and chain; the document, ETag and index are the
+	// index step's, and the model the one it resolved when Options name
+	// none.
+	Find *FindCheckpointInput `json:"find,omitempty"`
+}
+
+// PrepareReadingOutput is what each step returned: the conversion (nil
+// when none ran), the prepared document, and the checkpoint (nil when
+// Find was not asked).
+type PrepareReadingOutput struct {
+	Converted  *ConvertOutput        `json:"converted,omitempty"`
+	Prepared   PrepareOutput         `json:"prepared"`
+	Checkpoint *FindCheckpointOutput `json:"checkpoint,omitempty"`
+}
+
+// AnswerGroundInput asks AnswerAndGround for the final answer (Answer's
+// step) and then its grounding in the text the run read (GroundAnswer's
+// step, for the one answer), in one activity (LeanItemChange).
+type AnswerGroundInput struct {
+	Answer AnswerInput `json:"answer"`
+	// Document, ETag and IndexURI are the run's PrepareOutput's; the
+	// grounding is written into the result of Answer.Result.RunID.
+	Document string `json:"document"`
+	ETag     string `json:"etag"`
+	IndexURI string `json:"index_uri"`
+}
+
+// AnswerGroundOutput is the result, as Answer returns it, and the
+// grounding of its answer, as GroundAnswer returns it; Ground is nil when
+// grounding failed for good (the answer stands without it, as a run
+// whose GroundAnswer failed keeps its answer).
+type AnswerGroundOutput struct {
+	Result api.DocumentQAResult `json:"result"`
+	Ground *GroundOutput        `json:"ground,omitempty"`
+}

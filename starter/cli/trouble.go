@@ -162,12 +162,13 @@ func describeFailure(f *failurepb.Failure) string {
 }
 
 // conversionNote is how far a pending conversion is, from its heartbeat
-// (ConvertDocument's, or AssembleCorpus's for a corpus): "OCR 12/40
+// (ConvertDocument's, or AssembleCorpus's for a corpus, or
+// PrepareReading's, which runs either as its first step): "OCR 12/40
 // pages" while scanned pages are read, "" otherwise.
 func conversionNote(pending []*workflowpb.PendingActivityInfo) string {
 	for _, pa := range pending {
 		switch pa.GetActivityType().GetName() {
-		case "memagent.ConvertDocument", "memagent.AssembleCorpus":
+		case "memagent.ConvertDocument", "memagent.AssembleCorpus", "memagent.PrepareReading":
 		default:
 			continue
 		}

@@ -103,6 +103,7 @@ func TestConversionNote(t *testing.T) {
 		{[]*workflowpb.PendingActivityInfo{pending("memagent.ConvertDocument", `{"pages_read":10,"pages":40}`)}, ""},
 		{[]*workflowpb.PendingActivityInfo{pending("memagent.UpdateMemory", `{"ocr_done":1,"ocr_pages":2}`), pending("memagent.AssembleCorpus", `{"ocr_done":0,"ocr_pages":3}`)}, "OCR 0/3 pages"},
 		{[]*workflowpb.PendingActivityInfo{pending("memagent.ConvertDocument", "")}, ""},
+		{[]*workflowpb.PendingActivityInfo{pending("memagent.PrepareReading", `{"pages_read":40,"pages":40,"ocr_done":7,"ocr_pages":40}`)}, "OCR 7/40 pages"},
 	} {
 		if got := conversionNote(tc.pending); got != tc.want {
 			t.Errorf("conversionNote = %q, want %q", got, tc.want)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/dev/devenv"
 	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/pluginkit"
@@ -225,7 +226,8 @@ func TestTraceFromStarterToEveryModelCallAndS3Request(t *testing.T) {
 		t.Errorf("%d S3 spans, want at least %d", s3Spans, 2*res.Chunks+2)
 	}
 	for _, want := range []string{"StartWorkflow:" + api.DocumentQAName, "RunWorkflow:" + api.DocumentQAName,
-		"RunActivity:" + activities.PrepareDocumentName, "RunActivity:" + activities.AnswerName} {
+		// One activity before the chunks and one after them (LeanItemChange).
+		"RunActivity:" + actwire.PrepareReadingName, "RunActivity:" + actwire.AnswerAndGroundName} {
 		if countPrefix(spans, want) == 0 {
 			t.Errorf("no span %q", want)
 		}

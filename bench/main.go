@@ -106,6 +106,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	poolMixed := fs.Int("pool-mixed-items", mixedItems, "items of the pool section's batch of mixed lengths")
 	poolCarry := fs.Int("pool-carry-after", 0, "carry_after_seconds of the pool section's batches (0: BatchQA's default)")
 	costItems := fs.Int("cost-items", 500, "items of the cost section's batch")
+	costDocTokens := fs.Int("cost-doc-tokens", 0, "the cost section's long-document mode: its batch asks over documents of this many tokens each (100000: 20 chunks an item) instead of the pool section's mixed lengths (0)")
+	costModelCall := fs.Bool("cost-model-call", false, "add the cost section's second baseline, a bare model call: an activity that makes a chunk update's model call (a prompt of its size) with a plain OpenAI client")
 	var procs costProcs
 	var ext externalTemporal
 	fs.StringVar(&ext.Address, "temporal", "", "host:port of a Temporal server to measure on instead of the embedded one (with -only overhead or pool; bench/postgres.sh starts one on PostgreSQL); S3, the simulator and the workers stay in process")
@@ -236,7 +238,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		writeServerPriority(&report, rows)
 	}
 	if *only == "cost" {
-		r, err := runCost(ctx, env, procs, *costItems)
+		r, err := runCost(ctx, env, procs, costOptions{Items: *costItems, DocTokens: *costDocTokens, ModelCall: *costModelCall})
 		if err != nil {
 			return fmt.Errorf("cost: %w", err)
 		}

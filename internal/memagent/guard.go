@@ -86,7 +86,7 @@ func NeutralizeTags(text string, tags []string) string {
 
 // neutralizeOnce is one round of NeutralizeTags.
 func neutralizeOnce(text string, tags []string) string {
-	if !strings.ContainsAny(text, "<&\uFF1C\uFE64\u2329\u3008\u27E8\u02C2") {
+	if !mayHoldTag(text) {
 		return text
 	}
 	folded, from := fold(text)
@@ -106,6 +106,32 @@ func neutralizeOnce(text string, tags []string) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// tagOpenersWide are the characters other than '<' and '&' that can open
+// a tag once folded: the look-alikes of '<'. Their UTF-8 forms begin with
+// the bytes 0xEF, 0xE2, 0xE3 and 0xCB.
+const tagOpenersWide = "\uFF1C\uFE64\u2329\u3008\u27E8\u02C2"
+
+// mayHoldTag reports whether text holds '<', '&' or one of
+// tagOpenersWide: strings.ContainsAny(text, "<&"+tagOpenersWide), which
+// UpdateMemory asks of every chunk, without decoding each rune and
+// searching the set for it. ASCII bytes never occur inside a multi-byte
+// character and the lead bytes checked never occur as continuation bytes,
+// so every position where ContainsAny finds an opener is one this scan
+// decodes.
+func mayHoldTag(text string) bool {
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case '<', '&':
+			return true
+		case 0xEF, 0xE2, 0xE3, 0xCB:
+			if r, _ := utf8.DecodeRuneInString(text[i:]); strings.ContainsRune(tagOpenersWide, r) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fold returns the folded copy of text (see the guard notes) and, for each

@@ -109,26 +109,24 @@ func neutralizeOnce(text string, tags []string) string {
 }
 
 // tagOpenersWide are the characters other than '<' and '&' that can open
-// a tag once folded: the look-alikes of '<'. Their UTF-8 forms begin with
-// the bytes 0xEF, 0xE2, 0xE3 and 0xCB.
-const tagOpenersWide = "\uFF1C\uFE64\u2329\u3008\u27E8\u02C2"
+// a tag once folded: the look-alikes of '<'.
+var tagOpenersWide = [...]string{"\uFF1C", "\uFE64", "\u2329", "\u3008", "\u27E8", "\u02C2"}
 
 // mayHoldTag reports whether text holds '<', '&' or one of
-// tagOpenersWide: strings.ContainsAny(text, "<&"+tagOpenersWide), which
-// UpdateMemory asks of every chunk, without decoding each rune and
-// searching the set for it. ASCII bytes never occur inside a multi-byte
-// character and the lead bytes checked never occur as continuation bytes,
-// so every position where ContainsAny finds an opener is one this scan
-// decodes.
+// tagOpenersWide: strings.ContainsAny(text, "<&"+tagOpenersWide...), which
+// UpdateMemory asks of every chunk, as eight searches for bytes instead of
+// one decode of each rune and a search of the set for it. A match of an
+// opener's bytes is a match of the character: ASCII bytes never occur
+// inside a multi-byte character, and a multi-byte character's first byte
+// never occurs inside another, so wherever its bytes are, ContainsAny
+// decodes it too.
 func mayHoldTag(text string) bool {
-	for i := 0; i < len(text); i++ {
-		switch c := text[i]; c {
-		case '<', '&':
+	if strings.IndexByte(text, '<') >= 0 || strings.IndexByte(text, '&') >= 0 {
+		return true
+	}
+	for _, o := range tagOpenersWide {
+		if strings.Contains(text, o) {
 			return true
-		case 0xEF, 0xE2, 0xE3, 0xCB:
-			if r, _ := utf8.DecodeRuneInString(text[i:]); strings.ContainsRune(tagOpenersWide, r) {
-				return true
-			}
 		}
 	}
 	return false

@@ -28,7 +28,10 @@ import (
 // through the inference client over HTTP: profile it with -cpuprofile and
 // -focus on activities or inference, since the simulator's own work is in
 // the same process. With "inprocess" the model is a fake that returns the
-// memory it was given, so that ns/op is memagent's own work alone.
+// same text, so that ns/op is memagent's own work alone.
+// "inprocess-context8192" is that with the model's context reported as
+// 8,192 tokens, under which every prompt of a 5,000-token chunk is longer
+// in bytes than the context and complete tokenizes it to check it fits.
 func BenchmarkUpdateMemory(b *testing.B) {
 	tok, err := tokenizer.New(tokenizer.Qwen)
 	if err != nil {
@@ -58,12 +61,14 @@ func BenchmarkUpdateMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	fake := constantModel("The harbour master signed the survey on the third day.")
 	for _, m := range []struct {
-		name  string
-		model Model
-	}{{"http", model}, {"inprocess", constantModel("The harbour master signed the survey on the third day.")}} {
+		name        string
+		model       Model
+		maxModelLen int
+	}{{"http", model, 0}, {"inprocess", fake, 0}, {"inprocess-context8192", fake, 8192}} {
 		b.Run(m.name, func(b *testing.B) {
-			a.Model = m.model
+			a.Model, a.MaxModelLen = m.model, m.maxModelLen
 			memory := "No previous memory"
 			b.ReportAllocs()
 			cpu := processCPU(b)

@@ -5,6 +5,7 @@
 //	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, corpus, batch, convert
 //	bench/postgres.sh overhead pool  # those sections on Temporal with PostgreSQL (-temporal)
 //	go run ./bench -only cost; bench/postgres.sh cost  # CPU, statements, events, S3 requests per chunk
+//	go run ./bench -only cost -cost-doc-tokens 100000 -cost-items 64 -cost-model-call  # long documents, and a bare model call beside the bare activity
 //
 // Figures are ratios of runs made in the same process on the same machine,
 // because absolute times on shared machines are noisy. The model is the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,9 +20,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memagent/memagent/api"
+	"github.com/memagent/memagent/internal/dev/docgen"
 	"github.com/memagent/memagent/internal/dev/embedstack"
 	"github.com/memagent/memagent/internal/dev/procstat"
 	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/memagent"
 )
 
 // The cost section: what orchestration costs per chunk, from each
@@ -239,14 +242,36 @@ func topStatements(ctx context.Context, url, phase string, units int) {
 	}
 }
 
-// costResult is the section's three phases.
+// costOptions are the section's settings.
+type costOptions struct {
+	// Items is how many questions the batch asks.
+	Items int
+	// DocTokens, when positive, gives the batch costLongDocs documents of
+	// this many tokens each instead of the pool section's mixed lengths,
+	// so that an item's own steps are spread over many chunks.
+	DocTokens int
+	// ModelCall adds the second baseline: a bare model call (see
+	// bareModelCall) in place of the bare activity's wait.
+	ModelCall bool
+}
+
+// costLongDocs is how many documents the long-document mode generates.
+const costLongDocs = 8
+
+// costResult is the section's phases.
 type costResult struct {
 	Idle        costFigures
 	Batch, Bare costFigures
-	Items       int
-	Calls       int
-	MeanCall    time.Duration
-	Postgres    bool
+	// Model is the bare model call's phase (zero without
+	// costOptions.ModelCall), ModelPromptTokens its prompt's length and
+	// ModelSectionTokens the section's within it.
+	Model                                 costFigures
+	ModelPromptTokens, ModelSectionTokens int
+	DocTokens                             int
+	Items                                 int
+	Calls                                 int
+	MeanCall                              time.Duration
+	Postgres                              bool
 	// Util is the batch's utilisation as the pool section measures it:
 	// the ideal makespan over the measured one.
 	Util utilisationRow
@@ -262,8 +287,9 @@ type costResult struct {
 // runCost runs the section: an idle reading, the batch (items questions
 // over the pool section's documents of mixed lengths, on its simulated
 // pool), then bare activities at the same count, concurrency and duration.
-func runCost(ctx context.Context, env *benchEnv, procs costProcs, items int) (costResult, error) {
-	res := costResult{Items: items, Postgres: procs.PostgresPID != 0}
+func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptions) (costResult, error) {
+	items := opts.Items
+	res := costResult{Items: items, Postgres: procs.PostgresPID != 0, DocTokens: opts.DocTokens}
 	if procs.PostgresURL != "" {
 		if _, err := psql(ctx, procs.PostgresURL, "create extension if not exists pg_stat_statements"); err != nil {
 			return res, fmt.Errorf("pg_stat_statements (PostgreSQL needs shared_preload_libraries=pg_stat_statements; bench/postgres.sh sets it): %w", err)
@@ -273,7 +299,15 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, items int) (co
 	for i := range mixed {
 		mixed[i] = mixedMin + (i*7919)%(mixedSpan+1)
 	}
-	uris, err := shareDocs(ctx, env, "cost", mixed)
+	prefix := "cost"
+	if opts.DocTokens > 0 {
+		mixed = make([]int, costLongDocs)
+		for i := range mixed {
+			mixed[i] = opts.DocTokens
+		}
+		prefix = fmt.Sprintf("cost-long-%d", opts.DocTokens)
+	}
+	uris, err := shareDocs(ctx, env, prefix, mixed)
 	if err != nil {
 		return res, err
 	}
@@ -421,7 +455,85 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, items int) (co
 		return res, err
 	}
 	benchf("cost: bare: %d activities, %d events, %.1f s", res.Bare.Units, res.Bare.Events, res.Bare.Wall.Seconds())
+	w.stop()
+	if !opts.ModelCall {
+		return res, nil
+	}
+
+	// The bare model calls: as the bare activities, each making the model
+	// call a chunk update makes (a prompt of its size, rendered here with
+	// the default template from the batch's question, its median memory
+	// and a section of its mean chunk length) with a plain client.
+	docTokens := 0
+	for i := range items {
+		docTokens += mixed[i%len(mixed)]
+	}
+	res.ModelSectionTokens = min(docTokens/max(res.Batch.ChunkUpdates, 1), api.DefaultChunkTokens)
+	prompt := memagent.DefaultTemplates().RenderUpdate(list[0].Question, medianMemory(sim.Calls()),
+		docgen.Needle(env.tok, res.ModelSectionTokens, 0.5, 4242))
+	res.ModelPromptTokens = env.tok.Count(prompt)
+	pf, err := os.CreateTemp("", "memagent-bench-prompt-*.txt")
+	if err != nil {
+		return res, err
+	}
+	defer os.Remove(pf.Name())
+	if _, err := pf.WriteString(prompt); err != nil {
+		pf.Close()
+		return res, err
+	}
+	if err := pf.Close(); err != nil {
+		return res, err
+	}
+	modelQueue := fmt.Sprintf("bench-cost-model-%d", stamp)
+	if w, err = startWorkerProcess(ctx, env, modelQueue, srv.URL+"/v1", append(workerEnv, floorProcessEnv+"=1", floorModelPromptEnv+"="+pf.Name())...); err != nil {
+		return res, err
+	}
+	c.worker = w
+	defer w.stop()
+	if procs.PostgresURL != "" {
+		_, _ = psql(ctx, procs.PostgresURL, "select pg_stat_statements_reset()")
+	}
+	benchf("cost: bare model call: %d loops of %d calls of %d prompt tokens on %s", slots, per, res.ModelPromptTokens, modelQueue)
+	if a, err = c.read(ctx); err != nil {
+		return res, err
+	}
+	for i := range runs {
+		if runs[i], err = env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: modelQueue}, floorWorkflowName,
+			floorInput{Activities: per, ModelCall: true}); err != nil {
+			return res, err
+		}
+	}
+	for _, r := range runs {
+		if err := r.Get(ctx, nil); err != nil {
+			return res, err
+		}
+	}
+	if b, err = c.read(ctx); err != nil {
+		return res, err
+	}
+	res.Model = diff(a, b)
+	res.Model.Units, res.Model.ChunkUpdates = slots*per, slots*per
+	if res.Model.Events, res.Model.Executions, err = queueEvents(ctx, env.temporal, modelQueue, int64(slots)); err != nil {
+		return res, err
+	}
+	benchf("cost: bare model call: %d calls, %d events, %.1f s", res.Model.Units, res.Model.Events, res.Model.Wall.Seconds())
 	return res, nil
+}
+
+// medianMemory is the memory of the median chunk update by length, what
+// the bare model call's prompt carries in place of a run's memory.
+func medianMemory(calls []simulator.Call) string {
+	var mem []string
+	for _, c := range calls {
+		if c.Kind == simulator.KindUpdate {
+			mem = append(mem, c.MemoryIn)
+		}
+	}
+	if len(mem) == 0 {
+		return ""
+	}
+	slices.SortFunc(mem, func(a, b string) int { return len(a) - len(b) })
+	return mem[len(mem)/2]
 }
 
 // queueEvents sums the history events of every closed execution on queue
@@ -460,6 +572,19 @@ func queueEvents(ctx context.Context, c client.Client, queue string, want int64)
 	}
 }
 
+func (f costFigures) worker() time.Duration   { return f.Worker }
+func (f costFigures) temporal() time.Duration { return f.Temporal }
+func (f costFigures) postgres() time.Duration { return f.Postgres }
+
+// costRatio is a's figure per chunk update over base's per unit, "—" when
+// base's is zero.
+func costRatio(a, base costFigures, pick func(costFigures) time.Duration) string {
+	if pick(base) <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", a.perMS(pick(a))/base.perMS(pick(base)))
+}
+
 // writeCost writes the section.
 func writeCost(w io.Writer, env *benchEnv, r costResult) {
 	pg := func(s string) string {
@@ -468,11 +593,16 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 		}
 		return s
 	}
-	fmt.Fprintf(w, "## %s\n\n", env.server.heading("Cost per chunk"))
-	fmt.Fprintf(w, "What orchestration costs per chunk update, from each process's own accounting, on %s. The batch: %d questions over the pool section's %d documents of %dK–%dK tokens (chunks of 5,000), one `BatchQA` at its default window, on the pool section's simulated pool (%d replicas × %d slots, each call %.1f s + prompt at %d tokens/s + completion at %d tokens/s; mean call %.2f s), the worker's in-flight cap %d. The bare activity: %d workflows at once, each running trivial activities one after another that wait the batch's mean call and return, as many in all as the batch made model calls (at most %d), on the same server in the same run. "+
+	heading, docs := "Cost per chunk", fmt.Sprintf("the pool section's %d documents of %dK–%dK tokens", mixedDocs, mixedMin/1000, (mixedMin+mixedSpan)/1000)
+	if r.DocTokens > 0 {
+		heading = fmt.Sprintf("Cost per chunk, documents of %s tokens", thousands(r.DocTokens))
+		docs = fmt.Sprintf("%d generated documents of %s tokens each (the long-document mode, `-cost-doc-tokens %d`)", costLongDocs, thousands(r.DocTokens), r.DocTokens)
+	}
+	fmt.Fprintf(w, "## %s\n\n", env.server.heading(heading))
+	fmt.Fprintf(w, "What orchestration costs per chunk update, from each process's own accounting, on %s. The batch: %d questions over %s (chunks of 5,000), one `BatchQA` at its default window, on the pool section's simulated pool (%d replicas × %d slots, each call %.1f s + prompt at %d tokens/s + completion at %d tokens/s; mean call %.2f s), the worker's in-flight cap %d. The bare activity: %d workflows at once, each running trivial activities one after another that wait the batch's mean call and return, as many in all as the batch made model calls (at most %d), on the same server in the same run. "+
 		"Each party is a process of its own: the worker (memagent's worker, or for the bare activity the same worker with the bare workflow and activity registered), the Temporal server, PostgreSQL (the postmaster and every backend: `/proc/PID/stat` user+system time of the process, its live descendants and the children it has waited for), and the bench (S3 and the simulator). "+
 		"A chunk update's figures are the batch's whole cost (its items' starts, indexing reads, answers, results and the batch workflow itself included) over its %d chunk updates (%d model calls less %d answers): %.2f chunk updates an item. Statements are PostgreSQL's `pg_stat_statements` calls (BEGIN and COMMIT included); history events are the `HistoryLength` of every closed execution on the run's task queue; S3 requests are counted at the S3 server. The machine's busy share is of all its cores (`/proc/stat`), everyone's processes included; the load average is the 1-minute one before and after.\n\n",
-		env.server.Stack, r.Items, mixedDocs, mixedMin/1000, (mixedMin+mixedSpan)/1000, utilReplicas, utilSlots, utilBase.Seconds(), sharePrefillTPS, shareDecodeTPS,
+		env.server.Stack, r.Items, docs, utilReplicas, utilSlots, utilBase.Seconds(), sharePrefillTPS, shareDecodeTPS,
 		r.MeanCall.Seconds(), utilReplicas*utilSlots, utilReplicas*utilSlots, utilReplicas*utilSlots*costBareMaxPerLoop, r.Batch.ChunkUpdates, r.Calls, r.Items, float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
 	fmt.Fprintln(w, "| phase | chunk updates (activities) | wall | worker CPU | Temporal CPU | PostgreSQL CPU | bench (S3, simulator) CPU | statements | transactions | rows written | history events | S3 requests | worker, Temporal, PostgreSQL cores | machine busy | load before → after |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -484,6 +614,9 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 	}
 	row("memagent batch, per chunk update", r.Batch)
 	row("bare activity, per activity", r.Bare)
+	if r.Model.ChunkUpdates > 0 {
+		row("bare model call, per call", r.Model)
+	}
 	if u := r.Util; u.Wall > 0 {
 		fmt.Fprintf(w, "\nThe batch kept the pool %.1f%% busy as the pool section measures it (%s; makespan %.1f s against an ideal of %.1f s, the model time over the slots or the longest item's chain).\n", 100*u.ideal()/u.Wall.Seconds(), plural(u.Runs, "run"), u.Wall.Seconds(), u.ideal())
 	}
@@ -508,6 +641,12 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 		ratio(r.Batch.Worker, r.Bare.Worker), ratio(r.Batch.Temporal, r.Bare.Temporal), pg(ratio(r.Batch.Postgres, r.Bare.Postgres)),
 		float64(r.Batch.Worker.Microseconds())/1000/float64(max(r.Calls, 1)), float64(r.Batch.Temporal.Microseconds())/1000/float64(max(r.Calls, 1)),
 		pg(fmt.Sprintf("%.2f ms", float64(r.Batch.Postgres.Microseconds())/1000/float64(max(r.Calls, 1)))))
+	if m := r.Model; m.ChunkUpdates > 0 {
+		fmt.Fprintf(w, "The bare model call: the same %d workflows of activities one after another, each activity one chat call to the same simulator with a plain go-openai client (no template, tokenizer, S3, heartbeat or trace), as many as the bare activities; its prompt is a chunk update's size, %d tokens (the default update template rendered once, in the bench, with the batch's question, the median memory the batch's updates sent and a section of %d tokens, the batch's mean chunk), memagent's sampling options, and the worker reads it from a file once. "+
+			"Against it, what a chunk update costs beyond its model call: worker CPU %s, Temporal CPU %s, PostgreSQL CPU %s (memagent per chunk update ÷ bare model call per call); worker CPU %.2f ms a chunk update beyond the call's own %.2f ms.\n\n",
+			utilReplicas*utilSlots, r.ModelPromptTokens, r.ModelSectionTokens, costRatio(r.Batch, m, costFigures.worker), costRatio(r.Batch, m, costFigures.temporal), pg(costRatio(r.Batch, m, costFigures.postgres)),
+			r.Batch.perMS(r.Batch.Worker)-m.perMS(m.Worker), m.perMS(m.Worker))
+	}
 	fmt.Fprintf(w, "A projection, not a measurement: what a rate of chunk updates needs at the per-chunk costs above (this batch's mix of %.2f chunk updates an item; longer documents spread an item's own costs over more chunks), CPU time × rate with no allowance for idle cost, contention or headroom, and assuming each party scales out (more workers, history and frontend hosts, a database that keeps up):\n\n",
 		float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
 	fmt.Fprintln(w, "| chunk updates a second | worker cores | Temporal cores | PostgreSQL cores | statements a second | history events a second | S3 requests a second |")

@@ -1,12 +1,22 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memagent/memagent/internal/dev/procstat"
+	"github.com/memagent/memagent/internal/dev/simulator"
+	"github.com/memagent/memagent/internal/memagent"
+	"github.com/memagent/memagent/plugin"
+	"github.com/memagent/memagent/worker/config"
 )
 
 func TestCostFiguresAndProjection(t *testing.T) {
@@ -65,5 +75,84 @@ func TestWriteCostWithoutPostgres(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the section lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestWriteCostLongDocumentsAndModelCall(t *testing.T) {
+	batch := costFigures{Wall: 10 * time.Second, Worker: 3 * time.Second, Temporal: 4 * time.Second, ChunkUpdates: 1000, Units: 1050}
+	bare := costFigures{Wall: 10 * time.Second, Worker: 500 * time.Millisecond, Temporal: time.Second, ChunkUpdates: 500, Units: 500}
+	model := costFigures{Wall: 10 * time.Second, Worker: time.Second, Temporal: time.Second, ChunkUpdates: 500, Units: 500}
+	var b strings.Builder
+	writeCost(&b, &benchEnv{server: embeddedServer}, costResult{Idle: batch, Batch: batch, Bare: bare, Model: model, DocTokens: 100_000,
+		ModelPromptTokens: 5400, ModelSectionTokens: 5000, Items: 50, Calls: 1050, MeanCall: 4500 * time.Millisecond})
+	out := b.String()
+	for _, want := range []string{
+		"## Cost per chunk, documents of 100,000 tokens",
+		"8 generated documents of 100,000 tokens each (the long-document mode, `-cost-doc-tokens 100000`)",
+		"| bare activity, per activity | 500 | 10.0 s | 1.00 ms |",
+		"| bare model call, per call | 500 | 10.0 s | 2.00 ms | 2.00 ms | — |",
+		// 3 ms a chunk update against 1 ms a bare activity and 2 ms a
+		// bare model call; Temporal 4 ms against 2 and 2.
+		"worker CPU 3.00×, Temporal CPU 2.00×, PostgreSQL CPU —",
+		"its prompt is a chunk update's size, 5400 tokens",
+		"worker CPU 1.50×, Temporal CPU 2.00×, PostgreSQL CPU — (memagent per chunk update ÷ bare model call per call); worker CPU 1.00 ms a chunk update beyond the call's own 2.00 ms",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the section lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestWriteCostWithoutModelCallHasNoSuchRow(t *testing.T) {
+	f := costFigures{Wall: 10 * time.Second, Worker: time.Second, ChunkUpdates: 100}
+	var b strings.Builder
+	writeCost(&b, &benchEnv{server: embeddedServer}, costResult{Idle: f, Batch: f, Bare: f, Items: 50, Calls: 150})
+	out := b.String()
+	if strings.Contains(out, "bare model call") {
+		t.Errorf("the section names a bare model call it did not run:\n%s", out)
+	}
+	if !strings.Contains(out, "## Cost per chunk\n") || !strings.Contains(out, "the pool section's 40 documents of 1K–12K tokens") {
+		t.Errorf("the mixed-length section's heading or documents changed:\n%s", out)
+	}
+}
+
+func TestMedianMemory(t *testing.T) {
+	calls := []simulator.Call{
+		{Kind: simulator.KindUpdate, MemoryIn: "ccc"},
+		{Kind: simulator.KindFinal, MemoryIn: "the final call's memory, never chosen"},
+		{Kind: simulator.KindUpdate, MemoryIn: "a"},
+		{Kind: simulator.KindUpdate, MemoryIn: "bb"},
+	}
+	if got := medianMemory(calls); got != "bb" {
+		t.Errorf("medianMemory = %q, want %q", got, "bb")
+	}
+	if got := medianMemory(nil); got != "" {
+		t.Errorf("medianMemory(nil) = %q, want empty", got)
+	}
+}
+
+func TestBareModelCallAsksTheSimulator(t *testing.T) {
+	sim := simulator.New(simulator.Options{})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "prompt.txt")
+	prompt := memagent.DefaultTemplates().RenderUpdate("Which colour is the door?", "No previous memory", "The door is green. The wall is white.")
+	if err := os.WriteFile(path, []byte(prompt), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := newBareModelCall(path, config.Config{Options: plugin.Options{ModelURLs: []string{srv.URL + "/v1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := mc.call(context.Background(), floorActivityInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := sim.Calls()
+	if len(calls) != 1 || calls[0].Kind != simulator.KindUpdate || n != len(calls[0].Output) {
+		t.Fatalf("the simulator saw %+v, the call returned %d bytes; want one update call whose output it returned", calls, n)
+	}
+	if sum := sha256.Sum256([]byte(prompt)); calls[0].PromptSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("the simulator got another prompt than the file's")
 	}
 }

@@ -16,8 +16,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sashabaranov/go-openai"
+
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/internal/assemble"
+	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/worker/config"
 	"github.com/memagent/memagent/worker/workerapp"
@@ -29,6 +32,9 @@ import (
 const (
 	floorWorkflowName = "bench.FloorLoop"
 	floorActivityName = "bench.Nothing"
+	// floorModelActivityName is the cost section's second baseline: one
+	// plain OpenAI-compatible chat call, no memagent logic.
+	floorModelActivityName = "bench.ModelCall"
 )
 
 // floorInput is the floor workflow's input.
@@ -38,6 +44,9 @@ type floorInput struct {
 	// SleepMS is how long each activity waits before it returns (the cost
 	// section's stand-in for a model call); 0 returns at once.
 	SleepMS int `json:"sleep_ms,omitempty"`
+	// ModelCall runs the bare model call (floorModelActivityName) instead
+	// of the trivial activity.
+	ModelCall bool `json:"model_call,omitempty"`
 }
 
 // floorActivityInput is the trivial activity's input.
@@ -49,8 +58,12 @@ type floorActivityInput struct {
 // floorLoop runs in.Activities trivial activities in sequence.
 func floorLoop(ctx workflow.Context, in floorInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	name := floorActivityName
+	if in.ModelCall {
+		name = floorModelActivityName
+	}
 	for i := range in.Activities {
-		if err := workflow.ExecuteActivity(ctx, floorActivityName, floorActivityInput{Index: i, SleepMS: in.SleepMS}).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(ctx, name, floorActivityInput{Index: i, SleepMS: in.SleepMS}).Get(ctx, nil); err != nil {
 			return fmt.Errorf("activity %d: %w", i, err)
 		}
 	}
@@ -83,6 +96,12 @@ func startFloorWorker(ctx context.Context, env *benchEnv, cfg config.Config) (st
 }
 
 func startFloorWorkerWith(ctx context.Context, logger *slog.Logger, cfg config.Config) (stop func(), err error) {
+	var mc *bareModelCall
+	if path := os.Getenv(floorModelPromptEnv); path != "" {
+		if mc, err = newBareModelCall(path, cfg); err != nil {
+			return nil, err
+		}
+	}
 	opts := workerapp.Options{Logger: logger}
 	acts, pool, err := pluginkit.NewActivities[*activities.Activities](ctx, workerapp.PluginOptions(cfg, opts))
 	if err != nil {
@@ -102,6 +121,9 @@ func startFloorWorkerWith(ctx context.Context, logger *slog.Logger, cfg config.C
 	w := workerapp.NewWorker(c, cfg, acts, pool.Capacity(), opts)
 	w.RegisterWorkflowWithOptions(floorLoop, workflow.RegisterOptions{Name: floorWorkflowName})
 	w.RegisterActivityWithOptions(nothing, activity.RegisterOptions{Name: floorActivityName})
+	if mc != nil {
+		w.RegisterActivityWithOptions(mc.call, activity.RegisterOptions{Name: floorModelActivityName})
+	}
 	if err := w.Start(); err != nil {
 		c.Close()
 		pool.Close()
@@ -197,4 +219,53 @@ func (p *workerProcess) cpuTime() (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// floorModelPromptEnv names a file holding the prompt the bare model call
+// sends; set, the floor worker registers floorModelActivityName.
+const floorModelPromptEnv = "MEMAGENT_BENCH_MODEL_PROMPT"
+
+// bareModelCall is the cost section's second baseline: the model call a
+// chunk update makes, without memagent. It sends one fixed prompt (read
+// once at start, the size of a chunk update's) to the first model URL
+// with a plain go-openai client and memagent's sampling options, and
+// returns the completion's length: no template, tokenizer, S3, heartbeat
+// or trace.
+type bareModelCall struct {
+	client *openai.Client
+	model  string
+	prompt string
+}
+
+func newBareModelCall(path string, cfg config.Config) (*bareModelCall, error) {
+	prompt, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bare model call: %w", err)
+	}
+	if len(cfg.ModelURLs) == 0 {
+		return nil, fmt.Errorf("bare model call: no model URL (set OPENAI_BASE_URL)")
+	}
+	oc := openai.DefaultConfig(cfg.ModelAPIKey)
+	oc.BaseURL = cfg.ModelURLs[0]
+	model := cfg.Model
+	if model == "" {
+		model = simulator.DefaultModel
+	}
+	return &bareModelCall{client: openai.NewClientWithConfig(oc), model: model, prompt: string(prompt)}, nil
+}
+
+// call makes the chat call and returns the completion's length in bytes.
+func (m *bareModelCall) call(ctx context.Context, _ floorActivityInput) (int, error) {
+	resp, err := m.client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+		Model:       m.model,
+		Messages:    []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: m.prompt}},
+		Temperature: 0.7, TopP: 0.95, MaxTokens: 1024,
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Choices) == 0 {
+		return 0, fmt.Errorf("bare model call: no choices")
+	}
+	return len(resp.Choices[0].Message.Content), nil
 }

@@ -5,6 +5,7 @@
 //	go run ./bench -only overhead  # one section, printed only: tokenizer, overhead, pool, scale, review, corpus, batch, convert
 //	bench/postgres.sh overhead pool  # those sections on Temporal with PostgreSQL (-temporal)
 //	go run ./bench -only cost; bench/postgres.sh cost  # CPU, statements, events, S3 requests per chunk
+//	go run ./bench -only cost -cost-doc-tokens 100000 -cost-items 64 -cost-model-call  # long documents, and a bare model call beside the bare activity
 //
 // Figures are ratios of runs made in the same process on the same machine,
 // because absolute times on shared machines are noisy. The model is the
@@ -107,6 +108,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	poolMixed := fs.Int("pool-mixed-items", mixedItems, "items of the pool section's batch of mixed lengths")
 	poolCarry := fs.Int("pool-carry-after", 0, "carry_after_seconds of the pool section's batches (0: BatchQA's default)")
 	costItems := fs.Int("cost-items", 500, "items of the cost section's batch")
+	costDocTokens := fs.Int("cost-doc-tokens", 0, "the cost section's long-document mode: its batch asks over documents of this many tokens each (100000: 20 chunks an item) instead of the pool section's mixed lengths (0)")
+	costModelCall := fs.Bool("cost-model-call", false, "add the cost section's second baseline, a bare model call: an activity that makes a chunk update's model call (a prompt of its size) with a plain OpenAI client")
 	var procs costProcs
 	var ext externalTemporal
 	fs.StringVar(&ext.Address, "temporal", "", "host:port of a Temporal server to measure on instead of the embedded one (with -only overhead or pool; bench/postgres.sh starts one on PostgreSQL); S3, the simulator and the workers stay in process")
@@ -246,7 +249,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		writeServerPriority(&report, rows)
 	}
 	if *only == "cost" {
-		r, err := runCost(ctx, env, procs, *costItems)
+		r, err := runCost(ctx, env, procs, costOptions{Items: *costItems, DocTokens: *costDocTokens, ModelCall: *costModelCall})
 		if err != nil {
 			return fmt.Errorf("cost: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,10 @@ import (
 // worker's memory is measured in a process of its own.
 const workerProcessEnv = "MEMAGENT_BENCH_WORKER"
 
+// workerProfileEnv, set to a path prefix, makes each worker process write
+// a CPU profile of its whole life to PREFIX.QUEUE.prof.
+const workerProfileEnv = "MEMAGENT_BENCH_WORKER_CPUPROFILE"
+
 // runWorkerProcess is the bench binary in worker mode: a worker configured
 // by the environment, until SIGTERM.
 func runWorkerProcess() error {
@@ -40,6 +45,18 @@ func runWorkerProcess() error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if prefix := os.Getenv(workerProfileEnv); prefix != "" {
+		// One profile a worker process, named by its task queue.
+		f, err := os.Create(prefix + "." + os.Getenv("MEMAGENT_TASK_QUEUE") + ".prof")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if os.Getenv(floorProcessEnv) == "1" {
 		// The cost section's bare activity: memagent's worker with the
 		// floor workflow and activity beside it.

@@ -293,3 +293,36 @@ func FuzzNeutralizeTags(f *testing.F) {
 		}
 	})
 }
+
+// TestMayHoldTagIsContainsAny checks the scan that lets a chunk with no
+// tag opener through untouched against the strings.ContainsAny it
+// replaced, on each opener alone and inside ASCII, accented, CJK and
+// invalid UTF-8 text, and on the other characters sharing their lead
+// bytes.
+func TestMayHoldTagIsContainsAny(t *testing.T) {
+	const openers = "<&\uFF1C\uFE64\u2329\u3008\u27E8\u02C2"
+	var cases []string
+	for _, around := range []string{"", "plain text ", "déjà vu ", "港口的记录 ", "\xe2\x9f", "\xef", "\xcb"} {
+		for _, o := range openers {
+			cases = append(cases, around+string(o), string(o)+around, around+string(o)+around)
+		}
+		// Neighbours of the openers: the same lead bytes, another character.
+		cases = append(cases, around, around+"\uFF1D\u2328\u3009\u27E9\u02C3\uFE65")
+	}
+	for _, s := range cases {
+		if got, want := mayHoldTag(s), strings.ContainsAny(s, openers); got != want {
+			t.Errorf("mayHoldTag(%q) = %v, want %v (strings.ContainsAny)", s, got, want)
+		}
+	}
+}
+
+func FuzzMayHoldTag(f *testing.F) {
+	for _, s := range []string{"", "a<b", "x\uFF1Cy", "\xe2\x9f\xa8", "\xe2\x9f", "é&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := mayHoldTag(s), strings.ContainsAny(s, "<&\uFF1C\uFE64\u2329\u3008\u27E8\u02C2"); got != want {
+			t.Errorf("mayHoldTag(%q) = %v, want %v", s, got, want)
+		}
+	})
+}

@@ -322,7 +322,7 @@ func (o Options) capacity() int {
 const DefaultModelPriorityHold = "off"
 
 // DefaultModelPriorityReserve is ModelPriorityReserve when unset.
-const DefaultModelPriorityReserve = "auto"
+const DefaultModelPriorityReserve = "off"
 
 // modelPriorityReserve is ModelPriorityReserve as the pool takes it;
 // Validate has checked it.

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/memagent/memagent/activities/activitiestest"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/actwire"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/dev/procstat"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/inference"
 	"github.com/memagent/memagent/internal/memagent"
@@ -71,7 +70,7 @@ func BenchmarkUpdateMemory(b *testing.B) {
 			a.Model, a.MaxModelLen = m.model, m.maxModelLen
 			memory := "No previous memory"
 			b.ReportAllocs()
-			cpu := processCPU(b)
+			cpu := procstat.CPUTime(false)
 			for i := 0; b.Loop(); i++ {
 				chunk := i % p.Chunks
 				if chunk == 0 {
@@ -84,7 +83,7 @@ func BenchmarkUpdateMemory(b *testing.B) {
 				}
 				memory = out.Memory
 			}
-			reportCPU(b, cpu)
+			procstat.ReportCPU(b, cpu)
 		})
 	}
 }
@@ -109,21 +108,4 @@ type constantModel string
 
 func (m constantModel) Complete(_ context.Context, req inference.Request) (inference.Completion, error) {
 	return inference.Completion{Text: string(m), Model: req.Model, PromptTokens: 5000, CompletionTokens: 12, FinishReason: "stop"}, nil
-}
-
-// processCPU is the user and system CPU this process has used so far, all
-// its threads (the GC's included).
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the process's CPU per operation since start as
-// cpu-ns/op: on a shared machine wall time per operation (ns/op) measures
-// the other processes as much as this one.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
 }

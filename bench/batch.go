@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -22,6 +21,7 @@ import (
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/dev/procstat"
 	"github.com/memagent/memagent/internal/dev/simulator"
 	"github.com/memagent/memagent/internal/pluginkit"
 	"github.com/memagent/memagent/internal/s3store"
@@ -195,11 +195,11 @@ func runBatch(ctx context.Context, env *benchEnv, variants []batchVariant, order
 			return res, err
 		}
 		sim.Reset()
-		cpu := processCPU()
+		cpu := procstat.CPUTime(false)
 		began := time.Now()
 		out, err := batch(fmt.Sprintf("run%d", n+1), batchQuestions)
 		wall := time.Since(began)
-		cpu = processCPU() - cpu
+		cpu = procstat.CPUTime(false) - cpu
 		stop()
 		if err != nil {
 			return res, err
@@ -269,15 +269,6 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // writeBatch writes the batch section.

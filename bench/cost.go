@@ -177,7 +177,7 @@ type costEnv struct {
 }
 
 func (c *costEnv) read(ctx context.Context) (costReading, error) {
-	r := costReading{At: time.Now(), Bench: processCPU(), S3Requests: c.env.dev.Stack.S3Requests()}
+	r := costReading{At: time.Now(), Bench: procstat.CPUTime(false), S3Requests: c.env.dev.Stack.S3Requests()}
 	var err error
 	if r.Worker, err = procstat.System.TreeCPU(c.worker.cmd.Process.Pid); err != nil {
 		return r, err
@@ -417,45 +417,16 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 	// activities that wait the batch's mean call, one after another, as
 	// many in all as the batch made calls.
 	bareQueue := fmt.Sprintf("bench-cost-bare-%d", stamp)
-	w, err = startWorkerProcess(ctx, env, bareQueue, srv.URL+"/v1", append(workerEnv, floorProcessEnv+"=1")...)
-	if err != nil {
-		return res, err
-	}
-	c.worker = w
-	defer w.stop()
-	if procs.PostgresURL != "" {
-		_, _ = psql(ctx, procs.PostgresURL, "select pg_stat_statements_reset()")
-	}
 	per := min((res.Calls+slots-1)/slots, costBareMaxPerLoop)
 	benchf("cost: bare: %d loops of %d activities of %s on %s", slots, per, res.MeanCall.Round(time.Millisecond), bareQueue)
-	if a, err = c.read(ctx); err != nil {
+	if res.Bare, err = c.baseline(ctx, srv.URL+"/v1", bareQueue, slots, floorInput{Activities: per, SleepMS: int(res.MeanCall.Milliseconds())},
+		append(workerEnv, floorProcessEnv+"=1")...); err != nil {
 		return res, err
 	}
-	runs := make([]client.WorkflowRun, slots)
-	for i := range runs {
-		if runs[i], err = env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: bareQueue}, floorWorkflowName,
-			floorInput{Activities: per, SleepMS: int(res.MeanCall.Milliseconds())}); err != nil {
-			return res, err
-		}
-	}
-	for _, r := range runs {
-		if err := r.Get(ctx, nil); err != nil {
-			return res, err
-		}
-	}
-	if b, err = c.read(ctx); err != nil {
-		return res, err
-	}
-	res.Bare = diff(a, b)
-	res.Bare.Units, res.Bare.ChunkUpdates = slots*per, slots*per
 	if procs.PostgresURL != "" {
 		topStatements(ctx, procs.PostgresURL, "bare", res.Bare.Units)
 	}
-	if res.Bare.Events, res.Bare.Executions, err = queueEvents(ctx, env.temporal, bareQueue, int64(slots)); err != nil {
-		return res, err
-	}
 	benchf("cost: bare: %d activities, %d events, %.1f s", res.Bare.Units, res.Bare.Events, res.Bare.Wall.Seconds())
-	w.stop()
 	if !opts.ModelCall {
 		return res, nil
 	}
@@ -485,39 +456,54 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 		return res, err
 	}
 	modelQueue := fmt.Sprintf("bench-cost-model-%d", stamp)
-	if w, err = startWorkerProcess(ctx, env, modelQueue, srv.URL+"/v1", append(workerEnv, floorProcessEnv+"=1", floorModelPromptEnv+"="+pf.Name())...); err != nil {
-		return res, err
-	}
-	c.worker = w
-	defer w.stop()
-	if procs.PostgresURL != "" {
-		_, _ = psql(ctx, procs.PostgresURL, "select pg_stat_statements_reset()")
-	}
 	benchf("cost: bare model call: %d loops of %d calls of %d prompt tokens on %s", slots, per, res.ModelPromptTokens, modelQueue)
-	if a, err = c.read(ctx); err != nil {
-		return res, err
-	}
-	for i := range runs {
-		if runs[i], err = env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: modelQueue}, floorWorkflowName,
-			floorInput{Activities: per, ModelCall: true}); err != nil {
-			return res, err
-		}
-	}
-	for _, r := range runs {
-		if err := r.Get(ctx, nil); err != nil {
-			return res, err
-		}
-	}
-	if b, err = c.read(ctx); err != nil {
-		return res, err
-	}
-	res.Model = diff(a, b)
-	res.Model.Units, res.Model.ChunkUpdates = slots*per, slots*per
-	if res.Model.Events, res.Model.Executions, err = queueEvents(ctx, env.temporal, modelQueue, int64(slots)); err != nil {
+	if res.Model, err = c.baseline(ctx, srv.URL+"/v1", modelQueue, slots, floorInput{Activities: per, ModelCall: true},
+		append(workerEnv, floorProcessEnv+"=1", floorModelPromptEnv+"="+pf.Name())...); err != nil {
 		return res, err
 	}
 	benchf("cost: bare model call: %d calls, %d events, %.1f s", res.Model.Units, res.Model.Events, res.Model.Wall.Seconds())
 	return res, nil
+}
+
+// baseline runs a baseline phase: a worker of its own on queue (the bare
+// workflow and activity registered, with extraEnv), loops workflows at
+// once each running in's activities one after another, and the figures
+// of the phase, per activity.
+func (c *costEnv) baseline(ctx context.Context, modelURL, queue string, loops int, in floorInput, extraEnv ...string) (costFigures, error) {
+	w, err := startWorkerProcess(ctx, c.env, queue, modelURL, extraEnv...)
+	if err != nil {
+		return costFigures{}, err
+	}
+	defer w.stop()
+	c.worker = w
+	if c.procs.PostgresURL != "" {
+		_, _ = psql(ctx, c.procs.PostgresURL, "select pg_stat_statements_reset()")
+	}
+	a, err := c.read(ctx)
+	if err != nil {
+		return costFigures{}, err
+	}
+	runs := make([]client.WorkflowRun, loops)
+	for i := range runs {
+		if runs[i], err = c.env.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, floorWorkflowName, in); err != nil {
+			return costFigures{}, err
+		}
+	}
+	for _, r := range runs {
+		if err := r.Get(ctx, nil); err != nil {
+			return costFigures{}, err
+		}
+	}
+	b, err := c.read(ctx)
+	if err != nil {
+		return costFigures{}, err
+	}
+	f := diff(a, b)
+	f.Units, f.ChunkUpdates = loops*in.Activities, loops*in.Activities
+	if f.Events, f.Executions, err = queueEvents(ctx, c.env.temporal, queue, int64(loops)); err != nil {
+		return costFigures{}, err
+	}
+	return f, nil
 }
 
 // medianMemory is the memory of the median chunk update by length, what

@@ -2,11 +2,10 @@ package memagent_test
 
 import (
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/memagent/memagent/internal/dev/docgen"
+	"github.com/memagent/memagent/internal/dev/procstat"
 	"github.com/memagent/memagent/internal/memagent"
 	"github.com/memagent/memagent/internal/tokenizer"
 )
@@ -31,28 +30,11 @@ func BenchmarkRenderUpdate(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(c.chunk)))
 			b.ReportAllocs()
-			cpu := processCPU(b)
+			cpu := procstat.CPUTime(false)
 			for b.Loop() {
 				_ = t.RenderUpdate(docgen.Question, memory, c.chunk)
 			}
-			reportCPU(b, cpu)
+			procstat.ReportCPU(b, cpu)
 		})
 	}
-}
-
-// processCPU is the user and system CPU this process has used so far, all
-// its threads (the GC's included).
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the process's CPU per operation since start as
-// cpu-ns/op: on a shared machine wall time per operation (ns/op) measures
-// the other processes as much as this one.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
 }

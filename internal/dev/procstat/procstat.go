@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -51,6 +52,14 @@ func CPUTime(children bool) time.Duration {
 		}
 	}
 	return d
+}
+
+// ReportCPU reports this process's user+system CPU per operation since
+// start (a CPUTime(false) reading) as cpu-ns/op, beside a benchmark's
+// ns/op: on a shared machine wall time per operation measures the other
+// processes as much as this one.
+func ReportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(CPUTime(false)-start)/float64(b.N), "cpu-ns/op")
 }
 
 // TimeV is what GNU time -v reports of a command.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -290,7 +291,11 @@ func (w *world) child(ctx workflow.Context, in api.DocumentQAInput) (*DocumentQA
 	w.mu.Lock()
 	c := w.children[info.WorkflowExecution.ID]
 	if c == nil {
-		c = &worldChild{id: info.WorkflowExecution.ID, need: w.r.IntN(40), fails: w.r.IntN(6) == 0}
+		// Drawn from the child's own stream, not w.r: the test
+		// environment starts each child in a goroutine of its own, so
+		// children start in any order.
+		cr := w.childRand(info.WorkflowExecution.ID)
+		c = &worldChild{id: info.WorkflowExecution.ID, need: cr.IntN(40), fails: cr.IntN(6) == 0}
 		c.seq = c.seqOf()
 		w.children[c.id] = c
 	}
@@ -333,6 +338,13 @@ func (w *world) child(ctx workflow.Context, in api.DocumentQAInput) (*DocumentQA
 		return nil, temporal.NewCanceledError()
 	}
 	return nil, temporal.NewNonRetryableApplicationError(c.outcome, "World"+c.outcome, nil)
+}
+
+// childRand is the random stream of child id in this seed.
+func (w *world) childRand(id string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return rand.New(rand.NewPCG(uint64(w.seed), h.Sum64()))
 }
 
 // mockActivities answers the batch's activities from the world.

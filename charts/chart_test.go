@@ -443,9 +443,9 @@ func TestRenderAllFeatures(t *testing.T) {
 			v, ok := we[k]
 			return v, ok && strings.HasPrefix(k, "MEMAGENT_MODEL_PRIORITY")
 		})
-		if err != nil || !slices.Equal(cfg.ModelPriority, []string{"vllm", "sglang"}) || cfg.ModelPriorityHold != "on" || cfg.ModelPriorityReserve != "6" {
-			t.Errorf("model priority %q, hold %q, reserve %q (%v): want model.priority, model.priorityHold and model.priorityReserve",
-				cfg.ModelPriority, cfg.ModelPriorityHold, cfg.ModelPriorityReserve, err)
+		if err != nil || !slices.Equal(cfg.ModelPriority, []string{"vllm", "sglang"}) || cfg.ModelPriorityHold != "on" || cfg.ModelPriorityReserve != "6" || cfg.ModelPriorityEvict != "5s" {
+			t.Errorf("model priority %q, hold %q, reserve %q, evict %q (%v): want model.priority, model.priorityHold, model.priorityReserve and model.priorityEvict",
+				cfg.ModelPriority, cfg.ModelPriorityHold, cfg.ModelPriorityReserve, cfg.ModelPriorityEvict, err)
 		}
 	})
 
@@ -631,6 +631,7 @@ func TestRejected(t *testing.T) {
 		{"model URL without scheme", []string{"--set", "model.baseURLs={vllm:8000}"}, "/model/baseURLs/0"},
 		{"unknown model priority", []string{"--set", "model.priority={triton}"}, "/model/priority/0"},
 		{"model priority reserve as a share", []string{"--set-string", "model.priorityReserve=25%"}, "/model/priorityReserve"},
+		{"model priority evict without a unit", []string{"--set-string", "model.priorityEvict=10"}, "/model/priorityEvict"},
 		{"model priority hold unquoted", []string{"--set", "model.priorityHold=true"}, "/model/priorityHold"},
 		{"codec keys without a token", []string{"--set", "codec.existingSecret=codec,codec.tokenKey="}, "needs a bearer token"},
 		{"mTLS certificate without key", []string{"--set", "temporal.tls.existingSecret=tls,temporal.tls.keyKey="}, "go together"},

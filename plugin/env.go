@@ -108,6 +108,7 @@ var envSettings = []settings.Row[Options]{
 	{Names: []string{"MEMAGENT_MODEL_PRIORITY"}, Field: "ModelPriority", Set: settings.List(func(o *Options) *[]string { return &o.ModelPriority })},
 	{Names: []string{"MEMAGENT_MODEL_PRIORITY_HOLD"}, Field: "ModelPriorityHold", Set: settings.Text(func(o *Options) *string { return &o.ModelPriorityHold })},
 	{Names: []string{"MEMAGENT_MODEL_PRIORITY_RESERVE"}, Field: "ModelPriorityReserve", Set: settings.Text(func(o *Options) *string { return &o.ModelPriorityReserve })},
+	{Names: []string{"MEMAGENT_MODEL_PRIORITY_EVICT"}, Field: "ModelPriorityEvict", Set: settings.Text(func(o *Options) *string { return &o.ModelPriorityEvict })},
 	{Names: []string{"MEMAGENT_CHUNK_CACHE_MB"}, Field: "ChunkCacheMB", Set: settings.Whole(func(o *Options, n int) { o.ChunkCacheMB = n }, -1, math.MaxInt,
 		"want megabytes >= 0 (0 = the default, 64), or -1 to turn the cache off")},
 	{Names: []string{"MEMAGENT_RATE_LIMIT"}, Field: "RateLimit", Set: func(o *Options, name, v string) error {

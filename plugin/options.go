@@ -161,6 +161,19 @@ type Options struct {
 	// calls 1–1024; "" means DefaultModelPriorityReserve. Servers with
 	// priority off get none: they would only queue the call.
 	ModelPriorityReserve string
+	// ModelPriorityEvict is how young a less urgent call at a model
+	// server told priorities by ModelPriority ("vllm" or "sglang") may be
+	// for the worker to stop it when an urgent call (one that holds it
+	// back: ModelPriorityHold, which must be on) starts there or waits
+	// for a slot (MEMAGENT_MODEL_PRIORITY_EVICT). The server frees a
+	// sequence whose client goes away, so the urgent call's steps run
+	// without the stopped calls' prompts; each stopped call goes back to
+	// the worker's queue and is sent again once the hold lets it, at most
+	// once stopped. It was not completed, so nothing is paid twice, but
+	// the GPU time it had is lost. "off", "on" (calls started in the last
+	// inference.DefaultPriorityEvict) or a duration up to 10m; "" means
+	// DefaultModelPriorityEvict.
+	ModelPriorityEvict string
 
 	// Tokenizers returns the tokenizer a request names (its
 	// options.tokenizer; activities.DefaultTokenizer when it names none),
@@ -270,6 +283,7 @@ func (o Options) model() assemble.Model {
 		Priority:    o.ModelPriority,
 		Hold:        o.modelPriorityHold(),
 		Reserve:     o.modelPriorityReserve(),
+		Evict:       o.modelPriorityEvict(),
 	}
 }
 
@@ -323,6 +337,16 @@ const DefaultModelPriorityHold = "off"
 
 // DefaultModelPriorityReserve is ModelPriorityReserve when unset.
 const DefaultModelPriorityReserve = "off"
+
+// DefaultModelPriorityEvict is ModelPriorityEvict when unset.
+const DefaultModelPriorityEvict = "off"
+
+// modelPriorityEvict is ModelPriorityEvict as the pool takes it; Validate
+// has checked it.
+func (o Options) modelPriorityEvict() time.Duration {
+	d, _ := inference.ParsePriorityEvict(cmp.Or(o.ModelPriorityEvict, DefaultModelPriorityEvict))
+	return d
+}
 
 // modelPriorityReserve is ModelPriorityReserve as the pool takes it;
 // Validate has checked it.

@@ -133,6 +133,11 @@ func (v *validation) model() {
 	if _, err := inference.ParsePriorityReserve(o.ModelPriorityReserve); err != nil {
 		v.add("%w: set %s", err, v.name("ModelPriorityReserve"))
 	}
+	if d, err := inference.ParsePriorityEvict(o.ModelPriorityEvict); err != nil {
+		v.add("%w: set %s", err, v.name("ModelPriorityEvict"))
+	} else if d > 0 && o.modelPriorityHold() == 0 {
+		v.add("model priority evict %q needs the hold: set %s on too, or a stopped call would be sent straight back into the urgent call's batch", o.ModelPriorityEvict, v.name("ModelPriorityHold"))
+	}
 	if o.ModelMaxInFlight < 0 {
 		v.add("requests in flight per model server %d is negative: set %s to a whole number, 0 for the pool's default", o.ModelMaxInFlight, v.name("ModelMaxInFlight"))
 		return

@@ -51,6 +51,8 @@ func TestValidateNamesSettings(t *testing.T) {
 		}},
 		{"model priority hold", "ModelPriorityHold", "MEMAGENT_MODEL_PRIORITY_HOLD or --model-priority-hold", func(c *config.Config) { c.ModelPriorityHold = "always" }},
 		{"model priority reserve", "ModelPriorityReserve", "MEMAGENT_MODEL_PRIORITY_RESERVE or --model-priority-reserve", func(c *config.Config) { c.ModelPriorityReserve = "25%" }},
+		{"model priority evict", "ModelPriorityEvict", "MEMAGENT_MODEL_PRIORITY_EVICT or --model-priority-evict", func(c *config.Config) { c.ModelPriorityHold, c.ModelPriorityEvict = "on", "1h" }},
+		{"model priority evict without the hold", "ModelPriorityHold", "MEMAGENT_MODEL_PRIORITY_HOLD or --model-priority-hold", func(c *config.Config) { c.ModelPriorityEvict = "on" }},
 		{"model timeout", "ModelTimeout", "MEMAGENT_MODEL_TIMEOUT or --model-timeout", func(c *config.Config) { c.ModelTimeout = -time.Second }},
 		{"rate limit", "RateLimit", "MEMAGENT_RATE_LIMIT or --rate-limit", func(c *config.Config) { c.RateLimit = -1 }},
 		{"chunk cache", "ChunkCacheMB", "MEMAGENT_CHUNK_CACHE_MB or --chunk-cache-mb", func(c *config.Config) { c.ChunkCacheMB = -5 }},

@@ -56,6 +56,10 @@ type Model struct {
 	// orders by priority may take beyond MaxInFlight; 0 none,
 	// inference.PriorityReserveAuto a quarter of the cap.
 	Reserve int
+	// Evict is the pool's PriorityEvict: how young a less urgent call is
+	// stopped for an urgent one at a server that orders by priority; 0
+	// stops none.
+	Evict time.Duration
 }
 
 // Telemetry: the wiring below reports to the OpenTelemetry global
@@ -87,7 +91,7 @@ func NewModelPool(m Model, logger *slog.Logger) (*inference.Pool, error) {
 	return inference.NewPool(inference.PoolConfig{
 		API: m.API, Endpoints: eps, APIVersion: m.APIVersion,
 		Model: m.Name, ModelFamily: m.Family, ContextLength: m.Context,
-		RequestTimeout: m.Timeout, Logger: logger, PriorityHold: m.Hold, PriorityReserve: m.Reserve,
+		RequestTimeout: m.Timeout, Logger: logger, PriorityHold: m.Hold, PriorityReserve: m.Reserve, PriorityEvict: m.Evict,
 		TracerProvider: otel.GetTracerProvider(), MeterProvider: otel.GetMeterProvider(),
 	})
 }

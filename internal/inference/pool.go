@@ -227,6 +227,18 @@ type PoolConfig struct {
 	// PriorityOff never get one (MEMAGENT_MODEL_PRIORITY_RESERVE;
 	// ParsePriorityReserve).
 	PriorityReserve int
+	// PriorityEvict, when positive, stops the less urgent calls the hold
+	// would have kept back (PriorityHold must be on) that started at an
+	// endpoint whose server orders by priority at most this long ago,
+	// when an urgent call starts there or waits for a slot: the server
+	// frees their sequences when the client goes away, so the urgent
+	// call's steps run without their prompts. Each stopped call goes back
+	// to the pool's queue and is sent again once the hold lets it, as a
+	// new request; it was not completed, so nothing is paid twice, but
+	// the GPU time it had is lost, at most this window's. A call is
+	// stopped at most once. Zero stops nothing
+	// (MEMAGENT_MODEL_PRIORITY_EVICT; ParsePriorityEvict).
+	PriorityEvict time.Duration
 }
 
 // EndpointStats is a snapshot of one endpoint.
@@ -253,6 +265,9 @@ type EndpointStats struct {
 	// MaxModelLen is the context length the endpoint last reported, or
 	// zero.
 	MaxModelLen int
+	// Evictions counts the calls stopped there for more urgent ones
+	// (PoolConfig.PriorityEvict) and sent again.
+	Evictions int64
 }
 
 // Pool spreads completions over several model servers serving the same
@@ -294,6 +309,7 @@ type Pool struct {
 	now            func() time.Time
 	hold           int           // PoolConfig.PriorityHold
 	maxHold        time.Duration // MaxHold; tests shorten it
+	evict          time.Duration // PoolConfig.PriorityEvict
 
 	mu        sync.Mutex
 	waiters   fairQueue // by priority, fairness key, then oldest first
@@ -406,6 +422,9 @@ type endpoint struct {
 	cause        ejectCause // of the latest ejection
 	maxModelLen  int
 	hold         holdState
+	ordered      bool                    // its server orders requests by priority
+	calls        map[*evictCall]struct{} // outstanding calls eviction may stop
+	evictions    int64
 }
 
 func (ep *endpoint) ejected(now time.Time) bool { return now.Before(ep.ejectedUntil) }
@@ -441,6 +460,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		now:            time.Now,
 		hold:           max(cfg.PriorityHold, 0),
 		maxHold:        MaxHold,
+		evict:          max(cfg.PriorityEvict, 0),
 	}
 	if p.ejectFor == 0 {
 		p.ejectFor = DefaultEjectFor
@@ -484,6 +504,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		}
 		ep.client = c
 		ep.reserve = endpointReserve(cfg.PriorityReserve, c.priority, ep.maxInFlight)
+		_, ep.ordered = c.priority.Value(ReserveLevel)
 	}
 	if err := p.tel.observe(p); err != nil {
 		return nil, err
@@ -587,6 +608,7 @@ func (p *Pool) Stats() []EndpointStats {
 			Requests:    ep.requests,
 			Failures:    ep.failures,
 			MaxModelLen: ep.maxModelLen,
+			Evictions:   ep.evictions,
 		}
 		if ep.ejected(now) {
 			out[i].Ejected = ep.ejectedUntil
@@ -617,31 +639,41 @@ func (p *Pool) complete(ctx context.Context, span trace.Span, req Request, model
 	if err := req.validate(); err != nil {
 		return Completion{}, err
 	}
-	waitStart := time.Now()
 	level := priorityFrom(ctx).Level
-	ep, err := p.acquire(ctx)
-	p.tel.waited(ctx, model, time.Since(waitStart))
-	if err != nil {
-		return Completion{}, err
-	}
-	span.SetAttributes(ep.server...)
-	start := p.now()
-	callStart := time.Now()
-	out, err := ep.client.Complete(ctx, req)
-	if err == nil {
-		p.mu.Lock()
-		if p.service == nil {
-			p.service = map[string]ServiceTime{}
+	for again := false; ; again = true {
+		waitStart := time.Now()
+		ep, err := p.acquire(ctx)
+		p.tel.waited(ctx, model, time.Since(waitStart))
+		if err != nil {
+			return Completion{}, err
 		}
-		st := p.service[req.Kind]
-		st.Calls++
-		st.Total += time.Since(callStart)
-		p.service[req.Kind] = st
-		p.mu.Unlock()
+		span.SetAttributes(ep.server...)
+		start := p.now()
+		callStart := time.Now()
+		cctx, c := p.startCall(ctx, ep, level, again)
+		out, err := ep.client.Complete(cctx, req)
+		if p.endCall(ep, c) && err != nil && ctx.Err() == nil {
+			// Stopped for an urgent call before its answer came: the
+			// server dropped it unfinished, so it is sent again.
+			p.releaseEvicted(ep, level)
+			p.tel.evicted(ctx, span, model, req.Kind)
+			continue
+		}
+		if err == nil {
+			p.mu.Lock()
+			if p.service == nil {
+				p.service = map[string]ServiceTime{}
+			}
+			st := p.service[req.Kind]
+			st.Calls++
+			st.Total += time.Since(callStart)
+			p.service[req.Kind] = st
+			p.mu.Unlock()
+		}
+		p.release(ep, level, start, err)
+		p.tel.called(ctx, model, req.Kind, time.Since(callStart), out, err)
+		return out, err
 	}
-	p.release(ep, level, start, err)
-	p.tel.called(ctx, model, req.Kind, time.Since(callStart), out, err)
-	return out, err
 }
 
 // acquire returns an endpoint with a slot counted for the caller.
@@ -661,6 +693,9 @@ func (p *Pool) acquire(ctx context.Context) (*endpoint, error) {
 	w := &waiter{ch: make(chan *endpoint, 1), prio: prio, since: p.now()}
 	p.waiters.push(w)
 	p.dispatchLocked()
+	if len(w.ch) == 0 {
+		p.evictForWaiterLocked(prio.Level, p.now())
+	}
 	p.mu.Unlock()
 
 	select {
@@ -696,6 +731,7 @@ func (p *Pool) takeLocked(ep *endpoint, level int) {
 	ep.inFlight++
 	ep.requests++
 	ep.hold.inFlight[holdLevel(level)]++
+	p.evictLocked(ep, level, p.now())
 }
 
 // pickLocked chooses an endpoint with a free slot for a call of level (one

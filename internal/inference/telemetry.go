@@ -39,6 +39,7 @@ const (
 	metricReserve  = "memagent.model.reserve"       // gauge: endpoint (urgent calls allowed beyond its cap)
 	metricEjected  = "memagent.model.ejected"       // gauge 0|1: endpoint
 	metricWaiting  = "memagent.model.waiting"       // gauge: callers waiting for a slot
+	metricEvicted  = "memagent.model.evictions"     // counter: model, kind
 )
 
 // durationBuckets cover a cached one-token answer to the default request
@@ -59,6 +60,7 @@ type poolTelemetry struct {
 	duration metric.Float64Histogram
 	errors   metric.Int64Counter
 	wait     metric.Float64Histogram
+	evicts   metric.Int64Counter
 	gauges   metric.Registration // guarded by Pool.mu
 	azure    bool                // spans name Azure OpenAI as the provider
 }
@@ -89,10 +91,19 @@ func newPoolTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*poolTe
 		metric.WithDescription("Time a completion waited for a free model server slot."),
 		metric.WithExplicitBucketBoundaries(waitBuckets...))
 	errs = append(errs, err)
+	t.evicts, err = m.Int64Counter(metricEvicted, metric.WithUnit("{request}"),
+		metric.WithDescription("Completions stopped at a model server for a more urgent one and sent again (MEMAGENT_MODEL_PRIORITY_EVICT), by model and call kind: each threw away the GPU time it had had."))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("inference: metrics: %w", err)
 	}
 	return t, nil
+}
+
+// evicted counts a call stopped for a more urgent one, and marks its span.
+func (t *poolTelemetry) evicted(ctx context.Context, span trace.Span, model, kind string) {
+	t.evicts.Add(ctx, 1, metric.WithAttributes(labels(model, kind)...))
+	span.AddEvent("memagent.model.evicted")
 }
 
 // observe registers the gauges read from the pool's state at collection

@@ -176,6 +176,7 @@ func (c *Config) RegisterWorkerFlags(fs *flag.FlagSet) {
 	fs.Var((*urlList)(&c.ModelPriority), "model-priority", "how each model server is told a request's priority: vllm (--scheduling-policy priority), sglang (--enable-priority-scheduling) or off, one for all or one per --model-url (MEMAGENT_MODEL_PRIORITY)")
 	fs.StringVar(&c.ModelPriorityHold, "model-priority-hold", c.ModelPriorityHold, "while a call of this priority or a more urgent one runs at a model server, start no new less urgent call there: on (questions, 2), off, or 1-4; default "+plugin.DefaultModelPriorityHold+" (MEMAGENT_MODEL_PRIORITY_HOLD)")
 	fs.StringVar(&c.ModelPriorityReserve, "model-priority-reserve", c.ModelPriorityReserve, "urgent calls (priority 2 or more urgent) a model server told priorities by --model-priority may take beyond --max-in-flight, for it to preempt less urgent ones: auto (a quarter of the cap), off, or 1-1024; default "+plugin.DefaultModelPriorityReserve+" (MEMAGENT_MODEL_PRIORITY_RESERVE)")
+	fs.StringVar(&c.ModelPriorityEvict, "model-priority-evict", c.ModelPriorityEvict, "stop a less urgent call that started at a model server told priorities by --model-priority within this long when an urgent one (held back by --model-priority-hold, which must be on) needs the server, and send it again later: off, on ("+inference.DefaultPriorityEvict.String()+") or a duration up to 10m; default "+plugin.DefaultModelPriorityEvict+" (MEMAGENT_MODEL_PRIORITY_EVICT)")
 	fs.IntVar(&c.ModelMaxInFlight, "max-in-flight", c.ModelMaxInFlight, "requests in flight per model endpoint; 0 = default (MEMAGENT_MAX_IN_FLIGHT)")
 	fs.IntVar(&c.ChunkCacheMB, "chunk-cache-mb", c.ChunkCacheMB, "megabytes of chunks a review's questions share in this worker; 0 = default 64, -1 = off (MEMAGENT_CHUNK_CACHE_MB)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "activities started per second on the task queue, all workers together; 0 = none (MEMAGENT_RATE_LIMIT)")
@@ -207,7 +208,7 @@ func (c Config) Validate() error {
 var flagOf = map[string]string{
 	"TaskQueue": "task-queue", "S3Endpoint": "s3-endpoint", "Bucket": "bucket", "CreateBucket": "create-bucket",
 	"Model": "model", "ModelURLs": "model-url", "ModelAPI": "model-api", "ModelContext": "model-context",
-	"ModelMaxInFlight": "max-in-flight", "ModelPriority": "model-priority", "ModelPriorityHold": "model-priority-hold", "ModelPriorityReserve": "model-priority-reserve", "ChunkCacheMB": "chunk-cache-mb", "RateLimit": "rate-limit",
+	"ModelMaxInFlight": "max-in-flight", "ModelPriority": "model-priority", "ModelPriorityHold": "model-priority-hold", "ModelPriorityReserve": "model-priority-reserve", "ModelPriorityEvict": "model-priority-evict", "ChunkCacheMB": "chunk-cache-mb", "RateLimit": "rate-limit",
 	"ModelTimeout": "model-timeout", "StopTimeout": "stop-timeout", "DeploymentName": "deployment-name", "BuildID": "build-id",
 }
 

@@ -62,6 +62,9 @@ type serverPrioRow struct {
 	// Stopped counts the batch's calls the worker stopped for the
 	// questions' (Evict), as the server counted them: canceled requests.
 	Stopped int
+	// Thrown is the tokens the server had prefilled or decoded for the
+	// stopped calls: GPU work done for no answer.
+	Thrown int
 	// MeanStep is the replica's mean step while the questions ran, and
 	// PrefillShare the share of its steps' time spent prefilling: a
 	// question decodes one token a step, so its calls slow down with the
@@ -209,6 +212,7 @@ func runServerPrioVariant(ctx context.Context, env *benchEnv, vi int, row server
 	st := p.sim.Stats()
 	row.Preemptions, row.MaxQueued = st.Preemptions, st.MaxQueued
 	row.Stopped = st.Requests[simulator.OutcomeCanceled] - before.Requests[simulator.OutcomeCanceled]
+	row.Thrown = st.ThrownTokens - before.ThrownTokens
 	if steps := st.Steps - before.Steps; steps > 0 {
 		busy := st.ReplicaBusy[0] - before.ReplicaBusy[0]
 		row.MeanStep = busy / time.Duration(steps)
@@ -226,15 +230,15 @@ func runServerPrioVariant(ctx context.Context, env *benchEnv, vi int, row server
 func writeServerPriority(w io.Writer, rows []serverPrioRow) {
 	fmt.Fprintf(w, "## Questions under load, priority in the server\n\n%d `DocumentQA` questions at priority 2 over documents of %dK tokens (5 calls each), started at once against one replica of the simulator's batch model (`--capacity batch --max-num-seqs %d`, steps of %s + %s a sequence, prefill at %d tokens/s: the default GPU made %d× faster), with the worker keeping up to %d calls at it (`MEMAGENT_MAX_IN_FLIGHT=%d`), so that up to %d wait in the server's own queue (the rows that cap them: %d, none). First on an idle server, then while a `BatchQA` of %d items (%d documents of 20K tokens, at its default priority 4) has kept the batch at least 90%% full for 5 s: with `MEMAGENT_MODEL_PRIORITY_HOLD=off` unless said: once with the server first come, first served (`MEMAGENT_MODEL_PRIORITY=off`, simulator `--scheduling-policy fcfs`), once by priority (`MEMAGENT_MODEL_PRIORITY=vllm`, simulator `--scheduling-policy priority`: waiting calls by priority, the least urgent running call preempted for a more urgent one), by priority with the worker's pool holding back the batch's new calls while a question's call runs at the server (`MEMAGENT_MODEL_PRIORITY_HOLD=on`; the batch's calls already there run on), the same with the worker's calls capped at the server's batch, and once more first come, first served with the worker keeping no more calls at the server than its batch runs, the setup of the section Questions under load, where the worker's own queue orders the calls; last, with the worker's calls capped at the server's batch, by priority with the questions' calls on the pool's reserve (`MEMAGENT_MODEL_PRIORITY_RESERVE`, `off` in the rows that do not name it): a question's call goes to the server beyond the cap, by at most the reserve, while batch calls run there, and the server preempts one for it; and with the hold, the batch's calls that started at the server in the last 10 s stopped for a question's (`MEMAGENT_MODEL_PRIORITY_EVICT=on`, `off` in the rows that do not say it): the server drops their sequences, and they are sent again once the questions are done. Each variant has a simulator and a worker of its own; the batch is terminated once the questions are answered.\n\n",
 		srvAsks, srvAskTokens/1000, srvSeqs, srvBatch.StepBase, srvBatch.StepPerSeq, int(srvBatch.PrefillTokensPerSec), srvSpeed, srvInFlight, srvInFlight, srvInFlight-srvSeqs, srvSeqs, srvLoadDocs*srvLoadQs, srvLoadDocs)
-	fmt.Fprintln(w, "| server | questions answered | median time to answer | slowest | median ÷ idle | preemptions | most calls waiting in the server | batch calls stopped | mean step | of it prefill |")
+	fmt.Fprintln(w, "| server | questions answered | median time to answer | slowest | median ÷ idle | preemptions | most calls waiting in the server | batch calls stopped (their tokens done) | mean step | of it prefill |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	var idle time.Duration
 	for i, r := range rows {
 		if i == 0 {
 			idle = r.median()
 		}
-		fmt.Fprintf(w, "| %s | %d | %.1f s | %.1f s | %.2f× | %d | %d | %d | %.1f ms | %.0f%% |\n", r.Variant, len(r.Times), r.median().Seconds(), slices.Max(r.Times).Seconds(), r.median().Seconds()/idle.Seconds(),
-			r.Preemptions, r.MaxQueued, r.Stopped, float64(r.MeanStep.Microseconds())/1000, 100*r.PrefillShare)
+		fmt.Fprintf(w, "| %s | %d | %.1f s | %.1f s | %.2f× | %d | %d | %d (%d) | %.1f ms | %.0f%% |\n", r.Variant, len(r.Times), r.median().Seconds(), slices.Max(r.Times).Seconds(), r.median().Seconds()/idle.Seconds(),
+			r.Preemptions, r.MaxQueued, r.Stopped, r.Thrown, float64(r.MeanStep.Microseconds())/1000, 100*r.PrefillShare)
 	}
 	fmt.Fprintln(w)
 }

@@ -165,6 +165,9 @@ type batcher struct {
 	busy    time.Duration // simulated GPU time spent in steps
 	prefill time.Duration // the part of busy spent on prompt tokens
 	steps   int
+	// thrown counts the tokens aborted sequences had prefilled or
+	// decoded: work done for no answer.
+	thrown int
 }
 
 func newBatcher(o BatchOptions) *batcher {
@@ -242,6 +245,9 @@ func (b *batcher) resume(s *seq) <-chan struct{} {
 // other sequence is left, the step is abandoned at once.
 func (b *batcher) abort(s *seq) {
 	b.mu.Lock()
+	if !s.gone() {
+		b.thrown += s.prefilled + s.decoded
+	}
 	s.canceled = true
 	b.mu.Unlock()
 	select {
@@ -374,11 +380,11 @@ func (b *batcher) commit(st step) {
 // batchStats is a consistent snapshot of a batcher.
 type batchStats struct {
 	busy, prefill time.Duration
-	steps         int
+	steps, thrown int
 }
 
 func (b *batcher) stats() batchStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return batchStats{busy: b.busy, prefill: b.prefill, steps: b.steps}
+	return batchStats{busy: b.busy, prefill: b.prefill, steps: b.steps, thrown: b.thrown}
 }

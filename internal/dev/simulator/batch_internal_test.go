@@ -338,3 +338,23 @@ func TestBatchLoopIdlesAndAborts(t *testing.T) {
 		t.Errorf("%d steps, want 3 (both prompts and first tokens, then two more tokens for the first)", st.steps)
 	}
 }
+
+// An aborted sequence's prefilled and decoded tokens count as thrown away;
+// an answered one's, and a second abort, do not.
+func TestBatchCountsThrownTokens(t *testing.T) {
+	b := newBatcher(BatchOptions{MaxNumSeqs: 4, MaxNumBatchedTokens: 100, StepBase: time.Millisecond, PrefillTokensPerSec: 1000})
+	aborted := b.add(150, 5)
+	answered := b.add(0, 1)
+	for range 3 { // 99 + 51 prompt tokens, then a token decoded
+		b.commit(b.plan())
+	}
+	if answered.decoded != 1 || aborted.prefilled != 150 || aborted.decoded != 2 {
+		t.Fatalf("after three steps: answered decoded %d, aborted prefilled %d and decoded %d; want 1, 150, 2", answered.decoded, aborted.prefilled, aborted.decoded)
+	}
+	b.abort(aborted)
+	b.abort(aborted)
+	b.abort(answered)
+	if st := b.stats(); st.thrown != 152 {
+		t.Errorf("%d tokens thrown away, want 152: the aborted sequence's prompt and two tokens", st.thrown)
+	}
+}

@@ -82,6 +82,10 @@ type Stats struct {
 	// tokens (recomputed ones of preempted requests included).
 	ReplicaPrefill []time.Duration
 	Steps          int
+	// ThrownTokens counts, under CapacityBatch, the prompt tokens
+	// prefilled and the tokens decoded by requests whose client went away
+	// before their answer: GPU work that answered nothing.
+	ThrownTokens int
 	// Preemptions counts the running requests preempted for more urgent
 	// ones (SchedulingPriority under CapacityBatch).
 	Preemptions int
@@ -173,6 +177,7 @@ func (s *Server) Stats() Stats {
 		st.ReplicaBusy = append(st.ReplicaBusy, bs.busy)
 		st.ReplicaPrefill = append(st.ReplicaPrefill, bs.prefill)
 		st.Steps += bs.steps
+		st.ThrownTokens += bs.thrown
 	}
 	m := s.meter
 	m.mu.Lock()

@@ -23,17 +23,18 @@ func TestParsePriorityEvict(t *testing.T) {
 	}
 }
 
-// evictWorld is the simulator's batch model with a batch of two
+// batchWorld is the simulator's batch model with a batch of two
 // sequences, which two batch calls (priority 4) fill, and a pool that
-// keeps at most two calls there, holds batch calls back for questions and
-// tells the server priorities in form.
-type evictWorld struct {
+// keeps at most two calls there and tells the server priorities in form
+// (a server by priority for vllm, first come, first served for off); mod
+// sets the rest of the pool's configuration.
+type batchWorld struct {
 	t   *testing.T
 	sim *simulator.Server
 	p   *Pool
 }
 
-func newEvictWorld(t *testing.T, form ServerPriority, evict time.Duration) *evictWorld {
+func newBatchWorld(t *testing.T, form ServerPriority, mod func(*PoolConfig)) *batchWorld {
 	policy := simulator.SchedulingPriority
 	if form == PriorityOff {
 		policy = simulator.SchedulingFCFS
@@ -47,15 +48,23 @@ func newEvictWorld(t *testing.T, form ServerPriority, evict time.Duration) *evic
 	t.Cleanup(srv.Close)
 	p := newTestPool(t, 2, func(c *PoolConfig) {
 		c.Endpoints[0].Priority = form
+		mod(c)
+	}, srv.URL+"/v1")
+	return &batchWorld{t: t, sim: sim, p: p}
+}
+
+// newEvictWorld is a batchWorld whose pool holds batch calls back for
+// questions and stops those younger than evict.
+func newEvictWorld(t *testing.T, form ServerPriority, evict time.Duration) *batchWorld {
+	return newBatchWorld(t, form, func(c *PoolConfig) {
 		c.PriorityHold = DefaultPriorityHold
 		c.PriorityEvict = evict
-	}, srv.URL+"/v1")
-	return &evictWorld{t: t, sim: sim, p: p}
+	})
 }
 
 // call completes a MemAgent prompt (the simulator answers only those) of
 // about tokens tokens at priority level, in the background.
-func (w *evictWorld) call(level int, q string, tokens int) <-chan error {
+func (w *batchWorld) call(level int, q string, tokens int) <-chan error {
 	ch := make(chan error, 1)
 	go func() {
 		ctx := WithPriority(context.Background(), Priority{Level: level})
@@ -66,7 +75,7 @@ func (w *evictWorld) call(level int, q string, tokens int) <-chan error {
 	return ch
 }
 
-func (w *evictWorld) wait(what string, ch <-chan error) {
+func (w *batchWorld) wait(what string, ch <-chan error) {
 	w.t.Helper()
 	select {
 	case err := <-ch:

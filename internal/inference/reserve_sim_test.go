@@ -1,13 +1,8 @@
 package inference
 
 import (
-	"context"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/memagent/memagent/internal/dev/simulator"
 )
 
 // Against the simulator's batch model, whose batch (2 sequences) the
@@ -18,39 +13,11 @@ import (
 func TestPoolReserveSimulatorPreempts(t *testing.T) {
 	for _, form := range []ServerPriority{PriorityVLLM, PriorityOff} {
 		t.Run(string(form), func(t *testing.T) {
-			policy := simulator.SchedulingPriority
-			if form == PriorityOff {
-				policy = simulator.SchedulingFCFS
-			}
-			sim := simulator.New(simulator.Options{Model: "m", Capacity: simulator.CapacityBatch, SchedulingPolicy: policy,
-				// Two batch calls' 1,000-token prompts take some 2.5 s to
-				// prefill, 64 tokens a step of 74 ms; a question's few
-				// tokens, a step or two.
-				Batch: simulator.BatchOptions{MaxNumSeqs: 2, MaxNumBatchedTokens: 64, StepBase: 10 * time.Millisecond, StepPerSeq: -1, PrefillTokensPerSec: 1000}})
-			srv := httptest.NewServer(sim)
-			t.Cleanup(srv.Close)
-			p := newTestPool(t, 2, func(c *PoolConfig) {
-				c.Endpoints[0].Priority = form
-				c.PriorityReserve = 1
-			}, srv.URL+"/v1")
-
-			done := func(level int, prompt string) <-chan error {
-				ch := make(chan error, 1)
-				go func() {
-					ctx := WithPriority(context.Background(), Priority{Level: level})
-					_, err := p.Complete(ctx, Request{Prompt: prompt, MaxTokens: 4})
-					ch <- err
-				}()
-				return ch
-			}
-			// MemAgent prompts, as the simulator answers only those.
-			prompt := func(q, section string) string {
-				return "<problem>" + q + "</problem>\n<memory>No previous memory</memory>\n<section>" + section + "</section>"
-			}
-			long := strings.Repeat("word ", 800) // 4,000 bytes: 1,000 tokens
-			b0, b1 := done(4, prompt("b0?", long)), done(4, prompt("b1?", long))
+			w := newBatchWorld(t, form, func(c *PoolConfig) { c.PriorityReserve = 1 })
+			sim, p := w.sim, w.p
+			b0, b1 := w.call(4, "b0?", 800), w.call(4, "b1?", 800) // 4,000 bytes: 1,000 tokens
 			waitFor(t, "both batch calls run at the server", func() bool { return sim.Stats().InFlight == 2 })
-			q := done(2, prompt("q?", "word"))
+			q := w.call(2, "q?", 1)
 			var err error
 			select {
 			case err = <-q:

@@ -662,6 +662,7 @@ func (b *batchRun) startChild(sel workflow.Selector, it actwire.BatchRunItem) {
 	if b.in.Budget != nil {
 		g := b.ledger.open(*b.in.Budget, id, b.perCall())
 		in.Budget = &g
+		b.out.tell(id, g)
 	}
 	doc := api.DocumentSubject(it.Document, it.Documents)
 	summary := fmt.Sprintf("%s #%d · Q#%s · %s", st.Name, it.Seq, api.QuestionDigest(it.Question), doc)
@@ -712,6 +713,7 @@ func (b *batchRun) settle(o actwire.ChildOutcome) {
 		Seq: it.Seq, Sample: it.Sample, ID: it.ID, Document: it.Document, Documents: it.Documents, Question: it.Question,
 		GoldAnswers: it.GoldAnswers, Labels: it.Labels, WorkflowID: id,
 	}
+	b.out.forget(id)
 	if b.ledger.holds(id) {
 		var u *api.Usage
 		if o.Result != nil {
@@ -802,6 +804,7 @@ func (b *batchRun) serveWaiting() {
 // and takes the grant from the batch's reply. A child that ended
 // meanwhile cannot take it: its close returns the grant.
 func (b *batchRun) wake(g childGrant) {
+	b.out.tell(g.WorkflowID, g.Budget)
 	b.out.send(workflow.SignalExternalWorkflow(b.ctx, g.WorkflowID, "", api.BudgetGrantSignal, g.Budget))
 }
 

@@ -52,6 +52,20 @@ const BatchLedgerChange = "batch-ledger"
 // workflow.DefaultVersion (grantLedger.takeSignalled).
 const LedgerSignalChange = "ledger-signal-hints"
 
+// LedgerHintOnceChange is the change id under which a run serves the hints
+// (BudgetRequestSignal) for one child one at a time and wakes the child
+// only with a grant it has not told the child (hintOnce): a hint that comes while
+// one for the same child is being served is folded into one more read
+// after it, a hint for a child that waits for room does nothing (it is
+// woken when served), and the run closes only once every hint it took is
+// served. Before it, every hint made its own read (ReadBatchChild) and its
+// own wake (BudgetGrantSignal), kept in the run's sends until the run
+// closed, so that anyone who could signal the batch grew its history and
+// memory without bound. Asked once a run takes a hint naming a running
+// child with a grant; runs that took one before it replay as
+// workflow.DefaultVersion and serve every hint as they did.
+const LedgerHintOnceChange = "ledger-hint-once"
+
 // quietPeriod is how long a stopping run must hear nothing before it
 // carries its children: quietPerEvent per event of its history, between
 // quietMin and quietMax.
@@ -364,9 +378,15 @@ func (b *batchRun) checkRequest(req api.BudgetRequest) error {
 // wake (LedgerSignalChange) a child granted at once is woken with its
 // grant: nobody else hears the reply, and a child that asks by signal
 // takes its grant from the wake-up (one that waits is woken when served).
-// Before it, such a child was never told and waited for good.
+// Before it, such a child was never told and waited for good. At
+// LedgerHintOnceChange the hints for a child are served one at a time and
+// wake it only with a grant it was not told (hintOnce).
 func (b *batchRun) askLater(id string, wake bool) {
 	if !b.ledger.holds(id) || b.in.Budget == nil {
+		return
+	}
+	if wake && b.hintsOnce() {
+		b.hintOnce(id)
 		return
 	}
 	workflow.Go(b.ctx, func(ctx workflow.Context) {
@@ -376,6 +396,55 @@ func (b *batchRun) askLater(id string, wake bool) {
 			workflow.GetLogger(ctx).Warn("serve a budget request", "child", id, "error", err)
 		case wake && b.ledger.holds(id) && !b.ledger.waits(id):
 			b.wake(childGrant{WorkflowID: id, Budget: g})
+		}
+	})
+}
+
+// hintsOnce is LedgerHintOnceChange at version 1, asked once a run takes
+// a hint naming a running child with a grant.
+func (b *batchRun) hintsOnce() bool {
+	if !b.out.onceAsked {
+		b.out.onceAsked = true
+		b.out.once = workflow.GetVersion(b.ctx, LedgerHintOnceChange, workflow.DefaultVersion, 1) >= 1
+	}
+	return b.out.once
+}
+
+// hintOnce serves a hint that child id wants more budget
+// (LedgerHintOnceChange): one coroutine a child reads the child
+// (askedForBudget) and wakes it only with a grant this run has not told
+// it (outbox.told: in its input or an earlier wake, each awaited); a wake
+// with a grant the child holds would tell it nothing. An Update's reply
+// does not count as told: anyone may send that Update naming the child,
+// and a child from before budget-pull never hears the reply. A hint that
+// comes while the child's is being served asks for one more read after
+// it (the child may have spent its grant since the read in flight
+// looked): a burst of hints costs two reads at most. A child that waits
+// for room does not spend while it waits and is woken when served: its
+// hint does nothing, and keeps its place.
+func (b *batchRun) hintOnce(id string) {
+	if b.ledger.waits(id) {
+		return
+	}
+	if _, busy := b.out.hinted[id]; busy {
+		b.out.hinted[id] = true
+		return
+	}
+	b.out.hinted[id] = false
+	workflow.Go(b.ctx, func(ctx workflow.Context) {
+		defer delete(b.out.hinted, id)
+		for {
+			g, err := b.askedForBudget(ctx, id)
+			switch {
+			case err != nil:
+				workflow.GetLogger(ctx).Warn("serve a budget request", "child", id, "error", err)
+			case b.ledger.holds(id) && !b.ledger.waits(id) && !b.out.knows(id, g):
+				b.wake(childGrant{WorkflowID: id, Budget: g})
+			}
+			if !b.out.hinted[id] || !b.ledger.holds(id) || b.ledger.waits(id) || ctx.Err() != nil {
+				return
+			}
+			b.out.hinted[id] = false
 		}
 	})
 }

@@ -1,7 +1,11 @@
 package workflows
 
 import (
+	"slices"
+
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/memagent/memagent/api"
 )
 
 // batchOutbox is what a BatchQA run has sent and not yet seen delivered,
@@ -15,8 +19,12 @@ import (
 //   - at BatchLedgerChange (pull) every signal and cancel the run sends is
 //     in sends until it is delivered or refused (send);
 //   - a child has at most one budget request served at a time (serve);
-//   - a run closes only once quiet: no request being served, every
-//     Update handler finished and sends empty (quiesce), and nothing
+//   - at LedgerHintOnceChange a child has at most one hint being served
+//     and at most one more asked for (hinted), whatever the hints that
+//     came, and a send leaves sends once delivered: what a run keeps does
+//     not grow with the messages anyone sends it;
+//   - a run closes only once quiet: no request or hint being served,
+//     every Update handler finished and sends empty (quiesce), and nothing
 //     blocks after that, so nothing it sends later is lost;
 //   - before BatchLedgerChange (pull false) nothing was kept: such runs
 //     sent without waiting, and their histories replay so, up to the first
@@ -31,18 +39,46 @@ type batchOutbox struct {
 	// BatchLedgerChange: from the request signal that asked it on, the
 	// run awaits its sends as pull does.
 	hints bool
+	// once is LedgerHintOnceChange at version 1 (onceAsked: asked).
+	once, onceAsked bool
 	// asking are the budget requests being served, by child.
 	asking map[string]bool
-	// sends are the signals and cancels sent and not yet awaited.
+	// hinted are the children whose hints are being served
+	// (LedgerHintOnceChange), each true when another hint came meanwhile.
+	hinted map[string]bool
+	// told are the grants the run told its running children: in a
+	// child's input as it started it, or in a wake (BudgetGrantSignal).
+	// An Update's reply is not among them: a child from before
+	// budget-pull never asks so, and anyone may.
+	told map[string]api.Budget
+	// sends are the signals and cancels sent and not yet seen delivered.
 	sends []workflow.Future
 }
 
-func newBatchOutbox() batchOutbox { return batchOutbox{asking: map[string]bool{}} }
+func newBatchOutbox() batchOutbox {
+	return batchOutbox{asking: map[string]bool{}, hinted: map[string]bool{}, told: map[string]api.Budget{}}
+}
+
+// tell notes that child id was told grant g.
+func (o *batchOutbox) tell(id string, g api.Budget) { o.told[id] = g }
+
+// forget drops what child id was told, as it closes.
+func (o *batchOutbox) forget(id string) { delete(o.told, id) }
+
+// knows reports whether child id was told grant g by this run (a child
+// this run carried from an earlier one was told nothing by it).
+func (o *batchOutbox) knows(id string, g api.Budget) bool {
+	t, ok := o.told[id]
+	return ok && t == g
+}
 
 // send keeps f, a signal or a cancel the run sent, until the run awaits it
-// (at BatchLedgerChange; before it nothing was awaited).
+// (at BatchLedgerChange; before it nothing was awaited). Sends delivered
+// (or refused) already are dropped: awaiting them would issue nothing, so
+// sends holds only what is in flight, however long the run.
 func (o *batchOutbox) send(f workflow.Future) {
 	if o.awaits() {
+		o.sends = slices.DeleteFunc(o.sends, func(f workflow.Future) bool { return f.IsReady() })
 		o.sends = append(o.sends, f)
 	}
 }
@@ -60,9 +96,11 @@ func (o *batchOutbox) serve(ctx workflow.Context, id string) (func(), error) {
 	return func() { delete(o.asking, id) }, nil
 }
 
-// quiet reports whether nothing is in flight: no request served and no
-// send pending.
-func (o *batchOutbox) quiet() bool { return len(o.asking) == 0 && len(o.sends) == 0 }
+// quiet reports whether nothing is in flight: no request or hint served
+// and no send pending.
+func (o *batchOutbox) quiet() bool {
+	return len(o.asking) == 0 && len(o.hinted) == 0 && len(o.sends) == 0
+}
 
 // quiesce waits, as a run is about to close, until at one moment no
 // budget request is being served (Update handlers included) and every
@@ -71,7 +109,7 @@ func (o *batchOutbox) quiet() bool { return len(o.asking) == 0 && len(o.sends) =
 func (o *batchOutbox) quiesce(ctx workflow.Context) error {
 	for {
 		if err := workflow.Await(ctx, func() bool {
-			return len(o.asking) == 0 && workflow.AllHandlersFinished(ctx)
+			return len(o.asking) == 0 && len(o.hinted) == 0 && workflow.AllHandlersFinished(ctx)
 		}); err != nil {
 			return err
 		}

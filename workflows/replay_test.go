@@ -529,6 +529,10 @@ var batchGenerations = []generation{
 	// ValidationGateChange at version 1: a batch with a validation gate
 	// starts its validation (<batch id>.validate) as its last command.
 	{name: "v9-validation-gate", prefix: "batch_gate_run"},
+	// LedgerHintOnceChange at version 1: a caller sends the batch hints
+	// (BudgetRequestSignal) naming each child as it runs; the batch reads
+	// a child at most twice for them and wakes none (none spent its grant).
+	{name: "v10-hints", prefix: "batch_hints_run"},
 }
 
 const (
@@ -590,9 +594,12 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	}
 	histories := replayChain(t, files, api.BatchQAName)
 	checkBatchCoverage(t, histories)
-	checkChildIDs(t, histories, g.name == "v8-http-ids" || g.name == "v9-validation-gate")
-	if g.name == "v9-validation-gate" {
+	checkChildIDs(t, histories, g.name == "v8-http-ids" || g.name == "v9-validation-gate" || g.name == "v10-hints")
+	if g.name == "v9-validation-gate" || g.name == "v10-hints" {
 		checkGateCoverage(t, histories)
+	}
+	if g.name == "v10-hints" {
+		checkHintsCoverage(t, histories)
 	}
 	if g.name == "v3-changes" {
 		checkChangesCoverage(t, histories)
@@ -912,9 +919,14 @@ func recordBatchHistories(t *testing.T, prefix string) {
 		t.Fatalf("start BatchQA: %v", err)
 	}
 	runID := run.GetRunID()
+	// LedgerHintOnceChange: hints naming each child as it runs.
+	hints := hintChildren(ctx, t, c, batchReplayID, len(items))
 	var res api.BatchQAResult
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("BatchQA: %v", err)
+	}
+	if n := hints(); n == 0 {
+		t.Fatal("no hint sent: no child was seen running")
 	}
 	if res.Items != 5 || res.Succeeded != 3 || res.Skipped != 0 || res.Failed != 2 || res.Runs < batchMinRuns || res.Overall.ExactMatch != 1 {
 		t.Fatalf("result %+v: want 5 items (3 answered, none reused, 2 failed, all scored items exact) in at least %d runs", res, batchMinRuns)
@@ -926,4 +938,75 @@ func recordBatchHistories(t *testing.T, prefix string) {
 		t.Fatalf("changes %+v, notify %q, %d POSTs: want all 5 new (no earlier report), one POST", res.Changes, res.Notify, posts.Load())
 	}
 	writeChain(ctx, t, c, batchReplayID, runID, prefix)
+}
+
+// hintChildren sends batch, as a caller in the namespace can, three hints
+// (BudgetRequestSignal) naming each of its children 0..items-1 once it is
+// seen running, until the function it returns is called; that returns how
+// many hints were sent.
+func hintChildren(ctx context.Context, t *testing.T, c client.Client, batch string, items int) func() int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	var sent atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := map[string]bool{}
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for seq := range items {
+				id := api.BatchItemWorkflowID(batch, seq, 0)
+				if seen[id] {
+					continue
+				}
+				d, err := c.DescribeWorkflowExecution(ctx, id, "")
+				if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+					continue
+				}
+				seen[id] = true
+				for range 3 {
+					if c.SignalWorkflow(ctx, batch, "", api.BudgetRequestSignal, api.BudgetRequest{WorkflowID: id}) == nil {
+						sent.Add(1)
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int {
+		cancel()
+		<-done
+		return int(sent.Load())
+	}
+}
+
+// checkHintsCoverage asserts that a chain took hints at
+// LedgerHintOnceChange version 1: the change recorded, a child read for
+// them, and no child woken (none spent its grant).
+func checkHintsCoverage(t *testing.T, histories []*historypb.History) {
+	t.Helper()
+	hints, reads, wakes, markers := 0, 0, 0, 0
+	for _, hist := range histories {
+		for _, e := range hist.GetEvents() {
+			switch {
+			case e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == api.BudgetRequestSignal:
+				hints++
+			case e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.ReadBatchChildName:
+				reads++
+			case e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == api.BudgetGrantSignal:
+				wakes++
+			case e.GetMarkerRecordedEventAttributes() != nil && strings.Contains(e.GetMarkerRecordedEventAttributes().String(), workflows.LedgerHintOnceChange):
+				markers++
+			}
+		}
+	}
+	if hints == 0 || reads == 0 || reads > hints || wakes != 0 || markers == 0 {
+		t.Errorf("%d hints, %d reads, %d wakes, %s recorded %d times; want hints read for, no wake, the change recorded",
+			hints, reads, wakes, workflows.LedgerHintOnceChange, markers)
+	}
 }

@@ -864,6 +864,9 @@ func (t *serverTiming) String() string { return strings.Join(t.parts, ", ") }
 func (d *Desk) source(ctx context.Context, g *api.SignOffGrid, row signoff.Row) string {
 	if gr := row.Grounding; gr != nil && gr.Pages != nil && gr.Pages.Unit == api.UnitMessage {
 		doc := mailbox(g, row)
+		if attachmentSource(doc, row, 0) == "" {
+			return "" // the message's text, or an attachment that is no PDF
+		}
 		return attachmentSource(doc, row, d.attachmentPlace(ctx, doc, row))
 	}
 	return pageSource(g, row)

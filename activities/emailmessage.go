@@ -42,10 +42,27 @@ func (a *Activities) EmailMessage(ctx context.Context, uri string, number int) (
 	if err != nil {
 		return nil, err
 	}
-	// Conversions of this version: under the worker's email limits
-	// (emailVariant), without OCR, then under each OCR mode and languages
-	// (ocrVariant); then those under other email limits, without OCR. The
-	// headers are the same in each.
+	var found *memagent.EmailMessage
+	err = a.emailConversions(ctx, loc, info, func(d *actwire.ConvertedDocument) bool {
+		for _, m := range d.PageMap.Email.Messages {
+			if m.Number == number {
+				found = &m
+				break
+			}
+		}
+		return false // the headers are the same in each
+	})
+	return found, err
+}
+
+// emailConversions calls visit with each kept conversion of the email or
+// mailbox at loc's version info that has its email index, until visit
+// says to stop: the conversion under the worker's email limits
+// (emailVariant) without OCR, then under each OCR mode and languages
+// (ocrVariant), then those under other email limits, without OCR; at
+// most maxEmailConversions are looked in. The caller has checked that
+// the worker may read loc.
+func (a *Activities) emailConversions(ctx context.Context, loc s3store.Location, info s3store.ObjectInfo, visit func(*actwire.ConvertedDocument) (more bool)) error {
 	prefix := a.convertedPrefix(loc.String(), info)
 	own := a.emailVariant(docconv.FormatEmail)
 	variants := []string{own}
@@ -54,7 +71,7 @@ func (a *Activities) EmailMessage(ctx context.Context, uri string, number int) (
 		folders, err := lister.ListFolders(sctx, a.Bucket, prefix)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("list conversions of %s: %w", uri, err)
+			return fmt.Errorf("list conversions of %s: %w", loc, err)
 		}
 		var others []string
 		for _, f := range folders {
@@ -76,32 +93,40 @@ func (a *Activities) EmailMessage(ctx context.Context, uri string, number int) (
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read the email index of %s: %w", uri, err)
+			return fmt.Errorf("read the email index of %s: %w", loc, err)
 		}
 		var d actwire.ConvertedDocument
 		if json.Unmarshal(data, &d) != nil || d.Source != loc.String() || d.SourceETag != info.ETag || d.PageMap.Email == nil {
 			continue
 		}
-		for _, m := range d.PageMap.Email.Messages {
-			if m.Number == number {
-				return &m, nil
-			}
+		if !visit(&d) {
+			return nil
 		}
-		return nil, nil
 	}
-	return nil, nil
+	return nil
 }
 
-// EmailAttachment writes to w the decoded bytes of the attachment at
-// apath (EmailAttachment.Path, the first of that path) of message number
-// of the email or mailbox at uri's current version, at most maxBytes of
-// them: the review desk renders the page a citation names of a PDF
-// attachment from it. The mailbox is read under the worker's read check
-// (CheckRead) and its document limit, that message only walked under the
-// worker's email limits, nothing converted. A mailbox, message or
-// attachment that is not there, or an attachment over maxBytes, is an
-// error that says so.
+// EmailAttachment is EmailAttachmentAt naming the attachment by its path
+// alone: the message's only attachment at apath (EmailAttachment.Path);
+// a message with two of that path (two files of one name) is an error
+// that says to name it by its place.
 func (a *Activities) EmailAttachment(ctx context.Context, uri string, number int, apath string, maxBytes int64, w io.Writer) error {
+	return a.EmailAttachmentAt(ctx, uri, number, 0, apath, maxBytes, w)
+}
+
+// EmailAttachmentAt writes to w the decoded bytes of attachment part of
+// message number (both from 1: part is the attachment's place in
+// EmailMessage.Attachments, where two attachments may share a name) of
+// the email or mailbox at uri's current version, which must be at path
+// apath (EmailAttachment.Path), at most maxBytes of them: the review desk
+// renders the page a citation names of a PDF attachment from it. A part
+// of 0 names the attachment by apath alone (EmailAttachment). The mailbox
+// is read under the worker's read check (CheckRead) and its document
+// limit, that message only walked under the worker's email limits,
+// nothing converted. A mailbox, message or attachment that is not there,
+// a place that holds another path, or an attachment over maxBytes, is an
+// error that says so.
+func (a *Activities) EmailAttachmentAt(ctx context.Context, uri string, number, part int, apath string, maxBytes int64, w io.Writer) error {
 	if err := a.allowRead("document", uri); err != nil {
 		return err
 	}
@@ -141,7 +166,7 @@ func (a *Activities) EmailAttachment(ctx context.Context, uri string, number int
 	}
 	c := &docconv.Converter{Limits: a.Limits.docconv()}
 	lw := &limitedWriter{w: w, left: maxBytes}
-	if err := c.ExtractAttachment(ctx, format, src.Name(), number, apath, lw); err != nil {
+	if err := c.ExtractAttachment(ctx, format, src.Name(), number, part, apath, lw); err != nil {
 		if lw.over {
 			return fmt.Errorf("%s of message %d of %s is over %d bytes", apath, number, uri, maxBytes)
 		}

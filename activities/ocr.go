@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -172,6 +173,65 @@ func (a *Activities) OCRWords(ctx context.Context, uri string, page int) ([][]do
 		var r docconv.OCRResult
 		loc := s3store.Location{Bucket: a.Bucket, Key: fmt.Sprintf("%s%spage-%06d.json", c.prefix, f, page)}
 		if a.readKept(ctx, loc, &r) && r.Record.Page == page && len(r.Words) > 0 {
+			out = append(out, r.Words)
+		}
+	}
+	return out, nil
+}
+
+// AttachmentOCRWords is OCRWords for a page of an attachment of the email
+// or mailbox at uri: the words OCR read on page (from 1, the
+// attachment's own) of the attachment whose decoded bytes' SHA-256 is
+// sum (hex; the bytes EmailAttachmentAt writes), when a conversion of
+// the mailbox's current version read it, one list a reading. An
+// attachment's pages are kept under keys of their own in the mailbox's
+// OCR cache (docconv.AttachmentOCRKey): the engines and languages that
+// read them are those the kept conversions' page maps record. None (and
+// no error) when no conversion of this version read the page by OCR, or
+// when the store cannot list folders. uri must be readable by the worker
+// (CheckRead).
+func (a *Activities) AttachmentOCRWords(ctx context.Context, uri, sum string, page int) ([][]docconv.WordBox, error) {
+	if err := a.allowRead("document", uri); err != nil {
+		return nil, err
+	}
+	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
+		return nil, badInput(fmt.Errorf("attachment digest %q is not a SHA-256 in hex", sum))
+	}
+	if _, ok := a.Store.(folderLister); !ok {
+		return nil, nil
+	}
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := a.s3ctx(ctx)
+	info, err := a.Store.Head(sctx, loc)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	// The readings the conversions made: an engine and its languages
+	// each, as the page maps record the pages OCR read.
+	type reading struct{ engine, languages string }
+	var readings []reading
+	err = a.emailConversions(ctx, loc, info, func(d *actwire.ConvertedDocument) bool {
+		for _, o := range d.PageMap.OCR {
+			r := reading{o.Engine, o.Languages}
+			if o.Engine != "" && !slices.Contains(readings, r) {
+				readings = append(readings, r)
+			}
+		}
+		return len(readings) < maxOCRReadings
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &ocrCache{a: a, prefix: ocrPagesArea + versionID(loc.String(), info) + "/"}
+	var out [][]docconv.WordBox
+	for _, rd := range readings[:min(len(readings), maxOCRReadings)] {
+		var r docconv.OCRResult
+		key := docconv.AttachmentOCRKey(docconv.OCRKey(rd.engine, rd.languages), sum)
+		if a.readKept(ctx, c.loc(key, page), &r) && r.Record.Page == page && len(r.Words) > 0 {
 			out = append(out, r.Words)
 		}
 	}

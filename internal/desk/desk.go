@@ -28,6 +28,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,8 +90,13 @@ type Checks interface {
 // read it (activities.Activities has it): the words and their boxes, one
 // list a reading (engine and languages), none when the page was not read
 // by OCR or was read before word boxes were kept.
+//
+// AttachmentOCRWords is OCRWords for a page of a mailbox's attachment,
+// whose pages are kept under the attachment's own key: the attachment
+// is named by the SHA-256 (hex) of its decoded bytes, page is its own.
 type OCRReadings interface {
 	OCRWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error)
+	AttachmentOCRWords(ctx context.Context, uri, sum string, page int) ([][]docconv.WordBox, error)
 }
 
 // EmailMessages finds a message of a converted email or mailbox
@@ -99,12 +105,14 @@ type OCRReadings interface {
 // when no conversion is kept or the index has no such message. number is
 // the message's place in the mailbox, as citations name it (`msg 12`).
 //
-// EmailAttachment writes the decoded bytes of the attachment at apath of
-// message number (at most maxBytes of them): the desk renders a cited
-// page of a PDF attachment from it.
+// EmailAttachmentAt writes the decoded bytes of attachment part of
+// message number (its place, from 1, among the message's attachments as
+// the index lists them; 0 names it by apath alone), which must be at
+// path apath, at most maxBytes of them: the desk renders a cited page of
+// a PDF attachment from it.
 type EmailMessages interface {
 	EmailMessage(ctx context.Context, uri string, number int) (*memagent.EmailMessage, error)
-	EmailAttachment(ctx context.Context, uri string, number int, apath string, maxBytes int64, w io.Writer) error
+	EmailAttachmentAt(ctx context.Context, uri string, number, part int, apath string, maxBytes int64, w io.Writer) error
 }
 
 // Config is what a desk needs.
@@ -622,10 +630,10 @@ func (d *Desk) renderAhead(g *api.SignOffGrid, rows []signoff.Row, cells ...stri
 		for _, id := range cells {
 			for _, row := range rows {
 				gr := row.Grounding
-				if row.Cell != id || !gr.Found() || gr.Pages == nil || gr.Pages.Unit != api.UnitPage || source(g, row) == "" {
+				if row.Cell != id || !gr.Found() || gr.Pages == nil || gr.Pages.Unit != api.UnitPage || pageSource(g, row) == "" {
 					continue
 				}
-				data, key, err := d.document(ctx, source(g, row))
+				data, key, err := d.document(ctx, pageSource(g, row))
 				if err != nil {
 					continue
 				}
@@ -851,14 +859,28 @@ func (t *serverTiming) String() string { return strings.Join(t.parts, ", ") }
 
 // source is the PDF a cell's page is rendered from, "" when there is none:
 // the document's, or for a cell grounded on a page of a mailbox's PDF
-// attachment, the attachment (attachmentSource).
-func source(g *api.SignOffGrid, row signoff.Row) string {
+// attachment, the attachment (attachmentSource), named by its place in
+// the message as the mailbox's email index lists it (d.attachmentPlace).
+func (d *Desk) source(ctx context.Context, g *api.SignOffGrid, row signoff.Row) string {
+	if gr := row.Grounding; gr != nil && gr.Pages != nil && gr.Pages.Unit == api.UnitMessage {
+		doc := mailbox(g, row)
+		if attachmentSource(doc, row, 0) == "" {
+			return "" // the message's text, or an attachment that is no PDF
+		}
+		return attachmentSource(doc, row, d.attachmentPlace(ctx, doc, row))
+	}
+	return pageSource(g, row)
+}
+
+// pageSource is source for a cell grounded on a page of a PDF: the
+// document, "" when it is no PDF.
+func pageSource(g *api.SignOffGrid, row signoff.Row) string {
 	doc := row.EvidenceDocument()
 	if g.Subject.Kind == api.SubjectReview && row.Grounding != nil && row.Grounding.Document == "" {
 		doc = g.Subject.Source
 	}
 	if gr := row.Grounding; gr != nil && gr.Pages != nil && gr.Pages.Unit == api.UnitMessage {
-		return attachmentSource(doc, row)
+		return ""
 	}
 	if !strings.HasSuffix(strings.ToLower(doc), ".pdf") {
 		return ""
@@ -880,7 +902,7 @@ func (d *Desk) page(ctx context.Context, g *api.SignOffGrid, row signoff.Row, su
 	if !gr.Found() || gr.Pages == nil || (gr.Pages.Unit != api.UnitPage && gr.Pages.Unit != api.UnitMessage) {
 		return nil
 	}
-	src := source(g, row)
+	src := d.source(ctx, g, row)
 	if src == "" {
 		return nil
 	}
@@ -967,12 +989,10 @@ func find(p *pageView, chars []docconv.CharBox, quote, answer, from string) {
 // ocrWords are the readings of page of the document at uri (Config.OCR),
 // kept in the page cache once found.
 func (d *Desk) ocrWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error) {
-	if _, _, _, isPart := parseAttachmentSource(uri); isPart {
-		// An attachment's scanned pages are kept under the attachment's
-		// digest, which the desk does not look up yet.
-		return nil, nil
-	}
-	_, key, err := d.document(ctx, uri)
+	// The document's version, or the attachment (read from its mailbox's
+	// version), under the worker's read check of the document or the
+	// mailbox.
+	data, key, err := d.document(ctx, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -980,7 +1000,15 @@ func (d *Desk) ocrWords(ctx context.Context, uri string, page int) ([][]docconv.
 	if v, ok := d.pages.cache.get(ck); ok {
 		return v.([][]docconv.WordBox), nil
 	}
-	readings, err := d.cfg.OCR.OCRWords(ctx, uri, page)
+	var readings [][]docconv.WordBox
+	if mbox, _, _, _, isPart := parseAttachmentSource(uri); isPart {
+		// An attachment's scanned pages are kept under the attachment's
+		// own key, its bytes' digest.
+		sum := sha256.Sum256(data)
+		readings, err = d.cfg.OCR.AttachmentOCRWords(ctx, mbox, hex.EncodeToString(sum[:]), page)
+	} else {
+		readings, err = d.cfg.OCR.OCRWords(ctx, uri, page)
+	}
 	if err != nil || len(readings) == 0 {
 		// Not kept: a conversion may read the page later.
 		return nil, err
@@ -1014,7 +1042,7 @@ func quoteCandidates(q string) []string {
 // is checked and its version keys the attachment, whose bytes the worker
 // extracts (Config.Email) and the desk keeps as it keeps a PDF.
 func (d *Desk) document(ctx context.Context, uri string) (data []byte, key string, err error) {
-	mbox, number, apath, isPart := parseAttachmentSource(uri)
+	mbox, number, part, apath, isPart := parseAttachmentSource(uri)
 	if !isPart {
 		mbox = uri
 	}
@@ -1036,7 +1064,7 @@ func (d *Desk) document(ctx context.Context, uri string) (data []byte, key strin
 		return nil, "", errors.New("this desk does not read mailboxes' attachments")
 	case isPart:
 		var b bytes.Buffer
-		if err := d.cfg.Email.EmailAttachment(ctx, mbox, number, apath, d.cfg.MaxDocumentBytes, &b); err != nil {
+		if err := d.cfg.Email.EmailAttachmentAt(ctx, mbox, number, part, apath, d.cfg.MaxDocumentBytes, &b); err != nil {
 			return nil, "", err
 		}
 		data = b.Bytes()
@@ -1094,7 +1122,11 @@ func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string)
 			row = &rows[i]
 		}
 	}
-	if row == nil || !row.Grounding.Found() || row.Grounding.Pages == nil || source(g, *row) == "" {
+	src := ""
+	if row != nil && row.Grounding.Found() && row.Grounding.Pages != nil {
+		src = d.source(ctx, g, *row)
+	}
+	if src == "" {
 		http.Error(w, "this cell cites no page of a PDF", http.StatusNotFound)
 		return
 	}
@@ -1109,7 +1141,7 @@ func (d *Desk) pagePNG(w http.ResponseWriter, r *http.Request, name, sid string)
 		}
 		page = n
 	}
-	data, key, err := d.document(ctx, source(g, *row))
+	data, key, err := d.document(ctx, src)
 	if err != nil {
 		http.Error(w, plain(err), http.StatusForbidden)
 		return

@@ -204,34 +204,72 @@ func (d *Desk) apiMessage(w http.ResponseWriter, r *http.Request, name, sid stri
 }
 
 // attachmentMark opens the fragment of a source that names a mailbox's
-// attachment: s3://bucket/matter.mbox#msg=21&attachment=lease.pdf.
+// attachment: s3://bucket/matter.mbox#msg=21&part=2&attachment=lease.pdf.
 const attachmentMark = "#msg="
 
 // attachmentSource is the source of the PDF attachment of mbox a message
 // row cites a page of ("" when it cites the message's text, or a part
 // that is not a page of a PDF): the mailbox's URI and a fragment naming
-// the message and the attachment's path.
-func attachmentSource(mbox string, row signoff.Row) string {
+// the message, the attachment's place among the message's attachments
+// (part, from 1; 0 when the index is not at hand) and its path.
+func attachmentSource(mbox string, row signoff.Row, part int) string {
 	n, apath, _, ok := attachmentPage(row)
 	if !ok || !strings.HasSuffix(strings.ToLower(apath), ".pdf") || strings.Contains(mbox, "#") {
 		return ""
 	}
-	return mbox + attachmentMark + strconv.Itoa(n) + "&attachment=" + url.QueryEscape(apath)
+	return mbox + attachmentMark + strconv.Itoa(n) + "&part=" + strconv.Itoa(part) + "&attachment=" + url.QueryEscape(apath)
 }
 
 // parseAttachmentSource reads an attachmentSource.
-func parseAttachmentSource(src string) (mbox string, number int, apath string, ok bool) {
+func parseAttachmentSource(src string) (mbox string, number, part int, apath string, ok bool) {
 	mbox, frag, ok := strings.Cut(src, attachmentMark)
 	if !ok {
-		return "", 0, "", false
+		return "", 0, 0, "", false
 	}
-	num, rest, ok := strings.Cut(frag, "&attachment=")
-	n, err := strconv.Atoi(num)
-	if !ok || err != nil || n < 1 {
-		return "", 0, "", false
+	q, err := url.ParseQuery("msg=" + frag)
+	if err != nil {
+		return "", 0, 0, "", false
 	}
-	apath, err = url.QueryUnescape(rest)
-	return mbox, n, apath, err == nil && apath != ""
+	number, err1 := strconv.Atoi(q.Get("msg"))
+	part, err2 := strconv.Atoi(q.Get("part"))
+	apath = q.Get("attachment")
+	if err1 != nil || err2 != nil || number < 1 || part < 0 || apath == "" {
+		return "", 0, 0, "", false
+	}
+	return mbox, number, part, apath, true
+}
+
+// attachmentPlace is the place (from 1) among its message's attachments
+// of the attachment a message row cites a page of, as the mailbox's
+// email index lists them: of two attachments of one name, the one whose
+// spans hold the cited span (citedAttachment). 0 when the index is not
+// at hand (no conversion of the mailbox's current version kept, a desk
+// without Config.Email, the mailbox not readable): the attachment is
+// then named by its path alone, which the worker refuses when two share
+// it.
+func (d *Desk) attachmentPlace(ctx context.Context, mbox string, row signoff.Row) int {
+	n, apath, _, ok := attachmentPage(row)
+	if !ok || d.cfg.Email == nil {
+		return 0
+	}
+	_, part, _ := familyOf(row)
+	m, err := d.emailMessage(ctx, mbox, n)
+	if err != nil || m == nil {
+		return 0
+	}
+	span := row.Grounding.Pages.First
+	i := citedAttachment(m.Attachments, part, span)
+	if i < 0 || m.Attachments[i].Path != apath {
+		return 0
+	}
+	// Of two of one path, only the one whose spans hold the cited span
+	// (an index of another conversion may number its spans otherwise).
+	a := m.Attachments[i]
+	holds := a.FirstSpan > 0 && a.FirstSpan <= span && span <= a.LastSpan
+	if !holds && slices.ContainsFunc(m.Attachments[i+1:], func(o memagent.EmailAttachment) bool { return o.Path == apath }) {
+		return 0
+	}
+	return i + 1
 }
 
 // attachmentPageRE is the page an attachment's part cites: "p. 3",

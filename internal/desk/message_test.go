@@ -68,9 +68,9 @@ func (k *keptIndex) EmailMessage(_ context.Context, _ string, number int) (*mema
 	return nil, nil
 }
 
-func (k *keptIndex) EmailAttachment(ctx context.Context, _ string, number int, apath string, _ int64, w io.Writer) error {
+func (k *keptIndex) EmailAttachmentAt(ctx context.Context, _ string, number, part int, apath string, _ int64, w io.Writer) error {
 	k.extracted++
-	return (&docconv.Converter{}).ExtractAttachment(ctx, docconv.FormatMbox, k.file, number, apath, w)
+	return (&docconv.Converter{}).ExtractAttachment(ctx, docconv.FormatMbox, k.file, number, part, apath, w)
 }
 
 // readUnder lets the desk read documents under prefix only, as the
@@ -237,7 +237,7 @@ func TestPageOfAnAttachment(t *testing.T) {
 	g := &api.SignOffGrid{Subject: api.SignOffSubject{Kind: api.SubjectReview, Source: mbox}}
 	row := signoff.Row{Cell: "q1", Document: mbox, ModelAnswer: "7391-ALPHA", Grounding: &api.Grounding{Status: api.GroundingVerbatim, Quote: fact,
 		Pages: &api.PageRef{Unit: api.UnitMessage, First: cited.Number, Last: cited.Number, Label: cited.Label}}}
-	if src := source(g, row); src != mbox+"#msg=4&attachment=lease.pdf" {
+	if src := d.source(context.Background(), g, row); src != mbox+"#msg=4&part=1&attachment=lease.pdf" {
 		t.Errorf("source %q", src)
 	}
 	for view := 1; view <= 2; view++ {

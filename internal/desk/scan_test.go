@@ -32,13 +32,21 @@ func (readAnything) CheckOutputOf(ctx context.Context, field, uri, workflowID st
 // keptOCR is the worker's OCR cache as the desk sees it: the readings of
 // each page, and how often it was asked.
 type keptOCR struct {
-	pages map[int][][]docconv.WordBox
-	asked int
+	pages       map[int][][]docconv.WordBox
+	attachments map[string]map[int][][]docconv.WordBox
+	asked       int
 }
 
 func (k *keptOCR) OCRWords(_ context.Context, _ string, page int) ([][]docconv.WordBox, error) {
 	k.asked++
 	return k.pages[page], nil
+}
+
+// AttachmentOCRWords is the readings of page of the attachment whose
+// bytes' SHA-256 is sum, kept as OCR read each attachment's pages.
+func (k *keptOCR) AttachmentOCRWords(_ context.Context, _, sum string, page int) ([][]docconv.WordBox, error) {
+	k.asked++
+	return k.attachments[sum][page], nil
 }
 
 // TestPageOnScan: a cited page without a text layer (a scan) is

@@ -86,7 +86,7 @@ func (e *emailConv) attachment(l leaf, label, parent string) error {
 	// Listed before its own members (a forwarded message's attachments).
 	idx := len(e.msg.Attachments)
 	e.msg.Attachments = append(e.msg.Attachments, at)
-	err := e.convertAttachment(l, alabel, at.Path, &at)
+	err := e.convertAttachment(l, alabel, at.Path, idx+1, &at)
 	var bad *Error
 	if errors.As(err, &bad) {
 		at.Error = bad.Msg
@@ -108,7 +108,9 @@ func (e *emailConv) attachment(l leaf, label, parent string) error {
 	return err
 }
 
-func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent.EmailAttachment) error {
+// convertAttachment converts attachment place (from 1) of the message, l,
+// labeled alabel, at path apath; at is its index entry.
+func (e *emailConv) convertAttachment(l leaf, alabel, apath string, place int, at *memagent.EmailAttachment) error {
 	mt, params, _ := mime.ParseMediaType(l.h.Get("Content-Type"))
 	switch mt {
 	case "application/pgp-signature", "application/pkcs7-signature", "application/x-pkcs7-signature":
@@ -124,14 +126,7 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 		return e.family(nh, nb, alabel, apath, l.depth+1, nil)
 	}
 	if x := e.extract; x != nil {
-		if apath != x.path {
-			_, err := io.Copy(io.Discard, l.body)
-			return err
-		}
-		if _, err := io.Copy(x.w, l.body); err != nil {
-			return err
-		}
-		return errExtracted
+		return e.extractAttachment(x, l, alabel, apath, place, at)
 	}
 	// Spool the decoded part: PDF and DOCX need random access.
 	tf, err := os.CreateTemp(e.tmp, "part-*")
@@ -206,6 +201,34 @@ func (e *emailConv) convertAttachment(l leaf, alabel, apath string, at *memagent
 		return err
 	}
 	return badf("is not a document memagent reads (%s)", orDefault(mt, format))
+}
+
+// extractAttachment is convertAttachment for ExtractAttachment: the
+// attachment at x's place is written to x.w and the walk stops; another
+// is skipped, except one the conversion reads as a forwarded message (an
+// .eml sent as a file, which Detect finds), whose own attachments are
+// walked as the conversion walks them, so that the places after it are
+// the index's.
+func (e *emailConv) extractAttachment(x *extraction, l leaf, alabel, apath string, place int, at *memagent.EmailAttachment) error {
+	if place == x.part {
+		x.found, x.got = true, apath
+		if apath == x.path {
+			_, x.err = io.Copy(x.w, l.body)
+		}
+		return errExtracted
+	}
+	br := bufio.NewReaderSize(l.body, max(32<<10, SniffBytes))
+	head, _ := br.Peek(SniffBytes)
+	if len(head) > 0 && Detect(head) == FormatEmail {
+		at.Format = FormatEmail
+		nh, nb, err := readHeader(br, e.limits.MaxHeaderBytes)
+		if err != nil {
+			return err
+		}
+		return e.family(nh, nb, alabel, apath, l.depth+1, nil)
+	}
+	_, err := io.Copy(io.Discard, br)
+	return err
 }
 
 func orDefault(s, d string) string {
@@ -343,19 +366,26 @@ func (e *emailConv) imagePDF(f *os.File) (_ string, err error) {
 }
 
 // attachmentCache keeps an attachment's OCR in the mailbox's cache under
-// keys of its own (its content's SHA-256): pages are numbered per
-// attachment, and two attachments' page 1 must not meet.
+// keys of its own (AttachmentOCRKey): pages are numbered per attachment,
+// and two attachments' page 1 must not meet.
 type attachmentCache struct {
 	c   OCRCache
 	sum string
 }
 
 func (a attachmentCache) Load(ctx context.Context, key string, page int) (*OCRResult, bool) {
-	return a.c.Load(ctx, key+"/attachment-"+a.sum, page)
+	return a.c.Load(ctx, AttachmentOCRKey(key, a.sum), page)
 }
 
 func (a attachmentCache) Store(ctx context.Context, key string, page int, r *OCRResult) {
-	a.c.Store(ctx, key+"/attachment-"+a.sum, page, r)
+	a.c.Store(ctx, AttachmentOCRKey(key, a.sum), page, r)
+}
+
+// AttachmentOCRKey is the key, in a mailbox's OCR cache, of the pages of
+// one of its attachments read under key (OCRKey): sum is the SHA-256, in
+// hex, of the attachment's decoded bytes (what ExtractAttachment writes).
+func AttachmentOCRKey(key, sum string) string {
+	return key + "/attachment-" + sum
 }
 
 // copyText writes the text [start, end) of a converted attachment as

@@ -26,40 +26,55 @@ import (
 )
 
 // familyMailbox is 20 messages of SpamAssassin's ham corpus, then Alice's
-// reply whose text says who holds the keys and whose attachments are a
-// PDF (the fact on its third page) and a DOCX.
-func familyMailbox(t *testing.T) []byte {
+// reply whose text says who holds the keys and whose attachments are two
+// PDFs both named lease.pdf, the draft and then the lease as it came back
+// signed, whose third page (the fact's) is a 300-DPI scan, and a DOCX. It
+// returns the mailbox and the signed lease as it was before its page was
+// scanned (the scan keeps the page's size, so its characters' boxes are
+// where the scan shows them).
+func familyMailbox(t *testing.T) (mbox, signed []byte) {
 	t.Helper()
-	var mbox bytes.Buffer
-	clitest.AppendMessages(t, &mbox, clitest.HamMessages(t, 20)[:20])
+	pdftoppm := testdeps.Command(t, "pdftoppm", "apt-get install poppler-utils")
+	testdeps.Command(t, "tesseract", "apt-get install tesseract-ocr tesseract-ocr-eng")
+	signed = docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 3, Fact: docgen.Fact, Seed: 11})
+	scan, err := docconvtest.ScannedCopy(pdftoppm, signed, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	clitest.AppendMessages(t, &b, clitest.HamMessages(t, 20)[:20])
 	part := clitest.Attachment
-	mbox.WriteString("From alice@example.org Tue May  3 10:00:00 2022\nFrom: Alice <alice@example.org>\nTo: Bob <bob@example.org>\n" +
+	b.WriteString("From alice@example.org Tue May  3 10:00:00 2022\nFrom: Alice <alice@example.org>\nTo: Bob <bob@example.org>\n" +
 		"Date: Tue, 3 May 2022 10:00:00 +0200\nSubject: Re: Observatory lease\nMessage-ID: <lease@example.org>\nMIME-Version: 1.0\n" +
 		"Content-Type: multipart/mixed; boundary=\"b\"\n\n--b\nContent-Type: text/plain\n\n" + familyBody + "\n" +
-		part("application/pdf", "lease.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, FactPage: 3, Fact: docgen.Fact, Seed: 11})) +
+		part("application/pdf", "lease.pdf", docconvtest.PDF(docconvtest.PDFOptions{Pages: 3, Seed: 12})) +
+		part("application/pdf", "lease.pdf", scan) +
 		part("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "terms.docx", docconvtest.DOCX("Terms", docconvtest.Sections(3, 0, "", 12))) +
 		"--b--\n")
-	return mbox.Bytes()
+	return b.Bytes(), signed
 }
 
 const (
-	familyBody     = "Bob, the lease and its terms are attached. The telescope dome keys are kept by the night porter Agatha Quill."
+	familyBody     = "Bob, the draft, the signed lease and its terms are attached. The telescope dome keys are kept by the night porter Agatha Quill."
 	familyQuestion = "Who keeps the telescope dome keys?"
 	familyMessage  = `msg 21 "Re: Observatory lease"`
 )
 
 // TestDeskFamilyDecision is issue 54's desk in the review of a mailbox:
 // the review's two questions are answered from one message's family (its
-// text and its PDF's third page), the desk lists the family with both
-// cells as members, alice rejects one member on its own and then accepts
-// the family: the other member is accepted with the family named in its
-// decision, the one decided on its own keeps its rejection, and the
-// sign-off's history holds one Update a decision, each alice's.
+// text and the third page, a scan, of the second of its two PDFs named
+// lease.pdf), the desk lists the family with both cells as members and
+// shows the cited page of the second lease.pdf, not the first's, its
+// quote highlighted from the words OCR read on the scan; alice rejects
+// one member on its own and then accepts the family: the other member is
+// accepted with the family named in its decision, the one decided on its
+// own keeps its rejection, and the sign-off's history holds one Update a
+// decision, each alice's.
 func TestDeskFamilyDecision(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a review of a mailbox and the desk; skipped in -short mode")
 	}
-	mbox := familyMailbox(t)
+	mbox, signed := familyMailbox(t)
 	clitest.Stack(t)
 	cfg, _ := clitest.Store(t)
 	worker, err := workerapp.Start(context.Background(), cfg, workerapp.Options{Logger: clitest.Logger(t)})
@@ -68,7 +83,9 @@ func TestDeskFamilyDecision(t *testing.T) {
 	}
 	t.Cleanup(func() { worker.Stop() })
 
-	path := clitest.WriteFile(t, t.TempDir(), "matter.mbox", mbox)
+	dir := t.TempDir()
+	path := clitest.WriteFile(t, dir, "matter.mbox", mbox)
+	signedPath := clitest.WriteFile(t, dir, "signed-lease.pdf", signed)
 	grid := reviewOf(t, path, []string{docgen.Question, familyQuestion})
 	subject := grid.WorkflowID
 	for _, r := range grid.Rows {
@@ -141,11 +158,21 @@ func TestDeskFamilyDecision(t *testing.T) {
 	// Alice's message says them, its attachments in order, lease.pdf (the
 	// cell's) marked as cited.
 	br.Wait("the family's message", messageShown(pdfCell.Cell))
-	// The cited page of the attachment, extracted from the mailbox and
-	// rendered, the quote highlighted on its text layer.
-	br.Wait("the attachment's page", `!document.getElementById("page").hidden && document.getElementById("page-cite").textContent === `+
-		fmt.Sprintf("%q", "Cited page: "+familyMessage+" › lease.pdf p. 3 · highlighted: the quote")+
-		` && document.getElementById("page-frame").classList.contains("loaded") && document.getElementById("page-img").naturalWidth > 0 && !!document.querySelector("#page-frame .hl")`)
+	// The cited page of the attachment, extracted from the mailbox (the
+	// second lease.pdf, the one cited, not the first of the name) and
+	// rendered, the quote highlighted from the words OCR read on the
+	// scan, over the quote's characters on the page the scan was made of
+	// (the draft's third page holds other words there).
+	br.Wait("the attachment's page", `!document.getElementById("page").hidden && document.getElementById("page-cite").textContent.startsWith(`+
+		fmt.Sprintf("%q", "Cited page: "+familyMessage+" › lease.pdf p. 3 (scan, confidence ")+`) && document.getElementById("page-cite").textContent.endsWith(`+
+		fmt.Sprintf("%q", " · highlighted: the quote (from the words OCR read on the scan)")+
+		`) && document.getElementById("page-frame").classList.contains("loaded") && document.getElementById("page-img").naturalWidth > 0 && !!document.querySelector("#page-frame .hl.quote")`)
+	for _, r := range grid.Rows {
+		if r.ID == pdfCell.Cell {
+			checkHighlightOver(t, br.Ctx, signedPath, 3, r, 3)
+		}
+	}
+	br.Shot(*deskScreenshots, "desk-family-page.png")
 	br.Do("mark the page", chromedp.Evaluate[chromedp.Void](`window.beforeFamily = true`))
 	br.Do("accept the family", chromedp.Click(`#family-accept`))
 	// The page reloads once the family is decided: a poll the reload
@@ -194,7 +221,8 @@ func TestDeskFamilyDecision(t *testing.T) {
 
 // messageShown is a condition on the desk's page: the family panel of
 // cell shows Alice's message (familyMailbox's last) with its headers and
-// its two attachments, in the message's order, lease.pdf cited.
+// its three attachments, in the message's order, the second lease.pdf
+// cited.
 func messageShown(cell string) string {
 	headers := map[string]string{"From": "Alice <alice@example.org>", "To": "Bob <bob@example.org>",
 		"Date": "Tue, 3 May 2022 10:00:00 +0200", "Subject": "Re: Observatory lease"}
@@ -205,8 +233,9 @@ func messageShown(cell string) string {
 	sort.Strings(conds)
 	conds = append(conds, `!document.querySelector('#family-headers dd[data-header="Cc"]')`,
 		`(() => { const li = [...document.querySelectorAll("#family-attachments li")];
-			return li.length === 2 && li[0].dataset.name === "lease.pdf" && li[0].classList.contains("cited") && li[0].textContent.includes("read, 3 pages") &&
-				li[1].dataset.name === "terms.docx" && !li[1].classList.contains("cited") && li[1].textContent.includes("docx") && li[1].textContent.includes("read, "); })()`,
+			return li.length === 3 && li[0].dataset.name === "lease.pdf" && !li[0].classList.contains("cited") && li[0].textContent.includes("read, 3 pages") &&
+				li[1].dataset.name === "lease.pdf" && li[1].classList.contains("cited") && li[1].textContent.includes("read, 3 pages") &&
+				li[2].dataset.name === "terms.docx" && !li[2].classList.contains("cited") && li[2].textContent.includes("docx") && li[2].textContent.includes("read, "); })()`,
 		fmt.Sprintf(`!!document.querySelector('#family li.current[data-cell="%s"]')`, cell))
 	return strings.Join(conds, " && ")
 }

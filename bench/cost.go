@@ -253,6 +253,13 @@ type costOptions struct {
 	// ModelCall adds the second baseline: a bare model call (see
 	// bareModelCall) in place of the bare activity's wait.
 	ModelCall bool
+	// Profile has each phase's worker write a CPU profile, which the
+	// section attributes to memagent's work and orchestration
+	// (costprofile.go).
+	Profile bool
+	// Compression, when set, is every worker's
+	// MEMAGENT_TEMPORAL_COMPRESSION (gzip or none).
+	Compression string
 }
 
 // costLongDocs is how many documents the long-document mode generates.
@@ -282,6 +289,12 @@ type costResult struct {
 	// VisibilityRows and VisibilityTasks are PostgreSQL's writes of
 	// visibility records and tasks during the batch.
 	VisibilityRows, VisibilityTasks int64
+	// BatchProfile, BareProfile and ModelProfile attribute each phase's
+	// worker CPU profile (zero without costOptions.Profile).
+	BatchProfile, BareProfile, ModelProfile costAttribution
+	// Compression is the workers' MEMAGENT_TEMPORAL_COMPRESSION, "" for
+	// the default (gzip).
+	Compression string
 }
 
 // runCost runs the section: an idle reading, the batch (items questions
@@ -289,7 +302,7 @@ type costResult struct {
 // pool), then bare activities at the same count, concurrency and duration.
 func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptions) (costResult, error) {
 	items := opts.Items
-	res := costResult{Items: items, Postgres: procs.PostgresPID != 0, DocTokens: opts.DocTokens}
+	res := costResult{Items: items, Postgres: procs.PostgresPID != 0, DocTokens: opts.DocTokens, Compression: opts.Compression}
 	if procs.PostgresURL != "" {
 		if _, err := psql(ctx, procs.PostgresURL, "create extension if not exists pg_stat_statements"); err != nil {
 			return res, fmt.Errorf("pg_stat_statements (PostgreSQL needs shared_preload_libraries=pg_stat_statements; bench/postgres.sh sets it): %w", err)
@@ -318,6 +331,20 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 	slots := utilReplicas * utilSlots
 	stamp := time.Now().Unix()
 	workerEnv := []string{fmt.Sprintf("MEMAGENT_MAX_IN_FLIGHT=%d", slots), "MEMAGENT_MODEL_PRIORITY_HOLD=off"}
+	if opts.Compression != "" {
+		workerEnv = append(workerEnv, "MEMAGENT_TEMPORAL_COMPRESSION="+opts.Compression)
+	}
+	profileOf := func(string) (costAttribution, error) { return costAttribution{}, nil }
+	if opts.Profile {
+		dir, err := os.MkdirTemp("", "memagent-bench-cost-profile-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		prefix := dir + "/worker"
+		workerEnv = append(workerEnv, workerProfileEnv+"="+prefix, workerProfileAtSignalEnv+"=1")
+		profileOf = func(queue string) (costAttribution, error) { return attributeFile(prefix + "." + queue + ".prof") }
+	}
 
 	// The batch, on a worker process of its own.
 	queue := fmt.Sprintf("bench-cost-batch-%d", stamp)
@@ -353,6 +380,7 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 	}
 	id := fmt.Sprintf("bench-cost-%d", stamp)
 	benchf("cost: batch of %d items on %s", items, queue)
+	w.startProfile()
 	if a, err = c.read(ctx); err != nil {
 		w.stop()
 		return res, err
@@ -376,6 +404,9 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 		return res, fmt.Errorf("cost batch: %d of %d items answered", out.Succeeded, items)
 	}
 	res.Batch = diff(a, b)
+	if res.BatchProfile, err = profileOf(queue); err != nil {
+		return res, err
+	}
 	st := sim.Stats()
 	res.Calls = st.Latency.Count
 	res.Batch.Units, res.Batch.Items, res.Batch.ChunkUpdates = res.Calls, items, res.Calls-items
@@ -423,6 +454,9 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 		append(workerEnv, floorProcessEnv+"=1")...); err != nil {
 		return res, err
 	}
+	if res.BareProfile, err = profileOf(bareQueue); err != nil {
+		return res, err
+	}
 	if procs.PostgresURL != "" {
 		topStatements(ctx, procs.PostgresURL, "bare", res.Bare.Units)
 	}
@@ -462,6 +496,9 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 		return res, err
 	}
 	benchf("cost: bare model call: %d calls, %d events, %.1f s", res.Model.Units, res.Model.Events, res.Model.Wall.Seconds())
+	if res.ModelProfile, err = profileOf(modelQueue); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
@@ -479,6 +516,7 @@ func (c *costEnv) baseline(ctx context.Context, modelURL, queue string, loops in
 	if c.procs.PostgresURL != "" {
 		_, _ = psql(ctx, c.procs.PostgresURL, "select pg_stat_statements_reset()")
 	}
+	w.startProfile()
 	a, err := c.read(ctx)
 	if err != nil {
 		return costFigures{}, err
@@ -590,6 +628,9 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 		"A chunk update's figures are the batch's whole cost (its items' starts, indexing reads, answers, results and the batch workflow itself included) over its %d chunk updates (%d model calls less %d answers): %.2f chunk updates an item. Statements are PostgreSQL's `pg_stat_statements` calls (BEGIN and COMMIT included); history events are the `HistoryLength` of every closed execution on the run's task queue; S3 requests are counted at the S3 server. The machine's busy share is of all its cores (`/proc/stat`), everyone's processes included; the load average is the 1-minute one before and after.\n\n",
 		env.server.Stack, r.Items, docs, utilReplicas, utilSlots, utilBase.Seconds(), sharePrefillTPS, shareDecodeTPS,
 		r.MeanCall.Seconds(), utilReplicas*utilSlots, utilReplicas*utilSlots, utilReplicas*utilSlots*costBareMaxPerLoop, r.Batch.ChunkUpdates, r.Calls, r.Items, float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
+	if r.Compression != "" {
+		fmt.Fprintf(w, "Every worker here ran with `MEMAGENT_TEMPORAL_COMPRESSION=%s` (`-cost-temporal-compression %s`): the compression of its gRPC requests to Temporal, and so of the frontend's replies.\n\n", r.Compression, r.Compression)
+	}
 	fmt.Fprintln(w, "| phase | chunk updates (activities) | wall | worker CPU | Temporal CPU | PostgreSQL CPU | bench (S3, simulator) CPU | statements | transactions | rows written | history events | S3 requests | worker, Temporal, PostgreSQL cores | machine busy | load before → after |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	row := func(name string, f costFigures) {
@@ -633,6 +674,7 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 			utilReplicas*utilSlots, r.ModelPromptTokens, r.ModelSectionTokens, costRatio(r.Batch, m, costFigures.worker), costRatio(r.Batch, m, costFigures.temporal), pg(costRatio(r.Batch, m, costFigures.postgres)),
 			r.Batch.perMS(r.Batch.Worker)-m.perMS(m.Worker), m.perMS(m.Worker))
 	}
+	writeCostAttribution(w, r)
 	fmt.Fprintf(w, "A projection, not a measurement: what a rate of chunk updates needs at the per-chunk costs above (this batch's mix of %.2f chunk updates an item; longer documents spread an item's own costs over more chunks), CPU time × rate with no allowance for idle cost, contention or headroom, and assuming each party scales out (more workers, history and frontend hosts, a database that keeps up):\n\n",
 		float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
 	fmt.Fprintln(w, "| chunk updates a second | worker cores | Temporal cores | PostgreSQL cores | statements a second | history events a second | S3 requests a second |")

@@ -117,6 +117,7 @@ type costReading struct {
 	RowsWritten                 int64
 	S3Requests                  int64
 	PostgresStatementsAvailable bool
+	WorkerPeakRSS               int64 // bytes, the worker's VmHWM
 }
 
 // costFigures are one phase's differences.
@@ -130,13 +131,14 @@ type costFigures struct {
 	Units                                             int // model calls, or bare activities
 	ChunkUpdates                                      int // model calls less the answers; bare: activities
 	Items                                             int
+	WorkerPeakRSS                                     int64 // bytes, the worker's VmHWM at the phase's end
 }
 
 func diff(a, b costReading) costFigures {
 	return costFigures{Wall: b.At.Sub(a.At), Worker: b.Worker - a.Worker, Temporal: b.Temporal - a.Temporal, Postgres: b.Postgres - a.Postgres,
 		Bench: b.Bench - a.Bench, MachineBusy: b.Machine.Busy - a.Machine.Busy, MachineIdle: b.Machine.Idle - a.Machine.Idle,
 		LoadBefore: a.Load, LoadAfter: b.Load, Statements: b.Statements - a.Statements, Transactions: b.Transactions - a.Transactions,
-		RowsWritten: b.RowsWritten - a.RowsWritten, S3Requests: b.S3Requests - a.S3Requests}
+		RowsWritten: b.RowsWritten - a.RowsWritten, S3Requests: b.S3Requests - a.S3Requests, WorkerPeakRSS: b.WorkerPeakRSS}
 }
 
 // per is x per chunk update (per activity for the bare phase), in ms for
@@ -182,6 +184,7 @@ func (c *costEnv) read(ctx context.Context) (costReading, error) {
 	if r.Worker, err = procstat.System.TreeCPU(c.worker.cmd.Process.Pid); err != nil {
 		return r, err
 	}
+	r.WorkerPeakRSS = peakRSSOf(c.worker.cmd.Process.Pid)
 	if r.Temporal, err = procstat.System.TreeCPU(c.procs.TemporalPID); err != nil {
 		return r, err
 	}
@@ -213,6 +216,24 @@ func (c *costEnv) read(ctx context.Context) (costReading, error) {
 		r.PostgresStatementsAvailable = true
 	}
 	return r, nil
+}
+
+// peakRSSOf is a process's peak resident set in bytes (VmHWM), 0 where it
+// cannot be read.
+func peakRSSOf(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // psql runs one query and returns its unaligned, tuples-only output.
@@ -260,6 +281,9 @@ type costOptions struct {
 	// Compression, when set, is every worker's
 	// MEMAGENT_TEMPORAL_COMPRESSION (gzip or none).
 	Compression string
+	// WorkerEnv are more NAME=VALUE settings of every worker (GOGC=200,
+	// say), and of no other process.
+	WorkerEnv []string
 }
 
 // costLongDocs is how many documents the long-document mode generates.
@@ -293,8 +317,9 @@ type costResult struct {
 	// worker CPU profile (zero without costOptions.Profile).
 	BatchProfile, BareProfile, ModelProfile costAttribution
 	// Compression is the workers' MEMAGENT_TEMPORAL_COMPRESSION, "" for
-	// the default (gzip).
+	// the default (gzip), and WorkerEnv their other settings.
 	Compression string
+	WorkerEnv   []string
 }
 
 // runCost runs the section: an idle reading, the batch (items questions
@@ -302,7 +327,7 @@ type costResult struct {
 // pool), then bare activities at the same count, concurrency and duration.
 func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptions) (costResult, error) {
 	items := opts.Items
-	res := costResult{Items: items, Postgres: procs.PostgresPID != 0, DocTokens: opts.DocTokens, Compression: opts.Compression}
+	res := costResult{Items: items, Postgres: procs.PostgresPID != 0, DocTokens: opts.DocTokens, Compression: opts.Compression, WorkerEnv: opts.WorkerEnv}
 	if procs.PostgresURL != "" {
 		if _, err := psql(ctx, procs.PostgresURL, "create extension if not exists pg_stat_statements"); err != nil {
 			return res, fmt.Errorf("pg_stat_statements (PostgreSQL needs shared_preload_libraries=pg_stat_statements; bench/postgres.sh sets it): %w", err)
@@ -334,13 +359,15 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 	if opts.Compression != "" {
 		workerEnv = append(workerEnv, "MEMAGENT_TEMPORAL_COMPRESSION="+opts.Compression)
 	}
+	workerEnv = append(workerEnv, opts.WorkerEnv...)
 	profileOf := func(string) (costAttribution, error) { return costAttribution{}, nil }
 	if opts.Profile {
+		// Kept for `go tool pprof`, beside the bench binary that ran.
 		dir, err := os.MkdirTemp("", "memagent-bench-cost-profile-")
 		if err != nil {
 			return res, err
 		}
-		defer os.RemoveAll(dir)
+		benchf("cost: worker CPU profiles in %s (go tool pprof %s %s/worker.QUEUE.prof)", dir, os.Args[0], dir)
 		prefix := dir + "/worker"
 		workerEnv = append(workerEnv, workerProfileEnv+"="+prefix, workerProfileAtSignalEnv+"=1")
 		profileOf = func(queue string) (costAttribution, error) { return attributeFile(prefix + "." + queue + ".prof") }
@@ -630,6 +657,9 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 		r.MeanCall.Seconds(), utilReplicas*utilSlots, utilReplicas*utilSlots, utilReplicas*utilSlots*costBareMaxPerLoop, r.Batch.ChunkUpdates, r.Calls, r.Items, float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
 	if r.Compression != "" {
 		fmt.Fprintf(w, "Every worker here ran with `MEMAGENT_TEMPORAL_COMPRESSION=%s` (`-cost-temporal-compression %s`): the compression of its gRPC requests to Temporal, and so of the frontend's replies.\n\n", r.Compression, r.Compression)
+	}
+	if len(r.WorkerEnv) > 0 {
+		fmt.Fprintf(w, "Every worker here ran with `%s` (`-cost-worker-env`), no other process.\n\n", strings.Join(r.WorkerEnv, " "))
 	}
 	fmt.Fprintln(w, "| phase | chunk updates (activities) | wall | worker CPU | Temporal CPU | PostgreSQL CPU | bench (S3, simulator) CPU | statements | transactions | rows written | history events | S3 requests | worker, Temporal, PostgreSQL cores | machine busy | load before → after |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -300,6 +300,15 @@ func writeCostAttribution(w io.Writer, r costResult) {
 			fmt.Fprintln(w)
 		}
 	}
+	fmt.Fprint(w, "\nThe worker's peak resident set (VmHWM) at each phase's end:")
+	for i, p := range phases {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(w, "%s %s %.0f MB", sep, strings.SplitN(p.name, ",", 2)[0], float64(p.f.WorkerPeakRSS)/(1<<20))
+	}
+	fmt.Fprintln(w, ".")
 	b := phases[0]
 	if b.f.ChunkUpdates != r.Batch.ChunkUpdates || r.BareProfile.Total <= 0 {
 		fmt.Fprintln(w)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,5 +65,39 @@ func TestAttributeReadsAProfile(t *testing.T) {
 	}
 	if a.Total <= 0 || sum != a.Total {
 		t.Errorf("total %v, parts sum %v (%d bytes made)", a.Total, sum, n)
+	}
+}
+
+// The attribution's rows apply the profile's shares to the worker's CPU
+// per chunk update, and its orchestration is compared with the bare
+// activity's whole worker CPU.
+func TestWriteCostAttribution(t *testing.T) {
+	ms := time.Millisecond
+	r := costResult{
+		Batch: costFigures{ChunkUpdates: 100, Worker: 800 * ms, WorkerPeakRSS: 64 << 20},
+		Bare:  costFigures{ChunkUpdates: 100, Worker: 200 * ms, WorkerPeakRSS: 32 << 20},
+		BatchProfile: costAttribution{Total: 80 * ms, Parts: map[costPart]time.Duration{
+			partIndexing: 20 * ms, partModel: 20 * ms, partGzip: 10 * ms, partWorkflow: 20 * ms, partGC: 10 * ms}},
+		BareProfile: costAttribution{Total: 20 * ms, Parts: map[costPart]time.Duration{partWorkflow: 15 * ms, partRuntime: 5 * ms}},
+	}
+	var b strings.Builder
+	writeCostAttribution(&b, r)
+	out := b.String()
+	for _, want := range []string{
+		"| **memagent's work** | **4.00 ms (50%)** | **0.00 ms (0%)** |",
+		"| gRPC gzip (the SDK's default compression of every request and reply) | 1.00 ms (12%) | 0.00 ms (0%) |",
+		"| **orchestration** | **3.00 ms (38%)** | **1.50 ms (75%)** |",
+		"| **garbage collection** | **1.00 ms (12%)** | **0.00 ms (0%)** |",
+		"peak resident set (VmHWM) at each phase's end: memagent batch 64 MB, bare activity 32 MB.",
+		"memagent's orchestration a chunk update, 3.00 ms, is 1.50× the bare activity's whole worker CPU (2.00 ms",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("attribution lacks %q:\n%s", want, out)
+		}
+	}
+	var none strings.Builder
+	writeCostAttribution(&none, costResult{Batch: r.Batch, Bare: r.Bare})
+	if none.Len() != 0 {
+		t.Errorf("without profiles the attribution wrote %q", none.String())
 	}
 }

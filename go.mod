@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.8
 	github.com/aws/smithy-go v1.28.8
 	github.com/go-pdf/fpdf v0.9.0
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/klippa-app/go-pdfium v1.21.4
 	github.com/labstack/echo/v4 v4.15.4
 	github.com/pkoukk/tiktoken-go v0.1.8

@@ -117,6 +117,7 @@ type costReading struct {
 	RowsWritten                 int64
 	S3Requests                  int64
 	PostgresStatementsAvailable bool
+	WorkerPeakRSS               int64 // bytes, the worker's VmHWM
 }
 
 // costFigures are one phase's differences.
@@ -130,13 +131,14 @@ type costFigures struct {
 	Units                                             int // model calls, or bare activities
 	ChunkUpdates                                      int // model calls less the answers; bare: activities
 	Items                                             int
+	WorkerPeakRSS                                     int64 // bytes, the worker's VmHWM at the phase's end
 }
 
 func diff(a, b costReading) costFigures {
 	return costFigures{Wall: b.At.Sub(a.At), Worker: b.Worker - a.Worker, Temporal: b.Temporal - a.Temporal, Postgres: b.Postgres - a.Postgres,
 		Bench: b.Bench - a.Bench, MachineBusy: b.Machine.Busy - a.Machine.Busy, MachineIdle: b.Machine.Idle - a.Machine.Idle,
 		LoadBefore: a.Load, LoadAfter: b.Load, Statements: b.Statements - a.Statements, Transactions: b.Transactions - a.Transactions,
-		RowsWritten: b.RowsWritten - a.RowsWritten, S3Requests: b.S3Requests - a.S3Requests}
+		RowsWritten: b.RowsWritten - a.RowsWritten, S3Requests: b.S3Requests - a.S3Requests, WorkerPeakRSS: b.WorkerPeakRSS}
 }
 
 // per is x per chunk update (per activity for the bare phase), in ms for
@@ -182,6 +184,7 @@ func (c *costEnv) read(ctx context.Context) (costReading, error) {
 	if r.Worker, err = procstat.System.TreeCPU(c.worker.cmd.Process.Pid); err != nil {
 		return r, err
 	}
+	r.WorkerPeakRSS = peakRSSOf(c.worker.cmd.Process.Pid)
 	if r.Temporal, err = procstat.System.TreeCPU(c.procs.TemporalPID); err != nil {
 		return r, err
 	}
@@ -213,6 +216,24 @@ func (c *costEnv) read(ctx context.Context) (costReading, error) {
 		r.PostgresStatementsAvailable = true
 	}
 	return r, nil
+}
+
+// peakRSSOf is a process's peak resident set in bytes (VmHWM), 0 where it
+// cannot be read.
+func peakRSSOf(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // psql runs one query and returns its unaligned, tuples-only output.
@@ -253,6 +274,16 @@ type costOptions struct {
 	// ModelCall adds the second baseline: a bare model call (see
 	// bareModelCall) in place of the bare activity's wait.
 	ModelCall bool
+	// Profile has each phase's worker write a CPU profile, which the
+	// section attributes to memagent's work and orchestration
+	// (costprofile.go).
+	Profile bool
+	// Compression, when set, is every worker's
+	// MEMAGENT_TEMPORAL_COMPRESSION (gzip or none).
+	Compression string
+	// WorkerEnv are more NAME=VALUE settings of every worker (GOGC=200,
+	// say), and of no other process.
+	WorkerEnv []string
 }
 
 // costLongDocs is how many documents the long-document mode generates.
@@ -282,6 +313,13 @@ type costResult struct {
 	// VisibilityRows and VisibilityTasks are PostgreSQL's writes of
 	// visibility records and tasks during the batch.
 	VisibilityRows, VisibilityTasks int64
+	// BatchProfile, BareProfile and ModelProfile attribute each phase's
+	// worker CPU profile (zero without costOptions.Profile).
+	BatchProfile, BareProfile, ModelProfile costAttribution
+	// Compression is the workers' MEMAGENT_TEMPORAL_COMPRESSION, "" for
+	// the default (gzip), and WorkerEnv their other settings.
+	Compression string
+	WorkerEnv   []string
 }
 
 // runCost runs the section: an idle reading, the batch (items questions
@@ -289,7 +327,7 @@ type costResult struct {
 // pool), then bare activities at the same count, concurrency and duration.
 func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptions) (costResult, error) {
 	items := opts.Items
-	res := costResult{Items: items, Postgres: procs.PostgresPID != 0, DocTokens: opts.DocTokens}
+	res := costResult{Items: items, Postgres: procs.PostgresPID != 0, DocTokens: opts.DocTokens, Compression: opts.Compression, WorkerEnv: opts.WorkerEnv}
 	if procs.PostgresURL != "" {
 		if _, err := psql(ctx, procs.PostgresURL, "create extension if not exists pg_stat_statements"); err != nil {
 			return res, fmt.Errorf("pg_stat_statements (PostgreSQL needs shared_preload_libraries=pg_stat_statements; bench/postgres.sh sets it): %w", err)
@@ -318,6 +356,22 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 	slots := utilReplicas * utilSlots
 	stamp := time.Now().Unix()
 	workerEnv := []string{fmt.Sprintf("MEMAGENT_MAX_IN_FLIGHT=%d", slots), "MEMAGENT_MODEL_PRIORITY_HOLD=off"}
+	if opts.Compression != "" {
+		workerEnv = append(workerEnv, "MEMAGENT_TEMPORAL_COMPRESSION="+opts.Compression)
+	}
+	workerEnv = append(workerEnv, opts.WorkerEnv...)
+	profileOf := func(string) (costAttribution, error) { return costAttribution{}, nil }
+	if opts.Profile {
+		// Kept for `go tool pprof`, beside the bench binary that ran.
+		dir, err := os.MkdirTemp("", "memagent-bench-cost-profile-")
+		if err != nil {
+			return res, err
+		}
+		benchf("cost: worker CPU profiles in %s (go tool pprof %s %s/worker.QUEUE.prof)", dir, os.Args[0], dir)
+		prefix := dir + "/worker"
+		workerEnv = append(workerEnv, workerProfileEnv+"="+prefix, workerProfileAtSignalEnv+"=1")
+		profileOf = func(queue string) (costAttribution, error) { return attributeFile(prefix + "." + queue + ".prof") }
+	}
 
 	// The batch, on a worker process of its own.
 	queue := fmt.Sprintf("bench-cost-batch-%d", stamp)
@@ -353,6 +407,7 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 	}
 	id := fmt.Sprintf("bench-cost-%d", stamp)
 	benchf("cost: batch of %d items on %s", items, queue)
+	w.startProfile()
 	if a, err = c.read(ctx); err != nil {
 		w.stop()
 		return res, err
@@ -376,6 +431,9 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 		return res, fmt.Errorf("cost batch: %d of %d items answered", out.Succeeded, items)
 	}
 	res.Batch = diff(a, b)
+	if res.BatchProfile, err = profileOf(queue); err != nil {
+		return res, err
+	}
 	st := sim.Stats()
 	res.Calls = st.Latency.Count
 	res.Batch.Units, res.Batch.Items, res.Batch.ChunkUpdates = res.Calls, items, res.Calls-items
@@ -423,6 +481,9 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 		append(workerEnv, floorProcessEnv+"=1")...); err != nil {
 		return res, err
 	}
+	if res.BareProfile, err = profileOf(bareQueue); err != nil {
+		return res, err
+	}
 	if procs.PostgresURL != "" {
 		topStatements(ctx, procs.PostgresURL, "bare", res.Bare.Units)
 	}
@@ -462,6 +523,9 @@ func runCost(ctx context.Context, env *benchEnv, procs costProcs, opts costOptio
 		return res, err
 	}
 	benchf("cost: bare model call: %d calls, %d events, %.1f s", res.Model.Units, res.Model.Events, res.Model.Wall.Seconds())
+	if res.ModelProfile, err = profileOf(modelQueue); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
@@ -479,6 +543,7 @@ func (c *costEnv) baseline(ctx context.Context, modelURL, queue string, loops in
 	if c.procs.PostgresURL != "" {
 		_, _ = psql(ctx, c.procs.PostgresURL, "select pg_stat_statements_reset()")
 	}
+	w.startProfile()
 	a, err := c.read(ctx)
 	if err != nil {
 		return costFigures{}, err
@@ -590,6 +655,12 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 		"A chunk update's figures are the batch's whole cost (its items' starts, indexing reads, answers, results and the batch workflow itself included) over its %d chunk updates (%d model calls less %d answers): %.2f chunk updates an item. Statements are PostgreSQL's `pg_stat_statements` calls (BEGIN and COMMIT included); history events are the `HistoryLength` of every closed execution on the run's task queue; S3 requests are counted at the S3 server. The machine's busy share is of all its cores (`/proc/stat`), everyone's processes included; the load average is the 1-minute one before and after.\n\n",
 		env.server.Stack, r.Items, docs, utilReplicas, utilSlots, utilBase.Seconds(), sharePrefillTPS, shareDecodeTPS,
 		r.MeanCall.Seconds(), utilReplicas*utilSlots, utilReplicas*utilSlots, utilReplicas*utilSlots*costBareMaxPerLoop, r.Batch.ChunkUpdates, r.Calls, r.Items, float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
+	if r.Compression != "" {
+		fmt.Fprintf(w, "Every worker here ran with `MEMAGENT_TEMPORAL_COMPRESSION=%s` (`-cost-temporal-compression %s`): the compression of its gRPC requests to Temporal, and so of the frontend's replies.\n\n", r.Compression, r.Compression)
+	}
+	if len(r.WorkerEnv) > 0 {
+		fmt.Fprintf(w, "Every worker here ran with `%s` (`-cost-worker-env`), no other process.\n\n", strings.Join(r.WorkerEnv, " "))
+	}
 	fmt.Fprintln(w, "| phase | chunk updates (activities) | wall | worker CPU | Temporal CPU | PostgreSQL CPU | bench (S3, simulator) CPU | statements | transactions | rows written | history events | S3 requests | worker, Temporal, PostgreSQL cores | machine busy | load before → after |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	row := func(name string, f costFigures) {
@@ -633,6 +704,7 @@ func writeCost(w io.Writer, env *benchEnv, r costResult) {
 			utilReplicas*utilSlots, r.ModelPromptTokens, r.ModelSectionTokens, costRatio(r.Batch, m, costFigures.worker), costRatio(r.Batch, m, costFigures.temporal), pg(costRatio(r.Batch, m, costFigures.postgres)),
 			r.Batch.perMS(r.Batch.Worker)-m.perMS(m.Worker), m.perMS(m.Worker))
 	}
+	writeCostAttribution(w, r)
 	fmt.Fprintf(w, "A projection, not a measurement: what a rate of chunk updates needs at the per-chunk costs above (this batch's mix of %.2f chunk updates an item; longer documents spread an item's own costs over more chunks), CPU time × rate with no allowance for idle cost, contention or headroom, and assuming each party scales out (more workers, history and frontend hosts, a database that keeps up):\n\n",
 		float64(r.Batch.ChunkUpdates)/float64(max(r.Items, 1)))
 	fmt.Fprintln(w, "| chunk updates a second | worker cores | Temporal cores | PostgreSQL cores | statements a second | history events a second | S3 requests a second |")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -152,7 +153,12 @@ func runFloor(ctx context.Context, env *benchEnv, queue string, n int) (time.Dur
 }
 
 // workerProcess is a bench worker running in a process of its own.
-type workerProcess struct{ cmd *exec.Cmd }
+type workerProcess struct {
+	cmd *exec.Cmd
+	// profileAtSignal: the worker starts its CPU profile at SIGUSR1
+	// (workerProfileAtSignalEnv), which would end any other worker.
+	profileAtSignal bool
+}
 
 // startWorkerProcess starts the bench binary as a plain worker (see
 // runWorkerProcess) on queue, against the shared stack and the model at
@@ -174,12 +180,21 @@ func startWorkerProcess(ctx context.Context, env *benchEnv, queue, modelURL stri
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &workerProcess{cmd: cmd}
+	p := &workerProcess{cmd: cmd, profileAtSignal: slices.Contains(extraEnv, workerProfileAtSignalEnv+"=1")}
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, "worker ready") {
 		p.stop()
 		return nil, fmt.Errorf("worker process did not start: %q %v", line, err)
 	}
 	return p, nil
+}
+
+// startProfile tells the worker process to start its CPU profile, when it
+// writes one from SIGUSR1 on (workerProfileAtSignalEnv); else it does
+// nothing.
+func (p *workerProcess) startProfile() {
+	if p.profileAtSignal {
+		_ = p.cmd.Process.Signal(syscall.SIGUSR1)
+	}
 }
 
 // stop ends the worker process and waits for it.

@@ -110,6 +110,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	costItems := fs.Int("cost-items", 500, "items of the cost section's batch")
 	costDocTokens := fs.Int("cost-doc-tokens", 0, "the cost section's long-document mode: its batch asks over documents of this many tokens each (100000: 20 chunks an item) instead of the pool section's mixed lengths (0)")
 	costModelCall := fs.Bool("cost-model-call", false, "add the cost section's second baseline, a bare model call: an activity that makes a chunk update's model call (a prompt of its size) with a plain OpenAI client")
+	costProfile := fs.Bool("cost-profile", false, "the cost section's attribution: each phase's worker writes a CPU profile, and the section splits the worker's CPU per chunk update into memagent's work, orchestration and GC")
+	costCompression := fs.String("cost-temporal-compression", "", "the cost section's workers' MEMAGENT_TEMPORAL_COMPRESSION: gzip or none; empty = the default, gzip")
+	costWorkerEnv := fs.String("cost-worker-env", "", "the cost section's workers' more settings, NAME=VALUE separated by spaces (GOGC=200, say), given to no other process")
 	var procs costProcs
 	var ext externalTemporal
 	fs.StringVar(&ext.Address, "temporal", "", "host:port of a Temporal server to measure on instead of the embedded one (with -only overhead or pool; bench/postgres.sh starts one on PostgreSQL); S3, the simulator and the workers stay in process")
@@ -249,7 +252,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		writeServerPriority(&report, rows)
 	}
 	if *only == "cost" {
-		r, err := runCost(ctx, env, procs, costOptions{Items: *costItems, DocTokens: *costDocTokens, ModelCall: *costModelCall})
+		r, err := runCost(ctx, env, procs, costOptions{Items: *costItems, DocTokens: *costDocTokens, ModelCall: *costModelCall, Profile: *costProfile, Compression: *costCompression, WorkerEnv: strings.Fields(*costWorkerEnv)})
 		if err != nil {
 			return fmt.Errorf("cost: %w", err)
 		}

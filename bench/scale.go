@@ -35,6 +35,10 @@ const workerProcessEnv = "MEMAGENT_BENCH_WORKER"
 // a CPU profile of its whole life to PREFIX.QUEUE.prof.
 const workerProfileEnv = "MEMAGENT_BENCH_WORKER_CPUPROFILE"
 
+// workerProfileAtSignalEnv, set to 1 beside workerProfileEnv, makes the
+// profile start at the worker's SIGUSR1 instead of at its start.
+const workerProfileAtSignalEnv = "MEMAGENT_BENCH_WORKER_CPUPROFILE_AT_USR1"
+
 // runWorkerProcess is the bench binary in worker mode: a worker configured
 // by the environment, until SIGTERM.
 func runWorkerProcess() error {
@@ -52,10 +56,31 @@ func runWorkerProcess() error {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+		if os.Getenv(workerProfileAtSignalEnv) == "1" {
+			// From SIGUSR1 on: the phase the bench measures, not the
+			// worker's start.
+			usr1 := make(chan os.Signal, 1)
+			signal.Notify(usr1, syscall.SIGUSR1)
+			started := make(chan error, 1)
+			go func() {
+				<-usr1
+				started <- pprof.StartCPUProfile(f)
+			}()
+			defer func() {
+				select {
+				case err := <-started:
+					if err == nil {
+						pprof.StopCPUProfile()
+					}
+				default:
+				}
+			}()
+		} else {
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
 		}
-		defer pprof.StopCPUProfile()
 	}
 	if os.Getenv(floorProcessEnv) == "1" {
 		// The cost section's bare activity: memagent's worker with the

@@ -405,6 +405,14 @@ func TestRenderAllFeatures(t *testing.T) {
 	c := container(t, objs)
 	env := envOf(c)
 
+	t.Run("temporal compression", func(t *testing.T) {
+		v, ok := workerEnv(t, objs)["MEMAGENT_TEMPORAL_COMPRESSION"]
+		cfg, err := config.FromEnv(func(k string) (string, bool) { return v, ok && k == "MEMAGENT_TEMPORAL_COMPRESSION" })
+		if err != nil || cfg.TemporalCompression != "none" {
+			t.Errorf("TemporalCompression = %q (%v), want temporal.compression's none", cfg.TemporalCompression, err)
+		}
+	})
+
 	t.Run("chunk cache", func(t *testing.T) {
 		v := workerEnv(t, objs)["MEMAGENT_CHUNK_CACHE_MB"]
 		cfg, err := config.FromEnv(func(k string) (string, bool) { return v, k == "MEMAGENT_CHUNK_CACHE_MB" })

@@ -175,15 +175,16 @@ func TestStatusListsMatchCode(t *testing.T) {
 }
 
 // TestChunkCountIntervalMatchesCode: the README says how often a run
-// upserts its chunk count, and that is workflows' progressUpsertEvery.
+// upserts its chunk count, and that is workflows' quietProgressUpsertEvery
+// (a new run's; progressUpsertEvery is an older run's).
 func TestChunkCountIntervalMatchesCode(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "workflows", "documentqa.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`const progressUpsertEvery = (\d+) \* time\.Second`).FindSubmatch(src)
+	m := regexp.MustCompile(`const quietProgressUpsertEvery = (\d+) \* time\.Second`).FindSubmatch(src)
 	if m == nil {
-		t.Fatal("workflows/documentqa.go has no `const progressUpsertEvery = N * time.Second`: update this test with it")
+		t.Fatal("workflows/documentqa.go has no `const quietProgressUpsertEvery = N * time.Second`: update this test with it")
 	}
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -192,7 +193,7 @@ func TestChunkCountIntervalMatchesCode(t *testing.T) {
 	for _, want := range []string{"`MemagentChunksDone` | Int | chunks read: upserted at most once every " + string(m[1]) + " s",
 		"the chunk count at most once every " + string(m[1]) + " s"} {
 		if !strings.Contains(string(readme), want) {
-			t.Errorf("README.md does not say %q (progressUpsertEvery is %s s)", want, m[1])
+			t.Errorf("README.md does not say %q (quietProgressUpsertEvery is %s s)", want, m[1])
 		}
 	}
 }

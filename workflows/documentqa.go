@@ -80,6 +80,15 @@ const CoalesceUpsertsChange = "coalesce-progress-upserts"
 // chunk count.
 const progressUpsertEvery = 5 * time.Second
 
+// quietProgressUpsertEvery is progressUpsertEvery for a run at
+// QuietProgressChange. A chunk update takes seconds on a GPU, so at 5 s a
+// run upserted after nearly every chunk (15 upserts an item of 21 chunks
+// in BENCHMARKS.md's long-document run): each is a history event and a
+// visibility write. An operator's list of runs lags by at most this much;
+// the progress query and the current details still move with every chunk,
+// and stage changes are upserted at once.
+const quietProgressUpsertEvery = 30 * time.Second
+
 // ReportToBatchChange gates tellBatch: a child its batch carried
 // (CarriedSignal) signals ItemDoneSignal as it closes (gate: see
 // VERSIONS.md, report-to-batch).

@@ -13,15 +13,29 @@ import "go.temporal.io/sdk/workflow"
 // (MoveToTargetChange) are still asked: most runs never record them.
 const LeanItemChange = "lean-item"
 
+// QuietProgressChange is the gate a DocumentQA run asks first, before
+// LeanItemChange (gate: see VERSIONS.md, quiet-progress). At version 1 the
+// run is lean (LeanItemChange's version 1, without asking it: one marker a
+// run still) and upserts its chunk counts at most every
+// quietProgressUpsertEvery instead of progressUpsertEvery. A history
+// recorded before it has no marker for it, replays at DefaultVersion and
+// asks LeanItemChange exactly as it did.
+const QuietProgressChange = "quiet-progress"
+
 // gates answers the version gates of one run. Its zero value asks each
 // gate of Temporal (workflow.GetVersion), as every workflow but DocumentQA
 // does; a DocumentQA run at LeanItemChange takes every gate at version 1
-// without asking.
-type gates struct{ lean bool }
+// without asking, and one at QuietProgressChange also coalesces its chunk
+// counts over quietProgressUpsertEvery.
+type gates struct{ lean, quiet bool }
 
-// askLean asks LeanItemChange: it must be the run's first call that can
-// record a marker or a command.
+// askLean asks QuietProgressChange, and LeanItemChange only when the run
+// is not at it: it must be the run's first call that can record a marker
+// or a command.
 func askLean(ctx workflow.Context) gates {
+	if workflow.GetVersion(ctx, QuietProgressChange, workflow.DefaultVersion, 1) >= 1 {
+		return gates{lean: true, quiet: true}
+	}
 	return gates{lean: workflow.GetVersion(ctx, LeanItemChange, workflow.DefaultVersion, 1) >= 1}
 }
 

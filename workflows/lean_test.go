@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
@@ -19,39 +20,45 @@ import (
 	"github.com/memagent/memagent/internal/s3store"
 )
 
-// askedGates records the change ids a run asks for, answering lean for
-// LeanItemChange and version 1 for every other.
-func askedGates(env *testsuite.TestWorkflowEnvironment, lean workflow.Version, asked *[]string) {
+// askedGates records the change ids a run asks for, answering quiet for
+// QuietProgressChange, lean for LeanItemChange and version 1 for every
+// other.
+func askedGates(env *testsuite.TestWorkflowEnvironment, quiet, lean workflow.Version, asked *[]string) {
 	env.OnGetVersion(mock.Anything, workflow.DefaultVersion, 1).Return(func(id string, _, _ workflow.Version) workflow.Version {
 		*asked = append(*asked, id)
-		if id == LeanItemChange {
+		switch id {
+		case QuietProgressChange:
+			return quiet
+		case LeanItemChange:
 			return lean
 		}
 		return 1
 	})
 }
 
-// A run at LeanItemChange asks that gate alone, in every run of its chain;
-// a run from before it asks every gate of its path as it did.
+// A run at QuietProgressChange asks that gate alone, in every run of its
+// chain; a run from before it asks LeanItemChange next, and alone at it; a
+// run from before both asks every gate of its path as it did.
 func TestDocumentQALeanAsksOneGate(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		lean workflow.Version
+		name        string
+		quiet, lean workflow.Version
 		// want are the gates each run asks, in order; the first run's
 		// and the others'.
 		first, later []string
 	}{
-		{"lean", 1, []string{LeanItemChange}, []string{LeanItemChange}},
-		{"before lean", workflow.DefaultVersion,
-			[]string{LeanItemChange, SearchAttributesChange, StatusLifecycleChange, CheckpointsChange, ConvertDocumentChange, ProvenanceChange, CoalesceUpsertsChange},
-			[]string{LeanItemChange, SearchAttributesChange, StatusLifecycleChange, CarryChange, VerifyCarryChange, CoalesceUpsertsChange}},
+		{"quiet", 1, 1, []string{QuietProgressChange}, []string{QuietProgressChange}},
+		{"lean", workflow.DefaultVersion, 1, []string{QuietProgressChange, LeanItemChange}, []string{QuietProgressChange, LeanItemChange}},
+		{"before lean", workflow.DefaultVersion, workflow.DefaultVersion,
+			[]string{QuietProgressChange, LeanItemChange, SearchAttributesChange, StatusLifecycleChange, CheckpointsChange, ConvertDocumentChange, ProvenanceChange, CoalesceUpsertsChange},
+			[]string{QuietProgressChange, LeanItemChange, SearchAttributesChange, StatusLifecycleChange, CarryChange, VerifyCarryChange, CoalesceUpsertsChange}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, makeDoc(5))
 			var runs [][]string
 			f.setup = func(env *testsuite.TestWorkflowEnvironment) {
 				runs = append(runs, nil)
-				askedGates(env, tt.lean, &runs[len(runs)-1])
+				askedGates(env, tt.quiet, tt.lean, &runs[len(runs)-1])
 				env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil)
 			}
 			res, n := f.runToEnd(t, api.DocumentQAInput{Document: "s3://docs/doc.txt", Question: "q?",
@@ -120,5 +127,45 @@ func TestDocumentQALeanAnswerPaidOnce(t *testing.T) {
 	}
 	if res.Answer != "w002" || res.Grounding == nil {
 		t.Errorf("answer %q, grounding %+v: want w002, grounded", res.Answer, res.Grounding)
+	}
+}
+
+// A run at QuietProgressChange upserts its chunk counts at most every
+// quietProgressUpsertEvery; a lean run, every progressUpsertEvery.
+func TestQuietProgressCoalescesChunkCounts(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		g    gates
+		want int
+	}{
+		// 40 chunks 4.5 s apart (180 s): due every 2 chunks (9 s), or
+		// every 7 (31.5 s).
+		{"lean", gates{lean: true}, 20},
+		{"quiet", gates{lean: true, quiet: true}, 5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			due := 0
+			env.ExecuteWorkflow(func(ctx workflow.Context) error {
+				v := newVisibility(ctx, 1)
+				v.coalesceChunksAt(tt.g)
+				for range 40 {
+					if err := workflow.Sleep(ctx, 4500*time.Millisecond); err != nil {
+						return err
+					}
+					if v.chunksDue() {
+						due++
+					}
+				}
+				return nil
+			})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			if due != tt.want {
+				t.Errorf("%d chunk counts due over 40 chunks of 4.5 s, want %d", due, tt.want)
+			}
+		})
 	}
 }

@@ -48,6 +48,9 @@ var itemGenerations = []itemGeneration{
 	// LeanItemChange at version 1: one gate asked; PrepareReading,
 	// UpdateMemory, AnswerAndGround.
 	{name: "lean", prefix: "documentqa_lean_item"},
+	// QuietProgressChange at version 1 in place of LeanItemChange: lean,
+	// chunk counts upserted at most every quietProgressUpsertEvery.
+	{name: "quiet", prefix: "documentqa_quiet_item"},
 }
 
 const (

@@ -98,6 +98,9 @@ type generation struct {
 	// no other gate's marker: SearchAttributesChange is at version 1
 	// unasked.
 	lean bool
+	// quiet says the histories carry QuietProgressChange at version 1,
+	// the run's one marker (lean, LeanItemChange not asked).
+	quiet bool
 }
 
 // generations are oldest first; -update records the last, the one the
@@ -125,6 +128,9 @@ var generations = []generation{
 	// and LeanItemChange at version 1: one marker a run, PrepareReading
 	// and AnswerAndGround for the steps around the chunks.
 	{name: "v1-lean", prefix: "documentqa_lean_run", version: 1, lean: true},
+	// and QuietProgressChange at version 1 in place of LeanItemChange:
+	// chunk counts upserted at most every quietProgressUpsertEvery.
+	{name: "v1-quiet", prefix: "documentqa_quiet_run", version: 1, lean: true, quiet: true},
 }
 
 const (
@@ -215,6 +221,9 @@ func checkVersion(t *testing.T, g generation, files []string, histories []*histo
 		gate := workflows.SearchAttributesChange
 		if g.lean {
 			gate = workflows.LeanItemChange
+		}
+		if g.quiet {
+			gate = workflows.QuietProgressChange
 		}
 		var statuses []string
 		for _, e := range hist.GetEvents() {

@@ -64,6 +64,7 @@ func TestDocumentQAUpsertsSearchAttributes(t *testing.T) {
 				u.install(env)
 				if tt.perChunk {
 					// A run from before LeanItemChange, which asks the gate.
+					env.OnGetVersion(QuietProgressChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 					env.OnGetVersion(LeanItemChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 					env.OnGetVersion(CoalesceUpsertsChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 				}
@@ -131,6 +132,7 @@ func TestDocumentQAAtDefaultVersionUpsertsNothing(t *testing.T) {
 	f := newFixture(t, makeDoc(3))
 	var u upserts
 	f.setup = func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnGetVersion(QuietProgressChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 		env.OnGetVersion(LeanItemChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 		env.OnGetVersion(SearchAttributesChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 		u.install(env)

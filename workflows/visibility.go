@@ -23,6 +23,10 @@ type visibility struct {
 	// last at lastChunks.
 	coalesce   bool
 	lastChunks time.Time
+	// every is the least time between two chunk-count upserts:
+	// progressUpsertEvery, or quietProgressUpsertEvery at
+	// QuietProgressChange.
+	every time.Duration
 }
 
 // coalesceChunks decides, once per run where the caller has always asked
@@ -35,13 +39,17 @@ func (v *visibility) coalesceChunks() {
 func (v *visibility) coalesceChunksAt(g gates) {
 	v.coalesce = g.at(v.ctx, CoalesceUpsertsChange)
 	v.lastChunks = workflow.Now(v.ctx)
+	v.every = progressUpsertEvery
+	if g.quiet {
+		v.every = quietProgressUpsertEvery
+	}
 }
 
 // chunksDue reports whether a chunk count may be upserted now, and if so
 // counts it as upserted.
 func (v *visibility) chunksDue() bool {
 	now := workflow.Now(v.ctx)
-	if v.coalesce && now.Sub(v.lastChunks) < progressUpsertEvery {
+	if v.coalesce && now.Sub(v.lastChunks) < v.every {
 		return false
 	}
 	v.lastChunks = now

@@ -104,11 +104,7 @@ func (t Templates) RenderUpdate(question, memory, chunk string) string {
 		tmpl = defaultUpdateTemplate
 	}
 	tags := TemplateTags(tmpl)
-	return strings.NewReplacer(
-		placeholderQuestion, NeutralizeTags(question, tags),
-		placeholderMemory, NeutralizeTags(memory, tags),
-		placeholderChunk, NeutralizeTags(chunk, tags),
-	).Replace(tmpl)
+	return substitute(tmpl, [...]string{NeutralizeTags(question, tags), NeutralizeTags(memory, tags), NeutralizeTags(chunk, tags)})
 }
 
 // RenderFinal returns the prompt that asks for the answer from the memory.
@@ -119,10 +115,65 @@ func (t Templates) RenderFinal(question, memory string) string {
 		tmpl = defaultFinalTemplate
 	}
 	tags := TemplateTags(tmpl)
-	return strings.NewReplacer(
-		placeholderQuestion, NeutralizeTags(question, tags),
-		placeholderMemory, NeutralizeTags(memory, tags),
-	).Replace(tmpl)
+	return substitute(tmpl, [...]string{NeutralizeTags(question, tags), NeutralizeTags(memory, tags), placeholderChunk})
+}
+
+// placeholders are the placeholders substitute replaces, in the order of
+// its values.
+var placeholders = [...]string{placeholderQuestion, placeholderMemory, placeholderChunk}
+
+// substitute replaces each placeholder in tmpl with its value, in one pass
+// from left to right, as strings.NewReplacer(placeholder, value, ...).Replace
+// does (no placeholder is a prefix of another, so at most one matches at a
+// position), but into one string of the exact length: the replacer grows a
+// buffer and copies it into the string, about three copies of a prompt
+// that is mostly one chunk.
+func substitute(tmpl string, values [len(placeholders)]string) string {
+	// match is the placeholder at the start of s, or -1.
+	match := func(s string) int {
+		for i, p := range placeholders {
+			if strings.HasPrefix(s, p) {
+				return i
+			}
+		}
+		return -1
+	}
+	n := 0
+	for i := 0; i < len(tmpl); {
+		j := strings.IndexByte(tmpl[i:], '{')
+		if j < 0 {
+			n += len(tmpl) - i
+			break
+		}
+		n += j
+		i += j
+		if k := match(tmpl[i:]); k >= 0 {
+			n += len(values[k])
+			i += len(placeholders[k])
+		} else {
+			n++
+			i++
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := 0; i < len(tmpl); {
+		j := strings.IndexByte(tmpl[i:], '{')
+		if j < 0 {
+			b.WriteString(tmpl[i:])
+			break
+		}
+		b.WriteString(tmpl[i : i+j])
+		i += j
+		if k := match(tmpl[i:]); k >= 0 {
+			b.WriteString(values[k])
+			i += len(placeholders[k])
+		} else {
+			b.WriteByte('{')
+			i++
+		}
+	}
+	return b.String()
 }
 
 // Neutralize is [NeutralizeTags] with the default templates' tags.

@@ -326,3 +326,26 @@ func FuzzMayHoldTag(f *testing.F) {
 		}
 	})
 }
+
+// substitute does what strings.NewReplacer over the placeholders does.
+func TestSubstituteIsReplacer(t *testing.T) {
+	for _, tmpl := range []string{"", "{", "}", "{{question}}", "{question}{memory}{chunk}", "a{chunk}b{chunk}c", "{ques{question}", "{memory", "x{chunk}{", defaultUpdateTemplate, defaultFinalTemplate} {
+		for _, v := range [][3]string{{"", "", ""}, {"Q?", "M", "C"}, {"{memory}", "{chunk}", "{question}"}} {
+			checkSubstitute(t, tmpl, v)
+		}
+	}
+}
+
+func FuzzSubstitute(f *testing.F) {
+	f.Add("a{question}b{memory}c{chunk}d", "q", "m", "c")
+	f.Add("{{chunk}}{", "{question}", "", "x")
+	f.Fuzz(func(t *testing.T, tmpl, q, m, c string) { checkSubstitute(t, tmpl, [3]string{q, m, c}) })
+}
+
+func checkSubstitute(t *testing.T, tmpl string, v [3]string) {
+	t.Helper()
+	want := strings.NewReplacer(placeholderQuestion, v[0], placeholderMemory, v[1], placeholderChunk, v[2]).Replace(tmpl)
+	if got := substitute(tmpl, v); got != want {
+		t.Errorf("substitute(%q, %q) = %q, want %q", tmpl, v, got, want)
+	}
+}

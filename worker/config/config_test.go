@@ -586,3 +586,38 @@ func TestFormerTLSNamesRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestTemporalCompression(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		want    string // the type of ConnectionOptions.GrpcCompression; "<nil>" is the SDK's default, gzip
+		wantErr string
+	}{
+		{"default: the SDK's gzip", nil, "<nil>", ""},
+		{"gzip", map[string]string{"MEMAGENT_TEMPORAL_COMPRESSION": "gzip"}, "*internal.GrpcCompressionGzip", ""},
+		{"none", map[string]string{"MEMAGENT_TEMPORAL_COMPRESSION": "none"}, "*internal.GrpcCompressionNone", ""},
+		{"case and spaces", map[string]string{"MEMAGENT_TEMPORAL_COMPRESSION": " None "}, "*internal.GrpcCompressionNone", ""},
+		{"unknown", map[string]string{"MEMAGENT_TEMPORAL_COMPRESSION": "zstd"}, "", `MEMAGENT_TEMPORAL_COMPRESSION "zstd": use gzip (the default) or none`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := FromEnv(env(tc.env))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("FromEnv() error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, _, err := c.TemporalConnection()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprintf("%T", conn.GrpcCompression); got != tc.want {
+				t.Errorf("GrpcCompression = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

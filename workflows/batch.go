@@ -210,7 +210,7 @@ func (b *batchRun) acceptUpdates() error {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(b.ctx, api.BudgetRequestUpdate, func(ctx workflow.Context, req api.BudgetRequest) (api.Budget, error) {
-		g, err := b.askedForBudget(ctx, req.WorkflowID)
+		g, err := b.askFor(ctx, req.WorkflowID)
 		b.probe("budget request")
 		return g, err
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req api.BudgetRequest) error {

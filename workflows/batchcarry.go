@@ -66,6 +66,20 @@ const LedgerSignalChange = "ledger-signal-hints"
 // workflow.DefaultVersion and serve every hint as they did.
 const LedgerHintOnceChange = "ledger-hint-once"
 
+// LedgerAskPlaceChange is the change id under which a run serves a
+// BudgetRequestUpdate, which anyone in the namespace can send naming a
+// running child with a grant, so that it moves nothing (askFor): a request
+// for a child that waits for room keeps the child's place and reads
+// nothing (a child that waits spends nothing; it is woken when served), and
+// the requests that come while the child is being read fold into one more
+// read after it. Before it, each request was its own read (ReadBatchChild),
+// and a request for a waiting child sent it to the back of the queue, so
+// that a forger asking for it again and again kept it from ever being
+// served. Asked once a run takes a request for a child that waits or is
+// being read; runs that took one before it replay as
+// workflow.DefaultVersion and serve every request as they did.
+const LedgerAskPlaceChange = "ledger-ask-place"
+
 // quietPeriod is how long a stopping run must hear nothing before it
 // carries its children: quietPerEvent per event of its history, between
 // quietMin and quietMax.
@@ -461,6 +475,64 @@ func (b *batchRun) askedForBudget(ctx workflow.Context, id string) (api.Budget, 
 		return api.Budget{}, err
 	}
 	defer done()
+	return b.readChild(ctx, id)
+}
+
+// asksKeepPlace is LedgerAskPlaceChange at version 1, asked once a run
+// takes a request for child id that the change serves otherwise: one for a
+// child that waits, or that is being read.
+func (b *batchRun) asksKeepPlace(id string) bool {
+	if !b.out.placeAsked && (b.ledger.waits(id) || b.out.asking[id]) {
+		b.out.placeAsked = true
+		b.out.place = workflow.GetVersion(b.ctx, LedgerAskPlaceChange, workflow.DefaultVersion, 1) >= 1
+	}
+	return b.out.place
+}
+
+// askFor serves a BudgetRequestUpdate naming child id, which anyone in
+// the namespace can send (its validator checks only that the child holds
+// a grant). At LedgerAskPlaceChange a request for a child that waits for
+// room is answered with the grant it holds (what it spent): it reads
+// nothing and leaves the child its place, to be woken when served. A
+// request that comes while the child is being read joins the one read
+// after it, which all such requests share (the child may have spent its
+// grant since the read in flight looked): a burst costs two reads at
+// most, and the child's own request is answered by a read that began
+// after it came. Before it, every request was askedForBudget.
+func (b *batchRun) askFor(ctx workflow.Context, id string) (api.Budget, error) {
+	if !b.asksKeepPlace(id) {
+		return b.askedForBudget(ctx, id)
+	}
+	if b.ledger.waits(id) {
+		return b.ledger.Grants[id], nil
+	}
+	if r := b.out.next[id]; r != nil {
+		if err := workflow.Await(ctx, func() bool { return r.done }); err != nil {
+			return api.Budget{}, err
+		}
+		return r.grant, r.err
+	}
+	r := &childRead{}
+	b.out.next[id] = r
+	defer func() { r.done = true }()
+	done, err := b.out.serve(ctx, id)
+	delete(b.out.next, id)
+	if err != nil {
+		r.err = err
+		return api.Budget{}, err
+	}
+	defer done()
+	if b.ledger.waits(id) {
+		r.grant = b.ledger.Grants[id]
+		return r.grant, nil
+	}
+	r.grant, r.err = b.readChild(ctx, id)
+	return r.grant, r.err
+}
+
+// readChild reads child id's usage and answers its request (see
+// askedForBudget); the caller serves it (outbox.serve).
+func (b *batchRun) readChild(ctx workflow.Context, id string) (api.Budget, error) {
 	if !b.ledger.holds(id) || b.in.Budget == nil {
 		return api.Budget{}, fmt.Errorf("%q is not a running child of batch %s with a grant", id, b.workflowID)
 	}
@@ -478,7 +550,7 @@ func (b *batchRun) askedForBudget(ctx workflow.Context, id string) (api.Budget, 
 	if !cu.Open || !b.ledger.holds(id) || b.in.Budget == nil {
 		return api.Budget{}, fmt.Errorf("%q is not running any more", id)
 	}
-	g, woken := b.ledger.answer(*b.in.Budget, id, cu.Usage, b.perCall())
+	g, woken := b.ledger.answer(*b.in.Budget, id, cu.Usage, b.perCall(), b.out.place)
 	for _, w := range woken {
 		b.wake(w)
 	}

@@ -117,13 +117,16 @@ func spentAll(g api.Budget, u api.Usage) bool { return overBudget(&g, u) }
 // request takes the usage of child id, as the batch read it from the child
 // run it started. A child that has not spent its grant keeps it. One that
 // has is charged what it spent (its grant shrinks to that) and waits for a
-// share more (serve). It reports whether the child waits.
-func (l *grantLedger) request(id string, u api.Usage) bool {
+// share more (serve). It reports whether the child waits. With keep
+// (LedgerAskPlaceChange) a child that waits already keeps its place and its
+// grant: it spends nothing while it waits, and a request anyone may send in
+// its name must not send it to the back of the queue.
+func (l *grantLedger) request(id string, u api.Usage, keep bool) bool {
 	g, ok := l.Grants[id]
 	if !ok {
 		return false
 	}
-	if !spentAll(g, u) {
+	if !spentAll(g, u) || (keep && l.waits(id)) {
 		return l.waits(id)
 	}
 	spent := spentGrant(g, u)
@@ -221,10 +224,10 @@ func (l *grantLedger) checkRaise(cur *api.Budget, b api.Budget) error {
 // answer serves child id's request for more budget, given the usage the
 // batch read from the child: it returns the child's grant (a new one, or
 // while the child waits what it spent) and the grants made to the children
-// that waited before it, whom the batch wakes.
-func (l *grantLedger) answer(limit api.Budget, id string, u api.Usage, perCall int64) (api.Budget, []childGrant) {
+// that waited before it, whom the batch wakes. keep is request's.
+func (l *grantLedger) answer(limit api.Budget, id string, u api.Usage, perCall int64, keep bool) (api.Budget, []childGrant) {
 	var others []childGrant
-	if l.request(id, u) {
+	if l.request(id, u, keep) {
 		for _, g := range l.serve(limit, perCall) {
 			if g.WorkflowID != id {
 				others = append(others, g)

@@ -23,6 +23,11 @@ import (
 //     and at most one more asked for (hinted), whatever the hints that
 //     came, and a send leaves sends once delivered: what a run keeps does
 //     not grow with the messages anyone sends it;
+//   - at LedgerAskPlaceChange a child has at most one budget request
+//     read waiting after the one in flight (next), which every request
+//     that comes meanwhile joins, and a request for a child that waits
+//     reads nothing: what an Update costs does not grow with the Updates
+//     anyone sends, and none moves a waiting child back;
 //   - a run closes only once quiet: no request or hint being served,
 //     every Update handler finished and sends empty (quiesce), and nothing
 //     blocks after that, so nothing it sends later is lost;
@@ -41,8 +46,13 @@ type batchOutbox struct {
 	hints bool
 	// once is LedgerHintOnceChange at version 1 (onceAsked: asked).
 	once, onceAsked bool
+	// place is LedgerAskPlaceChange at version 1 (placeAsked: asked).
+	place, placeAsked bool
 	// asking are the budget requests being served, by child.
 	asking map[string]bool
+	// next is, by child, the read that the budget requests (Updates) that
+	// came while the child was being read wait for (LedgerAskPlaceChange).
+	next map[string]*childRead
 	// hinted are the children whose hints are being served
 	// (LedgerHintOnceChange), each true when another hint came meanwhile.
 	hinted map[string]bool
@@ -56,7 +66,15 @@ type batchOutbox struct {
 }
 
 func newBatchOutbox() batchOutbox {
-	return batchOutbox{asking: map[string]bool{}, hinted: map[string]bool{}, told: map[string]api.Budget{}}
+	return batchOutbox{asking: map[string]bool{}, hinted: map[string]bool{}, next: map[string]*childRead{}, told: map[string]api.Budget{}}
+}
+
+// childRead is one read of a child that budget requests share: done once
+// it is answered, with the child's grant or err.
+type childRead struct {
+	done  bool
+	grant api.Budget
+	err   error
 }
 
 // tell notes that child id was told grant g.
@@ -99,7 +117,7 @@ func (o *batchOutbox) serve(ctx workflow.Context, id string) (func(), error) {
 // quiet reports whether nothing is in flight: no request or hint served
 // and no send pending.
 func (o *batchOutbox) quiet() bool {
-	return len(o.asking) == 0 && len(o.hinted) == 0 && len(o.sends) == 0
+	return len(o.asking) == 0 && len(o.hinted) == 0 && len(o.next) == 0 && len(o.sends) == 0
 }
 
 // quiesce waits, as a run is about to close, until at one moment no

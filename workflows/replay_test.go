@@ -59,6 +59,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -542,6 +543,10 @@ var batchGenerations = []generation{
 	// (BudgetRequestSignal) naming each child as it runs; the batch reads
 	// a child at most twice for them and wakes none (none spent its grant).
 	{name: "v10-hints", prefix: "batch_hints_run"},
+	// LedgerAskPlaceChange at version 1: the caller also sends three
+	// budget-request Updates at once naming each child as it runs; the
+	// ones that come while the child is read fold into one read after it.
+	{name: "v11-asks", prefix: "batch_asks_run"},
 }
 
 const (
@@ -603,12 +608,15 @@ func replayBatchGeneration(t *testing.T, g generation) {
 	}
 	histories := replayChain(t, files, api.BatchQAName)
 	checkBatchCoverage(t, histories)
-	checkChildIDs(t, histories, g.name == "v8-http-ids" || g.name == "v9-validation-gate" || g.name == "v10-hints")
-	if g.name == "v9-validation-gate" || g.name == "v10-hints" {
+	checkChildIDs(t, histories, g.name == "v8-http-ids" || g.name == "v9-validation-gate" || g.name == "v10-hints" || g.name == "v11-asks")
+	if g.name == "v9-validation-gate" || g.name == "v10-hints" || g.name == "v11-asks" {
 		checkGateCoverage(t, histories)
 	}
 	if g.name == "v10-hints" {
 		checkHintsCoverage(t, histories)
+	}
+	if g.name == "v11-asks" {
+		checkAsksCoverage(t, histories)
 	}
 	if g.name == "v3-changes" {
 		checkChangesCoverage(t, histories)
@@ -928,7 +936,8 @@ func recordBatchHistories(t *testing.T, prefix string) {
 		t.Fatalf("start BatchQA: %v", err)
 	}
 	runID := run.GetRunID()
-	// LedgerHintOnceChange: hints naming each child as it runs.
+	// LedgerHintOnceChange: hints naming each child as it runs;
+	// LedgerAskPlaceChange: budget-request Updates naming it too.
 	hints := hintChildren(ctx, t, c, batchReplayID, len(items))
 	var res api.BatchQAResult
 	if err := run.Get(ctx, &res); err != nil {
@@ -950,9 +959,10 @@ func recordBatchHistories(t *testing.T, prefix string) {
 }
 
 // hintChildren sends batch, as a caller in the namespace can, three hints
-// (BudgetRequestSignal) naming each of its children 0..items-1 once it is
-// seen running, until the function it returns is called; that returns how
-// many hints were sent.
+// (BudgetRequestSignal) and three budget-request Updates at once
+// (BudgetRequestUpdate, not awaited past their acceptance) naming each of
+// its children 0..items-1 once it is seen running, until the function it
+// returns is called; that returns how many hints were sent.
 func hintChildren(ctx context.Context, t *testing.T, c client.Client, batch string, items int) func() int {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
@@ -979,6 +989,17 @@ func hintChildren(ctx context.Context, t *testing.T, c client.Client, batch stri
 						sent.Add(1)
 					}
 				}
+				var wg sync.WaitGroup
+				for range 3 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						// Refused once the child has closed: nothing to see.
+						_, _ = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: batch, UpdateName: api.BudgetRequestUpdate,
+							Args: []any{api.BudgetRequest{WorkflowID: id}}, WaitForStage: client.WorkflowUpdateStageAccepted})
+					}()
+				}
+				wg.Wait()
 			}
 			select {
 			case <-ctx.Done():
@@ -991,6 +1012,34 @@ func hintChildren(ctx context.Context, t *testing.T, c client.Client, batch stri
 		cancel()
 		<-done
 		return int(sent.Load())
+	}
+}
+
+// checkAsksCoverage asserts that a chain took budget-request Updates at
+// LedgerAskPlaceChange version 1: the change recorded, fewer reads than
+// the hints and Updates that asked for them, and no child woken.
+func checkAsksCoverage(t *testing.T, histories []*historypb.History) {
+	t.Helper()
+	asks, reads, wakes, markers := 0, 0, 0, 0
+	for _, hist := range histories {
+		for _, e := range hist.GetEvents() {
+			switch {
+			case e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == api.BudgetRequestSignal:
+				asks++
+			case e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == api.BudgetRequestUpdate:
+				asks++
+			case e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.ReadBatchChildName:
+				reads++
+			case e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == api.BudgetGrantSignal:
+				wakes++
+			case e.GetMarkerRecordedEventAttributes() != nil && strings.Contains(e.GetMarkerRecordedEventAttributes().String(), workflows.LedgerAskPlaceChange):
+				markers++
+			}
+		}
+	}
+	if asks == 0 || reads == 0 || reads >= asks || wakes != 0 || markers == 0 {
+		t.Errorf("%d hints and Updates, %d reads, %d wakes, %s recorded %d times; want fewer reads than asks, no wake, the change recorded",
+			asks, reads, wakes, workflows.LedgerAskPlaceChange, markers)
 	}
 }
 

@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/memagent/memagent/internal/testdeps"
 )
 
 // splitCases pairs each hand-written splitter with the pattern that
@@ -229,8 +233,17 @@ func TestSplitMatchesRegexp(t *testing.T) {
 	}
 }
 
-// FuzzSplitMatchesRegexp holds the three splitters to regexp2 on any
-// valid UTF-8.
+// fuzzAlphabet has a rune of every class and every character the
+// patterns name, so that FuzzSplitMatchesRegexp can spell any sequence of
+// them with one byte a rune.
+var fuzzAlphabet = []rune{' ', '\t', '\r', '\n', '\u00a0', '\u3000', '\u0085', '\'', '/', '!', '.', '-',
+	's', 'S', 't', 'l', 'L', 'e', 'E', 'r', 'v', 'm', 'd', 'D', 'a', 'Z', '\u017f', '\u212a',
+	'0', '1', '٣', 'Ⅻ', '½', '𝟙', 'ǅ', 'ʰ', '東', 'ー', 'À', 'é', '\u0301', '\u0903', '\u20dd',
+	'🌸', '👍', '\U0001f3fd', '\u200d', '\ufe0f', '𝐀', '𝐚', '\U00020000', '\x00', '\ufffd'}
+
+// FuzzSplitMatchesRegexp holds the three splitters to regexp2 on the
+// input made valid UTF-8, and on the input read one byte a rune of
+// fuzzAlphabet, where every byte string is a dense mix of the classes.
 func FuzzSplitMatchesRegexp(f *testing.F) {
 	for _, s := range splitSeeds {
 		f.Add(s)
@@ -241,12 +254,17 @@ func FuzzSplitMatchesRegexp(f *testing.F) {
 	for i, c := range splitCases {
 		splitters[i], res[i] = c.split(), regexp2.MustCompile(c.pattern, regexp2.None)
 	}
-	f.Fuzz(func(t *testing.T, text string) {
-		if !utf8.ValidString(text) {
-			t.Skip("tiktoken-go turns invalid UTF-8 into U+FFFD first, and encodeInto leaves it to tiktoken-go")
+	f.Fuzz(func(t *testing.T, in string) {
+		// encodeInto leaves invalid UTF-8 to tiktoken-go.
+		valid := strings.ToValidUTF8(in, "\ufffd")
+		spelt := make([]rune, 0, len(in))
+		for i := range len(in) {
+			spelt = append(spelt, fuzzAlphabet[int(in[i])%len(fuzzAlphabet)])
 		}
-		for i, c := range splitCases {
-			checkSplit(t, c.name, splitters[i], res[i], text)
+		for _, text := range []string{valid, string(spelt)} {
+			for i, c := range splitCases {
+				checkSplit(t, c.name, splitters[i], res[i], text)
+			}
 		}
 	})
 }
@@ -360,6 +378,67 @@ func TestRunClassMatchesUnicode(t *testing.T) {
 		c, n := classAt(table, bad, 0)
 		if got, want := runClass(c), unicodeRunClass(utf8.RuneError); got != want || n != 1 {
 			t.Errorf("%+q: run class %d of %d bytes, want %d of 1", bad, got, n, want)
+		}
+	}
+}
+
+// TestEncodeMatchesLibraryOnManuals: on real text nobody here wrote, every
+// tokenizer gives tiktoken-go's ids, Count and TokenLens: the converted
+// text of Debian manuals that docconv's golden test keeps, raw HTML of
+// the Debian Reference and of Sphinx's changelog (typographic quotes,
+// accented names), CJK prose in six encodings' test files and Python's
+// Unicode tests (every script, combining marks, astral characters),
+// and a mail in Latin-1 (invalid UTF-8, left to tiktoken-go whole).
+func TestEncodeMatchesLibraryOnManuals(t *testing.T) {
+	type doc struct{ name, text string }
+	var docs []doc
+	golden, err := filepath.Glob("../docconv/testdata/golden/*.txt")
+	if err != nil || len(golden) == 0 {
+		t.Fatalf("docconv's golden text: %v, %d files", err, len(golden))
+	}
+	for _, p := range golden {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc{filepath.Base(p), string(b)})
+	}
+	manuals := []struct{ pkg, rel string }{
+		{"libpython3.11-testsuite", "usr/lib/python3.11/test/test_unicode.py"},
+		{"libpython3.11-testsuite", "usr/lib/python3.11/test/test_unicodedata.py"},
+		{"debian-reference-en", "usr/share/debian-reference/ch02.en.html"},
+		{"golang-github-gatherstars-com-jwz-dev", "usr/share/gocode/src/github.com/gatherstars-com/jwz/test/testdata/ham/0627.c9ad8730dad7bda1e1169ee00c4006fc.eml"},
+	}
+	for _, enc := range []string{"big5", "euc_jp", "euc_kr", "gb18030", "johab", "shift_jisx0213"} {
+		manuals = append(manuals, struct{ pkg, rel string }{"libpython3.11-testsuite", "usr/lib/python3.11/test/cjkencodings/" + enc + "-utf8.txt"})
+	}
+	if !testing.Short() {
+		manuals = append(manuals, struct{ pkg, rel string }{"sphinx-doc", "usr/share/doc/sphinx-doc/html/changes.html"})
+	}
+	for _, m := range manuals {
+		b, err := os.ReadFile(testdeps.Manual(t, m.pkg, m.rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc{filepath.Base(m.rel), string(b)})
+	}
+	nonASCII, invalid := 0, 0
+	for _, d := range docs {
+		for _, r := range d.text {
+			if r >= utf8.RuneSelf {
+				nonASCII++
+			}
+		}
+		if !utf8.ValidString(d.text) {
+			invalid++
+		}
+	}
+	if nonASCII < 3000 || invalid == 0 {
+		t.Fatalf("the corpus has %d non-ASCII characters and %d documents of invalid UTF-8: it no longer tests what it says", nonASCII, invalid)
+	}
+	for _, tok := range allTokenizers(t) {
+		for _, d := range docs {
+			checkEncode(t, tok, d.name, d.text)
 		}
 	}
 }

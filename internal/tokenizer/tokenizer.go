@@ -93,8 +93,9 @@ func tokenLens(ranks map[string]int) []int {
 }
 
 // bpeTokenizer adapts a tiktoken encoding to memagent.Tokenizer. It is
-// immutable after construction, and tiktoken's encoder only reads its maps
-// and uses goroutine-safe regexps, so it is safe for concurrent use.
+// immutable after construction, its splitter and tiktoken's encoder only
+// read their tables, and tiktoken's regexps are goroutine-safe, so it is
+// safe for concurrent use.
 type bpeTokenizer struct {
 	name     string
 	enc      *tiktoken.Tiktoken

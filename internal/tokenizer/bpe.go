@@ -9,10 +9,6 @@ type tokenSink struct {
 	wantIDs, wantLens bool
 	ids, lens         []int
 	count             int
-	// parts is bytePairMerge's scratch, reused from piece to piece; buf
-	// backs it for pieces of up to len(buf)-1 bytes.
-	parts []part
-	buf   [48]part
 }
 
 // part is a boundary of bytePairMerge: where a part starts in the piece,
@@ -33,6 +29,10 @@ func (s *tokenSink) add(id int, piece string) {
 // splitInto encodes text, valid UTF-8 that longRuns does not cut, piece by
 // piece as tiktoken-go's EncodeOrdinary does, into s.
 func (t *bpeTokenizer) splitInto(text string, s *tokenSink) {
+	// parts is bytePairMerge's scratch, reused from piece to piece; buf
+	// backs it, on the stack, for pieces of up to len(buf)-1 bytes.
+	var buf [48]part
+	parts := buf[:0]
 	for i := 0; i < len(text); {
 		j := t.split.next(text, i)
 		piece := text[i:j]
@@ -41,20 +41,20 @@ func (t *bpeTokenizer) splitInto(text string, s *tokenSink) {
 			s.add(id, piece)
 			continue
 		}
-		s.parts = bytePairMerge(piece, t.ranks, t.pairs, s.parts)
+		parts = bytePairMerge(piece, t.ranks, t.pairs, parts)
 		if !s.wantIDs {
 			// A part's length is its token's: ranks maps each token to
 			// its own id (tiktoken.NewCoreBPE checks that).
-			s.count += len(s.parts) - 1
+			s.count += len(parts) - 1
 			if s.wantLens {
-				for k := 0; k+1 < len(s.parts); k++ {
-					s.lens = append(s.lens, s.parts[k+1].start-s.parts[k].start)
+				for k := 0; k+1 < len(parts); k++ {
+					s.lens = append(s.lens, parts[k+1].start-parts[k].start)
 				}
 			}
 			continue
 		}
-		for k := 0; k+1 < len(s.parts); k++ {
-			tok := piece[s.parts[k].start:s.parts[k+1].start]
+		for k := 0; k+1 < len(parts); k++ {
+			tok := piece[parts[k].start:parts[k+1].start]
 			s.add(t.ranks[tok], tok)
 		}
 	}

@@ -161,9 +161,6 @@ func (t *bpeTokenizer) encodeInto(text string, s *tokenSink) {
 		}
 		return
 	}
-	if s.parts == nil {
-		s.parts = s.buf[:0]
-	}
 	start := 0
 	for _, r := range longRuns(text) {
 		t.splitInto(text[start:r[0]], s)

@@ -16,6 +16,15 @@
 //     encoder is tiktoken-go's, built with its exported constructors.
 //     genqwen.sh regenerates the vocabulary and the golden test data.
 //
+// The ranks and the split patterns are tiktoken-go's, but valid UTF-8 is
+// not encoded by tiktoken-go: its pre-tokenizer, the backtracking regexp2,
+// and its byte-pair merge allocated per piece and made tokenizing the
+// largest part of a worker's CPU per chunk update. split.go cuts text into
+// exactly the pieces regexp2 finds with each of the three patterns, and
+// bpe.go merges them as tiktoken-go does without allocating; the tests
+// (split_test.go) hold both to regexp2 and tiktoken-go, which remain the
+// reference, and tiktoken-go still encodes text that is not valid UTF-8.
+//
 // It owns loading each vocabulary once per process and turning text into
 // token byte lengths for [memagent.PlanChunks]. Document text is always
 // encoded as ordinary text: a document containing "<|endoftext|>" or

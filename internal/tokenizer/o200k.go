@@ -57,7 +57,7 @@ var loadO200K = sync.OnceValues(func() (*bpeTokenizer, error) {
 		tiktoken.ENDOFTEXT:   199999,
 		tiktoken.ENDOFPROMPT: 200018,
 	}
-	return newBPE(O200K, o200kPattern, ranks, specialIDs, false)
+	return newBPE(O200K, o200kPattern, newSplitter(splitO200K, 3), ranks, specialIDs, false)
 })
 
 // ForModel returns the name of the tokenizer of an OpenAI model, from the

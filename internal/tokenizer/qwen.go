@@ -58,7 +58,7 @@ var loadQwen = sync.OnceValues(func() (*bpeTokenizer, error) {
 		"<|im_start|>":  151644,
 		"<|im_end|>":    151645,
 	}
-	return newBPE(Qwen, qwenPattern, ranks, specialIDs, true)
+	return newBPE(Qwen, qwenPattern, newSplitter(splitCL100K, 1), ranks, specialIDs, true)
 })
 
 // readQwenVocab decompresses and verifies the vocabulary and returns its

@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"fmt"
 	"sync"
-	"unicode"
 	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
@@ -76,7 +75,7 @@ var loadCL100K = sync.OnceValues(func() (*bpeTokenizer, error) {
 		tiktoken.FIM_SUFFIX:  100260,
 		tiktoken.ENDOFPROMPT: 100276,
 	}
-	return newBPE(CL100K, cl100kPattern, ranks, specialIDs, false)
+	return newBPE(CL100K, cl100kPattern, newSplitter(splitCL100K, 3), ranks, specialIDs, false)
 })
 
 // tokenLens returns a table of token byte lengths indexed by id, so
@@ -94,12 +93,21 @@ func tokenLens(ranks map[string]int) []int {
 }
 
 // bpeTokenizer adapts a tiktoken encoding to memagent.Tokenizer. It is
-// immutable after construction, and tiktoken's encoder only reads its maps
-// and uses goroutine-safe regexps, so it is safe for concurrent use.
+// immutable after construction, its splitter and tiktoken's encoder only
+// read their tables, and tiktoken's regexps are goroutine-safe, so it is
+// safe for concurrent use.
 type bpeTokenizer struct {
 	name     string
 	enc      *tiktoken.Tiktoken
 	tokenLen []int
+	// ranks are the merge ranks enc was built from, each token's rank
+	// being its id.
+	ranks map[string]int
+	pairs *pairRanks
+	// split cuts valid UTF-8 into the pieces enc's pattern matches (see
+	// split.go); nil for a pattern without a hand-written splitter, which
+	// enc then encodes.
+	split *splitter
 	// nfc makes the tokenizer normalise text to NFC before encoding, as
 	// Qwen's does.
 	nfc bool
@@ -133,6 +141,45 @@ const (
 
 // encodeOrdinary is EncodeOrdinary in linear time: see maxRun.
 func (t *bpeTokenizer) encodeOrdinary(text string) []int {
+	s := tokenSink{wantIDs: true}
+	t.encodeInto(text, &s)
+	return s.ids
+}
+
+// encodeInto encodes text as encodeOrdinary does into s. Valid UTF-8 goes
+// through t.split and bytePairMerge; anything else through tiktoken-go,
+// which decodes invalid bytes as U+FFFD and encodes those.
+func (t *bpeTokenizer) encodeInto(text string, s *tokenSink) {
+	if t.split == nil || !utf8.ValidString(text) {
+		ids := t.libraryEncodeOrdinary(text)
+		s.count += len(ids)
+		if s.wantIDs {
+			s.ids = append(s.ids, ids...)
+		}
+		if s.wantLens {
+			s.lens = append(s.lens, t.lens(ids)...)
+		}
+		return
+	}
+	start := 0
+	for _, r := range longRuns(text) {
+		t.splitInto(text[start:r[0]], s)
+		for p := r[0]; p < r[1]; {
+			q := min(p+runPiece, r[1])
+			for q < r[1] && !utf8.RuneStart(text[q]) {
+				q++
+			}
+			t.splitInto(text[p:q], s)
+			p = q
+		}
+		start = r[1]
+	}
+	t.splitInto(text[start:], s)
+}
+
+// libraryEncodeOrdinary is encodeOrdinary by tiktoken-go alone, with its
+// regexp2 pre-tokenizer: the reference the tests hold encodeOrdinary to.
+func (t *bpeTokenizer) libraryEncodeOrdinary(text string) []int {
 	runs := longRuns(text)
 	if runs == nil {
 		return t.enc.EncodeOrdinary(text)
@@ -155,15 +202,17 @@ func (t *bpeTokenizer) encodeOrdinary(text string) []int {
 }
 
 // runClass is the class of character whose runs the split patterns keep
-// in one piece: letters (and their marks), white space, and other
-// symbols. Digits are split in threes by the patterns already.
-func runClass(r rune) int {
+// in one piece, from the character's class bits (see classOf): letters
+// (and their marks, unicode.IsLetter or unicode.IsMark), white space
+// (unicode.IsSpace), and other symbols. Digits (unicode.IsNumber) are
+// split in threes by the patterns already.
+func runClass(c uint16) int {
 	switch {
-	case unicode.IsLetter(r) || unicode.IsMark(r):
+	case c&(clsL|clsM) != 0:
 		return 1
-	case unicode.IsSpace(r):
+	case c&clsS != 0:
 		return 2
-	case unicode.IsNumber(r):
+	case c&clsN != 0:
 		return 0
 	}
 	return 3
@@ -173,6 +222,7 @@ func runClass(r rune) int {
 // longer than maxRun, or nil.
 func longRuns(text string) [][2]int {
 	var runs [][2]int
+	table := classTable()
 	class, start := -1, 0
 	end := func(at int) {
 		if class > 0 && at-start > maxRun {
@@ -180,11 +230,11 @@ func longRuns(text string) [][2]int {
 		}
 	}
 	for i := 0; i < len(text); {
-		r, n := rune(text[i]), 1
-		if r >= utf8.RuneSelf {
-			r, n = utf8.DecodeRuneInString(text[i:])
+		cls, n := table[text[i]&0x7f], 1
+		if text[i] >= utf8.RuneSelf {
+			cls, n = classAt(table, text, i)
 		}
-		if c := runClass(r); c != class {
+		if c := runClass(cls); c != class {
 			end(i)
 			class, start = c, i
 		}
@@ -207,7 +257,9 @@ func (t *bpeTokenizer) TokenLens(text string) []int {
 	if t.nfc {
 		text, spans = normalizeNFC(text, true)
 	}
-	lens := t.lens(t.encodeOrdinary(text))
+	s := tokenSink{wantLens: true, lens: make([]int, 0, len(text)/4+1)}
+	t.encodeInto(text, &s)
+	lens := s.lens
 	if spans != nil {
 		lens = mapTokenLens(lens, spans, len(orig))
 	}
@@ -230,14 +282,19 @@ func (t *bpeTokenizer) lens(ids []int) []int {
 // Count returns the number of tokens in text, encoded as ordinary text
 // (after normalisation if the tokenizer normalises).
 func (t *bpeTokenizer) Count(text string) int {
-	return len(t.encode(text))
+	if t.nfc {
+		text, _ = normalizeNFC(text, false)
+	}
+	var s tokenSink
+	t.encodeInto(text, &s)
+	return s.count
 }
 
 // newBPE builds a byte-level BPE tokenizer from merge ranks, special token
 // ids and a pre-tokenization pattern. Special tokens are registered only so
 // that the library knows them; documents are always encoded as ordinary
 // text. nfc normalises text before encoding.
-func newBPE(name, pattern string, ranks map[string]int, specialIDs map[string]int, nfc bool) (*bpeTokenizer, error) {
+func newBPE(name, pattern string, split *splitter, ranks map[string]int, specialIDs map[string]int, nfc bool) (*bpeTokenizer, error) {
 	core, err := tiktoken.NewCoreBPE(ranks, specialIDs, pattern)
 	if err != nil {
 		return nil, fmt.Errorf("build encoder: %w", err)
@@ -252,5 +309,5 @@ func newBPE(name, pattern string, ranks map[string]int, specialIDs map[string]in
 		MergeableRanks: ranks,
 		SpecialTokens:  specialIDs,
 	}, special)
-	return &bpeTokenizer{name: name, enc: enc, tokenLen: tokenLens(ranks), nfc: nfc}, nil
+	return &bpeTokenizer{name: name, enc: enc, tokenLen: tokenLens(ranks), ranks: ranks, pairs: newPairRanks(ranks), split: split, nfc: nfc}, nil
 }

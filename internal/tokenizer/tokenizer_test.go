@@ -89,6 +89,9 @@ func TestKnownEncodings(t *testing.T) {
 			if got := tok.enc.EncodeOrdinary(tt.text); !slices.Equal(got, tt.want) {
 				t.Errorf("EncodeOrdinary(%q) = %v, want %v", tt.text, got, tt.want)
 			}
+			if got := tok.encode(tt.text); !slices.Equal(got, tt.want) {
+				t.Errorf("encode(%q) = %v, want %v", tt.text, got, tt.want)
+			}
 		})
 	}
 }
@@ -106,6 +109,9 @@ func TestMatchesLibraryEncoding(t *testing.T) {
 	text := mixedText(20 << 10)
 	if got, want := tok.enc.EncodeOrdinary(text), lib.EncodeOrdinary(text); !slices.Equal(got, want) {
 		t.Errorf("encodings differ from the library's cl100k_base (%d vs %d tokens)", len(got), len(want))
+	}
+	if got, want := tok.encode(text), lib.EncodeOrdinary(text); !slices.Equal(got, want) {
+		t.Errorf("the splitter's encodings differ from the library's cl100k_base (%d vs %d tokens)", len(got), len(want))
 	}
 }
 
@@ -171,7 +177,7 @@ func TestSpecialTokenTextIsOrdinary(t *testing.T) {
 		"<|fim_prefix|><|fim_middle|><|fim_suffix|><|endofprompt|>",
 	} {
 		t.Run(text, func(t *testing.T) {
-			ids := tok.enc.EncodeOrdinary(text)
+			ids := tok.encode(text)
 			for _, id := range ids {
 				if id >= 100257 {
 					t.Errorf("text %q produced special token id %d", text, id)

@@ -29,16 +29,7 @@ const maxEmailConversions = 8
 // when the index has no such message. uri must be readable by the worker
 // (CheckRead).
 func (a *Activities) EmailMessage(ctx context.Context, uri string, number int) (*memagent.EmailMessage, error) {
-	if err := a.allowRead("document", uri); err != nil {
-		return nil, err
-	}
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		return nil, err
-	}
-	sctx, cancel := a.s3ctx(ctx)
-	info, err := a.Store.Head(sctx, loc)
-	cancel()
+	loc, info, err := a.headReadable(ctx, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -127,14 +118,7 @@ func (a *Activities) EmailAttachment(ctx context.Context, uri string, number int
 // a place that holds another path, or an attachment over maxBytes, is an
 // error that says so.
 func (a *Activities) EmailAttachmentAt(ctx context.Context, uri string, number, part int, apath string, maxBytes int64, w io.Writer) error {
-	if err := a.allowRead("document", uri); err != nil {
-		return err
-	}
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		return err
-	}
-	info, err := a.Store.Head(ctx, loc)
+	loc, info, err := a.headReadable(ctx, uri)
 	if err != nil {
 		return err
 	}

@@ -144,25 +144,16 @@ const maxOCRReadings = 8
 // is older than word boxes, or when the store cannot list folders. uri
 // must be readable by the worker (CheckRead).
 func (a *Activities) OCRWords(ctx context.Context, uri string, page int) ([][]docconv.WordBox, error) {
-	if err := a.allowRead("document", uri); err != nil {
+	loc, info, err := a.headReadable(ctx, uri)
+	if err != nil {
 		return nil, err
 	}
 	lister, ok := a.Store.(folderLister)
 	if !ok {
 		return nil, nil
 	}
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		return nil, err
-	}
-	sctx, cancel := a.s3ctx(ctx)
-	info, err := a.Store.Head(sctx, loc)
-	cancel()
-	if err != nil {
-		return nil, err
-	}
 	c := &ocrCache{a: a, prefix: ocrPagesArea + versionID(loc.String(), info) + "/"}
-	sctx, cancel = a.s3ctx(ctx)
+	sctx, cancel := a.s3ctx(ctx)
 	folders, err := lister.ListFolders(sctx, a.Bucket, c.prefix)
 	cancel()
 	if err != nil {
@@ -200,13 +191,7 @@ func (a *Activities) AttachmentOCRWords(ctx context.Context, uri, sum string, pa
 	if _, ok := a.Store.(folderLister); !ok {
 		return nil, nil
 	}
-	loc, err := s3store.ParseURI(uri)
-	if err != nil {
-		return nil, err
-	}
-	sctx, cancel := a.s3ctx(ctx)
-	info, err := a.Store.Head(sctx, loc)
-	cancel()
+	loc, info, err := a.headReadable(ctx, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -303,4 +288,21 @@ func noteHeartbeat(ctx context.Context, details any) {
 		hb.details = details
 		hb.mu.Unlock()
 	}
+}
+
+// headReadable checks that the worker may read the document at uri
+// (CheckRead) and returns its location and its current version's
+// metadata.
+func (a *Activities) headReadable(ctx context.Context, uri string) (s3store.Location, s3store.ObjectInfo, error) {
+	if err := a.allowRead("document", uri); err != nil {
+		return s3store.Location{}, s3store.ObjectInfo{}, err
+	}
+	loc, err := s3store.ParseURI(uri)
+	if err != nil {
+		return s3store.Location{}, s3store.ObjectInfo{}, err
+	}
+	sctx, cancel := a.s3ctx(ctx)
+	info, err := a.Store.Head(sctx, loc)
+	cancel()
+	return loc, info, err
 }

@@ -184,7 +184,7 @@ func (c *costEnv) read(ctx context.Context) (costReading, error) {
 	if r.Worker, err = procstat.System.TreeCPU(c.worker.cmd.Process.Pid); err != nil {
 		return r, err
 	}
-	r.WorkerPeakRSS = peakRSSOf(c.worker.cmd.Process.Pid)
+	r.WorkerPeakRSS = procstat.PeakRSSOf(c.worker.cmd.Process.Pid)
 	if r.Temporal, err = procstat.System.TreeCPU(c.procs.TemporalPID); err != nil {
 		return r, err
 	}
@@ -216,24 +216,6 @@ func (c *costEnv) read(ctx context.Context) (costReading, error) {
 		r.PostgresStatementsAvailable = true
 	}
 	return r, nil
-}
-
-// peakRSSOf is a process's peak resident set in bytes (VmHWM), 0 where it
-// cannot be read.
-func peakRSSOf(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }
 
 // psql runs one query and returns its unaligned, tuples-only output.

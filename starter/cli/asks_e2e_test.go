@@ -11,7 +11,6 @@ import (
 
 	"github.com/memagent/memagent/activities"
 	"github.com/memagent/memagent/api"
-	"github.com/memagent/memagent/internal/dev/docgen"
 )
 
 // TestForgedAsksGrowNothingOnTheStack: a caller in the namespace sends a
@@ -23,24 +22,7 @@ import (
 // read after it: fewer reads than Updates, each answered with the child's
 // grant, unmoved, and the batch answers its item.
 func TestForgedAsksGrowNothingOnTheStack(t *testing.T) {
-	tok, _ := slowWorker(t, time.Second)
-	ctx, s := testSession(t, 4*time.Minute)
-	doc := docgen.Needle(tok, 8_000, 0.5, 54)
-	path := writeFile(t, t.TempDir(), "doc.txt", []byte(doc))
-	uri, _, err := s.resolveDocument(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, _ := json.Marshal(map[string]any{"id": "i0", "document": uri, "question": docgen.Question + " (asks)", "answers": []string{docgen.Answer}})
-	id := fmt.Sprintf("asks-%d", time.Now().UnixNano())
-	if _, err := startBatch(ctx, s.temporal, s.cfg.TaskQueue, id, api.BatchQAInput{
-		Manifest: putManifest(ctx, t, s, append(line, '\n')), Concurrency: 1, Reuse: api.ReuseNone,
-		Options: api.ModelOptions{ChunkTokens: 1000}, Budget: &api.Budget{MaxCalls: 1000},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	child := api.BatchItemWorkflowID(id, 0, 0)
-	waitFor(t, time.Minute, "the child running", func() bool { return running(ctx, s, child) })
+	ctx, s, id, child := budgetedBatchWithChild(t, "asks", 54)
 
 	const asks = 30
 	var mu sync.Mutex

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -21,24 +22,7 @@ import (
 // closed. Now the child is woken by none (its grant did not move), the
 // reads are fewer than the hints, and the batch answers its item.
 func TestBatchHintsGrowNothingOnTheStack(t *testing.T) {
-	tok, _ := slowWorker(t, time.Second)
-	ctx, s := testSession(t, 4*time.Minute)
-	doc := docgen.Needle(tok, 8_000, 0.5, 53)
-	path := writeFile(t, t.TempDir(), "doc.txt", []byte(doc))
-	uri, _, err := s.resolveDocument(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, _ := json.Marshal(map[string]any{"id": "i0", "document": uri, "question": docgen.Question + " (hints)", "answers": []string{docgen.Answer}})
-	id := fmt.Sprintf("hints-%d", time.Now().UnixNano())
-	if _, err := startBatch(ctx, s.temporal, s.cfg.TaskQueue, id, api.BatchQAInput{
-		Manifest: putManifest(ctx, t, s, append(line, '\n')), Concurrency: 1, Reuse: api.ReuseNone,
-		Options: api.ModelOptions{ChunkTokens: 1000}, Budget: &api.Budget{MaxCalls: 1000},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	child := api.BatchItemWorkflowID(id, 0, 0)
-	waitFor(t, time.Minute, "the child running", func() bool { return running(ctx, s, child) })
+	ctx, s, id, child := budgetedBatchWithChild(t, "hints", 53)
 
 	const hints = 30
 	var wg sync.WaitGroup
@@ -89,4 +73,31 @@ func TestBatchHintsGrowNothingOnTheStack(t *testing.T) {
 		t.Errorf("%d hints for a child that spent nothing: %d reads (want fewer than the hints), %d wakes sent and %d received (want none)",
 			hints, reads, wakes, woken)
 	}
+}
+
+// budgetedBatchWithChild starts, on a slow worker (a second a model call),
+// a BatchQA of one item under a budget, named name-<time> over an
+// 8,000-token document of seed, and returns once its child runs: the
+// stage of the attacks that send the batch budget requests by hand.
+func budgetedBatchWithChild(t *testing.T, name string, seed uint64) (ctx context.Context, s *session, id, child string) {
+	t.Helper()
+	tok, _ := slowWorker(t, time.Second)
+	ctx, s = testSession(t, 4*time.Minute)
+	doc := docgen.Needle(tok, 8_000, 0.5, seed)
+	path := writeFile(t, t.TempDir(), "doc.txt", []byte(doc))
+	uri, _, err := s.resolveDocument(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(map[string]any{"id": "i0", "document": uri, "question": docgen.Question + " (" + name + ")", "answers": []string{docgen.Answer}})
+	id = fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
+	if _, err := startBatch(ctx, s.temporal, s.cfg.TaskQueue, id, api.BatchQAInput{
+		Manifest: putManifest(ctx, t, s, append(line, '\n')), Concurrency: 1, Reuse: api.ReuseNone,
+		Options: api.ModelOptions{ChunkTokens: 1000}, Budget: &api.Budget{MaxCalls: 1000},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	child = api.BatchItemWorkflowID(id, 0, 0)
+	waitFor(t, time.Minute, "the child running", func() bool { return running(ctx, s, child) })
+	return ctx, s, id, child
 }

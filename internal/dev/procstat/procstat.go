@@ -21,8 +21,14 @@ const TimeCommand = "/usr/bin/time"
 // from /proc/self/status (VmHWM); 0 where that cannot be read. Unlike the
 // figure wait4 gives a parent, it never includes what the parent held
 // when it forked.
-func PeakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
+func PeakRSS() int64 { return peakRSS("/proc/self/status") }
+
+// PeakRSSOf is PeakRSS of the process pid.
+func PeakRSSOf(pid int) int64 { return peakRSS(fmt.Sprintf("/proc/%d/status", pid)) }
+
+// peakRSS reads VmHWM from a /proc status file.
+func peakRSS(status string) int64 {
+	data, err := os.ReadFile(status)
 	if err != nil {
 		return 0
 	}

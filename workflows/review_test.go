@@ -225,6 +225,10 @@ func (f *reviewFixture) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(reviewTestWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	env := s.NewTestWorkflowEnvironment()
+	// The environment's default, 3 s of wall time a run, is less than a
+	// review's first run in a fresh process took on CI's two loaded cores
+	// (TestReviewDocumentParallelism, 3.08 s; 0.4 s alone).
+	env.SetTestTimeout(30 * time.Second)
 	workflows.Register(env)
 	f.acts.Register(env)
 	return env

@@ -94,24 +94,31 @@ func (p *Pool) endCall(ep *endpoint, c *evictCall) bool {
 
 // evictLocked stops the calls at ep that the hold would have kept back
 // from a call of level (p.hold or more urgent) and that started within
-// the window, so that their sequences leave the server's batch and the
-// urgent call's steps run without their prompts. It returns how many it
-// stopped. Each comes back to the pool's queue (complete) and is sent
-// again once the hold lets it, and never stopped a second time.
-func (p *Pool) evictLocked(ep *endpoint, level int, now time.Time) int {
-	if p.evict <= 0 || holdLevel(level) > p.hold || len(ep.calls) == 0 {
-		return 0
+// the window (stoppableLocked), so that their sequences leave the
+// server's batch and the urgent call's steps run without their prompts.
+// Each comes back to the pool's queue (complete) and is sent again once
+// the hold lets it, and never stopped a second time.
+func (p *Pool) evictLocked(ep *endpoint, level int, now time.Time) {
+	if !p.evictsFor(level) {
+		return
 	}
-	n := 0
 	for c := range ep.calls {
-		if c.evicted || c.level <= holdLevel(level) || now.Sub(c.start) > p.evict {
-			continue
+		if p.stoppableLocked(c, level, now) {
+			c.evicted = true
+			c.cancel(errEvicted)
 		}
-		c.evicted = true
-		c.cancel(errEvicted)
-		n++
 	}
-	return n
+}
+
+// evictsFor reports whether a call of level stops others: eviction is on
+// and the hold holds others back for it.
+func (p *Pool) evictsFor(level int) bool { return p.evict > 0 && holdLevel(level) <= p.hold }
+
+// stoppableLocked reports whether c may be stopped for a call of level:
+// it was not stopped before, is less urgent, and started within the
+// window.
+func (p *Pool) stoppableLocked(c *evictCall, level int, now time.Time) bool {
+	return !c.evicted && c.level > holdLevel(level) && now.Sub(c.start) <= p.evict
 }
 
 // evictForWaiterLocked makes room for an urgent waiter of level that found
@@ -119,7 +126,7 @@ func (p *Pool) evictLocked(ep *endpoint, level int, now time.Time) int {
 // rotation that has the most of them. Their slots come back through
 // releaseEvicted, and the queue hands them to the waiter first.
 func (p *Pool) evictForWaiterLocked(level int, now time.Time) {
-	if p.evict <= 0 || holdLevel(level) > p.hold {
+	if !p.evictsFor(level) {
 		return
 	}
 	var best *endpoint
@@ -130,7 +137,7 @@ func (p *Pool) evictForWaiterLocked(level int, now time.Time) {
 		}
 		n := 0
 		for c := range ep.calls {
-			if !c.evicted && c.level > holdLevel(level) && now.Sub(c.start) <= p.evict {
+			if p.stoppableLocked(c, level, now) {
 				n++
 			}
 		}
